@@ -1,0 +1,19 @@
+/* External tensor data: files beside the model, mapped read-only, with every path
+ * confined to the model's folder and every offset/length checked against the file. */
+#ifndef AMP_EXTDATA_H
+#define AMP_EXTDATA_H
+
+#include "ir.h"
+
+/* Maps (once per file per model) `location` relative to m->dir and returns the
+ * `length` bytes at `offset`. length < 0 means "to the end of the file". */
+AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64_t length,
+                        AmpBytes *out, AmpStatus *st);
+
+/* Checks that `location` is a plain relative path: not empty, not absolute, no ".."
+ * component, no backslash or NUL tricks. The symlink check happens at map time. */
+AmpCode amp_extdata_check_location(const char *location, AmpStatus *st);
+
+void amp_extdata_unmap_all(AmpModel *m);
+
+#endif

@@ -1,0 +1,392 @@
+/* The in-memory model every pass works on: AmpModel > AmpGraph > AmpNode / AmpValue,
+ * with tensors, attributes, subgraphs and training info. It mirrors ONNX closely so a
+ * load -> save round trip is lossless: every protobuf field the IR does not model
+ * (and every unknown field from a newer ONNX) is kept, packed, in a `rest` blob and
+ * written back as it was. */
+#ifndef AMP_IR_H
+#define AMP_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "ops.h"
+#include "status.h"
+
+/* ONNX TensorProto.DataType values; the numbers are ONNX's own. */
+typedef enum AmpDType {
+    AMP_DT_UNDEFINED = 0,
+    AMP_DT_FLOAT = 1,
+    AMP_DT_UINT8 = 2,
+    AMP_DT_INT8 = 3,
+    AMP_DT_UINT16 = 4,
+    AMP_DT_INT16 = 5,
+    AMP_DT_INT32 = 6,
+    AMP_DT_INT64 = 7,
+    AMP_DT_STRING = 8,
+    AMP_DT_BOOL = 9,
+    AMP_DT_FLOAT16 = 10,
+    AMP_DT_DOUBLE = 11,
+    AMP_DT_UINT32 = 12,
+    AMP_DT_UINT64 = 13,
+    AMP_DT_COMPLEX64 = 14,
+    AMP_DT_COMPLEX128 = 15,
+    AMP_DT_BFLOAT16 = 16,
+    AMP_DT_FLOAT8E4M3FN = 17,
+    AMP_DT_FLOAT8E4M3FNUZ = 18,
+    AMP_DT_FLOAT8E5M2 = 19,
+    AMP_DT_FLOAT8E5M2FNUZ = 20,
+    AMP_DT_UINT4 = 21,
+    AMP_DT_INT4 = 22,
+    AMP_DT_FLOAT4E2M1 = 23,
+    AMP_DT__COUNT
+} AmpDType;
+
+const char *amp_dtype_name(int dt);          /* "float16"; "dtype(99)" style for unknown */
+int amp_dtype_from_name(const char *name);   /* -1 when unknown */
+size_t amp_dtype_bits(int dt);               /* 0 for string/undefined/unknown */
+bool amp_dtype_is_float(int dt);             /* float, double, float16, bfloat16, float8 */
+
+/* A byte string owned by the model's arena (or borrowed from a mapping). */
+typedef struct AmpBytes {
+    const uint8_t *data;
+    size_t len;
+} AmpBytes;
+
+typedef struct AmpStrPair {
+    const char *key;
+    const char *value;
+} AmpStrPair;
+
+/* ---- types ---------------------------------------------------------------------- */
+
+typedef struct AmpDim {
+    int64_t value;     /* >= 0 when known, -1 when not */
+    const char *param; /* symbolic name (dim_param) or NULL */
+} AmpDim;
+
+typedef enum AmpTypeKind {
+    AMP_TYPE_NONE = 0, /* nothing known */
+    AMP_TYPE_TENSOR,   /* dtype and (maybe) shape below are meaningful */
+    AMP_TYPE_OTHER     /* sequence, map, optional, sparse tensor: kept opaque */
+} AmpTypeKind;
+
+typedef struct AmpType {
+    AmpTypeKind kind;
+    int dtype;    /* AmpDType; AMP_DT_UNDEFINED when unknown */
+    int rank;     /* -1 when the shape is unknown */
+    AmpDim *dims; /* rank entries */
+} AmpType;
+
+bool amp_type_equal(const AmpType *a, const AmpType *b);
+
+/* ---- tensors -------------------------------------------------------------------- */
+
+typedef enum AmpTensorHas {
+    AMP_TENSOR_HAS_DTYPE = 1u << 0,
+    AMP_TENSOR_HAS_RAW = 1u << 1,
+    AMP_TENSOR_HAS_LOCATION = 1u << 2
+} AmpTensorHas;
+
+/* A constant (initializer, attribute value). Data is in exactly the fields ONNX put it
+ * in, so it is written back in the same form; amp_tensor_bytes() gives the canonical
+ * little-endian element bytes whatever the form. */
+typedef struct AmpTensor {
+    const char *name, *doc_string;
+    int dtype;
+    unsigned has; /* AmpTensorHas */
+    size_t ndims;
+    int64_t *dims;  /* ndims */
+    uint64_t nelem; /* product of dims, checked at load */
+
+    AmpBytes raw; /* raw_data (HAS_RAW), or the bytes of external data once mapped */
+    size_t n_float, n_int32, n_int64, n_double, n_uint64, n_string;
+    float *float_data;
+    int32_t *int32_data; /* also holds float16/bfloat16 bits, int8/16, bool */
+    int64_t *int64_data;
+    double *double_data;
+    uint64_t *uint64_data; /* also uint32 */
+    AmpBytes *string_data;
+
+    int data_location;    /* 0 default, 1 external */
+    size_t n_external;    /* external_data key/value entries, as in the file */
+    AmpStrPair *external;
+    bool is_external;     /* raw points into a mapping of the external file */
+
+    AmpBytes rest;
+} AmpTensor;
+
+/* The canonical element bytes of a tensor (little-endian, ONNX raw_data layout),
+ * converting typed fields once into the arena if needed. */
+AmpCode amp_tensor_bytes(struct AmpModel *m, AmpTensor *t, AmpBytes *out, AmpStatus *st);
+/* Bytes the elements take in canonical form (sub-byte types are packed). */
+bool amp_tensor_expected_bytes(int dtype, uint64_t nelem, size_t *out);
+
+/* ---- attributes ----------------------------------------------------------------- */
+
+typedef enum AmpAttrType { /* ONNX AttributeProto.AttributeType */
+    AMP_ATTR_UNDEFINED = 0,
+    AMP_ATTR_FLOAT = 1,
+    AMP_ATTR_INT = 2,
+    AMP_ATTR_STRING = 3,
+    AMP_ATTR_TENSOR = 4,
+    AMP_ATTR_GRAPH = 5,
+    AMP_ATTR_FLOATS = 6,
+    AMP_ATTR_INTS = 7,
+    AMP_ATTR_STRINGS = 8,
+    AMP_ATTR_TENSORS = 9,
+    AMP_ATTR_GRAPHS = 10,
+    AMP_ATTR_SPARSE_TENSOR = 11,
+    AMP_ATTR_SPARSE_TENSORS = 12,
+    AMP_ATTR_TYPE_PROTO = 13,
+    AMP_ATTR_TYPE_PROTOS = 14
+} AmpAttrType;
+
+typedef enum AmpAttrHas {
+    AMP_ATTR_HAS_TYPE = 1u << 0,
+    AMP_ATTR_HAS_F = 1u << 1,
+    AMP_ATTR_HAS_I = 1u << 2,
+    AMP_ATTR_HAS_S = 1u << 3
+} AmpAttrHas;
+
+typedef struct AmpGraph AmpGraph;
+
+typedef struct AmpAttr {
+    const char *name, *ref_attr_name, *doc_string;
+    int type;     /* AmpAttrType */
+    unsigned has; /* AmpAttrHas */
+    float f;
+    int64_t i;
+    AmpBytes s;
+    AmpTensor *t;
+    AmpGraph *g;
+    size_t n_floats, n_ints, n_strings, n_tensors, n_graphs;
+    float *floats;
+    int64_t *ints;
+    AmpBytes *strings;
+    AmpTensor **tensors;
+    AmpGraph **graphs;
+    AmpBytes rest; /* sparse tensors, type protos, unknown fields */
+} AmpAttr;
+
+/* ---- values and nodes ----------------------------------------------------------- */
+
+typedef struct AmpNode AmpNode;
+typedef struct AmpValue AmpValue;
+
+typedef struct AmpUse {
+    AmpNode *node; /* may be a node of a subgraph (outer-scope use) */
+    int slot;      /* input index on that node */
+} AmpUse;
+
+typedef enum AmpValueFlags {
+    AMP_VALUE_INPUT = 1u << 0,       /* listed in graph.input */
+    AMP_VALUE_OUTPUT = 1u << 1,      /* listed in graph.output */
+    AMP_VALUE_INITIALIZER = 1u << 2, /* has `initializer` */
+    AMP_VALUE_UNDEFINED = 1u << 3    /* used but defined nowhere (verifier error) */
+} AmpValueFlags;
+
+/* A named SSA value of one graph. */
+struct AmpValue {
+    const char *name;
+    AmpGraph *graph; /* the graph whose scope defines it */
+    AmpType type;
+    unsigned flags;     /* AmpValueFlags */
+    AmpNode *producer;  /* NULL for inputs, initializers, undefined */
+    int producer_slot;  /* output index on producer */
+    AmpTensor *initializer;
+    AmpUse *uses;
+    size_t n_uses, cap_uses;
+    uint32_t id; /* index in graph->values */
+};
+
+struct AmpNode {
+    AmpGraph *graph;
+    AmpNode *prev, *next; /* topological order */
+    const char *name, *op_type, *domain, *doc_string;
+    AmpOpId op; /* AMP_OP_UNKNOWN for ops not in the op table */
+    int n_inputs, n_outputs;
+    AmpValue **inputs;  /* n_inputs; NULL = optional input left out ("") */
+    AmpValue **outputs; /* n_outputs; NULL = optional output left out */
+    size_t n_attrs;
+    AmpAttr *attrs;
+    AmpBytes rest;
+    uint32_t id;   /* unique within the model, in creation order */
+    int mark;      /* scratch for passes and the verifier */
+};
+
+/* One entry of graph.input / graph.output / graph.value_info. The ValueInfoProto is
+ * kept packed as loaded; on save it is written back as it was unless the value's type
+ * changed since (then the type is rebuilt from AmpValue.type). */
+typedef struct AmpValueInfo {
+    AmpValue *value;
+    AmpBytes orig;      /* packed ValueInfoProto, or empty for entries made by passes */
+    AmpType loaded;     /* the type `orig` holds */
+} AmpValueInfo;
+
+typedef struct AmpValueInfoList {
+    AmpValueInfo *items;
+    size_t n, cap;
+} AmpValueInfoList;
+
+typedef struct AmpNameMap AmpNameMap; /* name -> AmpValue*, private to ir.c */
+
+struct AmpGraph {
+    struct AmpModel *model;
+    AmpGraph *parent;   /* enclosing scope for subgraphs and training graphs, else NULL */
+    AmpNode *owner;     /* the If/Loop/Scan node owning this body, else NULL */
+    const char *name, *doc_string;
+    AmpNode *first, *last;
+    size_t n_nodes;
+    AmpValue **values; /* every value this graph's scope defines or references */
+    size_t n_values, cap_values;
+    AmpNameMap *names;
+    AmpValueInfoList inputs, outputs, value_info;
+    AmpTensor **initializers; /* in file order; each also hangs off its AmpValue */
+    size_t n_initializers, cap_initializers;
+    AmpBytes rest; /* sparse initializers, quantization annotations, unknown fields */
+};
+
+typedef struct AmpOpset {
+    const char *domain; /* "" for ai.onnx */
+    int64_t version;
+    bool has_version;
+} AmpOpset;
+
+typedef struct AmpTrainingInfo {
+    AmpGraph *initialization; /* may be NULL */
+    AmpGraph *algorithm;      /* may be NULL */
+    size_t n_init_bindings, n_update_bindings;
+    AmpStrPair *init_bindings;   /* key: initializer name, value: init graph output */
+    AmpStrPair *update_bindings; /* key: initializer name, value: algorithm output */
+    AmpBytes rest;
+} AmpTrainingInfo;
+
+typedef struct AmpFunction {
+    const char *domain, *name;
+    AmpBytes packed; /* the FunctionProto, kept as it is */
+} AmpFunction;
+
+typedef struct AmpMapping AmpMapping; /* an mmap'd external data file */
+
+typedef enum AmpModelHas {
+    AMP_MODEL_HAS_IR_VERSION = 1u << 0,
+    AMP_MODEL_HAS_MODEL_VERSION = 1u << 1
+} AmpModelHas;
+
+typedef struct AmpModel {
+    AmpArena arena;
+    const char *path; /* file it was loaded from, for messages; may be NULL */
+    const char *dir;  /* its folder, the root for external data; may be NULL */
+    unsigned has;     /* AmpModelHas */
+    int64_t ir_version, model_version;
+    const char *producer_name, *producer_version, *domain, *doc_string;
+    size_t n_opsets, n_metadata, n_training, n_functions;
+    AmpOpset *opsets;
+    AmpStrPair *metadata;
+    AmpTrainingInfo *training;
+    AmpFunction *functions;
+    AmpGraph *graph;
+    AmpBytes rest;
+    AmpMapping *mappings;
+    uint32_t next_node_id;
+} AmpModel;
+
+/* ---- model lifetime, load and save (load.c, save.c) ---------------------------- */
+
+typedef struct AmpLoadOptions {
+    bool skip_verify; /* structural checks run by default */
+} AmpLoadOptions;
+
+AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpModel **out,
+                            AmpStatus *st);
+/* `dir` is the folder external data is resolved in (NULL: external data is an error). */
+AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir,
+                             const AmpLoadOptions *opt, AmpModel **out, AmpStatus *st);
+void amp_model_free(AmpModel *m);
+
+typedef enum AmpExternalMode {
+    AMP_SAVE_EXTERNAL_AUTO = 0, /* one file when it fits under 2 GB, else external data */
+    AMP_SAVE_EXTERNAL_NEVER,
+    AMP_SAVE_EXTERNAL_ALWAYS
+} AmpExternalMode;
+
+typedef struct AmpSaveOptions {
+    AmpExternalMode external;
+    size_t external_min_bytes; /* tensors smaller than this stay inline (default 1024) */
+} AmpSaveOptions;
+
+/* Writes atomically: a temporary file renamed over `path` once complete. External data
+ * (if any) goes to `<basename of path>.data` beside it. */
+AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt,
+                            AmpStatus *st);
+/* Serialises to a malloc'd buffer (no external data); the caller frees *out. */
+AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st);
+
+/* ---- builder API (ir.c) ---------------------------------------------------------- */
+
+AmpModel *amp_model_new(void); /* an empty model with an empty main graph; NULL on OOM */
+AmpGraph *amp_graph_new(AmpModel *m, AmpGraph *parent);
+
+/* The value named `name` visible from g (its own scope, then enclosing ones), or NULL. */
+AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name);
+/* The value named `name` in g's own scope, created (with no producer) if absent. */
+AmpValue *amp_graph_value(AmpGraph *g, const char *name);
+/* A fresh value whose name starts with `base` and is unique in the whole model. */
+AmpValue *amp_graph_new_value(AmpGraph *g, const char *base);
+/* A name not used by any value of the model, from `base` ("base", "base_1", ...). */
+const char *amp_graph_unique_name(AmpGraph *g, const char *base);
+
+AmpValueInfo *amp_graph_add_input(AmpGraph *g, AmpValue *v);
+AmpValueInfo *amp_graph_add_output(AmpGraph *g, AmpValue *v);
+AmpValueInfo *amp_graph_add_value_info(AmpGraph *g, AmpValue *v);
+/* Makes v an initializer holding t (t->name is set to v->name). */
+AmpCode amp_graph_add_initializer(AmpGraph *g, AmpValue *v, AmpTensor *t);
+
+/* A detached node with room for the given arity; domain "" is ai.onnx. Inputs and
+ * outputs are set with amp_node_set_input/output, then it is placed with insert_*. */
+AmpNode *amp_node_new(AmpGraph *g, const char *domain, const char *op_type, const char *name,
+                      int n_inputs, int n_outputs);
+void amp_node_set_input(AmpNode *n, int slot, AmpValue *v);   /* keeps use lists right */
+void amp_node_set_output(AmpNode *n, int slot, AmpValue *v);  /* sets the producer */
+AmpAttr *amp_node_add_attr(AmpNode *n, const char *name, int type);
+const AmpAttr *amp_node_attr(const AmpNode *n, const char *name);
+int64_t amp_node_attr_int(const AmpNode *n, const char *name, int64_t dflt);
+float amp_node_attr_float(const AmpNode *n, const char *name, float dflt);
+const char *amp_node_attr_string(const AmpNode *n, const char *name, const char *dflt);
+
+void amp_node_insert_before(AmpNode *pos, AmpNode *n); /* pos NULL: append */
+void amp_node_insert_after(AmpNode *pos, AmpNode *n);  /* pos NULL: prepend */
+void amp_node_append(AmpGraph *g, AmpNode *n);
+/* Unlinks n, drops its uses, clears the producer of its outputs. */
+void amp_node_delete(AmpNode *n);
+
+/* Every use of `from` (in g and nested subgraphs) now reads `to`; graph outputs that
+ * were `from` become `to` when `outputs_too`. */
+void amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too);
+
+/* The opset version of `domain` ("" and "ai.onnx" are the same), or 0 if not imported. */
+int64_t amp_model_opset(const AmpModel *m, const char *domain);
+
+/* Sets every node's `op` from the op table (after load, or after op_type edits). */
+void amp_graph_bind_ops(AmpGraph *g);
+
+/* Calls fn on g and every subgraph (attribute graphs) below it, depth first. */
+typedef AmpCode (*AmpGraphFn)(AmpGraph *g, void *ctx, AmpStatus *st);
+AmpCode amp_graph_walk(AmpGraph *g, AmpGraphFn fn, void *ctx, AmpStatus *st);
+/* Same over the model: main graph, then each training_info's graphs. */
+AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
+
+/* ---- analysis (verify.c, infer.c, print.c) --------------------------------------- */
+
+/* Structural and type checks; the first problem found is reported. */
+AmpCode amp_verify_model(AmpModel *m, AmpStatus *st);
+/* Fills AmpValue.type for every value it can; keeps types from the model where the
+ * op is unknown. */
+AmpCode amp_infer_model(AmpModel *m, AmpStatus *st);
+
+#include <stdio.h>
+void amp_print_model(FILE *f, const AmpModel *m);
+
+#endif

@@ -1,0 +1,66 @@
+/* The op table: one row per op the project knows, in ir/ops.def (an X-macro). Every
+ * other part (AMP lists, type inference, kernels) keys on AmpOpId. Adding an op means
+ * adding one row there plus its kernels. */
+#ifndef AMP_OPS_H
+#define AMP_OPS_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+struct AmpNode;
+
+/* How the AMP pass treats an op (DESIGN.md, "AMP colouring"). */
+typedef enum AmpOpClass {
+    AMP_CLASS_NEVER = 0, /* not touched: no float data, or unknown */
+    AMP_CLASS_ALLOW,     /* always 16-bit */
+    AMP_CLASS_INFER,     /* 16-bit only between 16-bit neighbours */
+    AMP_CLASS_CLEAR,     /* no arithmetic; follows its neighbours */
+    AMP_CLASS_DENY       /* always fp32 */
+} AmpOpClass;
+
+/* Sets the types of n's outputs from its inputs and attributes. `opset` is the
+ * version imported for the node's domain. */
+typedef AmpCode (*AmpInferFn)(struct AmpNode *n, int64_t opset, AmpStatus *st);
+
+/* ops.def rows read:
+ *   AMP_OP(Id, "domain", "Name", fp16 class, bf16 class, float input slots,
+ *          min inputs, max inputs (-1 variadic), min outputs, max outputs, infer fn, "doc")
+ * The infer functions are declared in ops.def's users (ops.c, infer.c). */
+
+/* Bit i set: input slot i carries float data that may change precision. */
+#define AMP_SLOTS_NONE 0u
+#define AMP_SLOTS_ALL 0xFFFFFFFFu
+#define AMP_SLOT(i) (1u << (i))
+
+typedef enum AmpOpId {
+    AMP_OP_UNKNOWN = 0,
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
+               max_out, infer, doc)                                                      \
+    AMP_OP_##id,
+#include "ops.def"
+#undef AMP_OP
+    AMP_OP__COUNT
+} AmpOpId;
+
+typedef struct AmpOpInfo {
+    const char *domain; /* "" for ai.onnx, "com.microsoft", "ai.onnx.preview.training" */
+    const char *name;
+    AmpOpClass fp16_class, bf16_class;
+    uint32_t float_inputs;
+    int min_inputs, max_inputs;   /* max -1: variadic */
+    int min_outputs, max_outputs; /* max -1: variadic */
+    AmpInferFn infer; /* NULL: outputs keep the types the model declares */
+    const char *doc;  /* one line: why the op has its class */
+} AmpOpInfo;
+
+const AmpOpInfo *amp_op_info(AmpOpId id);
+/* domain NULL or "" or "ai.onnx" all mean the default domain. */
+AmpOpId amp_op_lookup(const char *domain, const char *name);
+const char *amp_op_class_name(AmpOpClass c);
+
+/* The AttributeProto type (AmpAttrType value) an op's attribute must have, or -1 when
+ * the op or the attribute is not described (then any type is accepted). */
+int amp_op_attr_type(AmpOpId id, const char *attr_name);
+
+#endif
