@@ -1,6 +1,8 @@
 /* External data files: confinement to the model's folder, mmap once per file, and
  * bounds checks, so a hostile `location`/`offset`/`length` gives an error, not a read
  * outside the file. */
+/* realpath() is XSI. */
+#define _XOPEN_SOURCE 700
 #include "extdata.h"
 
 #include <errno.h>

@@ -68,8 +68,22 @@ AmpModel *amp_model_new(void) {
 void amp_model_free(AmpModel *m) {
     if (!m) return;
     amp_extdata_unmap_all(m);
+    for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
     amp_arena_free(&m->arena);
     free(m);
+}
+
+bool amp_model_own(AmpModel *m, void *p) {
+    if (m->n_owned == m->cap_owned) {
+        size_t cap = m->cap_owned ? m->cap_owned * 2 : 16;
+        void **o = realloc(m->owned, cap * sizeof *o);
+        if (!o) return false;
+        m->owned = o;
+        m->cap_owned = cap;
+    }
+    m->owned[m->n_owned++] = p;
+    return true;
 }
 
 AmpGraph *amp_graph_new(AmpModel *m, AmpGraph *parent) {

@@ -14,6 +14,8 @@
 #include "ops.h"
 #include "status.h"
 
+typedef struct AmpModel AmpModel;
+
 /* ONNX TensorProto.DataType values; the numbers are ONNX's own. */
 typedef enum AmpDType {
     AMP_DT_UNDEFINED = 0,
@@ -119,7 +121,7 @@ typedef struct AmpTensor {
 
 /* The canonical element bytes of a tensor (little-endian, ONNX raw_data layout),
  * converting typed fields once into the arena if needed. */
-AmpCode amp_tensor_bytes(struct AmpModel *m, AmpTensor *t, AmpBytes *out, AmpStatus *st);
+AmpCode amp_tensor_bytes(AmpModel *m, AmpTensor *t, AmpBytes *out, AmpStatus *st);
 /* Bytes the elements take in canonical form (sub-byte types are packed). */
 bool amp_tensor_expected_bytes(int dtype, uint64_t nelem, size_t *out);
 
@@ -233,7 +235,7 @@ typedef struct AmpValueInfoList {
 typedef struct AmpNameMap AmpNameMap; /* name -> AmpValue*, private to ir.c */
 
 struct AmpGraph {
-    struct AmpModel *model;
+    AmpModel *model;
     AmpGraph *parent;   /* enclosing scope for subgraphs and training graphs, else NULL */
     AmpNode *owner;     /* the If/Loop/Scan node owning this body, else NULL */
     const char *name, *doc_string;
@@ -275,7 +277,7 @@ typedef enum AmpModelHas {
     AMP_MODEL_HAS_MODEL_VERSION = 1u << 1
 } AmpModelHas;
 
-typedef struct AmpModel {
+struct AmpModel {
     AmpArena arena;
     const char *path; /* file it was loaded from, for messages; may be NULL */
     const char *dir;  /* its folder, the root for external data; may be NULL */
@@ -290,8 +292,10 @@ typedef struct AmpModel {
     AmpGraph *graph;
     AmpBytes rest;
     AmpMapping *mappings;
+    void **owned; /* malloc'd buffers the model frees (big raw_data taken from protobuf-c) */
+    size_t n_owned, cap_owned;
     uint32_t next_node_id;
-} AmpModel;
+};
 
 /* ---- model lifetime, load and save (load.c, save.c) ---------------------------- */
 
@@ -305,6 +309,8 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
 AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir,
                              const AmpLoadOptions *opt, AmpModel **out, AmpStatus *st);
 void amp_model_free(AmpModel *m);
+/* Hands a malloc'd buffer to the model, freed with it; false on OOM (p not taken). */
+bool amp_model_own(AmpModel *m, void *p);
 
 typedef enum AmpExternalMode {
     AMP_SAVE_EXTERNAL_AUTO = 0, /* one file when it fits under 2 GB, else external data */

@@ -22,9 +22,15 @@ void amp_status_prefix(AmpStatus *st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(head, sizeof head, fmt, ap);
     va_end(ap);
+    /* Truncation is fine: the head is short and the tail is the least useful part. */
     char tmp[sizeof st->msg];
-    snprintf(tmp, sizeof tmp, "%s%s", head, st->msg);
-    memcpy(st->msg, tmp, sizeof tmp);
+    size_t hl = strlen(head), ml = strlen(st->msg);
+    if (hl > sizeof tmp - 1) hl = sizeof tmp - 1;
+    if (ml > sizeof tmp - 1 - hl) ml = sizeof tmp - 1 - hl;
+    memcpy(tmp, head, hl);
+    memcpy(tmp + hl, st->msg, ml);
+    tmp[hl + ml] = '\0';
+    memcpy(st->msg, tmp, hl + ml + 1);
 }
 
 void amp_status_clear(AmpStatus *st) {
