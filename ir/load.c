@@ -21,6 +21,9 @@
 #define AMP_MAX_GRAPH_DEPTH 64
 /* A tensor with more elements than this is rejected before any size arithmetic. */
 #define AMP_MAX_NELEM (UINT64_C(1) << 60)
+/* protobuf-c unpacks recursively without a depth limit; nesting deeper than this is
+ * rejected by a pre-scan before it gets the chance to overflow the stack. */
+#define AMP_MAX_PROTO_DEPTH 256
 /* raw_data at least this big is taken over from protobuf-c rather than copied. */
 #define AMP_STEAL_BYTES 4096
 
@@ -736,10 +739,77 @@ static AmpCode load_model(LoadCtx *c, Onnx__ModelProto *mp) {
     return AMP_OK;
 }
 
+/* ---- wire-format pre-scan -------------------------------------------------------- */
+
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Walks the encoding of a `desc` message, descending into sub-message fields, and fails
+ * on nesting deeper than AMP_MAX_PROTO_DEPTH or on framing that runs past the end.
+ * Recursion is bounded by that depth, so this cannot overflow the stack itself. */
+static AmpCode check_nesting(const ProtobufCMessageDescriptor *desc, const uint8_t *base, const uint8_t *p,
+                             const uint8_t *end, int depth, AmpStatus *st) {
+    if (depth > AMP_MAX_PROTO_DEPTH)
+        return amp_fail(st, AMP_ERR_INPUT, "not a usable ONNX model: messages nested deeper than %d",
+                        AMP_MAX_PROTO_DEPTH);
+    const uint8_t *field = p;
+    while (p < end) {
+        field = p;
+        uint64_t key, len;
+        if (!read_varint(&p, end, &key)) goto truncated;
+        switch (key & 7) {
+        case 0:
+            if (!read_varint(&p, end, &len)) goto truncated;
+            break;
+        case 1:
+            if (end - p < 8) goto truncated;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4) goto truncated;
+            p += 4;
+            break;
+        case 2: {
+            if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto truncated;
+            const ProtobufCFieldDescriptor *fd =
+                desc && key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3)) : NULL;
+            if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+                AmpCode rc = check_nesting(fd->descriptor, base, p, p + len, depth + 1, st);
+                if (rc) return rc;
+            }
+            p += len;
+            break;
+        }
+        default:
+            return amp_fail(st, AMP_ERR_INPUT,
+                            "not an ONNX model: protobuf wire type %u at byte offset %td is not used by ONNX",
+                            (unsigned)(key & 7), field - base);
+        }
+    }
+    return AMP_OK;
+truncated:
+    return amp_fail(st, AMP_ERR_INPUT,
+                    "not an ONNX model: the protobuf encoding is truncated or malformed (field at byte offset %td)",
+                    field - base);
+}
+
 AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt,
                              AmpModel **out, AmpStatus *st) {
     *out = NULL;
     if (len == 0) return amp_fail(st, AMP_ERR_INPUT, "the file is empty");
+    const uint8_t *bytes = data;
+    AmpCode rc = check_nesting(&onnx__model_proto__descriptor, bytes, bytes, bytes + len, 0, st);
+    if (rc) return rc;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp)
         return amp_fail(st, AMP_ERR_INPUT,
@@ -751,7 +821,7 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
     }
     if (dir) m->dir = amp_arena_strdup(&m->arena, dir);
     LoadCtx c = {m, st, 0};
-    AmpCode rc = load_model(&c, mp);
+    rc = load_model(&c, mp);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (!rc && !(opt && opt->skip_verify)) rc = amp_verify_model(m, st);
     if (rc) {

@@ -1,0 +1,21 @@
+/* 16-bit floats: conversions between float32 and IEEE float16 / bfloat16 with
+ * round-to-nearest-even, exact for every one of the 65536 bit patterns (subnormals,
+ * infinities, NaN kept as NaN). Used by passes (storing weights in 16 bits) and the
+ * CPU kernels (16-bit storage, fp32 compute). */
+#ifndef AMP_HALF_H
+#define AMP_HALF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+float amp_f16_to_f32(uint16_t h);
+uint16_t amp_f32_to_f16(float f);
+float amp_bf16_to_f32(uint16_t h);
+uint16_t amp_f32_to_bf16(float f);
+
+void amp_f32_to_f16_n(uint16_t *dst, const float *src, size_t n);
+void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n);
+void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n);
+void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n);
+
+#endif

@@ -1,0 +1,265 @@
+/* Reading the small int64 tensors that shapes depend on (Reshape targets, axes, pads,
+ * Slice bounds): from initializers and Constant nodes, and through the cheap shape
+ * arithmetic exporters emit (Shape -> Gather -> Unsqueeze -> Concat -> Reshape). */
+#include <string.h>
+
+#include "infer_impl.h"
+
+/* Each top-level read follows at most this many producers, so inference stays linear
+ * in the graph whatever the shape arithmetic looks like. */
+#define EVAL_BUDGET 64
+
+AmpTensor *amp_inf_constant_tensor(const AmpNode *c) {
+    const AmpAttr *a = amp_node_attr(c, "value");
+    return a && a->type == AMP_ATTR_TENSOR ? a->t : NULL;
+}
+
+/* An initializer that is also a graph input is only a default: it can be fed, so its
+ * contents say nothing about the shapes. */
+static AmpTensor *const_tensor_of(AmpValue *v) {
+    if (v->initializer) return (v->flags & AMP_VALUE_INPUT) ? NULL : v->initializer;
+    if (v->producer && v->producer->op == AMP_OP_Constant) return amp_inf_constant_tensor(v->producer);
+    return NULL;
+}
+
+static int64_t read_le(const uint8_t *p, size_t w) {
+    uint64_t u = 0;
+    for (size_t b = 0; b < w; b++) u |= (uint64_t)p[b] << (8 * b);
+    if (w == 4) return (int64_t)(int32_t)(uint32_t)u;
+    return (int64_t)u;
+}
+
+static int tensor_ints(AmpModel *m, AmpTensor *t, AmpInfVal *out, int max) {
+    size_t w = t->dtype == AMP_DT_INT64 ? 8 : t->dtype == AMP_DT_INT32 ? 4 : 0;
+    if (!w || t->ndims > 1 || t->nelem > (uint64_t)max) return -1;
+    AmpStatus tmp;
+    amp_status_clear(&tmp);
+    AmpBytes b;
+    if (amp_tensor_bytes(m, t, &b, &tmp) != AMP_OK || b.len < t->nelem * w) return -1;
+    for (uint64_t i = 0; i < t->nelem; i++)
+        out[i] = (AmpInfVal){true, read_le(b.data + i * w, w), NULL};
+    return (int)t->nelem;
+}
+
+static bool is_int_dtype(int dt) {
+    return dt == AMP_DT_INT64 || dt == AMP_DT_INT32 || dt == AMP_DT_INT16 || dt == AMP_DT_INT8 ||
+           dt == AMP_DT_UINT8 || dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
+}
+
+static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget);
+
+static int eval_known(AmpValue *v, int64_t *out, int max, int *budget) {
+    AmpInfVal tmp[AMP_INF_MAX_RANK];
+    if (max > AMP_INF_MAX_RANK) max = AMP_INF_MAX_RANK;
+    int k = eval(v, tmp, max, budget);
+    for (int i = 0; i < k; i++) {
+        if (!tmp[i].known) return -1;
+        out[i] = tmp[i].v;
+    }
+    return k;
+}
+
+static int eval_shape(AmpNode *p, AmpInfVal *out, int max) {
+    const AmpType *t = amp_inf_in(p, 0);
+    if (!t || t->rank < 0) return -1;
+    int64_t r = t->rank, start = amp_node_attr_int(p, "start", 0), end = amp_node_attr_int(p, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    if (end - start > max) return -1;
+    int k = 0;
+    for (int64_t i = start; i < end; i++, k++) {
+        AmpDim d = t->dims[i];
+        out[k] = d.value >= 0 ? (AmpInfVal){true, d.value, NULL} : (AmpInfVal){false, 0, d.param};
+    }
+    return k;
+}
+
+static int eval_gather(AmpNode *p, AmpInfVal *out, int max, int *budget) {
+    AmpInfVal data[AMP_INF_MAX_RANK];
+    int64_t idx[AMP_INF_MAX_RANK];
+    int64_t axis = amp_node_attr_int(p, "axis", 0);
+    if ((axis != 0 && axis != -1) || !amp_inf_has_input(p, 1)) return -1;
+    int nd = eval(p->inputs[0], data, AMP_INF_MAX_RANK, budget);
+    int ni = eval_known(p->inputs[1], idx, max, budget);
+    if (nd < 0 || ni < 0) return -1;
+    for (int i = 0; i < ni; i++) {
+        int64_t j = idx[i] < 0 ? idx[i] + nd : idx[i];
+        if (j < 0 || j >= nd) return -1;
+        out[i] = data[j];
+    }
+    return ni;
+}
+
+/* 1-D Slice; bounds from inputs (opset 10+) or attributes (older). */
+static int eval_slice(AmpNode *p, AmpInfVal *out, int max, int *budget) {
+    AmpInfVal data[AMP_INF_MAX_RANK];
+    int64_t starts[1], ends[1], steps[1] = {1}, axes[1] = {0};
+    int nd = eval(p->inputs[0], data, AMP_INF_MAX_RANK, budget);
+    if (nd < 0) return -1;
+    if (p->n_inputs >= 3) {
+        if (!amp_inf_has_input(p, 1) || !amp_inf_has_input(p, 2) ||
+            eval_known(p->inputs[1], starts, 1, budget) != 1 ||
+            eval_known(p->inputs[2], ends, 1, budget) != 1)
+            return -1;
+        if (amp_inf_has_input(p, 3) && eval_known(p->inputs[3], axes, 1, budget) != 1) return -1;
+        if (amp_inf_has_input(p, 4) && eval_known(p->inputs[4], steps, 1, budget) != 1) return -1;
+    } else if (amp_inf_attr_ints(p, "starts", starts, 1) != 1 ||
+               amp_inf_attr_ints(p, "ends", ends, 1) != 1) {
+        return -1;
+    } else if (amp_node_attr(p, "axes") && amp_inf_attr_ints(p, "axes", axes, 1) != 1) {
+        return -1;
+    }
+    if ((axes[0] != 0 && axes[0] != -1) || steps[0] == 0) return -1;
+    int64_t n = nd, s = starts[0], e = ends[0], step = steps[0];
+    if (s < 0) s += n;
+    if (e < 0) e += n;
+    int k = 0;
+    if (step > 0) {
+        s = s < 0 ? 0 : s > n ? n : s;
+        e = e < 0 ? 0 : e > n ? n : e;
+        for (int64_t i = s; i < e; i += step) {
+            if (k == max) return -1;
+            out[k++] = data[i];
+        }
+    } else {
+        s = s < 0 ? -1 : s > n - 1 ? n - 1 : s;
+        e = e < -1 ? -1 : e > n - 1 ? n - 1 : e;
+        for (int64_t i = s; i > e; i += step) {
+            if (k == max) return -1;
+            out[k++] = data[i];
+        }
+    }
+    return k;
+}
+
+/* Add/Sub/Mul/Div of int vectors of equal length (or one of length 1). */
+static int eval_arith(AmpNode *p, AmpInfVal *out, int max, int *budget) {
+    AmpInfVal a[AMP_INF_MAX_RANK], b[AMP_INF_MAX_RANK];
+    if (!is_int_dtype(amp_inf_dtype(p, 0)) || !amp_inf_has_input(p, 1)) return -1;
+    int na = eval(p->inputs[0], a, AMP_INF_MAX_RANK, budget);
+    int nb = eval(p->inputs[1], b, AMP_INF_MAX_RANK, budget);
+    if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1)) return -1;
+    int n = na > nb ? na : nb;
+    if (n > max) return -1;
+    for (int i = 0; i < n; i++) {
+        AmpInfVal x = a[na == 1 ? 0 : i], y = b[nb == 1 ? 0 : i];
+        out[i] = (AmpInfVal){false, 0, NULL};
+        if (!x.known || !y.known) continue;
+        /* Shape arithmetic stays far inside +-2^31; anything larger is left unknown
+         * rather than risking signed overflow. */
+        const int64_t lim = (int64_t)1 << 31;
+        if (x.v > lim || x.v < -lim || y.v > lim || y.v < -lim) continue;
+        int64_t r;
+        switch (p->op) {
+        case AMP_OP_Add: r = x.v + y.v; break;
+        case AMP_OP_Sub: r = x.v - y.v; break;
+        case AMP_OP_Mul: r = x.v * y.v; break;
+        default: /* Div: C truncation, as ONNX integer Div */
+            if (y.v == 0) continue;
+            r = x.v / y.v;
+            break;
+        }
+        out[i] = (AmpInfVal){true, r, NULL};
+    }
+    return n;
+}
+
+static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget) {
+    if (!v || --*budget < 0) return -1;
+    AmpTensor *t = const_tensor_of(v);
+    if (t) return tensor_ints(v->graph->model, t, out, max);
+    AmpNode *p = v->producer;
+    if (!p || v->initializer || (v->flags & AMP_VALUE_INPUT)) return -1;
+    switch (p->op) {
+    case AMP_OP_Constant: {
+        const AmpAttr *a;
+        if ((a = amp_node_attr(p, "value_int")) && a->type == AMP_ATTR_INT && max >= 1) {
+            out[0] = (AmpInfVal){true, a->i, NULL};
+            return 1;
+        }
+        if ((a = amp_node_attr(p, "value_ints")) && a->type == AMP_ATTR_INTS &&
+            a->n_ints <= (size_t)max) {
+            for (size_t i = 0; i < a->n_ints; i++) out[i] = (AmpInfVal){true, a->ints[i], NULL};
+            return (int)a->n_ints;
+        }
+        return -1;
+    }
+    case AMP_OP_Shape:
+        return eval_shape(p, out, max);
+    case AMP_OP_Cast:
+        if (!is_int_dtype(amp_inf_dtype(p, 0))) return -1;
+        {
+            int64_t to = amp_node_attr_int(p, "to", 0);
+            if (to != AMP_DT_INT64 && to != AMP_DT_INT32) return -1;
+        }
+        return eval(p->inputs[0], out, max, budget);
+    case AMP_OP_Identity:
+    case AMP_OP_Squeeze:
+    case AMP_OP_Unsqueeze:
+    case AMP_OP_Reshape:
+    case AMP_OP_Flatten: /* row-major order is unchanged */
+        return p->n_inputs ? eval(p->inputs[0], out, max, budget) : -1;
+    case AMP_OP_Concat: {
+        int k = 0;
+        for (int i = 0; i < p->n_inputs; i++) {
+            int c = eval(p->inputs[i], out + k, max - k, budget);
+            if (c < 0) return -1;
+            k += c;
+        }
+        return k;
+    }
+    case AMP_OP_Gather:
+        return eval_gather(p, out, max, budget);
+    case AMP_OP_Slice:
+        return p->n_inputs ? eval_slice(p, out, max, budget) : -1;
+    case AMP_OP_Add:
+    case AMP_OP_Sub:
+    case AMP_OP_Mul:
+    case AMP_OP_Div:
+        return eval_arith(p, out, max, budget);
+    default:
+        return -1;
+    }
+}
+
+int amp_inf_value_ints(AmpValue *v, AmpInfVal *out, int max) {
+    int budget = EVAL_BUDGET;
+    return eval(v, out, max, &budget);
+}
+
+int amp_inf_const_ints(AmpValue *v, int64_t *out, int max) {
+    int budget = EVAL_BUDGET;
+    return eval_known(v, out, max, &budget);
+}
+
+int amp_inf_const_doubles(AmpValue *v, double *out, int max) {
+    AmpTensor *t = v ? const_tensor_of(v) : NULL;
+    if (!t || t->nelem > (uint64_t)max) return -1;
+    size_t w = amp_dtype_bits(t->dtype) / 8;
+    if (t->dtype != AMP_DT_FLOAT && t->dtype != AMP_DT_DOUBLE && t->dtype != AMP_DT_INT64 &&
+        t->dtype != AMP_DT_INT32)
+        return -1;
+    AmpStatus tmp;
+    amp_status_clear(&tmp);
+    AmpBytes b;
+    if (amp_tensor_bytes(v->graph->model, t, &b, &tmp) != AMP_OK || b.len < t->nelem * w) return -1;
+    for (uint64_t i = 0; i < t->nelem; i++) {
+        const uint8_t *p = b.data + i * w;
+        if (t->dtype == AMP_DT_FLOAT) {
+            float f;
+            uint32_t u = (uint32_t)read_le(p, 4);
+            memcpy(&f, &u, 4);
+            out[i] = f;
+        } else if (t->dtype == AMP_DT_DOUBLE) {
+            double d;
+            uint64_t u = (uint64_t)read_le(p, 8);
+            memcpy(&d, &u, 8);
+            out[i] = d;
+        } else {
+            out[i] = (double)read_le(p, w);
+        }
+    }
+    return (int)t->nelem;
+}

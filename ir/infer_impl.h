@@ -1,0 +1,104 @@
+/* Private to the type-inference files (infer*.c) and ops.c: the per-op AmpInferFn
+ * declarations named in ops.def, and the helpers they share (shapes under
+ * construction, broadcasting, reading small int64 constants, merging into a value). */
+#ifndef AMP_INFER_IMPL_H
+#define AMP_INFER_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir.h"
+
+/* Every infer function named in ops.def. */
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
+               max_out, infer, doc)                                                      \
+    AmpCode infer(AmpNode *n, int64_t opset, AmpStatus *st);
+#include "ops.def"
+#undef AMP_OP
+
+/* Shapes of a higher rank than this are treated as unknown (ONNX models stay far below). */
+#define AMP_INF_MAX_RANK 64
+
+/* A shape under construction, on the stack; d[i].value -1 with param NULL = unknown. */
+typedef struct AmpInfShape {
+    int rank; /* -1: rank unknown */
+    AmpDim d[AMP_INF_MAX_RANK];
+} AmpInfShape;
+
+/* One element of a small int64 tensor whose value inference could work out, e.g. a
+ * Reshape target: a known number, or a dim of some tensor (symbolic or unknown). */
+typedef struct AmpInfVal {
+    bool known;
+    int64_t v;         /* when known */
+    const char *param; /* when not known: the dim_param it equals, or NULL */
+} AmpInfVal;
+
+/* Infers g's nodes in order (subgraphs as their nodes are met). */
+AmpCode amp_infer_graph(AmpGraph *g, AmpStatus *st);
+/* Fills the type of a subgraph input from the enclosing node (Loop/Scan bodies) with
+ * the same merging rule as node outputs; `what` names it in messages. */
+AmpCode amp_inf_merge(const AmpNode *n, AmpValue *v, const AmpType *t, const char *what,
+                      AmpStatus *st);
+
+/* "node 'x' (Op): <message>" as AMP_ERR_INPUT. */
+AmpCode amp_inf_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) AMP_PRINTF(3, 4);
+
+/* ---- reading inputs ---- */
+/* The tensor type of input i, or NULL when absent, not a tensor, or of unknown dtype
+ * and rank. */
+const AmpType *amp_inf_in(const AmpNode *n, int i);
+int amp_inf_dtype(const AmpNode *n, int i); /* AMP_DT_UNDEFINED when unknown */
+/* Copies input i's shape into s; false (s->rank = -1) when the rank is unknown. */
+bool amp_inf_shape(const AmpNode *n, int i, AmpInfShape *s);
+bool amp_inf_has_input(const AmpNode *n, int i);
+
+/* ---- setting outputs (merged with what the model declares; see infer.c) ---- */
+AmpCode amp_inf_set(AmpNode *n, int slot, int dtype, const AmpInfShape *s, AmpStatus *st);
+AmpCode amp_inf_set_type(AmpNode *n, int slot, const AmpType *t, AmpStatus *st);
+
+/* ---- dims ---- */
+static inline AmpDim amp_dim_of(int64_t v) {
+    AmpDim d = {v, NULL};
+    return d;
+}
+static inline AmpDim amp_dim_unknown(void) {
+    AmpDim d = {-1, NULL};
+    return d;
+}
+static inline bool amp_dim_known(AmpDim d) {
+    return d.value >= 0;
+}
+/* Products/sums of known dims; unknown (or overflowing) gives unknown. */
+AmpDim amp_dim_mul(AmpDim a, AmpDim b);
+AmpDim amp_dim_add(AmpDim a, AmpDim b);
+/* Merges two facts about the same dim (known beats symbolic beats unknown). */
+AmpDim amp_dim_merge(AmpDim a, AmpDim b);
+void amp_shape_unknown_dims(AmpInfShape *s, int rank); /* rank dims, all unknown */
+
+/* Multidirectional (numpy) broadcast of b into acc; an incompatible pair of known dims
+ * is an error naming n. acc->rank -1 stays unknown. */
+AmpCode amp_inf_broadcast_into(const AmpNode *n, AmpInfShape *acc, const AmpInfShape *b,
+                               AmpStatus *st);
+
+/* ---- attributes ---- */
+/* INTS attribute into out (up to max); the count, or -1 when absent or too long. */
+int amp_inf_attr_ints(const AmpNode *n, const char *name, int64_t *out, int max);
+/* axis in [-rank, rank) to [0, rank); -1 when out of range. */
+int amp_inf_axis(int64_t axis, int rank);
+/* Whether an argument that moved from an attribute to input `slot` at opset `since`
+ * is read from the input: by opset when known, else by whether the input is there. */
+bool amp_inf_from_input(const AmpNode *n, int64_t opset, int64_t since, int slot);
+
+/* ---- small constants ---- */
+/* The elements of a small int tensor value (at most max), following initializers,
+ * Constant nodes and cheap shape arithmetic (Shape, Gather, Concat, Slice, Cast,
+ * Squeeze, Unsqueeze, Identity) a bounded number of steps. The count, or -1. */
+int amp_inf_value_ints(AmpValue *v, AmpInfVal *out, int max);
+/* Same, but every element must be a known number. */
+int amp_inf_const_ints(AmpValue *v, int64_t *out, int max);
+/* A small float or int constant (initializer or Constant) as doubles; count or -1. */
+int amp_inf_const_doubles(AmpValue *v, double *out, int max);
+/* The tensor a Constant node holds in its `value` attribute, or NULL. */
+AmpTensor *amp_inf_constant_tensor(const AmpNode *c);
+
+#endif

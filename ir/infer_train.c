@@ -1,0 +1,129 @@
+/* Type inference for training ops: the ai.onnx.preview.training optimizers and the
+ * com.microsoft training and fused ops (attention, gradients, accumulators). */
+#include <string.h>
+
+#include "infer_impl.h"
+
+static AmpCode like_input(AmpNode *n, int out, int in, AmpStatus *st) {
+    if (out >= n->n_outputs || !amp_inf_has_input(n, in)) return AMP_OK;
+    return amp_inf_set_type(n, out, &n->inputs[in]->type, st);
+}
+
+/* Adam:     (R, T, X[N], G[N], V[N], H[N]) -> (X_new[N], V_new[N], H_new[N])
+ * Momentum: (R, T, X[N], G[N], V[N])       -> (X_new[N], V_new[N])
+ * Adagrad:  (R, T, X[N], G[N], H[N])       -> (X_new[N], H_new[N])
+ * Each output mirrors the tensor input it replaces. */
+AmpCode amp_infer_optimizer(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    static const int from_group[3] = {0, 2, 3}; /* output group -> input group */
+    int groups = n->op == AMP_OP_Adam ? 4 : 3;
+    int tensors = n->n_inputs - 2;
+    if (tensors <= 0 || tensors % groups)
+        return amp_inf_fail(n, st, "expects 2 + %d*N inputs, has %d", groups, n->n_inputs);
+    int N = tensors / groups;
+    if (n->n_outputs > (groups - 1) * N)
+        return amp_inf_fail(n, st, "has %d outputs, at most %d for %d tensors", n->n_outputs,
+                            (groups - 1) * N, N);
+    for (int j = 0; j < n->n_outputs; j++) {
+        AmpCode rc = like_input(n, j, 2 + from_group[j / N] * N + j % N, st);
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}
+
+/* com.microsoft Attention: input (B, S, D), weights (D, 3H) or qkv_hidden_sizes ->
+ * output (B, S, Hv); present and the rest get the dtype only. */
+AmpCode amp_infer_ms_attention(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    AmpInfShape x, w, y;
+    y.rank = -1;
+    int dt = amp_inf_dtype(n, 0);
+    if (amp_inf_shape(n, 0, &x) && x.rank == 3) {
+        y = x;
+        y.d[2] = amp_dim_unknown();
+        int64_t qkv[3];
+        if (amp_inf_attr_ints(n, "qkv_hidden_sizes", qkv, 3) == 3)
+            y.d[2] = amp_dim_of(qkv[2]);
+        else if (amp_inf_shape(n, 1, &w) && w.rank == 2 && amp_dim_known(w.d[1]) && w.d[1].value % 3 == 0)
+            y.d[2] = amp_dim_of(w.d[1].value / 3);
+    }
+    AmpCode rc = amp_inf_set(n, 0, dt, &y, st);
+    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(n, i, dt, NULL, st);
+    return rc;
+}
+
+/* com.microsoft MultiHeadAttention: query (B, S, D) -> (B, S, Dv), Dv from value
+ * (B, L, Dv) or (B, N, L, H); packed QKV query (B, S, N, 3, H) -> (B, S, N*H). */
+AmpCode amp_infer_ms_mha(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    AmpInfShape q, v, y;
+    y.rank = -1;
+    int dt = amp_inf_dtype(n, 0);
+    if (amp_inf_shape(n, 0, &q)) {
+        if (q.rank == 5) {
+            y.rank = 3;
+            y.d[0] = q.d[0];
+            y.d[1] = q.d[1];
+            y.d[2] = amp_dim_mul(q.d[2], q.d[4]);
+        } else if (q.rank == 3) {
+            y = q;
+            bool hv = amp_inf_shape(n, 2, &v);
+            if (hv && v.rank == 3) y.d[2] = v.d[2];
+            else if (hv && v.rank == 4) y.d[2] = amp_dim_mul(v.d[1], v.d[3]);
+            else if (amp_inf_has_input(n, 1) || amp_inf_has_input(n, 2)) y.d[2] = amp_dim_unknown();
+        }
+    }
+    AmpCode rc = amp_inf_set(n, 0, dt, &y, st);
+    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(n, i, dt, NULL, st);
+    return rc;
+}
+
+/* d_logits takes log_prob's type (input 1). */
+AmpCode amp_infer_ms_sce_loss_grad(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    return like_input(n, 0, 1, st);
+}
+
+/* (Y_grad, X, scale, mean, inv_std_dev) -> (X_grad like X, scale_grad and bias_grad
+ * like scale). */
+AmpCode amp_infer_ms_ln_grad(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    AmpCode rc = like_input(n, 0, 1, st);
+    if (!rc) rc = like_input(n, 1, 2, st);
+    if (!rc) rc = like_input(n, 2, 2, st);
+    return rc;
+}
+
+/* (buffer, value, overwrite?) -> (updated_flag bool [1], buffer_out like buffer). */
+AmpCode amp_infer_ms_accumulator(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    AmpInfShape one;
+    one.rank = 1;
+    one.d[0] = amp_dim_of(1);
+    AmpCode rc = amp_inf_set(n, 0, AMP_DT_BOOL, &one, st);
+    return rc ? rc : like_input(n, 1, 0, st);
+}
+
+/* (lr, step, weights, gradients, m1, m2, update?) -> (updated_flag like step,
+ * weights, m1, m2): sequences pass through as they are. */
+AmpCode amp_infer_ms_adamw(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    static const int from[4] = {1, 2, 4, 5};
+    for (int i = 0; i < n->n_outputs && i < 4; i++) {
+        AmpCode rc = like_input(n, i, from[i], st);
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}
+
+/* (dY, X, W) -> (dX like X, dW like W, dB of W's type, shape [M]). */
+AmpCode amp_infer_ms_conv_grad(AmpNode *n, int64_t opset, AmpStatus *st) {
+    (void)opset;
+    AmpCode rc = like_input(n, 0, 1, st);
+    if (!rc) rc = like_input(n, 1, 2, st);
+    if (rc || n->n_outputs < 3) return rc;
+    AmpInfShape w, b;
+    b.rank = 1;
+    b.d[0] = amp_inf_shape(n, 2, &w) && w.rank >= 1 ? w.d[0] : amp_dim_unknown();
+    return amp_inf_set(n, 2, amp_inf_dtype(n, 2), &b, st);
+}

@@ -1,0 +1,114 @@
+/* The op table built from ops.def: per-op info, lookup by (domain, name) through a
+ * small hash table (called once per node, so it must stay O(1)), class names, and the
+ * expected attribute types from op_attrs.def for the verifier. */
+#include <assert.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "infer_impl.h"
+#include "ir.h"
+#include "ops.h"
+
+static const AmpOpInfo TABLE[] = {
+    [AMP_OP_UNKNOWN] = {"", "", AMP_CLASS_NEVER, AMP_CLASS_NEVER, AMP_SLOTS_NONE, 0, -1, 0, -1,
+                        NULL, "not in the op table: kept as it is, types from the model"},
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
+               max_out, infer, doc)                                                      \
+    [AMP_OP_##id] = {domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in,  \
+                     min_out, max_out, infer, doc},
+#include "ops.def"
+#undef AMP_OP
+};
+static_assert(sizeof TABLE / sizeof TABLE[0] == AMP_OP__COUNT, "ops.def and AmpOpId disagree");
+
+const AmpOpInfo *amp_op_info(AmpOpId id) {
+    if ((int)id < 0 || id >= AMP_OP__COUNT) id = AMP_OP_UNKNOWN;
+    return &TABLE[id];
+}
+
+const char *amp_op_class_name(AmpOpClass c) {
+    switch (c) {
+    case AMP_CLASS_NEVER: return "never";
+    case AMP_CLASS_ALLOW: return "allow";
+    case AMP_CLASS_INFER: return "infer";
+    case AMP_CLASS_CLEAR: return "clear";
+    case AMP_CLASS_DENY: return "deny";
+    }
+    return "unknown-class";
+}
+
+/* ---- lookup: open addressing over FNV-1a of (domain, name) ----------------------
+ * The table is filled once, on first use; an atomic state makes that safe when
+ * several threads open models at the same time. */
+
+#define LOOKUP_SLOTS 512 /* power of two, at least twice the number of ops */
+static_assert(LOOKUP_SLOTS >= 2 * AMP_OP__COUNT, "grow LOOKUP_SLOTS");
+
+static uint16_t lookup_slots[LOOKUP_SLOTS]; /* AmpOpId, 0 = empty */
+static atomic_int lookup_state;             /* 0 empty, 1 filling, 2 ready */
+
+static const char *norm_domain(const char *d) {
+    return (!d || strcmp(d, "ai.onnx") == 0) ? "" : d;
+}
+
+static uint32_t hash_op(const char *domain, const char *name) {
+    uint32_t h = 2166136261u;
+    for (const char *s = domain; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u; /* separator: ("a","bc") and ("ab","c") differ */
+    for (const char *s = name; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static void lookup_fill(void) {
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&lookup_state, &expected, 1)) {
+        for (int id = 1; id < AMP_OP__COUNT; id++) {
+            uint32_t i = hash_op(TABLE[id].domain, TABLE[id].name) & (LOOKUP_SLOTS - 1);
+            while (lookup_slots[i]) i = (i + 1) & (LOOKUP_SLOTS - 1);
+            lookup_slots[i] = (uint16_t)id;
+        }
+        atomic_store(&lookup_state, 2);
+        return;
+    }
+    while (atomic_load(&lookup_state) != 2) {
+        /* another thread is filling a 512-entry table: a few microseconds */
+    }
+}
+
+AmpOpId amp_op_lookup(const char *domain, const char *name) {
+    if (!name) return AMP_OP_UNKNOWN;
+    if (atomic_load_explicit(&lookup_state, memory_order_acquire) != 2) lookup_fill();
+    domain = norm_domain(domain);
+    uint32_t i = hash_op(domain, name) & (LOOKUP_SLOTS - 1);
+    for (uint16_t id; (id = lookup_slots[i]); i = (i + 1) & (LOOKUP_SLOTS - 1))
+        if (strcmp(TABLE[id].name, name) == 0 && strcmp(TABLE[id].domain, domain) == 0)
+            return (AmpOpId)id;
+    return AMP_OP_UNKNOWN;
+}
+
+/* ---- attribute types (op_attrs.def) ---------------------------------------------- */
+
+typedef struct AttrSpec {
+    const char *name;
+    int type; /* AmpAttrType */
+} AttrSpec;
+
+#define A(name, type) {name, AMP_ATTR_##type},
+#define AMP_ATTRS(op, ...) static const AttrSpec attrs_##op[] = {__VA_ARGS__{NULL, 0}};
+#include "op_attrs.def"
+#undef AMP_ATTRS
+
+#define AMP_ATTRS(op, ...) [AMP_OP_##op] = attrs_##op,
+static const AttrSpec *const OP_ATTRS[AMP_OP__COUNT] = {
+#include "op_attrs.def"
+};
+#undef AMP_ATTRS
+#undef A
+
+int amp_op_attr_type(AmpOpId id, const char *attr_name) {
+    if ((int)id <= 0 || id >= AMP_OP__COUNT || !attr_name || !OP_ATTRS[id]) return -1;
+    for (const AttrSpec *a = OP_ATTRS[id]; a->name; a++)
+        if (strcmp(a->name, attr_name) == 0) return a->type;
+    return -1;
+}

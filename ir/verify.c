@@ -1,0 +1,672 @@
+/* The verifier: structural and type checks over a whole model (main graph, attribute
+ * subgraphs, training graphs). It runs after load and after every pass in tests, stops at
+ * the first problem, names the graph, node and value, and is linear in the model's size. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* Deeper nesting is refused rather than risking the C stack on a hostile model. */
+enum { MAX_DEPTH = 256 };
+
+/* Per-value state bits, in Frame.state (indexed by AmpValue.id). */
+enum {
+    VS_DEF = 1u << 0,      /* defined at the current point of the walk */
+    VS_PRODUCED = 1u << 1, /* listed as an output by a node linked into the graph */
+    VS_LISTED_IN = 1u << 2 /* listed in graph.input (to find duplicates) */
+};
+
+/* One graph being walked. Subgraphs are walked while their owner node is visited, so
+ * the enclosing frames' state says exactly which outer values exist at that point. */
+typedef struct Frame {
+    AmpGraph *g;
+    unsigned char *state; /* n_values VS_* bits */
+    uint32_t *refs;       /* n_values: input slots seen reading the value (vs. n_uses) */
+    struct Frame *up;
+    int depth;
+} Frame;
+
+typedef struct Ctx {
+    AmpModel *m;
+    AmpStatus *st;
+} Ctx;
+
+/* ---- messages (built only on the error path) ------------------------------------- */
+
+static const char *ATTR_TYPE_NAMES[] = {
+    "UNDEFINED", "FLOAT",   "INT",     "STRING",        "TENSOR",         "GRAPH",
+    "FLOATS",    "INTS",    "STRINGS", "TENSORS",       "GRAPHS",         "SPARSE_TENSOR",
+    "SPARSE_TENSORS",       "TYPE_PROTO",               "TYPE_PROTOS"};
+enum { N_ATTR_TYPES = (int)(sizeof ATTR_TYPE_NAMES / sizeof ATTR_TYPE_NAMES[0]) };
+
+static const char *attr_type_name(int t) {
+    return t >= 0 && t < N_ATTR_TYPES ? ATTR_TYPE_NAMES[t] : "invalid";
+}
+
+static const char *str_or(const char *s, const char *dflt) {
+    return s && *s ? s : dflt;
+}
+
+/* A name for a graph in messages: its own name, else where it hangs ("main",
+ * "<owner node>.<attribute>", "training_info[i].algorithm"). */
+static void graph_label(const AmpModel *m, const AmpGraph *g, char *buf, size_t len) {
+    if (g->name && *g->name) {
+        snprintf(buf, len, "%s", g->name);
+        return;
+    }
+    if (g == m->graph) {
+        snprintf(buf, len, "main");
+        return;
+    }
+    for (size_t i = 0; i < m->n_training; i++) {
+        if (m->training[i].algorithm == g) {
+            snprintf(buf, len, "training_info[%zu].algorithm", i);
+            return;
+        }
+        if (m->training[i].initialization == g) {
+            snprintf(buf, len, "training_info[%zu].initialization", i);
+            return;
+        }
+    }
+    if (g->owner) {
+        const AmpNode *o = g->owner;
+        const char *attr = "?";
+        for (size_t i = 0; i < o->n_attrs; i++) {
+            const AmpAttr *a = &o->attrs[i];
+            bool here = a->g == g;
+            for (size_t k = 0; !here && k < a->n_graphs; k++) here = a->graphs[k] == g;
+            if (here) attr = str_or(a->name, "?");
+        }
+        snprintf(buf, len, "%s.%s", str_or(o->name, str_or(o->op_type, "?")), attr);
+        return;
+    }
+    snprintf(buf, len, "(unnamed)");
+}
+
+static void node_label(const AmpNode *n, char *buf, size_t len) {
+    const char *dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : NULL;
+    if (n->name && *n->name)
+        snprintf(buf, len, "node '%s' (%s%s%s)", n->name, dom ? dom : "", dom ? ":" : "",
+                 str_or(n->op_type, "?"));
+    else
+        snprintf(buf, len, "node #%lu (%s%s%s)", (unsigned long)n->id, dom ? dom : "",
+                 dom ? ":" : "", str_or(n->op_type, "?"));
+}
+
+/* Records "graph 'G': node 'N' (Op): <message>" (node may be NULL). */
+static AmpCode AMP_PRINTF(5, 6)
+    vfail(Ctx *c, AmpCode code, const AmpGraph *g, const AmpNode *n, const char *fmt, ...) {
+    char gl[256], nl[320], msg[700];
+    graph_label(c->m, g, gl, sizeof gl);
+    if (n) node_label(n, nl, sizeof nl);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return amp_fail(c->st, code, "graph '%s': %s%s%s", gl, n ? nl : "", n ? ": " : "", msg);
+}
+
+/* ---- cycles: only on the error path, to tell a cycle from a misordered node ------- */
+
+/* The node of g that contains n (n itself, or the owner of the subgraph n sits in). */
+static AmpNode *lift_to(AmpNode *n, const AmpGraph *g) {
+    while (n && n->graph != g) n = n->graph ? n->graph->owner : NULL;
+    return n;
+}
+
+/* True when `target` is reachable from `from` along data flow within g (uses in
+ * subgraphs count as uses by their owner). Breadth first with AmpNode.mark. */
+static bool reaches(AmpGraph *g, AmpNode *from, AmpNode *target) {
+    if (from == target) return true;
+    for (AmpNode *n = g->first; n; n = n->next) n->mark = 0;
+    AmpNode **queue = malloc((g->n_nodes + 1) * sizeof *queue);
+    if (!queue) return false;
+    size_t head = 0, tail = 0;
+    bool found = false;
+    queue[tail++] = from;
+    from->mark = 1;
+    while (head < tail && !found) {
+        AmpNode *x = queue[head++];
+        for (int o = 0; o < x->n_outputs && !found; o++) {
+            AmpValue *v = x->outputs[o];
+            if (!v) continue;
+            for (size_t u = 0; u < v->n_uses; u++) {
+                AmpNode *y = lift_to(v->uses[u].node, g);
+                if (!y || y->mark) continue;
+                if (y == target) {
+                    found = true;
+                    break;
+                }
+                y->mark = 1;
+                if (tail <= g->n_nodes) queue[tail++] = y;
+            }
+        }
+    }
+    free(queue);
+    return found;
+}
+
+/* ---- values ---------------------------------------------------------------------- */
+
+/* The frame whose graph defines v, searching outwards from f; NULL if none encloses. */
+static Frame *frame_of(Frame *f, const AmpValue *v) {
+    while (f && f->g != v->graph) f = f->up;
+    return f;
+}
+
+/* Checks input `slot` of n (in frame f's graph) reading v. */
+static AmpCode check_use(Ctx *c, Frame *f, AmpNode *n, int slot, AmpValue *v) {
+    AmpGraph *g = f->g;
+    Frame *df = frame_of(f, v);
+    if (!df) {
+        char gl[256];
+        if (v->graph) graph_label(c->m, v->graph, gl, sizeof gl);
+        return vfail(c, AMP_ERR_INPUT, g, n,
+                     "input %d '%s' belongs to graph '%s', which does not enclose this one",
+                     slot, v->name, v->graph ? gl : "(none)");
+    }
+    if (v->id >= df->g->n_values || df->g->values[v->id] != v)
+        return vfail(c, AMP_ERR_INTERNAL, g, n, "input %d '%s' is not in its graph's value table",
+                     slot, v->name);
+    df->refs[v->id]++;
+    if (v->flags & AMP_VALUE_UNDEFINED)
+        return vfail(c, AMP_ERR_INPUT, g, n,
+                     "input %d '%s' is undefined: no node, graph input or initializer of this "
+                     "graph or an enclosing one defines it", slot, v->name);
+    if (df->state[v->id] & VS_DEF) return AMP_OK;
+    AmpNode *p = v->producer;
+    if (!p && !(v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)))
+        return vfail(c, AMP_ERR_INPUT, g, n,
+                     "input %d '%s' is undefined: no node produces it and it is neither a graph "
+                     "input nor an initializer", slot, v->name);
+    char pl[320] = "?";
+    if (p) node_label(p, pl, sizeof pl);
+    if (df != f)
+        return vfail(c, AMP_ERR_INPUT, g, n,
+                     "input %d '%s' of an enclosing graph is used before it is defined there "
+                     "(its producer %s does not come before the node owning this subgraph)",
+                     slot, v->name, pl);
+    if (!p || p->graph != g)
+        return vfail(c, AMP_ERR_INTERNAL, g, n, "input %d '%s' has a producer outside its graph",
+                     slot, v->name);
+    if (p == n)
+        return vfail(c, AMP_ERR_INPUT, g, n,
+                     "input %d '%s' is used before it is defined: it is this node's own output "
+                     "(the graph has a cycle)", slot, v->name);
+    if (reaches(g, n, p))
+        return vfail(c, AMP_ERR_INPUT, g, n,
+                     "input %d '%s' is used before it is defined: it comes from %s, which "
+                     "depends on this node (the graph has a cycle)", slot, v->name, pl);
+    return vfail(c, AMP_ERR_INPUT, g, n,
+                 "input %d '%s' is used before it is defined: its producer %s comes later "
+                 "(nodes are not in topological order)", slot, v->name, pl);
+}
+
+/* Graph outputs: present and defined by the end of the graph. */
+static AmpCode check_graph_outputs(Ctx *c, Frame *f) {
+    AmpGraph *g = f->g;
+    for (size_t i = 0; i < g->outputs.n; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        if (!v) return vfail(c, AMP_ERR_INTERNAL, g, NULL, "graph output %zu has no value", i);
+        Frame *df = frame_of(f, v);
+        if (!df)
+            return vfail(c, AMP_ERR_INPUT, g, NULL,
+                         "graph output '%s' belongs to a graph that does not enclose this one",
+                         v->name);
+        if (v->id >= df->g->n_values || df->g->values[v->id] != v)
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL,
+                         "graph output '%s' is not in its graph's value table", v->name);
+        if (v->flags & AMP_VALUE_UNDEFINED || !(df->state[v->id] & VS_DEF))
+            return vfail(c, AMP_ERR_INPUT, g, NULL,
+                         "graph output '%s' is undefined: no node produces it and it is neither "
+                         "a graph input nor an initializer", v->name);
+    }
+    return AMP_OK;
+}
+
+/* ---- attributes ------------------------------------------------------------------ */
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first name that occurs twice in names[0..n), or NULL. Sorts a copy when n is
+ * large so a node with many attributes stays n log n. */
+static const char *find_duplicate(const char **names, size_t n, bool *oom) {
+    *oom = false;
+    if (n <= 16) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                if (strcmp(names[i], names[j]) == 0) return names[i];
+        return NULL;
+    }
+    const char **s = malloc(n * sizeof *s);
+    if (!s) {
+        *oom = true;
+        return NULL;
+    }
+    memcpy(s, names, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_str_ptr);
+    const char *dup = NULL;
+    for (size_t i = 1; i < n && !dup; i++)
+        if (strcmp(s[i - 1], s[i]) == 0) dup = s[i];
+    free(s);
+    return dup;
+}
+
+/* Which payload an attribute of each type carries; everything else must be empty so
+ * that exactly one field is set, as onnx.checker requires. */
+static AmpCode check_attr_payload(Ctx *c, const AmpGraph *g, const AmpNode *n, const AmpAttr *a) {
+    int t = a->type;
+    bool has_f = a->has & AMP_ATTR_HAS_F, has_i = a->has & AMP_ATTR_HAS_I,
+         has_s = a->has & AMP_ATTR_HAS_S;
+    bool ok = true;
+    switch (t) {
+    case AMP_ATTR_FLOAT: ok = has_f; break;
+    case AMP_ATTR_INT: ok = has_i; break;
+    case AMP_ATTR_STRING: ok = has_s; break;
+    case AMP_ATTR_TENSOR: ok = a->t != NULL; break;
+    case AMP_ATTR_GRAPH: ok = a->g != NULL; break;
+    case AMP_ATTR_FLOATS: ok = !a->n_floats || a->floats; break;
+    case AMP_ATTR_INTS: ok = !a->n_ints || a->ints; break;
+    case AMP_ATTR_STRINGS: ok = !a->n_strings || a->strings; break;
+    case AMP_ATTR_TENSORS:
+        ok = !a->n_tensors || a->tensors;
+        for (size_t k = 0; ok && k < a->n_tensors; k++) ok = a->tensors[k] != NULL;
+        break;
+    case AMP_ATTR_GRAPHS:
+        ok = !a->n_graphs || a->graphs;
+        for (size_t k = 0; ok && k < a->n_graphs; k++) ok = a->graphs[k] != NULL;
+        break;
+    default: break; /* sparse tensors and type protos stay packed in `rest` */
+    }
+    if (!ok)
+        return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has type %s but no %s value",
+                     a->name, attr_type_name(t), attr_type_name(t));
+    const char *other = NULL;
+    if (has_f && t != AMP_ATTR_FLOAT) other = "f";
+    else if (has_i && t != AMP_ATTR_INT) other = "i";
+    else if (has_s && t != AMP_ATTR_STRING) other = "s";
+    else if (a->t && t != AMP_ATTR_TENSOR) other = "t";
+    else if (a->g && t != AMP_ATTR_GRAPH) other = "g";
+    else if (a->n_floats && t != AMP_ATTR_FLOATS) other = "floats";
+    else if (a->n_ints && t != AMP_ATTR_INTS) other = "ints";
+    else if (a->n_strings && t != AMP_ATTR_STRINGS) other = "strings";
+    else if (a->n_tensors && t != AMP_ATTR_TENSORS) other = "tensors";
+    else if (a->n_graphs && t != AMP_ATTR_GRAPHS) other = "graphs";
+    if (other)
+        return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has type %s but also a '%s' value",
+                     a->name, attr_type_name(t), other);
+    return AMP_OK;
+}
+
+static AmpCode check_attrs(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    if (n->n_attrs && !n->attrs)
+        return vfail(c, AMP_ERR_INTERNAL, g, n, "attribute array missing");
+    /* IR versions before 2 had no AttributeProto.type; such models are taken on trust. */
+    bool typed = !(c->m->has & AMP_MODEL_HAS_IR_VERSION) || c->m->ir_version >= 2;
+    for (size_t i = 0; i < n->n_attrs; i++) {
+        const AmpAttr *a = &n->attrs[i];
+        if (!a->name || !*a->name)
+            return vfail(c, AMP_ERR_INPUT, g, n, "attribute %zu has no name", i);
+        if (a->type < 0 || a->type >= N_ATTR_TYPES || (a->type == AMP_ATTR_UNDEFINED && typed))
+            return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has invalid type %d", a->name,
+                         a->type);
+        /* A reference to a function's attribute carries no value of its own. */
+        if (a->ref_attr_name && *a->ref_attr_name) continue;
+        if (a->type == AMP_ATTR_UNDEFINED) continue;
+        AmpCode rc = check_attr_payload(c, g, n, a);
+        if (rc) return rc;
+        if (n->op != AMP_OP_UNKNOWN) {
+            int want = amp_op_attr_type(n->op, a->name);
+            if (want >= 0 && want != a->type)
+                return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has type %s, but %s expects %s",
+                             a->name, attr_type_name(a->type), n->op_type, attr_type_name(want));
+        }
+    }
+    if (n->n_attrs > 1) {
+        const char *small[16];
+        const char **names = n->n_attrs <= 16 ? small : malloc(n->n_attrs * sizeof *names);
+        if (!names) return amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");
+        for (size_t i = 0; i < n->n_attrs; i++) names[i] = n->attrs[i].name;
+        bool oom;
+        const char *dup = find_duplicate(names, n->n_attrs, &oom);
+        if (names != small) free(names);
+        if (oom) return amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");
+        if (dup) return vfail(c, AMP_ERR_INPUT, g, n, "duplicate attribute '%s'", dup);
+    }
+    return AMP_OK;
+}
+
+/* ---- nodes ----------------------------------------------------------------------- */
+
+static bool is_default_domain(const char *d) {
+    return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+static void arity_text(int lo, int hi, char *buf, size_t len) {
+    if (hi < 0) snprintf(buf, len, "at least %d", lo);
+    else if (lo == hi) snprintf(buf, len, "exactly %d", lo);
+    else snprintf(buf, len, "%d to %d", lo, hi);
+}
+
+static AmpCode check_arity(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    if (n->op == AMP_OP_UNKNOWN) return AMP_OK; /* unknown ops: any arity */
+    const AmpOpInfo *info = amp_op_info(n->op);
+    if (!info) return AMP_OK;
+    char want[64];
+    if (n->n_inputs < info->min_inputs ||
+        (info->max_inputs >= 0 && n->n_inputs > info->max_inputs)) {
+        arity_text(info->min_inputs, info->max_inputs, want, sizeof want);
+        return vfail(c, AMP_ERR_INPUT, g, n, "has %d inputs, %s takes %s", n->n_inputs,
+                     n->op_type, want);
+    }
+    if (n->n_outputs < info->min_outputs ||
+        (info->max_outputs >= 0 && n->n_outputs > info->max_outputs)) {
+        arity_text(info->min_outputs, info->max_outputs, want, sizeof want);
+        return vfail(c, AMP_ERR_INPUT, g, n, "has %d outputs, %s gives %s", n->n_outputs,
+                     n->op_type, want);
+    }
+    /* Left-out ("") inputs are not checked against min_inputs: the table's range spans
+     * all opsets, and some ops leave out a leading input (Scan-8's sequence_lens). */
+    return AMP_OK;
+}
+
+/* Cast: 'to' names a data type, and a declared output type agrees with it. */
+static AmpCode check_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    if (!n->op_type || strcmp(n->op_type, "Cast") != 0 || !is_default_domain(n->domain))
+        return AMP_OK;
+    const AmpAttr *to = amp_node_attr(n, "to");
+    if (!to) return vfail(c, AMP_ERR_INPUT, g, n, "Cast has no 'to' attribute");
+    int64_t dt;
+    if (to->type == AMP_ATTR_STRING && (to->has & AMP_ATTR_HAS_S)) {
+        /* Cast-1 named the type: "FLOAT", "FLOAT16", ... (TensorProto's enum names). */
+        char name[32];
+        size_t len = to->s.len < sizeof name - 1 ? to->s.len : sizeof name - 1;
+        for (size_t i = 0; i < len; i++) {
+            char ch = (char)to->s.data[i];
+            name[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+        }
+        name[len] = '\0';
+        dt = to->s.len < sizeof name ? amp_dtype_from_name(name) : -1;
+        if (dt <= AMP_DT_UNDEFINED)
+            return vfail(c, AMP_ERR_INPUT, g, n, "Cast 'to' = \"%s\" is not a valid data type",
+                         name);
+    } else if (to->type != AMP_ATTR_INT) {
+        return vfail(c, AMP_ERR_INPUT, g, n, "attribute 'to' has type %s, but Cast expects INT",
+                     attr_type_name(to->type));
+    } else {
+        dt = to->i;
+        if (dt <= AMP_DT_UNDEFINED || dt >= AMP_DT__COUNT)
+            return vfail(c, AMP_ERR_INPUT, g, n, "Cast 'to' = %lld is not a valid data type",
+                         (long long)dt);
+    }
+    const AmpValue *y = n->n_outputs > 0 ? n->outputs[0] : NULL;
+    if (y && y->type.kind == AMP_TYPE_TENSOR && y->type.dtype != AMP_DT_UNDEFINED &&
+        y->type.dtype != dt)
+        return vfail(c, AMP_ERR_INPUT, g, n, "output 0 '%s' is declared %s but Cast converts to %s",
+                     y->name, amp_dtype_name(y->type.dtype), amp_dtype_name((int)dt));
+    return AMP_OK;
+}
+
+/* One producer per name: n's outputs belong to g, are no graph input or initializer,
+ * and name n (at that slot) as their producer. */
+static AmpCode check_outputs(Ctx *c, Frame *f, AmpNode *n) {
+    AmpGraph *g = f->g;
+    for (int i = 0; i < n->n_outputs; i++) {
+        AmpValue *v = n->outputs[i];
+        if (!v) continue;
+        if (v->graph != g || v->id >= g->n_values || g->values[v->id] != v)
+            return vfail(c, AMP_ERR_INPUT, g, n, "output %d '%s' belongs to another graph's scope",
+                         i, v->name);
+        if (v->flags & AMP_VALUE_INPUT)
+            return vfail(c, AMP_ERR_INPUT, g, n, "output %d '%s' has the name of a graph input", i,
+                         v->name);
+        if (v->flags & AMP_VALUE_INITIALIZER)
+            return vfail(c, AMP_ERR_INPUT, g, n, "output %d '%s' has the name of an initializer",
+                         i, v->name);
+        if (v->flags & AMP_VALUE_UNDEFINED)
+            return vfail(c, AMP_ERR_INTERNAL, g, n, "output %d '%s' is flagged undefined", i,
+                         v->name);
+        if (v->producer != n) {
+            if (!v->producer)
+                return vfail(c, AMP_ERR_INTERNAL, g, n, "output %d '%s' has no producer link", i,
+                             v->name);
+            char pl[320];
+            node_label(v->producer, pl, sizeof pl);
+            return vfail(c, AMP_ERR_INPUT, g, n, "output %d '%s' is also produced by %s", i,
+                         v->name, pl);
+        }
+        if (v->producer_slot != i)
+            return vfail(c, AMP_ERR_INPUT, g, n, "output '%s' is listed twice (slots %d and %d)",
+                         v->name, v->producer_slot, i);
+        /* SSA across scopes (as onnx.checker has it): a subgraph's node may not redefine
+         * a name the enclosing graphs have defined by this point. Training graphs are
+         * separate graphs that merely see the main one, so they are exempt. */
+        if (g->parent && g->owner) {
+            AmpValue *w = amp_graph_lookup(g->parent, v->name);
+            Frame *wf = w ? frame_of(f->up, w) : NULL;
+            if (wf && w->id < wf->g->n_values && (wf->state[w->id] & VS_DEF))
+                return vfail(c, AMP_ERR_INPUT, g, n,
+                             "output %d '%s' redefines a value of an enclosing graph", i, v->name);
+        }
+        f->state[v->id] |= VS_DEF | VS_PRODUCED;
+    }
+    return AMP_OK;
+}
+
+static AmpCode verify_graph(Ctx *c, Frame *up, AmpGraph *g);
+
+/* The subgraphs of n, walked now: their outer-scope uses see the state before n. */
+static AmpCode verify_subgraphs(Ctx *c, Frame *f, AmpNode *n) {
+    for (size_t i = 0; i < n->n_attrs; i++) {
+        const AmpAttr *a = &n->attrs[i];
+        size_t k_end = a->g ? 1 : 0;
+        if (a->type == AMP_ATTR_GRAPHS) k_end = a->n_graphs;
+        for (size_t k = 0; k < k_end; k++) {
+            AmpGraph *sg = a->type == AMP_ATTR_GRAPHS ? a->graphs[k] : a->g;
+            if (!sg) continue;
+            if (sg->parent != f->g || sg->owner != n)
+                return vfail(c, AMP_ERR_INTERNAL, f->g, n,
+                             "subgraph in attribute '%s' has a wrong %s link", a->name,
+                             sg->parent != f->g ? "parent" : "owner");
+            AmpCode rc = verify_graph(c, f, sg);
+            if (rc) return rc;
+        }
+    }
+    return AMP_OK;
+}
+
+static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
+    AmpGraph *g = f->g;
+    if (!n->op_type || !*n->op_type) return vfail(c, AMP_ERR_INPUT, g, n, "node has no op_type");
+    if (n->n_inputs < 0 || n->n_outputs < 0 || (n->n_inputs && !n->inputs) ||
+        (n->n_outputs && !n->outputs))
+        return vfail(c, AMP_ERR_INTERNAL, g, n, "input/output arrays are inconsistent");
+    AmpCode rc = check_attrs(c, g, n);
+    if (!rc) rc = check_arity(c, g, n);
+    for (int i = 0; !rc && i < n->n_inputs; i++)
+        if (n->inputs[i]) rc = check_use(c, f, n, i, n->inputs[i]);
+    if (!rc) rc = verify_subgraphs(c, f, n);
+    if (!rc) rc = check_cast(c, g, n);
+    if (!rc) rc = check_outputs(c, f, n);
+    return rc;
+}
+
+/* ---- graphs ---------------------------------------------------------------------- */
+
+/* Values of g: table consistency, what is defined on entry, initializer tensors. */
+static AmpCode check_values(Ctx *c, Frame *f) {
+    AmpGraph *g = f->g;
+    for (size_t i = 0; i < g->n_values; i++) {
+        AmpValue *v = g->values[i];
+        if (!v || v->id != i || v->graph != g)
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL, "value table entry %zu is inconsistent", i);
+        if (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)) f->state[i] |= VS_DEF;
+        if (!(v->flags & AMP_VALUE_INITIALIZER)) continue;
+        const AmpTensor *t = v->initializer;
+        if (!t)
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL, "initializer '%s' has no tensor", v->name);
+        if (t->dtype == AMP_DT_UNDEFINED)
+            return vfail(c, AMP_ERR_INPUT, g, NULL, "initializer '%s' has no data type", v->name);
+        if (v->type.kind == AMP_TYPE_TENSOR && v->type.dtype != AMP_DT_UNDEFINED &&
+            v->type.dtype != t->dtype)
+            return vfail(c, AMP_ERR_INPUT, g, NULL,
+                         "initializer '%s' holds %s data but the value is declared %s", v->name,
+                         amp_dtype_name(t->dtype), amp_dtype_name(v->type.dtype));
+    }
+    for (size_t i = 0; i < g->inputs.n; i++) {
+        AmpValue *v = g->inputs.items[i].value;
+        if (!v || v->graph != g || !(v->flags & AMP_VALUE_INPUT))
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL, "graph input %zu is inconsistent", i);
+        if (f->state[v->id] & VS_LISTED_IN)
+            return vfail(c, AMP_ERR_INPUT, g, NULL, "graph input '%s' is listed twice", v->name);
+        f->state[v->id] |= VS_LISTED_IN;
+    }
+    return AMP_OK;
+}
+
+/* After the walk: every producer link points at a linked node, and every use list
+ * matches the input slots that read the value (passes rely on both). Uses from
+ * subgraphs and training graphs were counted while those were walked inside this one. */
+static AmpCode check_links(Ctx *c, Frame *f) {
+    AmpGraph *g = f->g;
+    for (size_t i = 0; i < g->n_values; i++) {
+        AmpValue *v = g->values[i];
+        if (v->producer && !(f->state[i] & VS_PRODUCED))
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL,
+                         "value '%s' names a producer that is not linked into the graph", v->name);
+        if (v->n_uses != f->refs[i])
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL,
+                         "value '%s' has %zu uses recorded but %lu input slots read it", v->name,
+                         v->n_uses, (unsigned long)f->refs[i]);
+        for (size_t u = 0; u < v->n_uses; u++) {
+            const AmpUse *us = &v->uses[u];
+            if (!us->node || us->slot < 0 || us->slot >= us->node->n_inputs ||
+                us->node->inputs[us->slot] != v)
+                return vfail(c, AMP_ERR_INTERNAL, g, NULL,
+                             "value '%s' has a use that its node does not make", v->name);
+        }
+    }
+    return AMP_OK;
+}
+
+static AmpCode verify_training(Ctx *c, Frame *main_frame);
+
+static AmpCode verify_graph(Ctx *c, Frame *up, AmpGraph *g) {
+    Frame f = {g, NULL, NULL, up, up ? up->depth + 1 : 0};
+    if (f.depth > MAX_DEPTH)
+        return vfail(c, AMP_ERR_UNSUPPORTED, g, NULL, "subgraphs nest deeper than %d", MAX_DEPTH);
+    size_t nv = g->n_values ? g->n_values : 1;
+    f.state = calloc(nv, sizeof *f.state);
+    f.refs = calloc(nv, sizeof *f.refs);
+    AmpCode rc = AMP_OK;
+    if (!f.state || !f.refs) {
+        rc = amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");
+        goto done;
+    }
+    if ((rc = check_values(c, &f))) goto done;
+
+    size_t count = 0;
+    AmpNode *prev = NULL;
+    for (AmpNode *n = g->first; n; prev = n, n = n->next) {
+        /* A corrupt list (a loop, a node of another graph) must not hang the verifier. */
+        if (++count > g->n_nodes || n->graph != g || n->prev != prev) {
+            rc = vfail(c, AMP_ERR_INTERNAL, g, n, "node list of the graph is corrupt");
+            goto done;
+        }
+        if ((rc = verify_node(c, &f, n))) goto done;
+    }
+    if (count != g->n_nodes || g->last != prev) {
+        rc = vfail(c, AMP_ERR_INTERNAL, g, NULL, "node list of the graph is corrupt");
+        goto done;
+    }
+    if ((rc = check_graph_outputs(c, &f))) goto done;
+    /* Training graphs see the whole main graph; walk them inside its frame. */
+    if (g == c->m->graph && !up && (rc = verify_training(c, &f))) goto done;
+    rc = check_links(c, &f);
+done:
+    free(f.state);
+    free(f.refs);
+    return rc;
+}
+
+/* ---- training info --------------------------------------------------------------- */
+
+/* Sorted names of g's outputs, for binding look-ups (n log n, not bindings x outputs). */
+static const char **sorted_outputs(const AmpGraph *g) {
+    const char **s = malloc((g->outputs.n + 1) * sizeof *s);
+    if (!s) return NULL;
+    for (size_t i = 0; i < g->outputs.n; i++) s[i] = g->outputs.items[i].value->name;
+    qsort(s, g->outputs.n, sizeof *s, cmp_str_ptr);
+    return s;
+}
+
+static AmpCode check_bindings(Ctx *c, size_t ti, const char *what, const AmpStrPair *b,
+                              size_t nb, const AmpGraph *tg, const char *tg_name) {
+    if (!nb) return AMP_OK;
+    if (!tg)
+        return amp_fail(c->st, AMP_ERR_INPUT, "training_info[%zu]: %s given but no %s graph", ti,
+                        what, tg_name);
+    const char **outs = sorted_outputs(tg);
+    const char **keys = malloc(nb * sizeof *keys);
+    AmpCode rc = AMP_OK;
+    if (!outs || !keys) {
+        rc = amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nb && !rc; i++) {
+        const char *k = b[i].key ? b[i].key : "", *v = b[i].value ? b[i].value : "";
+        keys[i] = k;
+        const AmpValue *kv = amp_graph_lookup(c->m->graph, k);
+        if (!kv || !(kv->flags & AMP_VALUE_INITIALIZER))
+            rc = amp_fail(c->st, AMP_ERR_INPUT,
+                          "training_info[%zu]: %s '%s' -> '%s': '%s' is not an initializer of "
+                          "the main graph", ti, what, k, v, k);
+        else if (!bsearch(&v, outs, tg->outputs.n, sizeof *outs, cmp_str_ptr))
+            rc = amp_fail(c->st, AMP_ERR_INPUT,
+                          "training_info[%zu]: %s '%s' -> '%s': '%s' is not an output of the %s "
+                          "graph", ti, what, k, v, v, tg_name);
+    }
+    bool oom = false;
+    const char *dup = rc ? NULL : find_duplicate(keys, nb, &oom);
+    if (oom) rc = amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");
+    else if (dup)
+        rc = amp_fail(c->st, AMP_ERR_INPUT, "training_info[%zu]: %s binds '%s' twice", ti, what,
+                      dup);
+done:
+    free(outs);
+    free(keys);
+    return rc;
+}
+
+static AmpCode verify_training(Ctx *c, Frame *main_frame) {
+    AmpModel *m = c->m;
+    for (size_t i = 0; i < m->n_training; i++) {
+        AmpTrainingInfo *ti = &m->training[i];
+        AmpGraph *gs[2] = {ti->initialization, ti->algorithm};
+        for (int k = 0; k < 2; k++) {
+            AmpGraph *tg = gs[k];
+            if (!tg) continue;
+            if (tg->parent && tg->parent != m->graph)
+                return vfail(c, AMP_ERR_INTERNAL, tg, NULL, "training graph has a wrong parent link");
+            AmpCode rc = verify_graph(c, tg->parent ? main_frame : NULL, tg);
+            if (rc) return rc;
+        }
+        AmpCode rc = check_bindings(c, i, "update_binding", ti->update_bindings,
+                                    ti->n_update_bindings, ti->algorithm, "algorithm");
+        if (!rc)
+            rc = check_bindings(c, i, "initialization_binding", ti->init_bindings,
+                                ti->n_init_bindings, ti->initialization, "initialization");
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_verify_model(AmpModel *m, AmpStatus *st) {
+    Ctx c = {m, st};
+    if (!m || !m->graph) return amp_fail(st, AMP_ERR_INTERNAL, "verifier: model has no graph");
+    return verify_graph(&c, NULL, m->graph);
+}

@@ -1,0 +1,138 @@
+/* The pass manager: the single list of passes, pipeline parsing, and the loop that runs
+ * passes with the verifier between them and --dump-after (as in QBE: one straight list,
+ * a verifier between passes, a dump after any of them). */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every pass, in one place. A new pass adds one row here and one file. */
+static const AmpPass PASSES[] = {
+    {"infer", "type and shape inference: fills every value's type it can", amp_pass_infer},
+    {"dce", "dead code elimination: removes nodes whose outputs nothing uses", amp_pass_dce},
+};
+enum { N_PASSES = sizeof PASSES / sizeof PASSES[0] };
+
+/* Longest pipeline accepted; anything longer is surely a mistake. */
+enum { MAX_PIPELINE = 256 };
+
+const AmpPass *amp_pass_find(const char *name) {
+    for (size_t i = 0; name && i < N_PASSES; i++)
+        if (strcmp(PASSES[i].name, name) == 0) return &PASSES[i];
+    return NULL;
+}
+
+size_t amp_pass_count(void) {
+    return N_PASSES;
+}
+
+const AmpPass *amp_pass_at(size_t i) {
+    return i < N_PASSES ? &PASSES[i] : NULL;
+}
+
+const char *amp_default_pipeline(void) {
+    return "infer";
+}
+
+static void known_names(char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_PASSES && used < len; i++) {
+        int k = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", PASSES[i].name);
+        if (k < 0) break;
+        used += (size_t)k;
+    }
+}
+
+AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
+                       const AmpPipelineOptions *opt, AmpStatus *st) {
+    static const AmpPipelineOptions defaults = {0};
+    if (!opt) opt = &defaults;
+    static const AmpPassOptions pass_defaults = {0};
+    const AmpPassOptions *popt = opt->pass ? opt->pass : &pass_defaults;
+    const char *dump = opt->dump_after && *opt->dump_after ? opt->dump_after : NULL;
+    if (dump) {
+        bool listed = false;
+        for (size_t i = 0; i < n && !listed; i++) listed = strcmp(passes[i]->name, dump) == 0;
+        if (!listed)
+            return amp_fail(st, AMP_ERR_USAGE,
+                            "--dump-after '%s': no such pass in the pipeline", dump);
+    }
+    FILE *out = opt->dump_to ? opt->dump_to : stdout;
+    AmpCode rc;
+    if (opt->verify_each && (rc = amp_verify_model(m, st))) {
+        amp_status_prefix(st, "input model: ");
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const AmpPass *p = passes[i];
+        if ((rc = p->run(m, popt, st))) {
+            amp_fail(st, rc, "failed with no message");
+            amp_status_prefix(st, "pass '%s': ", p->name);
+            return rc;
+        }
+        /* Dump before verifying: a graph the pass broke is what one wants to see. */
+        if (dump && strcmp(p->name, dump) == 0) {
+            fprintf(out, "# after pass '%s'\n", p->name);
+            amp_print_model(out, m);
+            fflush(out);
+        }
+        if (opt->verify_each && amp_verify_model(m, st)) {
+            /* The input verified, so the pass is at fault: an internal error. */
+            if (st) st->code = AMP_ERR_INTERNAL;
+            amp_status_prefix(st, "pass '%s' broke the graph: ", p->name);
+            return AMP_ERR_INTERNAL;
+        }
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_run_pipeline(AmpModel *m, const char *list, const AmpPipelineOptions *opt,
+                         AmpStatus *st) {
+    if (!list) list = amp_default_pipeline();
+    size_t len = strlen(list);
+    char *buf = malloc(len + 1);
+    const AmpPass **passes = malloc(MAX_PIPELINE * sizeof *passes);
+    AmpCode rc = AMP_OK;
+    size_t n = 0;
+    if (!buf || !passes) {
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        goto done;
+    }
+    memcpy(buf, list, len + 1);
+    /* Trim spaces around each name; "none" alone means an empty pipeline. */
+    char *start = buf;
+    for (;;) {
+        char *end = strchr(start, ',');
+        if (end) *end = '\0';
+        while (*start == ' ' || *start == '\t') start++;
+        char *tail = start + strlen(start);
+        while (tail > start && (tail[-1] == ' ' || tail[-1] == '\t')) *--tail = '\0';
+        if (n == 0 && !end && strcmp(start, "none") == 0) break;
+        char known[512];
+        known_names(known, sizeof known);
+        if (!*start) {
+            rc = amp_fail(st, AMP_ERR_USAGE, "pass list '%s' has an empty entry (known passes: %s)",
+                          list, known);
+            goto done;
+        }
+        const AmpPass *p = amp_pass_find(start);
+        if (!p) {
+            rc = amp_fail(st, AMP_ERR_USAGE, "unknown pass '%s' (known passes: %s, or 'none')",
+                          start, known);
+            goto done;
+        }
+        if (n == MAX_PIPELINE) {
+            rc = amp_fail(st, AMP_ERR_USAGE, "pass list has more than %d entries", MAX_PIPELINE);
+            goto done;
+        }
+        passes[n++] = p;
+        if (!end) break;
+        start = end + 1;
+    }
+    rc = amp_run_passes(m, passes, n, opt, st);
+done:
+    free(buf);
+    free(passes);
+    return rc;
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The full test run (CI runs it through .ci/run): installs dependencies, builds in build/
+# and runs every ctest test, then builds in build-asan/ with AddressSanitizer and UBSan and
+# runs the C tests again there. Exits non-zero if either run fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+JOBS="${JOBS:-2}"
+t0=$(date +%s)
+stamp() { echo "test.sh: $1 ($(( $(date +%s) - t0 ))s elapsed)"; }
+
+bash scripts/setup.sh
+# The python3 on PATH is the one with onnx/onnxruntime (pyenv's on CI), not /usr/bin/python3.
+PY="$(command -v python3)"
+
+status=0
+
+stamp "configuring build/"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$PY"
+cmake --build build -j"$JOBS"
+stamp "running all tests in build/"
+if ! (cd build && ctest --output-on-failure -j"$JOBS"); then
+  echo "test.sh: FAILED: tests in build/"
+  status=1
+fi
+
+# Sanitized build: C tests only (the python tests drive the same binary over whole corpora
+# and are the slow part; the C tests already reach every library path they use).
+stamp "configuring build-asan/"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAMPC_SANITIZE=ON -DAMPC_CUDA=OFF \
+  -DPython3_EXECUTABLE="$PY"
+cmake --build build-asan -j"$JOBS"
+stamp "running C tests in build-asan/"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+if ! (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '_py$'); then
+  echo "test.sh: FAILED: sanitized tests in build-asan/"
+  status=1
+fi
+
+if [ "$status" -eq 0 ]; then stamp "all tests passed"; else stamp "some tests FAILED"; fi
+exit "$status"

@@ -1,0 +1,82 @@
+/* float16 / bfloat16 conversions: exhaustive over all 65536 bit patterns, and against
+ * the compiler's own _Float16 (where it has one) for a sweep of float32 values. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "half.h"
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+Test(half, f16_every_pattern_round_trips) {
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = amp_f16_to_f32((uint16_t)h);
+        bool nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);
+        cr_assert_eq(isnan(f) != 0, nan, "pattern %04x", h);
+        if (nan) {
+            cr_assert(isnan(amp_f16_to_f32(amp_f32_to_f16(f))), "NaN %04x stays NaN", h);
+            continue;
+        }
+        cr_assert_eq(amp_f32_to_f16(f), h, "pattern %04x -> %a -> %04x", h, (double)f, amp_f32_to_f16(f));
+    }
+}
+
+Test(half, f16_known_values) {
+    cr_assert_eq(amp_f32_to_f16(1.0f), 0x3c00);
+    cr_assert_eq(amp_f32_to_f16(-2.0f), 0xc000);
+    cr_assert_eq(amp_f32_to_f16(65504.0f), 0x7bff);
+    cr_assert_eq(amp_f32_to_f16(65520.0f), 0x7c00, "rounds up to inf at the midpoint");
+    cr_assert_eq(amp_f32_to_f16(65519.99f), 0x7bff);
+    cr_assert_eq(amp_f32_to_f16(1e-8f), 0x0000, "underflows to zero");
+    cr_assert_eq(amp_f32_to_f16(ldexpf(1.0f, -24)), 0x0001, "smallest subnormal");
+    cr_assert_eq(amp_f32_to_f16(ldexpf(1.0f, -25)), 0x0000, "half of it ties to even (0)");
+    cr_assert_eq(amp_f32_to_f16(ldexpf(3.0f, -25)), 0x0002, "1.5 units ties to even (2)");
+    cr_assert_eq(amp_f32_to_f16(-0.0f), 0x8000);
+    cr_assert_eq(amp_f32_to_f16(1.0f + ldexpf(1.0f, -11)), 0x3c00, "tie to even, down");
+    cr_assert_eq(amp_f32_to_f16(1.0f + 3 * ldexpf(1.0f, -11)), 0x3c02, "tie to even, up");
+    cr_assert_eq(amp_f16_to_f32(0x7c00), INFINITY);
+}
+
+#ifdef __FLT16_MAX__
+Test(half, f16_matches_compiler_float16) {
+    /* Every 2^8-th float32 pattern, both signs: covers all exponents and rounding cases. */
+    for (uint64_t u = 0; u <= 0xffffffffull; u += 251) {
+        float f = from_bits((uint32_t)u);
+        if (isnan(f)) continue;
+        _Float16 r = (_Float16)f;
+        uint16_t want;
+        memcpy(&want, &r, sizeof want);
+        cr_assert_eq(amp_f32_to_f16(f), want, "%08llx", (unsigned long long)u);
+    }
+}
+#endif
+
+Test(half, bf16_every_pattern_round_trips) {
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = amp_bf16_to_f32((uint16_t)h);
+        cr_assert_eq(bits(f), h << 16);
+        if (isnan(f)) {
+            cr_assert(isnan(amp_bf16_to_f32(amp_f32_to_bf16(f))));
+            continue;
+        }
+        cr_assert_eq(amp_f32_to_bf16(f), h, "pattern %04x", h);
+    }
+}
+
+Test(half, bf16_rounds_to_nearest_even) {
+    cr_assert_eq(amp_f32_to_bf16(from_bits(0x3f808000u)), 0x3f80, "tie, even stays");
+    cr_assert_eq(amp_f32_to_bf16(from_bits(0x3f818000u)), 0x3f82, "tie, odd rounds up");
+    cr_assert_eq(amp_f32_to_bf16(from_bits(0x3f808001u)), 0x3f81, "above the tie");
+    cr_assert_eq(amp_f32_to_bf16(from_bits(0x7f7fffffu)), 0x7f80, "FLT_MAX rounds to inf");
+    cr_assert(isnan(amp_bf16_to_f32(amp_f32_to_bf16(from_bits(0x7f800001u)))), "signalling NaN stays NaN");
+}

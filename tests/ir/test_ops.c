@@ -1,0 +1,261 @@
+/* The op table (ir/ops.def, ir/ops.c): every row is found again by lookup, classes and
+ * float-input masks match DESIGN.md, attribute types are described, and docs/ops.md
+ * lists every op with its classes and reason. To regenerate docs/ops.md after editing
+ * ops.def: AMPC_WRITE_OPS_MD=docs/ops.md build/tests/ir_test_ops --filter 'ops/docs*' */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+static AmpOpId op(const char *domain, const char *name) {
+    AmpOpId id = amp_op_lookup(domain, name);
+    cr_assert_neq(id, AMP_OP_UNKNOWN, "%s %s is not in the op table", domain, name);
+    return id;
+}
+
+Test(ops, every_row_round_trips) {
+    for (int id = 1; id < AMP_OP__COUNT; id++) {
+        const AmpOpInfo *in = amp_op_info((AmpOpId)id);
+        cr_assert(in->name && in->name[0], "row %d has no name", id);
+        cr_assert_eq(amp_op_lookup(in->domain, in->name), (AmpOpId)id, "%s", in->name);
+        if (!in->domain[0]) {
+            cr_assert_eq(amp_op_lookup(NULL, in->name), (AmpOpId)id, "%s", in->name);
+            cr_assert_eq(amp_op_lookup("ai.onnx", in->name), (AmpOpId)id, "%s", in->name);
+        }
+        /* (domain, name) pairs are unique */
+        for (int j = 1; j < id; j++) {
+            const AmpOpInfo *o = amp_op_info((AmpOpId)j);
+            cr_assert(strcmp(o->name, in->name) || strcmp(o->domain, in->domain),
+                      "%s/%s twice", in->domain, in->name);
+        }
+    }
+}
+
+Test(ops, unknown_ops) {
+    cr_assert_eq(amp_op_lookup("", "NoSuchOp"), AMP_OP_UNKNOWN);
+    cr_assert_eq(amp_op_lookup("", "matmul"), AMP_OP_UNKNOWN); /* names are case-sensitive */
+    cr_assert_eq(amp_op_lookup("com.microsoft", "MatMul"), AMP_OP_UNKNOWN);
+    cr_assert_eq(amp_op_lookup("", "FusedMatMul"), AMP_OP_UNKNOWN);
+    cr_assert_eq(amp_op_lookup("ai.onnx.ml", "LinearRegressor"), AMP_OP_UNKNOWN);
+    cr_assert_eq(amp_op_lookup("", ""), AMP_OP_UNKNOWN);
+    cr_assert_eq(amp_op_lookup("", NULL), AMP_OP_UNKNOWN);
+    const AmpOpInfo *u = amp_op_info(AMP_OP_UNKNOWN);
+    cr_assert_eq(u->fp16_class, AMP_CLASS_NEVER);
+    cr_assert_eq(u->float_inputs, AMP_SLOTS_NONE);
+    cr_assert_null(u->infer);
+    cr_assert_eq(amp_op_info((AmpOpId)AMP_OP__COUNT), u);
+}
+
+Test(ops, domains_and_ids) {
+    cr_assert_eq(op("com.microsoft", "Attention"), AMP_OP_Ms_Attention);
+    cr_assert_eq(op("", "Attention"), AMP_OP_Attention);
+    cr_assert_eq(op("ai.onnx.preview.training", "Adam"), AMP_OP_Adam);
+    cr_assert_eq(amp_op_lookup("", "Adam"), AMP_OP_UNKNOWN);
+    cr_assert_eq(op("com.microsoft", "SoftmaxGrad_13"), AMP_OP_Ms_SoftmaxGrad_13);
+}
+
+/* DESIGN.md's default fp16 lists, copied verbatim ("ms:" = com.microsoft,
+ * "tr:" = ai.onnx.preview.training). */
+static const char *const ALLOW[] = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Attention",
+    "LSTM", "GRU", "RNN", "ms:FusedMatMul", "ms:FusedGemm", "ms:Attention", "ms:MultiHeadAttention",
+    "ms:ConvGrad"};
+static const char *const INFER[] = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Sqrt", "Sigmoid",
+    "Tanh", "Erf", "Gelu", "Softmax", "Elu", "Selu", "LeakyRelu", "PRelu", "HardSigmoid",
+    "HardSwish", "Softsign", "AveragePool", "GlobalAveragePool", "Dropout", "Clip", "Where",
+    "ms:SigmoidGrad", "ms:TanhGrad", "ms:GeluGrad", "ms:BiasGelu", "ms:SoftmaxGrad_13"};
+static const char *const CLEAR[] = {"Relu", "MaxPool", "GlobalMaxPool", "Reshape", "Transpose",
+    "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements",
+    "GatherND", "ScatterND", "Expand", "Tile", "Pad", "Identity", "Max", "Min", "Abs", "Neg",
+    "Sign", "Ceil", "Floor", "Round", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+    "IsInf", "IsNaN", "DepthToSpace", "SpaceToDepth", "Resize", "ReduceMax", "ReduceMin",
+    "ArgMax", "ArgMin", "TopK", "ms:ReluGrad"};
+static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "LogSoftmax",
+    "ReduceSum", "ReduceMean", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+    "ReduceLogSum", "ReduceLogSumExp", "CumSum", "SoftmaxCrossEntropyLoss",
+    "NegativeLogLikelihoodLoss", "LayerNormalization", "BatchNormalization",
+    "InstanceNormalization", "GroupNormalization", "LpNormalization", "tr:Adam", "tr:Momentum",
+    "tr:Adagrad", "ms:SoftmaxCrossEntropyLossGrad", "ms:LayerNormalizationGrad",
+    "ms:InPlaceAccumulatorV2", "ms:AdamWOptimizer"};
+static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
+    "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero"};
+
+static AmpOpId op_spec(const char *spec) {
+    if (!strncmp(spec, "ms:", 3)) return op("com.microsoft", spec + 3);
+    if (!strncmp(spec, "tr:", 3)) return op("ai.onnx.preview.training", spec + 3);
+    return op("", spec);
+}
+
+static void check_list(const char *const *names, size_t n, AmpOpClass want) {
+    for (size_t i = 0; i < n; i++) {
+        const AmpOpInfo *in = amp_op_info(op_spec(names[i]));
+        cr_expect_eq(in->fp16_class, want, "%s is %s, DESIGN.md says %s", names[i],
+                     amp_op_class_name(in->fp16_class), amp_op_class_name(want));
+    }
+}
+
+#define CHECK(list, cls) check_list(list, sizeof list / sizeof list[0], cls)
+
+Test(ops, fp16_classes_match_design) {
+    CHECK(ALLOW, AMP_CLASS_ALLOW);
+    CHECK(INFER, AMP_CLASS_INFER);
+    CHECK(CLEAR, AMP_CLASS_CLEAR);
+    CHECK(DENY, AMP_CLASS_DENY);
+    CHECK(NEVER, AMP_CLASS_NEVER);
+    /* every row is in one of the lists above */
+    size_t total = sizeof ALLOW / sizeof *ALLOW + sizeof INFER / sizeof *INFER +
+                   sizeof CLEAR / sizeof *CLEAR + sizeof DENY / sizeof *DENY +
+                   sizeof NEVER / sizeof *NEVER;
+    cr_expect_eq(total, (size_t)AMP_OP__COUNT - 1, "ops.def has ops DESIGN.md's lists lack");
+}
+
+/* bf16 only moves ops from deny to infer, and only the reductions/normalisations
+ * documented in ops.def. */
+Test(ops, bf16_classes) {
+    static const char *const moved[] = {"ReduceMean", "LayerNormalization",
+                                        "InstanceNormalization", "GroupNormalization"};
+    for (int id = 1; id < AMP_OP__COUNT; id++) {
+        const AmpOpInfo *in = amp_op_info((AmpOpId)id);
+        bool is_moved = false;
+        for (size_t k = 0; k < sizeof moved / sizeof *moved; k++)
+            if (!in->domain[0] && !strcmp(in->name, moved[k])) is_moved = true;
+        if (is_moved) {
+            cr_expect_eq(in->fp16_class, AMP_CLASS_DENY, "%s", in->name);
+            cr_expect_eq(in->bf16_class, AMP_CLASS_INFER, "%s", in->name);
+        } else {
+            cr_expect_eq(in->bf16_class, in->fp16_class, "%s differs for bf16", in->name);
+        }
+    }
+    cr_expect_eq(amp_op_info(op("", "Exp"))->bf16_class, AMP_CLASS_DENY);
+    cr_expect_eq(amp_op_info(op("", "BatchNormalization"))->bf16_class, AMP_CLASS_DENY);
+    cr_expect_eq(amp_op_info(op("", "SoftmaxCrossEntropyLoss"))->bf16_class, AMP_CLASS_DENY);
+}
+
+Test(ops, float_input_masks) {
+    struct {
+        const char *op;
+        uint32_t mask;
+    } cases[] = {
+        {"Reshape", AMP_SLOT(0)},
+        {"Resize", AMP_SLOT(0)},
+        {"Where", AMP_SLOT(1) | AMP_SLOT(2)},
+        {"Range", AMP_SLOTS_NONE},
+        {"Cast", AMP_SLOTS_NONE},
+        {"Shape", AMP_SLOTS_NONE},
+        {"ConstantOfShape", AMP_SLOTS_NONE},
+        {"Clip", AMP_SLOT(0) | AMP_SLOT(1) | AMP_SLOT(2)},
+        {"Gather", AMP_SLOT(0)},
+        {"Pad", AMP_SLOT(0) | AMP_SLOT(2)},
+        {"Dropout", AMP_SLOT(0)},
+        {"BatchNormalization", AMP_SLOT(0)},
+        {"LayerNormalization", AMP_SLOT(0) | AMP_SLOT(1) | AMP_SLOT(2)},
+        {"Squeeze", AMP_SLOT(0)},
+        {"Unsqueeze", AMP_SLOT(0)},
+        {"Slice", AMP_SLOT(0)},
+        {"Split", AMP_SLOT(0)},
+        {"Expand", AMP_SLOT(0)},
+        {"TopK", AMP_SLOT(0)},
+        {"Concat", AMP_SLOTS_ALL},
+        {"MatMul", AMP_SLOT(0) | AMP_SLOT(1)},
+        {"tr:Adam", AMP_SLOTS_ALL & ~AMP_SLOT(1)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        cr_expect_eq(amp_op_info(op_spec(cases[i].op))->float_inputs, cases[i].mask, "%s",
+                     cases[i].op);
+    for (int id = 1; id < AMP_OP__COUNT; id++) {
+        const AmpOpInfo *in = amp_op_info((AmpOpId)id);
+        if (in->fp16_class == AMP_CLASS_NEVER)
+            cr_expect_eq(in->float_inputs, AMP_SLOTS_NONE, "%s is never but has float slots", in->name);
+        else
+            cr_expect_neq(in->float_inputs, AMP_SLOTS_NONE, "%s has no float slot", in->name);
+    }
+}
+
+Test(ops, rows_are_sane) {
+    for (int id = 1; id < AMP_OP__COUNT; id++) {
+        const AmpOpInfo *in = amp_op_info((AmpOpId)id);
+        cr_expect(in->min_inputs >= 0 && (in->max_inputs < 0 || in->max_inputs >= in->min_inputs),
+                  "%s inputs", in->name);
+        cr_expect(in->min_outputs >= 0 && (in->max_outputs < 0 || in->max_outputs >= in->min_outputs),
+                  "%s outputs", in->name);
+        cr_expect(in->infer != NULL, "%s has no inference", in->name);
+        cr_expect(in->doc && strlen(in->doc) > 5 && !strchr(in->doc, '|') && !strchr(in->doc, '\n'),
+                  "%s doc", in->name);
+    }
+}
+
+Test(ops, class_names) {
+    cr_expect_str_eq(amp_op_class_name(AMP_CLASS_ALLOW), "allow");
+    cr_expect_str_eq(amp_op_class_name(AMP_CLASS_INFER), "infer");
+    cr_expect_str_eq(amp_op_class_name(AMP_CLASS_CLEAR), "clear");
+    cr_expect_str_eq(amp_op_class_name(AMP_CLASS_DENY), "deny");
+    cr_expect_str_eq(amp_op_class_name(AMP_CLASS_NEVER), "never");
+}
+
+Test(ops, attribute_types) {
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "alpha"), AMP_ATTR_FLOAT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "transA"), AMP_ATTR_INT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Conv, "pads"), AMP_ATTR_INTS);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Conv, "auto_pad"), AMP_ATTR_STRING);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_If, "then_branch"), AMP_ATTR_GRAPH);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Constant, "value"), AMP_ATTR_TENSOR);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_LSTM, "activations"), AMP_ATTR_STRINGS);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Clip, "min"), AMP_ATTR_FLOAT); /* Clip-6 */
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Ms_FusedMatMul, "alpha"), AMP_ATTR_FLOAT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Adam, "norm_coefficient"), AMP_ATTR_FLOAT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "no_such_attr"), -1);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Cast, "to"), -1); /* STRING in Cast-1, INT since */
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Relu, "alpha"), -1);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_UNKNOWN, "alpha"), -1);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, NULL), -1);
+}
+
+/* ---- docs/ops.md ------------------------------------------------------------------- */
+
+static void doc_row(const AmpOpInfo *in, char *buf, size_t len) {
+    snprintf(buf, len, "| %s | %s | %s | %s | %s |", in->name, in->domain[0] ? in->domain : "ai.onnx",
+             amp_op_class_name(in->fp16_class), amp_op_class_name(in->bf16_class), in->doc);
+}
+
+static void write_ops_md(const char *path) {
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs("# The op table\n\n"
+          "Generated from `ir/ops.def` by `tests/ir/test_ops.c` (run it with\n"
+          "`AMPC_WRITE_OPS_MD=docs/ops.md`); the test fails when this file and ops.def disagree.\n\n"
+          "Classes (DESIGN.md, \"AMP colouring\"): **allow** always 16-bit; **infer** 16-bit\n"
+          "only between 16-bit neighbours; **clear** no arithmetic, follows its neighbours;\n"
+          "**deny** always fp32; **never** not touched (no float data, control flow, unknown\n"
+          "ops). bf16 differs from fp16 only where bfloat16's fp32-sized exponent removes the\n"
+          "reason for deny: ReduceMean and the layer/instance/group normalisations (their\n"
+          "kernels keep statistics in fp32) become infer, as in TensorFlow's oneDNN bf16 lists.\n"
+          "Ops not listed are kept as they are, class never, types from the model.\n\n"
+          "| op | domain | fp16 | bf16 | why |\n|---|---|---|---|---|\n",
+          f);
+    char row[512];
+    for (int id = 1; id < AMP_OP__COUNT; id++) {
+        doc_row(amp_op_info((AmpOpId)id), row, sizeof row);
+        fprintf(f, "%s\n", row);
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+Test(ops, docs_list_every_op) {
+    const char *regen = getenv("AMPC_WRITE_OPS_MD");
+    if (regen && *regen) write_ops_md(regen);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../docs/ops.md", AMPC_TEST_DIR);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    static char text[1 << 18];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char row[512];
+    for (int id = 1; id < AMP_OP__COUNT; id++) {
+        doc_row(amp_op_info((AmpOpId)id), row, sizeof row);
+        cr_expect_not_null(strstr(text, row), "docs/ops.md lacks the row\n%s\n(regenerate it, see "
+                           "tests/ir/test_ops.c)", row);
+    }
+}

@@ -1,0 +1,576 @@
+/* The verifier (ir/verify.c): a valid model passes, and each check has a failing case
+ * whose message names what is wrong. Also the text printer (ir/print.c), whose output is
+ * compared exactly. Graphs are built with the builder API. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* ---- building graphs tersely ----------------------------------------------------- */
+
+/* The value `name` as seen from g: an existing one of g or an enclosing scope, else a
+ * new one in g. */
+static AmpValue *val(AmpGraph *g, const char *name) {
+    AmpValue *v = amp_graph_lookup(g, name);
+    return v ? v : amp_graph_value(g, name);
+}
+
+/* Splits "a,b,,c" into at most 8 names ("" for a left-out slot); returns the count. */
+static int split(const char *list, char names[8][32]) {
+    if (!list || !*list) return 0;
+    int n = 0;
+    const char *p = list;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        cr_assert(n < 8 && len < 32);
+        memcpy(names[n], p, len);
+        names[n][len] = '\0';
+        n++;
+        if (!e) return n;
+        p = e + 1;
+    }
+}
+
+/* Builds `outs = op(ins)` named `name`, appended to g. Outputs are values of g. */
+static AmpNode *add_node(AmpGraph *g, const char *domain, const char *op, const char *name,
+                         const char *ins, const char *outs) {
+    char in[8][32], out[8][32];
+    int ni = split(ins, in), no = split(outs, out);
+    AmpNode *n = amp_node_new(g, domain, op, name, ni, no);
+    cr_assert(n);
+    for (int i = 0; i < ni; i++)
+        if (in[i][0]) amp_node_set_input(n, i, val(g, in[i]));
+    for (int i = 0; i < no; i++)
+        if (out[i][0]) amp_node_set_output(n, i, amp_graph_value(g, out[i]));
+    amp_node_append(g, n);
+    return n;
+}
+
+static AmpNode *add(AmpGraph *g, const char *op, const char *name, const char *ins,
+                    const char *outs) {
+    return add_node(g, "", op, name, ins, outs);
+}
+
+static void set_type(AmpModel *m, AmpValue *v, int dtype, int rank, const int64_t *dims) {
+    v->type.kind = AMP_TYPE_TENSOR;
+    v->type.dtype = dtype;
+    v->type.rank = rank;
+    v->type.dims = rank > 0 ? amp_arena_calloc(&m->arena, (size_t)rank, sizeof(AmpDim)) : NULL;
+    for (int i = 0; i < rank; i++) v->type.dims[i].value = dims[i];
+}
+
+static AmpValue *input(AmpModel *m, AmpGraph *g, const char *name) {
+    AmpValue *v = amp_graph_value(g, name);
+    static const int64_t d[] = {2};
+    set_type(m, v, AMP_DT_FLOAT, 1, d);
+    cr_assert(amp_graph_add_input(g, v));
+    return v;
+}
+
+static AmpValue *init_f32(AmpModel *m, AmpGraph *g, const char *name, float x0, float x1) {
+    AmpTensor *t = amp_arena_alloc(&m->arena, sizeof *t);
+    t->dtype = AMP_DT_FLOAT;
+    t->has = AMP_TENSOR_HAS_DTYPE;
+    t->ndims = 1;
+    t->dims = amp_arena_calloc(&m->arena, 1, sizeof *t->dims);
+    t->dims[0] = 2;
+    t->nelem = 2;
+    t->float_data = amp_arena_calloc(&m->arena, 2, sizeof(float));
+    t->float_data[0] = x0;
+    t->float_data[1] = x1;
+    t->n_float = 2;
+    AmpValue *v = amp_graph_value(g, name);
+    cr_assert_eq(amp_graph_add_initializer(g, v, t), AMP_OK);
+    return v;
+}
+
+static void output(AmpGraph *g, const char *name) {
+    cr_assert(amp_graph_add_output(g, val(g, name)));
+}
+
+/* A subgraph for attribute `attr` of n (If branches, Loop bodies). */
+static AmpGraph *subgraph(AmpNode *n, const char *attr, const char *name) {
+    AmpModel *m = n->graph->model;
+    AmpGraph *sg = amp_graph_new(m, n->graph);
+    cr_assert(sg);
+    sg->owner = n;
+    sg->name = name;
+    AmpAttr *a = amp_node_add_attr(n, attr, AMP_ATTR_GRAPH);
+    a->g = sg;
+    return sg;
+}
+
+static AmpAttr *attr_f(AmpNode *n, const char *name, float f) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_FLOAT);
+    a->f = f;
+    return a;
+}
+
+static AmpAttr *attr_i(AmpNode *n, const char *name, int64_t i) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_INT);
+    a->i = i;
+    return a;
+}
+
+/* x (input), w (initializer) -> Gemm -> Relu -> z (output). */
+static AmpModel *valid_model(void) {
+    AmpModel *m = amp_model_new();
+    cr_assert(m);
+    AmpGraph *g = m->graph;
+    input(m, g, "x");
+    init_f32(m, g, "w", 1, 2);
+    AmpNode *gemm = add(g, "Gemm", "gemm0", "x,w", "y");
+    attr_f(gemm, "alpha", 1.0f);
+    attr_i(gemm, "transB", 1);
+    add(g, "Relu", "relu0", "y", "z");
+    output(g, "z");
+    return m;
+}
+
+static AmpStatus st;
+
+static void expect_fail(AmpModel *m, AmpCode code, const char *needle) {
+    amp_status_clear(&st);
+    AmpCode rc = amp_verify_model(m, &st);
+    cr_assert_eq(rc, code, "expected %s, got %s: %s", amp_code_name(code), amp_code_name(rc),
+                 st.msg);
+    cr_assert(strstr(st.msg, needle), "message '%s' lacks '%s'", st.msg, needle);
+    amp_model_free(m);
+}
+
+static void expect_ok(AmpModel *m) {
+    amp_status_clear(&st);
+    AmpCode rc = amp_verify_model(m, &st);
+    cr_assert_eq(rc, AMP_OK, "verifier: %s", st.msg);
+    amp_model_free(m);
+}
+
+/* ---- valid graphs ------------------------------------------------------------------ */
+
+Test(verify, valid_graph_passes) {
+    expect_ok(valid_model());
+}
+
+Test(verify, empty_model_passes) {
+    expect_ok(amp_model_new());
+}
+
+Test(verify, if_body_may_use_outer_values) {
+    AmpModel *m = valid_model();
+    AmpGraph *g = m->graph;
+    input(m, g, "c");
+    AmpNode *n = add(g, "If", "if0", "c", "r");
+    AmpGraph *then = subgraph(n, "then_branch", "then");
+    add(then, "Relu", "t0", "y", "ty"); /* y comes from the main graph, before the If */
+    output(then, "ty");
+    AmpGraph *els = subgraph(n, "else_branch", "else");
+    output(els, "x"); /* an outer value returned as it is */
+    output(g, "r");
+    expect_ok(m);
+}
+
+Test(verify, unknown_ops_take_any_arity) {
+    AmpModel *m = valid_model();
+    add(m->graph, "NoSuchOp", "u0", "x,x,x,x,x", "u1,u2,u3");
+    add_node(m->graph, "com.example", "Custom", "c1", "u1", ""); /* no outputs */
+    expect_ok(m);
+}
+
+Test(verify, optional_inputs_may_be_left_out) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Gemm", "gemm1", "x,w,", "g1"); /* C left out */
+    expect_ok(m);
+}
+
+/* ---- one producer per name ------------------------------------------------------- */
+
+Test(verify, two_producers) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Relu", "again", "x", "y");
+    expect_fail(m, AMP_ERR_INPUT, "also produced by node 'again'");
+}
+
+Test(verify, output_named_like_graph_input) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Relu", "clobber", "z", "x");
+    expect_fail(m, AMP_ERR_INPUT, "node 'clobber' (Relu): output 0 'x' has the name of a graph input");
+}
+
+Test(verify, output_named_like_initializer) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Relu", "clobber", "z", "w");
+    expect_fail(m, AMP_ERR_INPUT, "output 0 'w' has the name of an initializer");
+}
+
+Test(verify, subgraph_output_redefines_outer_name) {
+    AmpModel *m = valid_model();
+    input(m, m->graph, "c");
+    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpGraph *then = subgraph(n, "then_branch", "then");
+    /* A node output in the body named like the main graph's y. */
+    AmpNode *b = amp_node_new(then, "", "Relu", "shadow", 1, 1);
+    amp_node_set_input(b, 0, val(then, "x"));
+    amp_node_set_output(b, 0, amp_graph_value(then, "y"));
+    amp_node_append(then, b);
+    output(then, "y");
+    AmpGraph *els = subgraph(n, "else_branch", "else");
+    output(els, "x");
+    expect_fail(m, AMP_ERR_INPUT, "graph 'then': node 'shadow' (Relu): output 0 'y' redefines");
+}
+
+/* ---- definitions and order ------------------------------------------------------- */
+
+Test(verify, undefined_input_flagged_by_loader) {
+    AmpModel *m = valid_model();
+    AmpValue *ghost = amp_graph_value(m->graph, "ghost");
+    ghost->flags |= AMP_VALUE_UNDEFINED;
+    add(m->graph, "Add", "add_3", "z,ghost", "s");
+    expect_fail(m, AMP_ERR_INPUT, "graph 'main': node 'add_3' (Add): input 1 'ghost' is undefined");
+}
+
+Test(verify, undefined_input_built_by_a_pass) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Add", "add_3", "z,nowhere", "s");
+    expect_fail(m, AMP_ERR_INPUT, "input 1 'nowhere' is undefined");
+}
+
+Test(verify, out_of_order_node) {
+    AmpModel *m = valid_model();
+    AmpGraph *g = m->graph;
+    AmpNode *late = add(g, "Relu", "late", "x", "q");
+    AmpNode *early = amp_node_new(g, "", "Add", "add_3", 2, 1);
+    amp_node_set_input(early, 0, val(g, "x"));
+    amp_node_set_input(early, 1, val(g, "q"));
+    amp_node_set_output(early, 0, amp_graph_value(g, "s"));
+    amp_node_insert_before(g->first, early);
+    (void)late;
+    expect_fail(m, AMP_ERR_INPUT,
+                "graph 'main': node 'add_3' (Add): input 1 'q' is used before it is defined: its "
+                "producer node 'late' (Relu) comes later");
+}
+
+Test(verify, cycle) {
+    AmpModel *m = valid_model();
+    AmpGraph *g = m->graph;
+    add(g, "Add", "a", "x,b_out", "a_out");
+    add(g, "Relu", "b", "a_out", "b_out");
+    expect_fail(m, AMP_ERR_INPUT, "cycle");
+}
+
+Test(verify, self_loop) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Add", "self", "x,me", "me");
+    expect_fail(m, AMP_ERR_INPUT, "node 'self' (Add): input 1 'me' is used before it is defined");
+}
+
+Test(verify, graph_output_undefined) {
+    AmpModel *m = valid_model();
+    output(m->graph, "missing");
+    expect_fail(m, AMP_ERR_INPUT, "graph 'main': graph output 'missing' is undefined");
+}
+
+Test(verify, undefined_name_in_if_body) {
+    AmpModel *m = valid_model();
+    input(m, m->graph, "c");
+    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpGraph *then = subgraph(n, "then_branch", "then");
+    add(then, "Relu", "t0", "nope", "ty");
+    output(then, "ty");
+    AmpGraph *els = subgraph(n, "else_branch", "else");
+    output(els, "x");
+    expect_fail(m, AMP_ERR_INPUT, "graph 'then': node 't0' (Relu): input 0 'nope' is undefined");
+}
+
+Test(verify, if_body_uses_outer_value_defined_after_the_if) {
+    AmpModel *m = valid_model();
+    AmpGraph *g = m->graph;
+    input(m, g, "c");
+    AmpNode *n = add(g, "If", "if0", "c", "r");
+    add(g, "Relu", "after", "x", "later"); /* defined after the If */
+    AmpGraph *then = subgraph(n, "then_branch", "then");
+    add(then, "Relu", "t0", "later", "ty");
+    output(then, "ty");
+    AmpGraph *els = subgraph(n, "else_branch", "else");
+    output(els, "x");
+    expect_fail(m, AMP_ERR_INPUT, "input 0 'later' of an enclosing graph is used before it is defined");
+}
+
+Test(verify, unnamed_subgraph_is_labelled_by_its_owner) {
+    AmpModel *m = valid_model();
+    input(m, m->graph, "c");
+    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpGraph *then = subgraph(n, "then_branch", NULL);
+    add(then, "Relu", "t0", "nope", "ty");
+    output(then, "ty");
+    expect_fail(m, AMP_ERR_INPUT, "graph 'if0.then_branch'");
+}
+
+/* ---- arity and attributes -------------------------------------------------------- */
+
+Test(verify, wrong_arity_for_known_op) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Relu", "r2", "x,z", "q");
+    expect_fail(m, AMP_ERR_INPUT, "node 'r2' (Relu): has 2 inputs, Relu takes exactly 1");
+}
+
+Test(verify, too_many_outputs_for_known_op) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Relu", "r2", "x", "q1,q2");
+    expect_fail(m, AMP_ERR_INPUT, "has 2 outputs, Relu gives exactly 1");
+}
+
+Test(verify, gemm_alpha_as_int) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Gemm", "g2", "x,w", "q");
+    attr_i(n, "alpha", 1);
+    expect_fail(m, AMP_ERR_INPUT, "node 'g2' (Gemm): attribute 'alpha' has type INT, but Gemm expects FLOAT");
+}
+
+Test(verify, duplicate_attribute) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Gemm", "g2", "x,w", "q");
+    attr_f(n, "alpha", 1);
+    attr_f(n, "beta", 1);
+    attr_f(n, "alpha", 2);
+    expect_fail(m, AMP_ERR_INPUT, "duplicate attribute 'alpha'");
+}
+
+Test(verify, duplicate_attribute_among_many) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add_node(m->graph, "com.example", "Wide", "w0", "x", "q");
+    char name[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "a%d", i);
+        attr_i(n, name, i);
+    }
+    attr_i(n, "a17", 0);
+    expect_fail(m, AMP_ERR_INPUT, "duplicate attribute 'a17'");
+}
+
+Test(verify, attribute_type_out_of_range) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add_node(m->graph, "com.example", "Odd", "o0", "x", "q");
+    amp_node_add_attr(n, "weird", 42);
+    expect_fail(m, AMP_ERR_INPUT, "attribute 'weird' has invalid type 42");
+}
+
+Test(verify, attribute_payload_missing) {
+    AmpModel *m = valid_model();
+    input(m, m->graph, "c");
+    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    amp_node_add_attr(n, "then_branch", AMP_ATTR_GRAPH); /* no graph attached */
+    expect_fail(m, AMP_ERR_INPUT, "attribute 'then_branch' has type GRAPH but no GRAPH value");
+}
+
+Test(verify, attribute_with_two_payloads) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Gemm", "g2", "x,w", "q");
+    AmpAttr *a = attr_f(n, "alpha", 1);
+    a->has |= AMP_ATTR_HAS_I;
+    expect_fail(m, AMP_ERR_INPUT, "attribute 'alpha' has type FLOAT but also a 'i' value");
+}
+
+/* ---- dtypes ---------------------------------------------------------------------- */
+
+Test(verify, cast_to_valid_type_passes) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Cast", "c0", "z", "h");
+    attr_i(n, "to", AMP_DT_FLOAT16);
+    set_type(m, val(m->graph, "h"), AMP_DT_FLOAT16, -1, NULL);
+    AmpNode *old = add(m->graph, "Cast", "c1", "z", "h1"); /* Cast-1 spelling */
+    AmpAttr *a = amp_node_add_attr(old, "to", AMP_ATTR_STRING);
+    a->s.data = (const uint8_t *)"FLOAT16";
+    a->s.len = 7;
+    expect_ok(m);
+}
+
+Test(verify, cast_to_invalid_type) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Cast", "c0", "z", "h");
+    attr_i(n, "to", 99);
+    expect_fail(m, AMP_ERR_INPUT, "node 'c0' (Cast): Cast 'to' = 99 is not a valid data type");
+}
+
+Test(verify, cast_without_to) {
+    AmpModel *m = valid_model();
+    add(m->graph, "Cast", "c0", "z", "h");
+    expect_fail(m, AMP_ERR_INPUT, "Cast has no 'to' attribute");
+}
+
+Test(verify, cast_output_declared_other_type) {
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Cast", "c0", "z", "h");
+    attr_i(n, "to", AMP_DT_FLOAT16);
+    set_type(m, val(m->graph, "h"), AMP_DT_INT64, -1, NULL);
+    expect_fail(m, AMP_ERR_INPUT, "output 0 'h' is declared int64 but Cast converts to float16");
+}
+
+Test(verify, initializer_dtype_mismatch) {
+    AmpModel *m = valid_model();
+    set_type(m, val(m->graph, "w"), AMP_DT_FLOAT16, -1, NULL);
+    expect_fail(m, AMP_ERR_INPUT, "initializer 'w' holds float data but the value is declared float16");
+}
+
+Test(verify, integer_add_is_fine) {
+    AmpModel *m = valid_model();
+    AmpValue *i = amp_graph_value(m->graph, "i");
+    set_type(m, i, AMP_DT_INT64, 0, NULL);
+    amp_graph_add_input(m->graph, i);
+    add(m->graph, "Add", "iadd", "i,i", "j");
+    add(m->graph, "MatMul", "imm", "i,i", "k");
+    expect_ok(m);
+}
+
+/* ---- training info --------------------------------------------------------------- */
+
+static AmpTrainingInfo *training(AmpModel *m) {
+    m->training = amp_arena_calloc(&m->arena, 1, sizeof *m->training);
+    m->n_training = 1;
+    AmpTrainingInfo *ti = &m->training[0];
+    ti->algorithm = amp_graph_new(m, m->graph);
+    ti->algorithm->name = "train";
+    /* w_new = w - x: reads the main graph's initializer and input. */
+    add(ti->algorithm, "Sub", "step", "w,x", "w_new");
+    output(ti->algorithm, "w_new");
+    ti->update_bindings = amp_arena_calloc(&m->arena, 1, sizeof *ti->update_bindings);
+    ti->n_update_bindings = 1;
+    ti->update_bindings[0] = (AmpStrPair){"w", "w_new"};
+    return ti;
+}
+
+Test(verify, training_info_valid) {
+    AmpModel *m = valid_model();
+    training(m);
+    expect_ok(m);
+}
+
+Test(verify, update_binding_key_not_an_initializer) {
+    AmpModel *m = valid_model();
+    training(m)->update_bindings[0].key = "x";
+    expect_fail(m, AMP_ERR_INPUT,
+                "training_info[0]: update_binding 'x' -> 'w_new': 'x' is not an initializer of "
+                "the main graph");
+}
+
+Test(verify, update_binding_value_not_an_output) {
+    AmpModel *m = valid_model();
+    training(m)->update_bindings[0].value = "w";
+    expect_fail(m, AMP_ERR_INPUT, "'w' is not an output of the algorithm graph");
+}
+
+Test(verify, initialization_binding_without_graph) {
+    AmpModel *m = valid_model();
+    AmpTrainingInfo *ti = training(m);
+    ti->init_bindings = ti->update_bindings;
+    ti->n_init_bindings = 1;
+    expect_fail(m, AMP_ERR_INPUT, "initialization_binding given but no initialization graph");
+}
+
+Test(verify, training_graph_node_problem_is_named) {
+    AmpModel *m = valid_model();
+    AmpTrainingInfo *ti = training(m);
+    add(ti->algorithm, "Relu", "bad", "ghost", "q");
+    expect_fail(m, AMP_ERR_INPUT, "graph 'train': node 'bad' (Relu): input 0 'ghost' is undefined");
+}
+
+/* ---- IR consistency (a pass that edits fields by hand) --------------------------- */
+
+Test(verify, use_list_out_of_step) {
+    AmpModel *m = valid_model();
+    AmpNode *relu = m->graph->last;
+    relu->inputs[0] = val(m->graph, "x"); /* bypasses amp_node_set_input */
+    expect_fail(m, AMP_ERR_INTERNAL, "uses recorded");
+}
+
+Test(verify, producer_of_unlinked_node) {
+    AmpModel *m = valid_model();
+    AmpNode *stray = amp_node_new(m->graph, "", "Relu", "stray", 1, 1);
+    amp_node_set_output(stray, 0, amp_graph_value(m->graph, "orphan"));
+    expect_fail(m, AMP_ERR_INTERNAL, "value 'orphan' names a producer that is not linked");
+}
+
+/* ---- linear time ----------------------------------------------------------------- */
+
+Test(verify, long_chain_is_fast, .timeout = 20) {
+    AmpModel *m = amp_model_new();
+    AmpGraph *g = m->graph;
+    AmpValue *prev = input(m, g, "x");
+    char name[32];
+    for (int i = 0; i < 200000; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        AmpNode *n = amp_node_new(g, "", "Relu", "", 1, 1);
+        amp_node_set_input(n, 0, prev);
+        prev = amp_graph_value(g, name);
+        amp_node_set_output(n, 0, prev);
+        amp_node_append(g, n);
+    }
+    amp_graph_add_output(g, prev);
+    for (int k = 0; k < 5; k++) {
+        amp_status_clear(&st);
+        cr_assert_eq(amp_verify_model(m, &st), AMP_OK, "%s", st.msg);
+    }
+    amp_model_free(m);
+}
+
+/* ---- printer --------------------------------------------------------------------- */
+
+Test(print, text_dump_is_stable) {
+    AmpModel *m = amp_model_new();
+    AmpGraph *g = m->graph;
+    g->name = "net";
+    m->has = AMP_MODEL_HAS_IR_VERSION;
+    m->ir_version = 8;
+    m->producer_name = "unit";
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 17, true};
+    m->n_opsets = 1;
+    AmpValue *x = amp_graph_value(g, "x");
+    static const int64_t dx[] = {-1, 3};
+    set_type(m, x, AMP_DT_FLOAT, 2, dx);
+    x->type.dims[0].param = "N";
+    amp_graph_add_input(g, x);
+    init_f32(m, g, "w", 0.5f, 0.1f);
+    input(m, g, "c");
+    AmpNode *gemm = add(g, "Gemm", "gemm0", "x,w,", "y");
+    attr_f(gemm, "alpha", 1.0f);
+    attr_i(gemm, "transB", 1);
+    static const int64_t dy[] = {1, 10};
+    set_type(m, val(g, "y"), AMP_DT_FLOAT, 2, dy);
+    AmpNode *n = add(g, "If", "if0", "c", "r");
+    AmpGraph *then = subgraph(n, "then_branch", "then");
+    add(then, "Relu", "", "y", "ty");
+    output(then, "ty");
+    AmpAttr *s = amp_node_add_attr(add_node(g, "com.example", "Tag", "t", "r", "u"), "label",
+                                   AMP_ATTR_STRING);
+    s->s.data = (const uint8_t *)"a\"b";
+    s->s.len = 3;
+    output(g, "y");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(f);
+    amp_print_model(f, m);
+    fclose(f);
+    const char *want = "model ir_version=8 producer=\"unit\"\n"
+                       "opset ai.onnx 17\n"
+                       "graph 'net' {\n"
+                       "  input x: float[N,3]\n"
+                       "  input c: float[2]\n"
+                       "  init w: float[2]\n"
+                       "  y:float[1,10] = Gemm(x, w, \"\") {alpha=1, transB=1}  # gemm0\n"
+                       "  r = If(c) {then_branch=graph 'then'}  # if0\n"
+                       "    then_branch: graph 'then' {\n"
+                       "      ty = Relu(y)\n"
+                       "      output ty\n"
+                       "    }\n"
+                       "  u = com.example::Tag(r) {label=\"a\\\"b\"}  # t\n"
+                       "  output y: float[1,10]\n"
+                       "}\n";
+    cr_assert_str_eq(buf, want);
+    free(buf);
+    amp_model_free(m);
+}

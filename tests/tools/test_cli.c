@@ -1,0 +1,519 @@
+/* Tests of the ampc command as a user meets it: the built binary (AMPC_BIN) is run with
+ * posix_spawn, its stdout and stderr captured in temporary files, and its exit code,
+ * messages and output files checked. Models come from Debian's libonnx-testdata. */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../tools/cli_options.h"
+#include "ir.h"
+#include "passes.h"
+
+extern char **environ;
+
+#define ADD_MODEL AMPC_TESTDATA "/node/test_add/model.onnx"
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static char tmpdir[512];
+
+static void make_tmpdir(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/ampc_cli_XXXXXX", base && base[0] ? base : "/tmp");
+    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp");
+}
+
+static void remove_tmpdir(void) {
+    DIR *d = opendir(tmpdir);
+    if (!d) return;
+    struct dirent *e;
+    char p[1024];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(tmpdir);
+}
+
+TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
+
+static const char *tmp_path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap + 1);
+    cr_assert_not_null(b);
+    size_t got;
+    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            b = realloc(b, cap + 1);
+            cr_assert_not_null(b);
+        }
+    }
+    fclose(f);
+    b[n] = '\0';
+    if (len) *len = n;
+    return b;
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot create %s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n = 0;
+    char *b = read_all(from, &n);
+    cr_assert_not_null(b, "cannot read %s", from);
+    write_file(to, b, n);
+    free(b);
+}
+
+static bool exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+typedef struct Run {
+    int code; /* exit status, or 128 + signal */
+    char *out, *err;
+} Run;
+
+/* Runs AMPC_BIN with the NULL-terminated arguments; stdin is /dev/null. */
+static Run run_ampc(const char *arg0, ...) {
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = AMPC_BIN;
+    va_list ap;
+    va_start(ap, arg0);
+    for (const char *a = arg0; a; a = va_arg(ap, const char *)) {
+        cr_assert_lt(argc, 31);
+        argv[argc++] = a;
+    }
+    va_end(ap);
+    argv[argc] = NULL;
+
+    char out_path[600], err_path[600];
+    tmp_path(out_path, sizeof out_path, ".stdout");
+    tmp_path(err_path, sizeof err_path, ".stderr");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int e = posix_spawn(&pid, AMPC_BIN, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(e, 0, "posix_spawn %s: %s", AMPC_BIN, strerror(e));
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+
+    Run r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_all(out_path, NULL);
+    r.err = read_all(err_path, NULL);
+    cr_assert(r.out && r.err);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+static void run_free(Run *r) {
+    free(r->out);
+    free(r->err);
+}
+
+static size_t count_lines(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* An error is one line: "ampc: ...\n". */
+static void assert_one_error_line(const Run *r) {
+    cr_assert_eq(count_lines(r->err), 1, "expected one stderr line, got:\n%s", r->err);
+    cr_assert_eq(strncmp(r->err, "ampc: ", 6), 0, "stderr should start with 'ampc: ': %s",
+                 r->err);
+}
+
+static void assert_loads(const char *path) {
+    AmpModel *m = NULL;
+    AmpStatus st = {AMP_OK, ""};
+    AmpCode c = amp_model_load_file(path, NULL, &m, &st);
+    cr_assert_eq(c, AMP_OK, "%s does not load again: %s", path, st.msg);
+    cr_assert_not_null(m);
+    cr_assert_eq(amp_verify_model(m, &st), AMP_OK, "%s: %s", path, st.msg);
+    amp_model_free(m);
+}
+
+static const unsigned char garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x34, 0x00,
+                                        0x0a, 0xff, 0x7f, 'n',  'o',  't',  'o',  'n'};
+
+/* ---- help and version --------------------------------------------------------------- */
+
+typedef struct Opt {
+    const char *name;
+    int short_name, has_arg;
+} Opt;
+
+static const Opt opts[] = {
+#define ROW(id, name, sh, arg, meta, help) {name, sh, arg},
+    AMPC_OPTIONS(ROW)
+#undef ROW
+};
+#define N_OPTS (sizeof opts / sizeof opts[0])
+
+Test(cli, help_lists_every_option) {
+    Run r = run_ampc("--help", NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_str_empty(r.err);
+    const char *required[] = {"-o", "--passes", "--dump-after", "--print", "--external-data",
+                              "--no-verify", "--version", "--help", "-q", "verify"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        cr_expect_not_null(strstr(r.out, required[i]), "--help does not mention %s",
+                           required[i]);
+    char buf[128];
+    for (size_t i = 0; i < N_OPTS; i++) {
+        snprintf(buf, sizeof buf, "--%s", opts[i].name);
+        cr_expect_not_null(strstr(r.out, buf), "--help does not mention %s", buf);
+        if (opts[i].short_name) {
+            snprintf(buf, sizeof buf, "-%c,", opts[i].short_name);
+            cr_expect_not_null(strstr(r.out, buf), "--help does not mention %s", buf);
+        }
+    }
+    for (size_t i = 0; i < amp_pass_count(); i++)
+        cr_expect_not_null(strstr(r.out, amp_pass_at(i)->name), "--help omits pass %s",
+                           amp_pass_at(i)->name);
+    for (int code = 0; code <= 4; code++) {
+        snprintf(buf, sizeof buf, "  %d  ", code);
+        cr_expect_not_null(strstr(r.out, buf), "--help does not explain exit code %d", code);
+    }
+    /* Truthful: every --word the help mentions is an option that exists. */
+    for (const char *p = strstr(r.out, "--"); p; p = strstr(p + 2, "--")) {
+        size_t n = 0;
+        while (p[2 + n] && (p[2 + n] == '-' || (p[2 + n] >= 'a' && p[2 + n] <= 'z'))) n++;
+        if (n == 0) continue;
+        bool known = false;
+        for (size_t i = 0; i < N_OPTS; i++)
+            known |= strlen(opts[i].name) == n && strncmp(opts[i].name, p + 2, n) == 0;
+        cr_expect(known, "--help mentions --%.*s, which is no option", (int)n, p + 2);
+    }
+    run_free(&r);
+
+    Run h = run_ampc("-h", NULL);
+    cr_assert_eq(h.code, 0);
+    cr_assert_not_null(strstr(h.out, "--passes"));
+    run_free(&h);
+}
+
+Test(cli, every_option_in_the_table_is_accepted) {
+    for (size_t i = 0; i < N_OPTS; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "--%s", opts[i].name);
+        Run r = opts[i].has_arg ? run_ampc(name, "x", NULL) : run_ampc(name, NULL);
+        cr_expect_null(strstr(r.err, "unknown option"), "%s rejected: %s", name, r.err);
+        cr_expect_null(strstr(r.err, "takes no argument"), "%s rejected: %s", name, r.err);
+        run_free(&r);
+    }
+}
+
+Test(cli, version) {
+    Run r = run_ampc("--version", NULL);
+    cr_assert_eq(r.code, 0);
+    cr_assert_str_eq(r.out, "ampc " AMPC_VERSION "\n");
+    cr_assert_str_empty(r.err);
+    run_free(&r);
+}
+
+/* ---- usage errors ----------------------------------------------------------------- */
+
+Test(cli, no_arguments_is_usage_error) {
+    Run r = run_ampc(NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "--help"), "no hint to run --help: %s", r.err);
+    cr_assert_str_empty(r.out);
+    run_free(&r);
+}
+
+Test(cli, unknown_option_is_usage_error) {
+    Run r = run_ampc("--bogus-option", ADD_MODEL, NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "--bogus-option"), "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "--help"), "%s", r.err);
+    run_free(&r);
+
+    Run s = run_ampc("-Z", ADD_MODEL, NULL);
+    cr_assert_eq(s.code, 2);
+    assert_one_error_line(&s);
+    cr_assert_not_null(strstr(s.err, "-Z"), "%s", s.err);
+    run_free(&s);
+
+    Run t = run_ampc("--print=yes", ADD_MODEL, NULL);
+    cr_assert_eq(t.code, 2);
+    assert_one_error_line(&t);
+    run_free(&t);
+}
+
+Test(cli, missing_option_argument_is_usage_error) {
+    Run r = run_ampc(ADD_MODEL, "-o", NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "-o"), "%s", r.err);
+    run_free(&r);
+
+    Run s = run_ampc(ADD_MODEL, "--passes", NULL);
+    cr_assert_eq(s.code, 2);
+    assert_one_error_line(&s);
+    cr_assert_not_null(strstr(s.err, "--passes"), "%s", s.err);
+    run_free(&s);
+}
+
+Test(cli, converting_without_output_is_usage_error) {
+    Run r = run_ampc(ADD_MODEL, NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "-o"), "should say to give -o: %s", r.err);
+    run_free(&r);
+}
+
+Test(cli, two_models_is_usage_error) {
+    Run r = run_ampc(ADD_MODEL, ADD_MODEL, "--print", NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    run_free(&r);
+}
+
+Test(cli, unknown_pass_is_usage_error) {
+    char out[600];
+    tmp_path(out, sizeof out, "out.onnx");
+    Run r = run_ampc(ADD_MODEL, "-o", out, "--passes", "bogus", NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "bogus"), "should name the pass: %s", r.err);
+    cr_assert_not(exists(out));
+    run_free(&r);
+
+    Run s = run_ampc(ADD_MODEL, "-o", out, "--passes", "", NULL);
+    cr_assert_eq(s.code, 0, "--passes '' runs nothing: %s", s.err);
+    run_free(&s);
+    unlink(out);
+
+    Run t = run_ampc(ADD_MODEL, "-o", out, "--passes", "none,", NULL);
+    cr_assert_eq(t.code, 2);
+    assert_one_error_line(&t);
+    cr_assert_not(exists(out));
+    run_free(&t);
+}
+
+Test(cli, dump_after_unknown_pass_is_usage_error) {
+    Run r = run_ampc(ADD_MODEL, "--dump-after", "nosuchpass", NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "nosuchpass"), "%s", r.err);
+    run_free(&r);
+}
+
+Test(cli, dump_after_pass_outside_pipeline_is_usage_error) {
+    if (amp_pass_count() == 0) cr_skip_test("no passes registered yet");
+    Run r = run_ampc(ADD_MODEL, "--passes", "none", "--dump-after", amp_pass_at(0)->name,
+                     NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, amp_pass_at(0)->name), "%s", r.err);
+    run_free(&r);
+}
+
+Test(cli, dump_after_prints_ir) {
+    if (amp_pass_count() == 0) cr_skip_test("no passes registered yet");
+    const char *name = amp_pass_at(0)->name;
+    Run r = run_ampc(ADD_MODEL, "--passes", name, "--dump-after", name, NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "Add"), "no IR on stdout: %s", r.out);
+    run_free(&r);
+}
+
+Test(cli, bad_external_data_mode_is_usage_error) {
+    Run r = run_ampc(ADD_MODEL, "--print", "--external-data", "sometimes", NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "sometimes"), "%s", r.err);
+    run_free(&r);
+}
+
+Test(cli, run_is_not_implemented_yet) {
+    Run r = run_ampc("run", ADD_MODEL, NULL);
+    cr_assert_eq(r.code, 3);
+    assert_one_error_line(&r);
+    run_free(&r);
+}
+
+/* ---- bad input ---------------------------------------------------------------------- */
+
+Test(cli, missing_file_is_bad_input) {
+    char in[600], out[600];
+    tmp_path(in, sizeof in, "no_such_model.onnx");
+    tmp_path(out, sizeof out, "out.onnx");
+    Run r = run_ampc(in, "-o", out, NULL);
+    cr_assert_eq(r.code, 1, "stderr: %s", r.err);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "no_such_model.onnx"), "should name the file: %s", r.err);
+    cr_assert_not(exists(out));
+    run_free(&r);
+}
+
+Test(cli, garbage_file_is_bad_input) {
+    char in[600];
+    tmp_path(in, sizeof in, "garbage.onnx");
+    write_file(in, garbage, sizeof garbage);
+    Run r = run_ampc(in, "--print", NULL);
+    cr_assert_eq(r.code, 1, "stderr: %s", r.err);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "garbage.onnx"), "should name the file: %s", r.err);
+    run_free(&r);
+}
+
+Test(cli, failure_writes_nothing) {
+    char in[600], out[600];
+    tmp_path(in, sizeof in, "garbage.onnx");
+    tmp_path(out, sizeof out, "out.onnx");
+    write_file(in, garbage, sizeof garbage);
+    Run r = run_ampc(in, "-o", out, NULL);
+    cr_assert_eq(r.code, 1);
+    cr_assert_not(exists(out), "a failed run left %s", out);
+    run_free(&r);
+
+    /* An existing output is left exactly as it was. */
+    write_file(out, "keep", 4);
+    Run s = run_ampc(in, "-o", out, NULL);
+    cr_assert_eq(s.code, 1);
+    char *kept = read_all(out, NULL);
+    cr_assert_str_eq(kept, "keep");
+    free(kept);
+    run_free(&s);
+
+    /* Only the two files this test made are in the folder: no temporary is left. */
+    DIR *d = opendir(tmpdir);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    cr_assert_eq(n, 2, "leftover files in %s", tmpdir);
+}
+
+Test(cli, garbage_output_in_place_is_untouched) {
+    char in[600];
+    tmp_path(in, sizeof in, "garbage.onnx");
+    write_file(in, garbage, sizeof garbage);
+    Run r = run_ampc(in, "-o", in, NULL);
+    cr_assert_eq(r.code, 1);
+    size_t n = 0;
+    char *b = read_all(in, &n);
+    cr_assert_eq(n, sizeof garbage);
+    cr_assert_eq(memcmp(b, garbage, n), 0, "the input was changed by a failed run");
+    free(b);
+    run_free(&r);
+}
+
+/* ---- working runs ------------------------------------------------------------------- */
+
+Test(cli, convert_writes_a_model_that_loads) {
+    char out[600];
+    tmp_path(out, sizeof out, "add_amp.onnx");
+    Run r = run_ampc(ADD_MODEL, "-o", out, NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_leq(count_lines(r.err), 1, "%s", r.err);
+    cr_assert(exists(out));
+    assert_loads(out);
+    run_free(&r);
+}
+
+Test(cli, quiet_says_nothing) {
+    char out[600];
+    tmp_path(out, sizeof out, "add_amp.onnx");
+    Run r = run_ampc("-q", ADD_MODEL, "-o", out, "--external-data", "never", NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_str_empty(r.err);
+    cr_assert_str_empty(r.out);
+    assert_loads(out);
+    run_free(&r);
+}
+
+Test(cli, no_passes_no_verify) {
+    char out[600];
+    tmp_path(out, sizeof out, "add_same.onnx");
+    Run r = run_ampc(ADD_MODEL, "--passes", "none", "--no-verify", "-o", out, NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    assert_loads(out);
+    run_free(&r);
+}
+
+Test(cli, output_may_be_the_input) {
+    char path[600];
+    tmp_path(path, sizeof path, "model.onnx");
+    copy_file(ADD_MODEL, path);
+    Run r = run_ampc(path, "-o", path, "-q", NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    assert_loads(path);
+    run_free(&r);
+}
+
+Test(cli, print_shows_the_ir) {
+    Run r = run_ampc(ADD_MODEL, "--print", NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "Add"), "--print output lacks the op: %s", r.out);
+    run_free(&r);
+
+    Run s = run_ampc("--print", "--passes", "none", ADD_MODEL, NULL);
+    cr_assert_eq(s.code, 0, "stderr: %s", s.err);
+    cr_assert_not_null(strstr(s.out, "Add"));
+    run_free(&s);
+}
+
+Test(cli, verify_good_model) {
+    Run r = run_ampc("verify", ADD_MODEL, NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_eq(count_lines(r.out), 1, "one summary line: %s", r.out);
+    cr_assert_not_null(strstr(r.out, "1 nodes"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "ai.onnx"), "%s", r.out);
+    run_free(&r);
+}
+
+Test(cli, verify_bad_model) {
+    char in[600];
+    tmp_path(in, sizeof in, "garbage.onnx");
+    write_file(in, garbage, sizeof garbage);
+    Run r = run_ampc("verify", in, NULL);
+    cr_assert_eq(r.code, 1);
+    assert_one_error_line(&r);
+    cr_assert_str_empty(r.out);
+    run_free(&r);
+
+    Run s = run_ampc("verify", NULL);
+    cr_assert_eq(s.code, 2);
+    assert_one_error_line(&s);
+    run_free(&s);
+}

@@ -1,0 +1,456 @@
+/* ampc, the command: `ampc MODEL -o OUT` loads an ONNX model, runs the pass pipeline,
+ * verifies and saves it atomically; `ampc verify MODEL` checks a model and prints a summary.
+ * Errors are one line on stderr ("ampc: ..."); the exit code is the AmpCode (status.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_options.h"
+#include "ir.h"
+#include "passes.h"
+
+#ifndef AMPC_VERSION
+#define AMPC_VERSION "unknown"
+#endif
+
+/* getopt_long values: one per option, above every short letter. */
+enum {
+    OPT__FIRST = 256,
+#define AMPC_ENUM(id, name, sh, arg, meta, help) OPT_##id,
+    AMPC_OPTIONS(AMPC_ENUM)
+#undef AMPC_ENUM
+    OPT__END
+};
+
+typedef struct OptRow {
+    int val;
+    const char *name;
+    int short_name;
+    int has_arg;
+    const char *meta, *help;
+} OptRow;
+
+static const OptRow opt_rows[] = {
+#define AMPC_ROW(id, name, sh, arg, meta, help) {OPT_##id, name, sh, arg, meta, help},
+    AMPC_OPTIONS(AMPC_ROW)
+#undef AMPC_ROW
+};
+#define N_OPTS (sizeof opt_rows / sizeof opt_rows[0])
+
+static const struct option long_opts[] = {
+#define AMPC_LONG(id, name, sh, arg, meta, help) \
+    {name, (arg) ? required_argument : no_argument, NULL, OPT_##id},
+    AMPC_OPTIONS(AMPC_LONG)
+#undef AMPC_LONG
+    {NULL, 0, NULL, 0}};
+
+/* ---- messages ------------------------------------------------------------------ */
+
+/* Prints "ampc: <message>" as exactly one line on stderr, whatever the message holds. */
+static void say(const char *fmt, ...) AMP_PRINTF(1, 2);
+static void say(const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(buf);
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') buf[i] = ' ';
+    while (n > 0 && buf[n - 1] == ' ') buf[--n] = '\0';
+    fprintf(stderr, "ampc: %s\n", buf);
+}
+
+/* A usage error: the message and the hint to run --help, on one line. */
+static int usage_error(const char *fmt, ...) AMP_PRINTF(1, 2);
+static int usage_error(const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    say("%s (run 'ampc --help' for usage)", buf);
+    return AMP_ERR_USAGE;
+}
+
+static int exit_code(AmpCode c) {
+    return (c >= AMP_OK && c <= AMP_ERR_INTERNAL) ? (int)c : (int)AMP_ERR_INTERNAL;
+}
+
+/* Reports a failed library call. The library's message normally names the file already;
+ * when it does not, `file` is put in front so the user always knows which one. */
+static int fail_status(const AmpStatus *st, AmpCode code, const char *file) {
+    const char *msg = st->msg[0] ? st->msg : amp_code_name(code);
+    if (file && !strstr(msg, file))
+        say("%s: %s", file, msg);
+    else
+        say("%s", msg);
+    return exit_code(code);
+}
+
+/* ---- help ---------------------------------------------------------------------- */
+
+/* "  HEAD  text", the text word-wrapped at 80 columns in a column of its own. */
+static void print_wrapped(FILE *f, const char *head, const char *text) {
+    enum { COL = 28, WIDTH = 80 };
+    int col = fprintf(f, "  %s", head);
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ') p++;
+        size_t w = strcspn(p, " ");
+        if (w == 0) break;
+        if (col > COL && col + 1 + (int)w > WIDTH) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (col < COL) {
+            col += fprintf(f, "%*s", COL - col, "");
+        } else {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, w, f);
+        col += (int)w;
+        p += w;
+    }
+    fputc('\n', f);
+}
+
+static void print_help(FILE *f) {
+    fprintf(f,
+            "ampc %s: automatic mixed precision for ONNX models\n"
+            "\n"
+            "usage: ampc MODEL -o OUT [options]   rewrite MODEL and save it as OUT\n"
+            "       ampc MODEL --print [options]  rewrite MODEL and print the IR, save nothing\n"
+            "       ampc verify MODEL             load, verify and type-check MODEL; print a "
+            "summary\n"
+            "       ampc --help | --version\n"
+            "\n"
+            "options:\n",
+            AMPC_VERSION);
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const OptRow *o = &opt_rows[i];
+        char head[64];
+        if (o->short_name)
+            snprintf(head, sizeof head, "-%c, --%s%s%s", o->short_name, o->name,
+                     o->has_arg ? " " : "", o->meta);
+        else
+            snprintf(head, sizeof head, "    --%s%s%s", o->name, o->has_arg ? " " : "",
+                     o->meta);
+        print_wrapped(f, head, o->help);
+    }
+    const char *dflt = amp_default_pipeline();
+    fprintf(f, "\npasses (default pipeline: %s):\n", (dflt && dflt[0]) ? dflt : "none");
+    size_t np = amp_pass_count();
+    if (np == 0) fprintf(f, "  (none yet)\n");
+    for (size_t i = 0; i < np; i++) {
+        const AmpPass *p = amp_pass_at(i);
+        if (p) print_wrapped(f, p->name, p->help ? p->help : "");
+    }
+    fprintf(f,
+            "\n"
+            "The model is loaded and checked, the passes run in order, the result is verified\n"
+            "(unless --no-verify), printed (--print) and written to OUT: to a temporary file\n"
+            "renamed over OUT once complete, so a failure writes nothing and leaves MODEL as\n"
+            "it was. Messages go to stderr, the IR to stdout.\n"
+            "\n"
+            "exit codes:\n"
+            "  0  ok\n"
+            "  1  bad input: the model is malformed or fails verification\n"
+            "  2  usage: bad options or arguments\n"
+            "  3  unsupported: valid, but ampc does not implement it\n"
+            "  4  internal: a bug in ampc, or the system failed (I/O, memory)\n");
+}
+
+/* ---- pass list ----------------------------------------------------------------- */
+
+/* Checks LIST ("none", "" or "a,b,c") before anything is loaded: every name must be a
+ * known pass, and `dump_after`, when given, one of them. */
+static int check_pass_list(const char *list, const char *dump_after) {
+    bool none = list[0] == '\0' || strcmp(list, "none") == 0;
+    bool dump_found = false;
+    if (!none) {
+        const char *p = list;
+        for (;;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            char name[256];
+            if (len == 0) return usage_error("--passes '%s': empty pass name", list);
+            if (len >= sizeof name)
+                return usage_error("--passes: pass name too long: '%.40s...'", p);
+            memcpy(name, p, len);
+            name[len] = '\0';
+            if (!amp_pass_find(name)) {
+                char known[1024] = "";
+                size_t k = 0;
+                for (size_t i = 0; i < amp_pass_count() && k < sizeof known; i++) {
+                    const AmpPass *q = amp_pass_at(i);
+                    if (!q) continue;
+                    int w = snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "",
+                                     q->name);
+                    if (w < 0) break;
+                    k += (size_t)w;
+                }
+                return usage_error("unknown pass '%s' in --passes (known: %s)", name,
+                                   known[0] ? known : "none");
+            }
+            if (dump_after && strcmp(name, dump_after) == 0) dump_found = true;
+            if (!comma) break;
+            p = comma + 1;
+        }
+    }
+    if (dump_after && !dump_found) {
+        if (!amp_pass_find(dump_after))
+            return usage_error("--dump-after: unknown pass '%s'", dump_after);
+        return usage_error("--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
+                           none ? "none" : list);
+    }
+    return AMP_OK;
+}
+
+/* ---- model summary --------------------------------------------------------------- */
+
+typedef struct Summary {
+    size_t graphs, nodes, values, initializers;
+    uint64_t init_bytes;
+} Summary;
+
+static AmpCode count_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)st;
+    Summary *s = ctx;
+    s->graphs++;
+    s->nodes += g->n_nodes;
+    for (size_t i = 0; i < g->n_values; i++)
+        if (g->values[i] && g->values[i]->graph == g) s->values++; /* defined here */
+    for (size_t i = 0; i < g->n_initializers; i++) {
+        const AmpTensor *t = g->initializers[i];
+        size_t bytes = 0;
+        s->initializers++;
+        if (t->dtype == AMP_DT_STRING) {
+            for (size_t j = 0; j < t->n_string; j++) bytes += t->string_data[j].len;
+        } else if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &bytes)) {
+            bytes = 0;
+        }
+        s->init_bytes += bytes;
+    }
+    return AMP_OK;
+}
+
+static Summary summarize(AmpModel *m) {
+    Summary s = {0, 0, 0, 0, 0};
+    AmpStatus st = {AMP_OK, ""};
+    amp_model_walk(m, count_graph, &s, &st);
+    return s;
+}
+
+static void print_opsets(FILE *f, const AmpModel *m) {
+    if (m->n_opsets == 0) fprintf(f, "none");
+    for (size_t i = 0; i < m->n_opsets; i++) {
+        const AmpOpset *o = &m->opsets[i];
+        const char *d = (o->domain && o->domain[0]) ? o->domain : "ai.onnx";
+        if (o->has_version)
+            fprintf(f, "%s%s %" PRId64, i ? ", " : "", d, o->version);
+        else
+            fprintf(f, "%s%s ?", i ? ", " : "", d);
+    }
+}
+
+/* ---- commands ------------------------------------------------------------------ */
+
+static int finish_stdout(void) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        say("writing to stdout failed: %s", strerror(errno));
+        return AMP_ERR_INTERNAL;
+    }
+    return AMP_OK;
+}
+
+/* ampc verify MODEL */
+static int cmd_verify(int argc, char **argv) {
+    const char *path = NULL;
+    bool dashdash = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!dashdash && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+            print_help(stdout);
+            return finish_stdout();
+        }
+        if (!dashdash && strcmp(a, "--") == 0) {
+            dashdash = true;
+            continue;
+        }
+        if (!dashdash && a[0] == '-' && a[1] != '\0')
+            return usage_error("verify: unknown option '%s'", a);
+        if (path) return usage_error("verify: one MODEL only, got '%s' too", a);
+        path = a;
+    }
+    if (!path) return usage_error("verify: missing MODEL");
+
+    AmpStatus st = {AMP_OK, ""};
+    AmpModel *m = NULL;
+    AmpLoadOptions lo = {.skip_verify = false};
+    AmpCode c = amp_model_load_file(path, &lo, &m, &st);
+    if (c != AMP_OK) return fail_status(&st, c, path);
+    c = amp_verify_model(m, &st);
+    if (c == AMP_OK) c = amp_infer_model(m, &st);
+    if (c != AMP_OK) {
+        int rc = fail_status(&st, c, path);
+        amp_model_free(m);
+        return rc;
+    }
+    Summary s = summarize(m);
+    printf("%s: ok: %zu nodes, %zu values, %zu initializers (%" PRIu64
+           " bytes), %zu graphs, opsets ",
+           path, s.nodes, s.values, s.initializers, s.init_bytes, s.graphs);
+    print_opsets(stdout, m);
+    printf("\n");
+    amp_model_free(m);
+    return finish_stdout();
+}
+
+typedef struct ConvertArgs {
+    const char *model, *out, *passes, *dump_after;
+    bool print, verify, quiet;
+    AmpExternalMode external;
+} ConvertArgs;
+
+/* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
+static int cmd_convert(const ConvertArgs *a) {
+    const char *list = a->passes ? a->passes : amp_default_pipeline();
+    if (!list || !list[0]) list = "none";
+
+    AmpStatus st = {AMP_OK, ""};
+    AmpModel *m = NULL;
+    AmpLoadOptions lo = {.skip_verify = false};
+    AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
+    if (c != AMP_OK) return fail_status(&st, c, a->model);
+    size_t nodes_before = summarize(m).nodes;
+
+    AmpPassOptions popt;
+    memset(&popt, 0, sizeof popt);
+    AmpPipelineOptions pl = {.verify_each = false,
+                             .dump_after = a->dump_after,
+                             .dump_to = stdout,
+                             .pass = &popt};
+    c = amp_run_pipeline(m, list, &pl, &st);
+    if (c == AMP_OK && a->verify) c = amp_verify_model(m, &st);
+    if (c != AMP_OK) {
+        int rc = fail_status(&st, c, a->model);
+        amp_model_free(m);
+        return rc; /* nothing was written */
+    }
+    if (a->print) amp_print_model(stdout, m);
+
+    int rc = finish_stdout();
+    if (rc == AMP_OK && a->out) {
+        AmpSaveOptions so = {.external = a->external, .external_min_bytes = 1024};
+        c = amp_model_save_file(m, a->out, &so, &st);
+        if (c != AMP_OK) {
+            rc = fail_status(&st, c, a->out);
+        } else if (!a->quiet) {
+            say("wrote %s: %zu nodes (%zu before), passes: %s", a->out, summarize(m).nodes,
+                nodes_before, list);
+        }
+    }
+    amp_model_free(m);
+    return rc;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static const OptRow *row_by_val(int val) {
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (opt_rows[i].val == val || (opt_rows[i].short_name && opt_rows[i].short_name == val))
+            return &opt_rows[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
+    if (argc >= 2 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "bench") == 0)) {
+        say("'ampc %s' is not implemented yet: it comes with the runtime", argv[1]);
+        return AMP_ERR_UNSUPPORTED;
+    }
+
+    /* ":" first: a missing argument returns ':' so the message is ours, not getopt's. */
+    char shorts[2 * N_OPTS + 2];
+    size_t k = 0;
+    shorts[k++] = ':';
+    for (size_t i = 0; i < N_OPTS; i++) {
+        if (!opt_rows[i].short_name) continue;
+        shorts[k++] = (char)opt_rows[i].short_name;
+        if (opt_rows[i].has_arg) shorts[k++] = ':';
+    }
+    shorts[k] = '\0';
+
+    ConvertArgs a = {.verify = true, .external = AMP_SAVE_EXTERNAL_AUTO};
+    bool help = false, version = false;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
+        if (ch == '?') {
+            const OptRow *r = optopt ? row_by_val(optopt) : NULL;
+            if (r) return usage_error("option '--%s' takes no argument", r->name);
+            if (optopt && optopt < OPT__FIRST) return usage_error("unknown option '-%c'", optopt);
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+        if (ch == ':') {
+            const OptRow *r = row_by_val(optopt);
+            if (r && r->short_name == optopt)
+                return usage_error("option '-%c' needs an argument (%s)", optopt, r->meta);
+            if (r) return usage_error("option '--%s' needs an argument (%s)", r->name, r->meta);
+            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+        }
+        const OptRow *r = row_by_val(ch);
+        switch (r ? r->val : 0) {
+        case OPT_OUTPUT: a.out = optarg; break;
+        case OPT_PASSES: a.passes = optarg; break;
+        case OPT_DUMP_AFTER: a.dump_after = optarg; break;
+        case OPT_PRINT: a.print = true; break;
+        case OPT_NO_VERIFY: a.verify = false; break;
+        case OPT_QUIET: a.quiet = true; break;
+        case OPT_HELP: help = true; break;
+        case OPT_VERSION: version = true; break;
+        case OPT_EXTERNAL_DATA:
+            if (strcmp(optarg, "auto") == 0)
+                a.external = AMP_SAVE_EXTERNAL_AUTO;
+            else if (strcmp(optarg, "always") == 0)
+                a.external = AMP_SAVE_EXTERNAL_ALWAYS;
+            else if (strcmp(optarg, "never") == 0)
+                a.external = AMP_SAVE_EXTERNAL_NEVER;
+            else
+                return usage_error("--external-data '%s': expected auto, always or never",
+                                   optarg);
+            break;
+        default: return usage_error("internal: unhandled option %d", ch);
+        }
+    }
+    if (help) {
+        print_help(stdout);
+        return finish_stdout();
+    }
+    if (version) {
+        printf("ampc %s\n", AMPC_VERSION);
+        return finish_stdout();
+    }
+
+    if (optind >= argc) return usage_error("missing MODEL");
+    a.model = argv[optind];
+    if (optind + 1 < argc) return usage_error("unexpected argument '%s'", argv[optind + 1]);
+    if (a.model[0] == '\0') return usage_error("MODEL is an empty path");
+    if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");
+    if (!a.out && !a.print && !a.dump_after)
+        return usage_error("nothing to do: give -o OUT to write the converted model "
+                           "(or --print / --dump-after PASS to only look at it)");
+
+    const char *list = a.passes ? a.passes : amp_default_pipeline();
+    int rc = check_pass_list(list ? list : "none", a.dump_after);
+    if (rc != AMP_OK) return rc;
+    return cmd_convert(&a);
+}

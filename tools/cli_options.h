@@ -1,0 +1,25 @@
+/* The ampc command's options, in one X-macro table: tools/ampc.c builds its getopt_long
+ * table and its --help text from it, and tests/tools/test_cli.c checks that --help lists
+ * every option the binary accepts. Add an option here and nowhere else. */
+#ifndef AMPC_CLI_OPTIONS_H
+#define AMPC_CLI_OPTIONS_H
+
+/* AMPC_OPT(id, "long name", short letter or 0, takes an argument (0/1), "METAVAR", "help") */
+#define AMPC_OPTIONS(AMPC_OPT)                                                                  \
+    AMPC_OPT(OUTPUT, "output", 'o', 1, "OUT",                                                   \
+             "write the converted model to OUT (atomically; OUT may be MODEL itself)")          \
+    AMPC_OPT(PASSES, "passes", 0, 1, "LIST",                                                    \
+             "comma-separated passes to run instead of the default pipeline; 'none' runs none") \
+    AMPC_OPT(DUMP_AFTER, "dump-after", 0, 1, "PASS",                                            \
+             "print the IR to stdout after PASS has run (PASS must be in the pipeline)")        \
+    AMPC_OPT(PRINT, "print", 0, 0, "", "print the final IR to stdout")                          \
+    AMPC_OPT(EXTERNAL_DATA, "external-data", 0, 1, "MODE",                                      \
+             "auto|always|never: tensors of 1 KiB or more go to OUT.data beside OUT; auto "     \
+             "(the default) does that only when one file would exceed 2GB")                     \
+    AMPC_OPT(NO_VERIFY, "no-verify", 0, 0, "",                                                  \
+             "skip the verifier after the passes (the loader's own checks still run)")          \
+    AMPC_OPT(QUIET, "quiet", 'q', 0, "", "no message on success (errors are still printed)")    \
+    AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
+    AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
+
+#endif
