@@ -73,7 +73,7 @@ static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatu
         return amp_fail(st, AMP_ERR_INPUT,
                         "external data file '%s' resolves outside the model's folder", loc);
 
-    int fd = open(real_file, O_RDONLY);
+    int fd = open(real_file, O_RDONLY | O_NONBLOCK); /* a FIFO must not block the open */
     if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -112,26 +112,12 @@ static int eval_slice(AmpNode *p, AmpInfVal *out, int max, int *budget) {
         return -1;
     }
     if ((axes[0] != 0 && axes[0] != -1) || steps[0] == 0) return -1;
-    int64_t n = nd, s = starts[0], e = ends[0], step = steps[0];
-    if (s < 0) s += n;
-    if (e < 0) e += n;
-    int k = 0;
-    if (step > 0) {
-        s = s < 0 ? 0 : s > n ? n : s;
-        e = e < 0 ? 0 : e > n ? n : e;
-        for (int64_t i = s; i < e; i += step) {
-            if (k == max) return -1;
-            out[k++] = data[i];
-        }
-    } else {
-        s = s < 0 ? -1 : s > n - 1 ? n - 1 : s;
-        e = e < -1 ? -1 : e > n - 1 ? n - 1 : e;
-        for (int64_t i = s; i > e; i += step) {
-            if (k == max) return -1;
-            out[k++] = data[i];
-        }
-    }
-    return k;
+    int64_t first, count;
+    amp_inf_slice_range(nd, starts[0], ends[0], steps[0], &first, &count);
+    if (count > max) return -1;
+    /* count elements lie inside [0, nd), so first + k * step stays in range */
+    for (int64_t k = 0; k < count; k++) out[k] = data[first + k * steps[0]];
+    return (int)count;
 }
 
 /* Add/Sub/Mul/Div of int vectors of equal length (or one of length 1). */
@@ -141,6 +127,7 @@ static int eval_arith(AmpNode *p, AmpInfVal *out, int max, int *budget) {
     int na = eval(p->inputs[0], a, AMP_INF_MAX_RANK, budget);
     int nb = eval(p->inputs[1], b, AMP_INF_MAX_RANK, budget);
     if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1)) return -1;
+    if (na == 0 || nb == 0) return 0; /* broadcasting an empty vector gives an empty one */
     int n = na > nb ? na : nb;
     if (n > max) return -1;
     for (int i = 0; i < n; i++) {
@@ -208,6 +195,41 @@ static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget) {
             if (c < 0) return -1;
             k += c;
         }
+        return k;
+    }
+    case AMP_OP_Size: {
+        const AmpType *t = amp_inf_in(p, 0);
+        int64_t prod = 1;
+        if (!t || t->rank < 0 || max < 1) return -1;
+        for (int i = 0; i < t->rank; i++) {
+            if (t->dims[i].value < 0 || (t->dims[i].value && prod > INT64_MAX / t->dims[i].value)) return -1;
+            prod *= t->dims[i].value;
+        }
+        out[0] = (AmpInfVal){true, prod, NULL};
+        return 1;
+    }
+    case AMP_OP_ConstantOfShape: { /* small filled vectors, e.g. a run of 1s */
+        int64_t shape[1];
+        AmpInfVal fill = {true, 0, NULL};
+        const AmpAttr *a = amp_node_attr(p, "value");
+        if (a && a->type == AMP_ATTR_TENSOR && a->t &&
+            tensor_ints(v->graph->model, a->t, &fill, 1) != 1)
+            return -1;
+        if (!amp_inf_has_input(p, 0) || eval_known(p->inputs[0], shape, 1, budget) != 1 ||
+            shape[0] < 0 || shape[0] > max)
+            return -1;
+        for (int64_t i = 0; i < shape[0]; i++) out[i] = fill;
+        return (int)shape[0];
+    }
+    case AMP_OP_Neg: {
+        int k = p->n_inputs ? eval(p->inputs[0], out, max, budget) : -1;
+        for (int i = 0; i < k; i++)
+            if (out[i].known) {
+                if (out[i].v == INT64_MIN) return -1;
+                out[i].v = -out[i].v;
+            } else {
+                out[i].param = NULL;
+            }
         return k;
     }
     case AMP_OP_Gather:

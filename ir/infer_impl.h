@@ -57,8 +57,9 @@ AmpCode amp_inf_set(AmpNode *n, int slot, int dtype, const AmpInfShape *s, AmpSt
 AmpCode amp_inf_set_type(AmpNode *n, int slot, const AmpType *t, AmpStatus *st);
 
 /* ---- dims ---- */
+/* A known dim; a negative number (from a hostile or broken attribute) is unknown. */
 static inline AmpDim amp_dim_of(int64_t v) {
-    AmpDim d = {v, NULL};
+    AmpDim d = {v < 0 ? -1 : v, NULL};
     return d;
 }
 static inline AmpDim amp_dim_unknown(void) {
@@ -89,10 +90,21 @@ int amp_inf_axis(int64_t axis, int rank);
  * is read from the input: by opset when known, else by whether the input is there. */
 bool amp_inf_from_input(const AmpNode *n, int64_t opset, int64_t since, int slot);
 
+/* Whether |v| < 2^40: sizes and attribute values inference does arithmetic on are
+ * checked with this first, so that no sum or product of a few of them overflows. */
+static inline bool amp_inf_small(int64_t v) {
+    return v > -((int64_t)1 << 40) && v < ((int64_t)1 << 40);
+}
+/* The elements Slice takes from a dim of `dim` elements (ONNX clamping rules):
+ * the first index and the count. */
+void amp_inf_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
+                         int64_t *count);
+
 /* ---- small constants ---- */
 /* The elements of a small int tensor value (at most max), following initializers,
- * Constant nodes and cheap shape arithmetic (Shape, Gather, Concat, Slice, Cast,
- * Squeeze, Unsqueeze, Identity) a bounded number of steps. The count, or -1. */
+ * Constant nodes and cheap shape arithmetic (Shape, Size, Gather, Concat, Slice, Cast,
+ * Squeeze, Unsqueeze, Identity, ConstantOfShape, integer Add/Sub/Mul/Div/Neg) a
+ * bounded number of steps. The count, or -1. */
 int amp_inf_value_ints(AmpValue *v, AmpInfVal *out, int max);
 /* Same, but every element must be a known number. */
 int amp_inf_const_ints(AmpValue *v, int64_t *out, int max);

@@ -205,14 +205,17 @@ static AmpCode conv_attrs(AmpNode *n, int nsp, const AmpInfShape *w, ConvAttrs *
     if (amp_inf_attr_ints(n, "pads", c->pads, 2 * AMP_INF_MAX_RANK) != 2 * nsp)
         for (int i = 0; i < 2 * nsp; i++) c->pads[i] = 0;
     for (int i = 0; i < nsp; i++)
-        if (c->s[i] <= 0 || c->d[i] <= 0 || (c->have_k && c->k[i] <= 0))
-            return amp_inf_fail(n, st, "strides, dilations and kernel_shape must be positive");
+        if (c->s[i] <= 0 || c->d[i] <= 0 || (c->have_k && c->k[i] <= 0) || c->s[i] > (1 << 30) ||
+            c->d[i] > (1 << 30) || (c->have_k && c->k[i] > (1 << 30)))
+            return amp_inf_fail(n, st, "strides, dilations and kernel_shape must be in [1, 2^30]");
+    for (int i = 0; i < 2 * nsp; i++)
+        if (!amp_inf_small(c->pads[i])) return amp_inf_fail(n, st, "pads out of range");
     return AMP_OK;
 }
 
 /* Output length of one spatial dim of a convolution or pool. */
 static AmpDim conv_out(const ConvAttrs *c, int i, AmpDim in, bool ceil_mode) {
-    if (!amp_dim_known(in)) return amp_dim_unknown();
+    if (!amp_dim_known(in) || !amp_inf_small(in.value)) return amp_dim_unknown();
     int64_t x = in.value, s = c->s[i];
     if (strcmp(c->auto_pad, "SAME_UPPER") == 0 || strcmp(c->auto_pad, "SAME_LOWER") == 0)
         return amp_dim_of((x + s - 1) / s);
@@ -272,18 +275,21 @@ AmpCode amp_infer_conv_transpose(AmpNode *n, int64_t opset, AmpStatus *st) {
                 s.d[i + 2] = amp_dim_of(oshape[i]);
             } else if (ko == c.nsp + 2) { /* some exporters give N and C too */
                 s.d[i + 2] = amp_dim_of(oshape[i + 2]);
-            } else if (!amp_dim_known(in) || (!same && !c.have_k)) {
+            } else if (!amp_dim_known(in) || !amp_inf_small(in.value) || !amp_inf_small(op[i]) ||
+                       (!same && !c.have_k)) {
                 s.d[i + 2] = amp_dim_unknown();
             } else if (same) {
-                s.d[i + 2] = amp_dim_of(in.value * c.s[i]);
+                s.d[i + 2] = amp_dim_mul(in, amp_dim_of(c.s[i]));
             } else {
                 int64_t pb = 0, pe = 0;
                 if (strcmp(c.auto_pad, "VALID") != 0) {
                     pb = c.pads[i];
                     pe = c.pads[i + c.nsp];
                 }
-                int64_t v = c.s[i] * (in.value - 1) + op[i] + (c.k[i] - 1) * c.d[i] + 1 - pb - pe;
-                s.d[i + 2] = v >= 0 ? amp_dim_of(v) : amp_dim_unknown();
+                /* in < 2^40 and s <= 2^30 can still overflow int64: check in double */
+                double dv = (double)c.s[i] * (double)(in.value - 1) + (double)op[i] +
+                            (double)((c.k[i] - 1) * c.d[i] + 1) - (double)pb - (double)pe;
+                s.d[i + 2] = dv >= 0 && dv < 9.0e15 ? amp_dim_of((int64_t)dv) : amp_dim_unknown();
             }
         }
     }
@@ -500,7 +506,7 @@ AmpCode amp_infer_attention(AmpNode *n, int64_t opset, AmpStatus *st) {
             y = q;
             y.d[2] = amp_dim_unknown();
             if (hq > 0 && hkv > 0 && amp_dim_known(v.d[2]) && v.d[2].value % hkv == 0)
-                y.d[2] = amp_dim_of(hq * (v.d[2].value / hkv));
+                y.d[2] = amp_dim_mul(amp_dim_of(hq), amp_dim_of(v.d[2].value / hkv));
         }
     }
     int dt = dt0(n);

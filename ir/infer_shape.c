@@ -22,6 +22,52 @@ static int ints_arg(AmpNode *n, int64_t opset, int64_t since, int slot, const ch
     return amp_inf_attr_ints(n, attr, out, max);
 }
 
+/* The -1 of a Reshape target: input elements / the other target dims. Symbolic dims
+ * that appear on both sides cancel (N*3*4 into (N, -1) gives 12); a single symbolic
+ * dim left over on the input side becomes the answer. Unknown otherwise. */
+static AmpCode solve_minus_one(AmpNode *n, const AmpInfShape *in, const AmpInfShape *tgt, int at,
+                               AmpDim *out, AmpStatus *st) {
+    const char *params[AMP_INF_MAX_RANK];
+    int np = 0;
+    int64_t num = 1, den = 1;
+    const int64_t cap = (int64_t)1 << 52;
+    *out = amp_dim_unknown();
+    for (int i = 0; i < in->rank; i++) {
+        AmpDim d = in->d[i];
+        if (d.value >= 0) {
+            if (d.value == 0) return AMP_OK; /* empty tensor: any value fits */
+            if (num > cap / d.value) return AMP_OK;
+            num *= d.value;
+        } else if (d.param) {
+            params[np++] = d.param;
+        } else {
+            return AMP_OK;
+        }
+    }
+    for (int i = 0; i < tgt->rank; i++) {
+        if (i == at) continue;
+        AmpDim d = tgt->d[i];
+        if (d.value > 0) {
+            if (den > cap / d.value) return AMP_OK;
+            den *= d.value;
+            continue;
+        }
+        if (d.value == 0 || !d.param) return AMP_OK;
+        int j = 0;
+        while (j < np && strcmp(params[j], d.param) != 0) j++;
+        if (j == np) return AMP_OK; /* a symbol the input lacks */
+        params[j] = params[--np];
+    }
+    if (num % den) {
+        if (np == 0)
+            return amp_inf_fail(n, st, "cannot reshape %lld elements with this shape", (long long)num);
+        return AMP_OK;
+    }
+    if (np == 0) *out = amp_dim_of(num / den);
+    else if (np == 1 && num == den) *out = (AmpDim){-1, params[0]};
+    return AMP_OK;
+}
+
 AmpCode amp_infer_reshape(AmpNode *n, int64_t opset, AmpStatus *st) {
     AmpInfShape in, s;
     AmpInfVal vals[AMP_INF_MAX_RANK];
@@ -43,16 +89,13 @@ AmpCode amp_infer_reshape(AmpNode *n, int64_t opset, AmpStatus *st) {
     }
     bool allowzero = amp_node_attr_int(n, "allowzero", 0) != 0;
     int infer_at = -1;
-    AmpDim known_prod = amp_dim_of(1);
     s.rank = k;
     for (int i = 0; i < k; i++) {
         AmpInfVal v = vals[i];
         if (!v.known) {
             s.d[i] = (AmpDim){-1, v.param};
-            known_prod = amp_dim_unknown();
         } else if (v.v == 0 && !allowzero) {
             s.d[i] = (have_in && i < in.rank) ? in.d[i] : amp_dim_unknown();
-            known_prod = amp_dim_mul(known_prod, s.d[i]);
         } else if (v.v == -1) {
             if (infer_at >= 0) return amp_inf_fail(n, st, "shape has more than one -1");
             infer_at = i;
@@ -61,18 +104,13 @@ AmpCode amp_infer_reshape(AmpNode *n, int64_t opset, AmpStatus *st) {
             return amp_inf_fail(n, st, "shape has the invalid value %lld", (long long)v.v);
         } else {
             s.d[i] = amp_dim_of(v.v);
-            known_prod = amp_dim_mul(known_prod, s.d[i]);
         }
     }
     if (infer_at >= 0 && have_in) {
-        AmpDim total = amp_dim_of(1);
-        for (int i = 0; i < in.rank; i++) total = amp_dim_mul(total, in.d[i]);
-        if (amp_dim_known(total) && amp_dim_known(known_prod) && known_prod.value > 0) {
-            if (total.value % known_prod.value)
-                return amp_inf_fail(n, st, "cannot reshape %lld elements with this shape",
-                                    (long long)total.value);
-            s.d[infer_at] = amp_dim_of(total.value / known_prod.value);
-        }
+        AmpDim rest;
+        AmpCode rc = solve_minus_one(n, &in, &s, infer_at, &rest, st);
+        if (rc) return rc;
+        s.d[infer_at] = rest;
     }
     return amp_inf_set(n, 0, dt0(n), &s, st);
 }
@@ -223,9 +261,9 @@ AmpCode amp_infer_split(AmpNode *n, int64_t opset, AmpStatus *st) {
         if (k >= 0) {
             if (k != nout) return amp_inf_fail(n, st, "split has %d entries for %d outputs", k, nout);
             d = amp_dim_of(split[i]);
-        } else if (k == -2 && amp_dim_known(total)) {
+        } else if (k == -2 && amp_dim_known(total) && amp_inf_small(total.value)) {
             /* Equal parts; opset 18's num_outputs allows a smaller last part. */
-            int64_t part = (total.value + nout - 1) / nout;
+            int64_t part = total.value / nout + (total.value % nout != 0);
             if (total.value % nout == 0) d = amp_dim_of(total.value / nout);
             else if (opset == 0 || opset >= 18)
                 d = amp_dim_of(i < nout - 1 ? part : total.value - part * (nout - 1));
@@ -235,20 +273,6 @@ AmpCode amp_infer_split(AmpNode *n, int64_t opset, AmpStatus *st) {
         if (rc) return rc;
     }
     return AMP_OK;
-}
-
-/* One axis of Slice: the element count for known bounds (ONNX clamping rules). */
-static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step) {
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > dim ? dim : start;
-        end = end < 0 ? 0 : end > dim ? dim : end;
-        return end > start ? (end - start + step - 1) / step : 0;
-    }
-    start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
-    end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-    return start > end ? (start - end + (-step) - 1) / (-step) : 0;
 }
 
 AmpCode amp_infer_slice(AmpNode *n, int64_t opset, AmpStatus *st) {
@@ -294,9 +318,11 @@ AmpCode amp_infer_slice(AmpNode *n, int64_t opset, AmpStatus *st) {
         if (a < 0) return amp_inf_fail(n, st, "axis %lld out of range", (long long)axes[i]);
         int64_t step = kp == -2 ? 1 : steps[i];
         if (known && step == 0) return amp_inf_fail(n, st, "step 0 on axis %d", a);
-        if (known && amp_dim_known(in.d[a]))
-            s.d[a] = amp_dim_of(slice_len(in.d[a].value, starts[i], ends[i], step));
-        else
+        int64_t first, count;
+        if (known && amp_dim_known(in.d[a])) {
+            amp_inf_slice_range(in.d[a].value, starts[i], ends[i], step, &first, &count);
+            s.d[a] = amp_dim_of(count);
+        } else
             s.d[a] = amp_dim_unknown();
     }
     return amp_inf_set(n, 0, dt0(n), &s, st);
@@ -335,7 +361,7 @@ AmpCode amp_infer_gather_nd(AmpNode *n, int64_t opset, AmpStatus *st) {
         amp_dim_known(idx.d[idx.rank - 1])) {
         int64_t b = amp_node_attr_int(n, "batch_dims", 0);
         int64_t last = idx.d[idx.rank - 1].value;
-        if (b < 0 || b + last > data.rank)
+        if (b < 0 || b > data.rank || last > data.rank - b)
             return amp_inf_fail(n, st, "indices reach past the data's rank %d", data.rank);
         s.rank = 0;
         for (int i = 0; i < idx.rank - 1; i++) s.d[s.rank++] = idx.d[i];
@@ -408,7 +434,8 @@ AmpCode amp_infer_pad(AmpNode *n, int64_t opset, AmpStatus *st) {
     for (int i = 0; i < ka; i++) {
         int a = amp_inf_axis(axes[i], in.rank);
         if (a < 0) return amp_inf_fail(n, st, "axis %lld out of range", (long long)axes[i]);
-        if (!amp_dim_known(in.d[a])) {
+        if (!amp_dim_known(in.d[a]) || !amp_inf_small(in.d[a].value) || !amp_inf_small(pads[i]) ||
+            !amp_inf_small(pads[i + ka])) {
             s.d[a] = amp_dim_unknown();
             continue;
         }
@@ -424,7 +451,7 @@ static AmpCode space_depth(AmpNode *n, bool to_space, AmpStatus *st) {
     if (amp_inf_shape(n, 0, &in)) {
         if (in.rank != 4) return amp_inf_fail(n, st, "input must have rank 4, not %d", in.rank);
         int64_t b = amp_node_attr_int(n, "blocksize", 0);
-        if (b <= 0) return amp_inf_fail(n, st, "blocksize must be positive");
+        if (b <= 0 || b > (1 << 20)) return amp_inf_fail(n, st, "blocksize %lld out of range", (long long)b);
         AmpDim bb = amp_dim_of(b * b), b1 = amp_dim_of(b);
         s = in;
         if (to_space) {

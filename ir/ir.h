@@ -375,6 +375,10 @@ void amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too);
 /* The opset version of `domain` ("" and "ai.onnx" are the same), or 0 if not imported. */
 int64_t amp_model_opset(const AmpModel *m, const char *domain);
 
+/* Puts g's nodes in topological order, keeping the current order where it already is
+ * one (stable); a cycle is AMP_ERR_INPUT naming a node on it. Uses AmpNode.mark. */
+AmpCode amp_graph_toposort(AmpGraph *g, AmpStatus *st);
+
 /* Sets every node's `op` from the op table (after load, or after op_type edits). */
 void amp_graph_bind_ops(AmpGraph *g);
 

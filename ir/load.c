@@ -361,156 +361,6 @@ static AmpCode load_value_info(LoadCtx *c, AmpValueInfo *e, Onnx__ValueInfoProto
     return AMP_OK;
 }
 
-/* Is `n` the node that should come before `user` because user (or a subgraph under it)
- * reads a value n produces? Collected by the callback for each such producer. */
-typedef void (*DepFn)(AmpNode *producer, void *ctx);
-
-static void outer_deps(const AmpGraph *sub, const AmpGraph *g, DepFn fn, void *ctx) {
-    for (AmpNode *n = sub->first; n; n = n->next) {
-        for (int i = 0; i < n->n_inputs; i++) {
-            AmpValue *v = n->inputs[i];
-            if (v && v->graph == g && v->producer) fn(v->producer, ctx);
-        }
-        for (size_t k = 0; k < n->n_attrs; k++) {
-            if (n->attrs[k].g) outer_deps(n->attrs[k].g, g, fn, ctx);
-            for (size_t j = 0; j < n->attrs[k].n_graphs; j++) outer_deps(n->attrs[k].graphs[j], g, fn, ctx);
-        }
-    }
-}
-
-static void node_deps(AmpNode *n, DepFn fn, void *ctx) {
-    for (int i = 0; i < n->n_inputs; i++) {
-        AmpValue *v = n->inputs[i];
-        if (v && v->graph == n->graph && v->producer) fn(v->producer, ctx);
-    }
-    for (size_t k = 0; k < n->n_attrs; k++) {
-        if (n->attrs[k].g) outer_deps(n->attrs[k].g, n->graph, fn, ctx);
-        for (size_t j = 0; j < n->attrs[k].n_graphs; j++) outer_deps(n->attrs[k].graphs[j], n->graph, fn, ctx);
-    }
-}
-
-typedef struct OrderCheck {
-    int pos;
-    bool ok;
-} OrderCheck;
-
-static void check_dep(AmpNode *p, void *ctx) {
-    OrderCheck *oc = ctx;
-    if (p->mark >= oc->pos) oc->ok = false;
-}
-
-typedef struct SortCtx {
-    AmpNode **nodes;
-    int *indeg;
-    int **succ;
-    int *n_succ, *cap_succ;
-    int cur;
-    bool oom;
-} SortCtx;
-
-static void count_dep(AmpNode *p, void *ctx) {
-    SortCtx *s = ctx;
-    int from = p->mark;
-    if (s->n_succ[from] == s->cap_succ[from]) {
-        int cap = s->cap_succ[from] ? s->cap_succ[from] * 2 : 4;
-        int *ns = realloc(s->succ[from], (size_t)cap * sizeof *ns);
-        if (!ns) {
-            s->oom = true;
-            return;
-        }
-        s->succ[from] = ns;
-        s->cap_succ[from] = cap;
-    }
-    s->succ[from][s->n_succ[from]++] = s->cur;
-    s->indeg[s->cur]++;
-}
-
-/* Min-heap of node positions: Kahn's algorithm that keeps the file's order wherever
- * the dependencies allow it. */
-static void heap_push(int *h, int *n, int v) {
-    int i = (*n)++;
-    while (i && h[(i - 1) / 2] > v) h[i] = h[(i - 1) / 2], i = (i - 1) / 2;
-    h[i] = v;
-}
-
-static int heap_pop(int *h, int *n) {
-    int top = h[0], v = h[--*n], i = 0;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        int mv = v;
-        if (l < *n && h[l] < mv) m = l, mv = h[l];
-        if (r < *n && h[r] < mv) m = r;
-        if (m == i) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n) h[i] = v;
-    return top;
-}
-
-/* Puts the nodes of g in topological order (keeping the file's order when it already is
- * one); a cycle is an error naming a node on it. */
-static AmpCode toposort(LoadCtx *c, AmpGraph *g, const char *where) {
-    int pos = 0;
-    for (AmpNode *n = g->first; n; n = n->next) n->mark = pos++;
-    bool sorted = true;
-    for (AmpNode *n = g->first; n && sorted; n = n->next) {
-        OrderCheck oc = {n->mark, true};
-        node_deps(n, check_dep, &oc);
-        sorted = oc.ok;
-    }
-    if (sorted) return AMP_OK;
-
-    int N = pos;
-    SortCtx s = {0};
-    s.nodes = calloc((size_t)N, sizeof *s.nodes);
-    s.indeg = calloc((size_t)N, sizeof *s.indeg);
-    s.succ = calloc((size_t)N, sizeof *s.succ);
-    s.n_succ = calloc((size_t)N, sizeof *s.n_succ);
-    s.cap_succ = calloc((size_t)N, sizeof *s.cap_succ);
-    int *heap = calloc((size_t)N, sizeof *heap);
-    AmpCode rc = AMP_OK;
-    if (!s.nodes || !s.indeg || !s.succ || !s.n_succ || !s.cap_succ || !heap) {
-        rc = oom(c);
-        goto done;
-    }
-    for (AmpNode *n = g->first; n; n = n->next) s.nodes[n->mark] = n;
-    for (int i = 0; i < N; i++) {
-        s.cur = i;
-        node_deps(s.nodes[i], count_dep, &s);
-    }
-    if (s.oom) {
-        rc = oom(c);
-        goto done;
-    }
-    int hn = 0, done_n = 0;
-    for (int i = 0; i < N; i++)
-        if (!s.indeg[i]) heap_push(heap, &hn, i);
-    g->first = g->last = NULL;
-    g->n_nodes = 0;
-    while (hn) {
-        int i = heap_pop(heap, &hn);
-        amp_node_append(g, s.nodes[i]);
-        done_n++;
-        for (int k = 0; k < s.n_succ[i]; k++)
-            if (--s.indeg[s.succ[i][k]] == 0) heap_push(heap, &hn, s.succ[i][k]);
-    }
-    if (done_n != N) {
-        AmpNode *bad = NULL;
-        for (int i = 0; i < N && !bad; i++)
-            if (s.indeg[i]) bad = s.nodes[i];
-        rc = amp_fail(c->st, AMP_ERR_INPUT, "%s: the graph has a cycle through node '%s' (%s)", where,
-                      bad->name ? bad->name : "", bad->op_type ? bad->op_type : "");
-        /* Keep every node reachable so the model can still be freed and printed. */
-        for (int i = 0; i < N; i++)
-            if (s.indeg[i]) amp_node_append(g, s.nodes[i]);
-    }
-done:
-    for (int i = 0; s.succ && i < N; i++) free(s.succ[i]);
-    free(s.nodes), free(s.indeg), free(s.succ), free(s.n_succ), free(s.cap_succ), free(heap);
-    return rc;
-}
-
 static AmpCode load_graph(LoadCtx *c, Onnx__GraphProto *gp, AmpGraph *parent, AmpNode *owner,
                           const char *where, AmpGraph **out) {
     if (++c->depth > AMP_MAX_GRAPH_DEPTH)
@@ -643,7 +493,10 @@ static AmpCode load_graph(LoadCtx *c, Onnx__GraphProto *gp, AmpGraph *parent, Am
     rest.n_input = 0, rest.n_output = 0, rest.n_value_info = 0;
     g->rest = amp_proto_pack_rest(a, &rest.base);
 
-    if ((rc = toposort(c, g, gwhere))) return rc;
+    if ((rc = amp_graph_toposort(g, c->st))) {
+        amp_status_prefix(c->st, "%s: ", gwhere);
+        return rc;
+    }
     c->depth--;
     return AMP_OK;
 }
@@ -834,7 +687,7 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
 
 AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpModel **out, AmpStatus *st) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block the open */
     if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "ir.h"
@@ -408,13 +409,19 @@ static void file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
     if (!fb->failed && len && fwrite(data, 1, len, fb->f) != len) fb->failed = true;
 }
 
-/* mkstemp beside `path`, so the final rename stays on one filesystem. */
+/* A new file beside `path` (so the final rename stays on one filesystem), created
+ * O_EXCL with mode 0666 so the umask applies as it would to a plain fopen. */
 static FILE *open_temp(const char *path, char **tmp_out, AmpStatus *st) {
-    size_t n = strlen(path) + 16;
+    static unsigned long counter;
+    size_t n = strlen(path) + 48;
     char *tmp = malloc(n);
     if (!tmp) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory"), NULL;
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        snprintf(tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
         amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
         free(tmp);
@@ -495,7 +502,12 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
     if (ok && c.data_file) {
         ok = close_synced(c.data_file);
         c.data_file = NULL;
-        if (ok) ok = rename(data_tmp, data_path) == 0;
+        if (ok && c.data_off == 0) {
+            /* Nothing was big enough to move out: no data file. */
+            unlink(data_tmp);
+        } else if (ok) {
+            ok = rename(data_tmp, data_path) == 0;
+        }
         if (ok) {
             free(data_tmp);
             data_tmp = NULL;

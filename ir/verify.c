@@ -374,6 +374,26 @@ static AmpCode check_arity(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     return AMP_OK;
 }
 
+/* Float data slots of arithmetic ops (classes allow and deny: GEMMs, convolutions,
+ * exp/log, reductions, norms, losses, optimizers) never take bool or string. Other
+ * dtypes are left alone: integer MatMul or Add are legal, and type inference (infer.c)
+ * does the real checking; clear/infer ops (Concat, Where, Identity...) accept any type. */
+static AmpCode check_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    if (n->op == AMP_OP_UNKNOWN) return AMP_OK;
+    const AmpOpInfo *info = amp_op_info(n->op);
+    if (!info || (info->fp16_class != AMP_CLASS_ALLOW && info->fp16_class != AMP_CLASS_DENY))
+        return AMP_OK;
+    for (int i = 0; i < n->n_inputs && i < 32; i++) {
+        const AmpValue *v = n->inputs[i];
+        if (!v || !(info->float_inputs & AMP_SLOT(i)) || v->type.kind != AMP_TYPE_TENSOR)
+            continue;
+        if (v->type.dtype == AMP_DT_BOOL || v->type.dtype == AMP_DT_STRING)
+            return vfail(c, AMP_ERR_INPUT, g, n, "input %d '%s' is %s, but %s takes numbers there",
+                         i, v->name, amp_dtype_name(v->type.dtype), n->op_type);
+    }
+    return AMP_OK;
+}
+
 /* Cast: 'to' names a data type, and a declared output type agrees with it. */
 static AmpCode check_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     if (!n->op_type || strcmp(n->op_type, "Cast") != 0 || !is_default_domain(n->domain))
@@ -490,6 +510,7 @@ static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
     for (int i = 0; !rc && i < n->n_inputs; i++)
         if (n->inputs[i]) rc = check_use(c, f, n, i, n->inputs[i]);
     if (!rc) rc = verify_subgraphs(c, f, n);
+    if (!rc) rc = check_slot_dtypes(c, g, n);
     if (!rc) rc = check_cast(c, g, n);
     if (!rc) rc = check_outputs(c, f, n);
     return rc;

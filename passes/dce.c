@@ -1,24 +1,45 @@
 /* The "dce" pass: removes nodes none of whose outputs is used (by any node, including
  * subgraph nodes reading outer-scope values), is a graph output, or is bound by training
- * info. A worklist over use counts reaches the fixed point in one sweep. Initializers are
- * kept (they may be bound or fed by the caller); only nodes go. */
+ * info. Initializers are kept (they may be bound or fed by the caller); only nodes go.
+ * Linear time: a worklist over per-node live-use counts finds every dead node first, then
+ * one sweep rewrites the use lists (removing uses one by one would be quadratic in a
+ * value's fan-out). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
 
-/* AmpNode.mark while the pass runs: one of these, or a positive count of graph-output
- * entries naming one of the node's outputs. Graph outputs are counted from the output
- * lists rather than AMP_VALUE_OUTPUT, since a subgraph may return an outer value as it is
- * (the flag then says nothing about which graph returns it); a subgraph's entries are
- * released when its owner dies. */
-enum { LIVE = 0, PINNED = -1, QUEUED = -2, DELETED = -3 };
+/* AmpNode.mark while the pass runs: >= 0, the number of live reasons to keep the node
+ * (uses of its outputs, plus graph-output entries naming them), or one of these.
+ * Graph outputs are counted from the output lists rather than AMP_VALUE_OUTPUT: a
+ * subgraph may return an outer value as it is, and the flag cannot say which graph
+ * returns it; a subgraph's entries are released when its owner dies. */
+enum { PINNED = -1, QUEUED = -2, DELETED = -3 };
+
+typedef struct NodeVec {
+    AmpNode **items;
+    size_t n, cap;
+} NodeVec;
 
 typedef struct Dce {
-    AmpNode **items; /* the worklist: nodes found dead, not yet deleted */
-    size_t n, cap;
+    NodeVec work; /* found dead, not yet processed */
+    NodeVec dead; /* every node to delete, subgraph nodes of dead owners included */
     bool oom;
 } Dce;
+
+static void vec_push(Dce *d, NodeVec *v, AmpNode *n) {
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        AmpNode **items = realloc(v->items, cap * sizeof *items);
+        if (!items) {
+            d->oom = true;
+            return;
+        }
+        v->items = items;
+        v->cap = cap;
+    }
+    v->items[v->n++] = n;
+}
 
 static bool is_default_domain(const char *d) {
     return !d || !*d || strcmp(d, "ai.onnx") == 0;
@@ -29,67 +50,55 @@ static bool keeps_itself(const AmpNode *n) {
     return n->op == AMP_OP_UNKNOWN && !is_default_domain(n->domain);
 }
 
-static bool is_dead(const AmpNode *n) {
-    if (n->mark != LIVE) return false;
-    for (int i = 0; i < n->n_outputs; i++) {
-        const AmpValue *v = n->outputs[i];
-        if (v && v->n_uses) return false;
-    }
-    return true;
-}
-
-static void push(Dce *d, AmpNode *n) {
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 256;
-        AmpNode **items = realloc(d->items, cap * sizeof *items);
-        if (!items) {
-            d->oom = true;
-            return;
-        }
-        d->items = items;
-        d->cap = cap;
-    }
-    n->mark = QUEUED;
-    d->items[d->n++] = n;
-}
-
 static void release(Dce *d, AmpNode *p) {
-    if (p && p->mark > 0 && --p->mark == LIVE && is_dead(p)) push(d, p);
+    if (p && p->mark > 0 && --p->mark == 0) {
+        p->mark = QUEUED;
+        vec_push(d, &d->work, p);
+    }
 }
 
-/* Deletes n and everything in its subgraphs, queueing producers whose last use went. */
-static void kill(Dce *d, AmpNode *n) {
+/* Calls fn on every subgraph of n. */
+static void for_subgraphs(AmpNode *n, void (*fn)(Dce *, AmpGraph *), Dce *d) {
     for (size_t i = 0; i < n->n_attrs; i++) {
         AmpAttr *a = &n->attrs[i];
-        size_t ng = a->g ? 1 : 0;
-        if (a->type == AMP_ATTR_GRAPHS) ng = a->n_graphs;
-        for (size_t k = 0; k < ng; k++) {
-            AmpGraph *sg = a->type == AMP_ATTR_GRAPHS ? a->graphs[k] : a->g;
-            if (!sg) continue;
-            for (AmpNode *s = sg->first, *next; s; s = next) {
-                next = s->next;
-                kill(d, s);
-            }
-            for (size_t o = 0; o < sg->outputs.n; o++) {
-                AmpValue *v = sg->outputs.items[o].value;
-                if (v) release(d, v->producer);
-            }
+        if (a->type == AMP_ATTR_GRAPHS) {
+            for (size_t k = 0; k < a->n_graphs; k++)
+                if (a->graphs[k]) fn(d, a->graphs[k]);
+        } else if (a->g) {
+            fn(d, a->g);
         }
     }
-    for (int i = 0; i < n->n_inputs; i++) {
-        AmpValue *v = n->inputs[i];
-        if (!v) continue;
-        amp_node_set_input(n, i, NULL);
-        if (v->producer && is_dead(v->producer)) push(d, v->producer);
-    }
-    amp_node_delete(n);
-    n->mark = DELETED;
 }
 
-static AmpCode reset_marks(AmpGraph *g, void *ctx, AmpStatus *st) {
+static void kill(Dce *d, AmpNode *n);
+
+/* A dying owner takes its subgraph along: every node in it, and its output entries. */
+static void kill_graph(Dce *d, AmpGraph *g) {
+    for (AmpNode *s = g->first; s; s = s->next)
+        if (s->mark != DELETED) kill(d, s);
+    for (size_t o = 0; o < g->outputs.n; o++)
+        if (g->outputs.items[o].value) release(d, g->outputs.items[o].value->producer);
+}
+
+/* Marks n dead (the IR is edited later, in one sweep) and releases what it kept alive. */
+static void kill(Dce *d, AmpNode *n) {
+    n->mark = DELETED;
+    vec_push(d, &d->dead, n);
+    for_subgraphs(n, kill_graph, d);
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i]) release(d, n->inputs[i]->producer);
+}
+
+/* mark = uses of the node's outputs. */
+static AmpCode count_uses(AmpGraph *g, void *ctx, AmpStatus *st) {
     (void)ctx;
     (void)st;
-    for (AmpNode *n = g->first; n; n = n->next) n->mark = LIVE;
+    for (AmpNode *n = g->first; n; n = n->next) {
+        size_t uses = 0;
+        for (int i = 0; i < n->n_outputs; i++)
+            if (n->outputs[i]) uses += n->outputs[i]->n_uses;
+        n->mark = uses > (size_t)(1 << 30) ? 1 << 30 : (int)uses; /* never reaching 0 is fine */
+    }
     return AMP_OK;
 }
 
@@ -109,7 +118,8 @@ static AmpCode find_roots(AmpGraph *g, void *ctx, AmpStatus *st) {
         if (keeps_itself(n)) pin(n);
     for (size_t i = 0; i < g->outputs.n; i++) {
         AmpValue *v = g->outputs.items[i].value;
-        if (v && v->producer && v->producer->mark >= LIVE) v->producer->mark++;
+        if (v && v->producer && v->producer->mark >= 0 && v->producer->mark < (1 << 30))
+            v->producer->mark++;
     }
     return AMP_OK;
 }
@@ -123,14 +133,31 @@ static AmpCode find_dead(AmpGraph *g, void *ctx, AmpStatus *st) {
     (void)st;
     Dce *d = ctx;
     for (AmpNode *n = g->first; n; n = n->next)
-        if (is_dead(n)) push(d, n);
+        if (n->mark == 0) {
+            n->mark = QUEUED;
+            vec_push(d, &d->work, n);
+        }
+    return AMP_OK;
+}
+
+/* Drops, in one pass per value, the uses made by dead nodes. */
+static AmpCode compact_uses(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)ctx;
+    (void)st;
+    for (size_t i = 0; i < g->n_values; i++) {
+        AmpValue *v = g->values[i];
+        size_t k = 0;
+        for (size_t u = 0; u < v->n_uses; u++)
+            if (v->uses[u].node->mark != DELETED) v->uses[k++] = v->uses[u];
+        v->n_uses = k;
+    }
     return AMP_OK;
 }
 
 AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     (void)opt;
     Dce d = {0};
-    amp_model_walk(m, reset_marks, NULL, st);
+    amp_model_walk(m, count_uses, NULL, st);
     amp_model_walk(m, find_roots, NULL, st);
     for (size_t i = 0; i < m->n_training; i++) {
         const AmpTrainingInfo *ti = &m->training[i];
@@ -144,11 +171,26 @@ AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
         }
     }
     amp_model_walk(m, find_dead, &d, st);
-    while (d.n && !d.oom) {
-        AmpNode *n = d.items[--d.n];
+    while (d.work.n && !d.oom) {
+        AmpNode *n = d.work.items[--d.work.n];
         if (n->mark == QUEUED) kill(&d, n);
     }
-    free(d.items);
-    if (d.oom) return amp_fail(st, AMP_ERR_INTERNAL, "dce: out of memory");
+    if (d.oom) {
+        /* Nothing has been edited yet: the model is as it was. */
+        free(d.work.items);
+        free(d.dead.items);
+        return amp_fail(st, AMP_ERR_INTERNAL, "dce: out of memory");
+    }
+    if (d.dead.n) {
+        amp_model_walk(m, compact_uses, NULL, st);
+        for (size_t i = 0; i < d.dead.n; i++) {
+            AmpNode *n = d.dead.items[i];
+            /* The uses are gone already; clear the slots so delete finds nothing to drop. */
+            for (int k = 0; k < n->n_inputs; k++) n->inputs[k] = NULL;
+            amp_node_delete(n);
+        }
+    }
+    free(d.work.items);
+    free(d.dead.items);
     return AMP_OK;
 }

@@ -371,6 +371,23 @@ static const OptRow *row_by_val(int val) {
     return NULL;
 }
 
+/* getopt_long takes unambiguous prefixes ("--pass"); an ambiguous one is named as such. */
+static int unknown_long(const char *arg) {
+    const char *name = arg;
+    while (*name == '-') name++;
+    size_t len = strcspn(name, "=");
+    char cands[256] = "";
+    size_t k = 0, hits = 0;
+    for (size_t i = 0; i < N_OPTS && len > 0; i++) {
+        if (strncmp(opt_rows[i].name, name, len) != 0) continue;
+        hits++;
+        int w = snprintf(cands + k, sizeof cands - k, "%s--%s", k ? ", " : "", opt_rows[i].name);
+        if (w > 0 && (size_t)w < sizeof cands - k) k += (size_t)w;
+    }
+    if (hits > 1) return usage_error("ambiguous option '%s' (could be %s)", arg, cands);
+    return usage_error("unknown option '%s'", arg);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "bench") == 0)) {
@@ -398,7 +415,7 @@ int main(int argc, char **argv) {
             const OptRow *r = optopt ? row_by_val(optopt) : NULL;
             if (r) return usage_error("option '--%s' takes no argument", r->name);
             if (optopt && optopt < OPT__FIRST) return usage_error("unknown option '-%c'", optopt);
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return unknown_long(argv[optind - 1]);
         }
         if (ch == ':') {
             const OptRow *r = row_by_val(optopt);

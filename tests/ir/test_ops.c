@@ -78,8 +78,9 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
     "InstanceNormalization", "GroupNormalization", "LpNormalization", "tr:Adam", "tr:Momentum",
     "tr:Adagrad", "ms:SoftmaxCrossEntropyLossGrad", "ms:LayerNormalizationGrad",
     "ms:InPlaceAccumulatorV2", "ms:AdamWOptimizer"};
+/* never: DESIGN.md names no ops, only kinds (shape, integer, bool ops, control flow) */
 static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
-    "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero"};
+    "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike"};
 
 static AmpOpId op_spec(const char *spec) {
     if (!strncmp(spec, "ms:", 3)) return op("com.microsoft", spec + 3);

@@ -424,6 +424,16 @@ Test(verify, integer_add_is_fine) {
     expect_ok(m);
 }
 
+Test(verify, bool_into_matmul_fails) {
+    AmpModel *m = valid_model();
+    AmpValue *b = amp_graph_value(m->graph, "b");
+    set_type(m, b, AMP_DT_BOOL, 0, NULL);
+    amp_graph_add_input(m->graph, b);
+    add(m->graph, "Where", "where_ok", "b,b,b", "wb"); /* any type is fine for Where */
+    add(m->graph, "MatMul", "mm", "x,b", "k");
+    expect_fail(m, AMP_ERR_INPUT, "node 'mm' (MatMul): input 1 'b' is bool, but MatMul takes numbers there");
+}
+
 /* ---- training info --------------------------------------------------------------- */
 
 static AmpTrainingInfo *training(AmpModel *m) {
@@ -569,6 +579,37 @@ Test(print, text_dump_is_stable) {
                        "    }\n"
                        "  u = com.example::Tag(r) {label=\"a\\\"b\"}  # t\n"
                        "  output y: float[1,10]\n"
+                       "}\n";
+    cr_assert_str_eq(buf, want);
+    free(buf);
+    amp_model_free(m);
+}
+
+Test(print, training_info_and_external_data) {
+    AmpModel *m = valid_model();
+    training(m);
+    AmpValue *w = val(m->graph, "w");
+    w->initializer->is_external = true;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(f);
+    amp_print_model(f, m);
+    fclose(f);
+    const char *want = "model\n"
+                       "graph {\n"
+                       "  input x: float[2]\n"
+                       "  init w: float[2] external\n"
+                       "  y = Gemm(x, w) {alpha=1, transB=1}  # gemm0\n"
+                       "  z = Relu(y)  # relu0\n"
+                       "  output z\n"
+                       "}\n"
+                       "training_info[0] {\n"
+                       "  algorithm: graph 'train' {\n"
+                       "    w_new = Sub(w, x)  # step\n"
+                       "    output w_new\n"
+                       "  }\n"
+                       "  update_binding w <- w_new\n"
                        "}\n";
     cr_assert_str_eq(buf, want);
     free(buf);

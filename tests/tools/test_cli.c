@@ -167,6 +167,18 @@ static void assert_loads(const char *path) {
     amp_model_free(m);
 }
 
+/* Entries in the test's folder, temporaries included (the captured output is gone). */
+static size_t count_files(void) {
+    DIR *d = opendir(tmpdir);
+    cr_assert_not_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
+}
+
 static const unsigned char garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x34, 0x00,
                                         0x0a, 0xff, 0x7f, 'n',  'o',  't',  'o',  'n'};
 
@@ -415,13 +427,19 @@ Test(cli, failure_writes_nothing) {
     run_free(&s);
 
     /* Only the two files this test made are in the folder: no temporary is left. */
-    DIR *d = opendir(tmpdir);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    cr_assert_eq(n, 2, "leftover files in %s", tmpdir);
+    cr_assert_eq(count_files(), 2, "leftover files in %s", tmpdir);
+}
+
+Test(cli, unwritable_output_is_one_error_line) {
+    char out[600];
+    tmp_path(out, sizeof out, "no_such_folder/out.onnx");
+    Run r = run_ampc(ADD_MODEL, "-o", out, NULL);
+    cr_assert_neq(r.code, 0);
+    cr_assert_lt(r.code, 5);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "no_such_folder/out.onnx"), "%s", r.err);
+    cr_assert_eq(count_files(), 0, "leftover files in %s", tmpdir);
+    run_free(&r);
 }
 
 Test(cli, garbage_output_in_place_is_untouched) {
@@ -478,6 +496,7 @@ Test(cli, output_may_be_the_input) {
     Run r = run_ampc(path, "-o", path, "-q", NULL);
     cr_assert_eq(r.code, 0, "stderr: %s", r.err);
     assert_loads(path);
+    cr_assert_eq(count_files(), 1, "leftover files in %s", tmpdir);
     run_free(&r);
 }
 

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Runs the loader fuzzer (fuzz_load) for SECONDS on a scratch copy of the seed corpus and
+# prints its executions per second. Used by ctest (short run) and by hand for the long run:
+#   tests/fuzz/run_fuzz.sh 600 [FUZZER] [WORKDIR]
+# Exit status: 0 when nothing was found, non-zero on a crash, leak, timeout or OOM (the
+# reproducer is left in WORKDIR, named crash-*, leak-*, timeout-* or oom-*).
+set -u
+SECONDS_TO_RUN=${1:-600}
+HERE=$(cd "$(dirname "$0")" && pwd)
+FUZZER=${2:-}
+if [ -z "$FUZZER" ]; then
+  for b in "$HERE"/../../build*/tests/fuzz/fuzz_load; do
+    [ -x "$b" ] && FUZZER=$b && break
+  done
+fi
+if [ -z "$FUZZER" ] || [ ! -x "$FUZZER" ]; then
+  echo "run_fuzz.sh: no fuzz_load binary (build the project with clang available, or pass its path)" >&2
+  exit 2
+fi
+WORK=${3:-$(mktemp -d "${TMPDIR:-/tmp}/ampc_fuzz_work.XXXXXX")}
+rm -rf "$WORK/corpus"
+mkdir -p "$WORK/corpus"
+cp "$HERE"/corpus/* "$WORK/corpus/"
+LOG="$WORK/fuzz.log"
+
+# -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a blow-up is a bug;
+# -max_len: models bigger than the seeds are allowed to grow to 64 KiB.
+ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+"$FUZZER" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -print_final_stats=1 -artifact_prefix="$WORK/" "$WORK/corpus" >"$LOG" 2>&1
+rc=$?
+
+runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -n 1)
+secs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$LOG" | tail -n 1)
+peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$LOG" | tail -n 1)
+corpus=$(ls "$WORK/corpus" | wc -l)
+echo "fuzz_load: ${runs:-?} executions in ${SECONDS_TO_RUN} s, ${secs:-?} exec/s, peak RSS ${peak:-?} MB, corpus ${corpus} inputs"
+if [ $rc -ne 0 ]; then
+  echo "fuzz_load: FAILED (exit $rc); reproducer(s):" >&2
+  ls "$WORK"/crash-* "$WORK"/leak-* "$WORK"/timeout-* "$WORK"/oom-* 2>/dev/null >&2
+  grep -E "ERROR|SUMMARY|fuzz_load:|runtime error" "$LOG" | head -n 20 >&2
+  echo "full log: $LOG" >&2
+  exit 1
+fi
+exit 0
