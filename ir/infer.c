@@ -263,10 +263,9 @@ static AmpCode seed_initializers(AmpGraph *g, AmpStatus *st) {
             if (s.rank > 0 && !d) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
             ty.dims = d;
             v->type = ty;
-        } else if (v->type.kind == AMP_TYPE_TENSOR && v->type.rank == s.rank) {
-            /* Only fill dims here; a dtype clash is the verifier's to report. */
-            int dt = v->type.dtype;
-            ty.dtype = dt;
+        } else if (v->type.kind == AMP_TYPE_TENSOR && (v->type.rank == s.rank || v->type.rank < 0)) {
+            /* Only fill what is missing; a dtype clash is the verifier's to report. */
+            if (v->type.dtype != AMP_DT_UNDEFINED) ty.dtype = v->type.dtype;
             AmpCode rc = amp_inf_merge(NULL, v, &ty, "initializer", st);
             if (rc) return rc;
         }

@@ -74,7 +74,7 @@ AmpCode amp_infer_reshape(AmpNode *n, int64_t opset, AmpStatus *st) {
     int k;
     bool have_in = amp_inf_shape(n, 0, &in);
     s.rank = -1;
-    if (opset > 0 && opset < 5) {
+    if ((opset > 0 && opset < 5) || (opset == 0 && !amp_inf_has_input(n, 1))) { /* Reshape-1 */
         int64_t sh[AMP_INF_MAX_RANK];
         k = amp_inf_attr_ints(n, "shape", sh, AMP_INF_MAX_RANK);
         for (int i = 0; i < k; i++) vals[i] = (AmpInfVal){true, sh[i], NULL};

@@ -743,3 +743,47 @@ Test(infer, loop_carried_and_scan_outputs) {
     EXPECT_TYPE(g, "scan", "float[*]");
     amp_model_free(m);
 }
+
+/* Scan-11: state (2) plus scan input (5, 2) sliced on axis 0; the body adds the slice
+ * to the state and emits it, so the scan output stacks 5 slices of (2). */
+Test(infer, scan_states_and_scan_outputs) {
+    AmpModel *m = model(11);
+    AmpGraph *g = m->graph;
+    input(g, "s0", AMP_DT_FLOAT, "2");
+    input(g, "xs", AMP_DT_FLOAT, "5,2");
+    AmpNode *n = node(g, "Scan", "scan", "s0,xs", "sN,ys");
+    attr_int(n, "num_scan_inputs", 1);
+    AmpGraph *b = amp_graph_new(m, g);
+    amp_graph_add_input(b, amp_graph_value(b, "s"));
+    amp_graph_add_input(b, amp_graph_value(b, "x"));
+    node(b, "Add", "acc", "s,x", "s2");
+    node(b, "Identity", "emit", "x", "y");
+    amp_graph_add_output(b, amp_graph_lookup(b, "s2"));
+    amp_graph_add_output(b, amp_graph_lookup(b, "y"));
+    attr_graph(n, "body", b);
+    infer_ok(m);
+    cr_expect_str_eq(type_str(amp_graph_lookup(b, "x")), "float[2]");
+    cr_expect_str_eq(type_str(amp_graph_lookup(b, "s2")), "float[2]");
+    EXPECT_TYPE(g, "sN", "float[2]");
+    EXPECT_TYPE(g, "ys", "float[5,2]");
+    amp_model_free(m);
+}
+
+/* Training graphs (training_info algorithm) are inferred after the main graph and see
+ * its values; initializers without a declared type take the tensor's. */
+Test(infer, training_graph_and_initializers) {
+    AmpModel *m = model(17);
+    AmpGraph *g = m->graph;
+    input(g, "X", AMP_DT_FLOAT, "4,3");
+    init_i64(g, "perm", 2, I64(1, 0));
+    node(g, "Relu", "fwd", "X", "h");
+    m->training = amp_arena_calloc(&m->arena, 1, sizeof *m->training);
+    m->n_training = 1;
+    AmpGraph *alg = amp_graph_new(m, g);
+    m->training[0].algorithm = alg;
+    node(alg, "Transpose", "t", "h", "ht");
+    infer_ok(m);
+    EXPECT_TYPE(g, "perm", "int64[2]");
+    cr_expect_str_eq(type_str(amp_graph_lookup(alg, "ht")), "float[3,4]");
+    amp_model_free(m);
+}
