@@ -309,6 +309,9 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
 AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir,
                              const AmpLoadOptions *opt, AmpModel **out, AmpStatus *st);
 void amp_model_free(AmpModel *m);
+/* Parses a serialised TensorProto (a conformance test's input_0.pb) into m's arena.
+ * External data is resolved against m->dir. */
+AmpCode amp_tensor_load_bytes(AmpModel *m, const void *data, size_t len, AmpTensor **out, AmpStatus *st);
 /* Hands a malloc'd buffer to the model, freed with it; false on OOM (p not taken). */
 bool amp_model_own(AmpModel *m, void *p);
 

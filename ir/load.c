@@ -726,3 +726,13 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
     (*out)->path = amp_arena_strdup(&(*out)->arena, path);
     return AMP_OK;
 }
+
+AmpCode amp_tensor_load_bytes(AmpModel *m, const void *data, size_t len, AmpTensor **out, AmpStatus *st) {
+    *out = NULL;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, data);
+    if (!tp) return amp_fail(st, AMP_ERR_INPUT, "not an ONNX TensorProto: the protobuf encoding is malformed");
+    LoadCtx c = {m, st, 0};
+    AmpCode rc = load_tensor(&c, tp, "tensor file", out);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    return rc;
+}
