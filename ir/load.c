@@ -541,6 +541,9 @@ static AmpCode load_model(LoadCtx *c, Onnx__ModelProto *mp) {
                                 (long long)op->version, AMP_MAX_ONNX_OPSET);
         }
     }
+    /* ONNX requires opset_import from IR version 3 on: without it no op has a meaning. */
+    if (!mp->n_opset_import && (!mp->has_ir_version || mp->ir_version >= 3))
+        return amp_fail(c->st, AMP_ERR_INPUT, "the model imports no opset (opset_import is empty)");
     if ((rc = load_pairs(c, mp->metadata_props, mp->n_metadata_props, &m->metadata))) return rc;
     m->n_metadata = mp->n_metadata_props;
 

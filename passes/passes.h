@@ -10,11 +10,31 @@
 
 #include "ir.h"
 
+/* One edit of the AMP pass's op lists (AMP_ALLOWLIST_ADD=MatMul, ..._REMOVE, and the same
+ * for INFER, CLEAR and DENY), as TensorFlow's auto mixed precision reads them: additions
+ * first, then removals; an op removed from the list it is in belongs to no list. */
+typedef struct AmpListEdit {
+    AmpOpId op;
+    AmpOpClass list; /* ALLOW, INFER, CLEAR or DENY */
+    bool remove;     /* false: add op to `list`; true: take it out of `list` */
+} AmpListEdit;
+
+typedef enum AmpLossScaleMode {
+    AMP_LOSS_SCALE_DEFAULT = 0, /* dynamic for fp16, none for bf16 */
+    AMP_LOSS_SCALE_DYNAMIC,     /* GradScaler semantics; loss_scale > 0 is the initial scale */
+    AMP_LOSS_SCALE_STATIC,      /* a fixed scale: loss_scale */
+    AMP_LOSS_SCALE_NONE
+} AmpLossScaleMode;
+
 /* Options every pass may read. Zero-initialised (or a NULL pointer) means defaults;
  * passes that need more settings add fields here with a zero default. */
 typedef struct AmpPassOptions {
     int precision; /* AmpDType the AMP pass targets: AMP_DT_FLOAT16 (0 = default) or
                       AMP_DT_BFLOAT16 */
+    const AmpListEdit *list_edits; /* n_list_edits entries, in the order given */
+    size_t n_list_edits;
+    AmpLossScaleMode loss_scale_mode;
+    double loss_scale; /* STATIC: the scale; DYNAMIC: the initial scale (0: 2^16) */
 } AmpPassOptions;
 
 typedef struct AmpPass {

@@ -1,34 +1,17 @@
-/* The graph interpreter: kernels chosen at prepare, values in slots indexed by
- * AmpValue.id, each intermediate freed after its last use (uses inside subgraphs count
- * at their owner node), If and Loop run their bodies through child executors that read
- * enclosing values through the parent chain. */
-#include "exec.h"
-
+/* The graph interpreter: kernels chosen once per node through the backend at prepare,
+ * values in slots indexed by AmpValue.id, each intermediate freed after its last use
+ * (uses inside subgraphs count at their owner node). The first run allocates every
+ * intermediate alone and records its size; later runs place them in one arena planned
+ * from those sizes and the values' live intervals, falling back to a separate buffer (and
+ * planning again) when a size grows. If / Loop live in exec_ctrl.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Slot {
-    AmpBuf buf;
-    bool set;
-    bool owned; /* data malloc'd by the executor (else borrowed from an input or tensor) */
-} Slot;
+#include "exec_impl.h"
+#include "plan.h"
 
-struct AmpExec {
-    AmpModel *m;
-    AmpGraph *g;
-    AmpExecOptions opt;
-    uint64_t rng;
-    size_t n_nodes;
-    AmpNode **nodes;
-    AmpKernelFn *kernels;   /* per node; NULL for If / Loop (run here) */
-    size_t n_values;
-    Slot *slots;            /* per value id of g */
-    int *last_use;          /* per value id: last node index reading it, -1 if none */
-    bool *is_output;        /* per value id */
-    AmpExec *parent;        /* the executor of the enclosing graph, for subgraphs */
-    AmpExec *children;      /* prepared subgraph executors, a list */
-    AmpExec *next_sibling;
-};
+enum { ARENA_ALIGN = 64 };
 
 void amp_buf_free(AmpBuf *b) {
     free(b->data);
@@ -51,9 +34,23 @@ AmpCode amp_buf_from_tensor(AmpModel *m, AmpTensor *t, AmpBuf *out, AmpStatus *s
     return AMP_OK;
 }
 
-static void slot_clear(Slot *s) {
-    if (s->owned) free(s->buf.data);
+static const char *nname(const AmpNode *n) {
+    return n->name ? n->name : "";
+}
+
+void amp_exec_slot_clear(AmpExec *e, Slot *s) {
+    if (s->kind == SLOT_OWNED || s->kind == SLOT_MALLOC || s->kind == SLOT_ARENA) {
+        size_t b = amp_buf_bytes(&s->buf);
+        e->live = e->live > b ? e->live - b : 0;
+    }
+    if (s->kind == SLOT_OWNED) e->be->free(s->buf.data);
+    if (s->kind == SLOT_MALLOC) free(s->buf.data);
     memset(s, 0, sizeof *s);
+}
+
+static void count_live(AmpExec *e, const AmpBuf *b) {
+    e->live += amp_buf_bytes(b);
+    if (e->live > e->peak) e->peak = e->live;
 }
 
 /* ---- prepare --------------------------------------------------------------------- */
@@ -62,12 +59,13 @@ static bool is_control_flow(AmpOpId op) {
     return op == AMP_OP_If || op == AMP_OP_Loop;
 }
 
-/* Marks, for every value of `g` read anywhere inside `sub`, a use at node index `at`. */
+/* Marks, for every value of e's graph read anywhere inside `sub`, a use at node index
+ * `at` (at == n_nodes: by a graph that runs after this one). */
 static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
     for (AmpNode *n = sub->first; n; n = n->next) {
         for (int i = 0; i < n->n_inputs; i++) {
             AmpValue *v = n->inputs[i];
-            if (v && v->graph == e->g && e->last_use[v->id] < at) e->last_use[v->id] = at;
+            if (v && v->graph == e->g && e->last[v->id] < at) e->last[v->id] = at;
         }
         for (size_t k = 0; k < n->n_attrs; k++) {
             if (n->attrs[k].g) mark_outer_uses(e, n->attrs[k].g, at);
@@ -77,22 +75,22 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
     /* A body may return an enclosing value as its output. */
     for (size_t i = 0; i < sub->outputs.n; i++) {
         AmpValue *v = sub->outputs.items[i].value;
-        if (v->graph == e->g && e->last_use[v->id] < at) e->last_use[v->id] = at;
+        if (v->graph == e->g && e->last[v->id] < at) e->last[v->id] = at;
     }
 }
 
 /* Every node of g and of its bodies has a kernel (or is run here), else the first that
  * has none is named: so an unsupported model fails at prepare, not halfway through. */
-static AmpCode check_kernels(const AmpGraph *g, AmpStatus *st) {
+static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, const AmpBackend *be, AmpStatus *st) {
     for (AmpNode *n = g->first; n; n = n->next) {
-        if (n->op == AMP_OP_Scan || (!is_control_flow(n->op) && !amp_cpu_kernel(n->op)))
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the CPU backend has no kernel for it",
-                            n->name ? n->name : "", n->domain && *n->domain ? n->domain : "",
-                            n->domain && *n->domain ? "." : "", n->op_type ? n->op_type : "");
+        if (n->op == AMP_OP_Scan || (!is_control_flow(n->op) && !be->supports(n, amp_model_opset(m, n->domain))))
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it",
+                            nname(n), n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
+                            n->op_type ? n->op_type : "", be->name);
         for (size_t k = 0; k < n->n_attrs; k++) {
             AmpCode rc = AMP_OK;
-            if (n->attrs[k].g) rc = check_kernels(n->attrs[k].g, st);
-            for (size_t j = 0; !rc && j < n->attrs[k].n_graphs; j++) rc = check_kernels(n->attrs[k].graphs[j], st);
+            if (n->attrs[k].g) rc = check_kernels(m, n->attrs[k].g, be, st);
+            for (size_t j = 0; !rc && j < n->attrs[k].n_graphs; j++) rc = check_kernels(m, n->attrs[k].graphs[j], be, st);
             if (rc) return rc;
         }
     }
@@ -114,52 +112,78 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->m = m;
     e->g = g;
     if (opt) e->opt = *opt;
-    e->rng = e->opt.seed ? e->opt.seed : 0x9e3779b97f4a7c15ull;
+    e->be = e->opt.backend ? e->opt.backend : amp_backend_cpu();
+    e->opt.backend = e->be;
+    e->own_rng = e->opt.seed ? e->opt.seed : 0x9e3779b97f4a7c15ull;
+    e->rng = e->opt.rng ? e->opt.rng : &e->own_rng;
     e->parent = parent;
     e->n_nodes = g->n_nodes;
     e->n_values = g->n_values;
-    e->nodes = calloc(e->n_nodes ? e->n_nodes : 1, sizeof *e->nodes);
-    e->kernels = calloc(e->n_nodes ? e->n_nodes : 1, sizeof *e->kernels);
-    e->slots = calloc(e->n_values ? e->n_values : 1, sizeof *e->slots);
-    e->last_use = malloc((e->n_values ? e->n_values : 1) * sizeof *e->last_use);
-    e->is_output = calloc(e->n_values ? e->n_values : 1, sizeof *e->is_output);
-    if (!e->nodes || !e->kernels || !e->slots || !e->last_use || !e->is_output) {
+    size_t nn = e->n_nodes ? e->n_nodes : 1, nv = e->n_values ? e->n_values : 1;
+    e->nodes = calloc(nn, sizeof *e->nodes);
+    e->kernels = calloc(nn, sizeof *e->kernels);
+    e->opsets = calloc(nn, sizeof *e->opsets);
+    e->slots = calloc(nv, sizeof *e->slots);
+    e->vflags = calloc(nv, sizeof *e->vflags);
+    e->first = malloc(nv * sizeof *e->first);
+    e->last = malloc(nv * sizeof *e->last);
+    e->init = calloc(nv, sizeof *e->init);
+    e->bound = calloc(nv, sizeof *e->bound);
+    e->rec = calloc(nv, sizeof *e->rec);
+    e->off = malloc(nv * sizeof *e->off);
+    e->psize = calloc(nv, sizeof *e->psize);
+    e->sig = calloc(g->inputs.n ? g->inputs.n : 1, sizeof *e->sig);
+    if (!e->nodes || !e->kernels || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
+        !e->bound || !e->rec || !e->off || !e->psize || !e->sig) {
         amp_exec_free(e);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
-    for (size_t i = 0; i < e->n_values; i++) e->last_use[i] = -1;
-    for (size_t i = 0; i < g->outputs.n; i++)
-        if (g->outputs.items[i].value->graph == g) e->is_output[g->outputs.items[i].value->id] = true;
+    if (!e->be->host_memory) {
+        amp_exec_free(e);
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend '%s': the interpreter runs on host-memory backends only",
+                        e->be->name);
+    }
+    for (size_t i = 0; i < e->n_values; i++) e->first[i] = -1, e->last[i] = -1, e->off[i] = SIZE_MAX;
+    int end = (int)e->n_nodes;
+    for (size_t i = 0; i < g->outputs.n; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        if (v->graph == g) e->vflags[v->id] |= VAL_OUTPUT, e->last[v->id] = end;
+    }
 
     size_t i = 0;
     for (AmpNode *n = g->first; n; n = n->next, i++) {
         e->nodes[i] = n;
-        for (int k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] && n->inputs[k]->graph == g) e->last_use[n->inputs[k]->id] = (int)i;
+        e->opsets[i] = amp_model_opset(m, n->domain);
+        for (int k = 0; k < n->n_inputs; k++) {
+            AmpValue *v = n->inputs[k];
+            if (v && v->graph == g && e->last[v->id] < (int)i) e->last[v->id] = (int)i;
+        }
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] && n->outputs[k]->graph == g) e->first[n->outputs[k]->id] = (int)i;
         for (size_t k = 0; k < n->n_attrs; k++) {
             if (n->attrs[k].g) mark_outer_uses(e, n->attrs[k].g, (int)i);
             for (size_t j = 0; j < n->attrs[k].n_graphs; j++) mark_outer_uses(e, n->attrs[k].graphs[j], (int)i);
         }
         if (is_control_flow(n->op)) continue;
-        e->kernels[i] = amp_cpu_kernel(n->op);
-        if (!e->kernels[i]) {
-            AmpCode rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the CPU backend has no kernel for it",
-                                  n->name ? n->name : "", n->domain && *n->domain ? n->domain : "",
-                                  n->domain && *n->domain ? "." : "", n->op_type ? n->op_type : "");
-            amp_exec_free(e);
-            return rc;
-        }
-    }
-    /* Initializers are borrowed views of the model's tensors. */
-    for (size_t k = 0; k < g->n_values; k++) {
-        AmpValue *v = g->values[k];
-        if (!v->initializer) continue;
-        AmpCode rc = amp_buf_from_tensor(m, v->initializer, &e->slots[v->id].buf, st);
+        AmpCode rc = e->be->prepare_node(n, e->opsets[i], &e->kernels[i], st);
         if (rc) {
             amp_exec_free(e);
             return rc;
         }
-        e->slots[v->id].set = true;
+    }
+    /* A value nothing reads dies where it is made. */
+    for (size_t k = 0; k < e->n_values; k++)
+        if (e->first[k] >= 0 && e->last[k] < e->first[k]) e->last[k] = e->first[k];
+    /* Initializers are borrowed views of the model's tensors. */
+    for (size_t k = 0; k < g->n_values; k++) {
+        AmpValue *v = g->values[k];
+        if (!v->initializer || v->graph != g) continue;
+        AmpCode rc = amp_buf_from_tensor(m, v->initializer, &e->init[v->id], st);
+        if (rc) {
+            amp_exec_free(e);
+            return rc;
+        }
+        e->vflags[v->id] |= VAL_INIT;
     }
     *out = e;
     return AMP_OK;
@@ -167,8 +191,63 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
 
 AmpCode amp_exec_prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out, AmpStatus *st) {
     *out = NULL;
-    AmpCode rc = check_kernels(g, st);
+    const AmpBackend *be = opt && opt->backend ? opt->backend : amp_backend_cpu();
+    AmpCode rc = check_kernels(m, g, be, st);
     return rc ? rc : prepare(m, g, opt, NULL, out, st);
+}
+
+static AmpCode prepare_scoped(AmpExec *prev, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out,
+                              AmpStatus *st) {
+    *out = NULL;
+    if (g->parent != prev->g)
+        return amp_fail(st, AMP_ERR_INTERNAL, "graph '%s' does not run inside graph '%s'", g->name ? g->name : "",
+                        prev->g->name ? prev->g->name : "");
+    AmpExecOptions o = opt ? *opt : prev->opt;
+    if (!o.backend) o.backend = prev->be;
+    if (!o.rng) o.rng = prev->rng;
+    AmpCode rc = check_kernels(prev->m, g, o.backend, st);
+    return rc ? rc : prepare(prev->m, g, &o, prev, out, st);
+}
+
+AmpCode amp_exec_prepare_in(AmpExec *outer, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out,
+                            AmpStatus *st) {
+    return prepare_scoped(outer, g, opt, out, st);
+}
+
+AmpCode amp_exec_prepare_after(AmpExec *prev, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out,
+                               AmpStatus *st) {
+    AmpCode rc = prepare_scoped(prev, g, opt, out, st);
+    if (rc) return rc;
+    mark_outer_uses(prev, g, (int)prev->n_nodes);
+    for (size_t i = 0; i < prev->n_values; i++)
+        if (prev->last[i] == (int)prev->n_nodes) prev->vflags[i] |= VAL_AFTER;
+    prev->replan = prev->planned; /* lifetimes grew: the old plan may overlap */
+    return AMP_OK;
+}
+
+AmpCode amp_exec_bind(AmpExec *e, const AmpValue *v, const AmpBuf *buf, AmpStatus *st) {
+    if (v->graph != e->g || v->id >= e->n_values || !(e->vflags[v->id] & VAL_INIT))
+        return amp_fail(st, AMP_ERR_INTERNAL, "bind: '%s' is not an initializer of graph '%s'", v->name,
+                        e->g->name ? e->g->name : "");
+    e->bound[v->id] = buf;
+    return AMP_OK;
+}
+
+static void set_training(AmpExec *e, bool training) {
+    e->opt.training = training;
+    for (AmpExec *c = e->children; c; c = c->next_sibling) set_training(c, training);
+}
+
+void amp_exec_set_training(AmpExec *e, bool training) {
+    set_training(e, training);
+}
+
+static void free_arena(AmpExec *e) {
+    if (e->arena) e->be->free(e->arena);
+    e->arena = NULL;
+    e->arena_bytes = 0;
+    e->planned = false;
+    for (size_t i = 0; i < e->n_values; i++) e->off[i] = SIZE_MAX;
 }
 
 void amp_exec_free(AmpExec *e) {
@@ -179,17 +258,88 @@ void amp_exec_free(AmpExec *e) {
         amp_exec_free(c);
         c = next;
     }
-    for (size_t i = 0; e->slots && i < e->n_values; i++) slot_clear(&e->slots[i]);
-    free(e->nodes), free(e->kernels), free(e->slots), free(e->last_use), free(e->is_output);
+    for (size_t i = 0; e->slots && i < e->n_values; i++) amp_exec_slot_clear(e, &e->slots[i]);
+    if (e->off) free_arena(e);
+    free(e->nodes), free(e->kernels), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
+    free(e->last), free(e->init), free(e->bound), free(e->rec), free(e->off), free(e->psize), free(e->sig);
     free(e);
+}
+
+void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
+    memset(out, 0, sizeof *out);
+    out->arena_bytes = e->arena_bytes;
+    out->peak_bytes = e->peak;
+    out->planned = e->planned;
+    for (const AmpExec *c = e->children; c; c = c->next_sibling) {
+        AmpExecMemory cm;
+        amp_exec_memory(c, &cm);
+        out->arena_bytes += cm.arena_bytes;
+        out->peak_bytes += cm.peak_bytes;
+    }
+}
+
+/* ---- planning ---------------------------------------------------------------------- */
+
+/* Plans the arena from the sizes the last run recorded. Failure only means no arena. */
+static void build_plan(AmpExec *e) {
+    free_arena(e);
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_values; i++) n += e->rec[i] && e->first[i] >= 0;
+    if (!n) return;
+    AmpPlanItem *items = malloc(n * sizeof *items);
+    uint32_t *ids = malloc(n * sizeof *ids);
+    if (!items || !ids) goto done;
+    n = 0;
+    for (size_t i = 0; i < e->n_values; i++) {
+        if (!e->rec[i] || e->first[i] < 0) continue;
+        items[n] = (AmpPlanItem){e->rec[i], e->first[i], e->last[i] < e->first[i] ? e->first[i] : e->last[i], 0};
+        ids[n++] = (uint32_t)i;
+    }
+    size_t bytes = 0;
+    AmpStatus st = {0};
+    if (amp_plan_offsets(items, n, ARENA_ALIGN, &bytes, &st)) goto done;
+    if (!(e->arena = e->be->alloc(bytes))) goto done;
+    e->arena_bytes = bytes;
+    for (size_t k = 0; k < n; k++) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
+    e->planned = true;
+done:
+    free(items);
+    free(ids);
+}
+
+/* Whether the graph inputs have the types and shapes of the last run (and records them). */
+static bool same_signature(AmpExec *e) {
+    bool same = e->have_sig;
+    for (size_t i = 0; i < e->g->inputs.n; i++) {
+        const Slot *s = &e->slots[e->g->inputs.items[i].value->id];
+        AmpBuf now;
+        memset(&now, 0, sizeof now);
+        if (s->kind != SLOT_EMPTY) {
+            now.dtype = s->buf.dtype;
+            now.rank = s->buf.rank;
+            for (int k = 0; k < now.rank && k < AMP_MAX_RANK; k++) now.dims[k] = s->buf.dims[k];
+        }
+        AmpBuf *was = &e->sig[i];
+        bool eq = was->dtype == now.dtype && was->rank == now.rank;
+        for (int k = 0; eq && k < now.rank && k < AMP_MAX_RANK; k++) eq = was->dims[k] == now.dims[k];
+        if (!eq) same = false;
+        *was = now;
+    }
+    e->have_sig = true;
+    return same;
 }
 
 /* ---- running --------------------------------------------------------------------- */
 
-static Slot *find_slot(AmpExec *e, const AmpValue *v) {
+Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v) {
     for (; e; e = e->parent)
         if (v->graph == e->g) return v->id < e->n_values ? &e->slots[v->id] : NULL;
     return NULL;
+}
+
+const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v) {
+    Slot *s = amp_exec_find_slot((AmpExec *)e, v);
+    return s && s->kind != SLOT_EMPTY ? &s->buf : NULL;
 }
 
 typedef struct AllocCtx {
@@ -200,46 +350,56 @@ typedef struct AllocCtx {
 
 static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
     AllocCtx *a = ctx;
+    AmpExec *e = a->e;
     if (index < 0 || index >= a->n->n_outputs) {
-        amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", a->n->name ? a->n->name : "",
-                 a->n->op_type, index, a->n->n_outputs);
+        amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", nname(a->n), a->n->op_type,
+                 index, a->n->n_outputs);
         return NULL;
     }
     if (rank < 0 || rank > AMP_MAX_RANK) {
-        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output rank %d is over %d", a->n->name ? a->n->name : "",
-                 a->n->op_type, rank, AMP_MAX_RANK);
+        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output rank %d is over %d", nname(a->n), a->n->op_type,
+                 rank, AMP_MAX_RANK);
         return NULL;
     }
     uint64_t nelem = 1;
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0 || (dims[i] && nelem > (UINT64_C(1) << 62) / (uint64_t)dims[i])) {
-            amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): output %d has an invalid or huge shape",
-                     a->n->name ? a->n->name : "", a->n->op_type, index);
+            amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): output %d has an invalid or huge shape", nname(a->n),
+                     a->n->op_type, index);
             return NULL;
         }
         nelem *= (uint64_t)dims[i];
     }
     size_t bytes;
     if (!amp_tensor_expected_bytes(dtype, nelem, &bytes)) {
-        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output of type %s is not supported",
-                 a->n->name ? a->n->name : "", a->n->op_type, amp_dtype_name(dtype));
-        return NULL;
-    }
-    void *data = malloc(bytes ? bytes : 1);
-    if (!data) {
-        amp_fail(st, AMP_ERR_INTERNAL, "out of memory for a %zu-byte output", bytes);
+        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output of type %s is not supported", nname(a->n),
+                 a->n->op_type, amp_dtype_name(dtype));
         return NULL;
     }
     AmpValue *v = a->n->outputs[index];
+    bool mine = v && v->graph == e->g; /* always so: a node's outputs live in its graph */
     AmpBuf *b;
-    if (v) {
-        Slot *s = find_slot(a->e, v);
-        slot_clear(s);
-        s->set = s->owned = true;
+    void *data = NULL;
+    SlotKind kind = SLOT_OWNED;
+    if (mine) {
+        Slot *s = &e->slots[v->id];
+        amp_exec_slot_clear(e, s);
+        if (bytes > e->rec[v->id]) e->rec[v->id] = bytes;
+        if (e->planned && e->off[v->id] != SIZE_MAX && bytes <= e->psize[v->id]) {
+            data = (char *)e->arena + e->off[v->id];
+            kind = SLOT_ARENA;
+        } else if (!e->opt.no_plan) {
+            e->fallback = true;
+        }
         b = &s->buf;
     } else {
         b = &a->scratch[index];
-        free(b->data);
+        if (b->data) e->be->free(b->data);
+        b->data = NULL;
+    }
+    if (!data && !(data = e->be->alloc(bytes))) {
+        amp_fail(st, AMP_ERR_INTERNAL, "out of memory for a %zu-byte output", bytes);
+        return NULL;
     }
     memset(b, 0, sizeof *b);
     b->dtype = dtype;
@@ -247,192 +407,65 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
     for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
     b->nelem = nelem;
     b->data = data;
+    if (mine) {
+        e->slots[v->id].kind = kind;
+        count_live(e, b);
+    }
     return b;
 }
 
-static AmpCode copy_buf(const AmpBuf *src, AmpBuf *dst, AmpStatus *st) {
+AmpCode amp_exec_copy_buf(const AmpExec *e, const AmpBuf *src, AmpBuf *dst, AmpStatus *st) {
     *dst = *src;
     size_t bytes = amp_buf_bytes(src);
     dst->data = malloc(bytes ? bytes : 1);
     if (!dst->data) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    if (bytes) memcpy(dst->data, src->data, bytes);
+    if (bytes) return e->be->copy_out(dst->data, src->data, bytes, st);
     return AMP_OK;
 }
 
-static AmpCode get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st) {
+AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st) {
     for (AmpExec *c = e->children; c; c = c->next_sibling)
         if (c->g == body) {
             *out = c;
             return AMP_OK;
         }
-    AmpCode rc = prepare(e->m, body, &e->opt, e, out, st);
+    AmpExecOptions o = e->opt;
+    o.rng = e->rng;
+    AmpCode rc = prepare(e->m, body, &o, e, out, st);
     if (rc) return rc;
     (*out)->next_sibling = e->children;
     e->children = *out;
     return AMP_OK;
 }
 
-/* Stores a body's output buffer (malloc'd by the child run) as output k of node n. */
-static void take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b) {
+void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b) {
     AmpValue *v = k < n->n_outputs ? n->outputs[k] : NULL;
     if (!v) {
         amp_buf_free(b);
         return;
     }
-    Slot *s = find_slot(e, v);
-    slot_clear(s);
+    Slot *s = amp_exec_find_slot(e, v);
+    amp_exec_slot_clear(e, s);
     s->buf = *b;
-    s->set = s->owned = true;
+    s->kind = SLOT_MALLOC;
+    count_live(e, &s->buf);
 }
 
-static AmpCode run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
-    if (!in[0] || in[0]->nelem != 1)
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (If): the condition must hold one element",
-                        n->name ? n->name : "");
-    bool cond = amp_buf_get_i64(in[0], 0) != 0;
-    const AmpAttr *br = amp_node_attr(n, cond ? "then_branch" : "else_branch");
-    if (!br || !br->g)
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (If): no %s", n->name ? n->name : "",
-                        cond ? "then_branch" : "else_branch");
-    AmpExec *c;
-    AmpCode rc = get_child(e, br->g, &c, st);
-    if (rc) return rc;
-    size_t no = br->g->outputs.n;
-    AmpBuf *outs = calloc(no ? no : 1, sizeof *outs);
-    if (!outs) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    rc = amp_exec_run(c, NULL, 0, outs, st);
-    for (size_t k = 0; k < no; k++) {
-        if (!rc) take_output(e, n, (int)k, &outs[k]);
-        else amp_buf_free(&outs[k]);
-    }
-    free(outs);
-    return rc;
-}
-
-/* Stacks the per-iteration buffers of one scan output along a new axis 0. */
-static AmpCode stack(AmpBuf *parts, size_t n_parts, AmpBuf *out, AmpStatus *st) {
-    memset(out, 0, sizeof *out);
-    if (!n_parts) {
-        out->dtype = AMP_DT_FLOAT;
-        out->rank = 1;
-        out->data = malloc(1);
-        return out->data ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    }
-    const AmpBuf *p0 = &parts[0];
-    if (p0->rank + 1 > AMP_MAX_RANK) return amp_fail(st, AMP_ERR_UNSUPPORTED, "Loop scan output rank too large");
-    size_t each = amp_buf_bytes(p0);
-    for (size_t i = 1; i < n_parts; i++)
-        if (parts[i].nelem != p0->nelem || parts[i].dtype != p0->dtype)
-            return amp_fail(st, AMP_ERR_INPUT, "Loop: scan output changes shape between iterations");
-    out->dtype = p0->dtype;
-    out->rank = p0->rank + 1;
-    out->dims[0] = (int64_t)n_parts;
-    for (int i = 0; i < p0->rank; i++) out->dims[i + 1] = p0->dims[i];
-    out->nelem = p0->nelem * n_parts;
-    out->data = malloc(each * n_parts > 0 ? each * n_parts : 1);
-    if (!out->data) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    for (size_t i = 0; i < n_parts; i++)
-        if (each) memcpy((char *)out->data + i * each, parts[i].data, each);
-    return AMP_OK;
-}
-
-static AmpCode run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
-    const AmpAttr *ba = amp_node_attr(n, "body");
-    if (!ba || !ba->g) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): no body", n->name ? n->name : "");
-    AmpGraph *body = ba->g;
-    int n_carried = n->n_inputs - 2;
-    if (n_carried < 0 || body->inputs.n != (size_t)n_carried + 2 || body->outputs.n < (size_t)n_carried + 1)
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): body inputs/outputs do not match the node",
-                        n->name ? n->name : "");
-    int n_scan = (int)body->outputs.n - 1 - n_carried;
-    int64_t max_trip = in[0] ? amp_buf_get_i64(in[0], 0) : INT64_MAX;
-    bool cond = in[1] ? amp_buf_get_i64(in[1], 0) != 0 : true;
-    AmpExec *c;
-    AmpCode rc = get_child(e, body, &c, st);
-    if (rc) return rc;
-
-    size_t nb = body->outputs.n;
-    AmpNamedBuf *bin = calloc((size_t)n_carried + 2, sizeof *bin);
-    AmpBuf *carried = calloc((size_t)n_carried + 1, sizeof *carried); /* owned copies */
-    AmpBuf *bout = calloc(nb, sizeof *bout);
-    AmpBuf **scans = calloc((size_t)n_scan + 1, sizeof *scans);
-    size_t cap = 0, iters = 0;
-    int64_t iter_val = 0;
-    uint8_t cond_val = 1;
-    if (!bin || !carried || !bout || !scans) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        goto done;
-    }
-    for (int k = 0; k < n_carried && !rc; k++) rc = copy_buf(in[k + 2], &carried[k], st);
-    for (int64_t it = 0; !rc && it < max_trip && cond; it++) {
-        iter_val = it;
-        cond_val = cond;
-        bin[0].name = body->inputs.items[0].value->name;
-        bin[0].buf = (AmpBuf){.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1, .data = &iter_val};
-        bin[1].name = body->inputs.items[1].value->name;
-        bin[1].buf = (AmpBuf){.dtype = AMP_DT_BOOL, .rank = 0, .nelem = 1, .data = &cond_val};
-        for (int k = 0; k < n_carried; k++) {
-            bin[k + 2].name = body->inputs.items[k + 2].value->name;
-            bin[k + 2].buf = carried[k];
-        }
-        if ((rc = amp_exec_run(c, bin, (size_t)n_carried + 2, bout, st))) break;
-        cond = amp_buf_get_i64(&bout[0], 0) != 0;
-        amp_buf_free(&bout[0]);
-        for (int k = 0; k < n_carried; k++) {
-            amp_buf_free(&carried[k]);
-            carried[k] = bout[k + 1];
-        }
-        if (iters == cap) {
-            cap = cap ? cap * 2 : 8;
-            for (int s = 0; s < n_scan; s++) {
-                AmpBuf *p = realloc(scans[s], cap * sizeof *p);
-                if (!p) {
-                    rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-                    break;
-                }
-                scans[s] = p;
-            }
-            if (rc) {
-                for (int s = 0; s < n_scan; s++) amp_buf_free(&bout[1 + n_carried + s]);
-                break;
-            }
-        }
-        for (int s = 0; s < n_scan; s++) scans[s][iters] = bout[1 + n_carried + s];
-        iters++;
-    }
-    for (int k = 0; k < n_carried; k++) {
-        if (!rc) take_output(e, n, k, &carried[k]);
-        else amp_buf_free(&carried[k]);
-    }
-    for (int s = 0; s < n_scan; s++) {
-        if (!rc) {
-            AmpBuf stacked;
-            rc = stack(scans[s], iters, &stacked, st);
-            if (!rc) take_output(e, n, n_carried + s, &stacked);
-        }
-        for (size_t i = 0; i < iters; i++) amp_buf_free(&scans[s][i]);
-        free(scans[s]);
-    }
-done:
-    free(bin), free(carried), free(bout), free(scans);
-    return rc;
-}
-
-AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, AmpStatus *st) {
-    AmpGraph *g = e->g;
-    AmpCode rc = AMP_OK;
-    /* Fresh state: intermediates from an earlier run are gone, initializers are back. */
+void amp_exec_reset(AmpExec *e) {
     for (size_t i = 0; i < e->n_values; i++) {
-        AmpValue *v = g->values[i];
-        if (v->initializer) {
-            if (e->slots[i].owned) slot_clear(&e->slots[i]);
-            if (!e->slots[i].set && (rc = amp_buf_from_tensor(e->m, v->initializer, &e->slots[i].buf, st)))
-                return rc;
-            e->slots[i].set = true;
-        } else {
-            slot_clear(&e->slots[i]);
-        }
+        amp_exec_slot_clear(e, &e->slots[i]);
+        if (!(e->vflags[i] & VAL_INIT)) continue;
+        e->slots[i].buf = e->bound[i] ? *e->bound[i] : e->init[i];
+        e->slots[i].kind = SLOT_BORROWED;
     }
+    e->live = e->peak = 0;
+}
+
+/* Fresh state for a run: intermediates of the last run are gone, initializers (or the
+ * state buffers bound to them) are back, the given inputs are in place. */
+static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpStatus *st) {
+    AmpGraph *g = e->g;
+    amp_exec_reset(e);
     for (size_t i = 0; i < g->inputs.n; i++) {
         AmpValue *v = g->inputs.items[i].value;
         const AmpNamedBuf *given = NULL;
@@ -444,87 +477,113 @@ AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, Amp
                             v->name);
         }
         Slot *s = &e->slots[v->id];
-        slot_clear(s);
         s->buf = given->buf;
-        s->set = true;
+        s->kind = SLOT_BORROWED;
     }
+    return AMP_OK;
+}
 
+static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
+    AmpNode *n = e->nodes[i];
     const AmpBuf *inbuf[64];
-    AmpBuf scratch[16];
-    memset(scratch, 0, sizeof scratch);
-    for (size_t i = 0; i < e->n_nodes && !rc; i++) {
-        AmpNode *n = e->nodes[i];
-        if (n->n_inputs > 64 || n->n_outputs > 16)
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
-                            n->name ? n->name : "", n->op_type);
-        for (int k = 0; k < n->n_inputs; k++) {
-            inbuf[k] = NULL;
-            if (!n->inputs[k]) continue;
-            Slot *s = find_slot(e, n->inputs[k]);
-            if (!s || !s->set)
-                return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): input '%s' has no value at run time",
-                                n->name ? n->name : "", n->op_type, n->inputs[k]->name);
-            inbuf[k] = &s->buf;
-        }
-        if (n->op == AMP_OP_If) {
-            rc = run_if(e, n, inbuf, st);
-        } else if (n->op == AMP_OP_Loop) {
-            rc = run_loop(e, n, inbuf, st);
-        } else {
-            AllocCtx ac = {e, n, scratch};
-            AmpKernelCtx k = {
-                .node = n,
-                .opset = amp_model_opset(e->m, n->domain),
-                .n_in = n->n_inputs,
-                .in = inbuf,
-                .n_out = n->n_outputs,
-                .alloc = exec_alloc,
-                .alloc_ctx = &ac,
-                .rng = &e->rng,
-                .training = e->opt.training,
-                .st = st,
-            };
-            rc = e->kernels[i](&k);
-        }
-        for (int k = 0; k < n->n_outputs; k++) amp_buf_free(&scratch[k]);
-        if (rc) {
-            if (st && !strstr(st->msg, "node '"))
-                amp_status_prefix(st, "node '%s' (%s): ", n->name ? n->name : "", n->op_type);
-            break;
-        }
-        /* Free what this node was the last to read. */
-        for (int k = 0; k < n->n_inputs; k++) {
-            AmpValue *v = n->inputs[k];
-            if (v && v->graph == g && e->last_use[v->id] == (int)i && !e->is_output[v->id] && !v->initializer)
-                slot_clear(&e->slots[v->id]);
-        }
+    if (n->n_inputs > 64 || n->n_outputs > 16)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
+                        nname(n), n->op_type);
+    for (int k = 0; k < n->n_inputs; k++) {
+        inbuf[k] = NULL;
+        if (!n->inputs[k]) continue;
+        Slot *s = amp_exec_find_slot(e, n->inputs[k]);
+        if (!s || s->kind == SLOT_EMPTY)
+            return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): input '%s' has no value at run time", nname(n),
+                            n->op_type, n->inputs[k]->name);
+        inbuf[k] = &s->buf;
     }
-    if (rc) return rc;
+    AmpCode rc;
+    if (n->op == AMP_OP_If) {
+        rc = amp_exec_run_if(e, n, inbuf, st);
+    } else if (n->op == AMP_OP_Loop) {
+        rc = amp_exec_run_loop(e, n, inbuf, st);
+    } else {
+        AllocCtx ac = {e, n, scratch};
+        AmpKernelCtx k = {
+            .node = n,
+            .opset = e->opsets[i],
+            .n_in = n->n_inputs,
+            .in = inbuf,
+            .n_out = n->n_outputs,
+            .alloc = exec_alloc,
+            .alloc_ctx = &ac,
+            .rng = e->rng,
+            .training = e->opt.training,
+            .st = st,
+        };
+        rc = e->be->run_node(&e->kernels[i], &k);
+    }
+    for (int k = 0; k < n->n_outputs; k++)
+        if (scratch[k].data) e->be->free(scratch[k].data), scratch[k].data = NULL;
+    if (rc) {
+        if (st && !strstr(st->msg, "node '")) amp_status_prefix(st, "node '%s' (%s): ", nname(n), n->op_type);
+        return rc;
+    }
+    /* Free what this node was the last to read, and what it made that nothing reads. */
+    for (int k = 0; k < n->n_inputs; k++) {
+        AmpValue *v = n->inputs[k];
+        if (v && v->graph == e->g && e->last[v->id] == (int)i && !(e->vflags[v->id] & VAL_INIT))
+            amp_exec_slot_clear(e, &e->slots[v->id]);
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+        AmpValue *v = n->outputs[k];
+        if (v && v->graph == e->g && e->last[v->id] == (int)i) amp_exec_slot_clear(e, &e->slots[v->id]);
+    }
+    return AMP_OK;
+}
+
+/* Copies the graph outputs out (handing over separately allocated buffers when nothing
+ * else needs them). */
+static AmpCode give_outputs(AmpExec *e, AmpBuf *outputs, AmpStatus *st) {
+    AmpGraph *g = e->g;
     for (size_t i = 0; i < g->outputs.n; i++) {
         AmpValue *v = g->outputs.items[i].value;
-        Slot *s = find_slot(e, v);
-        if (!s || !s->set) {
+        Slot *s = amp_exec_find_slot(e, v);
+        AmpCode rc = AMP_OK;
+        if (!s || s->kind == SLOT_EMPTY) {
             rc = amp_fail(st, AMP_ERR_INTERNAL, "graph output '%s' was not computed", v->name);
-            for (size_t k = 0; k < i; k++) amp_buf_free(&outputs[k]);
-            return rc;
+        } else {
+            bool repeated = false;
+            for (size_t k = i + 1; k < g->outputs.n; k++) repeated |= g->outputs.items[k].value == v;
+            if (s->kind == SLOT_MALLOC && v->graph == g && !repeated && !(e->vflags[v->id] & VAL_AFTER)) {
+                outputs[i] = s->buf;
+                size_t b = amp_buf_bytes(&s->buf);
+                e->live = e->live > b ? e->live - b : 0;
+                memset(s, 0, sizeof *s);
+            } else {
+                rc = amp_exec_copy_buf(e, &s->buf, &outputs[i], st);
+            }
         }
-        /* Hand over owned buffers once; copy borrowed ones and repeats. */
-        if (s->owned && v->graph == g) {
-            outputs[i] = s->buf;
-            s->owned = false;
-            s->set = false;
-            memset(&s->buf, 0, sizeof s->buf);
-            /* A repeated output reads the slot again: keep a copy available. */
-            for (size_t k = i + 1; k < g->outputs.n; k++)
-                if (g->outputs.items[k].value == v) {
-                    s->buf = outputs[i];
-                    s->set = true;
-                    break;
-                }
-        } else if ((rc = copy_buf(&s->buf, &outputs[i], st))) {
+        if (rc) {
             for (size_t k = 0; k < i; k++) amp_buf_free(&outputs[k]);
             return rc;
         }
     }
+    return AMP_OK;
+}
+
+AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, AmpStatus *st) {
+    if (e->replan && !e->opt.no_plan) build_plan(e);
+    e->replan = false;
+    AmpCode rc = load_inputs(e, inputs, n_inputs, st);
+    if (rc) return rc;
+    bool same = same_signature(e);
+    memset(e->rec, 0, e->n_values * sizeof *e->rec);
+    e->fallback = false;
+
+    AmpBuf scratch[16];
+    memset(scratch, 0, sizeof scratch);
+    for (size_t i = 0; i < e->n_nodes && !rc; i++) rc = run_node(e, i, scratch, st);
+    if (!rc && outputs) rc = give_outputs(e, outputs, st);
+    if (rc) return rc;
+    /* Plan (again) for the next run when there is no plan yet, when something did not
+     * fit, or when the input shapes changed (the plan should follow them). */
+    if (!e->opt.no_plan && (!e->planned || e->fallback || !same)) e->replan = true;
     return AMP_OK;
 }

@@ -1,12 +1,14 @@
-/* The graph interpreter under the session: runs one graph of a model node by node on
- * the CPU kernels (kernel chosen once per node at prepare), frees each intermediate
- * after its last use, and runs If / Loop bodies with access to the enclosing values. */
+/* The graph interpreter under the session: runs one graph of a model node by node through
+ * a backend (kernel chosen once per node at prepare), frees each intermediate after its last
+ * use, places intermediates in one planned arena from the second run on (plan.h), and runs
+ * If / Loop bodies and training algorithms with access to the enclosing values. */
 #ifndef AMP_EXEC_H
 #define AMP_EXEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "backend.h"
 #include "ir.h"
 #include "kernels.h"
 
@@ -18,20 +20,59 @@ typedef struct AmpNamedBuf {
 } AmpNamedBuf;
 
 typedef struct AmpExecOptions {
-    bool training;     /* Dropout masks and BatchNorm statistics as in training */
-    uint64_t seed;     /* for ops that draw random numbers */
+    bool training;              /* Dropout masks and BatchNorm statistics as in training */
+    uint64_t seed;              /* for ops that draw random numbers (when rng is NULL) */
+    const AmpBackend *backend;  /* NULL: the CPU backend */
+    uint64_t *rng;              /* shared RNG state (a session's); NULL: the executor's own */
+    bool no_plan;               /* never build an arena: every intermediate is allocated alone */
 } AmpExecOptions;
 
 /* Prepares g (a graph of m) for running: every node gets its kernel, or the call fails
- * with AMP_ERR_UNSUPPORTED naming the first op the CPU backend cannot run. */
+ * with AMP_ERR_UNSUPPORTED naming the first op the backend cannot run. */
 AmpCode amp_exec_prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out,
                          AmpStatus *st);
 
+/* Prepares g, whose parent scope is prev's graph, to run right after prev (a training
+ * algorithm after the main graph: ONNX runs their concatenation). g reads prev's values
+ * as they are after prev's run, so every value of prev that g reads is kept alive to the
+ * end of prev's run. The result is freed separately, before prev. */
+AmpCode amp_exec_prepare_after(AmpExec *prev, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out,
+                               AmpStatus *st);
+
+/* Prepares g, whose parent scope is outer's graph, to run on its own while outer's values
+ * are as amp_exec_reset left them (a training initialization graph reading initializers). */
+AmpCode amp_exec_prepare_in(AmpExec *outer, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out,
+                            AmpStatus *st);
+
+/* Drops the values of the last run and puts the initializers (or their bound buffers)
+ * back in place, as at the start of a run. */
+void amp_exec_reset(AmpExec *e);
+
+/* Makes initializer v of e's graph read *buf on every later run instead of the model's
+ * tensor (resident weights and optimizer state). buf is borrowed and may change between
+ * runs (its contents and even its data pointer); NULL restores the model's tensor. */
+AmpCode amp_exec_bind(AmpExec *e, const AmpValue *v, const AmpBuf *buf, AmpStatus *st);
+
+void amp_exec_set_training(AmpExec *e, bool training);
+
 /* Runs the graph. Inputs are matched to graph inputs by name; a graph input that is
  * also an initializer may be left out (its initializer is used). outputs[i] receives
- * graph output i with malloc'd data the caller frees (amp_buf_free). */
+ * graph output i with malloc'd data the caller frees (amp_buf_free); outputs may be NULL,
+ * then the results stay inside (amp_exec_value) until the next run. */
 AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
                      AmpStatus *st);
+
+/* After a run: the buffer of value v (a graph output, a value a later graph reads, an
+ * initializer or an input), borrowed until the next run; NULL when it holds nothing. */
+const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v);
+
+typedef struct AmpExecMemory {
+    size_t arena_bytes; /* planned arenas of this executor and of the bodies it ran */
+    size_t peak_bytes;  /* most intermediate bytes live at once during the last run */
+    bool planned;       /* an arena is in use (from the second run with the same shapes) */
+} AmpExecMemory;
+
+void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);
 
 void amp_exec_free(AmpExec *e);
 

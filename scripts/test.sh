@@ -32,6 +32,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAMPC_SANITIZE=ON -DAMPC_CUDA
 cmake --build build-asan -j"$JOBS"
 stamp "running C tests in build-asan/"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 if ! (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '_py$'); then
   echo "test.sh: FAILED: sanitized tests in build-asan/"

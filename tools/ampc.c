@@ -1,6 +1,7 @@
 /* ampc, the command: `ampc MODEL -o OUT` loads an ONNX model, runs the pass pipeline,
- * verifies and saves it atomically; `ampc verify MODEL` checks a model and prints a summary.
- * Errors are one line on stderr ("ampc: ..."); the exit code is the AmpCode (status.h). */
+ * verifies and saves it atomically; `ampc verify MODEL` checks a model and prints a summary;
+ * `ampc run MODEL` runs it (tools/run.c). Errors are one line on stderr ("ampc: ...");
+ * the exit code is the AmpCode (status.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -11,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ampc.h"
+#include "backend.h"
 #include "cli_options.h"
 #include "ir.h"
 #include "passes.h"
+#include "run.h"
 
 #ifndef AMPC_VERSION
 #define AMPC_VERSION "unknown"
@@ -65,6 +69,15 @@ static void say(const char *fmt, ...) {
         if (buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') buf[i] = ' ';
     while (n > 0 && buf[n - 1] == ' ') buf[--n] = '\0';
     fprintf(stderr, "ampc: %s\n", buf);
+}
+
+void ampc_say(const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    say("%s", buf);
 }
 
 /* A usage error: the message and the hint to run --help, on one line. */
@@ -130,6 +143,10 @@ static void print_help(FILE *f) {
             "       ampc MODEL --print [options]  rewrite MODEL and print the IR, save nothing\n"
             "       ampc verify MODEL             load, verify and type-check MODEL; print a "
             "summary\n"
+            "       ampc run MODEL [--steps N] [--inputs DIR] [--backend cpu|cuda|auto] [--seed S]\n"
+            "                      [--dim NAME=VALUE] [--loss NAME]\n"
+            "                                     run inference, or N training steps; print each\n"
+            "                                     step's loss (or the outputs), step time, memory\n"
             "       ampc --help | --version\n"
             "\n"
             "options:\n",
@@ -159,6 +176,11 @@ static void print_help(FILE *f) {
             "(unless --no-verify), printed (--print) and written to OUT: to a temporary file\n"
             "renamed over OUT once complete, so a failure writes nothing and leaves MODEL as\n"
             "it was. Messages go to stderr, the IR to stdout.\n"
+            "\n"
+            "'ampc run' trains when the model has a training algorithm (ONNX training_info) or\n"
+            "an output named like a loss; it reads AMP_AUTO=1 (with AMP_PRECISION, AMP_LOG_PATH,\n"
+            "AMP_LOSS_SCALE, AMP_ALLOWLIST_ADD and the other list edits) and then rewrites the\n"
+            "model in mixed precision in memory before running it.\n"
             "\n"
             "exit codes:\n"
             "  0  ok\n"
@@ -388,12 +410,65 @@ static int unknown_long(const char *arg) {
     return usage_error("unknown option '%s'", arg);
 }
 
+/* Options only `ampc run` takes, and options only the conversion takes. */
+static bool run_only(int val) {
+    return val == OPT_STEPS || val == OPT_INPUTS || val == OPT_BACKEND || val == OPT_SEED || val == OPT_DIM ||
+           val == OPT_LOSS;
+}
+
+static bool convert_only(int val) {
+    return val == OPT_OUTPUT || val == OPT_PASSES || val == OPT_DUMP_AFTER || val == OPT_PRINT ||
+           val == OPT_EXTERNAL_DATA || val == OPT_NO_VERIFY || val == OPT_QUIET;
+}
+
+static int parse_run_value(int val, const char *arg, RunArgs *r) {
+    char *end = NULL;
+    errno = 0;
+    switch (val) {
+    case OPT_STEPS: {
+        long n = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || n < 1 || n > 100000000)
+            return usage_error("--steps '%s': expected a whole number of at least 1", arg);
+        r->steps = n;
+        return AMP_OK;
+    }
+    case OPT_SEED: {
+        unsigned long long v = strtoull(arg, &end, 0);
+        if (errno || end == arg || *end || arg[0] == '-')
+            return usage_error("--seed '%s': expected a non-negative whole number", arg);
+        r->seed = (uint64_t)v;
+        return AMP_OK;
+    }
+    case OPT_BACKEND:
+        if ((r->backend = amp_backend_parse(arg)) < 0)
+            return usage_error("--backend '%s': expected cpu, cuda or auto", arg);
+        return AMP_OK;
+    case OPT_DIM: {
+        const char *eq = strchr(arg, '=');
+        long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
+        if (!eq || eq == arg || errno || end == eq + 1 || *end || v < 0)
+            return usage_error("--dim '%s': expected NAME=VALUE with a whole VALUE of at least 0", arg);
+        if (r->n_dims >= AMPC_RUN_MAX_DIMS) return usage_error("--dim: at most %d of them", AMPC_RUN_MAX_DIMS);
+        r->dims[r->n_dims++] = arg;
+        return AMP_OK;
+    }
+    case OPT_INPUTS:
+        if (!arg[0]) return usage_error("--inputs: DIR is an empty path");
+        r->inputs = arg;
+        return AMP_OK;
+    case OPT_LOSS: r->loss = arg; return AMP_OK;
+    default: return usage_error("internal: unhandled option %d", val);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
-    if (argc >= 2 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "bench") == 0)) {
-        say("'ampc %s' is not implemented yet: it comes with the runtime", argv[1]);
+    if (argc >= 2 && strcmp(argv[1], "bench") == 0) {
+        say("'ampc bench' is not implemented yet");
         return AMP_ERR_UNSUPPORTED;
     }
+    bool run = argc >= 2 && strcmp(argv[1], "run") == 0;
+    if (run) argc--, argv++; /* parse "run ..." as if "run" were the program */
 
     /* ":" first: a missing argument returns ':' so the message is ours, not getopt's. */
     char shorts[2 * N_OPTS + 2];
@@ -407,6 +482,7 @@ int main(int argc, char **argv) {
     shorts[k] = '\0';
 
     ConvertArgs a = {.verify = true, .external = AMP_SAVE_EXTERNAL_AUTO};
+    RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO};
     bool help = false, version = false;
     opterr = 0;
     int ch;
@@ -425,7 +501,15 @@ int main(int argc, char **argv) {
             return usage_error("option '%s' needs an argument", argv[optind - 1]);
         }
         const OptRow *r = row_by_val(ch);
-        switch (r ? r->val : 0) {
+        int val = r ? r->val : 0;
+        if (run && convert_only(val)) return usage_error("option '--%s' is not for 'ampc run'", r->name);
+        if (!run && run_only(val)) return usage_error("option '--%s' is only for 'ampc run MODEL'", r->name);
+        if (run_only(val)) {
+            int rc = parse_run_value(val, optarg, &ra);
+            if (rc) return rc;
+            continue;
+        }
+        switch (val) {
         case OPT_OUTPUT: a.out = optarg; break;
         case OPT_PASSES: a.passes = optarg; break;
         case OPT_DUMP_AFTER: a.dump_after = optarg; break;
@@ -457,10 +541,16 @@ int main(int argc, char **argv) {
         return finish_stdout();
     }
 
-    if (optind >= argc) return usage_error("missing MODEL");
-    a.model = argv[optind];
-    if (optind + 1 < argc) return usage_error("unexpected argument '%s'", argv[optind + 1]);
-    if (a.model[0] == '\0') return usage_error("MODEL is an empty path");
+    const char *what = run ? "run: " : "";
+    if (optind >= argc) return usage_error("%smissing MODEL", what);
+    const char *model = argv[optind];
+    if (optind + 1 < argc) return usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
+    if (model[0] == '\0') return usage_error("%sMODEL is an empty path", what);
+    if (run) {
+        ra.model = model;
+        return ampc_cmd_run(&ra);
+    }
+    a.model = model;
     if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");
     if (!a.out && !a.print && !a.dump_after)
         return usage_error("nothing to do: give -o OUT to write the converted model "

@@ -19,6 +19,19 @@
     AMPC_OPT(NO_VERIFY, "no-verify", 0, 0, "",                                                  \
              "skip the verifier after the passes (the loader's own checks still run)")          \
     AMPC_OPT(QUIET, "quiet", 'q', 0, "", "no message on success (errors are still printed)")    \
+    AMPC_OPT(STEPS, "steps", 0, 1, "N",                                                         \
+             "run: N training steps (or N inference runs); default 1")                          \
+    AMPC_OPT(INPUTS, "inputs", 0, 1, "DIR",                                                     \
+             "run: input data, ONNX TensorProto files input_0.pb, input_1.pb, ... matched to "   \
+             "the model's inputs by name, else by order; without it, deterministic random data") \
+    AMPC_OPT(BACKEND, "backend", 0, 1, "NAME",                                                  \
+             "run: cpu, cuda or auto (the default: CUDA when available, else the CPU)")          \
+    AMPC_OPT(SEED, "seed", 0, 1, "S", "run: seed of the random inputs and of Dropout")           \
+    AMPC_OPT(DIM, "dim", 0, 1, "NAME=VALUE",                                                    \
+             "run: the size of symbolic dim NAME in random inputs (default 1); repeatable")     \
+    AMPC_OPT(LOSS, "loss", 0, 1, "NAME",                                                        \
+             "run: the loss output to print (default: the one scalar output named like "        \
+             "'loss')")                                                                          \
     AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
     AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
 

@@ -1,7 +1,417 @@
-/* CPU kernels: Conv, ConvTranspose, pooling.
- * Placeholder table until the family's kernels are written. */
-#include "kernels.h"
+/* CPU kernels: Conv (im2col + one cblas_sgemm per image and group) and ConvTranspose
+ * (cblas_sgemm + col2im), N-D with groups, strides, dilations, pads and auto_pad; also
+ * the window geometry pool.c shares. 16-bit tensors compute in fp32; no double. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+
+AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
+}
+
+/* Attribute values are capped at INT32_MAX so that window arithmetic cannot overflow. */
+AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, int64_t min, int64_t *out) {
+    const AmpAttr *a = amp_node_attr(k->node, name);
+    if (!a || (a->type == AMP_ATTR_INTS && a->n_ints == 0)) {
+        for (int i = 0; i < n; i++) out[i] = dflt;
+        return AMP_OK;
+    }
+    if (a->type != AMP_ATTR_INTS || a->n_ints != (size_t)n)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "attribute %s must hold %d integers", name, n);
+    for (int i = 0; i < n; i++) {
+        if (a->ints[i] < min || a->ints[i] > INT32_MAX)
+            return amp_conv_fail(k, AMP_ERR_INPUT, "attribute %s has an invalid value %lld", name,
+                                 (long long)a->ints[i]);
+        out[i] = a->ints[i];
+    }
+    return AMP_OK;
+}
+
+typedef enum AutoPad { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER } AutoPad;
+
+static AmpCode auto_pad(AmpKernelCtx *k, AutoPad *out) {
+    const char *s = amp_node_attr_string(k->node, "auto_pad", "NOTSET");
+    if (!*s || !strcmp(s, "NOTSET")) *out = PAD_NOTSET;
+    else if (!strcmp(s, "VALID")) *out = PAD_VALID;
+    else if (!strcmp(s, "SAME_UPPER")) *out = PAD_SAME_UPPER;
+    else if (!strcmp(s, "SAME_LOWER")) *out = PAD_SAME_LOWER;
+    else return amp_conv_fail(k, AMP_ERR_INPUT, "unknown auto_pad '%s'", s);
+    return AMP_OK;
+}
+
+AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, bool ceil_mode, AmpConvGeom *g) {
+    memset(g, 0, sizeof *g);
+    if (x->rank < 3)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+    int n = g->nsp = x->rank - 2;
+    AutoPad ap;
+    int64_t pads[2 * AMP_MAX_SPATIAL];
+    AmpCode rc;
+    if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||
+        (rc = amp_conv_ints(k, "dilations", n, 1, 1, g->dil)) || (rc = amp_conv_ints(k, "pads", 2 * n, 0, 0, pads)))
+        return rc;
+    for (int i = 0; i < n; i++) {
+        g->in[i] = x->dims[i + 2];
+        g->kern[i] = kern[i];
+        if (kern[i] < 1 || kern[i] > INT32_MAX)
+            return amp_conv_fail(k, AMP_ERR_INPUT, "kernel size %lld is invalid", (long long)kern[i]);
+        int64_t eff = (g->kern[i] - 1) * g->dil[i] + 1, s = g->stride[i];
+        if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+            /* Output ceil(in / stride); the extra pad goes at the end for SAME_UPPER. */
+            g->out[i] = (g->in[i] + s - 1) / s;
+            int64_t total = (g->out[i] - 1) * s + eff - g->in[i];
+            if (total < 0) total = 0;
+            g->pad0[i] = ap == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            g->pad1[i] = total - g->pad0[i];
+            continue;
+        }
+        g->pad0[i] = ap == PAD_VALID ? 0 : pads[i];
+        g->pad1[i] = ap == PAD_VALID ? 0 : pads[n + i];
+        int64_t span = g->in[i] + g->pad0[i] + g->pad1[i] - eff;
+        if (span < 0)
+            return amp_conv_fail(k, AMP_ERR_INPUT, "window of %lld is larger than the padded input (%lld) on axis %d",
+                                 (long long)eff, (long long)(g->in[i] + g->pad0[i] + g->pad1[i]), i + 2);
+        g->out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        /* A ceil-mode window must start inside the input or the start padding. */
+        if (ceil_mode && (g->out[i] - 1) * s >= g->in[i] + g->pad0[i]) g->out[i]--;
+    }
+    return AMP_OK;
+}
+
+/* Kernel size from W's spatial dims; a kernel_shape attribute must agree with them. */
+static AmpCode kernel_from_w(AmpKernelCtx *k, const AmpBuf *w, int nsp, int64_t *kern) {
+    int64_t attr[AMP_MAX_SPATIAL];
+    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, attr);
+    if (rc) return rc;
+    for (int i = 0; i < nsp; i++) {
+        kern[i] = w->dims[i + 2];
+        if (attr[i] >= 0 && attr[i] != kern[i])
+            return amp_conv_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
+    }
+    return AMP_OK;
+}
+
+bool amp_conv_size(int n, const int64_t *d, int64_t *out) {
+    uint64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (d[i] < 0 || (d[i] && p > (UINT64_C(1) << 62) / (uint64_t)d[i])) return false;
+        p *= (uint64_t)d[i];
+    }
+    *out = (int64_t)p;
+    return true;
+}
+
+/* Product of dims already known to fit (checked by the caller with amp_conv_size). */
+static int64_t prod(int n, const int64_t *d) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) p *= d[i];
+    return p;
+}
+
+/* ---- Conv ------------------------------------------------------------------------ */
+
+/* col (cg * K, O) from x (cg, in...): row (c, j) holds, for every output position o,
+ * x[c, o * stride - pad0 + j * dil], or 0 where that falls in the padding. The last
+ * spatial axis is the inner loop; the others are walked by an odometer. */
+static void im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *col) {
+    int n = g->nsp;
+    int64_t K = prod(n, g->kern), O = prod(n, g->out), NI = prod(n, g->in);
+    int64_t ol = g->out[n - 1], il = g->in[n - 1];
+    if (!O) return;
+    int64_t outer = O / ol;
+    int64_t j[AMP_MAX_SPATIAL] = {0};
+    for (int64_t kk = 0; kk < cg * K; kk++) {
+        const float *xc = x + (kk / K) * NI;
+        float *row = col + kk * O;
+        int64_t o[AMP_MAX_SPATIAL] = {0};
+        for (int64_t q = 0; q < outer; q++) {
+            bool ok = true;
+            int64_t off = 0;
+            for (int d = 0; d < n - 1; d++) {
+                int64_t ip = o[d] * g->stride[d] - g->pad0[d] + j[d] * g->dil[d];
+                ok = ok && ip >= 0 && ip < g->in[d];
+                off = off * g->in[d] + ip;
+            }
+            float *r = row + q * ol;
+            if (!ok) {
+                memset(r, 0, (size_t)ol * sizeof *r);
+            } else {
+                const float *xr = xc + off * il;
+                int64_t s = g->stride[n - 1], start = j[n - 1] * g->dil[n - 1] - g->pad0[n - 1];
+                for (int64_t p = 0; p < ol; p++) {
+                    int64_t ip = p * s + start;
+                    r[p] = ip >= 0 && ip < il ? xr[ip] : 0.0f;
+                }
+            }
+            for (int d = n - 2; d >= 0; d--) {
+                if (++o[d] < g->out[d]) break;
+                o[d] = 0;
+            }
+        }
+        for (int d = n - 1; d >= 0; d--) {
+            if (++j[d] < g->kern[d]) break;
+            j[d] = 0;
+        }
+    }
+}
+
+/* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M). */
+static AmpCode conv(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
+    if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    int dt = x->dtype;
+    if (w->dtype != dt || (b && b->dtype != dt)) return amp_conv_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (x->rank < 3 || w->rank != x->rank)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
+                             w->rank);
+    int nsp = x->rank - 2;
+    int64_t group = amp_node_attr_int(k->node, "group", 1);
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+                             (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
+    if (b && (b->rank != 1 || b->dims[0] != M))
+        return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+    int64_t kern[AMP_MAX_SPATIAL];
+    AmpConvGeom g;
+    AmpCode rc = kernel_from_w(k, w, nsp, kern);
+    if (rc || (rc = amp_conv_geom(k, x, kern, false, &g))) return rc;
+    int64_t ydims[AMP_MAX_RANK] = {N, M};
+    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, nsp + 2, ydims, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (!y->nelem) return AMP_OK;
+    int64_t Cg = C / group, Mg = M / group, K, O, NI;
+    if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
+        K > INT_MAX || Cg > INT_MAX || Mg > INT_MAX || O > INT_MAX || Cg * K > INT_MAX ||
+        (uint64_t)(Cg * K) * (uint64_t)O > (UINT64_C(1) << 58))
+        return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
+    int64_t rows = Cg * K; /* the GEMM's inner dimension */
+
+    /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
+    bool direct = true;
+    for (int i = 0; i < nsp; i++)
+        direct = direct && kern[i] == 1 && g.stride[i] == 1 && g.pad0[i] == 0 && g.pad1[i] == 0;
+    float *tx, *tw, *tb = NULL, *ty, *col = NULL;
+    const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
+    const float *B = b ? amp_buf_f32_in(b, &tb) : NULL;
+    float *Y = amp_buf_f32_out(y, &ty);
+    if (!direct && rows) col = malloc((size_t)(rows * O) * sizeof *col); /* (Cg * K, O) */
+    if (!X || !W || (b && !B) || !Y || (!direct && rows && !col)) {
+        free(tx), free(tw), free(tb), free(ty), free(col);
+        return amp_conv_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t gi = 0; gi < group; gi++) {
+            const float *xg = X + (n * C + gi * Cg) * NI;
+            float *yg = Y + (n * M + gi * Mg) * O;
+            if (!rows) {
+                memset(yg, 0, (size_t)(Mg * O) * sizeof *yg);
+                continue;
+            }
+            if (!direct) im2col(xg, Cg, &g, col);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Mg, (int)O, (int)rows, 1.0f, W + gi * Mg * rows,
+                        (int)rows, direct ? xg : col, (int)O, 0.0f, yg, (int)O);
+        }
+    if (B)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t m = 0; m < M; m++) {
+                float *yr = Y + (n * M + m) * O;
+                for (int64_t p = 0; p < O; p++) yr[p] += B[m];
+            }
+    amp_buf_f32_commit(y, ty);
+    free(tx), free(tw), free(tb), free(col);
+    return AMP_OK;
+}
+
+/* ---- ConvTranspose --------------------------------------------------------------- */
+
+/* y (mg, out...) += col (mg * K, NI): entry (m, j), input position i lands on output
+ * position i * stride - pad0 + j * dil when that lies inside y. Here g->in are X's
+ * spatial dims and g->out Y's; pad0 may be negative (output_shape larger than the
+ * natural size). */
+static void col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *y) {
+    int n = g->nsp;
+    int64_t K = prod(n, g->kern), O = prod(n, g->out), NI = prod(n, g->in);
+    int64_t il = g->in[n - 1], ol = g->out[n - 1];
+    if (!NI) return;
+    int64_t outer = NI / il;
+    int64_t j[AMP_MAX_SPATIAL] = {0};
+    for (int64_t kk = 0; kk < mg * K; kk++) {
+        float *ym = y + (kk / K) * O;
+        const float *row = col + kk * NI;
+        int64_t i[AMP_MAX_SPATIAL] = {0};
+        for (int64_t q = 0; q < outer; q++) {
+            bool ok = true;
+            int64_t off = 0;
+            for (int d = 0; d < n - 1; d++) {
+                int64_t op = i[d] * g->stride[d] - g->pad0[d] + j[d] * g->dil[d];
+                ok = ok && op >= 0 && op < g->out[d];
+                off = off * g->out[d] + op;
+            }
+            if (ok) {
+                float *yr = ym + off * ol;
+                const float *r = row + q * il;
+                int64_t s = g->stride[n - 1], start = j[n - 1] * g->dil[n - 1] - g->pad0[n - 1];
+                for (int64_t p = 0; p < il; p++) {
+                    int64_t op = p * s + start;
+                    if (op >= 0 && op < ol) yr[op] += r[p];
+                }
+            }
+            for (int d = n - 2; d >= 0; d--) {
+                if (++i[d] < g->in[d]) break;
+                i[d] = 0;
+            }
+        }
+        for (int d = n - 1; d >= 0; d--) {
+            if (++j[d] < g->kern[d]) break;
+            j[d] = 0;
+        }
+    }
+}
+
+static int64_t floor_div2(int64_t v) {
+    return v >= 0 ? v / 2 : -((-v + 1) / 2);
+}
+
+/* Output sizes and pads, as ONNX's reference does it: with auto_pad SAME the output is
+ * output_shape or in * stride, and the total padding (natural size - output, possibly
+ * negative) is split with the larger half at the end for SAME_UPPER, at the start for
+ * SAME_LOWER; otherwise the start pad is pads[i] and the size output_shape, or the
+ * natural size less both pads. */
+static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, AmpConvGeom *g) {
+    memset(g, 0, sizeof *g);
+    int n = g->nsp = x->rank - 2;
+    AutoPad ap;
+    int64_t pads[2 * AMP_MAX_SPATIAL], opad[AMP_MAX_SPATIAL], oshape[AMP_MAX_SPATIAL];
+    AmpCode rc;
+    if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||
+        (rc = amp_conv_ints(k, "dilations", n, 1, 1, g->dil)) || (rc = amp_conv_ints(k, "pads", 2 * n, 0, 0, pads)) ||
+        (rc = amp_conv_ints(k, "output_padding", n, 0, 0, opad)))
+        return rc;
+    const AmpAttr *os = amp_node_attr(k->node, "output_shape");
+    bool have_os = os && os->type == AMP_ATTR_INTS && os->n_ints > 0;
+    if (have_os) {
+        /* Spatial sizes; a full (N, C, ...) shape is accepted too. */
+        size_t skip = os->n_ints == (size_t)n + 2 ? 2 : 0;
+        if (os->n_ints != (size_t)n + skip)
+            return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape must hold %d integers", n);
+        for (int i = 0; i < n; i++) {
+            oshape[i] = os->ints[skip + (size_t)i];
+            if (oshape[i] < 0 || oshape[i] > INT32_MAX)
+                return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape has an invalid value");
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        g->in[i] = x->dims[i + 2];
+        g->kern[i] = kern[i];
+        if (kern[i] < 1 || kern[i] > INT32_MAX)
+            return amp_conv_fail(k, AMP_ERR_INPUT, "kernel size %lld is invalid", (long long)kern[i]);
+        if (g->in[i] > INT32_MAX) /* keeps stride * in within int64 */
+            return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "input size %lld is too large", (long long)g->in[i]);
+        if (opad[i] >= g->stride[i] && opad[i] >= g->dil[i])
+            return amp_conv_fail(k, AMP_ERR_INPUT, "output_padding %lld must be below the stride or dilation",
+                                 (long long)opad[i]);
+        int64_t natural = g->stride[i] * (g->in[i] > 0 ? g->in[i] - 1 : 0) + opad[i] + (kern[i] - 1) * g->dil[i] + 1;
+        if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+            g->out[i] = have_os ? oshape[i] : g->in[i] * g->stride[i];
+            int64_t total = natural - g->out[i];
+            g->pad0[i] = ap == PAD_SAME_UPPER ? floor_div2(total) : total - floor_div2(total);
+        } else if (have_os) {
+            g->pad0[i] = ap == PAD_VALID ? 0 : pads[i];
+            g->out[i] = oshape[i];
+        } else {
+            g->pad0[i] = ap == PAD_VALID ? 0 : pads[i];
+            g->pad1[i] = ap == PAD_VALID ? 0 : pads[n + i];
+            g->out[i] = natural - g->pad0[i] - g->pad1[i];
+            if (g->out[i] < 0) return amp_conv_fail(k, AMP_ERR_INPUT, "pads exceed the output on axis %d", i + 2);
+        }
+        g->pad1[i] = natural - g->out[i] - g->pad0[i];
+    }
+    return AMP_OK;
+}
+
+/* Y (N, M, out...) from X (N, C, in...), W (C, M/group, kern...), B (M): each input
+ * position scatters W times its value into the output window. */
+static AmpCode conv_transpose(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
+    if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    int dt = x->dtype;
+    if (w->dtype != dt || (b && b->dtype != dt)) return amp_conv_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (x->rank < 3 || w->rank != x->rank)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
+                             w->rank);
+    int nsp = x->rank - 2;
+    int64_t group = amp_node_attr_int(k->node, "group", 1);
+    int64_t N = x->dims[0], C = x->dims[1], Mg = w->dims[1];
+    if (group < 1 || group > (C > 0 ? C : 1) || C % group || w->dims[0] != C || Mg > INT32_MAX)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+                             (long long)group, (long long)C, (long long)w->dims[0], (long long)Mg);
+    int64_t M = Mg * group, Cg = C / group;
+    if (b && (b->rank != 1 || b->dims[0] != M))
+        return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+    int64_t kern[AMP_MAX_SPATIAL];
+    AmpConvGeom g;
+    AmpCode rc = kernel_from_w(k, w, nsp, kern);
+    if (rc || (rc = convtranspose_geom(k, x, kern, &g))) return rc;
+    int64_t ydims[AMP_MAX_RANK] = {N, M};
+    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, nsp + 2, ydims, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (!y->nelem) return AMP_OK;
+    int64_t K, O, NI;
+    if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
+        K > INT_MAX || NI > INT_MAX || Cg > INT_MAX || Mg * K > INT_MAX ||
+        (uint64_t)(Mg * K) * (uint64_t)NI > (UINT64_C(1) << 58))
+        return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "transposed convolution too large for the CPU kernel");
+    int64_t rows = Mg * K; /* the column matrix is (Mg * K, NI) */
+    float *tx, *tw, *tb = NULL, *ty, *col = NULL;
+    const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
+    const float *B = b ? amp_buf_f32_in(b, &tb) : NULL;
+    float *Y = amp_buf_f32_out(y, &ty);
+    if (rows && NI) col = malloc((size_t)(rows * NI) * sizeof *col);
+    if (!X || !W || (b && !B) || !Y || (rows && NI && !col)) {
+        free(tx), free(tw), free(tb), free(ty), free(col);
+        return amp_conv_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++) {
+            float *yr = Y + (n * M + m) * O, v = B ? B[m] : 0.0f;
+            for (int64_t p = 0; p < O; p++) yr[p] = v;
+        }
+    if (col && Cg)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t gi = 0; gi < group; gi++) {
+                /* col (Mg * K, NI) = W_g^T (Mg * K, Cg) @ X_g (Cg, NI) */
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)NI, (int)Cg, 1.0f,
+                            W + gi * Cg * rows, (int)rows, X + (n * C + gi * Cg) * NI, (int)NI, 0.0f, col, (int)NI);
+                col2im(col, Mg, &g, Y + (n * M + gi * Mg) * O);
+            }
+    amp_buf_f32_commit(y, ty);
+    free(tx), free(tw), free(tb), free(col);
+    return AMP_OK;
+}
 
 const AmpCpuKernelEntry amp_cpu_conv_kernels[] = {
+    {AMP_OP_Conv, conv},
+    {AMP_OP_ConvTranspose, conv_transpose},
+    {AMP_OP_MaxPool, amp_cpu_maxpool},
+    {AMP_OP_AveragePool, amp_cpu_averagepool},
+    {AMP_OP_GlobalAveragePool, amp_cpu_global_averagepool},
+    {AMP_OP_GlobalMaxPool, amp_cpu_global_maxpool},
     {AMP_OP_UNKNOWN, NULL},
 };

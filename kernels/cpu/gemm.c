@@ -1,7 +1,293 @@
-/* CPU kernels: MatMul, Gemm, Einsum.
- * Placeholder table until the family's kernels are written. */
-#include "kernels.h"
+/* CPU kernels: MatMul (numpy semantics), Gemm and com.microsoft FusedMatMul. Every 2-D
+ * product goes through OpenBLAS (cblas_sgemm; cblas_dgemm for double): 16-bit inputs are
+ * widened to fp32 and the result rounded to the output's type. Einsum is in einsum.c. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_impl.h"
+
+AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
+}
+
+static AmpCode oom(AmpKernelCtx *k) {
+    return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+}
+
+static bool is_int_mm(int dt) {
+    return dt == AMP_DT_INT32 || dt == AMP_DT_INT64 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
+}
+
+/* Stores v (two's-complement wrap) as element i of an int32/int64/uint32/uint64 buffer. */
+static void put_int(AmpBuf *b, uint64_t i, uint64_t v) {
+    switch (b->dtype) {
+    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)(uint32_t)v; break;
+    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
+    case AMP_DT_INT64: ((int64_t *)b->data)[i] = (int64_t)v; break;
+    default: ((uint64_t *)b->data)[i] = v; break;
+    }
+}
+
+/* ---- batched matrix products ---------------------------------------------------- */
+
+/* A batched product C = alpha * op(A) @ op(B) after numpy's 1-D promotion: A holds
+ * matrices of op-shape (m, kk), B (kk, n), C (m, n), over an output batch `batch`
+ * that both inputs' batch dims broadcast to. */
+typedef struct MmShape {
+    int64_t m, n, kk;
+    int nb;                      /* batch rank */
+    int64_t batch[AMP_MAX_RANK]; /* output batch dims */
+    int64_t sa[AMP_MAX_RANK];    /* A's batch strides, in matrices (0 = broadcast) */
+    int64_t sb[AMP_MAX_RANK];    /* B's */
+    uint64_t nbatch, na, nbb;    /* matrices in the output, in A, in B */
+    int out_rank;
+    int64_t out[AMP_MAX_RANK];
+} MmShape;
+
+static AmpCode mm_shape(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, bool ta, bool tb, MmShape *s) {
+    memset(s, 0, sizeof *s);
+    if (a->rank < 1 || b->rank < 1)
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "inputs must have rank >= 1 (got %d and %d)", a->rank, b->rank);
+    int ra = a->rank, rb = b->rank;
+    /* 1-D A is a row (1, K); 1-D B a column (K, 1); transposes apply to rank >= 2. */
+    int64_t ar = ra == 1 ? 1 : a->dims[ra - 2], ac = a->dims[ra - 1];
+    int64_t br = rb == 1 ? b->dims[0] : b->dims[rb - 2], bc = rb == 1 ? 1 : b->dims[rb - 1];
+    bool tA = ta && ra >= 2, tB = tb && rb >= 2;
+    s->m = tA ? ac : ar;
+    int64_t ka = tA ? ar : ac;
+    int64_t kb = tB ? bc : br;
+    s->n = tB ? br : bc;
+    if (ka != kb)
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
+                             (long long)kb);
+    s->kk = ka;
+    int nba = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
+    if (!amp_broadcast_shape(nba, a->dims, nbb, b->dims, &s->nb, s->batch))
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "batch dimensions do not broadcast");
+    amp_broadcast_strides(nba, a->dims, s->nb, s->batch, s->sa);
+    amp_broadcast_strides(nbb, b->dims, s->nb, s->batch, s->sb);
+    s->nbatch = amp_shape_nelem(s->nb, s->batch);
+    s->na = amp_shape_nelem(nba, a->dims);
+    s->nbb = amp_shape_nelem(nbb, b->dims);
+    for (int i = 0; i < s->nb; i++) s->out[s->out_rank++] = s->batch[i];
+    if (ra > 1) s->out[s->out_rank++] = s->m;
+    if (rb > 1) s->out[s->out_rank++] = s->n;
+    if (s->m > INT_MAX || s->n > INT_MAX || s->kk > INT_MAX)
+        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
+    return AMP_OK;
+}
+
+/* Walks the output batch in row-major order, tracking A's and B's matrix offsets. */
+typedef struct BatchIt {
+    const MmShape *s;
+    int64_t idx[AMP_MAX_RANK];
+    uint64_t oa, ob;
+} BatchIt;
+
+static void batch_next(BatchIt *it) {
+    const MmShape *s = it->s;
+    for (int d = s->nb - 1; d >= 0; d--) {
+        it->oa += (uint64_t)s->sa[d];
+        it->ob += (uint64_t)s->sb[d];
+        if (++it->idx[d] < s->batch[d]) return;
+        it->oa -= (uint64_t)(s->sa[d] * s->batch[d]);
+        it->ob -= (uint64_t)(s->sb[d] * s->batch[d]);
+        it->idx[d] = 0;
+    }
+}
+
+/* A holds every matrix of the output batch in order and B is one matrix: the batch
+ * folds into M and the product is a single GEMM. */
+static bool fold_batch(const MmShape *s, bool ta) {
+    return !ta && s->nbb == 1 && s->na == s->nbatch && s->nbatch * (uint64_t)s->m <= INT_MAX;
+}
+
+static void mm_f32(const MmShape *s, bool ta, bool tb, float alpha, const float *A, const float *B, float *C) {
+    uint64_t mc = (uint64_t)(s->m * s->n), ma = (uint64_t)(s->m * s->kk), mb = (uint64_t)(s->kk * s->n);
+    if (!mc || !s->nbatch) return;
+    if (!s->kk) {
+        memset(C, 0, s->nbatch * mc * sizeof *C);
+        return;
+    }
+    int m = (int)s->m, n = (int)s->n, kk = (int)s->kk;
+    int lda = ta ? m : kk, ldb = tb ? kk : n;
+    CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+    if (fold_batch(s, ta)) {
+        cblas_sgemm(CblasRowMajor, opa, opb, (int)(s->nbatch * (uint64_t)s->m), n, kk, alpha, A, lda, B, ldb, 0.0f,
+                    C, n);
+        return;
+    }
+    BatchIt it = {.s = s};
+    for (uint64_t i = 0; i < s->nbatch; i++, batch_next(&it))
+        cblas_sgemm(CblasRowMajor, opa, opb, m, n, kk, alpha, A + it.oa * ma, lda, B + it.ob * mb, ldb, 0.0f,
+                    C + i * mc, n);
+}
+
+static void mm_f64(const MmShape *s, bool ta, bool tb, double alpha, const double *A, const double *B, double *C) {
+    uint64_t mc = (uint64_t)(s->m * s->n), ma = (uint64_t)(s->m * s->kk), mb = (uint64_t)(s->kk * s->n);
+    if (!mc || !s->nbatch) return;
+    if (!s->kk) {
+        memset(C, 0, s->nbatch * mc * sizeof *C);
+        return;
+    }
+    int m = (int)s->m, n = (int)s->n, kk = (int)s->kk;
+    int lda = ta ? m : kk, ldb = tb ? kk : n;
+    CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+    if (fold_batch(s, ta)) {
+        cblas_dgemm(CblasRowMajor, opa, opb, (int)(s->nbatch * (uint64_t)s->m), n, kk, alpha, A, lda, B, ldb, 0.0, C,
+                    n);
+        return;
+    }
+    BatchIt it = {.s = s};
+    for (uint64_t i = 0; i < s->nbatch; i++, batch_next(&it))
+        cblas_dgemm(CblasRowMajor, opa, opb, m, n, kk, alpha, A + it.oa * ma, lda, B + it.ob * mb, ldb, 0.0,
+                    C + i * mc, n);
+}
+
+/* Integer MatMul (no BLAS for integers): products wrap modulo 2^64, then to the type. */
+static void mm_int(const MmShape *s, const AmpBuf *a, const AmpBuf *b, AmpBuf *y) {
+    uint64_t mc = (uint64_t)(s->m * s->n), ma = (uint64_t)(s->m * s->kk), mb = (uint64_t)(s->kk * s->n);
+    BatchIt it = {.s = s};
+    for (uint64_t bi = 0; bi < s->nbatch; bi++, batch_next(&it))
+        for (int64_t i = 0; i < s->m; i++)
+            for (int64_t j = 0; j < s->n; j++) {
+                uint64_t acc = 0;
+                for (int64_t p = 0; p < s->kk; p++)
+                    acc += (uint64_t)amp_buf_get_i64(a, it.oa * ma + (uint64_t)(i * s->kk + p)) *
+                           (uint64_t)amp_buf_get_i64(b, it.ob * mb + (uint64_t)(p * s->n + j));
+                put_int(y, bi * mc + (uint64_t)(i * s->n + j), acc);
+            }
+}
+
+/* MatMul and FusedMatMul: Y = alpha * op(A) @ op(B), batched with broadcasting. */
+static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
+    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs two inputs");
+    const AmpBuf *a = k->in[0], *b = k->in[1];
+    if (a->dtype != b->dtype)
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
+                             amp_dtype_name(b->dtype));
+    int dt = a->dtype;
+    if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE && !(is_int_mm(dt) && !ta && !tb && alpha == 1.0f))
+        return amp_kernel_bad_dtype(k, dt);
+    MmShape s;
+    AmpCode rc = mm_shape(k, a, b, ta, tb, &s);
+    if (rc) return rc;
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, s.out_rank, s.out, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (dt == AMP_DT_DOUBLE) {
+        mm_f64(&s, ta, tb, alpha, a->data, b->data, y->data);
+        return AMP_OK;
+    }
+    if (is_int_mm(dt)) {
+        mm_int(&s, a, b, y);
+        return AMP_OK;
+    }
+    float *ta_tmp, *tb_tmp, *ty_tmp;
+    const float *A = amp_buf_f32_in(a, &ta_tmp);
+    const float *B = amp_buf_f32_in(b, &tb_tmp);
+    float *C = amp_buf_f32_out(y, &ty_tmp);
+    if (!A || !B || !C) {
+        free(ta_tmp), free(tb_tmp), free(ty_tmp);
+        return oom(k);
+    }
+    mm_f32(&s, ta, tb, alpha, A, B, C);
+    amp_buf_f32_commit(y, ty_tmp);
+    free(ta_tmp), free(tb_tmp);
+    return AMP_OK;
+}
+
+static AmpCode matmul(AmpKernelCtx *k) {
+    return matmul_common(k, false, false, 1.0f);
+}
+
+/* com.microsoft FusedMatMul: alpha * op(A) @ op(B). transBatchA/B (batch axes moved
+ * into the matrix) are not implemented. */
+static AmpCode fused_matmul(AmpKernelCtx *k) {
+    if (amp_node_attr_int(k->node, "transBatchA", 0) || amp_node_attr_int(k->node, "transBatchB", 0))
+        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "transBatchA / transBatchB are not implemented");
+    return matmul_common(k, amp_node_attr_int(k->node, "transA", 0) != 0,
+                         amp_node_attr_int(k->node, "transB", 0) != 0, amp_node_attr_float(k->node, "alpha", 1.0f));
+}
+
+/* ---- Gemm ------------------------------------------------------------------------ */
+
+/* Y (M, N) = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N)
+ * (optional since opset 11; older opsets' `broadcast` attribute is implied). */
+static AmpCode gemm(AmpKernelCtx *k) {
+    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
+    const AmpBuf *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
+    int dt = a->dtype;
+    if (b->dtype != dt || (c && c->dtype != dt))
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
+    if (a->rank != 2 || b->rank != 2)
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "A and B must be 2-D (got rank %d and %d)", a->rank, b->rank);
+    bool ta = amp_node_attr_int(k->node, "transA", 0) != 0, tb = amp_node_attr_int(k->node, "transB", 0) != 0;
+    float alpha = amp_node_attr_float(k->node, "alpha", 1.0f), beta = amp_node_attr_float(k->node, "beta", 1.0f);
+    int64_t m = ta ? a->dims[1] : a->dims[0], ka = ta ? a->dims[0] : a->dims[1];
+    int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
+    if (ka != kb)
+        return amp_gemm_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
+                             (long long)kb);
+    if (m > INT_MAX || n > INT_MAX || ka > INT_MAX)
+        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
+    int64_t ydims[2] = {m, n}, cs[2] = {0, 0};
+    if (c) {
+        if (c->rank > 2) return amp_gemm_fail(k, AMP_ERR_INPUT, "C has rank %d; at most 2", c->rank);
+        for (int i = 0; i < c->rank; i++) {
+            int64_t want = ydims[2 - c->rank + i];
+            if (c->dims[i] != 1 && c->dims[i] != want)
+                return amp_gemm_fail(k, AMP_ERR_INPUT, "C does not broadcast to (%lld, %lld)", (long long)m,
+                                     (long long)n);
+        }
+        amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);
+    }
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, 2, ydims, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (!m || !n) return AMP_OK;
+    bool use_c = c && beta != 0.0f;
+    CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+    int lda = (int)(ta ? m : ka), ldb = (int)(tb ? ka : n);
+    if (dt == AMP_DT_DOUBLE) {
+        double *Y = y->data;
+        const double *C = c ? c->data : NULL;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) Y[i * n + j] = use_c ? beta * C[i * cs[0] + j * cs[1]] : 0.0;
+        if (ka)
+            cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)ka, alpha, a->data, lda, b->data, ldb, 1.0, Y,
+                        (int)n);
+        return AMP_OK;
+    }
+    float *ta_tmp, *tb_tmp, *tc_tmp = NULL, *ty_tmp;
+    const float *A = amp_buf_f32_in(a, &ta_tmp);
+    const float *B = amp_buf_f32_in(b, &tb_tmp);
+    const float *C = use_c ? amp_buf_f32_in(c, &tc_tmp) : NULL;
+    float *Y = amp_buf_f32_out(y, &ty_tmp);
+    if (!A || !B || (use_c && !C) || !Y) {
+        free(ta_tmp), free(tb_tmp), free(tc_tmp), free(ty_tmp);
+        return oom(k);
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) Y[i * n + j] = use_c ? beta * C[i * cs[0] + j * cs[1]] : 0.0f;
+    if (ka) cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)ka, alpha, A, lda, B, ldb, 1.0f, Y, (int)n);
+    amp_buf_f32_commit(y, ty_tmp);
+    free(ta_tmp), free(tb_tmp), free(tc_tmp);
+    return AMP_OK;
+}
 
 const AmpCpuKernelEntry amp_cpu_gemm_kernels[] = {
+    {AMP_OP_MatMul, matmul},
+    {AMP_OP_Gemm, gemm},
+    {AMP_OP_Einsum, amp_cpu_einsum},
+    {AMP_OP_Ms_FusedMatMul, fused_matmul},
     {AMP_OP_UNKNOWN, NULL},
 };

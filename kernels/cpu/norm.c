@@ -1,7 +1,458 @@
-/* CPU kernels: LayerNormalization, BatchNormalization, Instance/GroupNormalization.
- * Placeholder table until the family's kernels are written. */
-#include "kernels.h"
+/* CPU kernels: LayerNormalization (and com.microsoft LayerNormalizationGrad),
+ * BatchNormalization (inference, and training with batch statistics and running-stat
+ * outputs), Instance/GroupNormalization (opset 18 per-group, 21 per-channel scale/bias)
+ * and LpNormalization. Statistics are two-pass in double, whatever the storage type. */
+#include <math.h>
+
+#include "reduce_impl.h"
+
+static AmpCode alloc_fail(AmpKernelCtx *k) {
+    return k->st && k->st->code ? k->st->code : amp_red_fail(k, AMP_ERR_INTERNAL, "output allocation failed");
+}
+
+/* Mean and (population) variance of n elements v[base + j * stride]. */
+static void moments(const AmpFv *v, uint64_t base, uint64_t n, uint64_t stride, double *mean, double *var) {
+    double s = 0.0, q = 0.0;
+    for (uint64_t j = 0; j < n; j++) s += amp_fv_get(v, base + j * stride);
+    double m = s / (double)n;
+    for (uint64_t j = 0; j < n; j++) {
+        double d = amp_fv_get(v, base + j * stride) - m;
+        q += d * d;
+    }
+    *mean = m;
+    *var = q / (double)n;
+}
+
+/* Opens views of up to `n` float inputs (NULL entries stay empty); on failure closes
+ * what it opened. */
+static AmpCode open_all(AmpKernelCtx *k, const AmpBuf **bufs, AmpFv *views, int n) {
+    for (int i = 0; i < n; i++) memset(&views[i], 0, sizeof views[i]);
+    for (int i = 0; i < n; i++) {
+        if (!bufs[i]) continue;
+        AmpCode rc = amp_fv_open(k, bufs[i], &views[i]);
+        if (rc) {
+            for (int j = 0; j < i; j++) amp_fv_close(&views[j]);
+            return rc;
+        }
+    }
+    return AMP_OK;
+}
+
+static void close_all(AmpFv *views, int n) {
+    for (int i = 0; i < n; i++) amp_fv_close(&views[i]);
+}
+
+/* ---- LayerNormalization ---------------------------------------------------------- */
+
+/* Offsets into a parameter that broadcasts (numpy rules, towards X) over X of rank r
+ * split at `axis`: element (row, col) reads row_off(row) + colmap[col]. */
+typedef struct ParamMap {
+    int64_t str[AMP_MAX_RANK]; /* the parameter's strides in X's index space, 0 where broadcast */
+    int64_t *colmap;           /* (cols) */
+    bool rows_vary;            /* some axis before `axis` has a non-zero stride */
+} ParamMap;
+
+static AmpCode param_map(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int axis, uint64_t cols, const char *what,
+                         ParamMap *m) {
+    memset(m, 0, sizeof *m);
+    int r;
+    int64_t bd[AMP_MAX_RANK];
+    bool ok = p->rank <= x->rank && amp_broadcast_shape(x->rank, x->dims, p->rank, p->dims, &r, bd) && r == x->rank;
+    for (int i = 0; ok && i < r; i++) ok = bd[i] == x->dims[i];
+    if (!ok) return amp_red_fail(k, AMP_ERR_INPUT, "%s does not broadcast to X's shape", what);
+    amp_broadcast_strides(p->rank, p->dims, x->rank, x->dims, m->str);
+    for (int d = 0; d < axis; d++) m->rows_vary |= m->str[d] != 0;
+    m->colmap = malloc((cols ? cols : 1) * sizeof *m->colmap);
+    if (!m->colmap) return amp_red_oom(k);
+    for (uint64_t c = 0; c < cols; c++) {
+        uint64_t rem = c;
+        int64_t off = 0;
+        for (int d = x->rank - 1; d >= axis; d--) {
+            uint64_t n = (uint64_t)x->dims[d];
+            off += (int64_t)(rem % n) * m->str[d];
+            rem /= n;
+        }
+        m->colmap[c] = off;
+    }
+    return AMP_OK;
+}
+
+static int64_t param_row(const ParamMap *m, const AmpBuf *x, int axis, uint64_t row) {
+    if (!m->rows_vary) return 0;
+    int64_t off = 0;
+    for (int d = axis - 1; d >= 0; d--) {
+        uint64_t n = (uint64_t)x->dims[d];
+        off += (int64_t)(row % n) * m->str[d];
+        row /= n;
+    }
+    return off;
+}
+
+/* Y = (X - mean) * inv_std * Scale + B over the axes from `axis` on; Mean and
+ * InvStdDev (X's dims before `axis`, then 1s) in the stash type, float32. */
+static AmpCode k_layernorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
+    if (!x || !sc) return amp_red_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t a = amp_node_attr_int(k->node, "axis", -1);
+    int axis;
+    if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    int64_t stash = amp_node_attr_int(k->node, "stash_type", AMP_DT_FLOAT);
+    if (stash != AMP_DT_FLOAT)
+        return amp_red_fail(k, AMP_ERR_UNSUPPORTED, "stash_type %lld: only 1 (float32 statistics) is implemented",
+                            (long long)stash);
+    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
+    ParamMap ms = {0}, mb = {0};
+    AmpCode rc = param_map(k, sc, x, axis, cols, "Scale", &ms);
+    if (!rc && bi) rc = param_map(k, bi, x, axis, cols, "B", &mb);
+    AmpBuf *y = NULL, *mean = NULL, *inv = NULL;
+    int64_t sd[AMP_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
+    if (!rc && !(y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st))) rc = alloc_fail(k);
+    if (!rc && k->n_out > 1 && !(mean = k->alloc(k->alloc_ctx, 1, AMP_DT_FLOAT, x->rank, sd, k->st)))
+        rc = alloc_fail(k);
+    if (!rc && k->n_out > 2 && !(inv = k->alloc(k->alloc_ctx, 2, AMP_DT_FLOAT, x->rank, sd, k->st)))
+        rc = alloc_fail(k);
+    const AmpBuf *ins[3] = {x, sc, bi};
+    AmpFv v[3];
+    AmpFo o;
+    if (!rc && !(rc = open_all(k, ins, v, 3))) {
+        if ((rc = amp_fo_open(k, y, &o))) close_all(v, 3);
+    }
+    if (rc) {
+        free(ms.colmap), free(mb.colmap);
+        return rc;
+    }
+    for (uint64_t r = 0; r < rows; r++) {
+        double m, var;
+        moments(&v[0], r * cols, cols, 1, &m, &var);
+        double is = 1.0 / sqrt(var + eps);
+        if (mean) ((float *)mean->data)[r] = (float)m;
+        if (inv) ((float *)inv->data)[r] = (float)is;
+        int64_t so = param_row(&ms, x, axis, r), bo = bi ? param_row(&mb, x, axis, r) : 0;
+        for (uint64_t c = 0; c < cols; c++) {
+            uint64_t at = r * cols + c;
+            double z = (amp_fv_get(&v[0], at) - m) * is * amp_fv_get(&v[1], (uint64_t)(so + ms.colmap[c]));
+            if (bi) z += amp_fv_get(&v[2], (uint64_t)(bo + mb.colmap[c]));
+            amp_fo_set(&o, at, z);
+        }
+    }
+    amp_fo_commit(&o);
+    close_all(v, 3);
+    free(ms.colmap), free(mb.colmap);
+    return AMP_OK;
+}
+
+/* com.microsoft LayerNormalizationGrad (Y_grad, X, scale, mean?, inv_std_dev?) ->
+ * (X_grad, scale_grad, bias_grad), rows split at `axis` as in the forward op; scale has
+ * one element per normalised column. Statistics are recomputed when not given. Per row,
+ * with xh = (x - mean) * inv_std and g = dy * scale:
+ *   dx = inv_std * (g - mean(g) - xh * mean(g * xh)); scale_grad += dy * xh; bias_grad += dy. */
+static AmpCode k_ms_layernorm_grad(AmpKernelCtx *k) {
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0] || !in[1] || !in[2]) return amp_red_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
+    const AmpBuf *x = in[1];
+    for (int i = 0; i < 5; i++)
+        if (in[i] && !amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
+    int64_t a = amp_node_attr_int(k->node, "axis", -1);
+    int axis;
+    if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
+    if (in[0]->nelem != x->nelem) return amp_red_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
+    if (in[2]->nelem != cols) return amp_red_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
+    for (int i = 3; i < 5; i++)
+        if (in[i] && in[i]->nelem != rows)
+            return amp_red_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
+    AmpBuf *dx = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!dx) return alloc_fail(k);
+    AmpBuf *pg[2] = {NULL, NULL};
+    for (int j = 0; j < 2 && j + 1 < k->n_out; j++)
+        if (!(pg[j] = k->alloc(k->alloc_ctx, j + 1, in[2]->dtype, in[2]->rank, in[2]->dims, k->st))) return alloc_fail(k);
+    AmpFv v[5];
+    AmpCode rc = open_all(k, in, v, 5);
+    if (rc) return rc;
+    double *acc = calloc((cols ? cols : 1) * 2, sizeof *acc); /* (cols) scale_grad, then (cols) bias_grad */
+    AmpFo o;
+    if (!acc) rc = amp_red_oom(k);
+    else rc = amp_fo_open(k, dx, &o);
+    if (rc) {
+        free(acc);
+        close_all(v, 5);
+        return rc;
+    }
+    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    for (uint64_t r = 0; r < rows; r++) {
+        double m, is;
+        if (in[3] && in[4]) {
+            m = amp_fv_get(&v[3], r), is = amp_fv_get(&v[4], r);
+        } else {
+            double var;
+            moments(&v[1], r * cols, cols, 1, &m, &var);
+            is = 1.0 / sqrt(var + eps);
+        }
+        double sg = 0.0, sgx = 0.0;
+        for (uint64_t c = 0; c < cols; c++) {
+            uint64_t at = r * cols + c;
+            double dy = amp_fv_get(&v[0], at), xh = (amp_fv_get(&v[1], at) - m) * is, g = dy * amp_fv_get(&v[2], c);
+            sg += g, sgx += g * xh;
+            acc[c] += dy * xh, acc[cols + c] += dy;
+        }
+        sg /= (double)cols, sgx /= (double)cols;
+        for (uint64_t c = 0; c < cols; c++) {
+            uint64_t at = r * cols + c;
+            double xh = (amp_fv_get(&v[1], at) - m) * is, g = amp_fv_get(&v[0], at) * amp_fv_get(&v[2], c);
+            amp_fo_set(&o, at, is * (g - sg - xh * sgx));
+        }
+    }
+    amp_fo_commit(&o);
+    for (int j = 0; j < 2 && !rc; j++) {
+        if (!pg[j]) continue;
+        AmpFo op;
+        if ((rc = amp_fo_open(k, pg[j], &op))) break;
+        for (uint64_t c = 0; c < cols; c++) amp_fo_set(&op, c, acc[j * cols + c]);
+        amp_fo_commit(&op);
+    }
+    free(acc);
+    close_all(v, 5);
+    return rc;
+}
+
+/* ---- per-channel parameters: Batch/Instance/Group normalisation ---------------- */
+
+/* X is (N, C, d1..dk): n, c and s = d1 * .. * dk. */
+static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, uint64_t *n, uint64_t *c, uint64_t *s) {
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
+    *n = (uint64_t)x->dims[0];
+    *c = (uint64_t)x->dims[1];
+    *s = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    return AMP_OK;
+}
+
+static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, uint64_t len, const char *what) {
+    if (!p) return amp_red_fail(k, AMP_ERR_INPUT, "%s is required", what);
+    if (!amp_red_is_float(p->dtype)) return amp_kernel_bad_dtype(k, p->dtype);
+    if (p->rank != 1 || p->nelem != len)
+        return amp_red_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", what, (unsigned long long)len);
+    return AMP_OK;
+}
+
+/* Whether BatchNormalization uses batch statistics: a training step, training_mode
+ * (opset 14+), or before opset 14 a node that lists the running-stat outputs. */
+static bool bn_training(AmpKernelCtx *k) {
+    if (k->training) return true;
+    if (k->opset >= 14) return amp_node_attr_int(k->node, "training_mode", 0) != 0;
+    for (int i = 1; i < k->n_out; i++)
+        if (k->node->outputs[i]) return true;
+    return false;
+}
+
+/* Copies a C-vector view into an output of the same length. */
+static AmpCode store_vec(AmpKernelCtx *k, int index, int dtype, uint64_t c, const double *vals) {
+    int64_t d = (int64_t)c;
+    AmpBuf *b = k->alloc(k->alloc_ctx, index, dtype, 1, &d, k->st);
+    if (!b) return alloc_fail(k);
+    AmpFo o;
+    AmpCode rc = amp_fo_open(k, b, &o);
+    if (rc) return rc;
+    for (uint64_t i = 0; i < c; i++) amp_fo_set(&o, i, vals[i]);
+    amp_fo_commit(&o);
+    return AMP_OK;
+}
+
+/* (X, scale, B, mean, var): Y = scale * (X - mean) / sqrt(var + eps) + B per channel. In
+ * training mode mean/var are the batch's (population variance) and the outputs are
+ * running_mean = mean * momentum + batch_mean * (1 - momentum), likewise running_var,
+ * then (before opset 14) saved_mean and saved_var, the batch statistics. */
+static AmpCode k_batchnorm(AmpKernelCtx *k) {
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
+    uint64_t N, C, S;
+    AmpCode rc = nchw(k, in[0], &N, &C, &S);
+    static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
+    for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], C, names[i]);
+    if (rc) return rc;
+    if (k->opset < 9 && amp_node_attr_int(k->node, "spatial", 1) == 0)
+        return amp_red_fail(k, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
+    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    double mom = amp_node_attr_float(k->node, "momentum", 0.9f);
+    bool train = bn_training(k);
+    const AmpBuf *x = in[0];
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return alloc_fail(k);
+    AmpFv v[5];
+    if ((rc = open_all(k, in, v, 5))) return rc;
+    /* per channel: stats[0..C) mean, [C..2C) var, then the running values */
+    double *st = malloc((C ? C : 1) * 4 * sizeof *st);
+    AmpFo o;
+    if (!st) rc = amp_red_oom(k);
+    else rc = amp_fo_open(k, y, &o);
+    if (rc) {
+        free(st);
+        close_all(v, 5);
+        return rc;
+    }
+    double *bm = st, *bv = st + C, *rm = st + 2 * C, *rv = st + 3 * C;
+    for (uint64_t c = 0; c < C; c++) {
+        if (train) {
+            double s = 0.0, q = 0.0;
+            for (uint64_t n = 0; n < N; n++)
+                for (uint64_t j = 0; j < S; j++) s += amp_fv_get(&v[0], (n * C + c) * S + j);
+            double m = s / (double)(N * S);
+            for (uint64_t n = 0; n < N; n++)
+                for (uint64_t j = 0; j < S; j++) {
+                    double d = amp_fv_get(&v[0], (n * C + c) * S + j) - m;
+                    q += d * d;
+                }
+            bm[c] = m, bv[c] = q / (double)(N * S);
+            rm[c] = amp_fv_get(&v[3], c) * mom + m * (1.0 - mom);
+            rv[c] = amp_fv_get(&v[4], c) * mom + bv[c] * (1.0 - mom);
+        } else {
+            bm[c] = rm[c] = amp_fv_get(&v[3], c);
+            bv[c] = rv[c] = amp_fv_get(&v[4], c);
+        }
+        double a = amp_fv_get(&v[1], c) / sqrt(bv[c] + eps), b = amp_fv_get(&v[2], c) - bm[c] * a;
+        for (uint64_t n = 0; n < N; n++)
+            for (uint64_t j = 0; j < S; j++) {
+                uint64_t at = (n * C + c) * S + j;
+                amp_fo_set(&o, at, amp_fv_get(&v[0], at) * a + b);
+            }
+    }
+    amp_fo_commit(&o);
+    /* outputs 1..4: running mean, running var, saved mean, saved var */
+    const double *outs[4] = {rm, rv, bm, bv};
+    for (int i = 1; !rc && i < k->n_out && i < 5; i++)
+        rc = store_vec(k, i, in[i % 2 ? 3 : 4]->dtype, C, outs[i - 1]);
+    free(st);
+    close_all(v, 5);
+    return rc;
+}
+
+/* Shared by InstanceNormalization (groups = C) and GroupNormalization: statistics per
+ * (n, group) over (C / groups) * S contiguous elements; scale and bias per channel
+ * (per_group false) or per group. */
+static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
+    const AmpBuf *in[3];
+    for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
+    uint64_t N, C, S;
+    AmpCode rc = nchw(k, in[0], &N, &C, &S);
+    if (rc) return rc;
+    if (groups == 0 || C % groups)
+        return amp_red_fail(k, AMP_ERR_INPUT, "%llu channels do not split into %llu groups", (unsigned long long)C,
+                            (unsigned long long)groups);
+    uint64_t plen = per_group ? groups : C;
+    if ((rc = check_vec(k, in[1], plen, "scale")) || (rc = check_vec(k, in[2], plen, "bias"))) return rc;
+    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    const AmpBuf *x = in[0];
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return alloc_fail(k);
+    AmpFv v[3];
+    AmpFo o;
+    if ((rc = open_all(k, in, v, 3))) return rc;
+    if ((rc = amp_fo_open(k, y, &o))) {
+        close_all(v, 3);
+        return rc;
+    }
+    uint64_t cpg = C / groups, len = cpg * S;
+    for (uint64_t n = 0; n < N; n++)
+        for (uint64_t g = 0; g < groups; g++) {
+            uint64_t base = (n * groups + g) * len;
+            double m, var;
+            moments(&v[0], base, len, 1, &m, &var);
+            double is = 1.0 / sqrt(var + eps);
+            for (uint64_t cc = 0; cc < cpg; cc++) {
+                uint64_t p = per_group ? g : g * cpg + cc;
+                double a = amp_fv_get(&v[1], p) * is, b = amp_fv_get(&v[2], p);
+                for (uint64_t j = 0; j < S; j++) {
+                    uint64_t at = base + cc * S + j;
+                    amp_fo_set(&o, at, (amp_fv_get(&v[0], at) - m) * a + b);
+                }
+            }
+        }
+    amp_fo_commit(&o);
+    close_all(v, 3);
+    return AMP_OK;
+}
+
+static AmpCode k_instancenorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    return group_norm(k, (uint64_t)x->dims[1], false);
+}
+
+/* num_groups is required. Opset 18 takes scale/bias per group, opset 21 per channel;
+ * a model whose parameters have the other length (and only that one) is taken as
+ * meaning it, since exporters targeting 18 sometimes emit per-channel parameters. */
+static AmpCode k_groupnorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
+    if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    int64_t g = amp_node_attr_int(k->node, "num_groups", 0);
+    if (g <= 0) return amp_red_fail(k, AMP_ERR_INPUT, "num_groups must be given and positive");
+    uint64_t C = (uint64_t)x->dims[1];
+    bool per_group = k->opset < 21;
+    if (sc && sc->nelem != (per_group ? (uint64_t)g : C) && sc->nelem == (per_group ? C : (uint64_t)g))
+        per_group = !per_group;
+    return group_norm(k, (uint64_t)g, per_group);
+}
+
+/* ---- LpNormalization ------------------------------------------------------------- */
+
+/* y = x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives 0, not NaN. */
+static AmpCode k_lpnorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t a = amp_node_attr_int(k->node, "axis", -1), p = amp_node_attr_int(k->node, "p", 2);
+    int axis;
+    if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    if (p != 1 && p != 2) return amp_red_fail(k, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)p);
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return alloc_fail(k);
+    AmpFv v;
+    AmpFo o;
+    AmpCode rc = amp_fv_open(k, x, &v);
+    if (rc) return rc;
+    if ((rc = amp_fo_open(k, y, &o))) {
+        amp_fv_close(&v);
+        return rc;
+    }
+    uint64_t outer, D, inner;
+    amp_red_split(x, axis, &outer, &D, &inner);
+    for (uint64_t q = 0; q < outer; q++)
+        for (uint64_t i = 0; i < inner; i++) {
+            uint64_t base = q * D * inner + i;
+            double nrm = 0.0;
+            for (uint64_t j = 0; j < D; j++) {
+                double e = amp_fv_get(&v, base + j * inner);
+                nrm += p == 1 ? fabs(e) : e * e;
+            }
+            if (p == 2) nrm = sqrt(nrm);
+            for (uint64_t j = 0; j < D; j++) {
+                uint64_t at = base + j * inner;
+                amp_fo_set(&o, at, nrm > 0.0 ? amp_fv_get(&v, at) / nrm : 0.0);
+            }
+        }
+    amp_fo_commit(&o);
+    amp_fv_close(&v);
+    return AMP_OK;
+}
 
 const AmpCpuKernelEntry amp_cpu_norm_kernels[] = {
+    {AMP_OP_LayerNormalization, k_layernorm},
+    {AMP_OP_BatchNormalization, k_batchnorm},
+    {AMP_OP_InstanceNormalization, k_instancenorm},
+    {AMP_OP_GroupNormalization, k_groupnorm},
+    {AMP_OP_LpNormalization, k_lpnorm},
+    {AMP_OP_Ms_LayerNormalizationGrad, k_ms_layernorm_grad},
     {AMP_OP_UNKNOWN, NULL},
 };

@@ -1,7 +1,202 @@
-/* CPU kernels: ai.onnx.preview.training Adam, Momentum, Adagrad.
- * Placeholder table until the family's kernels are written. */
-#include "kernels.h"
+/* CPU kernels: the ai.onnx.preview.training optimizers Adam, Momentum (standard and
+ * Nesterov) and Adagrad, exactly as the ONNX spec's pseudo code, and com.microsoft
+ * InPlaceAccumulatorV2. Optimizer inputs are R (learning rate, scalar), T (update count,
+ * int64 scalar), then N tensors per group (X..., G..., state...); outputs are the new
+ * X... then the new state, group by group. */
+#include <math.h>
+
+#include "reduce_impl.h"
+
+typedef enum OptKind { OPT_ADAM, OPT_MOMENTUM, OPT_ADAGRAD } OptKind;
+
+/* Attributes of one optimizer node (double, as the spec's arithmetic). */
+typedef struct OptAttrs {
+    double alpha, beta, eps, norm, norm_post, decay;
+    bool nesterov;
+} OptAttrs;
+
+static AmpCode req_float(AmpKernelCtx *k, const char *name, double *out) {
+    const AmpAttr *a = amp_node_attr(k->node, name);
+    if (!a || a->type != AMP_ATTR_FLOAT)
+        return amp_red_fail(k, AMP_ERR_INPUT, "float attribute '%s' is required", name);
+    *out = a->f;
+    return AMP_OK;
+}
+
+static AmpCode opt_attrs(AmpKernelCtx *k, OptKind kind, OptAttrs *a) {
+    memset(a, 0, sizeof *a);
+    const AmpNode *n = k->node;
+    if (kind == OPT_ADAM) {
+        a->alpha = amp_node_attr_float(n, "alpha", 0.9f);
+        a->beta = amp_node_attr_float(n, "beta", 0.999f);
+        a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
+        a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
+        a->norm_post = amp_node_attr_float(n, "norm_coefficient_post", 0.0f);
+        return AMP_OK;
+    }
+    if (kind == OPT_ADAGRAD) {
+        a->decay = amp_node_attr_float(n, "decay_factor", 0.0f);
+        a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
+        a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
+        return AMP_OK;
+    }
+    /* Momentum: every attribute is required. */
+    AmpCode rc = req_float(k, "alpha", &a->alpha);
+    if (!rc) rc = req_float(k, "beta", &a->beta);
+    if (!rc) rc = req_float(k, "norm_coefficient", &a->norm);
+    if (rc) return rc;
+    const char *mode = amp_node_attr_string(n, "mode", NULL);
+    if (!mode) return amp_red_fail(k, AMP_ERR_INPUT, "attribute 'mode' is required");
+    if (strcmp(mode, "nesterov") == 0) a->nesterov = true;
+    else if (strcmp(mode, "standard") != 0)
+        return amp_red_fail(k, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
+    return AMP_OK;
+}
+
+static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* One optimised tensor: in[0] X, in[1] G, in[2..] the state (Momentum V, Adagrad H,
+ * Adam V then H); outputs X_new then the new state, each at its own output index
+ * (-1: not listed). */
+static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, double r, int64_t t,
+                          const AmpBuf *const *in, const int *out_idx) {
+    int n_state = kind == OPT_ADAM ? 2 : 1, n_io = 2 + n_state;
+    for (int j = 0; j < n_io; j++) {
+        if (!in[j]) return amp_red_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
+        if (!amp_red_is_float(in[j]->dtype)) return amp_kernel_bad_dtype(k, in[j]->dtype);
+        if (!same_shape(in[j], in[0]))
+            return amp_red_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
+    }
+    AmpFv v[4];
+    AmpFo o[3];
+    memset(v, 0, sizeof v), memset(o, 0, sizeof o);
+    AmpCode rc = AMP_OK;
+    for (int j = 0; j < 1 + n_state && !rc; j++) {
+        if (out_idx[j] < 0) continue;
+        /* X_new is shaped like X, each state output like its state input */
+        const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
+        AmpBuf *b = k->alloc(k->alloc_ctx, out_idx[j], src->dtype, src->rank, src->dims, k->st);
+        if (!b) rc = k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+        else rc = amp_fo_open(k, b, &o[j]);
+    }
+    for (int j = 0; j < n_io && !rc; j++) rc = amp_fv_open(k, in[j], &v[j]);
+    if (!rc) {
+        /* Adam's bias-corrected learning rate; Adagrad's decayed one */
+        double ra = r;
+        if (kind == OPT_ADAM && t > 0) ra = r * sqrt(1.0 - pow(a->beta, (double)t)) / (1.0 - pow(a->alpha, (double)t));
+        if (kind == OPT_ADAGRAD) ra = r / (1.0 + (double)t * a->decay);
+        double beta_adj = t > 0 ? a->beta : 1.0; /* Momentum: gradient coefficient 1 at first */
+        for (uint64_t i = 0; i < in[0]->nelem; i++) {
+            double x = amp_fv_get(&v[0], i), g = a->norm * x + amp_fv_get(&v[1], i);
+            double s1 = amp_fv_get(&v[2], i), xn, n1, n2 = 0.0;
+            if (kind == OPT_ADAM) {
+                n1 = a->alpha * s1 + (1.0 - a->alpha) * g;
+                n2 = a->beta * amp_fv_get(&v[3], i) + (1.0 - a->beta) * g * g;
+                xn = (1.0 - a->norm_post) * (x - ra * (n1 / (sqrt(n2) + a->eps)));
+            } else if (kind == OPT_MOMENTUM) {
+                n1 = a->alpha * s1 + beta_adj * g;
+                xn = a->nesterov ? x - r * (g + a->alpha * n1) : x - r * n1;
+            } else {
+                n1 = s1 + g * g;
+                xn = x - ra * g / (sqrt(n1) + a->eps);
+            }
+            if (out_idx[0] >= 0) amp_fo_set(&o[0], i, xn);
+            if (out_idx[1] >= 0) amp_fo_set(&o[1], i, n1);
+            if (kind == OPT_ADAM && out_idx[2] >= 0) amp_fo_set(&o[2], i, n2);
+        }
+    }
+    for (int j = 0; j < 3; j++) {
+        if (!rc) amp_fo_commit(&o[j]);
+        else amp_fo_discard(&o[j]);
+    }
+    for (int j = 0; j < 4; j++) amp_fv_close(&v[j]);
+    return rc;
+}
+
+static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
+    int groups = kind == OPT_ADAM ? 4 : 3;
+    int tensors = k->n_in - 2;
+    if (tensors <= 0 || tensors % groups)
+        return amp_red_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs", groups,
+                            k->n_in);
+    int N = tensors / groups;
+    if (k->n_out > (groups - 1) * N)
+        return amp_red_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, N);
+    const AmpBuf *R = k->in[0], *T = k->in[1];
+    if (!R || !amp_red_is_float(R->dtype) || R->nelem != 1)
+        return amp_red_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
+    if (!T || !amp_red_is_int(T->dtype) || T->nelem != 1)
+        return amp_red_fail(k, AMP_ERR_INPUT, "T must be an integer scalar");
+    OptAttrs a;
+    AmpCode rc = opt_attrs(k, kind, &a);
+    if (rc) return rc;
+    AmpFv vr;
+    if ((rc = amp_fv_open(k, R, &vr))) return rc;
+    double r = amp_fv_get(&vr, 0);
+    amp_fv_close(&vr);
+    int64_t t = amp_buf_get_i64(T, 0);
+    for (int i = 0; i < N && !rc; i++) {
+        const AmpBuf *in[4] = {NULL, NULL, NULL, NULL};
+        int out_idx[3] = {-1, -1, -1};
+        for (int g = 0; g < groups; g++) in[g] = k->in[2 + g * N + i];
+        for (int g = 0; g < groups - 1; g++)
+            if (g * N + i < k->n_out) out_idx[g] = g * N + i;
+        rc = opt_tensor(k, kind, &a, r, t, in, out_idx);
+    }
+    return rc;
+}
+
+/* com.microsoft InPlaceAccumulatorV2 (buffer, value, overwrite?) -> (updated bool [1],
+ * buffer_out): buffer_out = overwrite ? value : buffer + value, in the buffer's type (the
+ * value may be 16-bit gradients summed into a float32 buffer). */
+static AmpCode k_ms_accumulator(AmpKernelCtx *k) {
+    const AmpBuf *buf = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *val = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *ow = k->n_in > 2 ? k->in[2] : NULL;
+    if (!buf || !val) return amp_red_fail(k, AMP_ERR_INPUT, "buffer and value are required");
+    if (!amp_red_is_float(buf->dtype)) return amp_kernel_bad_dtype(k, buf->dtype);
+    if (!amp_red_is_float(val->dtype)) return amp_kernel_bad_dtype(k, val->dtype);
+    if (!same_shape(buf, val)) return amp_red_fail(k, AMP_ERR_INPUT, "buffer and value must have the same shape");
+    if (ow && (ow->nelem != 1 || !(amp_red_is_int(ow->dtype) || ow->dtype == AMP_DT_BOOL)))
+        return amp_red_fail(k, AMP_ERR_INPUT, "overwrite_flag must be one boolean");
+    bool overwrite = ow && amp_buf_get_i64(ow, 0) != 0;
+    int64_t one = 1;
+    AmpBuf *flag = k->alloc(k->alloc_ctx, 0, AMP_DT_BOOL, 1, &one, k->st);
+    if (!flag) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    ((uint8_t *)flag->data)[0] = 1;
+    if (k->n_out < 2) return AMP_OK;
+    AmpBuf *out = k->alloc(k->alloc_ctx, 1, buf->dtype, buf->rank, buf->dims, k->st);
+    if (!out) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpFv vb, vv;
+    AmpFo o;
+    AmpCode rc = amp_fv_open(k, buf, &vb);
+    if (rc) return rc;
+    if ((rc = amp_fv_open(k, val, &vv))) {
+        amp_fv_close(&vb);
+        return rc;
+    }
+    if (!(rc = amp_fo_open(k, out, &o))) {
+        for (uint64_t i = 0; i < buf->nelem; i++)
+            amp_fo_set(&o, i, overwrite ? amp_fv_get(&vv, i) : amp_fv_get(&vb, i) + amp_fv_get(&vv, i));
+        amp_fo_commit(&o);
+    }
+    amp_fv_close(&vb), amp_fv_close(&vv);
+    return rc;
+}
+
+static AmpCode k_adam(AmpKernelCtx *k) { return opt_run(k, OPT_ADAM); }
+static AmpCode k_momentum(AmpKernelCtx *k) { return opt_run(k, OPT_MOMENTUM); }
+static AmpCode k_adagrad(AmpKernelCtx *k) { return opt_run(k, OPT_ADAGRAD); }
 
 const AmpCpuKernelEntry amp_cpu_train_kernels[] = {
+    {AMP_OP_Adam, k_adam},
+    {AMP_OP_Momentum, k_momentum},
+    {AMP_OP_Adagrad, k_adagrad},
+    {AMP_OP_Ms_InPlaceAccumulatorV2, k_ms_accumulator},
     {AMP_OP_UNKNOWN, NULL},
 };

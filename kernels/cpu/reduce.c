@@ -1,7 +1,524 @@
-/* CPU kernels: reductions, Softmax, LogSoftmax, losses.
- * Placeholder table until the family's kernels are written. */
-#include "kernels.h"
+/* CPU kernels: the Reduce* ops, ArgMax/ArgMin, CumSum and TopK, and the family's table
+ * (which also lists Softmax/LogSoftmax from softmax.c and the losses from loss.c).
+ * Float data is accumulated in double and rounded once on store; integers in int64. */
+#include <math.h>
+
+#include "reduce_impl.h"
+
+typedef enum RedKind {
+    RED_SUM,
+    RED_MEAN,
+    RED_MAX,
+    RED_MIN,
+    RED_PROD,
+    RED_SUMSQ,
+    RED_L1,
+    RED_L2,
+    RED_LOGSUM,
+    RED_LOGSUMEXP
+} RedKind;
+
+/* ---- integer storage ------------------------------------------------------------ */
+
+static void store_i64(AmpBuf *b, uint64_t i, int64_t v) {
+    switch (b->dtype) {
+    case AMP_DT_INT64: ((int64_t *)b->data)[i] = v; break;
+    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)v; break;
+    case AMP_DT_INT16: ((int16_t *)b->data)[i] = (int16_t)v; break;
+    case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)v; break;
+    case AMP_DT_UINT64: ((uint64_t *)b->data)[i] = (uint64_t)v; break;
+    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
+    case AMP_DT_UINT16: ((uint16_t *)b->data)[i] = (uint16_t)v; break;
+    case AMP_DT_UINT8: ((uint8_t *)b->data)[i] = (uint8_t)v; break;
+    case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+/* The smallest and largest values of an integer type up to int64 (the identities of
+ * max and min over an empty set). */
+static void int_range(int dtype, int64_t *lo, int64_t *hi) {
+    switch (dtype) {
+    case AMP_DT_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case AMP_DT_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+    case AMP_DT_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case AMP_DT_UINT8: *lo = 0, *hi = UINT8_MAX; break;
+    case AMP_DT_UINT16: *lo = 0, *hi = UINT16_MAX; break;
+    case AMP_DT_UINT32: *lo = 0, *hi = UINT32_MAX; break;
+    case AMP_DT_BOOL: *lo = 0, *hi = 1; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+    }
+}
+
+/* Integer types whose int64 reading orders correctly (uint64 only wraps right for sums). */
+static bool int_ordered(int dtype) {
+    return amp_red_is_int(dtype) && dtype != AMP_DT_UINT64;
+}
+
+static AmpCode alloc_fail(AmpKernelCtx *k) {
+    return k->st && k->st->code ? k->st->code : amp_red_fail(k, AMP_ERR_INTERNAL, "output allocation failed");
+}
+
+/* ---- Reduce* --------------------------------------------------------------------- */
+
+/* The reduced axes: the `axes` input (ReduceSum since opset 13, the others since 18)
+ * or attribute. No axes reduce everything, or nothing with noop_with_empty_axes (then
+ * each output is its one element, transformed: ReduceSumSquare squares, and so on). */
+static AmpCode reduce_mask(AmpKernelCtx *k, int rank, bool *mask) {
+    int64_t axes[AMP_MAX_RANK];
+    size_t n = 0;
+    const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
+    if (ax) {
+        if (!amp_red_is_int(ax->dtype))
+            return amp_red_fail(k, AMP_ERR_INPUT, "axes must be an integer tensor, not %s", amp_dtype_name(ax->dtype));
+        if (ax->rank > 1) return amp_red_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
+        if (ax->nelem > (uint64_t)rank)
+            return amp_red_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d", (unsigned long long)ax->nelem, rank);
+        for (uint64_t i = 0; i < ax->nelem; i++) axes[n++] = amp_buf_get_i64(ax, i);
+    } else {
+        const AmpAttr *a = amp_node_attr(k->node, "axes");
+        if (a && a->type == AMP_ATTR_INTS && a->n_ints) {
+            if (a->n_ints > (size_t)rank)
+                return amp_red_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", a->n_ints, rank);
+            for (size_t i = 0; i < a->n_ints; i++) axes[n++] = a->ints[i];
+        }
+    }
+    if (n == 0) {
+        bool noop = amp_node_attr_int(k->node, "noop_with_empty_axes", 0) != 0;
+        for (int d = 0; d < rank; d++) mask[d] = !noop;
+        return AMP_OK;
+    }
+    for (int d = 0; d < rank; d++) mask[d] = false;
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        if (!amp_norm_axis(axes[i], rank, &d))
+            return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
+        if (mask[d]) return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
+        mask[d] = true;
+    }
+    return AMP_OK;
+}
+
+/* Walks the input in storage order, tracking the offset of the output element each
+ * input element reduces into (ostr: output strides, 0 along reduced axes). */
+typedef struct RedIter {
+    int rank;
+    const int64_t *dims, *ostr;
+    int64_t idx[AMP_MAX_RANK];
+    int64_t off;
+} RedIter;
+
+static void iter_next(RedIter *it) {
+    for (int d = it->rank - 1; d >= 0; d--) {
+        it->off += it->ostr[d];
+        if (++it->idx[d] < it->dims[d]) return;
+        it->off -= it->ostr[d] * it->dims[d];
+        it->idx[d] = 0;
+    }
+}
+
+static void iter_init(RedIter *it, const AmpBuf *x, const int64_t *ostr) {
+    memset(it, 0, sizeof *it);
+    it->rank = x->rank;
+    it->dims = x->dims;
+    it->ostr = ostr;
+}
+
+/* Float data: accumulators in double, one per output element. */
+static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const int64_t *ostr, uint64_t n_red,
+                            AmpBuf *y) {
+    AmpFv v;
+    AmpFo o;
+    AmpCode rc = amp_fv_open(k, x, &v);
+    if (rc) return rc;
+    if ((rc = amp_fo_open(k, y, &o))) {
+        amp_fv_close(&v);
+        return rc;
+    }
+    uint64_t n_out = y->nelem ? y->nelem : 1;
+    double *acc = malloc(n_out * sizeof *acc);
+    double *mx = kind == RED_LOGSUMEXP ? malloc(n_out * sizeof *mx) : NULL;
+    if (!acc || (kind == RED_LOGSUMEXP && !mx)) {
+        free(acc), free(mx), amp_fv_close(&v), amp_fo_discard(&o);
+        return amp_red_oom(k);
+    }
+    double init = kind == RED_PROD ? 1.0 : kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY : 0.0;
+    for (uint64_t j = 0; j < y->nelem; j++) acc[j] = init;
+    RedIter it;
+    if (mx) { /* log-sum-exp subtracts each output's max first, so exp never overflows */
+        for (uint64_t j = 0; j < y->nelem; j++) mx[j] = -INFINITY;
+        iter_init(&it, x, ostr);
+        for (uint64_t i = 0; i < x->nelem; i++, iter_next(&it)) {
+            double a = amp_fv_get(&v, i);
+            double *m = &mx[it.off];
+            if (!isnan(*m) && (isnan(a) || a > *m)) *m = a;
+        }
+    }
+    iter_init(&it, x, ostr);
+    for (uint64_t i = 0; i < x->nelem; i++, iter_next(&it)) {
+        double a = amp_fv_get(&v, i);
+        double *s = &acc[it.off];
+        switch (kind) {
+        case RED_SUM:
+        case RED_MEAN:
+        case RED_LOGSUM: *s += a; break;
+        case RED_SUMSQ:
+        case RED_L2: *s += a * a; break;
+        case RED_L1: *s += fabs(a); break;
+        case RED_PROD: *s *= a; break;
+        case RED_MAX: /* NaN propagates, as in numpy */
+            if (!isnan(*s) && (isnan(a) || a > *s)) *s = a;
+            break;
+        case RED_MIN:
+            if (!isnan(*s) && (isnan(a) || a < *s)) *s = a;
+            break;
+        case RED_LOGSUMEXP: *s += isinf(mx[it.off]) ? 0.0 : exp(a - mx[it.off]); break;
+        }
+    }
+    for (uint64_t j = 0; j < y->nelem; j++) {
+        double r = acc[j];
+        switch (kind) {
+        case RED_MEAN: r = r / (double)n_red; break; /* NaN for an empty set */
+        case RED_L2: r = sqrt(r); break;
+        case RED_LOGSUM: r = log(r); break;
+        case RED_LOGSUMEXP: r = isinf(mx[j]) || isnan(mx[j]) ? mx[j] : mx[j] + log(r); break;
+        default: break;
+        }
+        amp_fo_set(&o, j, r);
+    }
+    amp_fo_commit(&o);
+    amp_fv_close(&v);
+    free(acc), free(mx);
+    return AMP_OK;
+}
+
+/* Integer data: int64 accumulators with wrap-around (unsigned arithmetic, no UB). */
+static AmpCode reduce_int(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const int64_t *ostr, uint64_t n_red,
+                          AmpBuf *y) {
+    uint64_t n_out = y->nelem ? y->nelem : 1;
+    int64_t *acc = malloc(n_out * sizeof *acc);
+    if (!acc) return amp_red_oom(k);
+    int64_t lo, hi;
+    int_range(x->dtype, &lo, &hi);
+    int64_t init = kind == RED_PROD ? 1 : kind == RED_MAX ? lo : kind == RED_MIN ? hi : 0;
+    for (uint64_t j = 0; j < y->nelem; j++) acc[j] = init;
+    RedIter it;
+    iter_init(&it, x, ostr);
+    for (uint64_t i = 0; i < x->nelem; i++, iter_next(&it)) {
+        int64_t a = amp_buf_get_i64(x, i);
+        int64_t *s = &acc[it.off];
+        switch (kind) {
+        case RED_SUM:
+        case RED_MEAN: *s = (int64_t)((uint64_t)*s + (uint64_t)a); break;
+        case RED_SUMSQ: *s = (int64_t)((uint64_t)*s + (uint64_t)a * (uint64_t)a); break;
+        case RED_L1: *s = (int64_t)((uint64_t)*s + (a < 0 ? 0 - (uint64_t)a : (uint64_t)a)); break;
+        case RED_PROD: *s = (int64_t)((uint64_t)*s * (uint64_t)a); break;
+        case RED_MAX:
+            if (a > *s) *s = a;
+            break;
+        case RED_MIN:
+            if (a < *s) *s = a;
+            break;
+        default: break;
+        }
+    }
+    for (uint64_t j = 0; j < y->nelem; j++) {
+        int64_t r = acc[j];
+        if (kind == RED_MEAN) r = n_red ? r / (int64_t)n_red : 0; /* truncates, like a cast of the mean */
+        store_i64(y, j, r);
+    }
+    free(acc);
+    return AMP_OK;
+}
+
+static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    bool is_float = amp_red_is_float(x->dtype);
+    bool int_ok = kind == RED_MAX || kind == RED_MIN ? int_ordered(x->dtype) || x->dtype == AMP_DT_BOOL
+                  : kind == RED_L2 || kind == RED_LOGSUM || kind == RED_LOGSUMEXP
+                      ? false
+                      : int_ordered(x->dtype) ||
+                            (x->dtype == AMP_DT_UINT64 && (kind == RED_SUM || kind == RED_PROD || kind == RED_SUMSQ));
+    if (!is_float && !int_ok) return amp_kernel_bad_dtype(k, x->dtype);
+    bool mask[AMP_MAX_RANK];
+    AmpCode rc = reduce_mask(k, x->rank, mask);
+    if (rc) return rc;
+    bool keep = amp_node_attr_int(k->node, "keepdims", 1) != 0;
+    int ro = 0;
+    int64_t od[AMP_MAX_RANK], ostr[AMP_MAX_RANK], s = 1;
+    uint64_t n_red = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (!mask[d]) od[ro++] = x->dims[d];
+        else if (keep) od[ro++] = 1;
+        if (mask[d]) n_red *= (uint64_t)x->dims[d];
+    }
+    for (int d = x->rank - 1; d >= 0; d--) {
+        ostr[d] = mask[d] ? 0 : s;
+        if (!mask[d]) s *= x->dims[d];
+    }
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, ro, od, k->st);
+    if (!y) return alloc_fail(k);
+    return is_float ? reduce_float(k, kind, x, ostr, n_red, y) : reduce_int(k, kind, x, ostr, n_red, y);
+}
+
+static AmpCode k_reduce_sum(AmpKernelCtx *k) { return reduce_run(k, RED_SUM); }
+static AmpCode k_reduce_mean(AmpKernelCtx *k) { return reduce_run(k, RED_MEAN); }
+static AmpCode k_reduce_max(AmpKernelCtx *k) { return reduce_run(k, RED_MAX); }
+static AmpCode k_reduce_min(AmpKernelCtx *k) { return reduce_run(k, RED_MIN); }
+static AmpCode k_reduce_prod(AmpKernelCtx *k) { return reduce_run(k, RED_PROD); }
+static AmpCode k_reduce_sumsq(AmpKernelCtx *k) { return reduce_run(k, RED_SUMSQ); }
+static AmpCode k_reduce_l1(AmpKernelCtx *k) { return reduce_run(k, RED_L1); }
+static AmpCode k_reduce_l2(AmpKernelCtx *k) { return reduce_run(k, RED_L2); }
+static AmpCode k_reduce_logsum(AmpKernelCtx *k) { return reduce_run(k, RED_LOGSUM); }
+static AmpCode k_reduce_logsumexp(AmpKernelCtx *k) { return reduce_run(k, RED_LOGSUMEXP); }
+
+/* ---- ArgMax / ArgMin ------------------------------------------------------------- */
+
+/* Whether a candidate replaces the best so far. NaN wins (numpy's rule), the first one
+ * unless select_last_index. */
+static bool arg_take_f(double a, double best, bool is_max, bool last) {
+    if (isnan(best)) return last && isnan(a);
+    if (isnan(a)) return true;
+    return is_max ? (a > best || (last && a == best)) : (a < best || (last && a == best));
+}
+
+static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    bool is_float = amp_red_is_float(x->dtype);
+    if (!is_float && !int_ordered(x->dtype) && x->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t axis_attr = amp_node_attr_int(k->node, "axis", 0);
+    int axis;
+    if (!amp_norm_axis(axis_attr, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
+    if (x->dims[axis] == 0) return amp_red_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
+    bool keep = amp_node_attr_int(k->node, "keepdims", 1) != 0;
+    bool last = amp_node_attr_int(k->node, "select_last_index", 0) != 0;
+    int ro = 0;
+    int64_t od[AMP_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        if (d != axis) od[ro++] = x->dims[d];
+        else if (keep) od[ro++] = 1;
+    }
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, AMP_DT_INT64, ro, od, k->st);
+    if (!y) return alloc_fail(k);
+    int64_t *out = y->data;
+    uint64_t outer, D, inner;
+    amp_red_split(x, axis, &outer, &D, &inner);
+    AmpFv v = {0};
+    if (is_float) {
+        AmpCode rc = amp_fv_open(k, x, &v);
+        if (rc) return rc;
+    }
+    for (uint64_t o = 0; o < outer; o++)
+        for (uint64_t i = 0; i < inner; i++) {
+            uint64_t base = o * D * inner + i, bi = 0;
+            if (is_float) {
+                double best = amp_fv_get(&v, base);
+                for (uint64_t j = 1; j < D; j++) {
+                    double a = amp_fv_get(&v, base + j * inner);
+                    if (arg_take_f(a, best, is_max, last)) best = a, bi = j;
+                }
+            } else {
+                int64_t best = amp_buf_get_i64(x, base);
+                for (uint64_t j = 1; j < D; j++) {
+                    int64_t a = amp_buf_get_i64(x, base + j * inner);
+                    if (is_max ? (a > best || (last && a == best)) : (a < best || (last && a == best))) best = a, bi = j;
+                }
+            }
+            out[o * inner + i] = (int64_t)bi;
+        }
+    amp_fv_close(&v);
+    return AMP_OK;
+}
+
+static AmpCode k_argmax(AmpKernelCtx *k) { return arg_run(k, true); }
+static AmpCode k_argmin(AmpKernelCtx *k) { return arg_run(k, false); }
+
+/* ---- CumSum ---------------------------------------------------------------------- */
+
+static AmpCode k_cumsum(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
+    if (!x || !ax) return amp_red_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
+    if (!amp_red_is_int(ax->dtype) || ax->nelem != 1 || ax->rank > 1)
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis must be one integer (a 0-D or 1-element tensor)");
+    bool is_float = amp_red_is_float(x->dtype);
+    if (!is_float && !amp_red_is_int(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t a = amp_buf_get_i64(ax, 0);
+    int axis;
+    if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    bool excl = amp_node_attr_int(k->node, "exclusive", 0) != 0;
+    bool rev = amp_node_attr_int(k->node, "reverse", 0) != 0;
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return alloc_fail(k);
+    uint64_t outer, D, inner;
+    amp_red_split(x, axis, &outer, &D, &inner);
+    AmpFv v = {0};
+    AmpFo o = {0};
+    if (is_float) {
+        AmpCode rc = amp_fv_open(k, x, &v);
+        if (!rc && (rc = amp_fo_open(k, y, &o))) amp_fv_close(&v);
+        if (rc) return rc;
+    }
+    for (uint64_t p = 0; p < outer; p++)
+        for (uint64_t i = 0; i < inner; i++) {
+            double fs = 0.0;
+            uint64_t is = 0; /* integer sum, wrapping */
+            for (uint64_t jj = 0; jj < D; jj++) {
+                uint64_t j = rev ? D - 1 - jj : jj;
+                uint64_t at = (p * D + j) * inner + i;
+                if (is_float) {
+                    double e = amp_fv_get(&v, at);
+                    if (!excl) fs += e;
+                    amp_fo_set(&o, at, fs);
+                    if (excl) fs += e;
+                } else {
+                    uint64_t e = (uint64_t)amp_buf_get_i64(x, at);
+                    if (!excl) is += e;
+                    store_i64(y, at, (int64_t)is);
+                    if (excl) is += e;
+                }
+            }
+        }
+    if (is_float) {
+        amp_fo_commit(&o);
+        amp_fv_close(&v);
+    }
+    return AMP_OK;
+}
+
+/* ---- TopK ------------------------------------------------------------------------ */
+
+typedef struct TkItem {
+    double f;    /* float data */
+    int64_t i;   /* integer data */
+    int64_t idx; /* position along the axis */
+} TkItem;
+
+/* A total order on doubles with NaN above everything (so qsort stays consistent). */
+static int f_order(double a, double b) {
+    bool na = isnan(a), nb = isnan(b);
+    if (na || nb) return na && nb ? 0 : na ? 1 : -1;
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* Equal values keep the lower index first (the ONNX rule), in both directions. */
+static int by_idx(const TkItem *a, const TkItem *b) {
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+static int cmp_f_desc(const void *pa, const void *pb) {
+    const TkItem *a = pa, *b = pb;
+    int c = f_order(b->f, a->f);
+    return c ? c : by_idx(a, b);
+}
+static int cmp_f_asc(const void *pa, const void *pb) {
+    const TkItem *a = pa, *b = pb;
+    int c = f_order(a->f, b->f);
+    return c ? c : by_idx(a, b);
+}
+static int cmp_i_desc(const void *pa, const void *pb) {
+    const TkItem *a = pa, *b = pb;
+    return a->i != b->i ? (a->i > b->i ? -1 : 1) : by_idx(a, b);
+}
+static int cmp_i_asc(const void *pa, const void *pb) {
+    const TkItem *a = pa, *b = pb;
+    return a->i != b->i ? (a->i < b->i ? -1 : 1) : by_idx(a, b);
+}
+
+static AmpCode k_topk(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    bool is_float = amp_red_is_float(x->dtype);
+    if (!is_float && !int_ordered(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t K;
+    const AmpBuf *kb = k->n_in > 1 ? k->in[1] : NULL;
+    if (k->opset >= 10 || kb) {
+        if (!kb || !amp_red_is_int(kb->dtype) || kb->nelem != 1 || kb->rank > 1)
+            return amp_red_fail(k, AMP_ERR_INPUT, "K must be a 1-element integer tensor");
+        K = amp_buf_get_i64(kb, 0);
+    } else {
+        K = amp_node_attr_int(k->node, "k", -1);
+    }
+    int64_t axis_attr = amp_node_attr_int(k->node, "axis", -1);
+    int axis;
+    if (!amp_norm_axis(axis_attr, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
+    if (K < 0 || K > x->dims[axis])
+        return amp_red_fail(k, AMP_ERR_INPUT, "K = %lld is outside [0, %lld]", (long long)K, (long long)x->dims[axis]);
+    bool largest = amp_node_attr_int(k->node, "largest", 1) != 0;
+    int64_t od[AMP_MAX_RANK];
+    memcpy(od, x->dims, sizeof od);
+    od[axis] = K;
+    AmpBuf *vals = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, od, k->st);
+    if (!vals) return alloc_fail(k);
+    AmpBuf *idxs = k->n_out > 1 ? k->alloc(k->alloc_ctx, 1, AMP_DT_INT64, x->rank, od, k->st) : NULL;
+    if (k->n_out > 1 && !idxs) return alloc_fail(k);
+    uint64_t outer, D, inner;
+    amp_red_split(x, axis, &outer, &D, &inner);
+    TkItem *items = malloc((D ? D : 1) * sizeof *items);
+    if (!items) return amp_red_oom(k);
+    AmpFv v = {0};
+    AmpFo o = {0};
+    if (is_float) {
+        AmpCode rc = amp_fv_open(k, x, &v);
+        if (!rc && (rc = amp_fo_open(k, vals, &o))) amp_fv_close(&v);
+        if (rc) {
+            free(items);
+            return rc;
+        }
+    }
+    int (*cmp)(const void *, const void *) =
+        is_float ? (largest ? cmp_f_desc : cmp_f_asc) : (largest ? cmp_i_desc : cmp_i_asc);
+    uint64_t uk = (uint64_t)K;
+    for (uint64_t p = 0; p < outer; p++)
+        for (uint64_t i = 0; i < inner; i++) {
+            for (uint64_t j = 0; j < D; j++) {
+                uint64_t at = (p * D + j) * inner + i;
+                items[j].idx = (int64_t)j;
+                if (is_float) items[j].f = amp_fv_get(&v, at);
+                else items[j].i = amp_buf_get_i64(x, at);
+            }
+            if (uk) qsort(items, D, sizeof *items, cmp);
+            for (uint64_t j = 0; j < uk; j++) {
+                uint64_t at = (p * uk + j) * inner + i;
+                if (is_float) amp_fo_set(&o, at, items[j].f);
+                else store_i64(vals, at, items[j].i);
+                if (idxs) ((int64_t *)idxs->data)[at] = items[j].idx;
+            }
+        }
+    if (is_float) {
+        amp_fo_commit(&o);
+        amp_fv_close(&v);
+    }
+    free(items);
+    return AMP_OK;
+}
+
+/* ---- the family's table ---------------------------------------------------------- */
 
 const AmpCpuKernelEntry amp_cpu_reduce_kernels[] = {
+    {AMP_OP_ReduceSum, k_reduce_sum},
+    {AMP_OP_ReduceMean, k_reduce_mean},
+    {AMP_OP_ReduceMax, k_reduce_max},
+    {AMP_OP_ReduceMin, k_reduce_min},
+    {AMP_OP_ReduceProd, k_reduce_prod},
+    {AMP_OP_ReduceSumSquare, k_reduce_sumsq},
+    {AMP_OP_ReduceL1, k_reduce_l1},
+    {AMP_OP_ReduceL2, k_reduce_l2},
+    {AMP_OP_ReduceLogSum, k_reduce_logsum},
+    {AMP_OP_ReduceLogSumExp, k_reduce_logsumexp},
+    {AMP_OP_ArgMax, k_argmax},
+    {AMP_OP_ArgMin, k_argmin},
+    {AMP_OP_CumSum, k_cumsum},
+    {AMP_OP_TopK, k_topk},
+    {AMP_OP_Softmax, amp_cpu_softmax},
+    {AMP_OP_LogSoftmax, amp_cpu_log_softmax},
+    {AMP_OP_Ms_SoftmaxGrad_13, amp_cpu_ms_softmax_grad},
+    {AMP_OP_SoftmaxCrossEntropyLoss, amp_cpu_sce_loss},
+    {AMP_OP_NegativeLogLikelihoodLoss, amp_cpu_nll_loss},
+    {AMP_OP_Ms_SoftmaxCrossEntropyLossGrad, amp_cpu_ms_sce_loss_grad},
     {AMP_OP_UNKNOWN, NULL},
 };

@@ -1,7 +1,468 @@
-/* CPU kernels: Cast, Constant, ConstantOfShape, Shape, Range, OneHot, Identity.
- * Placeholder table until the family's kernels are written. */
-#include "kernels.h"
+/* CPU kernels that make or retype tensors: Cast, CastLike, Constant, ConstantOfShape,
+ * Shape, Size, Range, OneHot, NonZero; and the family's cast engine (amp_sh_convert),
+ * which Pad and the rest share: every numeric dtype to every other, 16-bit floats
+ * rounded to nearest even (directly from double, without double rounding). */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "shape_impl.h"
+
+/* ---- the cast engine ------------------------------------------------------------------ */
+
+/* One element in a form that holds every source value exactly. */
+typedef enum { V_FLOAT, V_INT, V_UINT } ValKind;
+typedef struct Val {
+    ValKind kind;
+    double f;   /* V_FLOAT: float, double, float16, bfloat16 */
+    int64_t i;  /* V_INT: signed integers */
+    uint64_t u; /* V_UINT: unsigned integers, bool */
+} Val;
+
+bool amp_sh_convertible(int dt) {
+    switch (dt) {
+    case AMP_DT_FLOAT:
+    case AMP_DT_DOUBLE:
+    case AMP_DT_FLOAT16:
+    case AMP_DT_BFLOAT16:
+    case AMP_DT_BOOL:
+    case AMP_DT_INT8:
+    case AMP_DT_INT16:
+    case AMP_DT_INT32:
+    case AMP_DT_INT64:
+    case AMP_DT_UINT8:
+    case AMP_DT_UINT16:
+    case AMP_DT_UINT32:
+    case AMP_DT_UINT64: return true;
+    default: return false;
+    }
+}
+
+static Val load(int dt, const void *p, uint64_t i) {
+    Val v = {V_FLOAT, 0, 0, 0};
+    switch (dt) {
+    case AMP_DT_FLOAT: v.f = ((const float *)p)[i]; break;
+    case AMP_DT_DOUBLE: v.f = ((const double *)p)[i]; break;
+    case AMP_DT_FLOAT16: v.f = amp_f16_to_f32(((const uint16_t *)p)[i]); break;
+    case AMP_DT_BFLOAT16: v.f = amp_bf16_to_f32(((const uint16_t *)p)[i]); break;
+    case AMP_DT_INT8: v.kind = V_INT, v.i = ((const int8_t *)p)[i]; break;
+    case AMP_DT_INT16: v.kind = V_INT, v.i = ((const int16_t *)p)[i]; break;
+    case AMP_DT_INT32: v.kind = V_INT, v.i = ((const int32_t *)p)[i]; break;
+    case AMP_DT_INT64: v.kind = V_INT, v.i = ((const int64_t *)p)[i]; break;
+    case AMP_DT_UINT8: v.kind = V_UINT, v.u = ((const uint8_t *)p)[i]; break;
+    case AMP_DT_BOOL: v.kind = V_UINT, v.u = ((const uint8_t *)p)[i] != 0; break;
+    case AMP_DT_UINT16: v.kind = V_UINT, v.u = ((const uint16_t *)p)[i]; break;
+    case AMP_DT_UINT32: v.kind = V_UINT, v.u = ((const uint32_t *)p)[i]; break;
+    case AMP_DT_UINT64: v.kind = V_UINT, v.u = ((const uint64_t *)p)[i]; break;
+    default: break;
+    }
+    return v;
+}
+
+/* d rounded to float with round-to-odd: a later rounding of the result to fewer than 24
+ * bits (float16, bfloat16) then equals rounding d directly. */
+static float to_odd_float(double d) {
+    float f = (float)d;
+    if (isnan(d) || isinf(d) || (double)f == d) return f;
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f); /* truncate toward zero */
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= 1;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static double as_double(const Val *v) {
+    return v->kind == V_FLOAT ? v->f : v->kind == V_INT ? (double)v->i : (double)v->u;
+}
+
+/* The integer a value becomes: floats truncate toward zero (NaN -> 0, saturating at
+ * the 64-bit limits); the caller narrows it modulo 2^bits like numpy's astype. */
+static uint64_t as_bits64(const Val *v) {
+    if (v->kind == V_INT) return (uint64_t)v->i;
+    if (v->kind == V_UINT) return v->u;
+    double t = trunc(v->f);
+    if (isnan(t)) return 0;
+    if (t >= 18446744073709551616.0) return UINT64_MAX;
+    if (t >= 9223372036854775808.0) return (uint64_t)t;
+    if (t < -9223372036854775808.0) return (uint64_t)INT64_MIN;
+    return (uint64_t)(int64_t)t;
+}
+
+static void store(int dt, void *p, uint64_t i, const Val *v) {
+    switch (dt) {
+    case AMP_DT_FLOAT:
+        ((float *)p)[i] = v->kind == V_FLOAT ? (float)v->f : v->kind == V_INT ? (float)v->i : (float)v->u;
+        break;
+    case AMP_DT_DOUBLE: ((double *)p)[i] = as_double(v); break;
+    case AMP_DT_FLOAT16: ((uint16_t *)p)[i] = amp_f32_to_f16(to_odd_float(as_double(v))); break;
+    case AMP_DT_BFLOAT16: ((uint16_t *)p)[i] = amp_f32_to_bf16(to_odd_float(as_double(v))); break;
+    case AMP_DT_BOOL:
+        ((uint8_t *)p)[i] = v->kind == V_FLOAT ? v->f != 0 : v->kind == V_INT ? v->i != 0 : v->u != 0;
+        break;
+    case AMP_DT_INT8: ((int8_t *)p)[i] = (int8_t)as_bits64(v); break;
+    case AMP_DT_INT16: ((int16_t *)p)[i] = (int16_t)as_bits64(v); break;
+    case AMP_DT_INT32: ((int32_t *)p)[i] = (int32_t)as_bits64(v); break;
+    case AMP_DT_INT64: ((int64_t *)p)[i] = (int64_t)as_bits64(v); break;
+    case AMP_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)as_bits64(v); break;
+    case AMP_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)as_bits64(v); break;
+    case AMP_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)as_bits64(v); break;
+    case AMP_DT_UINT64: ((uint64_t *)p)[i] = as_bits64(v); break;
+    default: break;
+    }
+}
+
+AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int ddt, uint64_t n) {
+    if (!amp_sh_convertible(sdt)) return amp_kernel_bad_dtype(k, sdt);
+    if (!amp_sh_convertible(ddt)) return amp_kernel_bad_dtype(k, ddt);
+    if (n == 0) return AMP_OK;
+    if (sdt == ddt) {
+        memcpy(dst, src, (size_t)n * (amp_dtype_bits(sdt) / 8));
+        return AMP_OK;
+    }
+    /* The common float paths in bulk. */
+    if (sdt == AMP_DT_FLOAT && ddt == AMP_DT_FLOAT16) amp_f32_to_f16_n(dst, src, (size_t)n);
+    else if (sdt == AMP_DT_FLOAT && ddt == AMP_DT_BFLOAT16) amp_f32_to_bf16_n(dst, src, (size_t)n);
+    else if (sdt == AMP_DT_FLOAT16 && ddt == AMP_DT_FLOAT) amp_f16_to_f32_n(dst, src, (size_t)n);
+    else if (sdt == AMP_DT_BFLOAT16 && ddt == AMP_DT_FLOAT) amp_bf16_to_f32_n(dst, src, (size_t)n);
+    else
+        for (uint64_t i = 0; i < n; i++) {
+            Val v = load(sdt, src, i);
+            store(ddt, dst, i, &v);
+        }
+    return AMP_OK;
+}
+
+/* ---- Cast, CastLike --------------------------------------------------------------------- */
+
+static const AmpBuf *input(AmpKernelCtx *k, int i, const char *what) {
+    if (i < k->n_in && k->in[i]) return k->in[i];
+    amp_sh_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
+    return NULL;
+}
+
+static AmpCode cast_to(AmpKernelCtx *k, const AmpBuf *x, int to) {
+    if (to == x->dtype && to != AMP_DT_STRING && amp_dtype_bits(to)) {
+        AmpBuf *y = amp_sh_alloc(k, 0, to, x->rank, x->dims);
+        if (!y) return k->st->code;
+        size_t bytes = amp_buf_bytes(x);
+        if (bytes) memcpy(y->data, x->data, bytes);
+        return AMP_OK;
+    }
+    if (!amp_sh_convertible(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (!amp_sh_convertible(to)) return amp_kernel_bad_dtype(k, to);
+    AmpBuf *y = amp_sh_alloc(k, 0, to, x->rank, x->dims);
+    if (!y) return k->st->code;
+    return amp_sh_convert(k, x->data, x->dtype, y->data, to, x->nelem);
+}
+
+static AmpCode k_cast(AmpKernelCtx *k) {
+    const AmpBuf *x = input(k, 0, "input");
+    if (!x) return k->st->code;
+    const AmpAttr *a = amp_node_attr(k->node, "to");
+    if (!a) return amp_sh_fail(k, AMP_ERR_INPUT, "no 'to' attribute");
+    int to;
+    if (a->type == AMP_ATTR_STRING) { /* Cast-1: a TensorProto type name ("FLOAT") */
+        char name[32] = "";
+        size_t n = a->s.len < sizeof name - 1 ? a->s.len : sizeof name - 1;
+        for (size_t i = 0; i < n; i++) name[i] = (char)tolower(a->s.data[i]);
+        name[n] = '\0';
+        to = amp_dtype_from_name(name);
+        if (to < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown type '%s'", name);
+    } else {
+        if (a->i <= AMP_DT_UNDEFINED || a->i >= AMP_DT__COUNT)
+            return amp_sh_fail(k, AMP_ERR_INPUT, "'to' is %lld, not a data type", (long long)a->i);
+        to = (int)a->i;
+    }
+    return cast_to(k, x, to);
+}
+
+static AmpCode k_cast_like(AmpKernelCtx *k) {
+    const AmpBuf *x = input(k, 0, "input"), *t = x ? input(k, 1, "target_type") : NULL;
+    return t ? cast_to(k, x, t->dtype) : k->st->code;
+}
+
+/* ---- Constant, ConstantOfShape ------------------------------------------------------- */
+
+/* The element bytes of a tensor attribute (at least its expected size). */
+static AmpCode tensor_attr_bytes(AmpKernelCtx *k, AmpTensor *t, AmpBytes *out) {
+    if (amp_dtype_bits(t->dtype) == 0 || amp_dtype_bits(t->dtype) % 8) return amp_kernel_bad_dtype(k, t->dtype);
+    AmpModel *m = k->node->graph ? k->node->graph->model : NULL;
+    if (!m) return amp_sh_fail(k, AMP_ERR_INTERNAL, "node has no model");
+    AmpCode rc = amp_tensor_bytes(m, t, out, k->st);
+    if (rc) return rc;
+    size_t need;
+    if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
+    return AMP_OK;
+}
+
+static AmpCode k_constant(AmpKernelCtx *k) {
+    static const char *const names[] = {"value",       "value_float",  "value_floats",  "value_int",
+                                        "value_ints",  "value_string", "value_strings", "sparse_value"};
+    const AmpAttr *a = NULL;
+    int which = -1, count = 0;
+    for (int i = 0; i < 8; i++) {
+        const AmpAttr *t = amp_node_attr(k->node, names[i]);
+        if (t) a = t, which = i, count++;
+    }
+    if (count != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
+    int64_t n1[1];
+    AmpBuf *y;
+    switch (which) {
+    case 0: {
+        AmpTensor *t = a->t;
+        if (!t) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
+        if (t->ndims > AMP_MAX_RANK)
+            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
+        AmpBytes bytes;
+        AmpCode rc = tensor_attr_bytes(k, t, &bytes);
+        if (rc) return rc;
+        int64_t dims[AMP_MAX_RANK];
+        for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
+        if (!(y = amp_sh_alloc(k, 0, t->dtype, (int)t->ndims, dims))) return k->st->code;
+        if (y->nelem != t->nelem) return amp_sh_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
+        size_t len = amp_buf_bytes(y);
+        if (len) memcpy(y->data, bytes.data, len);
+        return AMP_OK;
+    }
+    case 1:
+        if (!(y = amp_sh_alloc(k, 0, AMP_DT_FLOAT, 0, n1))) return k->st->code;
+        *(float *)y->data = a->f;
+        return AMP_OK;
+    case 2:
+        n1[0] = (int64_t)a->n_floats;
+        if (!(y = amp_sh_alloc(k, 0, AMP_DT_FLOAT, 1, n1))) return k->st->code;
+        if (a->n_floats) memcpy(y->data, a->floats, a->n_floats * sizeof(float));
+        return AMP_OK;
+    case 3:
+        if (!(y = amp_sh_alloc(k, 0, AMP_DT_INT64, 0, n1))) return k->st->code;
+        *(int64_t *)y->data = a->i;
+        return AMP_OK;
+    case 4:
+        n1[0] = (int64_t)a->n_ints;
+        if (!(y = amp_sh_alloc(k, 0, AMP_DT_INT64, 1, n1))) return k->st->code;
+        if (a->n_ints) memcpy(y->data, a->ints, a->n_ints * sizeof(int64_t));
+        return AMP_OK;
+    default: return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", names[which]);
+    }
+}
+
+static AmpCode k_constant_of_shape(AmpKernelCtx *k) {
+    const AmpBuf *s = input(k, 0, "shape");
+    if (!s) return k->st->code;
+    if (s->nelem > AMP_MAX_RANK)
+        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %llu is over %d", (unsigned long long)s->nelem,
+                           AMP_MAX_RANK);
+    int64_t dims[AMP_MAX_RANK];
+    size_t n;
+    AmpCode rc = amp_sh_ints(k, s, "shape", dims, AMP_MAX_RANK, &n);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++)
+        if (dims[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)dims[i]);
+    int dt = AMP_DT_FLOAT;
+    uint8_t zero[16] = {0};
+    const uint8_t *val = zero;
+    const AmpAttr *a = amp_node_attr(k->node, "value");
+    if (a && a->t) {
+        AmpBytes bytes;
+        if ((rc = tensor_attr_bytes(k, a->t, &bytes))) return rc;
+        if (a->t->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' must hold one element");
+        dt = a->t->dtype;
+        val = bytes.data;
+    }
+    size_t es = amp_sh_esize(k, dt);
+    if (!es) return k->st->code;
+    AmpBuf *y = amp_sh_alloc(k, 0, dt, (int)n, dims);
+    if (!y) return k->st->code;
+    size_t total = (size_t)y->nelem * es;
+    if (!total) return AMP_OK;
+    /* Fill by doubling copies of the first element. */
+    memcpy(y->data, val, es);
+    for (size_t done = es; done < total;) {
+        size_t c = done < total - done ? done : total - done;
+        memcpy((char *)y->data + done, y->data, c);
+        done += c;
+    }
+    return AMP_OK;
+}
+
+/* ---- Shape, Size ---------------------------------------------------------------------- */
+
+static AmpCode k_shape(AmpKernelCtx *k) {
+    const AmpBuf *x = input(k, 0, "data");
+    if (!x) return k->st->code;
+    int64_t r = x->rank;
+    int64_t start = amp_node_attr_int(k->node, "start", 0), end = amp_node_attr_int(k->node, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t n = end > start ? end - start : 0;
+    AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 1, &n);
+    if (!y) return k->st->code;
+    for (int64_t i = 0; i < n; i++) ((int64_t *)y->data)[i] = x->dims[start + i];
+    return AMP_OK;
+}
+
+static AmpCode k_size(AmpKernelCtx *k) {
+    const AmpBuf *x = input(k, 0, "data");
+    if (!x) return k->st->code;
+    AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 0, NULL);
+    if (!y) return k->st->code;
+    *(int64_t *)y->data = (int64_t)x->nelem;
+    return AMP_OK;
+}
+
+/* ---- Range ------------------------------------------------------------------------------ */
+
+static AmpCode k_range(AmpKernelCtx *k) {
+    const AmpBuf *b[3];
+    static const char *const what[3] = {"start", "limit", "delta"};
+    for (int i = 0; i < 3; i++) {
+        if (!(b[i] = input(k, i, what[i]))) return k->st->code;
+        if (b[i]->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "%s must hold one element", what[i]);
+        if (b[i]->dtype != b[0]->dtype) return amp_sh_fail(k, AMP_ERR_INPUT, "start, limit and delta differ in type");
+    }
+    int dt = b[0]->dtype;
+    if (!amp_sh_convertible(dt) || dt == AMP_DT_BOOL) return amp_kernel_bad_dtype(k, dt);
+    Val v[3];
+    for (int i = 0; i < 3; i++) v[i] = load(dt, b[i]->data, 0);
+    int64_t n;
+    if (v[0].kind == V_FLOAT) {
+        double s = v[0].f, l = v[1].f, d = v[2].f;
+        if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
+            return amp_sh_fail(k, AMP_ERR_INPUT, "start, limit and delta must be finite and delta non-zero");
+        double c = ceil((l - s) / d);
+        if (!(c < 9.0e15)) return amp_sh_fail(k, AMP_ERR_INPUT, "range is too long");
+        n = c > 0 ? (int64_t)c : 0;
+    } else {
+        /* Integers: counts in unsigned arithmetic so no value pair overflows. */
+        bool sg = v[0].kind == V_INT;
+        uint64_t s = sg ? (uint64_t)v[0].i : v[0].u, l = sg ? (uint64_t)v[1].i : v[1].u;
+        uint64_t d = sg ? (uint64_t)v[2].i : v[2].u;
+        bool neg = sg && v[2].i < 0;
+        if (d == 0) return amp_sh_fail(k, AMP_ERR_INPUT, "delta is 0");
+        bool empty = sg ? (neg ? v[1].i >= v[0].i : v[1].i <= v[0].i) : l <= s;
+        uint64_t c = empty ? 0 : neg ? (s - l - 1) / (0 - d) + 1 : (l - s - 1) / d + 1;
+        if (c > (UINT64_C(1) << 50)) return amp_sh_fail(k, AMP_ERR_INPUT, "range is too long");
+        n = (int64_t)c;
+    }
+    AmpBuf *y = amp_sh_alloc(k, 0, dt, 1, &n);
+    if (!y) return k->st->code;
+    for (int64_t i = 0; i < n; i++) {
+        Val e = v[0];
+        if (e.kind == V_FLOAT) e.f = v[0].f + (double)i * v[2].f;
+        else if (e.kind == V_INT) e.i = (int64_t)((uint64_t)v[0].i + (uint64_t)i * (uint64_t)v[2].i);
+        else e.u = v[0].u + (uint64_t)i * v[2].u;
+        store(dt, y->data, (uint64_t)i, &e);
+    }
+    return AMP_OK;
+}
+
+/* ---- OneHot ----------------------------------------------------------------------------- */
+
+static AmpCode k_one_hot(AmpKernelCtx *k) {
+    const AmpBuf *idx = input(k, 0, "indices"), *db = idx ? input(k, 1, "depth") : NULL;
+    const AmpBuf *vb = db ? input(k, 2, "values") : NULL;
+    if (!vb) return k->st->code;
+    if (!amp_sh_convertible(idx->dtype)) return amp_kernel_bad_dtype(k, idx->dtype);
+    if (!amp_sh_convertible(db->dtype)) return amp_kernel_bad_dtype(k, db->dtype);
+    if (db->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "depth must hold one element");
+    if (vb->nelem != 2) return amp_sh_fail(k, AMP_ERR_INPUT, "values must hold two elements (off, on)");
+    size_t es = amp_sh_esize(k, vb->dtype);
+    if (!es) return k->st->code;
+    Val dv = load(db->dtype, db->data, 0);
+    double depth_d = as_double(&dv);
+    if (!(depth_d >= 1 && depth_d < 9.0e15)) return amp_sh_fail(k, AMP_ERR_INPUT, "depth %g is invalid", depth_d);
+    int64_t depth = (int64_t)depth_d;
+    int r = idx->rank + 1, axis;
+    if (r > AMP_MAX_RANK) return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
+    int64_t a = amp_node_attr_int(k->node, "axis", -1);
+    if (!amp_norm_axis(a, r, &axis))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
+    /* y: indices.shape with depth inserted at axis, viewed as (outer, depth, inner). */
+    int64_t dims[AMP_MAX_RANK];
+    for (int d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : idx->dims[j++];
+    AmpBuf *y = amp_sh_alloc(k, 0, vb->dtype, r, dims);
+    if (!y) return k->st->code;
+    if (!y->nelem) return AMP_OK;
+    int64_t *iv = malloc((idx->nelem ? (size_t)idx->nelem : 1) * sizeof *iv);
+    if (!iv) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = amp_sh_convert(k, idx->data, idx->dtype, iv, AMP_DT_INT64, idx->nelem); /* floats truncate */
+    if (rc) {
+        free(iv);
+        return rc;
+    }
+    const char *off = vb->data, *on = off + es;
+    char *dst = y->data;
+    for (uint64_t i = 0; i < y->nelem; i++) memcpy(dst + i * es, off, es);
+    uint64_t inner = amp_shape_nelem(idx->rank - axis, idx->dims + axis);
+    for (uint64_t j = 0; j < idx->nelem; j++) {
+        int64_t v = iv[j];
+        if (v < 0) v += depth;
+        if (v < 0 || v >= depth) continue; /* out of range: all "off" */
+        uint64_t o = j / inner, i = j % inner;
+        memcpy(dst + ((o * (uint64_t)depth + (uint64_t)v) * inner + i) * es, on, es);
+    }
+    free(iv);
+    return AMP_OK;
+}
+
+/* ---- NonZero ---------------------------------------------------------------------------- */
+
+static AmpCode k_non_zero(AmpKernelCtx *k) {
+    const AmpBuf *x = input(k, 0, "X");
+    if (!x) return k->st->code;
+    int dt = x->dtype;
+    if (dt == AMP_DT_COMPLEX64 || dt == AMP_DT_COMPLEX128) return amp_kernel_bad_dtype(k, dt);
+    size_t es = amp_sh_esize(k, dt);
+    if (!es) return k->st->code;
+    /* An element is non-zero when any byte is, ignoring the sign bit of floats (-0.0 is
+     * zero); the FNUZ float8 types have no negative zero (0x80 is their NaN). */
+    uint8_t top = amp_dtype_is_float(dt) && dt != AMP_DT_FLOAT8E4M3FNUZ && dt != AMP_DT_FLOAT8E5M2FNUZ ? 0x7f : 0xff;
+    const uint8_t *p = x->data;
+    uint64_t nnz = 0;
+    for (uint64_t i = 0; i < x->nelem; i++) {
+        const uint8_t *e = p + i * es;
+        bool nz = (e[es - 1] & top) != 0;
+        for (size_t b = 0; !nz && b + 1 < es; b++) nz = e[b] != 0;
+        nnz += nz;
+    }
+    int r = x->rank ? x->rank : 1; /* a scalar reads as one element of a 1-D tensor */
+    int64_t dims[2] = {r, (int64_t)nnz};
+    AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 2, dims);
+    if (!y) return k->st->code;
+    int64_t *out = y->data; /* (rank, nnz): row d holds the d-th coordinates */
+    int64_t c[AMP_MAX_RANK] = {0};
+    uint64_t col = 0;
+    for (uint64_t i = 0; i < x->nelem; i++) {
+        const uint8_t *e = p + i * es;
+        bool nz = (e[es - 1] & top) != 0;
+        for (size_t b = 0; !nz && b + 1 < es; b++) nz = e[b] != 0;
+        if (nz) {
+            for (int d = 0; d < r; d++) out[(uint64_t)d * nnz + col] = x->rank ? c[d] : 0;
+            col++;
+        }
+        for (int d = x->rank - 1; d >= 0; d--) {
+            if (++c[d] < x->dims[d]) break;
+            c[d] = 0;
+        }
+    }
+    return AMP_OK;
+}
 
 const AmpCpuKernelEntry amp_cpu_tensor_kernels[] = {
+    {AMP_OP_Cast, k_cast},
+    {AMP_OP_CastLike, k_cast_like},
+    {AMP_OP_Constant, k_constant},
+    {AMP_OP_ConstantOfShape, k_constant_of_shape},
+    {AMP_OP_Shape, k_shape},
+    {AMP_OP_Size, k_size},
+    {AMP_OP_Range, k_range},
+    {AMP_OP_OneHot, k_one_hot},
+    {AMP_OP_NonZero, k_non_zero},
     {AMP_OP_UNKNOWN, NULL},
 };

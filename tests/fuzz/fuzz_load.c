@@ -1,7 +1,6 @@
-/* libFuzzer target for the ONNX loader: any byte string must load or fail cleanly; what
- * loads must also save and verify. Built with clang -fsanitize=fuzzer,address,undefined
- * (tests/fuzz/CMakeLists.txt); external data resolves against a scratch folder that holds
- * a real data file and a symlink leading out of it, so those checks get fuzzed too. */
+/* libFuzzer target for the loader: any bytes load or fail cleanly, and what loads saves, reloads
+ * and verifies. External data resolves against a scratch folder holding a real data file and a
+ * symlink leading out of it, so those checks are fuzzed too (built by tests/fuzz/CMakeLists.txt). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

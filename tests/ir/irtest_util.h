@@ -393,6 +393,13 @@ static inline int tu_run(char *const argv[], char **out, char **err) {
     return -1;
 }
 
+/* Kills the calling test with SIGALRM after `seconds` (Criterion reports it as a crash):
+ * hang detection without Criterion's .timeout, which leaks in the runner under ASan when
+ * tests run with --jobs 2 (a 48-byte LeakSanitizer report fails the whole executable). */
+static inline void tu_watchdog(unsigned seconds) {
+    alarm(seconds);
+}
+
 /* Number of '\n'-terminated lines in s (a last line without '\n' counts too). */
 static inline int tu_count_lines(const char *s) {
     if (!s || !*s) return 0;

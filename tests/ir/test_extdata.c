@@ -1,6 +1,5 @@
-/* External tensor data: saving with ALWAYS/AUTO/NEVER, loading back by mmap (the bytes
- * must come from a mapping of the data file, not a copy), saving over the model that is
- * still mapped, models written the way onnx.external_data_helper writes them, and every
+/* External tensor data: ALWAYS/AUTO/NEVER saves, loads that map the data file (not copy it),
+ * saving over a still-mapped model, files as onnx.external_data_helper writes them, and every
  * hostile location/offset/length (outside the folder, symlinks, past the end, FIFOs). */
 #include <criterion/criterion.h>
 
@@ -497,7 +496,8 @@ Test(extdata, missing_file_or_folder) {
     free(dir), free(sub);
 }
 
-Test(extdata, fifo_as_data_file_is_not_a_hang, .timeout = 20) {
+Test(extdata, fifo_as_data_file_is_not_a_hang) {
+    tu_watchdog(20);
     char *dir = tu_mkdtemp();
     char *fifo = tu_path(dir, "pipe.bin");
     cr_assert_eq(mkfifo(fifo, 0600), 0);
@@ -558,7 +558,8 @@ Test(extdata, external_without_location_or_with_inline_data) {
 
 /* ---- over 2 GB (opt-in: writes ~2.2 GB; AMPC_BIG_TESTS=1) ------------------------------- */
 
-Test(extdata, auto_goes_external_over_2gb, .timeout = 600) {
+Test(extdata, auto_goes_external_over_2gb) {
+    tu_watchdog(600);
     const char *big = getenv("AMPC_BIG_TESTS");
     if (!big || strcmp(big, "1") != 0) cr_skip_test("set AMPC_BIG_TESTS=1 to run (writes ~2.2 GB)");
     /* Two 1.1 GB tensors in a sparse data file: mapping costs no memory. */

@@ -87,8 +87,28 @@ static void add_fail(Counts *c, const char *name, const char *why) {
     if (l < sizeof c->fails - 200) snprintf(c->fails + l, sizeof c->fails - l, "\n  %s: %.160s", name, why);
 }
 
+/* The ONNX test data of this era stores bfloat16 tensors as uint16 (the same bits):
+ * read them as the bfloat16 the graph declares. */
+static void retag_bf16(AmpBuf *b, const AmpValue *v) {
+    if (v && b->dtype == AMP_DT_UINT16 && v->type.kind == AMP_TYPE_TENSOR && v->type.dtype == AMP_DT_BFLOAT16)
+        b->dtype = AMP_DT_BFLOAT16;
+}
+
+/* Upstream test data known to be wrong: skipped with the reason, counted apart. */
+static const struct {
+    const char *name, *why;
+} KNOWN_BAD[] = {
+    {"test_adam_multiple", "its expected outputs use epsilon=1e-2 but the model omits the attribute (onnx/onnx#7749)"},
+};
+
 /* Runs one test folder. */
 static void run_case(const char *dir, const char *name, Counts *c, bool verbose) {
+    for (size_t i = 0; i < sizeof KNOWN_BAD / sizeof *KNOWN_BAD; i++)
+        if (strcmp(name, KNOWN_BAD[i].name) == 0) {
+            c->total++;
+            printf("skip %s: known-bad upstream data: %s\n", name, KNOWN_BAD[i].why);
+            return;
+        }
     char path[4096];
     snprintf(path, sizeof path, "%s/model.onnx", dir);
     AmpStatus st = {0};
@@ -146,13 +166,15 @@ static void run_case(const char *dir, const char *name, Counts *c, bool verbose)
             ins[n_in].name = iname;
             if ((rc = amp_buf_from_tensor(m, t, &ins[n_in].buf, &st))) {
                 snprintf(why, sizeof why, "%s", st.msg);
-                ok = false;
+                if (rc == AMP_ERR_UNSUPPORTED) supported = false; /* e.g. string inputs */
+                else ok = false;
                 break;
             }
+            retag_bf16(&ins[n_in].buf, amp_graph_lookup(g, iname));
             n_in++;
         }
         AmpBuf *outs = calloc(g->outputs.n + 1, sizeof *outs);
-        if (ok) {
+        if (ok && supported) {
             amp_status_clear(&st);
             AmpCode rc = amp_exec_run(e, ins, n_in, outs, &st);
             if (rc == AMP_ERR_UNSUPPORTED) {
@@ -173,6 +195,7 @@ static void run_case(const char *dir, const char *name, Counts *c, bool verbose)
                         snprintf(why, sizeof why, "output_%zu.pb: %s", k, st.msg);
                         ok = false;
                     } else {
+                        retag_bf16(&want, g->outputs.items[k].value);
                         char d[400];
                         compare(&outs[k], &want, d, sizeof d);
                         if (d[0]) {

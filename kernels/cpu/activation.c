@@ -1,0 +1,226 @@
+/* CPU kernels: activations (Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Elu, Selu, PRelu,
+ * HardSigmoid, HardSwish, Softsign, Softplus) and the com.microsoft training ops built
+ * on them (SigmoidGrad, TanhGrad, GeluGrad, ReluGrad, BiasGelu). fp32 compute for the
+ * float storage types, double for double; written to not overflow for large |x|. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise_impl.h"
+
+#define INV_SQRT2 0.70710678118654752440
+#define SQRT_2_OVER_PI 0.79788456080286535588
+#define INV_SQRT_2PI 0.39894228040143267794
+#define GELU_C 0.044715
+
+enum { GELU_EXACT = 0, GELU_TANH = 1 };
+
+/* exp of -|x| only, so neither branch overflows. */
+static inline float sigmoid_f(float x) {
+    if (x >= 0) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+static inline double sigmoid_d(double x) {
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/* log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)) */
+static inline float softplus_f(float x) {
+    return (x > 0 ? x : 0.0f) + log1pf(expf(-fabsf(x)));
+}
+static inline double softplus_d(double x) {
+    return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
+}
+
+/* Gelu: x * Phi(x) exactly (erf), or the tanh approximation. */
+static inline float gelu_f(float x, int mode) {
+    if (mode == GELU_TANH)
+        return 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI * (x + (float)GELU_C * x * x * x)));
+    return 0.5f * x * (1.0f + erff(x * (float)INV_SQRT2));
+}
+static inline double gelu_d(double x, int mode) {
+    if (mode == GELU_TANH) return 0.5 * x * (1.0 + tanh(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
+    return 0.5 * x * (1.0 + erf(x * INV_SQRT2));
+}
+
+/* d Gelu / dx: Phi(x) + x phi(x), or the derivative of the tanh form. */
+static inline float gelu_grad_f(float x, int mode) {
+    if (mode == GELU_TANH) {
+        float t = tanhf((float)SQRT_2_OVER_PI * (x + (float)GELU_C * x * x * x));
+        float du = (float)SQRT_2_OVER_PI * (1.0f + 3.0f * (float)GELU_C * x * x);
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+    }
+    return 0.5f * (1.0f + erff(x * (float)INV_SQRT2)) + x * (float)INV_SQRT_2PI * expf(-0.5f * x * x);
+}
+static inline double gelu_grad_d(double x, int mode) {
+    if (mode == GELU_TANH) {
+        double t = tanh(SQRT_2_OVER_PI * (x + GELU_C * x * x * x));
+        double du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_C * x * x);
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
+    }
+    return 0.5 * (1.0 + erf(x * INV_SQRT2)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
+}
+
+static inline float clamp01f(float v) {
+    return v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+}
+static inline double clamp01d(double v) {
+    return v < 0 ? 0.0 : v > 1 ? 1.0 : v;
+}
+
+/* x < 0 (not x <= 0) keeps NaN as NaN and -0 as -0 */
+AMP_EW_DEF_MAP(map_relu, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)
+AMP_EW_DEF_MAP(map_leaky_relu, x < 0 ? p->alpha * x : x, x < 0 ? (double)p->alpha * x : x)
+AMP_EW_DEF_MAP(map_sigmoid, sigmoid_f(x), sigmoid_d(x))
+AMP_EW_DEF_MAP(map_tanh, tanhf(x), tanh(x))
+AMP_EW_DEF_MAP(map_gelu, gelu_f(x, p->mode), gelu_d(x, p->mode))
+AMP_EW_DEF_MAP(map_elu, x < 0 ? p->alpha * expm1f(x) : x, x < 0 ? (double)p->alpha * expm1(x) : x)
+AMP_EW_DEF_MAP(map_selu, x <= 0 ? p->gamma * p->alpha * expm1f(x) : p->gamma * x,
+               x <= 0 ? (double)p->gamma * (double)p->alpha * expm1(x) : (double)p->gamma * x)
+AMP_EW_DEF_MAP(map_hard_sigmoid, clamp01f(p->alpha * x + p->beta), clamp01d((double)p->alpha * x + (double)p->beta))
+AMP_EW_DEF_MAP(map_hard_swish, x * clamp01f(x * (1.0f / 6.0f) + 0.5f), x * clamp01d(x / 6.0 + 0.5))
+AMP_EW_DEF_MAP(map_softsign, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)))
+AMP_EW_DEF_MAP(map_softplus, softplus_f(x), softplus_d(x))
+
+AmpCode amp_ew_relu(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_ew_is_int(x->dtype)) return amp_ew_unary_float(k, map_relu_f, map_relu_d, NULL);
+    /* Opset 14 integer Relu; unsigned values are their own Relu. */
+    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!out) return AMP_ERR_INTERNAL;
+    bool u = amp_ew_is_unsigned(x->dtype);
+    for (uint64_t i = 0; i < x->nelem; i++) {
+        int64_t v = amp_buf_get_i64(x, i);
+        amp_ew_set_i64(out, i, !u && v < 0 ? 0 : v);
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_ew_leaky_relu(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 0.01f)};
+    return amp_ew_unary_float(k, map_leaky_relu_f, map_leaky_relu_d, &p);
+}
+
+AmpCode amp_ew_sigmoid(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_sigmoid_f, map_sigmoid_d, NULL);
+}
+
+AmpCode amp_ew_tanh(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_tanh_f, map_tanh_d, NULL);
+}
+
+/* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
+static AmpCode gelu_mode(AmpKernelCtx *k, int *mode) {
+    const char *s = amp_node_attr_string(k->node, "approximate", "none");
+    if (strcmp(s, "none") == 0) *mode = GELU_EXACT;
+    else if (strcmp(s, "tanh") == 0) *mode = GELU_TANH;
+    else return amp_ew_err(k, AMP_ERR_INPUT, "approximate must be \"none\" or \"tanh\", not \"%.40s\"", s);
+    return AMP_OK;
+}
+
+AmpCode amp_ew_gelu(AmpKernelCtx *k) {
+    AmpEwParams p = {0};
+    AmpCode rc = gelu_mode(k, &p.mode);
+    return rc ? rc : amp_ew_unary_float(k, map_gelu_f, map_gelu_d, &p);
+}
+
+AmpCode amp_ew_elu(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
+    return amp_ew_unary_float(k, map_elu_f, map_elu_d, &p);
+}
+
+AmpCode amp_ew_selu(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.67326319217681884765625f),
+                     .gamma = amp_node_attr_float(k->node, "gamma", 1.05070102214813232421875f)};
+    return amp_ew_unary_float(k, map_selu_f, map_selu_d, &p);
+}
+
+AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 0.2f),
+                     .beta = amp_node_attr_float(k->node, "beta", 0.5f)};
+    return amp_ew_unary_float(k, map_hard_sigmoid_f, map_hard_sigmoid_d, &p);
+}
+
+AmpCode amp_ew_hard_swish(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_hard_swish_f, map_hard_swish_d, NULL);
+}
+
+AmpCode amp_ew_softsign(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_softsign_f, map_softsign_d, NULL);
+}
+
+AmpCode amp_ew_softplus(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_softplus_f, map_softplus_d, NULL);
+}
+
+/* ---- PRelu -------------------------------------------------------------------------- */
+
+AMP_EW_DEF_ROW2(row_prelu, x < 0 ? x * y : x, x < 0 ? x * y : x)
+
+/* The slope broadcasts to X (never the other way): the output has X's shape. Before
+ * opset 7 the slope was one value per channel (axis 1), shape [C] or [1]; such a slope
+ * is lined up with axis 1 here (PyTorch's PReLU exports). */
+AmpCode amp_ew_prelu(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    AmpBuf slope = *k->in[1];
+    if (k->opset < 7 && slope.rank == 1 && x->rank >= 2 && slope.dims[0] == x->dims[1]) {
+        slope.rank = x->rank - 1; /* (C, 1, ..., 1) */
+        for (int i = 1; i < slope.rank; i++) slope.dims[i] = 1;
+    }
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
+    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
+    if (!same) return amp_ew_err(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
+    return amp_ew_binary_float(k, x, &slope, row_prelu_f, row_prelu_d, NULL);
+}
+
+/* ---- com.microsoft gradients: (dY, Y or X) -> dX ------------------------------------- */
+
+AMP_EW_DEF_ROW2(row_sigmoid_grad, x * y * (1.0f - y), x * y * (1.0 - y))
+AMP_EW_DEF_ROW2(row_tanh_grad, x * (1.0f - y * y), x * (1.0 - y * y))
+AMP_EW_DEF_ROW2(row_relu_grad, y > 0 ? x : 0.0f, y > 0 ? x : 0.0)
+AMP_EW_DEF_ROW2(row_gelu_grad, x * gelu_grad_f(y, p->mode), x * gelu_grad_d(y, p->mode))
+AMP_EW_DEF_ROW2(row_bias_gelu, gelu_f(x + y, p->mode), gelu_d(x + y, p->mode))
+
+/* Inputs 0 and 1 through a row, output of input 0's type and the broadcast shape. */
+static AmpCode binary(AmpKernelCtx *k, AmpEwRowF f, AmpEwRowD d, const AmpEwParams *p) {
+    AmpCode rc = amp_ew_need(k, 2);
+    return rc ? rc : amp_ew_binary_float(k, k->in[0], k->in[1], f, d, p);
+}
+
+/* SigmoidGrad(dY, Y) = dY * Y * (1 - Y) */
+AmpCode amp_ew_sigmoid_grad(AmpKernelCtx *k) {
+    return binary(k, row_sigmoid_grad_f, row_sigmoid_grad_d, NULL);
+}
+
+/* TanhGrad(dY, Y) = dY * (1 - Y^2) */
+AmpCode amp_ew_tanh_grad(AmpKernelCtx *k) {
+    return binary(k, row_tanh_grad_f, row_tanh_grad_d, NULL);
+}
+
+/* ReluGrad(dY, X) = dY where X > 0, else 0 */
+AmpCode amp_ew_relu_grad(AmpKernelCtx *k) {
+    return binary(k, row_relu_grad_f, row_relu_grad_d, NULL);
+}
+
+/* GeluGrad(dY, X) = dY * Gelu'(X) */
+AmpCode amp_ew_gelu_grad(AmpKernelCtx *k) {
+    AmpEwParams p = {0};
+    AmpCode rc = gelu_mode(k, &p.mode);
+    return rc ? rc : binary(k, row_gelu_grad_f, row_gelu_grad_d, &p);
+}
+
+/* BiasGelu(A, B) = Gelu(A + B), B a bias over the last axis (any broadcast works) */
+AmpCode amp_ew_bias_gelu(AmpKernelCtx *k) {
+    AmpEwParams p = {0};
+    AmpCode rc = gelu_mode(k, &p.mode);
+    return rc ? rc : binary(k, row_bias_gelu_f, row_bias_gelu_d, &p);
+}

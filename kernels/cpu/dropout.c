@@ -1,0 +1,128 @@
+/* CPU kernel: Dropout. Inference copies X and reports a mask of ones; training (the
+ * executor's training step, or opset 12+'s training_mode input) keeps each element with
+ * probability 1 - ratio, scales the kept ones by 1 / (1 - ratio) and zeroes the rest. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise_impl.h"
+
+/* Which random stream draws the mask:
+ * - in the executor's training step, its state k->rng (xorshift64*), so masks differ
+ *   from step to step and follow the session's seed;
+ * - when the model itself asks for training (training_mode = true) and gives a `seed`
+ *   attribute, MT19937 seeded as numpy's RandomState(seed) with the same uniform draws,
+ *   so the mask is the ONNX reference implementation's, and the same on every run.
+ * Opsets 1-6's is_test attribute is not read: outside a training step (and without
+ * training_mode) Dropout is the identity, which is what inference wants. */
+
+typedef struct Mt19937 {
+    uint32_t mt[624];
+    int pos;
+} Mt19937;
+
+static void mt_seed(Mt19937 *s, uint32_t seed) {
+    s->mt[0] = seed;
+    for (uint32_t i = 1; i < 624; i++) s->mt[i] = 1812433253u * (s->mt[i - 1] ^ (s->mt[i - 1] >> 30)) + i;
+    s->pos = 624;
+}
+
+static uint32_t mt_next(Mt19937 *s) {
+    if (s->pos >= 624) {
+        for (int i = 0; i < 624; i++) {
+            uint32_t y = (s->mt[i] & 0x80000000u) | (s->mt[(i + 1) % 624] & 0x7fffffffu);
+            s->mt[i] = s->mt[(i + 397) % 624] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+        }
+        s->pos = 0;
+    }
+    uint32_t y = s->mt[s->pos++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+}
+
+/* numpy's random_sample: 53 random bits from two draws, in [0, 1). */
+static double mt_double(Mt19937 *s) {
+    uint32_t a = mt_next(s) >> 5, b = mt_next(s) >> 6;
+    return (a * 67108864.0 + b) / 9007199254740992.0;
+}
+
+/* xorshift64* step: 53 bits in [0, 1). A zero state would stay zero, so it is replaced. */
+static double xs_double(uint64_t *s) {
+    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return (double)((x * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+
+AmpCode amp_ew_dropout(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+
+    /* ratio: an attribute before opset 12, then an optional scalar input. */
+    double ratio = 0.5;
+    const AmpBuf *r = k->opset >= 12 ? amp_ew_in(k, 1) : NULL, *t = k->opset >= 12 ? amp_ew_in(k, 2) : NULL;
+    if (k->opset < 12) ratio = amp_node_attr_float(k->node, "ratio", 0.5f);
+    if (r) {
+        if (!amp_ew_is_float(r->dtype) || r->nelem != 1)
+            return amp_ew_err(k, AMP_ERR_INPUT, "ratio must be one float value (%s with %llu elements)",
+                              amp_dtype_name(r->dtype), (unsigned long long)r->nelem);
+        ratio = amp_ew_get_f64(r, 0);
+    }
+    if (t && (t->dtype != AMP_DT_BOOL || t->nelem != 1))
+        return amp_ew_err(k, AMP_ERR_INPUT, "training_mode must be one bool value");
+    bool model_training = t && amp_buf_get_i64(t, 0) != 0;
+    bool train = (k->training || model_training) && ratio != 0;
+    if (train && !(ratio > 0 && ratio < 1))
+        return amp_ew_err(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
+
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return AMP_ERR_INTERNAL;
+    AmpBuf *mask = NULL; /* (x shape) bool, or x's dtype before opset 10 */
+    if (k->n_out > 1 && !(mask = k->alloc(k->alloc_ctx, 1, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims,
+                                         k->st)))
+        return AMP_ERR_INTERNAL;
+
+    if (!train || !x->nelem) {
+        if (x->nelem) memcpy(y->data, x->data, amp_buf_bytes(x));
+        for (uint64_t i = 0; mask && i < mask->nelem; i++) amp_ew_set_f64(mask, i, 1.0);
+        return AMP_OK;
+    }
+
+    const AmpAttr *seed = amp_node_attr(k->node, "seed");
+    bool use_mt = !k->training && seed && seed->type == AMP_ATTR_INT;
+    Mt19937 *mt = NULL;
+    uint64_t local = 0x9e3779b97f4a7c15ull, *xs = k->rng ? k->rng : &local;
+    if (use_mt) {
+        if (!(mt = malloc(sizeof *mt))) return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+        mt_seed(mt, (uint32_t)seed->i);
+    }
+    double scale = 1.0 / (1.0 - ratio);
+    float *tx = NULL, *ty = NULL;
+    const float *xf = NULL;
+    float *yf = NULL;
+    if (x->dtype != AMP_DT_DOUBLE) {
+        xf = amp_buf_f32_in(x, &tx);
+        yf = amp_buf_f32_out(y, &ty);
+        if (!xf || !yf) {
+            free(tx), free(ty), free(mt);
+            return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+        }
+    }
+    const double *xd = x->data;
+    double *yd = y->data;
+    for (uint64_t i = 0; i < x->nelem; i++) {
+        bool keep = (use_mt ? mt_double(mt) : xs_double(xs)) >= ratio;
+        if (yf) yf[i] = keep ? xf[i] * (float)scale : 0.0f;
+        else yd[i] = keep ? xd[i] * scale : 0.0;
+        if (mask) amp_ew_set_f64(mask, i, keep);
+    }
+    free(tx), free(mt);
+    if (yf) amp_buf_f32_commit(y, ty);
+    return AMP_OK;
+}

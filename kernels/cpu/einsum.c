@@ -1,0 +1,380 @@
+/* CPU kernel: Einsum. The equation is parsed into one label per axis (ellipsis dims get
+ * labels of their own, right-aligned across operands). Two-operand contractions without
+ * diagonals or broadcasting become a batched cblas_sgemm between permuted copies; every
+ * other equation (diagonals, sums, traces, 1 or 3+ operands, double) runs as a loop. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_impl.h"
+
+#define N_LETTERS 52                       /* a-z -> 0..25, A-Z -> 26..51 */
+#define N_LABELS (N_LETTERS + AMP_MAX_RANK) /* then the ellipsis dims */
+#define MAX_OPS 16
+
+typedef struct Term {
+    int rank;
+    int lab[AMP_MAX_RANK]; /* label of each axis */
+} Term;
+
+typedef struct Eq {
+    int n_ops;
+    Term in[MAX_OPS], out;
+    int n_ell;                /* ellipsis dims (the widest operand's) */
+    int64_t size[N_LABELS];   /* size of each label; -1 when unused */
+    bool in_op[N_LABELS][MAX_OPS];
+    int n_con, con[N_LABELS]; /* labels summed over (in some input, not in the output) */
+} Eq;
+
+static int letter(char c) {
+    if (c >= 'a' && c <= 'z') return c - 'a';
+    if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
+    return -1;
+}
+
+/* Parses one term (s, len) of an operand of rank `rank` (-1 for the output). */
+static bool parse_term(AmpKernelCtx *k, const char *s, size_t len, int rank, int n_ell, Term *t, int *ell_out) {
+    int letters = 0, ell_at = -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            if (ell_at >= 0 || i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.') {
+                amp_gemm_fail(k, AMP_ERR_INPUT, "bad ellipsis in equation term '%.*s'", (int)len, s);
+                return false;
+            }
+            ell_at = letters;
+            i += 2;
+        } else if (letter(s[i]) >= 0) {
+            letters++;
+        } else if (s[i] != ' ') {
+            amp_gemm_fail(k, AMP_ERR_INPUT, "equation character '%c' is not a label", s[i]);
+            return false;
+        }
+    }
+    int ell = 0;
+    if (rank >= 0) {
+        ell = rank - letters;
+        if (ell < 0 || (ell > 0 && ell_at < 0)) {
+            amp_gemm_fail(k, AMP_ERR_INPUT, "equation term '%.*s' does not match an input of rank %d", (int)len, s,
+                          rank);
+            return false;
+        }
+    } else if (ell_at >= 0) {
+        ell = n_ell;
+    }
+    if (letters + ell > AMP_MAX_RANK) {
+        amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "equation term '%.*s' has over %d axes", (int)len, s, AMP_MAX_RANK);
+        return false;
+    }
+    t->rank = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            /* This operand's ellipsis dims are the last `ell` of the global ones. */
+            int first = rank >= 0 ? n_ell - ell : 0;
+            for (int j = 0; j < ell; j++) t->lab[t->rank++] = N_LETTERS + first + j;
+            i += 2;
+        } else if (letter(s[i]) >= 0) {
+            t->lab[t->rank++] = letter(s[i]);
+        }
+    }
+    if (ell_out) *ell_out = ell;
+    return true;
+}
+
+static AmpCode parse(AmpKernelCtx *k, const char *eqs, Eq *e) {
+    memset(e, 0, sizeof *e);
+    e->n_ops = k->n_in;
+    if (k->n_in < 1 || k->n_in > MAX_OPS)
+        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "%d operands; 1 to %d are supported", k->n_in, MAX_OPS);
+    for (int i = 0; i < k->n_in; i++)
+        if (!k->in[i]) return amp_gemm_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    const char *arrow = strstr(eqs, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - eqs) : strlen(eqs);
+    /* Pass 1: the widest ellipsis. Pass 2: the labels, right-aligning ellipsis dims. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *p = eqs;
+        for (int op = 0; op < e->n_ops; op++) {
+            const char *end = memchr(p, ',', lhs_len - (size_t)(p - eqs));
+            if (op == e->n_ops - 1) {
+                if (end) return amp_gemm_fail(k, AMP_ERR_INPUT, "equation '%s' has more terms than inputs", eqs);
+                end = eqs + lhs_len;
+            } else if (!end) {
+                return amp_gemm_fail(k, AMP_ERR_INPUT, "equation '%s' has fewer terms than inputs", eqs);
+            }
+            int ell;
+            if (!parse_term(k, p, (size_t)(end - p), k->in[op]->rank, e->n_ell, &e->in[op], &ell))
+                return k->st->code;
+            if (pass == 0 && ell > e->n_ell) e->n_ell = ell;
+            p = end + 1;
+        }
+    }
+    for (int l = 0; l < N_LABELS; l++) e->size[l] = -1;
+    for (int op = 0; op < e->n_ops; op++)
+        for (int a = 0; a < e->in[op].rank; a++) {
+            int l = e->in[op].lab[a];
+            int64_t d = k->in[op]->dims[a];
+            e->in_op[l][op] = true;
+            if (e->size[l] < 0 || e->size[l] == 1) e->size[l] = d;
+            else if (d != 1 && d != e->size[l])
+                return amp_gemm_fail(k, AMP_ERR_INPUT, "label '%c' has sizes %lld and %lld",
+                                     l < 26 ? 'a' + l : l < N_LETTERS ? 'A' + l - 26 : '.', (long long)e->size[l],
+                                     (long long)d);
+        }
+    if (arrow) {
+        if (!parse_term(k, arrow + 2, strlen(arrow + 2), -1, e->n_ell, &e->out, NULL)) return k->st->code;
+    } else {
+        /* Implicit output: ellipsis dims, then labels seen once, in ASCII order. */
+        for (int j = 0; j < e->n_ell; j++) e->out.lab[e->out.rank++] = N_LETTERS + j;
+        static const char order[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        for (const char *c = order; *c; c++) {
+            int l = letter(*c), seen = 0;
+            for (int op = 0; op < e->n_ops; op++)
+                for (int a = 0; a < e->in[op].rank; a++) seen += e->in[op].lab[a] == l;
+            if (seen != 1) continue;
+            if (e->out.rank == AMP_MAX_RANK)
+                return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "output has over %d axes", AMP_MAX_RANK);
+            e->out.lab[e->out.rank++] = l;
+        }
+    }
+    bool in_out[N_LABELS] = {false};
+    for (int a = 0; a < e->out.rank; a++) {
+        int l = e->out.lab[a];
+        if (in_out[l]) return amp_gemm_fail(k, AMP_ERR_INPUT, "output label repeated in '%s'", eqs);
+        if (e->size[l] < 0) return amp_gemm_fail(k, AMP_ERR_INPUT, "output label not in any input in '%s'", eqs);
+        in_out[l] = true;
+    }
+    for (int l = 0; l < N_LABELS; l++)
+        if (e->size[l] >= 0 && !in_out[l]) e->con[e->n_con++] = l;
+    return AMP_OK;
+}
+
+/* ---- the general loop ------------------------------------------------------------ */
+
+/* Element strides of operand `op` per label (repeated labels add up: a diagonal; a size-1
+ * axis of a larger label reads stride 0: broadcast). */
+static void label_strides(const Eq *e, const AmpBuf *b, int op, int64_t *st) {
+    for (int l = 0; l < N_LABELS; l++) st[l] = 0;
+    int64_t s = 1;
+    for (int a = b->rank - 1; a >= 0; a--) {
+        int l = e->in[op].lab[a];
+        if (b->dims[a] != 1 || e->size[l] == 1) st[l] += s;
+        s *= b->dims[a];
+    }
+}
+
+/* out[o] = sum over the contracted labels of the product of the operands, in double. */
+static void einsum_loop(const Eq *e, const AmpBuf *const *in, const double *const *x, double *out) {
+    int64_t st[MAX_OPS][N_LABELS];
+    for (int op = 0; op < e->n_ops; op++) label_strides(e, in[op], op, st[op]);
+    uint64_t n_out = 1, n_con = 1;
+    for (int a = 0; a < e->out.rank; a++) n_out *= (uint64_t)e->size[e->out.lab[a]];
+    for (int c = 0; c < e->n_con; c++) n_con *= (uint64_t)e->size[e->con[c]];
+    int64_t oi[AMP_MAX_RANK] = {0}, ci[N_LABELS] = {0};
+    int64_t base[MAX_OPS] = {0}, off[MAX_OPS];
+    for (uint64_t o = 0; o < n_out; o++) {
+        double acc = 0.0;
+        for (int op = 0; op < e->n_ops; op++) off[op] = base[op];
+        for (uint64_t c = 0; c < n_con; c++) {
+            double p = 1.0;
+            for (int op = 0; op < e->n_ops; op++) p *= x[op][off[op]];
+            acc += p;
+            for (int d = e->n_con - 1; d >= 0; d--) {
+                int l = e->con[d];
+                for (int op = 0; op < e->n_ops; op++) off[op] += st[op][l];
+                if (++ci[d] < e->size[l]) break;
+                for (int op = 0; op < e->n_ops; op++) off[op] -= st[op][l] * e->size[l];
+                ci[d] = 0;
+            }
+        }
+        out[o] = acc;
+        for (int d = e->out.rank - 1; d >= 0; d--) {
+            int l = e->out.lab[d];
+            for (int op = 0; op < e->n_ops; op++) base[op] += st[op][l];
+            if (++oi[d] < e->size[l]) break;
+            for (int op = 0; op < e->n_ops; op++) base[op] -= st[op][l] * e->size[l];
+            oi[d] = 0;
+        }
+    }
+}
+
+static double *to_f64(const AmpBuf *b) {
+    double *d = malloc((b->nelem ? b->nelem : 1) * sizeof *d);
+    if (!d) return NULL;
+    if (b->dtype == AMP_DT_DOUBLE) {
+        if (b->nelem) memcpy(d, b->data, b->nelem * sizeof *d);
+        return d;
+    }
+    float *tmp;
+    const float *f = amp_buf_f32_in(b, &tmp);
+    if (!f) {
+        free(d);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < b->nelem; i++) d[i] = f[i];
+    free(tmp);
+    return d;
+}
+
+static AmpCode run_loop(AmpKernelCtx *k, const Eq *e, AmpBuf *y) {
+    double *x[MAX_OPS] = {NULL};
+    double *out = malloc((y->nelem ? y->nelem : 1) * sizeof *out);
+    AmpCode rc = AMP_OK;
+    for (int op = 0; op < e->n_ops && out; op++)
+        if (!(x[op] = to_f64(k->in[op]))) rc = amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (!out) rc = amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (!rc) {
+        einsum_loop(e, k->in, (const double *const *)x, out);
+        if (y->dtype == AMP_DT_DOUBLE) {
+            if (y->nelem) memcpy(y->data, out, y->nelem * sizeof *out);
+        } else {
+            float *tmp, *f = amp_buf_f32_out(y, &tmp);
+            if (!f) rc = amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+            else {
+                for (uint64_t i = 0; i < y->nelem; i++) f[i] = (float)out[i];
+                amp_buf_f32_commit(y, tmp);
+            }
+        }
+    }
+    for (int op = 0; op < e->n_ops; op++) free(x[op]);
+    free(out);
+    return rc;
+}
+
+/* ---- two operands as a batched GEMM ---------------------------------------------- */
+
+/* dst = src with its axes reordered: dst axis i is src axis perm[i]. src is (dims). */
+static void permute(const float *src, int rank, const int64_t *dims, const int *perm, float *dst) {
+    int64_t sst[AMP_MAX_RANK], dd[AMP_MAX_RANK], ds[AMP_MAX_RANK], idx[AMP_MAX_RANK] = {0};
+    int64_t s = 1;
+    for (int a = rank - 1; a >= 0; a--) sst[a] = s, s *= dims[a];
+    for (int i = 0; i < rank; i++) dd[i] = dims[perm[i]], ds[i] = sst[perm[i]];
+    uint64_t n = amp_shape_nelem(rank, dims), off = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        dst[i] = src[off];
+        for (int d = rank - 1; d >= 0; d--) {
+            off += (uint64_t)ds[d];
+            if (++idx[d] < dd[d]) break;
+            off -= (uint64_t)(ds[d] * dd[d]);
+            idx[d] = 0;
+        }
+    }
+}
+
+static int axis_of(const Term *t, int l) {
+    for (int a = 0; a < t->rank; a++)
+        if (t->lab[a] == l) return a;
+    return -1;
+}
+
+/* The GEMM plan: batch labels (in both and the output), M (A and output), N (B and
+ * output), K (both, not the output). false when the equation does not fit: a label
+ * repeated in an operand, a broadcast size-1 axis, or a label only one operand sums. */
+typedef struct Plan {
+    int nb, nm, nn, nk;
+    int b[AMP_MAX_RANK], m[AMP_MAX_RANK], n[AMP_MAX_RANK], kl[AMP_MAX_RANK];
+    int64_t B, M, N, K;
+} Plan;
+
+static bool plan_gemm(const Eq *e, const AmpBuf *const *in, Plan *p) {
+    memset(p, 0, sizeof *p);
+    if (e->n_ops != 2) return false;
+    for (int op = 0; op < 2; op++)
+        for (int a = 0; a < e->in[op].rank; a++) {
+            int l = e->in[op].lab[a];
+            if (in[op]->dims[a] != e->size[l] || axis_of(&e->in[op], l) != a) return false;
+        }
+    p->B = p->M = p->N = p->K = 1;
+    for (int a = 0; a < e->out.rank; a++) {
+        int l = e->out.lab[a];
+        bool ia = e->in_op[l][0], ib = e->in_op[l][1];
+        if (ia && ib) p->b[p->nb++] = l, p->B *= e->size[l];
+        else if (ia) p->m[p->nm++] = l, p->M *= e->size[l];
+        else p->n[p->nn++] = l, p->N *= e->size[l];
+    }
+    for (int c = 0; c < e->n_con; c++) {
+        int l = e->con[c];
+        if (!e->in_op[l][0] || !e->in_op[l][1]) return false;
+    }
+    /* K labels in A's axis order. */
+    for (int a = 0; a < e->in[0].rank; a++) {
+        int l = e->in[0].lab[a];
+        if (e->in_op[l][1] && axis_of(&e->out, l) < 0) p->kl[p->nk++] = l, p->K *= e->size[l];
+    }
+    return p->M <= INT_MAX && p->N <= INT_MAX && p->K <= INT_MAX;
+}
+
+static AmpCode run_gemm(AmpKernelCtx *k, const Eq *e, const Plan *p, AmpBuf *y) {
+    const AmpBuf *a = k->in[0], *b = k->in[1];
+    int pa[AMP_MAX_RANK], pb[AMP_MAX_RANK], py[AMP_MAX_RANK], ra = 0, rb = 0;
+    int64_t cdims[AMP_MAX_RANK]; /* C's dims: (batch labels, M labels, N labels) */
+    int rc_ = 0, cl[AMP_MAX_RANK];
+    for (int i = 0; i < p->nb; i++) pa[ra++] = axis_of(&e->in[0], p->b[i]), pb[rb++] = axis_of(&e->in[1], p->b[i]);
+    for (int i = 0; i < p->nm; i++) pa[ra++] = axis_of(&e->in[0], p->m[i]);
+    for (int i = 0; i < p->nk; i++) pa[ra++] = axis_of(&e->in[0], p->kl[i]), pb[rb++] = axis_of(&e->in[1], p->kl[i]);
+    for (int i = 0; i < p->nn; i++) pb[rb++] = axis_of(&e->in[1], p->n[i]);
+    for (int i = 0; i < p->nb; i++) cl[rc_++] = p->b[i];
+    for (int i = 0; i < p->nm; i++) cl[rc_++] = p->m[i];
+    for (int i = 0; i < p->nn; i++) cl[rc_++] = p->n[i];
+    for (int i = 0; i < rc_; i++) cdims[i] = e->size[cl[i]];
+    for (int i = 0; i < e->out.rank; i++) {
+        py[i] = -1;
+        for (int j = 0; j < rc_; j++)
+            if (cl[j] == e->out.lab[i]) py[i] = j;
+    }
+    float *ta, *tb, *ty;
+    const float *A = amp_buf_f32_in(a, &ta), *B = amp_buf_f32_in(b, &tb);
+    float *Y = amp_buf_f32_out(y, &ty);
+    float *Ap = malloc((a->nelem ? a->nelem : 1) * sizeof *Ap); /* (batch, M, K) */
+    float *Bp = malloc((b->nelem ? b->nelem : 1) * sizeof *Bp); /* (batch, K, N) */
+    float *C = malloc((y->nelem ? y->nelem : 1) * sizeof *C);   /* (batch, M, N) */
+    if (!A || !B || !Y || !Ap || !Bp || !C) {
+        free(ta), free(tb), free(ty), free(Ap), free(Bp), free(C);
+        return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    permute(A, a->rank, a->dims, pa, Ap);
+    permute(B, b->rank, b->dims, pb, Bp);
+    uint64_t mc = (uint64_t)(p->M * p->N);
+    if (!p->K) {
+        memset(C, 0, (size_t)p->B * mc * sizeof *C);
+    } else if (mc) {
+        uint64_t ma = (uint64_t)(p->M * p->K), mb = (uint64_t)(p->K * p->N);
+        for (int64_t i = 0; i < p->B; i++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->M, (int)p->N, (int)p->K, 1.0f,
+                        Ap + (uint64_t)i * ma, (int)p->K, Bp + (uint64_t)i * mb, (int)p->N, 0.0f, C + (uint64_t)i * mc,
+                        (int)p->N);
+    }
+    permute(C, rc_, cdims, py, Y);
+    amp_buf_f32_commit(y, ty);
+    free(ta), free(tb), free(Ap), free(Bp), free(C);
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
+    const char *eqs = amp_node_attr_string(k->node, "equation", NULL);
+    if (!eqs) return amp_gemm_fail(k, AMP_ERR_INPUT, "no equation attribute");
+    Eq *e = malloc(sizeof *e);
+    if (!e) return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = parse(k, eqs, e);
+    int dt = k->n_in > 0 && k->in[0] ? k->in[0]->dtype : AMP_DT_FLOAT;
+    for (int op = 0; !rc && op < e->n_ops; op++)
+        if (k->in[op]->dtype != dt) rc = amp_gemm_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (!rc && !amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) rc = amp_kernel_bad_dtype(k, dt);
+    if (rc) {
+        free(e);
+        return rc;
+    }
+    int64_t dims[AMP_MAX_RANK];
+    for (int a = 0; a < e->out.rank; a++) dims[a] = e->size[e->out.lab[a]];
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, e->out.rank, dims, k->st);
+    if (!y) rc = k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    /* An empty input leaves an empty output or sums nothing: zeros (and keeps hostile
+     * dims of empty tensors out of the stride arithmetic below). */
+    bool empty = false;
+    for (int op = 0; op < e->n_ops; op++) empty = empty || !k->in[op]->nelem;
+    Plan p;
+    if (!rc && empty) memset(y->data, 0, amp_buf_bytes(y));
+    else if (!rc && dt != AMP_DT_DOUBLE && plan_gemm(e, k->in, &p)) rc = run_gemm(k, e, &p, y);
+    else if (!rc) rc = run_loop(k, e, y);
+    free(e);
+    return rc;
+}

@@ -1,0 +1,278 @@
+/* Helpers of the elementwise family (declared in elementwise_impl.h): messages, the
+ * broadcast plan (merged axes, row walk), pre-opset-7 broadcasting, typed element
+ * access, and the two float drivers most kernels of the family run through. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise_impl.h"
+#include "half.h"
+
+AmpCode amp_ew_err(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "",
+                    k->node->op_type ? k->node->op_type : "", msg);
+}
+
+const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i) {
+    return i >= 0 && i < k->n_in ? k->in[i] : NULL;
+}
+
+AmpCode amp_ew_need(AmpKernelCtx *k, int n) {
+    for (int i = 0; i < n; i++)
+        if (!amp_ew_in(k, i)) return amp_ew_err(k, AMP_ERR_INPUT, "input %d is missing", i);
+    return AMP_OK;
+}
+
+AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b) {
+    if (a->dtype == b->dtype) return AMP_OK;
+    return amp_ew_err(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
+                      amp_dtype_name(b->dtype));
+}
+
+/* "[3,4,5]" into buf, for messages. */
+static const char *shape_str(const AmpBuf *b, char *buf, size_t n) {
+    size_t l = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < b->rank && l < n; i++)
+        l += (size_t)snprintf(buf + l, n - l, "%s%lld", i ? "," : "", (long long)b->dims[i]);
+    if (l < n) snprintf(buf + l, n - l, "]");
+    return buf;
+}
+
+AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int *rank, int64_t *dims) {
+    int r = 0;
+    int64_t d[AMP_MAX_RANK] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!amp_broadcast_shape(r, d, in[i]->rank, in[i]->dims, &r, dims)) {
+            char s[128];
+            return amp_ew_err(k, AMP_ERR_INPUT, "input %d of shape %s does not broadcast with the others", i,
+                              shape_str(in[i], s, sizeof s));
+        }
+        memcpy(d, dims, (size_t)r * sizeof *d);
+    }
+    *rank = r;
+    return AMP_OK;
+}
+
+void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const AmpBuf *const *in) {
+    int64_t full[AMP_EW_MAX_IN][AMP_MAX_RANK];
+    memset(p, 0, sizeof *p);
+    p->n_in = n_in;
+    for (int j = 0; j < n_in; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
+    p->nelem = amp_shape_nelem(rank, dims);
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] == 1) continue; /* no movement along it */
+        if (p->rank > 0) {
+            /* Merge into the previous axis when, for every input, stepping the outer
+             * axis once is the same as stepping the inner one dims[i] times. */
+            int r = p->rank - 1;
+            bool merge = true;
+            for (int j = 0; j < n_in; j++)
+                if (p->strides[j][r] != full[j][i] * dims[i]) merge = false;
+            if (merge) {
+                p->dims[r] *= dims[i];
+                for (int j = 0; j < n_in; j++) p->strides[j][r] = full[j][i];
+                continue;
+            }
+        }
+        p->dims[p->rank] = dims[i];
+        for (int j = 0; j < n_in; j++) p->strides[j][p->rank] = full[j][i];
+        p->rank++;
+    }
+    if (p->rank == 0) { /* scalar output, or all axes of size 1 */
+        p->rank = 1;
+        p->dims[0] = 1;
+    }
+    p->n = p->dims[p->rank - 1];
+    p->rows = p->nelem && p->n ? p->nelem / (uint64_t)p->n : 0;
+    /* The innermost input stride is 1 (contiguous) or 0 (broadcast): inputs are dense
+     * and size-1 output axes were dropped. */
+    for (int j = 0; j < n_in; j++) p->step[j] = p->strides[j][p->rank - 1] != 0;
+}
+
+void amp_ew_start(const AmpEwPlan *p, AmpEwCursor *c) {
+    memset(c, 0, sizeof *c);
+    (void)p;
+}
+
+void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c) {
+    c->out += (uint64_t)p->n;
+    for (int d = p->rank - 2; d >= 0; d--) {
+        for (int j = 0; j < p->n_in; j++) c->in[j] += p->strides[j][d];
+        if (++c->idx[d] < p->dims[d]) return;
+        for (int j = 0; j < p->n_in; j++) c->in[j] -= p->strides[j][d] * p->dims[d];
+        c->idx[d] = 0;
+    }
+}
+
+AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view) {
+    *view = *b;
+    if (k->opset >= 7 || !amp_node_attr_int(k->node, "broadcast", 0)) return AMP_OK;
+    const AmpAttr *ax = amp_node_attr(k->node, "axis");
+    if (!ax || ax->type != AMP_ATTR_INT) return AMP_OK; /* suffix alignment: numpy's rule */
+    int axis;
+    if (!amp_norm_axis(ax->i, a->rank, &axis) || axis + b->rank > a->rank)
+        return amp_ew_err(k, AMP_ERR_INPUT, "axis %lld does not place a rank-%d B inside a rank-%d A",
+                          (long long)ax->i, b->rank, a->rank);
+    view->rank = a->rank - axis;
+    for (int i = b->rank; i < view->rank; i++) view->dims[i] = 1;
+    return AMP_OK;
+}
+
+/* ---- typed element access ---------------------------------------------------------- */
+
+bool amp_ew_is_unsigned(int dt) {
+    return dt == AMP_DT_UINT8 || dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
+}
+
+bool amp_ew_is_int(int dt) {
+    return dt == AMP_DT_INT8 || dt == AMP_DT_INT16 || dt == AMP_DT_INT32 || dt == AMP_DT_INT64 ||
+           amp_ew_is_unsigned(dt);
+}
+
+bool amp_ew_is_float(int dt) {
+    return amp_is_f32_family(dt) || dt == AMP_DT_DOUBLE;
+}
+
+double amp_ew_get_f64(const AmpBuf *b, uint64_t i) {
+    switch (b->dtype) {
+    case AMP_DT_FLOAT: return ((const float *)b->data)[i];
+    case AMP_DT_DOUBLE: return ((const double *)b->data)[i];
+    case AMP_DT_FLOAT16: return amp_f16_to_f32(((const uint16_t *)b->data)[i]);
+    case AMP_DT_BFLOAT16: return amp_bf16_to_f32(((const uint16_t *)b->data)[i]);
+    case AMP_DT_UINT64: return (double)((const uint64_t *)b->data)[i];
+    default: return (double)amp_buf_get_i64(b, i);
+    }
+}
+
+/* v truncated toward zero and clamped to [lo, hi]; NaN gives 0. */
+static int64_t sat_i64(double v, double lo, double hi) {
+    if (isnan(v)) return 0;
+    if (v <= lo) return (int64_t)lo;
+    if (v >= hi) return v >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi;
+    return (int64_t)v;
+}
+
+void amp_ew_set_f64(AmpBuf *b, uint64_t i, double v) {
+    switch (b->dtype) {
+    case AMP_DT_FLOAT: ((float *)b->data)[i] = (float)v; break;
+    case AMP_DT_DOUBLE: ((double *)b->data)[i] = v; break;
+    case AMP_DT_FLOAT16: ((uint16_t *)b->data)[i] = amp_f32_to_f16((float)v); break;
+    case AMP_DT_BFLOAT16: ((uint16_t *)b->data)[i] = amp_f32_to_bf16((float)v); break;
+    case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)sat_i64(v, INT8_MIN, INT8_MAX); break;
+    case AMP_DT_INT16: ((int16_t *)b->data)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
+    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)sat_i64(v, INT32_MIN, INT32_MAX); break;
+    case AMP_DT_INT64: ((int64_t *)b->data)[i] = sat_i64(v, -9223372036854775808.0, 9223372036854775807.0); break;
+    case AMP_DT_UINT8: ((uint8_t *)b->data)[i] = (uint8_t)sat_i64(v, 0, UINT8_MAX); break;
+    case AMP_DT_UINT16: ((uint16_t *)b->data)[i] = (uint16_t)sat_i64(v, 0, UINT16_MAX); break;
+    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)sat_i64(v, 0, UINT32_MAX); break;
+    case AMP_DT_UINT64:
+        ((uint64_t *)b->data)[i] = isnan(v) || v <= 0 ? 0 : v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+        break;
+    case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+void amp_ew_set_i64(AmpBuf *b, uint64_t i, int64_t v) {
+    switch (b->dtype) {
+    case AMP_DT_INT64: ((int64_t *)b->data)[i] = v; break;
+    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)v; break;
+    case AMP_DT_INT16: ((int16_t *)b->data)[i] = (int16_t)v; break;
+    case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)v; break;
+    case AMP_DT_UINT64: ((uint64_t *)b->data)[i] = (uint64_t)v; break;
+    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
+    case AMP_DT_UINT16: ((uint16_t *)b->data)[i] = (uint16_t)v; break;
+    case AMP_DT_UINT8: ((uint8_t *)b->data)[i] = (uint8_t)v; break;
+    case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+/* ---- float drivers ---------------------------------------------------------------- */
+
+/* 16-bit data go through fp32 blocks of this many elements on the stack: no full-size
+ * float copies, and nothing to allocate. */
+#define BLK 1024
+
+/* m elements of a float-family buffer from element off, as fp32: the data itself for
+ * float32, else converted into tmp. */
+static const float *f32_block(const AmpBuf *b, int64_t off, int64_t m, float *tmp) {
+    if (b->dtype == AMP_DT_FLOAT) return (const float *)b->data + off;
+    if (b->dtype == AMP_DT_FLOAT16) amp_f16_to_f32_n(tmp, (const uint16_t *)b->data + off, (size_t)m);
+    else amp_bf16_to_f32_n(tmp, (const uint16_t *)b->data + off, (size_t)m);
+    return tmp;
+}
+
+/* Rounds m fp32 values into a 16-bit buffer from element off (float32 was written in place). */
+static void f32_store(AmpBuf *b, int64_t off, int64_t m, const float *src) {
+    if (b->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n((uint16_t *)b->data + off, src, (size_t)m);
+    else if (b->dtype == AMP_DT_BFLOAT16) amp_f32_to_bf16_n((uint16_t *)b->data + off, src, (size_t)m);
+}
+
+AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpEwRowF rf, AmpEwRowD rd,
+                            const AmpEwParams *p) {
+    AmpCode rc = amp_ew_same_dtype(k, a, b);
+    if (rc) return rc;
+    if (!amp_is_f32_family(a->dtype) && !(a->dtype == AMP_DT_DOUBLE && rd)) return amp_kernel_bad_dtype(k, a->dtype);
+    const AmpBuf *ins[2] = {a, b};
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims))) return rc;
+    AmpBuf *out = k->alloc(k->alloc_ctx, 0, a->dtype, rank, dims, k->st);
+    if (!out) return AMP_ERR_INTERNAL;
+    if (!out->nelem) return AMP_OK; /* (empty inputs may have no data pointer) */
+    AmpEwPlan plan;
+    AmpEwCursor c;
+    amp_ew_plan(&plan, rank, dims, 2, ins);
+    if (a->dtype == AMP_DT_DOUBLE) {
+        const double *x = a->data, *y = b->data;
+        double *o = out->data;
+        for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
+            rd(o + c.out, x + c.in[0], plan.step[0], y + c.in[1], plan.step[1], plan.n, p);
+        return AMP_OK;
+    }
+    float ta[BLK], tb[BLK], to[BLK];
+    const int sa = plan.step[0], sb = plan.step[1];
+    for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
+        for (int64_t s = 0; s < plan.n; s += BLK) {
+            int64_t m = plan.n - s < BLK ? plan.n - s : BLK;
+            /* a broadcast input (step 0) contributes its one element */
+            const float *x = f32_block(a, c.in[0] + s * sa, sa ? m : 1, ta);
+            const float *y = f32_block(b, c.in[1] + s * sb, sb ? m : 1, tb);
+            float *o = out->dtype == AMP_DT_FLOAT ? (float *)out->data + c.out + s : to;
+            rf(o, x, sa, y, sb, m, p);
+            f32_store(out, (int64_t)c.out + s, m, o);
+        }
+    return AMP_OK;
+}
+
+AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_is_f32_family(x->dtype) && !(x->dtype == AMP_DT_DOUBLE && d)) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!out) return AMP_ERR_INTERNAL;
+    if (x->dtype == AMP_DT_DOUBLE) {
+        if (x->nelem) d(out->data, x->data, x->nelem, p);
+        return AMP_OK;
+    }
+    if (x->dtype == AMP_DT_FLOAT) {
+        if (x->nelem) f(out->data, x->data, x->nelem, p);
+        return AMP_OK;
+    }
+    float tx[BLK], to[BLK];
+    for (uint64_t s = 0; s < x->nelem; s += BLK) {
+        int64_t m = x->nelem - s < BLK ? (int64_t)(x->nelem - s) : BLK;
+        f(to, f32_block(x, (int64_t)s, m, tx), (uint64_t)m, p);
+        f32_store(out, (int64_t)s, m, to);
+    }
+    return AMP_OK;
+}

@@ -1,0 +1,211 @@
+/* Shared pieces of the elementwise kernel family (elementwise.c, unary.c, activation.c,
+ * logic.c, dropout.c): the broadcast plan that walks up to three inputs against one
+ * output shape row by row, typed element access, and every kernel the table lists. */
+#ifndef AMP_CPU_ELEMENTWISE_IMPL_H
+#define AMP_CPU_ELEMENTWISE_IMPL_H
+
+#include "kernels.h"
+
+#define AMP_EW_MAX_IN 3
+
+/* A broadcast walk over an output shape. Output axes of size 1 are dropped and
+ * neighbouring axes merged wherever every input stays contiguous (or stays broadcast)
+ * across them, so same-shape inputs become one row and [3,4,5] + [5] becomes 12 rows
+ * of 5. The innermost axis is the row; an input's step along it is 0 or 1. */
+typedef struct AmpEwPlan {
+    int rank; /* >= 1 after merging (a scalar output is one row of 1) */
+    int64_t dims[AMP_MAX_RANK];
+    int n_in;
+    int64_t strides[AMP_EW_MAX_IN][AMP_MAX_RANK]; /* element strides, 0 on broadcast axes */
+    uint64_t nelem;                               /* output elements */
+    uint64_t rows;                                /* nelem / dims[rank - 1] (0 when empty) */
+    int64_t n;                                    /* row length */
+    int step[AMP_EW_MAX_IN];                      /* 0 or 1: input j along the row */
+} AmpEwPlan;
+
+/* Where the current row starts: output offset and input offsets, in elements. */
+typedef struct AmpEwCursor {
+    int64_t idx[AMP_MAX_RANK];
+    uint64_t out;
+    int64_t in[AMP_EW_MAX_IN];
+} AmpEwCursor;
+
+/* Parameters of the activations (alpha, beta, gamma as the ONNX attributes; mode: Gelu
+ * approximation, IsInf directions). */
+typedef struct AmpEwParams {
+    float alpha, beta, gamma;
+    int mode;
+} AmpEwParams;
+
+/* Row functions for two float inputs: o[i] = f(a[i * sa], b[i * sb]) for i < n, with
+ * sa, sb in {0, 1}. o may alias a (sa == 1). */
+typedef void (*AmpEwRowF)(float *o, const float *a, int sa, const float *b, int sb, int64_t n, const AmpEwParams *p);
+typedef void (*AmpEwRowD)(double *o, const double *a, int sa, const double *b, int sb, int64_t n,
+                          const AmpEwParams *p);
+/* One-input maps: y[i] = f(x[i]). */
+typedef void (*AmpEwMapF)(float *y, const float *x, uint64_t n, const AmpEwParams *p);
+typedef void (*AmpEwMapD)(double *y, const double *x, uint64_t n, const AmpEwParams *p);
+
+/* Expands to the four stride cases of a two-input row so each loop is a plain one; it
+ * expects o, a, sa, b, sb and n in scope (as in AmpEwRowF), and EXPR reads x (from a)
+ * and y (from b), both of type T. */
+#define AMP_EW_ROW2(T, EXPR)                                                                   \
+    do {                                                                                       \
+        if (sa && sb) {                                                                        \
+            for (int64_t i_ = 0; i_ < n; i_++) {                                               \
+                const T x = a[i_], y = b[i_];                                                  \
+                o[i_] = (EXPR);                                                                \
+            }                                                                                  \
+        } else if (sa) {                                                                       \
+            const T y = b[0];                                                                  \
+            for (int64_t i_ = 0; i_ < n; i_++) {                                               \
+                const T x = a[i_];                                                             \
+                o[i_] = (EXPR);                                                                \
+            }                                                                                  \
+        } else if (sb) {                                                                       \
+            const T x = a[0];                                                                  \
+            for (int64_t i_ = 0; i_ < n; i_++) {                                               \
+                const T y = b[i_];                                                             \
+                o[i_] = (EXPR);                                                                \
+            }                                                                                  \
+        } else {                                                                               \
+            const T x = a[0], y = b[0];                                                        \
+            const T v_ = (EXPR);                                                               \
+            for (int64_t i_ = 0; i_ < n; i_++) o[i_] = v_;                                     \
+        }                                                                                      \
+    } while (0)
+
+/* Defines NAME_f / NAME_d row functions (AmpEwRowF / AmpEwRowD) from one expression in
+ * x, y and p, once for float and once for double (FEXPR, DEXPR). */
+#define AMP_EW_DEF_ROW2(NAME, FEXPR, DEXPR)                                                         \
+    static void NAME##_f(float *o, const float *a, int sa, const float *b, int sb, int64_t n,       \
+                         const AmpEwParams *p) {                                                    \
+        (void)p;                                                                                    \
+        AMP_EW_ROW2(float, FEXPR);                                                                  \
+    }                                                                                               \
+    static void NAME##_d(double *o, const double *a, int sa, const double *b, int sb, int64_t n,    \
+                         const AmpEwParams *p) {                                                    \
+        (void)p;                                                                                    \
+        AMP_EW_ROW2(double, DEXPR);                                                                 \
+    }
+
+/* Defines NAME_f / NAME_d maps (AmpEwMapF / AmpEwMapD) from expressions in x and p. */
+#define AMP_EW_DEF_MAP(NAME, FEXPR, DEXPR)                                                          \
+    static void NAME##_f(float *y, const float *xs, uint64_t n, const AmpEwParams *p) {            \
+        (void)p;                                                                                    \
+        for (uint64_t i_ = 0; i_ < n; i_++) {                                                       \
+            const float x = xs[i_];                                                                 \
+            y[i_] = (FEXPR);                                                                        \
+        }                                                                                           \
+    }                                                                                               \
+    static void NAME##_d(double *y, const double *xs, uint64_t n, const AmpEwParams *p) {          \
+        (void)p;                                                                                    \
+        for (uint64_t i_ = 0; i_ < n; i_++) {                                                       \
+            const double x = xs[i_];                                                                \
+            y[i_] = (DEXPR);                                                                        \
+        }                                                                                           \
+    }
+
+/* ---- helpers (elementwise.c) ------------------------------------------------------ */
+
+/* AMP_ERR_* failure naming the node and op, then the printf-style message. */
+AmpCode amp_ew_err(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
+/* The k->in[i] if it is there, else NULL (also for i past the node's inputs). */
+const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i);
+/* Fails with AMP_ERR_INPUT unless inputs 0..n-1 are all present. */
+AmpCode amp_ew_need(AmpKernelCtx *k, int n);
+/* Fails with AMP_ERR_INPUT unless a and b have the same dtype. */
+AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b);
+
+/* Broadcast shape of n inputs (numpy rules); AMP_ERR_INPUT naming the shapes if not. */
+AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int *rank, int64_t *dims);
+/* Plans the walk of n_in inputs (each broadcastable to the output shape) over it. */
+void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const AmpBuf *const *in);
+void amp_ew_start(const AmpEwPlan *p, AmpEwCursor *c);
+void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c);
+
+/* Before opset 7, binary ops broadcast B onto A only with broadcast=1, at `axis` when
+ * given. Returns in *view the B to use with numpy rules (b itself, or b's data with its
+ * dims padded by trailing 1s so they line up at axis). */
+AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view);
+
+/* Any numeric element (float family, double, integers, bool) as double. */
+double amp_ew_get_f64(const AmpBuf *b, uint64_t i);
+/* Stores v into element i: floats rounded to the storage type, integers truncated
+ * toward zero and saturated to the type's range (NaN stores 0). */
+void amp_ew_set_f64(AmpBuf *b, uint64_t i, double v);
+/* Stores the low bits of v into element i of an integer or bool buffer. */
+void amp_ew_set_i64(AmpBuf *b, uint64_t i, int64_t v);
+bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
+bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */
+bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */
+
+/* Output 0 = f(a, b) for float inputs of one dtype (float family computed in fp32, or
+ * double), broadcast with numpy rules; output dtype = a's. rd NULL: double unsupported. */
+AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpEwRowF rf, AmpEwRowD rd,
+                            const AmpEwParams *p);
+/* Output 0 = f(x) for x = input 0 (float family in fp32, or double). */
+AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p);
+/* ---- kernels ---------------------------------------------------------------------- */
+
+/* elementwise.c: binary arithmetic and the variadic ops */
+AmpCode amp_ew_add(AmpKernelCtx *k);
+AmpCode amp_ew_sub(AmpKernelCtx *k);
+AmpCode amp_ew_mul(AmpKernelCtx *k);
+AmpCode amp_ew_div(AmpKernelCtx *k);
+AmpCode amp_ew_pow(AmpKernelCtx *k);
+AmpCode amp_ew_sum(AmpKernelCtx *k);
+AmpCode amp_ew_mean(AmpKernelCtx *k);
+AmpCode amp_ew_max(AmpKernelCtx *k);
+AmpCode amp_ew_min(AmpKernelCtx *k);
+
+/* unary.c: unary math and Clip */
+AmpCode amp_ew_sqrt(AmpKernelCtx *k);
+AmpCode amp_ew_exp(AmpKernelCtx *k);
+AmpCode amp_ew_log(AmpKernelCtx *k);
+AmpCode amp_ew_neg(AmpKernelCtx *k);
+AmpCode amp_ew_abs(AmpKernelCtx *k);
+AmpCode amp_ew_reciprocal(AmpKernelCtx *k);
+AmpCode amp_ew_sign(AmpKernelCtx *k);
+AmpCode amp_ew_ceil(AmpKernelCtx *k);
+AmpCode amp_ew_floor(AmpKernelCtx *k);
+AmpCode amp_ew_round(AmpKernelCtx *k);
+AmpCode amp_ew_erf(AmpKernelCtx *k);
+AmpCode amp_ew_clip(AmpKernelCtx *k);
+
+/* activation.c: activations and their com.microsoft gradients */
+AmpCode amp_ew_relu(AmpKernelCtx *k);
+AmpCode amp_ew_leaky_relu(AmpKernelCtx *k);
+AmpCode amp_ew_sigmoid(AmpKernelCtx *k);
+AmpCode amp_ew_tanh(AmpKernelCtx *k);
+AmpCode amp_ew_gelu(AmpKernelCtx *k);
+AmpCode amp_ew_elu(AmpKernelCtx *k);
+AmpCode amp_ew_selu(AmpKernelCtx *k);
+AmpCode amp_ew_prelu(AmpKernelCtx *k);
+AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k);
+AmpCode amp_ew_hard_swish(AmpKernelCtx *k);
+AmpCode amp_ew_softsign(AmpKernelCtx *k);
+AmpCode amp_ew_softplus(AmpKernelCtx *k);
+AmpCode amp_ew_sigmoid_grad(AmpKernelCtx *k);
+AmpCode amp_ew_tanh_grad(AmpKernelCtx *k);
+AmpCode amp_ew_gelu_grad(AmpKernelCtx *k);
+AmpCode amp_ew_bias_gelu(AmpKernelCtx *k);
+AmpCode amp_ew_relu_grad(AmpKernelCtx *k);
+
+/* logic.c: comparisons, bool logic, Where, IsInf, IsNaN */
+AmpCode amp_ew_equal(AmpKernelCtx *k);
+AmpCode amp_ew_less(AmpKernelCtx *k);
+AmpCode amp_ew_greater(AmpKernelCtx *k);
+AmpCode amp_ew_less_equal(AmpKernelCtx *k);
+AmpCode amp_ew_greater_equal(AmpKernelCtx *k);
+AmpCode amp_ew_not(AmpKernelCtx *k);
+AmpCode amp_ew_and(AmpKernelCtx *k);
+AmpCode amp_ew_or(AmpKernelCtx *k);
+AmpCode amp_ew_where(AmpKernelCtx *k);
+AmpCode amp_ew_isinf(AmpKernelCtx *k);
+AmpCode amp_ew_isnan(AmpKernelCtx *k);
+
+/* dropout.c */
+AmpCode amp_ew_dropout(AmpKernelCtx *k);
+
+#endif

@@ -1,0 +1,211 @@
+/* CPU kernels: comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) with a
+ * bool output, bool logic (Not, And, Or), Where (any fixed-size dtype, three-way
+ * broadcast) and the float tests IsInf / IsNaN. Comparisons read 16-bit floats exactly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise_impl.h"
+
+typedef enum CmpOp { CMP_EQ, CMP_LT, CMP_GT, CMP_LE, CMP_GE } CmpOp;
+
+static inline bool cmp_f(CmpOp op, double x, double y) {
+    switch (op) {
+    case CMP_EQ: return x == y;
+    case CMP_LT: return x < y;
+    case CMP_GT: return x > y;
+    case CMP_LE: return x <= y;
+    case CMP_GE: return x >= y;
+    }
+    return false;
+}
+
+static inline bool cmp_i(CmpOp op, bool u, int64_t x, int64_t y) {
+    if (u) {
+        uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+        return op == CMP_EQ ? ux == uy : op == CMP_LT ? ux < uy : op == CMP_GT ? ux > uy : op == CMP_LE ? ux <= uy : ux >= uy;
+    }
+    return op == CMP_EQ ? x == y : op == CMP_LT ? x < y : op == CMP_GT ? x > y : op == CMP_LE ? x <= y : x >= y;
+}
+
+/* Shape, output (bool unless out_dtype says) and plan for two broadcast inputs. */
+static AmpCode setup2(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, int out_dtype, AmpBuf **out, AmpEwPlan *p) {
+    const AmpBuf *ins[2] = {a, b};
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    AmpCode rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims);
+    if (rc) return rc;
+    *out = k->alloc(k->alloc_ctx, 0, out_dtype, rank, dims, k->st);
+    if (!*out) return AMP_ERR_INTERNAL;
+    amp_ew_plan(p, rank, dims, 2, ins);
+    return AMP_OK;
+}
+
+static AmpCode compare(AmpKernelCtx *k, CmpOp op) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *a = k->in[0];
+    AmpBuf bv; /* B, with pre-opset-7 axis alignment applied */
+    if ((rc = amp_ew_legacy_bcast(k, a, k->in[1], &bv)) || (rc = amp_ew_same_dtype(k, a, &bv))) return rc;
+    const AmpBuf *b = &bv;
+    int dt = a->dtype;
+    if (!amp_ew_is_float(dt) && !amp_ew_is_int(dt) && dt != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, dt);
+    AmpBuf *out;
+    AmpEwPlan p;
+    AmpEwCursor c;
+    if ((rc = setup2(k, a, b, AMP_DT_BOOL, &out, &p))) return rc;
+    if (!out->nelem) return AMP_OK; /* (empty inputs may have no data pointer) */
+    uint8_t *o = out->data; /* (out shape) bool */
+    if (amp_is_f32_family(dt)) {
+        float *ta, *tb;
+        const float *x = amp_buf_f32_in(a, &ta), *y = amp_buf_f32_in(b, &tb);
+        if (!x || !y) {
+            free(ta), free(tb);
+            return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+        }
+        for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
+            for (int64_t i = 0; i < p.n; i++)
+                o[c.out + (uint64_t)i] = cmp_f(op, x[c.in[0] + i * p.step[0]], y[c.in[1] + i * p.step[1]]);
+        free(ta), free(tb);
+    } else if (dt == AMP_DT_DOUBLE) {
+        const double *x = a->data, *y = b->data;
+        for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
+            for (int64_t i = 0; i < p.n; i++)
+                o[c.out + (uint64_t)i] = cmp_f(op, x[c.in[0] + i * p.step[0]], y[c.in[1] + i * p.step[1]]);
+    } else {
+        bool u = dt == AMP_DT_UINT64;
+        for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
+            for (int64_t i = 0; i < p.n; i++)
+                o[c.out + (uint64_t)i] = cmp_i(op, u, amp_buf_get_i64(a, (uint64_t)(c.in[0] + i * p.step[0])),
+                                               amp_buf_get_i64(b, (uint64_t)(c.in[1] + i * p.step[1])));
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_ew_equal(AmpKernelCtx *k) {
+    return compare(k, CMP_EQ);
+}
+AmpCode amp_ew_less(AmpKernelCtx *k) {
+    return compare(k, CMP_LT);
+}
+AmpCode amp_ew_greater(AmpKernelCtx *k) {
+    return compare(k, CMP_GT);
+}
+AmpCode amp_ew_less_equal(AmpKernelCtx *k) {
+    return compare(k, CMP_LE);
+}
+AmpCode amp_ew_greater_equal(AmpKernelCtx *k) {
+    return compare(k, CMP_GE);
+}
+
+/* ---- bool logic (any non-zero byte is true) ----------------------------------------- */
+
+static AmpCode logic2(AmpKernelCtx *k, bool is_and) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *a = k->in[0];
+    AmpBuf bv;
+    if ((rc = amp_ew_legacy_bcast(k, a, k->in[1], &bv)) || (rc = amp_ew_same_dtype(k, a, &bv))) return rc;
+    if (a->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, a->dtype);
+    AmpBuf *out;
+    AmpEwPlan p;
+    AmpEwCursor c;
+    if ((rc = setup2(k, a, &bv, AMP_DT_BOOL, &out, &p))) return rc;
+    const uint8_t *x = a->data, *y = bv.data;
+    uint8_t *o = out->data;
+    for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
+        for (int64_t i = 0; i < p.n; i++) {
+            bool xv = x[c.in[0] + i * p.step[0]] != 0, yv = y[c.in[1] + i * p.step[1]] != 0;
+            o[c.out + (uint64_t)i] = is_and ? xv && yv : xv || yv;
+        }
+    return AMP_OK;
+}
+
+AmpCode amp_ew_and(AmpKernelCtx *k) {
+    return logic2(k, true);
+}
+AmpCode amp_ew_or(AmpKernelCtx *k) {
+    return logic2(k, false);
+}
+
+AmpCode amp_ew_not(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (x->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *out = k->alloc(k->alloc_ctx, 0, AMP_DT_BOOL, x->rank, x->dims, k->st);
+    if (!out) return AMP_ERR_INTERNAL;
+    const uint8_t *xs = x->data;
+    uint8_t *o = out->data;
+    for (uint64_t i = 0; i < x->nelem; i++) o[i] = xs[i] == 0;
+    return AMP_OK;
+}
+
+/* ---- Where -------------------------------------------------------------------------- */
+
+/* out = cond ? x : y over the walk; T is an integer type of the element's size. */
+#define WHERE_LOOP(T)                                                                          \
+    do {                                                                                       \
+        const uint8_t *cs = cond->data;                                                        \
+        const T *xs = x->data, *ys = y->data;                                                  \
+        T *os = out->data;                                                                     \
+        for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))                      \
+            for (int64_t i = 0; i < p.n; i++)                                                  \
+                os[c.out + (uint64_t)i] = cs[c.in[0] + i * p.step[0]] ? xs[c.in[1] + i * p.step[1]] \
+                                                                      : ys[c.in[2] + i * p.step[2]]; \
+    } while (0)
+
+/* Where(condition, X, Y): condition bool; X and Y of one dtype, which the output has.
+ * The data are only moved, so any dtype of 1, 2, 4 or 8 bytes works. */
+AmpCode amp_ew_where(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 3);
+    if (rc) return rc;
+    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
+    if (cond->dtype != AMP_DT_BOOL)
+        return amp_ew_err(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
+    if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
+    size_t bits = amp_dtype_bits(x->dtype);
+    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    if ((rc = amp_ew_bcast_shape(k, 3, k->in, &rank, dims))) return rc;
+    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, rank, dims, k->st);
+    if (!out) return AMP_ERR_INTERNAL;
+    AmpEwPlan p;
+    AmpEwCursor c;
+    amp_ew_plan(&p, rank, dims, 3, k->in);
+    switch (bits) {
+    case 8: WHERE_LOOP(uint8_t); break;
+    case 16: WHERE_LOOP(uint16_t); break;
+    case 32: WHERE_LOOP(uint32_t); break;
+    default: WHERE_LOOP(uint64_t); break;
+    }
+    return AMP_OK;
+}
+
+/* ---- IsInf, IsNaN ------------------------------------------------------------------- */
+
+/* Output bool of x's shape: test(x[i]) with x read as double (exact for every float). */
+static AmpCode float_test(AmpKernelCtx *k, bool is_nan) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    bool pos = amp_node_attr_int(k->node, "detect_positive", 1) != 0;
+    bool neg = amp_node_attr_int(k->node, "detect_negative", 1) != 0;
+    AmpBuf *out = k->alloc(k->alloc_ctx, 0, AMP_DT_BOOL, x->rank, x->dims, k->st);
+    if (!out) return AMP_ERR_INTERNAL;
+    uint8_t *o = out->data;
+    for (uint64_t i = 0; i < x->nelem; i++) {
+        double v = amp_ew_get_f64(x, i);
+        o[i] = is_nan ? isnan(v) : isinf(v) && (v > 0 ? pos : neg);
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_ew_isinf(AmpKernelCtx *k) {
+    return float_test(k, false);
+}
+AmpCode amp_ew_isnan(AmpKernelCtx *k) {
+    return float_test(k, true);
+}

@@ -1,0 +1,201 @@
+/* CPU kernels: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss and com.microsoft
+ * SoftmaxCrossEntropyLossGrad. Scores are (N, C, d1..dk), labels (N, d1..dk) integers
+ * in [0, C) or ignore_index; log-softmax subtracts the max, sums are in double. */
+#include <math.h>
+
+#include "reduce_impl.h"
+
+typedef enum LossReduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } LossReduction;
+
+/* What every loss kernel checks first: shapes, labels, weights, attributes. */
+typedef struct LossArgs {
+    const AmpBuf *x;      /* (N, C, d1..dk): scores or log-probabilities */
+    const AmpBuf *labels; /* (N, d1..dk) */
+    const AmpBuf *w;      /* (C) or NULL */
+    uint64_t n, c, dk;    /* dk: the product of d1..dk (1 when k = 0) */
+    LossReduction red;
+    bool has_ii;
+    int64_t ii; /* ignore_index */
+} LossArgs;
+
+static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels, const AmpBuf *w, LossArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->x = x, a->labels = labels, a->w = w;
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (!amp_red_is_int(labels->dtype))
+        return amp_red_fail(k, AMP_ERR_INPUT, "labels must be integers, not %s", amp_dtype_name(labels->dtype));
+    if (x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
+    bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
+    for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
+    if (!ok) return amp_red_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
+    a->n = (uint64_t)x->dims[0];
+    a->c = (uint64_t)x->dims[1];
+    a->dk = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    if (w) {
+        if (!amp_red_is_float(w->dtype)) return amp_kernel_bad_dtype(k, w->dtype);
+        if (w->rank != 1 || (uint64_t)w->dims[0] != a->c)
+            return amp_red_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)a->c);
+    }
+    const char *r = amp_node_attr_string(k->node, "reduction", "mean");
+    if (strcmp(r, "none") == 0) a->red = LOSS_NONE;
+    else if (strcmp(r, "sum") == 0) a->red = LOSS_SUM;
+    else if (strcmp(r, "mean") == 0) a->red = LOSS_MEAN;
+    else return amp_red_fail(k, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
+    const AmpAttr *ia = amp_node_attr(k->node, "ignore_index");
+    a->has_ii = ia && ia->type == AMP_ATTR_INT;
+    a->ii = a->has_ii ? ia->i : 0;
+    return AMP_OK;
+}
+
+/* Label of sample (n, d) checked against [0, C); -1 when ignored. */
+static AmpCode loss_label(AmpKernelCtx *k, const LossArgs *a, uint64_t at, int64_t *out) {
+    int64_t l = amp_buf_get_i64(a->labels, at);
+    if (a->has_ii && l == a->ii) {
+        *out = -1;
+        return AMP_OK;
+    }
+    if (l < 0 || (uint64_t)l >= a->c)
+        return amp_red_fail(k, AMP_ERR_INPUT, "label %lld (element %llu) is outside [0, %llu)", (long long)l,
+                            (unsigned long long)at, (unsigned long long)a->c);
+    *out = l;
+    return AMP_OK;
+}
+
+/* SoftmaxCrossEntropyLoss (softmax) or NegativeLogLikelihoodLoss: loss per sample
+ * -w[label] * logp[n, label, d], then none / sum / mean (mean divides by the sum of the
+ * weights of the samples not ignored, as the ONNX reference does). */
+static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *labels = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
+    if (!x || !labels) return amp_red_fail(k, AMP_ERR_INPUT, "scores and labels are required");
+    LossArgs a;
+    AmpCode rc = loss_args(k, x, labels, w, &a);
+    if (rc) return rc;
+    AmpBuf *loss = k->alloc(k->alloc_ctx, 0, x->dtype, a.red == LOSS_NONE ? labels->rank : 0, labels->dims, k->st);
+    if (!loss) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *lp = NULL;
+    if (softmax && k->n_out > 1) {
+        lp = k->alloc(k->alloc_ctx, 1, x->dtype, x->rank, x->dims, k->st);
+        if (!lp) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    }
+    AmpFv vx, vw = {0};
+    AmpFo ol, op = {0};
+    if ((rc = amp_fv_open(k, x, &vx))) return rc;
+    if (w && (rc = amp_fv_open(k, w, &vw))) {
+        amp_fv_close(&vx);
+        return rc;
+    }
+    if ((rc = amp_fo_open(k, loss, &ol))) goto out;
+    if (lp && (rc = amp_fo_open(k, lp, &op))) {
+        amp_fo_discard(&ol);
+        goto out;
+    }
+    double sum = 0.0, wsum = 0.0;
+    uint64_t C = a.c, dk = a.dk;
+    for (uint64_t n = 0; n < a.n && !rc; n++)
+        for (uint64_t d = 0; d < dk; d++) {
+            uint64_t s = n * dk + d, base = n * C * dk + d; /* (n, 0, d) */
+            int64_t l;
+            if ((rc = loss_label(k, &a, s, &l))) break;
+            double m = 0.0, lse = 0.0; /* log-softmax: x - m - lse */
+            if (softmax) {
+                m = -INFINITY;
+                for (uint64_t c = 0; c < C; c++) {
+                    double e = amp_fv_get(&vx, base + c * dk);
+                    if (e > m) m = e;
+                }
+                for (uint64_t c = 0; c < C; c++) lse += exp(amp_fv_get(&vx, base + c * dk) - m);
+                lse = log(lse);
+                if (lp)
+                    for (uint64_t c = 0; c < C; c++)
+                        amp_fo_set(&op, base + c * dk, amp_fv_get(&vx, base + c * dk) - m - lse);
+            }
+            double li = 0.0;
+            if (l >= 0) {
+                double wl = w ? amp_fv_get(&vw, (uint64_t)l) : 1.0;
+                li = -wl * (amp_fv_get(&vx, base + (uint64_t)l * dk) - m - lse);
+                wsum += wl;
+                sum += li;
+            }
+            if (a.red == LOSS_NONE) amp_fo_set(&ol, s, li);
+        }
+    if (rc) {
+        amp_fo_discard(&ol), amp_fo_discard(&op);
+        goto out;
+    }
+    if (a.red == LOSS_SUM) amp_fo_set(&ol, 0, sum);
+    else if (a.red == LOSS_MEAN) amp_fo_set(&ol, 0, sum / wsum); /* NaN when every sample is ignored */
+    amp_fo_commit(&ol);
+    if (lp) amp_fo_commit(&op);
+out:
+    amp_fv_close(&vx), amp_fv_close(&vw);
+    return rc;
+}
+
+AmpCode amp_cpu_sce_loss(AmpKernelCtx *k) {
+    return loss_run(k, true);
+}
+
+AmpCode amp_cpu_nll_loss(AmpKernelCtx *k) {
+    return loss_run(k, false);
+}
+
+/* com.microsoft SoftmaxCrossEntropyLossGrad (dY, log_prob, label, weight?, bias?) ->
+ * d_logits = g * (softmax - onehot(label)) (+ bias), g = dY (per sample for reduction
+ * none, else the scalar) * w[label], divided by the weight sum for mean; 0 when ignored. */
+AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
+    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *lpb = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *labels = k->n_in > 2 ? k->in[2] : NULL;
+    const AmpBuf *w = k->n_in > 3 ? k->in[3] : NULL;
+    const AmpBuf *bias = k->n_in > 4 ? k->in[4] : NULL;
+    if (!dy || !lpb || !labels) return amp_red_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
+    LossArgs a;
+    AmpCode rc = loss_args(k, lpb, labels, w, &a);
+    if (rc) return rc;
+    if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
+    if (dy->nelem != (a.red == LOSS_NONE ? a.n * a.dk : 1))
+        return amp_red_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
+                            a.red == LOSS_NONE ? "one per sample" : "a scalar");
+    if (bias) {
+        if (!amp_red_is_float(bias->dtype)) return amp_kernel_bad_dtype(k, bias->dtype);
+        if (bias->nelem != lpb->nelem) return amp_red_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
+    }
+    AmpBuf *dx = k->alloc(k->alloc_ctx, 0, lpb->dtype, lpb->rank, lpb->dims, k->st);
+    if (!dx) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpFv vd = {0}, vp = {0}, vw = {0}, vb = {0};
+    AmpFo o;
+    if ((rc = amp_fv_open(k, dy, &vd))) return rc;
+    if ((rc = amp_fv_open(k, lpb, &vp))) goto out;
+    if (w && (rc = amp_fv_open(k, w, &vw))) goto out;
+    if (bias && (rc = amp_fv_open(k, bias, &vb))) goto out;
+    uint64_t C = a.c, dk = a.dk, ns = a.n * dk;
+    double wsum = 0.0;
+    for (uint64_t s = 0; s < ns; s++) { /* validates every label before writing */
+        int64_t l;
+        if ((rc = loss_label(k, &a, s, &l))) goto out;
+        if (l >= 0) wsum += w ? amp_fv_get(&vw, (uint64_t)l) : 1.0;
+    }
+    if ((rc = amp_fo_open(k, dx, &o))) goto out;
+    for (uint64_t s = 0; s < ns; s++) {
+        uint64_t n = s / dk, d = s % dk, base = n * C * dk + d;
+        int64_t l = amp_buf_get_i64(labels, s);
+        bool ignored = a.has_ii && l == a.ii;
+        double g = 0.0;
+        if (!ignored) {
+            g = amp_fv_get(&vd, a.red == LOSS_NONE ? s : 0) * (w ? amp_fv_get(&vw, (uint64_t)l) : 1.0);
+            if (a.red == LOSS_MEAN) g /= wsum;
+        }
+        for (uint64_t c = 0; c < C; c++) {
+            uint64_t at = base + c * dk;
+            double r = ignored ? 0.0 : g * (exp(amp_fv_get(&vp, at)) - ((int64_t)c == l ? 1.0 : 0.0));
+            if (bias) r += amp_fv_get(&vb, at);
+            amp_fo_set(&o, at, r);
+        }
+    }
+    amp_fo_commit(&o);
+out:
+    amp_fv_close(&vd), amp_fv_close(&vp), amp_fv_close(&vw), amp_fv_close(&vb);
+    return rc;
+}

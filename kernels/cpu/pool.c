@@ -1,0 +1,248 @@
+/* CPU kernels: MaxPool (with its optional int64 Indices output), AveragePool,
+ * GlobalAveragePool and GlobalMaxPool over N-D windows (geometry from conv.c). Values are
+ * widened to double: exact for float32, 16-bit floats, int8 and uint8, and double comes
+ * for free; sums accumulate in double and round once on store. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "half.h"
+
+static bool pool_dtype(int dt, bool is_max) {
+    return amp_is_f32_family(dt) || dt == AMP_DT_DOUBLE || (is_max && (dt == AMP_DT_INT8 || dt == AMP_DT_UINT8));
+}
+
+/* A double copy of b (free() it); NULL on OOM. */
+static double *load(const AmpBuf *b) {
+    double *d = malloc((b->nelem ? b->nelem : 1) * sizeof *d);
+    if (!d) return NULL;
+    for (uint64_t i = 0; i < b->nelem; i++) {
+        switch (b->dtype) {
+        case AMP_DT_FLOAT: d[i] = ((const float *)b->data)[i]; break;
+        case AMP_DT_DOUBLE: d[i] = ((const double *)b->data)[i]; break;
+        case AMP_DT_FLOAT16: d[i] = amp_f16_to_f32(((const uint16_t *)b->data)[i]); break;
+        case AMP_DT_BFLOAT16: d[i] = amp_bf16_to_f32(((const uint16_t *)b->data)[i]); break;
+        case AMP_DT_INT8: d[i] = ((const int8_t *)b->data)[i]; break;
+        default: d[i] = ((const uint8_t *)b->data)[i]; break;
+        }
+    }
+    return d;
+}
+
+static double clamp(double v, double lo, double hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Rounds v into b's storage (integers: clamped, so an all-padding window is the lowest). */
+static void store(AmpBuf *b, const double *v) {
+    for (uint64_t i = 0; i < b->nelem; i++) {
+        switch (b->dtype) {
+        case AMP_DT_FLOAT: ((float *)b->data)[i] = (float)v[i]; break;
+        case AMP_DT_DOUBLE: ((double *)b->data)[i] = v[i]; break;
+        case AMP_DT_FLOAT16: ((uint16_t *)b->data)[i] = amp_f32_to_f16((float)v[i]); break;
+        case AMP_DT_BFLOAT16: ((uint16_t *)b->data)[i] = amp_f32_to_bf16((float)v[i]); break;
+        case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)clamp(v[i], -128, 127); break;
+        default: ((uint8_t *)b->data)[i] = (uint8_t)clamp(v[i], 0, 255); break;
+        }
+    }
+}
+
+static AmpCode oom(AmpKernelCtx *k) {
+    return amp_conv_fail(k, AMP_ERR_INTERNAL, "out of memory");
+}
+
+/* ---- windowed pools -------------------------------------------------------------- */
+
+typedef enum PoolKind { POOL_MAX, POOL_AVG } PoolKind;
+
+typedef struct PoolOpts {
+    PoolKind kind;
+    bool count_include_pad; /* AveragePool: divide by the window size within the pads */
+    bool col_major;         /* MaxPool storage_order 1: indices run along the first axis */
+} PoolOpts;
+
+/* The kernel offsets j in [lo, hi) whose input position start + j * dil lies in
+ * [0, limit); an empty range when none does. */
+static void window_range(int64_t start, int64_t dil, int64_t kern, int64_t limit, int64_t *lo, int64_t *hi) {
+    if (dil == 1) { /* the common case, without divisions */
+        *lo = start >= 0 ? 0 : -start;
+        *hi = limit - start;
+    } else {
+        *lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
+        *hi = start >= limit ? 0 : (limit - 1 - start) / dil + 1;
+    }
+    if (*hi > kern) *hi = kern;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* Pools every (n, c) plane of x (planes, in...) into y (planes, out...); idx (same shape
+ * as y, may be NULL) gets MaxPool's flat input index of each maximum. Each window is
+ * clipped to the box of valid input positions first, so the inner loop runs along the
+ * last axis without bounds checks. */
+static void pool_planes(const AmpConvGeom *g, const PoolOpts *o, uint64_t planes, const double *x, double *y,
+                        int64_t *idx) {
+    int n = g->nsp;
+    int64_t NI = 1, O = 1, rstride[AMP_MAX_SPATIAL], cstride[AMP_MAX_SPATIAL];
+    for (int d = n - 1; d >= 0; d--) rstride[d] = NI, NI *= g->in[d];
+    for (int d = 0; d < n; d++) cstride[d] = d ? cstride[d - 1] * g->in[d - 1] : 1; /* column-major */
+    for (int d = 0; d < n; d++) O *= g->out[d];
+    int64_t dl = g->dil[n - 1];
+    for (uint64_t p = 0; p < planes; p++) {
+        const double *xp = x + p * (uint64_t)NI;
+        int64_t op[AMP_MAX_SPATIAL] = {0};
+        for (int64_t q = 0; q < O; q++) {
+            /* start: input position of kernel offset 0; [lo, hi): valid offsets per axis. */
+            int64_t start[AMP_MAX_SPATIAL], lo[AMP_MAX_SPATIAL], hi[AMP_MAX_SPATIAL], j[AMP_MAX_SPATIAL];
+            int64_t valid = 1, in_pads = 1;
+            for (int d = 0; d < n; d++) {
+                start[d] = op[d] * g->stride[d] - g->pad0[d];
+                window_range(start[d], g->dil[d], g->kern[d], g->in[d], &lo[d], &hi[d]);
+                valid *= hi[d] - lo[d];
+                j[d] = lo[d];
+                if (!o->count_include_pad) continue;
+                int64_t plo, phi; /* offsets inside the padded input */
+                window_range(start[d] + g->pad0[d], g->dil[d], g->kern[d], g->in[d] + g->pad0[d] + g->pad1[d], &plo,
+                             &phi);
+                in_pads *= phi - plo;
+            }
+            double best = -INFINITY, sum = 0.0;
+            int64_t arg = -1, rows = valid ? 1 : 0;
+            bool has_nan = false;
+            for (int d = 0; d < n - 1; d++) rows *= hi[d] - lo[d];
+            for (; rows > 0; rows--) {
+                int64_t off = 0, coff = 0;
+                for (int d = 0; d < n - 1; d++) {
+                    int64_t ip = start[d] + j[d] * g->dil[d];
+                    off += ip * rstride[d];
+                    coff += ip * cstride[d];
+                }
+                const double *xr = xp + off + start[n - 1];
+                if (o->kind == POOL_AVG) {
+                    for (int64_t jl = lo[n - 1]; jl < hi[n - 1]; jl++) sum += xr[jl * dl];
+                } else if (!idx) {
+                    /* Branch-free max; a NaN anywhere makes the result NaN. */
+                    for (int64_t jl = lo[n - 1]; jl < hi[n - 1]; jl++) {
+                        double v = xr[jl * dl];
+                        best = v > best ? v : best;
+                        has_nan |= v != v;
+                    }
+                } else {
+                    for (int64_t jl = lo[n - 1]; jl < hi[n - 1]; jl++) {
+                        double v = xr[jl * dl];
+                        /* First maximum wins; a NaN wins over numbers and sticks. */
+                        if (arg < 0 || v > best || (isnan(v) && !isnan(best))) {
+                            best = v;
+                            int64_t il = start[n - 1] + jl * dl;
+                            arg = o->col_major ? coff + il * cstride[n - 1] : off + il;
+                        }
+                    }
+                }
+                for (int d = n - 2; d >= 0; d--) {
+                    if (++j[d] < hi[d]) break;
+                    j[d] = lo[d];
+                }
+            }
+            uint64_t yi = p * (uint64_t)O + (uint64_t)q;
+            if (o->kind == POOL_MAX) {
+                y[yi] = has_nan ? NAN : best;
+                if (idx) idx[yi] = arg < 0 ? -1 : (int64_t)(p * (uint64_t)NI) + arg;
+            } else {
+                int64_t div = o->count_include_pad ? in_pads : valid;
+                y[yi] = div ? sum / (double)div : 0.0;
+            }
+            for (int d = n - 1; d >= 0; d--) {
+                if (++op[d] < g->out[d]) break;
+                op[d] = 0;
+            }
+        }
+    }
+}
+
+static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_conv_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!pool_dtype(x->dtype, kind == POOL_MAX)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (x->rank < 3)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+    int nsp = x->rank - 2;
+    int64_t kern[AMP_MAX_SPATIAL];
+    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, 0, 1, kern);
+    if (rc) return rc;
+    if (kern[0] == 0) return amp_conv_fail(k, AMP_ERR_INPUT, "attribute kernel_shape is required");
+    int64_t storage = amp_node_attr_int(k->node, "storage_order", 0);
+    if (storage != 0 && storage != 1)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "storage_order must be 0 or 1 (got %lld)", (long long)storage);
+    PoolOpts o = {kind, amp_node_attr_int(k->node, "count_include_pad", 0) != 0, storage == 1};
+    AmpConvGeom g;
+    if ((rc = amp_conv_geom(k, x, kern, amp_node_attr_int(k->node, "ceil_mode", 0) != 0, &g))) return rc;
+    int64_t ydims[AMP_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, ydims, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *yi = NULL;
+    if (kind == POOL_MAX && k->n_out > 1) {
+        yi = k->alloc(k->alloc_ctx, 1, AMP_DT_INT64, x->rank, ydims, k->st);
+        if (!yi) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    }
+    int64_t ni;
+    if (!y->nelem) return AMP_OK;
+    if (!amp_conv_size(nsp, g.in, &ni))
+        return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "input too large for the CPU kernel");
+    double *xd = load(x), *yd = malloc((y->nelem ? y->nelem : 1) * sizeof *yd);
+    if (!xd || !yd) {
+        free(xd), free(yd);
+        return oom(k);
+    }
+    pool_planes(&g, &o, (uint64_t)x->dims[0] * (uint64_t)x->dims[1], xd, yd, yi ? yi->data : NULL);
+    store(y, yd);
+    free(xd), free(yd);
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_maxpool(AmpKernelCtx *k) {
+    return pool(k, POOL_MAX);
+}
+
+AmpCode amp_cpu_averagepool(AmpKernelCtx *k) {
+    return pool(k, POOL_AVG);
+}
+
+/* ---- global pools: one value per (n, c) plane ------------------------------------ */
+
+static AmpCode global_pool(AmpKernelCtx *k, PoolKind kind) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_conv_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!pool_dtype(x->dtype, false)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (x->rank < 2) return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
+    int64_t ydims[AMP_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, ydims, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    uint64_t planes = y->nelem, I = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    double *xd = load(x), *yd = malloc((planes ? planes : 1) * sizeof *yd);
+    if (!xd || !yd) {
+        free(xd), free(yd);
+        return oom(k);
+    }
+    for (uint64_t p = 0; p < planes; p++) {
+        const double *xp = xd + p * I;
+        double acc = kind == POOL_MAX ? -INFINITY : 0.0;
+        for (uint64_t i = 0; i < I; i++) {
+            if (kind == POOL_AVG) acc += xp[i];
+            else if (xp[i] > acc || isnan(xp[i])) acc = isnan(acc) ? acc : xp[i];
+        }
+        yd[p] = kind == POOL_MAX ? acc : I ? acc / (double)I : NAN;
+    }
+    store(y, yd);
+    free(xd), free(yd);
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_global_averagepool(AmpKernelCtx *k) {
+    return global_pool(k, POOL_AVG);
+}
+
+AmpCode amp_cpu_global_maxpool(AmpKernelCtx *k) {
+    return global_pool(k, POOL_MAX);
+}

@@ -1,0 +1,138 @@
+/* Private to the reduce, norm and train kernel files (reduce.c, softmax.c, loss.c,
+ * norm.c, optim.c): the kernels softmax.c and loss.c add to the reduce table, and small
+ * helpers to read and write float tensors of any float storage type in double. */
+#ifndef AMP_CPU_REDUCE_IMPL_H
+#define AMP_CPU_REDUCE_IMPL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* softmax.c */
+AmpCode amp_cpu_softmax(AmpKernelCtx *k);
+AmpCode amp_cpu_log_softmax(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k);
+/* loss.c */
+AmpCode amp_cpu_sce_loss(AmpKernelCtx *k);
+AmpCode amp_cpu_nll_loss(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k);
+
+/* An error naming the node and its op, then the formatted reason. */
+static inline AmpCode amp_red_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
+static inline AmpCode amp_red_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "",
+                    k->node->op_type ? k->node->op_type : "", why);
+}
+
+static inline AmpCode amp_red_oom(AmpKernelCtx *k) {
+    return amp_red_fail(k, AMP_ERR_INTERNAL, "out of memory");
+}
+
+/* float32, float16, bfloat16 or double: the float types these kernels take. */
+static inline bool amp_red_is_float(int dtype) {
+    return amp_is_f32_family(dtype) || dtype == AMP_DT_DOUBLE;
+}
+
+/* ---- float views: read any float storage type as double ------------------------- */
+
+/* A read view of a float tensor: f (float32 data, or a converted copy in tmp for
+ * 16-bit storage) or d (double data). */
+typedef struct AmpFv {
+    const float *f;
+    const double *d;
+    float *tmp;
+} AmpFv;
+
+/* Opens a view of b; UNSUPPORTED (naming the dtype) for non-float types. */
+static inline AmpCode amp_fv_open(AmpKernelCtx *k, const AmpBuf *b, AmpFv *v) {
+    memset(v, 0, sizeof *v);
+    if (b->dtype == AMP_DT_DOUBLE) {
+        v->d = b->data;
+        return AMP_OK;
+    }
+    if (!amp_is_f32_family(b->dtype)) return amp_kernel_bad_dtype(k, b->dtype);
+    v->f = amp_buf_f32_in(b, &v->tmp);
+    return v->f ? AMP_OK : amp_red_oom(k);
+}
+
+static inline double amp_fv_get(const AmpFv *v, uint64_t i) {
+    return v->f ? (double)v->f[i] : v->d[i];
+}
+
+static inline void amp_fv_close(AmpFv *v) {
+    free(v->tmp);
+    v->tmp = NULL;
+}
+
+/* A write view of a float output: values are stored as float32 (rounded to 16 bits
+ * at commit for 16-bit storage) or as double. */
+typedef struct AmpFo {
+    AmpBuf *b;
+    float *f;
+    double *d;
+    float *tmp;
+} AmpFo;
+
+static inline AmpCode amp_fo_open(AmpKernelCtx *k, AmpBuf *b, AmpFo *o) {
+    memset(o, 0, sizeof *o);
+    o->b = b;
+    if (b->dtype == AMP_DT_DOUBLE) {
+        o->d = b->data;
+        return AMP_OK;
+    }
+    if (!amp_is_f32_family(b->dtype)) return amp_kernel_bad_dtype(k, b->dtype);
+    o->f = amp_buf_f32_out(b, &o->tmp);
+    return o->f ? AMP_OK : amp_red_oom(k);
+}
+
+static inline void amp_fo_set(AmpFo *o, uint64_t i, double x) {
+    if (o->f) o->f[i] = (float)x;
+    else o->d[i] = x;
+}
+
+/* Rounds 16-bit outputs into their buffer and frees the scratch. */
+static inline void amp_fo_commit(AmpFo *o) {
+    if (o->tmp) amp_buf_f32_commit(o->b, o->tmp);
+    o->tmp = NULL;
+}
+
+/* Frees the scratch without storing (error paths). */
+static inline void amp_fo_discard(AmpFo *o) {
+    free(o->tmp);
+    o->tmp = NULL;
+}
+
+/* ---- axis layout -------------------------------------------------------------- */
+
+/* Splits dims around `axis` into (outer, D, inner): element (o, j, i) lies at
+ * (o * D + j) * inner + i. */
+static inline void amp_red_split(const AmpBuf *b, int axis, uint64_t *outer, uint64_t *d, uint64_t *inner) {
+    *outer = amp_shape_nelem(axis, b->dims);
+    *d = (uint64_t)b->dims[axis];
+    *inner = amp_shape_nelem(b->rank - axis - 1, b->dims + axis + 1);
+}
+
+/* Integer storage types (labels, axes, K, integer data). */
+static inline bool amp_red_is_int(int dtype) {
+    switch (dtype) {
+    case AMP_DT_INT8:
+    case AMP_DT_INT16:
+    case AMP_DT_INT32:
+    case AMP_DT_INT64:
+    case AMP_DT_UINT8:
+    case AMP_DT_UINT16:
+    case AMP_DT_UINT32:
+    case AMP_DT_UINT64: return true;
+    default: return false;
+    }
+}
+
+#endif

@@ -1,0 +1,317 @@
+/* CPU kernel: Resize (opset 10 to 19): nearest (any dtype, byte copies), linear and
+ * cubic (float32/float16/bfloat16 computed in fp32 weights-in-double, double in double)
+ * over any set of axes, every coordinate_transformation_mode, scales or sizes, and
+ * keep_aspect_ratio_policy. Follows the ONNX reference implementation's arithmetic. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shape_impl.h"
+
+enum { M_NEAREST, M_LINEAR, M_CUBIC };
+enum { NR_PREFER_FLOOR, NR_PREFER_CEIL, NR_FLOOR, NR_CEIL };
+enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_CROP };
+
+static int lookup(const char *s, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+/* One resized axis: for each output index, `taps` source indices (-1: the output
+ * element is the extrapolation value) and their weights. */
+typedef struct Axis {
+    int taps;
+    int64_t *idx; /* (out, taps) */
+    double *w;    /* (out, taps) */
+} Axis;
+
+/* Source coordinate of output index o along an axis (ONNX reference formulas; `ow` is
+ * scale * in, which need not be an integer). */
+static double source_coord(int ct, double o, double scale, int64_t in, int64_t out, double r0, double r1) {
+    double ow = scale * (double)in;
+    switch (ct) {
+    case CT_ALIGN: return ow == 1 ? 0.0 : o * (double)(in - 1) / (ow - 1);
+    case CT_ASYM: return o / scale;
+    case CT_CROP:
+        if (ow == 1) return (r1 - r0) * (double)(in - 1) / 2 + r0 * (double)(in - 1);
+        return o * (r1 - r0) * (double)(in - 1) / (ow - 1) + r0 * (double)(in - 1);
+    case CT_PYTORCH: return ow == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
+    case CT_TF_NN: return (o + 0.5) / scale;
+    case CT_HALF_PIXEL_SYM: {
+        double adj = (double)out / ow, center = (double)in / 2;
+        return center * (1 - adj) + (o + 0.5) / scale - 0.5;
+    }
+    default: return (o + 0.5) / scale - 0.5;
+    }
+}
+
+static int64_t clampi(int64_t v, int64_t n) {
+    return v < 0 ? 0 : v >= n ? n - 1 : v;
+}
+
+/* Fills one axis' taps and weights. */
+static void build_axis(Axis *a, int mode, int nr, int ct, double scale, int64_t in, int64_t out, double r0,
+                       double r1, double A, bool exclude) {
+    for (int64_t o = 0; o < out; o++) {
+        int64_t *ix = a->idx + o * a->taps;
+        double *w = a->w + o * a->taps;
+        double x = source_coord(ct, (double)o, scale, in, out, r0, r1);
+        if (ct == CT_CROP && (x < 0 || x > (double)(in - 1))) {
+            for (int t = 0; t < a->taps; t++) ix[t] = -1, w[t] = 0;
+            continue;
+        }
+        /* Far outside the axis every tap clamps to an end anyway; bounding x keeps the
+         * integer conversion below defined for hostile scales. */
+        x = fmax(-2.0, fmin(x, (double)in + 1));
+        double fl = floor(x), ratio = x - fl;
+        int64_t i0 = (int64_t)fl;
+        if (mode == M_NEAREST) {
+            int64_t n = i0;
+            if (ratio != 0) {
+                bool up =
+                    nr == NR_CEIL || (nr == NR_PREFER_FLOOR && ratio > 0.5) || (nr == NR_PREFER_CEIL && ratio >= 0.5);
+                n = up ? i0 + 1 : i0;
+            }
+            ix[0] = clampi(n, in), w[0] = 1;
+        } else if (mode == M_LINEAR) {
+            ix[0] = clampi(i0, in), ix[1] = clampi(i0 + 1, in);
+            w[0] = 1 - ratio, w[1] = ratio;
+        } else {
+            double t = ratio;
+            double c[4] = {
+                ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+                ((A + 2) * t - (A + 3)) * t * t + 1,
+                ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+                ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A,
+            };
+            double sum = 0;
+            for (int j = 0; j < 4; j++) {
+                int64_t s = i0 - 1 + j;
+                if (exclude && (s < 0 || s >= in)) c[j] = 0;
+                sum += c[j];
+                ix[j] = clampi(s, in);
+            }
+            for (int j = 0; j < 4; j++) w[j] = exclude && sum != 0 ? c[j] / sum : c[j];
+        }
+    }
+}
+
+/* Reads the float-typed scales / roi input into out[] (n values expected). */
+static AmpCode read_floats(AmpKernelCtx *k, const AmpBuf *b, const char *what, double *out, size_t n) {
+    if (b->nelem != n)
+        return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %llu values, expected %zu", what, (unsigned long long)b->nelem, n);
+    if (!amp_dtype_is_float(b->dtype) || !amp_sh_convertible(b->dtype))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "%s must be a float tensor, not %s", what, amp_dtype_name(b->dtype));
+    return amp_sh_convert(k, b->data, b->dtype, out, AMP_DT_DOUBLE, n);
+}
+
+AmpCode amp_sh_resize(AmpKernelCtx *k) {
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no input X");
+    int r = x->rank;
+    const char *ms = amp_node_attr_string(k->node, "mode", "nearest");
+    int mode = lookup(ms, modes, 3);
+    if (mode < 0 && strcmp(ms, "bilinear") == 0) mode = M_LINEAR;
+    if (mode < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown mode '%s'", ms);
+    const AmpBuf *roi = NULL, *scales, *sizes = NULL;
+    int ct, nr;
+    if (k->opset < 11) { /* Resize-10: (X, scales); the Upsample semantics */
+        scales = k->n_in > 1 ? k->in[1] : NULL;
+        ct = CT_ASYM, nr = NR_FLOOR;
+    } else {
+        roi = k->n_in > 1 ? k->in[1] : NULL;
+        scales = k->n_in > 2 ? k->in[2] : NULL;
+        sizes = k->n_in > 3 ? k->in[3] : NULL;
+        const char *cs = amp_node_attr_string(k->node, "coordinate_transformation_mode", "half_pixel");
+        const char *ns = amp_node_attr_string(k->node, "nearest_mode", "round_prefer_floor");
+        if ((ct = lookup(cs, cts, 7)) < 0)
+            return amp_sh_fail(k, AMP_ERR_INPUT, "unknown coordinate_transformation_mode '%s'", cs);
+        if ((nr = lookup(ns, nmodes, 4)) < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown nearest_mode '%s'", ns);
+    }
+    if (scales && scales->nelem == 0) scales = NULL; /* empty placeholders (opset 11-12) */
+    if (sizes && sizes->nelem == 0) sizes = NULL;
+    if (roi && roi->nelem == 0) roi = NULL;
+    if (!scales == !sizes) return amp_sh_fail(k, AMP_ERR_INPUT, "exactly one of scales and sizes must be given");
+    double A = amp_node_attr_float(k->node, "cubic_coeff_a", -0.75f);
+    bool exclude = amp_node_attr_int(k->node, "exclude_outside", 0) != 0;
+    float extrap = amp_node_attr_float(k->node, "extrapolation_value", 0.0f);
+    bool antialias = amp_node_attr_int(k->node, "antialias", 0) != 0;
+    const char *policy = amp_node_attr_string(k->node, "keep_aspect_ratio_policy", "stretch");
+
+    /* The resized axes (attribute since opset 18, else all). */
+    int64_t axes[AMP_MAX_RANK];
+    size_t na = (size_t)r;
+    const AmpAttr *aa = amp_node_attr(k->node, "axes");
+    if (aa && aa->n_ints) {
+        if (aa->n_ints > (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "more axes than the rank");
+        na = aa->n_ints;
+        bool seen[AMP_MAX_RANK] = {false};
+        for (size_t i = 0; i < na; i++) {
+            int a;
+            if (!amp_norm_axis(aa->ints[i], r, &a) || seen[a])
+                return amp_sh_fail(k, AMP_ERR_INPUT, "axes are out of range or repeated");
+            seen[a] = true;
+            axes[i] = a;
+        }
+    } else {
+        for (int d = 0; d < r; d++) axes[d] = d;
+    }
+
+    double scale[AMP_MAX_RANK], r0[AMP_MAX_RANK], r1[AMP_MAX_RANK], v[2 * AMP_MAX_RANK];
+    int64_t out[AMP_MAX_RANK];
+    for (int d = 0; d < r; d++) scale[d] = 1, out[d] = x->dims[d], r0[d] = 0, r1[d] = 1;
+    AmpCode rc;
+    if (scales) {
+        if ((rc = read_floats(k, scales, "scales", v, na))) return rc;
+        for (size_t i = 0; i < na; i++) {
+            int64_t d = axes[i];
+            if (!(v[i] > 0) || !isfinite(v[i])) return amp_sh_fail(k, AMP_ERR_INPUT, "scales[%zu] is %g", i, v[i]);
+            double o = floor(v[i] * (double)x->dims[d]);
+            if (o > 9.0e15) return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
+            scale[d] = v[i], out[d] = (int64_t)o;
+        }
+    } else {
+        int64_t sz[AMP_MAX_RANK];
+        size_t n;
+        if ((rc = amp_sh_ints(k, sizes, "sizes", sz, AMP_MAX_RANK, &n))) return rc;
+        if (n != na) return amp_sh_fail(k, AMP_ERR_INPUT, "sizes has %zu values, expected %zu", n, na);
+        for (size_t i = 0; i < na; i++) {
+            int64_t d = axes[i];
+            if (sz[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "sizes[%zu] is %lld", i, (long long)sz[i]);
+            if (x->dims[d] == 0 && sz[i] != 0) return amp_sh_fail(k, AMP_ERR_INPUT, "cannot resize an empty axis");
+            out[d] = sz[i];
+            scale[d] = x->dims[d] ? (double)sz[i] / (double)x->dims[d] : 1.0;
+        }
+        bool larger = strcmp(policy, "not_larger") == 0, smaller = strcmp(policy, "not_smaller") == 0;
+        if (!larger && !smaller && strcmp(policy, "stretch") != 0)
+            return amp_sh_fail(k, AMP_ERR_INPUT, "unknown keep_aspect_ratio_policy '%s'", policy);
+        if (larger || smaller) {
+            double s = scale[axes[0]];
+            for (size_t i = 1; i < na; i++) s = larger ? fmin(s, scale[axes[i]]) : fmax(s, scale[axes[i]]);
+            for (size_t i = 0; i < na; i++) {
+                double o = floor(s * (double)x->dims[axes[i]] + 0.5); /* round half up, as the reference */
+                if (!(o <= 9.0e15)) return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
+                scale[axes[i]] = s, out[axes[i]] = (int64_t)o;
+            }
+        }
+    }
+    if (ct == CT_CROP) {
+        if (!roi) return amp_sh_fail(k, AMP_ERR_INPUT, "tf_crop_and_resize needs the roi input");
+        if ((rc = read_floats(k, roi, "roi", v, 2 * na))) return rc;
+        for (size_t i = 0; i < na; i++) r0[axes[i]] = v[i], r1[axes[i]] = v[na + i];
+    }
+
+    /* Interpolating modes compute in floating point. */
+    int dt = x->dtype;
+    bool is_double = dt == AMP_DT_DOUBLE;
+    if (mode != M_NEAREST && !amp_is_f32_family(dt) && !is_double) return amp_kernel_bad_dtype(k, dt);
+    size_t es = amp_sh_esize(k, dt);
+    if (!es) return k->st->code;
+    for (int d = 0; d < r; d++)
+        if (antialias && mode != M_NEAREST && scale[d] < 1)
+            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
+    AmpBuf *y = amp_sh_alloc(k, 0, dt, r, out);
+    if (!y) return k->st->code;
+    if (y->nelem == 0) return AMP_OK;
+
+    /* Per-axis tables; axes left as they are (scale 1, same size, no crop) get one tap. */
+    Axis ax[AMP_MAX_RANK];
+    bool same[AMP_MAX_RANK];
+    int taps = mode == M_NEAREST ? 1 : mode == M_LINEAR ? 2 : 4;
+    size_t total = 0;
+    for (int d = 0; d < r; d++) {
+        same[d] = fabs(scale[d] - 1) <= 1e-9 && out[d] == x->dims[d] &&
+                  (ct != CT_CROP || (fabs(r0[d]) <= 1e-9 && fabs(r1[d] - 1) <= 1e-9));
+        ax[d].taps = same[d] ? 1 : taps;
+        total += (size_t)out[d] * (size_t)ax[d].taps;
+    }
+    int64_t *ibuf = malloc(total * sizeof *ibuf);
+    double *wbuf = malloc(total * sizeof *wbuf);
+    if (!ibuf || !wbuf) {
+        free(ibuf), free(wbuf);
+        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    size_t at = 0;
+    for (int d = 0; d < r; d++) {
+        ax[d].idx = ibuf + at, ax[d].w = wbuf + at;
+        at += (size_t)out[d] * (size_t)ax[d].taps;
+        if (same[d]) {
+            for (int64_t o = 0; o < out[d]; o++) ax[d].idx[o] = o, ax[d].w[o] = 1;
+        } else {
+            build_axis(&ax[d], mode, nr, ct, scale[d], x->dims[d], out[d], r0[d], r1[d], A, exclude);
+        }
+    }
+
+    int64_t strides[AMP_MAX_RANK], c[AMP_MAX_RANK] = {0};
+    amp_sh_strides(r, x->dims, strides);
+    rc = AMP_OK;
+    if (mode == M_NEAREST) {
+        uint8_t ev[16] = {0}; /* the extrapolation value in x's dtype */
+        if (ct == CT_CROP && extrap != 0 && amp_sh_convertible(dt))
+            rc = amp_sh_convert(k, &extrap, AMP_DT_FLOAT, ev, dt, 1);
+        const char *src = x->data;
+        char *dst = y->data;
+        for (uint64_t i = 0; !rc && i < y->nelem; i++, dst += es) {
+            int64_t off = 0;
+            bool outside = false;
+            for (int d = 0; d < r; d++) {
+                int64_t s = ax[d].idx[c[d]];
+                if (s < 0) outside = true;
+                off += s * strides[d];
+            }
+            memcpy(dst, outside ? (const char *)ev : src + (size_t)off * es, es);
+            for (int d = r - 1; d >= 0; d--) {
+                if (++c[d] < out[d]) break;
+                c[d] = 0;
+            }
+        }
+    } else {
+        float *ftmp = NULL, *otmp = NULL;
+        const float *xf = is_double ? NULL : amp_buf_f32_in(x, &ftmp);
+        float *yf = is_double ? NULL : amp_buf_f32_out(y, &otmp);
+        const double *xd = is_double ? x->data : NULL;
+        double *yd = is_double ? y->data : NULL;
+        if (!is_double && (!xf || !yf)) {
+            free(ftmp), free(otmp);
+            free(ibuf), free(wbuf);
+            return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+        }
+        uint64_t combos = 1;
+        for (int d = 0; d < r; d++) combos *= (uint64_t)ax[d].taps;
+        for (uint64_t i = 0; i < y->nelem; i++) {
+            double acc = 0;
+            bool outside = false;
+            for (uint64_t t = 0; t < combos && !outside; t++) {
+                /* Tap t: one choice per axis, the last axis varying fastest. */
+                uint64_t rem = t;
+                double w = 1;
+                int64_t off = 0;
+                for (int d = r - 1; d >= 0; d--) {
+                    int nt = ax[d].taps, j = (int)(rem % (uint64_t)nt);
+                    rem /= (uint64_t)nt;
+                    int64_t s = ax[d].idx[c[d] * nt + j];
+                    if (s < 0) outside = true;
+                    w *= ax[d].w[c[d] * nt + j];
+                    off += s * strides[d];
+                }
+                if (!outside && w != 0) acc += w * (is_double ? xd[off] : (double)xf[off]);
+            }
+            if (outside) acc = extrap;
+            if (is_double) yd[i] = acc;
+            else yf[i] = (float)acc;
+            for (int d = r - 1; d >= 0; d--) {
+                if (++c[d] < out[d]) break;
+                c[d] = 0;
+            }
+        }
+        free(ftmp);
+        if (!is_double) amp_buf_f32_commit(y, otmp);
+    }
+    free(ibuf), free(wbuf);
+    return rc;
+}

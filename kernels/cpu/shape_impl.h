@@ -1,0 +1,58 @@
+/* Private to the data-movement kernels (shape.c, slice.c, gather.c, resize.c, tensor.c):
+ * the helpers they share and the kernels the other files hand to shape.c's table.
+ * These ops move bytes, so they work on any dtype with a whole number of bytes. */
+#ifndef AMP_CPU_SHAPE_IMPL_H
+#define AMP_CPU_SHAPE_IMPL_H
+
+#include "kernels.h"
+
+/* Strided views in the helpers below may have up to twice the executor's rank (Tile
+ * views a rank-r tensor as (repeat, dim) pairs). */
+#define AMP_SH_MAX_VIEW (2 * AMP_MAX_RANK)
+
+/* AMP_ERR_* failure whose message names the node and op. */
+AmpCode amp_sh_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
+
+/* Bytes per element of a dtype these kernels move, or 0 (with st set to
+ * AMP_ERR_UNSUPPORTED) for strings, sub-byte and unknown types. */
+size_t amp_sh_esize(AmpKernelCtx *k, int dtype);
+
+/* k->alloc with a sanity cap on the total size, so a hostile shape gives an error
+ * rather than a giant allocation. */
+AmpBuf *amp_sh_alloc(AmpKernelCtx *k, int index, int dtype, int rank, const int64_t *dims);
+
+/* Reads an integer tensor (scalar or 1-D) of at most `max` elements into out[]. */
+AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n);
+
+/* *out = a * b for non-negative a, b; false when the product passes 2^62. */
+static inline bool amp_sh_mul(int64_t a, int64_t b, int64_t *out) {
+    if (a < 0 || b < 0 || (b != 0 && a > (INT64_C(1) << 62) / b)) return false;
+    *out = a * b;
+    return true;
+}
+
+/* Row-major element strides of a shape. */
+void amp_sh_strides(int rank, const int64_t *dims, int64_t *strides);
+
+/* dst (dense, shape dims) = src viewed at element offset `offset` with element strides
+ * `strides` (any sign, 0 for broadcast). rank <= AMP_SH_MAX_VIEW. */
+void amp_sh_strided_copy(void *dst, const void *src, size_t es, int rank, const int64_t *dims,
+                         const int64_t *strides, int64_t offset);
+
+/* Cast engine (tensor.c): n elements of dtype sdt at src to dtype ddt at dst. Integer
+ * targets truncate floats toward zero (NaN -> 0, saturating out of range); 16-bit float
+ * targets round to nearest even. AMP_ERR_UNSUPPORTED for types it does not convert. */
+AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int ddt, uint64_t n);
+/* Whether amp_sh_convert takes the dtype. */
+bool amp_sh_convertible(int dtype);
+
+/* ---- kernels listed in shape.c's table, defined in the other files ---------------- */
+AmpCode amp_sh_slice(AmpKernelCtx *k);          /* slice.c */
+AmpCode amp_sh_pad(AmpKernelCtx *k);            /* slice.c */
+AmpCode amp_sh_gather(AmpKernelCtx *k);         /* gather.c */
+AmpCode amp_sh_gather_elements(AmpKernelCtx *k); /* gather.c */
+AmpCode amp_sh_gather_nd(AmpKernelCtx *k);      /* gather.c */
+AmpCode amp_sh_scatter_nd(AmpKernelCtx *k);     /* gather.c */
+AmpCode amp_sh_resize(AmpKernelCtx *k);         /* resize.c */
+
+#endif

@@ -1,0 +1,115 @@
+/* CPU kernels: Softmax and LogSoftmax (opset < 13: the input flattened to 2-D at `axis`;
+ * opset >= 13: along the one axis), and com.microsoft SoftmaxGrad_13. Each row's max is
+ * subtracted before exp, and sums are kept in double. */
+#include <math.h>
+
+#include "reduce_impl.h"
+
+/* The (outer, D, inner) layout the op normalises over: D along `axis` (per-axis
+ * semantics), or everything from `axis` on (the opset < 13 2-D coercion, inner = 1). */
+static AmpCode softmax_layout(AmpKernelCtx *k, const AmpBuf *x, bool per_axis, uint64_t *outer, uint64_t *d,
+                              uint64_t *inner) {
+    int64_t a = amp_node_attr_int(k->node, "axis", per_axis ? -1 : 1);
+    int axis;
+    if (per_axis) {
+        if (!amp_norm_axis(a, x->rank, &axis))
+            return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        amp_red_split(x, axis, outer, d, inner);
+        return AMP_OK;
+    }
+    /* The 2-D coercion also takes axis == rank (a trailing dimension of 1). */
+    if (a == x->rank) axis = x->rank;
+    else if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    *outer = amp_shape_nelem(axis, x->dims);
+    *d = amp_shape_nelem(x->rank - axis, x->dims + axis);
+    *inner = 1;
+    return AMP_OK;
+}
+
+static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    uint64_t outer, D, inner;
+    AmpCode rc = softmax_layout(k, x, k->opset >= 13, &outer, &D, &inner);
+    if (rc) return rc;
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpFv v;
+    AmpFo o;
+    if ((rc = amp_fv_open(k, x, &v))) return rc;
+    if ((rc = amp_fo_open(k, y, &o))) {
+        amp_fv_close(&v);
+        return rc;
+    }
+    for (uint64_t p = 0; p < outer; p++)
+        for (uint64_t i = 0; i < inner; i++) {
+            uint64_t base = p * D * inner + i;
+            double m = -INFINITY, sum = 0.0;
+            for (uint64_t j = 0; j < D; j++) {
+                double a = amp_fv_get(&v, base + j * inner);
+                if (a > m) m = a;
+            }
+            for (uint64_t j = 0; j < D; j++) sum += exp(amp_fv_get(&v, base + j * inner) - m);
+            double lsum = log(sum);
+            for (uint64_t j = 0; j < D; j++) {
+                uint64_t at = base + j * inner;
+                double z = amp_fv_get(&v, at) - m;
+                amp_fo_set(&o, at, log_out ? z - lsum : exp(z) / sum);
+            }
+        }
+    amp_fo_commit(&o);
+    amp_fv_close(&v);
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_softmax(AmpKernelCtx *k) {
+    return softmax_run(k, false);
+}
+
+AmpCode amp_cpu_log_softmax(AmpKernelCtx *k) {
+    return softmax_run(k, true);
+}
+
+/* com.microsoft SoftmaxGrad_13 (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`
+ * (default -1, opset 13 per-axis semantics). */
+AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
+    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *y = k->n_in > 1 ? k->in[1] : NULL;
+    if (!dy || !y) return amp_red_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+    if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
+    if (!amp_red_is_float(y->dtype)) return amp_kernel_bad_dtype(k, y->dtype);
+    bool same = dy->rank == y->rank;
+    for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
+    if (!same) return amp_red_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
+    uint64_t outer, D, inner;
+    AmpCode rc = softmax_layout(k, y, true, &outer, &D, &inner);
+    if (rc) return rc;
+    AmpBuf *dx = k->alloc(k->alloc_ctx, 0, dy->dtype, dy->rank, dy->dims, k->st);
+    if (!dx) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpFv vd, vy;
+    AmpFo o;
+    if ((rc = amp_fv_open(k, dy, &vd))) return rc;
+    if ((rc = amp_fv_open(k, y, &vy))) {
+        amp_fv_close(&vd);
+        return rc;
+    }
+    if ((rc = amp_fo_open(k, dx, &o))) {
+        amp_fv_close(&vd), amp_fv_close(&vy);
+        return rc;
+    }
+    for (uint64_t p = 0; p < outer; p++)
+        for (uint64_t i = 0; i < inner; i++) {
+            uint64_t base = p * D * inner + i;
+            double dot = 0.0;
+            for (uint64_t j = 0; j < D; j++) dot += amp_fv_get(&vd, base + j * inner) * amp_fv_get(&vy, base + j * inner);
+            for (uint64_t j = 0; j < D; j++) {
+                uint64_t at = base + j * inner;
+                amp_fo_set(&o, at, amp_fv_get(&vy, at) * (amp_fv_get(&vd, at) - dot));
+            }
+        }
+    amp_fo_commit(&o);
+    amp_fv_close(&vd), amp_fv_close(&vy);
+    return AMP_OK;
+}

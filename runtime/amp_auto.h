@@ -1,0 +1,37 @@
+/* AMP_AUTO (private to the runtime): the environment variables (or the session options
+ * that replace them) read once at amp_session_open, checked, and the AMP passes run over
+ * the model in memory before it is planned, with the graph logged before and after. */
+#ifndef AMP_AUTO_H
+#define AMP_AUTO_H
+
+#include <stdbool.h>
+
+#include "ampc.h"
+#include "ir.h"
+#include "passes.h"
+
+typedef struct AmpAutoConfig {
+    bool enabled;          /* AMP_AUTO=1 */
+    int precision;         /* AMP_DT_FLOAT16 or AMP_DT_BFLOAT16 */
+    AmpListEdit *edits;    /* malloc'd; additions first, then removals */
+    size_t n_edits;
+    AmpLossScaleMode loss_scale_mode;
+    double loss_scale;
+    char *log_path;        /* malloc'd; NULL: no log */
+} AmpAutoConfig;
+
+/* Reads and checks the settings. With AMP_AUTO unset or 0 nothing else is read (so a
+ * stale variable cannot fail an open that rewrites nothing). A bad value is AMP_ERR_USAGE
+ * naming the variable and the value; unknown op names in a list are named all at once. */
+AmpCode amp_auto_config(const AmpSessionOptions *opt, AmpAutoConfig *out, AmpStatus *st);
+void amp_auto_config_free(AmpAutoConfig *c);
+
+/* Runs the AMP pipeline over m when enabled ("amp" when that pass exists, else the
+ * default pipeline), verifies the result, and writes before/after dumps into log_path.
+ * *applied says whether anything ran. */
+AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpStatus *st);
+
+/* The pipeline amp_auto_apply runs. */
+const char *amp_auto_pipeline(void);
+
+#endif

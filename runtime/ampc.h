@@ -1,0 +1,168 @@
+/* ampc's public C API: open an ONNX model (optionally rewriting it in mixed precision in
+ * memory, AMP_AUTO=1), run it with named inputs and outputs, run training steps that keep
+ * weights and optimizer state resident, read, write, save and load that state bit-exactly,
+ * close. Every fallible call returns an AmpCode and fills an AmpStatus with one line. */
+#ifndef AMPC_H
+#define AMPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h" /* AmpCode, AmpStatus */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct AmpSession AmpSession; /* opaque */
+struct AmpModel;
+
+#define AMP_TENSOR_MAX_RANK 8
+
+/* A tensor passed in or out. dtype is ONNX's TensorProto.DataType number (1 float,
+ * 6 int32, 7 int64, 9 bool, 10 float16, 16 bfloat16, ...); data holds the elements in
+ * row-major order in ONNX's raw_data layout (little-endian, 16-bit floats as bits). */
+typedef struct AmpTensorView {
+    const char *name;
+    int dtype;
+    int rank;
+    int64_t dims[AMP_TENSOR_MAX_RANK]; /* rank entries */
+    void *data;
+} AmpTensorView;
+
+/* Bytes the elements take (0 for an unknown dtype). */
+size_t amp_tensor_view_bytes(const AmpTensorView *t);
+/* Frees the data of a tensor the session returned (outputs, state copies). */
+void amp_tensor_view_free(AmpTensorView *t);
+
+typedef enum AmpBackendKind {
+    AMP_BACKEND_AUTO = 0, /* CUDA when built with a device present, else the CPU */
+    AMP_BACKEND_CPU = 1,
+    AMP_BACKEND_CUDA = 2  /* AMP_ERR_UNSUPPORTED until the CUDA executor lands */
+} AmpBackendKind;
+
+/* Zero-initialised options are the defaults. The AMP settings are strings with the syntax
+ * of the environment variable named beside each: a non-NULL field replaces that variable,
+ * NULL reads it once at open (unless ignore_env). */
+typedef struct AmpSessionOptions {
+    AmpBackendKind backend;
+    const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
+    const char *precision;  /* AMP_PRECISION: "fp16" (default) or "bf16" */
+    const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number */
+    const char *log_path;   /* AMP_LOG_PATH: a folder for before.onnx, after.onnx and text dumps */
+    /* AMP_ALLOWLIST_ADD, ..._REMOVE, and the same for INFERLIST, CLEARLIST, DENYLIST:
+     * comma-separated op names ("MatMul,com.microsoft:FusedGemm"). */
+    const char *allowlist_add, *allowlist_remove, *inferlist_add, *inferlist_remove;
+    const char *clearlist_add, *clearlist_remove, *denylist_add, *denylist_remove;
+    bool ignore_env;        /* read no environment variable: NULL fields take defaults */
+    uint64_t seed;          /* random state of Dropout and friends (0: a fixed default) */
+    bool no_plan;           /* no memory arena: every intermediate allocated alone */
+} AmpSessionOptions;
+
+/* Opens a model file (external data beside it). opt may be NULL. */
+AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSession **out,
+                         AmpStatus *st);
+/* Opens a model from memory; `dir` is where external data is found (NULL: none allowed). */
+AmpCode amp_session_open_bytes(const void *data, size_t len, const char *dir,
+                               const AmpSessionOptions *opt, AmpSession **out, AmpStatus *st);
+void amp_session_close(AmpSession *s);
+
+/* ---- what the model takes and gives ------------------------------------------------- */
+
+/* Inference (amp_session_run) or a training step (amp_session_train_step). */
+typedef enum AmpMode { AMP_MODE_RUN = 0, AMP_MODE_TRAIN = 1 } AmpMode;
+
+typedef struct AmpIoInfo {
+    const char *name;
+    int dtype;                                  /* 0 when the model does not say */
+    int rank;                                   /* -1 when the model does not say */
+    int64_t dims[AMP_TENSOR_MAX_RANK];          /* -1 where not fixed */
+    const char *dim_params[AMP_TENSOR_MAX_RANK]; /* symbolic names (or NULL) */
+    bool optional;       /* an input with a default (an initializer) */
+    int64_t index_bound; /* > 0: an index input (a loss's class labels, Gather indices):
+                            valid values lie in [0, index_bound) */
+} AmpIoInfo;
+
+/* Inputs: RUN: the main graph's inputs; TRAIN: those, then each training algorithm's own
+ * inputs (a name both declare is given once). Outputs: RUN: the main graph's outputs;
+ * TRAIN: those, then each algorithm's outputs. */
+size_t amp_session_input_count(const AmpSession *s, AmpMode mode);
+size_t amp_session_output_count(const AmpSession *s, AmpMode mode);
+/* false when i is out of range */
+bool amp_session_input_info(const AmpSession *s, AmpMode mode, size_t i, AmpIoInfo *out);
+bool amp_session_output_info(const AmpSession *s, AmpMode mode, size_t i, AmpIoInfo *out);
+
+/* Whether the model carries a training algorithm (ONNX training_info). */
+bool amp_session_has_training_info(const AmpSession *s);
+
+/* The model as the session runs it (after AMP_AUTO's rewrite), for tools. */
+const struct AmpModel *amp_session_model(const AmpSession *s);
+
+/* ---- running ------------------------------------------------------------------------ */
+
+/* Inference: runs the main graph on `inputs` (by name; every input without a default must
+ * be given, with the declared dtype and fixed dims, else AMP_ERR_USAGE naming it) and
+ * fills outputs[i] with the output named output_names[i]; output_names NULL means every
+ * graph output in order, and then n_outputs must be at least amp_session_output_count.
+ * Output data is malloc'd: free each with amp_tensor_view_free. On failure no output is
+ * left allocated. Weights are the session's current state. */
+AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
+                        const char *const *output_names, size_t n_outputs, AmpTensorView *outputs,
+                        AmpStatus *st);
+
+/* One training step, inputs and outputs as amp_session_run with mode TRAIN.
+ * - With training_info (ONNX TrainingInfoProto): for each training_info in order, the main
+ *   graph and its algorithm run as one graph (the algorithm reads the main graph's values),
+ *   then every update_binding is applied: the bound initializer takes the algorithm
+ *   output's value, so the next step (and amp_session_run) sees the new weights and
+ *   optimizer state. They live in session-owned buffers between steps.
+ * - Without training_info (backward inside the main graph): the main graph runs once in
+ *   training mode (Dropout draws masks) and its outputs (loss, gradients or new weights)
+ *   are returned; nothing is applied: the caller updates weights with
+ *   amp_session_state_set.
+ * The step counter (amp_session_stats) advances only when the step succeeds. */
+AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
+                               const char *const *output_names, size_t n_outputs,
+                               AmpTensorView *outputs, AmpStatus *st);
+
+/* ---- state: weights, optimizer state, loss-scale state ----------------------------- */
+
+/* The state is every initializer a training_info binds (update_binding and
+ * initialization_binding keys: weights, optimizer state, the loss-scale state); for a
+ * model without bindings, every initializer of the main graph. */
+size_t amp_session_state_count(const AmpSession *s);
+/* A view of state entry i (data borrowed until the next step, set, load or close). */
+bool amp_session_state_at(const AmpSession *s, size_t i, AmpTensorView *out);
+/* Replaces the value of the state entry t->name: same dtype and shape, else
+ * AMP_ERR_USAGE naming it. The bytes are copied. */
+AmpCode amp_session_state_set(AmpSession *s, const AmpTensorView *t, AmpStatus *st);
+
+/* A checkpoint: an ONNX model file whose initializers are the state entries (bit-exact
+ * raw data) and whose metadata_props hold the step counter and RNG state, so it opens with
+ * onnx.load. Written atomically (temporary file, then rename). */
+AmpCode amp_session_state_save(AmpSession *s, const char *path, AmpStatus *st);
+/* Loads a checkpoint written by amp_session_state_save for the same model: every state
+ * entry must be there with its dtype and shape, and nothing else; on failure the state is
+ * unchanged. */
+AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st);
+
+/* ---- reports ------------------------------------------------------------------------ */
+
+typedef struct AmpSessionStats {
+    uint64_t steps;            /* training steps taken (and restored by state_load) */
+    size_t intermediate_bytes; /* peak bytes of intermediates: the planned arenas, or what
+                                  was live at once before a plan exists */
+    size_t state_bytes;        /* bytes of the state entries */
+    bool planned;              /* intermediates run from a planned arena */
+    bool amp_applied;          /* AMP_AUTO rewrote the model at open */
+    const char *backend;       /* "cpu" */
+} AmpSessionStats;
+
+void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

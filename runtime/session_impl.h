@@ -1,0 +1,84 @@
+/* Private to the session (session.c, session_io.c, state.c): the session's layout. The
+ * main graph runs in one executor; each training algorithm in an executor that runs after
+ * it and reads its values; state entries are the session-owned buffers bound to
+ * initializers, so weights and optimizer state stay resident between steps. */
+#ifndef AMP_SESSION_IMPL_H
+#define AMP_SESSION_IMPL_H
+
+#include "ampc.h"
+#include "backend.h"
+#include "exec.h"
+#include "ir.h"
+
+typedef struct StateEntry {
+    const char *name;
+    AmpValue *value; /* the main graph's initializer */
+    AmpBuf buf;      /* the current value, bound into the main executor */
+    bool owned;      /* buf.data is from the backend (else borrowed from the model) */
+} StateEntry;
+
+typedef struct InEntry {
+    const char *name;
+    AmpValue *decl;  /* the declaration checked against (the main graph's, else an algorithm's) */
+    AmpValue *main;  /* the main graph's input of this name, or NULL */
+    AmpValue **alg;  /* per algorithm: its own input of this name, or NULL (TRAIN lists only) */
+    bool optional;   /* an initializer gives it a default */
+    int64_t index_bound;
+} InEntry;
+
+typedef struct OutEntry {
+    const char *name;
+    AmpValue *value;
+    int graph; /* -1: the main graph; k: algorithm k */
+} OutEntry;
+
+typedef struct IoList {
+    InEntry *in;
+    size_t n_in;
+    OutEntry *out;
+    size_t n_out;
+} IoList;
+
+typedef struct Algo {
+    AmpTrainingInfo *ti;
+    AmpExec *exec;
+} Algo;
+
+struct AmpSession {
+    AmpModel *m;
+    const AmpBackend *be;
+    AmpExec *main;
+    Algo *alg;
+    size_t n_alg;
+    StateEntry *state;
+    size_t n_state;
+    IoList io[2]; /* by AmpMode */
+    uint64_t rng, steps;
+    bool amp_applied;
+};
+
+/* session_io.c */
+AmpCode amp_session_build_io(AmpSession *s, AmpStatus *st);
+void amp_session_free_io(AmpSession *s);
+/* Checks inputs against the mode's list and fills `named` (n_inputs entries) in the
+ * same order. */
+AmpCode amp_session_check_inputs(const AmpSession *s, AmpMode mode, const AmpTensorView *inputs, size_t n,
+                                 AmpNamedBuf *named, AmpStatus *st);
+/* Resolves requested output names (NULL: all) to indices into the mode's output list. */
+AmpCode amp_session_resolve_outputs(const AmpSession *s, AmpMode mode, const char *const *names, size_t n,
+                                    size_t *idx, size_t *n_idx, AmpStatus *st);
+void amp_session_fill_info(const AmpValue *v, AmpIoInfo *out);
+
+/* state.c */
+AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st);
+void amp_session_free_state(AmpSession *s);
+StateEntry *amp_session_find_state(const AmpSession *s, const char *name);
+/* Replaces entry e's value with src (any shape when reshape, else the same dtype and shape);
+ * `what` names the source for messages. */
+/* "float[3,4]" */
+void amp_buf_describe(const AmpBuf *b, char *buf, size_t len);
+bool amp_buf_same_shape(const AmpBuf *a, const AmpBuf *b);
+AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool reshape, const char *what,
+                         AmpStatus *st);
+
+#endif

@@ -1,0 +1,229 @@
+/* The memory planner on synthetic lifetimes (no two live-overlapping buffers share a
+ * byte, the arena never exceeds the sum of sizes and meets the max-live bound in simple
+ * cases), and the interpreter's arena on real models: every conformance model whose ops
+ * the CPU runs gives bit-identical outputs from its planned second run and its first. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "exec.h"
+#include "plan.h"
+
+static void assert_valid(const AmpPlanItem *it, size_t n, size_t align, size_t arena) {
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(it[i].offset % align, 0, "item %zu at %zu is not aligned", i, it[i].offset);
+        if (it[i].size) cr_assert_leq(it[i].offset + it[i].size, arena, "item %zu past the arena", i);
+        for (size_t j = i + 1; j < n; j++) {
+            bool live_together = it[i].first <= it[j].last && it[j].first <= it[i].last;
+            bool bytes_overlap = it[i].size && it[j].size && it[i].offset < it[j].offset + it[j].size &&
+                                 it[j].offset < it[i].offset + it[i].size;
+            cr_assert_not(live_together && bytes_overlap, "items %zu [%d,%d] and %zu [%d,%d] share bytes", i,
+                          it[i].first, it[i].last, j, it[j].first, it[j].last);
+        }
+    }
+}
+
+static size_t sum_sizes(const AmpPlanItem *it, size_t n, size_t align) {
+    size_t s = 0;
+    for (size_t i = 0; i < n; i++) s += (it[i].size + align - 1) / align * align;
+    return s;
+}
+
+Test(plan, chain_reuses_memory) {
+    /* a -> b -> c -> d: each buffer lives from its producer to its one consumer. */
+    AmpPlanItem it[4] = {{1000, 0, 1, 0}, {1000, 1, 2, 0}, {1000, 2, 3, 0}, {1000, 3, 4, 0}};
+    size_t arena;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_plan_offsets(it, 4, 64, &arena, &st), AMP_OK, "%s", st.msg);
+    assert_valid(it, 4, 64, arena);
+    cr_assert_eq(arena, amp_plan_max_live(it, 4, 64), "arena %zu, max live %zu", arena, amp_plan_max_live(it, 4, 64));
+    cr_assert_eq(arena, 2 * 1024);
+}
+
+Test(plan, all_live_is_the_sum) {
+    AmpPlanItem it[3] = {{100, 0, 5, 0}, {200, 1, 5, 0}, {300, 2, 5, 0}};
+    size_t arena;
+    cr_assert_eq(amp_plan_offsets(it, 3, 64, &arena, NULL), AMP_OK);
+    assert_valid(it, 3, 64, arena);
+    cr_assert_eq(arena, sum_sizes(it, 3, 64));
+}
+
+Test(plan, disjoint_lifetimes_share_one_place) {
+    AmpPlanItem it[3] = {{4096, 0, 0, 0}, {4096, 1, 1, 0}, {4096, 2, 2, 0}};
+    size_t arena;
+    cr_assert_eq(amp_plan_offsets(it, 3, 64, &arena, NULL), AMP_OK);
+    for (int i = 0; i < 3; i++) cr_assert_eq(it[i].offset, 0);
+    cr_assert_eq(arena, 4096);
+}
+
+Test(plan, zero_sizes_and_empty) {
+    AmpPlanItem it[2] = {{0, 0, 3, 7}, {10, 1, 2, 0}};
+    size_t arena = 1;
+    cr_assert_eq(amp_plan_offsets(NULL, 0, 64, &arena, NULL), AMP_OK);
+    cr_assert_eq(arena, 0);
+    cr_assert_eq(amp_plan_offsets(it, 2, 16, &arena, NULL), AMP_OK);
+    cr_assert_eq(it[0].offset, 0);
+    cr_assert_eq(arena, 16);
+}
+
+Test(plan, bad_items_are_errors) {
+    AmpPlanItem it[1] = {{10, 5, 2, 0}};
+    size_t arena;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_plan_offsets(it, 1, 64, &arena, &st), AMP_ERR_INTERNAL);
+    cr_assert_not_null(strstr(st.msg, "before it starts"), "%s", st.msg);
+    AmpPlanItem big[1] = {{SIZE_MAX - 3, 0, 0, 0}};
+    amp_status_clear(&st);
+    cr_assert_eq(amp_plan_offsets(big, 1, 64, &arena, &st), AMP_ERR_INTERNAL);
+    amp_status_clear(&st);
+    cr_assert_eq(amp_plan_offsets(it, 1, 48, &arena, &st), AMP_ERR_INTERNAL, "48 is no power of two");
+}
+
+/* Random lifetimes: always valid, never above the sum, never below the max-live bound,
+ * and deterministic. */
+Test(plan, random_lifetimes) {
+    uint64_t r = 12345;
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + (size_t)(round % 60);
+        AmpPlanItem it[64], again[64];
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            int first = (int)((r >> 33) % 40);
+            int len = (int)((r >> 20) % 12);
+            size_t size = (size_t)((r >> 40) % 5000);
+            it[i] = (AmpPlanItem){size, first, first + len, 0};
+        }
+        memcpy(again, it, sizeof it);
+        size_t arena, arena2;
+        cr_assert_eq(amp_plan_offsets(it, n, 64, &arena, NULL), AMP_OK);
+        assert_valid(it, n, 64, arena);
+        cr_assert_leq(arena, sum_sizes(it, n, 64));
+        cr_assert_geq(arena, amp_plan_max_live(it, n, 64));
+        cr_assert_eq(amp_plan_offsets(again, n, 64, &arena2, NULL), AMP_OK);
+        cr_assert_eq(arena, arena2);
+        for (size_t i = 0; i < n; i++) cr_assert_eq(it[i].offset, again[i].offset);
+    }
+}
+
+/* ---- the arena on real models ---------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = n > 0 ? (size_t)n : 0;
+    return buf;
+}
+
+/* Runs test_data_set_0 of one folder three times (malloc, then planned twice); returns
+ * whether the model ran at all. Ops drawing random numbers are left out. */
+static bool check_case(const char *dir, const char *name, int *planned_runs) {
+    if (strstr(name, "dropout") || strstr(name, "random") || strstr(name, "bernoulli")) return false;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    AmpStatus st = {0};
+    AmpModel *m = NULL;
+    if (amp_model_load_file(path, NULL, &m, &st)) return false;
+    AmpExec *e = NULL;
+    bool ran = false;
+    AmpGraph *g = m->graph;
+    AmpNamedBuf ins[16];
+    size_t n_in = 0;
+    if (amp_exec_prepare(m, g, NULL, &e, &st)) goto done;
+    for (size_t k = 0; k < 16; k++) {
+        snprintf(path, sizeof path, "%s/test_data_set_0/input_%zu.pb", dir, k);
+        size_t len;
+        char *bytes = read_file(path, &len);
+        if (!bytes) break;
+        AmpTensor *t;
+        AmpCode rc = amp_tensor_load_bytes(m, bytes, len, &t, &st);
+        free(bytes);
+        if (rc) goto done;
+        const char *iname = NULL;
+        size_t r = 0;
+        for (size_t i = 0; i < g->inputs.n && !iname; i++) {
+            if (g->inputs.items[i].value->initializer) continue;
+            if (r++ == k) iname = g->inputs.items[i].value->name;
+        }
+        if (t->name && *t->name && amp_graph_lookup(g, t->name)) iname = t->name;
+        if (!iname || amp_buf_from_tensor(m, t, &ins[n_in].buf, &st)) goto done;
+        ins[n_in++].name = iname;
+    }
+    size_t no = g->outputs.n;
+    AmpBuf *first = calloc(no + 1, sizeof *first), *again = calloc(no + 1, sizeof *again);
+    if (amp_exec_run(e, ins, n_in, first, &st) == AMP_OK) {
+        ran = true;
+        for (int rep = 0; rep < 2; rep++) {
+            amp_status_clear(&st);
+            cr_assert_eq(amp_exec_run(e, ins, n_in, again, &st), AMP_OK, "%s: second run: %s", name, st.msg);
+            AmpExecMemory mem;
+            amp_exec_memory(e, &mem);
+            *planned_runs += mem.planned;
+            for (size_t k = 0; k < no; k++) {
+                cr_assert_eq(again[k].dtype, first[k].dtype, "%s", name);
+                cr_assert_eq(again[k].nelem, first[k].nelem, "%s", name);
+                size_t bytes = amp_buf_bytes(&first[k]);
+                cr_assert(bytes == 0 || memcmp(again[k].data, first[k].data, bytes) == 0,
+                          "%s: output %zu differs once the arena is used", name, k);
+                amp_buf_free(&again[k]);
+            }
+        }
+        for (size_t k = 0; k < no; k++) amp_buf_free(&first[k]);
+    }
+    free(first);
+    free(again);
+done:
+    amp_exec_free(e);
+    amp_model_free(m);
+    return ran;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void run_corpus(const char *sub) {
+    char root[4096];
+    snprintf(root, sizeof root, "%s/%s", AMPC_TESTDATA, sub);
+    DIR *d = opendir(root);
+    if (!d) cr_skip_test("no conformance data at %s", root);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        if (n == cap) names = realloc(names, (cap = cap ? cap * 2 : 256) * sizeof *names);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    if (n) qsort(names, n, sizeof *names, cmp_str);
+    int ran = 0, planned = 0;
+    for (size_t i = 0; i < n; i++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        ran += check_case(dir, names[i], &planned);
+        free(names[i]);
+    }
+    free(names);
+    printf("arena %s: %d models ran, %d planned runs\n", sub, ran, planned);
+    if (!ran) cr_skip_test("no model of %s runs on the CPU yet", sub);
+    cr_expect_gt(planned, 0, "no run used a planned arena");
+}
+
+Test(plan_exec, node_models_give_the_same_outputs_from_the_arena, .timeout = 600) {
+    run_corpus("node");
+}
+
+Test(plan_exec, pytorch_models_give_the_same_outputs_from_the_arena, .timeout = 600) {
+    run_corpus("pytorch-converted");
+}

@@ -1,0 +1,341 @@
+/* `ampc run MODEL`: inference, or N training steps, through the public session API.
+ * Inputs come from --inputs DIR (ONNX TensorProto files input_0.pb, ... matched by name,
+ * else by order) or are deterministic random data shaped by the model (symbolic dims from
+ * --dim, index inputs within their range). Prints a line per step, then timing and memory. */
+#include "run.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ampc.h"
+#include "half.h"
+#include "ir.h"
+
+typedef struct Inputs {
+    AmpTensorView *t;
+    size_t n;
+    AmpModel *scratch; /* arena for tensors read from files */
+    void **owned;      /* random data buffers */
+    size_t n_owned;
+} Inputs;
+
+static void inputs_free(Inputs *in) {
+    for (size_t i = 0; i < in->n_owned; i++) free(in->owned[i]);
+    free(in->owned);
+    free(in->t);
+    amp_model_free(in->scratch);
+}
+
+static int fail(const AmpStatus *st, AmpCode c, const char *file) {
+    const char *msg = st->msg[0] ? st->msg : amp_code_name(c);
+    if (file && !strstr(msg, file)) ampc_say("%s: %s", file, msg);
+    else ampc_say("%s", msg);
+    return (c >= AMP_OK && c <= AMP_ERR_INTERNAL) ? (int)c : (int)AMP_ERR_INTERNAL;
+}
+
+/* ---- inputs from files -------------------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *b = malloc(cap);
+    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) free(b);
+            b = nb;
+        }
+    }
+    fclose(f);
+    *len = n;
+    return b;
+}
+
+static int find_input(const AmpSession *s, AmpMode mode, const char *name) {
+    AmpIoInfo info;
+    for (size_t i = 0; amp_session_input_info(s, mode, i, &info); i++)
+        if (strcmp(info.name, name) == 0) return (int)i;
+    return -1;
+}
+
+static AmpCode push(Inputs *in, const AmpTensorView *t, AmpStatus *st) {
+    for (size_t i = 0; i < in->n; i++)
+        if (strcmp(in->t[i].name, t->name) == 0) return amp_fail(st, AMP_ERR_USAGE, "input '%s' given twice", t->name);
+    AmpTensorView *p = realloc(in->t, (in->n + 1) * sizeof *p);
+    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    in->t = p;
+    in->t[in->n++] = *t;
+    return AMP_OK;
+}
+
+/* input_K.pb for K = 0, 1, ... until one is missing. */
+static AmpCode load_dir(const AmpSession *s, AmpMode mode, const char *dir, Inputs *in, AmpStatus *st) {
+    if (!(in->scratch = amp_model_new())) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    for (size_t k = 0;; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/input_%zu.pb", dir, k);
+        size_t len = 0;
+        char *bytes = read_file(path, &len);
+        if (!bytes) {
+            if (k == 0) return amp_fail(st, AMP_ERR_USAGE, "--inputs %s: no input_0.pb there", dir);
+            return AMP_OK;
+        }
+        AmpTensor *t = NULL;
+        AmpCode rc = amp_tensor_load_bytes(in->scratch, bytes, len, &t, st);
+        free(bytes);
+        if (rc) {
+            amp_status_prefix(st, "%s: ", path);
+            return rc;
+        }
+        /* By the tensor's name, else the k-th input that has no default. */
+        const char *name = NULL;
+        if (t->name && *t->name && find_input(s, mode, t->name) >= 0) name = t->name;
+        AmpIoInfo info;
+        for (size_t i = 0, r = 0; !name && amp_session_input_info(s, mode, i, &info); i++)
+            if (!info.optional && r++ == k) name = info.name;
+        if (!name) return amp_fail(st, AMP_ERR_USAGE, "%s: matches no input of the model", path);
+        AmpBytes raw;
+        if ((rc = amp_tensor_bytes(in->scratch, t, &raw, st))) return rc;
+        if (t->ndims > AMP_TENSOR_MAX_RANK) return amp_fail(st, AMP_ERR_UNSUPPORTED, "%s: rank %zu", path, t->ndims);
+        AmpTensorView v = {.name = name, .dtype = t->dtype, .rank = (int)t->ndims, .data = (void *)raw.data};
+        for (size_t d = 0; d < t->ndims; d++) v.dims[d] = t->dims[d];
+        if ((rc = push(in, &v, st))) return rc;
+    }
+}
+
+/* ---- random inputs ------------------------------------------------------------------------ */
+
+static uint64_t next_rand(uint64_t *x) { /* splitmix64 */
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static bool dim_value(const RunArgs *a, const char *param, int64_t *out) {
+    size_t n = strlen(param);
+    for (int i = 0; i < a->n_dims; i++)
+        if (strncmp(a->dims[i], param, n) == 0 && a->dims[i][n] == '=') {
+            *out = strtoll(a->dims[i] + n + 1, NULL, 10);
+            return true;
+        }
+    return false;
+}
+
+static AmpCode random_input(const RunArgs *a, const AmpIoInfo *info, uint64_t *rng, Inputs *in, AmpStatus *st) {
+    if (info->rank < 0)
+        return amp_fail(st, AMP_ERR_USAGE, "input '%s' has no shape in the model: give its data with --inputs", info->name);
+    AmpTensorView v = {.name = info->name, .dtype = info->dtype, .rank = info->rank};
+    uint64_t n = 1;
+    for (int d = 0; d < info->rank; d++) {
+        int64_t x = info->dims[d];
+        if (x < 0) {
+            const char *p = info->dim_params[d];
+            if (!p || !dim_value(a, p, &x)) {
+                x = 1;
+                ampc_say("note: input '%s' dim %d%s%s%s is not fixed: using 1 (set it with --dim %s=VALUE)", info->name,
+                         d, p ? " ('" : "", p ? p : "", p ? "')" : "", p ? p : "NAME");
+            }
+        }
+        v.dims[d] = x;
+        n *= (uint64_t)x;
+    }
+    size_t bytes;
+    if (!amp_tensor_expected_bytes(v.dtype, n, &bytes) || v.dtype == AMP_DT_STRING || v.dtype == AMP_DT_UNDEFINED)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "input '%s': cannot make random %s data", info->name,
+                        amp_dtype_name(v.dtype));
+    void **o = realloc(in->owned, (in->n_owned + 1) * sizeof *o);
+    if (!o) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    in->owned = o;
+    if (!(v.data = in->owned[in->n_owned++] = malloc(bytes ? bytes : 1)))
+        return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t r = next_rand(rng);
+        float f = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0); /* [-1, 1) */
+        /* Indices stay in their range; other integers are small. */
+        int64_t k = info->index_bound > 0 ? (int64_t)(r % (uint64_t)info->index_bound) : (int64_t)(r % 4);
+        switch (v.dtype) {
+        case AMP_DT_FLOAT: ((float *)v.data)[i] = f; break;
+        case AMP_DT_DOUBLE: ((double *)v.data)[i] = f; break;
+        case AMP_DT_FLOAT16: ((uint16_t *)v.data)[i] = amp_f32_to_f16(f); break;
+        case AMP_DT_BFLOAT16: ((uint16_t *)v.data)[i] = amp_f32_to_bf16(f); break;
+        case AMP_DT_INT64: ((int64_t *)v.data)[i] = k; break;
+        case AMP_DT_INT32: ((int32_t *)v.data)[i] = (int32_t)k; break;
+        case AMP_DT_INT16: ((int16_t *)v.data)[i] = (int16_t)k; break;
+        case AMP_DT_INT8: ((int8_t *)v.data)[i] = (int8_t)k; break;
+        case AMP_DT_UINT64: ((uint64_t *)v.data)[i] = (uint64_t)k; break;
+        case AMP_DT_UINT32: ((uint32_t *)v.data)[i] = (uint32_t)k; break;
+        case AMP_DT_UINT16: ((uint16_t *)v.data)[i] = (uint16_t)k; break;
+        case AMP_DT_UINT8: ((uint8_t *)v.data)[i] = (uint8_t)k; break;
+        case AMP_DT_BOOL: ((uint8_t *)v.data)[i] = (uint8_t)(r & 1); break;
+        default:
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "input '%s': cannot make random %s data", info->name,
+                            amp_dtype_name(v.dtype));
+        }
+    }
+    return push(in, &v, st);
+}
+
+/* Every input without a default that the files did not give gets random data. */
+static AmpCode fill_random(const RunArgs *a, const AmpSession *s, AmpMode mode, Inputs *in, AmpStatus *st) {
+    uint64_t rng = a->seed ? a->seed : 1;
+    AmpIoInfo info;
+    for (size_t i = 0; amp_session_input_info(s, mode, i, &info); i++) {
+        if (info.optional) continue;
+        bool given = false;
+        for (size_t k = 0; k < in->n && !given; k++) given = strcmp(in->t[k].name, info.name) == 0;
+        if (given) continue;
+        if (a->inputs) ampc_say("note: input '%s' is not in %s: using random data", info.name, a->inputs);
+        AmpCode rc = random_input(a, &info, &rng, in, st);
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static double value_at(const AmpTensorView *t, size_t i) {
+    const void *p = t->data;
+    switch (t->dtype) {
+    case AMP_DT_FLOAT: return ((const float *)p)[i];
+    case AMP_DT_DOUBLE: return ((const double *)p)[i];
+    case AMP_DT_FLOAT16: return amp_f16_to_f32(((const uint16_t *)p)[i]);
+    case AMP_DT_BFLOAT16: return amp_bf16_to_f32(((const uint16_t *)p)[i]);
+    case AMP_DT_INT64: return (double)((const int64_t *)p)[i];
+    case AMP_DT_INT32: return ((const int32_t *)p)[i];
+    case AMP_DT_INT16: return ((const int16_t *)p)[i];
+    case AMP_DT_INT8: return ((const int8_t *)p)[i];
+    case AMP_DT_UINT64: return (double)((const uint64_t *)p)[i];
+    case AMP_DT_UINT32: return ((const uint32_t *)p)[i];
+    case AMP_DT_UINT16: return ((const uint16_t *)p)[i];
+    case AMP_DT_UINT8:
+    case AMP_DT_BOOL: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+static size_t view_nelem(const AmpTensorView *t) {
+    size_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= (size_t)t->dims[i];
+    return n;
+}
+
+/* "output 'Y' float[3,4]: 0.1 0.2 ... (12 values)" */
+static void print_output(const AmpTensorView *t) {
+    printf("output '%s' %s[", t->name, amp_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank; i++) printf("%s%" PRId64, i ? "," : "", t->dims[i]);
+    printf("]:");
+    size_t n = view_nelem(t), show = n < 8 ? n : 8;
+    bool printable = amp_dtype_is_float(t->dtype) ? amp_dtype_bits(t->dtype) >= 16 : t->dtype != AMP_DT_STRING;
+    for (size_t i = 0; printable && i < show; i++) printf(" %.9g", value_at(t, i));
+    if (!printable) printf(" (%s values not shown)", amp_dtype_name(t->dtype));
+    else if (show < n) printf(" ...");
+    printf(" (%zu value%s)\n", n, n == 1 ? "" : "s");
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The loss: --loss NAME, else the one scalar float output whose name contains "loss";
+ * -1 when there is none, -2 (with st set) when it is ambiguous or --loss names nothing. */
+static int find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
+    AmpIoInfo info;
+    int found = -1, n_found = 0;
+    char names[512] = "";
+    for (size_t i = 0; amp_session_output_info(s, AMP_MODE_TRAIN, i, &info); i++) {
+        if (a->loss) {
+            if (strcmp(info.name, a->loss) == 0) return (int)i;
+            continue;
+        }
+        bool scalar = true; /* rank 0, all dims 1, or not known */
+        for (int d = 0; d < info.rank && scalar; d++) scalar = info.dims[d] == 1;
+        if (!strstr(info.name, "loss") || !scalar || (info.dtype && !amp_dtype_is_float(info.dtype))) continue;
+        size_t l = strlen(names);
+        snprintf(names + l, sizeof names - l, "%s'%s'", n_found ? ", " : "", info.name);
+        found = (int)i;
+        n_found++;
+    }
+    if (a->loss) {
+        amp_fail(st, AMP_ERR_USAGE, "--loss %s: the model has no output of that name", a->loss);
+        return -2;
+    }
+    if (n_found > 1) {
+        amp_fail(st, AMP_ERR_USAGE, "several outputs could be the loss (%s): choose one with --loss NAME", names);
+        return -2;
+    }
+    return found;
+}
+
+int ampc_cmd_run(const RunArgs *a) {
+    AmpStatus st = {AMP_OK, ""};
+    AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend, .seed = a->seed};
+    AmpSession *s = NULL;
+    AmpCode rc = amp_session_open(a->model, &so, &s, &st);
+    if (rc) return fail(&st, rc, a->model);
+
+    int loss = find_loss(a, s, &st);
+    bool training = loss >= 0 || amp_session_has_training_info(s);
+    if (loss == -2 || (training && loss < 0)) {
+        if (loss != -2)
+            amp_fail(&st, AMP_ERR_USAGE, "the model trains but no output is named like a loss: choose one with --loss NAME");
+        amp_session_close(s);
+        return fail(&st, st.code, a->model);
+    }
+    AmpMode mode = training ? AMP_MODE_TRAIN : AMP_MODE_RUN;
+    Inputs in = {0};
+    if (a->inputs) rc = load_dir(s, mode, a->inputs, &in, &st);
+    if (!rc) rc = fill_random(a, s, mode, &in, &st);
+
+    size_t n_out = amp_session_output_count(s, mode);
+    AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
+    double *ms = calloc((size_t)a->steps, sizeof *ms);
+    if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
+    for (long step = 0; !rc && step < a->steps; step++) {
+        double t0 = now_ms();
+        rc = training ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
+                      : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
+        ms[step] = now_ms() - t0;
+        if (rc) break;
+        if (training) {
+            const AmpTensorView *l = &outs[loss];
+            double v = view_nelem(l) ? value_at(l, 0) : 0.0;
+            printf("step %ld: loss %.9g (%.3f ms)\n", step + 1, v, ms[step]);
+        } else if (step == 0) {
+            for (size_t i = 0; i < n_out; i++) print_output(&outs[i]);
+        }
+        for (size_t i = 0; i < n_out; i++) amp_tensor_view_free(&outs[i]);
+    }
+    int code = AMP_OK;
+    if (rc) {
+        code = fail(&st, rc, a->model);
+    } else {
+        qsort(ms, (size_t)a->steps, sizeof *ms, cmp_double);
+        AmpSessionStats stats;
+        amp_session_stats(s, &stats);
+        printf("step time %.3f ms (median of %ld %s), peak memory %zu bytes (intermediates %zu + state %zu), "
+               "backend %s%s\n",
+               ms[a->steps / 2], a->steps, training ? "training steps" : "runs",
+               stats.intermediate_bytes + stats.state_bytes, stats.intermediate_bytes, stats.state_bytes,
+               stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
+        if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
+    }
+    free(ms);
+    free(outs);
+    inputs_free(&in);
+    amp_session_close(s);
+    return code;
+}
