@@ -1,5 +1,5 @@
 /* CPU kernel: Resize (opset 10 to 19): nearest (any dtype, byte copies), linear and
- * cubic (float32/float16/bfloat16 computed in fp32 weights-in-double, double in double)
+ * cubic (float32/float16/bfloat16/double, weights and sums in double, rounded on store)
  * over any set of axes, every coordinate_transformation_mode, scales or sizes, and
  * keep_aspect_ratio_policy. Follows the ONNX reference implementation's arithmetic. */
 #include <math.h>

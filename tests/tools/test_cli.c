@@ -201,7 +201,8 @@ Test(cli, help_lists_every_option) {
     cr_assert_eq(r.code, 0, "stderr: %s", r.err);
     cr_assert_str_empty(r.err);
     const char *required[] = {"-o", "--passes", "--dump-after", "--print", "--external-data",
-                              "--no-verify", "--version", "--help", "-q", "verify"};
+                              "--no-verify", "--version", "--help", "-q", "verify", "ampc run",
+                              "--steps", "--inputs", "--backend", "--seed", "--dim", "--loss"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         cr_expect_not_null(strstr(r.out, required[i]), "--help does not mention %s",
                            required[i]);
@@ -375,11 +376,192 @@ Test(cli, bad_external_data_mode_is_usage_error) {
     run_free(&r);
 }
 
-Test(cli, run_is_not_implemented_yet) {
-    Run r = run_ampc("run", ADD_MODEL, NULL);
+Test(cli, bench_is_not_implemented_yet) {
+    Run r = run_ampc("bench", ADD_MODEL, NULL);
     cr_assert_eq(r.code, 3);
     assert_one_error_line(&r);
     run_free(&r);
+}
+
+Test(cli, run_usage_errors) {
+    const char *bad[][4] = {
+        {"--steps", "0"}, {"--steps", "x"}, {"--backend", "tpu"}, {"--dim", "N"}, {"--dim", "=3"},
+        {"--dim", "N=-1"}, {"--seed", "-1"}, {"-o", "x.onnx"}, {"--passes", "none"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Run r = run_ampc("run", ADD_MODEL, bad[i][0], bad[i][1], NULL);
+        cr_expect_eq(r.code, 2, "run %s %s: exit %d, %s", bad[i][0], bad[i][1], r.code, r.err);
+        assert_one_error_line(&r);
+        run_free(&r);
+    }
+    Run m = run_ampc("run", NULL);
+    cr_assert_eq(m.code, 2);
+    assert_one_error_line(&m);
+    run_free(&m);
+    /* Run-only options are refused (not unknown) outside run. */
+    Run c = run_ampc(ADD_MODEL, "--steps", "2", "--print", NULL);
+    cr_assert_eq(c.code, 2);
+    cr_assert_not_null(strstr(c.err, "ampc run"), "%s", c.err);
+    run_free(&c);
+    Run l = run_ampc("run", ADD_MODEL, "--loss", "nosuch", NULL);
+    cr_assert_eq(l.code, 2, "%s", l.err);
+    cr_assert_not_null(strstr(l.err, "nosuch"), "%s", l.err);
+    run_free(&l);
+}
+
+Test(cli, run_bad_model_and_backend) {
+    char in[600];
+    tmp_path(in, sizeof in, "garbage.onnx");
+    write_file(in, garbage, sizeof garbage);
+    Run r = run_ampc("run", in, NULL);
+    cr_assert_eq(r.code, 1, "%s", r.err);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "garbage.onnx"), "%s", r.err);
+    run_free(&r);
+    Run c = run_ampc("run", ADD_MODEL, "--backend", "cuda", NULL);
+    cr_assert_eq(c.code, 3, "%s", c.err);
+    assert_one_error_line(&c);
+    run_free(&c);
+    Run d = run_ampc("run", ADD_MODEL, "--inputs", tmpdir, NULL);
+    cr_assert_eq(d.code, 2, "an empty folder: %s", d.err);
+    cr_assert_not_null(strstr(d.err, "input_0.pb"), "%s", d.err);
+    run_free(&d);
+}
+
+/* The first printed values of output 'name' ("output 'sum' float[3,4,5]: v0 v1 ..."). */
+static int parse_values(const char *out, const char *name, double *v, int max) {
+    char head[128];
+    snprintf(head, sizeof head, "output '%s' ", name);
+    const char *p = strstr(out, head);
+    cr_assert_not_null(p, "no line for output %s in:\n%s", name, out);
+    p = strchr(p, ':');
+    cr_assert_not_null(p);
+    p++;
+    int n = 0;
+    while (n < max) {
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p) break;
+        v[n++] = x;
+        p = end;
+    }
+    return n;
+}
+
+Test(cli, run_with_inputs_gives_the_expected_outputs) {
+    const char *dir = AMPC_TESTDATA "/node/test_add/test_data_set_0";
+    Run r = run_ampc("run", ADD_MODEL, "--inputs", dir, NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_str_empty(r.err);
+    cr_assert_not_null(strstr(r.out, "output 'sum' float[3,4,5]:"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "step time"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "peak memory"), "%s", r.out);
+    double got[8];
+    int n = parse_values(r.out, "sum", got, 8);
+    cr_assert_eq(n, 8, "%s", r.out);
+    /* The expected values, from output_0.pb. */
+    AmpModel *m = amp_model_new();
+    size_t len;
+    char *bytes = read_all(AMPC_TESTDATA "/node/test_add/test_data_set_0/output_0.pb", &len);
+    AmpTensor *t;
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_tensor_load_bytes(m, bytes, len, &t, &st), AMP_OK, "%s", st.msg);
+    AmpBytes raw;
+    cr_assert_eq(amp_tensor_bytes(m, t, &raw, &st), AMP_OK);
+    for (int i = 0; i < 8; i++) {
+        float want;
+        memcpy(&want, raw.data + 4 * i, 4);
+        cr_assert_float_eq(got[i], want, 1e-6 + 1e-6 * (want < 0 ? -want : want), "element %d", i);
+    }
+    free(bytes);
+    amp_model_free(m);
+    run_free(&r);
+}
+
+Test(cli, run_random_inputs_are_deterministic) {
+    Run a = run_ampc("run", ADD_MODEL, "--seed", "7", NULL);
+    Run b = run_ampc("run", ADD_MODEL, "--seed", "7", "--steps", "3", NULL);
+    Run c = run_ampc("run", ADD_MODEL, "--seed", "8", NULL);
+    cr_assert_eq(a.code, 0, "%s", a.err);
+    cr_assert_eq(b.code, 0, "%s", b.err);
+    double va[8], vb[8], vc[8];
+    cr_assert_eq(parse_values(a.out, "sum", va, 8), 8);
+    cr_assert_eq(parse_values(b.out, "sum", vb, 8), 8);
+    cr_assert_eq(parse_values(c.out, "sum", vc, 8), 8);
+    cr_assert_eq(memcmp(va, vb, sizeof va), 0, "same seed, other data:\n%s\n%s", a.out, b.out);
+    cr_assert_neq(memcmp(va, vc, sizeof va), 0, "another seed, same data");
+    cr_assert_not_null(strstr(b.out, "median of 3"), "%s", b.out);
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+}
+
+/* A training model: scores = MatMul(X, W) with X float[N,4], labels int64[N] in [0, 3),
+ * loss = SoftmaxCrossEntropyLoss(scores, labels); the training algorithm descends on W
+ * with the gradient X^T (softmax - onehot) / N made by hand from main-graph values. */
+static void write_training_model(const char *path) {
+    AmpModel *m = amp_model_new();
+    m->has = AMP_MODEL_HAS_IR_VERSION;
+    m->ir_version = 8;
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 17, true};
+    m->n_opsets = 1;
+    AmpGraph *g = m->graph;
+    g->name = "train";
+    AmpArena *ar = &m->arena;
+    AmpValue *x = amp_graph_value(g, "X"), *lab = amp_graph_value(g, "labels");
+    AmpDim *xd = amp_arena_calloc(ar, 2, sizeof *xd), *ld = amp_arena_calloc(ar, 1, sizeof *ld);
+    xd[0] = (AmpDim){-1, "N"}, xd[1] = (AmpDim){4, NULL}, ld[0] = (AmpDim){-1, "N"};
+    x->type = (AmpType){AMP_TYPE_TENSOR, AMP_DT_FLOAT, 2, xd};
+    lab->type = (AmpType){AMP_TYPE_TENSOR, AMP_DT_INT64, 1, ld};
+    amp_graph_add_input(g, x);
+    amp_graph_add_input(g, lab);
+    static const float w[12] = {0.1f, -0.2f, 0.3f, 0.0f, 0.2f, -0.1f, -0.3f, 0.1f, 0.05f, 0.2f, 0.1f, -0.2f};
+    static const int64_t wdims[2] = {4, 3};
+    AmpTensor *t = amp_arena_calloc(ar, 1, sizeof *t);
+    *t = (AmpTensor){.dtype = AMP_DT_FLOAT, .has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW, .ndims = 2,
+                     .dims = amp_arena_memdup(ar, wdims, sizeof wdims), .nelem = 12,
+                     .raw = {amp_arena_memdup(ar, w, sizeof w), sizeof w}};
+    AmpValue *wv = amp_graph_value(g, "W");
+    amp_graph_add_initializer(g, wv, t);
+    AmpNode *mm = amp_node_new(g, "", "MatMul", "mm", 2, 1);
+    amp_node_set_input(mm, 0, x);
+    amp_node_set_input(mm, 1, wv);
+    amp_node_set_output(mm, 0, amp_graph_value(g, "scores"));
+    amp_node_append(g, mm);
+    AmpNode *sce = amp_node_new(g, "", "SoftmaxCrossEntropyLoss", "sce", 2, 1);
+    amp_node_set_input(sce, 0, amp_graph_value(g, "scores"));
+    amp_node_set_input(sce, 1, lab);
+    amp_node_set_output(sce, 0, amp_graph_value(g, "loss"));
+    amp_node_append(g, sce);
+    amp_graph_add_output(g, amp_graph_value(g, "loss"));
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_model_save_file(m, path, NULL, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+}
+
+Test(cli, run_loss_model_prints_a_loss_per_step) {
+    char path[600];
+    tmp_path(path, sizeof path, "train.onnx");
+    write_training_model(path);
+    for (int seed = 1; seed <= 5; seed++) {
+        char s[16];
+        snprintf(s, sizeof s, "%d", seed);
+        Run r = run_ampc("run", path, "--steps", "3", "--dim", "N=16", "--seed", s, NULL);
+        cr_assert_eq(r.code, 0, "seed %d: %s", seed, r.err); /* labels out of [0, 3) would fail the kernel */
+        cr_assert_str_empty(r.err, "with --dim N=16 there is no note: %s", r.err);
+        int lines = 0;
+        for (const char *p = r.out; (p = strstr(p, ": loss ")); p++) lines++;
+        cr_assert_eq(lines, 3, "%s", r.out);
+        cr_assert_not_null(strstr(r.out, "step 3: loss "), "%s", r.out);
+        cr_assert_not_null(strstr(r.out, "peak memory"), "%s", r.out);
+        run_free(&r);
+    }
+    /* Without --dim the symbolic batch is 1, with a note on stderr. */
+    Run n = run_ampc("run", path, NULL);
+    cr_assert_eq(n.code, 0, "%s", n.err);
+    cr_assert_not_null(strstr(n.err, "--dim N="), "%s", n.err);
+    run_free(&n);
 }
 
 /* ---- bad input ---------------------------------------------------------------------- */

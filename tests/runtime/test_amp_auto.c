@@ -1,0 +1,226 @@
+/* AMP_AUTO at amp_session_open: with AMP_AUTO=1 the AMP pipeline rewrites the model in
+ * memory and AMP_LOG_PATH receives the graph before and after; unset or 0 runs nothing and
+ * writes nothing; bad AMP_PRECISION, AMP_LOSS_SCALE and list edits are usage errors naming
+ * the variable (and every unknown op); session options replace the variables. Criterion
+ * runs each test in its own process, so setenv stays inside the test. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "../ir/irtest_util.h"
+#include "amp_auto.h"
+#include "rt_util.h"
+
+static char *logdir;
+
+static void setup(void) {
+    static const char *const vars[] = {"AMP_AUTO", "AMP_PRECISION", "AMP_LOG_PATH", "AMP_LOSS_SCALE",
+                                       "AMP_ALLOWLIST_ADD", "AMP_ALLOWLIST_REMOVE", "AMP_INFERLIST_ADD",
+                                       "AMP_INFERLIST_REMOVE", "AMP_CLEARLIST_ADD", "AMP_CLEARLIST_REMOVE",
+                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
+    char *base = tu_mkdtemp();
+    cr_assert_not_null(base);
+    logdir = tu_path(base, "amp_log"); /* not there yet: the session makes it */
+    free(base);
+}
+
+static void teardown(void) {
+    char *base = strdup(logdir);
+    char *slash = strrchr(base, '/');
+    *slash = '\0';
+    tu_rmtree(base);
+    free(base);
+    free(logdir);
+}
+
+TestSuite(amp_auto, .init = setup, .fini = teardown);
+
+static AmpModel *mlp(void) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    const int64_t wd[2] = {3, 2};
+    const float w[6] = {1, 2, 3, 4, 5, 6};
+    rt_input(g, "X", AMP_DT_FLOAT, "2,3");
+    rt_init(g, "W", AMP_DT_FLOAT, 2, wd, w);
+    rt_node(g, "", "MatMul", "X,W", "H");
+    rt_node(g, "", "Relu", "H", "Y");
+    rt_output(g, "Y", AMP_DT_FLOAT, "2,2");
+    return m;
+}
+
+static AmpCode open_mlp(const AmpSessionOptions *o, AmpSession **s, AmpStatus *st) {
+    static const char *const ops[] = {"MatMul", "Relu"};
+    rt_need("", ops, 2);
+    return rt_open(mlp(), o, s, st);
+}
+
+static bool logged(const char *name) {
+    char *p = tu_path(logdir, name);
+    bool ok = tu_exists(p);
+    free(p);
+    return ok;
+}
+
+Test(amp_auto, on_rewrites_and_logs_before_and_after) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_LOG_PATH", logdir, 1);
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(open_mlp(NULL, &s, &st), AMP_OK, "%s", st.msg);
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    cr_assert(stats.amp_applied);
+    const char *files[] = {"before.onnx", "after.onnx", "before.txt", "after.txt", "summary.txt"};
+    for (size_t i = 0; i < 5; i++) cr_assert(logged(files[i]), "AMP_LOG_PATH lacks %s", files[i]);
+    /* The dumps are models that load, and text that shows the graph. */
+    char *p = tu_path(logdir, "after.onnx");
+    AmpModel *m = NULL;
+    cr_assert_eq(amp_model_load_file(p, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    free(p);
+    p = tu_path(logdir, "before.txt");
+    size_t len;
+    char *txt = (char *)tu_read(p, &len);
+    cr_assert_not_null(strstr(txt, "MatMul"), "%s", txt);
+    free(txt);
+    free(p);
+    p = tu_path(logdir, "summary.txt");
+    txt = (char *)tu_read(p, &len);
+    cr_assert_not_null(strstr(txt, amp_auto_pipeline()), "%s", txt);
+    cr_assert_not_null(strstr(txt, "float16"), "%s", txt);
+    free(txt);
+    free(p);
+    /* The rewritten model still runs. */
+    float x[6] = {1, 0, 0, 0, 1, 0};
+    const int64_t xd[2] = {2, 3};
+    AmpTensorView in = rt_view("X", AMP_DT_FLOAT, x, 2, xd), out;
+    cr_assert_eq(amp_session_run(s, &in, 1, NULL, 1, &out, &st), AMP_OK, "%s", st.msg);
+    cr_assert_float_eq(((float *)out.data)[0], 1, 1e-2);
+    cr_assert_float_eq(((float *)out.data)[3], 4, 1e-2);
+    amp_tensor_view_free(&out);
+    amp_session_close(s);
+}
+
+Test(amp_auto, unset_or_zero_runs_nothing_and_writes_nothing) {
+    const char *values[] = {NULL, "0", ""};
+    for (size_t i = 0; i < 3; i++) {
+        if (values[i]) setenv("AMP_AUTO", values[i], 1);
+        setenv("AMP_LOG_PATH", logdir, 1);
+        setenv("AMP_PRECISION", "not-a-precision", 1); /* not even read */
+        AmpSession *s = NULL;
+        AmpStatus st = {0};
+        cr_assert_eq(open_mlp(NULL, &s, &st), AMP_OK, "%s", st.msg);
+        AmpSessionStats stats;
+        amp_session_stats(s, &stats);
+        cr_assert_not(stats.amp_applied);
+        cr_assert_not(tu_exists(logdir), "AMP_AUTO=%s wrote %s", values[i] ? values[i] : "(unset)", logdir);
+        amp_session_close(s);
+    }
+}
+
+static void expect_usage(const char *needle) {
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(open_mlp(NULL, &s, &st), AMP_ERR_USAGE, "expected a usage error about %s", needle);
+    cr_assert_null(s);
+    cr_assert_not_null(strstr(st.msg, needle), "the message should name %s: %s", needle, st.msg);
+    cr_assert_not(tu_exists(logdir), "a failed open wrote %s", logdir);
+}
+
+Test(amp_auto, bad_precision_names_the_variable) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_LOG_PATH", logdir, 1);
+    setenv("AMP_PRECISION", "fp8", 1);
+    expect_usage("AMP_PRECISION");
+    expect_usage("fp8");
+}
+
+Test(amp_auto, bad_auto_value) {
+    setenv("AMP_AUTO", "maybe", 1);
+    expect_usage("AMP_AUTO");
+}
+
+Test(amp_auto, bad_loss_scale) {
+    setenv("AMP_AUTO", "1", 1);
+    const char *bad[] = {"abc", "-4", "0", "inf", "12x"};
+    for (size_t i = 0; i < 5; i++) {
+        setenv("AMP_LOSS_SCALE", bad[i], 1);
+        expect_usage("AMP_LOSS_SCALE");
+    }
+}
+
+Test(amp_auto, unknown_ops_in_lists_are_named) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_ALLOWLIST_ADD", "MatMul, NoSuchOp,AlsoNotAnOp", 1);
+    expect_usage("'NoSuchOp'");
+    expect_usage("'AlsoNotAnOp'");
+    expect_usage("AMP_ALLOWLIST_ADD");
+    unsetenv("AMP_ALLOWLIST_ADD");
+    setenv("AMP_DENYLIST_REMOVE", "Foo", 1);
+    expect_usage("AMP_DENYLIST_REMOVE");
+}
+
+Test(amp_auto, settings_are_parsed_for_the_passes) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_PRECISION", "bf16", 1);
+    setenv("AMP_LOSS_SCALE", "128", 1);
+    setenv("AMP_ALLOWLIST_ADD", "Softmax,com.microsoft:FusedGemm", 1);
+    setenv("AMP_DENYLIST_REMOVE", "Exp", 1);
+    setenv("AMP_INFERLIST_ADD", "Adam", 1); /* ai.onnx.preview.training, found without a domain */
+    AmpAutoConfig c;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert(c.enabled);
+    cr_assert_eq(c.precision, AMP_DT_BFLOAT16);
+    cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_STATIC);
+    cr_assert_float_eq(c.loss_scale, 128, 0);
+    cr_assert_eq(c.n_edits, 4);
+    cr_assert_eq(c.edits[0].op, AMP_OP_Softmax);
+    cr_assert_eq(c.edits[0].list, AMP_CLASS_ALLOW);
+    cr_assert_not(c.edits[0].remove);
+    cr_assert_eq(c.edits[1].op, amp_op_lookup("com.microsoft", "FusedGemm"));
+    cr_assert_eq(c.edits[2].op, AMP_OP_Adam);
+    cr_assert_eq(c.edits[2].list, AMP_CLASS_INFER);
+    cr_assert_eq(c.edits[3].op, AMP_OP_Exp);
+    cr_assert_eq(c.edits[3].list, AMP_CLASS_DENY);
+    cr_assert(c.edits[3].remove, "removals come after additions");
+    amp_auto_config_free(&c);
+
+    setenv("AMP_LOSS_SCALE", "dynamic", 1);
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
+    amp_auto_config_free(&c);
+}
+
+Test(amp_auto, options_replace_the_environment) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_LOG_PATH", logdir, 1);
+    setenv("AMP_PRECISION", "fp8", 1);
+    AmpSessionOptions o = {.amp_auto = "0"};
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_close(s);
+    cr_assert_not(tu_exists(logdir));
+    /* ignore_env: nothing is read at all. */
+    AmpSessionOptions quiet = {.ignore_env = true};
+    cr_assert_eq(open_mlp(&quiet, &s, &st), AMP_OK, "%s", st.msg);
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    cr_assert_not(stats.amp_applied);
+    amp_session_close(s);
+    /* An option's value is checked like the variable's. */
+    AmpSessionOptions on = {.amp_auto = "1", .precision = "bf16", .ignore_env = true, .log_path = logdir};
+    cr_assert_eq(open_mlp(&on, &s, &st), AMP_OK, "%s", st.msg);
+    cr_assert(logged("after.onnx"));
+    amp_session_close(s);
+    AmpSessionOptions bad = {.amp_auto = "1", .precision = "fp64", .ignore_env = true};
+    cr_assert_eq(open_mlp(&bad, &s, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "AMP_PRECISION"), "%s", st.msg);
+}
+
+Test(amp_auto, unwritable_log_path_is_an_error) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_LOG_PATH", "/nonexistent/deeper/log", 1);
+    expect_usage("AMP_LOG_PATH");
+}
