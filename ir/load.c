@@ -372,8 +372,10 @@ static AmpCode load_graph(LoadCtx *c, Onnx__GraphProto *gp, AmpGraph *parent, Am
     g->owner = owner;
     g->name = sdup(c, gp->name);
     g->doc_string = sdup(c, gp->doc_string);
+    /* Messages name the graph, or for an unnamed one where it hangs (an attribute). */
     char gwhere[320];
-    snprintf(gwhere, sizeof gwhere, "graph '%s'", gp->name ? gp->name : "");
+    if (gp->name && *gp->name) snprintf(gwhere, sizeof gwhere, "graph '%s'", gp->name);
+    else snprintf(gwhere, sizeof gwhere, "%s", where);
     AmpCode rc;
 
     for (size_t i = 0; i < gp->n_input; i++) {
@@ -535,8 +537,10 @@ static AmpCode load_model(LoadCtx *c, Onnx__ModelProto *mp) {
             m->opsets[i].version = op->version;
             m->opsets[i].has_version = op->has_version;
             const char *d = op->domain ? op->domain : "";
+            /* The issue's contract: a newer opset is bad input (exit 1), with a message
+             * saying what ampc knows. */
             if ((!*d || strcmp(d, "ai.onnx") == 0) && op->version > AMP_MAX_ONNX_OPSET)
-                return amp_fail(c->st, AMP_ERR_UNSUPPORTED,
+                return amp_fail(c->st, AMP_ERR_INPUT,
                                 "the model imports ai.onnx opset %lld; ampc knows opsets up to %d",
                                 (long long)op->version, AMP_MAX_ONNX_OPSET);
         }

@@ -62,10 +62,12 @@ static bool is_control_flow(AmpOpId op) {
 /* Marks, for every value of e's graph read anywhere inside `sub`, a use at node index
  * `at` (at == n_nodes: by a graph that runs after this one). */
 static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
+    unsigned after = at == (int)e->n_nodes ? VAL_AFTER : 0;
     for (AmpNode *n = sub->first; n; n = n->next) {
         for (int i = 0; i < n->n_inputs; i++) {
             AmpValue *v = n->inputs[i];
             if (v && v->graph == e->g && e->last[v->id] < at) e->last[v->id] = at;
+            if (v && v->graph == e->g) e->vflags[v->id] |= after;
         }
         for (size_t k = 0; k < n->n_attrs; k++) {
             if (n->attrs[k].g) mark_outer_uses(e, n->attrs[k].g, at);
@@ -76,6 +78,7 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
     for (size_t i = 0; i < sub->outputs.n; i++) {
         AmpValue *v = sub->outputs.items[i].value;
         if (v->graph == e->g && e->last[v->id] < at) e->last[v->id] = at;
+        if (v->graph == e->g) e->vflags[v->id] |= after;
     }
 }
 
@@ -219,8 +222,6 @@ AmpCode amp_exec_prepare_after(AmpExec *prev, AmpGraph *g, const AmpExecOptions 
     AmpCode rc = prepare_scoped(prev, g, opt, out, st);
     if (rc) return rc;
     mark_outer_uses(prev, g, (int)prev->n_nodes);
-    for (size_t i = 0; i < prev->n_values; i++)
-        if (prev->last[i] == (int)prev->n_nodes) prev->vflags[i] |= VAL_AFTER;
     prev->replan = prev->planned; /* lifetimes grew: the old plan may overlap */
     return AMP_OK;
 }

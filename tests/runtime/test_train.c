@@ -385,3 +385,53 @@ Test(train, update_binding_of_another_dtype_is_an_error) {
     cr_assert_eq(*(int64_t *)step.data, 0);
     amp_session_close(s);
 }
+
+/* Dropout draws from the session's random state: a checkpoint restores it, so the masks of
+ * the steps after a load are the masks of the steps after the save. */
+Test(train, checkpoint_restores_the_random_state) {
+    static const char *const ops[] = {"Dropout", "ReduceSum"};
+    rt_need("", ops, 2);
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    const int64_t d[1] = {64};
+    float w[64];
+    for (int i = 0; i < 64; i++) w[i] = (float)i;
+    rt_init(g, "W", AMP_DT_FLOAT, 1, d, w);
+    rt_input(g, "X", AMP_DT_FLOAT, "64");
+    rt_node(g, "", "Mul", "X,W", "P");
+    rt_node(g, "", "Dropout", "P", "PD");
+    amp_node_add_attr(rt_node(g, "", "ReduceSum", "PD", "loss"), "keepdims", AMP_ATTR_INT)->i = 0;
+    rt_output(g, "loss", AMP_DT_FLOAT, "");
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    AmpSessionOptions o = {.seed = 42};
+    cr_assert_eq(rt_open(m, &o, &s, &st), AMP_OK, "%s", st.msg);
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = 1;
+    AmpTensorView in = rt_view("X", AMP_DT_FLOAT, x, 1, d), out;
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "ck.onnx");
+    float first[4], again[4];
+    cr_assert_eq(amp_session_train_step(s, &in, 1, NULL, 1, &out, &st), AMP_OK, "%s", st.msg);
+    amp_tensor_view_free(&out);
+    cr_assert_eq(amp_session_state_save(s, path, &st), AMP_OK, "%s", st.msg);
+    for (int pass = 0; pass < 2; pass++) {
+        float *dst = pass ? again : first;
+        for (int k = 0; k < 4; k++) {
+            cr_assert_eq(amp_session_train_step(s, &in, 1, NULL, 1, &out, &st), AMP_OK, "%s", st.msg);
+            dst[k] = *(float *)out.data;
+            amp_tensor_view_free(&out);
+        }
+        if (!pass) cr_assert_eq(amp_session_state_load(s, path, &st), AMP_OK, "%s", st.msg);
+    }
+    cr_assert_eq(memcmp(first, again, sizeof first), 0, "other masks after the load");
+    cr_assert(first[0] != first[1] || first[1] != first[2], "the masks never changed");
+    /* Inference draws nothing: every element counts. */
+    cr_assert_eq(amp_session_run(s, &in, 1, NULL, 1, &out, &st), AMP_OK, "%s", st.msg);
+    cr_assert_float_eq(*(float *)out.data, 63 * 64 / 2, 0);
+    amp_tensor_view_free(&out);
+    amp_session_close(s);
+    tu_rmtree(dir);
+    free(path);
+    free(dir);
+}

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../tools/cli_options.h"
+#include "../runtime/rt_util.h"
 #include "ir.h"
 #include "passes.h"
 
@@ -496,9 +497,9 @@ Test(cli, run_random_inputs_are_deterministic) {
     run_free(&c);
 }
 
-/* A training model: scores = MatMul(X, W) with X float[N,4], labels int64[N] in [0, 3),
- * loss = SoftmaxCrossEntropyLoss(scores, labels); the training algorithm descends on W
- * with the gradient X^T (softmax - onehot) / N made by hand from main-graph values. */
+/* A model with a loss and no training_info (backward would be in the main graph):
+ * scores = MatMul(X, W) with X float[N,4], labels int64[N] that must lie in [0, 3),
+ * loss = SoftmaxCrossEntropyLoss(scores, labels). */
 static void write_training_model(const char *path) {
     AmpModel *m = amp_model_new();
     m->has = AMP_MODEL_HAS_IR_VERSION;
@@ -717,4 +718,41 @@ Test(cli, verify_bad_model) {
     cr_assert_eq(s.code, 2);
     assert_one_error_line(&s);
     run_free(&s);
+}
+
+/* training_info: loss = mean((X*W - T)^2); the algorithm steps W by lr * dloss/dW. */
+Test(cli, run_training_info_model_learns) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    const int64_t d3[1] = {3};
+    const float w[3] = {0.5f, -0.5f, 1.0f};
+    rt_input(g, "X", AMP_DT_FLOAT, "3");
+    rt_input(g, "T", AMP_DT_FLOAT, "3");
+    rt_init(g, "W", AMP_DT_FLOAT, 1, d3, w);
+    rt_node(g, "", "Mul", "X,W", "P");
+    rt_node(g, "", "Sub", "P,T", "D");
+    rt_node(g, "", "Mul", "D,D", "DD");
+    amp_node_add_attr(rt_node(g, "", "ReduceMean", "DD", "loss"), "keepdims", AMP_ATTR_INT)->i = 0;
+    rt_output(g, "loss", AMP_DT_FLOAT, "");
+    AmpGraph *a = rt_training(m);
+    rt_scalar_f(a, "c", 0.2f * 2.0f / 3.0f);
+    rt_node(a, "", "Mul", "D,X", "G0");
+    rt_node(a, "", "Mul", "G0,c", "S");
+    rt_node(a, "", "Sub", "W,S", "W_new");
+    rt_output(a, "W_new", AMP_DT_FLOAT, "3");
+    rt_bindings(m, false, "W=W_new");
+    char path[600];
+    tmp_path(path, sizeof path, "sgd.onnx");
+    rt_save(m, path);
+    Run r = run_ampc("run", path, "--steps", "6", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    double prev = 1e30;
+    int n = 0;
+    for (const char *p = r.out; (p = strstr(p, ": loss ")); p++, n++) {
+        double l = strtod(p + 7, NULL);
+        cr_assert_lt(l, prev, "the loss does not fall:\n%s", r.out);
+        prev = l;
+    }
+    cr_assert_eq(n, 6, "%s", r.out);
+    run_free(&r);
 }
