@@ -104,6 +104,7 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype) {
 static const AmpCpuKernelEntry *const FAMILIES[] = {
     amp_cpu_elementwise_kernels, amp_cpu_gemm_kernels,  amp_cpu_conv_kernels,  amp_cpu_reduce_kernels,
     amp_cpu_norm_kernels,        amp_cpu_train_kernels, amp_cpu_shape_kernels, amp_cpu_tensor_kernels,
+    amp_cpu_rnn_kernels,         amp_cpu_attention_kernels,
 };
 
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {

@@ -93,5 +93,7 @@ extern const AmpCpuKernelEntry amp_cpu_norm_kernels[];        /* norm.c: Layer/B
 extern const AmpCpuKernelEntry amp_cpu_train_kernels[];       /* optim.c: Adam, Momentum, Adagrad */
 extern const AmpCpuKernelEntry amp_cpu_shape_kernels[];       /* shape.c, gather.c, ...: data movement */
 extern const AmpCpuKernelEntry amp_cpu_tensor_kernels[];      /* tensor.c: Cast, Constant, Shape, Range, ... */
+extern const AmpCpuKernelEntry amp_cpu_rnn_kernels[];         /* rnn.c: RNN, GRU, LSTM */
+extern const AmpCpuKernelEntry amp_cpu_attention_kernels[];   /* attention.c: Attention, com.microsoft Attention/MHA/FusedGemm/ConvGrad/AdamW */
 
 #endif
