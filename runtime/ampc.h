@@ -105,8 +105,9 @@ const struct AmpModel *amp_session_model(const AmpSession *s);
  * be given, with the declared dtype and fixed dims, else AMP_ERR_USAGE naming it) and
  * fills outputs[i] with the output named output_names[i]; output_names NULL means every
  * graph output in order, and then n_outputs must be at least amp_session_output_count.
- * Output data is malloc'd: free each with amp_tensor_view_free. On failure no output is
- * left allocated. Weights are the session's current state. */
+ * Output data is malloc'd: free each with amp_tensor_view_free; output names point into
+ * the session (valid until close). On failure no output is left allocated. Weights are the
+ * session's current state. A session runs one call at a time (no locking inside). */
 AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
                         const char *const *output_names, size_t n_outputs, AmpTensorView *outputs,
                         AmpStatus *st);

@@ -385,7 +385,8 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
     if (mine) {
         Slot *s = &e->slots[v->id];
         amp_exec_slot_clear(e, s);
-        if (bytes > e->rec[v->id]) e->rec[v->id] = bytes;
+        size_t need = bytes ? bytes : 1; /* an empty tensor still gets a place: no re-planning */
+        if (need > e->rec[v->id]) e->rec[v->id] = need;
         if (e->planned && e->off[v->id] != SIZE_MAX && bytes <= e->psize[v->id]) {
             data = (char *)e->arena + e->off[v->id];
             kind = SLOT_ARENA;

@@ -144,7 +144,8 @@ static void print_help(FILE *f) {
             "       ampc verify MODEL             load, verify and type-check MODEL; print a "
             "summary\n"
             "       ampc run MODEL [--steps N] [--inputs DIR] [--backend cpu|cuda|auto] [--seed S]\n"
-            "                      [--dim NAME=VALUE] [--loss NAME]\n"
+            "                      [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
+            "                      [--save-state FILE]\n"
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory\n"
             "       ampc --help | --version\n"
@@ -413,7 +414,7 @@ static int unknown_long(const char *arg) {
 /* Options only `ampc run` takes, and options only the conversion takes. */
 static bool run_only(int val) {
     return val == OPT_STEPS || val == OPT_INPUTS || val == OPT_BACKEND || val == OPT_SEED || val == OPT_DIM ||
-           val == OPT_LOSS;
+           val == OPT_LOSS || val == OPT_LOAD_STATE || val == OPT_SAVE_STATE;
 }
 
 static bool convert_only(int val) {
@@ -457,6 +458,12 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
         r->inputs = arg;
         return AMP_OK;
     case OPT_LOSS: r->loss = arg; return AMP_OK;
+    case OPT_LOAD_STATE:
+    case OPT_SAVE_STATE:
+        if (!arg[0]) return usage_error("--%s: FILE is an empty path", val == OPT_LOAD_STATE ? "load-state" : "save-state");
+        if (val == OPT_LOAD_STATE) r->load_state = arg;
+        else r->save_state = arg;
+        return AMP_OK;
     default: return usage_error("internal: unhandled option %d", val);
     }
 }

@@ -32,6 +32,11 @@
     AMPC_OPT(LOSS, "loss", 0, 1, "NAME",                                                        \
              "run: the loss output to print (default: the one scalar output named like "        \
              "'loss')")                                                                          \
+    AMPC_OPT(LOAD_STATE, "load-state", 0, 1, "FILE",                                            \
+             "run: start from the weights and optimizer state of a checkpoint FILE")            \
+    AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \
+             "run: after the steps, save the state (weights, optimizer and loss-scale state, "  \
+             "step counter) to FILE, an ONNX file")                                              \
     AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
     AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
 

@@ -128,6 +128,16 @@ static bool dim_value(const RunArgs *a, const char *param, int64_t *out) {
     return false;
 }
 
+/* Whether a note about symbolic dim `param` was printed already (remembers a few). */
+static bool noted(const char *param) {
+    static const char *seen[32];
+    static size_t n;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(seen[i], param) == 0) return true;
+    if (n < 32) seen[n++] = param;
+    return false;
+}
+
 static AmpCode random_input(const RunArgs *a, const AmpIoInfo *info, uint64_t *rng, Inputs *in, AmpStatus *st) {
     if (info->rank < 0)
         return amp_fail(st, AMP_ERR_USAGE, "input '%s' has no shape in the model: give its data with --inputs", info->name);
@@ -139,8 +149,9 @@ static AmpCode random_input(const RunArgs *a, const AmpIoInfo *info, uint64_t *r
             const char *p = info->dim_params[d];
             if (!p || !dim_value(a, p, &x)) {
                 x = 1;
-                ampc_say("note: input '%s' dim %d%s%s%s is not fixed: using 1 (set it with --dim %s=VALUE)", info->name,
-                         d, p ? " ('" : "", p ? p : "", p ? "')" : "", p ? p : "NAME");
+                if (!p || !noted(p))
+                    ampc_say("note: input '%s' dim %d%s%s%s is not fixed: using 1 (set it with --dim %s=VALUE)",
+                             info->name, d, p ? " ('" : "", p ? p : "", p ? "')" : "", p ? p : "NAME");
             }
         }
         v.dims[d] = x;
@@ -297,7 +308,9 @@ int ampc_cmd_run(const RunArgs *a) {
     }
     AmpMode mode = training ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     Inputs in = {0};
-    if (a->inputs) rc = load_dir(s, mode, a->inputs, &in, &st);
+    const char *failed_file = a->model;
+    if (a->load_state && (rc = amp_session_state_load(s, a->load_state, &st))) failed_file = a->load_state;
+    if (!rc && a->inputs) rc = load_dir(s, mode, a->inputs, &in, &st);
     if (!rc) rc = fill_random(a, s, mode, &in, &st);
 
     size_t n_out = amp_session_output_count(s, mode);
@@ -313,15 +326,18 @@ int ampc_cmd_run(const RunArgs *a) {
         if (training) {
             const AmpTensorView *l = &outs[loss];
             double v = view_nelem(l) ? value_at(l, 0) : 0.0;
-            printf("step %ld: loss %.9g (%.3f ms)\n", step + 1, v, ms[step]);
+            AmpSessionStats now;
+            amp_session_stats(s, &now); /* counts on from a loaded checkpoint's step */
+            printf("step %" PRIu64 ": loss %.9g (%.3f ms)\n", now.steps, v, ms[step]);
         } else if (step == 0) {
             for (size_t i = 0; i < n_out; i++) print_output(&outs[i]);
         }
         for (size_t i = 0; i < n_out; i++) amp_tensor_view_free(&outs[i]);
     }
+    if (!rc && a->save_state && (rc = amp_session_state_save(s, a->save_state, &st))) failed_file = a->save_state;
     int code = AMP_OK;
     if (rc) {
-        code = fail(&st, rc, a->model);
+        code = fail(&st, rc, failed_file);
     } else {
         qsort(ms, (size_t)a->steps, sizeof *ms, cmp_double);
         AmpSessionStats stats;

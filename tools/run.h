@@ -15,6 +15,7 @@ typedef struct RunArgs {
     int backend;         /* AmpBackendKind */
     uint64_t seed;
     const char *loss;    /* --loss NAME, or NULL */
+    const char *load_state, *save_state; /* checkpoint files, or NULL */
     const char *dims[AMPC_RUN_MAX_DIMS]; /* --dim NAME=VALUE, as given */
     int n_dims;
 } RunArgs;

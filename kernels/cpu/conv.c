@@ -123,7 +123,7 @@ static int64_t prod(int n, const int64_t *d) {
 /* col (cg * K, O) from x (cg, in...): row (c, j) holds, for every output position o,
  * x[c, o * stride - pad0 + j * dil], or 0 where that falls in the padding. The last
  * spatial axis is the inner loop; the others are walked by an odometer. */
-static void im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *col) {
+void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *col) {
     int n = g->nsp;
     int64_t K = prod(n, g->kern), O = prod(n, g->out), NI = prod(n, g->in);
     int64_t ol = g->out[n - 1], il = g->in[n - 1];
@@ -221,7 +221,7 @@ static AmpCode conv(AmpKernelCtx *k) {
                 memset(yg, 0, (size_t)(Mg * O) * sizeof *yg);
                 continue;
             }
-            if (!direct) im2col(xg, Cg, &g, col);
+            if (!direct) amp_conv_im2col(xg, Cg, &g, col);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Mg, (int)O, (int)rows, 1.0f, W + gi * Mg * rows,
                         (int)rows, direct ? xg : col, (int)O, 0.0f, yg, (int)O);
         }
@@ -242,7 +242,7 @@ static AmpCode conv(AmpKernelCtx *k) {
  * position i * stride - pad0 + j * dil when that lies inside y. Here g->in are X's
  * spatial dims and g->out Y's; pad0 may be negative (output_shape larger than the
  * natural size). */
-static void col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *y) {
+void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *y) {
     int n = g->nsp;
     int64_t K = prod(n, g->kern), O = prod(n, g->out), NI = prod(n, g->in);
     int64_t il = g->in[n - 1], ol = g->out[n - 1];
@@ -399,7 +399,7 @@ static AmpCode conv_transpose(AmpKernelCtx *k) {
                 /* col (Mg * K, NI) = W_g^T (Mg * K, Cg) @ X_g (Cg, NI) */
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)NI, (int)Cg, 1.0f,
                             W + gi * Cg * rows, (int)rows, X + (n * C + gi * Cg) * NI, (int)NI, 0.0f, col, (int)NI);
-                col2im(col, Mg, &g, Y + (n * M + gi * Mg) * O);
+                amp_conv_col2im(col, Mg, &g, Y + (n * M + gi * Mg) * O);
             }
     amp_buf_f32_commit(y, ty);
     free(tx), free(tw), free(tb), free(col);

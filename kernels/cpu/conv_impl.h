@@ -31,6 +31,17 @@ AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, boo
 /* *out = the product of n dims; false when it is over 2^62 (hostile shapes). */
 bool amp_conv_size(int n, const int64_t *d, int64_t *out);
 
+/* The column matrix of a convolution (conv.c; also ConvGrad in ms_train.c):
+ * col (cg * K, O) from x (cg, in...), row (c, j) holding x[c, o * stride - pad0 + j * dil]
+ * for every output position o (0 in the padding); g->in are x's spatial dims, g->out
+ * the output's. */
+void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *col);
+/* The adjoint scatter: y (mg, out...) += col (mg * K, NI), entry (m, j) of input
+ * position i landing on output position i * stride - pad0 + j * dil inside y; here
+ * g->in are the source positions' dims and g->out y's (ConvTranspose; Conv's data
+ * gradient with in/out swapped). */
+void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *y);
+
 /* pool.c */
 AmpCode amp_cpu_maxpool(AmpKernelCtx *k);
 AmpCode amp_cpu_averagepool(AmpKernelCtx *k);

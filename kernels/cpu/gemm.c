@@ -222,7 +222,7 @@ static AmpCode fused_matmul(AmpKernelCtx *k) {
 
 /* Y (M, N) = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N)
  * (optional since opset 11; older opsets' `broadcast` attribute is implied). */
-static AmpCode gemm(AmpKernelCtx *k) {
+AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
     if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
     const AmpBuf *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
     int dt = a->dtype;
@@ -286,7 +286,7 @@ static AmpCode gemm(AmpKernelCtx *k) {
 
 const AmpCpuKernelEntry amp_cpu_gemm_kernels[] = {
     {AMP_OP_MatMul, matmul},
-    {AMP_OP_Gemm, gemm},
+    {AMP_OP_Gemm, amp_cpu_gemm},
     {AMP_OP_Einsum, amp_cpu_einsum},
     {AMP_OP_Ms_FusedMatMul, fused_matmul},
     {AMP_OP_UNKNOWN, NULL},

@@ -9,5 +9,7 @@
 AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
 AmpCode amp_cpu_einsum(AmpKernelCtx *k); /* einsum.c */
+/* Gemm (gemm.c); com.microsoft FusedGemm (attention family, ms_train.c) runs it. */
+AmpCode amp_cpu_gemm(AmpKernelCtx *k);
 
 #endif

@@ -12,7 +12,6 @@
 
 #include "ampc.h"
 #include "ir.h"
-#include "kernels.h"
 
 static inline AmpModel *rt_model(int64_t opset) {
     AmpModel *m = amp_model_new();
@@ -190,14 +189,6 @@ static inline AmpTensorView rt_view(const char *name, int dtype, void *data, int
     AmpTensorView t = {.name = name, .dtype = dtype, .rank = rank, .data = data};
     for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
     return t;
-}
-
-/* Skips the test when the CPU backend lacks a kernel for one of the ops (named). */
-static inline void rt_need(const char *domain, const char *const *ops, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        AmpOpId id = amp_op_lookup(domain, ops[i]);
-        if (id == AMP_OP_UNKNOWN || !amp_cpu_kernel(id)) cr_skip_test("no CPU kernel for %s yet", ops[i]);
-    }
 }
 
 #endif

@@ -216,7 +216,7 @@ static void run_corpus(const char *sub) {
     }
     free(names);
     printf("arena %s: %d models ran, %d planned runs\n", sub, ran, planned);
-    if (!ran) cr_skip_test("no model of %s runs on the CPU yet", sub);
+    cr_assert_gt(ran, 50, "only %d models of %s ran on the CPU", ran, sub);
     cr_expect_gt(planned, 0, "no run used a planned arena");
 }
 

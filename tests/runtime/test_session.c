@@ -43,9 +43,7 @@ static void check_conformance(const char *folder, size_t n_inputs) {
     snprintf(path, sizeof path, "%s/%s/model.onnx", AMPC_TESTDATA, folder);
     AmpSession *s = NULL;
     AmpStatus st = {0};
-    AmpCode rc = amp_session_open(path, NULL, &s, &st);
-    if (rc == AMP_ERR_UNSUPPORTED) cr_skip_test("%s", st.msg);
-    cr_assert_eq(rc, AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_session_open(path, NULL, &s, &st), AMP_OK, "%s", st.msg);
     AmpModel *scratch = amp_model_new();
     AmpTensorView in[4];
     for (size_t i = 0; i < n_inputs; i++) {
@@ -97,8 +95,6 @@ static AmpModel *add_relu(const char *xdims) {
 }
 
 static AmpSession *open_add_relu(const char *xdims) {
-    static const char *const ops[] = {"Add", "Relu"};
-    rt_need("", ops, 2);
     AmpSession *s = NULL;
     AmpStatus st = {0};
     cr_assert_eq(rt_open(add_relu(xdims), NULL, &s, &st), AMP_OK, "%s", st.msg);
@@ -234,8 +230,6 @@ Test(session, arena_follows_changing_shapes) {
 }
 
 Test(session, backends) {
-    static const char *const ops[] = {"Add", "Relu"};
-    rt_need("", ops, 2);
     AmpSession *s = NULL;
     AmpStatus st = {0};
     AmpSessionOptions o = {.backend = AMP_BACKEND_CUDA};
@@ -271,8 +265,6 @@ Test(session, open_failures) {
 }
 
 Test(session, index_inputs_know_their_range) {
-    static const char *const ops[] = {"Gather"};
-    rt_need("", ops, 1);
     AmpModel *m = rt_model(17);
     AmpGraph *g = m->graph;
     const int64_t td[2] = {5, 2};

@@ -10,11 +10,6 @@
 #include "../ir/irtest_util.h"
 #include "rt_util.h"
 
-static const char *const OPS[] = {"Mul", "Sub", "ReduceMean", "Add"};
-
-static void need_ops(void) {
-    rt_need("", OPS, sizeof OPS / sizeof *OPS);
-}
 
 /* Main: loss = mean((X*W - T)^2); the algorithm: W_new = W - lr * (2/3) * D * X with
  * D = X*W - T read from the main graph, and step_new = step + 1. */
@@ -59,7 +54,6 @@ static void step_inputs(AmpTensorView in[3]) {
 }
 
 static AmpSession *open_sgd(void) {
-    need_ops();
     AmpSession *s = NULL;
     AmpStatus st = {0};
     cr_assert_eq(rt_open(sgd_model(), NULL, &s, &st), AMP_OK, "%s", st.msg);
@@ -263,7 +257,6 @@ Test(train, checkpoint_errors_leave_the_state_alone) {
 
 /* Backward inside the main graph: loss and W_grad are outputs; the caller applies them. */
 Test(train, backward_in_the_main_graph_returns_gradients) {
-    need_ops();
     AmpModel *m = rt_model(17);
     AmpGraph *g = m->graph;
     const int64_t d3[1] = {3};
@@ -306,9 +299,6 @@ Test(train, backward_in_the_main_graph_returns_gradients) {
 }
 
 Test(train, initialization_graph_runs_once_at_open) {
-    need_ops();
-    static const char *const id[] = {"Identity"};
-    rt_need("", id, 1);
     AmpModel *m = sgd_model();
     AmpGraph *init = amp_graph_new(m, m->graph);
     init->name = "init";
@@ -330,9 +320,6 @@ Test(train, initialization_graph_runs_once_at_open) {
 }
 
 Test(train, momentum_optimizer_state_is_bound_too) {
-    need_ops();
-    static const char *const mom[] = {"Momentum"};
-    rt_need("ai.onnx.preview.training", mom, 1);
     AmpModel *m = sgd_model();
     AmpGraph *a = m->training[0].algorithm;
     /* Replace the plain update by Momentum(R, T, W, G, V) -> W_new2, V_new. */
@@ -362,9 +349,6 @@ Test(train, momentum_optimizer_state_is_bound_too) {
 }
 
 Test(train, update_binding_of_another_dtype_is_an_error) {
-    need_ops();
-    static const char *const cast[] = {"Cast"};
-    rt_need("", cast, 1);
     AmpModel *m = sgd_model();
     AmpGraph *a = m->training[0].algorithm;
     amp_node_add_attr(rt_node(a, "", "Cast", "W_new", "W_double"), "to", AMP_ATTR_INT)->i = AMP_DT_DOUBLE;
@@ -389,8 +373,6 @@ Test(train, update_binding_of_another_dtype_is_an_error) {
 /* Dropout draws from the session's random state: a checkpoint restores it, so the masks of
  * the steps after a load are the masks of the steps after the save. */
 Test(train, checkpoint_restores_the_random_state) {
-    static const char *const ops[] = {"Dropout", "ReduceSum"};
-    rt_need("", ops, 2);
     AmpModel *m = rt_model(17);
     AmpGraph *g = m->graph;
     const int64_t d[1] = {64};

@@ -203,7 +203,8 @@ Test(cli, help_lists_every_option) {
     cr_assert_str_empty(r.err);
     const char *required[] = {"-o", "--passes", "--dump-after", "--print", "--external-data",
                               "--no-verify", "--version", "--help", "-q", "verify", "ampc run",
-                              "--steps", "--inputs", "--backend", "--seed", "--dim", "--loss"};
+                              "--steps", "--inputs", "--backend", "--seed", "--dim", "--loss",
+                              "--load-state", "--save-state"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         cr_expect_not_null(strstr(r.out, required[i]), "--help does not mention %s",
                            required[i]);
@@ -754,5 +755,27 @@ Test(cli, run_training_info_model_learns) {
         prev = l;
     }
     cr_assert_eq(n, 6, "%s", r.out);
+
+    /* Two steps, a checkpoint, two more from it: the same steps 3 and 4, bit for bit. */
+    char ck[600];
+    tmp_path(ck, sizeof ck, "ck.onnx");
+    Run sv = run_ampc("run", path, "--steps", "2", "--save-state", ck, NULL);
+    cr_assert_eq(sv.code, 0, "%s", sv.err);
+    Run b = run_ampc("run", path, "--steps", "2", "--load-state", ck, NULL);
+    cr_assert_eq(b.code, 0, "%s", b.err);
+    for (int k = 3; k <= 4; k++) {
+        char head[32];
+        snprintf(head, sizeof head, "step %d: loss ", k);
+        const char *x = strstr(r.out, head), *y = strstr(b.out, head);
+        cr_assert(x && y, "no '%s' in\n%s\n%s", head, r.out, b.out);
+        cr_assert_eq(strcspn(x, "("), strcspn(y, "("));
+        cr_assert_eq(strncmp(x, y, strcspn(x, "(")), 0, "after the load:\n%s\nstraight through:\n%s", b.out, r.out);
+    }
+    Run c = run_ampc("run", path, "--load-state", ADD_MODEL, NULL);
+    cr_assert_eq(c.code, 1, "not a checkpoint: %s", c.err);
+    assert_one_error_line(&c);
+    run_free(&sv);
+    run_free(&b);
+    run_free(&c);
     run_free(&r);
 }

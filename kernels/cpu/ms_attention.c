@@ -1,0 +1,352 @@
+/* CPU kernels: com.microsoft Attention (fused QKV projection, then attention) and
+ * MultiHeadAttention (separate Q, K, V), with onnxruntime's CPU semantics: mask_index /
+ * key_padding_mask 0 entries add mask_filter_value (-10000 by default, not -inf, so a
+ * fully masked row is a plain softmax), causal positions get -FLT_MAX. */
+#include <cblas.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_impl.h"
+
+/* ---- onnxruntime's mask and bias --------------------------------------------------- */
+
+typedef enum MaskKind {
+    MASK_NONE,
+    MASK_END,       /* (B): valid key count; keys at or after it are masked (right padding) */
+    MASK_END_START, /* (2B): end positions, then start positions (left and right padding) */
+    MASK_RAW2,      /* (B, T): 1 attend, 0 masked */
+    MASK_RAW3       /* (B, S, T) */
+} MaskKind;
+
+typedef struct OrtBias {
+    MaskKind kind;
+    const AmpBuf *mask; /* integer mask, read with amp_buf_get_i64 */
+    float filter;       /* mask_filter_value */
+    bool causal;
+    int64_t past;    /* key j is causal-masked for query i when j > i + past */
+    const float *ab; /* attention_bias (B or 1, N or 1, S, T), or NULL */
+    int64_t ab_sb, ab_sh;
+    int64_t B, S, T;
+} OrtBias;
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The mask onnxruntime's CPU attention builds (PrepareMask), plus attention_bias. The
+ * causal rule is j <= i + past for every row (onnxruntime leaves the last query row
+ * unmasked, which only differs when T != past + S, i.e. causal cross-attention). */
+static void ort_bias(const void *ctx, int64_t b, int64_t h, float *bias) {
+    const OrtBias *o = ctx;
+    int64_t end = o->T, start = 0;
+    if (o->kind == MASK_END || o->kind == MASK_END_START) end = clamp(amp_buf_get_i64(o->mask, (uint64_t)b), 0, o->T);
+    if (o->kind == MASK_END_START) start = clamp(amp_buf_get_i64(o->mask, (uint64_t)(o->B + b)), 0, o->T);
+    for (int64_t i = 0; i < o->S; i++) {
+        float *r = bias + i * o->T;
+        const float *ab = o->ab ? o->ab + b * o->ab_sb + h * o->ab_sh + i * o->T : NULL;
+        for (int64_t j = 0; j < o->T; j++) {
+            float v = 0.0f;
+            if (o->kind == MASK_RAW2) v = amp_buf_get_i64(o->mask, (uint64_t)(b * o->T + j)) > 0 ? 0.0f : o->filter;
+            else if (o->kind == MASK_RAW3)
+                v = amp_buf_get_i64(o->mask, (uint64_t)((b * o->S + i) * o->T + j)) > 0 ? 0.0f : o->filter;
+            else if (j >= end || j < start) v = o->filter;
+            if (o->causal && j > i + o->past) v = -FLT_MAX;
+            r[j] = ab ? v + ab[j] : v;
+        }
+    }
+}
+
+static bool is_int_mask(int dt) {
+    switch (dt) {
+    case AMP_DT_INT8:
+    case AMP_DT_INT16:
+    case AMP_DT_INT32:
+    case AMP_DT_INT64:
+    case AMP_DT_UINT8:
+    case AMP_DT_UINT16:
+    case AMP_DT_UINT32:
+    case AMP_DT_UINT64:
+    case AMP_DT_BOOL: return true;
+    default: return false;
+    }
+}
+
+/* Classifies the mask (int32 in the schema; any integer type is read) for B, S, T.
+ * MultiHeadAttention does not take the (2B) form (onnxruntime rejects it). */
+static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b,
+                         OrtBias *o) {
+    o->kind = MASK_NONE;
+    if (!m) return AMP_OK;
+    if (!is_int_mask(m->dtype)) return amp_attn_fail(k, AMP_ERR_INPUT, "the mask must be int32 (got %s)", amp_dtype_name(m->dtype));
+    o->mask = m;
+    if (m->rank == 1 && m->dims[0] == B) o->kind = MASK_END;
+    else if (m->rank == 1 && allow_2b && m->dims[0] == 2 * B) o->kind = MASK_END_START;
+    else if (m->rank == 1 && m->dims[0] == 3 * B + 2)
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "the (3 * batch + 2) mask form is not implemented on the CPU");
+    else if (m->rank == 2 && m->dims[0] == B && m->dims[1] == T) o->kind = MASK_RAW2;
+    else if (m->rank == 3 && m->dims[0] == B && m->dims[1] == S && m->dims[2] == T) o->kind = MASK_RAW3;
+    else if (m->rank == 4)
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "a 4-D attention mask is not implemented on the CPU");
+    else
+        return amp_attn_fail(k, AMP_ERR_INPUT,
+                             "the mask (rank %d) must be (%lld)%s, (%lld, %lld) or (%lld, %lld, %lld)", m->rank,
+                             (long long)B, allow_2b ? ", (2 * batch)" : "", (long long)B, (long long)T, (long long)B,
+                             (long long)S, (long long)T);
+    return AMP_OK;
+}
+
+/* attention_bias (B or 1, N or 1, S, T) of the input's type. */
+static AmpCode bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
+                           OrtBias *o) {
+    if (!ab) return AMP_OK;
+    if (ab->dtype != dt) return amp_attn_fail(k, AMP_ERR_INPUT, "attention_bias must have the input's type");
+    if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) || (ab->dims[1] != N && ab->dims[1] != 1) ||
+        ab->dims[2] != S || ab->dims[3] != T)
+        return amp_attn_fail(k, AMP_ERR_INPUT, "attention_bias must be (%lld or 1, %lld or 1, %lld, %lld)",
+                             (long long)B, (long long)N, (long long)S, (long long)T);
+    o->ab_sh = ab->dims[1] == 1 ? 0 : S * T;
+    o->ab_sb = ab->dims[0] == 1 ? 0 : ab->dims[1] * S * T;
+    return AMP_OK;
+}
+
+/* x (B, H, T, Dh) += bias (H * Dh) on rows [from, T) of every head. */
+static void add_head_bias(float *x, const float *bias, int64_t B, int64_t H, int64_t T, int64_t from, int64_t Dh) {
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = from; t < T; t++) {
+                float *r = x + ((b * H + h) * T + t) * Dh;
+                for (int64_t d = 0; d < Dh; d++) r[d] += bias[h * Dh + d];
+            }
+}
+
+static float default_scale(AmpKernelCtx *k, int64_t head) {
+    float s = amp_node_attr_float(k->node, "scale", 0.0f);
+    return s != 0.0f ? s : (float)(1.0 / sqrt((double)(head ? head : 1)));
+}
+
+static AmpBuf *alloc_out(AmpKernelCtx *k, int i, int dt, int rank, const int64_t *dims) {
+    return k->alloc(k->alloc_ctx, i, dt, rank, dims, k->st);
+}
+
+/* ---- com.microsoft Attention ------------------------------------------------------ */
+
+/* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
+ * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
+AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
+    const AmpBuf *in[7] = {NULL};
+    for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
+    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
+    if (!x || !w) return amp_attn_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
+    int dt = x->dtype;
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (w->dtype != dt || (bias && bias->dtype != dt) || (past && past->dtype != dt))
+        return amp_attn_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
+    if (amp_node_attr_int(k->node, "do_rotary", 0) || amp_node_attr_int(k->node, "past_present_share_buffer", 0) ||
+        in[6])
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "rotary embeddings and shared past/present buffers are not implemented");
+    if (k->n_out > 2) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
+    int64_t N = amp_node_attr_int(k->node, "num_heads", 0);
+    if (N < 1) return amp_attn_fail(k, AMP_ERR_INPUT, "num_heads must be positive");
+    if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
+        return amp_attn_fail(k, AMP_ERR_INPUT, "input must be (B, S, D) and weights (D, 3 * hidden)");
+    int64_t B = x->dims[0], S = x->dims[1], Din = x->dims[2], Dsum = w->dims[1], Dq, Dk, Dv;
+    const AmpAttr *qs = amp_node_attr(k->node, "qkv_hidden_sizes");
+    if (qs && qs->type == AMP_ATTR_INTS && qs->n_ints) {
+        if (qs->n_ints != 3) return amp_attn_fail(k, AMP_ERR_INPUT, "qkv_hidden_sizes must hold 3 integers");
+        Dq = qs->ints[0], Dk = qs->ints[1], Dv = qs->ints[2];
+    } else {
+        Dq = Dk = Dv = Dsum / 3;
+    }
+    if (Dq < 1 || Dk != Dq || Dv < 1 || Dq > INT32_MAX || Dv > INT32_MAX || Dq + Dk + Dv != Dsum || Dq % N ||
+        Dv % N)
+        return amp_attn_fail(k, AMP_ERR_INPUT,
+                             "hidden sizes Q %lld, K %lld, V %lld must be positive multiples of num_heads %lld, Q and "
+                             "K equal, summing to weights' %lld columns",
+                             (long long)Dq, (long long)Dk, (long long)Dv, (long long)N, (long long)Dsum);
+    int64_t H = Dq / N, Hv = Dv / N, P = 0;
+    if (bias && (bias->rank != 1 || bias->dims[0] != Dsum))
+        return amp_attn_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)Dsum);
+    if (past) {
+        if (past->rank != 5 || past->dims[0] != 2 || past->dims[1] != B || past->dims[2] != N || past->dims[4] != H ||
+            H != Hv)
+            return amp_attn_fail(k, AMP_ERR_INPUT, "past must be (2, %lld, %lld, P, %lld), with equal Q/K/V hidden sizes",
+                                 (long long)B, (long long)N, (long long)H);
+        P = past->dims[3];
+    }
+    int64_t T = P + S, n;
+    OrtBias ob;
+    memset(&ob, 0, sizeof ob);
+    ob.B = B, ob.S = S, ob.T = T, ob.past = P;
+    ob.causal = amp_node_attr_int(k->node, "unidirectional", 0) != 0;
+    ob.filter = amp_node_attr_float(k->node, "mask_filter_value", -10000.0f);
+    AmpCode rc = mask_kind(k, mask, B, S, T, true, &ob);
+    if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
+    const int64_t sz1[3] = {B, S, Dsum}, sz2[4] = {B, N, S, T > H ? T : H}, sz3[5] = {2, B, N, T, H};
+    if (!amp_attn_size(3, sz1, &n) || !amp_attn_size(4, sz2, &n) || !amp_attn_size(5, sz3, &n) || B * S > INT_MAX ||
+        Din > INT_MAX || Dsum > INT_MAX || T > INT_MAX)
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
+
+    const int64_t ydims[3] = {B, S, Dv}, pdims[5] = {2, B, N, T, H};
+    AmpBuf *y = alloc_out(k, 0, dt, 3, ydims), *pres = NULL;
+    if (!y || (k->n_out > 1 && !(pres = alloc_out(k, 1, dt, 5, pdims))))
+        return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty, *tpr = NULL, *qkv = NULL, *qh = NULL, *kv = NULL, *yh = NULL;
+    const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
+    const float *Bi = bias ? amp_buf_f32_in(bias, &tb) : NULL, *Pa = past ? amp_buf_f32_in(past, &tp) : NULL;
+    const float *AB = ab ? amp_buf_f32_in(ab, &tab) : NULL;
+    float *Y = amp_buf_f32_out(y, &ty), *PR = pres ? amp_buf_f32_out(pres, &tpr) : NULL;
+    size_t nkv = (size_t)(B * N * T * H), nqkv = (size_t)(B * S * Dsum);
+    qkv = malloc((nqkv ? nqkv : 1) * sizeof *qkv); // (B * S, Dq + Dk + Dv)
+    qh = malloc((size_t)(B * N * S * H + 1) * sizeof *qh);   // (B, N, S, H)
+    yh = malloc((size_t)(B * N * S * Hv + 1) * sizeof *yh);  // (B, N, S, Hv)
+    float *kvb = PR ? PR : (kv = malloc((2 * nkv + 1) * sizeof *kv)); // K then V, (B, N, T, H) each
+    bool ok = X && W && (!bias || Bi) && (!past || Pa) && (!ab || AB) && Y && (!pres || PR) && qkv && qh && yh && kvb;
+    if (ok) {
+        for (int64_t r = 0; r < B * S; r++)
+            for (int64_t c = 0; c < Dsum; c++) qkv[r * Dsum + c] = Bi ? Bi[c] : 0.0f;
+        if (B > 0 && S > 0 && Din > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(B * S), (int)Dsum, (int)Din, 1.0f, X, (int)Din,
+                        W, (int)Dsum, 1.0f, qkv, (int)Dsum);
+        amp_attn_split_heads(qh, qkv, B, S, N, H, Dsum, 0);
+        size_t npast = (size_t)(B * N * P * H);
+        amp_attn_cat_heads(kvb, Pa, P, qkv, B, N, S, H, Dsum, Dq);
+        amp_attn_cat_heads(kvb + nkv, Pa ? Pa + npast : NULL, P, qkv, B, N, S, Hv, Dsum, Dq + Dk);
+        ob.ab = AB;
+        AmpAttnCore c = {.B = B, .Hq = N, .Hkv = N, .S = S, .T = T, .D = H, .Dv = Hv,
+                         .scale = default_scale(k, H), .q = qh, .k = kvb, .v = kvb + nkv,
+                         .bias = mask || ob.causal || ab ? ort_bias : NULL, .bias_ctx = &ob, .y = yh};
+        ok = amp_attn_run(&c);
+        if (ok) amp_attn_merge_heads(Y, yh, B, N, S, Hv);
+    }
+    free(tx), free(tw), free(tb), free(tp), free(tab), free(qkv), free(qh), free(kv), free(yh);
+    if (!ok) {
+        free(ty), free(tpr);
+        return amp_attn_oom(k);
+    }
+    amp_buf_f32_commit(y, ty);
+    if (pres) amp_buf_f32_commit(pres, tpr);
+    return AMP_OK;
+}
+
+/* ---- com.microsoft MultiHeadAttention ------------------------------------------- */
+
+/* query (B, S, D), key (B, L, D) or (B, N, L, H), value (B, L, Dv) or (B, N, L, Hv),
+ * bias (D + D + Dv), key_padding_mask, attention_bias, past_key (B, N, P, H), past_value
+ * -> output (B, S, Dv) [, present_key (B, N, T, H), present_value, qk (B, N, S, T)].
+ * With 4-D (already projected) key and value only the query part of bias applies, as in
+ * onnxruntime. Packed QKV/KV inputs are not implemented (neither are they on
+ * onnxruntime's CPU). */
+AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
+    const AmpBuf *in[10] = {NULL};
+    for (int i = 0; i < 10 && i < k->n_in; i++) in[i] = k->in[i];
+    const AmpBuf *q = in[0], *kk = in[1], *v = in[2], *bias = in[3], *mask = in[4], *ab = in[5], *pk = in[6],
+                 *pv = in[7];
+    if (!q) return amp_attn_fail(k, AMP_ERR_INPUT, "needs input query");
+    int dt = q->dtype;
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (in[8] || in[9])
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "past_sequence_length and cache_indirection are not implemented");
+    if (q->rank == 5 || (kk && kk->rank == 5))
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "packed QKV / KV inputs are not implemented on the CPU");
+    if (!kk || !v) return amp_attn_fail(k, AMP_ERR_INPUT, "needs key and value");
+    if (kk->dtype != dt || v->dtype != dt || (bias && bias->dtype != dt) || (pk && pk->dtype != dt) ||
+        (pv && pv->dtype != dt))
+        return amp_attn_fail(k, AMP_ERR_INPUT, "key, value, bias and past must have query's type");
+    if (k->n_out > 4) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
+    int64_t N = amp_node_attr_int(k->node, "num_heads", 0);
+    if (N < 1) return amp_attn_fail(k, AMP_ERR_INPUT, "num_heads must be positive");
+    if (q->rank != 3 || q->dims[2] % N)
+        return amp_attn_fail(k, AMP_ERR_INPUT, "query must be (B, S, D) with D a multiple of num_heads");
+    int64_t B = q->dims[0], S = q->dims[1], D = q->dims[2], H = D / N, L, Dv, Hv, P = 0;
+    bool kv4 = kk->rank == 4;
+    if (kk->rank == 3 && v->rank == 3 && kk->dims[0] == B && kk->dims[2] == D && v->dims[0] == B &&
+        v->dims[1] == kk->dims[1] && v->dims[2] % N == 0) {
+        L = kk->dims[1], Dv = v->dims[2], Hv = Dv / N;
+    } else if (kv4 && v->rank == 4 && kk->dims[0] == B && kk->dims[1] == N && kk->dims[3] == H && v->dims[0] == B &&
+               v->dims[1] == N && v->dims[2] == kk->dims[2]) {
+        L = kk->dims[2], Hv = v->dims[3], Dv = N * Hv;
+    } else {
+        return amp_attn_fail(k, AMP_ERR_INPUT, "key and value must be (B, L, %lld) and (B, L, Dv), or (B, %lld, L, %lld) "
+                             "and (B, %lld, L, Hv)", (long long)D, (long long)N, (long long)H, (long long)N);
+    }
+    if (bias && (bias->rank != 1 || bias->dims[0] != 2 * D + Dv))
+        return amp_attn_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)(2 * D + Dv));
+    if (!pk != !pv) return amp_attn_fail(k, AMP_ERR_INPUT, "past_key and past_value must be given together");
+    if (pk) {
+        if (kv4) return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "past_key with 4-D key is not implemented");
+        if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != B || pk->dims[1] != N || pk->dims[3] != H ||
+            pv->dims[0] != B || pv->dims[1] != N || pv->dims[2] != pk->dims[2] || pv->dims[3] != Hv)
+            return amp_attn_fail(k, AMP_ERR_INPUT, "past_key must be (%lld, %lld, P, %lld), past_value (%lld, %lld, P, %lld)",
+                                 (long long)B, (long long)N, (long long)H, (long long)B, (long long)N, (long long)Hv);
+        P = pk->dims[2];
+    }
+    int64_t T = P + L, n;
+    OrtBias ob;
+    memset(&ob, 0, sizeof ob);
+    ob.B = B, ob.S = S, ob.T = T, ob.past = P;
+    ob.causal = amp_node_attr_int(k->node, "unidirectional", 0) != 0;
+    ob.filter = amp_node_attr_float(k->node, "mask_filter_value", -10000.0f);
+    AmpCode rc = mask_kind(k, mask, B, S, T, false, &ob);
+    if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
+    int64_t w1 = T > H ? T : H;
+    const int64_t sz1[4] = {B, N, S, w1 > Hv ? w1 : Hv}, sz2[4] = {B, N, T, H > Hv ? H : Hv};
+    if (!amp_attn_size(4, sz1, &n) || !amp_attn_size(4, sz2, &n) || S > INT_MAX || T > INT_MAX || H > INT_MAX ||
+        Hv > INT_MAX)
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
+
+    const int64_t ydims[3] = {B, S, Dv}, kd[4] = {B, N, T, H}, vd[4] = {B, N, T, Hv}, qkd[4] = {B, N, S, T};
+    AmpBuf *out[4] = {NULL};
+    for (int i = 0; i < k->n_out; i++)
+        if (!(out[i] = alloc_out(k, i, dt, i ? 4 : 3, i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd)))
+            return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    float *tq, *tk, *tv, *tb = NULL, *tab = NULL, *tpk = NULL, *tpv = NULL, *to[4] = {NULL};
+    float *qh = NULL, *kh = NULL, *vh = NULL, *yh = NULL;
+    const float *Q = amp_buf_f32_in(q, &tq), *K = amp_buf_f32_in(kk, &tk), *V = amp_buf_f32_in(v, &tv);
+    const float *Bi = bias ? amp_buf_f32_in(bias, &tb) : NULL, *AB = ab ? amp_buf_f32_in(ab, &tab) : NULL;
+    const float *PK = pk ? amp_buf_f32_in(pk, &tpk) : NULL, *PV = pv ? amp_buf_f32_in(pv, &tpv) : NULL;
+    float *O[4] = {NULL};
+    bool ok = Q && K && V && (!bias || Bi) && (!ab || AB) && (!pk || PK) && (!pv || PV);
+    for (int i = 0; i < 4; i++)
+        if (out[i]) ok = (O[i] = amp_buf_f32_out(out[i], &to[i])) != NULL && ok;
+    size_t nq = (size_t)(B * N * S * H), nk = (size_t)(B * N * T * H), nv = (size_t)(B * N * T * Hv);
+    size_t ny = (size_t)(B * N * S * Hv);
+    if (ok) ok = (qh = malloc((nq + 1) * sizeof *qh)) && (yh = malloc((ny + 1) * sizeof *yh));
+    /* K and V heads: the present outputs when wanted, else scratch; 4-D key/value
+     * without a cache are read in place. */
+    const float *Kh = K, *Vh = V;
+    if (ok && (!kv4 || O[1])) {
+        float *dst = O[1] ? O[1] : (kh = malloc((nk + 1) * sizeof *kh));
+        if ((ok = dst != NULL)) {
+            amp_attn_cat_heads(dst, PK, P, K, B, N, L, H, kv4 ? 0 : D, 0);
+            if (Bi && !kv4) add_head_bias(dst, Bi + D, B, N, T, P, H);
+            Kh = dst;
+        }
+    }
+    if (ok && (!kv4 || O[2])) {
+        float *dst = O[2] ? O[2] : (vh = malloc((nv + 1) * sizeof *vh));
+        if ((ok = dst != NULL)) {
+            amp_attn_cat_heads(dst, PV, P, V, B, N, L, Hv, kv4 ? 0 : Dv, 0);
+            if (Bi && !kv4) add_head_bias(dst, Bi + 2 * D, B, N, T, P, Hv);
+            Vh = dst;
+        }
+    }
+    if (ok) {
+        amp_attn_split_heads(qh, Q, B, S, N, H, D, 0);
+        if (Bi) add_head_bias(qh, Bi, B, N, S, 0, H);
+        ob.ab = AB;
+        AmpAttnCore c = {.B = B, .Hq = N, .Hkv = N, .S = S, .T = T, .D = H, .Dv = Hv, .scale = default_scale(k, H),
+                         .q = qh, .k = Kh, .v = Vh, .bias = mask || ob.causal || ab ? ort_bias : NULL, .bias_ctx = &ob,
+                         .y = yh, .qk = O[3], .qk_mode = 0};
+        ok = amp_attn_run(&c);
+        if (ok) amp_attn_merge_heads(O[0], yh, B, N, S, Hv);
+    }
+    free(tq), free(tk), free(tv), free(tb), free(tab), free(tpk), free(tpv), free(qh), free(kh), free(vh), free(yh);
+    for (int i = 0; i < 4; i++) {
+        if (ok && out[i]) amp_buf_f32_commit(out[i], to[i]);
+        else free(to[i]);
+    }
+    return ok ? AMP_OK : amp_attn_oom(k);
+}

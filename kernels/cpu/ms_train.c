@@ -1,0 +1,273 @@
+/* CPU kernels: com.microsoft FusedGemm (Gemm, then an activation applied in fp32 before
+ * the one rounding to 16 bits), ConvGrad (Conv's data, weight and bias gradients via
+ * the conv family's im2col/col2im and cblas_sgemm) and AdamWOptimizer (unsupported:
+ * its schema takes tensor sequences, which the executor does not represent). */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_impl.h"
+#include "conv_impl.h"
+#include "gemm_impl.h"
+#include "half.h"
+
+/* ---- FusedGemm -------------------------------------------------------------------- */
+
+typedef enum ActKind {
+    ACT_RELU,
+    ACT_TANH,
+    ACT_SIGMOID,
+    ACT_LEAKY_RELU,
+    ACT_HARD_SIGMOID,
+    ACT_ELU,
+    ACT_SELU,
+    ACT_CELU,
+    ACT_SOFTPLUS,
+    ACT_SOFTSIGN,
+    ACT_THRESHOLDED_RELU,
+    ACT_SCALED_TANH,
+    ACT_PARAMETRIC_SOFTPLUS
+} ActKind;
+
+/* The activation and its parameters (activation_alpha/beta/gamma), with the ONNX
+ * op's defaults where the attribute is absent (onnxruntime requires them). */
+typedef struct Act {
+    ActKind kind;
+    double alpha, beta, gamma;
+} Act;
+
+static const struct {
+    const char *name;
+    ActKind kind;
+    double alpha, beta, gamma;
+} ACTS[] = {
+    {"Relu", ACT_RELU, 0, 0, 0},
+    {"Tanh", ACT_TANH, 0, 0, 0},
+    {"Sigmoid", ACT_SIGMOID, 0, 0, 0},
+    {"LeakyRelu", ACT_LEAKY_RELU, 0.01, 0, 0},
+    {"HardSigmoid", ACT_HARD_SIGMOID, 0.2, 0.5, 0},
+    {"Elu", ACT_ELU, 1.0, 0, 0},
+    {"Selu", ACT_SELU, 1.67326319217681884765625, 0, 1.05070102214813232421875},
+    {"Celu", ACT_CELU, 1.0, 0, 0},
+    {"Softplus", ACT_SOFTPLUS, 0, 0, 0},
+    {"Softsign", ACT_SOFTSIGN, 0, 0, 0},
+    {"ThresholdedRelu", ACT_THRESHOLDED_RELU, 1.0, 0, 0},
+    {"ScaledTanh", ACT_SCALED_TANH, 1.0, 1.0, 0},
+    {"ParametricSoftplus", ACT_PARAMETRIC_SOFTPLUS, 1.0, 1.0, 0},
+};
+
+static AmpCode parse_act(AmpKernelCtx *k, Act *a) {
+    const char *name = amp_node_attr_string(k->node, "activation", "");
+    for (size_t i = 0; i < sizeof ACTS / sizeof *ACTS; i++)
+        if (strcmp(name, ACTS[i].name) == 0) {
+            a->kind = ACTS[i].kind;
+            a->alpha = amp_node_attr_float(k->node, "activation_alpha", (float)ACTS[i].alpha);
+            a->beta = amp_node_attr_float(k->node, "activation_beta", (float)ACTS[i].beta);
+            a->gamma = amp_node_attr_float(k->node, "activation_gamma", (float)ACTS[i].gamma);
+            /* Selu's constants lose digits as float attributes; keep them exact. */
+            if (a->kind == ACT_SELU && !amp_node_attr(k->node, "activation_alpha")) a->alpha = ACTS[i].alpha;
+            if (a->kind == ACT_SELU && !amp_node_attr(k->node, "activation_gamma")) a->gamma = ACTS[i].gamma;
+            if (a->kind == ACT_CELU && a->alpha == 0.0)
+                return amp_attn_fail(k, AMP_ERR_INPUT, "Celu's activation_alpha must be nonzero");
+            return AMP_OK;
+        }
+    return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "activation '%s' is not one the CPU kernel implements", name);
+}
+
+static double softplus(double x) {
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+static double act_apply(const Act *a, double x) {
+    switch (a->kind) {
+    case ACT_RELU: return x > 0 ? x : 0.0;
+    case ACT_TANH: return tanh(x);
+    case ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case ACT_LEAKY_RELU: return x >= 0 ? x : a->alpha * x;
+    case ACT_HARD_SIGMOID: return fmax(0.0, fmin(1.0, a->alpha * x + a->beta));
+    case ACT_ELU: return x >= 0 ? x : a->alpha * expm1(x);
+    case ACT_SELU: return a->gamma * (x > 0 ? x : a->alpha * expm1(x));
+    case ACT_CELU: return fmax(0.0, x) + fmin(0.0, a->alpha * expm1(x / a->alpha));
+    case ACT_SOFTPLUS: return softplus(x);
+    case ACT_SOFTSIGN: return x / (1.0 + fabs(x));
+    case ACT_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0;
+    case ACT_SCALED_TANH: return a->alpha * tanh(a->beta * x);
+    case ACT_PARAMETRIC_SOFTPLUS: return a->alpha * softplus(a->beta * x);
+    }
+    return x;
+}
+
+/* Gemm runs with this allocator: a 16-bit output is handed to it as a float32
+ * stand-in, so the activation sees the unrounded product and the result is rounded
+ * once. Gemm fills whatever storage type the buffer it gets says. */
+typedef struct Shadow {
+    AmpKernelCtx *outer;
+    AmpBuf *real;
+    AmpBuf f32;
+    bool used;
+} Shadow;
+
+static AmpBuf *shadow_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+    Shadow *s = ctx;
+    AmpKernelCtx *k = s->outer;
+    s->real = k->alloc(k->alloc_ctx, index, dtype, rank, dims, st);
+    if (!s->real || (dtype != AMP_DT_FLOAT16 && dtype != AMP_DT_BFLOAT16)) return s->real;
+    s->f32 = *s->real;
+    s->f32.dtype = AMP_DT_FLOAT;
+    s->f32.data = malloc((s->f32.nelem ? s->f32.nelem : 1) * sizeof(float));
+    if (!s->f32.data) {
+        amp_attn_oom(k);
+        return NULL;
+    }
+    s->used = true;
+    return &s->f32;
+}
+
+/* Y (M, N) = activation(alpha * op(A) @ op(B) + beta * C). */
+AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
+    Act a;
+    AmpCode rc = parse_act(k, &a);
+    if (rc) return rc;
+    Shadow s;
+    memset(&s, 0, sizeof s);
+    s.outer = k;
+    AmpKernelCtx inner = *k;
+    inner.alloc = shadow_alloc;
+    inner.alloc_ctx = &s;
+    if ((rc = amp_cpu_gemm(&inner))) {
+        if (s.used) free(s.f32.data);
+        return rc;
+    }
+    AmpBuf *y = s.used ? &s.f32 : s.real;
+    if (!y) return AMP_ERR_INTERNAL; /* gemm succeeded, so it allocated */
+    if (y->dtype == AMP_DT_DOUBLE) {
+        double *p = y->data;
+        for (uint64_t i = 0; i < y->nelem; i++) p[i] = act_apply(&a, p[i]);
+    } else {
+        float *p = y->data;
+        for (uint64_t i = 0; i < y->nelem; i++) p[i] = (float)act_apply(&a, p[i]);
+    }
+    if (s.used) {
+        if (s.real->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(s.real->data, s.f32.data, s.f32.nelem);
+        else amp_f32_to_bf16_n(s.real->data, s.f32.data, s.f32.nelem);
+        free(s.f32.data);
+    }
+    return AMP_OK;
+}
+
+/* ---- ConvGrad --------------------------------------------------------------------- */
+
+/* dY (N, M, out...), X (N, C, in...), W (M, C/group, kern...) -> dX (like X), dW (like
+ * W), dB (M), for Y = Conv(X, W, B) with the node's strides, dilations, pads, auto_pad
+ * and group. Per image and group, with col = im2col(X_g) (Cg * K, O):
+ *   dW_g (Mg, Cg * K) += dY_g (Mg, O) @ col^T,   dX_g = col2im(W_g^T (Cg * K, Mg) @ dY_g). */
+AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
+    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
+    if (!dy || !x || !w) return amp_attn_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
+    int dt = x->dtype;
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (dy->dtype != dt || w->dtype != dt) return amp_attn_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (k->n_out > 3) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
+    if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
+        return amp_attn_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
+                             x->rank, w->rank);
+    int nsp = x->rank - 2;
+    int64_t group = amp_node_attr_int(k->node, "group", 1);
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
+        return amp_attn_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+                             (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
+    int64_t kern[AMP_MAX_SPATIAL], kattr[AMP_MAX_SPATIAL];
+    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
+    if (rc) return rc;
+    for (int i = 0; i < nsp; i++) {
+        kern[i] = w->dims[i + 2];
+        if (kattr[i] >= 0 && kattr[i] != kern[i])
+            return amp_attn_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
+    }
+    AmpConvGeom g;
+    if ((rc = amp_conv_geom(k, x, kern, false, &g))) return rc;
+    bool shape_ok = dy->dims[0] == N && dy->dims[1] == M;
+    for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g.out[i];
+    if (!shape_ok) return amp_attn_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
+    int64_t Cg = C / group, Mg = M / group, K, O, NI;
+    if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
+        K > INT_MAX || Cg > INT_MAX || Mg > INT_MAX || O > INT_MAX || NI > INT_MAX || Cg * K > INT_MAX ||
+        (uint64_t)(Cg * K) * (uint64_t)O > (UINT64_C(1) << 58))
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
+    int64_t rows = Cg * K;
+    const int64_t bdims[1] = {M};
+    AmpBuf *out[3] = {NULL};
+    for (int i = 0; i < k->n_out; i++) {
+        const AmpBuf *like = i == 0 ? x : w;
+        if (!(out[i] = k->alloc(k->alloc_ctx, i, like->dtype, i == 2 ? 1 : like->rank, i == 2 ? bdims : like->dims,
+                                k->st)))
+            return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    }
+    /* The 1x1, stride 1, unpadded case reads X itself as the column matrix. */
+    bool direct = true;
+    for (int i = 0; i < nsp; i++)
+        direct = direct && kern[i] == 1 && g.stride[i] == 1 && g.pad0[i] == 0 && g.pad1[i] == 0;
+    /* The scatter geometry for dX: sources are the output positions, targets X's. */
+    AmpConvGeom gt = g;
+    for (int i = 0; i < nsp; i++) gt.in[i] = g.out[i], gt.out[i] = g.in[i];
+    float *tdy, *tx, *tw, *t[3] = {NULL}, *col = NULL;
+    const float *DY = amp_buf_f32_in(dy, &tdy), *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
+    float *o[3] = {NULL};
+    bool ok = DY && X && W;
+    for (int i = 0; i < 3; i++)
+        if (out[i]) ok = (o[i] = amp_buf_f32_out(out[i], &t[i])) != NULL && ok;
+    if (ok && !direct && rows && O) ok = (col = malloc((size_t)(rows * O) * sizeof *col)) != NULL; // (Cg * K, O)
+    if (!ok) {
+        free(tdy), free(tx), free(tw), free(t[0]), free(t[1]), free(t[2]);
+        return amp_attn_oom(k);
+    }
+    float *dX = o[0], *dW = o[1], *dB = o[2];
+    if (dX) memset(dX, 0, out[0]->nelem * sizeof *dX);
+    if (dW) memset(dW, 0, out[1]->nelem * sizeof *dW);
+    if (rows && O && Mg)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t gi = 0; gi < group; gi++) {
+                const float *xg = X + (n * C + gi * Cg) * NI, *dyg = DY + (n * M + gi * Mg) * O;
+                const float *wg = W + gi * Mg * rows;
+                if (dW) {
+                    if (!direct) amp_conv_im2col(xg, Cg, &g, col);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)rows, (int)O, 1.0f, dyg, (int)O,
+                                direct ? xg : col, (int)O, 1.0f, dW + gi * Mg * rows, (int)rows);
+                }
+                if (dX) {
+                    float *dxg = dX + (n * C + gi * Cg) * NI;
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)O, (int)Mg, 1.0f, wg,
+                                (int)rows, dyg, (int)O, 0.0f, direct ? dxg : col, (int)O);
+                    if (!direct) amp_conv_col2im(col, Cg, &gt, dxg);
+                }
+            }
+    if (dB)
+        for (int64_t m = 0; m < M; m++) {
+            double acc = 0.0;
+            for (int64_t n = 0; n < N; n++) {
+                const float *r = DY + (n * M + m) * O;
+                for (int64_t p = 0; p < O; p++) acc += r[p];
+            }
+            dB[m] = (float)acc;
+        }
+    for (int i = 0; i < 3; i++)
+        if (out[i]) amp_buf_f32_commit(out[i], t[i]);
+    free(tdy), free(tx), free(tw), free(col);
+    return AMP_OK;
+}
+
+/* ---- AdamWOptimizer ------------------------------------------------------------- */
+
+/* onnxruntime's AdamWOptimizer takes weights, gradients and both moments as tensor
+ * sequences (seq(tensor)); its schema has no single-tensor form, and the executor
+ * holds tensors only. Registered so that a model reaching it fails with this reason
+ * rather than a bare "no kernel". */
+AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k) {
+    return amp_attn_fail(k, AMP_ERR_UNSUPPORTED,
+                         "AdamWOptimizer takes its weights, gradients and moments as tensor sequences, which the "
+                         "executor does not support; use ai.onnx.preview.training Adam or a per-tensor update");
+}
