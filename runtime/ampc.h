@@ -37,7 +37,7 @@ size_t amp_tensor_view_bytes(const AmpTensorView *t);
 void amp_tensor_view_free(AmpTensorView *t);
 
 typedef enum AmpBackendKind {
-    AMP_BACKEND_AUTO = 0, /* CUDA when built with a device present, else the CPU */
+    AMP_BACKEND_AUTO = 0, /* CUDA when built with a device present, else the CPU (today: the CPU) */
     AMP_BACKEND_CPU = 1,
     AMP_BACKEND_CUDA = 2  /* AMP_ERR_UNSUPPORTED until the CUDA executor lands */
 } AmpBackendKind;

@@ -1,0 +1,322 @@
+/* Unit tests of the attention kernel family (kernels/cpu/attention.c, ms_attention.c,
+ * ms_train.c) against naive double-precision references written here: ai.onnx Attention
+ * over random shapes (GQA, causal, KV cache, bool/float masks of every rank, short masks,
+ * softcap, qk_matmul_output modes, nonpad_kv_seqlen), 3-D = 4-D layouts, 16-bit storage,
+ * fully masked rows; com.microsoft Attention/MultiHeadAttention masks; ConvGrad against
+ * direct loops; FusedGemm activations and single rounding; and the error paths. */
+#include "gemm_test_util.h"
+
+TestSuite(attention, .init = setup, .fini = teardown);
+
+static AmpCode run_op(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out, Outs *o,
+                      AmpStatus *st) {
+    memset(o, 0, sizeof *o);
+    memset(st, 0, sizeof *st);
+    AmpKernelFn fn = amp_cpu_kernel(n->op);
+    cr_assert_not_null(fn, "no kernel for %s", n->op_type);
+    AmpKernelCtx k = {.node = n, .opset = opset, .n_in = n_in, .in = in, .n_out = n_out,
+                      .alloc = test_alloc, .alloc_ctx = o, .st = st};
+    return fn(&k);
+}
+
+static int64_t irand(int64_t lo, int64_t hi) {
+    return lo + (int64_t)((frand() + 1.0f) * 0.5f * (float)(hi - lo + 1)) % (hi - lo + 1);
+}
+
+/* ---- ai.onnx Attention ------------------------------------------------------------ */
+
+typedef struct ACase {
+    int64_t B, Hq, Hkv, S, L, P, D, Dv;
+    bool causal;
+    float scale; /* 0: the default 1/sqrt(D) */
+    float softcap;
+    int mrank; /* 0: no mask */
+    int64_t mdims[4];
+    bool mbool;
+    const int64_t *nonpad; /* (B) or NULL */
+    int mode;              /* qk_matmul_output_mode */
+} ACase;
+
+/* The additive bias of key j for query i of (b, h); mask holds the mask's values (bool
+ * as 0/1). */
+static double ref_bias(const ACase *c, const float *mask, int64_t b, int64_t h, int64_t i, int64_t j) {
+    int64_t T = c->P + c->L;
+    double v = 0.0;
+    if (c->mrank) {
+        int64_t Tm = c->mdims[c->mrank - 1];
+        if (j >= Tm) {
+            v = -INFINITY;
+        } else {
+            int64_t idx[4] = {b, h, i, j}, off = 0;
+            for (int d = 0; d < c->mrank; d++) {
+                int64_t md = c->mdims[d], at = idx[4 - c->mrank + d];
+                off = off * md + (md == 1 ? 0 : at);
+            }
+            float m = mask[off];
+            v = c->mbool ? (m != 0.0f ? 0.0 : -INFINITY) : m;
+        }
+    }
+    int64_t np = c->nonpad ? c->nonpad[b] : T, offset = c->nonpad ? np - c->S : c->P;
+    if (c->causal && j > i + offset) v += -INFINITY;
+    if (j >= np) v += -INFINITY;
+    return v;
+}
+
+/* y (B, Hq, S, Dv) and qk (B, Hq, S, T) from q (B, Hq, S, D), k (B, Hkv, T, D) and v
+ * (B, Hkv, T, Dv) (the caches already in front). */
+static void ref_attention(const ACase *c, const float *q, const float *k, const float *v, const float *mask, double *y,
+                          double *qk) {
+    int64_t T = c->P + c->L, rep = c->Hq / c->Hkv;
+    double scale = c->scale ? c->scale : 1.0 / sqrt((double)c->D);
+    double *s = malloc((size_t)T * sizeof *s), *bias = malloc((size_t)T * sizeof *bias);
+    for (int64_t b = 0; b < c->B; b++)
+        for (int64_t h = 0; h < c->Hq; h++)
+            for (int64_t i = 0; i < c->S; i++) {
+                const float *qr = q + ((b * c->Hq + h) * c->S + i) * c->D;
+                double *qkr = qk + ((b * c->Hq + h) * c->S + i) * T, m = -INFINITY, sum = 0;
+                bool masked = T > 0;
+                for (int64_t j = 0; j < T; j++) {
+                    const float *kr = k + ((b * c->Hkv + h / rep) * T + j) * c->D;
+                    double a = 0;
+                    for (int64_t d = 0; d < c->D; d++) a += (double)qr[d] * kr[d];
+                    s[j] = a * scale;
+                    if (c->mode == 0) qkr[j] = s[j];
+                    if (c->softcap > 0) s[j] = c->softcap * tanh(s[j] / c->softcap);
+                    if (c->mode == 1) qkr[j] = s[j];
+                    bias[j] = ref_bias(c, mask, b, h, i, j);
+                    masked = masked && bias[j] == -INFINITY;
+                    s[j] += bias[j];
+                    if (c->mode == 2) qkr[j] = s[j];
+                    if (s[j] > m) m = s[j];
+                }
+                for (int64_t j = 0; j < T; j++) sum += (s[j] = masked || m == -INFINITY ? 0.0 : exp(s[j] - m));
+                for (int64_t j = 0; j < T; j++) {
+                    if (sum > 0) s[j] /= sum;
+                    if (c->mode == 3) qkr[j] = s[j];
+                }
+                for (int64_t e = 0; e < c->Dv; e++) {
+                    double a = 0;
+                    for (int64_t j = 0; j < T; j++) a += s[j] * v[((b * c->Hkv + h / rep) * T + j) * c->Dv + e];
+                    y[((b * c->Hq + h) * c->S + i) * c->Dv + e] = a;
+                }
+            }
+    free(s), free(bias);
+}
+
+/* dst (B, H, P + L, Dh) = past (B, H, P, Dh) ++ x (B, H, L, Dh) along the sequence. */
+static float *cat_seq(const float *past, const float *x, int64_t B, int64_t H, int64_t P, int64_t L, int64_t Dh) {
+    float *d = malloc((size_t)(B * H * (P + L) * Dh + 1) * sizeof *d);
+    for (int64_t bh = 0; bh < B * H; bh++) {
+        memcpy(d + bh * (P + L) * Dh, past + bh * P * Dh, (size_t)(P * Dh) * sizeof *d);
+        memcpy(d + (bh * (P + L) + P) * Dh, x + bh * L * Dh, (size_t)(L * Dh) * sizeof *d);
+    }
+    return d;
+}
+
+static AmpNode *attention_node(const ACase *c) {
+    AmpNode *n = mknode("", "Attention");
+    attr_int(n, "is_causal", c->causal);
+    if (c->scale) attr_float(n, "scale", c->scale);
+    if (c->softcap) attr_float(n, "softcap", c->softcap);
+    attr_int(n, "qk_matmul_output_mode", c->mode);
+    return n;
+}
+
+static AmpBuf mask_buf(const ACase *c) {
+    AmpBuf m = fbuf(c->mrank, c->mdims);
+    if (c->mbool) {
+        float *f = m.data;
+        uint8_t *u = malloc(m.nelem + 1);
+        for (uint64_t i = 0; i < m.nelem; i++) f[i] = (float)(u[i] = frand() > -0.4f);
+        m.dtype = AMP_DT_BOOL;
+        m.data = u;
+        free(f);
+    }
+    return m;
+}
+
+static void check_attention_case(const ACase *c, int trial) {
+    int64_t T = c->P + c->L;
+    AmpBuf q = fbuf(4, I64(c->B, c->Hq, c->S, c->D)), k = fbuf(4, I64(c->B, c->Hkv, c->L, c->D));
+    AmpBuf v = fbuf(4, I64(c->B, c->Hkv, c->L, c->Dv));
+    AmpBuf pk = fbuf(4, I64(c->B, c->Hkv, c->P, c->D)), pv = fbuf(4, I64(c->B, c->Hkv, c->P, c->Dv));
+    AmpBuf m = {0}, np = {0};
+    float *mvals = NULL;
+    if (c->mrank) {
+        m = mask_buf(c);
+        mvals = malloc((m.nelem + 1) * sizeof *mvals);
+        for (uint64_t i = 0; i < m.nelem; i++)
+            mvals[i] = c->mbool ? ((uint8_t *)m.data)[i] : ((float *)m.data)[i];
+    }
+    if (c->nonpad) np = (AmpBuf){.dtype = AMP_DT_INT64, .rank = 1, .dims = {c->B}, .nelem = (uint64_t)c->B,
+                                 .data = (void *)c->nonpad};
+    AmpNode *n = attention_node(c);
+    const AmpBuf *in[7] = {&q, &k, &v, c->mrank ? &m : NULL, c->P ? &pk : NULL, c->P ? &pv : NULL,
+                           c->nonpad ? &np : NULL};
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run_op(n, c->nonpad ? 24 : 23, 7, in, 4, &o, &st), AMP_OK, "trial %d: %s", trial, st.msg);
+    expect_shape(&o.b[0], 4, I64(c->B, c->Hq, c->S, c->Dv));
+    expect_shape(&o.b[1], 4, I64(c->B, c->Hkv, T, c->D));
+    expect_shape(&o.b[3], 4, I64(c->B, c->Hq, c->S, T));
+    float *kf = cat_seq(pk.data, k.data, c->B, c->Hkv, c->P, c->L, c->D);
+    float *vf = cat_seq(pv.data, v.data, c->B, c->Hkv, c->P, c->L, c->Dv);
+    double *y = malloc((o.b[0].nelem + 1) * sizeof *y), *qk = malloc((o.b[3].nelem + 1) * sizeof *qk);
+    ref_attention(c, q.data, kf, vf, mvals, y, qk);
+    expect_close(o.b[0].data, y, o.b[0].nelem, 2e-5);
+    cr_assert_eq(memcmp(o.b[1].data, kf, o.b[1].nelem * sizeof(float)), 0, "trial %d: present_key", trial);
+    cr_assert_eq(memcmp(o.b[2].data, vf, o.b[2].nelem * sizeof(float)), 0, "trial %d: present_value", trial);
+    const float *got = o.b[3].data;
+    for (uint64_t i = 0; i < o.b[3].nelem; i++)
+        cr_assert(got[i] == qk[i] || fabs(got[i] - qk[i]) <= 2e-5 * (1 + fabs(qk[i])),
+                  "trial %d (mode %d): qk[%llu] is %g, expected %g", trial, c->mode, (unsigned long long)i, got[i],
+                  qk[i]);
+    free(y), free(qk), free(kf), free(vf), free(mvals);
+    outs_free(&o);
+    free(q.data), free(k.data), free(v.data), free(pk.data), free(pv.data), free(m.data);
+}
+
+Test(attention, onnx_attention_matches_reference) {
+    for (int t = 0; t < 200; t++) {
+        ACase c;
+        memset(&c, 0, sizeof c);
+        c.B = irand(1, 2), c.Hkv = irand(1, 2), c.Hq = c.Hkv * irand(1, 3);
+        c.S = irand(1, 5), c.L = irand(1, 6), c.P = t % 3 == 0 ? irand(1, 3) : 0;
+        c.D = irand(1, 6), c.Dv = irand(1, 5);
+        c.causal = t % 2 == 1;
+        c.scale = t % 5 == 0 ? 0.7f : 0.0f;
+        c.softcap = t % 7 == 0 ? 2.5f : 0.0f;
+        c.mode = t % 4;
+        int64_t full[4] = {c.B, c.Hq, c.S, c.P + c.L};
+        if (t % 3 != 2) {
+            c.mrank = (int)irand(1, 4);
+            c.mbool = t % 2 == 0;
+            for (int d = 0; d < c.mrank; d++) c.mdims[d] = frand() > 0.0f ? full[4 - c.mrank + d] : 1;
+            c.mdims[c.mrank - 1] = t % 5 == 1 ? irand(1, full[3]) : full[3]; /* sometimes short */
+        }
+        check_attention_case(&c, t);
+    }
+}
+
+/* opset 24's nonpad_kv_seqlen: the per-batch causal frontier and padding mask; a
+ * batch with no valid key gives zero rows. */
+Test(attention, onnx_attention_nonpad_kv_seqlen) {
+    int64_t nonpad[3] = {4, 0, 6};
+    for (int causal = 0; causal < 2; causal++) {
+        ACase c = {.B = 3, .Hq = 4, .Hkv = 2, .S = 2, .L = 6, .D = 3, .Dv = 4, .causal = causal, .nonpad = nonpad,
+                   .mode = 3};
+        check_attention_case(&c, causal);
+    }
+}
+
+/* A bool mask row of all false gives a zero output row, not NaN (the spec's errata). */
+Test(attention, onnx_attention_fully_masked_row_is_zero) {
+    ACase c = {.B = 1, .Hq = 1, .Hkv = 1, .S = 3, .L = 4, .D = 2, .Dv = 3, .mrank = 2, .mdims = {3, 4}, .mbool = true};
+    AmpBuf q = fbuf(4, I64(1, 1, 3, 2)), k = fbuf(4, I64(1, 1, 4, 2)), v = fbuf(4, I64(1, 1, 4, 3));
+    uint8_t mk[12] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
+    AmpBuf m = {.dtype = AMP_DT_BOOL, .rank = 2, .dims = {3, 4}, .nelem = 12, .data = mk};
+    const AmpBuf *in[4] = {&q, &k, &v, &m};
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run_op(attention_node(&c), 23, 4, in, 1, &o, &st), AMP_OK, "%s", st.msg);
+    const float *y = o.b[0].data;
+    for (int e = 0; e < 3; e++) {
+        cr_expect_eq(y[3 + e], 0.0f, "row 1 (fully masked) is not zero");
+        cr_expect(y[e] != 0.0f && !isnan(y[e]));
+    }
+    outs_free(&o);
+    free(q.data), free(k.data), free(v.data);
+}
+
+/* 3-D inputs (B, S, H * D) give the 4-D result, transposed back. */
+Test(attention, onnx_attention_3d_equals_4d) {
+    int64_t B = 2, Hq = 4, Hkv = 2, S = 3, L = 5, D = 3, Dv = 2;
+    AmpBuf q4 = fbuf(4, I64(B, Hq, S, D)), k4 = fbuf(4, I64(B, Hkv, L, D)), v4 = fbuf(4, I64(B, Hkv, L, Dv));
+    AmpBuf q3 = fbuf(3, I64(B, S, Hq * D)), k3 = fbuf(3, I64(B, L, Hkv * D)), v3 = fbuf(3, I64(B, L, Hkv * Dv));
+    const AmpBuf *src[3] = {&q4, &k4, &v4};
+    AmpBuf *dst[3] = {&q3, &k3, &v3};
+    for (int t = 0; t < 3; t++) { /* (B, H, S, D) -> (B, S, H * D) */
+        int64_t H = src[t]->dims[1], Sq = src[t]->dims[2], Dh = src[t]->dims[3];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t s = 0; s < Sq; s++)
+                    for (int64_t d = 0; d < Dh; d++)
+                        ((float *)dst[t]->data)[(b * Sq + s) * H * Dh + h * Dh + d] =
+                            ((float *)src[t]->data)[((b * H + h) * Sq + s) * Dh + d];
+    }
+    AmpNode *n4 = mknode("", "Attention"), *n3 = mknode("", "Attention");
+    attr_int(n4, "is_causal", 1), attr_int(n3, "is_causal", 1);
+    attr_int(n3, "q_num_heads", Hq), attr_int(n3, "kv_num_heads", Hkv);
+    const AmpBuf *in4[3] = {&q4, &k4, &v4}, *in3[3] = {&q3, &k3, &v3};
+    Outs o4, o3;
+    AmpStatus st;
+    cr_assert_eq(run_op(n4, 23, 3, in4, 3, &o4, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(run_op(n3, 23, 3, in3, 3, &o3, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o3.b[0], 3, I64(B, S, Hq * Dv));
+    const float *y4 = o4.b[0].data, *y3 = o3.b[0].data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t d = 0; d < Dv; d++)
+                    cr_assert_eq(y3[(b * S + s) * Hq * Dv + h * Dv + d], y4[((b * Hq + h) * S + s) * Dv + d]);
+    for (int i = 1; i < 3; i++) cr_assert_eq(memcmp(o3.b[i].data, o4.b[i].data, o4.b[i].nelem * 4), 0);
+    outs_free(&o4), outs_free(&o3);
+    for (int t = 0; t < 3; t++) free(src[t]->data), free(dst[t]->data);
+}
+
+/* 16-bit storage: the fp32 computation on the rounded inputs, rounded once. */
+Test(attention, onnx_attention_16bit_storage) {
+    int dts[2] = {AMP_DT_FLOAT16, AMP_DT_BFLOAT16};
+    for (int t = 0; t < 2; t++) {
+        AmpBuf q = fbuf(4, I64(2, 4, 3, 5)), k = fbuf(4, I64(2, 2, 4, 5)), v = fbuf(4, I64(2, 2, 4, 3));
+        AmpBuf m = fbuf(2, I64(3, 4));
+        AmpBuf qh = to16(&q, dts[t]), kh = to16(&k, dts[t]), vh = to16(&v, dts[t]), mh = to16(&m, dts[t]);
+        AmpBuf qr = from16(&qh), kr = from16(&kh), vr = from16(&vh), mr = from16(&mh);
+        AmpNode *n = mknode("", "Attention");
+        attr_int(n, "is_causal", 1);
+        attr_float(n, "softcap", 3.0f);
+        const AmpBuf *in16[4] = {&qh, &kh, &vh, &mh}, *in32[4] = {&qr, &kr, &vr, &mr};
+        Outs o16, o32;
+        AmpStatus st;
+        cr_assert_eq(run_op(n, 23, 4, in16, 4, &o16, &st), AMP_OK, "%s", st.msg);
+        cr_assert_eq(run_op(n, 23, 4, in32, 4, &o32, &st), AMP_OK, "%s", st.msg);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(o16.b[i].dtype, dts[t]);
+            AmpBuf want = to16(&o32.b[i], dts[t]);
+            cr_assert_eq(memcmp(o16.b[i].data, want.data, want.nelem * 2), 0, "output %d", i);
+            free(want.data);
+        }
+        outs_free(&o16), outs_free(&o32);
+        AmpBuf *all[12] = {&q, &k, &v, &m, &qh, &kh, &vh, &mh, &qr, &kr, &vr, &mr};
+        for (int i = 0; i < 12; i++) free(all[i]->data);
+    }
+}
+
+Test(attention, onnx_attention_errors) {
+    AmpBuf q = fbuf(4, I64(1, 3, 2, 4)), k = fbuf(4, I64(1, 2, 2, 4)), v = fbuf(4, I64(1, 2, 2, 4));
+    AmpBuf k1 = fbuf(4, I64(1, 1, 2, 4)), v1 = fbuf(4, I64(1, 1, 2, 4)), q3 = fbuf(3, I64(1, 2, 12));
+    Outs o;
+    AmpStatus st;
+    const AmpBuf *gqa_bad[3] = {&q, &k, &v};
+    cr_expect_eq(run_op(mknode("", "Attention"), 23, 3, gqa_bad, 1, &o, &st), AMP_ERR_INPUT, "3 heads over 2");
+    cr_expect(strstr(st.msg, "Attention") != NULL, "%s", st.msg);
+    const AmpBuf *ok[3] = {&q, &k1, &v1}, *past_only[5] = {&q, &k1, &v1, NULL, &k1};
+    cr_expect_eq(run_op(mknode("", "Attention"), 23, 5, past_only, 1, &o, &st), AMP_ERR_INPUT, "past_key alone");
+    AmpNode *mode = mknode("", "Attention");
+    attr_int(mode, "qk_matmul_output_mode", 7);
+    cr_expect_eq(run_op(mode, 23, 3, ok, 1, &o, &st), AmpCode_INPUT_OR(AMP_ERR_INPUT));
+    AmpNode *win = mknode("", "Attention");
+    attr_int(win, "left_window_size", 2);
+    cr_expect_eq(run_op(win, 25, 3, ok, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    const AmpBuf *mixed[3] = {&q3, &k1, &v1};
+    cr_expect_eq(run_op(mknode("", "Attention"), 23, 3, mixed, 1, &o, &st), AMP_ERR_INPUT, "3-D Q with 4-D K");
+    AmpBuf m5 = fbuf(2, I64(2, 3)); /* last dim 3 > T = 2 */
+    const AmpBuf *long_mask[4] = {&q, &k1, &v1, &m5};
+    cr_expect_eq(run_op(mknode("", "Attention"), 23, 4, long_mask, 1, &o, &st), AMP_ERR_INPUT);
+    double dd[8] = {0};
+    AmpBuf qd = {.dtype = AMP_DT_DOUBLE, .rank = 4, .dims = {1, 1, 2, 4}, .nelem = 8, .data = dd};
+    const AmpBuf *dbl[3] = {&qd, &qd, &qd};
+    cr_expect_eq(run_op(mknode("", "Attention"), 23, 3, dbl, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
+    free(q.data), free(k.data), free(v.data), free(k1.data), free(v1.data), free(q3.data), free(m5.data);
+}
