@@ -56,7 +56,7 @@ static void count_live(AmpExec *e, const AmpBuf *b) {
 /* ---- prepare --------------------------------------------------------------------- */
 
 static bool is_control_flow(AmpOpId op) {
-    return op == AMP_OP_If || op == AMP_OP_Loop;
+    return op == AMP_OP_If || op == AMP_OP_Loop || op == AMP_OP_Scan;
 }
 
 /* Marks, for every value of e's graph read anywhere inside `sub`, a use at node index
@@ -86,7 +86,7 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
  * has none is named: so an unsupported model fails at prepare, not halfway through. */
 static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, const AmpBackend *be, AmpStatus *st) {
     for (AmpNode *n = g->first; n; n = n->next) {
-        if (n->op == AMP_OP_Scan || (!is_control_flow(n->op) && !be->supports(n, amp_model_opset(m, n->domain))))
+        if ((!is_control_flow(n->op) && !be->supports(n, amp_model_opset(m, n->domain))))
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it",
                             nname(n), n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
                             n->op_type ? n->op_type : "", be->name);
@@ -505,6 +505,8 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
         rc = amp_exec_run_if(e, n, inbuf, st);
     } else if (n->op == AMP_OP_Loop) {
         rc = amp_exec_run_loop(e, n, inbuf, st);
+    } else if (n->op == AMP_OP_Scan) {
+        rc = amp_exec_run_scan(e, n, inbuf, st);
     } else {
         AllocCtx ac = {e, n, scratch};
         AmpKernelCtx k = {

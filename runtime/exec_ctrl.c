@@ -1,6 +1,6 @@
-/* Control flow in the interpreter: If runs one branch and Loop its body through child
- * executors that read the enclosing values through the parent chain; Loop carries its
- * state between iterations and stacks its scan outputs. */
+/* Control flow in the interpreter: If runs one branch, Loop and Scan their body, through
+ * child executors that read the enclosing values through the parent chain; Loop and Scan
+ * carry state between iterations and stack their scan outputs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +30,9 @@ AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStat
     return rc;
 }
 
-/* Stacks the per-iteration buffers of one scan output along a new axis 0. */
-static AmpCode stack(AmpBuf *parts, size_t n_parts, AmpBuf *out, AmpStatus *st) {
+/* Stacks the per-iteration buffers of one scan output along a new axis `axis` (0 for
+ * Loop), in reverse iteration order when `reverse`. All parts must agree in shape. */
+static AmpCode stack(AmpBuf *parts, size_t n_parts, int axis, bool reverse, AmpBuf *out, AmpStatus *st) {
     memset(out, 0, sizeof *out);
     if (!n_parts) {
         out->dtype = AMP_DT_FLOAT;
@@ -40,22 +41,30 @@ static AmpCode stack(AmpBuf *parts, size_t n_parts, AmpBuf *out, AmpStatus *st) 
         return out->data ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
     const AmpBuf *p0 = &parts[0];
-    if (p0->rank + 1 > AMP_MAX_RANK) return amp_fail(st, AMP_ERR_UNSUPPORTED, "Loop scan output rank too large");
-    size_t each = amp_buf_bytes(p0);
-    for (size_t i = 1; i < n_parts; i++)
-        if (parts[i].nelem != p0->nelem || parts[i].dtype != p0->dtype)
-            return amp_fail(st, AMP_ERR_INPUT, "Loop: scan output changes shape between iterations");
-    size_t total;
-    if (!amp_mul_size(each, n_parts, &total)) return amp_fail(st, AMP_ERR_INPUT, "Loop: scan output too large");
+    if (p0->rank + 1 > AMP_MAX_RANK) return amp_fail(st, AMP_ERR_UNSUPPORTED, "scan output rank too large");
+    if (axis < 0 || axis > p0->rank) return amp_fail(st, AMP_ERR_INPUT, "scan output axis %d out of range", axis);
+    for (size_t i = 1; i < n_parts; i++) {
+        bool same = parts[i].dtype == p0->dtype && parts[i].rank == p0->rank;
+        for (int d = 0; same && d < p0->rank; d++) same = parts[i].dims[d] == p0->dims[d];
+        if (!same) return amp_fail(st, AMP_ERR_INPUT, "scan output changes shape between iterations");
+    }
+    size_t each = amp_buf_bytes(p0), total;
+    if (!amp_mul_size(each, n_parts, &total)) return amp_fail(st, AMP_ERR_INPUT, "scan output too large");
     out->dtype = p0->dtype;
     out->rank = p0->rank + 1;
-    out->dims[0] = (int64_t)n_parts;
-    for (int i = 0; i < p0->rank; i++) out->dims[i + 1] = p0->dims[i];
+    for (int d = 0, k = 0; d < out->rank; d++) out->dims[d] = d == axis ? (int64_t)n_parts : p0->dims[k++];
     out->nelem = p0->nelem * n_parts;
     out->data = malloc(total ? total : 1);
     if (!out->data) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    for (size_t i = 0; i < n_parts; i++)
-        if (each) memcpy((char *)out->data + i * each, parts[i].data, each);
+    /* out viewed as (outer, n_parts, inner) with outer = prod(dims[:axis]) */
+    uint64_t outer = 1;
+    for (int d = 0; d < axis; d++) outer *= (uint64_t)p0->dims[d];
+    size_t inner = outer ? each / outer : 0;
+    for (size_t t = 0; t < n_parts && inner; t++) {
+        const char *src = parts[reverse ? n_parts - 1 - t : t].data;
+        for (uint64_t o = 0; o < outer; o++)
+            memcpy((char *)out->data + (o * n_parts + t) * inner, src + o * inner, inner);
+    }
     return AMP_OK;
 }
 
@@ -134,7 +143,7 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
     for (int s = 0; s < n_scan; s++) {
         if (!rc) {
             AmpBuf stacked;
-            rc = stack(scans[s], iters, &stacked, st);
+            rc = stack(scans[s], iters, 0, false, &stacked, st);
             if (!rc) amp_exec_take_output(e, n, n_carried + s, &stacked);
         }
         for (size_t i = 0; i < iters; i++) amp_buf_free(&scans[s][i]);
@@ -142,5 +151,119 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
     }
 done:
     free(bin), free(carried), free(bout), free(scans);
+    return rc;
+}
+
+/* Reads an ints attribute entry, default `dflt` when the attribute or entry is absent. */
+static int64_t attr_int_at(const AmpNode *n, const char *name, size_t i, int64_t dflt) {
+    const AmpAttr *a = amp_node_attr(n, name);
+    return a && a->type == AMP_ATTR_INTS && i < a->n_ints ? a->ints[i] : dflt;
+}
+
+/* Scan (opset 9 and later): N state variables, then M scan inputs sliced along their scan
+ * axis each iteration; the body returns N new states and K per-iteration slices that are
+ * stacked along each scan output's axis. */
+AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
+    const char *nm = n->name ? n->name : "";
+    if (amp_model_opset(e->m, n->domain) < 9)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (Scan): Scan-8 (batched, sequence_lens) is not supported", nm);
+    const AmpAttr *ba = amp_node_attr(n, "body");
+    int64_t m_scan = amp_node_attr_int(n, "num_scan_inputs", -1);
+    if (!ba || !ba->g || m_scan < 1 || m_scan > n->n_inputs)
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): needs a body and 1..%d num_scan_inputs", nm, n->n_inputs);
+    AmpGraph *body = ba->g;
+    int M = (int)m_scan, N = n->n_inputs - M, K = n->n_outputs - N;
+    if (K < 0 || body->inputs.n != (size_t)(N + M) || body->outputs.n != (size_t)(N + K))
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): body inputs/outputs do not match the node", nm);
+
+    /* Sequence length and each scan input's axis (negative axes count from the end). */
+    int64_t L = -1;
+    int axes[AMP_MAX_RANK * 8];
+    if (M > (int)(sizeof axes / sizeof *axes))
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (Scan): too many scan inputs", nm);
+    for (int j = 0; j < N + M; j++)
+        if (!in[j]) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): input %d is missing", nm, j);
+    for (int j = 0; j < M; j++) {
+        const AmpBuf *x = in[N + j];
+        if (x->rank < 1 || !amp_norm_axis(attr_int_at(n, "scan_input_axes", (size_t)j, 0), x->rank, &axes[j]))
+            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan axis for scan input %d", nm, j);
+        if (L >= 0 && x->dims[axes[j]] != L)
+            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): scan inputs disagree on the sequence length", nm);
+        L = x->dims[axes[j]];
+    }
+    AmpExec *c;
+    AmpCode rc = amp_exec_get_child(e, body, &c, st);
+    if (rc) return rc;
+
+    AmpNamedBuf *bin = calloc((size_t)(N + M) + 1, sizeof *bin);
+    AmpBuf *state = calloc((size_t)N + 1, sizeof *state);  /* owned copies */
+    AmpBuf *slice = calloc((size_t)M + 1, sizeof *slice);  /* owned, reused */
+    AmpBuf *bout = calloc((size_t)(N + K) + 1, sizeof *bout);
+    AmpBuf **scans = calloc((size_t)K + 1, sizeof *scans);
+    if (!bin || !state || !slice || !bout || !scans) {
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < K && !rc; k++)
+        if (!(scans[k] = calloc((size_t)L + 1, sizeof **scans))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    for (int k = 0; k < N && !rc; k++) rc = amp_exec_copy_buf(e, in[k], &state[k], st);
+    /* One slice buffer per scan input: (outer, L, inner) -> (outer, inner). */
+    for (int j = 0; j < M && !rc; j++) {
+        const AmpBuf *x = in[N + j];
+        AmpBuf *sl = &slice[j];
+        sl->dtype = x->dtype;
+        sl->rank = x->rank - 1;
+        for (int d = 0, k = 0; d < x->rank; d++)
+            if (d != axes[j]) sl->dims[k++] = x->dims[d];
+        sl->nelem = L ? x->nelem / (uint64_t)L : 0;
+        sl->data = malloc(amp_buf_bytes(sl) ? amp_buf_bytes(sl) : 1);
+        if (!sl->data) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    for (int64_t t = 0; !rc && t < L; t++) {
+        for (int j = 0; j < M; j++) {
+            const AmpBuf *x = in[N + j];
+            int64_t at = attr_int_at(n, "scan_input_directions", (size_t)j, 0) ? L - 1 - t : t;
+            uint64_t outer = 1;
+            for (int d = 0; d < axes[j]; d++) outer *= (uint64_t)x->dims[d];
+            size_t inner = outer ? amp_buf_bytes(&slice[j]) / outer : 0;
+            for (uint64_t o = 0; o < outer && inner; o++)
+                memcpy((char *)slice[j].data + o * inner, (const char *)x->data + (o * (uint64_t)L + (uint64_t)at) * inner,
+                       inner);
+            bin[N + j].name = body->inputs.items[N + j].value->name;
+            bin[N + j].buf = slice[j];
+        }
+        for (int k = 0; k < N; k++) {
+            bin[k].name = body->inputs.items[k].value->name;
+            bin[k].buf = state[k];
+        }
+        if ((rc = amp_exec_run(c, bin, (size_t)(N + M), bout, st))) break;
+        for (int k = 0; k < N; k++) {
+            amp_buf_free(&state[k]);
+            state[k] = bout[k];
+        }
+        for (int k = 0; k < K; k++) scans[k][t] = bout[N + k];
+    }
+    for (int k = 0; k < N; k++) {
+        if (!rc) amp_exec_take_output(e, n, k, &state[k]);
+        else amp_buf_free(&state[k]);
+    }
+    for (int k = 0; k < K; k++) {
+        if (!scans[k]) continue;
+        if (!rc) {
+            AmpBuf stacked;
+            int rank = scans[k][0].rank + 1, axis = 0;
+            if (L > 0 && !amp_norm_axis(attr_int_at(n, "scan_output_axes", (size_t)k, 0), rank, &axis))
+                rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan_output_axes for output %d", nm, k);
+            if (!rc)
+                rc = stack(scans[k], (size_t)L, axis, attr_int_at(n, "scan_output_directions", (size_t)k, 0) != 0,
+                           &stacked, st);
+            if (!rc) amp_exec_take_output(e, n, N + k, &stacked);
+        }
+        for (int64_t t = 0; t < L; t++) amp_buf_free(&scans[k][t]);
+        free(scans[k]);
+    }
+done:
+    for (int j = 0; slice && j < M; j++) amp_buf_free(&slice[j]);
+    free(bin), free(state), free(slice), free(bout), free(scans);
     return rc;
 }

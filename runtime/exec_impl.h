@@ -72,5 +72,6 @@ void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b);
 
 AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
 AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
+AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
 
 #endif
