@@ -332,6 +332,10 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
                             AmpStatus *st);
 /* Serialises to a malloc'd buffer (no external data); the caller frees *out. */
 AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st);
+/* Serialises one tensor as a TensorProto (the form amp_tensor_load_bytes reads: a
+ * conformance test's output_0.pb) to a malloc'd buffer, its data in the fields it has
+ * (external data inline); the caller frees *out. */
+AmpCode amp_tensor_save_bytes(AmpModel *m, AmpTensor *t, uint8_t **out, size_t *len, AmpStatus *st);
 
 /* ---- builder API (ir.c) ---------------------------------------------------------- */
 

@@ -553,3 +553,30 @@ AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus 
     ctx_free(&c);
     return rc;
 }
+
+AmpCode amp_tensor_save_bytes(AmpModel *m, AmpTensor *t, uint8_t **out, size_t *len, AmpStatus *st) {
+    *out = NULL;
+    *len = 0;
+    SaveCtx c = {0};
+    amp_arena_init(&c.a);
+    c.m = m;
+    c.st = st;
+    AmpCode rc = AMP_OK;
+    Onnx__TensorProto *tp = save_tensor(&c, t);
+    if (c.failed || !tp) {
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "tensor '%s': building the output failed (out of memory)",
+                      t->name ? t->name : "");
+    } else {
+        size_t size = onnx__tensor_proto__get_packed_size(tp);
+        if (size > AMP_PROTO_MAX) {
+            rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "tensor '%s' is %zu bytes, over protobuf's 2 GB limit",
+                          t->name ? t->name : "", size);
+        } else if (!(*out = malloc(size ? size : 1))) {
+            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        } else {
+            *len = onnx__tensor_proto__pack(tp, *out);
+        }
+    }
+    ctx_free(&c);
+    return rc;
+}

@@ -1,7 +1,7 @@
 /* ampc, the command: `ampc MODEL -o OUT` loads an ONNX model, runs the pass pipeline,
  * verifies and saves it atomically; `ampc verify MODEL` checks a model and prints a summary;
- * `ampc run MODEL` runs it (tools/run.c). Errors are one line on stderr ("ampc: ...");
- * the exit code is the AmpCode (status.h). */
+ * `ampc run MODEL` runs it and `ampc bench MODEL` times it (tools/run.c). Errors are one
+ * line on stderr ("ampc: ..."); the exit code is the AmpCode (status.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -143,11 +143,15 @@ static void print_help(FILE *f) {
             "       ampc MODEL --print [options]  rewrite MODEL and print the IR, save nothing\n"
             "       ampc verify MODEL             load, verify and type-check MODEL; print a "
             "summary\n"
-            "       ampc run MODEL [--steps N] [--inputs DIR] [--backend cpu|cuda|auto] [--seed S]\n"
-            "                      [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
+            "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
+            "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
             "                      [--save-state FILE]\n"
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory\n"
+            "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--inputs DIR] [--backend B]\n"
+            "                      [--seed S] [--dim NAME=VALUE]\n"
+            "                                     time W+N inference runs (or training steps);\n"
+            "                                     print the median, min, max and peak memory\n"
             "       ampc --help | --version\n"
             "\n"
             "options:\n",
@@ -181,7 +185,10 @@ static void print_help(FILE *f) {
             "'ampc run' trains when the model has a training algorithm (ONNX training_info) or\n"
             "an output named like a loss; it reads AMP_AUTO=1 (with AMP_PRECISION, AMP_LOG_PATH,\n"
             "AMP_LOSS_SCALE, AMP_ALLOWLIST_ADD and the other list edits) and then rewrites the\n"
-            "model in mixed precision in memory before running it.\n"
+            "model in mixed precision in memory before running it. 'ampc bench' does the same\n"
+            "but runs inference unless --train is given, and prints only the median, min and\n"
+            "max time of the N timed runs (the W warm-up runs are not counted) and the peak\n"
+            "memory. Timings of a shared machine vary: compare ratios taken in one go.\n"
             "\n"
             "exit codes:\n"
             "  0  ok\n"
@@ -411,28 +418,55 @@ static int unknown_long(const char *arg) {
     return usage_error("unknown option '%s'", arg);
 }
 
-/* Options only `ampc run` takes, and options only the conversion takes. */
-static bool run_only(int val) {
-    return val == OPT_STEPS || val == OPT_INPUTS || val == OPT_BACKEND || val == OPT_SEED || val == OPT_DIM ||
-           val == OPT_LOSS || val == OPT_LOAD_STATE || val == OPT_SAVE_STATE;
+/* Which commands take each option (help and version: all). */
+enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4 };
+
+static unsigned option_commands(int val) {
+    switch (val) {
+    case OPT_STEPS:
+    case OPT_LOSS:
+    case OPT_LOAD_STATE:
+    case OPT_SAVE_STATE:
+    case OPT_OUTPUTS: return CMD_RUN;
+    case OPT_INPUTS:
+    case OPT_BACKEND:
+    case OPT_SEED:
+    case OPT_DIM: return CMD_RUN | CMD_BENCH;
+    case OPT_ITERS:
+    case OPT_WARMUP:
+    case OPT_TRAIN: return CMD_BENCH;
+    case OPT_HELP:
+    case OPT_VERSION: return CMD_CONVERT | CMD_RUN | CMD_BENCH;
+    default: return CMD_CONVERT;
+    }
 }
 
-static bool convert_only(int val) {
-    return val == OPT_OUTPUT || val == OPT_PASSES || val == OPT_DUMP_AFTER || val == OPT_PRINT ||
-           val == OPT_EXTERNAL_DATA || val == OPT_NO_VERIFY || val == OPT_QUIET;
+/* "option '--steps' is only for 'ampc run MODEL'", or "... is not for 'ampc bench'". */
+static int wrong_command(const OptRow *r, unsigned cmd) {
+    unsigned ok = option_commands(r->val);
+    if (ok == CMD_CONVERT)
+        return usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
+    return usage_error("option '--%s' is only for %s%s%s", r->name, (ok & CMD_RUN) ? "'ampc run MODEL'" : "",
+                       (ok & CMD_RUN) && (ok & CMD_BENCH) ? " and " : "", (ok & CMD_BENCH) ? "'ampc bench MODEL'" : "");
 }
 
 static int parse_run_value(int val, const char *arg, RunArgs *r) {
     char *end = NULL;
     errno = 0;
     switch (val) {
-    case OPT_STEPS: {
-        long n = strtol(arg, &end, 10);
-        if (errno || end == arg || *end || n < 1 || n > 100000000)
-            return usage_error("--steps '%s': expected a whole number of at least 1", arg);
-        r->steps = n;
+    case OPT_STEPS:
+    case OPT_ITERS:
+    case OPT_WARMUP: {
+        long n = strtol(arg, &end, 10), least = val == OPT_WARMUP ? 0 : 1;
+        const char *name = val == OPT_STEPS ? "steps" : val == OPT_ITERS ? "iters" : "warmup";
+        if (errno || end == arg || *end || n < least || n > 100000000)
+            return usage_error("--%s '%s': expected a whole number of at least %ld", name, arg, least);
+        if (val == OPT_STEPS) r->steps = n;
+        else if (val == OPT_ITERS) r->iters = n;
+        else r->warmup = n;
         return AMP_OK;
     }
+    case OPT_TRAIN: r->train = true; return AMP_OK;
     case OPT_SEED: {
         unsigned long long v = strtoull(arg, &end, 0);
         if (errno || end == arg || *end || arg[0] == '-')
@@ -454,8 +488,10 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
         return AMP_OK;
     }
     case OPT_INPUTS:
-        if (!arg[0]) return usage_error("--inputs: DIR is an empty path");
-        r->inputs = arg;
+    case OPT_OUTPUTS:
+        if (!arg[0]) return usage_error("--%s: DIR is an empty path", val == OPT_INPUTS ? "inputs" : "outputs");
+        if (val == OPT_INPUTS) r->inputs = arg;
+        else r->outputs = arg;
         return AMP_OK;
     case OPT_LOSS: r->loss = arg; return AMP_OK;
     case OPT_LOAD_STATE:
@@ -470,12 +506,10 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
 
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "bench") == 0) {
-        say("'ampc bench' is not implemented yet");
-        return AMP_ERR_UNSUPPORTED;
-    }
-    bool run = argc >= 2 && strcmp(argv[1], "run") == 0;
-    if (run) argc--, argv++; /* parse "run ..." as if "run" were the program */
+    unsigned cmd = CMD_CONVERT;
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) cmd = CMD_RUN;
+    if (argc >= 2 && strcmp(argv[1], "bench") == 0) cmd = CMD_BENCH;
+    if (cmd != CMD_CONVERT) argc--, argv++; /* parse "run ..." as if "run" were the program */
 
     /* ":" first: a missing argument returns ':' so the message is ours, not getopt's. */
     char shorts[2 * N_OPTS + 2];
@@ -489,7 +523,7 @@ int main(int argc, char **argv) {
     shorts[k] = '\0';
 
     ConvertArgs a = {.verify = true, .external = AMP_SAVE_EXTERNAL_AUTO};
-    RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO};
+    RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3};
     bool help = false, version = false;
     opterr = 0;
     int ch;
@@ -509,9 +543,8 @@ int main(int argc, char **argv) {
         }
         const OptRow *r = row_by_val(ch);
         int val = r ? r->val : 0;
-        if (run && convert_only(val)) return usage_error("option '--%s' is not for 'ampc run'", r->name);
-        if (!run && run_only(val)) return usage_error("option '--%s' is only for 'ampc run MODEL'", r->name);
-        if (run_only(val)) {
+        if (r && !(option_commands(val) & cmd)) return wrong_command(r, cmd);
+        if (cmd != CMD_CONVERT && val != OPT_HELP && val != OPT_VERSION) {
             int rc = parse_run_value(val, optarg, &ra);
             if (rc) return rc;
             continue;
@@ -548,14 +581,14 @@ int main(int argc, char **argv) {
         return finish_stdout();
     }
 
-    const char *what = run ? "run: " : "";
+    const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : "";
     if (optind >= argc) return usage_error("%smissing MODEL", what);
     const char *model = argv[optind];
     if (optind + 1 < argc) return usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
     if (model[0] == '\0') return usage_error("%sMODEL is an empty path", what);
-    if (run) {
+    if (cmd != CMD_CONVERT) {
         ra.model = model;
-        return ampc_cmd_run(&ra);
+        return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);
     }
     a.model = model;
     if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");

@@ -22,13 +22,21 @@
     AMPC_OPT(STEPS, "steps", 0, 1, "N",                                                         \
              "run: N training steps (or N inference runs); default 1")                          \
     AMPC_OPT(INPUTS, "inputs", 0, 1, "DIR",                                                     \
-             "run: input data, ONNX TensorProto files input_0.pb, input_1.pb, ... matched to "   \
-             "the model's inputs by name, else by order; without it, deterministic random data") \
+             "run, bench: input data, ONNX TensorProto files input_0.pb, input_1.pb, ... "      \
+             "matched to the model's inputs by name, else by order; without it, "              \
+             "deterministic random data")                                                       \
+    AMPC_OPT(OUTPUTS, "outputs", 0, 1, "DIR",                                                   \
+             "run: after the last step, write its outputs (inference: the graph outputs; "      \
+             "training: the main graph's, then the training algorithm's) to DIR/output_K.pb, "  \
+             "K = 0, 1, ...: ONNX TensorProtos named after the outputs, data in raw_data; "     \
+             "DIR is created if needed, each file is written atomically")                       \
     AMPC_OPT(BACKEND, "backend", 0, 1, "NAME",                                                  \
-             "run: cpu, cuda or auto (the default: CUDA when available, else the CPU)")          \
-    AMPC_OPT(SEED, "seed", 0, 1, "S", "run: seed of the random inputs and of Dropout")           \
+             "run, bench: cpu, cuda or auto (the default: CUDA when available, else the CPU)")  \
+    AMPC_OPT(SEED, "seed", 0, 1, "S",                                                           \
+             "run, bench: seed of the random inputs and of Dropout")                            \
     AMPC_OPT(DIM, "dim", 0, 1, "NAME=VALUE",                                                    \
-             "run: the size of symbolic dim NAME in random inputs (default 1); repeatable")     \
+             "run, bench: the size of symbolic dim NAME in random inputs (default 1); "         \
+             "repeatable")                                                                      \
     AMPC_OPT(LOSS, "loss", 0, 1, "NAME",                                                        \
              "run: the loss output to print (default: the one scalar output named like "        \
              "'loss')")                                                                          \
@@ -37,6 +45,10 @@
     AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \
              "run: after the steps, save the state (weights, optimizer and loss-scale state, "  \
              "step counter) to FILE, an ONNX file")                                              \
+    AMPC_OPT(ITERS, "iters", 0, 1, "N", "bench: N timed runs; default 20")                      \
+    AMPC_OPT(WARMUP, "warmup", 0, 1, "W", "bench: W untimed runs first; default 3")            \
+    AMPC_OPT(TRAIN, "train", 0, 0, "",                                                          \
+             "bench: time training steps (updates applied) instead of inference runs")          \
     AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
     AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
 

@@ -1,15 +1,19 @@
-/* `ampc run MODEL`: inference, or N training steps, through the public session API.
- * Inputs come from --inputs DIR (ONNX TensorProto files input_0.pb, ... matched by name,
- * else by order) or are deterministic random data shaped by the model (symbolic dims from
- * --dim, index inputs within their range). Prints a line per step, then timing and memory. */
+/* `ampc run MODEL` and `ampc bench MODEL`: inference, or training steps, through the public
+ * session API. Inputs come from --inputs DIR (ONNX TensorProto files input_0.pb, ... matched
+ * by name, else by order) or are deterministic random data shaped by the model (symbolic
+ * dims from --dim, index inputs within their range). run prints a line per step, then timing
+ * and memory, and writes the last step's outputs with --outputs DIR; bench prints timings. */
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ampc.h"
 #include "half.h"
@@ -291,9 +295,105 @@ static int find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
     return found;
 }
 
+/* ---- --outputs DIR -------------------------------------------------------------------------- */
+
+/* Creates `dir` and every missing folder above it (mkdir -p). */
+static AmpCode make_dirs(const char *dir, AmpStatus *st) {
+    size_t n = strlen(dir);
+    char *p = malloc(n + 1);
+    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(p, dir, n + 1);
+    AmpCode rc = AMP_OK;
+    for (size_t i = 1; i <= n && !rc; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = amp_fail(st, AMP_ERR_INPUT, "--outputs %s: cannot create the folder %s: %s", dir, p, strerror(errno));
+        p[i] = c;
+    }
+    free(p);
+    struct stat sb;
+    if (!rc && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        rc = amp_fail(st, AMP_ERR_INPUT, "--outputs %s: not a folder", dir);
+    return rc;
+}
+
+/* Writes `path` atomically: a temporary file beside it, synced, then renamed over it. */
+static AmpCode write_atomic(const char *path, const uint8_t *data, size_t len, AmpStatus *st) {
+    static unsigned long counter;
+    char tmp[4200];
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
+    bool ok = true;
+    for (size_t done = 0; ok && done < len;) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        ok = w > 0;
+        if (ok) done += (size_t)w;
+    }
+    ok = ok && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        AmpCode rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        unlink(tmp);
+        return rc;
+    }
+    return AMP_OK;
+}
+
+/* DIR/output_K.pb for each output K: a TensorProto named after the output, its elements
+ * in raw_data exactly as the session returned them (the conformance-data layout). */
+static AmpCode write_outputs(const char *dir, const AmpTensorView *outs, size_t n, AmpStatus *st) {
+    AmpCode rc = make_dirs(dir, st);
+    AmpModel *m = rc ? NULL : amp_model_new();
+    if (!rc && !m) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        const AmpTensorView *v = &outs[i];
+        int64_t dims[AMP_TENSOR_MAX_RANK];
+        size_t bytes = 0;
+        if (v->dtype == AMP_DT_STRING || !amp_tensor_expected_bytes(v->dtype, view_nelem(v), &bytes)) {
+            rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "--outputs: output '%s' is %s, which cannot be written", v->name,
+                          amp_dtype_name(v->dtype));
+            break;
+        }
+        for (int d = 0; d < v->rank; d++) dims[d] = v->dims[d];
+        AmpTensor t = {.name = v->name, .dtype = v->dtype, .has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW,
+                       .ndims = (size_t)v->rank, .dims = dims, .nelem = view_nelem(v),
+                       .raw = {(const uint8_t *)v->data, bytes}};
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/output_%zu.pb", dir, i);
+        rc = amp_tensor_save_bytes(m, &t, &buf, &len, st);
+        if (rc) amp_status_prefix(st, "%s: ", path);
+        else rc = write_atomic(path, buf, len, st);
+        free(buf);
+    }
+    amp_model_free(m);
+    return rc;
+}
+
+/* ---- ampc run ------------------------------------------------------------------------------- */
+
+static AmpCode prepare_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, Inputs *in, AmpStatus *st) {
+    AmpCode rc = a->inputs ? load_dir(s, mode, a->inputs, in, st) : AMP_OK;
+    return rc ? rc : fill_random(a, s, mode, in, st);
+}
+
+static AmpSessionOptions session_options(const RunArgs *a) {
+    AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend, .seed = a->seed};
+    return so;
+}
+
 int ampc_cmd_run(const RunArgs *a) {
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend, .seed = a->seed};
+    AmpSessionOptions so = session_options(a);
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
     if (rc) return fail(&st, rc, a->model);
@@ -310,8 +410,12 @@ int ampc_cmd_run(const RunArgs *a) {
     Inputs in = {0};
     const char *failed_file = a->model;
     if (a->load_state && (rc = amp_session_state_load(s, a->load_state, &st))) failed_file = a->load_state;
-    if (!rc && a->inputs) rc = load_dir(s, mode, a->inputs, &in, &st);
-    if (!rc) rc = fill_random(a, s, mode, &in, &st);
+    if (!rc) rc = prepare_inputs(a, s, mode, &in, &st);
+    struct stat sb; /* an --outputs that can never be a folder fails before the steps */
+    if (!rc && a->outputs && stat(a->outputs, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        rc = amp_fail(&st, AMP_ERR_INPUT, "--outputs %s: not a folder", a->outputs);
+        failed_file = a->outputs;
+    }
 
     size_t n_out = amp_session_output_count(s, mode);
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
@@ -332,6 +436,8 @@ int ampc_cmd_run(const RunArgs *a) {
         } else if (step == 0) {
             for (size_t i = 0; i < n_out; i++) print_output(&outs[i]);
         }
+        if (step == a->steps - 1 && a->outputs && (rc = write_outputs(a->outputs, outs, n_out, &st)))
+            failed_file = a->outputs;
         for (size_t i = 0; i < n_out; i++) amp_tensor_view_free(&outs[i]);
     }
     if (!rc && a->save_state && (rc = amp_session_state_save(s, a->save_state, &st))) failed_file = a->save_state;
@@ -347,6 +453,56 @@ int ampc_cmd_run(const RunArgs *a) {
                ms[a->steps / 2], a->steps, training ? "training steps" : "runs",
                stats.intermediate_bytes + stats.state_bytes, stats.intermediate_bytes, stats.state_bytes,
                stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
+        if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
+    }
+    free(ms);
+    free(outs);
+    inputs_free(&in);
+    amp_session_close(s);
+    return code;
+}
+
+/* ---- ampc bench ----------------------------------------------------------------------------- */
+
+int ampc_cmd_bench(const RunArgs *a) {
+    AmpStatus st = {AMP_OK, ""};
+    AmpSessionOptions so = session_options(a);
+    AmpSession *s = NULL;
+    AmpCode rc = amp_session_open(a->model, &so, &s, &st);
+    if (rc) return fail(&st, rc, a->model);
+    AmpMode mode = a->train ? AMP_MODE_TRAIN : AMP_MODE_RUN;
+    Inputs in = {0};
+    rc = prepare_inputs(a, s, mode, &in, &st);
+    size_t n_out = amp_session_output_count(s, mode);
+    AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
+    double *ms = calloc((size_t)a->iters, sizeof *ms);
+    if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
+    /* Each run is timed around the session call alone: outputs are freed outside it. */
+    for (long i = 0; !rc && i < a->warmup + a->iters; i++) {
+        double t0 = now_ms();
+        rc = a->train ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
+                      : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
+        double t = now_ms() - t0;
+        if (rc) break;
+        if (i >= a->warmup) ms[i - a->warmup] = t;
+        for (size_t k = 0; k < n_out; k++) amp_tensor_view_free(&outs[k]);
+    }
+    int code = AMP_OK;
+    if (rc) {
+        code = fail(&st, rc, a->model);
+    } else {
+        size_t n = (size_t)a->iters;
+        qsort(ms, n, sizeof *ms, cmp_double);
+        double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+        AmpSessionStats stats;
+        amp_session_stats(s, &stats);
+        const char *what = a->train ? "training step" : "inference run";
+        printf("bench %s: %ld %s%s timed after %ld warm-up, backend %s%s\n", a->model, a->iters, what,
+               a->iters == 1 ? "" : "s", a->warmup, stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
+        printf("time per %s: median %.3f ms, min %.3f ms, max %.3f ms\n", a->train ? "step" : "run", median, ms[0],
+               ms[n - 1]);
+        printf("peak memory %zu bytes (intermediates %zu + state %zu)\n", stats.intermediate_bytes + stats.state_bytes,
+               stats.intermediate_bytes, stats.state_bytes);
         if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
     }
     free(ms);

@@ -1,9 +1,10 @@
-/* `ampc run` (tools/run.c): opens a model in a session and runs inference or N training
- * steps on data from --inputs DIR or deterministic random data, printing one line per step,
- * then the step time and peak memory. */
+/* `ampc run` and `ampc bench` (tools/run.c): open a model in a session and run inference
+ * or training steps on data from --inputs DIR or deterministic random data; run prints one
+ * line per step (and writes the outputs with --outputs DIR), bench prints timings. */
 #ifndef AMPC_TOOLS_RUN_H
 #define AMPC_TOOLS_RUN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum { AMPC_RUN_MAX_DIMS = 64 };
@@ -18,10 +19,16 @@ typedef struct RunArgs {
     const char *load_state, *save_state; /* checkpoint files, or NULL */
     const char *dims[AMPC_RUN_MAX_DIMS]; /* --dim NAME=VALUE, as given */
     int n_dims;
+    const char *outputs; /* run --outputs DIR: where the last step's outputs go, or NULL */
+    long iters, warmup;  /* bench: timed runs (>= 1) and untimed runs before them (>= 0) */
+    bool train;          /* bench --train: training steps instead of inference */
 } RunArgs;
 
 /* Returns the exit code (an AmpCode); messages go to stderr via `say`. */
 int ampc_cmd_run(const RunArgs *a);
+/* `ampc bench MODEL`: a.warmup untimed then a.iters timed runs (or training steps with
+ * a.train); prints the median, min and max time per run and the peak memory. */
+int ampc_cmd_bench(const RunArgs *a);
 
 /* Prints "ampc: <message>" as one line on stderr (defined in ampc.c). */
 void ampc_say(const char *fmt, ...)

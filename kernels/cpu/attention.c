@@ -59,9 +59,13 @@ static void softmax_row(float *r, int64_t n, bool masked) {
 
 bool amp_attn_run(const AmpAttnCore *c) {
     int64_t S = c->S, T = c->T, D = c->D, Dv = c->Dv, rep = c->Hq / c->Hkv;
-    size_t st = S > 0 && T > 0 ? (size_t)(S * T) : 1;
-    float *sc = malloc(st * sizeof *sc);                         // (S, T) scores, then P
-    float *bias = c->bias ? malloc(st * sizeof *bias) : NULL;   // (S, T)
+    if (S == 0 || T == 0) { /* no keys: every output row is zero */
+        uint64_t ny = (uint64_t)(c->B * c->Hq * S * Dv);
+        if (ny) memset(c->y, 0, ny * sizeof *c->y);
+        return true;
+    }
+    float *sc = malloc((size_t)(S * T) * sizeof *sc);                      // (S, T) scores, then P
+    float *bias = c->bias ? malloc((size_t)(S * T) * sizeof *bias) : NULL; // (S, T)
     if (!sc || (c->bias && !bias)) {
         free(sc), free(bias);
         return false;
@@ -73,15 +77,10 @@ bool amp_attn_run(const AmpAttnCore *c) {
             const float *v = c->v + (b * c->Hkv + h / rep) * T * Dv;
             float *y = c->y + (b * c->Hq + h) * S * Dv;
             float *qk = c->qk ? c->qk + (b * c->Hq + h) * S * T : NULL;
-            if (S == 0 || T == 0) {
-                if (S > 0 && Dv > 0) memset(y, 0, (size_t)(S * Dv) * sizeof *y);
-                continue;
-            }
             if (D)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)T, (int)D, c->scale, q, (int)D, k,
                             (int)D, 0.0f, sc, (int)T);
-            else
-                memset(sc, 0, (size_t)(S * T) * sizeof *sc);
+            else memset(sc, 0, (size_t)(S * T) * sizeof *sc);
             if (qk && c->qk_mode == 0) memcpy(qk, sc, (size_t)(S * T) * sizeof *sc);
             if (c->softcap > 0.0f)
                 for (int64_t i = 0; i < S * T; i++) sc[i] = c->softcap * tanhf(sc[i] / c->softcap);
@@ -126,8 +125,8 @@ void amp_attn_cat_heads(float *dst, const float *past, int64_t P, const float *s
             float *d = dst + (b * H + h) * (P + L) * Dh;
             if (P) memcpy(d, past + (b * H + h) * P * Dh, (size_t)P * bytes);
             for (int64_t l = 0; l < L; l++)
-                memcpy(d + (P + l) * Dh, row ? src + (b * L + l) * row + off + h * Dh : src + ((b * H + h) * L + l) * Dh,
-                       bytes);
+                memcpy(d + (P + l) * Dh,
+                       row ? src + (b * L + l) * row + off + h * Dh : src + ((b * H + h) * L + l) * Dh, bytes);
         }
 }
 
@@ -149,13 +148,15 @@ typedef struct OnnxBias {
     int64_t ms[4];     /* its element strides over (B, Hq, S, Tm); 0 along broadcast dims */
     int64_t Tm, S, T;
     bool causal;
-    int64_t offset;        /* causal frontier offset (the past length) without nonpad */
-    const AmpBuf *nonpad;  /* (B) int64 valid key counts (opset 24), or NULL */
+    int64_t offset;       /* causal frontier offset (the past length) without nonpad */
+    const AmpBuf *nonpad; /* (B) int64 valid key counts (opset 24), or NULL */
 } OnnxBias;
 
 static void onnx_bias(const void *ctx, int64_t b, int64_t h, float *bias) {
     const OnnxBias *o = ctx;
-    int64_t np = o->nonpad ? amp_buf_get_i64(o->nonpad, (uint64_t)b) : o->T;
+    /* Clamped so that i + off cannot overflow; beyond +-2^40 nothing changes. */
+    int64_t np = o->nonpad ? amp_buf_get_i64(o->nonpad, (uint64_t)b) : o->T, lim = INT64_C(1) << 40;
+    np = np < -lim ? -lim : np > lim ? lim : np;
     int64_t off = o->nonpad ? np - o->S : o->offset;
     for (int64_t i = 0; i < o->S; i++) {
         float *r = bias + i * o->T;
@@ -265,8 +266,8 @@ static AmpCode attn_shape(AmpKernelCtx *k, const AmpBuf *q, const AmpBuf *kk, co
     int64_t widest = s->T > s->D ? s->T : s->D;
     const int64_t qd[4] = {s->B, s->Hq, s->S, widest > s->Dv ? widest : s->Dv};
     const int64_t kd[4] = {s->B, s->Hkv, s->T, s->D > s->Dv ? s->D : s->Dv};
-    if (!amp_attn_size(4, qd, &n) || !amp_attn_size(4, kd, &n) || s->S > INT_MAX || s->T > INT_MAX ||
-        s->D > INT_MAX || s->Dv > INT_MAX)
+    if (!amp_attn_size(4, qd, &n) || !amp_attn_size(4, kd, &n) || s->S > INT_MAX || s->T > INT_MAX || s->D > INT_MAX ||
+        s->Dv > INT_MAX)
         return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
     return AMP_OK;
 }
@@ -303,7 +304,8 @@ static AmpCode onnx_attention(AmpKernelCtx *k) {
         if (!amp_is_f32_family(fl[i])) return amp_kernel_bad_dtype(k, fl[i]);
     if (kk->dtype != q->dtype || (pk && pk->dtype != q->dtype) || (pv && pv->dtype != v->dtype))
         return amp_attn_fail(k, AMP_ERR_INPUT, "K and past_key must have Q's type, past_value V's");
-    if (amp_node_attr_int(k->node, "left_window_size", -1) >= 0 || amp_node_attr_int(k->node, "right_window_size", -1) >= 0)
+    if (amp_node_attr_int(k->node, "left_window_size", -1) >= 0 ||
+        amp_node_attr_int(k->node, "right_window_size", -1) >= 0)
         return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "sliding-window attention (opset 25) is not implemented");
     AttnShape s;
     AmpCode rc = attn_shape(k, q, kk, v, pk, pv, &s);
@@ -361,18 +363,34 @@ static AmpCode onnx_attention(AmpKernelCtx *k) {
     }
     if (ok && (PKo || !kv_direct)) {
         float *dst = PKo ? PKo : (ks = malloc((nk ? nk : 1) * sizeof *ks));
-        if ((ok = dst != NULL)) amp_attn_cat_heads(dst, PK, s.P, K, s.B, s.Hkv, s.L, s.D, s.is3d ? s.Hkv * s.D : 0, 0), Kh = dst;
+        if ((ok = dst != NULL))
+            amp_attn_cat_heads(dst, PK, s.P, K, s.B, s.Hkv, s.L, s.D, s.is3d ? s.Hkv * s.D : 0, 0), Kh = dst;
     }
     if (ok && (PVo || !kv_direct)) {
         float *dst = PVo ? PVo : (vs = malloc((nv ? nv : 1) * sizeof *vs));
-        if ((ok = dst != NULL)) amp_attn_cat_heads(dst, PV, s.P, V, s.B, s.Hkv, s.L, s.Dv, s.is3d ? s.Hkv * s.Dv : 0, 0), Vh = dst;
+        if ((ok = dst != NULL))
+            amp_attn_cat_heads(dst, PV, s.P, V, s.B, s.Hkv, s.L, s.Dv, s.is3d ? s.Hkv * s.Dv : 0, 0), Vh = dst;
     }
     if (ok) {
         ob.mask = tm;
-        AmpAttnCore c = {.B = s.B, .Hq = s.Hq, .Hkv = s.Hkv, .S = s.S, .T = s.T, .D = s.D, .Dv = s.Dv,
-                         .scale = scale, .softcap = softcap, .q = Qh, .k = Kh, .v = Vh,
-                         .bias = mask || ob.causal || nonpad ? onnx_bias : NULL, .bias_ctx = &ob,
-                         .zero_masked_rows = true, .y = Yh, .qk = QK, .qk_mode = qk_mode};
+        AmpAttnCore c = {.B = s.B,
+                         .Hq = s.Hq,
+                         .Hkv = s.Hkv,
+                         .S = s.S,
+                         .T = s.T,
+                         .D = s.D,
+                         .Dv = s.Dv,
+                         .scale = scale,
+                         .softcap = softcap,
+                         .q = Qh,
+                         .k = Kh,
+                         .v = Vh,
+                         .bias = mask || ob.causal || nonpad ? onnx_bias : NULL,
+                         .bias_ctx = &ob,
+                         .zero_masked_rows = true,
+                         .y = Yh,
+                         .qk = QK,
+                         .qk_mode = qk_mode};
         ok = amp_attn_run(&c);
         if (ok && s.is3d) amp_attn_merge_heads(Y, ys, s.B, s.Hq, s.S, s.Dv);
     }

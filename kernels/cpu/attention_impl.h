@@ -16,10 +16,10 @@ typedef void (*AmpAttnBiasFn)(const void *ctx, int64_t b, int64_t h, float *bias
 typedef struct AmpAttnCore {
     int64_t B, Hq, Hkv, S, T, D, Dv; /* S query positions, T keys; D and Dv head sizes */
     float scale;
-    float softcap; /* > 0: scores = softcap * tanh(scores / softcap), before the bias */
-    const float *q; // (B, Hq, S, D)
-    const float *k; // (B, Hkv, T, D)
-    const float *v; // (B, Hkv, T, Dv)
+    float softcap;      /* > 0: scores = softcap * tanh(scores / softcap), before the bias */
+    const float *q;     // (B, Hq, S, D)
+    const float *k;     // (B, Hkv, T, D)
+    const float *v;     // (B, Hkv, T, Dv)
     AmpAttnBiasFn bias; /* NULL: no bias */
     const void *bias_ctx;
     /* A row whose bias is -inf for every key gets zero probabilities (ai.onnx

@@ -76,11 +76,11 @@ static bool is_int_mask(int dt) {
 
 /* Classifies the mask (int32 in the schema; any integer type is read) for B, S, T.
  * MultiHeadAttention does not take the (2B) form (onnxruntime rejects it). */
-static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b,
-                         OrtBias *o) {
+static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b, OrtBias *o) {
     o->kind = MASK_NONE;
     if (!m) return AMP_OK;
-    if (!is_int_mask(m->dtype)) return amp_attn_fail(k, AMP_ERR_INPUT, "the mask must be int32 (got %s)", amp_dtype_name(m->dtype));
+    if (!is_int_mask(m->dtype))
+        return amp_attn_fail(k, AMP_ERR_INPUT, "the mask must be int32 (got %s)", amp_dtype_name(m->dtype));
     o->mask = m;
     if (m->rank == 1 && m->dims[0] == B) o->kind = MASK_END;
     else if (m->rank == 1 && allow_2b && m->dims[0] == 2 * B) o->kind = MASK_END_START;
@@ -146,7 +146,8 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         return amp_attn_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
     if (amp_node_attr_int(k->node, "do_rotary", 0) || amp_node_attr_int(k->node, "past_present_share_buffer", 0) ||
         in[6])
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "rotary embeddings and shared past/present buffers are not implemented");
+        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED,
+                             "rotary embeddings and shared past/present buffers are not implemented");
     if (k->n_out > 2) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
     int64_t N = amp_node_attr_int(k->node, "num_heads", 0);
     if (N < 1) return amp_attn_fail(k, AMP_ERR_INPUT, "num_heads must be positive");
@@ -160,8 +161,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     } else {
         Dq = Dk = Dv = Dsum / 3;
     }
-    if (Dq < 1 || Dk != Dq || Dv < 1 || Dq > INT32_MAX || Dv > INT32_MAX || Dq + Dk + Dv != Dsum || Dq % N ||
-        Dv % N)
+    if (Dq < 1 || Dk != Dq || Dv < 1 || Dq > INT32_MAX || Dv > INT32_MAX || Dq + Dk + Dv != Dsum || Dq % N || Dv % N)
         return amp_attn_fail(k, AMP_ERR_INPUT,
                              "hidden sizes Q %lld, K %lld, V %lld must be positive multiples of num_heads %lld, Q and "
                              "K equal, summing to weights' %lld columns",
@@ -172,8 +172,9 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     if (past) {
         if (past->rank != 5 || past->dims[0] != 2 || past->dims[1] != B || past->dims[2] != N || past->dims[4] != H ||
             H != Hv)
-            return amp_attn_fail(k, AMP_ERR_INPUT, "past must be (2, %lld, %lld, P, %lld), with equal Q/K/V hidden sizes",
-                                 (long long)B, (long long)N, (long long)H);
+            return amp_attn_fail(k, AMP_ERR_INPUT,
+                                 "past must be (2, %lld, %lld, P, %lld), with equal Q/K/V hidden sizes", (long long)B,
+                                 (long long)N, (long long)H);
         P = past->dims[3];
     }
     int64_t T = P + S, n;
@@ -193,15 +194,16 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     AmpBuf *y = alloc_out(k, 0, dt, 3, ydims), *pres = NULL;
     if (!y || (k->n_out > 1 && !(pres = alloc_out(k, 1, dt, 5, pdims))))
         return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty, *tpr = NULL, *qkv = NULL, *qh = NULL, *kv = NULL, *yh = NULL;
+    float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty, *tpr = NULL, *qkv = NULL, *qh = NULL, *kv = NULL,
+                    *yh = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
     const float *Bi = bias ? amp_buf_f32_in(bias, &tb) : NULL, *Pa = past ? amp_buf_f32_in(past, &tp) : NULL;
     const float *AB = ab ? amp_buf_f32_in(ab, &tab) : NULL;
     float *Y = amp_buf_f32_out(y, &ty), *PR = pres ? amp_buf_f32_out(pres, &tpr) : NULL;
     size_t nkv = (size_t)(B * N * T * H), nqkv = (size_t)(B * S * Dsum);
-    qkv = malloc((nqkv ? nqkv : 1) * sizeof *qkv); // (B * S, Dq + Dk + Dv)
-    qh = malloc((size_t)(B * N * S * H + 1) * sizeof *qh);   // (B, N, S, H)
-    yh = malloc((size_t)(B * N * S * Hv + 1) * sizeof *yh);  // (B, N, S, Hv)
+    qkv = malloc((nqkv ? nqkv : 1) * sizeof *qkv);                    // (B * S, Dq + Dk + Dv)
+    qh = malloc((size_t)(B * N * S * H + 1) * sizeof *qh);            // (B, N, S, H)
+    yh = malloc((size_t)(B * N * S * Hv + 1) * sizeof *yh);           // (B, N, S, Hv)
     float *kvb = PR ? PR : (kv = malloc((2 * nkv + 1) * sizeof *kv)); // K then V, (B, N, T, H) each
     bool ok = X && W && (!bias || Bi) && (!past || Pa) && (!ab || AB) && Y && (!pres || PR) && qkv && qh && yh && kvb;
     if (ok) {
@@ -215,9 +217,20 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         amp_attn_cat_heads(kvb, Pa, P, qkv, B, N, S, H, Dsum, Dq);
         amp_attn_cat_heads(kvb + nkv, Pa ? Pa + npast : NULL, P, qkv, B, N, S, Hv, Dsum, Dq + Dk);
         ob.ab = AB;
-        AmpAttnCore c = {.B = B, .Hq = N, .Hkv = N, .S = S, .T = T, .D = H, .Dv = Hv,
-                         .scale = default_scale(k, H), .q = qh, .k = kvb, .v = kvb + nkv,
-                         .bias = mask || ob.causal || ab ? ort_bias : NULL, .bias_ctx = &ob, .y = yh};
+        AmpAttnCore c = {.B = B,
+                         .Hq = N,
+                         .Hkv = N,
+                         .S = S,
+                         .T = T,
+                         .D = H,
+                         .Dv = Hv,
+                         .scale = default_scale(k, H),
+                         .q = qh,
+                         .k = kvb,
+                         .v = kvb + nkv,
+                         .bias = mask || ob.causal || ab ? ort_bias : NULL,
+                         .bias_ctx = &ob,
+                         .y = yh};
         ok = amp_attn_run(&c);
         if (ok) amp_attn_merge_heads(Y, yh, B, N, S, Hv);
     }
@@ -269,8 +282,10 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
                v->dims[1] == N && v->dims[2] == kk->dims[2]) {
         L = kk->dims[2], Hv = v->dims[3], Dv = N * Hv;
     } else {
-        return amp_attn_fail(k, AMP_ERR_INPUT, "key and value must be (B, L, %lld) and (B, L, Dv), or (B, %lld, L, %lld) "
-                             "and (B, %lld, L, Hv)", (long long)D, (long long)N, (long long)H, (long long)N);
+        return amp_attn_fail(k, AMP_ERR_INPUT,
+                             "key and value must be (B, L, %lld) and (B, L, Dv), or (B, %lld, L, %lld) "
+                             "and (B, %lld, L, Hv)",
+                             (long long)D, (long long)N, (long long)H, (long long)N);
     }
     if (bias && (bias->rank != 1 || bias->dims[0] != 2 * D + Dv))
         return amp_attn_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)(2 * D + Dv));
@@ -279,7 +294,8 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
         if (kv4) return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "past_key with 4-D key is not implemented");
         if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != B || pk->dims[1] != N || pk->dims[3] != H ||
             pv->dims[0] != B || pv->dims[1] != N || pv->dims[2] != pk->dims[2] || pv->dims[3] != Hv)
-            return amp_attn_fail(k, AMP_ERR_INPUT, "past_key must be (%lld, %lld, P, %lld), past_value (%lld, %lld, P, %lld)",
+            return amp_attn_fail(k, AMP_ERR_INPUT,
+                                 "past_key must be (%lld, %lld, P, %lld), past_value (%lld, %lld, P, %lld)",
                                  (long long)B, (long long)N, (long long)H, (long long)B, (long long)N, (long long)Hv);
         P = pk->dims[2];
     }
@@ -337,9 +353,22 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
         amp_attn_split_heads(qh, Q, B, S, N, H, D, 0);
         if (Bi) add_head_bias(qh, Bi, B, N, S, 0, H);
         ob.ab = AB;
-        AmpAttnCore c = {.B = B, .Hq = N, .Hkv = N, .S = S, .T = T, .D = H, .Dv = Hv, .scale = default_scale(k, H),
-                         .q = qh, .k = Kh, .v = Vh, .bias = mask || ob.causal || ab ? ort_bias : NULL, .bias_ctx = &ob,
-                         .y = yh, .qk = O[3], .qk_mode = 0};
+        AmpAttnCore c = {.B = B,
+                         .Hq = N,
+                         .Hkv = N,
+                         .S = S,
+                         .T = T,
+                         .D = H,
+                         .Dv = Hv,
+                         .scale = default_scale(k, H),
+                         .q = qh,
+                         .k = Kh,
+                         .v = Vh,
+                         .bias = mask || ob.causal || ab ? ort_bias : NULL,
+                         .bias_ctx = &ob,
+                         .y = yh,
+                         .qk = O[3],
+                         .qk_mode = 0};
         ok = amp_attn_run(&c);
         if (ok) amp_attn_merge_heads(O[0], yh, B, N, S, Hv);
     }

@@ -203,8 +203,8 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     AmpBuf *out[3] = {NULL};
     for (int i = 0; i < k->n_out; i++) {
         const AmpBuf *like = i == 0 ? x : w;
-        if (!(out[i] = k->alloc(k->alloc_ctx, i, like->dtype, i == 2 ? 1 : like->rank, i == 2 ? bdims : like->dims,
-                                k->st)))
+        if (!(out[i] =
+                  k->alloc(k->alloc_ctx, i, like->dtype, i == 2 ? 1 : like->rank, i == 2 ? bdims : like->dims, k->st)))
             return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
     }
     /* The 1x1, stride 1, unpadded case reads X itself as the column matrix. */

@@ -8,14 +8,19 @@
 
 TestSuite(attention, .init = setup, .fini = teardown);
 
-static AmpCode run_op(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out, Outs *o,
-                      AmpStatus *st) {
+static AmpCode run_op(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out, Outs *o, AmpStatus *st) {
     memset(o, 0, sizeof *o);
     memset(st, 0, sizeof *st);
     AmpKernelFn fn = amp_cpu_kernel(n->op);
     cr_assert_not_null(fn, "no kernel for %s", n->op_type);
-    AmpKernelCtx k = {.node = n, .opset = opset, .n_in = n_in, .in = in, .n_out = n_out,
-                      .alloc = test_alloc, .alloc_ctx = o, .st = st};
+    AmpKernelCtx k = {.node = n,
+                      .opset = opset,
+                      .n_in = n_in,
+                      .in = in,
+                      .n_out = n_out,
+                      .alloc = test_alloc,
+                      .alloc_ctx = o,
+                      .st = st};
     return fn(&k);
 }
 
@@ -145,14 +150,14 @@ static void check_attention_case(const ACase *c, int trial) {
     if (c->mrank) {
         m = mask_buf(c);
         mvals = malloc((m.nelem + 1) * sizeof *mvals);
-        for (uint64_t i = 0; i < m.nelem; i++)
-            mvals[i] = c->mbool ? ((uint8_t *)m.data)[i] : ((float *)m.data)[i];
+        for (uint64_t i = 0; i < m.nelem; i++) mvals[i] = c->mbool ? ((uint8_t *)m.data)[i] : ((float *)m.data)[i];
     }
-    if (c->nonpad) np = (AmpBuf){.dtype = AMP_DT_INT64, .rank = 1, .dims = {c->B}, .nelem = (uint64_t)c->B,
-                                 .data = (void *)c->nonpad};
+    if (c->nonpad)
+        np = (AmpBuf){
+            .dtype = AMP_DT_INT64, .rank = 1, .dims = {c->B}, .nelem = (uint64_t)c->B, .data = (void *)c->nonpad};
     AmpNode *n = attention_node(c);
-    const AmpBuf *in[7] = {&q, &k, &v, c->mrank ? &m : NULL, c->P ? &pk : NULL, c->P ? &pv : NULL,
-                           c->nonpad ? &np : NULL};
+    const AmpBuf *in[7] = {
+        &q, &k, &v, c->mrank ? &m : NULL, c->P ? &pk : NULL, c->P ? &pv : NULL, c->nonpad ? &np : NULL};
     Outs o;
     AmpStatus st;
     cr_assert_eq(run_op(n, c->nonpad ? 24 : 23, 7, in, 4, &o, &st), AMP_OK, "trial %d: %s", trial, st.msg);
@@ -203,8 +208,8 @@ Test(attention, onnx_attention_matches_reference) {
 Test(attention, onnx_attention_nonpad_kv_seqlen) {
     int64_t nonpad[3] = {4, 0, 6};
     for (int causal = 0; causal < 2; causal++) {
-        ACase c = {.B = 3, .Hq = 4, .Hkv = 2, .S = 2, .L = 6, .D = 3, .Dv = 4, .causal = causal, .nonpad = nonpad,
-                   .mode = 3};
+        ACase c = {
+            .B = 3, .Hq = 4, .Hkv = 2, .S = 2, .L = 6, .D = 3, .Dv = 4, .causal = causal, .nonpad = nonpad, .mode = 3};
         check_attention_case(&c, causal);
     }
 }
@@ -304,7 +309,7 @@ Test(attention, onnx_attention_errors) {
     cr_expect_eq(run_op(mknode("", "Attention"), 23, 5, past_only, 1, &o, &st), AMP_ERR_INPUT, "past_key alone");
     AmpNode *mode = mknode("", "Attention");
     attr_int(mode, "qk_matmul_output_mode", 7);
-    cr_expect_eq(run_op(mode, 23, 3, ok, 1, &o, &st), AmpCode_INPUT_OR(AMP_ERR_INPUT));
+    cr_expect_eq(run_op(mode, 23, 3, ok, 1, &o, &st), AMP_ERR_INPUT);
     AmpNode *win = mknode("", "Attention");
     attr_int(win, "left_window_size", 2);
     cr_expect_eq(run_op(win, 25, 3, ok, 1, &o, &st), AMP_ERR_UNSUPPORTED);
@@ -319,4 +324,377 @@ Test(attention, onnx_attention_errors) {
     cr_expect_eq(run_op(mknode("", "Attention"), 23, 3, dbl, 1, &o, &st), AMP_ERR_UNSUPPORTED);
     outs_free(&o);
     free(q.data), free(k.data), free(v.data), free(k1.data), free(v1.data), free(q3.data), free(m5.data);
+}
+
+/* ---- com.microsoft Attention and MultiHeadAttention ------------------------------- */
+
+/* y (B, S, N * Hv) of one head-split attention with an additive bias (B, S, T) shared by
+ * the heads; q (B, S, N * H), k (B, T, N * H), v (B, T, N * Hv). */
+static void ref_ms(const float *q, const float *k, const float *v, const double *bias, int64_t B, int64_t S, int64_t T,
+                   int64_t N, int64_t H, int64_t Hv, double scale, double *y) {
+    double *s = malloc((size_t)T * sizeof *s);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < N; h++)
+            for (int64_t i = 0; i < S; i++) {
+                double m = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < T; j++) {
+                    double a = 0;
+                    for (int64_t d = 0; d < H; d++)
+                        a += (double)q[(b * S + i) * N * H + h * H + d] * k[(b * T + j) * N * H + h * H + d];
+                    s[j] = a * scale + bias[(b * S + i) * T + j];
+                    if (s[j] > m) m = s[j];
+                }
+                for (int64_t j = 0; j < T; j++) sum += (s[j] = exp(s[j] - m));
+                for (int64_t e = 0; e < Hv; e++) {
+                    double a = 0;
+                    for (int64_t j = 0; j < T; j++) a += s[j] / sum * v[(b * T + j) * N * Hv + h * Hv + e];
+                    y[(b * S + i) * N * Hv + h * Hv + e] = a;
+                }
+            }
+    free(s);
+}
+
+/* MultiHeadAttention with a raw (B, T) key padding mask and unidirectional: masked keys
+ * add mask_filter_value, causal ones -FLT_MAX; a fully padded batch is a plain softmax
+ * (onnxruntime's -10000 is not -inf). */
+Test(attention, ms_mha_masks_match_reference) {
+    int64_t B = 2, S = 4, N = 2, H = 3, Hv = 2;
+    AmpBuf q = fbuf(3, I64(B, S, N * H)), k = fbuf(3, I64(B, S, N * H)), v = fbuf(3, I64(B, S, N * Hv));
+    int32_t mk[8] = {1, 1, 0, 1, 0, 0, 0, 0};
+    AmpBuf m = {.dtype = AMP_DT_INT32, .rank = 2, .dims = {B, S}, .nelem = 8, .data = mk};
+    AmpNode *n = mknode("com.microsoft", "MultiHeadAttention");
+    attr_int(n, "num_heads", N);
+    attr_int(n, "unidirectional", 1);
+    attr_float(n, "mask_filter_value", -50.0f);
+    const AmpBuf *in[5] = {&q, &k, &v, NULL, &m};
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run_op(n, 1, 5, in, 1, &o, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o.b[0], 3, I64(B, S, N * Hv));
+    double bias[32], y[32]; // (B, S, S), (B, S, N * Hv)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < S; i++)
+            for (int64_t j = 0; j < S; j++)
+                bias[(b * S + i) * S + j] = j > i ? -3.4028234663852886e38 : mk[b * S + j] ? 0.0 : -50.0;
+    ref_ms(q.data, k.data, v.data, bias, B, S, S, N, H, Hv, 1.0 / sqrt((double)H), y);
+    expect_close(o.b[0].data, y, 32, 1e-5);
+    outs_free(&o);
+    free(q.data), free(k.data), free(v.data);
+}
+
+/* com.microsoft Attention = the projection input @ weights + bias, split in thirds,
+ * then attention; mask_index (2B) masks keys before start and from end. */
+Test(attention, ms_attention_projection_and_end_start_mask) {
+    int64_t B = 2, S = 3, Din = 4, N = 2, H = 2, D = N * H;
+    AmpBuf x = fbuf(3, I64(B, S, Din)), w = fbuf(2, I64(Din, 3 * D)), bb = fbuf(1, I64(3 * D));
+    int32_t mi[4] = {2, 3, 0, 1}; /* batch 0: keys [0, 2); batch 1: keys [1, 3) */
+    AmpBuf m = {.dtype = AMP_DT_INT32, .rank = 1, .dims = {2 * B}, .nelem = 4, .data = mi};
+    AmpNode *n = mknode("com.microsoft", "Attention");
+    attr_int(n, "num_heads", N);
+    const AmpBuf *in[4] = {&x, &w, &bb, &m};
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run_op(n, 1, 4, in, 2, &o, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o.b[1], 5, I64(2, B, N, S, H));
+    float qkv[3][24]; // Q, K, V: (B * S, D) each
+    const float *X = x.data, *W = w.data, *Bb = bb.data;
+    for (int64_t r = 0; r < B * S; r++)
+        for (int64_t c = 0; c < 3 * D; c++) {
+            double a = Bb[c];
+            for (int64_t p = 0; p < Din; p++) a += (double)X[r * Din + p] * W[p * 3 * D + c];
+            qkv[c / D][r * D + c % D] = (float)a;
+        }
+    double bias[18], y[24];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < S; i++)
+            for (int64_t j = 0; j < S; j++) bias[(b * S + i) * S + j] = j < mi[B + b] || j >= mi[b] ? -10000.0 : 0.0;
+    ref_ms(qkv[0], qkv[1], qkv[2], bias, B, S, S, N, H, H, 1.0 / sqrt((double)H), y);
+    expect_close(o.b[0].data, y, (uint64_t)(B * S * D), 1e-4);
+    /* present[1] holds V in (B, N, S, H). */
+    const float *pv = (const float *)o.b[1].data + B * N * S * H;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < N; h++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t d = 0; d < H; d++)
+                    cr_assert(fabsf(pv[((b * N + h) * S + s) * H + d] - qkv[2][(b * S + s) * D + h * H + d]) < 1e-5f);
+    outs_free(&o);
+    free(x.data), free(w.data), free(bb.data);
+}
+
+Test(attention, ms_attention_errors) {
+    AmpBuf x = fbuf(3, I64(1, 2, 4)), w = fbuf(2, I64(4, 12)), q5 = fbuf(5, I64(1, 2, 2, 3, 2));
+    Outs o;
+    AmpStatus st;
+    const AmpBuf *in[2] = {&x, &w};
+    AmpNode *heads = mknode("com.microsoft", "Attention");
+    attr_int(heads, "num_heads", 3); /* 4 columns per third over 3 heads */
+    cr_expect_eq(run_op(heads, 1, 2, in, 1, &o, &st), AMP_ERR_INPUT);
+    AmpNode *rot = mknode("com.microsoft", "Attention");
+    attr_int(rot, "num_heads", 2);
+    attr_int(rot, "do_rotary", 1);
+    cr_expect_eq(run_op(rot, 1, 2, in, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    int32_t bad[3] = {1, 1, 1};
+    AmpBuf m = {.dtype = AMP_DT_INT32, .rank = 1, .dims = {3}, .nelem = 3, .data = bad};
+    AmpNode *mk = mknode("com.microsoft", "Attention");
+    attr_int(mk, "num_heads", 2);
+    const AmpBuf *in_m[4] = {&x, &w, NULL, &m};
+    cr_expect_eq(run_op(mk, 1, 4, in_m, 1, &o, &st), AMP_ERR_INPUT, "a mask of 3 entries for batch 1");
+    AmpNode *packed = mknode("com.microsoft", "MultiHeadAttention");
+    attr_int(packed, "num_heads", 2);
+    const AmpBuf *in_p[1] = {&q5};
+    cr_expect_eq(run_op(packed, 1, 1, in_p, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    AmpNode *nokv = mknode("com.microsoft", "MultiHeadAttention");
+    attr_int(nokv, "num_heads", 2);
+    const AmpBuf *in_q[1] = {&x};
+    cr_expect_eq(run_op(nokv, 1, 1, in_q, 1, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
+    free(x.data), free(w.data), free(q5.data);
+}
+
+/* ---- ConvGrad ----------------------------------------------------------------------- */
+
+/* A random convolution, padded to 3 spatial dims with leading dims of size 1. */
+typedef struct CCase {
+    int nsp;
+    int64_t N, group, Cg, Mg;
+    int64_t in[3], k[3], s[3], d[3], p0[3], p1[3], out[3];
+} CCase;
+
+static CCase random_conv(void) {
+    CCase c;
+    memset(&c, 0, sizeof c);
+    c.nsp = (int)irand(1, 3);
+    c.N = irand(1, 2), c.group = irand(1, 3), c.Cg = irand(1, 3), c.Mg = irand(1, 3);
+    for (int i = 0; i < 3; i++) {
+        bool used = i >= 3 - c.nsp;
+        c.in[i] = used ? irand(2, c.nsp == 3 ? 5 : 8) : 1;
+        c.k[i] = used ? irand(1, 3) : 1;
+        c.s[i] = used ? irand(1, 3) : 1;
+        c.d[i] = used ? irand(1, 2) : 1;
+        c.p0[i] = used ? irand(0, 2) : 0;
+        c.p1[i] = used ? irand(0, 2) : 0;
+        int64_t eff = (c.k[i] - 1) * c.d[i] + 1;
+        while (c.in[i] + c.p0[i] + c.p1[i] < eff) c.in[i]++;
+        c.out[i] = (c.in[i] + c.p0[i] + c.p1[i] - eff) / c.s[i] + 1;
+    }
+    return c;
+}
+
+static int cshape(const CCase *c, int64_t a, int64_t b, const int64_t *sp, int64_t *dims) {
+    dims[0] = a, dims[1] = b;
+    for (int i = 0; i < c->nsp; i++) dims[2 + i] = sp[3 - c->nsp + i];
+    return c->nsp + 2;
+}
+
+/* Direct loops over every (n, m, o, c', j) term of Conv: y[n,m,o] += x[n,c,i] w[m,c',j]
+ * with i = o*s - p0 + j*d, accumulated into dX, dW and dB. */
+static void ref_conv_grad(const CCase *c, const float *dy, const float *x, const float *w, double *dx, double *dw,
+                          double *db) {
+    int64_t C = c->group * c->Cg, M = c->group * c->Mg;
+    int64_t NI = c->in[0] * c->in[1] * c->in[2], O = c->out[0] * c->out[1] * c->out[2];
+    int64_t K = c->k[0] * c->k[1] * c->k[2];
+    memset(dx, 0, (size_t)(c->N * C * NI) * sizeof *dx);
+    memset(dw, 0, (size_t)(M * c->Cg * K) * sizeof *dw);
+    memset(db, 0, (size_t)M * sizeof *db);
+    for (int64_t n = 0; n < c->N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t o = 0; o < O; o++) {
+                int64_t oi[3] = {o / (c->out[1] * c->out[2]), o / c->out[2] % c->out[1], o % c->out[2]};
+                double g = dy[(n * M + m) * O + o];
+                db[m] += g;
+                for (int64_t ci = 0; ci < c->Cg; ci++)
+                    for (int64_t j = 0; j < K; j++) {
+                        int64_t ji[3] = {j / (c->k[1] * c->k[2]), j / c->k[2] % c->k[1], j % c->k[2]}, xi = 0;
+                        bool inside = true;
+                        for (int a = 0; a < 3; a++) {
+                            int64_t p = oi[a] * c->s[a] - c->p0[a] + ji[a] * c->d[a];
+                            inside = inside && p >= 0 && p < c->in[a];
+                            xi = xi * c->in[a] + p;
+                        }
+                        if (!inside) continue;
+                        int64_t cx = (m / c->Mg) * c->Cg + ci, wi = (m * c->Cg + ci) * K + j;
+                        dx[(n * C + cx) * NI + xi] += g * w[wi];
+                        dw[wi] += g * x[(n * C + cx) * NI + xi];
+                    }
+            }
+}
+
+Test(attention, conv_grad_matches_direct_loops) {
+    for (int t = 0; t < 60; t++) {
+        CCase c = random_conv();
+        if (t % 10 == 0) /* the 1x1, stride 1, unpadded path */
+            for (int i = 0; i < 3; i++) c.k[i] = c.s[i] = 1, c.p0[i] = c.p1[i] = 0, c.out[i] = c.in[i];
+        int64_t C = c.group * c.Cg, M = c.group * c.Mg, xd[5], wd[5], yd[5];
+        int r = cshape(&c, c.N, C, c.in, xd);
+        cshape(&c, M, c.Cg, c.k, wd);
+        cshape(&c, c.N, M, c.out, yd);
+        AmpBuf x = fbuf(r, xd), w = fbuf(r, wd), dy = fbuf(r, yd);
+        AmpNode *n = mknode("com.microsoft", "ConvGrad");
+        int64_t s[3], d[3], p[6];
+        for (int i = 0; i < c.nsp; i++) {
+            int a = 3 - c.nsp + i;
+            s[i] = c.s[a], d[i] = c.d[a], p[i] = c.p0[a], p[c.nsp + i] = c.p1[a];
+        }
+        attr_ints(n, "strides", c.nsp, s);
+        attr_ints(n, "dilations", c.nsp, d);
+        attr_ints(n, "pads", 2 * c.nsp, p);
+        attr_int(n, "group", c.group);
+        const AmpBuf *in[3] = {&dy, &x, &w};
+        Outs o;
+        AmpStatus st;
+        cr_assert_eq(run_op(n, 1, 3, in, 3, &o, &st), AMP_OK, "trial %d: %s", t, st.msg);
+        expect_shape(&o.b[0], r, xd);
+        expect_shape(&o.b[1], r, wd);
+        expect_shape(&o.b[2], 1, I64(M));
+        double *dx = malloc(x.nelem * sizeof *dx), *dw = malloc(w.nelem * sizeof *dw), *db = malloc(M * sizeof *db);
+        ref_conv_grad(&c, dy.data, x.data, w.data, dx, dw, db);
+        expect_close(o.b[0].data, dx, x.nelem, 1e-5);
+        expect_close(o.b[1].data, dw, w.nelem, 1e-5);
+        expect_close(o.b[2].data, db, (uint64_t)M, 1e-5);
+        free(dx), free(dw), free(db);
+        outs_free(&o);
+        free(x.data), free(w.data), free(dy.data);
+    }
+}
+
+/* dX and dW are the adjoints of Conv: <Conv(X, W), dY> changes by <dX, eX> when X
+ * moves by eX, and likewise for W (checked with the conv family's own Conv). */
+Test(attention, conv_grad_is_adjoint_of_conv) {
+    AmpBuf x = fbuf(4, I64(2, 4, 6, 5)), w = fbuf(4, I64(6, 2, 3, 2)), dy = fbuf(4, I64(2, 6, 3, 3));
+    AmpNode *conv = mknode("", "Conv"), *grad = mknode("com.microsoft", "ConvGrad");
+    AmpNode *nodes[2] = {conv, grad};
+    for (int i = 0; i < 2; i++) {
+        attr_int(nodes[i], "group", 2);
+        attr_ints(nodes[i], "strides", 2, I64(2, 2));
+        attr_ints(nodes[i], "pads", 4, I64(1, 0, 0, 1));
+    }
+    const AmpBuf *gin[3] = {&dy, &x, &w}, *cin[2] = {&x, &w};
+    Outs g, y;
+    AmpStatus st;
+    cr_assert_eq(run_op(grad, 1, 3, gin, 2, &g, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(run_op(conv, 18, 2, cin, 1, &y, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&y.b[0], 4, dy.dims);
+    /* Conv is linear in X: <Conv(X, W), dY> = <X, dX>. */
+    double lhs = 0, rhs = 0;
+    for (uint64_t i = 0; i < dy.nelem; i++) lhs += (double)((float *)y.b[0].data)[i] * ((float *)dy.data)[i];
+    for (uint64_t i = 0; i < x.nelem; i++) rhs += (double)((float *)x.data)[i] * ((float *)g.b[0].data)[i];
+    cr_expect(fabs(lhs - rhs) < 1e-4 * (1 + fabs(lhs)), "<y, dy> %g, <x, dx> %g", lhs, rhs);
+    /* ...and in W: <Conv(X, W), dY> = <W, dW>. */
+    rhs = 0;
+    for (uint64_t i = 0; i < w.nelem; i++) rhs += (double)((float *)w.data)[i] * ((float *)g.b[1].data)[i];
+    cr_expect(fabs(lhs - rhs) < 1e-4 * (1 + fabs(lhs)), "<y, dy> %g, <w, dw> %g", lhs, rhs);
+    outs_free(&g), outs_free(&y);
+    free(x.data), free(w.data), free(dy.data);
+}
+
+Test(attention, conv_grad_errors_and_16bit) {
+    AmpBuf x = fbuf(4, I64(1, 2, 5, 5)), w = fbuf(4, I64(3, 2, 3, 3)), dy = fbuf(4, I64(1, 3, 3, 3));
+    AmpBuf dy_bad = fbuf(4, I64(1, 3, 4, 3));
+    Outs o;
+    AmpStatus st;
+    const AmpBuf *bad[3] = {&dy_bad, &x, &w};
+    cr_expect_eq(run_op(mknode("com.microsoft", "ConvGrad"), 1, 3, bad, 3, &o, &st), AMP_ERR_INPUT);
+    const AmpBuf *two[2] = {&dy, &x};
+    cr_expect_eq(run_op(mknode("com.microsoft", "ConvGrad"), 1, 2, two, 3, &o, &st), AMP_ERR_INPUT);
+    AmpBuf dyh = to16(&dy, AMP_DT_BFLOAT16), xh = to16(&x, AMP_DT_BFLOAT16), wh = to16(&w, AMP_DT_BFLOAT16);
+    AmpBuf dyr = from16(&dyh), xr = from16(&xh), wr = from16(&wh);
+    const AmpBuf *in16[3] = {&dyh, &xh, &wh}, *in32[3] = {&dyr, &xr, &wr};
+    Outs o16, o32;
+    AmpNode *n = mknode("com.microsoft", "ConvGrad");
+    cr_assert_eq(run_op(n, 1, 3, in16, 3, &o16, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(run_op(n, 1, 3, in32, 3, &o32, &st), AMP_OK, "%s", st.msg);
+    for (int i = 0; i < 3; i++) {
+        AmpBuf want = to16(&o32.b[i], AMP_DT_BFLOAT16);
+        cr_assert_eq(o16.b[i].dtype, AMP_DT_BFLOAT16);
+        cr_assert_eq(memcmp(o16.b[i].data, want.data, want.nelem * 2), 0, "output %d", i);
+        free(want.data);
+    }
+    outs_free(&o), outs_free(&o16), outs_free(&o32);
+    AmpBuf *all[10] = {&x, &w, &dy, &dy_bad, &dyh, &xh, &wh, &dyr, &xr, &wr};
+    for (int i = 0; i < 10; i++) free(all[i]->data);
+}
+
+/* ---- FusedGemm and AdamWOptimizer --------------------------------------------------- */
+
+Test(attention, fused_gemm_activations) {
+    const char *acts[5] = {"Relu", "LeakyRelu", "Tanh", "Sigmoid", "HardSigmoid"};
+    AmpBuf a = fbuf(2, I64(4, 3)), b = fbuf(2, I64(5, 3)), c = fbuf(1, I64(5));
+    const AmpBuf *in[3] = {&a, &b, &c};
+    for (int t = 0; t < 5; t++) {
+        AmpNode *n = mknode("com.microsoft", "FusedGemm");
+        attr_str(n, "activation", acts[t]);
+        attr_int(n, "transB", 1);
+        attr_float(n, "alpha", 2.0f);
+        if (t == 1) attr_float(n, "activation_alpha", 0.25f);
+        Outs o;
+        AmpStatus st;
+        cr_assert_eq(run_op(n, 1, 3, in, 1, &o, &st), AMP_OK, "%s: %s", acts[t], st.msg);
+        expect_shape(&o.b[0], 2, I64(4, 5));
+        double want[20];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 5; j++) {
+                double z = ((float *)c.data)[j];
+                for (int p = 0; p < 3; p++) z += 2.0 * ((float *)a.data)[i * 3 + p] * ((float *)b.data)[j * 3 + p];
+                double r[5] = {z > 0 ? z : 0, z >= 0 ? z : 0.25 * z, tanh(z), 1 / (1 + exp(-z)),
+                               fmax(0, fmin(1, 0.2 * z + 0.5))};
+                want[i * 5 + j] = r[t];
+            }
+        expect_close(o.b[0].data, want, 20, 1e-5);
+        outs_free(&o);
+    }
+    free(a.data), free(b.data), free(c.data);
+}
+
+/* float16: the activation sees the fp32 product, and the result is rounded once. */
+Test(attention, fused_gemm_float16_rounds_once) {
+    AmpBuf a = fbuf(2, I64(6, 8)), b = fbuf(2, I64(8, 7));
+    for (uint64_t i = 0; i < a.nelem; i++) ((float *)a.data)[i] *= 3.0f;
+    AmpBuf ah = to16(&a, AMP_DT_FLOAT16), bh = to16(&b, AMP_DT_FLOAT16), ar = from16(&ah), br = from16(&bh);
+    AmpNode *n = mknode("com.microsoft", "FusedGemm");
+    attr_str(n, "activation", "Tanh");
+    const AmpBuf *in16[2] = {&ah, &bh}, *in32[2] = {&ar, &br};
+    Outs o16, o32;
+    AmpStatus st;
+    cr_assert_eq(run_op(n, 1, 2, in16, 1, &o16, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(run_op(n, 1, 2, in32, 1, &o32, &st), AMP_OK, "%s", st.msg);
+    AmpBuf want = to16(&o32.b[0], AMP_DT_FLOAT16);
+    cr_assert_eq(o16.b[0].dtype, AMP_DT_FLOAT16);
+    cr_assert_eq(memcmp(o16.b[0].data, want.data, want.nelem * 2), 0);
+    free(want.data);
+    outs_free(&o16), outs_free(&o32);
+    free(a.data), free(b.data), free(ah.data), free(bh.data), free(ar.data), free(br.data);
+}
+
+Test(attention, fused_gemm_and_adamw_unsupported) {
+    AmpBuf a = fbuf(2, I64(2, 2));
+    const AmpBuf *in[2] = {&a, &a};
+    Outs o;
+    AmpStatus st;
+    AmpNode *n = mknode("com.microsoft", "FusedGemm");
+    attr_str(n, "activation", "Swish");
+    cr_expect_eq(run_op(n, 1, 2, in, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    cr_expect(strstr(st.msg, "Swish") != NULL, "%s", st.msg);
+    int64_t step = 1;
+    AmpBuf lr = fbuf(0, NULL), t = {.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1, .data = &step};
+    const AmpBuf *adam[6] = {&lr, &t, &a, &a, &a, &a};
+    cr_expect_eq(run_op(mknode("com.microsoft", "AdamWOptimizer"), 1, 6, adam, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    cr_expect(strstr(st.msg, "sequence") != NULL, "%s", st.msg);
+    outs_free(&o);
+    free(a.data), free(lr.data);
+}
+
+/* No keys at all (L = 0, no cache): every output row is zero. */
+Test(attention, onnx_attention_empty_key_sequence) {
+    AmpBuf q = fbuf(4, I64(1, 2, 3, 4)), k = fbuf(4, I64(1, 2, 0, 4)), v = fbuf(4, I64(1, 2, 0, 5));
+    const AmpBuf *in[3] = {&q, &k, &v};
+    AmpNode *n = mknode("", "Attention");
+    attr_int(n, "is_causal", 1);
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run_op(n, 23, 3, in, 4, &o, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o.b[0], 4, I64(1, 2, 3, 5));
+    expect_shape(&o.b[3], 4, I64(1, 2, 3, 0));
+    for (uint64_t i = 0; i < o.b[0].nelem; i++) cr_assert_eq(((float *)o.b[0].data)[i], 0.0f);
+    outs_free(&o);
+    free(q.data), free(k.data), free(v.data);
 }

@@ -137,7 +137,8 @@ def fused_gemm_cases():
         ("Relu", {}), ("Tanh", {}), ("Sigmoid", {}), ("Softplus", {}), ("Softsign", {}),
         ("LeakyRelu", {"activation_alpha": 0.2}), ("HardSigmoid", {"activation_alpha": 0.3, "activation_beta": 0.4}),
         ("Elu", {"activation_alpha": 0.7}), ("Selu", {"activation_alpha": 1.6732632, "activation_gamma": 1.0507010}),
-        ("ThresholdedRelu", {"activation_alpha": 0.5}), ("ScaledTanh", {"activation_alpha": 0.8, "activation_beta": 1.5}),
+        ("ThresholdedRelu", {"activation_alpha": 0.5}),
+        ("ScaledTanh", {"activation_alpha": 0.8, "activation_beta": 1.5}),
         ("ParametricSoftplus", {"activation_alpha": 0.6, "activation_beta": 1.7}),
     ]
     for i, (act, extra) in enumerate(acts):

@@ -8,8 +8,10 @@
 - mlp_grads' gradients match central finite differences of the loss, computed by
   onnxruntime on a float64 copy of the forward graph;
 - `ampc MODEL -o OUT --passes none` round-trips each model (proto equality);
-- once `ampc run` exists: its outputs match onnxruntime's on the bundled models and a
-  few conformance models (skipped with a note until then).
+- differential test: `ampc run MODEL --inputs test_data_set_0 --outputs DIR` writes
+  output_<i>.pb named after graph output i, and the values match onnxruntime's (CPU,
+  float32: rtol 1e-4, atol 1e-5) on the bundled models and the conformance models listed
+  in CONFORMANCE.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx, onnxruntime or numpy is
 missing.
 
@@ -395,47 +397,53 @@ class Skip(Exception):
 
 def ampc_run_outputs(ctx, model_file, inputs_dir, tag):
     """Runs `ampc run MODEL --inputs DIR --outputs OUT` and returns {name: array} read
-    from OUT's .pb files (named TensorProtos; unnamed ones take output_<i>'s position).
-    Raises Skip while `ampc run` or its --outputs option does not exist."""
+    from OUT, after checking the conformance layout: output_<i>.pb holds graph output i,
+    named after it (a training model may add its algorithm's outputs after those)."""
     text = ctx.ampc_run_help()
-    if text is None:
-        raise Skip("`ampc run` does not exist yet")
-    if "--outputs" not in text:
-        raise Skip("`ampc run` has no --outputs DIR option: outputs cannot be read back")
-    out = os.path.join(ctx.tmp, "run_" + tag)
-    os.makedirs(out, exist_ok=True)
+    if text is None or "--outputs" not in text:
+        raise AssertionError("`ampc --help` lists no `ampc run ... --outputs DIR`")
+    out = os.path.join(ctx.tmp, "run_" + tag, "outputs")  # ampc creates the folders
     cmd = [ctx.args.ampc, "run", model_file, "--inputs", inputs_dir, "--outputs", out]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}: {(p.stdout + p.stderr).strip()[:2000]}")
     m = onnx.load(model_file, load_external_data=False)
     names = [o.name for o in m.graph.output]
+    files = sorted(os.listdir(out))
     got = {}
-    files = sorted(glob.glob(os.path.join(out, "*.pb")))
-    for f in files:
+    for i, name in enumerate(names):
+        f = os.path.join(out, f"output_{i}.pb")
+        if not os.path.exists(f):
+            raise AssertionError(f"ampc run wrote no output_{i}.pb for output {name!r} (files: {files})")
         t = onnx.load_tensor(f)
-        name = t.name
-        if not name:
-            base = os.path.basename(f)
-            if base.startswith("output_") and base[7:-3].isdigit() and int(base[7:-3]) < len(names):
-                name = names[int(base[7:-3])]
-            else:
-                name = base[:-3]
+        if t.name != name:
+            raise AssertionError(f"output_{i}.pb is named {t.name!r}, graph output {i} is {name!r}")
+        if not t.HasField("raw_data"):
+            raise AssertionError(f"output_{i}.pb has no raw_data")
         got[name] = numpy_helper.to_array(t)
-    missing = [n for n in names if n not in got]
-    if missing:
-        raise AssertionError(f"ampc run wrote no output for {missing} (files: {[os.path.basename(f) for f in files]})")
+    stray = [f for f in files if not (f.startswith("output_") and f.endswith(".pb"))]
+    if stray:
+        raise AssertionError(f"ampc run left other files in {out}: {stray}")
     return got
 
 
-def test_run_vs_ort(ctx, folder, tag, rtol=1e-4, atol=1e-5):
-    """`ampc run` on folder/model.onnx with folder/test_data_set_0 against onnxruntime."""
+# Differential test tolerance for float32 outputs (ampc's CPU kernels vs onnxruntime's).
+RUN_RTOL, RUN_ATOL = 1e-4, 1e-5
+
+
+def test_run_vs_ort(ctx, folder, tag, rtol=RUN_RTOL, atol=RUN_ATOL):
+    """`ampc run` on folder/model.onnx with folder/test_data_set_0 against onnxruntime:
+    every graph output, same shape and dtype, values within rtol/atol (exact for
+    non-float outputs)."""
     model_file = os.path.join(folder, "model.onnx")
     inputs, _ = load_case(folder)
     want = run_ort(model_file, feeds_for(model_file, inputs))
     got = ampc_run_outputs(ctx, model_file, os.path.join(folder, "test_data_set_0"), tag)
+    if sorted(want) != sorted(got):
+        raise AssertionError(f"ampc wrote outputs {sorted(got)}, onnxruntime gives {sorted(want)}")
     for n, w in want.items():
-        assert_close(n, got[n], w, rtol=rtol, atol=atol)
+        exact = not np.issubdtype(np.asarray(w).dtype, np.floating)
+        assert_close(n, got[n], w, rtol=0 if exact else rtol, atol=0 if exact else atol)
 
 
 # ---- driver ------------------------------------------------------------------------

@@ -6,9 +6,13 @@
 - the optimizer is what models/README.md says: the same 100 steps in NumPy, PyTorch
   SGD(lr, momentum=0.9, weight_decay=1e-4) fed with onnxruntime's gradients from
   mlp_grads, follow the reference trajectory;
-- `ampc run` training (100 steps, loss down; checkpoint at 50, restore, bit-identical
-  51-100): skipped with a note until `ampc run` has options to train and to save and
-  restore state.
+- `ampc run models/mlp_train/model.onnx --steps 100 --inputs .../test_data_set_0`: the
+  loss goes down (last < 0.5 x first) and follows the reference trajectory (within 1e-4
+  relative); 50 steps with --save-state, then 50 with --load-state print the same losses
+  for steps 51-100 as the straight run, digit for digit (%.9g: every float32 printed
+  distinctly), and the state saved after 100 straight steps equals the state saved after
+  50 + 50 (checkpoint initializers byte for byte, and their metadata); the last step's
+  --outputs hold the printed final loss.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx, onnxruntime or numpy is
 missing.
 
@@ -17,6 +21,7 @@ usage: test_train.py --ampc PATH --testdata DIR [--verbose]
 import argparse
 import copy
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -167,17 +172,102 @@ def test_numpy_sgd_matches(ctx):
         raise AssertionError(f"step {k + 1}: NumPy SGD loss {losses[k]:.6g}, reference {ref[k]:.6g}")
 
 
+# `ampc run` against onnx.reference: both float32, different summation orders.
+AMPC_VS_REF_RTOL = 1e-4
+
+
+def ampc_train(ctx, tag, steps, *extra):
+    """Runs `ampc run mlp_train --steps N --inputs test_data_set_0 EXTRA...` in ctx.tmp;
+    returns {step: (loss as printed, float)} from its "step K: loss V (T ms)" lines."""
+    model = tm.model_path("mlp_train")
+    data = os.path.join(tm.MODELS, "mlp_train", "test_data_set_0")
+    cmd = [os.path.abspath(ctx.args.ampc), "run", model, "--steps", str(steps), "--inputs", data, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ctx.tmp)
+    if p.returncode:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}: {(p.stdout + p.stderr).strip()[:2000]}")
+    if p.stderr.strip():
+        raise AssertionError(f"{tag}: unexpected messages: {p.stderr.strip()[:500]}")
+    losses = {}
+    for line in p.stdout.splitlines():
+        mk = re.match(r"step (\d+): loss (\S+) \(", line)
+        if mk:
+            losses[int(mk.group(1))] = (mk.group(2), float(mk.group(2)))
+    if len(losses) != steps:
+        raise AssertionError(f"{tag}: {len(losses)} loss lines for {steps} steps:\n{p.stdout[:2000]}")
+    return losses
+
+
+def checkpoint_state(path):
+    """A checkpoint's state: {name: (dtype, dims, element bytes)} and its metadata."""
+    m = onnx.load(path)
+    state = {t.name: (t.data_type, tuple(t.dims), numpy_helper.to_array(t).tobytes()) for t in m.graph.initializer}
+    return state, {p.key: p.value for p in m.metadata_props}
+
+
 def test_ampc_train(ctx):
-    """`ampc run` trains mlp_train: loss down over 100 steps; checkpoint at 50 restored
-    gives bit-identical steps 51-100. Needs `ampc run` options to train N steps and to
-    save/restore state, whose names are not defined yet."""
+    """`ampc run` trains mlp_train for 100 steps: the loss falls, along the reference
+    trajectory; a checkpoint at step 50, restored, gives bit-identical steps 51-100 and
+    bit-identical final state."""
     p = subprocess.run([ctx.args.ampc, "--help"], capture_output=True, text=True)
-    if "ampc run" not in p.stdout + p.stderr:
-        raise tm.Skip("`ampc run` does not exist yet")
-    p = subprocess.run([ctx.args.ampc, "run", "--help"], capture_output=True, text=True)
     text = p.stdout + p.stderr
-    raise tm.Skip("`ampc run` training options are not wired into this test yet "
-                  f"(ampc run --help: {' '.join(text.split())[:300]})")
+    missing = [o for o in ("ampc run", "--steps", "--inputs", "--save-state", "--load-state", "--outputs")
+               if o not in text]
+    if missing:
+        raise AssertionError(f"`ampc --help` does not list {missing}")
+    straight = ampc_train(ctx, "100 steps", STEPS, "--save-state", "ck100.onnx", "--outputs", "out100")
+    losses = [straight[k][1] for k in range(1, STEPS + 1)]
+    if not losses[-1] < 0.5 * losses[0]:
+        raise AssertionError(f"ampc: loss did not go down: {losses[0]:.6g} -> {losses[-1]:.6g}")
+
+    # The same trajectory as onnx's reference evaluator.
+    ref = getattr(ctx, "ref_losses", None)
+    if ref is None:
+        st = Stepper(onnx.load(tm.model_path("mlp_train")))
+        ref, _ = train(st, st.state0, mlp_feeds(), STEPS)
+    rel = [abs(a - b) / abs(b) for a, b in zip(losses, ref)]
+    k = int(np.argmax(rel))
+    ctx.notes.append(f"ampc run: loss {losses[0]:.4f} -> {losses[-1]:.6f} in {STEPS} steps; "
+                     f"max relative difference from the reference {rel[k]:.2e} (step {k + 1})")
+    if rel[k] > AMPC_VS_REF_RTOL:
+        raise AssertionError(f"step {k + 1}: ampc loss {losses[k]:.9g}, reference {ref[k]:.9g} "
+                             f"(relative difference {rel[k]:.2e} > {AMPC_VS_REF_RTOL})")
+
+    # --outputs: output_0.pb is the last step's loss, the value printed for step 100.
+    t = onnx.load_tensor(os.path.join(ctx.tmp, "out100", "output_0.pb"))
+    if t.name != "loss" or np.float32(numpy_helper.to_array(t)) != np.float32(straight[STEPS][0]):
+        raise AssertionError(f"out100/output_0.pb: {t.name} = {numpy_helper.to_array(t)}, "
+                             f"step {STEPS} printed loss {straight[STEPS][0]}")
+
+    # Checkpoint at 50, restore, 50 more: the same printed losses, the same final state.
+    first = ampc_train(ctx, "50 steps", CHECKPOINT_AT, "--save-state", "ck50.onnx")
+    rest = ampc_train(ctx, "50 steps from ck50", STEPS - CHECKPOINT_AT, "--load-state", "ck50.onnx",
+                      "--save-state", "ck5050.onnx")
+    for k in range(1, CHECKPOINT_AT + 1):
+        if first[k][0] != straight[k][0]:
+            raise AssertionError(f"step {k}: {first[k][0]} in the 50-step run, {straight[k][0]} straight")
+    if sorted(rest) != list(range(CHECKPOINT_AT + 1, STEPS + 1)):
+        raise AssertionError(f"the restored run numbers its steps {min(rest)}..{max(rest)}, "
+                             f"expected {CHECKPOINT_AT + 1}..{STEPS}")
+    for k in rest:
+        if rest[k][0] != straight[k][0]:
+            raise AssertionError(f"step {k}: loss {rest[k][0]} after restoring step {CHECKPOINT_AT}, "
+                                 f"{straight[k][0]} straight through")
+    a, meta_a = checkpoint_state(os.path.join(ctx.tmp, "ck100.onnx"))
+    b, meta_b = checkpoint_state(os.path.join(ctx.tmp, "ck5050.onnx"))
+    # The state is what training_info binds (runtime/ampc.h): weights, momentum, step; not lr.
+    bound = {b.key for b in onnx.load(tm.model_path("mlp_train")).training_info[0].update_binding}
+    if set(a) != bound:
+        raise AssertionError(f"the checkpoint holds {sorted(a)}, update_binding binds {sorted(bound)}")
+    if set(a) != set(b):
+        raise AssertionError(f"checkpoints hold {sorted(a)} and {sorted(b)}")
+    for name in sorted(a):
+        if a[name] != b[name]:
+            raise AssertionError(f"state {name} after {STEPS} steps differs from 50 + 50 steps")
+    if meta_a != meta_b:
+        raise AssertionError(f"checkpoint metadata {meta_a} after {STEPS} steps, {meta_b} after 50 + 50")
+    step = np.frombuffer(a["step"][2], dtype=np.int64)
+    if step.size != 1 or int(step[0]) != STEPS:
+        raise AssertionError(f"the checkpoint's step is {step} after {STEPS} steps")
 
 
 def main():

@@ -34,19 +34,26 @@ static void make_tmpdir(void) {
     cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp");
 }
 
-static void remove_tmpdir(void) {
-    DIR *d = opendir(tmpdir);
+/* Removes `dir` and everything in it (the tests make folders for --outputs). */
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     char p[1024];
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-        unlink(p);
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            remove_tree(p);
+        else
+            unlink(p);
     }
     closedir(d);
-    rmdir(tmpdir);
+    rmdir(dir);
 }
+
+static void remove_tmpdir(void) { remove_tree(tmpdir); }
 
 TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 
@@ -204,7 +211,8 @@ Test(cli, help_lists_every_option) {
     const char *required[] = {"-o", "--passes", "--dump-after", "--print", "--external-data",
                               "--no-verify", "--version", "--help", "-q", "verify", "ampc run",
                               "--steps", "--inputs", "--backend", "--seed", "--dim", "--loss",
-                              "--load-state", "--save-state"};
+                              "--load-state", "--save-state", "--outputs", "ampc bench",
+                              "--iters", "--warmup", "--train"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         cr_expect_not_null(strstr(r.out, required[i]), "--help does not mention %s",
                            required[i]);
@@ -378,17 +386,75 @@ Test(cli, bad_external_data_mode_is_usage_error) {
     run_free(&r);
 }
 
-Test(cli, bench_is_not_implemented_yet) {
-    Run r = run_ampc("bench", ADD_MODEL, NULL);
-    cr_assert_eq(r.code, 3);
-    assert_one_error_line(&r);
+static void write_training_model(const char *path);
+
+Test(cli, bench_prints_times_and_memory) {
+    const char *dir = AMPC_TESTDATA "/node/test_add/test_data_set_0";
+    Run r = run_ampc("bench", ADD_MODEL, "--inputs", dir, "--iters", "5", "--warmup", "1", NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_str_empty(r.err);
+    cr_assert_not_null(strstr(r.out, "5 inference runs timed after 1 warm-up"), "%s", r.out);
+    double med, lo, hi;
+    const char *t = strstr(r.out, "time per run: median ");
+    cr_assert_not_null(t, "%s", r.out);
+    cr_assert_eq(sscanf(t, "time per run: median %lf ms, min %lf ms, max %lf ms", &med, &lo, &hi), 3, "%s", r.out);
+    cr_assert(lo >= 0 && lo <= med && med <= hi, "min %g, median %g, max %g", lo, med, hi);
+    cr_assert_not_null(strstr(r.out, "peak memory "), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "intermediates "), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "+ state "), "%s", r.out);
+    cr_assert_null(strstr(r.out, "output '"), "bench prints no outputs: %s", r.out);
     run_free(&r);
+
+    /* Defaults (random inputs), and training steps. */
+    Run d = run_ampc("bench", ADD_MODEL, NULL);
+    cr_assert_eq(d.code, 0, "%s", d.err);
+    cr_assert_not_null(strstr(d.out, "20 inference runs timed after 3 warm-up"), "%s", d.out);
+    run_free(&d);
+    char path[600];
+    tmp_path(path, sizeof path, "train.onnx");
+    write_training_model(path);
+    Run tr = run_ampc("bench", path, "--train", "--iters", "2", "--dim", "N=8", NULL);
+    cr_assert_eq(tr.code, 0, "%s", tr.err);
+    cr_assert_not_null(strstr(tr.out, "2 training steps timed"), "%s", tr.out);
+    cr_assert_not_null(strstr(tr.out, "time per step: median "), "%s", tr.out);
+    run_free(&tr);
+}
+
+Test(cli, bench_usage_errors) {
+    const char *bad[][2] = {
+        {"--iters", "0"}, {"--iters", "x"}, {"--warmup", "-1"}, {"--steps", "2"}, {"--outputs", "d"},
+        {"--save-state", "f"}, {"-o", "x.onnx"}, {"--backend", "tpu"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Run r = run_ampc("bench", ADD_MODEL, bad[i][0], bad[i][1], NULL);
+        cr_expect_eq(r.code, 2, "bench %s %s: exit %d, %s", bad[i][0], bad[i][1], r.code, r.err);
+        assert_one_error_line(&r);
+        run_free(&r);
+    }
+    Run m = run_ampc("bench", NULL);
+    cr_assert_eq(m.code, 2);
+    assert_one_error_line(&m);
+    run_free(&m);
+    /* Bench-only options are refused elsewhere, naming the command that takes them. */
+    Run c = run_ampc("run", ADD_MODEL, "--iters", "2", NULL);
+    cr_assert_eq(c.code, 2);
+    cr_assert_not_null(strstr(c.err, "ampc bench"), "%s", c.err);
+    run_free(&c);
+    Run t = run_ampc(ADD_MODEL, "--train", "--print", NULL);
+    cr_assert_eq(t.code, 2);
+    cr_assert_not_null(strstr(t.err, "ampc bench"), "%s", t.err);
+    run_free(&t);
+    Run b = run_ampc("bench", ADD_MODEL, "--backend", "cuda", NULL);
+    cr_assert_eq(b.code, 3, "%s", b.err);
+    assert_one_error_line(&b);
+    run_free(&b);
 }
 
 Test(cli, run_usage_errors) {
     const char *bad[][4] = {
         {"--steps", "0"}, {"--steps", "x"}, {"--backend", "tpu"}, {"--dim", "N"}, {"--dim", "=3"},
         {"--dim", "N=-1"}, {"--seed", "-1"}, {"-o", "x.onnx"}, {"--passes", "none"},
+        {"--outputs", ""}, {"--iters", "3"}, {"--train", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Run r = run_ampc("run", ADD_MODEL, bad[i][0], bad[i][1], NULL);
@@ -477,6 +543,121 @@ Test(cli, run_with_inputs_gives_the_expected_outputs) {
     }
     free(bytes);
     amp_model_free(m);
+    run_free(&r);
+}
+
+/* A TensorProto file parsed with the IR's loader; the tensor lives in *m. */
+static AmpTensor *load_tensor_file(const char *path, AmpModel **m, AmpBytes *raw) {
+    size_t len = 0;
+    char *bytes = read_all(path, &len);
+    cr_assert_not_null(bytes, "cannot read %s", path);
+    *m = amp_model_new();
+    AmpTensor *t = NULL;
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_tensor_load_bytes(*m, bytes, len, &t, &st), AMP_OK, "%s: %s", path, st.msg);
+    cr_assert_eq(amp_tensor_bytes(*m, t, raw, &st), AMP_OK, "%s: %s", path, st.msg);
+    free(bytes);
+    return t;
+}
+
+/* Add is exact in fp32, so the written file is the conformance file, byte for byte. */
+Test(cli, run_outputs_are_the_conformance_files) {
+    const char *dir = AMPC_TESTDATA "/node/test_add/test_data_set_0";
+    char out[600], file[700];
+    tmp_path(out, sizeof out, "outs/nested");
+    Run r = run_ampc("run", ADD_MODEL, "--inputs", dir, "--outputs", out, NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert_str_empty(r.err);
+    cr_assert_not_null(strstr(r.out, "output 'sum' float[3,4,5]:"), "the outputs are still printed: %s", r.out);
+    snprintf(file, sizeof file, "%s/output_0.pb", out);
+    size_t n_got = 0, n_want = 0;
+    char *got = read_all(file, &n_got), *want = read_all(AMPC_TESTDATA "/node/test_add/test_data_set_0/output_0.pb", &n_want);
+    cr_assert_not_null(got, "no %s", file);
+    cr_assert_not_null(want);
+    cr_assert_eq(n_got, n_want, "%zu bytes, the conformance file has %zu", n_got, n_want);
+    cr_assert_eq(memcmp(got, want, n_got), 0, "%s differs from the conformance output_0.pb", file);
+    free(got);
+    free(want);
+    run_free(&r);
+
+    /* Run again into the same folder: the file is replaced, no temporary is left. */
+    Run a = run_ampc("run", ADD_MODEL, "--seed", "3", "--outputs", out, NULL);
+    cr_assert_eq(a.code, 0, "%s", a.err);
+    DIR *d = opendir(out);
+    cr_assert_not_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') {
+            cr_expect_str_eq(e->d_name, "output_0.pb");
+            n++;
+        }
+    closedir(d);
+    cr_assert_eq(n, 1);
+    double shown[8];
+    cr_assert_eq(parse_values(a.out, "sum", shown, 8), 8);
+    AmpModel *m;
+    AmpBytes raw;
+    AmpTensor *t = load_tensor_file(file, &m, &raw);
+    cr_assert_str_eq(t->name, "sum");
+    cr_assert_eq(t->dtype, AMP_DT_FLOAT);
+    cr_assert_eq(t->ndims, 3);
+    cr_assert_eq(raw.len, 60 * 4);
+    for (int i = 0; i < 8; i++) {
+        float f;
+        memcpy(&f, raw.data + 4 * i, 4);
+        cr_assert_eq((float)shown[i], f, "element %d: printed %.9g, written %.9g", i, shown[i], (double)f);
+    }
+    amp_model_free(m);
+    run_free(&a);
+}
+
+Test(cli, run_outputs_errors_write_nothing) {
+    char file[600], out[600], in[600];
+    /* DIR is a file: bad input, one line naming it. */
+    tmp_path(file, sizeof file, "a_file");
+    write_file(file, "x", 1);
+    Run r = run_ampc("run", ADD_MODEL, "--outputs", file, NULL);
+    cr_assert_eq(r.code, 1, "%s", r.err);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "a_file"), "%s", r.err);
+    run_free(&r);
+    /* A run that fails creates no folder. */
+    tmp_path(in, sizeof in, "garbage.onnx");
+    write_file(in, garbage, sizeof garbage);
+    tmp_path(out, sizeof out, "never");
+    Run g = run_ampc("run", in, "--outputs", out, NULL);
+    cr_assert_eq(g.code, 1, "%s", g.err);
+    cr_assert_not(exists(out), "a failed run made %s", out);
+    run_free(&g);
+    cr_assert_eq(count_files(), 2, "leftover files in %s", tmpdir);
+}
+
+/* A loss model: output_0.pb is the last step's loss, the value printed for that step. */
+Test(cli, run_outputs_of_a_training_step) {
+    char path[600], out[600], file[700];
+    tmp_path(path, sizeof path, "train.onnx");
+    write_training_model(path);
+    tmp_path(out, sizeof out, "outs");
+    Run r = run_ampc("run", path, "--steps", "2", "--dim", "N=8", "--outputs", out, NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    const char *p = strstr(r.out, "step 2: loss ");
+    cr_assert_not_null(p, "%s", r.out);
+    float printed = strtof(p + 13, NULL);
+    snprintf(file, sizeof file, "%s/output_0.pb", out);
+    AmpModel *m;
+    AmpBytes raw;
+    AmpTensor *t = load_tensor_file(file, &m, &raw);
+    cr_assert_str_eq(t->name, "loss");
+    cr_assert_eq(t->dtype, AMP_DT_FLOAT);
+    cr_assert_eq(t->ndims, 0);
+    cr_assert_eq(raw.len, 4);
+    float f;
+    memcpy(&f, raw.data, 4);
+    cr_assert_eq(f, printed, "written %.9g, printed %.9g (%%.9g identifies a float)", (double)f, (double)printed);
+    amp_model_free(m);
+    snprintf(file, sizeof file, "%s/output_1.pb", out);
+    cr_assert_not(exists(file), "the model has one output");
     run_free(&r);
 }
 
@@ -771,6 +952,26 @@ Test(cli, run_training_info_model_learns) {
         cr_assert_eq(strcspn(x, "("), strcspn(y, "("));
         cr_assert_eq(strncmp(x, y, strcspn(x, "(")), 0, "after the load:\n%s\nstraight through:\n%s", b.out, r.out);
     }
+    /* --outputs: the main graph's output, then the algorithm's (W after the last step). */
+    char outs[600], f0[700], f1[700];
+    tmp_path(outs, sizeof outs, "outs");
+    Run o = run_ampc("run", path, "--steps", "2", "--outputs", outs, NULL);
+    cr_assert_eq(o.code, 0, "%s", o.err);
+    snprintf(f0, sizeof f0, "%s/output_0.pb", outs);
+    snprintf(f1, sizeof f1, "%s/output_1.pb", outs);
+    AmpModel *m0, *m1;
+    AmpBytes r0, r1;
+    cr_assert_str_eq(load_tensor_file(f0, &m0, &r0)->name, "loss");
+    AmpTensor *wt = load_tensor_file(f1, &m1, &r1);
+    cr_assert_str_eq(wt->name, "W_new");
+    cr_assert_eq(r1.len, 3 * sizeof(float));
+    float w2[3];
+    memcpy(w2, r1.data, sizeof w2);
+    cr_assert(w2[0] != w[0] || w2[1] != w[1] || w2[2] != w[2], "W did not change in two steps");
+    amp_model_free(m0);
+    amp_model_free(m1);
+    run_free(&o);
+
     Run c = run_ampc("run", path, "--load-state", ADD_MODEL, NULL);
     cr_assert_eq(c.code, 1, "not a checkpoint: %s", c.err);
     assert_one_error_line(&c);
