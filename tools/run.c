@@ -499,7 +499,7 @@ int ampc_cmd_bench(const RunArgs *a) {
         const char *what = a->train ? "training step" : "inference run";
         printf("bench %s: %ld %s%s timed after %ld warm-up, backend %s%s\n", a->model, a->iters, what,
                a->iters == 1 ? "" : "s", a->warmup, stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
-        printf("time per %s: median %.3f ms, min %.3f ms, max %.3f ms\n", a->train ? "step" : "run", median, ms[0],
+        printf("time per %s: median %.4f ms, min %.4f ms, max %.4f ms\n", a->train ? "step" : "run", median, ms[0],
                ms[n - 1]);
         printf("peak memory %zu bytes (intermediates %zu + state %zu)\n", stats.intermediate_bytes + stats.state_bytes,
                stats.intermediate_bytes, stats.state_bytes);
