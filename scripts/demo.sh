@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The demo: installs dependencies, builds ampc, converts a small FP32 model (a Conv from
-# ONNX's conformance data, or the model folder given as $1) and shows what happened: the
-# verify summary, the IR, and onnx.checker plus onnxruntime run on the converted model,
-# compared with the reference outputs that come with the model.
+# The demo: installs dependencies, builds ampc, converts the bundled inference CNN
+# (models/cnn_infer, or the model folder given as $1) and shows what happened: the verify
+# summary, the IR, onnx.checker plus onnxruntime on the converted model against the
+# reference outputs, ampc's own CPU executor running it, and a short training run of the
+# bundled MLP (models/mlp_train).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 JOBS="${JOBS:-2}"
-TESTDATA="${AMPC_TESTDATA:-/usr/share/libonnx-testdata/data}"
-MODEL_DIR="${1:-$TESTDATA/pytorch-converted/test_Conv2d}"
+MODEL_DIR="${1:-models/cnn_infer}"
 MODEL="$MODEL_DIR/model.onnx"
 OUT="out/model_amp.onnx"
 
@@ -93,5 +93,15 @@ if worst > tol:
 print(f"onnxruntime: outputs match the FP32 reference within {tol} (relative)")
 PYEOF
 
+if [ -d "$MODEL_DIR/test_data_set_0" ]; then
+  echo
+  echo "== $AMPC run $OUT --inputs $MODEL_DIR/test_data_set_0 (ampc's CPU executor)"
+  "$AMPC" run "$OUT" --inputs "$MODEL_DIR/test_data_set_0"
+fi
+
 echo
-echo "demo: done; the converted model is $OUT ('ampc run' arrives with the runtime)"
+echo "== $AMPC run models/mlp_train/model.onnx --steps 20 (training: forward, loss, backward, Momentum)"
+"$AMPC" run models/mlp_train/model.onnx --steps 20 --inputs models/mlp_train/test_data_set_0
+
+echo
+echo "demo: done; the converted model is $OUT"
