@@ -10,6 +10,11 @@
 static const AmpPass PASSES[] = {
     {"infer", "type and shape inference: fills every value's type it can", amp_pass_infer},
     {"dce", "dead code elimination: removes nodes whose outputs nothing uses", amp_pass_dce},
+    {"amp", "automatic mixed precision: paints nodes allow/deny from the op lists and rules, "
+            "makes allow nodes 16-bit with one Cast per value and type, stores weights of "
+            "inference graphs in 16 bits", amp_pass_amp},
+    {"cast_cleanup", "removes lossless Cast round trips (fp16->fp32->fp16) and duplicate Casts",
+     amp_pass_cast_cleanup},
 };
 enum { N_PASSES = sizeof PASSES / sizeof PASSES[0] };
 
@@ -31,7 +36,7 @@ const AmpPass *amp_pass_at(size_t i) {
 }
 
 const char *amp_default_pipeline(void) {
-    return "infer";
+    return "infer,amp,cast_cleanup";
 }
 
 static void known_names(char *buf, size_t len) {

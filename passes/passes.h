@@ -26,6 +26,23 @@ typedef enum AmpLossScaleMode {
     AMP_LOSS_SCALE_NONE
 } AmpLossScaleMode;
 
+/* TensorFlow's TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL, applied after the list edits. */
+typedef enum AmpLevel {
+    AMP_LEVEL_DEFAULT = 0,
+    AMP_LEVEL_TENSOR_CORES_ONLY,   /* only allow-list ops become 16-bit: infer and clear
+                                      ops are in no list (fp32) */
+    AMP_LEVEL_TREAT_INFER_AS_DENY, /* infer-list ops are deny */
+    AMP_LEVEL_UNSAFE_FORCE_ALL     /* every op of the four lists is allow (training rules,
+                                      --keep-fp32 and the dtype checks still hold) */
+} AmpLevel;
+
+/* "default", "tensor-cores-only", ... (-1 when unknown); and back. */
+int amp_level_parse(const char *s);
+const char *amp_level_name(AmpLevel l);
+
+/* One line of the AMP pass's diagnostics (a weight kept in fp32, the summary). */
+typedef void (*AmpNotifyFn)(void *ctx, const char *line);
+
 /* Options every pass may read. Zero-initialised (or a NULL pointer) means defaults;
  * passes that need more settings add fields here with a zero default. */
 typedef struct AmpPassOptions {
@@ -33,8 +50,22 @@ typedef struct AmpPassOptions {
                       AMP_DT_BFLOAT16 */
     const AmpListEdit *list_edits; /* n_list_edits entries, in the order given */
     size_t n_list_edits;
-    AmpLossScaleMode loss_scale_mode;
+    AmpLossScaleMode loss_scale_mode; /* stored for the loss-scaling pass (not yet written) */
     double loss_scale; /* STATIC: the scale; DYNAMIC: the initial scale (0: 2^16) */
+
+    /* The AMP pass (passes/amp*.c). */
+    AmpLevel level;
+    const char *const *keep_fp32; /* n_keep_fp32 fnmatch(3) globs on node names: matching
+                                     nodes stay fp32 (painted deny) */
+    size_t n_keep_fp32;
+    bool no_keep_io_types;        /* main-graph inputs and outputs may become 16-bit */
+    const char *loss;             /* a training graph's loss value; NULL: the one scalar
+                                     float output whose name contains "loss" */
+    const char *explain_node;     /* print the rule chain of every node of this name ... */
+    FILE *explain_out;            /* ... here (both needed) */
+    FILE *paint_out;              /* the op lists and the nodes of each paint bucket */
+    AmpNotifyFn notify;           /* weights kept in fp32, the one-line summary */
+    void *notify_ctx;
 } AmpPassOptions;
 
 typedef struct AmpPass {
@@ -75,5 +106,27 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
 /* The passes themselves (one file each); called through the table. */
 AmpCode amp_pass_infer(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+AmpCode amp_pass_cast_cleanup(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+
+/* ---- the AMP op lists (amp_lists.c), shared by the CLI and AMP_AUTO ----------------- */
+
+/* "MatMul" (ai.onnx first, then com.microsoft and ai.onnx.preview.training) or
+ * "domain:Name"; AMP_OP_UNKNOWN when the op table has no such op. */
+AmpOpId amp_op_find_name(const char *name);
+/* Appends (realloc) to *edits one edit per op of `s`, a comma-separated list of op names
+ * ("MatMul, com.microsoft:FusedGemm"); `what` names the source in messages
+ * ("AMP_ALLOWLIST_ADD", "--allow"). Unknown names are AMP_ERR_USAGE naming them all. */
+AmpCode amp_list_edits_parse(const char *what, const char *s, AmpOpClass list, bool remove,
+                             AmpListEdit **edits, size_t *n, AmpStatus *st);
+/* Reads the eight variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE (additions first, then
+ * removals, as TensorFlow applies them), appending to *edits. */
+AmpCode amp_list_edits_from_env(AmpListEdit **edits, size_t *n, AmpStatus *st);
+/* An op added to two different lists is AMP_ERR_USAGE naming the op and both lists. */
+AmpCode amp_list_edits_check(const AmpListEdit *e, size_t n, AmpStatus *st);
+/* The class of every op after the edits and the level, for `precision`
+ * (cls has AMP_OP__COUNT entries; AMP_CLASS_NEVER is "in no list"). */
+AmpCode amp_op_classes(int precision, const AmpListEdit *e, size_t n, AmpLevel level,
+                       AmpOpClass *cls, AmpStatus *st);
 
 #endif

@@ -1,7 +1,7 @@
 /* AMP_AUTO: parses AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_LOG_PATH and the eight list
- * edit variables (AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE) once per open, then rewrites
- * the model in memory with the AMP passes, so an FP32 model trains in mixed precision with
- * no file and no code changed. */
+ * edit variables (AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE; parsed by passes/amp_lists.c,
+ * which the CLI shares) once per open, then rewrites the model in memory with the AMP
+ * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
 #include "amp_auto.h"
 
 #include <errno.h>
@@ -57,61 +57,6 @@ static AmpCode parse_loss_scale(const char *s, AmpLossScaleMode *mode, double *s
     return AMP_OK;
 }
 
-/* "Name" (ai.onnx, then the other domains the op table knows) or "domain:Name". */
-static AmpOpId find_op(const char *name) {
-    const char *colon = strchr(name, ':');
-    if (colon) {
-        char dom[128];
-        size_t n = (size_t)(colon - name);
-        if (n >= sizeof dom) return AMP_OP_UNKNOWN;
-        memcpy(dom, name, n);
-        dom[n] = '\0';
-        return amp_op_lookup(dom, colon + 1);
-    }
-    static const char *const domains[] = {"", "com.microsoft", "ai.onnx.preview.training"};
-    for (size_t i = 0; i < sizeof domains / sizeof *domains; i++) {
-        AmpOpId id = amp_op_lookup(domains[i], name);
-        if (id != AMP_OP_UNKNOWN) return id;
-    }
-    return AMP_OP_UNKNOWN;
-}
-
-/* Appends the edits of one variable ("MatMul, Gemm"); unknown names go into one error. */
-static AmpCode parse_list(const char *var, const char *s, AmpOpClass list, bool remove, AmpAutoConfig *c,
-                          AmpStatus *st) {
-    if (is_blank(s)) return AMP_OK;
-    char unknown[600] = "";
-    size_t n_unknown = 0;
-    const char *p = s;
-    while (*p) {
-        while (*p == ' ' || *p == ',') p++;
-        size_t len = strcspn(p, ",");
-        while (len && p[len - 1] == ' ') len--;
-        if (!len) break;
-        char name[256];
-        if (len >= sizeof name) return amp_fail(st, AMP_ERR_USAGE, "%s: op name too long: '%.40s...'", var, p);
-        memcpy(name, p, len);
-        name[len] = '\0';
-        p += len;
-        while (*p && *p != ',') p++;
-        AmpOpId op = find_op(name);
-        if (op == AMP_OP_UNKNOWN) {
-            size_t u = strlen(unknown);
-            if (u < sizeof unknown - 80) snprintf(unknown + u, sizeof unknown - u, "%s'%s'", n_unknown ? ", " : "", name);
-            n_unknown++;
-            continue;
-        }
-        AmpListEdit *e = realloc(c->edits, (c->n_edits + 1) * sizeof *e);
-        if (!e) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        c->edits = e;
-        c->edits[c->n_edits++] = (AmpListEdit){op, list, remove};
-    }
-    if (n_unknown)
-        return amp_fail(st, AMP_ERR_USAGE, "%s: unknown op%s %s (names are ONNX op types, e.g. MatMul or "
-                        "com.microsoft:FusedGemm)", var, n_unknown > 1 ? "s" : "", unknown);
-    return AMP_OK;
-}
-
 void amp_auto_config_free(AmpAutoConfig *c) {
     free(c->edits);
     free(c->log_path);
@@ -144,7 +89,9 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
         {o->denylist_remove, "AMP_DENYLIST_REMOVE", AMP_CLASS_DENY, true},
     };
     for (size_t i = 0; !rc && i < sizeof lists / sizeof *lists; i++)
-        rc = parse_list(lists[i].var, setting(o, lists[i].field, lists[i].var), lists[i].list, lists[i].remove, c, st);
+        rc = amp_list_edits_parse(lists[i].var, setting(o, lists[i].field, lists[i].var), lists[i].list,
+                                  lists[i].remove, &c->edits, &c->n_edits, st);
+    if (!rc) rc = amp_list_edits_check(c->edits, c->n_edits, st);
     const char *log = setting(o, o->log_path, "AMP_LOG_PATH");
     if (!rc && !is_blank(log) && !(c->log_path = strdup(log))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     if (rc) amp_auto_config_free(c);
@@ -152,7 +99,6 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
 }
 
 const char *amp_auto_pipeline(void) {
-    if (amp_pass_find("amp")) return "amp";
     const char *d = amp_default_pipeline();
     return d && *d ? d : "none";
 }
@@ -223,9 +169,19 @@ AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpSt
         .loss_scale_mode = c->loss_scale_mode,
         .loss_scale = c->loss_scale,
     };
+    FILE *paint = NULL;
+    if (c->log_path) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/paint.txt", c->log_path);
+        if (!(paint = fopen(path, "w")))
+            return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH: cannot write %s: %s", path, strerror(errno));
+        po.paint_out = paint; /* the op lists in force and the nodes of each paint bucket */
+    }
     AmpPipelineOptions pl = {.pass = &po};
     const char *list = amp_auto_pipeline();
     rc = amp_run_pipeline(m, list, &pl, st);
+    if (paint && fclose(paint) != 0 && !rc)
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "AMP_LOG_PATH: writing paint.txt failed");
     if (!rc) rc = amp_verify_model(m, st);
     if (rc) {
         amp_status_prefix(st, "AMP_AUTO (pipeline '%s'): ", list);

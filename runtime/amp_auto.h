@@ -26,9 +26,9 @@ typedef struct AmpAutoConfig {
 AmpCode amp_auto_config(const AmpSessionOptions *opt, AmpAutoConfig *out, AmpStatus *st);
 void amp_auto_config_free(AmpAutoConfig *c);
 
-/* Runs the AMP pipeline over m when enabled ("amp" when that pass exists, else the
- * default pipeline), verifies the result, and writes before/after dumps into log_path.
- * *applied says whether anything ran. */
+/* Runs the AMP pipeline (the default pipeline: infer, amp, cast_cleanup) over m when
+ * enabled, verifies the result, and writes into log_path the before/after dumps, the
+ * paint buckets (paint.txt) and a summary. *applied says whether anything ran. */
 AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpStatus *st);
 
 /* The pipeline amp_auto_apply runs. */

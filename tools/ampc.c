@@ -14,9 +14,12 @@
 
 #include "ampc.h"
 #include "backend.h"
+#include "cli_amp.h"
 #include "cli_options.h"
+#include "dot.h"
 #include "ir.h"
 #include "passes.h"
+#include "report.h"
 #include "run.h"
 
 #ifndef AMPC_VERSION
@@ -141,6 +144,8 @@ static void print_help(FILE *f) {
             "\n"
             "usage: ampc MODEL -o OUT [options]   rewrite MODEL and save it as OUT\n"
             "       ampc MODEL --print [options]  rewrite MODEL and print the IR, save nothing\n"
+            "       ampc MODEL --report | --dump-dot FILE [options]\n"
+            "                                     rewrite MODEL, show where 16 bits went\n"
             "       ampc verify MODEL             load, verify and type-check MODEL; print a "
             "summary\n"
             "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
@@ -178,9 +183,11 @@ static void print_help(FILE *f) {
     fprintf(f,
             "\n"
             "The model is loaded and checked, the passes run in order, the result is verified\n"
-            "(unless --no-verify), printed (--print) and written to OUT: to a temporary file\n"
-            "renamed over OUT once complete, so a failure writes nothing and leaves MODEL as\n"
-            "it was. Messages go to stderr, the IR to stdout.\n"
+            "(unless --no-verify), printed (--print), summed up (--report), drawn (--dump-dot)\n"
+            "and written to OUT: to a temporary file renamed over OUT once complete, so a\n"
+            "failure writes nothing and leaves MODEL as it was. Messages go to stderr, the IR\n"
+            "and the report to stdout. The report and the picture read precisions from the\n"
+            "model's dtypes, so they describe any model, converted by ampc or not.\n"
             "\n"
             "'ampc run' trains when the model has a training algorithm (ONNX training_info) or\n"
             "an output named like a loss; it reads AMP_AUTO=1 (with AMP_PRECISION, AMP_LOG_PATH,\n"
@@ -345,10 +352,31 @@ static int cmd_verify(int argc, char **argv) {
 }
 
 typedef struct ConvertArgs {
-    const char *model, *out, *passes, *dump_after;
-    bool print, verify, quiet;
+    const char *model, *out, *passes, *dump_after, *dump_dot;
+    bool print, verify, quiet, report;
     AmpExternalMode external;
+    AmpDotOptions dot;
 } ConvertArgs;
+
+/* --report on stdout, then --dump-dot FILE (ir/report.c, ir/dot.c). */
+static int inspect(const ConvertArgs *a, AmpModel *m) {
+    AmpStatus st = {AMP_OK, ""};
+    if (a->report) {
+        AmpReport r;
+        AmpCode c = amp_report_model(m, &r, &st);
+        if (c == AMP_OK) amp_report_print(stdout, &r);
+        amp_report_free(&r);
+        if (c != AMP_OK) return fail_status(&st, c, a->model);
+    }
+    if (a->dump_dot) {
+        AmpCode c = amp_dot_model_file(a->dump_dot, m, &a->dot, &st);
+        if (c != AMP_OK) return fail_status(&st, c, a->dump_dot);
+    }
+    return AMP_OK;
+}
+
+/* The AMP options as given (a global: what it holds stays reachable until exit). */
+static AmpcAmp amp_args;
 
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
@@ -361,9 +389,13 @@ static int cmd_convert(const ConvertArgs *a) {
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model);
     size_t nodes_before = summarize(m).nodes;
+    int arc = ampc_amp_check_explain(&amp_args, m, a->model, list);
+    if (arc) {
+        amp_model_free(m);
+        return arc;
+    }
 
-    AmpPassOptions popt;
-    memset(&popt, 0, sizeof popt);
+    AmpPassOptions popt = amp_args.po; /* the amp pass's options (tools/cli_amp.c) */
     AmpPipelineOptions pl = {.verify_each = false,
                              .dump_after = a->dump_after,
                              .dump_to = stdout,
@@ -377,15 +409,16 @@ static int cmd_convert(const ConvertArgs *a) {
     }
     if (a->print) amp_print_model(stdout, m);
 
-    int rc = finish_stdout();
+    int rc = inspect(a, m);
+    if (rc == AMP_OK) rc = finish_stdout();
     if (rc == AMP_OK && a->out) {
         AmpSaveOptions so = {.external = a->external, .external_min_bytes = 1024};
         c = amp_model_save_file(m, a->out, &so, &st);
         if (c != AMP_OK) {
             rc = fail_status(&st, c, a->out);
         } else if (!a->quiet) {
-            say("wrote %s: %zu nodes (%zu before), passes: %s", a->out, summarize(m).nodes,
-                nodes_before, list);
+            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, summarize(m).nodes,
+                nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }
     amp_model_free(m);
@@ -423,8 +456,8 @@ enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4 };
 
 static unsigned option_commands(int val) {
     switch (val) {
+    case OPT_LOSS: return CMD_RUN | CMD_CONVERT;
     case OPT_STEPS:
-    case OPT_LOSS:
     case OPT_LOAD_STATE:
     case OPT_SAVE_STATE:
     case OPT_OUTPUTS: return CMD_RUN;
@@ -444,7 +477,7 @@ static unsigned option_commands(int val) {
 /* "option '--steps' is only for 'ampc run MODEL'", or "... is not for 'ampc bench'". */
 static int wrong_command(const OptRow *r, unsigned cmd) {
     unsigned ok = option_commands(r->val);
-    if (ok == CMD_CONVERT)
+    if (ok & CMD_CONVERT)
         return usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
     return usage_error("option '--%s' is only for %s%s%s", r->name, (ok & CMD_RUN) ? "'ampc run MODEL'" : "",
                        (ok & CMD_RUN) && (ok & CMD_BENCH) ? " and " : "", (ok & CMD_BENCH) ? "'ampc bench MODEL'" : "");
@@ -554,6 +587,10 @@ int main(int argc, char **argv) {
         case OPT_PASSES: a.passes = optarg; break;
         case OPT_DUMP_AFTER: a.dump_after = optarg; break;
         case OPT_PRINT: a.print = true; break;
+        case OPT_REPORT: a.report = true; break;
+        case OPT_DUMP_DOT: a.dump_dot = optarg; break;
+        case OPT_DOT_COLLAPSE: a.dot.collapse = true; break;
+        case OPT_DOT_INITIALIZERS: a.dot.initializers = true; break;
         case OPT_NO_VERIFY: a.verify = false; break;
         case OPT_QUIET: a.quiet = true; break;
         case OPT_HELP: help = true; break;
@@ -569,7 +606,13 @@ int main(int argc, char **argv) {
                 return usage_error("--external-data '%s': expected auto, always or never",
                                    optarg);
             break;
-        default: return usage_error("internal: unhandled option %d", ch);
+        default: {
+            /* The AMP options (--precision, --allow, ...: tools/cli_amp.c). */
+            int arc = r ? ampc_amp_option(&amp_args, r->name, optarg ? optarg : "") : -1;
+            if (arc > 0) return arc;
+            if (arc < 0) return usage_error("internal: unhandled option %d", ch);
+            break;
+        }
         }
     }
     if (help) {
@@ -592,9 +635,16 @@ int main(int argc, char **argv) {
     }
     a.model = model;
     if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");
-    if (!a.out && !a.print && !a.dump_after)
+    if (a.dump_dot && a.dump_dot[0] == '\0') return usage_error("--dump-dot: FILE is an empty path");
+    if (!a.dump_dot && (a.dot.collapse || a.dot.initializers))
+        return usage_error("--%s needs --dump-dot FILE", a.dot.collapse ? "dot-collapse" : "dot-initializers");
+    amp_args.quiet = a.quiet;
+    int arc = ampc_amp_finish(&amp_args);
+    if (arc) return arc;
+    if (!a.out && !a.print && !a.dump_after && !a.report && !a.dump_dot && !amp_args.explain)
         return usage_error("nothing to do: give -o OUT to write the converted model "
-                           "(or --print / --dump-after PASS to only look at it)");
+                           "(or --print / --dump-after PASS / --report / --dump-dot FILE to only "
+                           "look at it)");
 
     const char *list = a.passes ? a.passes : amp_default_pipeline();
     int rc = check_pass_list(list ? list : "none", a.dump_after);

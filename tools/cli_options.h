@@ -13,9 +13,53 @@
     AMPC_OPT(DUMP_AFTER, "dump-after", 0, 1, "PASS",                                            \
              "print the IR to stdout after PASS has run (PASS must be in the pipeline)")        \
     AMPC_OPT(PRINT, "print", 0, 0, "", "print the final IR to stdout")                          \
+    AMPC_OPT(REPORT, "report", 0, 0, "",                                                        \
+             "print to stdout, after the passes: 'converted X of Y float nodes using N "        \
+             "casts', the casts by direction, the 16-bit share of MatMul/Gemm/Conv FLOPs "     \
+             "(static shapes) and a table per op type")                                         \
+    AMPC_OPT(DUMP_DOT, "dump-dot", 0, 1, "FILE",                                                \
+             "write the final graph to FILE (atomically) as Graphviz DOT: nodes coloured by "   \
+             "precision, casts drawn apart, edges labelled with dtypes, subgraphs as "          \
+             "clusters; render with 'dot -Tsvg FILE'")                                          \
+    AMPC_OPT(DOT_COLLAPSE, "dot-collapse", 0, 0, "",                                            \
+             "with --dump-dot: merge each chain of one-input, one-output nodes of one "         \
+             "precision into one box, so big graphs stay readable")                             \
+    AMPC_OPT(DOT_INITIALIZERS, "dot-initializers", 0, 0, "",                                    \
+             "with --dump-dot: draw initializers too (hidden by default)")                      \
     AMPC_OPT(EXTERNAL_DATA, "external-data", 0, 1, "MODE",                                      \
              "auto|always|never: tensors of 1 KiB or more go to OUT.data beside OUT; auto "     \
              "(the default) does that only when one file would exceed 2GB")                     \
+    AMPC_OPT(PRECISION, "precision", 0, 1, "TYPE",                                              \
+             "fp16 (the default) or bf16: the 16-bit type of the amp pass")                     \
+    AMPC_OPT(LEVEL, "level", 0, 1, "LEVEL",                                                     \
+             "default, tensor-cores-only (only allow-list ops become 16-bit), "                 \
+             "treat-infer-as-deny (infer-list ops stay fp32) or unsafe-force-all (every "       \
+             "op of the four lists becomes 16-bit where it can)")                               \
+    AMPC_OPT(ALLOW, "allow", 0, 1, "OPS",                                                       \
+             "add ops (comma-separated ONNX op types: MatMul,com.microsoft:FusedGemm) to the "  \
+             "allow list: always 16-bit; AMP_ALLOWLIST_ADD and the other list variables are "   \
+             "read too; an op added to two lists is an error; repeatable")                      \
+    AMPC_OPT(INFER, "infer", 0, 1, "OPS",                                                       \
+             "add ops to the infer list: 16-bit between 16-bit neighbours; repeatable")         \
+    AMPC_OPT(CLEAR, "clear", 0, 1, "OPS",                                                       \
+             "add ops to the clear list: follow their neighbours; repeatable")                  \
+    AMPC_OPT(DENY, "deny", 0, 1, "OPS",                                                         \
+             "add ops to the deny list: always fp32, and fp32 spreads forward from them; "      \
+             "repeatable")                                                                      \
+    AMPC_OPT(KEEP_FP32, "keep-fp32", 0, 1, "GLOB",                                              \
+             "nodes whose name matches GLOB (fnmatch: 'head/*') stay fp32, as deny nodes; "     \
+             "repeatable")                                                                      \
+    AMPC_OPT(KEEP_IO_TYPES, "keep-io-types", 0, 0, "",                                          \
+             "graph inputs and outputs keep their fp32 types, with Casts at the boundary (the " \
+             "default)")                                                                        \
+    AMPC_OPT(NO_KEEP_IO_TYPES, "no-keep-io-types", 0, 0, "",                                    \
+             "main-graph inputs read by 16-bit nodes and outputs they write become 16-bit")     \
+    AMPC_OPT(LOSS_SCALE, "loss-scale", 0, 1, "MODE",                                            \
+             "dynamic, a number, or none: loss scaling of training graphs; checked and kept "   \
+             "for the loss-scaling pass, which does not exist yet (nothing is scaled today)")   \
+    AMPC_OPT(EXPLAIN, "explain", 0, 1, "NODE",                                                  \
+             "print to stdout the chain of rules that set the precision of the node(s) named "  \
+             "NODE (an unknown name is a usage error)")                                         \
     AMPC_OPT(NO_VERIFY, "no-verify", 0, 0, "",                                                  \
              "skip the verifier after the passes (the loader's own checks still run)")          \
     AMPC_OPT(QUIET, "quiet", 'q', 0, "", "no message on success (errors are still printed)")    \
@@ -38,8 +82,8 @@
              "run, bench: the size of symbolic dim NAME in random inputs (default 1); "         \
              "repeatable")                                                                      \
     AMPC_OPT(LOSS, "loss", 0, 1, "NAME",                                                        \
-             "run: the loss output to print (default: the one scalar output named like "        \
-             "'loss')")                                                                          \
+             "the loss value: for the amp pass, whose loss subgraph stays fp32; for run, the "  \
+             "loss output to print (default: the one scalar float output named like 'loss')")    \
     AMPC_OPT(LOAD_STATE, "load-state", 0, 1, "FILE",                                            \
              "run: start from the weights and optimizer state of a checkpoint FILE")            \
     AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \

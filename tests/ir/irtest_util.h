@@ -1,6 +1,7 @@
 /* Helpers shared by the loader/saver tests (test_roundtrip.c, test_bad_input.c,
- * test_extdata.c): a tiny protobuf writer to build ONNX bytes by hand (valid or hostile),
- * temporary folders and files, and running the ampc binary with its stderr captured. */
+ * test_bad_graph.c, test_extdata.c): a tiny protobuf writer to build ONNX bytes by hand
+ * (valid or hostile), temporary folders and files, and running the ampc binary with its
+ * stderr captured. */
 #ifndef AMP_IRTEST_UTIL_H
 #define AMP_IRTEST_UTIL_H
 

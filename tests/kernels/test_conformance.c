@@ -15,6 +15,7 @@
 
 #include "exec.h"
 #include "half.h"
+#include "kernel_test_util.h"
 
 typedef struct Counts {
     int total, supported, passed;
@@ -38,16 +39,6 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-static double elem(const AmpBuf *b, uint64_t i) {
-    switch (b->dtype) {
-    case AMP_DT_FLOAT: return ((const float *)b->data)[i];
-    case AMP_DT_DOUBLE: return ((const double *)b->data)[i];
-    case AMP_DT_FLOAT16: return amp_f16_to_f32(((const uint16_t *)b->data)[i]);
-    case AMP_DT_BFLOAT16: return amp_bf16_to_f32(((const uint16_t *)b->data)[i]);
-    default: return (double)amp_buf_get_i64(b, i);
-    }
-}
-
 /* Empty string when equal within tolerance, else what differs. */
 static void compare(const AmpBuf *got, const AmpBuf *want, char *why, size_t n) {
     why[0] = '\0';
@@ -68,7 +59,7 @@ static void compare(const AmpBuf *got, const AmpBuf *want, char *why, size_t n) 
     if (want->dtype == AMP_DT_BFLOAT16) rtol = 2e-2, atol = 1e-2;
     bool is_float = amp_dtype_is_float(want->dtype);
     for (uint64_t i = 0; i < want->nelem; i++) {
-        double a = elem(got, i), b = elem(want, i);
+        double a = getf(got, i), b = getf(want, i);
         if (is_float) {
             if (isnan(a) && isnan(b)) continue;
             if (isinf(b) && a == b) continue;

@@ -14,10 +14,6 @@ typedef struct Case {
     int64_t in[3], k[3], s[3], d[3], p0[3], p1[3], opad[3], out[3];
 } Case;
 
-static int64_t irand(int64_t lo, int64_t hi) {
-    return lo + (int64_t)((frand() + 1.0f) * 0.5f * (float)(hi - lo + 1)) % (hi - lo + 1);
-}
-
 static Case random_case(bool transpose) {
     Case c;
     memset(&c, 0, sizeof c);

@@ -9,6 +9,7 @@
 
 #include "half.h"
 #include "ir.h"
+#include "kernel_test_util.h"
 #include "kernels.h"
 
 /* ---- harness: one node, called through the registry with a test allocator ---------- */
@@ -25,23 +26,9 @@ typedef struct Harness {
     uint64_t rng;
 } Harness;
 
-static AmpBuf *test_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+static AmpBuf *harness_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
     Harness *h = ctx;
-    if (index < 0 || index >= MAX_OUT || rank < 0 || rank > AMP_MAX_RANK) {
-        amp_fail(st, AMP_ERR_INTERNAL, "bad output %d / rank %d", index, rank);
-        return NULL;
-    }
-    AmpBuf *b = &h->out[index];
-    free(b->data);
-    memset(b, 0, sizeof *b);
-    b->dtype = dtype;
-    b->rank = rank;
-    for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
-    b->nelem = amp_shape_nelem(rank, dims);
-    size_t bytes = 0;
-    cr_assert(amp_tensor_expected_bytes(dtype, b->nelem, &bytes));
-    b->data = malloc(bytes ? bytes : 1);
-    return b;
+    return kt_alloc_slot(h->out, MAX_OUT, index, dtype, rank, dims);
 }
 
 static Harness *harness(const char *domain, const char *op, int64_t opset) {
@@ -60,39 +47,7 @@ static void harness_free(Harness *h) {
 }
 
 static AmpCode run(Harness *h, int n_in, const AmpBuf *const *in, int n_out) {
-    AmpKernelFn fn = amp_cpu_kernel(h->node->op);
-    cr_assert(fn, "no kernel for %s", h->node->op_type);
-    amp_status_clear(&h->st);
-    AmpKernelCtx k = {.node = h->node,
-                      .opset = h->opset,
-                      .n_in = n_in,
-                      .in = in,
-                      .n_out = n_out,
-                      .alloc = test_alloc,
-                      .alloc_ctx = h,
-                      .rng = &h->rng,
-                      .training = h->training,
-                      .st = &h->st};
-    return fn(&k);
-}
-
-static AmpBuf mkbuf(int dtype, int rank, const int64_t *dims, void *data) {
-    AmpBuf b = {.dtype = dtype, .rank = rank, .data = data};
-    for (int i = 0; i < rank; i++) b.dims[i] = dims[i];
-    b.nelem = amp_shape_nelem(rank, dims);
-    return b;
-}
-
-static void attr_f(Harness *h, const char *name, float v) {
-    amp_node_add_attr(h->node, name, AMP_ATTR_FLOAT)->f = v;
-}
-static void attr_i(Harness *h, const char *name, int64_t v) {
-    amp_node_add_attr(h->node, name, AMP_ATTR_INT)->i = v;
-}
-static void attr_s(Harness *h, const char *name, const char *v) {
-    AmpAttr *a = amp_node_add_attr(h->node, name, AMP_ATTR_STRING);
-    a->s.data = (const uint8_t *)v;
-    a->s.len = strlen(v);
+    return kt_call(h->node, h->opset, n_in, in, n_out, harness_alloc, h, &h->rng, h->training, &h->st);
 }
 
 /* Runs the node on two inputs, one output. */
@@ -246,8 +201,8 @@ Test(elementwise, where_three_way_int64) {
 Test(elementwise, legacy_broadcast_axis) {
     /* opset 6 Add with broadcast=1, axis=1: B (3) lines up with A's axis 1 of (2, 3, 4) */
     Harness *h = harness("", "Add", 6);
-    attr_i(h, "broadcast", 1);
-    attr_i(h, "axis", 1);
+    attr_int(h->node, "broadcast", 1);
+    attr_int(h->node, "axis", 1);
     int64_t da[3] = {2, 3, 4}, db[1] = {3};
     float a[24] = {0}, b[3] = {1, 2, 3};
     AmpBuf A = mkbuf(AMP_DT_FLOAT, 3, da, a), B = mkbuf(AMP_DT_FLOAT, 1, db, b);
@@ -358,7 +313,7 @@ Test(elementwise, gelu_modes_and_bad_attribute) {
     }
     harness_free(h);
     h = harness("", "Gelu", 20);
-    attr_s(h, "approximate", "tanh");
+    attr_str(h->node, "approximate", "tanh");
     cr_assert_eq(run(h, 1, in, 1), AMP_OK, "%s", h->st.msg);
     for (int i = 0; i < 3; i++) {
         double want = 0.5 * x[i] * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x[i] + 0.044715 * pow(x[i], 3))));
@@ -366,7 +321,7 @@ Test(elementwise, gelu_modes_and_bad_attribute) {
     }
     harness_free(h);
     h = harness("", "Gelu", 20);
-    attr_s(h, "approximate", "fast");
+    attr_str(h->node, "approximate", "fast");
     cr_assert_eq(run(h, 1, in, 1), AMP_ERR_INPUT);
     harness_free(h);
 }
@@ -424,8 +379,8 @@ Test(elementwise, clip_bounds) {
     harness_free(h);
     /* opset 6: attributes */
     h = harness("", "Clip", 6);
-    attr_f(h, "min", -1.0f);
-    attr_f(h, "max", 1.0f);
+    attr_float(h->node, "min", -1.0f);
+    attr_float(h->node, "max", 1.0f);
     cr_assert_eq(run(h, 1, in, 1), AMP_OK, "%s", h->st.msg);
     o = h->out[0].data;
     cr_assert_eq(amp_f16_to_f32(o[0]), -1.0f);
@@ -454,7 +409,7 @@ Test(elementwise, dropout_inference_is_identity_with_true_mask) {
 Test(elementwise, dropout_seeded_matches_numpy) {
     /* numpy: RandomState(0).uniform(0, 1, 5) = .5488 .7152 .6028 .5449 .4237 */
     Harness *h = harness("", "Dropout", 13);
-    attr_i(h, "seed", 0);
+    attr_int(h->node, "seed", 0);
     int64_t d[1] = {5}, d0[1] = {1};
     float x[5] = {1, 2, 3, 4, 5}, r = 0.55f;
     uint8_t t = 1;
@@ -540,7 +495,7 @@ Test(elementwise, isinf_directions) {
     AmpBuf X = mkbuf(AMP_DT_DOUBLE, 1, d, x);
     const AmpBuf *in[1] = {&X};
     Harness *h = harness("", "IsInf", 10);
-    attr_i(h, "detect_negative", 0);
+    attr_int(h->node, "detect_negative", 0);
     cr_assert_eq(run(h, 1, in, 1), AMP_OK, "%s", h->st.msg);
     const uint8_t *o = h->out[0].data;
     cr_assert(o[0] == 1 && o[1] == 0 && o[2] == 0 && o[3] == 0);

@@ -9,39 +9,10 @@
 #include <string.h>
 
 #include "half.h"
+#include "kernel_test_util.h"
 #include "kernels.h"
 
 /* ---- harness --------------------------------------------------------------------- */
-
-#define MAX_OUT 8
-
-typedef struct Outs {
-    AmpBuf b[MAX_OUT];
-} Outs;
-
-static AmpBuf *t_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
-    Outs *o = ctx;
-    if (index < 0 || index >= MAX_OUT) {
-        amp_fail(st, AMP_ERR_INTERNAL, "output index %d", index);
-        return NULL;
-    }
-    AmpBuf *b = &o->b[index];
-    free(b->data);
-    memset(b, 0, sizeof *b);
-    b->dtype = dtype;
-    b->rank = rank;
-    for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
-    b->nelem = amp_shape_nelem(rank, dims);
-    size_t bytes = 0;
-    amp_tensor_expected_bytes(dtype, b->nelem, &bytes);
-    b->data = malloc(bytes ? bytes : 1);
-    return b;
-}
-
-static void outs_free(Outs *o) {
-    for (int i = 0; i < MAX_OUT; i++) free(o->b[i].data);
-    memset(o, 0, sizeof *o);
-}
 
 typedef struct Node {
     AmpModel *m;
@@ -63,62 +34,9 @@ static Node mk(const char *domain, const char *op, int n_in, int n_out) {
     return t;
 }
 
-static void set_int(Node *t, const char *name, int64_t v) {
-    amp_node_add_attr(t->n, name, AMP_ATTR_INT)->i = v;
-}
-static void set_float(Node *t, const char *name, float v) {
-    amp_node_add_attr(t->n, name, AMP_ATTR_FLOAT)->f = v;
-}
-static void set_str(Node *t, const char *name, const char *s) {
-    AmpAttr *a = amp_node_add_attr(t->n, name, AMP_ATTR_STRING);
-    a->s.data = (const uint8_t *)s;
-    a->s.len = strlen(s);
-}
-static void set_ints(Node *t, const char *name, int64_t *v, size_t n) {
-    AmpAttr *a = amp_node_add_attr(t->n, name, AMP_ATTR_INTS);
-    a->ints = v;
-    a->n_ints = n;
-}
-
-static AmpBuf mkbuf(int dtype, int rank, const int64_t *dims, void *data) {
-    AmpBuf b;
-    memset(&b, 0, sizeof b);
-    b.dtype = dtype;
-    b.rank = rank;
-    for (int i = 0; i < rank; i++) b.dims[i] = dims[i];
-    b.nelem = amp_shape_nelem(rank, dims);
-    b.data = data;
-    return b;
-}
-
 static AmpCode run(Node *t, int64_t opset, const AmpBuf **in, int n_in, Outs *o, bool training, AmpStatus *st) {
-    AmpKernelFn fn = amp_cpu_kernel(t->n->op);
-    cr_assert(fn, "no CPU kernel for %s", t->n->op_type);
     uint64_t rng = 1;
-    amp_status_clear(st);
-    AmpKernelCtx k = {
-        .node = t->n,
-        .opset = opset,
-        .n_in = n_in,
-        .in = in,
-        .n_out = t->n->n_outputs,
-        .alloc = t_alloc,
-        .alloc_ctx = o,
-        .rng = &rng,
-        .training = training,
-        .st = st,
-    };
-    return fn(&k);
-}
-
-static double getf(const AmpBuf *b, uint64_t i) {
-    switch (b->dtype) {
-    case AMP_DT_FLOAT: return ((const float *)b->data)[i];
-    case AMP_DT_DOUBLE: return ((const double *)b->data)[i];
-    case AMP_DT_FLOAT16: return amp_f16_to_f32(((const uint16_t *)b->data)[i]);
-    case AMP_DT_BFLOAT16: return amp_bf16_to_f32(((const uint16_t *)b->data)[i]);
-    default: return (double)amp_buf_get_i64(b, i);
-    }
+    return kt_call(t->n, opset, n_in, in, t->n->n_outputs, test_alloc, o, &rng, training, st);
 }
 
 static void near(double got, double want, double tol, const char *what, uint64_t i) {
@@ -191,7 +109,7 @@ Test(reduce, softmax_axis_semantics_by_opset) {
     AmpStatus st;
     Outs o = {0};
     Node t = mk("", "Softmax", 1, 1);
-    set_int(&t, "axis", 0);
+    attr_int(t.n, "axis", 0);
     cr_assert_eq(run(&t, 11, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
     double s = 0;
     for (int i = 0; i < 6; i++) s += getf(&o.b[0], i);
@@ -214,7 +132,7 @@ Test(reduce, softmax_errors) {
     float xf[2] = {1, 2};
     AmpBuf bf = mkbuf(AMP_DT_FLOAT, 1, d, xf);
     in[0] = &bf;
-    set_int(&t, "axis", 1);
+    attr_int(t.n, "axis", 1);
     cr_expect_eq(run(&t, 13, in, 1, &o, false, &st), AMP_ERR_INPUT);
     cr_expect(strstr(st.msg, "Softmax"), "message names the op: %s", st.msg);
     amp_model_free(t.m);
@@ -234,7 +152,7 @@ Test(reduce, reduce_sum_bf16_accumulates_wide) {
     AmpStatus st;
     Outs o = {0};
     Node t = mk("", "ReduceSum", 1, 1);
-    set_int(&t, "keepdims", 0);
+    attr_int(t.n, "keepdims", 0);
     cr_assert_eq(run(&t, 13, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
     cr_expect_eq(o.b[0].rank, 0);
     cr_expect_eq(getf(&o.b[0], 0), (double)N);
@@ -257,11 +175,11 @@ Test(reduce, reduce_errors) {
     Outs o = {0};
     static int64_t bad[1] = {2}, dup[2] = {0, -2};
     Node t = mk("", "ReduceMean", 1, 1);
-    set_ints(&t, "axes", bad, 1);
+    attr_ints(t.n, "axes", 1, bad);
     cr_expect_eq(run(&t, 13, in, 1, &o, false, &st), AMP_ERR_INPUT);
     amp_model_free(t.m);
     t = mk("", "ReduceMean", 1, 1);
-    set_ints(&t, "axes", dup, 2);
+    attr_ints(t.n, "axes", 2, dup);
     cr_expect_eq(run(&t, 13, in, 1, &o, false, &st), AMP_ERR_INPUT);
     amp_model_free(t.m);
     /* an axes input of the wrong type */
@@ -299,22 +217,22 @@ Test(reduce, reduce_empty_sets_and_noop) {
     /* max over an empty axis: -inf; sum: 0; mean: NaN */
     const AmpBuf *in[2] = {&be, NULL};
     Node t = mk("", "ReduceMax", 1, 1);
-    set_ints(&t, "axes", ax1, 1);
-    set_int(&t, "keepdims", 0);
+    attr_ints(t.n, "axes", 1, ax1);
+    attr_int(t.n, "keepdims", 0);
     cr_assert_eq(run(&t, 13, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
     cr_expect_eq(o.b[0].rank, 1);
     cr_expect_eq(o.b[0].dims[0], 2);
     cr_expect(isinf(getf(&o.b[0], 0)) && getf(&o.b[0], 0) < 0);
     amp_model_free(t.m);
     t = mk("", "ReduceMean", 1, 1);
-    set_ints(&t, "axes", ax1, 1);
+    attr_ints(t.n, "axes", 1, ax1);
     cr_assert_eq(run(&t, 13, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
     cr_expect(isnan(getf(&o.b[0], 1)));
     amp_model_free(t.m);
     /* empty axes input + noop_with_empty_axes: ReduceSumSquare squares each element */
     in[0] = &bx, in[1] = &bz;
     t = mk("", "ReduceSumSquare", 2, 1);
-    set_int(&t, "noop_with_empty_axes", 1);
+    attr_int(t.n, "noop_with_empty_axes", 1);
     cr_assert_eq(run(&t, 18, in, 2, &o, false, &st), AMP_OK, "%s", st.msg);
     cr_expect_eq(o.b[0].nelem, 6);
     for (int i = 0; i < 6; i++) near(getf(&o.b[0], i), (double)x[i] * x[i], 0, "noop square", i);
@@ -353,21 +271,21 @@ Test(reduce, argmax_ties_and_nan) {
     AmpStatus st;
     Outs o = {0};
     Node t = mk("", "ArgMax", 1, 1);
-    set_int(&t, "axis", 1);
+    attr_int(t.n, "axis", 1);
     cr_assert_eq(run(&t, 13, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
     int64_t *r = o.b[0].data;
     cr_expect_eq(r[0], 0);
     cr_expect_eq(r[1], 1, "NaN wins");
     amp_model_free(t.m);
     t = mk("", "ArgMax", 1, 1);
-    set_int(&t, "axis", 1);
-    set_int(&t, "select_last_index", 1);
+    attr_int(t.n, "axis", 1);
+    attr_int(t.n, "select_last_index", 1);
     cr_assert_eq(run(&t, 13, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
     r = o.b[0].data;
     cr_expect_eq(r[0], 2);
     amp_model_free(t.m);
     t = mk("", "ArgMin", 1, 1);
-    set_int(&t, "axis", 2);
+    attr_int(t.n, "axis", 2);
     cr_expect_eq(run(&t, 13, in, 1, &o, false, &st), AMP_ERR_INPUT);
     amp_model_free(t.m);
     outs_free(&o);
@@ -400,8 +318,8 @@ Test(reduce, cumsum_int64_exclusive_reverse) {
     AmpStatus st;
     Outs o = {0};
     Node t = mk("", "CumSum", 2, 1);
-    set_int(&t, "exclusive", 1);
-    set_int(&t, "reverse", 1);
+    attr_int(t.n, "exclusive", 1);
+    attr_int(t.n, "reverse", 1);
     cr_assert_eq(run(&t, 14, in, 2, &o, false, &st), AMP_OK, "%s", st.msg);
     for (int i = 0; i < 4; i++) cr_expect_eq(((int64_t *)o.b[0].data)[i], want[i]);
     ax[0] = 1;
@@ -447,8 +365,8 @@ Test(reduce, sce_ignore_index_and_weights) {
     const char *reds[3] = {"none", "sum", "mean"};
     for (int r = 0; r < 3; r++) {
         Node t = mk("", "SoftmaxCrossEntropyLoss", 3, 2);
-        set_str(&t, "reduction", reds[r]);
-        set_int(&t, "ignore_index", -1);
+        attr_str(t.n, "reduction", reds[r]);
+        attr_int(t.n, "ignore_index", -1);
         cr_assert_eq(run(&t, 13, in, 3, &o, false, &st), AMP_OK, "%s", st.msg);
         if (r == 0) {
             cr_expect_eq(o.b[0].rank, 2);
@@ -468,7 +386,7 @@ Test(reduce, sce_ignore_index_and_weights) {
     AmpBuf blp = mkbuf(AMP_DT_FLOAT, 3, dx, lpf), bl32 = mkbuf(AMP_DT_INT32, 2, dl, lab32);
     const AmpBuf *in2[2] = {&blp, &bl32};
     Node t = mk("", "NegativeLogLikelihoodLoss", 2, 1);
-    set_int(&t, "ignore_index", -1);
+    attr_int(t.n, "ignore_index", -1);
     cr_assert_eq(run(&t, 13, in2, 2, &o, false, &st), AMP_OK, "%s", st.msg);
     double s = 0;
     int cnt = 0;
@@ -493,13 +411,13 @@ Test(reduce, sce_label_out_of_range_is_input_error) {
     amp_model_free(t.m);
     /* an ignore_index outside [0, C) is fine */
     t = mk("", "SoftmaxCrossEntropyLoss", 2, 1);
-    set_int(&t, "ignore_index", -3);
+    attr_int(t.n, "ignore_index", -3);
     cr_expect_eq(run(&t, 13, in, 2, &o, false, &st), AMP_OK, "%s", st.msg);
     near(getf(&o.b[0], 0), log(4.0), 1e-6, "uniform loss", 0);
     amp_model_free(t.m);
     /* bad reduction */
     t = mk("", "NegativeLogLikelihoodLoss", 2, 1);
-    set_str(&t, "reduction", "avg");
+    attr_str(t.n, "reduction", "avg");
     lab[1] = 1;
     cr_expect_eq(run(&t, 13, in, 2, &o, false, &st), AMP_ERR_INPUT);
     amp_model_free(t.m);
@@ -522,7 +440,7 @@ Test(reduce, sce_grad_matches_finite_difference) {
     AmpStatus st;
     Outs o = {0};
     Node t = mk("com.microsoft", "SoftmaxCrossEntropyLossGrad", 4, 1);
-    set_int(&t, "ignore_index", -1);
+    attr_int(t.n, "ignore_index", -1);
     cr_assert_eq(run(&t, 1, in, 4, &o, false, &st), AMP_OK, "%s", st.msg);
     for (int i = 0; i < SN * SC * SD; i++) {
         float xp[SN * SC * SD], xm[SN * SC * SD];
@@ -549,11 +467,11 @@ Test(reduce, adam_several_steps_match_direct) {
     float v1[N1] = {0}, v2[N2] = {0}, h1[N1] = {0}, h2[N2] = {0};
     double rx[N1 + N2] = {1.0, -2.0, 0.5, 3.0, -0.25}, rv[N1 + N2] = {0}, rh[N1 + N2] = {0};
     Node t = mk("ai.onnx.preview.training", "Adam", 10, 6);
-    set_float(&t, "alpha", (float)alpha);
-    set_float(&t, "beta", (float)beta);
-    set_float(&t, "epsilon", (float)eps);
-    set_float(&t, "norm_coefficient", (float)nc);
-    set_float(&t, "norm_coefficient_post", (float)ncp);
+    attr_float(t.n, "alpha", (float)alpha);
+    attr_float(t.n, "beta", (float)beta);
+    attr_float(t.n, "epsilon", (float)eps);
+    attr_float(t.n, "norm_coefficient", (float)nc);
+    attr_float(t.n, "norm_coefficient_post", (float)ncp);
     AmpStatus st;
     Outs o = {0};
     for (int step = 0; step < STEPS; step++) {
@@ -601,11 +519,11 @@ Test(reduce, optimizer_errors) {
     Outs o = {0};
     /* Momentum's attributes are required */
     Node t = mk("ai.onnx.preview.training", "Momentum", 5, 2);
-    set_float(&t, "alpha", 0.9f);
+    attr_float(t.n, "alpha", 0.9f);
     cr_expect_eq(run(&t, 1, in, 5, &o, false, &st), AMP_ERR_INPUT);
-    set_float(&t, "beta", 1.0f);
-    set_float(&t, "norm_coefficient", 0.0f);
-    set_str(&t, "mode", "standard");
+    attr_float(t.n, "beta", 1.0f);
+    attr_float(t.n, "norm_coefficient", 0.0f);
+    attr_str(t.n, "mode", "standard");
     /* state shaped unlike X */
     cr_expect_eq(run(&t, 1, in, 5, &o, false, &st), AMP_ERR_INPUT);
     bv.dims[0] = 2, bv.nelem = 2;
@@ -709,8 +627,8 @@ Test(reduce, batchnorm_training_statistics) {
     Outs o = {0};
     for (int mode = 0; mode < 2; mode++) {
         Node t = mk("", "BatchNormalization", 5, 3);
-        set_float(&t, "momentum", 0.8f);
-        if (mode == 0) set_int(&t, "training_mode", 1);
+        attr_float(t.n, "momentum", 0.8f);
+        if (mode == 0) attr_int(t.n, "training_mode", 1);
         cr_assert_eq(run(&t, 15, in, 5, &o, mode == 1, &st), AMP_OK, "%s", st.msg);
         for (int c = 0; c < C; c++) {
             double m = 0, v = 0;
@@ -756,7 +674,7 @@ Test(reduce, groupnorm_parameters_by_opset) {
     AmpStatus st;
     Outs o = {0}, o2 = {0};
     Node t = mk("", "GroupNormalization", 3, 1);
-    set_int(&t, "num_groups", G);
+    attr_int(t.n, "num_groups", G);
     cr_assert_eq(run(&t, 18, in18, 3, &o, false, &st), AMP_OK, "%s", st.msg);
     cr_assert_eq(run(&t, 21, in21, 3, &o2, false, &st), AMP_OK, "%s", st.msg);
     for (int g = 0; g < G; g++) {
@@ -775,7 +693,7 @@ Test(reduce, groupnorm_parameters_by_opset) {
     amp_model_free(t.m);
     /* 4 channels do not split into 3 groups */
     t = mk("", "GroupNormalization", 3, 1);
-    set_int(&t, "num_groups", 3);
+    attr_int(t.n, "num_groups", 3);
     cr_expect_eq(run(&t, 21, in21, 3, &o, false, &st), AMP_ERR_INPUT);
     amp_model_free(t.m);
     outs_free(&o), outs_free(&o2);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "kernel_test_util.h"
 #include "kernels.h"
 
 enum { K_RNN, K_GRU, K_LSTM };
@@ -25,72 +26,10 @@ static void teardown(void) {
 
 TestSuite(rnn, .init = setup, .fini = teardown);
 
-/* ---- a test allocator and a way to run one kernel -------------------------------- */
-
-typedef struct Outs {
-    AmpBuf b[3];
-} Outs;
-
-static AmpBuf *test_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
-    (void)st;
-    Outs *o = ctx;
-    AmpBuf *b = &o->b[index];
-    memset(b, 0, sizeof *b);
-    b->dtype = dtype;
-    b->rank = rank;
-    for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
-    b->nelem = amp_shape_nelem(rank, dims);
-    size_t bytes = 0;
-    amp_tensor_expected_bytes(dtype, b->nelem, &bytes);
-    b->data = malloc(bytes ? bytes : 1);
-    return b;
-}
-
-static void outs_free(Outs *o) {
-    for (int i = 0; i < 3; i++) free(o->b[i].data), o->b[i].data = NULL;
-}
+/* ---- running one kernel ----------------------------------------------------------- */
 
 static AmpCode run(AmpNode *n, int n_in, const AmpBuf *const *in, int n_out, Outs *o, AmpStatus *st) {
-    memset(o, 0, sizeof *o);
-    memset(st, 0, sizeof *st);
-    AmpKernelFn fn = amp_cpu_kernel(n->op);
-    cr_assert_not_null(fn, "no kernel for %s", n->op_type);
-    AmpKernelCtx k = {.node = n, .opset = 14, .n_in = n_in, .in = in, .n_out = n_out, .alloc = test_alloc,
-                      .alloc_ctx = o, .st = st};
-    return fn(&k);
-}
-
-/* ---- attributes ------------------------------------------------------------------ */
-
-static void attr_int(AmpNode *n, const char *name, int64_t v) {
-    amp_node_add_attr(n, name, AMP_ATTR_INT)->i = v;
-}
-
-static void attr_float(AmpNode *n, const char *name, float v) {
-    amp_node_add_attr(n, name, AMP_ATTR_FLOAT)->f = v;
-}
-
-static void attr_str(AmpNode *n, const char *name, const char *s) {
-    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_STRING);
-    a->s.data = (const uint8_t *)amp_arena_strdup(&model->arena, s);
-    a->s.len = strlen(s);
-}
-
-static void attr_strs(AmpNode *n, const char *name, int cnt, const char *const *v) {
-    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_STRINGS);
-    a->strings = amp_arena_calloc(&model->arena, (size_t)cnt, sizeof *a->strings);
-    for (int i = 0; i < cnt; i++) {
-        a->strings[i].data = (const uint8_t *)amp_arena_strdup(&model->arena, v[i]);
-        a->strings[i].len = strlen(v[i]);
-    }
-    a->n_strings = (size_t)cnt;
-}
-
-static void attr_floats(AmpNode *n, const char *name, int cnt, const float *v) {
-    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_FLOATS);
-    a->floats = amp_arena_calloc(&model->arena, (size_t)(cnt ? cnt : 1), sizeof *a->floats);
-    for (int i = 0; i < cnt; i++) a->floats[i] = v[i];
-    a->n_floats = (size_t)cnt;
+    return kt_run(n, 14, n_in, in, n_out, o, st);
 }
 
 /* ---- buffers --------------------------------------------------------------------- */
@@ -130,8 +69,6 @@ static AmpBuf to16(AmpBuf *f, int dtype) {
     }
     return b;
 }
-
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
 
 /* ---- the reference --------------------------------------------------------------- */
 

@@ -9,34 +9,10 @@
 #include <string.h>
 
 #include "half.h"
+#include "kernel_test_util.h"
 #include "kernels.h"
 
-/* ---- harness: one node, a test allocator, the kernel called directly ---------------- */
-
-typedef struct Outs {
-    AmpBuf b[8];
-} Outs;
-
-static AmpBuf *test_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
-    Outs *o = ctx;
-    cr_assert(index >= 0 && index < 8);
-    AmpBuf *b = &o->b[index];
-    free(b->data);
-    memset(b, 0, sizeof *b);
-    b->dtype = dtype;
-    b->rank = rank;
-    for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
-    b->nelem = amp_shape_nelem(rank, dims);
-    size_t bytes = 0;
-    cr_assert(amp_tensor_expected_bytes(dtype, b->nelem, &bytes));
-    cr_assert(bytes < ((size_t)1 << 32), "kernel asked for a %zu-byte output", bytes);
-    b->data = malloc(bytes ? bytes : 1);
-    return b;
-}
-
-static void outs_free(Outs *o) {
-    for (int i = 0; i < 8; i++) free(o->b[i].data), o->b[i].data = NULL;
-}
+/* ---- harness: one node, its outputs in `outs` (kernel_test_util.h) ------------------- */
 
 static AmpModel *model;
 static Outs outs;
@@ -62,53 +38,15 @@ static AmpNode *mknode(const char *op) {
     return n;
 }
 
-static void attr_int(AmpNode *n, const char *name, int64_t v) {
-    amp_node_add_attr(n, name, AMP_ATTR_INT)->i = v;
-}
-
-static void attr_ints(AmpNode *n, const char *name, int cnt, const int64_t *v) {
-    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_INTS);
-    a->ints = amp_arena_calloc(&model->arena, (size_t)(cnt ? cnt : 1), sizeof *a->ints);
-    for (int i = 0; i < cnt; i++) a->ints[i] = v[i];
-    a->n_ints = (size_t)cnt;
-}
-
-static void attr_str(AmpNode *n, const char *name, const char *s) {
-    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_STRING);
-    a->s.data = (const uint8_t *)amp_arena_strdup(&model->arena, s);
-    a->s.len = strlen(s);
-}
-
 /* Runs the node's kernel on inputs (NULL-terminated not needed: n_in given). */
 static AmpCode run_op(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out) {
     outs_free(&outs);
-    memset(&st, 0, sizeof st);
-    AmpKernelFn fn = amp_cpu_kernel(n->op);
-    cr_assert_not_null(fn, "no kernel for %s", n->op_type);
-    AmpKernelCtx k = {.node = n, .opset = opset, .n_in = n_in, .in = in, .n_out = n_out,
-                      .alloc = test_alloc, .alloc_ctx = &outs, .st = &st};
-    AmpCode rc = fn(&k);
+    AmpCode rc = kt_run(n, opset, n_in, in, n_out, &outs, &st);
     if (rc) cr_assert_eq(st.code, rc, "status code differs from the returned code");
     return rc;
 }
 
-/* A buffer over static data (never freed). */
-static AmpBuf view(int dtype, int rank, const int64_t *dims, const void *data) {
-    AmpBuf b = {.dtype = dtype, .rank = rank, .data = (void *)data};
-    for (int i = 0; i < rank; i++) b.dims[i] = dims[i];
-    b.nelem = amp_shape_nelem(rank, dims);
-    return b;
-}
-
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
 #define F32(...) ((const float[]){__VA_ARGS__})
-
-static void expect_dims(const AmpBuf *b, int rank, const int64_t *dims) {
-    cr_assert_eq(b->rank, rank, "rank %d, expected %d", b->rank, rank);
-    for (int i = 0; i < rank; i++)
-        cr_assert_eq(b->dims[i], dims[i], "dim %d is %lld, expected %lld", i, (long long)b->dims[i],
-                     (long long)dims[i]);
-}
 
 static void expect_i64(const AmpBuf *b, int n, const int64_t *want) {
     cr_assert_eq(b->dtype, AMP_DT_INT64);
@@ -141,7 +79,7 @@ Test(shape, cast_float_to_float16_ties_to_even_and_overflow) {
     float x[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65519.0f, 65520.0f, 1e6f, -1e6f,
                  0x1p-25f,        0x1p-24f * 1.5f,     -0.0f};
     uint16_t want[] = {0x3C00, 0x3C02, 0x7BFF, 0x7BFF, 0x7C00, 0x7C00, 0xFC00, 0x0000, 0x0002, 0x8000};
-    AmpBuf b = view(AMP_DT_FLOAT, 1, I64(10), x);
+    AmpBuf b = mkbuf(AMP_DT_FLOAT, 1, I64(10), x);
     const AmpBuf *in[] = {&b};
     cr_assert_eq(run_op(cast_node(AMP_DT_FLOAT16), 13, 1, in, 1), AMP_OK, "%s", st.msg);
     cr_assert_eq(outs.b[0].dtype, AMP_DT_FLOAT16);
@@ -155,7 +93,7 @@ Test(shape, cast_double_to_16_bit_rounds_once) {
      * 1 + 2^-10. Rounding to float first would land exactly on the halfway point and
      * then round to even (1.0): the double-rounding error the cast must avoid. */
     double x[] = {1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-11, 1.0 + 0x1p-8 + 0x1p-40, 1e300, NAN};
-    AmpBuf b = view(AMP_DT_DOUBLE, 1, I64(5), x);
+    AmpBuf b = mkbuf(AMP_DT_DOUBLE, 1, I64(5), x);
     const AmpBuf *in[] = {&b};
     cr_assert_eq(run_op(cast_node(AMP_DT_FLOAT16), 13, 1, in, 1), AMP_OK, "%s", st.msg);
     const uint16_t *h = outs.b[0].data;
@@ -172,7 +110,7 @@ Test(shape, cast_double_to_16_bit_rounds_once) {
 Test(shape, cast_float_to_bfloat16_ties_to_even) {
     float x[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 3.0e38f, -2.5f};
     uint16_t want[] = {0x3F80, 0x3F82, 0x7F62, 0xC020};
-    AmpBuf b = view(AMP_DT_FLOAT, 1, I64(4), x);
+    AmpBuf b = mkbuf(AMP_DT_FLOAT, 1, I64(4), x);
     const AmpBuf *in[] = {&b};
     cr_assert_eq(run_op(cast_node(AMP_DT_BFLOAT16), 13, 1, in, 1), AMP_OK, "%s", st.msg);
     for (int i = 0; i < 4; i++) cr_assert_eq(((uint16_t *)outs.b[0].data)[i], want[i], "element %d", i);
@@ -180,7 +118,7 @@ Test(shape, cast_float_to_bfloat16_ties_to_even) {
 
 Test(shape, cast_float_to_int_truncates_and_to_bool) {
     float x[] = {-1.7f, 2.9f, NAN, -0.0f, 0.5f, 0x1p33f};
-    AmpBuf b = view(AMP_DT_FLOAT, 1, I64(6), x);
+    AmpBuf b = mkbuf(AMP_DT_FLOAT, 1, I64(6), x);
     const AmpBuf *in[] = {&b};
     cr_assert_eq(run_op(cast_node(AMP_DT_INT64), 13, 1, in, 1), AMP_OK, "%s", st.msg);
     expect_i64(&outs.b[0], 6, I64(-1, 2, 0, 0, 0, INT64_C(8589934592)));
@@ -189,7 +127,7 @@ Test(shape, cast_float_to_int_truncates_and_to_bool) {
     for (int i = 0; i < 6; i++) cr_assert_eq(((uint8_t *)outs.b[0].data)[i], wantb[i], "bool element %d", i);
     /* int64 -> float16: 70000 overflows to inf; int -> uint8 wraps like numpy. */
     int64_t iv[] = {70000, -3, 300};
-    AmpBuf bi = view(AMP_DT_INT64, 1, I64(3), iv);
+    AmpBuf bi = mkbuf(AMP_DT_INT64, 1, I64(3), iv);
     const AmpBuf *in2[] = {&bi};
     cr_assert_eq(run_op(cast_node(AMP_DT_FLOAT16), 13, 1, in2, 1), AMP_OK, "%s", st.msg);
     cr_assert_eq(((uint16_t *)outs.b[0].data)[0], 0x7C00);
@@ -201,7 +139,7 @@ Test(shape, cast_float_to_int_truncates_and_to_bool) {
 
 Test(shape, cast_unsupported_types) {
     float x[] = {1};
-    AmpBuf b = view(AMP_DT_FLOAT, 1, I64(1), x);
+    AmpBuf b = mkbuf(AMP_DT_FLOAT, 1, I64(1), x);
     const AmpBuf *in[] = {&b};
     cr_assert_eq(run_op(cast_node(AMP_DT_STRING), 13, 1, in, 1), AMP_ERR_UNSUPPORTED);
     cr_assert_eq(run_op(cast_node(AMP_DT_FLOAT8E4M3FN), 19, 1, in, 1), AMP_ERR_UNSUPPORTED);
@@ -213,7 +151,7 @@ Test(shape, cast_unsupported_types) {
 static AmpCode reshape(const AmpBuf *x, int n, const int64_t *shape, bool allowzero) {
     AmpNode *nd = mknode("Reshape");
     if (allowzero) attr_int(nd, "allowzero", 1);
-    AmpBuf s = view(AMP_DT_INT64, 1, &(int64_t){n}, shape);
+    AmpBuf s = mkbuf(AMP_DT_INT64, 1, &(int64_t){n}, shape);
     const AmpBuf *in[] = {x, &s};
     return run_op(nd, 14, 2, in, 1);
 }
@@ -221,25 +159,25 @@ static AmpCode reshape(const AmpBuf *x, int n, const int64_t *shape, bool allowz
 Test(shape, reshape_zero_and_minus_one) {
     float data[24];
     for (int i = 0; i < 24; i++) data[i] = (float)i;
-    AmpBuf x = view(AMP_DT_FLOAT, 3, I64(2, 3, 4), data);
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 3, I64(2, 3, 4), data);
     cr_assert_eq(reshape(&x, 2, I64(0, -1), false), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 12));
+    expect_shape(&outs.b[0], 2, I64(2, 12));
     cr_assert_eq(((float *)outs.b[0].data)[23], 23.0f);
     cr_assert_eq(reshape(&x, 3, I64(-1, 0, 2), false), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 3, I64(4, 3, 2));
+    expect_shape(&outs.b[0], 3, I64(4, 3, 2));
     /* allowzero: 0 is a real zero-sized dimension. */
-    AmpBuf e = view(AMP_DT_FLOAT, 3, I64(0, 3, 4), data);
+    AmpBuf e = mkbuf(AMP_DT_FLOAT, 3, I64(0, 3, 4), data);
     cr_assert_eq(reshape(&e, 2, I64(0, 12), true), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(0, 12));
+    expect_shape(&outs.b[0], 2, I64(0, 12));
     cr_assert_eq(reshape(&e, 2, I64(12, 0), true), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(12, 0));
+    expect_shape(&outs.b[0], 2, I64(12, 0));
     cr_assert_eq(reshape(&e, 2, I64(0, -1), true), AMP_ERR_INPUT, "0 and -1 together with allowzero");
     cr_assert_eq(reshape(&x, 2, I64(0, 12), true), AMP_ERR_INPUT, "allowzero 0 does not copy");
 }
 
 Test(shape, reshape_hostile_shapes_are_errors) {
     float data[6] = {0};
-    AmpBuf x = view(AMP_DT_FLOAT, 2, I64(2, 3), data);
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, I64(2, 3), data);
     cr_assert_eq(reshape(&x, 1, I64(-5), false), AMP_ERR_INPUT);
     cr_assert_eq(reshape(&x, 2, I64(-1, -1), false), AMP_ERR_INPUT);
     cr_assert_eq(reshape(&x, 2, I64(INT64_MAX, INT64_MAX), false), AMP_ERR_INPUT);
@@ -248,11 +186,11 @@ Test(shape, reshape_hostile_shapes_are_errors) {
     cr_assert_eq(reshape(&x, 3, I64(0, 0, 0), false), AMP_ERR_INPUT, "0 copies past the input rank");
     cr_assert_eq(reshape(&x, 2, I64(4, 2), false), AMP_ERR_INPUT, "element count differs");
     cr_assert_eq(reshape(&x, 9, I64(1, 1, 1, 1, 1, 1, 2, 3, 1), false), AMP_ERR_UNSUPPORTED, "rank 9");
-    AmpBuf e = view(AMP_DT_FLOAT, 2, I64(0, 3), data);
+    AmpBuf e = mkbuf(AMP_DT_FLOAT, 2, I64(0, 3), data);
     cr_assert_eq(reshape(&e, 2, I64(0, -1), false), AMP_ERR_INPUT, "-1 beside a zero is ambiguous");
     /* A float shape tensor is not a shape. */
     AmpNode *nd = mknode("Reshape");
-    AmpBuf s = view(AMP_DT_FLOAT, 1, I64(1), F32(6));
+    AmpBuf s = mkbuf(AMP_DT_FLOAT, 1, I64(1), F32(6));
     const AmpBuf *in[] = {&x, &s};
     cr_assert_eq(run_op(nd, 14, 2, in, 1), AMP_ERR_INPUT);
 }
@@ -262,8 +200,8 @@ Test(shape, reshape_hostile_shapes_are_errors) {
 static AmpCode slice(const AmpBuf *x, int n, const int64_t *starts, const int64_t *ends, const int64_t *axes,
                      const int64_t *steps) {
     AmpNode *nd = mknode("Slice");
-    AmpBuf s = view(AMP_DT_INT64, 1, &(int64_t){n}, starts), e = view(AMP_DT_INT64, 1, &(int64_t){n}, ends);
-    AmpBuf a = view(AMP_DT_INT64, 1, &(int64_t){n}, axes), p = view(AMP_DT_INT64, 1, &(int64_t){n}, steps);
+    AmpBuf s = mkbuf(AMP_DT_INT64, 1, &(int64_t){n}, starts), e = mkbuf(AMP_DT_INT64, 1, &(int64_t){n}, ends);
+    AmpBuf a = mkbuf(AMP_DT_INT64, 1, &(int64_t){n}, axes), p = mkbuf(AMP_DT_INT64, 1, &(int64_t){n}, steps);
     const AmpBuf *in[] = {x, &s, &e, axes ? &a : NULL, steps ? &p : NULL};
     return run_op(nd, 13, 5, in, 1);
 }
@@ -271,7 +209,7 @@ static AmpCode slice(const AmpBuf *x, int n, const int64_t *starts, const int64_
 Test(shape, slice_negative_steps_and_clamping) {
     int64_t v[10];
     for (int i = 0; i < 10; i++) v[i] = i;
-    AmpBuf x = view(AMP_DT_INT64, 1, I64(10), v);
+    AmpBuf x = mkbuf(AMP_DT_INT64, 1, I64(10), v);
     cr_assert_eq(slice(&x, 1, I64(-1), I64(INT64_MIN), NULL, I64(-3)), AMP_OK, "%s", st.msg);
     expect_i64(&outs.b[0], 4, I64(9, 6, 3, 0));
     cr_assert_eq(slice(&x, 1, I64(100), I64(-100), I64(0), I64(-1)), AMP_OK, "%s", st.msg);
@@ -283,15 +221,15 @@ Test(shape, slice_negative_steps_and_clamping) {
     cr_assert_eq(slice(&x, 1, I64(2), I64(INT64_MAX), NULL, I64(INT64_MAX)), AMP_OK, "%s", st.msg);
     expect_i64(&outs.b[0], 1, I64(2));
     cr_assert_eq(slice(&x, 1, I64(3), I64(3), NULL, NULL), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 1, I64(0));
+    expect_shape(&outs.b[0], 1, I64(0));
     cr_assert_eq(slice(&x, 1, I64(0), I64(5), NULL, I64(0)), AMP_ERR_INPUT, "step 0");
     cr_assert_eq(slice(&x, 1, I64(0), I64(5), I64(1), NULL), AMP_ERR_INPUT, "axis out of range");
     /* 2-D: reverse the last axis (negative axis), every other row. */
     float m[12];
     for (int i = 0; i < 12; i++) m[i] = (float)i;
-    AmpBuf y = view(AMP_DT_FLOAT, 2, I64(4, 3), m);
+    AmpBuf y = mkbuf(AMP_DT_FLOAT, 2, I64(4, 3), m);
     cr_assert_eq(slice(&y, 2, I64(-1, 0), I64(INT64_MIN, 4), I64(-1, 0), I64(-1, 2)), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 3));
+    expect_shape(&outs.b[0], 2, I64(2, 3));
     expect_f32(&outs.b[0], 6, F32(2, 1, 0, 8, 7, 6));
 }
 
@@ -299,23 +237,23 @@ Test(shape, slice_negative_steps_and_clamping) {
 
 Test(shape, gather_checks_indices) {
     float d[6] = {0, 1, 2, 3, 4, 5};
-    AmpBuf x = view(AMP_DT_FLOAT, 2, I64(3, 2), d);
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, I64(3, 2), d);
     AmpNode *n = mknode("Gather");
     int32_t good[] = {-1, 0};
-    AmpBuf gi = view(AMP_DT_INT32, 1, I64(2), good);
+    AmpBuf gi = mkbuf(AMP_DT_INT32, 1, I64(2), good);
     const AmpBuf *in[] = {&x, &gi};
     cr_assert_eq(run_op(n, 13, 2, in, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 2));
+    expect_shape(&outs.b[0], 2, I64(2, 2));
     expect_f32(&outs.b[0], 4, F32(4, 5, 0, 1));
     int64_t bad[] = {0, 3};
-    AmpBuf bi = view(AMP_DT_INT64, 1, I64(2), bad);
+    AmpBuf bi = mkbuf(AMP_DT_INT64, 1, I64(2), bad);
     const AmpBuf *in2[] = {&x, &bi};
     cr_assert_eq(run_op(n, 13, 2, in2, 1), AMP_ERR_INPUT);
     int64_t neg[] = {-4};
-    AmpBuf ni = view(AMP_DT_INT64, 1, I64(1), neg);
+    AmpBuf ni = mkbuf(AMP_DT_INT64, 1, I64(1), neg);
     const AmpBuf *in3[] = {&x, &ni};
     cr_assert_eq(run_op(n, 13, 2, in3, 1), AMP_ERR_INPUT);
-    AmpBuf fi = view(AMP_DT_FLOAT, 1, I64(1), F32(0));
+    AmpBuf fi = mkbuf(AMP_DT_FLOAT, 1, I64(1), F32(0));
     const AmpBuf *in4[] = {&x, &fi};
     cr_assert_eq(run_op(n, 13, 2, in4, 1), AMP_ERR_INPUT, "float indices");
     AmpNode *n2 = mknode("Gather");
@@ -325,23 +263,23 @@ Test(shape, gather_checks_indices) {
 
 Test(shape, gather_nd_and_scatter_nd) {
     int64_t d[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    AmpBuf x = view(AMP_DT_INT64, 3, I64(2, 2, 2), d);
+    AmpBuf x = mkbuf(AMP_DT_INT64, 3, I64(2, 2, 2), d);
     int64_t ix[] = {1, 0, 0, 1};
-    AmpBuf ib = view(AMP_DT_INT64, 2, I64(2, 2), ix);
+    AmpBuf ib = mkbuf(AMP_DT_INT64, 2, I64(2, 2), ix);
     const AmpBuf *in[] = {&x, &ib};
     cr_assert_eq(run_op(mknode("GatherND"), 13, 2, in, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 2));
+    expect_shape(&outs.b[0], 2, I64(2, 2));
     expect_i64(&outs.b[0], 4, I64(4, 5, 2, 3));
     int64_t oob[] = {2, 0, 0, 1};
-    AmpBuf ob = view(AMP_DT_INT64, 2, I64(2, 2), oob);
+    AmpBuf ob = mkbuf(AMP_DT_INT64, 2, I64(2, 2), oob);
     const AmpBuf *in2[] = {&x, &ob};
     cr_assert_eq(run_op(mknode("GatherND"), 13, 2, in2, 1), AMP_ERR_INPUT);
     /* ScatterND add, int64: duplicates accumulate. */
     int64_t si[] = {1, 1};
-    AmpBuf sib = view(AMP_DT_INT64, 2, I64(2, 1), si);
+    AmpBuf sib = mkbuf(AMP_DT_INT64, 2, I64(2, 1), si);
     AmpNode *s = mknode("ScatterND");
     attr_str(s, "reduction", "add");
-    AmpBuf ub2 = view(AMP_DT_INT64, 3, I64(2, 2, 2), (int64_t[]){1, 1, 1, 1, 2, 2, 2, 2});
+    AmpBuf ub2 = mkbuf(AMP_DT_INT64, 3, I64(2, 2, 2), (int64_t[]){1, 1, 1, 1, 2, 2, 2, 2});
     const AmpBuf *in3[] = {&x, &sib, &ub2};
     cr_assert_eq(run_op(s, 16, 3, in3, 1), AMP_OK, "%s", st.msg);
     expect_i64(&outs.b[0], 8, I64(0, 1, 2, 3, 7, 8, 9, 10));
@@ -353,8 +291,8 @@ Test(shape, gather_nd_and_scatter_nd) {
 
 Test(shape, pad_modes) {
     int64_t v[3] = {1, 2, 3};
-    AmpBuf x = view(AMP_DT_INT64, 1, I64(3), v);
-    AmpBuf p = view(AMP_DT_INT64, 1, I64(2), I64(5, 5));
+    AmpBuf x = mkbuf(AMP_DT_INT64, 1, I64(3), v);
+    AmpBuf p = mkbuf(AMP_DT_INT64, 1, I64(2), I64(5, 5));
     const AmpBuf *in[] = {&x, &p};
     AmpNode *n = mknode("Pad");
     attr_str(n, "mode", "reflect");
@@ -362,59 +300,59 @@ Test(shape, pad_modes) {
     expect_i64(&outs.b[0], 13, I64(2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2)); /* numpy's reflect */
     AmpNode *e = mknode("Pad");
     attr_str(e, "mode", "edge");
-    AmpBuf pc = view(AMP_DT_INT64, 1, I64(2), I64(-1, 2));
+    AmpBuf pc = mkbuf(AMP_DT_INT64, 1, I64(2), I64(-1, 2));
     const AmpBuf *in2[] = {&x, &pc};
     cr_assert_eq(run_op(e, 13, 2, in2, 1), AMP_OK, "%s", st.msg);
     expect_i64(&outs.b[0], 4, I64(2, 3, 3, 3));
     /* constant on float16 with a constant_value input */
     uint16_t h[2] = {amp_f32_to_f16(1.5f), amp_f32_to_f16(-2.0f)}, cv = amp_f32_to_f16(7.0f);
-    AmpBuf hx = view(AMP_DT_FLOAT16, 1, I64(2), h), hc = view(AMP_DT_FLOAT16, 0, NULL, &cv);
-    AmpBuf p2 = view(AMP_DT_INT64, 1, I64(2), I64(1, 0));
+    AmpBuf hx = mkbuf(AMP_DT_FLOAT16, 1, I64(2), h), hc = mkbuf(AMP_DT_FLOAT16, 0, NULL, &cv);
+    AmpBuf p2 = mkbuf(AMP_DT_INT64, 1, I64(2), I64(1, 0));
     const AmpBuf *in3[] = {&hx, &p2, &hc};
     cr_assert_eq(run_op(mknode("Pad"), 13, 3, in3, 1), AMP_OK, "%s", st.msg);
     cr_assert_eq(((uint16_t *)outs.b[0].data)[0], cv);
     cr_assert_eq(((uint16_t *)outs.b[0].data)[2], h[1]);
-    AmpBuf pbad = view(AMP_DT_INT64, 1, I64(2), I64(-2, -2));
+    AmpBuf pbad = mkbuf(AMP_DT_INT64, 1, I64(2), I64(-2, -2));
     const AmpBuf *in4[] = {&x, &pbad};
     cr_assert_eq(run_op(mknode("Pad"), 13, 2, in4, 1), AMP_ERR_INPUT, "crops more than the axis");
-    AmpBuf phuge = view(AMP_DT_INT64, 1, I64(2), I64(INT64_MAX, 0));
+    AmpBuf phuge = mkbuf(AMP_DT_INT64, 1, I64(2), I64(INT64_MAX, 0));
     const AmpBuf *in5[] = {&x, &phuge};
     cr_assert_eq(run_op(mknode("Pad"), 13, 2, in5, 1), AMP_ERR_INPUT);
 }
 
 Test(shape, expand_tile_huge_outputs_are_errors) {
     uint8_t b[2] = {1, 0};
-    AmpBuf x = view(AMP_DT_BOOL, 2, I64(2, 1), b);
-    AmpBuf s = view(AMP_DT_INT64, 1, I64(2), I64(2, 3));
+    AmpBuf x = mkbuf(AMP_DT_BOOL, 2, I64(2, 1), b);
+    AmpBuf s = mkbuf(AMP_DT_INT64, 1, I64(2), I64(2, 3));
     const AmpBuf *in[] = {&x, &s};
     cr_assert_eq(run_op(mknode("Expand"), 13, 2, in, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 3));
+    expect_shape(&outs.b[0], 2, I64(2, 3));
     const uint8_t want[] = {1, 1, 1, 0, 0, 0};
     cr_assert_eq(memcmp(outs.b[0].data, want, 6), 0);
-    AmpBuf big = view(AMP_DT_INT64, 1, I64(4), I64(INT64_C(1) << 40, INT64_C(1) << 40, 2, 1));
+    AmpBuf big = mkbuf(AMP_DT_INT64, 1, I64(4), I64(INT64_C(1) << 40, INT64_C(1) << 40, 2, 1));
     const AmpBuf *in2[] = {&x, &big};
     cr_assert_eq(run_op(mknode("Expand"), 13, 2, in2, 1), AMP_ERR_INPUT);
-    AmpBuf nb = view(AMP_DT_INT64, 1, I64(2), I64(3, 1));
+    AmpBuf nb = mkbuf(AMP_DT_INT64, 1, I64(2), I64(3, 1));
     const AmpBuf *in3[] = {&x, &nb};
     cr_assert_eq(run_op(mknode("Expand"), 13, 2, in3, 1), AMP_ERR_INPUT, "2 does not broadcast to 3");
     /* Tile */
-    AmpBuf r = view(AMP_DT_INT64, 1, I64(2), I64(2, 2));
+    AmpBuf r = mkbuf(AMP_DT_INT64, 1, I64(2), I64(2, 2));
     const AmpBuf *in4[] = {&x, &r};
     cr_assert_eq(run_op(mknode("Tile"), 13, 2, in4, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(4, 2));
+    expect_shape(&outs.b[0], 2, I64(4, 2));
     const uint8_t want2[] = {1, 1, 0, 0, 1, 1, 0, 0};
     cr_assert_eq(memcmp(outs.b[0].data, want2, 8), 0);
-    AmpBuf rh = view(AMP_DT_INT64, 1, I64(2), I64(INT64_MAX, 2));
+    AmpBuf rh = mkbuf(AMP_DT_INT64, 1, I64(2), I64(INT64_MAX, 2));
     const AmpBuf *in5[] = {&x, &rh};
     cr_assert_eq(run_op(mknode("Tile"), 13, 2, in5, 1), AMP_ERR_INPUT);
-    AmpBuf cs = view(AMP_DT_INT64, 1, I64(2), I64(INT64_C(1) << 30, INT64_C(1) << 30));
+    AmpBuf cs = mkbuf(AMP_DT_INT64, 1, I64(2), I64(INT64_C(1) << 30, INT64_C(1) << 30));
     const AmpBuf *in6[] = {&cs};
     cr_assert_eq(run_op(mknode("ConstantOfShape"), 13, 1, in6, 1), AMP_ERR_INPUT);
 }
 
 Test(shape, split_uneven_since_18) {
     int64_t v[7] = {0, 1, 2, 3, 4, 5, 6};
-    AmpBuf x = view(AMP_DT_INT64, 1, I64(7), v);
+    AmpBuf x = mkbuf(AMP_DT_INT64, 1, I64(7), v);
     const AmpBuf *in[] = {&x};
     AmpNode *n = mknode("Split");
     attr_int(n, "num_outputs", 3);
@@ -423,14 +361,14 @@ Test(shape, split_uneven_since_18) {
     expect_i64(&outs.b[1], 3, I64(3, 4, 5));
     expect_i64(&outs.b[2], 1, I64(6));
     cr_assert_eq(run_op(mknode("Split"), 13, 1, in, 3), AMP_ERR_INPUT, "7 does not split in 3 before opset 18");
-    AmpBuf sp = view(AMP_DT_INT64, 1, I64(2), I64(INT64_MAX, -INT64_MAX + 7));
+    AmpBuf sp = mkbuf(AMP_DT_INT64, 1, I64(2), I64(INT64_MAX, -INT64_MAX + 7));
     const AmpBuf *in2[] = {&x, &sp};
     cr_assert_eq(run_op(mknode("Split"), 13, 2, in2, 2), AMP_ERR_INPUT);
 }
 
 Test(shape, concat_transpose_bad_attributes) {
     float d[6] = {0, 1, 2, 3, 4, 5};
-    AmpBuf x = view(AMP_DT_FLOAT, 2, I64(2, 3), d);
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, I64(2, 3), d);
     const AmpBuf *in[] = {&x, &x};
     AmpNode *c = mknode("Concat");
     attr_int(c, "axis", -3);
@@ -438,7 +376,7 @@ Test(shape, concat_transpose_bad_attributes) {
     AmpNode *c2 = mknode("Concat");
     attr_int(c2, "axis", -1);
     cr_assert_eq(run_op(c2, 13, 2, in, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 6));
+    expect_shape(&outs.b[0], 2, I64(2, 6));
     expect_f32(&outs.b[0], 12, F32(0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5));
     AmpNode *t = mknode("Transpose");
     attr_ints(t, "perm", 2, I64(0, 0));
@@ -453,8 +391,8 @@ Test(shape, concat_transpose_bad_attributes) {
 Test(shape, resize_linear_float16_storage) {
     /* (1, 1, 1, 2) -> (1, 1, 1, 4), align_corners: 0, 1/3, 2/3, 1 of the way. */
     uint16_t h[2] = {amp_f32_to_f16(0.0f), amp_f32_to_f16(1.0f)};
-    AmpBuf x = view(AMP_DT_FLOAT16, 4, I64(1, 1, 1, 2), h);
-    AmpBuf sz = view(AMP_DT_INT64, 1, I64(4), I64(1, 1, 1, 4));
+    AmpBuf x = mkbuf(AMP_DT_FLOAT16, 4, I64(1, 1, 1, 2), h);
+    AmpBuf sz = mkbuf(AMP_DT_INT64, 1, I64(4), I64(1, 1, 1, 4));
     const AmpBuf *in[] = {&x, NULL, NULL, &sz};
     AmpNode *n = mknode("Resize");
     attr_str(n, "mode", "linear");
@@ -468,7 +406,7 @@ Test(shape, resize_linear_float16_storage) {
     const AmpBuf *in2[] = {&x, NULL, &sz, &sz};
     cr_assert_eq(run_op(n, 13, 4, in2, 1), AMP_ERR_INPUT, "scales and sizes together");
     int64_t iv[2] = {0, 1};
-    AmpBuf xi = view(AMP_DT_INT64, 4, I64(1, 1, 1, 2), iv);
+    AmpBuf xi = mkbuf(AMP_DT_INT64, 4, I64(1, 1, 1, 2), iv);
     const AmpBuf *in3[] = {&xi, NULL, NULL, &sz};
     cr_assert_eq(run_op(n, 13, 4, in3, 1), AMP_ERR_UNSUPPORTED, "linear on int64");
 }
@@ -477,32 +415,32 @@ Test(shape, resize_linear_float16_storage) {
 
 Test(shape, range_and_onehot) {
     int64_t s = INT64_MIN + 1, l = INT64_MAX, d = INT64_MAX;
-    AmpBuf bs = view(AMP_DT_INT64, 0, NULL, &s), bl = view(AMP_DT_INT64, 0, NULL, &l),
-           bd = view(AMP_DT_INT64, 0, NULL, &d);
+    AmpBuf bs = mkbuf(AMP_DT_INT64, 0, NULL, &s), bl = mkbuf(AMP_DT_INT64, 0, NULL, &l),
+           bd = mkbuf(AMP_DT_INT64, 0, NULL, &d);
     const AmpBuf *in[] = {&bs, &bl, &bd};
     cr_assert_eq(run_op(mknode("Range"), 11, 3, in, 1), AMP_OK, "%s", st.msg);
     expect_i64(&outs.b[0], 2, I64(INT64_MIN + 1, 0)); /* MAX itself is the (excluded) limit */
     int64_t z = 0;
-    AmpBuf bz = view(AMP_DT_INT64, 0, NULL, &z);
+    AmpBuf bz = mkbuf(AMP_DT_INT64, 0, NULL, &z);
     const AmpBuf *in2[] = {&bs, &bl, &bz};
     cr_assert_eq(run_op(mknode("Range"), 11, 3, in2, 1), AMP_ERR_INPUT, "delta 0");
     /* OneHot with a negative index and one out of range (all off). */
     float idx[] = {-1, 5, 1.9f};
     float depth = 3, vals[] = {0, 1};
-    AmpBuf bi = view(AMP_DT_FLOAT, 1, I64(3), idx), bde = view(AMP_DT_FLOAT, 0, NULL, &depth);
-    AmpBuf bv = view(AMP_DT_FLOAT, 1, I64(2), vals);
+    AmpBuf bi = mkbuf(AMP_DT_FLOAT, 1, I64(3), idx), bde = mkbuf(AMP_DT_FLOAT, 0, NULL, &depth);
+    AmpBuf bv = mkbuf(AMP_DT_FLOAT, 1, I64(2), vals);
     const AmpBuf *in4[] = {&bi, &bde, &bv};
     cr_assert_eq(run_op(mknode("OneHot"), 11, 3, in4, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(3, 3));
+    expect_shape(&outs.b[0], 2, I64(3, 3));
     expect_f32(&outs.b[0], 9, F32(0, 0, 1, 0, 0, 0, 0, 1, 0));
 }
 
 Test(shape, nonzero_ignores_negative_zero) {
     float x[] = {0.0f, -0.0f, 2.0f, NAN};
-    AmpBuf b = view(AMP_DT_FLOAT, 2, I64(2, 2), x);
+    AmpBuf b = mkbuf(AMP_DT_FLOAT, 2, I64(2, 2), x);
     const AmpBuf *in[] = {&b};
     cr_assert_eq(run_op(mknode("NonZero"), 13, 1, in, 1), AMP_OK, "%s", st.msg);
-    expect_dims(&outs.b[0], 2, I64(2, 2));
+    expect_shape(&outs.b[0], 2, I64(2, 2));
     expect_i64(&outs.b[0], 4, I64(1, 1, 0, 1));
 }
 
@@ -511,7 +449,7 @@ Test(shape, strings_are_unsupported) {
     const AmpBuf *in[] = {&s};
     cr_assert_eq(run_op(mknode("Identity"), 13, 1, in, 1), AMP_ERR_UNSUPPORTED);
     cr_assert_eq(run_op(mknode("Transpose"), 13, 1, in, 1), AMP_ERR_UNSUPPORTED);
-    AmpBuf p = view(AMP_DT_INT64, 1, I64(2), I64(0, 1));
+    AmpBuf p = mkbuf(AMP_DT_INT64, 1, I64(2), I64(0, 1));
     const AmpBuf *in2[] = {&s, &p};
     cr_assert_eq(run_op(mknode("Gather"), 13, 2, in2, 1), AMP_ERR_UNSUPPORTED);
 }

@@ -1,0 +1,57 @@
+/* The precision of a node as the model states it, read from the dtypes of its values,
+ * for the report (--report) and the DOT picture (--dump-dot): works on any model,
+ * converted by ampc or not, and needs nothing from the AMP pass. */
+#ifndef AMP_PRECISION_H
+#define AMP_PRECISION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ir.h"
+
+typedef enum AmpPrecision {
+    AMP_PREC_NONE = 0, /* no float32/float16/bfloat16 data (shape, integer, double ops) */
+    AMP_PREC_FP32,     /* float32 data and no 16-bit data */
+    AMP_PREC_FP16,     /* some float16 data (16-bit) */
+    AMP_PREC_BF16,     /* some bfloat16 data and no float16 (16-bit) */
+    AMP_PREC_CAST,     /* Cast or CastLike (ai.onnx): a category of its own */
+    AMP_PREC__COUNT
+} AmpPrecision;
+
+/* The values that count are the float-slot inputs of the op table (ops.def; for an op
+ * not in the table, every input) and every output. A node is 16-bit when one of them is
+ * float16 or bfloat16, fp32 when one is float32 and none is 16-bit, else none. Values
+ * whose type is unknown do not count. */
+AmpPrecision amp_node_precision(const AmpNode *n);
+static inline bool amp_precision_is_16(AmpPrecision p) {
+    return p == AMP_PREC_FP16 || p == AMP_PREC_BF16;
+}
+const char *amp_precision_name(AmpPrecision p); /* "fp32", "fp16", "bf16", "cast", "none" */
+
+/* Short dtype names for labels: fp32, fp16, bf16, fp64, else amp_dtype_name's. */
+const char *amp_dtype_short_name(int dt);
+
+/* A Cast's source and target dtypes (AMP_DT_UNDEFINED when unknown): the target from the
+ * output's type, else Cast's `to` or CastLike's second input. False if n is no cast. */
+bool amp_cast_dtypes(const AmpNode *n, int *from, int *to);
+/* A cast between float32 and float16/bfloat16 (either way): what AMP inserts. */
+bool amp_cast_is_amp(const AmpNode *n);
+
+/* Node groups: machinery ampc inserts that the report and the picture show as one
+ * group rather than node by node. A node belongs to a group when its name starts with
+ * the group's prefix; the first matching entry wins. The list is in precision.c (one
+ * place): the loss-scaling pass (DESIGN.md, "Loss scaling") names every node it adds
+ * "amp_loss_scale..." so that they land in the "loss scaling" group. */
+typedef struct AmpNodeGroup {
+    const char *prefix; /* node-name prefix */
+    const char *label;  /* shown in the report and as the cluster's label */
+} AmpNodeGroup;
+
+enum { AMP_MAX_NODE_GROUPS = 8 }; /* room in reports; precision.c checks the list fits */
+
+size_t amp_node_group_count(void);
+const AmpNodeGroup *amp_node_group_at(size_t i); /* NULL past the end */
+/* The index of n's group, or -1 when it belongs to none. */
+int amp_node_group(const AmpNode *n);
+
+#endif

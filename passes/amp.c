@@ -1,0 +1,177 @@
+/* The "amp" pass: automatic mixed precision (DESIGN.md "AMP colouring"). It infers types,
+ * paints every node allow / deny from the op lists (after the user's edits and level),
+ * the user's --keep-fp32 globs and the training rules, then rewrites the graph: 16-bit
+ * nodes, one Cast per (value, type), weights stored in 16 bits for inference graphs.
+ * The painting is amp_color.c, the rewrite amp_cast.c and amp_weights.c, the explanations
+ * amp_explain.c; this file holds the entry and the training rules. */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_impl.h"
+
+/* ---- training rules (DESIGN.md "Training graphs — the contract") ------------------- */
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* A training graph has training_info, or gradients (`*_grad`) among its outputs. */
+static bool is_training(const AmpModel *m) {
+    if (m->n_training) return true;
+    for (size_t i = 0; i < m->graph->outputs.n; i++)
+        if (ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
+    return false;
+}
+
+static bool scalar_like(const AmpType *t) {
+    if (t->rank < 0) return true;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i].value != 1) return false;
+    return true;
+}
+
+static AmpCode find_loss(AmpRun *r) {
+    AmpModel *m = r->m;
+    if (r->opt->loss) {
+        r->loss = amp_graph_lookup(m->graph, r->opt->loss);
+        if (!r->loss)
+            return amp_fail(r->st, AMP_ERR_USAGE, "--loss '%s': the main graph has no value of that name",
+                            r->opt->loss);
+        return AMP_OK;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < m->graph->outputs.n; i++) {
+        AmpValue *v = m->graph->outputs.items[i].value;
+        if (amp_is_f32(v) && strstr(v->name, "loss") && scalar_like(&v->type)) {
+            if (!found) r->loss = v;
+            found++;
+        }
+    }
+    if (found == 1) return AMP_OK;
+    r->loss = NULL;
+    return amp_fail(r->st, AMP_ERR_INPUT,
+                    "training graph: %s scalar float output has a name containing \"loss\", so the loss "
+                    "subgraph cannot be told: name the loss with --loss NAME",
+                    found ? "more than one" : "no");
+}
+
+static void force(AmpRun *r, AmpNode *n, AmpWhy why, const char *detail) {
+    uint32_t i = amp_idx(n);
+    if (i == AMP_NO_NODE || (r->ni[i].flags & AMP_NF_FORCED)) return;
+    r->ni[i].flags |= AMP_NF_FORCED;
+    r->ni[i].why = (unsigned char)why;
+    r->ni[i].detail = detail;
+}
+
+/* The loss op and every node downstream of it, in any graph. */
+static AmpCode force_loss(AmpRun *r) {
+    AmpNode *p = r->loss->producer;
+    if (!p) return AMP_OK;
+    uint32_t *stack = malloc(r->n * sizeof *stack + sizeof *stack);
+    if (!stack) return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
+    size_t top = 0;
+    force(r, p, AMP_WHY_LOSS, r->loss->name);
+    stack[top++] = amp_idx(p);
+    while (top) {
+        const AmpNode *n = r->ni[stack[--top]].node;
+        for (int o = 0; o < n->n_outputs; o++) {
+            const AmpValue *v = n->outputs[o];
+            for (size_t u = 0; v && u < v->n_uses; u++) {
+                uint32_t j = amp_idx(v->uses[u].node);
+                if (j == AMP_NO_NODE || (r->ni[j].flags & AMP_NF_FORCED)) continue;
+                force(r, v->uses[u].node, AMP_WHY_LOSS, r->loss->name);
+                stack[top++] = j;
+            }
+        }
+    }
+    free(stack);
+    return AMP_OK;
+}
+
+static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {
+    for (size_t k = 0; g && k < n; k++) {
+        AmpValue *v = b[k].value ? amp_graph_lookup(g, b[k].value) : NULL;
+        if (v && v->producer) force(r, v->producer, AMP_WHY_UPDATE, v->name);
+    }
+}
+
+static AmpCode training_rules(AmpRun *r) {
+    AmpModel *m = r->m;
+    for (size_t i = 0; i < r->n; i++) {
+        AmpNode *n = r->ni[i].node;
+        const char *d = n->domain ? n->domain : "";
+        if (strcmp(d, "ai.onnx.preview.training") == 0 ||
+            (strcmp(d, "com.microsoft") == 0 && n->op_type && ends_with(n->op_type, "Optimizer")))
+            force(r, n, AMP_WHY_OPTIMIZER, NULL);
+    }
+    for (size_t i = 0; i < m->n_training; i++) {
+        const AmpTrainingInfo *ti = &m->training[i];
+        force_bound(r, ti->algorithm, ti->update_bindings, ti->n_update_bindings);
+        force_bound(r, ti->initialization, ti->init_bindings, ti->n_init_bindings);
+    }
+    if (!r->training) return AMP_OK;
+    AmpCode rc = find_loss(r);
+    return rc ? rc : force_loss(r);
+}
+
+static void keep_fp32(AmpRun *r) {
+    for (size_t k = 0; k < r->opt->n_keep_fp32; k++) {
+        const char *glob = r->opt->keep_fp32[k];
+        for (size_t i = 0; glob && i < r->n; i++) {
+            AmpNode *n = r->ni[i].node;
+            if (fnmatch(glob, n->name ? n->name : "", 0) == 0) force(r, n, AMP_WHY_KEEP_FP32, glob);
+        }
+    }
+}
+
+/* ---- the pass --------------------------------------------------------------------- */
+
+static void summary(const AmpRun *r) {
+    if (!r->opt->notify) return;
+    char line[512];
+    int k = snprintf(line, sizeof line, "amp: %s: %zu of %zu float nodes in 16 bits, %zu casts", amp_dtype_name(r->dt),
+                     r->n_16, r->n_float, r->n_casts);
+    if (k > 0 && (size_t)k < sizeof line && !r->training)
+        k += snprintf(line + k, sizeof line - (size_t)k, ", %zu weights stored in 16 bits", r->n_weights16);
+    if (k > 0 && (size_t)k < sizeof line && r->n_weights_kept)
+        k += snprintf(line + k, sizeof line - (size_t)k, " (%zu kept in float32: out of range)", r->n_weights_kept);
+    if (k > 0 && (size_t)k < sizeof line && r->training && r->loss)
+        snprintf(line + k, sizeof line - (size_t)k, "; training graph, loss '%s'", r->loss->name);
+    r->opt->notify(r->opt->notify_ctx, line);
+}
+
+AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
+    static const AmpPassOptions defaults = {0};
+    if (!opt) opt = &defaults;
+    AmpRun r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.opt = opt;
+    r.st = st;
+    r.dt = opt->precision ? opt->precision : AMP_DT_FLOAT16;
+    if (r.dt != AMP_DT_FLOAT16 && r.dt != AMP_DT_BFLOAT16)
+        return amp_fail(st, AMP_ERR_USAGE, "amp: precision %s: expected float16 or bfloat16",
+                        amp_dtype_name(r.dt));
+    r.dt_short = r.dt == AMP_DT_FLOAT16 ? "fp16" : "bf16";
+    AmpCode rc = amp_op_classes(r.dt, opt->list_edits, opt->n_list_edits, opt->level, r.cls, st);
+    if (rc) return rc;
+    for (int op = 0; op < AMP_OP__COUNT; op++) r.min_opset[op] = amp_op_min_opset_16((AmpOpId)op, r.dt);
+    /* Colouring reads dtypes: make sure every one that can be known is. */
+    if ((rc = amp_infer_model(m, st))) return rc;
+    if ((rc = amp_collect(&r))) goto done;
+    r.training = is_training(m) || opt->loss;
+    if ((rc = training_rules(&r))) goto done;
+    keep_fp32(&r);
+    amp_color(&r);
+    if (opt->explain_node && opt->explain_out) amp_explain(&r, opt->explain_node, opt->explain_out);
+    if (opt->paint_out) amp_paint_buckets(&r, opt->paint_out);
+    if ((rc = amp_rewrite(&r))) goto done;
+    summary(&r);
+done:
+    free(r.ni);
+    free(r.graphs);
+    return rc;
+}

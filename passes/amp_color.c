@@ -1,0 +1,271 @@
+/* Painting (TensorFlow grappler's AutoMixedPrecision order, DESIGN.md "AMP colouring"):
+ * paint allow; spread deny forward through infer nodes and through clear nodes upstream of
+ * deny/infer nodes; clear/infer nodes both downstream and upstream of allow become allow;
+ * allow spreads through clear nodes both ways. A node that cannot take the 16-bit type is
+ * never entered. Every traversal is an explicit-stack DFS with a visited set, so the whole
+ * painting is linear in nodes + edges. Edges join nodes of one graph through float32
+ * values read at float data slots; values crossing a graph boundary keep their type. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_impl.h"
+
+bool amp_float_slot(const AmpNode *n, int slot) {
+    if (n->op == AMP_OP_UNKNOWN || slot < 0) return false;
+    uint32_t mask = amp_op_info(n->op)->float_inputs;
+    return slot >= 32 ? mask == AMP_SLOTS_ALL : ((mask >> slot) & 1u) != 0;
+}
+
+bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot) {
+    uint32_t i = amp_idx(n);
+    return n->graph == g && i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW &&
+           amp_float_slot(n, slot);
+}
+
+/* ---- collecting nodes ------------------------------------------------------------ */
+
+/* Grows *p (of *cap elements of `size`) to hold `need`, doubling. */
+static bool grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static AmpCode collect_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
+    AmpRun *r = ctx;
+    if (!grow((void **)&r->graphs, &r->cap_graphs, r->n_graphs + 1, sizeof *r->graphs) ||
+        !grow((void **)&r->ni, &r->cap, r->n + g->n_nodes, sizeof *r->ni))
+        return amp_fail(st, AMP_ERR_INTERNAL, "amp: out of memory");
+    r->graphs[r->n_graphs++] = g;
+    size_t end = r->n + g->n_nodes;
+    for (AmpNode *n = g->first; n && r->n < end; n = n->next) {
+        if (r->n >= (size_t)INT32_MAX - 1) return amp_fail(st, AMP_ERR_UNSUPPORTED, "amp: too many nodes");
+        AmpNodeInfo *x = &r->ni[r->n++];
+        memset(x, 0, sizeof *x);
+        x->node = n;
+        x->from = x->down_from = AMP_NO_NODE;
+        n->mark = (int)r->n;
+    }
+    return AMP_OK;
+}
+
+AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
+    if (n->op == AMP_OP_UNKNOWN || c == AMP_CLASS_NEVER) return AMP_INELIG_CLASS;
+    if (amp_op_info(n->op)->float_inputs == AMP_SLOTS_NONE) return AMP_INELIG_NO_SLOTS;
+    bool f32 = false, other = false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const AmpValue *v = n->inputs[i];
+        if (!v || !amp_float_slot(n, i)) continue;
+        if (v->type.kind != AMP_TYPE_TENSOR || v->type.dtype == AMP_DT_UNDEFINED) return AMP_INELIG_UNKNOWN;
+        if (v->type.dtype == AMP_DT_FLOAT)
+            f32 = true;
+        else if (amp_dtype_is_float(v->type.dtype))
+            return AMP_INELIG_TYPE;
+        else
+            other = true;
+    }
+    if (!f32 || other) return AMP_INELIG_NO_F32;
+    int64_t opset = amp_model_opset(r->m, n->domain);
+    if (r->min_opset[n->op] > opset) return AMP_INELIG_OPSET;
+    if (r->dt == AMP_DT_BFLOAT16 && amp_model_opset(r->m, "") < 13) return AMP_INELIG_CAST_OPSET;
+    return AMP_ELIGIBLE;
+}
+
+AmpCode amp_collect(AmpRun *r) {
+    AmpCode rc = amp_model_walk(r->m, collect_graph, r, r->st);
+    if (rc) return rc;
+    for (size_t i = 0; i < r->n; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        x->cls = (unsigned char)(x->node->op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : r->cls[x->node->op]);
+        x->inelig = (unsigned char)amp_eligibility(r, x->node, (AmpOpClass)x->cls);
+        r->n_float += x->inelig == AMP_ELIGIBLE || x->inelig == AMP_INELIG_OPSET ||
+                      x->inelig == AMP_INELIG_CAST_OPSET;
+    }
+    return AMP_OK;
+}
+
+/* ---- neighbours ------------------------------------------------------------------ */
+
+/* The DFS stack. Neighbours of a node are its consumers (outputs) and/or producers
+ * (inputs) in the same graph, through float32 values read at float data slots. */
+typedef struct Dfs {
+    AmpRun *r;
+    uint32_t *stack;
+    size_t n, cap;
+    bool oom;
+} Dfs;
+
+static void push(Dfs *d, uint32_t i) {
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 1024;
+        uint32_t *s = realloc(d->stack, cap * sizeof *s);
+        if (!s) {
+            d->oom = true;
+            return;
+        }
+        d->stack = s;
+        d->cap = cap;
+    }
+    d->stack[d->n++] = i;
+}
+
+enum { DIR_OUT = 1, DIR_IN = 2 };
+
+/* What a traversal does: enter(j) decides whether to step into j (from i) and marks it. */
+typedef bool (*EnterFn)(AmpRun *r, uint32_t from, uint32_t j);
+
+static void step_into(Dfs *d, EnterFn enter, uint32_t i, const AmpNode *m) {
+    uint32_t j = amp_idx(m);
+    if (j != AMP_NO_NODE && j != i && enter(d->r, i, j)) push(d, j);
+}
+
+/* Depth first from root (already marked by the caller) over `dirs`. */
+static void dfs(Dfs *d, uint32_t root, int dirs, EnterFn enter) {
+    push(d, root);
+    while (d->n && !d->oom) {
+        uint32_t i = d->stack[--d->n];
+        const AmpNode *n = d->r->ni[i].node;
+        if (dirs & DIR_OUT)
+            for (int o = 0; o < n->n_outputs; o++) {
+                const AmpValue *v = n->outputs[o];
+                if (!amp_is_f32(v)) continue;
+                for (size_t u = 0; u < v->n_uses; u++) {
+                    const AmpNode *c = v->uses[u].node;
+                    if (c->graph == n->graph && amp_float_slot(c, v->uses[u].slot)) step_into(d, enter, i, c);
+                }
+            }
+        if (dirs & DIR_IN)
+            for (int k = 0; k < n->n_inputs; k++) {
+                const AmpValue *v = n->inputs[k];
+                if (!amp_is_f32(v) || !v->producer || v->producer->graph != n->graph || !amp_float_slot(n, k))
+                    continue;
+                step_into(d, enter, i, v->producer);
+            }
+    }
+}
+
+/* ---- the steps ---------------------------------------------------------------------- */
+
+static bool forced(const AmpNodeInfo *x) {
+    return (x->flags & AMP_NF_FORCED) != 0;
+}
+
+static bool deny_root(const AmpNodeInfo *x) {
+    return forced(x) || x->cls == AMP_CLASS_DENY;
+}
+
+/* Step 2a: deny/infer nodes and the clear nodes upstream of them. */
+static bool enter_upstream(AmpRun *r, uint32_t from, uint32_t j) {
+    (void)from;
+    AmpNodeInfo *x = &r->ni[j];
+    if ((x->flags & AMP_NF_UPSTREAM) || x->cls != AMP_CLASS_CLEAR) return false;
+    x->flags |= AMP_NF_UPSTREAM;
+    return true;
+}
+
+/* Step 2b: deny spreads forward through that set. */
+static bool enter_deny(AmpRun *r, uint32_t from, uint32_t j) {
+    AmpNodeInfo *x = &r->ni[j];
+    if (x->paint == AMP_PAINT_DENY || !(x->flags & AMP_NF_UPSTREAM)) return false;
+    x->paint = AMP_PAINT_DENY;
+    x->why = AMP_WHY_DENY_FWD;
+    x->from = from;
+    return true;
+}
+
+/* Can x turn 16-bit by spreading (not an allow-list op, not denied, eligible)? */
+static bool spreadable(const AmpNodeInfo *x, bool infer_too) {
+    return x->paint == AMP_PAINT_NONE && !forced(x) && x->inelig == AMP_ELIGIBLE &&
+           (x->cls == AMP_CLASS_CLEAR || (infer_too && x->cls == AMP_CLASS_INFER));
+}
+
+/* Step 3a: clear/infer nodes downstream of allow. */
+static bool enter_down_allow(AmpRun *r, uint32_t from, uint32_t j) {
+    AmpNodeInfo *x = &r->ni[j];
+    if ((x->flags & AMP_NF_DOWN_ALLOW) || !spreadable(x, true)) return false;
+    x->flags |= AMP_NF_DOWN_ALLOW;
+    x->down_from = from;
+    return true;
+}
+
+/* Step 3b: going upstream from allow, those that are also downstream of allow. */
+static bool enter_up_allow(AmpRun *r, uint32_t from, uint32_t j) {
+    AmpNodeInfo *x = &r->ni[j];
+    if ((x->flags & AMP_NF_UP_ALLOW) || !(x->flags & AMP_NF_DOWN_ALLOW)) return false;
+    x->flags |= AMP_NF_UP_ALLOW;
+    if (x->paint != AMP_PAINT_ALLOW) {
+        x->paint = AMP_PAINT_ALLOW;
+        x->why = AMP_WHY_BETWEEN;
+        x->from = from;
+    }
+    return true;
+}
+
+/* Step 4: allow spreads through clear nodes, both ways. */
+static bool enter_clear(AmpRun *r, uint32_t from, uint32_t j) {
+    AmpNodeInfo *x = &r->ni[j];
+    if ((x->flags & AMP_NF_CLEAR_SEEN) || !spreadable(x, false)) return false;
+    x->flags |= AMP_NF_CLEAR_SEEN;
+    x->paint = AMP_PAINT_ALLOW;
+    x->why = AMP_WHY_CLEAR_PROP;
+    x->from = from;
+    return true;
+}
+
+void amp_color(AmpRun *r) {
+    Dfs d = {r, NULL, 0, 0, false};
+    size_t n = r->n;
+    /* 1. Allow-list ops that can take the 16-bit type. Forced nodes are deny already. */
+    for (size_t i = 0; i < n; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if (forced(x) || x->cls != AMP_CLASS_ALLOW || x->inelig != AMP_ELIGIBLE) continue;
+        x->paint = AMP_PAINT_ALLOW;
+        x->why = AMP_WHY_LIST;
+    }
+    /* 2. Deny forward through infer nodes and clear nodes upstream of deny/infer. Roots
+     * are painted first, so a spread never overwrites the rule that made a root deny. */
+    for (size_t i = 0; i < n && !d.oom; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if (!deny_root(x) && x->cls != AMP_CLASS_INFER) continue;
+        x->flags |= AMP_NF_UPSTREAM;
+        dfs(&d, (uint32_t)i, DIR_IN, enter_upstream);
+    }
+    for (size_t i = 0; i < n; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if (!deny_root(x)) continue;
+        x->paint = AMP_PAINT_DENY;
+        if (!forced(x)) x->why = AMP_WHY_LIST;
+    }
+    for (size_t i = 0; i < n && !d.oom; i++)
+        if (deny_root(&r->ni[i])) dfs(&d, (uint32_t)i, DIR_OUT, enter_deny);
+    /* 3. Clear/infer nodes both downstream and upstream of allow. */
+    for (size_t i = 0; i < n && !d.oom; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if (x->paint != AMP_PAINT_ALLOW || x->why != AMP_WHY_LIST || (x->flags & AMP_NF_DOWN_ALLOW)) continue;
+        x->flags |= AMP_NF_DOWN_ALLOW;
+        dfs(&d, (uint32_t)i, DIR_OUT, enter_down_allow);
+    }
+    for (size_t i = 0; i < n && !d.oom; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if (x->paint != AMP_PAINT_ALLOW || x->why != AMP_WHY_LIST || (x->flags & AMP_NF_UP_ALLOW)) continue;
+        x->flags |= AMP_NF_UP_ALLOW;
+        dfs(&d, (uint32_t)i, DIR_IN, enter_up_allow);
+    }
+    /* 4. Allow through clear nodes, both ways. */
+    for (size_t i = 0; i < n && !d.oom; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if (x->paint != AMP_PAINT_ALLOW || (x->flags & AMP_NF_CLEAR_SEEN)) continue;
+        x->flags |= AMP_NF_CLEAR_SEEN;
+        dfs(&d, (uint32_t)i, DIR_IN | DIR_OUT, enter_clear);
+    }
+    free(d.stack);
+    /* Out of memory mid-way: paint nothing rather than half (the graph stays fp32). */
+    for (size_t i = 0; d.oom && i < n; i++)
+        if (r->ni[i].paint == AMP_PAINT_ALLOW) r->ni[i].paint = AMP_PAINT_NONE;
+    for (size_t i = 0; i < n; i++) r->n_16 += r->ni[i].paint == AMP_PAINT_ALLOW;
+}

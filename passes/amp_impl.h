@@ -1,0 +1,109 @@
+/* The AMP pass's private state, shared by its files: amp.c (the entry: options, the
+ * training rules, the summary), amp_color.c (painting nodes allow / deny), amp_cast.c
+ * (casts and 16-bit types), amp_weights.c (weights stored in 16 bits), amp_explain.c
+ * (--explain and the paint buckets), amp_opsets.c (which opsets take 16-bit types). */
+#ifndef AMP_AMP_IMPL_H
+#define AMP_AMP_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "passes.h"
+#include "uses.h"
+
+enum { AMP_NO_NODE = UINT32_MAX };
+
+typedef enum AmpPaint { AMP_PAINT_NONE = 0, AMP_PAINT_ALLOW, AMP_PAINT_DENY } AmpPaint;
+
+/* Why a node got its paint: the last rule that set it (--explain prints the chain). */
+typedef enum AmpWhy {
+    AMP_WHY_NONE = 0,   /* never painted: keeps its precision */
+    AMP_WHY_LIST,       /* its op's list: allow or deny */
+    AMP_WHY_KEEP_FP32,  /* matched a --keep-fp32 glob (detail) */
+    AMP_WHY_LOSS,       /* the loss op or downstream of it (detail: the loss) */
+    AMP_WHY_OPTIMIZER,  /* an optimizer op */
+    AMP_WHY_UPDATE,     /* produces a value bound by training_info (detail: its name) */
+    AMP_WHY_DENY_FWD,   /* deny spread forward from `from` */
+    AMP_WHY_BETWEEN,    /* downstream of allow (reached from `down_from`) and upstream of
+                           the allow node reached through `from` */
+    AMP_WHY_CLEAR_PROP  /* allow spread through clear nodes from `from` */
+} AmpWhy;
+
+/* Why a node cannot compute in 16 bits (0: it can). */
+typedef enum AmpInelig {
+    AMP_ELIGIBLE = 0,
+    AMP_INELIG_CLASS,       /* unknown op, or in no list */
+    AMP_INELIG_NO_SLOTS,    /* the op table marks no float data input */
+    AMP_INELIG_NO_F32,      /* no float data input is float32 */
+    AMP_INELIG_TYPE,        /* a float data input is not float32 (16-bit already, double) */
+    AMP_INELIG_UNKNOWN,     /* a float data input's type is unknown */
+    AMP_INELIG_OPSET,       /* the op takes the 16-bit type only from a later opset */
+    AMP_INELIG_CAST_OPSET   /* bfloat16 needs Cast-13: the model imports an older opset */
+} AmpInelig;
+
+/* Traversal sets of TensorFlow's algorithm (AmpNodeInfo.flags). */
+enum {
+    AMP_NF_UPSTREAM = 1u << 0,   /* deny/infer node, or clear node upstream of one */
+    AMP_NF_DOWN_ALLOW = 1u << 1, /* allow node, or clear/infer node downstream of one */
+    AMP_NF_UP_ALLOW = 1u << 2,   /* visited going upstream from an allow node */
+    AMP_NF_CLEAR_SEEN = 1u << 3, /* visited by the spread through clear nodes */
+    AMP_NF_FORCED = 1u << 4      /* painted deny by a rule above the lists */
+};
+
+/* One node of the model (main graph, subgraphs, training graphs). */
+typedef struct AmpNodeInfo {
+    AmpNode *node;
+    uint32_t from, down_from; /* indices of the neighbours a spread came from */
+    const char *detail;       /* glob, loss or bound value named by `why` */
+    unsigned char cls;        /* AmpOpClass after edits and level */
+    unsigned char paint;      /* AmpPaint */
+    unsigned char why;        /* AmpWhy */
+    unsigned char inelig;     /* AmpInelig */
+    unsigned char flags;      /* AMP_NF_* */
+} AmpNodeInfo;
+
+typedef struct AmpCastMap AmpCastMap; /* (graph, value) -> its 16-bit copy; amp_cast.c */
+
+typedef struct AmpRun {
+    AmpModel *m;
+    const AmpPassOptions *opt;
+    AmpStatus *st;
+    int dt;               /* AMP_DT_FLOAT16 or AMP_DT_BFLOAT16 */
+    const char *dt_short; /* "fp16" or "bf16": the suffix of names the pass makes */
+    AmpOpClass cls[AMP_OP__COUNT];
+    int min_opset[AMP_OP__COUNT]; /* amp_op_min_opset_16 for dt */
+    AmpNodeInfo *ni;              /* every node; AmpNode.mark is its index + 1 (left so) */
+    size_t n, cap;
+    AmpGraph **graphs;            /* every graph, outer ones first (amp_model_walk's order) */
+    size_t n_graphs, cap_graphs;
+    bool training;
+    AmpValue *loss;       /* training graphs only */
+    /* Counts for the summary. */
+    size_t n_float, n_16, n_casts, n_weights16, n_weights_kept;
+} AmpRun;
+
+/* The node's index in r->ni, or AMP_NO_NODE for a node the pass made. */
+static inline uint32_t amp_idx(const AmpNode *n) {
+    return n->mark > 0 ? (uint32_t)(n->mark - 1) : AMP_NO_NODE;
+}
+
+/* Whether input `slot` of n carries float data that may change precision. */
+bool amp_float_slot(const AmpNode *n, int slot);
+static inline bool amp_is_f32(const AmpValue *v) {
+    return v && v->type.kind == AMP_TYPE_TENSOR && v->type.dtype == AMP_DT_FLOAT;
+}
+/* Whether use (n, slot) reads its value as 16-bit data: n is painted allow, in `g`. */
+bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot);
+
+int amp_op_min_opset_16(AmpOpId op, int dtype); /* amp_opsets.c; INT32_MAX: never */
+
+AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
+void amp_color(AmpRun *r);                      /* the painting, in TF's order */
+AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
+AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
+AmpCode amp_weights(AmpRun *r, AmpGraph *g);    /* amp_weights.c: before g is rewritten */
+void amp_explain(const AmpRun *r, const char *name, FILE *f); /* amp_explain.c */
+void amp_paint_buckets(const AmpRun *r, FILE *f);
+const char *amp_inelig_text(const AmpRun *r, const AmpNode *n, AmpInelig why, char *buf, size_t len);
+
+#endif

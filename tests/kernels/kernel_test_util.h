@@ -1,0 +1,168 @@
+/* What the CPU kernel tests share: a test allocator that gives a kernel its outputs
+ * (malloc'd; outs_free frees them), one call of a node's kernel through the registry,
+ * attribute setters, buffers over given data, and reading any element as a double.
+ * Static functions: each test file is its own executable and includes this once.
+ * gemm_test_util.h adds a model fixture and random buffers for gemm, conv and attention. */
+#ifndef AMP_KERNEL_TEST_UTIL_H
+#define AMP_KERNEL_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "ir.h"
+#include "kernels.h"
+
+#define I64(...) ((const int64_t[]){__VA_ARGS__})
+
+/* ---- outputs: a test allocator --------------------------------------------------- */
+
+/* Output `index` of `n_slots` becomes a buffer of dtype and shape with room for its
+ * elements (what the slot held is freed first). A kernel that asks for a slot or rank
+ * out of range, a dtype with no byte size, or more than 4 GiB fails the test: in these
+ * small cases that is a kernel bug, never a giant allocation. */
+static inline AmpBuf *kt_alloc_slot(AmpBuf *slots, int n_slots, int index, int dtype, int rank,
+                                    const int64_t *dims) {
+    cr_assert(index >= 0 && index < n_slots, "kernel asked for output %d of %d", index, n_slots);
+    cr_assert(rank >= 0 && rank <= AMP_MAX_RANK, "kernel asked for rank %d", rank);
+    AmpBuf *b = &slots[index];
+    free(b->data);
+    memset(b, 0, sizeof *b);
+    b->dtype = dtype;
+    b->rank = rank;
+    for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
+    b->nelem = amp_shape_nelem(rank, dims);
+    size_t bytes = 0;
+    cr_assert(amp_tensor_expected_bytes(dtype, b->nelem, &bytes), "output %d: no byte size for %s x %llu",
+              index, amp_dtype_name(dtype), (unsigned long long)b->nelem);
+    cr_assert(bytes < ((size_t)1 << 32), "kernel asked for a %zu-byte output", bytes);
+    b->data = malloc(bytes ? bytes : 1);
+    return b;
+}
+
+#define KT_MAX_OUT 8
+
+/* A kernel's outputs; zero it (or let kt_run do so) before the first run. */
+typedef struct Outs {
+    AmpBuf b[KT_MAX_OUT];
+} Outs;
+
+/* The AmpAllocFn over an Outs. */
+static inline AmpBuf *test_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims,
+                                 AmpStatus *st) {
+    (void)st;
+    Outs *o = ctx;
+    return kt_alloc_slot(o->b, KT_MAX_OUT, index, dtype, rank, dims);
+}
+
+static inline void outs_free(Outs *o) {
+    for (int i = 0; i < KT_MAX_OUT; i++) free(o->b[i].data);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- running one kernel ---------------------------------------------------------- */
+
+/* Calls the node's CPU kernel once (the test fails when there is none); st is cleared
+ * first. rng may be NULL for ops that draw no random numbers. */
+static inline AmpCode kt_call(const AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out,
+                              AmpAllocFn alloc, void *alloc_ctx, uint64_t *rng, bool training,
+                              AmpStatus *st) {
+    AmpKernelFn fn = amp_cpu_kernel(n->op);
+    cr_assert_not_null(fn, "no kernel for %s", n->op_type);
+    amp_status_clear(st);
+    AmpKernelCtx k = {.node = n,
+                      .opset = opset,
+                      .n_in = n_in,
+                      .in = in,
+                      .n_out = n_out,
+                      .alloc = alloc,
+                      .alloc_ctx = alloc_ctx,
+                      .rng = rng,
+                      .training = training,
+                      .st = st};
+    return fn(&k);
+}
+
+/* Runs the node's kernel with its outputs in *o (cleared first; outs_free after). */
+static inline AmpCode kt_run(const AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out,
+                             Outs *o, AmpStatus *st) {
+    memset(o, 0, sizeof *o);
+    return kt_call(n, opset, n_in, in, n_out, test_alloc, o, NULL, false, st);
+}
+
+/* ---- attributes (copied into the node's model arena) ----------------------------- */
+
+static inline AmpArena *kt_arena(AmpNode *n) {
+    return &n->graph->model->arena;
+}
+
+static inline void attr_int(AmpNode *n, const char *name, int64_t v) {
+    amp_node_add_attr(n, name, AMP_ATTR_INT)->i = v;
+}
+
+static inline void attr_float(AmpNode *n, const char *name, float v) {
+    amp_node_add_attr(n, name, AMP_ATTR_FLOAT)->f = v;
+}
+
+static inline void attr_ints(AmpNode *n, const char *name, int cnt, const int64_t *v) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_INTS);
+    a->ints = amp_arena_calloc(kt_arena(n), (size_t)(cnt ? cnt : 1), sizeof *a->ints);
+    for (int i = 0; i < cnt; i++) a->ints[i] = v[i];
+    a->n_ints = (size_t)cnt;
+}
+
+static inline void attr_floats(AmpNode *n, const char *name, int cnt, const float *v) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_FLOATS);
+    a->floats = amp_arena_calloc(kt_arena(n), (size_t)(cnt ? cnt : 1), sizeof *a->floats);
+    for (int i = 0; i < cnt; i++) a->floats[i] = v[i];
+    a->n_floats = (size_t)cnt;
+}
+
+static inline void attr_str(AmpNode *n, const char *name, const char *s) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_STRING);
+    a->s.data = (const uint8_t *)amp_arena_strdup(kt_arena(n), s);
+    a->s.len = strlen(s);
+}
+
+static inline void attr_strs(AmpNode *n, const char *name, int cnt, const char *const *v) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_STRINGS);
+    a->strings = amp_arena_calloc(kt_arena(n), (size_t)cnt, sizeof *a->strings);
+    for (int i = 0; i < cnt; i++) {
+        a->strings[i].data = (const uint8_t *)amp_arena_strdup(kt_arena(n), v[i]);
+        a->strings[i].len = strlen(v[i]);
+    }
+    a->n_strings = (size_t)cnt;
+}
+
+/* ---- buffers --------------------------------------------------------------------- */
+
+/* A buffer over data the caller owns. */
+static inline AmpBuf mkbuf(int dtype, int rank, const int64_t *dims, const void *data) {
+    AmpBuf b = {.dtype = dtype, .rank = rank, .data = (void *)data};
+    for (int i = 0; i < rank; i++) b.dims[i] = dims[i];
+    b.nelem = amp_shape_nelem(rank, dims);
+    return b;
+}
+
+/* Element i of any numeric buffer, as a double. */
+static inline double getf(const AmpBuf *b, uint64_t i) {
+    switch (b->dtype) {
+    case AMP_DT_FLOAT: return ((const float *)b->data)[i];
+    case AMP_DT_DOUBLE: return ((const double *)b->data)[i];
+    case AMP_DT_FLOAT16: return amp_f16_to_f32(((const uint16_t *)b->data)[i]);
+    case AMP_DT_BFLOAT16: return amp_bf16_to_f32(((const uint16_t *)b->data)[i]);
+    default: return (double)amp_buf_get_i64(b, i);
+    }
+}
+
+static inline void expect_shape(const AmpBuf *b, int rank, const int64_t *dims) {
+    cr_assert_eq(b->rank, rank, "rank %d, expected %d", b->rank, rank);
+    for (int i = 0; i < rank; i++)
+        cr_assert_eq(b->dims[i], dims[i], "dim %d is %lld, expected %lld", i, (long long)b->dims[i],
+                     (long long)dims[i]);
+}
+
+#endif

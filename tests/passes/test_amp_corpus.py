@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""The AMP pipeline over a corpus: every float model of the ONNX conformance data
+(--testdata) and of models/. For each model `ampc MODEL -o OUT` (infer, amp,
+cast_cleanup) must give a model that
+- passes ampc's verifier (`ampc verify`) and onnx.checker with full_check (when the
+  original does);
+- keeps the graph inputs and outputs and their types, and every node of the original
+  in order (only Casts are added or removed);
+- computes every MatMul / Gemm / Conv whose data is float32 in float16, and no op of the
+  deny list in 16 bits;
+- gives the same outputs as the original on the CPU executor (`ampc run --inputs
+  test_data_set_0 --outputs DIR` on both) within fp16 tolerance (rtol 1e-2, atol 1e-3
+  relative to the output's largest magnitude); the worst relative error is reported;
+- runs in onnxruntime;
+- is a fixed point: converting it again gives the same bytes.
+The same with --precision bf16 (checker, verifier, idempotence). Also checks that the
+pass's opset table (passes/amp_opsets.c) agrees with onnx.defs.
+
+Prints one line per model with -v, a summary, and "N passed, M failed" last; exit 77
+(skip) when numpy, onnx or onnxruntime is missing.
+
+usage: test_amp_corpus.py --ampc PATH --testdata DIR [-v] [--filter SUBSTR] [--jobs N]
+"""
+import argparse
+import concurrent.futures
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, numpy_helper
+except ImportError as e:
+    print(f"{e.name} is not installed: skipping (pip install numpy onnx onnxruntime)")
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RTOL, ATOL = 1e-2, 1e-3
+BF16_RTOL, BF16_ATOL = 6e-2, 1e-2
+TENSOR_CORE_OPS = ("MatMul", "Gemm", "Conv")
+ort.set_default_logger_severity(4)
+
+
+# ---- the op table, read from ir/ops.def ---------------------------------------------
+
+def read_op_table():
+    """{(domain, name): (fp16 class, float slot mask)} from the X-macro rows."""
+    text = open(os.path.join(ROOT, "ir", "ops.def")).read()
+    rows = {}
+    for m in re.finditer(r'^AMP_OP\((\w+), "([^"]*)", "(\w+)", AMP_CLASS_(\w+), AMP_CLASS_(\w+), ([^,]+),', text, re.M):
+        expr = m.group(6).replace("AMP_SLOTS_ALL", "0xFFFFFFFF").replace("AMP_SLOTS_NONE", "0")
+        expr = re.sub(r"AMP_SLOT\((\d+)\)", r"(1 << \1)", expr)
+        rows[(m.group(2), m.group(3))] = (m.group(4), eval(expr) & 0xFFFFFFFF)  # noqa: S307 (our own file)
+    return rows
+
+
+OPS = read_op_table()
+
+
+def float_slots(node):
+    info = OPS.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
+    if not info:
+        return []
+    mask = info[1]
+    return [i for i in range(len(node.input)) if node.input[i] and (mask == 0xFFFFFFFF or (i < 32 and mask >> i & 1))]
+
+
+def op_class(node):
+    info = OPS.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
+    return info[0] if info else None
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def value_types(model):
+    """{value name: elem_type} of the main graph after onnx's shape inference."""
+    try:
+        m = onnx.shape_inference.infer_shapes(model)
+    except Exception:
+        m = model
+    g = m.graph
+    types = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if vi.type.HasField("tensor_type"):
+            types[vi.name] = vi.type.tensor_type.elem_type
+    for t in g.initializer:
+        types[t.name] = t.data_type
+    for n in g.node:
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            for a in n.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    types[n.output[0]] = a.t.data_type
+    return types
+
+
+def io_types(model):
+    def sig(vis):
+        return [(v.name, v.type.tensor_type.elem_type if v.type.HasField("tensor_type") else None) for v in vis]
+    init = {t.name for t in model.graph.initializer}
+    return sig([v for v in model.graph.input if v.name not in init]), sig(model.graph.output)
+
+
+def is_float_model(model):
+    g = model.graph
+    for v in g.input:
+        if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            return True
+    return any(t.data_type == TensorProto.FLOAT for t in g.initializer)
+
+
+def read_outputs(folder, model):
+    out = {}
+    for i, o in enumerate(model.graph.output):
+        f = os.path.join(folder, f"output_{i}.pb")
+        if os.path.exists(f):
+            out[o.name] = numpy_helper.to_array(onnx.load_tensor(f))
+    return out
+
+
+def worst_error(got, want):
+    """max |got - want| / max |want| over the float outputs (NaN where both are NaN
+    counts as equal); and whether every element is within atol + rtol * |want| scaled
+    by the output's largest magnitude. Non-float outputs must be equal."""
+    worst, ok, bad = 0.0, True, ""
+    for name, w in want.items():
+        g = got.get(name)
+        if g is None or g.shape != w.shape:
+            return float("inf"), False, f"output {name!r}: shape {None if g is None else g.shape} vs {w.shape}"
+        if not (np.issubdtype(w.dtype, np.floating) or "float" in str(w.dtype)):  # ml_dtypes' bfloat16 too
+            if not np.array_equal(g, w):
+                # Indices (ArgMax, TopK) may pick another of two nearly equal elements.
+                frac = float(np.mean(g != w))
+                if frac > 0.05:
+                    ok, bad = False, f"output {name!r}: {frac:.1%} of non-float elements differ"
+            continue
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        both_nan = np.isnan(g64) & np.isnan(w64)
+        same_inf = np.isinf(w64) & (g64 == w64)
+        finite = np.isfinite(w64) & ~both_nan
+        scale = float(np.max(np.abs(w64[finite]))) if finite.any() else 0.0
+        diff = np.where(both_nan | same_inf, 0.0, np.abs(g64 - w64))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        err = float(np.max(diff)) / scale if scale > 0 and diff.size else float(np.max(diff, initial=0.0))
+        worst = max(worst, err)
+        if diff.size and not np.all(diff <= ATOL * max(scale, 1.0) + RTOL * np.abs(np.where(finite, w64, 0))):
+            if err > RTOL:
+                ok, bad = False, f"output {name!r}: worst relative error {err:.3g}"
+    return worst, ok, bad
+
+
+def ort_feeds(model_file, folder):
+    sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
+    feeds = {}
+    data = os.path.join(folder, "test_data_set_0")
+    files = sorted(glob.glob(os.path.join(data, "input_*.pb")), key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
+    inputs = sess.get_inputs()
+    for i, f in enumerate(files):
+        t = onnx.load_tensor(f)
+        name = t.name if t.name in {x.name for x in inputs} else (inputs[i].name if i < len(inputs) else None)
+        if name:
+            feeds[name] = numpy_helper.to_array(t)
+    return sess, feeds
+
+
+# ---- one model -------------------------------------------------------------------------
+
+class Result:
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+        self.notes = []
+        self.worst = None
+        self.worst_bf16 = None
+        self.skipped = None
+        self.casts = 0
+        self.nodes16 = 0
+        self.float_nodes = 0
+
+
+def structure_checks(res, orig, conv, tag):
+    if io_types(orig) != io_types(conv):
+        res.failures.append(f"{tag}: graph inputs/outputs changed: {io_types(orig)} -> {io_types(conv)}")
+    a = [n for n in orig.graph.node if n.op_type != "Cast"]
+    b = [n for n in conv.graph.node if n.op_type != "Cast"]
+    if [n.op_type for n in a] != [n.op_type for n in b]:
+        res.failures.append(f"{tag}: the non-Cast nodes changed")
+        return
+    ta, tb = value_types(orig), value_types(conv)
+    sixteen = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+    for x, y in zip(a, b):
+        slots = float_slots(x)
+        if not slots:
+            continue
+        was = [ta.get(x.input[i]) for i in slots]
+        now = [tb.get(y.input[i]) for i in slots]
+        cls = op_class(x)
+        if cls == "DENY" and any(t in sixteen for t in now) and not any(t in sixteen for t in was):
+            res.failures.append(f"{tag}: deny op {x.op_type} {x.name!r} computes in 16 bits")
+        if tag == "fp16" and x.op_type in TENSOR_CORE_OPS and x.domain in ("", "ai.onnx") and \
+                all(t == TensorProto.FLOAT for t in was) and now[0] != TensorProto.FLOAT16:
+            res.failures.append(f"{tag}: {x.op_type} {x.name!r} has float32 data but stays float32")
+
+
+def check_one(args, folder, tmp):
+    model_file = os.path.join(folder, "model.onnx")
+    name = os.path.relpath(folder, args.testdata) if folder.startswith(args.testdata) else os.path.relpath(folder, ROOT)
+    res = Result(name)
+    orig = onnx.load(model_file)
+    if not is_float_model(orig):
+        res.skipped = "no float32 input or initializer"
+        return res
+    work = tempfile.mkdtemp(dir=tmp)
+    try:
+        conv = os.path.join(work, "fp16.onnx")
+        p = run([args.ampc, model_file, "-o", conv])
+        if p.returncode:
+            q = run([args.ampc, model_file, "-o", os.path.join(work, "none.onnx"), "--passes", "none", "-q"])
+            if q.returncode:
+                res.skipped = "ampc cannot load it: " + q.stderr.strip()[:200]
+            else:
+                res.failures.append(f"convert exited {p.returncode}: {p.stderr.strip()[:300]}")
+            return res
+        m = re.search(r"(\d+) of (\d+) float nodes in 16 bits, (\d+) casts", p.stderr)
+        if m:
+            res.nodes16, res.float_nodes, res.casts = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        v = run([args.ampc, "verify", conv])
+        if v.returncode:
+            res.failures.append(f"ampc verify: {v.stderr.strip()[:300]}")
+        conv_m = onnx.load(conv)
+        try:
+            onnx.checker.check_model(orig, full_check=True)
+            orig_checks = True
+        except Exception:
+            orig_checks = False
+        if orig_checks:
+            try:
+                onnx.checker.check_model(conv_m, full_check=True)
+            except Exception as e:
+                res.failures.append(f"onnx.checker: {str(e).strip().splitlines()[0][:300]}")
+        structure_checks(res, orig, conv_m, "fp16")
+        again = os.path.join(work, "fp16_again.onnx")
+        p = run([args.ampc, conv, "-o", again, "-q"])
+        if p.returncode or open(again, "rb").read() != open(conv, "rb").read():
+            res.failures.append("not idempotent: converting the converted model changed it" +
+                                (f" (exit {p.returncode}: {p.stderr.strip()[:200]})" if p.returncode else ""))
+        # The CPU executor: original against converted.
+        data = os.path.join(folder, "test_data_set_0")
+        if os.path.isdir(data):
+            ref = os.path.join(work, "out_fp32")
+            r = run([args.ampc, "run", model_file, "--inputs", data, "--outputs", ref])
+            if r.returncode:
+                res.notes.append("the CPU executor does not run the original")
+            else:
+                want = read_outputs(ref, orig)
+                got_dir = os.path.join(work, "out_fp16")
+                r = run([args.ampc, "run", conv, "--inputs", data, "--outputs", got_dir])
+                if r.returncode:
+                    res.failures.append(f"ampc run of the converted model: {r.stderr.strip()[:300]}")
+                else:
+                    res.worst, ok, bad = worst_error(read_outputs(got_dir, conv_m), want)
+                    if not ok:
+                        res.failures.append(f"fp16 outputs differ: {bad}")
+            # onnxruntime runs the converted model (when it runs the original).
+            try:
+                sess, feeds = ort_feeds(model_file, folder)
+                sess.run(None, feeds)
+                ort_ok = True
+            except Exception:
+                ort_ok = False
+            if ort_ok:
+                try:
+                    sess, feeds = ort_feeds(conv, folder)
+                    sess.run(None, feeds)
+                except Exception as e:
+                    res.failures.append(f"onnxruntime: {str(e).strip().splitlines()[0][:300]}")
+        # bfloat16: valid, verified, a fixed point, and close on the CPU executor.
+        convb = os.path.join(work, "bf16.onnx")
+        p = run([args.ampc, model_file, "-o", convb, "-q", "--precision", "bf16"])
+        if p.returncode:
+            res.failures.append(f"bf16: convert exited {p.returncode}: {p.stderr.strip()[:300]}")
+            return res
+        convb_m = onnx.load(convb)
+        if orig_checks:
+            try:
+                onnx.checker.check_model(convb_m, full_check=True)
+            except Exception as e:
+                res.failures.append(f"bf16: onnx.checker: {str(e).strip().splitlines()[0][:300]}")
+        structure_checks(res, orig, convb_m, "bf16")
+        p = run([args.ampc, convb, "-o", again, "-q", "--precision", "bf16"])
+        if p.returncode or open(again, "rb").read() != open(convb, "rb").read():
+            res.failures.append("bf16: not idempotent")
+        if os.path.isdir(data) and os.path.isdir(os.path.join(work, "out_fp32")):
+            got_dir = os.path.join(work, "out_bf16")
+            r = run([args.ampc, "run", convb, "--inputs", data, "--outputs", got_dir])
+            if r.returncode:
+                res.failures.append(f"ampc run of the bf16 model: {r.stderr.strip()[:300]}")
+            else:
+                res.worst_bf16, _, _ = worst_error(read_outputs(got_dir, convb_m), read_outputs(os.path.join(work, "out_fp32"), orig))
+        return res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check_opset_table():
+    """passes/amp_opsets.c against onnx.defs: the first opset taking float16/bfloat16."""
+    text = open(os.path.join(ROOT, "passes", "amp_opsets.c")).read()
+    ids = {}
+    for m in re.finditer(r'^AMP_OP\((\w+), "([^"]*)", "(\w+)"', open(os.path.join(ROOT, "ir", "ops.def")).read(), re.M):
+        ids[m.group(1)] = (m.group(2), m.group(3))
+    bad = []
+    for m in re.finditer(r"\{AMP_OP_(\w+), (\d+), (\d+)\}", text):
+        dom, name = ids[m.group(1)]
+        versions = sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == name and s.domain == dom})
+
+        def first(t):
+            for ver in versions:
+                s = onnx.defs.get_schema(name, ver, dom)
+                if any(t in c.allowed_type_strs for c in s.type_constraints):
+                    return ver
+            return 0
+        want = (first("tensor(float16)"), first("tensor(bfloat16)"))
+        if want != (int(m.group(2)), int(m.group(3))):
+            bad.append(f"{name}: table {m.group(2)}/{m.group(3)}, onnx {want[0]}/{want[1]}")
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ampc", required=True)
+    ap.add_argument("--testdata", required=True)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    args.testdata = os.path.abspath(args.testdata)
+    folders = sorted(glob.glob(os.path.join(args.testdata, "*", "*", "model.onnx")))
+    folders += sorted(glob.glob(os.path.join(ROOT, "models", "*", "model.onnx")))
+    folders = [os.path.dirname(f) for f in folders if args.filter in f]
+    tmp = tempfile.mkdtemp(prefix="ampc_amp_corpus_")
+    passed = failed = 0
+    try:
+        bad = check_opset_table()
+        if bad:
+            failed += 1
+            print("FAIL opset table: " + "; ".join(bad[:10]))
+        else:
+            passed += 1
+        results = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            futs = {ex.submit(check_one, args, f, tmp): f for f in folders}
+            for fut in concurrent.futures.as_completed(futs):
+                try:
+                    results.append(fut.result())
+                except Exception:
+                    r = Result(os.path.basename(futs[fut]))
+                    r.failures.append("crashed: " + traceback.format_exc().strip().splitlines()[-1])
+                    results.append(r)
+        results.sort(key=lambda r: r.name)
+        skipped = [r for r in results if r.skipped]
+        ran = [r for r in results if not r.skipped]
+        for r in ran:
+            if r.failures:
+                failed += 1
+                print(f"FAIL {r.name}: " + " | ".join(r.failures))
+            else:
+                passed += 1
+            if args.verbose:
+                w = "-" if r.worst is None else f"{r.worst:.2e}"
+                wb = "-" if r.worst_bf16 is None else f"{r.worst_bf16:.2e}"
+                print(f"  {r.name}: {r.nodes16}/{r.float_nodes} nodes 16-bit, {r.casts} casts, worst rel err fp16 {w}, "
+                      f"bf16 {wb}{' (' + '; '.join(r.notes) + ')' if r.notes else ''}")
+        compared = [r for r in ran if r.worst is not None]
+        print(f"models: {len(results)} ({len(ran)} float models converted, {len(skipped)} skipped); "
+              f"{sum(r.nodes16 for r in ran)} of {sum(r.float_nodes for r in ran)} float nodes in 16 bits, "
+              f"{sum(r.casts for r in ran)} casts; outputs compared on {len(compared)}")
+        if compared:
+            top = sorted(compared, key=lambda r: -r.worst)[:5]
+            print("worst fp16 relative errors: " + ", ".join(f"{r.name} {r.worst:.2e}" for r in top))
+            topb = sorted([r for r in compared if r.worst_bf16 is not None], key=lambda r: -r.worst_bf16)[:5]
+            print("worst bf16 relative errors: " + ", ".join(f"{r.name} {r.worst_bf16:.2e}" for r in topb))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
