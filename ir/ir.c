@@ -8,45 +8,53 @@
 
 #include "extdata.h"
 
-/* ---- name map: open addressing, FNV-1a, grows at 1/2 load ------------------------ */
+/* ---- name map: open addressing, FNV-1a, grows at 1/2 load ------------------------
+ * Each slot keeps the name's hash, so a probe past another name costs no visit to that
+ * value and its string (big graphs: millions of names, each visit a cache miss). */
+
+typedef struct NameSlot {
+    AmpValue *v;
+    uint64_t h;
+} NameSlot;
 
 struct AmpNameMap {
-    AmpValue **slots;
+    NameSlot *slots;
     size_t cap, n;
 };
 
 static uint64_t hash_name(const char *s) {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
+    return h ^ (h >> 32); /* FNV's low bits alone mix poorly; the table uses them */
 }
 
 static AmpValue *map_get(const AmpNameMap *mp, const char *name) {
     if (!mp || !mp->cap) return NULL;
-    size_t i = hash_name(name) & (mp->cap - 1);
-    for (AmpValue *v; (v = mp->slots[i]); i = (i + 1) & (mp->cap - 1))
-        if (strcmp(v->name, name) == 0) return v;
+    uint64_t h = hash_name(name);
+    for (size_t i = h & (mp->cap - 1); mp->slots[i].v; i = (i + 1) & (mp->cap - 1))
+        if (mp->slots[i].h == h && strcmp(mp->slots[i].v->name, name) == 0) return mp->slots[i].v;
     return NULL;
 }
 
 static bool map_put(AmpArena *a, AmpNameMap *mp, AmpValue *v) {
     if ((mp->n + 1) * 2 > mp->cap) {
         size_t cap = mp->cap ? mp->cap * 2 : 64;
-        AmpValue **slots = amp_arena_calloc(a, cap, sizeof *slots);
+        NameSlot *slots = amp_arena_calloc(a, cap, sizeof *slots);
         if (!slots) return false;
         for (size_t j = 0; j < mp->cap; j++) {
-            AmpValue *w = mp->slots[j];
-            if (!w) continue;
-            size_t i = hash_name(w->name) & (cap - 1);
-            while (slots[i]) i = (i + 1) & (cap - 1);
+            NameSlot w = mp->slots[j];
+            if (!w.v) continue;
+            size_t i = w.h & (cap - 1);
+            while (slots[i].v) i = (i + 1) & (cap - 1);
             slots[i] = w;
         }
         mp->slots = slots;
         mp->cap = cap;
     }
-    size_t i = hash_name(v->name) & (mp->cap - 1);
-    while (mp->slots[i]) i = (i + 1) & (mp->cap - 1);
-    mp->slots[i] = v;
+    uint64_t h = hash_name(v->name);
+    size_t i = h & (mp->cap - 1);
+    while (mp->slots[i].v) i = (i + 1) & (mp->cap - 1);
+    mp->slots[i] = (NameSlot){v, h};
     mp->n++;
     return true;
 }

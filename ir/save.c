@@ -398,15 +398,33 @@ static bool needs_external(AmpModel *m) {
 
 /* ---- output ---------------------------------------------------------------------- */
 
+/* protobuf-c hands over each field separately (millions of small pieces for a big
+ * graph): they are gathered here and written in large blocks. */
+enum { FILE_BUFFER_BYTES = 1 << 16 };
+
 typedef struct FileBuffer {
     ProtobufCBuffer base;
     FILE *f;
     bool failed;
+    size_t used;
+    uint8_t *buf; /* FILE_BUFFER_BYTES */
 } FileBuffer;
+
+static void file_flush(FileBuffer *fb) {
+    if (!fb->failed && fb->used && fwrite(fb->buf, 1, fb->used, fb->f) != fb->used) fb->failed = true;
+    fb->used = 0;
+}
 
 static void file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
     FileBuffer *fb = (FileBuffer *)b;
-    if (!fb->failed && len && fwrite(data, 1, len, fb->f) != len) fb->failed = true;
+    if (fb->failed || !len) return;
+    if (fb->used + len > FILE_BUFFER_BYTES) file_flush(fb);
+    if (len >= FILE_BUFFER_BYTES) {
+        if (fwrite(data, 1, len, fb->f) != len) fb->failed = true;
+        return;
+    }
+    memcpy(fb->buf + fb->used, data, len);
+    fb->used += len;
 }
 
 /* A new file beside `path` (so the final rename stays on one filesystem), created
@@ -494,8 +512,11 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         rc = st ? st->code : AMP_ERR_INTERNAL;
         goto out;
     }
-    FileBuffer fb = {{file_append}, f, false};
-    onnx__model_proto__pack_to_buffer(mp, &fb.base);
+    FileBuffer fb = {{file_append}, f, false, 0, malloc(FILE_BUFFER_BYTES)};
+    if (!fb.buf) fb.failed = true;
+    else onnx__model_proto__pack_to_buffer(mp, &fb.base);
+    file_flush(&fb);
+    free(fb.buf);
     bool ok = !fb.failed;
     ok = close_synced(f) && ok;
     f = NULL;

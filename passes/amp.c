@@ -51,6 +51,12 @@ static AmpCode find_loss(AmpRun *r) {
         }
     }
     if (found == 1) return AMP_OK;
+    /* Several: one named exactly "loss" is the one. */
+    AmpValue *exact = amp_graph_lookup(m->graph, "loss");
+    if (found > 1 && exact && exact->graph == m->graph && (exact->flags & AMP_VALUE_OUTPUT) && amp_is_f32(exact)) {
+        r->loss = exact;
+        return AMP_OK;
+    }
     r->loss = NULL;
     return amp_fail(r->st, AMP_ERR_INPUT,
                     "training graph: %s scalar float output has a name containing \"loss\", so the loss "

@@ -190,6 +190,9 @@ static AmpCode settle_output(Rewrite *w, AmpNode *n, int o, const AmpType *old, 
         h->type = v->type; /* the 16-bit type the node computes */
         v->type = *old;    /* the name keeps its float32 type */
         amp_node_set_output(n, o, h);
+        free(base);
+        len = strlen(h->name) + 16;
+        if (!(base = malloc(len))) return oom(w);
         snprintf(base, len, "%s_to_fp32", h->name);
         const char *cname = amp_graph_unique_name(w->g, base);
         free(base);
@@ -204,7 +207,7 @@ static AmpCode settle_output(Rewrite *w, AmpNode *n, int o, const AmpType *old, 
 /* Types of a 16-bit node's outputs: its op's inference run with the float32 outputs'
  * dtypes cleared, so outputs that follow the data type (Y of MatMul) take the 16-bit type
  * and those that do not (LayerNormalization's Mean, TopK's indices) keep theirs. */
-static AmpCode retype_outputs(Rewrite *w, AmpNode *n, AmpType *old, bool *cand) {
+static void retype_outputs(Rewrite *w, AmpNode *n, AmpType *old, bool *cand) {
     const AmpOpInfo *info = amp_op_info(n->op);
     for (int o = 0; o < n->n_outputs; o++) {
         AmpValue *v = n->outputs[o];
@@ -225,7 +228,6 @@ static AmpCode retype_outputs(Rewrite *w, AmpNode *n, AmpType *old, bool *cand) 
         else
             v->type.dtype = w->r->dt;
     }
-    return AMP_OK;
 }
 
 static AmpCode rewrite_node(Rewrite *w, AmpNode *n) {
@@ -247,7 +249,7 @@ static AmpCode rewrite_node(Rewrite *w, AmpNode *n) {
             return oom(w);
         }
     }
-    rc = retype_outputs(w, n, old, cand);
+    retype_outputs(w, n, old, cand);
     AmpNode *after = n;
     for (int o = 0; !rc && o < n->n_outputs; o++)
         if (cand[o]) rc = settle_output(w, n, o, &old[o], &after);

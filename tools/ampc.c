@@ -643,8 +643,8 @@ int main(int argc, char **argv) {
     if (arc) return arc;
     if (!a.out && !a.print && !a.dump_after && !a.report && !a.dump_dot && !amp_args.explain)
         return usage_error("nothing to do: give -o OUT to write the converted model "
-                           "(or --print / --dump-after PASS / --report / --dump-dot FILE to only "
-                           "look at it)");
+                           "(or --print / --dump-after PASS / --report / --dump-dot FILE / --explain "
+                           "NODE to only look at it)");
 
     const char *list = a.passes ? a.passes : amp_default_pipeline();
     int rc = check_pass_list(list ? list : "none", a.dump_after);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The AMP pipeline over a corpus: every float model of the ONNX conformance data
-(--testdata) and of models/. For each model `ampc MODEL -o OUT` (infer, amp,
+(--testdata), of models/, and three synthetic networks written here (a transformer block,
+a residual CNN with BatchNormalization and Resize, If/Loop control flow). For each model `ampc MODEL -o OUT` (infer, amp,
 cast_cleanup) must give a model that
 - passes ampc's verifier (`ampc verify`) and onnx.checker with full_check (when the
   original does);
@@ -16,8 +17,9 @@ cast_cleanup) must give a model that
 The same with --precision bf16 (checker, verifier, idempotence). Also checks that the
 pass's opset table (passes/amp_opsets.c) agrees with onnx.defs.
 
-Prints one line per model with -v, a summary, and "N passed, M failed" last; exit 77
-(skip) when numpy, onnx or onnxruntime is missing.
+Prints one line per model whose outputs were compared (every model with -v): nodes in 16
+bits, casts, the worst relative error in fp16 and bf16; then a summary and "N passed,
+M failed" last; exit 77 (skip) when numpy, onnx or onnxruntime is missing.
 
 usage: test_amp_corpus.py --ampc PATH --testdata DIR [-v] [--filter SUBSTR] [--jobs N]
 """
@@ -51,13 +53,13 @@ ort.set_default_logger_severity(4)
 # ---- the op table, read from ir/ops.def ---------------------------------------------
 
 def read_op_table():
-    """{(domain, name): (fp16 class, float slot mask)} from the X-macro rows."""
+    """{(domain, name): (fp16 class, float slot mask, bf16 class)} from the X-macro rows."""
     text = open(os.path.join(ROOT, "ir", "ops.def")).read()
     rows = {}
     for m in re.finditer(r'^AMP_OP\((\w+), "([^"]*)", "(\w+)", AMP_CLASS_(\w+), AMP_CLASS_(\w+), ([^,]+),', text, re.M):
         expr = m.group(6).replace("AMP_SLOTS_ALL", "0xFFFFFFFF").replace("AMP_SLOTS_NONE", "0")
         expr = re.sub(r"AMP_SLOT\((\d+)\)", r"(1 << \1)", expr)
-        rows[(m.group(2), m.group(3))] = (m.group(4), eval(expr) & 0xFFFFFFFF)  # noqa: S307 (our own file)
+        rows[(m.group(2), m.group(3))] = (m.group(4), eval(expr) & 0xFFFFFFFF, m.group(5))  # noqa: S307 (our own file)
     return rows
 
 
@@ -72,9 +74,9 @@ def float_slots(node):
     return [i for i in range(len(node.input)) if node.input[i] and (mask == 0xFFFFFFFF or (i < 32 and mask >> i & 1))]
 
 
-def op_class(node):
+def op_class(node, bf16=False):
     info = OPS.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
-    return info[0] if info else None
+    return (info[2] if bf16 else info[0]) if info else None
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -129,6 +131,11 @@ def read_outputs(folder, model):
 
 
 def worst_error(got, want):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _worst_error(got, want)
+
+
+def _worst_error(got, want):
     """max |got - want| / max |want| over the float outputs (NaN where both are NaN
     counts as equal); and whether every element is within atol + rtol * |want| scaled
     by the output's largest magnitude. Non-float outputs must be equal."""
@@ -204,7 +211,7 @@ def structure_checks(res, orig, conv, tag):
             continue
         was = [ta.get(x.input[i]) for i in slots]
         now = [tb.get(y.input[i]) for i in slots]
-        cls = op_class(x)
+        cls = op_class(x, tag == "bf16")
         if cls == "DENY" and any(t in sixteen for t in now) and not any(t in sixteen for t in was):
             res.failures.append(f"{tag}: deny op {x.op_type} {x.name!r} computes in 16 bits")
         if tag == "fp16" and x.op_type in TENSOR_CORE_OPS and x.domain in ("", "ai.onnx") and \
@@ -214,7 +221,12 @@ def structure_checks(res, orig, conv, tag):
 
 def check_one(args, folder, tmp):
     model_file = os.path.join(folder, "model.onnx")
-    name = os.path.relpath(folder, args.testdata) if folder.startswith(args.testdata) else os.path.relpath(folder, ROOT)
+    if folder.startswith(args.testdata):
+        name = os.path.relpath(folder, args.testdata)
+    elif "/synthetic/" in folder:
+        name = folder[folder.index("synthetic/"):]
+    else:
+        name = os.path.relpath(folder, ROOT)
     res = Result(name)
     orig = onnx.load(model_file)
     if not is_float_model(orig):
@@ -312,6 +324,129 @@ def check_one(args, folder, tmp):
         shutil.rmtree(work, ignore_errors=True)
 
 
+# ---- synthetic models: whole networks, where the propagation rules meet ------------------
+
+def _save_case(folder, model, feeds):
+    os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    for i, (name, arr) in enumerate(feeds.items()):
+        t = numpy_helper.from_array(arr, name)
+        with open(os.path.join(folder, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+
+
+def _model(nodes, inputs, outputs, inits, opset=17, name="synthetic"):
+    from onnx import helper
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="test_amp_corpus.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def synthetic_models(root):
+    """Writes a transformer block, a residual CNN and a control-flow model (with test
+    inputs) under root; returns their folders."""
+    from onnx import helper
+    rng = np.random.RandomState(7)
+    F = TensorProto.FLOAT
+
+    def w(name, *shape, scale=None):
+        a = (rng.randn(*shape) * (scale if scale is not None else 1 / np.sqrt(shape[0]))).astype(np.float32)
+        return numpy_helper.from_array(a, name)
+
+    def i64(name, vals):
+        return numpy_helper.from_array(np.array(vals, dtype=np.int64), name)
+
+    folders = []
+    # A pre-norm transformer block: LayerNorm, attention with Softmax, GELU (Erf) MLP, residuals.
+    B, T, D, H = 2, 8, 16, 2
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", "ln1_s", "ln1_b"], ["ln1"], name="ln1", axis=-1),
+        n("MatMul", ["ln1", "Wq"], ["q"], name="q"), n("MatMul", ["ln1", "Wk"], ["k"], name="k"),
+        n("MatMul", ["ln1", "Wv"], ["v"], name="v"),
+        n("Reshape", ["q", "heads"], ["qh"], name="qh"), n("Transpose", ["qh"], ["qt"], name="qt", perm=[0, 2, 1, 3]),
+        n("Reshape", ["k", "heads"], ["kh"], name="kh"), n("Transpose", ["kh"], ["kt"], name="kt", perm=[0, 2, 3, 1]),
+        n("Reshape", ["v", "heads"], ["vh"], name="vh"), n("Transpose", ["vh"], ["vt"], name="vt", perm=[0, 2, 1, 3]),
+        n("MatMul", ["qt", "kt"], ["s"], name="scores"), n("Div", ["s", "sqrt_d"], ["sd"], name="scale"),
+        n("Softmax", ["sd"], ["p"], name="softmax", axis=-1), n("MatMul", ["p", "vt"], ["a"], name="attn"),
+        n("Transpose", ["a"], ["at"], name="at", perm=[0, 2, 1, 3]), n("Reshape", ["at", "merge"], ["am"], name="am"),
+        n("MatMul", ["am", "Wo"], ["o"], name="o"), n("Add", ["x", "o"], ["r1"], name="res1"),
+        n("LayerNormalization", ["r1", "ln2_s", "ln2_b"], ["ln2"], name="ln2", axis=-1),
+        n("MatMul", ["ln2", "W1"], ["f1"], name="fc1"), n("Add", ["f1", "b1"], ["f1b"], name="fc1_bias"),
+        n("Div", ["f1b", "sqrt2"], ["g0"], name="gelu_div"), n("Erf", ["g0"], ["g1"], name="gelu_erf"),
+        n("Add", ["g1", "one"], ["g2"], name="gelu_add"), n("Mul", ["f1b", "g2"], ["g3"], name="gelu_mul"),
+        n("Mul", ["g3", "half"], ["g4"], name="gelu_half"),
+        n("MatMul", ["g4", "W2"], ["f2"], name="fc2"), n("Add", ["r1", "f2"], ["y"], name="res2"),
+        n("ReduceMean", ["y"], ["ym"], name="pool", axes=[1], keepdims=0),
+    ]
+    inits = [numpy_helper.from_array(np.ones(D, np.float32), "ln1_s"), numpy_helper.from_array(np.zeros(D, np.float32), "ln1_b"),
+             numpy_helper.from_array(np.ones(D, np.float32), "ln2_s"), numpy_helper.from_array(np.zeros(D, np.float32), "ln2_b"),
+             w("Wq", D, D), w("Wk", D, D), w("Wv", D, D), w("Wo", D, D), w("W1", D, 4 * D), w("W2", 4 * D, D),
+             w("b1", 4 * D, scale=0.1), i64("heads", [B, T, H, D // H]), i64("merge", [B, T, D]),
+             numpy_helper.from_array(np.array(np.sqrt(D // H), np.float32), "sqrt_d"),
+             numpy_helper.from_array(np.array(np.sqrt(2), np.float32), "sqrt2"),
+             numpy_helper.from_array(np.array(1, np.float32), "one"), numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    m = _model(nodes, [helper.make_tensor_value_info("x", F, [B, T, D])],
+               [helper.make_tensor_value_info("y", F, [B, T, D]), helper.make_tensor_value_info("ym", F, [B, D])], inits,
+               opset=17, name="transformer_block")
+    folder = os.path.join(root, "synthetic", "transformer_block")
+    _save_case(folder, m, {"x": rng.randn(B, T, D).astype(np.float32)})
+    folders.append(folder)
+
+    # A residual CNN: Conv, BatchNormalization, Relu, MaxPool, 1x1 shortcut, Resize with
+    # float scales, Concat, GlobalAveragePool, Gemm, Softmax.
+    nodes = [
+        n("Conv", ["x", "c1"], ["a1"], name="conv1", pads=[1, 1, 1, 1]),
+        n("BatchNormalization", ["a1", "bn_s", "bn_b", "bn_m", "bn_v"], ["a2"], name="bn1"),
+        n("Relu", ["a2"], ["a3"], name="relu1"), n("MaxPool", ["a3"], ["a4"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        n("Conv", ["a4", "c2"], ["b1"], name="conv2", pads=[1, 1, 1, 1]), n("Relu", ["b1"], ["b2"], name="relu2"),
+        n("Conv", ["a4", "sc"], ["s1"], name="shortcut"), n("Add", ["b2", "s1"], ["b3"], name="residual"),
+        n("Resize", ["b3", "", "scales"], ["u1"], name="upsample", mode="nearest"),
+        n("Concat", ["u1", "a3"], ["cc"], name="concat", axis=1),
+        n("GlobalAveragePool", ["cc"], ["gp"], name="gap"), n("Flatten", ["gp"], ["fl"], name="flatten"),
+        n("Gemm", ["fl", "fc", "fcb"], ["lg"], name="fc", transB=1), n("Softmax", ["lg"], ["y"], name="softmax", axis=1),
+    ]
+    C = 8
+    inits = [w("c1", C, 3, 3, 3, scale=0.3), numpy_helper.from_array(np.ones(C, np.float32), "bn_s"),
+             numpy_helper.from_array(np.zeros(C, np.float32), "bn_b"), numpy_helper.from_array((rng.randn(C) * 0.1).astype(np.float32), "bn_m"),
+             numpy_helper.from_array(np.ones(C, np.float32), "bn_v"), w("c2", C, C, 3, 3, scale=0.15), w("sc", C, C, 1, 1, scale=0.3),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"), w("fc", 10, 2 * C, scale=0.3),
+             w("fcb", 10, scale=0.1)]
+    m = _model(nodes, [helper.make_tensor_value_info("x", F, [2, 3, 16, 16])], [helper.make_tensor_value_info("y", F, [2, 10])],
+               inits, opset=17, name="residual_cnn")
+    folder = os.path.join(root, "synthetic", "residual_cnn")
+    _save_case(folder, m, {"x": rng.randn(2, 3, 16, 16).astype(np.float32)})
+    folders.append(folder)
+
+    # Control flow: If branches with MatMuls reading outer values; a Loop whose body
+    # multiplies a carried value.
+    then_g = helper.make_graph([n("MatMul", ["h", "W"], ["t1"], name="then/mm"), n("Relu", ["t1"], ["t_out"], name="then/relu")],
+                               "then", [], [helper.make_tensor_value_info("t_out", F, [4, 4])])
+    else_g = helper.make_graph([n("Exp", ["h"], ["e_out"], name="else/exp")], "else", [],
+                               [helper.make_tensor_value_info("e_out", F, [4, 4])])
+    body = helper.make_graph([n("Identity", ["c_in"], ["c_out"], name="body/cond"),
+                              n("MatMul", ["v_in", "W"], ["v_mm"], name="body/mm"), n("Tanh", ["v_mm"], ["v_out"], name="body/tanh")],
+                             "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                      helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                                      helper.make_tensor_value_info("v_in", F, [4, 4])],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", F, [4, 4])])
+    nodes = [n("MatMul", ["x", "W"], ["h"], name="outer"), n("ReduceSum", ["h"], ["hs"], name="sum", keepdims=0),
+             n("Greater", ["hs", "zero"], ["c"], name="cond"),
+             n("If", ["c"], ["yi"], name="if", then_branch=then_g, else_branch=else_g),
+             n("Loop", ["trips", "", "x"], ["yl"], name="loop", body=body)]
+    inits = [w("W", 4, 4), numpy_helper.from_array(np.array(0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(3, np.int64), "trips")]
+    m = _model(nodes, [helper.make_tensor_value_info("x", F, [4, 4])],
+               [helper.make_tensor_value_info("yi", F, [4, 4]), helper.make_tensor_value_info("yl", F, [4, 4])], inits,
+               opset=17, name="control_flow")
+    folder = os.path.join(root, "synthetic", "control_flow")
+    _save_case(folder, m, {"x": rng.randn(4, 4).astype(np.float32)})
+    folders.append(folder)
+    return folders
+
+
 def check_opset_table():
     """passes/amp_opsets.c against onnx.defs: the first opset taking float16/bfloat16."""
     text = open(os.path.join(ROOT, "passes", "amp_opsets.c")).read()
@@ -346,8 +481,9 @@ def main():
     args.testdata = os.path.abspath(args.testdata)
     folders = sorted(glob.glob(os.path.join(args.testdata, "*", "*", "model.onnx")))
     folders += sorted(glob.glob(os.path.join(ROOT, "models", "*", "model.onnx")))
-    folders = [os.path.dirname(f) for f in folders if args.filter in f]
     tmp = tempfile.mkdtemp(prefix="ampc_amp_corpus_")
+    folders = [os.path.dirname(f) for f in folders] + synthetic_models(tmp)
+    folders = [f for f in folders if args.filter in f]
     passed = failed = 0
     try:
         bad = check_opset_table()
@@ -375,7 +511,7 @@ def main():
                 print(f"FAIL {r.name}: " + " | ".join(r.failures))
             else:
                 passed += 1
-            if args.verbose:
+            if args.verbose or r.worst is not None:
                 w = "-" if r.worst is None else f"{r.worst:.2e}"
                 wb = "-" if r.worst_bf16 is None else f"{r.worst_bf16:.2e}"
                 print(f"  {r.name}: {r.nodes16}/{r.float_nodes} nodes 16-bit, {r.casts} casts, worst rel err fp16 {w}, "

@@ -68,8 +68,8 @@ Test(amp_auto, on_rewrites_and_logs_before_and_after) {
     AmpSessionStats stats;
     amp_session_stats(s, &stats);
     cr_assert(stats.amp_applied);
-    const char *files[] = {"before.onnx", "after.onnx", "before.txt", "after.txt", "summary.txt"};
-    for (size_t i = 0; i < 5; i++) cr_assert(logged(files[i]), "AMP_LOG_PATH lacks %s", files[i]);
+    const char *files[] = {"before.onnx", "after.onnx", "before.txt", "after.txt", "summary.txt", "paint.txt"};
+    for (size_t i = 0; i < 6; i++) cr_assert(logged(files[i]), "AMP_LOG_PATH lacks %s", files[i]);
     /* The dumps are models that load, and text that shows the graph. */
     char *p = tu_path(logdir, "after.onnx");
     AmpModel *m = NULL;
@@ -86,6 +86,13 @@ Test(amp_auto, on_rewrites_and_logs_before_and_after) {
     txt = (char *)tu_read(p, &len);
     cr_assert_not_null(strstr(txt, amp_auto_pipeline()), "%s", txt);
     cr_assert_not_null(strstr(txt, "float16"), "%s", txt);
+    free(txt);
+    free(p);
+    /* The paint buckets: the lists in force and the nodes of each bucket. */
+    p = tu_path(logdir, "paint.txt");
+    txt = (char *)tu_read(p, &len);
+    cr_assert_not_null(strstr(txt, "allow: MatMul"), "%s", txt);
+    cr_assert_not_null(strstr(txt, "# allow (16-bit): 2 nodes"), "%s", txt);
     free(txt);
     free(p);
     /* The rewritten model still runs. */

@@ -1,0 +1,224 @@
+/* The AMP options of `ampc MODEL -o OUT` (tools/cli_amp.c): the default pipeline converts
+ * (a MatMul becomes fp16, the summary is part of the one "wrote" line), --precision,
+ * --level, --allow/--infer/--clear/--deny and the AMP_*LIST_* variables (an op in two
+ * lists is a usage error naming it), --keep-fp32, --no-keep-io-types, --loss, --loss-scale,
+ * --explain (an unknown node is exit 2), and weights out of fp16's range reported. */
+#include "cli_test_util.h"
+#include "ir.h"
+
+TestSuite(cli_amp, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
+
+#define MATMUL_MODEL AMPC_TESTDATA "/node/test_matmul_2d/model.onnx"
+#define CNN_MODEL AMPC_TEST_DIR "/../models/cnn_infer/model.onnx"
+#define GRADS_MODEL AMPC_TEST_DIR "/../models/mlp_grads/model.onnx"
+
+static AmpModel *load(const char *path) {
+    AmpModel *m = NULL;
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_model_load_file(path, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_infer_model(m, &st), AMP_OK, "%s", st.msg); /* types of the values between nodes */
+    return m;
+}
+
+static const AmpNode *op_node(const AmpModel *m, const char *op) {
+    for (const AmpNode *n = m->graph->first; n; n = n->next)
+        if (strcmp(n->op_type, op) == 0) return n;
+    cr_assert_fail("no %s node", op);
+    return NULL;
+}
+
+static int in0(const AmpModel *m, const char *op) {
+    return op_node(m, op)->inputs[0]->type.dtype;
+}
+
+static void expect_usage(Run *r, const char *needle) {
+    cr_assert_eq(r->code, 2, "exit %d: %s", r->code, r->err);
+    assert_one_error_line(r);
+    cr_assert_not_null(strstr(r->err, needle), "'%s' not in: %s", needle, r->err);
+}
+
+Test(cli_amp, default_pipeline_converts_and_says_so_in_one_line) {
+    char out[600];
+    tmp_path(out, sizeof out, "mm.onnx");
+    Run r = run_ampc(MATMUL_MODEL, "-o", out, NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "passes: infer,amp,cast_cleanup; amp: float16: 1 of 1 float nodes in 16 bits"),
+                       "%s", r.err);
+    AmpModel *m = load(out);
+    cr_assert_eq(in0(m, "MatMul"), AMP_DT_FLOAT16);
+    cr_assert_eq(m->graph->inputs.items[0].value->type.dtype, AMP_DT_FLOAT, "graph inputs keep their types");
+    amp_model_free(m);
+    run_free(&r);
+}
+
+Test(cli_amp, precision_bf16) {
+    char out[600];
+    tmp_path(out, sizeof out, "mm.onnx");
+    Run r = run_ampc(MATMUL_MODEL, "-o", out, "--precision", "bf16", "-q", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_str_empty(r.err);
+    AmpModel *m = load(out);
+    cr_assert_eq(in0(m, "MatMul"), AMP_DT_BFLOAT16);
+    amp_model_free(m);
+    run_free(&r);
+    Run s = run_ampc(MATMUL_MODEL, "-o", out, "--precision", "fp8", NULL);
+    expect_usage(&s, "--precision 'fp8'");
+    run_free(&s);
+}
+
+Test(cli_amp, levels) {
+    char out[600];
+    tmp_path(out, sizeof out, "cnn.onnx");
+    Run r = run_ampc(CNN_MODEL, "-o", out, "--level", "tensor-cores-only", "-q", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    AmpModel *m = load(out);
+    cr_assert_eq(in0(m, "Conv"), AMP_DT_FLOAT16);
+    cr_assert_eq(in0(m, "Relu"), AMP_DT_FLOAT, "clear ops are in no list at this level");
+    amp_model_free(m);
+    run_free(&r);
+    Run s = run_ampc(CNN_MODEL, "-o", out, "--level", "fast", NULL);
+    expect_usage(&s, "--level 'fast'");
+    run_free(&s);
+}
+
+Test(cli_amp, list_edits_from_flags_and_environment) {
+    char out[600];
+    tmp_path(out, sizeof out, "cnn.onnx");
+    Run r = run_ampc(CNN_MODEL, "-o", out, "--deny", "Conv", "-q", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    AmpModel *m = load(out);
+    cr_assert_eq(in0(m, "Conv"), AMP_DT_FLOAT);
+    cr_assert_eq(in0(m, "Gemm"), AMP_DT_FLOAT16);
+    amp_model_free(m);
+    run_free(&r);
+
+    Run u = run_ampc(CNN_MODEL, "-o", out, "--allow", "Conv,NoSuchOp", NULL);
+    expect_usage(&u, "'NoSuchOp'");
+    run_free(&u);
+
+    setenv("AMP_DENYLIST_ADD", "Gemm", 1);
+    Run e = run_ampc(CNN_MODEL, "-o", out, "-q", NULL);
+    cr_assert_eq(e.code, 0, "%s", e.err);
+    m = load(out);
+    cr_assert_eq(in0(m, "Gemm"), AMP_DT_FLOAT, "AMP_DENYLIST_ADD is read by the CLI too");
+    amp_model_free(m);
+    run_free(&e);
+
+    Run c = run_ampc(CNN_MODEL, "-o", out, "--allow", "Gemm", NULL);
+    expect_usage(&c, "'Gemm'");
+    cr_assert_not_null(strstr(c.err, "two lists"), "%s", c.err);
+    run_free(&c);
+    unsetenv("AMP_DENYLIST_ADD");
+}
+
+Test(cli_amp, keep_fp32_and_io_types) {
+    char out[600];
+    tmp_path(out, sizeof out, "cnn.onnx");
+    Run r = run_ampc(CNN_MODEL, "-o", out, "--keep-fp32", "fc/*", "--keep-fp32", "conv2*", "-q", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    AmpModel *m = load(out);
+    cr_assert_eq(in0(m, "Gemm"), AMP_DT_FLOAT);
+    cr_assert_eq(in0(m, "Conv"), AMP_DT_FLOAT16, "conv1 is not matched");
+    amp_model_free(m);
+    run_free(&r);
+
+    Run n = run_ampc(CNN_MODEL, "-o", out, "--no-keep-io-types", "-q", NULL);
+    cr_assert_eq(n.code, 0, "%s", n.err);
+    m = load(out);
+    cr_assert_eq(m->graph->inputs.items[0].value->type.dtype, AMP_DT_FLOAT16);
+    cr_assert_eq(m->graph->outputs.items[0].value->type.dtype, AMP_DT_FLOAT16);
+    amp_model_free(m);
+    run_free(&n);
+
+    Run k = run_ampc(CNN_MODEL, "-o", out, "--no-keep-io-types", "--keep-io-types", "-q", NULL);
+    cr_assert_eq(k.code, 0, "%s", k.err);
+    m = load(out);
+    cr_assert_eq(m->graph->inputs.items[0].value->type.dtype, AMP_DT_FLOAT, "the last one given wins");
+    amp_model_free(m);
+    run_free(&k);
+}
+
+Test(cli_amp, loss_and_loss_scale) {
+    char out[600];
+    tmp_path(out, sizeof out, "grads.onnx");
+    Run r = run_ampc(GRADS_MODEL, "-o", out, "--loss", "loss", "--loss-scale", "none", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "training graph, loss 'loss'"), "%s", r.err);
+    run_free(&r);
+    Run s = run_ampc(GRADS_MODEL, "-o", out, "--loss-scale", "1024", "-q", NULL);
+    cr_assert_eq(s.code, 0, "%s", s.err);
+    run_free(&s);
+    Run b = run_ampc(GRADS_MODEL, "-o", out, "--loss-scale", "-3", NULL);
+    expect_usage(&b, "--loss-scale '-3'");
+    run_free(&b);
+    Run l = run_ampc(GRADS_MODEL, "-o", out, "--loss", "nope", NULL);
+    cr_assert_eq(l.code, 2, "%s", l.err);
+    cr_assert_not_null(strstr(l.err, "'nope'"), "%s", l.err);
+    run_free(&l);
+}
+
+Test(cli_amp, explain_prints_the_chain_and_checks_the_name) {
+    Run r = run_ampc(GRADS_MODEL, "--explain", "relu1/Relu", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.out, "node 'relu1/Relu' (Relu) in graph 'main': float16"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "because of"), "%s", r.out);
+    run_free(&r);
+    Run u = run_ampc(GRADS_MODEL, "--explain", "no/such/node", NULL);
+    expect_usage(&u, "'no/such/node'");
+    run_free(&u);
+    Run p = run_ampc(GRADS_MODEL, "--explain", "relu1/Relu", "--passes", "infer", NULL);
+    expect_usage(&p, "amp pass");
+    run_free(&p);
+}
+
+Test(cli_amp, weights_out_of_range_are_reported) {
+    /* A MatMul whose weight holds 1e5: converted, the weight kept in fp32, one line. */
+    char in[600], out[600];
+    tmp_path(in, sizeof in, "big.onnx");
+    tmp_path(out, sizeof out, "big_amp.onnx");
+    AmpModel *m = amp_model_new();
+    m->has = AMP_MODEL_HAS_IR_VERSION;
+    m->ir_version = 8;
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 17, true};
+    m->n_opsets = 1;
+    AmpGraph *g = m->graph;
+    g->name = "g";
+    AmpValue *x = amp_graph_value(g, "x");
+    AmpDim *xd = amp_arena_calloc(&m->arena, 2, sizeof *xd);
+    xd[0].value = 2;
+    xd[1].value = 2;
+    x->type = (AmpType){AMP_TYPE_TENSOR, AMP_DT_FLOAT, 2, xd};
+    amp_graph_add_input(g, x);
+    AmpTensor *t = amp_arena_calloc(&m->arena, 1, sizeof *t);
+    static int64_t wd[2] = {2, 2};
+    static const float w[4] = {1e5f, 1, 2, 3};
+    t->dtype = AMP_DT_FLOAT;
+    t->has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
+    t->ndims = 2;
+    t->dims = wd;
+    t->nelem = 4;
+    t->raw = (AmpBytes){(const uint8_t *)w, sizeof w};
+    AmpValue *wv = amp_graph_value(g, "W");
+    amp_graph_add_initializer(g, wv, t);
+    AmpNode *n = amp_node_new(g, "", "MatMul", "mm", 2, 1);
+    amp_node_set_input(n, 0, x);
+    amp_node_set_input(n, 1, wv);
+    amp_node_set_output(n, 0, amp_graph_value(g, "y"));
+    amp_node_append(g, n);
+    amp_graph_add_output(g, amp_graph_value(g, "y"));
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_model_save_file(m, in, NULL, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+
+    Run r = run_ampc(in, "-o", out, NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(count_lines(r.err), 2, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "ampc: weight 'W' has values outside float16's range"), "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "1 kept in float32"), "%s", r.err);
+    run_free(&r);
+    Run q = run_ampc(in, "-o", out, "-q", NULL);
+    cr_assert_str_empty(q.err);
+    run_free(&q);
+}
