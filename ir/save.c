@@ -138,7 +138,7 @@ static Onnx__TensorProto *save_tensor(SaveCtx *c, AmpTensor *t) {
     tp->name = str(t->name);
     tp->doc_string = str(t->doc_string);
 
-    size_t canon;
+    size_t canon = 0;
     bool movable = t->dtype != AMP_DT_STRING && amp_tensor_expected_bytes(t->dtype, t->nelem, &canon);
     if (c->external && movable && canon >= c->external_min && canon > 0) {
         AmpBytes bytes;

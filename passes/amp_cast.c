@@ -231,7 +231,7 @@ static void retype_outputs(Rewrite *w, AmpNode *n, AmpType *old, bool *cand) {
 }
 
 static AmpCode rewrite_node(Rewrite *w, AmpNode *n) {
-    AmpCode rc;
+    AmpCode rc = AMP_OK;
     for (int k = 0; k < n->n_inputs; k++) {
         AmpValue *u = n->inputs[k];
         if (u && amp_float_slot(n, k) && amp_is_f32(u) && (rc = want_16(w, u))) return rc;
