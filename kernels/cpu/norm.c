@@ -55,7 +55,7 @@ typedef struct ParamMap {
 static AmpCode param_map(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int axis, uint64_t cols, const char *what,
                          ParamMap *m) {
     memset(m, 0, sizeof *m);
-    int r;
+    int r = 0;
     int64_t bd[AMP_MAX_RANK];
     bool ok = p->rank <= x->rank && amp_broadcast_shape(x->rank, x->dims, p->rank, p->dims, &r, bd) && r == x->rank;
     for (int i = 0; ok && i < r; i++) ok = bd[i] == x->dims[i];
