@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Side by side: ampc's AMP conversion vs onnxconverter-common's convert_float_to_float16.
+
+For each model, in one run:
+- t_occ: onnx.load + onnxconverter_common.float16.convert_float_to_float16(model,
+  keep_io_types=True) + onnx.save, timed inside a child Python process (so the Python
+  start-up and imports are not counted), median of 3 runs;
+- t_ampc: `ampc MODEL -o OUT` (default pipeline infer,amp,cast_cleanup), wall time of the
+  subprocess, median of 3 runs;
+- ratio = t_occ / t_ampc (how many times faster ampc is);
+- casts: Cast nodes in each output, main graph and subgraphs;
+- rel err: both outputs and the fp32 model run in onnxruntime (CPUExecutionProvider) on
+  MODEL_DIR/test_data_set_0/input_K.pb if present, else deterministic random inputs from
+  the declared shapes (symbolic/unknown dims = 1); per output max|y - y_fp32| /
+  max|y_fp32|, the largest over outputs. "fails to run: ..." when onnxruntime rejects it.
+
+A benchmark, not a test: quote its numbers with the machine it ran on.
+
+usage: bench_vs_f16converter.py MODEL.onnx [MODEL.onnx ...] [--ampc PATH]
+                                [--synthetic N [--synthetic N ...]] [--runs R]
+                                [--occ-timeout S]
+--synthetic N writes an N-node MatMul/Add/Relu/Softmax/Mul/ReduceSum chain with
+tools/gen_graph.py into a temporary folder and includes it.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    import onnxconverter_common  # noqa: F401
+except ImportError as e:
+    sys.exit(f"bench_vs_f16converter.py needs numpy, onnx, onnxruntime and "
+             f"onnxconverter-common: {e}")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+OCC_CHILD = r"""
+import sys, time, onnx
+from onnxconverter_common import float16
+src, dst = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+m = onnx.load(src)
+m = float16.convert_float_to_float16(m, keep_io_types=True)
+onnx.save(m, dst)
+print(time.perf_counter() - t0)
+"""
+
+
+def walk_nodes(graph):
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from walk_nodes(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from walk_nodes(g)
+
+
+def count(path):
+    m = onnx.load(path, load_external_data=False)
+    nodes = list(walk_nodes(m.graph))
+    return len(nodes), sum(1 for n in nodes if n.op_type == "Cast")
+
+
+def time_occ(src, dst, runs, timeout):
+    ts = []
+    for _ in range(runs):
+        try:
+            p = subprocess.run([sys.executable, "-c", OCC_CHILD, src, dst],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"over {timeout}s"
+        if p.returncode != 0:
+            return None, (p.stderr.strip().splitlines() or ["?"])[-1][:120]
+        ts.append(float(p.stdout.strip().splitlines()[-1]))
+    return statistics.median(ts), None
+
+
+def time_ampc(ampc, src, dst, runs):
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        p = subprocess.run([ampc, src, "-o", dst], capture_output=True, text=True)
+        ts.append(time.perf_counter() - t0)
+        if p.returncode != 0:
+            return None, (p.stderr.strip().splitlines() or ["?"])[-1][:120]
+    return statistics.median(ts), None
+
+
+NP_OF_ORT = {
+    "tensor(float)": np.float32, "tensor(double)": np.float64,
+    "tensor(float16)": np.float16, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_, "tensor(uint8)": np.uint8, "tensor(int8)": np.int8,
+}
+
+
+def make_inputs(model_path):
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    ins = sess.get_inputs()
+    tds = os.path.join(os.path.dirname(model_path), "test_data_set_0")
+    feeds = {}
+    if os.path.isdir(tds):
+        for k, i in enumerate(ins):
+            f = os.path.join(tds, f"input_{k}.pb")
+            t = onnx.TensorProto()
+            with open(f, "rb") as fh:
+                t.ParseFromString(fh.read())
+            feeds[i.name] = numpy_helper.to_array(t)
+        return feeds, "test_data_set_0"
+    rng = np.random.RandomState(0)
+    for i in ins:
+        shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
+        dt = NP_OF_ORT.get(i.type, np.float32)
+        if np.issubdtype(dt, np.floating):
+            feeds[i.name] = rng.standard_normal(shape).astype(dt)
+        elif dt == np.bool_:
+            feeds[i.name] = rng.rand(*shape) > 0.5
+        else:
+            feeds[i.name] = rng.randint(0, 2, size=shape).astype(dt)
+    return feeds, "random"
+
+
+def ort_reason(ex):
+    """The useful tail of an onnxruntime error: after the last 'FAIL : ' / 'failed:'."""
+    msg = " ".join(str(ex).split())
+    for key in ("FAIL : ", "failed:"):
+        if key in msg:
+            msg = msg.rsplit(key, 1)[1]
+    return msg.strip()[:160]
+
+
+def run_ort(path, feeds):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def rel_err(ys, refs):
+    worst = 0.0
+    for y, r in zip(ys, refs):
+        y = np.asarray(y, dtype=np.float64)
+        r = np.asarray(r, dtype=np.float64)
+        if y.shape != r.shape:
+            return f"shape {y.shape} != {r.shape}"
+        if r.size == 0:
+            continue
+        d = np.nanmax(np.abs(y - r)) if np.isfinite(y).all() else np.inf
+        scale = np.max(np.abs(r))
+        worst = max(worst, d / scale if scale > 0 else d)
+    return f"{worst:.2e}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--ampc", default=os.path.join(ROOT, "build", "ampc"))
+    ap.add_argument("--synthetic", type=int, action="append", default=[])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--occ-timeout", type=float, default=300.0,
+                    help="seconds per onnxconverter-common run before giving up")
+    ap.add_argument("--no-ort", action="store_true", help="skip the accuracy check")
+    args = ap.parse_args()
+    ort.set_default_logger_severity(3)
+
+    tmp = tempfile.mkdtemp(prefix="bench_f16_")
+    models = [(m, m) for m in args.models]
+    for n in args.synthetic:
+        d = os.path.join(tmp, f"synthetic_{n}")
+        os.makedirs(d)
+        p = os.path.join(d, "model.onnx")
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_graph.py"),
+                        str(n), p], check=True, capture_output=True)
+        models.append((f"synthetic {n}", p))
+
+    hdr = ["model", "nodes", "t_occ ms", "t_ampc ms", "ratio", "casts occ",
+           "casts ampc", "rel err occ", "rel err ampc"]
+    print(f"# onnxconverter-common {onnxconverter_common.__version__}, onnx "
+          f"{onnx.__version__}, onnxruntime {ort.__version__}, {os.cpu_count()} CPUs, "
+          f"median of {args.runs}", flush=True)
+    print(" | ".join(hdr), flush=True)
+    for k, (label, src) in enumerate(models):
+        occ_out = os.path.join(tmp, f"m{k}_occ.onnx")
+        ampc_out = os.path.join(tmp, f"m{k}_ampc.onnx")
+        nodes, _ = count(src)
+        t_occ, e_occ = time_occ(src, occ_out, args.runs, args.occ_timeout)
+        t_ampc, e_ampc = time_ampc(args.ampc, src, ampc_out, args.runs)
+        ratio = f"{t_occ / t_ampc:.1f}x" if t_occ and t_ampc else "-"
+        c_occ = count(occ_out)[1] if t_occ else "-"
+        c_ampc = count(ampc_out)[1] if t_ampc else "-"
+        r_occ = r_ampc = "-"
+        if not args.no_ort:
+            try:
+                feeds, _ = make_inputs(src)
+                ref = run_ort(src, feeds)
+            except Exception as ex:  # noqa: BLE001
+                r_occ = r_ampc = f"fp32 fails to run: {ort_reason(ex)}"
+                ref = None
+            if ref is not None:
+                res = []
+                for ok, out in ((t_occ, occ_out), (t_ampc, ampc_out)):
+                    if not ok:
+                        res.append("-")
+                        continue
+                    try:
+                        res.append(rel_err(run_ort(out, feeds), ref))
+                    except Exception as ex:  # noqa: BLE001
+                        res.append(f"fails to run: {ort_reason(ex)}")
+                r_occ, r_ampc = res
+        row = [label, str(nodes),
+               f"{t_occ * 1e3:.1f}" if t_occ else f"failed: {e_occ}",
+               f"{t_ampc * 1e3:.1f}" if t_ampc else f"failed: {e_ampc}",
+               ratio, str(c_occ), str(c_ampc), r_occ, r_ampc]
+        print(" | ".join(row), flush=True)
+    print(f"# outputs kept in {tmp}")
+
+
+if __name__ == "__main__":
+    main()
