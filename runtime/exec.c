@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "exec_impl.h"
+
+/* The largest single tensor the executor allocates (64 GiB). */
+#define AMP_EXEC_MAX_OUTPUT_BYTES (UINT64_C(64) << 30)
 #include "plan.h"
 
 enum { ARENA_ALIGN = 64 };
@@ -375,6 +378,13 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
     if (!amp_tensor_expected_bytes(dtype, nelem, &bytes)) {
         amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output of type %s is not supported", nname(a->n),
                  a->n->op_type, amp_dtype_name(dtype));
+        return NULL;
+    }
+    /* One place for every kernel: a shape from a hostile model must not become a
+     * giant allocation (sanitizers abort on those; an OOM killer would not ask). */
+    if (bytes > AMP_EXEC_MAX_OUTPUT_BYTES) {
+        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit",
+                 nname(a->n), a->n->op_type, index, bytes, (unsigned long long)AMP_EXEC_MAX_OUTPUT_BYTES);
         return NULL;
     }
     AmpValue *v = a->n->outputs[index];
