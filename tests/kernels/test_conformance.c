@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "test_file_util.h"
 #include "exec.h"
 #include "half.h"
 #include "kernel_test_util.h"
@@ -23,21 +24,6 @@ typedef struct Counts {
     char fails[8192];
 } Counts;
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = n > 0 ? (size_t)n : 0;
-    return buf;
-}
 
 /* Empty string when equal within tolerance, else what differs. */
 static void compare(const AmpBuf *got, const AmpBuf *want, char *why, size_t n) {

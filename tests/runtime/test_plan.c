@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "test_file_util.h"
 #include "exec.h"
 #include "plan.h"
 
@@ -110,21 +111,6 @@ Test(plan, random_lifetimes) {
 
 /* ---- the arena on real models ---------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = n > 0 ? (size_t)n : 0;
-    return buf;
-}
 
 /* Runs test_data_set_0 of one folder three times (malloc, then planned twice); returns
  * whether the model ran at all. Ops drawing random numbers are left out. */
