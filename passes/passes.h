@@ -50,8 +50,12 @@ typedef struct AmpPassOptions {
                       AMP_DT_BFLOAT16 */
     const AmpListEdit *list_edits; /* n_list_edits entries, in the order given */
     size_t n_list_edits;
-    AmpLossScaleMode loss_scale_mode; /* stored for the loss-scaling pass (not yet written) */
-    double loss_scale; /* STATIC: the scale; DYNAMIC: the initial scale (0: 2^16) */
+    /* The loss-scaling pass (passes/loss_scale.c); zeros mean GradScaler's defaults. */
+    AmpLossScaleMode loss_scale_mode;
+    double loss_scale;     /* STATIC: the scale; DYNAMIC: the initial scale (0: 2^16) */
+    int64_t growth_interval; /* DYNAMIC: clean steps before the scale grows (0: 2000) */
+    double growth_factor;  /* DYNAMIC: > 1 (0: 2) */
+    double backoff_factor; /* DYNAMIC: in (0, 1) (0: 0.5) */
 
     /* The AMP pass (passes/amp*.c). */
     AmpLevel level;

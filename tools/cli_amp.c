@@ -5,6 +5,8 @@
 #include "cli_amp.h"
 
 #include <errno.h>
+#include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +38,14 @@ static int list_option(AmpcAmp *x, const char *name, const char *arg, AmpOpClass
     AmpStatus st = {AMP_OK, ""};
     if (amp_list_edits_parse(what, arg, list, false, &x->edits, &x->n_edits, &st)) return status_error(&st);
     return 0;
+}
+
+/* 0 when s is a whole finite number. */
+static int parse_double(const char *s, double *v) {
+    char *end = NULL;
+    errno = 0;
+    *v = strtod(s, &end);
+    return errno || end == s || *end || !isfinite(*v) ? -1 : 0;
 }
 
 int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
@@ -90,13 +100,41 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
             x->po.loss_scale_mode = AMP_LOSS_SCALE_NONE;
             return 0;
         }
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(arg, &end);
-        if (errno || end == arg || *end || !isfinite(v) || v <= 0)
+        double v;
+        if (parse_double(arg, &v) || v <= 0 || v > FLT_MAX)
             return usage("--loss-scale '%s': expected dynamic, none or a positive number", arg);
         x->po.loss_scale_mode = AMP_LOSS_SCALE_STATIC;
         x->po.loss_scale = v;
+        return 0;
+    }
+    if (strcmp(name, "loss-scale-init") == 0) {
+        double v;
+        if (parse_double(arg, &v) || v <= 0 || v > FLT_MAX)
+            return usage("--loss-scale-init '%s': expected a positive number that fits in float32", arg);
+        x->loss_scale_init = v;
+        return 0;
+    }
+    if (strcmp(name, "growth-interval") == 0) {
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(arg, &end, 10);
+        if (errno || end == arg || *end || v < 1 || v > INT32_MAX)
+            return usage("--growth-interval '%s': expected a whole number from 1 to %d", arg, INT32_MAX);
+        x->po.growth_interval = v;
+        return 0;
+    }
+    if (strcmp(name, "growth-factor") == 0) {
+        double v;
+        if (parse_double(arg, &v) || v <= 1 || v > FLT_MAX)
+            return usage("--growth-factor '%s': expected a number above 1", arg);
+        x->po.growth_factor = v;
+        return 0;
+    }
+    if (strcmp(name, "backoff-factor") == 0) {
+        double v;
+        if (parse_double(arg, &v) || v <= 0 || v >= 1)
+            return usage("--backoff-factor '%s': expected a number between 0 and 1", arg);
+        x->po.backoff_factor = v;
         return 0;
     }
     if (strcmp(name, "explain") == 0) {
@@ -120,6 +158,18 @@ int ampc_amp_finish(AmpcAmp *x) {
     AmpStatus st = {AMP_OK, ""};
     if (amp_list_edits_from_env(&x->edits, &x->n_edits, &st) || amp_list_edits_check(x->edits, x->n_edits, &st))
         return status_error(&st);
+    /* The dynamic-scaling settings mean nothing without dynamic scaling: say so. */
+    bool dyn_opts = x->loss_scale_init > 0 || x->po.growth_interval || x->po.growth_factor > 0 ||
+                    x->po.backoff_factor > 0;
+    AmpLossScaleMode mode = x->po.loss_scale_mode;
+    if (mode == AMP_LOSS_SCALE_DEFAULT)
+        mode = x->po.precision == AMP_DT_BFLOAT16 ? AMP_LOSS_SCALE_NONE : AMP_LOSS_SCALE_DYNAMIC;
+    if (dyn_opts && mode != AMP_LOSS_SCALE_DYNAMIC)
+        return usage("--loss-scale-init, --growth-interval, --growth-factor and --backoff-factor set "
+                     "dynamic loss scaling, which is off here (%s); add --loss-scale dynamic",
+                     x->po.loss_scale_mode == AMP_LOSS_SCALE_DEFAULT ? "bf16 needs none by default"
+                                                                      : "--loss-scale is not dynamic");
+    if (x->loss_scale_init > 0) x->po.loss_scale = x->loss_scale_init;
     x->po.list_edits = x->edits;
     x->po.n_list_edits = x->n_edits;
     x->po.keep_fp32 = x->keep;

@@ -1,7 +1,8 @@
 /* The AMP options of `ampc MODEL -o OUT` (tools/cli_amp.c): --precision, --level, the list
  * edits (--allow/--infer/--clear/--deny, plus the AMP_ALLOWLIST_ADD ... variables, parsed by
  * passes/amp_lists.c as AMP_AUTO does), --keep-fp32, --keep-io-types / --no-keep-io-types,
- * --loss, --loss-scale and --explain, turned into the passes' AmpPassOptions. */
+ * --loss, --loss-scale (with --loss-scale-init, --growth-interval, --growth-factor and
+ * --backoff-factor) and --explain, turned into the passes' AmpPassOptions. */
 #ifndef AMPC_TOOLS_CLI_AMP_H
 #define AMPC_TOOLS_CLI_AMP_H
 
@@ -18,6 +19,7 @@ typedef struct AmpcAmp {
     const char **keep;      /* malloc'd --keep-fp32 globs */
     size_t n_keep;
     const char *explain;    /* --explain NODE */
+    double loss_scale_init; /* --loss-scale-init (0: not given) */
     char summary[512];      /* the amp pass's summary line, for the "wrote" message */
     bool quiet;             /* -q: weight reports are not printed */
 } AmpcAmp;

@@ -55,8 +55,19 @@
     AMPC_OPT(NO_KEEP_IO_TYPES, "no-keep-io-types", 0, 0, "",                                    \
              "main-graph inputs read by 16-bit nodes and outputs they write become 16-bit")     \
     AMPC_OPT(LOSS_SCALE, "loss-scale", 0, 1, "MODE",                                            \
-             "dynamic, a number, or none: loss scaling of training graphs; checked and kept "   \
-             "for the loss-scaling pass, which does not exist yet (nothing is scaled today)")   \
+             "dynamic, a number, or none: loss scaling of training graphs (GradScaler "         \
+             "semantics; a number is a static scale that keeps the gradient check); default "   \
+             "dynamic for fp16, none for bf16; inference graphs are left as they are")          \
+    AMPC_OPT(LOSS_SCALE_INIT, "loss-scale-init", 0, 1, "S",                                     \
+             "dynamic loss scaling: the initial scale (default 65536)")                         \
+    AMPC_OPT(GROWTH_INTERVAL, "growth-interval", 0, 1, "N",                                     \
+             "dynamic loss scaling: grow the scale after N steps without inf/NaN (default "     \
+             "2000)")                                                                           \
+    AMPC_OPT(GROWTH_FACTOR, "growth-factor", 0, 1, "F",                                         \
+             "dynamic loss scaling: multiply the scale by F > 1 when it grows (default 2)")     \
+    AMPC_OPT(BACKOFF_FACTOR, "backoff-factor", 0, 1, "F",                                       \
+             "dynamic loss scaling: multiply the scale by 0 < F < 1 after a step with inf/NaN " \
+             "gradients (default 0.5)")                                                         \
     AMPC_OPT(EXPLAIN, "explain", 0, 1, "NODE",                                                  \
              "print to stdout the chain of rules that set the precision of the node(s) named "  \
              "NODE (an unknown name is a usage error)")                                         \

@@ -54,7 +54,7 @@ AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, boo
     if (x->rank < 3)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
     int n = g->nsp = x->rank - 2;
-    AutoPad ap;
+    AutoPad ap = PAD_NOTSET;
     int64_t pads[2 * AMP_MAX_SPATIAL];
     AmpCode rc;
     if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||
@@ -294,7 +294,7 @@ static int64_t floor_div2(int64_t v) {
 static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, AmpConvGeom *g) {
     memset(g, 0, sizeof *g);
     int n = g->nsp = x->rank - 2;
-    AutoPad ap;
+    AutoPad ap = PAD_NOTSET;
     int64_t pads[2 * AMP_MAX_SPATIAL], opad[AMP_MAX_SPATIAL], oshape[AMP_MAX_SPATIAL];
     AmpCode rc;
     if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||

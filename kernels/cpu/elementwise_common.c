@@ -222,7 +222,7 @@ AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
     if (rc) return rc;
     if (!amp_is_f32_family(a->dtype) && !(a->dtype == AMP_DT_DOUBLE && rd)) return amp_kernel_bad_dtype(k, a->dtype);
     const AmpBuf *ins[2] = {a, b};
-    int rank;
+    int rank = 0;
     int64_t dims[AMP_MAX_RANK];
     if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims))) return rc;
     AmpBuf *out = k->alloc(k->alloc_ctx, 0, a->dtype, rank, dims, k->st);

@@ -96,7 +96,7 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     for (uint64_t n = 0; n < a.n && !rc; n++)
         for (uint64_t d = 0; d < dk; d++) {
             uint64_t s = n * dk + d, base = n * C * dk + d; /* (n, 0, d) */
-            int64_t l;
+            int64_t l = 0;
             if ((rc = loss_label(k, &a, s, &l))) break;
             double m = 0.0, lse = 0.0; /* log-softmax: x - m - lse */
             if (softmax) {
@@ -173,7 +173,7 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
     uint64_t C = a.c, dk = a.dk, ns = a.n * dk;
     double wsum = 0.0;
     for (uint64_t s = 0; s < ns; s++) { /* validates every label before writing */
-        int64_t l;
+        int64_t l = 0;
         if ((rc = loss_label(k, &a, s, &l))) goto out;
         if (l >= 0) wsum += w ? amp_fv_get(&vw, (uint64_t)l) : 1.0;
     }

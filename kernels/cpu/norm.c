@@ -274,7 +274,7 @@ static AmpCode k_batchnorm(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
-    uint64_t N, C, S;
+    uint64_t N = 0, C = 0, S = 0;
     AmpCode rc = nchw(k, in[0], &N, &C, &S);
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], C, names[i]);
@@ -342,7 +342,7 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
     const AmpBuf *in[3];
     for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
-    uint64_t N, C, S;
+    uint64_t N = 0, C = 0, S = 0;
     AmpCode rc = nchw(k, in[0], &N, &C, &S);
     if (rc) return rc;
     if (groups == 0 || C % groups)

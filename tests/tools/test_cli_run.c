@@ -221,7 +221,7 @@ Test(cli_run, run_with_inputs_gives_the_expected_outputs) {
     cr_assert_eq(n, 8, "%s", r.out);
     /* The expected values, from output_0.pb. */
     AmpModel *m = amp_model_new();
-    size_t len;
+    size_t len = 0;
     char *bytes = read_all(AMPC_TESTDATA "/node/test_add/test_data_set_0/output_0.pb", &len);
     AmpTensor *t;
     AmpStatus st = {AMP_OK, ""};
