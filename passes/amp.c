@@ -10,59 +10,10 @@
 #include <string.h>
 
 #include "amp_impl.h"
+#include "precision.h"
+#include "training.h"
 
 /* ---- training rules (DESIGN.md "Training graphs — the contract") ------------------- */
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-/* A training graph has training_info, or gradients (`*_grad`) among its outputs. */
-static bool is_training(const AmpModel *m) {
-    if (m->n_training) return true;
-    for (size_t i = 0; i < m->graph->outputs.n; i++)
-        if (ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
-    return false;
-}
-
-static bool scalar_like(const AmpType *t) {
-    if (t->rank < 0) return true;
-    for (int i = 0; i < t->rank; i++)
-        if (t->dims[i].value != 1) return false;
-    return true;
-}
-
-static AmpCode find_loss(AmpRun *r) {
-    AmpModel *m = r->m;
-    if (r->opt->loss) {
-        r->loss = amp_graph_lookup(m->graph, r->opt->loss);
-        if (!r->loss)
-            return amp_fail(r->st, AMP_ERR_USAGE, "--loss '%s': the main graph has no value of that name",
-                            r->opt->loss);
-        return AMP_OK;
-    }
-    size_t found = 0;
-    for (size_t i = 0; i < m->graph->outputs.n; i++) {
-        AmpValue *v = m->graph->outputs.items[i].value;
-        if (amp_is_f32(v) && strstr(v->name, "loss") && scalar_like(&v->type)) {
-            if (!found) r->loss = v;
-            found++;
-        }
-    }
-    if (found == 1) return AMP_OK;
-    /* Several: one named exactly "loss" is the one. */
-    AmpValue *exact = amp_graph_lookup(m->graph, "loss");
-    if (found > 1 && exact && exact->graph == m->graph && (exact->flags & AMP_VALUE_OUTPUT) && amp_is_f32(exact)) {
-        r->loss = exact;
-        return AMP_OK;
-    }
-    r->loss = NULL;
-    return amp_fail(r->st, AMP_ERR_INPUT,
-                    "training graph: %s scalar float output has a name containing \"loss\", so the loss "
-                    "subgraph cannot be told: name the loss with --loss NAME",
-                    found ? "more than one" : "no");
-}
 
 static void force(AmpRun *r, AmpNode *n, AmpWhy why, const char *detail) {
     uint32_t i = amp_idx(n);
@@ -97,6 +48,19 @@ static AmpCode force_loss(AmpRun *r) {
     return AMP_OK;
 }
 
+/* The readers of the backward seed <loss>_grad begin the loss's backward: they stay
+ * float32, as the loss does, since the loss-scaling pass multiplies the seed by the scale
+ * (2^16 to start with: past float16's largest value, 65504). */
+static void force_seed_readers(AmpRun *r) {
+    size_t len = strlen(r->loss->name) + sizeof "_grad";
+    char *name = malloc(len);
+    if (!name) return; /* a rule that cannot be applied for want of memory: colours only */
+    snprintf(name, len, "%s_grad", r->loss->name);
+    AmpValue *seed = amp_graph_lookup(r->m->graph, name);
+    free(name);
+    for (size_t u = 0; seed && u < seed->n_uses; u++) force(r, seed->uses[u].node, AMP_WHY_SEED, seed->name);
+}
+
 static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {
     for (size_t k = 0; g && k < n; k++) {
         AmpValue *v = b[k].value ? amp_graph_lookup(g, b[k].value) : NULL;
@@ -108,10 +72,10 @@ static AmpCode training_rules(AmpRun *r) {
     AmpModel *m = r->m;
     for (size_t i = 0; i < r->n; i++) {
         AmpNode *n = r->ni[i].node;
-        const char *d = n->domain ? n->domain : "";
-        if (strcmp(d, "ai.onnx.preview.training") == 0 ||
-            (strcmp(d, "com.microsoft") == 0 && n->op_type && ends_with(n->op_type, "Optimizer")))
-            force(r, n, AMP_WHY_OPTIMIZER, NULL);
+        if (amp_is_optimizer(n)) force(r, n, AMP_WHY_OPTIMIZER, NULL);
+        /* The loss-scaling pass's own nodes (a model converted before): unscaling, the
+         * gradient check and the scale update are float32 by definition. */
+        else if (amp_node_group(n) >= 0) force(r, n, AMP_WHY_LOSS_SCALE, NULL);
     }
     for (size_t i = 0; i < m->n_training; i++) {
         const AmpTrainingInfo *ti = &m->training[i];
@@ -119,8 +83,10 @@ static AmpCode training_rules(AmpRun *r) {
         force_bound(r, ti->initialization, ti->init_bindings, ti->n_init_bindings);
     }
     if (!r->training) return AMP_OK;
-    AmpCode rc = find_loss(r);
-    return rc ? rc : force_loss(r);
+    AmpCode rc = amp_find_loss(m, r->opt->loss, &r->loss, r->st);
+    if (rc) return rc;
+    force_seed_readers(r);
+    return force_loss(r);
 }
 
 static void keep_fp32(AmpRun *r) {
@@ -168,7 +134,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     /* Colouring reads dtypes: make sure every one that can be known is. */
     if ((rc = amp_infer_model(m, st))) return rc;
     if ((rc = amp_collect(&r))) goto done;
-    r.training = is_training(m) || opt->loss;
+    r.training = amp_is_training_graph(m, opt->loss);
     if ((rc = training_rules(&r))) goto done;
     keep_fp32(&r);
     amp_color(&r);

@@ -95,6 +95,15 @@ static void paint_line(const AmpRun *r, const AmpNodeInfo *x, FILE *f, const cha
         fprintf(f, "%spainted deny: training rule: it produces '%s', which training_info binds to a weight "
                    "or optimizer state\n", pad, x->detail);
         break;
+    case AMP_WHY_LOSS_SCALE:
+        fprintf(f, "%spainted deny: training rule: loss scaling (unscaling, the gradient check, the scale "
+                   "update) computes in float32\n", pad);
+        break;
+    case AMP_WHY_SEED:
+        fprintf(f, "%spainted deny: training rule: it reads the backward seed '%s', so the loss's backward "
+                   "starts in float32 (loss scaling makes the seed 2^16 and more, past float16's range)\n",
+                pad, x->detail);
+        break;
     case AMP_WHY_DENY_FWD:
         fprintf(f, "%spainted deny: deny spreads forward from %s through infer nodes and clear nodes upstream "
                    "of deny/infer nodes\n", pad, node_name(r->ni[x->from].node, a, sizeof a));

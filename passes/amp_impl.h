@@ -23,6 +23,8 @@ typedef enum AmpWhy {
     AMP_WHY_LOSS,       /* the loss op or downstream of it (detail: the loss) */
     AMP_WHY_OPTIMIZER,  /* an optimizer op */
     AMP_WHY_UPDATE,     /* produces a value bound by training_info (detail: its name) */
+    AMP_WHY_LOSS_SCALE, /* a node of the loss-scaling pass (name "amp_loss_scale/...") */
+    AMP_WHY_SEED,       /* reads the backward seed <loss>_grad (detail: its name) */
     AMP_WHY_DENY_FWD,   /* deny spread forward from `from` */
     AMP_WHY_BETWEEN,    /* downstream of allow (reached from `down_from`) and upstream of
                            the allow node reached through `from` */

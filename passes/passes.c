@@ -13,6 +13,9 @@ static const AmpPass PASSES[] = {
     {"amp", "automatic mixed precision: paints nodes allow/deny from the op lists and rules, "
             "makes allow nodes 16-bit with one Cast per value and type, stores weights of "
             "inference graphs in 16 bits", amp_pass_amp},
+    {"loss_scale", "loss scaling of training graphs (GradScaler as graph nodes): seed x scale, "
+                   "gradients unscaled in fp32, amp_found_inf, updates gated on it, the dynamic scale "
+                   "update bound by update_binding; inference graphs pass through", amp_pass_loss_scale},
     {"cast_cleanup", "removes lossless Cast round trips (fp16->fp32->fp16) and duplicate Casts",
      amp_pass_cast_cleanup},
 };
@@ -36,7 +39,7 @@ const AmpPass *amp_pass_at(size_t i) {
 }
 
 const char *amp_default_pipeline(void) {
-    return "infer,amp,cast_cleanup";
+    return "infer,amp,loss_scale,cast_cleanup";
 }
 
 static void known_names(char *buf, size_t len) {

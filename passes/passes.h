@@ -111,6 +111,7 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
 AmpCode amp_pass_infer(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_cast_cleanup(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 
 /* ---- the AMP op lists (amp_lists.c), shared by the CLI and AMP_AUTO ----------------- */

@@ -145,11 +145,14 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
     return -1;
 }
 
-/* Notices from the pass: the summary is kept for the "wrote" line, the rest printed. */
+/* Notices from the passes: the amp and loss_scale summaries are kept for the "wrote" line,
+ * the rest printed. */
 static void notify(void *ctx, const char *line) {
     AmpcAmp *x = ctx;
-    if (strncmp(line, "amp: ", 5) == 0)
-        snprintf(x->summary, sizeof x->summary, "%s", line);
+    if (strncmp(line, "amp: ", 5) == 0 || strncmp(line, "loss_scale: ", 12) == 0) {
+        size_t k = strlen(x->summary);
+        snprintf(x->summary + k, sizeof x->summary - k, "%s%s", k ? "; " : "", line);
+    }
     else if (!x->quiet)
         ampc_say("%s", line);
 }

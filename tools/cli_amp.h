@@ -20,7 +20,8 @@ typedef struct AmpcAmp {
     size_t n_keep;
     const char *explain;    /* --explain NODE */
     double loss_scale_init; /* --loss-scale-init (0: not given) */
-    char summary[512];      /* the amp pass's summary line, for the "wrote" message */
+    char summary[1024];     /* the amp and loss_scale passes' summaries, for the "wrote"
+                               message */
     bool quiet;             /* -q: weight reports are not printed */
 } AmpcAmp;
 

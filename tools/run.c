@@ -17,6 +17,7 @@
 
 #include "ampc.h"
 #include "half.h"
+#include "training.h"
 #include "ir.h"
 
 typedef struct Inputs {
@@ -265,7 +266,8 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The loss: --loss NAME, else the one scalar float output whose name contains "loss";
+/* The loss: --loss NAME, else the one scalar float output whose name contains "loss" (not
+ * one of the loss-scaling pass's, "amp_loss_scale...");
  * -1 when there is none, -2 (with st set) when it is ambiguous or --loss names nothing. */
 static int find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
     AmpIoInfo info;
@@ -278,7 +280,7 @@ static int find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
         }
         bool scalar = true; /* rank 0, all dims 1, or not known */
         for (int d = 0; d < info.rank && scalar; d++) scalar = info.dims[d] == 1;
-        if (!strstr(info.name, "loss") || !scalar || (info.dtype && !amp_dtype_is_float(info.dtype))) continue;
+        if (!strstr(info.name, "loss") || amp_is_loss_scale_name(info.name) || !scalar || (info.dtype && !amp_dtype_is_float(info.dtype))) continue;
         size_t l = strlen(names);
         snprintf(names + l, sizeof names - l, "%s'%s'", n_found ? ", " : "", info.name);
         found = (int)i;
@@ -391,6 +393,14 @@ static AmpSessionOptions session_options(const RunArgs *a) {
     return so;
 }
 
+/* The index of output `name` among mode's outputs, or -1. */
+static int output_index(const AmpSession *s, AmpMode mode, const char *name) {
+    AmpIoInfo info;
+    for (size_t i = 0; amp_session_output_info(s, mode, i, &info); i++)
+        if (strcmp(info.name, name) == 0) return (int)i;
+    return -1;
+}
+
 int ampc_cmd_run(const RunArgs *a) {
     AmpStatus st = {AMP_OK, ""};
     AmpSessionOptions so = session_options(a);
@@ -418,6 +428,7 @@ int ampc_cmd_run(const RunArgs *a) {
     }
 
     size_t n_out = amp_session_output_count(s, mode);
+    int scale_new = output_index(s, mode, "amp_loss_scale_new"), found_inf = output_index(s, mode, "amp_found_inf");
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
     double *ms = calloc((size_t)a->steps, sizeof *ms);
     if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
@@ -432,7 +443,14 @@ int ampc_cmd_run(const RunArgs *a) {
             double v = view_nelem(l) ? value_at(l, 0) : 0.0;
             AmpSessionStats now;
             amp_session_stats(s, &now); /* counts on from a loaded checkpoint's step */
-            printf("step %" PRIu64 ": loss %.9g (%.3f ms)\n", now.steps, v, ms[step]);
+            printf("step %" PRIu64 ": loss %.9g (%.3f ms)", now.steps, v, ms[step]);
+            /* A loss-scaled graph (the loss_scale pass): the scale for the next step, and
+             * whether this one was skipped. */
+            if (scale_new >= 0 && view_nelem(&outs[scale_new]))
+                printf(", loss scale %.9g", value_at(&outs[scale_new], 0));
+            if (found_inf >= 0 && view_nelem(&outs[found_inf]) && value_at(&outs[found_inf], 0) != 0)
+                printf(" (inf/NaN gradients: update skipped)");
+            putchar('\n');
         } else if (step == 0) {
             for (size_t i = 0; i < n_out; i++) print_output(&outs[i]);
         }

@@ -43,7 +43,7 @@ Test(cli_amp, default_pipeline_converts_and_says_so_in_one_line) {
     Run r = run_ampc(MATMUL_MODEL, "-o", out, NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
-    cr_assert_not_null(strstr(r.err, "passes: infer,amp,cast_cleanup; amp: float16: 1 of 1 float nodes in 16 bits"),
+    cr_assert_not_null(strstr(r.err, "passes: infer,amp,loss_scale,cast_cleanup; amp: float16: 1 of 1 float nodes in 16 bits"),
                        "%s", r.err);
     AmpModel *m = load(out);
     cr_assert_eq(in0(m, "MatMul"), AMP_DT_FLOAT16);
@@ -139,16 +139,76 @@ Test(cli_amp, keep_fp32_and_io_types) {
     run_free(&k);
 }
 
+static bool has_output(const AmpModel *m, const char *name) {
+    for (size_t i = 0; i < m->graph->outputs.n; i++)
+        if (strcmp(m->graph->outputs.items[i].value->name, name) == 0) return true;
+    return false;
+}
+
 Test(cli_amp, loss_and_loss_scale) {
     char out[600];
     tmp_path(out, sizeof out, "grads.onnx");
     Run r = run_ampc(GRADS_MODEL, "-o", out, "--loss", "loss", "--loss-scale", "none", NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert_not_null(strstr(r.err, "training graph, loss 'loss'"), "%s", r.err);
+    cr_assert_null(strstr(r.err, "loss_scale:"), "%s", r.err);
+    AmpModel *m = load(out);
+    cr_assert_not(has_output(m, "amp_found_inf"), "--loss-scale none: no loss scaling");
+    amp_model_free(m);
     run_free(&r);
+    /* The default: dynamic, summarised in the one "wrote" line. */
+    Run d = run_ampc(GRADS_MODEL, "-o", out, NULL);
+    cr_assert_eq(d.code, 0, "%s", d.err);
+    cr_assert_eq(count_lines(d.err), 1, "%s", d.err);
+    cr_assert_not_null(strstr(d.err, "; loss_scale: dynamic scale 65536, loss 'loss', 4 gradients unscaled"), "%s",
+                       d.err);
+    m = load(out);
+    cr_assert(has_output(m, "amp_found_inf") && has_output(m, "amp_loss_scale_new"));
+    amp_model_free(m);
+    run_free(&d);
+    /* Static: the check, no update. */
     Run s = run_ampc(GRADS_MODEL, "-o", out, "--loss-scale", "1024", "-q", NULL);
     cr_assert_eq(s.code, 0, "%s", s.err);
+    m = load(out);
+    cr_assert(has_output(m, "amp_found_inf"));
+    cr_assert_not(has_output(m, "amp_loss_scale_new"));
+    amp_model_free(m);
     run_free(&s);
+    /* The dynamic settings are checked, and refused where scaling is not dynamic. */
+    static const char *const bad[][4] = {
+        {"--growth-interval", "0", NULL, NULL},
+        {"--growth-factor", "1", NULL, NULL},
+        {"--backoff-factor", "1.5", NULL, NULL},
+        {"--loss-scale-init", "1e39", NULL, NULL},
+        {"--loss-scale", "1024", "--growth-interval", "10"},
+        {"--precision", "bf16", "--loss-scale-init", "8"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Run u = bad[i][2] ? run_ampc(GRADS_MODEL, "-o", out, bad[i][0], bad[i][1], bad[i][2], bad[i][3], NULL)
+                          : run_ampc(GRADS_MODEL, "-o", out, bad[i][0], bad[i][1], NULL);
+        expect_usage(&u, bad[i][2] ? "dynamic loss scaling" : bad[i][0]);
+        run_free(&u);
+    }
+    Run g = run_ampc(GRADS_MODEL, "-o", out, "--growth-interval", "7", "--loss-scale-init", "256", "--growth-factor",
+                     "4", "--backoff-factor", "0.25", NULL);
+    cr_assert_eq(g.code, 0, "%s", g.err);
+    cr_assert_not_null(strstr(g.err, "dynamic scale 256"), "%s", g.err);
+    run_free(&g);
+    /* --report shows the inserted nodes as one group. */
+    Run rep = run_ampc(GRADS_MODEL, "-o", out, "--report", "-q", NULL);
+    cr_assert_eq(rep.code, 0, "%s", rep.err);
+    cr_assert_not_null(strstr(rep.out, "loss scaling: 35 nodes, one group"), "%s", rep.out);
+    run_free(&rep);
+    /* ... and --dump-dot as one cluster. */
+    char dot[600];
+    tmp_path(dot, sizeof dot, "grads.dot");
+    Run dd = run_ampc(GRADS_MODEL, "-o", out, "--dump-dot", dot, "-q", NULL);
+    cr_assert_eq(dd.code, 0, "%s", dd.err);
+    size_t len;
+    char *text = read_all(dot, &len);
+    cr_assert_not_null(strstr(text, "label=\"loss scaling\""), "no loss-scaling cluster");
+    free(text);
+    run_free(&dd);
     Run b = run_ampc(GRADS_MODEL, "-o", out, "--loss-scale", "-3", NULL);
     expect_usage(&b, "--loss-scale '-3'");
     run_free(&b);

@@ -1,0 +1,551 @@
+/* The "loss_scale" pass (DESIGN.md "Loss scaling and the gradient check"): GradScaler's
+ * semantics written as standard ONNX nodes in a training graph, so the result runs
+ * anywhere. The backward seed is multiplied by the scale; every parameter gradient is
+ * unscaled in float32 under its own name; amp_found_inf says whether any gradient holds
+ * an inf or NaN; every update (weights, optimizer state) keeps its old value when it does;
+ * and with dynamic scaling the scale and its growth tracker follow GradScaler's rule,
+ * bound by update_binding. Inference graphs pass through unchanged. Every node added is
+ * named "amp_loss_scale/..." so --report and --dump-dot show them as one group. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+#include "training.h"
+
+#define PREFIX "amp_loss_scale/" /* every node this pass adds (ir/precision.c's group) */
+#define SCALE "amp_loss_scale"   /* state: float32 scalar, graph input with a value */
+#define TRACKER "amp_growth_tracker" /* state: int64 scalar, clean steps since a change */
+#define FOUND_INF "amp_found_inf"    /* output: bool scalar */
+#define SCALE_NEW "amp_loss_scale_new"
+#define TRACKER_NEW "amp_growth_tracker_new"
+
+/* GradScaler's defaults (torch.amp.GradScaler). */
+#define DEFAULT_INIT 65536.0
+#define DEFAULT_GROWTH 2.0
+#define DEFAULT_BACKOFF 0.5
+#define DEFAULT_INTERVAL 2000
+
+typedef struct Ls {
+    AmpModel *m;
+    AmpGraph *g; /* the main graph */
+    const AmpPassOptions *opt;
+    AmpStatus *st;
+    bool dynamic;
+    double init, growth, backoff;
+    int64_t interval;
+    AmpValue *loss, *seed;
+    AmpValue **grads; /* parameter gradients (malloc'd), in the main graph's value order */
+    size_t n_grads;
+    AmpValue *scale, *inv, *found, *tracker;
+    size_t n_nodes, n_gated;
+} Ls;
+
+static AmpCode oom(Ls *l) {
+    return amp_fail(l->st, AMP_ERR_INTERNAL, "loss_scale: out of memory");
+}
+
+/* "a" followed by "b", in the model's arena. */
+static const char *cat(Ls *l, const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *s = amp_arena_alloc(&l->m->arena, n);
+    if (s) snprintf(s, n, "%s%s", a, b);
+    return s;
+}
+
+static void scalar_type(AmpValue *v, int dtype) {
+    v->type = (AmpType){.kind = AMP_TYPE_TENSOR, .dtype = dtype, .rank = 0, .dims = NULL};
+}
+
+static bool is_float(const AmpValue *v) {
+    int d = v->type.dtype;
+    return v->type.kind == AMP_TYPE_TENSOR && (d == AMP_DT_FLOAT || d == AMP_DT_FLOAT16 || d == AMP_DT_BFLOAT16);
+}
+
+/* A fresh value of g named from `base`, typed like `like` but with `dtype` (like NULL: a
+ * scalar). */
+static AmpValue *fresh(Ls *l, AmpGraph *g, const char *base, const AmpValue *like, int dtype) {
+    AmpValue *v = amp_graph_new_value(g, base);
+    if (!v) return NULL;
+    if (like) {
+        v->type = like->type;
+        v->type.dtype = dtype;
+    } else
+        scalar_type(v, dtype);
+    (void)l;
+    return v;
+}
+
+/* A node of the pass: op `op` in g, named PREFIX + what, reading in[0..n_in), writing out.
+ * Not placed yet. */
+static AmpNode *node(Ls *l, AmpGraph *g, const char *op, const char *what, AmpValue *const *in, int n_in,
+                     AmpValue *out) {
+    const char *name = cat(l, PREFIX, what);
+    AmpNode *n = name ? amp_node_new(g, "", op, name, n_in, 1) : NULL;
+    if (!n) return NULL;
+    for (int i = 0; i < n_in; i++) amp_node_set_input(n, i, in[i]);
+    amp_node_set_output(n, 0, out);
+    l->n_nodes++;
+    return n;
+}
+
+/* A float32 or int64 scalar tensor holding v. */
+static AmpTensor *scalar_tensor(Ls *l, int dtype, double v) {
+    AmpTensor *t = amp_arena_alloc(&l->m->arena, sizeof *t);
+    uint8_t *b = amp_arena_alloc(&l->m->arena, 8);
+    if (!t || !b) return NULL;
+    size_t len;
+    if (dtype == AMP_DT_FLOAT) {
+        float f = (float)v;
+        memcpy(b, &f, len = sizeof f);
+    } else if (dtype == AMP_DT_BOOL) {
+        b[0] = v != 0;
+        len = 1;
+    } else {
+        int64_t i = (int64_t)v;
+        memcpy(b, &i, len = sizeof i);
+    }
+    t->dtype = dtype;
+    t->has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
+    t->nelem = 1;
+    t->raw = (AmpBytes){b, len};
+    return t;
+}
+
+/* A Constant node (placed at the top of g) whose output, named from `what`, holds v. */
+static AmpValue *constant(Ls *l, AmpGraph *g, const char *what, int dtype, double v) {
+    AmpValue *out = fresh(l, g, cat(l, PREFIX, what), NULL, dtype);
+    AmpNode *n = out ? node(l, g, "Constant", what, NULL, 0, out) : NULL;
+    AmpAttr *a = n ? amp_node_add_attr(n, "value", AMP_ATTR_TENSOR) : NULL;
+    if (!a || !(a->t = scalar_tensor(l, dtype, v))) return NULL;
+    amp_node_insert_after(NULL, n);
+    return out;
+}
+
+/* A state scalar: an initializer of the main graph, listed among its inputs (a caller
+ * may feed it), holding v. */
+static AmpValue *state(Ls *l, const char *name, int dtype, double v) {
+    AmpValue *s = amp_graph_value(l->g, name);
+    AmpTensor *t = s ? scalar_tensor(l, dtype, v) : NULL;
+    if (!t) return NULL;
+    scalar_type(s, dtype);
+    if (amp_graph_add_initializer(l->g, s, t) || !amp_graph_add_input(l->g, s)) return NULL;
+    return s;
+}
+
+/* ---- finding the parts of the training graph ------------------------------------------ */
+
+static AmpCode find_grads(Ls *l) {
+    AmpGraph *g = l->g;
+    l->grads = malloc((g->n_values ? g->n_values : 1) * sizeof *l->grads);
+    if (!l->grads) return oom(l);
+    size_t n = g->n_values; /* values are added below the loop's reach: none are */
+    for (size_t i = 0; i < n; i++) {
+        AmpValue *p = g->values[i];
+        if (!(p->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)) || !is_float(p)) continue;
+        const char *gname = cat(l, p->name, "_grad");
+        if (!gname) return oom(l);
+        AmpValue *gv = amp_graph_lookup(g, gname);
+        if (!gv || gv->graph != g || gv == l->seed || !gv->producer || !is_float(gv)) continue;
+        l->grads[l->n_grads++] = gv;
+    }
+    return AMP_OK;
+}
+
+/* Where the gradients go: an update_binding, an optimizer, or the graph's outputs. */
+static bool has_update_path(const Ls *l) {
+    for (size_t i = 0; i < l->m->n_training; i++)
+        if (l->m->training[i].n_update_bindings) return true;
+    for (AmpNode *n = l->g->first; n; n = n->next)
+        if (amp_is_optimizer(n)) return true;
+    for (size_t i = 0; i < l->n_grads; i++)
+        if (l->grads[i]->flags & AMP_VALUE_OUTPUT) return true;
+    return false;
+}
+
+static AmpCode find_parts(Ls *l) {
+    AmpCode rc = amp_find_loss(l->m, l->opt->loss, &l->loss, l->st);
+    if (rc) {
+        amp_status_prefix(l->st, "loss_scale: ");
+        return rc;
+    }
+    const char *sname = cat(l, l->loss->name, "_grad");
+    if (!sname) return oom(l);
+    l->seed = amp_graph_lookup(l->g, sname);
+    if (!l->seed || l->seed->graph != l->g || !is_float(l->seed))
+        return amp_fail(l->st, AMP_ERR_INPUT,
+                        "loss_scale: training graph with loss '%s', but no float backward seed '%s' (the gradient of "
+                        "the loss) in the main graph: name the loss with --loss NAME, or convert with --loss-scale "
+                        "none", l->loss->name, sname);
+    if ((rc = find_grads(l))) return rc;
+    if (!l->n_grads)
+        return amp_fail(l->st, AMP_ERR_INPUT,
+                        "loss_scale: training graph with loss '%s', but no parameter gradient: none of the float "
+                        "initializers or graph inputs X has a computed 'X_grad' in the main graph (onnxruntime "
+                        "training's naming); convert with --loss-scale none to skip loss scaling", l->loss->name);
+    if (!has_update_path(l))
+        return amp_fail(l->st, AMP_ERR_INPUT,
+                        "loss_scale: training graph with loss '%s' and %zu gradients (first '%s'), but no update "
+                        "path: no update_binding, no optimizer op, and no gradient among the graph outputs",
+                        l->loss->name, l->n_grads, l->grads[0]->name);
+    return AMP_OK;
+}
+
+/* ---- the rewrite ----------------------------------------------------------------------- */
+
+/* Places n after `after` (NULL: at the top of n's graph); returns n for chaining. */
+static AmpNode *place(AmpNode *after, AmpNode *n) {
+    amp_node_insert_after(after, n);
+    return n;
+}
+
+/* The seed's readers read seed × scale instead (in float32: a 16-bit seed is widened,
+ * scaled and narrowed back; a scale past float16's range then overflows, which the
+ * check catches and the scale backs off from). */
+static AmpCode scale_seed(Ls *l) {
+    AmpValue *seed = l->seed;
+    int dt = seed->type.dtype;
+    AmpValue *scaled = fresh(l, l->g, cat(l, seed->name, "_scaled"), seed, dt);
+    if (!scaled) return oom(l);
+    amp_value_replace_uses(seed, scaled, false);
+    AmpNode *at = seed->producer;
+    AmpValue *x = seed;
+    if (dt != AMP_DT_FLOAT) {
+        AmpValue *w = fresh(l, l->g, cat(l, seed->name, "_fp32"), seed, AMP_DT_FLOAT);
+        AmpNode *c = w ? node(l, l->g, "Cast", "seed_to_fp32", &x, 1, w) : NULL;
+        AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
+        if (!a) return oom(l);
+        a->i = AMP_DT_FLOAT;
+        at = place(at, c);
+        x = w;
+    }
+    AmpValue *prod = dt == AMP_DT_FLOAT ? scaled : fresh(l, l->g, cat(l, seed->name, "_scaled_fp32"), seed, AMP_DT_FLOAT);
+    AmpValue *in[2] = {x, l->scale};
+    AmpNode *mul = prod ? node(l, l->g, "Mul", "seed", in, 2, prod) : NULL;
+    if (!mul) return oom(l);
+    at = place(at, mul);
+    if (dt != AMP_DT_FLOAT) {
+        AmpNode *c = node(l, l->g, "Cast", "seed_to_16", &prod, 1, scaled);
+        AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
+        if (!a) return oom(l);
+        a->i = dt;
+        place(at, c);
+    }
+    return AMP_OK;
+}
+
+/* Gradient G keeps its name, now float32 and unscaled: its producer writes
+ * "G_scaled", then [Cast to float32,] Mul by 1/scale gives G. Returns the check's
+ * scalar: ReduceSum(G × 0), 0 when every element is finite and NaN otherwise (inf × 0
+ * and NaN × 0 are NaN, a finite x × 0 is ±0, and a sum of zeros is exactly 0). */
+static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
+    AmpNode *p = gv->producer;
+    int dt = gv->type.dtype;
+    AmpValue *scaled = fresh(l, l->g, cat(l, gv->name, "_scaled"), gv, dt);
+    if (!scaled) return oom(l);
+    amp_node_set_output(p, gv->producer_slot, scaled);
+    AmpNode *at = p;
+    AmpValue *x = scaled;
+    if (dt != AMP_DT_FLOAT) {
+        AmpValue *w = fresh(l, l->g, cat(l, gv->name, "_scaled_fp32"), gv, AMP_DT_FLOAT);
+        AmpNode *c = w ? node(l, l->g, "Cast", cat(l, "to_fp32/", gv->name), &x, 1, w) : NULL;
+        AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
+        if (!a) return oom(l);
+        a->i = AMP_DT_FLOAT;
+        at = place(at, c);
+        x = w;
+    }
+    gv->type.dtype = AMP_DT_FLOAT;
+    AmpValue *in[2] = {x, l->inv};
+    AmpNode *mul = node(l, l->g, "Mul", cat(l, "unscale/", gv->name), in, 2, gv);
+    if (!mul) return oom(l);
+    at = place(at, mul);
+    AmpValue *z = fresh(l, l->g, cat(l, gv->name, "_times0"), gv, AMP_DT_FLOAT);
+    AmpValue *in2[2] = {gv, zero};
+    AmpNode *m0 = z ? node(l, l->g, "Mul", cat(l, "check/", gv->name), in2, 2, z) : NULL;
+    AmpValue *s = m0 ? fresh(l, l->g, cat(l, gv->name, "_check"), NULL, AMP_DT_FLOAT) : NULL;
+    AmpNode *sum = s ? node(l, l->g, "ReduceSum", cat(l, "check_sum/", gv->name), &z, 1, s) : NULL;
+    AmpAttr *kd = sum ? amp_node_add_attr(sum, "keepdims", AMP_ATTR_INT) : NULL;
+    if (!kd) return oom(l);
+    kd->i = 0;
+    at = place(at, m0);
+    place(at, sum);
+    *check = s;
+    return AMP_OK;
+}
+
+/* found = IsNaN(Sum(checks)). */
+static AmpCode found_inf(Ls *l) {
+    AmpValue *zero = constant(l, l->g, "zero", AMP_DT_FLOAT, 0.0);
+    AmpValue **checks = malloc(l->n_grads * sizeof *checks);
+    if (!zero || !checks) return free(checks), oom(l);
+    AmpCode rc = AMP_OK;
+    for (size_t i = 0; i < l->n_grads && !rc; i++) rc = unscale(l, l->grads[i], zero, &checks[i]);
+    AmpValue *total = rc ? NULL : fresh(l, l->g, PREFIX "check_total", NULL, AMP_DT_FLOAT);
+    AmpNode *sum = total ? node(l, l->g, "Sum", "check_total", checks, (int)l->n_grads, total) : NULL;
+    free(checks);
+    if (rc) return rc;
+    if (!sum) return oom(l);
+    amp_node_append(l->g, sum);
+    if (amp_graph_lookup(l->g, FOUND_INF)) return oom(l); /* checked before: cannot happen */
+    l->found = amp_graph_value(l->g, FOUND_INF);
+    if (!l->found) return oom(l);
+    scalar_type(l->found, AMP_DT_BOOL);
+    AmpNode *isnan = node(l, l->g, "IsNaN", "found_inf", &total, 1, l->found);
+    if (!isnan || !amp_graph_add_output(l->g, l->found)) return oom(l);
+    amp_node_append(l->g, isnan);
+    return AMP_OK;
+}
+
+/* value = Where(found, old, ungated), appended to g; name from `what`. */
+static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, AmpValue *ungated, AmpValue *out) {
+    AmpValue *in[3] = {l->found, old, ungated};
+    AmpNode *n = node(l, g, "Where", cat(l, "gate/", what), in, 3, out);
+    if (n) l->n_gated++;
+    return n;
+}
+
+/* v (made by a node of g) keeps its name but becomes Where(found, old, what it was):
+ * with an inf or NaN among the gradients, the update keeps the old value. */
+static AmpCode gate_in_place(Ls *l, AmpGraph *g, AmpValue *v, AmpValue *old) {
+    AmpNode *p = v->producer;
+    AmpValue *ungated = fresh(l, g, cat(l, v->name, "_ungated"), v, v->type.dtype);
+    if (!ungated) return oom(l);
+    amp_node_set_output(p, v->producer_slot, ungated);
+    AmpNode *w = gate_node(l, g, v->name, old, ungated, v);
+    if (!w) return oom(l);
+    place(p, w);
+    return AMP_OK;
+}
+
+/* Outputs of the main graph's optimizers are the new weights and state: output group 0
+ * replaces input group 0 (after R and T: the weights), group k >= 1 replaces input group
+ * k + 1 (input group 1 is the gradients) — Adam, Momentum and Adagrad alike. */
+static AmpCode gate_optimizers(Ls *l) {
+    for (AmpNode *n = l->g->first; n; n = n->next) {
+        if (!amp_is_optimizer(n) || (n->name && strncmp(n->name, PREFIX, strlen(PREFIX)) == 0)) continue;
+        const char *d = n->domain ? n->domain : "";
+        if (strcmp(d, AMP_TRAINING_DOMAIN) != 0)
+            return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                            "loss_scale: node '%s' (%s:%s): cannot gate this optimizer's updates on amp_found_inf; "
+                            "convert with --loss-scale none", n->name ? n->name : "", d, n->op_type);
+        int outs = n->n_outputs, ins = n->n_inputs - 2;
+        int groups = 0, per = 0;
+        for (int k = 1; k <= outs && !per; k++)
+            if (outs % k == 0 && ins == (outs / k + 1) * k) per = k, groups = outs / k;
+        if (!per)
+            return amp_fail(l->st, AMP_ERR_INPUT,
+                            "loss_scale: node '%s' (%s): %d inputs and %d outputs do not pair each output with the "
+                            "value it replaces", n->name ? n->name : "", n->op_type, n->n_inputs, outs);
+        AmpNode *next = n->next;
+        for (int o = 0; o < outs; o++) {
+            AmpValue *v = n->outputs[o];
+            int grp = o / per, idx = o % per;
+            AmpValue *old = n->inputs[2 + (grp ? grp + 1 : 0) * per + idx];
+            if (!v || !old) continue;
+            AmpCode rc = gate_in_place(l, l->g, v, old);
+            if (rc) return rc;
+        }
+        (void)groups;
+        n = next ? next->prev : l->g->last; /* skip the Where nodes just placed */
+    }
+    return AMP_OK;
+}
+
+/* Each update_binding key <- value of an algorithm: value gated on amp_found_inf. */
+static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
+    AmpGraph *a = ti->algorithm;
+    for (size_t k = 0; a && k < ti->n_update_bindings; k++) {
+        AmpStrPair *b = &ti->update_bindings[k];
+        AmpValue *old = amp_graph_lookup(l->g, b->key);
+        AmpValue *v = amp_graph_lookup(a, b->value);
+        if (!old || !v)
+            return amp_fail(l->st, AMP_ERR_INPUT, "loss_scale: update_binding '%s' <- '%s': no such value", b->key,
+                            b->value);
+        if (v->producer && v->producer->graph == a) {
+            AmpCode rc = gate_in_place(l, a, v, old);
+            if (rc) return rc;
+            continue;
+        }
+        /* The bound value is no node's output here (an input, an outer value): gate a
+         * copy, make it an output of the algorithm and bind that. */
+        AmpValue *gated = fresh(l, a, cat(l, v->name, "_gated"), v, v->type.dtype);
+        AmpNode *w = gated ? gate_node(l, a, v->name, old, v, gated) : NULL;
+        if (!w || !amp_graph_add_output(a, gated)) return oom(l);
+        amp_node_append(a, w);
+        b->value = gated->name;
+    }
+    return AMP_OK;
+}
+
+/* GradScaler's update (torch._amp_update_scale_), in float32 like the scale itself:
+ *   found_inf:  scale = scale * backoff;  tracker = 0
+ *   else:       tracker + 1 == interval ? (scale = scale * growth if that is finite;
+ *                                          tracker = 0)
+ *                                       : tracker = tracker + 1 */
+static AmpCode dynamic_update(Ls *l, AmpValue **scale_new, AmpValue **tracker_new) {
+    AmpGraph *g = l->g;
+    AmpValue *one = constant(l, g, "one_i64", AMP_DT_INT64, 1);
+    AmpValue *zero = constant(l, g, "zero_i64", AMP_DT_INT64, 0);
+    AmpValue *interval = constant(l, g, "growth_interval", AMP_DT_INT64, (double)l->interval);
+    AmpValue *growth = constant(l, g, "growth_factor", AMP_DT_FLOAT, l->growth);
+    AmpValue *backoff = constant(l, g, "backoff_factor", AMP_DT_FLOAT, l->backoff);
+    AmpValue *inf = constant(l, g, "inf", AMP_DT_FLOAT, INFINITY);
+    if (!one || !zero || !interval || !growth || !backoff || !inf) return oom(l);
+    struct Step {
+        const char *op, *out;
+        int dtype;
+        AmpValue *in[3];
+    };
+    AmpValue *v[9];
+    /* Each step reads values made by the steps before it (v[k]). */
+    struct Step steps[] = {
+        {"Add", "tracker_plus1", AMP_DT_INT64, {l->tracker, one}},
+        {"Equal", "grow", AMP_DT_BOOL, {NULL, interval}},        /* v[0] == interval */
+        {"Mul", "grown", AMP_DT_FLOAT, {l->scale, growth}},
+        {"Less", "grown_finite", AMP_DT_BOOL, {NULL, inf}},      /* v[2] < inf */
+        {"Where", "scale_grown", AMP_DT_FLOAT, {NULL, NULL, l->scale}},
+        {"Where", "scale_clean", AMP_DT_FLOAT, {NULL, NULL, l->scale}},
+        {"Where", "tracker_clean", AMP_DT_INT64, {NULL, zero, NULL}},
+        {"Mul", "scale_backoff", AMP_DT_FLOAT, {l->scale, backoff}},
+    };
+    enum { N_STEPS = sizeof steps / sizeof steps[0] };
+    for (int k = 0; k < N_STEPS; k++) {
+        struct Step *s = &steps[k];
+        int n_in = strcmp(s->op, "Where") == 0 ? 3 : 2;
+        switch (k) {
+        case 1: s->in[0] = v[0]; break;
+        case 3: s->in[0] = v[2]; break;
+        case 4: s->in[0] = v[3], s->in[1] = v[2]; break; /* finite ? grown : scale */
+        case 5: s->in[0] = v[1], s->in[1] = v[4]; break; /* grow ? scale_grown : scale */
+        case 6: s->in[0] = v[1], s->in[2] = v[0]; break; /* grow ? 0 : tracker + 1 */
+        default: break;
+        }
+        v[k] = fresh(l, g, cat(l, PREFIX, s->out), NULL, s->dtype);
+        AmpNode *n = v[k] ? node(l, g, s->op, s->out, s->in, n_in, v[k]) : NULL;
+        if (!n) return oom(l);
+        amp_node_append(g, n);
+    }
+    *scale_new = amp_graph_value(g, SCALE_NEW);
+    *tracker_new = amp_graph_value(g, TRACKER_NEW);
+    if (!*scale_new || !*tracker_new) return oom(l);
+    scalar_type(*scale_new, AMP_DT_FLOAT);
+    scalar_type(*tracker_new, AMP_DT_INT64);
+    AmpValue *in1[3] = {l->found, v[7], v[5]}; /* found ? scale * backoff : scale_clean */
+    AmpValue *in2[3] = {l->found, zero, v[6]}; /* found ? 0 : tracker_clean */
+    AmpNode *w1 = node(l, g, "Where", "scale_new", in1, 3, *scale_new);
+    AmpNode *w2 = w1 ? node(l, g, "Where", "tracker_new", in2, 3, *tracker_new) : NULL;
+    if (!w2 || !amp_graph_add_output(g, *scale_new) || !amp_graph_add_output(g, *tracker_new)) return oom(l);
+    amp_node_append(g, w1);
+    amp_node_append(g, w2);
+    return AMP_OK;
+}
+
+/* Binds amp_loss_scale <- the new scale and amp_growth_tracker <- the new tracker: through
+ * Identity nodes in the last algorithm (update_binding values are algorithm outputs), or
+ * in a training_info of its own when the model has none (then a training step is the
+ * main graph plus this algorithm, as ONNX defines it). */
+static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
+    AmpModel *m = l->m;
+    AmpTrainingInfo *ti = NULL;
+    for (size_t i = m->n_training; i-- > 0 && !ti;)
+        if (m->training[i].algorithm) ti = &m->training[i];
+    if (!ti) {
+        AmpTrainingInfo *t = amp_arena_grow(&m->arena, m->training, m->n_training, m->n_training + 1, sizeof *t);
+        if (!t) return oom(l);
+        m->training = t;
+        ti = &t[m->n_training++];
+        memset(ti, 0, sizeof *ti);
+        if (!(ti->algorithm = amp_graph_new(m, m->graph))) return oom(l);
+        ti->algorithm->name = "amp_loss_scale_update";
+    }
+    AmpGraph *a = ti->algorithm;
+    AmpStrPair *b = amp_arena_grow(&m->arena, ti->update_bindings, ti->n_update_bindings, ti->n_update_bindings + 2,
+                                   sizeof *b);
+    if (!b) return oom(l);
+    ti->update_bindings = b;
+    AmpValue *src[2] = {scale_new, tracker_new};
+    const char *key[2] = {SCALE, TRACKER};
+    for (int k = 0; k < 2; k++) {
+        AmpValue *out = fresh(l, a, cat(l, key[k], "_updated"), src[k], src[k]->type.dtype);
+        AmpNode *n = out ? node(l, a, "Identity", cat(l, "bind/", key[k]), &src[k], 1, out) : NULL;
+        if (!n || !amp_graph_add_output(a, out)) return oom(l);
+        amp_node_append(a, n);
+        b[ti->n_update_bindings++] = (AmpStrPair){key[k], out->name};
+    }
+    return AMP_OK;
+}
+
+static AmpCode rewrite(Ls *l) {
+    l->scale = state(l, SCALE, AMP_DT_FLOAT, l->init);
+    if (l->dynamic) l->tracker = state(l, TRACKER, AMP_DT_INT64, 0);
+    if (!l->scale || (l->dynamic && !l->tracker)) return oom(l);
+    /* 1/scale once, in float32 (exact for GradScaler's powers of two). */
+    l->inv = fresh(l, l->g, PREFIX "inv_scale", NULL, AMP_DT_FLOAT);
+    AmpNode *rec = l->inv ? node(l, l->g, "Reciprocal", "inv_scale", &l->scale, 1, l->inv) : NULL;
+    if (!rec) return oom(l);
+    place(NULL, rec);
+    AmpCode rc = scale_seed(l);
+    if (!rc) rc = found_inf(l);
+    if (!rc) rc = gate_optimizers(l);
+    for (size_t i = 0; !rc && i < l->m->n_training; i++) rc = gate_bindings(l, &l->m->training[i]);
+    if (!rc && l->dynamic) {
+        AmpValue *scale_new = NULL, *tracker_new = NULL;
+        rc = dynamic_update(l, &scale_new, &tracker_new);
+        if (!rc) rc = bind_state(l, scale_new, tracker_new);
+    }
+    /* Nodes went in after their inputs' producers or at the ends of their graphs; a
+     * stable sort settles the rest (a gradient made before the seed is scaled, say). */
+    if (!rc) rc = amp_graph_toposort(l->g, l->st);
+    for (size_t i = 0; !rc && i < l->m->n_training; i++)
+        if (l->m->training[i].algorithm) rc = amp_graph_toposort(l->m->training[i].algorithm, l->st);
+    return rc;
+}
+
+static void summary(const Ls *l) {
+    if (!l->opt->notify) return;
+    char line[512];
+    snprintf(line, sizeof line,
+             "loss_scale: %s scale %g, loss '%s', %zu gradients unscaled, %zu updates gated on " FOUND_INF
+             ", %zu nodes added",
+             l->dynamic ? "dynamic" : "static", l->init, l->loss->name, l->n_grads, l->n_gated, l->n_nodes);
+    l->opt->notify(l->opt->notify_ctx, line);
+}
+
+AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
+    static const AmpPassOptions defaults = {0};
+    if (!opt) opt = &defaults;
+    AmpLossScaleMode mode = opt->loss_scale_mode;
+    if (mode == AMP_LOSS_SCALE_DEFAULT)
+        mode = opt->precision == AMP_DT_BFLOAT16 ? AMP_LOSS_SCALE_NONE : AMP_LOSS_SCALE_DYNAMIC;
+    if (mode == AMP_LOSS_SCALE_NONE || !amp_is_training_graph(m, opt->loss)) return AMP_OK;
+    /* Converted before: the check is there already. */
+    if (amp_graph_lookup(m->graph, FOUND_INF)) return AMP_OK;
+    Ls l = {.m = m, .g = m->graph, .opt = opt, .st = st, .dynamic = mode == AMP_LOSS_SCALE_DYNAMIC};
+    l.init = opt->loss_scale > 0 ? opt->loss_scale : DEFAULT_INIT;
+    l.growth = opt->growth_factor > 0 ? opt->growth_factor : DEFAULT_GROWTH;
+    l.backoff = opt->backoff_factor > 0 ? opt->backoff_factor : DEFAULT_BACKOFF;
+    l.interval = opt->growth_interval > 0 ? opt->growth_interval : DEFAULT_INTERVAL;
+    if (!(l.init <= FLT_MAX) || !(l.growth > 1) || !(l.backoff > 0 && l.backoff < 1))
+        return amp_fail(st, AMP_ERR_USAGE,
+                        "loss_scale: scale %g, growth factor %g, backoff factor %g: expected 0 < scale <= FLT_MAX, "
+                        "growth > 1, 0 < backoff < 1", l.init, l.growth, l.backoff);
+    int64_t opset = amp_model_opset(m, "");
+    if (opset < 9)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED,
+                        "loss_scale: the model imports ai.onnx opset %lld; the gradient check needs opset 9 or later "
+                        "(IsNaN, Where): convert with --loss-scale none", (long long)opset);
+    static const char *const taken[] = {SCALE, TRACKER, SCALE_NEW, TRACKER_NEW};
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+        if (amp_graph_lookup(m->graph, taken[i]))
+            return amp_fail(st, AMP_ERR_INPUT,
+                            "loss_scale: the model already has a value named '%s' but no '" FOUND_INF
+                            "': it cannot be loss-scaled under ampc's names", taken[i]);
+    AmpCode rc = find_parts(&l);
+    if (!rc) rc = rewrite(&l);
+    if (!rc) summary(&l);
+    free(l.grads);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* Training-graph facts shared by the passes (training.h): is this a training graph, which
+ * value is the loss, which nodes are optimizers. */
+#include "training.h"
+
+#include <string.h>
+
+#include "amp_impl.h"
+
+bool amp_ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+bool amp_is_training_graph(const AmpModel *m, const char *loss) {
+    if (loss || m->n_training) return true;
+    for (size_t i = 0; i < m->graph->outputs.n; i++)
+        if (amp_ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
+    return false;
+}
+
+static bool scalar_like(const AmpType *t) {
+    if (t->rank < 0) return true;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i].value != 1) return false;
+    return true;
+}
+
+AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus *st) {
+    *loss = NULL;
+    if (name) {
+        AmpValue *v = amp_graph_lookup(m->graph, name);
+        if (!v) return amp_fail(st, AMP_ERR_USAGE, "--loss '%s': the main graph has no value of that name", name);
+        *loss = v;
+        return AMP_OK;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < m->graph->outputs.n; i++) {
+        AmpValue *v = m->graph->outputs.items[i].value;
+        if (amp_is_f32(v) && strstr(v->name, "loss") && !amp_is_loss_scale_name(v->name) && scalar_like(&v->type)) {
+            if (!found) *loss = v;
+            found++;
+        }
+    }
+    if (found == 1) return AMP_OK;
+    /* Several: one named exactly "loss" is the one. */
+    AmpValue *exact = amp_graph_lookup(m->graph, "loss");
+    if (found > 1 && exact && exact->graph == m->graph && (exact->flags & AMP_VALUE_OUTPUT) && amp_is_f32(exact)) {
+        *loss = exact;
+        return AMP_OK;
+    }
+    *loss = NULL;
+    return amp_fail(st, AMP_ERR_INPUT,
+                    "training graph: %s scalar float output has a name containing \"loss\", so the loss "
+                    "cannot be told: name the loss with --loss NAME",
+                    found ? "more than one" : "no");
+}
+
+bool amp_is_loss_scale_name(const char *name) {
+    return name && (strncmp(name, "amp_loss_scale", 14) == 0 || strncmp(name, "amp_growth_tracker", 18) == 0);
+}
+
+bool amp_is_optimizer(const AmpNode *n) {
+    const char *d = n->domain ? n->domain : "";
+    return strcmp(d, AMP_TRAINING_DOMAIN) == 0 ||
+           (strcmp(d, "com.microsoft") == 0 && n->op_type && amp_ends_with(n->op_type, "Optimizer"));
+}

@@ -1,0 +1,34 @@
+/* What makes a model a training graph, and which value is its loss (DESIGN.md, "Training
+ * graphs — the contract"): one place, read by the AMP pass (the loss subgraph stays fp32)
+ * and the loss-scaling pass (the seed it scales). */
+#ifndef AMP_TRAINING_H
+#define AMP_TRAINING_H
+
+#include <stdbool.h>
+
+#include "ir.h"
+
+/* The domain of ONNX's training ops (Adam, Momentum, Adagrad, Gradient). */
+#define AMP_TRAINING_DOMAIN "ai.onnx.preview.training"
+
+/* A training graph has training_info, or gradients (outputs named `*_grad`), or a loss the
+ * user named (`loss` non-NULL). */
+bool amp_is_training_graph(const AmpModel *m, const char *loss);
+
+/* The loss: the main-graph value named `name` when given (absent: AMP_ERR_USAGE naming
+ * --loss); else the one scalar float32 output whose name contains "loss" (the
+ * loss-scaling pass's own outputs aside), or among
+ * several the one named exactly "loss"; else AMP_ERR_INPUT asking for --loss NAME. */
+AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus *st);
+
+/* An optimizer op: ai.onnx.preview.training Adam/Momentum/Adagrad, or a com.microsoft
+ * *Optimizer. */
+bool amp_is_optimizer(const AmpNode *n);
+
+/* Values and nodes the loss-scaling pass makes are named "amp_loss_scale..." (and the
+ * state "amp_growth_tracker..."): such an output is never the loss. */
+bool amp_is_loss_scale_name(const char *name);
+
+bool amp_ends_with(const char *s, const char *suffix);
+
+#endif
