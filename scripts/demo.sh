@@ -3,7 +3,7 @@
 # (models/cnn_infer, or the model folder given as $1) and shows what happened: the verify
 # summary, the IR, onnx.checker plus onnxruntime on the converted model against the
 # reference outputs, ampc's own CPU executor running it, and a short training run of the
-# bundled MLP (models/mlp_train).
+# bundled MLP (models/mlp_train), in FP32 and then converted to fp16 with loss scaling.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -100,8 +100,14 @@ if [ -d "$MODEL_DIR/test_data_set_0" ]; then
 fi
 
 echo
-echo "== $AMPC run models/mlp_train/model.onnx --steps 20 (training: forward, loss, backward, Momentum)"
+echo "== $AMPC run models/mlp_train/model.onnx --steps 20 (FP32 training: forward, loss, backward, Momentum)"
 "$AMPC" run models/mlp_train/model.onnx --steps 20 --inputs models/mlp_train/test_data_set_0
+
+echo
+echo "== $AMPC models/mlp_train/model.onnx -o out/mlp_train_amp.onnx --growth-interval 5 (fp16 + dynamic loss scaling)"
+"$AMPC" models/mlp_train/model.onnx -o out/mlp_train_amp.onnx --growth-interval 5
+echo "== $AMPC run out/mlp_train_amp.onnx --steps 20 (the same training in mixed precision)"
+"$AMPC" run out/mlp_train_amp.onnx --steps 20 --inputs models/mlp_train/test_data_set_0
 
 echo
 echo "demo: done; the converted model is $OUT"

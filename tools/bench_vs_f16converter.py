@@ -5,7 +5,7 @@ For each model, in one run:
 - t_occ: onnx.load + onnxconverter_common.float16.convert_float_to_float16(model,
   keep_io_types=True) + onnx.save, timed inside a child Python process (so the Python
   start-up and imports are not counted), median of 3 runs;
-- t_ampc: `ampc MODEL -o OUT` (default pipeline infer,amp,cast_cleanup), wall time of the
+- t_ampc: `ampc MODEL -o OUT` (default pipeline infer,amp,loss_scale,cast_cleanup), wall time of the
   subprocess, median of 3 runs;
 - ratio = t_occ / t_ampc (how many times faster ampc is);
 - casts: Cast nodes in each output, main graph and subgraphs;
