@@ -8,6 +8,8 @@
 - training: models/mlp_train trained N steps in fp16 with dynamic loss scaling ends
   within 2% of the FP32 run's loss (same data, same seed), also with a growth interval
   short enough for the scale to move;
+- overflow: a scale too large for fp16 skips steps (the loss stays bit-identical) and
+  halves until it fits; a checkpoint restores the scale and tracker with the rest;
 - underflow: a graph built so its fp16 weight gradient is below float16's smallest
   subnormal gets all-zero gradients without loss scaling and the FP32 gradients (to
   fp16 precision) with it.
@@ -173,6 +175,50 @@ def test_training_within_2_percent(ctx, extra, tag):
         raise AssertionError(f"final loss {amp[-1]} vs fp32 {fp32[-1]}: {100 * rel:.2f}% apart (limit 2%)")
 
 
+STEP_RE = re.compile(r"^step (\d+): loss (\S+) \([^)]*\), loss scale (\S+)( \(inf/NaN gradients: update skipped\))?$",
+                     re.M)
+
+
+def test_backoff_and_checkpoint(ctx):
+    """mlp_train with an initial scale of 2^24: the scaled seed gradient overflows fp16, so
+    the first steps are skipped (the loss stays bit-identical: no weight moved) and the
+    scale halves each time until it fits; then training proceeds. A checkpoint taken in
+    the middle and restored gives the same steps, scale included."""
+    src = os.path.join(MODELS, "mlp_train", "model.onnx")
+    data = os.path.join(MODELS, "mlp_train", "test_data_set_0")
+    conv = ctx.convert(src, "backoff.onnx", "--loss-scale-init", "16777216", "--growth-interval", "3")
+    straight = run([ctx.ampc, "run", conv, "--steps", "16", "--inputs", data]).stdout
+    steps = STEP_RE.findall(straight)
+    if len(steps) != 16:
+        raise AssertionError(f"expected 16 step lines with a loss scale:\n{straight}")
+    skipped = []  # the leading run of skipped steps (the scale may regrow and overflow later)
+    for n, _, _, sk in steps:
+        if not sk:
+            break
+        skipped.append(int(n))
+    if not skipped:
+        raise AssertionError(f"expected the first steps to be skipped:\n{straight}")
+    first_loss = steps[0][1]
+    for n, loss, scale, sk in steps[:len(skipped)]:
+        if loss != first_loss:
+            raise AssertionError(f"step {n} was skipped but the loss moved: {loss} vs {first_loss}")
+        if float(scale) != 16777216 / 2 ** int(n):
+            raise AssertionError(f"step {n}: scale {scale}, expected {16777216 / 2 ** int(n)}")
+    if not float(steps[-1][1]) < 0.5 * float(first_loss):
+        raise AssertionError(f"training did not proceed after the backoff:\n{straight}")
+    ck = ctx.path("backoff_ck.onnx")
+    a = run([ctx.ampc, "run", conv, "--steps", "5", "--inputs", data, "--save-state", ck]).stdout
+    b = run([ctx.ampc, "run", conv, "--steps", "11", "--inputs", data, "--load-state", ck]).stdout
+    resumed = STEP_RE.findall(a) + STEP_RE.findall(b)
+    if [x[:3] for x in resumed] != [x[:3] for x in steps]:
+        raise AssertionError(f"5 + 11 steps through a checkpoint differ from 16 straight:\n{a}{b}\nvs\n{straight}")
+    later = [int(n) for n, _, _, sk in steps[len(skipped):] if sk]
+    ctx.notes.append(f"backoff: initial scale 2^24, steps {skipped[0]}-{skipped[-1]} skipped (loss unchanged), scale "
+                     f"then {steps[len(skipped)][2]}; with growth every 3 clean steps, later skips at steps {later}; "
+                     f"loss {first_loss} -> {steps[-1][1]} after 16 steps; a checkpoint at step 5 resumes "
+                     f"identically")
+
+
 # The underflow case: x[8, 4] of about 1e-4, W[4, 2]; y = x @ W; loss = c * sum(y) with
 # c = 1e-5. Backward: dy = c * loss_grad (fp32: it reads the seed), W_grad = x^T @ dy.
 # In fp16 each product x * dy is about 1e-9 and their sums about 8e-9, below float16's
@@ -254,6 +300,7 @@ def main():
          (("--growth-interval", "5"), "growth5")),
         ("training within 2% (static scale 1024)", test_training_within_2_percent,
          (("--loss-scale", "1024"), "static1024")),
+        ("backoff and checkpoint", test_backoff_and_checkpoint, ()),
         ("underflow", test_underflow, ()),
     ]
     passed = failed = 0
