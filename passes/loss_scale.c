@@ -66,15 +66,14 @@ static bool is_float(const AmpValue *v) {
 
 /* A fresh value of g named from `base`, typed like `like` but with `dtype` (like NULL: a
  * scalar). */
-static AmpValue *fresh(Ls *l, AmpGraph *g, const char *base, const AmpValue *like, int dtype) {
-    AmpValue *v = amp_graph_new_value(g, base);
+static AmpValue *fresh(AmpGraph *g, const char *base, const AmpValue *like, int dtype) {
+    AmpValue *v = base ? amp_graph_new_value(g, base) : NULL;
     if (!v) return NULL;
     if (like) {
         v->type = like->type;
         v->type.dtype = dtype;
     } else
         scalar_type(v, dtype);
-    (void)l;
     return v;
 }
 
@@ -116,7 +115,7 @@ static AmpTensor *scalar_tensor(Ls *l, int dtype, double v) {
 
 /* A Constant node (placed at the top of g) whose output, named from `what`, holds v. */
 static AmpValue *constant(Ls *l, AmpGraph *g, const char *what, int dtype, double v) {
-    AmpValue *out = fresh(l, g, cat(l, PREFIX, what), NULL, dtype);
+    AmpValue *out = fresh(g, cat(l, PREFIX, what), NULL, dtype);
     AmpNode *n = out ? node(l, g, "Constant", what, NULL, 0, out) : NULL;
     AmpAttr *a = n ? amp_node_add_attr(n, "value", AMP_ATTR_TENSOR) : NULL;
     if (!a || !(a->t = scalar_tensor(l, dtype, v))) return NULL;
@@ -154,15 +153,40 @@ static AmpCode find_grads(Ls *l) {
     return AMP_OK;
 }
 
-/* Where the gradients go: an update_binding, an optimizer, or the graph's outputs. */
-static bool has_update_path(const Ls *l) {
-    for (size_t i = 0; i < l->m->n_training; i++)
-        if (l->m->training[i].n_update_bindings) return true;
-    for (AmpNode *n = l->g->first; n; n = n->next)
-        if (amp_is_optimizer(n)) return true;
-    for (size_t i = 0; i < l->n_grads; i++)
-        if (l->grads[i]->flags & AMP_VALUE_OUTPUT) return true;
-    return false;
+/* Whether a gradient, or anything computed from it, reaches an update: a graph output of
+ * the main graph (gradients returned, or accumulated as onnxruntime training's artifacts
+ * do), an optimizer, or a training algorithm (whose update_bindings apply). A walk over
+ * uses with an explicit stack; AmpNode.mark (saved and restored) marks nodes seen. */
+static bool has_update_path(Ls *l) {
+    /* Each node is entered once and pushes its outputs: that bounds the stack. */
+    size_t n_nodes = l->g->n_nodes, top = 0, cap = l->n_grads + 1;
+    for (AmpNode *n = l->g->first; n; n = n->next) cap += (size_t)n->n_outputs;
+    int *marks = malloc((n_nodes ? n_nodes : 1) * sizeof *marks);
+    AmpValue **stack = malloc(cap * sizeof *stack);
+    if (!marks || !stack) {
+        free(marks), free(stack);
+        return true; /* out of memory: assume the best, the check only explains failures */
+    }
+    size_t k = 0;
+    for (AmpNode *n = l->g->first; n && k < n_nodes; n = n->next) marks[k++] = n->mark, n->mark = 0;
+    for (size_t i = 0; i < l->n_grads; i++) stack[top++] = l->grads[i];
+    bool found = false;
+    while (top && !found) {
+        AmpValue *v = stack[--top];
+        if (v->graph == l->g && (v->flags & AMP_VALUE_OUTPUT)) found = true;
+        for (size_t u = 0; u < v->n_uses && !found; u++) {
+            AmpNode *n = v->uses[u].node;
+            if (n->graph != l->g || amp_is_optimizer(n)) found = true;
+            if (found || n->mark) continue;
+            n->mark = 1;
+            for (int o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o]) stack[top++] = n->outputs[o];
+        }
+    }
+    k = 0;
+    for (AmpNode *n = l->g->first; n && k < n_nodes; n = n->next) n->mark = marks[k++];
+    free(marks), free(stack);
+    return found;
 }
 
 static AmpCode find_parts(Ls *l) {
@@ -188,7 +212,8 @@ static AmpCode find_parts(Ls *l) {
     if (!has_update_path(l))
         return amp_fail(l->st, AMP_ERR_INPUT,
                         "loss_scale: training graph with loss '%s' and %zu gradients (first '%s'), but no update "
-                        "path: no update_binding, no optimizer op, and no gradient among the graph outputs",
+                        "path: no gradient reaches an optimizer op, a training algorithm (update_binding) or a graph "
+                        "output",
                         l->loss->name, l->n_grads, l->grads[0]->name);
     return AMP_OK;
 }
@@ -207,13 +232,13 @@ static AmpNode *place(AmpNode *after, AmpNode *n) {
 static AmpCode scale_seed(Ls *l) {
     AmpValue *seed = l->seed;
     int dt = seed->type.dtype;
-    AmpValue *scaled = fresh(l, l->g, cat(l, seed->name, "_scaled"), seed, dt);
+    AmpValue *scaled = fresh(l->g, cat(l, seed->name, "_scaled"), seed, dt);
     if (!scaled) return oom(l);
     amp_value_replace_uses(seed, scaled, false);
     AmpNode *at = seed->producer;
     AmpValue *x = seed;
     if (dt != AMP_DT_FLOAT) {
-        AmpValue *w = fresh(l, l->g, cat(l, seed->name, "_fp32"), seed, AMP_DT_FLOAT);
+        AmpValue *w = fresh(l->g, cat(l, seed->name, "_fp32"), seed, AMP_DT_FLOAT);
         AmpNode *c = w ? node(l, l->g, "Cast", "seed_to_fp32", &x, 1, w) : NULL;
         AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
         if (!a) return oom(l);
@@ -221,7 +246,7 @@ static AmpCode scale_seed(Ls *l) {
         at = place(at, c);
         x = w;
     }
-    AmpValue *prod = dt == AMP_DT_FLOAT ? scaled : fresh(l, l->g, cat(l, seed->name, "_scaled_fp32"), seed, AMP_DT_FLOAT);
+    AmpValue *prod = dt == AMP_DT_FLOAT ? scaled : fresh(l->g, cat(l, seed->name, "_scaled_fp32"), seed, AMP_DT_FLOAT);
     AmpValue *in[2] = {x, l->scale};
     AmpNode *mul = prod ? node(l, l->g, "Mul", "seed", in, 2, prod) : NULL;
     if (!mul) return oom(l);
@@ -243,13 +268,13 @@ static AmpCode scale_seed(Ls *l) {
 static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
     AmpNode *p = gv->producer;
     int dt = gv->type.dtype;
-    AmpValue *scaled = fresh(l, l->g, cat(l, gv->name, "_scaled"), gv, dt);
+    AmpValue *scaled = fresh(l->g, cat(l, gv->name, "_scaled"), gv, dt);
     if (!scaled) return oom(l);
     amp_node_set_output(p, gv->producer_slot, scaled);
     AmpNode *at = p;
     AmpValue *x = scaled;
     if (dt != AMP_DT_FLOAT) {
-        AmpValue *w = fresh(l, l->g, cat(l, gv->name, "_scaled_fp32"), gv, AMP_DT_FLOAT);
+        AmpValue *w = fresh(l->g, cat(l, gv->name, "_scaled_fp32"), gv, AMP_DT_FLOAT);
         AmpNode *c = w ? node(l, l->g, "Cast", cat(l, "to_fp32/", gv->name), &x, 1, w) : NULL;
         AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
         if (!a) return oom(l);
@@ -262,10 +287,10 @@ static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
     AmpNode *mul = node(l, l->g, "Mul", cat(l, "unscale/", gv->name), in, 2, gv);
     if (!mul) return oom(l);
     at = place(at, mul);
-    AmpValue *z = fresh(l, l->g, cat(l, gv->name, "_times0"), gv, AMP_DT_FLOAT);
+    AmpValue *z = fresh(l->g, cat(l, gv->name, "_times0"), gv, AMP_DT_FLOAT);
     AmpValue *in2[2] = {gv, zero};
     AmpNode *m0 = z ? node(l, l->g, "Mul", cat(l, "check/", gv->name), in2, 2, z) : NULL;
-    AmpValue *s = m0 ? fresh(l, l->g, cat(l, gv->name, "_check"), NULL, AMP_DT_FLOAT) : NULL;
+    AmpValue *s = m0 ? fresh(l->g, cat(l, gv->name, "_check"), NULL, AMP_DT_FLOAT) : NULL;
     AmpNode *sum = s ? node(l, l->g, "ReduceSum", cat(l, "check_sum/", gv->name), &z, 1, s) : NULL;
     AmpAttr *kd = sum ? amp_node_add_attr(sum, "keepdims", AMP_ATTR_INT) : NULL;
     if (!kd) return oom(l);
@@ -283,13 +308,12 @@ static AmpCode found_inf(Ls *l) {
     if (!zero || !checks) return free(checks), oom(l);
     AmpCode rc = AMP_OK;
     for (size_t i = 0; i < l->n_grads && !rc; i++) rc = unscale(l, l->grads[i], zero, &checks[i]);
-    AmpValue *total = rc ? NULL : fresh(l, l->g, PREFIX "check_total", NULL, AMP_DT_FLOAT);
+    AmpValue *total = rc ? NULL : fresh(l->g, PREFIX "check_total", NULL, AMP_DT_FLOAT);
     AmpNode *sum = total ? node(l, l->g, "Sum", "check_total", checks, (int)l->n_grads, total) : NULL;
     free(checks);
     if (rc) return rc;
     if (!sum) return oom(l);
     amp_node_append(l->g, sum);
-    if (amp_graph_lookup(l->g, FOUND_INF)) return oom(l); /* checked before: cannot happen */
     l->found = amp_graph_value(l->g, FOUND_INF);
     if (!l->found) return oom(l);
     scalar_type(l->found, AMP_DT_BOOL);
@@ -311,7 +335,7 @@ static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, A
  * with an inf or NaN among the gradients, the update keeps the old value. */
 static AmpCode gate_in_place(Ls *l, AmpGraph *g, AmpValue *v, AmpValue *old) {
     AmpNode *p = v->producer;
-    AmpValue *ungated = fresh(l, g, cat(l, v->name, "_ungated"), v, v->type.dtype);
+    AmpValue *ungated = fresh(g, cat(l, v->name, "_ungated"), v, v->type.dtype);
     if (!ungated) return oom(l);
     amp_node_set_output(p, v->producer_slot, ungated);
     AmpNode *w = gate_node(l, g, v->name, old, ungated, v);
@@ -332,9 +356,9 @@ static AmpCode gate_optimizers(Ls *l) {
                             "loss_scale: node '%s' (%s:%s): cannot gate this optimizer's updates on amp_found_inf; "
                             "convert with --loss-scale none", n->name ? n->name : "", d, n->op_type);
         int outs = n->n_outputs, ins = n->n_inputs - 2;
-        int groups = 0, per = 0;
+        int per = 0; /* tensors per group: n outputs groups of `per`, n + 1 input groups */
         for (int k = 1; k <= outs && !per; k++)
-            if (outs % k == 0 && ins == (outs / k + 1) * k) per = k, groups = outs / k;
+            if (outs % k == 0 && ins == (outs / k + 1) * k) per = k;
         if (!per)
             return amp_fail(l->st, AMP_ERR_INPUT,
                             "loss_scale: node '%s' (%s): %d inputs and %d outputs do not pair each output with the "
@@ -348,7 +372,6 @@ static AmpCode gate_optimizers(Ls *l) {
             AmpCode rc = gate_in_place(l, l->g, v, old);
             if (rc) return rc;
         }
-        (void)groups;
         n = next ? next->prev : l->g->last; /* skip the Where nodes just placed */
     }
     return AMP_OK;
@@ -371,7 +394,7 @@ static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
         }
         /* The bound value is no node's output here (an input, an outer value): gate a
          * copy, make it an output of the algorithm and bind that. */
-        AmpValue *gated = fresh(l, a, cat(l, v->name, "_gated"), v, v->type.dtype);
+        AmpValue *gated = fresh(a, cat(l, v->name, "_gated"), v, v->type.dtype);
         AmpNode *w = gated ? gate_node(l, a, v->name, old, v, gated) : NULL;
         if (!w || !amp_graph_add_output(a, gated)) return oom(l);
         amp_node_append(a, w);
@@ -423,7 +446,7 @@ static AmpCode dynamic_update(Ls *l, AmpValue **scale_new, AmpValue **tracker_ne
         case 6: s->in[0] = v[1], s->in[2] = v[0]; break; /* grow ? 0 : tracker + 1 */
         default: break;
         }
-        v[k] = fresh(l, g, cat(l, PREFIX, s->out), NULL, s->dtype);
+        v[k] = fresh(g, cat(l, PREFIX, s->out), NULL, s->dtype);
         AmpNode *n = v[k] ? node(l, g, s->op, s->out, s->in, n_in, v[k]) : NULL;
         if (!n) return oom(l);
         amp_node_append(g, n);
@@ -469,7 +492,7 @@ static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
     AmpValue *src[2] = {scale_new, tracker_new};
     const char *key[2] = {SCALE, TRACKER};
     for (int k = 0; k < 2; k++) {
-        AmpValue *out = fresh(l, a, cat(l, key[k], "_updated"), src[k], src[k]->type.dtype);
+        AmpValue *out = fresh(a, cat(l, key[k], "_updated"), src[k], src[k]->type.dtype);
         AmpNode *n = out ? node(l, a, "Identity", cat(l, "bind/", key[k]), &src[k], 1, out) : NULL;
         if (!n || !amp_graph_add_output(a, out)) return oom(l);
         amp_node_append(a, n);
@@ -483,7 +506,7 @@ static AmpCode rewrite(Ls *l) {
     if (l->dynamic) l->tracker = state(l, TRACKER, AMP_DT_INT64, 0);
     if (!l->scale || (l->dynamic && !l->tracker)) return oom(l);
     /* 1/scale once, in float32 (exact for GradScaler's powers of two). */
-    l->inv = fresh(l, l->g, PREFIX "inv_scale", NULL, AMP_DT_FLOAT);
+    l->inv = fresh(l->g, PREFIX "inv_scale", NULL, AMP_DT_FLOAT);
     AmpNode *rec = l->inv ? node(l, l->g, "Reciprocal", "inv_scale", &l->scale, 1, l->inv) : NULL;
     if (!rec) return oom(l);
     place(NULL, rec);

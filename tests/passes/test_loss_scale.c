@@ -535,3 +535,27 @@ Test(loss_scale, a_training_graph_that_does_not_fit_says_which_part_is_missing) 
     rt_output(g, "W_grad", AMP_DT_FLOAT, "2");
     assert_fails(m, NULL, AMP_ERR_INPUT, "more than one scalar float output has a name containing \"loss\"");
 }
+
+/* onnxruntime training's artifacts: parameters are graph inputs, and gradients reach the
+ * outputs through an accumulation ("W_grad.accumulation.out"); the loss is named. */
+Test(loss_scale, parameters_as_inputs_and_accumulated_gradients) {
+    AmpModel *m = model();
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "2");
+    rt_input(g, "W", AMP_DT_FLOAT, "2");
+    rt_input(g, "W_grad.accumulation.buffer", AMP_DT_FLOAT, "2");
+    rt_scalar_f(g, "loss_grad", 1.0f);
+    nd(g, "Mul", "fwd", "x,W", "p");
+    AmpNode *r = nd(g, "ReduceSum", "loss/sum", "p", "loss");
+    attr_i(r, "keepdims", 0);
+    nd(g, "Mul", "bwd", "x,loss_grad", "W_grad");
+    nd(g, "Add", "accumulate", "W_grad.accumulation.buffer,W_grad", "W_grad.accumulation.out");
+    rt_output(g, "loss", AMP_DT_FLOAT, "");
+    rt_output(g, "W_grad.accumulation.out", AMP_DT_FLOAT, "2");
+    AmpPassOptions po = {.loss = "loss"};
+    scaled(m, &po);
+    AmpNode *acc = node_of(m, "accumulate");
+    cr_assert_str_eq(acc->inputs[1]->name, "W_grad");
+    cr_assert_str_eq(acc->inputs[1]->producer->name, "amp_loss_scale/unscale/W_grad", "accumulates unscaled");
+    amp_model_free(m);
+}
