@@ -159,6 +159,13 @@ static uint32_t describe(const AmpRun *r, uint32_t i, FILE *f, bool first) {
     if (x->why == AMP_WHY_NONE && x->cls == AMP_CLASS_ALLOW && x->inelig != AMP_ELIGIBLE)
         fprintf(f, "%sallow dropped: the op cannot take %s here\n", pad, amp_dtype_name(r->dt));
     paint_line(r, x, f, pad);
+    /* A Constant is a weight: the weights rule (amp_weights.c) may store its value in
+     * 16 bits though the node itself is not painted. */
+    const AmpValue *out = x->node->n_outputs == 1 ? x->node->outputs[0] : NULL;
+    if (x->node->op == AMP_OP_Constant && !r->training && amp_is_f32(out) &&
+        !(out->flags & (AMP_VALUE_INPUT | AMP_VALUE_OUTPUT)) && amp_read_only_by_16(r, x->node->graph, out))
+        fprintf(f, "%sa weight that only %s nodes read: its value is stored in %s unless it is out of range "
+                   "(inference graphs)\n", pad, amp_dtype_name(r->dt), amp_dtype_name(r->dt));
     switch ((AmpWhy)x->why) {
     case AMP_WHY_BETWEEN:
         towards(r, x, f, pad);

@@ -104,6 +104,8 @@ void amp_color(AmpRun *r);                      /* the painting, in TF's order *
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
 AmpCode amp_weights(AmpRun *r, AmpGraph *g);    /* amp_weights.c: before g is rewritten */
+/* Whether v has readers and every one is a 16-bit node of g reading float data. */
+bool amp_read_only_by_16(const AmpRun *r, const AmpGraph *g, const AmpValue *v);
 void amp_explain(const AmpRun *r, const char *name, FILE *f); /* amp_explain.c */
 void amp_paint_buckets(const AmpRun *r, FILE *f);
 const char *amp_inelig_text(const AmpRun *r, const AmpNode *n, AmpInelig why, char *buf, size_t len);

@@ -1,9 +1,12 @@
 /* Weights of inference graphs stored in 16 bits (DESIGN.md rule 4): a float32
  * initializer that only 16-bit nodes of its own graph read is rewritten in place as
  * float16 (or bfloat16) raw_data under the same name, so the file shrinks and no Cast is
- * needed. One with a value the target type cannot hold (|x| > 65504 for float16, or not
- * finite) stays float32, is reported, and is cast where it is used. Training graphs keep
- * every weight in float32: the optimizer owns the master copy. */
+ * needed. A float32 Constant node read the same way is a weight too: its value (the
+ * `value` tensor, or `value_float` / `value_floats`, which become a 16-bit `value`) is
+ * rewritten in the same node under the same output name. One with a value the target type
+ * cannot hold (|x| > 65504 for float16, or not finite) stays float32, is reported, and is
+ * cast where it is used. Training graphs keep every weight in float32: the optimizer owns
+ * the master copy. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@ static double max_magnitude(int dt) {
     return dt == AMP_DT_FLOAT16 ? 65504.0 : 3.3895313892515355e38;
 }
 
-static bool read_only_by_16(const AmpRun *r, const AmpGraph *g, const AmpValue *v) {
+bool amp_read_only_by_16(const AmpRun *r, const AmpGraph *g, const AmpValue *v) {
     if (!v->n_uses) return false;
     for (size_t u = 0; u < v->n_uses; u++)
         if (!amp_reads_16(r, g, v->uses[u].node, v->uses[u].slot)) return false;
@@ -87,34 +90,116 @@ static bool magnitude(AmpBytes b, size_t n, double *worst) {
     return true;
 }
 
-AmpCode amp_weights(AmpRun *r, AmpGraph *g) {
-    if (r->training) return AMP_OK;
-    double lim = max_magnitude(r->dt);
+/* Whether the n floats of b fit the target type; when not, the weight (`what` names it:
+ * "weight 'W'", "constant 'c' (node 'n')") is counted and reported as kept in float32. */
+static bool fits(AmpRun *r, AmpBytes b, size_t n, const char *what, const char *name, const char *node) {
+    double worst;
+    bool finite = magnitude(b, n, &worst);
+    if (finite && worst <= max_magnitude(r->dt)) return true;
+    r->n_weights_kept++;
+    char who[320];
+    if (node)
+        snprintf(who, sizeof who, "%s '%s' (node '%s')", what, name, node);
+    else
+        snprintf(who, sizeof who, "%s '%s'", what, name);
+    if (finite)
+        report(r, "%s has values outside %s's range (max |x| = %g): kept in float32, cast where it is used", who,
+               amp_dtype_name(r->dt), worst);
+    else
+        report(r, "%s has values that are not finite: kept in float32, cast where it is used", who);
+    return false;
+}
+
+static AmpCode initializers(AmpRun *r, AmpGraph *g) {
     for (size_t i = 0; i < g->n_initializers; i++) {
         AmpTensor *t = g->initializers[i];
         AmpValue *v = t->name ? amp_graph_lookup(g, t->name) : NULL;
         if (!v || v->graph != g || v->initializer != t || !amp_is_f32(v) || t->dtype != AMP_DT_FLOAT)
             continue;
         /* Graph inputs with a default can be fed; outputs keep their type. */
-        if ((v->flags & (AMP_VALUE_INPUT | AMP_VALUE_OUTPUT)) || !read_only_by_16(r, g, v)) continue;
+        if ((v->flags & (AMP_VALUE_INPUT | AMP_VALUE_OUTPUT)) || !amp_read_only_by_16(r, g, v)) continue;
         AmpBytes b;
         AmpCode rc = amp_tensor_bytes(r->m, t, &b, r->st);
         if (rc) return rc;
         size_t n = (size_t)t->nelem;
         if (b.len < n * sizeof(float)) continue; /* the loader checked; be safe */
-        double worst;
-        bool finite = magnitude(b, n, &worst);
-        if (!finite || worst > lim) {
-            r->n_weights_kept++;
-            if (finite)
-                report(r, "weight '%s' has values outside %s's range (max |x| = %g): kept in float32, cast where "
-                          "it is used", v->name, amp_dtype_name(r->dt), worst);
-            else
-                report(r, "weight '%s' has values that are not finite: kept in float32, cast where it is used",
-                       v->name);
-            continue;
-        }
+        if (!fits(r, b, n, "weight", v->name, NULL)) continue;
         if ((rc = convert(r, v, t, b, n))) return rc;
     }
     return AMP_OK;
+}
+
+/* The one value attribute of Constant node n (ONNX allows exactly one), or NULL. */
+static AmpAttr *constant_value(AmpNode *n) {
+    static const char *const names[] = {"value",      "value_float",  "value_floats",  "value_int",
+                                        "value_ints", "value_string", "value_strings", "sparse_value"};
+    AmpAttr *found = NULL;
+    for (size_t i = 0; i < n->n_attrs; i++)
+        for (size_t k = 0; n->attrs[i].name && k < sizeof names / sizeof names[0]; k++)
+            if (strcmp(n->attrs[i].name, names[k]) == 0) {
+                if (found) return NULL; /* two: malformed; the executor says so */
+                found = &n->attrs[i];
+            }
+    return found;
+}
+
+/* A float32 Constant node that only 16-bit nodes of g read: its value is stored in 16 bits
+ * in the node itself (same node, same output name), as an initializer would be. */
+static AmpCode constant_node(AmpRun *r, AmpGraph *g, AmpNode *n) {
+    AmpValue *v = n->n_outputs == 1 ? n->outputs[0] : NULL;
+    if (!amp_is_f32(v) || (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_OUTPUT)) || !amp_read_only_by_16(r, g, v))
+        return AMP_OK;
+    /* Constant takes bfloat16 from opset 13 (float16 from opset 1). */
+    if (r->dt == AMP_DT_BFLOAT16 && amp_model_opset(r->m, "") < 13) return AMP_OK;
+    AmpAttr *a = constant_value(n);
+    if (!a || a->ref_attr_name) return AMP_OK; /* a function's attribute reference: not ours */
+    AmpModel *m = r->m;
+    AmpBytes b;
+    size_t cnt;
+    AmpTensor *t;
+    if (a->type == AMP_ATTR_TENSOR && a->t && a->t->dtype == AMP_DT_FLOAT && strcmp(a->name, "value") == 0) {
+        t = a->t;
+        AmpCode rc = amp_tensor_bytes(m, t, &b, r->st);
+        if (rc) return rc;
+        cnt = (size_t)t->nelem;
+        if (b.len < cnt * sizeof(float)) return AMP_OK; /* the loader checked; be safe */
+        if (!fits(r, b, cnt, "constant", v->name, n->name ? n->name : "")) return AMP_OK;
+        return convert(r, v, t, b, cnt);
+    }
+    bool one = a->type == AMP_ATTR_FLOAT && strcmp(a->name, "value_float") == 0;
+    bool list = a->type == AMP_ATTR_FLOATS && strcmp(a->name, "value_floats") == 0;
+    if (!one && !list) return AMP_OK;
+    cnt = one ? 1 : a->n_floats;
+    b.data = one ? (const uint8_t *)&a->f : (const uint8_t *)a->floats;
+    b.len = cnt * sizeof(float);
+    if (!fits(r, b, cnt, "constant", v->name, n->name ? n->name : "")) return AMP_OK;
+    /* value_float (a scalar) and value_floats (1-D) have no 16-bit form: they become a
+     * `value` tensor of the same shape. */
+    t = amp_arena_calloc(&m->arena, 1, sizeof *t);
+    int64_t *dims = amp_arena_calloc(&m->arena, 1, sizeof *dims);
+    const char *name = amp_arena_strdup(&m->arena, "value");
+    if (!t || !dims || !name)
+        return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting constant '%s'", v->name);
+    t->ndims = one ? 0 : 1;
+    dims[0] = (int64_t)cnt;
+    t->dims = dims;
+    t->nelem = cnt;
+    AmpCode rc = convert(r, v, t, b, cnt); /* reads b (the attribute) before it is cleared */
+    if (rc) return rc;
+    a->name = name;
+    a->type = AMP_ATTR_TENSOR;
+    a->has = AMP_ATTR_HAS_TYPE;
+    a->f = 0;
+    a->n_floats = 0;
+    a->floats = NULL;
+    a->t = t;
+    return AMP_OK;
+}
+
+AmpCode amp_weights(AmpRun *r, AmpGraph *g) {
+    if (r->training) return AMP_OK;
+    AmpCode rc = initializers(r, g);
+    for (AmpNode *n = g->first; n && !rc; n = n->next)
+        if (n->op == AMP_OP_Constant) rc = constant_node(r, g, n);
+    return rc;
 }

@@ -536,6 +536,9 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     for (int k = 0; k < n->n_outputs; k++)
         if (scratch[k].data) e->be->free(scratch[k].data), scratch[k].data = NULL;
     if (rc) {
+        /* The status holds the first, most precise failure (the allocator's cap, say) even
+         * where a kernel answers a failed allocation with a generic code. */
+        if (st && st->code) rc = st->code;
         if (st && !strstr(st->msg, "node '")) amp_status_prefix(st, "node '%s' (%s): ", nname(n), n->op_type);
         return rc;
     }

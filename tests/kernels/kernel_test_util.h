@@ -50,11 +50,25 @@ typedef struct Outs {
     AmpBuf b[KT_MAX_OUT];
 } Outs;
 
-/* The AmpAllocFn over an Outs. */
+/* The AmpAllocFn over an Outs. Like the executor's allocator (runtime/exec.c), it refuses
+ * a shape whose element count overflows (AMP_ERR_INPUT) and an output over its cap
+ * (AMP_ERR_UNSUPPORTED; 4 GiB here), so kernels can leave sizes to it. */
 static inline AmpBuf *test_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims,
                                  AmpStatus *st) {
-    (void)st;
     Outs *o = ctx;
+    uint64_t nelem = 1;
+    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) {
+        if (dims[i] < 0 || (dims[i] && nelem > (UINT64_C(1) << 62) / (uint64_t)dims[i])) {
+            amp_fail(st, AMP_ERR_INPUT, "test allocator: output %d has an invalid or huge shape", index);
+            return NULL;
+        }
+        nelem *= (uint64_t)dims[i];
+    }
+    size_t bytes = 0;
+    if (amp_tensor_expected_bytes(dtype, nelem, &bytes) && bytes >= ((size_t)1 << 32)) {
+        amp_fail(st, AMP_ERR_UNSUPPORTED, "test allocator: output %d would take %zu bytes", index, bytes);
+        return NULL;
+    }
     return kt_alloc_slot(o->b, KT_MAX_OUT, index, dtype, rank, dims);
 }
 
