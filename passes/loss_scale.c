@@ -90,6 +90,15 @@ static AmpNode *node(Ls *l, AmpGraph *g, const char *op, const char *what, AmpVa
     return n;
 }
 
+/* A Cast node (not placed) named PREFIX + what: out = Cast(in, to). */
+static AmpNode *cast_node(Ls *l, const char *what, AmpValue *in, AmpValue *out, int to) {
+    AmpNode *c = node(l, l->g, "Cast", what, &in, 1, out);
+    AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
+    if (!a) return NULL;
+    a->i = to; /* Cast-6 and later; the pass needs opset 9 */
+    return c;
+}
+
 /* A float32 or int64 scalar tensor holding v. */
 static AmpTensor *scalar_tensor(Ls *l, int dtype, double v) {
     AmpTensor *t = amp_arena_alloc(&l->m->arena, sizeof *t);
@@ -239,10 +248,8 @@ static AmpCode scale_seed(Ls *l) {
     AmpValue *x = seed;
     if (dt != AMP_DT_FLOAT) {
         AmpValue *w = fresh(l->g, cat(l, seed->name, "_fp32"), seed, AMP_DT_FLOAT);
-        AmpNode *c = w ? node(l, l->g, "Cast", "seed_to_fp32", &x, 1, w) : NULL;
-        AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
-        if (!a) return oom(l);
-        a->i = AMP_DT_FLOAT;
+        AmpNode *c = w ? cast_node(l, "seed_to_fp32", x, w, AMP_DT_FLOAT) : NULL;
+        if (!c) return oom(l);
         at = place(at, c);
         x = w;
     }
@@ -252,10 +259,8 @@ static AmpCode scale_seed(Ls *l) {
     if (!mul) return oom(l);
     at = place(at, mul);
     if (dt != AMP_DT_FLOAT) {
-        AmpNode *c = node(l, l->g, "Cast", "seed_to_16", &prod, 1, scaled);
-        AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
-        if (!a) return oom(l);
-        a->i = dt;
+        AmpNode *c = cast_node(l, "seed_to_16", prod, scaled, dt);
+        if (!c) return oom(l);
         place(at, c);
     }
     return AMP_OK;
@@ -275,10 +280,8 @@ static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
     AmpValue *x = scaled;
     if (dt != AMP_DT_FLOAT) {
         AmpValue *w = fresh(l->g, cat(l, gv->name, "_scaled_fp32"), gv, AMP_DT_FLOAT);
-        AmpNode *c = w ? node(l, l->g, "Cast", cat(l, "to_fp32/", gv->name), &x, 1, w) : NULL;
-        AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
-        if (!a) return oom(l);
-        a->i = AMP_DT_FLOAT;
+        AmpNode *c = w ? cast_node(l, cat(l, "to_fp32/", gv->name), x, w, AMP_DT_FLOAT) : NULL;
+        if (!c) return oom(l);
         at = place(at, c);
         x = w;
     }
