@@ -1,31 +1,104 @@
-/* Bump allocator behind every model: big blocks, freed all at once. */
+/* Bump allocator behind every model: blocks that grow from 64 KiB to 8 MiB, taken zeroed
+ * from the system (big ones mapped directly, on huge pages where the system offers them,
+ * so a big model costs few page faults), freed all at once. */
+/* MADV_HUGEPAGE and MAP_ANONYMOUS are not POSIX. */
+#define _DEFAULT_SOURCE
 #include "arena.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct AmpArenaBlock {
     AmpArenaBlock *next;
     size_t cap, used;
+    size_t mapped; /* length of the mapping it heads, or 0 when calloc'd */
     _Alignas(16) unsigned char data[];
 };
 
-enum { AMP_ARENA_BLOCK = 64 * 1024 };
+enum { AMP_ARENA_FIRST = 64 * 1024, AMP_ARENA_MAX = 8 * 1024 * 1024 };
+/* Blocks of this many bytes or more are mapped directly, 2 MiB aligned. */
+#define AMP_ARENA_MAP_MIN ((size_t)2 << 20)
+#define AMP_HUGE ((size_t)2 << 20)
 
 void amp_arena_init(AmpArena *a) {
     a->head = NULL;
     a->used_bytes = 0;
+    a->next_block = AMP_ARENA_FIRST;
+    a->limit = 0;
+}
+
+static void block_free(AmpArenaBlock *b) {
+    if (b->mapped) munmap(b, b->mapped);
+    else free(b);
 }
 
 void amp_arena_free(AmpArena *a) {
     AmpArenaBlock *b = a->head;
     while (b) {
         AmpArenaBlock *next = b->next;
-        free(b);
+        block_free(b);
         b = next;
     }
     a->head = NULL;
     a->used_bytes = 0;
+    a->next_block = AMP_ARENA_FIRST;
+}
+
+/* size rounded up to whole huge pages; false on overflow. */
+static bool huge_len(size_t size, size_t *len) {
+    if (!amp_add_size(size, AMP_HUGE - 1, len)) return false;
+    *len &= ~(AMP_HUGE - 1);
+    return true;
+}
+
+/* len (whole huge pages) zeroed bytes mapped 2 MiB aligned, so every page can be huge. */
+static void *map_huge(size_t len) {
+    size_t map;
+    if (!amp_add_size(len, AMP_HUGE, &map)) return NULL;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_NORESERVE
+    flags |= MAP_NORESERVE; /* pages are taken as they are touched */
+#endif
+    uint8_t *p = mmap(NULL, map, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    uint8_t *start = (uint8_t *)(((uintptr_t)p + AMP_HUGE - 1) & ~(uintptr_t)(AMP_HUGE - 1));
+    if (start > p) munmap(p, (size_t)(start - p));
+    if (start + len < p + map) munmap(start + len, (size_t)(p + map - (start + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(start, len, MADV_HUGEPAGE);
+#endif
+    return start;
+}
+
+void *amp_big_zalloc(size_t size) {
+    size_t len;
+    if (size < AMP_ARENA_MAP_MIN) return calloc(1, size ? size : 1);
+    return huge_len(size, &len) ? map_huge(len) : NULL;
+}
+
+void amp_big_free(void *p, size_t size) {
+    size_t len;
+    if (!p) return;
+    if (size < AMP_ARENA_MAP_MIN) free(p);
+    else if (huge_len(size, &len)) munmap(p, len);
+}
+
+/* A zeroed block with room for cap bytes. */
+static AmpArenaBlock *block_new(size_t cap) {
+    size_t total, len;
+    if (!amp_add_size(sizeof(AmpArenaBlock), cap, &total)) return NULL;
+    if (total < AMP_ARENA_MAP_MIN) {
+        AmpArenaBlock *b = calloc(1, total);
+        if (b) b->cap = cap;
+        return b;
+    }
+    AmpArenaBlock *b = huge_len(total, &len) ? map_huge(len) : NULL;
+    if (!b) return NULL;
+    b->cap = len - sizeof *b;
+    b->mapped = len;
+    return b;
 }
 
 int amp_mul_size(size_t a, size_t b, size_t *out) {
@@ -40,36 +113,38 @@ int amp_add_size(size_t a, size_t b, size_t *out) {
     return 1;
 }
 
-void *amp_arena_alloc(AmpArena *a, size_t size) {
+void *amp_arena_alloc_raw(AmpArena *a, size_t size) {
     size_t need;
     if (!amp_add_size(size, 15, &need)) return NULL;
     need &= ~(size_t)15;
     if (need == 0) need = 16;
+    if (a->limit && (need > a->limit || a->used_bytes > a->limit - need)) return NULL;
     AmpArenaBlock *b = a->head;
     if (!b || b->cap - b->used < need) {
         /* Large requests get a block of their own, placed behind the current one so
          * the current block's free space is not wasted. */
-        size_t cap = need > AMP_ARENA_BLOCK / 4 ? need : AMP_ARENA_BLOCK;
-        size_t total;
-        if (!amp_add_size(sizeof(AmpArenaBlock), cap, &total)) return NULL;
-        AmpArenaBlock *nb = malloc(total);
+        if (!a->next_block) a->next_block = AMP_ARENA_FIRST;
+        bool own = need > a->next_block / 4;
+        AmpArenaBlock *nb = block_new(own ? need : a->next_block);
         if (!nb) return NULL;
-        nb->cap = cap;
-        nb->used = 0;
-        if (b && cap != AMP_ARENA_BLOCK) {
+        if (b && own) {
             nb->next = b->next;
             b->next = nb;
         } else {
             nb->next = b;
             a->head = nb;
+            if (a->next_block < AMP_ARENA_MAX) a->next_block *= 2;
         }
         b = nb;
     }
     void *p = b->data + b->used;
     b->used += need;
     a->used_bytes += need;
-    memset(p, 0, need);
     return p;
+}
+
+void *amp_arena_alloc(AmpArena *a, size_t size) {
+    return amp_arena_alloc_raw(a, size); /* fresh memory is zero: see arena.h */
 }
 
 void *amp_arena_calloc(AmpArena *a, size_t n, size_t size) {
@@ -79,8 +154,10 @@ void *amp_arena_calloc(AmpArena *a, size_t n, size_t size) {
 }
 
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size) {
-    void *p = amp_arena_calloc(a, new_n, size);
-    if (p && old && old_n) memcpy(p, old, (old_n < new_n ? old_n : new_n) * size);
+    size_t total, keep = old_n < new_n ? old_n : new_n;
+    if (!amp_mul_size(new_n, size, &total)) return NULL;
+    uint8_t *p = amp_arena_alloc_raw(a, total); /* zero: see arena.h */
+    if (p && old && keep) memcpy(p, old, keep * size);
     return p;
 }
 
@@ -89,8 +166,18 @@ char *amp_arena_strdup(AmpArena *a, const char *s) {
     return amp_arena_memdup(a, s, strlen(s) + 1);
 }
 
+char *amp_arena_strndup(AmpArena *a, const char *s, size_t n) {
+    size_t total;
+    if (!amp_add_size(n, 1, &total)) return NULL;
+    char *q = amp_arena_alloc_raw(a, total);
+    if (!q) return NULL;
+    amp_copy(q, s, n);
+    q[n] = '\0';
+    return q;
+}
+
 void *amp_arena_memdup(AmpArena *a, const void *p, size_t n) {
-    void *q = amp_arena_alloc(a, n);
+    void *q = amp_arena_alloc_raw(a, n);
     if (q && n) memcpy(q, p, n);
     return q;
 }

@@ -6,25 +6,68 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct AmpArenaBlock AmpArenaBlock;
 
 typedef struct AmpArena {
     AmpArenaBlock *head; /* newest block first */
     size_t used_bytes;   /* handed out so far, for reports */
+    size_t next_block;   /* size of the next regular block: doubles up to a cap */
+    size_t limit;        /* 0: none; else allocations past this many bytes fail (tests use
+                            it to make an edit run out of memory) */
 } AmpArena;
 
 void amp_arena_init(AmpArena *a);
 void amp_arena_free(AmpArena *a);
 
 /* Zeroed, 16-byte aligned memory; NULL only when the system is out of memory or
- * n * size overflows. */
+ * n * size overflows. (Blocks come zeroed from the system and no byte is handed out
+ * twice, so zeroing costs nothing.) */
 void *amp_arena_alloc(AmpArena *a, size_t size);
 void *amp_arena_calloc(AmpArena *a, size_t n, size_t size);
+/* The same, not zeroed: for memory the caller fills at once. */
+void *amp_arena_alloc_raw(AmpArena *a, size_t size);
 /* Grows an array allocated from the arena (old contents are copied, old block is left). */
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size);
 char *amp_arena_strdup(AmpArena *a, const char *s); /* NULL stays NULL */
+char *amp_arena_strndup(AmpArena *a, const char *s, size_t n); /* n bytes and a NUL */
 void *amp_arena_memdup(AmpArena *a, const void *p, size_t n);
+
+/* Zeroed memory for a big table outside any arena (on huge pages where the system offers
+ * them, when it is big); NULL when out of memory. Freed with the same size. */
+void *amp_big_zalloc(size_t size);
+void amp_big_free(void *p, size_t size);
+
+/* memcpy for the short strings the IR is made of: compilers may expand a memcpy of
+ * unknown size into `rep movs`, whose start-up cost dwarfs a copy of a dozen bytes. */
+static inline void amp_copy(void *dst, const void *src, size_t n) {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    if (n > 32) {
+        memcpy(d, s, n);
+    } else if (n >= 16) {
+        unsigned char a[16], b[16];
+        memcpy(a, s, 16);
+        memcpy(b, s + n - 16, 16);
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, b, 16);
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) d[i] = s[i];
+    }
+}
 
 /* Overflow-safe size arithmetic: return 0 on overflow, else 1 and the result. */
 int amp_mul_size(size_t a, size_t b, size_t *out);

@@ -34,7 +34,7 @@ AmpCode amp_inf_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) {
 static AmpDim *dims_copy(AmpModel *m, const AmpDim *src, int rank) {
     if (rank <= 0) return NULL;
     AmpDim *d = amp_arena_calloc(&m->arena, (size_t)rank, sizeof *d);
-    if (d && src) memcpy(d, src, (size_t)rank * sizeof *d);
+    if (d && src) amp_copy(d, src, (size_t)rank * sizeof *d);
     return d;
 }
 
@@ -200,7 +200,7 @@ AmpCode amp_inf_broadcast_into(const AmpNode *n, AmpInfShape *acc, const AmpInfS
         }
         out.d[i] = z;
     }
-    *acc = out;
+    amp_inf_copy(acc, &out);
     return AMP_OK;
 }
 
@@ -249,10 +249,11 @@ bool amp_inf_from_input(const AmpNode *n, int64_t opset, int64_t since, int slot
  * unknown dims filled from it. */
 static AmpCode seed_initializers(AmpGraph *g, AmpStatus *st) {
     AmpModel *m = g->model;
-    for (size_t i = 0; i < g->n_values; i++) {
-        AmpValue *v = g->values[i];
-        AmpTensor *t = v->initializer;
-        if (!t || v->type.kind == AMP_TYPE_OTHER) continue;
+    /* Initializers are set only through amp_graph_add_initializer, which lists them. */
+    for (size_t i = 0; i < g->n_initializers; i++) {
+        AmpTensor *t = g->initializers[i];
+        AmpValue *v = t && t->name ? amp_graph_lookup(g, t->name) : NULL;
+        if (!v || v->graph != g || v->initializer != t || v->type.kind == AMP_TYPE_OTHER) continue;
         if (t->ndims > AMP_INF_MAX_RANK) continue;
         AmpInfShape s;
         s.rank = (int)t->ndims;
@@ -303,12 +304,13 @@ AmpCode amp_infer_graph(AmpGraph *g, AmpStatus *st) {
     AmpModel *m = g->model;
     AmpCode rc = seed_initializers(g, st);
     if (rc) return rc;
-    /* The opset of the last domain seen: nodes of one domain come in long runs. */
+    /* The opset of the last domain seen: nodes of one domain come in long runs (and
+     * mostly share one copy of its name). */
     const char *last_domain = NULL;
     int64_t last_opset = 0;
     for (AmpNode *n = g->first; n; n = n->next) {
         const char *dom = n->domain ? n->domain : "";
-        if (!last_domain || strcmp(dom, last_domain) != 0) {
+        if (dom != last_domain && (!last_domain || strcmp(dom, last_domain) != 0)) {
             last_domain = dom;
             last_opset = amp_model_opset(m, dom);
         }

@@ -26,7 +26,7 @@ static AmpCode broadcast_all(AmpNode *n, int first, int count, AmpInfShape *s, A
             return AMP_OK;
         }
         if (!started) {
-            *s = b;
+            amp_inf_copy(s, &b);
             started = true;
             continue;
         }

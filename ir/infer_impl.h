@@ -25,6 +25,12 @@ typedef struct AmpInfShape {
     AmpDim d[AMP_INF_MAX_RANK];
 } AmpInfShape;
 
+/* *dst = *src, copying only the dims in use (the struct is a kilobyte). */
+static inline void amp_inf_copy(AmpInfShape *dst, const AmpInfShape *src) {
+    dst->rank = src->rank;
+    if (src->rank > 0) amp_copy(dst->d, src->d, (size_t)src->rank * sizeof *src->d);
+}
+
 /* One element of a small int64 tensor whose value inference could work out, e.g. a
  * Reshape target: a known number, or a dim of some tensor (symbolic or unknown). */
 typedef struct AmpInfVal {

@@ -18,7 +18,9 @@ static AmpCode matmul_shape(AmpNode *n, const AmpInfShape *a0, const AmpInfShape
     out->rank = -1;
     if (a0->rank < 0 || b0->rank < 0) return AMP_OK;
     if (a0->rank == 0 || b0->rank == 0) return amp_inf_fail(n, st, "operands must not be scalars");
-    AmpInfShape a = *a0, b = *b0;
+    AmpInfShape a, b;
+    amp_inf_copy(&a, a0);
+    amp_inf_copy(&b, b0);
     bool a1 = a.rank == 1, b1 = b.rank == 1;
     if (a1) { /* (K) -> (1, K) */
         a.rank = 2;
@@ -41,12 +43,14 @@ static AmpCode matmul_shape(AmpNode *n, const AmpInfShape *a0, const AmpInfShape
     if (amp_dim_known(k1) && amp_dim_known(k2) && k1.value != k2.value)
         return amp_inf_fail(n, st, "inner dimensions differ: %lld and %lld", (long long)k1.value,
                             (long long)k2.value);
-    AmpInfShape ba = a, bb = b; /* batch dims */
+    AmpInfShape ba, bb; /* batch dims */
+    amp_inf_copy(&ba, &a);
+    amp_inf_copy(&bb, &b);
     ba.rank -= 2;
     bb.rank -= 2;
     AmpCode rc = amp_inf_broadcast_into(n, &ba, &bb, st);
     if (rc) return rc;
-    *out = ba;
+    amp_inf_copy(out, &ba);
     if (!a1) out->d[out->rank++] = a.d[a.rank - 2];
     if (!b1) out->d[out->rank++] = b.d[b.rank - 1];
     return AMP_OK;

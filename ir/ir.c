@@ -7,10 +7,14 @@
 #include <string.h>
 
 #include "extdata.h"
+#include "names.h"
 
-/* ---- name map: open addressing, FNV-1a, grows at 1/2 load ------------------------
+/* ---- name maps: open addressing, grows at 3/4 load ---------------------------------
  * Each slot keeps the name's hash, so a probe past another name costs no visit to that
- * value and its string (big graphs: millions of names, each visit a cache miss). */
+ * value and its string (big graphs: millions of names, each visit a cache miss). The
+ * slots are malloc'd so a grown table's old slots are given back, not left in the arena;
+ * the maps are listed in the model and freed with it. A graph's map holds the values of
+ * its scope; the model-wide set (AmpModel.all_names) holds one value per name used. */
 
 typedef struct NameSlot {
     AmpValue *v;
@@ -18,45 +22,132 @@ typedef struct NameSlot {
 } NameSlot;
 
 struct AmpNameMap {
-    NameSlot *slots;
+    NameSlot *slots; /* cap entries, cap a power of two (0: none yet) */
     size_t cap, n;
+    AmpGraph *g;      /* the graph whose scope it is; NULL for the model-wide set */
+    AmpNameMap *next; /* AmpModel.maps */
 };
 
-static uint64_t hash_name(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h ^ (h >> 32); /* FNV's low bits alone mix poorly; the table uses them */
+uint64_t amp_name_hash(const char *s, size_t len) {
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (len * 0xBF58476D1CE4E5B9ull), w;
+    /* Names are short: whole words, then the last 8 bytes (overlapping), or for fewer
+     * than 8 bytes two overlapping 4-byte reads or three bytes: no loop over bytes. */
+    if (len >= 8) {
+        size_t n = len;
+        for (; n > 8; p += 8, n -= 8) {
+            memcpy(&w, p, 8);
+            h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+            h ^= h >> 31;
+        }
+        memcpy(&w, s + len - 8, 8);
+    } else if (len >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + len - 4, 4);
+        w = (uint64_t)a << 32 | b;
+    } else if (len) {
+        w = (uint64_t)p[0] << 16 | (uint64_t)p[len >> 1] << 8 | p[len - 1];
+    } else {
+        w = 0;
+    }
+    h = (h ^ w) * 0x94D049BB133111EBull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 32);
 }
 
-static AmpValue *map_get(const AmpNameMap *mp, const char *name) {
+/* name: len bytes, no NUL among them. (strncmp stops at v->name's end.) */
+static bool name_is(const AmpValue *v, const char *name, size_t len) {
+    return strncmp(v->name, name, len) == 0 && v->name[len] == '\0';
+}
+
+static AmpValue *map_get(const AmpNameMap *mp, const char *name, size_t len, uint64_t h) {
     if (!mp || !mp->cap) return NULL;
-    uint64_t h = hash_name(name);
-    for (size_t i = h & (mp->cap - 1); mp->slots[i].v; i = (i + 1) & (mp->cap - 1))
-        if (mp->slots[i].h == h && strcmp(mp->slots[i].v->name, name) == 0) return mp->slots[i].v;
+    size_t mask = mp->cap - 1;
+    for (size_t i = h & mask; mp->slots[i].v; i = (i + 1) & mask)
+        if (mp->slots[i].h == h && name_is(mp->slots[i].v, name, len)) return mp->slots[i].v;
     return NULL;
 }
 
-static bool map_put(AmpArena *a, AmpNameMap *mp, AmpValue *v) {
-    if ((mp->n + 1) * 2 > mp->cap) {
-        size_t cap = mp->cap ? mp->cap * 2 : 64;
-        NameSlot *slots = amp_arena_calloc(a, cap, sizeof *slots);
-        if (!slots) return false;
-        for (size_t j = 0; j < mp->cap; j++) {
-            NameSlot w = mp->slots[j];
-            if (!w.v) continue;
-            size_t i = w.h & (cap - 1);
-            while (slots[i].v) i = (i + 1) & (cap - 1);
-            slots[i] = w;
-        }
-        mp->slots = slots;
-        mp->cap = cap;
+/* Room for `more` entries without passing 3/4 load. */
+static bool map_reserve(AmpNameMap *mp, size_t more) {
+    size_t need;
+    if (!amp_add_size(mp->n, more, &need) || !amp_mul_size(need, 4, &need)) return false;
+    need = need / 3 + 1;
+    if (need <= mp->cap) return true;
+    size_t cap = mp->cap ? mp->cap : 64;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2 / sizeof(NameSlot)) return false;
+        cap *= 2;
     }
-    uint64_t h = hash_name(v->name);
+    NameSlot *slots = amp_big_zalloc(cap * sizeof *slots);
+    if (!slots) return false;
+    for (size_t j = 0; j < mp->cap; j++) {
+        NameSlot w = mp->slots[j];
+        if (!w.v) continue;
+        size_t i = w.h & (cap - 1);
+        while (slots[i].v) i = (i + 1) & (cap - 1);
+        slots[i] = w;
+    }
+    amp_big_free(mp->slots, mp->cap * sizeof *mp->slots);
+    mp->slots = slots;
+    mp->cap = cap;
+    return true;
+}
+
+/* Inserts v (not present) into a map with room for it (map_reserve). */
+static void map_put(AmpNameMap *mp, AmpValue *v, uint64_t h) {
     size_t i = h & (mp->cap - 1);
     while (mp->slots[i].v) i = (i + 1) & (mp->cap - 1);
     mp->slots[i] = (NameSlot){v, h};
     mp->n++;
+}
+
+static AmpNameMap *map_new(AmpModel *m, AmpGraph *g) {
+    AmpNameMap *mp = amp_arena_alloc(&m->arena, sizeof *mp);
+    if (!mp) return NULL;
+    mp->g = g;
+    mp->next = m->maps;
+    m->maps = mp;
+    return mp;
+}
+
+/* The model-wide set, from every graph's values (once; amp_graph_value keeps it). */
+static bool build_all_names(AmpModel *m) {
+    AmpNameMap *all = map_new(m, NULL);
+    if (!all) return false;
+    m->maps = all->next; /* listed only once complete, as m->all_names */
+    size_t total = 0;
+    for (AmpNameMap *mp = m->maps; mp; mp = mp->next)
+        if (mp->g) total += mp->g->n_values;
+    bool ok = map_reserve(all, total);
+    for (AmpNameMap *mp = m->maps; ok && mp; mp = mp->next) {
+        const AmpGraph *g = mp->g;
+        for (size_t i = 0; g && i < g->n_values; i++) {
+            AmpValue *v = g->values[i];
+            size_t len = strlen(v->name);
+            uint64_t h = amp_name_hash(v->name, len);
+            if (!map_get(all, v->name, len, h)) map_put(all, v, h);
+        }
+    }
+    if (!ok) {
+        amp_big_free(all->slots, all->cap * sizeof *all->slots);
+        return false;
+    }
+    all->next = m->maps;
+    m->maps = all;
+    m->all_names = all;
     return true;
+}
+
+/* Whether any value of the model is named so: while at most one graph holds values,
+ * that graph's map answers; otherwise the model-wide set. -1 when out of memory. */
+static int name_used(AmpModel *m, const char *name, size_t len, uint64_t h) {
+    if (m->n_named_graphs == 0) return 0;
+    if (m->n_named_graphs == 1) return map_get(m->named_graph->names, name, len, h) != NULL;
+    if (!m->all_names && !build_all_names(m)) return -1;
+    return map_get(m->all_names, name, len, h) != NULL;
 }
 
 /* ---- model and graph ------------------------------------------------------------- */
@@ -76,6 +167,7 @@ AmpModel *amp_model_new(void) {
 void amp_model_free(AmpModel *m) {
     if (!m) return;
     amp_extdata_unmap_all(m);
+    for (AmpNameMap *mp = m->maps; mp; mp = mp->next) amp_big_free(mp->slots, mp->cap * sizeof *mp->slots);
     for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
     amp_arena_free(&m->arena);
@@ -99,57 +191,127 @@ AmpGraph *amp_graph_new(AmpModel *m, AmpGraph *parent) {
     if (!g) return NULL;
     g->model = m;
     g->parent = parent;
-    g->names = amp_arena_alloc(&m->arena, sizeof *g->names);
+    g->names = map_new(m, g);
     return g->names ? g : NULL;
 }
 
-AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name) {
+AmpValue *amp_graph_lookup_h(const AmpGraph *g, const char *name, size_t len, uint64_t h) {
     for (; g; g = g->parent) {
-        AmpValue *v = map_get(g->names, name);
+        AmpValue *v = map_get(g->names, name, len, h);
         if (v) return v;
     }
     return NULL;
 }
 
-AmpValue *amp_graph_value(AmpGraph *g, const char *name) {
-    AmpValue *v = map_get(g->names, name);
+static void prefetch_slot(const AmpNameMap *mp, uint64_t h) {
+#if defined(__GNUC__)
+    if (mp && mp->cap) __builtin_prefetch(&mp->slots[h & (mp->cap - 1)], 1);
+#else
+    (void)mp, (void)h;
+#endif
+}
+
+void amp_graph_prefetch_hash(const AmpGraph *g, uint64_t h) {
+    prefetch_slot(g->names, h);
+}
+
+void amp_graph_prefetch_name(const AmpGraph *g, const char *name) {
+    size_t len = strlen(name);
+    uint64_t h = amp_name_hash(name, len);
+    const AmpModel *m = g->model;
+    prefetch_slot(g->names, h);
+    /* Where amp_graph_unique_name looks too. */
+    if (m->n_named_graphs == 1 && m->named_graph != g) prefetch_slot(m->named_graph->names, h);
+    else if (m->n_named_graphs > 1) prefetch_slot(m->all_names, h);
+}
+
+AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name) {
+    size_t len = strlen(name);
+    return amp_graph_lookup_h(g, name, len, amp_name_hash(name, len));
+}
+
+bool amp_graph_reserve_values(AmpGraph *g, size_t n) {
+    size_t need;
+    if (!map_reserve(g->names, n) || !amp_add_size(g->n_values, n, &need)) return false;
+    if (need <= g->cap_values) return true;
+    AmpValue **vals = amp_arena_grow(&g->model->arena, g->values, g->n_values, need, sizeof *vals);
+    if (!vals) return false;
+    g->values = vals;
+    g->cap_values = need;
+    return true;
+}
+
+AmpValue *amp_graph_value_h(AmpGraph *g, const char *name, size_t len, uint64_t h) {
+    AmpValue *v = map_get(g->names, name, len, h);
     if (v) return v;
-    AmpArena *a = &g->model->arena;
-    v = amp_arena_alloc(a, sizeof *v);
-    if (!v) return NULL;
-    v->name = amp_arena_strdup(a, name);
-    v->graph = g;
-    v->type.rank = -1;
-    if (!v->name || !map_put(a, g->names, v)) return NULL;
+    AmpModel *m = g->model;
+    AmpNameMap *all = m->all_names;
+    /* Room everywhere first, so running out of memory changes nothing. */
+    if (!map_reserve(g->names, 1) || (all && !map_reserve(all, 1))) return NULL;
     if (g->n_values == g->cap_values) {
         size_t cap = g->cap_values ? g->cap_values * 2 : 16;
-        AmpValue **vals = amp_arena_grow(a, g->values, g->n_values, cap, sizeof *vals);
+        AmpValue **vals = amp_arena_grow(&m->arena, g->values, g->n_values, cap, sizeof *vals);
         if (!vals) return NULL;
         g->values = vals;
         g->cap_values = cap;
     }
+    /* The name right behind the value: one visit to memory reads both. */
+    size_t size;
+    if (!amp_add_size(sizeof *v, len + 1, &size) || !(v = amp_arena_alloc_raw(&m->arena, size)))
+        return NULL;
+    char *copy = (char *)(v + 1);
+    amp_copy(copy, name, len);
+    copy[len] = '\0';
+    memset(v, 0, sizeof *v);
+    v->name = copy;
+    v->graph = g;
+    v->type.rank = -1;
+    map_put(g->names, v, h);
+    if (all && !map_get(all, name, len, h)) map_put(all, v, h);
+    if (!g->n_values && m->n_named_graphs++ == 0) m->named_graph = g;
     v->id = (uint32_t)g->n_values;
     g->values[g->n_values++] = v;
     return v;
 }
 
-/* A name is taken if any graph of the model could see it: check this scope, the
- * enclosing ones, and (cheaply, by a model-wide counter suffix) nested ones. */
-const char *amp_graph_unique_name(AmpGraph *g, const char *base) {
-    AmpArena *a = &g->model->arena;
-    if (!amp_graph_lookup(g, base)) return amp_arena_strdup(a, base);
-    size_t len = strlen(base) + 24;
-    char *buf = amp_arena_alloc(a, len);
-    if (!buf) return NULL;
+AmpValue *amp_graph_value(AmpGraph *g, const char *name) {
+    size_t len = strlen(name);
+    return amp_graph_value_h(g, name, len, amp_name_hash(name, len));
+}
+
+/* The first of base, base_1, base_2, ... that no value of the model is named, written
+ * to buf (len + 24 bytes) with its hash; its length, or -1 when out of memory. */
+static long unique_into(AmpModel *m, const char *base, size_t len, char *buf, uint64_t *h) {
+    memcpy(buf, base, len);
+    buf[len] = '\0';
+    size_t n = len;
     for (unsigned long k = 1;; k++) {
-        snprintf(buf, len, "%s_%lu", base, k);
-        if (!amp_graph_lookup(g, buf)) return buf;
+        *h = amp_name_hash(buf, n);
+        int used = name_used(m, buf, n, *h);
+        if (used <= 0) return used < 0 ? -1 : (long)n;
+        int w = snprintf(buf + len, 24, "_%lu", k);
+        if (w < 0) return -1;
+        n = len + (size_t)w;
     }
 }
 
+const char *amp_graph_unique_name(AmpGraph *g, const char *base) {
+    size_t len = strlen(base), cap;
+    uint64_t h;
+    char *buf = amp_add_size(len, 24, &cap) ? amp_arena_alloc(&g->model->arena, cap) : NULL;
+    return buf && unique_into(g->model, base, len, buf, &h) >= 0 ? buf : NULL;
+}
+
 AmpValue *amp_graph_new_value(AmpGraph *g, const char *base) {
-    const char *name = amp_graph_unique_name(g, base);
-    return name ? amp_graph_value(g, name) : NULL;
+    size_t len = strlen(base), cap;
+    char small[256];
+    char *buf = !amp_add_size(len, 24, &cap) ? NULL : cap <= sizeof small ? small : malloc(cap);
+    if (!buf) return NULL;
+    uint64_t h;
+    long n = unique_into(g->model, base, len, buf, &h);
+    AmpValue *v = n >= 0 ? amp_graph_value_h(g, buf, (size_t)n, h) : NULL;
+    if (buf != small) free(buf);
+    return v;
 }
 
 static AmpValueInfo *vi_push(AmpModel *m, AmpValueInfoList *l, AmpValue *v) {
@@ -203,31 +365,45 @@ AmpNode *amp_node_new(AmpGraph *g, const char *domain, const char *op_type, cons
                       int n_inputs, int n_outputs) {
     AmpModel *m = g->model;
     AmpArena *a = &m->arena;
-    AmpNode *n = amp_arena_alloc(a, sizeof *n);
-    if (!n) return NULL;
+    size_t n_io = (size_t)(n_inputs > 0 ? n_inputs : 0) + (size_t)(n_outputs > 0 ? n_outputs : 0), size;
+    /* The input and output arrays right behind the node. */
+    AmpNode *n;
+    if (!amp_mul_size(n_io, sizeof(AmpValue *), &size) || !amp_add_size(size, sizeof *n, &size) ||
+        !(n = amp_arena_alloc(a, size)))
+        return NULL;
     n->graph = g;
-    n->domain = amp_arena_strdup(a, domain);
-    n->op_type = amp_arena_strdup(a, op_type);
+    n->op = amp_op_lookup(domain, op_type ? op_type : "");
+    const AmpOpInfo *info = n->op != AMP_OP_UNKNOWN ? amp_op_info(n->op) : NULL;
+    /* An op of the table, spelt as the table spells it, shares the table's strings. */
+    if (info && domain && strcmp(domain, info->domain) == 0) {
+        n->domain = info->domain;
+        n->op_type = info->name;
+    } else {
+        n->domain = amp_arena_strdup(a, domain);
+        n->op_type = amp_arena_strdup(a, op_type);
+        if ((domain && !n->domain) || (op_type && !n->op_type)) return NULL;
+    }
     n->name = amp_arena_strdup(a, name);
+    if (name && !n->name) return NULL;
     n->n_inputs = n_inputs;
     n->n_outputs = n_outputs;
-    n->inputs = n_inputs ? amp_arena_calloc(a, (size_t)n_inputs, sizeof *n->inputs) : NULL;
-    n->outputs = n_outputs ? amp_arena_calloc(a, (size_t)n_outputs, sizeof *n->outputs) : NULL;
-    if ((n_inputs && !n->inputs) || (n_outputs && !n->outputs)) return NULL;
+    n->inputs = n_inputs > 0 ? (AmpValue **)(n + 1) : NULL;
+    n->outputs = n_outputs > 0 ? (AmpValue **)(n + 1) + (n_inputs > 0 ? n_inputs : 0) : NULL;
     n->id = m->next_node_id++;
-    n->op = amp_op_lookup(n->domain, n->op_type ? n->op_type : "");
     return n;
 }
 
-static void use_add(AmpModel *m, AmpValue *v, AmpNode *n, int slot) {
-    if (v->n_uses == v->cap_uses) {
-        size_t cap = v->cap_uses ? v->cap_uses * 2 : 4;
-        AmpUse *u = amp_arena_grow(&m->arena, v->uses, v->n_uses, cap, sizeof *u);
-        if (!u) abort(); /* out of memory while editing: no way to keep the graph sound */
-        v->uses = u;
-        v->cap_uses = cap;
-    }
-    v->uses[v->n_uses++] = (AmpUse){n, slot};
+AmpCode amp_value_reserve_uses(AmpValue *v, size_t extra) {
+    size_t need;
+    if (!amp_add_size(v->n_uses, extra, &need)) return AMP_ERR_INTERNAL;
+    if (need <= v->cap_uses) return AMP_OK;
+    size_t cap = v->cap_uses ? v->cap_uses : 2;
+    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    AmpUse *u = amp_arena_grow(&v->graph->model->arena, v->uses, v->n_uses, cap, sizeof *u);
+    if (!u) return AMP_ERR_INTERNAL;
+    v->uses = u;
+    v->cap_uses = cap;
+    return AMP_OK;
 }
 
 static void use_remove(AmpValue *v, AmpNode *n, int slot) {
@@ -239,12 +415,15 @@ static void use_remove(AmpValue *v, AmpNode *n, int slot) {
         }
 }
 
-void amp_node_set_input(AmpNode *n, int slot, AmpValue *v) {
+AmpCode amp_node_set_input(AmpNode *n, int slot, AmpValue *v) {
     AmpValue *old = n->inputs[slot];
-    if (old == v) return;
+    if (old == v) return AMP_OK;
+    /* Room for the new use before anything changes. */
+    if (v && amp_value_reserve_uses(v, 1)) return AMP_ERR_INTERNAL;
     if (old) use_remove(old, n, slot);
     n->inputs[slot] = v;
-    if (v) use_add(n->graph->model, v, n, slot);
+    if (v) v->uses[v->n_uses++] = (AmpUse){n, slot};
+    return AMP_OK;
 }
 
 void amp_node_set_output(AmpNode *n, int slot, AmpValue *v) {
@@ -344,18 +523,22 @@ void amp_node_delete(AmpNode *n) {
     g->n_nodes--;
 }
 
-void amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too) {
+AmpCode amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too) {
+    if (from == to) return AMP_OK;
+    /* With room for every use reserved, no set_input below can fail half way. */
+    if (to && amp_value_reserve_uses(to, from->n_uses)) return AMP_ERR_INTERNAL;
     /* set_input edits from->uses, so take the uses off the end one at a time. */
     while (from->n_uses) {
         AmpUse u = from->uses[from->n_uses - 1];
         amp_node_set_input(u.node, u.slot, to);
     }
-    if (!outputs_too || !(from->flags & AMP_VALUE_OUTPUT)) return;
+    if (!outputs_too || !(from->flags & AMP_VALUE_OUTPUT)) return AMP_OK;
     AmpValueInfoList *outs = &from->graph->outputs;
     for (size_t i = 0; i < outs->n; i++)
         if (outs->items[i].value == from) outs->items[i].value = to;
     from->flags &= ~(unsigned)AMP_VALUE_OUTPUT;
     to->flags |= AMP_VALUE_OUTPUT;
+    return AMP_OK;
 }
 
 int64_t amp_model_opset(const AmpModel *m, const char *domain) {

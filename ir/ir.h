@@ -194,13 +194,13 @@ struct AmpValue {
     const char *name;
     AmpGraph *graph; /* the graph whose scope defines it */
     AmpType type;
-    unsigned flags;     /* AmpValueFlags */
     AmpNode *producer;  /* NULL for inputs, initializers, undefined */
-    int producer_slot;  /* output index on producer */
     AmpTensor *initializer;
     AmpUse *uses;
     size_t n_uses, cap_uses;
-    uint32_t id; /* index in graph->values */
+    unsigned flags;     /* AmpValueFlags */
+    int producer_slot;  /* output index on producer */
+    uint32_t id;        /* index in graph->values */
 };
 
 struct AmpNode {
@@ -292,9 +292,17 @@ struct AmpModel {
     AmpGraph *graph;
     AmpBytes rest;
     AmpMapping *mappings;
-    void **owned; /* malloc'd buffers the model frees (big raw_data taken from protobuf-c) */
+    void **owned; /* malloc'd buffers the model frees (16-bit weights made by passes) */
     size_t n_owned, cap_owned;
     uint32_t next_node_id;
+    /* Names (ir.c): every graph's name map, listed to be freed with the model; the graphs
+     * that hold values (while only one does, its map alone says whether a name is used
+     * anywhere); and the model-wide name set, built the first time a new name is asked
+     * for while several graphs hold values, then kept up to date by amp_graph_value. */
+    AmpNameMap *maps;
+    size_t n_named_graphs;
+    AmpGraph *named_graph; /* the first graph that got a value */
+    AmpNameMap *all_names;
 };
 
 /* ---- model lifetime, load and save (load.c, save.c) ---------------------------- */
@@ -348,7 +356,12 @@ AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name);
 AmpValue *amp_graph_value(AmpGraph *g, const char *name);
 /* A fresh value whose name starts with `base` and is unique in the whole model. */
 AmpValue *amp_graph_new_value(AmpGraph *g, const char *base);
-/* A name not used by any value of the model, from `base` ("base", "base_1", ...). */
+/* A hint that a value named so is about to be looked up or made in g (amp_graph_value,
+ * amp_graph_new_value): passes that make many values call it a little ahead, so the
+ * name's place in the (big) name maps is fetched meanwhile. Changes nothing. */
+void amp_graph_prefetch_name(const AmpGraph *g, const char *name);
+/* A name not used by any value of the model (any graph: enclosing, nested or unrelated),
+ * from `base` ("base", "base_1", ...); NULL when out of memory. */
 const char *amp_graph_unique_name(AmpGraph *g, const char *base);
 
 AmpValueInfo *amp_graph_add_input(AmpGraph *g, AmpValue *v);
@@ -361,7 +374,8 @@ AmpCode amp_graph_add_initializer(AmpGraph *g, AmpValue *v, AmpTensor *t);
  * outputs are set with amp_node_set_input/output, then it is placed with insert_*. */
 AmpNode *amp_node_new(AmpGraph *g, const char *domain, const char *op_type, const char *name,
                       int n_inputs, int n_outputs);
-void amp_node_set_input(AmpNode *n, int slot, AmpValue *v);   /* keeps use lists right */
+/* Keeps use lists right. Out of memory: AMP_ERR_INTERNAL and nothing changed. */
+AmpCode amp_node_set_input(AmpNode *n, int slot, AmpValue *v);
 void amp_node_set_output(AmpNode *n, int slot, AmpValue *v);  /* sets the producer */
 AmpAttr *amp_node_add_attr(AmpNode *n, const char *name, int type);
 const AmpAttr *amp_node_attr(const AmpNode *n, const char *name);
@@ -376,8 +390,12 @@ void amp_node_append(AmpGraph *g, AmpNode *n);
 void amp_node_delete(AmpNode *n);
 
 /* Every use of `from` (in g and nested subgraphs) now reads `to`; graph outputs that
- * were `from` become `to` when `outputs_too`. */
-void amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too);
+ * were `from` become `to` when `outputs_too`. Out of memory: AMP_ERR_INTERNAL and
+ * nothing changed. */
+AmpCode amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too);
+/* Makes room for `extra` more uses of v, so that many amp_node_set_input calls reading
+ * v cannot fail; AMP_ERR_INTERNAL when out of memory. */
+AmpCode amp_value_reserve_uses(AmpValue *v, size_t extra);
 
 /* The opset version of `domain` ("" and "ai.onnx" are the same), or 0 if not imported. */
 int64_t amp_model_opset(const AmpModel *m, const char *domain);

@@ -1,6 +1,9 @@
-/* ONNX -> IR. protobuf-c parses the file; this file copies what the IR models into the
- * model's arena, validates every length, dim and offset on the way, and packs whatever
- * it does not model (unknown fields included) into `rest` blobs for the saver. */
+/* ONNX -> IR. Decodes the protobuf wire format straight into the model's arena (no
+ * message tree in between): models and graphs here, tensors, attributes and value infos
+ * in load_msg.c. Every length, dim and offset is checked on the way; whatever the IR does
+ * not model (unknown fields included) is packed into `rest` blobs for the saver. */
+/* MAP_POPULATE is not POSIX. */
+#define _DEFAULT_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,626 +13,521 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "extdata.h"
-#include "ir.h"
-#include "onnx.pb-c.h"
-#include "proto.h"
+#include "load_impl.h"
+#include "names.h"
 
 /* The newest ai.onnx opset whose operator semantics ampc knows. */
 #define AMP_MAX_ONNX_OPSET 23
-/* Subgraph nesting deeper than this is treated as hostile. */
-#define AMP_MAX_GRAPH_DEPTH 64
-/* A tensor with more elements than this is rejected before any size arithmetic. */
-#define AMP_MAX_NELEM (UINT64_C(1) << 60)
-/* protobuf-c unpacks recursively without a depth limit; nesting deeper than this is
- * rejected by a pre-scan before it gets the chance to overflow the stack. */
+/* Messages nested deeper than this are rejected by a pre-scan: protobuf-c, which reads
+ * the unmodelled fields, unpacks recursively without a limit. */
 #define AMP_MAX_PROTO_DEPTH 256
-/* raw_data at least this big is taken over from protobuf-c rather than copied. */
-#define AMP_STEAL_BYTES 4096
 
-typedef struct LoadCtx {
-    AmpModel *m;
-    AmpStatus *st;
-    int depth;
-} LoadCtx;
-
-static AmpArena *arena(LoadCtx *c) {
-    return &c->m->arena;
-}
-
-static AmpCode oom(LoadCtx *c) {
-    return amp_fail(c->st, AMP_ERR_INTERNAL, "out of memory");
-}
-
-/* Packs a message (usually a shallow copy with the modelled fields cleared) into the
- * arena. Empty when nothing is left, which is the common case. */
-AmpBytes amp_proto_pack_rest(AmpArena *a, const ProtobufCMessage *msg) {
-    AmpBytes b = {NULL, 0};
-    size_t n = protobuf_c_message_get_packed_size(msg);
-    if (n == 0) return b;
-    uint8_t *buf = amp_arena_alloc(a, n);
-    if (!buf) return b;
-    protobuf_c_message_pack(msg, buf);
-    b.data = buf;
-    b.len = n;
-    return b;
-}
-
-static char *sdup(LoadCtx *c, const char *s) {
-    return amp_arena_strdup(arena(c), s);
-}
-
-/* ---- types ----------------------------------------------------------------------- */
-
-AmpCode amp_proto_parse_type(AmpArena *a, const Onnx__TypeProto *tp, AmpType *out) {
-    memset(out, 0, sizeof *out);
-    out->rank = -1;
-    if (!tp) return AMP_OK;
-    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-        out->kind = tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET ? AMP_TYPE_NONE : AMP_TYPE_OTHER;
-        return AMP_OK;
-    }
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    out->kind = AMP_TYPE_TENSOR;
-    out->dtype = tt->has_elem_type ? tt->elem_type : AMP_DT_UNDEFINED;
-    if (!tt->shape) return AMP_OK;
-    if (tt->shape->n_dim > INT32_MAX) return AMP_ERR_INPUT;
-    out->rank = (int)tt->shape->n_dim;
-    if (!out->rank) return AMP_OK;
-    out->dims = amp_arena_calloc(a, tt->shape->n_dim, sizeof *out->dims);
-    if (!out->dims) return AMP_ERR_INTERNAL;
-    for (size_t i = 0; i < tt->shape->n_dim; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        out->dims[i].value = -1;
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-            out->dims[i].value = d->dim_value < 0 ? -1 : d->dim_value;
-        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
-            out->dims[i].param = amp_arena_strdup(a, d->dim_param);
-    }
-    return AMP_OK;
-}
-
-static AmpType copy_type(AmpArena *a, const AmpType *t) {
-    AmpType c = *t;
-    if (t->rank > 0) {
-        c.dims = amp_arena_memdup(a, t->dims, (size_t)t->rank * sizeof *t->dims);
-        if (!c.dims) c.rank = -1;
-    }
-    return c;
-}
-
-/* ---- tensors --------------------------------------------------------------------- */
-
-/* Strict decimal parse of an external_data offset/length. */
-static bool parse_i64(const char *s, int64_t *out) {
-    if (!s || !*s) return false;
-    int64_t v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return false;
-        if (v > (INT64_MAX - (*s - '0')) / 10) return false;
-        v = v * 10 + (*s - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* How many entries of which typed field hold `nelem` elements of dtype. */
-static size_t typed_count(const AmpTensor *t, uint64_t nelem, uint64_t *expect) {
-    switch (t->dtype) {
-    case AMP_DT_FLOAT: *expect = nelem; return t->n_float;
-    case AMP_DT_COMPLEX64: *expect = 2 * nelem; return t->n_float;
-    case AMP_DT_DOUBLE: *expect = nelem; return t->n_double;
-    case AMP_DT_COMPLEX128: *expect = 2 * nelem; return t->n_double;
-    case AMP_DT_INT64: *expect = nelem; return t->n_int64;
-    case AMP_DT_UINT32:
-    case AMP_DT_UINT64: *expect = nelem; return t->n_uint64;
-    case AMP_DT_STRING: *expect = nelem; return t->n_string;
-    case AMP_DT_UINT4:
-    case AMP_DT_INT4:
-    case AMP_DT_FLOAT4E2M1: *expect = (nelem + 1) / 2; return t->n_int32;
-    default: *expect = nelem; return t->n_int32;
-    }
-}
-
-static AmpCode load_tensor(LoadCtx *c, Onnx__TensorProto *tp, const char *where, AmpTensor **out) {
-    AmpArena *a = arena(c);
-    AmpTensor *t = amp_arena_alloc(a, sizeof *t);
-    if (!t) return oom(c);
-    const char *tname = tp->name ? tp->name : "";
-    t->name = sdup(c, tp->name);
-    t->doc_string = sdup(c, tp->doc_string);
-    t->dtype = tp->has_data_type ? tp->data_type : AMP_DT_UNDEFINED;
-    if (tp->has_data_type) t->has |= AMP_TENSOR_HAS_DTYPE;
-    if (t->dtype < 0 || t->dtype >= AMP_DT__COUNT)
-        return amp_fail(c->st, AMP_ERR_UNSUPPORTED, "%s: tensor '%s' has unknown data type %d", where,
-                        tname, t->dtype);
-
-    t->ndims = tp->n_dims;
-    uint64_t nelem = 1;
-    if (t->ndims) {
-        t->dims = amp_arena_memdup(a, tp->dims, t->ndims * sizeof *t->dims);
-        if (!t->dims) return oom(c);
-    }
-    for (size_t i = 0; i < t->ndims; i++) {
-        if (tp->dims[i] < 0)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' has negative dim %lld at axis %zu",
-                            where, tname, (long long)tp->dims[i], i);
-        uint64_t d = (uint64_t)tp->dims[i];
-        if (d && nelem > AMP_MAX_NELEM / d)
-            return amp_fail(c->st, AMP_ERR_INPUT,
-                            "%s: tensor '%s' has dims whose product overflows (axis %zu)", where, tname, i);
-        nelem *= d;
-    }
-    t->nelem = nelem;
-
-    /* Typed fields: copied into the arena so the model owns them. */
-#define COPY_FIELD(dst, n_dst, src, n_src)                                              \
-    do {                                                                                \
-        t->n_dst = tp->n_src;                                                           \
-        if (tp->n_src) {                                                                \
-            t->dst = amp_arena_memdup(a, tp->src, tp->n_src * sizeof *tp->src);         \
-            if (!t->dst) return oom(c);                                                 \
-        }                                                                               \
-    } while (0)
-    COPY_FIELD(float_data, n_float, float_data, n_float_data);
-    COPY_FIELD(int32_data, n_int32, int32_data, n_int32_data);
-    COPY_FIELD(int64_data, n_int64, int64_data, n_int64_data);
-    COPY_FIELD(double_data, n_double, double_data, n_double_data);
-    COPY_FIELD(uint64_data, n_uint64, uint64_data, n_uint64_data);
-#undef COPY_FIELD
-    if (tp->n_string_data) {
-        t->n_string = tp->n_string_data;
-        t->string_data = amp_arena_calloc(a, tp->n_string_data, sizeof *t->string_data);
-        if (!t->string_data) return oom(c);
-        for (size_t i = 0; i < tp->n_string_data; i++) {
-            t->string_data[i].len = tp->string_data[i].len;
-            t->string_data[i].data = amp_arena_memdup(a, tp->string_data[i].data, tp->string_data[i].len);
-            if (tp->string_data[i].len && !t->string_data[i].data) return oom(c);
-        }
-    }
-    if (tp->has_raw_data) {
-        t->has |= AMP_TENSOR_HAS_RAW;
-        t->raw.len = tp->raw_data.len;
-        if (tp->raw_data.len >= AMP_STEAL_BYTES) {
-            /* Big weights: take protobuf-c's buffer instead of copying it. */
-            if (!amp_model_own(c->m, tp->raw_data.data)) return oom(c);
-            t->raw.data = tp->raw_data.data;
-            tp->raw_data.data = NULL;
-        } else {
-            t->raw.data = amp_arena_memdup(a, tp->raw_data.data, tp->raw_data.len);
-            if (tp->raw_data.len && !t->raw.data) return oom(c);
-        }
-    }
-    if (tp->has_data_location) {
-        t->has |= AMP_TENSOR_HAS_LOCATION;
-        t->data_location = tp->data_location;
-    }
-    if (tp->n_external_data) {
-        t->n_external = tp->n_external_data;
-        t->external = amp_arena_calloc(a, tp->n_external_data, sizeof *t->external);
-        if (!t->external) return oom(c);
-        for (size_t i = 0; i < tp->n_external_data; i++) {
-            t->external[i].key = sdup(c, tp->external_data[i]->key);
-            t->external[i].value = sdup(c, tp->external_data[i]->value);
-        }
-    }
-    Onnx__TensorProto rest = *tp;
-    rest.n_dims = 0, rest.has_data_type = 0, rest.n_float_data = 0, rest.n_int32_data = 0;
-    rest.n_string_data = 0, rest.n_int64_data = 0, rest.name = NULL, rest.doc_string = NULL;
-    rest.has_raw_data = 0, rest.n_external_data = 0, rest.has_data_location = 0;
-    rest.n_double_data = 0, rest.n_uint64_data = 0;
-    t->rest = amp_proto_pack_rest(a, &rest.base);
-
-    /* Where is the data, and is there exactly as much as the dims say? */
-    size_t need = 0;
-    bool sized = amp_tensor_expected_bytes(t->dtype, nelem, &need);
-    int forms = (t->has & AMP_TENSOR_HAS_RAW ? 1 : 0) + (t->n_float || t->n_int32 || t->n_int64 ||
-                                                         t->n_double || t->n_uint64 || t->n_string);
-    if (t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        const char *loc = NULL, *off = NULL, *len = NULL;
-        for (size_t i = 0; i < t->n_external; i++) {
-            const char *k = t->external[i].key ? t->external[i].key : "";
-            if (strcmp(k, "location") == 0) loc = t->external[i].value;
-            else if (strcmp(k, "offset") == 0) off = t->external[i].value;
-            else if (strcmp(k, "length") == 0) len = t->external[i].value;
-        }
-        int64_t offset = 0, length = -1;
-        if (!loc)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' is external but has no location", where, tname);
-        if ((off && !parse_i64(off, &offset)) || (len && !parse_i64(len, &length)))
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' has a malformed external offset/length",
-                            where, tname);
-        if (forms)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' is external but also holds data inline",
-                            where, tname);
-        if (!sized)
-            return amp_fail(c->st, AMP_ERR_UNSUPPORTED, "%s: tensor '%s': external %s data is not supported",
-                            where, tname, amp_dtype_name(t->dtype));
-        if (length < 0) length = (int64_t)need;
-        if ((uint64_t)length != need)
-            return amp_fail(c->st, AMP_ERR_INPUT,
-                            "%s: tensor '%s' needs %zu bytes for its dims but external length is %lld",
-                            where, tname, need, (long long)length);
-        AmpCode rc = amp_extdata_map(c->m, loc, offset, length, &t->raw, c->st);
-        if (rc) {
-            amp_status_prefix(c->st, "%s: tensor '%s': ", where, tname);
-            return rc;
-        }
-        t->is_external = true;
-        *out = t;
-        return AMP_OK;
-    }
-    if (forms > 1)
-        return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' holds data in more than one field", where, tname);
-    if (t->has & AMP_TENSOR_HAS_RAW) {
-        if (!sized)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s': %s data cannot be raw_data", where, tname,
-                            amp_dtype_name(t->dtype));
-        if (t->raw.len != need)
-            return amp_fail(c->st, AMP_ERR_INPUT,
-                            "%s: tensor '%s' has %zu bytes of raw_data but its dims need %zu", where, tname,
-                            t->raw.len, need);
-    } else if (forms) {
-        uint64_t expect;
-        size_t have = typed_count(t, nelem, &expect);
-        if (have != expect)
-            return amp_fail(c->st, AMP_ERR_INPUT,
-                            "%s: tensor '%s' (%s) has %zu data entries in the wrong field or count; "
-                            "its dims need %llu",
-                            where, tname, amp_dtype_name(t->dtype), have, (unsigned long long)expect);
-    } else if (nelem > 0 && t->dtype != AMP_DT_UNDEFINED) {
-        return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' has dims with %llu elements but no data",
-                        where, tname, (unsigned long long)nelem);
-    }
-    *out = t;
-    return AMP_OK;
-}
+#define BIT(n) (1u << (n))
 
 /* ---- graphs ---------------------------------------------------------------------- */
 
-static AmpCode load_graph(LoadCtx *c, Onnx__GraphProto *gp, AmpGraph *parent, AmpNode *owner,
-                          const char *where, AmpGraph **out);
+enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_DOC = 10, G_INPUT = 11, G_OUTPUT = 12, G_VI = 13 };
+#define GRAPH_MODELLED \
+    (BIT(G_NODE) | BIT(G_NAME) | BIT(G_INIT) | BIT(G_DOC) | BIT(G_INPUT) | BIT(G_OUTPUT) | BIT(G_VI))
 
-static AmpCode load_attr(LoadCtx *c, Onnx__AttributeProto *ap, AmpNode *n, AmpAttr *at) {
-    AmpArena *a = arena(c);
-    char where[256];
-    snprintf(where, sizeof where, "node '%s' (%s) attribute '%s'", n->name ? n->name : "", n->op_type,
-             ap->name ? ap->name : "");
-    at->name = sdup(c, ap->name);
-    at->ref_attr_name = sdup(c, ap->ref_attr_name);
-    at->doc_string = sdup(c, ap->doc_string);
-    if (ap->has_type) at->has |= AMP_ATTR_HAS_TYPE, at->type = ap->type;
-    if (ap->has_f) at->has |= AMP_ATTR_HAS_F, at->f = ap->f;
-    if (ap->has_i) at->has |= AMP_ATTR_HAS_I, at->i = ap->i;
-    if (ap->has_s) {
-        at->has |= AMP_ATTR_HAS_S;
-        /* One extra NUL so string attributes read as C strings. */
-        uint8_t *s = amp_arena_alloc(a, ap->s.len + 1);
-        if (!s) return oom(c);
-        if (ap->s.len) memcpy(s, ap->s.data, ap->s.len);
-        at->s.data = s;
-        at->s.len = ap->s.len;
+/* The graph's repeated fields, each as spans in file order. */
+typedef struct GraphParts {
+    Span *all; /* one malloc'd block for the five lists below */
+    Span *node, *init, *input, *output, *vi;
+    size_t *later_index; /* malloc'd, n_node: the nodes pass 1 leaves (load.c) */
+    size_t n_node, n_init, n_input, n_output, n_vi;
+    bool rest;
+} GraphParts;
+
+static AmpCode graph_parts(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint8_t *end, GraphParts *gp) {
+    memset(gp, 0, sizeof *gp);
+    AmpWireField f;
+    int r;
+    const uint8_t *q = p;
+    while ((r = amp_wire_next(&q, end, &f)) > 0) {
+        switch (f.num) {
+        case G_NODE: gp->n_node++; break;
+        case G_INIT: gp->n_init++; break;
+        case G_INPUT: gp->n_input++; break;
+        case G_OUTPUT: gp->n_output++; break;
+        case G_VI: gp->n_vi++; break;
+        case G_NAME:
+        case G_DOC: break;
+        default: gp->rest = true; continue;
+        }
+        if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
+        if (f.num == G_NAME && !(g->name = amp_load_str(c, &f))) return amp_load_oom(c);
+        if (f.num == G_DOC && !(g->doc_string = amp_load_str(c, &f))) return amp_load_oom(c);
     }
-    AmpCode rc;
-    if (ap->t && (rc = load_tensor(c, ap->t, where, &at->t))) return rc;
-    if (ap->g && (rc = load_graph(c, ap->g, n->graph, n, where, &at->g))) return rc;
-    at->n_floats = ap->n_floats;
-    at->n_ints = ap->n_ints;
-    if (ap->n_floats && !(at->floats = amp_arena_memdup(a, ap->floats, ap->n_floats * sizeof(float))))
-        return oom(c);
-    if (ap->n_ints && !(at->ints = amp_arena_memdup(a, ap->ints, ap->n_ints * sizeof(int64_t))))
-        return oom(c);
-    if (ap->n_strings) {
-        at->n_strings = ap->n_strings;
-        if (!(at->strings = amp_arena_calloc(a, ap->n_strings, sizeof *at->strings))) return oom(c);
-        for (size_t i = 0; i < ap->n_strings; i++) {
-            uint8_t *s = amp_arena_alloc(a, ap->strings[i].len + 1);
-            if (!s) return oom(c);
-            if (ap->strings[i].len) memcpy(s, ap->strings[i].data, ap->strings[i].len);
-            at->strings[i].data = s;
-            at->strings[i].len = ap->strings[i].len;
+    if (r < 0) return amp_load_malformed(c);
+    size_t total = gp->n_node + gp->n_init + gp->n_input + gp->n_output + gp->n_vi;
+    if (!total) return AMP_OK;
+    if (!(gp->all = malloc(total * sizeof *gp->all)) ||
+        (gp->n_node && !(gp->later_index = malloc(gp->n_node * sizeof *gp->later_index))))
+        return amp_load_oom(c);
+    gp->node = gp->all;
+    gp->init = gp->node + gp->n_node;
+    gp->input = gp->init + gp->n_init;
+    gp->output = gp->input + gp->n_input;
+    gp->vi = gp->output + gp->n_output;
+    size_t kn = 0, ki = 0, kin = 0, ko = 0, kv = 0;
+    for (q = p; amp_wire_next(&q, end, &f) > 0;) {
+        Span s = {f.data, f.len};
+        switch (f.num) {
+        case G_NODE: gp->node[kn++] = s; break;
+        case G_INIT: gp->init[ki++] = s; break;
+        case G_INPUT: gp->input[kin++] = s; break;
+        case G_OUTPUT: gp->output[ko++] = s; break;
+        case G_VI: gp->vi[kv++] = s; break;
+        default: break;
         }
     }
-    if (ap->n_tensors) {
-        at->n_tensors = ap->n_tensors;
-        if (!(at->tensors = amp_arena_calloc(a, ap->n_tensors, sizeof *at->tensors))) return oom(c);
-        for (size_t i = 0; i < ap->n_tensors; i++)
-            if ((rc = load_tensor(c, ap->tensors[i], where, &at->tensors[i]))) return rc;
-    }
-    if (ap->n_graphs) {
-        at->n_graphs = ap->n_graphs;
-        if (!(at->graphs = amp_arena_calloc(a, ap->n_graphs, sizeof *at->graphs))) return oom(c);
-        for (size_t i = 0; i < ap->n_graphs; i++)
-            if ((rc = load_graph(c, ap->graphs[i], n->graph, n, where, &at->graphs[i]))) return rc;
-    }
-    Onnx__AttributeProto rest = *ap;
-    rest.name = NULL, rest.ref_attr_name = NULL, rest.doc_string = NULL, rest.has_type = 0;
-    rest.has_f = 0, rest.has_i = 0, rest.has_s = 0, rest.t = NULL, rest.g = NULL;
-    rest.n_floats = 0, rest.n_ints = 0, rest.n_strings = 0, rest.n_tensors = 0, rest.n_graphs = 0;
-    at->rest = amp_proto_pack_rest(a, &rest.base);
     return AMP_OK;
 }
 
-/* One ValueInfoProto entry: kept packed, its type parsed for the value. */
-static AmpCode load_value_info(LoadCtx *c, AmpValueInfo *e, Onnx__ValueInfoProto *vp) {
-    AmpArena *a = arena(c);
-    e->orig = amp_proto_pack_rest(a, &vp->base);
-    if (amp_proto_parse_type(a, vp->type, &e->loaded))
-        return amp_fail(c->st, AMP_ERR_INPUT, "value '%s' has a malformed type", vp->name);
-    AmpValue *v = e->value;
-    if (v->type.kind == AMP_TYPE_NONE) v->type = copy_type(a, &e->loaded);
-    return AMP_OK;
-}
-
-static AmpCode load_graph(LoadCtx *c, Onnx__GraphProto *gp, AmpGraph *parent, AmpNode *owner,
-                          const char *where, AmpGraph **out) {
-    if (++c->depth > AMP_MAX_GRAPH_DEPTH)
-        return amp_fail(c->st, AMP_ERR_INPUT, "%s: subgraphs nested deeper than %d", where, AMP_MAX_GRAPH_DEPTH);
-    AmpArena *a = arena(c);
-    AmpGraph *g = amp_graph_new(c->m, parent);
-    if (!g) return oom(c);
-    *out = g;
-    g->owner = owner;
-    g->name = sdup(c, gp->name);
-    g->doc_string = sdup(c, gp->doc_string);
-    /* Messages name the graph, or for an unnamed one where it hangs (an attribute). */
-    char gwhere[320];
-    if (gp->name && *gp->name) snprintf(gwhere, sizeof gwhere, "graph '%s'", gp->name);
-    else snprintf(gwhere, sizeof gwhere, "%s", where);
-    AmpCode rc;
-
+static AmpCode load_inputs(LoadCtx *c, AmpGraph *g, const GraphParts *gp, const char *gwhere) {
     for (size_t i = 0; i < gp->n_input; i++) {
-        Onnx__ValueInfoProto *vp = gp->input[i];
-        if (!vp->name || !*vp->name)
+        const char *name;
+        size_t len;
+        if (!amp_load_name(gp->input[i].p, gp->input[i].len, 1, &name, &len) || !len)
             return amp_fail(c->st, AMP_ERR_INPUT, "%s: input %zu has no name", gwhere, i);
-        AmpValue *v = amp_graph_value(g, vp->name);
-        if (!v) return oom(c);
+        AmpValue *v = amp_load_value_in(c, g, name, len, amp_name_hash(name, len));
+        if (!v) return amp_load_oom(c);
         if (v->flags & AMP_VALUE_INPUT)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: input '%s' is listed twice", gwhere, vp->name);
+            return amp_fail(c->st, AMP_ERR_INPUT, "%s: input '%s' is listed twice", gwhere, v->name);
         AmpValueInfo *e = amp_graph_add_input(g, v);
-        if (!e) return oom(c);
-        if ((rc = load_value_info(c, e, vp))) return rc;
+        if (!e) return amp_load_oom(c);
+        AmpCode rc = amp_load_value_info(c, e, gp->input[i].p, gp->input[i].len);
+        if (rc) return rc;
     }
-    for (size_t i = 0; i < gp->n_initializer; i++) {
-        Onnx__TensorProto *tp = gp->initializer[i];
-        if (!tp->name || !*tp->name)
+    return AMP_OK;
+}
+
+static AmpCode load_initializers(LoadCtx *c, AmpGraph *g, const GraphParts *gp, const char *gwhere) {
+    AmpArena *a = &c->m->arena;
+    for (size_t i = 0; i < gp->n_init; i++) {
+        const char *name;
+        size_t len;
+        if (!amp_load_name(gp->init[i].p, gp->init[i].len, 8, &name, &len) || !len)
             return amp_fail(c->st, AMP_ERR_INPUT, "%s: initializer %zu has no name", gwhere, i);
-        AmpValue *v = amp_graph_value(g, tp->name);
-        if (!v) return oom(c);
+        AmpValue *v = amp_load_value_in(c, g, name, len, amp_name_hash(name, len));
+        if (!v) return amp_load_oom(c);
         if (v->flags & AMP_VALUE_INITIALIZER)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: initializer '%s' is defined twice", gwhere, tp->name);
+            return amp_fail(c->st, AMP_ERR_INPUT, "%s: initializer '%s' is defined twice", gwhere, v->name);
         AmpTensor *t;
-        if ((rc = load_tensor(c, tp, gwhere, &t))) return rc;
-        if (amp_graph_add_initializer(g, v, t)) return oom(c);
+        AmpCode rc = amp_load_tensor(c, gp->init[i].p, gp->init[i].len, gwhere, &t);
+        if (rc) return rc;
+        if (amp_graph_add_initializer(g, v, t)) return amp_load_oom(c);
         if (v->type.kind == AMP_TYPE_NONE) {
             v->type.kind = AMP_TYPE_TENSOR;
             v->type.dtype = t->dtype;
             v->type.rank = (int)t->ndims;
             if (t->ndims) {
                 v->type.dims = amp_arena_calloc(a, t->ndims, sizeof *v->type.dims);
-                if (!v->type.dims) return oom(c);
+                if (!v->type.dims) return amp_load_oom(c);
                 for (size_t k = 0; k < t->ndims; k++) v->type.dims[k].value = t->dims[k];
             }
         }
     }
+    return AMP_OK;
+}
 
-    /* Pass 1: nodes and their outputs, so inputs can refer to any node's output. */
-    for (size_t i = 0; i < gp->n_node; i++) {
-        Onnx__NodeProto *np = gp->node[i];
-        if (np->n_input > INT32_MAX || np->n_output > INT32_MAX)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: node %zu has too many inputs or outputs", gwhere, i);
-        AmpNode *n = amp_node_new(g, np->domain, np->op_type ? np->op_type : "", np->name, (int)np->n_input,
-                                  (int)np->n_output);
-        if (!n) return oom(c);
-        if (!np->domain) n->domain = NULL;
-        if (!np->op_type) n->op_type = NULL;
-        n->doc_string = sdup(c, np->doc_string);
-        amp_node_append(g, n);
-        for (size_t k = 0; k < np->n_output; k++) {
-            const char *name = np->output[k];
-            if (!*name) continue;
-            AmpValue *v = amp_graph_value(g, name);
-            if (!v) return oom(c);
-            if (v->producer || (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)))
-                return amp_fail(c->st, AMP_ERR_INPUT,
-                                "%s: node '%s' (%s): output '%s' is already defined by %s%s%s", gwhere,
-                                np->name ? np->name : "", np->op_type ? np->op_type : "", name,
-                                v->producer ? "node '" : "a graph input or initializer",
-                                v->producer ? (v->producer->name ? v->producer->name : "") : "",
-                                v->producer ? "'" : "");
-            amp_node_set_output(n, (int)k, v);
-        }
-    }
-    /* Pass 2: attributes (subgraphs see every value of this scope) and inputs. */
-    AmpNode *n = g->first;
-    for (size_t i = 0; i < gp->n_node; i++, n = n->next) {
-        Onnx__NodeProto *np = gp->node[i];
-        if (np->n_attribute) {
-            n->attrs = amp_arena_calloc(a, np->n_attribute, sizeof *n->attrs);
-            if (!n->attrs) return oom(c);
-            n->n_attrs = np->n_attribute;
-            for (size_t k = 0; k < np->n_attribute; k++)
-                if ((rc = load_attr(c, np->attribute[k], n, &n->attrs[k]))) return rc;
-        }
-        for (size_t k = 0; k < np->n_input; k++) {
-            const char *name = np->input[k];
-            if (!*name) continue;
-            AmpValue *v = amp_graph_lookup(g, name);
-            if (!v) {
-                if (!(v = amp_graph_value(g, name))) return oom(c);
-                v->flags |= AMP_VALUE_UNDEFINED;
-            }
-            amp_node_set_input(n, (int)k, v);
-        }
-        Onnx__NodeProto rest = *np;
-        rest.n_input = 0, rest.n_output = 0, rest.name = NULL, rest.op_type = NULL, rest.domain = NULL;
-        rest.n_attribute = 0, rest.doc_string = NULL;
-        n->rest = amp_proto_pack_rest(a, &rest.base);
-    }
-
+static AmpCode load_outputs(LoadCtx *c, AmpGraph *g, const GraphParts *gp, const char *gwhere) {
     for (size_t i = 0; i < gp->n_output; i++) {
-        Onnx__ValueInfoProto *vp = gp->output[i];
-        if (!vp->name || !*vp->name)
+        const char *name;
+        size_t len;
+        if (!amp_load_name(gp->output[i].p, gp->output[i].len, 1, &name, &len) || !len)
             return amp_fail(c->st, AMP_ERR_INPUT, "%s: output %zu has no name", gwhere, i);
-        AmpValue *v = amp_graph_lookup(g, vp->name);
+        uint64_t h = amp_name_hash(name, len);
+        AmpValue *v = amp_graph_lookup_h(g, name, len, h);
         if (!v) {
-            if (!(v = amp_graph_value(g, vp->name))) return oom(c);
+            if (!(v = amp_graph_value_h(g, name, len, h))) return amp_load_oom(c);
             v->flags |= AMP_VALUE_UNDEFINED;
         }
         unsigned was = v->flags;
         AmpValueInfo *e = amp_graph_add_output(g, v);
-        if (!e) return oom(c);
+        if (!e) return amp_load_oom(c);
         if (v->graph != g) v->flags = was; /* an outer value returned as is */
-        if ((rc = load_value_info(c, e, vp))) return rc;
+        AmpCode rc = amp_load_value_info(c, e, gp->output[i].p, gp->output[i].len);
+        if (rc) return rc;
     }
-    for (size_t i = 0; i < gp->n_value_info; i++) {
-        Onnx__ValueInfoProto *vp = gp->value_info[i];
-        AmpValue *v = vp->name ? amp_graph_lookup(g, vp->name) : NULL;
-        if (!v && !(v = amp_graph_value(g, vp->name ? vp->name : ""))) return oom(c);
+    for (size_t i = 0; i < gp->n_vi; i++) {
+        const char *name = "";
+        size_t len = 0;
+        bool named = amp_load_name(gp->vi[i].p, gp->vi[i].len, 1, &name, &len);
+        uint64_t h = amp_name_hash(name, len);
+        AmpValue *v = named ? amp_graph_lookup_h(g, name, len, h) : NULL;
+        if (!v && !(v = amp_graph_value_h(g, name, len, h))) return amp_load_oom(c);
         AmpValueInfo *e = amp_graph_add_value_info(g, v);
-        if (!e) return oom(c);
-        if ((rc = load_value_info(c, e, vp))) return rc;
+        if (!e) return amp_load_oom(c);
+        AmpCode rc = amp_load_value_info(c, e, gp->vi[i].p, gp->vi[i].len);
+        if (rc) return rc;
     }
-    Onnx__GraphProto rest = *gp;
-    rest.n_node = 0, rest.name = NULL, rest.n_initializer = 0, rest.doc_string = NULL;
-    rest.n_input = 0, rest.n_output = 0, rest.n_value_info = 0;
-    g->rest = amp_proto_pack_rest(a, &rest.base);
-
-    if ((rc = amp_graph_toposort(g, c->st))) {
-        amp_status_prefix(c->st, "%s: ", gwhere);
-        return rc;
-    }
-    c->depth--;
     return AMP_OK;
+}
+
+/* Remembers g (and what to call it) for the topological sort at the end of the load. */
+static AmpCode graph_done(LoadCtx *c, AmpGraph *g, const char *gwhere) {
+    if (c->n_graphs == c->cap_graphs) {
+        size_t cap = c->cap_graphs ? c->cap_graphs * 2 : 8;
+        AmpGraph **gs = realloc(c->graphs, cap * sizeof *gs);
+        const char **ws = realloc(c->wheres, cap * sizeof *ws);
+        if (gs) c->graphs = gs;
+        if (ws) c->wheres = ws;
+        if (!gs || !ws) return amp_load_oom(c);
+        c->cap_graphs = cap;
+    }
+    c->graphs[c->n_graphs] = g;
+    if (!(c->wheres[c->n_graphs++] = amp_arena_strdup(&c->m->arena, gwhere))) return amp_load_oom(c);
+    return AMP_OK;
+}
+
+static AmpCode graph_body(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint8_t *end, GraphParts *gp,
+                          const char *gwhere) {
+    AmpCode rc;
+    if ((rc = load_inputs(c, g, gp, gwhere)) || (rc = load_initializers(c, g, gp, gwhere))) return rc;
+    /* Pass 1: nodes and their outputs, so inputs can refer to any node's output. The
+     * nodes are one array, so every walk over the graph reads memory in order. */
+    AmpNode *nodes = gp->n_node ? amp_arena_calloc(&c->m->arena, gp->n_node, sizeof *nodes) : NULL;
+    if (gp->n_node && !nodes) return amp_load_oom(c);
+    for (size_t i = 0; i < gp->n_node && i < AMP_PREFETCH_AHEAD; i++) amp_load_prefetch_outputs(c, g, gp->node[i], i);
+    size_t n_later = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        if (i + AMP_PREFETCH_AHEAD < gp->n_node)
+            amp_load_prefetch_outputs(c, g, gp->node[i + AMP_PREFETCH_AHEAD], i + AMP_PREFETCH_AHEAD);
+        if ((rc = amp_load_node_pass1(c, g, &nodes[i], gp->node[i], i, gwhere))) return rc;
+        /* The nodes left for pass 2 go to the front of the span list, with their index in
+         * the (unused from here) length of the spans of nodes done. */
+        if (nodes[i].mark & AMP_NODE_LATER) {
+            gp->node[n_later] = gp->node[i];
+            gp->later_index[n_later++] = i;
+        }
+    }
+    /* Pass 2: attributes and inputs of the nodes pass 1 left, in order. */
+    for (size_t k = 0; k < n_later; k++)
+        if ((rc = amp_load_node_pass2(c, g, &nodes[gp->later_index[k]], gp->node[k]))) return rc;
+    if ((rc = load_outputs(c, g, gp, gwhere))) return rc;
+    if (gp->rest && (rc = amp_load_rest(c, &onnx__graph_proto__descriptor, p, end, GRAPH_MODELLED, &g->rest)))
+        return rc;
+    return graph_done(c, g, gwhere);
+}
+
+AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *parent, AmpNode *owner,
+                       const char *where, AmpGraph **out) {
+    if (++c->depth > AMP_MAX_GRAPH_DEPTH)
+        return amp_fail(c->st, AMP_ERR_INPUT, "%s: subgraphs nested deeper than %d", where, AMP_MAX_GRAPH_DEPTH);
+    AmpGraph *g = amp_graph_new(c->m, parent);
+    if (!g) return amp_load_oom(c);
+    *out = g;
+    g->owner = owner;
+    const uint8_t *end = p + len;
+    GraphParts gp;
+    AmpCode rc = graph_parts(c, g, p, end, &gp);
+    /* Messages name the graph, or for an unnamed one where it hangs (an attribute). */
+    char gwhere[320];
+    if (g->name && *g->name) snprintf(gwhere, sizeof gwhere, "graph '%s'", g->name);
+    else snprintf(gwhere, sizeof gwhere, "%s", where);
+    if (!rc && !amp_graph_reserve_values(g, gp.n_input + gp.n_init + gp.n_node + gp.n_output))
+        rc = amp_load_oom(c);
+    if (!rc) rc = graph_body(c, g, p, end, &gp, gwhere);
+    free(gp.all);
+    free(gp.later_index);
+    c->depth--;
+    return rc;
+}
+
+/* ---- after the load: use lists and topological order -------------------------------- */
+
+/* One graph of the walk below: the position of the node being visited, and whether
+ * some node reads a value made later (the graph needs sorting). */
+typedef struct FillFrame {
+    const AmpGraph *g;
+    int cur;
+    bool unsorted;
+} FillFrame;
+
+/* Appends every use in the order the inputs were met while loading: a node's subgraphs
+ * first (their attributes were loaded before its inputs), then its own inputs. On the
+ * way, numbers the nodes (AmpNode.mark, 0 before) and checks the order as
+ * amp_graph_toposort would: a producer of the node's graph, or of an enclosing graph for
+ * a subgraph's node, must come before it (or before the node owning the subgraph).
+ * Graphs out of order are sorted, inner ones first. */
+static AmpCode fill_uses(LoadCtx *c, AmpGraph *g, FillFrame *frames, int depth) {
+    FillFrame *f = &frames[depth];
+    *f = (FillFrame){g, 0, false};
+    AmpCode rc;
+    for (AmpNode *n = g->first; n; n = n->next) {
+        n->mark = ++f->cur;
+        for (size_t i = 0; i < n->n_attrs; i++) {
+            AmpAttr *at = &n->attrs[i];
+            if (at->g && (rc = fill_uses(c, at->g, frames, depth + 1))) return rc;
+            for (size_t k = 0; k < at->n_graphs; k++)
+                if ((rc = fill_uses(c, at->graphs[k], frames, depth + 1))) return rc;
+        }
+        for (int k = 0; k < n->n_inputs; k++) {
+            AmpValue *v = n->inputs[k];
+            if (!v) continue;
+            v->uses[v->n_uses++] = (AmpUse){n, k};
+            if (!v->producer) continue;
+            for (int d = depth; d >= 0; d--)
+                if (frames[d].g == v->graph) {
+                    int pm = v->producer->mark;
+                    if (pm == 0 || pm >= frames[d].cur) frames[d].unsorted = true;
+                    break;
+                }
+        }
+    }
+    if (!f->unsorted) return AMP_OK;
+    if ((rc = amp_graph_toposort(g, c->st)))
+        for (size_t i = 0; i < c->n_graphs; i++)
+            if (c->graphs[i] == g) amp_status_prefix(c->st, "%s: ", c->wheres[i]);
+    return rc;
+}
+
+static AmpCode finish_model(LoadCtx *c) {
+    AmpModel *m = c->m;
+    /* Every use list exactly as long as its value's count (one after the other in the
+     * arena: an AmpUse is 16 bytes, its unit). */
+    for (size_t i = 0; i < c->n_graphs; i++)
+        for (size_t k = 0; k < c->graphs[i]->n_values; k++) {
+            AmpValue *v = c->graphs[i]->values[k];
+            if (!v->n_uses) continue;
+            if (!(v->uses = amp_arena_alloc_raw(&m->arena, v->n_uses * sizeof *v->uses))) return amp_load_oom(c);
+            v->cap_uses = v->n_uses;
+            v->n_uses = 0;
+        }
+    FillFrame frames[AMP_MAX_GRAPH_DEPTH + 1];
+    AmpCode rc = fill_uses(c, m->graph, frames, 0);
+    for (size_t i = 0; !rc && i < m->n_training; i++) {
+        if (m->training[i].initialization) rc = fill_uses(c, m->training[i].initialization, frames, 0);
+        if (!rc && m->training[i].algorithm) rc = fill_uses(c, m->training[i].algorithm, frames, 0);
+    }
+    return rc;
 }
 
 /* ---- model ----------------------------------------------------------------------- */
 
-static AmpCode load_pairs(LoadCtx *c, Onnx__StringStringEntryProto **src, size_t n, AmpStrPair **dst) {
-    if (!n) return AMP_OK;
-    *dst = amp_arena_calloc(arena(c), n, sizeof **dst);
-    if (!*dst) return oom(c);
-    for (size_t i = 0; i < n; i++) {
-        (*dst)[i].key = sdup(c, src[i]->key);
-        (*dst)[i].value = sdup(c, src[i]->value);
+enum { M_IR = 1, M_PRODUCER = 2, M_PRODUCER_VERSION = 3, M_DOMAIN = 4, M_MODEL_VERSION = 5, M_DOC = 6,
+       M_GRAPH = 7, M_OPSET = 8, M_METADATA = 14, M_TRAINING = 20, M_FUNCTIONS = 25 };
+#define MODEL_MODELLED                                                                                   \
+    (BIT(M_IR) | BIT(M_PRODUCER) | BIT(M_PRODUCER_VERSION) | BIT(M_DOMAIN) | BIT(M_MODEL_VERSION) |     \
+     BIT(M_DOC) | BIT(M_GRAPH) | BIT(M_OPSET) | BIT(M_METADATA) | BIT(M_TRAINING) | BIT(M_FUNCTIONS))
+
+static AmpCode load_opset(LoadCtx *c, const AmpWireField *of, AmpOpset *o) {
+    const uint8_t *p = of->data, *end = of->data + of->len;
+    AmpWireField f;
+    int r;
+    while ((r = amp_wire_next(&p, end, &f)) > 0) {
+        if (f.num == 1) {
+            if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
+            if (!(o->domain = amp_load_str(c, &f))) return amp_load_oom(c);
+        } else if (f.num == 2) {
+            if (f.wt != AMP_WT_VARINT) return amp_load_malformed(c);
+            o->version = (int64_t)f.v;
+            o->has_version = true;
+        }
     }
+    if (r < 0) return amp_load_malformed(c);
+    const char *d = o->domain ? o->domain : "";
+    /* The issue's contract: a newer opset is bad input (exit 1), with a message saying
+     * what ampc knows. */
+    if ((!*d || strcmp(d, "ai.onnx") == 0) && o->version > AMP_MAX_ONNX_OPSET)
+        return amp_fail(c->st, AMP_ERR_INPUT, "the model imports ai.onnx opset %lld; ampc knows opsets up to %d",
+                        (long long)o->version, AMP_MAX_ONNX_OPSET);
     return AMP_OK;
 }
 
-static AmpCode load_model(LoadCtx *c, Onnx__ModelProto *mp) {
-    AmpModel *m = c->m;
-    AmpArena *a = arena(c);
-    AmpCode rc;
-    if (!mp->graph) return amp_fail(c->st, AMP_ERR_INPUT, "not an ONNX model: it has no graph");
-    if (mp->has_ir_version) m->has |= AMP_MODEL_HAS_IR_VERSION, m->ir_version = mp->ir_version;
-    if (mp->has_model_version) m->has |= AMP_MODEL_HAS_MODEL_VERSION, m->model_version = mp->model_version;
-    m->producer_name = sdup(c, mp->producer_name);
-    m->producer_version = sdup(c, mp->producer_version);
-    m->domain = sdup(c, mp->domain);
-    m->doc_string = sdup(c, mp->doc_string);
+static AmpCode load_function(LoadCtx *c, const AmpWireField *ff, AmpFunction *fn) {
+    const uint8_t *p = ff->data, *end = ff->data + ff->len;
+    AmpWireField f;
+    int r;
+    while ((r = amp_wire_next(&p, end, &f)) > 0) {
+        if (f.num != 1 && f.num != 10) continue;
+        if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
+        const char *s = amp_load_str(c, &f);
+        if (!s) return amp_load_oom(c);
+        if (f.num == 1) fn->name = s;
+        else fn->domain = s;
+    }
+    if (r < 0) return amp_load_malformed(c);
+    /* The FunctionProto is kept as it is, once protobuf-c has checked it against the schema. */
+    ProtobufCMessage *msg = protobuf_c_message_unpack(&onnx__function_proto__descriptor, NULL, ff->len, ff->data);
+    if (!msg) return amp_load_malformed(c);
+    protobuf_c_message_free_unpacked(msg, NULL);
+    fn->packed.len = ff->len;
+    if (!(fn->packed.data = amp_arena_memdup(&c->m->arena, ff->data, ff->len))) return amp_load_oom(c);
+    return AMP_OK;
+}
 
-    if (mp->n_opset_import) {
-        m->n_opsets = mp->n_opset_import;
-        if (!(m->opsets = amp_arena_calloc(a, m->n_opsets, sizeof *m->opsets))) return oom(c);
-        for (size_t i = 0; i < m->n_opsets; i++) {
-            Onnx__OperatorSetIdProto *op = mp->opset_import[i];
-            m->opsets[i].domain = sdup(c, op->domain);
-            m->opsets[i].version = op->version;
-            m->opsets[i].has_version = op->has_version;
-            const char *d = op->domain ? op->domain : "";
-            /* The issue's contract: a newer opset is bad input (exit 1), with a message
-             * saying what ampc knows. */
-            if ((!*d || strcmp(d, "ai.onnx") == 0) && op->version > AMP_MAX_ONNX_OPSET)
-                return amp_fail(c->st, AMP_ERR_INPUT,
-                                "the model imports ai.onnx opset %lld; ampc knows opsets up to %d",
-                                (long long)op->version, AMP_MAX_ONNX_OPSET);
+enum { TI_INIT = 1, TI_ALGORITHM = 2, TI_INIT_BINDING = 3, TI_UPDATE_BINDING = 4 };
+
+static AmpCode load_training(LoadCtx *c, const AmpWireField *tf, AmpTrainingInfo *ti) {
+    const uint8_t *p = tf->data, *end = tf->data + tf->len, *q = p;
+    AmpWireField f;
+    int r;
+    size_t n[5] = {0};
+    bool rest = false;
+    while ((r = amp_wire_next(&q, end, &f)) > 0) {
+        if (f.num > TI_UPDATE_BINDING) {
+            rest = true;
+            continue;
         }
+        if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
+        n[f.num]++;
+    }
+    if (r < 0) return amp_load_malformed(c);
+    AmpModel *m = c->m;
+    const uint8_t *data;
+    size_t len;
+    AmpCode rc;
+    if (n[TI_INIT] && ((rc = amp_load_merged(c, p, end, TI_INIT, n[TI_INIT], &data, &len)) ||
+                       (rc = amp_load_graph(c, data, len, m->graph, NULL, "training_info initialization",
+                                            &ti->initialization))))
+        return rc;
+    if (n[TI_ALGORITHM] && ((rc = amp_load_merged(c, p, end, TI_ALGORITHM, n[TI_ALGORITHM], &data, &len)) ||
+                            (rc = amp_load_graph(c, data, len, m->graph, NULL, "training_info algorithm",
+                                                 &ti->algorithm))))
+        return rc;
+    if ((rc = amp_load_pairs(c, p, end, TI_INIT_BINDING, n[TI_INIT_BINDING], &ti->init_bindings))) return rc;
+    ti->n_init_bindings = n[TI_INIT_BINDING];
+    if ((rc = amp_load_pairs(c, p, end, TI_UPDATE_BINDING, n[TI_UPDATE_BINDING], &ti->update_bindings)))
+        return rc;
+    ti->n_update_bindings = n[TI_UPDATE_BINDING];
+    if (rest)
+        return amp_load_rest(c, &onnx__training_info_proto__descriptor, p, end,
+                             BIT(TI_INIT) | BIT(TI_ALGORITHM) | BIT(TI_INIT_BINDING) | BIT(TI_UPDATE_BINDING),
+                             &ti->rest);
+    return AMP_OK;
+}
+
+/* Counts of the model's repeated fields; its singular fields as read. */
+static AmpCode model_fields(LoadCtx *c, const uint8_t *p, const uint8_t *end, size_t *n, bool *rest) {
+    AmpModel *m = c->m;
+    AmpWireField f;
+    int r;
+    while ((r = amp_wire_next(&p, end, &f)) > 0) {
+        if (f.num >= 32 || !(MODEL_MODELLED & BIT(f.num))) {
+            *rest = true;
+            continue;
+        }
+        bool varint = f.num == M_IR || f.num == M_MODEL_VERSION;
+        if (f.wt != (varint ? AMP_WT_VARINT : AMP_WT_LEN)) return amp_load_malformed(c);
+        n[f.num]++;
+        const char **s = NULL;
+        switch (f.num) {
+        case M_IR: m->has |= AMP_MODEL_HAS_IR_VERSION, m->ir_version = (int64_t)f.v; break;
+        case M_MODEL_VERSION: m->has |= AMP_MODEL_HAS_MODEL_VERSION, m->model_version = (int64_t)f.v; break;
+        case M_PRODUCER: s = &m->producer_name; break;
+        case M_PRODUCER_VERSION: s = &m->producer_version; break;
+        case M_DOMAIN: s = &m->domain; break;
+        case M_DOC: s = &m->doc_string; break;
+        default: break;
+        }
+        if (s && !(*s = amp_load_str(c, &f))) return amp_load_oom(c);
+    }
+    return r < 0 ? amp_load_malformed(c) : AMP_OK;
+}
+
+static AmpCode load_model(LoadCtx *c, const uint8_t *p, size_t len) {
+    AmpModel *m = c->m;
+    AmpArena *a = &m->arena;
+    const uint8_t *end = p + len, *q;
+    size_t n[32] = {0};
+    bool rest = false;
+    AmpCode rc = model_fields(c, p, end, n, &rest);
+    if (rc) return rc;
+    if (!n[M_GRAPH]) return amp_fail(c->st, AMP_ERR_INPUT, "not an ONNX model: it has no graph");
+    AmpWireField f;
+    if (n[M_OPSET]) {
+        m->n_opsets = n[M_OPSET];
+        if (!(m->opsets = amp_arena_calloc(a, m->n_opsets, sizeof *m->opsets))) return amp_load_oom(c);
+        size_t k = 0;
+        for (q = p; amp_wire_next(&q, end, &f) > 0;)
+            if (f.num == M_OPSET && (rc = load_opset(c, &f, &m->opsets[k++]))) return rc;
     }
     /* ONNX requires opset_import from IR version 3 on: without it no op has a meaning. */
-    if (!mp->n_opset_import && (!mp->has_ir_version || mp->ir_version >= 3))
+    if (!n[M_OPSET] && (!(m->has & AMP_MODEL_HAS_IR_VERSION) || m->ir_version >= 3))
         return amp_fail(c->st, AMP_ERR_INPUT, "the model imports no opset (opset_import is empty)");
-    if ((rc = load_pairs(c, mp->metadata_props, mp->n_metadata_props, &m->metadata))) return rc;
-    m->n_metadata = mp->n_metadata_props;
-
-    if (mp->n_functions) {
-        m->n_functions = mp->n_functions;
-        if (!(m->functions = amp_arena_calloc(a, m->n_functions, sizeof *m->functions))) return oom(c);
-        for (size_t i = 0; i < mp->n_functions; i++) {
-            m->functions[i].domain = sdup(c, mp->functions[i]->domain);
-            m->functions[i].name = sdup(c, mp->functions[i]->name);
-            m->functions[i].packed = amp_proto_pack_rest(a, &mp->functions[i]->base);
-        }
+    if ((rc = amp_load_pairs(c, p, end, M_METADATA, n[M_METADATA], &m->metadata))) return rc;
+    m->n_metadata = n[M_METADATA];
+    if (n[M_FUNCTIONS]) {
+        m->n_functions = n[M_FUNCTIONS];
+        if (!(m->functions = amp_arena_calloc(a, m->n_functions, sizeof *m->functions))) return amp_load_oom(c);
+        size_t k = 0;
+        for (q = p; amp_wire_next(&q, end, &f) > 0;)
+            if (f.num == M_FUNCTIONS && (rc = load_function(c, &f, &m->functions[k++]))) return rc;
     }
-
-    if ((rc = load_graph(c, mp->graph, NULL, NULL, "graph", &m->graph))) return rc;
-
-    if (mp->n_training_info) {
-        m->n_training = mp->n_training_info;
-        if (!(m->training = amp_arena_calloc(a, m->n_training, sizeof *m->training))) return oom(c);
-        for (size_t i = 0; i < mp->n_training_info; i++) {
-            Onnx__TrainingInfoProto *tp = mp->training_info[i];
-            AmpTrainingInfo *ti = &m->training[i];
-            if (tp->initialization &&
-                (rc = load_graph(c, tp->initialization, m->graph, NULL, "training_info initialization",
-                                 &ti->initialization)))
-                return rc;
-            if (tp->algorithm &&
-                (rc = load_graph(c, tp->algorithm, m->graph, NULL, "training_info algorithm", &ti->algorithm)))
-                return rc;
-            if ((rc = load_pairs(c, tp->initialization_binding, tp->n_initialization_binding,
-                                 &ti->init_bindings)))
-                return rc;
-            ti->n_init_bindings = tp->n_initialization_binding;
-            if ((rc = load_pairs(c, tp->update_binding, tp->n_update_binding, &ti->update_bindings)))
-                return rc;
-            ti->n_update_bindings = tp->n_update_binding;
-            Onnx__TrainingInfoProto rest = *tp;
-            rest.initialization = NULL, rest.algorithm = NULL;
-            rest.n_initialization_binding = 0, rest.n_update_binding = 0;
-            ti->rest = amp_proto_pack_rest(a, &rest.base);
-        }
+    const uint8_t *gdata;
+    size_t glen;
+    if ((rc = amp_load_merged(c, p, end, M_GRAPH, n[M_GRAPH], &gdata, &glen)) ||
+        (rc = amp_load_graph(c, gdata, glen, NULL, NULL, "graph", &m->graph)))
+        return rc;
+    if (n[M_TRAINING]) {
+        m->n_training = n[M_TRAINING];
+        if (!(m->training = amp_arena_calloc(a, m->n_training, sizeof *m->training))) return amp_load_oom(c);
+        size_t k = 0;
+        for (q = p; amp_wire_next(&q, end, &f) > 0;)
+            if (f.num == M_TRAINING && (rc = load_training(c, &f, &m->training[k++]))) return rc;
     }
-
-    Onnx__ModelProto rest = *mp;
-    rest.has_ir_version = 0, rest.n_opset_import = 0, rest.producer_name = NULL;
-    rest.producer_version = NULL, rest.domain = NULL, rest.has_model_version = 0;
-    rest.doc_string = NULL, rest.graph = NULL, rest.n_metadata_props = 0;
-    rest.n_training_info = 0, rest.n_functions = 0;
-    m->rest = amp_proto_pack_rest(a, &rest.base);
-    return AMP_OK;
+    if (rest && (rc = amp_load_rest(c, &onnx__model_proto__descriptor, p, end, MODEL_MODELLED, &m->rest)))
+        return rc;
+    return finish_model(c);
 }
 
 /* ---- wire-format pre-scan -------------------------------------------------------- */
 
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return true;
-        }
+/* Which fields of a message are messages, and of which type: field numbers below 64 in a
+ * table (every ONNX field), others asked of protobuf-c. A few descriptors per model. */
+typedef struct NestDesc {
+    const ProtobufCMessageDescriptor *desc;
+    const ProtobufCMessageDescriptor *sub[64]; /* NULL: not a message field */
+} NestDesc;
+
+typedef struct Nest {
+    NestDesc *known; /* malloc'd */
+    size_t n, cap;
+    const uint8_t *base;
+    AmpStatus *st;
+} Nest;
+
+static const NestDesc *nest_desc(Nest *ns, const ProtobufCMessageDescriptor *desc) {
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->known[i].desc == desc) return &ns->known[i];
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? ns->cap * 2 : 32;
+        NestDesc *k = realloc(ns->known, cap * sizeof *k);
+        if (!k) return NULL;
+        ns->known = k;
+        ns->cap = cap;
     }
-    return false;
+    NestDesc *d = &ns->known[ns->n++];
+    d->desc = desc;
+    for (unsigned num = 0; num < 64; num++) {
+        const ProtobufCFieldDescriptor *fd = num ? protobuf_c_message_descriptor_get_field(desc, num) : NULL;
+        d->sub[num] = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+    }
+    return d;
 }
 
 /* Walks the encoding of a `desc` message, descending into sub-message fields, and fails
  * on nesting deeper than AMP_MAX_PROTO_DEPTH or on framing that runs past the end.
  * Recursion is bounded by that depth, so this cannot overflow the stack itself. */
-static AmpCode check_nesting(const ProtobufCMessageDescriptor *desc, const uint8_t *base, const uint8_t *p,
-                             const uint8_t *end, int depth, AmpStatus *st) {
+static AmpCode check_nesting(Nest *ns, const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+                             const uint8_t *end, int depth) {
+    AmpStatus *st = ns->st;
     if (depth > AMP_MAX_PROTO_DEPTH)
         return amp_fail(st, AMP_ERR_INPUT, "not a usable ONNX model: messages nested deeper than %d",
                         AMP_MAX_PROTO_DEPTH);
+    const NestDesc *nd = desc ? nest_desc(ns, desc) : NULL;
+    if (desc && !nd) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     const uint8_t *field = p;
     while (p < end) {
         field = p;
         uint64_t key, len;
-        if (!read_varint(&p, end, &key)) goto truncated;
+        if (!amp_wire_varint(&p, end, &key)) goto truncated;
         switch (key & 7) {
         case 0:
-            if (!read_varint(&p, end, &len)) goto truncated;
+            if (!amp_wire_varint(&p, end, &len)) goto truncated;
             break;
         case 1:
             if (end - p < 8) goto truncated;
@@ -640,11 +538,17 @@ static AmpCode check_nesting(const ProtobufCMessageDescriptor *desc, const uint8
             p += 4;
             break;
         case 2: {
-            if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto truncated;
-            const ProtobufCFieldDescriptor *fd =
-                desc && key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3)) : NULL;
-            if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-                AmpCode rc = check_nesting(fd->descriptor, base, p, p + len, depth + 1, st);
+            if (!amp_wire_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto truncated;
+            uint64_t num = key >> 3;
+            const ProtobufCMessageDescriptor *sub = NULL;
+            if (nd && num < 64) {
+                sub = nd->sub[num];
+            } else if (desc && num <= UINT32_MAX) {
+                const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, (unsigned)num);
+                if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) sub = fd->descriptor;
+            }
+            if (sub) {
+                AmpCode rc = check_nesting(ns, sub, p, p + len, depth + 1);
                 if (rc) return rc;
             }
             p += len;
@@ -653,14 +557,22 @@ static AmpCode check_nesting(const ProtobufCMessageDescriptor *desc, const uint8
         default:
             return amp_fail(st, AMP_ERR_INPUT,
                             "not an ONNX model: protobuf wire type %u at byte offset %td is not used by ONNX",
-                            (unsigned)(key & 7), field - base);
+                            (unsigned)(key & 7), field - ns->base);
         }
     }
     return AMP_OK;
 truncated:
     return amp_fail(st, AMP_ERR_INPUT,
                     "not an ONNX model: the protobuf encoding is truncated or malformed (field at byte offset %td)",
-                    field - base);
+                    field - ns->base);
+}
+
+/* ---- entry points ----------------------------------------------------------------- */
+
+static void ctx_free(LoadCtx *c) {
+    free(c->scratch);
+    free(c->graphs);
+    free(c->wheres);
 }
 
 AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt,
@@ -668,21 +580,27 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
     *out = NULL;
     if (len == 0) return amp_fail(st, AMP_ERR_INPUT, "the file is empty");
     const uint8_t *bytes = data;
-    AmpCode rc = check_nesting(&onnx__model_proto__descriptor, bytes, bytes, bytes + len, 0, st);
+    Nest ns = {NULL, 0, 0, bytes, st};
+    AmpCode rc = check_nesting(&ns, &onnx__model_proto__descriptor, bytes, bytes + len, 0);
+    free(ns.known);
     if (rc) return rc;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
-    if (!mp)
-        return amp_fail(st, AMP_ERR_INPUT,
-                        "not an ONNX model: the protobuf encoding is malformed or truncated (%zu bytes)", len);
     AmpModel *m = amp_model_new();
-    if (!m) {
-        onnx__model_proto__free_unpacked(mp, NULL);
+    if (!m) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    if (dir && !(m->dir = amp_arena_strdup(&m->arena, dir))) {
+        amp_model_free(m);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
-    if (dir) m->dir = amp_arena_strdup(&m->arena, dir);
-    LoadCtx c = {m, st, 0};
-    rc = load_model(&c, mp);
-    onnx__model_proto__free_unpacked(mp, NULL);
+    LoadCtx *c = calloc(1, sizeof *c);
+    if (!c) {
+        amp_model_free(m);
+        return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    c->m = m;
+    c->st = st;
+    c->total = len;
+    rc = load_model(c, bytes, len);
+    ctx_free(c);
+    free(c);
     if (!rc && !(opt && opt->skip_verify)) rc = amp_verify_model(m, st);
     if (rc) {
         amp_model_free(m);
@@ -704,7 +622,11 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
     size_t len = (size_t)sb.st_size;
     void *data = NULL;
     if (len) {
-        data = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+        flags |= MAP_POPULATE; /* one call maps every page, rather than a fault per page */
+#endif
+        data = mmap(NULL, len, PROT_READ, flags, fd, 0);
         if (data == MAP_FAILED) {
             close(fd);
             return amp_fail(st, AMP_ERR_INTERNAL, "%s: mmap failed: %s", path, strerror(errno));
@@ -736,10 +658,17 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
 
 AmpCode amp_tensor_load_bytes(AmpModel *m, const void *data, size_t len, AmpTensor **out, AmpStatus *st) {
     *out = NULL;
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, data);
-    if (!tp) return amp_fail(st, AMP_ERR_INPUT, "not an ONNX TensorProto: the protobuf encoding is malformed");
-    LoadCtx c = {m, st, 0};
-    AmpCode rc = load_tensor(&c, tp, "tensor file", out);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    static const uint8_t empty[1];
+    if (!len) data = empty; /* no arithmetic on a null pointer below */
+    LoadCtx *c = calloc(1, sizeof *c);
+    if (!c) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    c->m = m;
+    c->st = st;
+    c->total = len;
+    c->tensor_file = true;
+    AmpCode rc = amp_load_tensor(c, data, len, "tensor file", out);
+    if (rc) *out = NULL;
+    ctx_free(c);
+    free(c);
     return rc;
 }

@@ -107,6 +107,7 @@ const AmpNodeGroup *amp_node_group_at(size_t i) { return i < N_GROUPS ? &GROUPS[
 int amp_node_group(const AmpNode *n) {
     if (!n->name) return -1;
     for (size_t i = 0; i < N_GROUPS; i++)
-        if (strncmp(n->name, GROUPS[i].prefix, strlen(GROUPS[i].prefix)) == 0) return (int)i;
+        if ((!GROUPS[i].prefix[0] || n->name[0] == GROUPS[i].prefix[0]) && strncmp(n->name, GROUPS[i].prefix, strlen(GROUPS[i].prefix)) == 0)
+            return (int)i;
     return -1;
 }

@@ -1,603 +1,487 @@
-/* IR -> ONNX. Builds a protobuf-c message tree that points into the model (no copies of
- * tensor data), starting each message from its `rest` blob so unmodelled and unknown
- * fields come back as they were, then streams it to a temporary file that is renamed
- * over the output only once everything is written. */
-#include <errno.h>
+/* IR -> ONNX. Encodes the protobuf wire format straight from the model into one buffer
+ * (no message tree in between), as protobuf-c would: fields by number, repeated ones in
+ * the form the schema declares, unknown ones last, with each message's `rest` blob merged
+ * back in place. Big tensor data is not copied: it is written out from where it lies.
+ * save_file.c writes the buffer to disk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-#include "ir.h"
 #include "onnx.pb-c.h"
-#include "proto.h"
+#include "save_impl.h"
 
-/* protobuf's hard limit for one message. */
-#define AMP_PROTO_MAX ((size_t)INT32_MAX)
+/* ---- the buffer ------------------------------------------------------------------ */
 
-typedef struct SaveCtx {
-    AmpModel *m;
-    AmpArena a; /* the output message tree */
-    ProtobufCMessage **unpacked; /* rest blobs unpacked by protobuf-c, freed at the end */
-    size_t n_unpacked, cap_unpacked;
-    bool external;            /* move tensor data to the data file */
-    size_t external_min;      /* ...when at least this big */
-    FILE *data_file;          /* open while writing external data */
-    const char *data_name;    /* its name relative to the model */
-    uint64_t data_off;
-    bool failed;              /* a write or allocation failed */
-    AmpStatus *st;
-} SaveCtx;
-
-static void *alloc(SaveCtx *c, size_t n) {
-    void *p = amp_arena_alloc(&c->a, n);
-    if (!p) c->failed = true;
-    return p;
-}
-
-static void *alloc_n(SaveCtx *c, size_t n, size_t size) {
-    if (!n) return NULL;
-    void *p = amp_arena_calloc(&c->a, n, size);
-    if (!p) c->failed = true;
-    return p;
-}
-
-/* A fresh message of type `desc`, holding the fields of `rest`. The returned struct is
- * a shallow copy owned by the save arena; the unpacked original is freed at the end. */
-static void *from_rest(SaveCtx *c, const ProtobufCMessageDescriptor *desc, AmpBytes rest) {
-    void *msg = alloc(c, desc->sizeof_message);
-    if (!msg) return NULL;
-    if (!rest.len) {
-        protobuf_c_message_init(desc, msg);
-        return msg;
+bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
+    if (b->failed) return false;
+    size_t need, total;
+    if (!amp_add_size(b->len, n, &need) || !amp_add_size(need, b->gap_bytes, &total) ||
+        (b->max && total > b->max)) {
+        b->failed = b->over = true;
+        return false;
     }
-    ProtobufCMessage *u = protobuf_c_message_unpack(desc, NULL, rest.len, rest.data);
-    if (!u) {
-        /* Only possible if the arena was corrupted: the blob was packed by us. */
-        c->failed = true;
-        protobuf_c_message_init(desc, msg);
-        return msg;
-    }
-    if (c->n_unpacked == c->cap_unpacked) {
-        size_t cap = c->cap_unpacked ? c->cap_unpacked * 2 : 64;
-        ProtobufCMessage **p = realloc(c->unpacked, cap * sizeof *p);
-        if (!p) {
-            protobuf_c_message_free_unpacked(u, NULL);
-            c->failed = true;
-            protobuf_c_message_init(desc, msg);
-            return msg;
+    if (b->reserve && !b->data && b->max) {
+        /* One mapping of the most the buffer may ever hold: it never moves or copies. */
+        if ((b->data = amp_big_zalloc(b->max))) {
+            b->mapped = b->cap = b->max;
+            return true;
         }
-        c->unpacked = p;
-        c->cap_unpacked = cap;
     }
-    c->unpacked[c->n_unpacked++] = u;
-    memcpy(msg, u, desc->sizeof_message);
-    return msg;
+    size_t cap = b->cap ? b->cap : (size_t)1 << 16;
+    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    uint8_t *d = realloc(b->data, cap);
+    if (!d) {
+        b->failed = true;
+        return false;
+    }
+    b->data = d;
+    b->cap = cap;
+    return true;
 }
 
-static char *str(const char *s) {
-    return (char *)s; /* protobuf-c wants char*; it never writes through it when packing */
+void amp_wbuf_gap(AmpWBuf *b, const void *d, size_t len) {
+    if (b->failed || !len) return;
+    size_t total;
+    if (!amp_add_size(b->len, b->gap_bytes, &total) || !amp_add_size(total, len, &total) ||
+        (b->max && total > b->max)) {
+        b->failed = b->over = true;
+        return;
+    }
+    if (b->n_gaps == b->cap_gaps) {
+        size_t cap = b->cap_gaps ? b->cap_gaps * 2 : 64;
+        AmpWGap *g = realloc(b->gaps, cap * sizeof *g);
+        if (!g) {
+            b->failed = true;
+            return;
+        }
+        b->gaps = g;
+        b->cap_gaps = cap;
+    }
+    b->gaps[b->n_gaps++] = (AmpWGap){b->len, d, len};
+    b->gap_bytes += len;
 }
 
-static Onnx__StringStringEntryProto **save_pairs(SaveCtx *c, const AmpStrPair *p, size_t n) {
-    Onnx__StringStringEntryProto **out = alloc_n(c, n, sizeof *out);
-    for (size_t i = 0; out && i < n; i++) {
-        out[i] = alloc(c, sizeof **out);
-        if (!out[i]) return out;
-        onnx__string_string_entry_proto__init(out[i]);
-        out[i]->key = str(p[i].key);
-        out[i]->value = str(p[i].value);
+void amp_msg_end_long(AmpWBuf *b, size_t start) {
+    size_t n = b->len - start, first = b->n_gaps;
+    while (first > 0 && b->gaps[first - 1].at >= start) n += b->gaps[--first].len;
+    size_t k = amp_varint_size(n);
+    if (k > 1) {
+        if (!amp_wbuf_room(b, k - 1)) return;
+        memmove(b->data + start + k - 1, b->data + start, b->len - start);
+        for (size_t i = first; i < b->n_gaps; i++) b->gaps[i].at += k - 1;
+        b->len += k - 1;
     }
-    return out;
+    uint8_t *p = b->data + start - 1;
+    while (n >= 0x80) {
+        *p++ = (uint8_t)(n | 0x80);
+        n >>= 7;
+    }
+    *p = (uint8_t)n;
+}
+
+void amp_wbuf_free(AmpWBuf *b) {
+    if (b->mapped) amp_big_free(b->data, b->mapped);
+    else free(b->data);
+    free(b->gaps);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- rest blobs ---------------------------------------------------------------------
+ * A rest blob is protobuf-c's packing of a message's unmodelled fields: the known ones
+ * in field order, then the unknown ones. Known ones go back between the modelled fields
+ * by number (UPTO before each modelled field), unknown ones at the end (rest_tail). */
+
+typedef struct Rest {
+    const uint8_t *p, *end;
+    const ProtobufCMessageDescriptor *desc;
+} Rest;
+
+static Rest rest_of(AmpBytes r, const ProtobufCMessageDescriptor *desc) {
+    Rest x = {NULL, NULL, desc};
+    if (r.len) x.p = r.data, x.end = r.data + r.len;
+    return x;
+}
+
+static void rest_upto(SaveCtx *c, Rest *r, uint32_t num) {
+    AmpWireField f;
+    const uint8_t *q = r->p;
+    while (q < r->end && amp_wire_next(&q, r->end, &f) > 0) {
+        if (f.num >= num || !protobuf_c_message_descriptor_get_field(r->desc, f.num)) return;
+        amp_put_raw(&c->b, f.start, (size_t)(f.end - f.start));
+        r->p = q;
+    }
+}
+
+static void rest_tail(SaveCtx *c, Rest *r) {
+    if (r->p < r->end) amp_put_raw(&c->b, r->p, (size_t)(r->end - r->p));
+    r->p = r->end;
+}
+
+#define UPTO(r, num)                                 \
+    do {                                             \
+        if ((r).p < (r).end) rest_upto(c, &(r), num); \
+    } while (0)
+
+/* ---- repeated scalars ------------------------------------------------------------ */
+
+/* Varints from n 64-bit values (or 32-bit ones, sign-extended, when `i32`), packed in
+ * one record or one record each. */
+static void put_varints(SaveCtx *c, uint32_t num, bool packed, const void *arr, size_t n, bool i32) {
+    if (!n) return;
+    const int32_t *a32 = arr;
+    const uint64_t *a64 = arr;
+#define ELEM(i) (i32 ? (uint64_t)(int64_t)a32[i] : a64[i])
+    if (!packed) {
+        for (size_t i = 0; i < n; i++) amp_put_varint(&c->b, num, ELEM(i));
+        return;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += amp_varint_size(ELEM(i));
+    if (!amp_wbuf_room(&c->b, 20 + total)) return;
+    amp_wbuf_varint_(&c->b, (uint64_t)num << 3 | AMP_WT_LEN);
+    amp_wbuf_varint_(&c->b, total);
+    for (size_t i = 0; i < n; i++) amp_wbuf_varint_(&c->b, ELEM(i));
+#undef ELEM
+}
+
+/* Fixed-width elements of w bytes (4: float, 8: double). */
+static void put_fixed(SaveCtx *c, uint32_t num, bool packed, const void *arr, size_t n, size_t w) {
+    if (!n) return;
+    const uint8_t *a = arr;
+    if (packed) {
+        amp_put_bytes(&c->b, num, a, n * w);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!amp_wbuf_room(&c->b, 15)) return;
+        amp_wbuf_varint_(&c->b, (uint64_t)num << 3 | (w == 4 ? AMP_WT_I32 : AMP_WT_I64));
+        amp_wbuf_bytes_(&c->b, a + i * w, w);
+    }
+}
+
+static void put_pairs(SaveCtx *c, uint32_t num, const AmpStrPair *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        size_t at = amp_msg_begin(&c->b, num);
+        amp_put_str(&c->b, 1, p[i].key);
+        amp_put_str(&c->b, 2, p[i].value);
+        amp_msg_end(&c->b, at);
+    }
 }
 
 /* ---- tensors --------------------------------------------------------------------- */
 
-static Onnx__StringStringEntryProto *pair(SaveCtx *c, const char *k, const char *v) {
-    Onnx__StringStringEntryProto *e = alloc(c, sizeof *e);
-    if (!e) return NULL;
-    onnx__string_string_entry_proto__init(e);
-    e->key = str(k);
-    e->value = str(v);
-    return e;
-}
+enum { T_DIMS = 1, T_DTYPE = 2, T_FLOAT = 4, T_INT32 = 5, T_STRING = 6, T_INT64 = 7, T_NAME = 8,
+       T_RAW = 9, T_DOUBLE = 10, T_UINT64 = 11, T_DOC = 12, T_EXTERNAL = 13, T_LOCATION = 14 };
 
-static char *fmt_u64(SaveCtx *c, uint64_t v) {
-    char *s = alloc(c, 24);
-    if (s) snprintf(s, 24, "%llu", (unsigned long long)v);
-    return s;
-}
-
-/* Appends bytes to the external data file at a 64-byte aligned offset. */
-static bool write_external(SaveCtx *c, Onnx__TensorProto *tp, AmpBytes bytes) {
+/* Appends bytes to the external data file at a 64-byte aligned offset; the tensor's
+ * external_data entries say where. */
+static bool write_external(SaveCtx *c, AmpBytes bytes, char *off, char *len) {
     static const uint8_t zeros[64];
     size_t pad = (size_t)((64 - c->data_off % 64) % 64);
     if (pad && fwrite(zeros, 1, pad, c->data_file) != pad) return false;
     c->data_off += pad;
     if (bytes.len && fwrite(bytes.data, 1, bytes.len, c->data_file) != bytes.len) return false;
-    tp->n_external_data = 3;
-    tp->external_data = alloc_n(c, 3, sizeof *tp->external_data);
-    if (!tp->external_data) return false;
-    tp->external_data[0] = pair(c, "location", c->data_name);
-    tp->external_data[1] = pair(c, "offset", fmt_u64(c, c->data_off));
-    tp->external_data[2] = pair(c, "length", fmt_u64(c, bytes.len));
-    tp->has_data_location = 1;
-    tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    snprintf(off, 24, "%llu", (unsigned long long)c->data_off);
+    snprintf(len, 24, "%llu", (unsigned long long)bytes.len);
     c->data_off += bytes.len;
     return true;
 }
 
-static Onnx__TensorProto *save_tensor(SaveCtx *c, AmpTensor *t) {
-    Onnx__TensorProto *tp = from_rest(c, &onnx__tensor_proto__descriptor, t->rest);
-    if (!tp) return NULL;
-    tp->n_dims = t->ndims;
-    tp->dims = t->dims;
-    tp->has_data_type = (t->has & AMP_TENSOR_HAS_DTYPE) != 0;
-    tp->data_type = t->dtype;
-    tp->name = str(t->name);
-    tp->doc_string = str(t->doc_string);
-
+void amp_save_tensor(SaveCtx *c, AmpTensor *t, bool counted) {
+    Rest r = rest_of(t->rest, &onnx__tensor_proto__descriptor);
     size_t canon = 0;
-    bool movable = t->dtype != AMP_DT_STRING && amp_tensor_expected_bytes(t->dtype, t->nelem, &canon);
-    if (c->external && movable && canon >= c->external_min && canon > 0) {
+    bool sized = amp_tensor_expected_bytes(t->dtype, t->nelem, &canon);
+    if (counted && sized) {
+        /* AUTO: one file while the tensors fit under protobuf's limit. */
+        c->tensor_bytes += canon;
+        if (c->auto_external && c->tensor_bytes > c->auto_limit) c->restart = c->b.failed = true;
+    }
+    put_varints(c, T_DIMS, c->packed_dims, t->dims, t->ndims, false);
+    UPTO(r, T_DTYPE);
+    if (t->has & AMP_TENSOR_HAS_DTYPE) amp_put_int32(&c->b, T_DTYPE, t->dtype);
+    bool movable = t->dtype != AMP_DT_STRING && sized;
+    if (c->data_file && movable && canon >= c->external_min && canon > 0) {
         AmpBytes bytes;
-        if (amp_tensor_bytes(c->m, t, &bytes, c->st) || !write_external(c, tp, bytes)) {
+        char off[24], len[24];
+        if (amp_tensor_bytes(c->m, t, &bytes, c->st) || !write_external(c, bytes, off, len)) {
             c->failed = true;
-            return tp;
+            return;
         }
-        return tp;
-    }
-    if (t->is_external) {
+        UPTO(r, T_NAME);
+        amp_put_str(&c->b, T_NAME, t->name);
+        UPTO(r, T_DOC);
+        amp_put_str(&c->b, T_DOC, t->doc_string);
+        UPTO(r, T_EXTERNAL);
+        const AmpStrPair ext[3] = {{"location", c->data_name}, {"offset", off}, {"length", len}};
+        put_pairs(c, T_EXTERNAL, ext, 3);
+        UPTO(r, T_LOCATION);
+        amp_put_int32(&c->b, T_LOCATION, ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL);
+    } else if (t->is_external) {
         /* External on load, inline now. */
-        tp->has_raw_data = 1;
-        tp->raw_data.len = t->raw.len;
-        tp->raw_data.data = (uint8_t *)t->raw.data;
-        return tp;
+        UPTO(r, T_NAME);
+        amp_put_str(&c->b, T_NAME, t->name);
+        UPTO(r, T_RAW);
+        amp_put_bytes(&c->b, T_RAW, t->raw.data, t->raw.len);
+        UPTO(r, T_DOC);
+        amp_put_str(&c->b, T_DOC, t->doc_string);
+    } else {
+        UPTO(r, T_FLOAT);
+        put_fixed(c, T_FLOAT, c->packed_float, t->float_data, t->n_float, 4);
+        UPTO(r, T_INT32);
+        put_varints(c, T_INT32, c->packed_int32, t->int32_data, t->n_int32, true);
+        UPTO(r, T_STRING);
+        for (size_t i = 0; i < t->n_string; i++)
+            amp_put_bytes(&c->b, T_STRING, t->string_data[i].data, t->string_data[i].len);
+        UPTO(r, T_INT64);
+        put_varints(c, T_INT64, c->packed_int64, t->int64_data, t->n_int64, false);
+        UPTO(r, T_NAME);
+        amp_put_str(&c->b, T_NAME, t->name);
+        UPTO(r, T_RAW);
+        if (t->has & AMP_TENSOR_HAS_RAW) amp_put_bytes(&c->b, T_RAW, t->raw.data, t->raw.len);
+        UPTO(r, T_DOUBLE);
+        put_fixed(c, T_DOUBLE, c->packed_double, t->double_data, t->n_double, 8);
+        UPTO(r, T_UINT64);
+        put_varints(c, T_UINT64, c->packed_uint64, t->uint64_data, t->n_uint64, false);
+        UPTO(r, T_DOC);
+        amp_put_str(&c->b, T_DOC, t->doc_string);
+        UPTO(r, T_EXTERNAL);
+        put_pairs(c, T_EXTERNAL, t->external, t->n_external);
+        UPTO(r, T_LOCATION);
+        if (t->has & AMP_TENSOR_HAS_LOCATION) amp_put_int32(&c->b, T_LOCATION, t->data_location);
     }
-    tp->n_float_data = t->n_float, tp->float_data = t->float_data;
-    tp->n_int32_data = t->n_int32, tp->int32_data = t->int32_data;
-    tp->n_int64_data = t->n_int64, tp->int64_data = t->int64_data;
-    tp->n_double_data = t->n_double, tp->double_data = t->double_data;
-    tp->n_uint64_data = t->n_uint64, tp->uint64_data = t->uint64_data;
-    if (t->n_string) {
-        tp->n_string_data = t->n_string;
-        tp->string_data = alloc_n(c, t->n_string, sizeof *tp->string_data);
-        for (size_t i = 0; tp->string_data && i < t->n_string; i++) {
-            tp->string_data[i].len = t->string_data[i].len;
-            tp->string_data[i].data = (uint8_t *)t->string_data[i].data;
-        }
-    }
-    if (t->has & AMP_TENSOR_HAS_RAW) {
-        tp->has_raw_data = 1;
-        tp->raw_data.len = t->raw.len;
-        tp->raw_data.data = (uint8_t *)t->raw.data;
-    }
-    tp->has_data_location = (t->has & AMP_TENSOR_HAS_LOCATION) != 0;
-    tp->data_location = t->data_location;
-    tp->n_external_data = t->n_external;
-    tp->external_data = save_pairs(c, t->external, t->n_external);
-    return tp;
+    rest_upto(c, &r, UINT32_MAX);
+    rest_tail(c, &r);
 }
 
-/* ---- types and value infos ------------------------------------------------------- */
-
-static Onnx__TypeProto *build_type(SaveCtx *c, const AmpType *t, const Onnx__TypeProto *old) {
-    if (t->kind == AMP_TYPE_NONE) return NULL;
-    if (t->kind == AMP_TYPE_OTHER) return (Onnx__TypeProto *)old;
-    Onnx__TypeProto *tp = alloc(c, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = alloc(c, sizeof *tt);
-    if (!tp || !tt) return NULL;
-    onnx__type_proto__init(tp);
-    onnx__type_proto__tensor__init(tt);
-    if (old) tp->denotation = old->denotation;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp->tensor_type = tt;
-    tt->has_elem_type = t->dtype != AMP_DT_UNDEFINED;
-    tt->elem_type = t->dtype;
-    if (t->rank < 0) return tp;
-    Onnx__TensorShapeProto *sh = alloc(c, sizeof *sh);
-    if (!sh) return tp;
-    onnx__tensor_shape_proto__init(sh);
-    tt->shape = sh;
-    sh->n_dim = (size_t)t->rank;
-    sh->dim = alloc_n(c, sh->n_dim, sizeof *sh->dim);
-    for (int i = 0; sh->dim && i < t->rank; i++) {
-        Onnx__TensorShapeProto__Dimension *d = alloc(c, sizeof *d);
-        if (!d) return tp;
-        onnx__tensor_shape_proto__dimension__init(d);
-        if (t->dims[i].value >= 0) {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            d->dim_value = t->dims[i].value;
-        } else if (t->dims[i].param) {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            d->dim_param = str(t->dims[i].param);
-        }
-        sh->dim[i] = d;
-    }
-    return tp;
+static void put_tensor(SaveCtx *c, uint32_t num, AmpTensor *t, bool counted) {
+    size_t at = amp_msg_begin(&c->b, num);
+    amp_save_tensor(c, t, counted);
+    amp_msg_end(&c->b, at);
 }
 
-static Onnx__ValueInfoProto **save_vis(SaveCtx *c, const AmpValueInfoList *l) {
-    Onnx__ValueInfoProto **out = alloc_n(c, l->n, sizeof *out);
-    for (size_t i = 0; out && i < l->n; i++) {
+/* ---- value infos ----------------------------------------------------------------- */
+
+/* The type records (field 2) of a loaded ValueInfoProto, written back as they were. */
+static void put_old_types(SaveCtx *c, AmpBytes orig) {
+    AmpWireField f;
+    for (const uint8_t *p = orig.data; orig.len && amp_wire_next(&p, orig.data + orig.len, &f) > 0;)
+        if (f.num == 2) amp_put_raw(&c->b, f.start, (size_t)(f.end - f.start));
+}
+
+/* A TypeProto for t: tensor_type with elem_type and shape, and the denotation of the
+ * type it replaces (the type records of `orig`). Types kept opaque are written back as
+ * they were. */
+static void put_type(SaveCtx *c, const AmpType *t, AmpBytes orig) {
+    if (t->kind == AMP_TYPE_NONE) return;
+    if (t->kind == AMP_TYPE_OTHER) {
+        put_old_types(c, orig);
+        return;
+    }
+    size_t at = amp_msg_begin(&c->b, 2);
+    size_t tt = amp_msg_begin(&c->b, 1);
+    if (t->dtype != AMP_DT_UNDEFINED) amp_put_int32(&c->b, 1, t->dtype);
+    if (t->rank >= 0) {
+        size_t sh = amp_msg_begin(&c->b, 2);
+        for (int i = 0; i < t->rank; i++) {
+            size_t d = amp_msg_begin(&c->b, 1);
+            if (t->dims[i].value >= 0) amp_put_varint(&c->b, 1, (uint64_t)t->dims[i].value);
+            else amp_put_str(&c->b, 2, t->dims[i].param);
+            amp_msg_end(&c->b, d);
+        }
+        amp_msg_end(&c->b, sh);
+    }
+    amp_msg_end(&c->b, tt);
+    /* The old type's last denotation (its field 6), read as protobuf-c reads a string. */
+    AmpWireField f, g, den = {0};
+    bool has_den = false;
+    for (const uint8_t *p = orig.data; orig.len && amp_wire_next(&p, orig.data + orig.len, &f) > 0;) {
+        if (f.num != 2 || f.wt != AMP_WT_LEN) continue;
+        for (const uint8_t *q = f.data; amp_wire_next(&q, f.data + f.len, &g) > 0;)
+            if (g.num == 6 && g.wt == AMP_WT_LEN) den = g, has_den = true;
+    }
+    if (has_den) amp_put_bytes(&c->b, 6, den.data, amp_wire_strlen(&den));
+    amp_msg_end(&c->b, at);
+}
+
+static void put_value_infos(SaveCtx *c, uint32_t num, const AmpValueInfoList *l) {
+    for (size_t i = 0; i < l->n; i++) {
         const AmpValueInfo *e = &l->items[i];
-        Onnx__ValueInfoProto *vp = from_rest(c, &onnx__value_info_proto__descriptor, e->orig);
-        if (!vp) return out;
-        vp->name = str(e->value->name);
-        if (!e->orig.len || !amp_type_equal(&e->value->type, &e->loaded))
-            vp->type = build_type(c, &e->value->type, vp->type);
-        out[i] = vp;
+        size_t at = amp_msg_begin(&c->b, num);
+        amp_put_str(&c->b, 1, e->value->name);
+        if (!e->orig.len || !amp_type_equal(&e->value->type, &e->loaded)) put_type(c, &e->value->type, e->orig);
+        else put_old_types(c, e->orig);
+        /* Then the loaded message's last doc_string, and its other fields as they were. */
+        const uint8_t *p, *end = e->orig.len ? e->orig.data + e->orig.len : NULL;
+        AmpWireField f, doc = {0};
+        bool has_doc = false;
+        for (p = e->orig.data; e->orig.len && amp_wire_next(&p, end, &f) > 0;)
+            if (f.num == 3) doc = f, has_doc = true;
+        if (has_doc) amp_put_raw(&c->b, doc.start, (size_t)(doc.end - doc.start));
+        for (p = e->orig.data; e->orig.len && amp_wire_next(&p, end, &f) > 0;)
+            if (f.num > 3) amp_put_raw(&c->b, f.start, (size_t)(f.end - f.start));
+        amp_msg_end(&c->b, at);
     }
-    return out;
 }
 
 /* ---- nodes and graphs ------------------------------------------------------------ */
 
-static Onnx__GraphProto *save_graph(SaveCtx *c, AmpGraph *g);
+static void put_graph(SaveCtx *c, uint32_t num, AmpGraph *g);
 
-static Onnx__AttributeProto *save_attr(SaveCtx *c, AmpAttr *at) {
-    Onnx__AttributeProto *ap = from_rest(c, &onnx__attribute_proto__descriptor, at->rest);
-    if (!ap) return NULL;
-    ap->name = str(at->name);
-    ap->ref_attr_name = str(at->ref_attr_name);
-    ap->doc_string = str(at->doc_string);
-    ap->has_type = (at->has & AMP_ATTR_HAS_TYPE) != 0;
-    ap->type = (Onnx__AttributeProto__AttributeType)at->type;
-    ap->has_f = (at->has & AMP_ATTR_HAS_F) != 0;
-    ap->f = at->f;
-    ap->has_i = (at->has & AMP_ATTR_HAS_I) != 0;
-    ap->i = at->i;
-    ap->has_s = (at->has & AMP_ATTR_HAS_S) != 0;
-    ap->s.len = at->s.len;
-    ap->s.data = (uint8_t *)at->s.data;
-    if (at->t) ap->t = save_tensor(c, at->t);
-    if (at->g) ap->g = save_graph(c, at->g);
-    ap->n_floats = at->n_floats, ap->floats = at->floats;
-    ap->n_ints = at->n_ints, ap->ints = at->ints;
-    if (at->n_strings) {
-        ap->n_strings = at->n_strings;
-        ap->strings = alloc_n(c, at->n_strings, sizeof *ap->strings);
-        for (size_t i = 0; ap->strings && i < at->n_strings; i++) {
-            ap->strings[i].len = at->strings[i].len;
-            ap->strings[i].data = (uint8_t *)at->strings[i].data;
-        }
+enum { A_NAME = 1, A_F = 2, A_I = 3, A_S = 4, A_T = 5, A_G = 6, A_FLOATS = 7, A_INTS = 8, A_STRINGS = 9,
+       A_TENSORS = 10, A_GRAPHS = 11, A_DOC = 13, A_TYPE = 20, A_REF = 21 };
+
+static void put_attr(SaveCtx *c, const AmpAttr *at) {
+    size_t m = amp_msg_begin(&c->b, 5);
+    Rest r = rest_of(at->rest, &onnx__attribute_proto__descriptor);
+    amp_put_str(&c->b, A_NAME, at->name);
+    UPTO(r, A_F);
+    if (at->has & AMP_ATTR_HAS_F) amp_put_fixed32(&c->b, A_F, &at->f);
+    UPTO(r, A_I);
+    if (at->has & AMP_ATTR_HAS_I) amp_put_varint(&c->b, A_I, (uint64_t)at->i);
+    UPTO(r, A_S);
+    if (at->has & AMP_ATTR_HAS_S) amp_put_bytes(&c->b, A_S, at->s.data, at->s.len);
+    UPTO(r, A_T);
+    if (at->t) put_tensor(c, A_T, at->t, true);
+    UPTO(r, A_G);
+    if (at->g) put_graph(c, A_G, at->g);
+    UPTO(r, A_FLOATS);
+    put_fixed(c, A_FLOATS, c->packed_floats, at->floats, at->n_floats, 4);
+    UPTO(r, A_INTS);
+    put_varints(c, A_INTS, c->packed_ints, at->ints, at->n_ints, false);
+    UPTO(r, A_STRINGS);
+    for (size_t i = 0; i < at->n_strings; i++) amp_put_bytes(&c->b, A_STRINGS, at->strings[i].data, at->strings[i].len);
+    UPTO(r, A_TENSORS);
+    for (size_t i = 0; i < at->n_tensors; i++) put_tensor(c, A_TENSORS, at->tensors[i], false);
+    UPTO(r, A_GRAPHS);
+    for (size_t i = 0; i < at->n_graphs; i++) put_graph(c, A_GRAPHS, at->graphs[i]);
+    UPTO(r, A_DOC);
+    amp_put_str(&c->b, A_DOC, at->doc_string);
+    UPTO(r, A_TYPE);
+    if (at->has & AMP_ATTR_HAS_TYPE) amp_put_int32(&c->b, A_TYPE, at->type);
+    UPTO(r, A_REF);
+    amp_put_str(&c->b, A_REF, at->ref_attr_name);
+    rest_upto(c, &r, UINT32_MAX);
+    rest_tail(c, &r);
+    amp_msg_end(&c->b, m);
+}
+
+static void put_names(SaveCtx *c, uint32_t num, AmpValue **vals, int n) {
+    for (int i = 0; i < n; i++) {
+        const char *s = vals[i] ? vals[i]->name : "";
+        amp_put_bytes(&c->b, num, s, strlen(s));
     }
-    if (at->n_tensors) {
-        ap->n_tensors = at->n_tensors;
-        ap->tensors = alloc_n(c, at->n_tensors, sizeof *ap->tensors);
-        for (size_t i = 0; ap->tensors && i < at->n_tensors; i++) ap->tensors[i] = save_tensor(c, at->tensors[i]);
-    }
-    if (at->n_graphs) {
-        ap->n_graphs = at->n_graphs;
-        ap->graphs = alloc_n(c, at->n_graphs, sizeof *ap->graphs);
-        for (size_t i = 0; ap->graphs && i < at->n_graphs; i++) ap->graphs[i] = save_graph(c, at->graphs[i]);
-    }
-    return ap;
 }
 
-static char **save_names(SaveCtx *c, AmpValue **vals, int n) {
-    char **out = alloc_n(c, (size_t)n, sizeof *out);
-    for (int i = 0; out && i < n; i++) out[i] = str(vals[i] ? vals[i]->name : "");
-    return out;
+static void put_node(SaveCtx *c, const AmpNode *n) {
+    size_t m = amp_msg_begin(&c->b, 1);
+    Rest r = rest_of(n->rest, &onnx__node_proto__descriptor);
+    put_names(c, 1, n->inputs, n->n_inputs);
+    UPTO(r, 2);
+    put_names(c, 2, n->outputs, n->n_outputs);
+    UPTO(r, 3);
+    amp_put_str(&c->b, 3, n->name);
+    UPTO(r, 4);
+    amp_put_str(&c->b, 4, n->op_type);
+    UPTO(r, 5);
+    for (size_t i = 0; i < n->n_attrs; i++) put_attr(c, &n->attrs[i]);
+    UPTO(r, 6);
+    amp_put_str(&c->b, 6, n->doc_string);
+    UPTO(r, 7);
+    amp_put_str(&c->b, 7, n->domain);
+    rest_upto(c, &r, UINT32_MAX);
+    rest_tail(c, &r);
+    amp_msg_end(&c->b, m);
 }
 
-static Onnx__NodeProto *save_node(SaveCtx *c, AmpNode *n) {
-    Onnx__NodeProto *np = from_rest(c, &onnx__node_proto__descriptor, n->rest);
-    if (!np) return NULL;
-    np->n_input = (size_t)n->n_inputs;
-    np->input = save_names(c, n->inputs, n->n_inputs);
-    np->n_output = (size_t)n->n_outputs;
-    np->output = save_names(c, n->outputs, n->n_outputs);
-    np->name = str(n->name);
-    np->op_type = str(n->op_type);
-    np->domain = str(n->domain);
-    np->doc_string = str(n->doc_string);
-    np->n_attribute = n->n_attrs;
-    np->attribute = alloc_n(c, n->n_attrs, sizeof *np->attribute);
-    for (size_t i = 0; np->attribute && i < n->n_attrs; i++) np->attribute[i] = save_attr(c, &n->attrs[i]);
-    return np;
+static void put_graph(SaveCtx *c, uint32_t num, AmpGraph *g) {
+    size_t m = amp_msg_begin(&c->b, num);
+    Rest r = rest_of(g->rest, &onnx__graph_proto__descriptor);
+    for (AmpNode *n = g->first; n && !c->b.failed; n = n->next) put_node(c, n);
+    UPTO(r, 2);
+    amp_put_str(&c->b, 2, g->name);
+    UPTO(r, 5);
+    for (size_t i = 0; i < g->n_initializers; i++) put_tensor(c, 5, g->initializers[i], true);
+    UPTO(r, 10);
+    amp_put_str(&c->b, 10, g->doc_string);
+    UPTO(r, 11);
+    put_value_infos(c, 11, &g->inputs);
+    UPTO(r, 12);
+    put_value_infos(c, 12, &g->outputs);
+    UPTO(r, 13);
+    put_value_infos(c, 13, &g->value_info);
+    rest_upto(c, &r, UINT32_MAX);
+    rest_tail(c, &r);
+    amp_msg_end(&c->b, m);
 }
 
-static Onnx__GraphProto *save_graph(SaveCtx *c, AmpGraph *g) {
-    Onnx__GraphProto *gp = from_rest(c, &onnx__graph_proto__descriptor, g->rest);
-    if (!gp) return NULL;
-    gp->name = str(g->name);
-    gp->doc_string = str(g->doc_string);
-    gp->n_node = g->n_nodes;
-    gp->node = alloc_n(c, g->n_nodes, sizeof *gp->node);
-    size_t i = 0;
-    for (AmpNode *n = g->first; gp->node && n; n = n->next) gp->node[i++] = save_node(c, n);
-    gp->n_initializer = g->n_initializers;
-    gp->initializer = alloc_n(c, g->n_initializers, sizeof *gp->initializer);
-    for (i = 0; gp->initializer && i < g->n_initializers; i++)
-        gp->initializer[i] = save_tensor(c, g->initializers[i]);
-    gp->n_input = g->inputs.n;
-    gp->input = save_vis(c, &g->inputs);
-    gp->n_output = g->outputs.n;
-    gp->output = save_vis(c, &g->outputs);
-    gp->n_value_info = g->value_info.n;
-    gp->value_info = save_vis(c, &g->value_info);
-    return gp;
+/* ---- model ----------------------------------------------------------------------- */
+
+static void put_training(SaveCtx *c, const AmpTrainingInfo *ti) {
+    size_t m = amp_msg_begin(&c->b, 20);
+    Rest r = rest_of(ti->rest, &onnx__training_info_proto__descriptor);
+    if (ti->initialization) put_graph(c, 1, ti->initialization);
+    UPTO(r, 2);
+    if (ti->algorithm) put_graph(c, 2, ti->algorithm);
+    UPTO(r, 3);
+    put_pairs(c, 3, ti->init_bindings, ti->n_init_bindings);
+    UPTO(r, 4);
+    put_pairs(c, 4, ti->update_bindings, ti->n_update_bindings);
+    rest_upto(c, &r, UINT32_MAX);
+    rest_tail(c, &r);
+    amp_msg_end(&c->b, m);
 }
 
-static Onnx__ModelProto *save_model(SaveCtx *c) {
+static bool field_packed(const ProtobufCMessageDescriptor *d, unsigned num) {
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, num);
+    return f && (f->flags & PROTOBUF_C_FIELD_FLAG_PACKED);
+}
+
+void amp_save_init(SaveCtx *c, AmpModel *m, AmpStatus *st) {
+    memset(c, 0, sizeof *c);
+    c->m = m;
+    c->st = st;
+    /* Which repeated scalars the schema packs (onnx.proto: TensorProto's data fields). */
+    const ProtobufCMessageDescriptor *td = &onnx__tensor_proto__descriptor;
+    c->packed_dims = field_packed(td, T_DIMS);
+    c->packed_float = field_packed(td, T_FLOAT);
+    c->packed_int32 = field_packed(td, T_INT32);
+    c->packed_int64 = field_packed(td, T_INT64);
+    c->packed_double = field_packed(td, T_DOUBLE);
+    c->packed_uint64 = field_packed(td, T_UINT64);
+    c->packed_floats = field_packed(&onnx__attribute_proto__descriptor, A_FLOATS);
+    c->packed_ints = field_packed(&onnx__attribute_proto__descriptor, A_INTS);
+}
+
+void amp_save_model(SaveCtx *c) {
     AmpModel *m = c->m;
-    Onnx__ModelProto *mp = from_rest(c, &onnx__model_proto__descriptor, m->rest);
-    if (!mp) return NULL;
-    mp->has_ir_version = (m->has & AMP_MODEL_HAS_IR_VERSION) != 0;
-    mp->ir_version = m->ir_version;
-    mp->has_model_version = (m->has & AMP_MODEL_HAS_MODEL_VERSION) != 0;
-    mp->model_version = m->model_version;
-    mp->producer_name = str(m->producer_name);
-    mp->producer_version = str(m->producer_version);
-    mp->domain = str(m->domain);
-    mp->doc_string = str(m->doc_string);
-    mp->n_opset_import = m->n_opsets;
-    mp->opset_import = alloc_n(c, m->n_opsets, sizeof *mp->opset_import);
-    for (size_t i = 0; mp->opset_import && i < m->n_opsets; i++) {
-        Onnx__OperatorSetIdProto *op = alloc(c, sizeof *op);
-        if (!op) break;
-        onnx__operator_set_id_proto__init(op);
-        op->domain = str(m->opsets[i].domain);
-        op->has_version = m->opsets[i].has_version;
-        op->version = m->opsets[i].version;
-        mp->opset_import[i] = op;
+    Rest r = rest_of(m->rest, &onnx__model_proto__descriptor);
+    if (m->has & AMP_MODEL_HAS_IR_VERSION) amp_put_varint(&c->b, 1, (uint64_t)m->ir_version);
+    UPTO(r, 2);
+    amp_put_str(&c->b, 2, m->producer_name);
+    UPTO(r, 3);
+    amp_put_str(&c->b, 3, m->producer_version);
+    UPTO(r, 4);
+    amp_put_str(&c->b, 4, m->domain);
+    UPTO(r, 5);
+    if (m->has & AMP_MODEL_HAS_MODEL_VERSION) amp_put_varint(&c->b, 5, (uint64_t)m->model_version);
+    UPTO(r, 6);
+    amp_put_str(&c->b, 6, m->doc_string);
+    UPTO(r, 7);
+    put_graph(c, 7, m->graph);
+    UPTO(r, 8);
+    for (size_t i = 0; i < m->n_opsets; i++) {
+        size_t at = amp_msg_begin(&c->b, 8);
+        amp_put_str(&c->b, 1, m->opsets[i].domain);
+        if (m->opsets[i].has_version) amp_put_varint(&c->b, 2, (uint64_t)m->opsets[i].version);
+        amp_msg_end(&c->b, at);
     }
-    mp->n_metadata_props = m->n_metadata;
-    mp->metadata_props = save_pairs(c, m->metadata, m->n_metadata);
-    mp->n_functions = m->n_functions;
-    mp->functions = alloc_n(c, m->n_functions, sizeof *mp->functions);
-    for (size_t i = 0; mp->functions && i < m->n_functions; i++)
-        mp->functions[i] = from_rest(c, &onnx__function_proto__descriptor, m->functions[i].packed);
-    mp->graph = save_graph(c, m->graph);
-    mp->n_training_info = m->n_training;
-    mp->training_info = alloc_n(c, m->n_training, sizeof *mp->training_info);
-    for (size_t i = 0; mp->training_info && i < m->n_training; i++) {
-        AmpTrainingInfo *ti = &m->training[i];
-        Onnx__TrainingInfoProto *tp = from_rest(c, &onnx__training_info_proto__descriptor, ti->rest);
-        if (!tp) break;
-        if (ti->initialization) tp->initialization = save_graph(c, ti->initialization);
-        if (ti->algorithm) tp->algorithm = save_graph(c, ti->algorithm);
-        tp->n_initialization_binding = ti->n_init_bindings;
-        tp->initialization_binding = save_pairs(c, ti->init_bindings, ti->n_init_bindings);
-        tp->n_update_binding = ti->n_update_bindings;
-        tp->update_binding = save_pairs(c, ti->update_bindings, ti->n_update_bindings);
-        mp->training_info[i] = tp;
-    }
-    return mp;
-}
-
-static void ctx_free(SaveCtx *c) {
-    for (size_t i = 0; i < c->n_unpacked; i++) protobuf_c_message_free_unpacked(c->unpacked[i], NULL);
-    free(c->unpacked);
-    amp_arena_free(&c->a);
-}
-
-/* ---- sizing ---------------------------------------------------------------------- */
-
-static AmpCode sum_tensor_bytes(AmpGraph *g, void *ctx, AmpStatus *st) {
-    (void)st;
-    uint64_t *sum = ctx;
-    size_t b;
-    for (size_t i = 0; i < g->n_initializers; i++)
-        if (amp_tensor_expected_bytes(g->initializers[i]->dtype, g->initializers[i]->nelem, &b)) *sum += b;
-    for (AmpNode *n = g->first; n; n = n->next)
-        for (size_t i = 0; i < n->n_attrs; i++)
-            if (n->attrs[i].t && amp_tensor_expected_bytes(n->attrs[i].t->dtype, n->attrs[i].t->nelem, &b))
-                *sum += b;
-    return AMP_OK;
-}
-
-/* Leaves room for the graph structure below protobuf's 2 GB limit. */
-static bool needs_external(AmpModel *m) {
-    uint64_t sum = 0;
-    amp_model_walk(m, sum_tensor_bytes, &sum, NULL);
-    return sum > AMP_PROTO_MAX - (UINT64_C(64) << 20);
-}
-
-/* ---- output ---------------------------------------------------------------------- */
-
-/* protobuf-c hands over each field separately (millions of small pieces for a big
- * graph): they are gathered here and written in large blocks. */
-enum { FILE_BUFFER_BYTES = 1 << 16 };
-
-typedef struct FileBuffer {
-    ProtobufCBuffer base;
-    FILE *f;
-    bool failed;
-    size_t used;
-    uint8_t *buf; /* FILE_BUFFER_BYTES */
-} FileBuffer;
-
-static void file_flush(FileBuffer *fb) {
-    if (!fb->failed && fb->used && fwrite(fb->buf, 1, fb->used, fb->f) != fb->used) fb->failed = true;
-    fb->used = 0;
-}
-
-static void file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
-    FileBuffer *fb = (FileBuffer *)b;
-    if (fb->failed || !len) return;
-    if (fb->used + len > FILE_BUFFER_BYTES) file_flush(fb);
-    if (len >= FILE_BUFFER_BYTES) {
-        if (fwrite(data, 1, len, fb->f) != len) fb->failed = true;
-        return;
-    }
-    memcpy(fb->buf + fb->used, data, len);
-    fb->used += len;
-}
-
-/* A new file beside `path` (so the final rename stays on one filesystem), created
- * O_EXCL with mode 0666 so the umask applies as it would to a plain fopen. */
-static FILE *open_temp(const char *path, char **tmp_out, AmpStatus *st) {
-    static unsigned long counter;
-    size_t n = strlen(path) + 48;
-    char *tmp = malloc(n);
-    if (!tmp) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory"), NULL;
-    int fd = -1;
-    for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
-        free(tmp);
-        return NULL;
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        amp_fail(st, AMP_ERR_INTERNAL, "%s: fdopen failed", path);
-        return NULL;
-    }
-    *tmp_out = tmp;
-    return f;
-}
-
-/* Flushes, syncs and closes; false (errno set) on any failure. */
-static bool close_synced(FILE *f) {
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    return fclose(f) == 0 && ok;
-}
-
-static const char *base_name(const char *p) {
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
-    AmpSaveOptions dflt = {AMP_SAVE_EXTERNAL_AUTO, 1024};
-    if (!opt) opt = &dflt;
-    SaveCtx c = {0};
-    amp_arena_init(&c.a);
-    c.m = m;
-    c.st = st;
-    c.external = opt->external == AMP_SAVE_EXTERNAL_ALWAYS ||
-                 (opt->external == AMP_SAVE_EXTERNAL_AUTO && needs_external(m));
-    c.external_min = opt->external_min_bytes;
-
-    char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
-    FILE *f = NULL;
-    AmpCode rc = AMP_OK;
-    if (c.external) {
-        size_t n = strlen(path) + 6;
-        data_path = malloc(n);
-        if (!data_path) {
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-            goto out;
-        }
-        snprintf(data_path, n, "%s.data", path);
-        c.data_name = base_name(data_path);
-        if (!(c.data_file = open_temp(data_path, &data_tmp, st))) {
-            rc = st ? st->code : AMP_ERR_INTERNAL;
-            goto out;
-        }
-    }
-    Onnx__ModelProto *mp = save_model(&c);
-    if (c.failed || !mp) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: building the output failed (out of memory or I/O error)", path);
-        goto out;
-    }
-    size_t size = onnx__model_proto__get_packed_size(mp);
-    if (size > AMP_PROTO_MAX) {
-        rc = amp_fail(st, AMP_ERR_UNSUPPORTED,
-                      "%s: the model is %zu bytes, over protobuf's 2 GB limit; save with external data", path,
-                      size);
-        goto out;
-    }
-    if (!(f = open_temp(path, &tmp, st))) {
-        rc = st ? st->code : AMP_ERR_INTERNAL;
-        goto out;
-    }
-    FileBuffer fb = {{file_append}, f, false, 0, malloc(FILE_BUFFER_BYTES)};
-    if (!fb.buf) fb.failed = true;
-    else onnx__model_proto__pack_to_buffer(mp, &fb.base);
-    file_flush(&fb);
-    free(fb.buf);
-    bool ok = !fb.failed;
-    ok = close_synced(f) && ok;
-    f = NULL;
-    if (ok && c.data_file) {
-        ok = close_synced(c.data_file);
-        c.data_file = NULL;
-        if (ok && c.data_off == 0) {
-            /* Nothing was big enough to move out: no data file. */
-            unlink(data_tmp);
-        } else if (ok) {
-            ok = rename(data_tmp, data_path) == 0;
-        }
-        if (ok) {
-            free(data_tmp);
-            data_tmp = NULL;
-        }
-    }
-    if (!ok || rename(tmp, path) != 0) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
-        goto out;
-    }
-    free(tmp);
-    tmp = NULL;
-out:
-    if (f) fclose(f);
-    if (tmp) unlink(tmp), free(tmp);
-    if (c.data_file) fclose(c.data_file);
-    if (data_tmp) unlink(data_tmp), free(data_tmp);
-    free(data_path);
-    ctx_free(&c);
-    return rc;
-}
-
-AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st) {
-    *out = NULL;
-    *len = 0;
-    SaveCtx c = {0};
-    amp_arena_init(&c.a);
-    c.m = m;
-    c.st = st;
-    AmpCode rc = AMP_OK;
-    Onnx__ModelProto *mp = save_model(&c);
-    if (c.failed || !mp) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "building the output failed (out of memory)");
-    } else {
-        size_t size = onnx__model_proto__get_packed_size(mp);
-        if (size > AMP_PROTO_MAX) {
-            rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "the model is %zu bytes, over protobuf's 2 GB limit", size);
-        } else if (!(*out = malloc(size ? size : 1))) {
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        } else {
-            *len = onnx__model_proto__pack(mp, *out);
-        }
-    }
-    ctx_free(&c);
-    return rc;
-}
-
-AmpCode amp_tensor_save_bytes(AmpModel *m, AmpTensor *t, uint8_t **out, size_t *len, AmpStatus *st) {
-    *out = NULL;
-    *len = 0;
-    SaveCtx c = {0};
-    amp_arena_init(&c.a);
-    c.m = m;
-    c.st = st;
-    AmpCode rc = AMP_OK;
-    Onnx__TensorProto *tp = save_tensor(&c, t);
-    if (c.failed || !tp) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "tensor '%s': building the output failed (out of memory)",
-                      t->name ? t->name : "");
-    } else {
-        size_t size = onnx__tensor_proto__get_packed_size(tp);
-        if (size > AMP_PROTO_MAX) {
-            rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "tensor '%s' is %zu bytes, over protobuf's 2 GB limit",
-                          t->name ? t->name : "", size);
-        } else if (!(*out = malloc(size ? size : 1))) {
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        } else {
-            *len = onnx__tensor_proto__pack(tp, *out);
-        }
-    }
-    ctx_free(&c);
-    return rc;
+    UPTO(r, 14);
+    put_pairs(c, 14, m->metadata, m->n_metadata);
+    UPTO(r, 20);
+    for (size_t i = 0; i < m->n_training; i++) put_training(c, &m->training[i]);
+    UPTO(r, 25);
+    for (size_t i = 0; i < m->n_functions; i++)
+        amp_put_bytes(&c->b, 25, m->functions[i].packed.data, m->functions[i].packed.len);
+    rest_upto(c, &r, UINT32_MAX);
+    rest_tail(c, &r);
 }

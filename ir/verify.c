@@ -11,9 +11,10 @@
 /* Deeper nesting is refused rather than risking the C stack on a hostile model. */
 enum { MAX_DEPTH = 256 };
 
-/* Per-value state bits, in Frame.state (indexed by AmpValue.id). */
+/* Per-value state bits, in Frame.state (indexed by AmpValue.id). Graph inputs and
+ * initializers are defined from the start (their flags say so: is_def). */
 enum {
-    VS_DEF = 1u << 0,      /* defined at the current point of the walk */
+    VS_DEF = 1u << 0,      /* defined at the current point of the walk by a node */
     VS_PRODUCED = 1u << 1, /* listed as an output by a node linked into the graph */
     VS_LISTED_IN = 1u << 2 /* listed in graph.input (to find duplicates) */
 };
@@ -24,6 +25,7 @@ typedef struct Frame {
     AmpGraph *g;
     unsigned char *state; /* n_values VS_* bits */
     uint32_t *refs;       /* n_values: input slots seen reading the value (vs. n_uses) */
+    uint64_t *sig;        /* n_values: sum of use_sig over those slots (vs. the use list) */
     struct Frame *up;
     int depth;
 } Frame;
@@ -150,6 +152,20 @@ static bool reaches(AmpGraph *g, AmpNode *from, AmpNode *target) {
 
 /* ---- values ---------------------------------------------------------------------- */
 
+/* A use (node, slot) as a number: a value's use list holds exactly the slots that read
+ * it when the counts and the sums of these agree (a 64-bit multiset hash), and that is
+ * checked without a visit to every use's node. */
+static uint64_t use_sig(const AmpNode *n, int slot) {
+    uint64_t h = ((uint64_t)(uintptr_t)n + (uint64_t)(uint32_t)slot * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+    h *= 0x94D049BB133111EBull;
+    return h ^ (h >> 29);
+}
+
+static bool is_def(const Frame *f, const AmpValue *v) {
+    return (f->state[v->id] & VS_DEF) || (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER));
+}
+
 /* The frame whose graph defines v, searching outwards from f; NULL if none encloses. */
 static Frame *frame_of(Frame *f, const AmpValue *v) {
     while (f && f->g != v->graph) f = f->up;
@@ -171,11 +187,12 @@ static AmpCode check_use(Ctx *c, Frame *f, AmpNode *n, int slot, AmpValue *v) {
         return vfail(c, AMP_ERR_INTERNAL, g, n, "input %d '%s' is not in its graph's value table",
                      slot, v->name);
     df->refs[v->id]++;
+    df->sig[v->id] += use_sig(n, slot);
     if (v->flags & AMP_VALUE_UNDEFINED)
         return vfail(c, AMP_ERR_INPUT, g, n,
                      "input %d '%s' is undefined: no node, graph input or initializer of this "
                      "graph or an enclosing one defines it", slot, v->name);
-    if (df->state[v->id] & VS_DEF) return AMP_OK;
+    if (is_def(df, v)) return AMP_OK;
     AmpNode *p = v->producer;
     if (!p && !(v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)))
         return vfail(c, AMP_ERR_INPUT, g, n,
@@ -218,7 +235,7 @@ static AmpCode check_graph_outputs(Ctx *c, Frame *f) {
         if (v->id >= df->g->n_values || df->g->values[v->id] != v)
             return vfail(c, AMP_ERR_INTERNAL, g, NULL,
                          "graph output '%s' is not in its graph's value table", v->name);
-        if (v->flags & AMP_VALUE_UNDEFINED || !(df->state[v->id] & VS_DEF))
+        if (v->flags & AMP_VALUE_UNDEFINED || !is_def(df, v))
             return vfail(c, AMP_ERR_INPUT, g, NULL,
                          "graph output '%s' is undefined: no node produces it and it is neither "
                          "a graph input nor an initializer", v->name);
@@ -468,7 +485,7 @@ static AmpCode check_outputs(Ctx *c, Frame *f, AmpNode *n) {
         if (g->parent && g->owner) {
             AmpValue *w = amp_graph_lookup(g->parent, v->name);
             Frame *wf = w ? frame_of(f->up, w) : NULL;
-            if (wf && w->id < wf->g->n_values && (wf->state[w->id] & VS_DEF))
+            if (wf && w->id < wf->g->n_values && wf->g->values[w->id] == w && is_def(wf, w))
                 return vfail(c, AMP_ERR_INPUT, g, n,
                              "output %d '%s' redefines a value of an enclosing graph", i, v->name);
         }
@@ -518,29 +535,28 @@ static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
 
 /* ---- graphs ---------------------------------------------------------------------- */
 
-/* Values of g: table consistency, what is defined on entry, initializer tensors. */
-static AmpCode check_values(Ctx *c, Frame *f) {
+/* One value of g (the table's entry i): the table's consistency, its initializer tensor. */
+static AmpCode check_value(Ctx *c, const AmpGraph *g, size_t i, const AmpValue *v) {
+    if (!v || v->id != i || v->graph != g)
+        return vfail(c, AMP_ERR_INTERNAL, g, NULL, "value table entry %zu is inconsistent", i);
+    if (!(v->flags & AMP_VALUE_INITIALIZER)) return AMP_OK;
+    const AmpTensor *t = v->initializer;
+    if (!t)
+        return vfail(c, AMP_ERR_INTERNAL, g, NULL, "initializer '%s' has no tensor", v->name);
+    if (t->dtype == AMP_DT_UNDEFINED)
+        return vfail(c, AMP_ERR_INPUT, g, NULL, "initializer '%s' has no data type", v->name);
+    if (v->type.kind == AMP_TYPE_TENSOR && v->type.dtype != AMP_DT_UNDEFINED && v->type.dtype != t->dtype)
+        return vfail(c, AMP_ERR_INPUT, g, NULL, "initializer '%s' holds %s data but the value is declared %s",
+                     v->name, amp_dtype_name(t->dtype), amp_dtype_name(v->type.dtype));
+    return AMP_OK;
+}
+
+/* Graph inputs: each listed once, a value of g flagged as an input. */
+static AmpCode check_inputs(Ctx *c, Frame *f) {
     AmpGraph *g = f->g;
-    for (size_t i = 0; i < g->n_values; i++) {
-        AmpValue *v = g->values[i];
-        if (!v || v->id != i || v->graph != g)
-            return vfail(c, AMP_ERR_INTERNAL, g, NULL, "value table entry %zu is inconsistent", i);
-        if (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)) f->state[i] |= VS_DEF;
-        if (!(v->flags & AMP_VALUE_INITIALIZER)) continue;
-        const AmpTensor *t = v->initializer;
-        if (!t)
-            return vfail(c, AMP_ERR_INTERNAL, g, NULL, "initializer '%s' has no tensor", v->name);
-        if (t->dtype == AMP_DT_UNDEFINED)
-            return vfail(c, AMP_ERR_INPUT, g, NULL, "initializer '%s' has no data type", v->name);
-        if (v->type.kind == AMP_TYPE_TENSOR && v->type.dtype != AMP_DT_UNDEFINED &&
-            v->type.dtype != t->dtype)
-            return vfail(c, AMP_ERR_INPUT, g, NULL,
-                         "initializer '%s' holds %s data but the value is declared %s", v->name,
-                         amp_dtype_name(t->dtype), amp_dtype_name(v->type.dtype));
-    }
     for (size_t i = 0; i < g->inputs.n; i++) {
         AmpValue *v = g->inputs.items[i].value;
-        if (!v || v->graph != g || !(v->flags & AMP_VALUE_INPUT))
+        if (!v || v->graph != g || !(v->flags & AMP_VALUE_INPUT) || v->id >= g->n_values || g->values[v->id] != v)
             return vfail(c, AMP_ERR_INTERNAL, g, NULL, "graph input %zu is inconsistent", i);
         if (f->state[v->id] & VS_LISTED_IN)
             return vfail(c, AMP_ERR_INPUT, g, NULL, "graph input '%s' is listed twice", v->name);
@@ -549,13 +565,16 @@ static AmpCode check_values(Ctx *c, Frame *f) {
     return AMP_OK;
 }
 
-/* After the walk: every producer link points at a linked node, and every use list
- * matches the input slots that read the value (passes rely on both). Uses from
+/* After the walk, each value (check_value, and:) every producer link points at a linked
+ * node, and every use list matches the input slots that read the value (passes rely on
+ * both). Uses from
  * subgraphs and training graphs were counted while those were walked inside this one. */
 static AmpCode check_links(Ctx *c, Frame *f) {
     AmpGraph *g = f->g;
     for (size_t i = 0; i < g->n_values; i++) {
         AmpValue *v = g->values[i];
+        AmpCode rc = check_value(c, g, i, v);
+        if (rc) return rc;
         if (v->producer && !(f->state[i] & VS_PRODUCED))
             return vfail(c, AMP_ERR_INTERNAL, g, NULL,
                          "value '%s' names a producer that is not linked into the graph", v->name);
@@ -563,13 +582,11 @@ static AmpCode check_links(Ctx *c, Frame *f) {
             return vfail(c, AMP_ERR_INTERNAL, g, NULL,
                          "value '%s' has %zu uses recorded but %lu input slots read it", v->name,
                          v->n_uses, (unsigned long)f->refs[i]);
-        for (size_t u = 0; u < v->n_uses; u++) {
-            const AmpUse *us = &v->uses[u];
-            if (!us->node || us->slot < 0 || us->slot >= us->node->n_inputs ||
-                us->node->inputs[us->slot] != v)
-                return vfail(c, AMP_ERR_INTERNAL, g, NULL,
-                             "value '%s' has a use that its node does not make", v->name);
-        }
+        uint64_t sig = 0;
+        for (size_t u = 0; u < v->n_uses; u++) sig += use_sig(v->uses[u].node, v->uses[u].slot);
+        if (sig != f->sig[i])
+            return vfail(c, AMP_ERR_INTERNAL, g, NULL, "value '%s' has a use that its node does not make",
+                         v->name);
     }
     return AMP_OK;
 }
@@ -577,18 +594,19 @@ static AmpCode check_links(Ctx *c, Frame *f) {
 static AmpCode verify_training(Ctx *c, Frame *main_frame);
 
 static AmpCode verify_graph(Ctx *c, Frame *up, AmpGraph *g) {
-    Frame f = {g, NULL, NULL, up, up ? up->depth + 1 : 0};
+    Frame f = {g, NULL, NULL, NULL, up, up ? up->depth + 1 : 0};
     if (f.depth > MAX_DEPTH)
         return vfail(c, AMP_ERR_UNSUPPORTED, g, NULL, "subgraphs nest deeper than %d", MAX_DEPTH);
     size_t nv = g->n_values ? g->n_values : 1;
-    f.state = calloc(nv, sizeof *f.state);
-    f.refs = calloc(nv, sizeof *f.refs);
+    f.state = amp_big_zalloc(nv * sizeof *f.state);
+    f.refs = amp_big_zalloc(nv * sizeof *f.refs);
+    f.sig = amp_big_zalloc(nv * sizeof *f.sig);
     AmpCode rc = AMP_OK;
-    if (!f.state || !f.refs) {
+    if (!f.state || !f.refs || !f.sig) {
         rc = amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");
         goto done;
     }
-    if ((rc = check_values(c, &f))) goto done;
+    if ((rc = check_inputs(c, &f))) goto done;
 
     size_t count = 0;
     AmpNode *prev = NULL;
@@ -609,8 +627,9 @@ static AmpCode verify_graph(Ctx *c, Frame *up, AmpGraph *g) {
     if (g == c->m->graph && !up && (rc = verify_training(c, &f))) goto done;
     rc = check_links(c, &f);
 done:
-    free(f.state);
-    free(f.refs);
+    amp_big_free(f.state, nv * sizeof *f.state);
+    amp_big_free(f.refs, nv * sizeof *f.refs);
+    amp_big_free(f.sig, nv * sizeof *f.sig);
     return rc;
 }
 

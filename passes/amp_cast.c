@@ -67,10 +67,26 @@ static bool map_put(AmpCastMap *mp, const AmpGraph *g, const AmpValue *v, AmpVal
 
 typedef struct Rewrite {
     AmpRun *r;
-    AmpCastMap map;
+    AmpCastMap map; /* copies of values of enclosing graphs (and of values made meanwhile) */
+    AmpValue **own; /* copies of g's own values, by id: n_own entries, g's values before */
+    size_t n_own;
     AmpGraph *g;  /* the graph being rewritten */
     AmpNode *top; /* the last Cast put at the top of g, NULL before the first */
 } Rewrite;
+
+/* The 16-bit copy of u made for the readers in w->g, or NULL. */
+static AmpValue *copy_of(const Rewrite *w, const AmpValue *u) {
+    if (u->graph == w->g && u->id < w->n_own) return w->own[u->id];
+    return map_get(&w->map, w->g, u);
+}
+
+static bool set_copy(Rewrite *w, const AmpValue *u, AmpValue *copy) {
+    if (u->graph == w->g && u->id < w->n_own) {
+        w->own[u->id] = copy;
+        return true;
+    }
+    return map_put(&w->map, w->g, u, copy);
+}
 
 static const char *short_name(int dt) {
     return dt == AMP_DT_FLOAT16 ? "fp16" : dt == AMP_DT_BFLOAT16 ? "bf16" : "fp32";
@@ -97,7 +113,7 @@ static AmpNode *new_cast(Rewrite *w, const char *name, AmpValue *in, AmpValue *o
         if (!a) return NULL;
         a->i = to;
     }
-    amp_node_set_input(c, 0, in);
+    if (amp_node_set_input(c, 0, in)) return NULL;
     amp_node_set_output(c, 0, out);
     c->mark = 0;
     w->r->n_casts++;
@@ -120,7 +136,7 @@ static bool move_pred(void *ctx, const AmpUse *u) {
     return amp_reads_16(c->r, c->g, u->node, u->slot) == c->want16;
 }
 
-static size_t move_readers(Rewrite *w, AmpValue *from, AmpValue *to, bool want16) {
+static AmpCode move_readers(Rewrite *w, AmpValue *from, AmpValue *to, bool want16) {
     MoveCtx c = {w->r, w->g, want16};
     return amp_uses_move(from, to, move_pred, &c);
 }
@@ -134,27 +150,47 @@ static void insert_top(Rewrite *w, AmpNode *c) {
     w->top = c;
 }
 
+/* Names the pass makes: `name` followed by suffixes, in a buffer of the caller's when it
+ * fits, else malloc'd (join_free gives it back). */
+typedef struct Joined {
+    char small[256];
+    char *s;
+} Joined;
+
+static char *join(Joined *j, const char *name, const char *a, const char *b, const char *c) {
+    const char *part[4] = {name, a, b, c};
+    size_t len[4], total = 1;
+    for (int i = 0; i < 4; i++) total += len[i] = part[i] ? strlen(part[i]) : 0;
+    j->s = total <= sizeof j->small ? j->small : malloc(total);
+    if (!j->s) return NULL;
+    char *p = j->s;
+    for (int i = 0; i < 4; i++) memcpy(p, part[i] ? part[i] : "", len[i]), p += len[i];
+    *p = '\0';
+    return j->s;
+}
+
+static void join_free(Joined *j) {
+    if (j->s != j->small) free(j->s);
+    j->s = NULL;
+}
+
 /* The 16-bit copy of float32 value u for the readers in w->g: made on first need, and
  * then every 16-bit reader of u in w->g reads it. */
 static AmpCode want_16(Rewrite *w, AmpValue *u) {
-    if (map_get(&w->map, w->g, u)) return AMP_OK; /* readers moved already */
-    const char *ds = short_name(w->r->dt);
-    size_t len = strlen(u->name) + 16;
-    char *base = malloc(len);
-    if (!base) return oom(w);
-    snprintf(base, len, "%s_to_%s", u->name, ds);
-    AmpValue *copy = amp_graph_new_value(w->g, base);
-    free(base);
+    if (copy_of(w, u)) return AMP_OK; /* readers moved already */
+    Joined j;
+    const char *base = join(&j, u->name, "_to_", short_name(w->r->dt), NULL);
+    AmpValue *copy = base ? amp_graph_new_value(w->g, base) : NULL;
+    join_free(&j);
     if (!copy) return oom(w);
     copy_type(copy, u, w->r->dt);
     AmpNode *c = new_cast(w, copy->name, u, copy, w->r->dt);
-    if (!c || !map_put(&w->map, w->g, u, copy)) return oom(w);
+    if (!c || !set_copy(w, u, copy)) return oom(w);
     if (u->producer && u->producer->graph == w->g)
         amp_node_insert_after(u->producer, c);
     else
         insert_top(w, c);
-    move_readers(w, u, copy, true);
-    return AMP_OK;
+    return move_readers(w, u, copy, true) ? oom(w) : AMP_OK;
 }
 
 /* After n's outputs have their new types: a 16-bit output that something reads in
@@ -170,34 +206,29 @@ static AmpCode settle_output(Rewrite *w, AmpNode *n, int o, const AmpType *old, 
     bool io_16 = r->opt->no_keep_io_types && w->g == r->m->graph;
     bool boundary = (v->flags & AMP_VALUE_OUTPUT) && !io_16;
     if (!fp32_reader && !boundary) return AMP_OK; /* 16 bits in place */
-    const char *ds = short_name(r->dt);
-    size_t len = strlen(v->name) + 16;
-    char *base = malloc(len);
-    if (!base) return oom(w);
+    Joined j;
     AmpNode *c;
     if (io_16 && (v->flags & AMP_VALUE_OUTPUT)) {
-        snprintf(base, len, "%s_to_fp32", v->name);
-        AmpValue *f = amp_graph_new_value(w->g, base);
-        free(base);
+        const char *base = join(&j, v->name, "_to_fp32", NULL, NULL);
+        AmpValue *f = base ? amp_graph_new_value(w->g, base) : NULL;
+        join_free(&j);
         if (!f) return oom(w);
         copy_type(f, v, AMP_DT_FLOAT);
-        move_readers(w, v, f, false);
-        if (!(c = new_cast(w, f->name, v, f, AMP_DT_FLOAT))) return oom(w);
+        if (move_readers(w, v, f, false) || !(c = new_cast(w, f->name, v, f, AMP_DT_FLOAT)))
+            return oom(w);
     } else {
-        snprintf(base, len, "%s_%s", v->name, ds);
-        AmpValue *h = amp_graph_new_value(w->g, base);
-        if (!h) return free(base), oom(w);
+        const char *base = join(&j, v->name, "_", short_name(r->dt), NULL);
+        AmpValue *h = base ? amp_graph_new_value(w->g, base) : NULL;
+        join_free(&j);
+        if (!h) return oom(w);
         h->type = v->type; /* the 16-bit type the node computes */
         v->type = *old;    /* the name keeps its float32 type */
         amp_node_set_output(n, o, h);
-        free(base);
-        len = strlen(h->name) + 16;
-        if (!(base = malloc(len))) return oom(w);
-        snprintf(base, len, "%s_to_fp32", h->name);
-        const char *cname = amp_graph_unique_name(w->g, base);
-        free(base);
-        if (!cname || !(c = new_cast(w, cname, h, v, AMP_DT_FLOAT))) return oom(w);
-        move_readers(w, v, h, true);
+        base = join(&j, h->name, "_to_fp32", NULL, NULL);
+        const char *cname = base ? amp_graph_unique_name(w->g, base) : NULL;
+        join_free(&j);
+        if (!cname || !(c = new_cast(w, cname, h, v, AMP_DT_FLOAT)) || move_readers(w, v, h, true))
+            return oom(w);
     }
     amp_node_insert_after(*after, c);
     *after = c;
@@ -276,39 +307,79 @@ static AmpCode retype_inputs(Rewrite *w) {
         if (!r16) continue;
         x->type.dtype = r->dt;
         if (!r32) continue;
-        size_t len = strlen(x->name) + 16;
-        char *base = malloc(len);
-        if (!base) return oom(w);
-        snprintf(base, len, "%s_to_fp32", x->name);
-        AmpValue *f = amp_graph_new_value(g, base);
-        free(base);
+        Joined j;
+        const char *base = join(&j, x->name, "_to_fp32", NULL, NULL);
+        AmpValue *f = base ? amp_graph_new_value(g, base) : NULL;
+        join_free(&j);
         if (!f) return oom(w);
         copy_type(f, x, AMP_DT_FLOAT);
-        move_readers(w, x, f, false);
-        AmpNode *c = new_cast(w, f->name, x, f, AMP_DT_FLOAT);
+        AmpNode *c = move_readers(w, x, f, false) ? NULL : new_cast(w, f->name, x, f, AMP_DT_FLOAT);
         if (!c) return oom(w);
         insert_top(w, c);
     }
     return AMP_OK;
 }
 
+/* The names rewrite_node will ask for at allow node n (want_16 and settle_output),
+ * announced a few allow nodes ahead (amp_graph_prefetch_name). */
+static void prefetch_names(const Rewrite *w, const AmpNode *n) {
+    const char *ds = short_name(w->r->dt);
+    Joined j;
+    for (int k = 0; k < n->n_inputs; k++) {
+        const AmpValue *u = n->inputs[k];
+        if (!u || !amp_float_slot(n, k) || !amp_is_f32(u) || copy_of(w, u)) continue;
+        if (join(&j, u->name, "_to_", ds, NULL)) amp_graph_prefetch_name(w->g, j.s);
+        join_free(&j);
+    }
+    for (int o = 0; o < n->n_outputs; o++) {
+        const AmpValue *v = n->outputs[o];
+        if (!amp_is_f32(v)) continue;
+        if (join(&j, v->name, "_", ds, NULL)) amp_graph_prefetch_name(w->g, j.s);
+        join_free(&j);
+        if (join(&j, v->name, "_", ds, "_to_fp32")) amp_graph_prefetch_name(w->g, j.s); /* its Cast */
+        join_free(&j);
+    }
+}
+
+enum { PREFETCH_ALLOW_AHEAD = 8 };
+
+static bool is_allow(const AmpRun *r, const AmpNode *n) {
+    uint32_t i = amp_idx(n);
+    return i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW;
+}
+
 static AmpCode rewrite_graph(Rewrite *w, AmpGraph *g) {
     AmpRun *r = w->r;
     w->g = g;
+    free(w->own);
+    w->n_own = g->n_values;
+    if (!(w->own = calloc(w->n_own ? w->n_own : 1, sizeof *w->own))) return oom(w);
     w->top = NULL;
     AmpCode rc = amp_weights(r, g);
     if (!rc && g == r->m->graph && r->opt->no_keep_io_types) rc = retype_inputs(w);
+    /* `ahead` runs PREFETCH_ALLOW_AHEAD allow nodes in front, announcing their names.
+     * (Nodes are only ever inserted behind it.) */
+    AmpNode *ahead = g->first;
+    for (int k = 0; ahead && k < PREFETCH_ALLOW_AHEAD; ahead = ahead->next)
+        if (is_allow(r, ahead)) prefetch_names(w, ahead), k++;
     for (AmpNode *n = g->first; n && !rc; n = n->next) {
-        uint32_t i = amp_idx(n);
-        if (i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW) rc = rewrite_node(w, n);
+        if (!is_allow(r, n)) continue;
+        for (; ahead; ahead = ahead->next)
+            if (is_allow(r, ahead)) {
+                prefetch_names(w, ahead);
+                ahead = ahead->next;
+                break;
+            }
+        rc = rewrite_node(w, n);
     }
     return rc;
 }
 
 AmpCode amp_rewrite(AmpRun *r) {
-    Rewrite w = {r, {NULL, 0, 0}, NULL, NULL};
+    Rewrite w = {r, {NULL, 0, 0}, NULL, 0, NULL, NULL};
     AmpCode rc = AMP_OK;
     for (size_t i = 0; !rc && i < r->n_graphs; i++) rc = rewrite_graph(&w, r->graphs[i]);
     free(w.map.slots);
+    free(w.own);
     return rc;
 }

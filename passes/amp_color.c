@@ -36,24 +36,6 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
     return true;
 }
 
-static AmpCode collect_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
-    AmpRun *r = ctx;
-    if (!grow((void **)&r->graphs, &r->cap_graphs, r->n_graphs + 1, sizeof *r->graphs) ||
-        !grow((void **)&r->ni, &r->cap, r->n + g->n_nodes, sizeof *r->ni))
-        return amp_fail(st, AMP_ERR_INTERNAL, "amp: out of memory");
-    r->graphs[r->n_graphs++] = g;
-    size_t end = r->n + g->n_nodes;
-    for (AmpNode *n = g->first; n && r->n < end; n = n->next) {
-        if (r->n >= (size_t)INT32_MAX - 1) return amp_fail(st, AMP_ERR_UNSUPPORTED, "amp: too many nodes");
-        AmpNodeInfo *x = &r->ni[r->n++];
-        memset(x, 0, sizeof *x);
-        x->node = n;
-        x->from = x->down_from = AMP_NO_NODE;
-        n->mark = (int)r->n;
-    }
-    return AMP_OK;
-}
-
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
     if (n->op == AMP_OP_UNKNOWN || c == AMP_CLASS_NEVER) return AMP_INELIG_CLASS;
     if (amp_op_info(n->op)->float_inputs == AMP_SLOTS_NONE) return AMP_INELIG_NO_SLOTS;
@@ -70,31 +52,130 @@ AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
             other = true;
     }
     if (!f32 || other) return AMP_INELIG_NO_F32;
-    int64_t opset = amp_model_opset(r->m, n->domain);
+    /* Most nodes are of the default domain, whose opset is looked up once. */
+    bool dflt = !n->domain || !*n->domain;
+    int64_t opset = dflt && r->opset_default >= 0 ? r->opset_default : amp_model_opset(r->m, n->domain);
     if (r->min_opset[n->op] > opset) return AMP_INELIG_OPSET;
-    if (r->dt == AMP_DT_BFLOAT16 && amp_model_opset(r->m, "") < 13) return AMP_INELIG_CAST_OPSET;
+    int64_t base = r->opset_default >= 0 ? r->opset_default : amp_model_opset(r->m, "");
+    if (r->dt == AMP_DT_BFLOAT16 && base < 13) return AMP_INELIG_CAST_OPSET;
     return AMP_ELIGIBLE;
 }
 
-AmpCode amp_collect(AmpRun *r) {
-    AmpCode rc = amp_model_walk(r->m, collect_graph, r, r->st);
-    if (rc) return rc;
-    for (size_t i = 0; i < r->n; i++) {
-        AmpNodeInfo *x = &r->ni[i];
-        x->cls = (unsigned char)(x->node->op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : r->cls[x->node->op]);
-        x->inelig = (unsigned char)amp_eligibility(r, x->node, (AmpOpClass)x->cls);
+/* Every node of g, then (in order) of the subgraphs of its nodes, as amp_model_walk
+ * visits them; each node's class and eligibility on the way (one visit per node). */
+static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
+    if (!grow((void **)&r->graphs, &r->cap_graphs, r->n_graphs + 1, sizeof *r->graphs) ||
+        !grow((void **)&r->ni, &r->cap, r->n + g->n_nodes, sizeof *r->ni))
+        return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
+    r->graphs[r->n_graphs++] = g;
+    size_t end = r->n + g->n_nodes;
+    AmpNode **owners = NULL;
+    size_t n_owners = 0, cap_owners = 0;
+    AmpCode rc = AMP_OK;
+    for (AmpNode *n = g->first; n && r->n < end; n = n->next) {
+        if (r->n >= (size_t)INT32_MAX - 1) {
+            rc = amp_fail(r->st, AMP_ERR_UNSUPPORTED, "amp: too many nodes");
+            break;
+        }
+        AmpNodeInfo *x = &r->ni[r->n++];
+        memset(x, 0, sizeof *x);
+        x->node = n;
+        x->from = x->down_from = AMP_NO_NODE;
+        n->mark = (int)r->n;
+        x->cls = (unsigned char)(n->op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : r->cls[n->op]);
+        x->inelig = (unsigned char)amp_eligibility(r, n, (AmpOpClass)x->cls);
         r->n_float += x->inelig == AMP_ELIGIBLE || x->inelig == AMP_INELIG_OPSET ||
                       x->inelig == AMP_INELIG_CAST_OPSET;
+        for (size_t i = 0; i < n->n_attrs; i++)
+            if (n->attrs[i].g || n->attrs[i].n_graphs) {
+                if (!grow((void **)&owners, &cap_owners, n_owners + 1, sizeof *owners)) {
+                    free(owners);
+                    return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
+                }
+                owners[n_owners++] = n;
+                break;
+            }
     }
-    return AMP_OK;
+    for (size_t k = 0; !rc && k < n_owners; k++)
+        for (size_t i = 0; !rc && i < owners[k]->n_attrs; i++) {
+            AmpAttr *at = &owners[k]->attrs[i];
+            if (at->g) rc = collect_graph(r, at->g);
+            for (size_t j = 0; !rc && j < at->n_graphs; j++) rc = collect_graph(r, at->graphs[j]);
+        }
+    free(owners);
+    return rc;
 }
 
-/* ---- neighbours ------------------------------------------------------------------ */
+AmpCode amp_collect(AmpRun *r) {
+    AmpModel *m = r->m;
+    r->opset_default = amp_model_opset(m, "");
+    AmpCode rc = collect_graph(r, m->graph);
+    for (size_t i = 0; !rc && i < m->n_training; i++) {
+        if (m->training[i].initialization) rc = collect_graph(r, m->training[i].initialization);
+        if (!rc && m->training[i].algorithm) rc = collect_graph(r, m->training[i].algorithm);
+    }
+    return rc;
+}
 
-/* The DFS stack. Neighbours of a node are its consumers (outputs) and/or producers
- * (inputs) in the same graph, through float32 values read at float data slots. */
+/* ---- neighbours ------------------------------------------------------------------
+ * Neighbours of a node are its consumers (outputs) and producers (inputs) in the same
+ * graph, through float32 values read at float data slots. They are listed once, before
+ * the painting, in compact arrays (each step below walks the whole graph again): the
+ * consumers in the order of the outputs and their use lists, the producers in input order. */
+
+typedef struct Adj {
+    uint32_t *off_out, *off_in; /* r->n + 1 each: node i's lists are [off[i], off[i + 1]) */
+    uint32_t *out, *in;
+    size_t n_out, n_in, cap_out, cap_in;
+} Adj;
+
+static bool edge(uint32_t **e, size_t *n, size_t *cap, uint32_t j) {
+    if (*n == *cap && !grow((void **)e, cap, *n + 1, sizeof **e)) return false;
+    (*e)[(*n)++] = j;
+    return true;
+}
+
+static bool build_adj(const AmpRun *r, Adj *a) {
+    memset(a, 0, sizeof *a);
+    a->off_out = malloc((r->n + 1) * sizeof *a->off_out);
+    a->off_in = malloc((r->n + 1) * sizeof *a->off_in);
+    if (!a->off_out || !a->off_in) return false;
+    for (size_t i = 0; i < r->n; i++) {
+        const AmpNode *n = r->ni[i].node;
+        a->off_out[i] = (uint32_t)a->n_out;
+        a->off_in[i] = (uint32_t)a->n_in;
+        for (int o = 0; o < n->n_outputs; o++) {
+            const AmpValue *v = n->outputs[o];
+            if (!amp_is_f32(v)) continue;
+            for (size_t u = 0; u < v->n_uses; u++) {
+                const AmpNode *c = v->uses[u].node;
+                uint32_t j = amp_idx(c);
+                if (c->graph == n->graph && j != AMP_NO_NODE && j != i && amp_float_slot(c, v->uses[u].slot) &&
+                    !edge(&a->out, &a->n_out, &a->cap_out, j))
+                    return false;
+            }
+        }
+        for (int k = 0; k < n->n_inputs; k++) {
+            const AmpValue *v = n->inputs[k];
+            if (!amp_is_f32(v) || !v->producer || v->producer->graph != n->graph || !amp_float_slot(n, k)) continue;
+            uint32_t j = amp_idx(v->producer);
+            if (j != AMP_NO_NODE && j != i && !edge(&a->in, &a->n_in, &a->cap_in, j)) return false;
+        }
+        if (a->n_out > UINT32_MAX || a->n_in > UINT32_MAX) return false;
+    }
+    a->off_out[r->n] = (uint32_t)a->n_out;
+    a->off_in[r->n] = (uint32_t)a->n_in;
+    return true;
+}
+
+static void free_adj(Adj *a) {
+    free(a->off_out), free(a->off_in), free(a->out), free(a->in);
+}
+
+/* The DFS stack. */
 typedef struct Dfs {
     AmpRun *r;
+    const Adj *adj;
     uint32_t *stack;
     size_t n, cap;
     bool oom;
@@ -119,33 +200,18 @@ enum { DIR_OUT = 1, DIR_IN = 2 };
 /* What a traversal does: enter(j) decides whether to step into j (from i) and marks it. */
 typedef bool (*EnterFn)(AmpRun *r, uint32_t from, uint32_t j);
 
-static void step_into(Dfs *d, EnterFn enter, uint32_t i, const AmpNode *m) {
-    uint32_t j = amp_idx(m);
-    if (j != AMP_NO_NODE && j != i && enter(d->r, i, j)) push(d, j);
-}
-
 /* Depth first from root (already marked by the caller) over `dirs`. */
 static void dfs(Dfs *d, uint32_t root, int dirs, EnterFn enter) {
+    const Adj *a = d->adj;
     push(d, root);
     while (d->n && !d->oom) {
         uint32_t i = d->stack[--d->n];
-        const AmpNode *n = d->r->ni[i].node;
         if (dirs & DIR_OUT)
-            for (int o = 0; o < n->n_outputs; o++) {
-                const AmpValue *v = n->outputs[o];
-                if (!amp_is_f32(v)) continue;
-                for (size_t u = 0; u < v->n_uses; u++) {
-                    const AmpNode *c = v->uses[u].node;
-                    if (c->graph == n->graph && amp_float_slot(c, v->uses[u].slot)) step_into(d, enter, i, c);
-                }
-            }
+            for (uint32_t e = a->off_out[i]; e < a->off_out[i + 1]; e++)
+                if (enter(d->r, i, a->out[e])) push(d, a->out[e]);
         if (dirs & DIR_IN)
-            for (int k = 0; k < n->n_inputs; k++) {
-                const AmpValue *v = n->inputs[k];
-                if (!amp_is_f32(v) || !v->producer || v->producer->graph != n->graph || !amp_float_slot(n, k))
-                    continue;
-                step_into(d, enter, i, v->producer);
-            }
+            for (uint32_t e = a->off_in[i]; e < a->off_in[i + 1]; e++)
+                if (enter(d->r, i, a->in[e])) push(d, a->in[e]);
     }
 }
 
@@ -218,8 +284,10 @@ static bool enter_clear(AmpRun *r, uint32_t from, uint32_t j) {
 }
 
 void amp_color(AmpRun *r) {
-    Dfs d = {r, NULL, 0, 0, false};
+    Adj adj;
+    Dfs d = {r, &adj, NULL, 0, 0, false};
     size_t n = r->n;
+    if (!build_adj(r, &adj)) d.oom = true;
     /* 1. Allow-list ops that can take the 16-bit type. Forced nodes are deny already. */
     for (size_t i = 0; i < n; i++) {
         AmpNodeInfo *x = &r->ni[i];
@@ -264,6 +332,7 @@ void amp_color(AmpRun *r) {
         dfs(&d, (uint32_t)i, DIR_IN | DIR_OUT, enter_clear);
     }
     free(d.stack);
+    free_adj(&adj);
     /* Out of memory mid-way: paint nothing rather than half (the graph stays fp32). */
     for (size_t i = 0; d.oom && i < n; i++)
         if (r->ni[i].paint == AMP_PAINT_ALLOW) r->ni[i].paint = AMP_PAINT_NONE;

@@ -74,6 +74,7 @@ typedef struct AmpRun {
     const char *dt_short; /* "fp16" or "bf16": the suffix of names the pass makes */
     AmpOpClass cls[AMP_OP__COUNT];
     int min_opset[AMP_OP__COUNT]; /* amp_op_min_opset_16 for dt */
+    int64_t opset_default;        /* the model's ai.onnx opset (amp_collect); -1 before */
     AmpNodeInfo *ni;              /* every node; AmpNode.mark is its index + 1 (left so) */
     size_t n, cap;
     AmpGraph **graphs;            /* every graph, outer ones first (amp_model_walk's order) */

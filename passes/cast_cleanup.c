@@ -48,9 +48,19 @@ typedef struct Slot {
     AmpNode *cast;
 } Slot;
 
+/* The first Cast of each of the graph's own values, by value id (to one type: a Cast
+ * of the same value to another type goes to the map). */
+typedef struct First {
+    AmpNode *cast;
+    int to;
+} First;
+
 typedef struct Cleanup {
     Slot *slots; /* cleared for each graph */
     size_t cap, n;
+    const AmpGraph *g; /* the graph being cleaned */
+    First *first;      /* n_first entries: g's values when its cleaning began */
+    size_t n_first;
     AmpNode **dead;
     size_t n_dead, cap_dead;
     bool oom;
@@ -70,6 +80,14 @@ static void put(Slot *slots, size_t cap, Slot s) {
 /* The first Cast of (in, to) seen, or NULL after recording n as the first. */
 static AmpNode *first_cast(Cleanup *c, AmpNode *n, int to) {
     const AmpValue *in = n->inputs[0];
+    if (in->graph == c->g && in->id < c->n_first) {
+        First *f = &c->first[in->id];
+        if (!f->cast) {
+            *f = (First){n, to};
+            return NULL;
+        }
+        if (f->to == to) return f->cast;
+    }
     if (c->cap) {
         for (size_t i = hash(in, to) & (c->cap - 1); c->slots[i].in; i = (i + 1) & (c->cap - 1))
             if (c->slots[i].in == in && c->slots[i].to == to) return c->slots[i].cast;
@@ -113,6 +131,13 @@ static AmpCode clean_graph(Cleanup *c, AmpGraph *g, AmpStatus *st) {
     c->slots = NULL;
     c->cap = c->n = 0;
     c->n_dead = 0;
+    amp_big_free(c->first, c->n_first * sizeof *c->first);
+    c->g = g;
+    c->n_first = g->n_values;
+    if (!(c->first = amp_big_zalloc(c->n_first * sizeof *c->first))) {
+        c->n_first = 0;
+        return amp_fail(st, AMP_ERR_INTERNAL, "cast_cleanup: out of memory");
+    }
     AmpNode **own = NULL; /* nodes with subgraphs, cleaned after g */
     size_t n_owners = 0, cap_owners = 0;
     for (AmpNode *n = g->first; n && !c->oom; n = n->next) {
@@ -143,16 +168,16 @@ static AmpCode clean_graph(Cleanup *c, AmpGraph *g, AmpStatus *st) {
             AmpValue *a = p->inputs[0];
             int mid = cast_to(p);
             if (dtype_of(a) == to && dtype_of(x) == mid && exact(to, mid)) {
-                amp_uses_move(y, a, NULL, NULL);
-                kill(c, n);
+                if (amp_uses_move(y, a, NULL, NULL)) c->oom = true;
+                else kill(c, n);
                 continue;
             }
         }
         /* A duplicate of an earlier Cast of x to the same type. */
         AmpNode *first = first_cast(c, n, to);
         if (first) {
-            amp_uses_move(y, first->outputs[0], NULL, NULL);
-            kill(c, n);
+            if (amp_uses_move(y, first->outputs[0], NULL, NULL)) c->oom = true;
+            else kill(c, n);
         }
     }
     if (c->oom) {
@@ -196,5 +221,6 @@ AmpCode amp_pass_cast_cleanup(AmpModel *m, const AmpPassOptions *opt, AmpStatus 
     }
     free(c.slots);
     free(c.dead);
+    amp_big_free(c.first, c.n_first * sizeof *c.first);
     return rc;
 }

@@ -9,8 +9,8 @@
 #include "ir.h"
 
 /* Moves every use of `from` for which move(ctx, use) is true (NULL: every use) to `to`.
- * Graph output entries are not touched. Returns the number moved. */
-size_t amp_uses_move(AmpValue *from, AmpValue *to, bool (*move)(void *ctx, const AmpUse *u),
-                     void *ctx);
+ * Graph output entries are not touched. Out of memory: AMP_ERR_INTERNAL, nothing moved. */
+AmpCode amp_uses_move(AmpValue *from, AmpValue *to, bool (*move)(void *ctx, const AmpUse *u),
+                      void *ctx);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ampc.h"
 #include "backend.h"
@@ -279,6 +280,19 @@ static AmpCode count_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
     return AMP_OK;
 }
 
+static AmpCode count_nodes(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)st;
+    *(size_t *)ctx += g->n_nodes;
+    return AMP_OK;
+}
+
+/* The nodes of every graph (what the success message reports: cheaper than summarize). */
+static size_t node_count(AmpModel *m) {
+    size_t n = 0;
+    amp_model_walk(m, count_nodes, &n, NULL);
+    return n;
+}
+
 static Summary summarize(AmpModel *m) {
     Summary s = {0, 0, 0, 0, 0};
     AmpStatus st = {AMP_OK, ""};
@@ -353,7 +367,7 @@ static int cmd_verify(int argc, char **argv) {
 
 typedef struct ConvertArgs {
     const char *model, *out, *passes, *dump_after, *dump_dot;
-    bool print, verify, quiet, report;
+    bool print, verify, quiet, report, time;
     AmpExternalMode external;
     AmpDotOptions dot;
 } ConvertArgs;
@@ -378,30 +392,115 @@ static int inspect(const ConvertArgs *a, AmpModel *m) {
 /* The AMP options as given (a global: what it holds stays reachable until exit). */
 static AmpcAmp amp_args;
 
+/* --time: one line per phase on stderr, like gcc's -ftime-report: wall time, and the
+ * the CPU time of the thread doing the work (the honest number on a busy machine). */
+typedef struct PhaseTimer {
+    bool on;
+    double start[2], last[2]; /* seconds: wall (CLOCK_MONOTONIC), CPU */
+    double other[2];          /* the unnamed steps between phases, printed at the end */
+} PhaseTimer;
+
+static void clocks(double t[2]) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t[0] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    t[1] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void phase_line(const char *what, const char *name, const double ms[2]) {
+    char label[64];
+    snprintf(label, sizeof label, "%s%s%s", what, name && *name ? " " : "", name ? name : "");
+    fprintf(stderr, "ampc: time: %-24s %9.1f ms  (cpu %9.1f ms)\n", label, ms[0], ms[1]);
+}
+
+/* Ends the phase that began at the previous call (or at the start) and names it;
+ * what == NULL counts it as "other". */
+static void phase_done(PhaseTimer *t, const char *what, const char *name) {
+    if (!t->on) return;
+    double now[2], ms[2];
+    clocks(now);
+    for (int i = 0; i < 2; i++) {
+        ms[i] = (now[i] - t->last[i]) * 1e3;
+        if (!what) t->other[i] += ms[i];
+        t->last[i] = now[i];
+    }
+    if (what) phase_line(what, name, ms);
+}
+
+static void phase_total(PhaseTimer *t) {
+    if (!t->on) return;
+    double now[2], ms[2];
+    clocks(now);
+    for (int i = 0; i < 2; i++) ms[i] = (now[i] - t->start[i]) * 1e3;
+    phase_line("other", NULL, t->other);
+    phase_line("total", NULL, ms);
+}
+
+/* Runs the pipeline one pass at a time so each gets its own time. */
+static AmpCode run_timed(AmpModel *m, const char *list, const AmpPipelineOptions *pl,
+                         PhaseTimer *t, AmpStatus *st) {
+    if (!t->on || strcmp(list, "none") == 0) {
+        AmpCode c = amp_run_pipeline(m, list, pl, st);
+        phase_done(t, "passes", "");
+        return c;
+    }
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        AmpPipelineOptions one = *pl;
+        if (one.dump_after && strcmp(one.dump_after, name) != 0) one.dump_after = NULL;
+        AmpCode c = amp_run_pipeline(m, name, &one, st);
+        phase_done(t, "pass", name);
+        if (c != AMP_OK) return c;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return AMP_OK;
+}
+
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
     const char *list = a->passes ? a->passes : amp_default_pipeline();
     if (!list || !list[0]) list = "none";
 
+    PhaseTimer tm = {.on = a->time};
+    if (tm.on) {
+        clocks(tm.start);
+        tm.last[0] = tm.start[0], tm.last[1] = tm.start[1];
+    }
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
-    AmpLoadOptions lo = {.skip_verify = false};
+    /* The loader's checks, then the verifier on the input (timed apart). */
+    AmpLoadOptions lo = {.skip_verify = true};
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model);
-    size_t nodes_before = summarize(m).nodes;
+    phase_done(&tm, "load", "");
+    c = amp_verify_model(m, &st);
+    if (c != AMP_OK) {
+        amp_model_free(m);
+        return fail_status(&st, c, a->model);
+    }
+    phase_done(&tm, "verify", "input");
+    size_t nodes_before = a->quiet ? 0 : node_count(m);
     int arc = ampc_amp_check_explain(&amp_args, m, a->model, list);
     if (arc) {
         amp_model_free(m);
         return arc;
     }
+    phase_done(&tm, NULL, NULL);
 
     AmpPassOptions popt = amp_args.po; /* the amp pass's options (tools/cli_amp.c) */
     AmpPipelineOptions pl = {.verify_each = false,
                              .dump_after = a->dump_after,
                              .dump_to = stdout,
                              .pass = &popt};
-    c = amp_run_pipeline(m, list, &pl, &st);
-    if (c == AMP_OK && a->verify) c = amp_verify_model(m, &st);
+    c = run_timed(m, list, &pl, &tm, &st);
+    if (c == AMP_OK && a->verify) {
+        c = amp_verify_model(m, &st);
+        phase_done(&tm, "verify", "output");
+    }
     if (c != AMP_OK) {
         int rc = fail_status(&st, c, a->model);
         amp_model_free(m);
@@ -411,17 +510,21 @@ static int cmd_convert(const ConvertArgs *a) {
 
     int rc = inspect(a, m);
     if (rc == AMP_OK) rc = finish_stdout();
+    phase_done(&tm, NULL, NULL);
     if (rc == AMP_OK && a->out) {
         AmpSaveOptions so = {.external = a->external, .external_min_bytes = 1024};
         c = amp_model_save_file(m, a->out, &so, &st);
+        phase_done(&tm, "save", "");
         if (c != AMP_OK) {
             rc = fail_status(&st, c, a->out);
         } else if (!a->quiet) {
-            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, summarize(m).nodes,
+            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, node_count(m),
                 nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }
     amp_model_free(m);
+    phase_done(&tm, "free", "");
+    phase_total(&tm);
     return rc;
 }
 
@@ -593,6 +696,7 @@ int main(int argc, char **argv) {
         case OPT_DOT_INITIALIZERS: a.dot.initializers = true; break;
         case OPT_NO_VERIFY: a.verify = false; break;
         case OPT_QUIET: a.quiet = true; break;
+        case OPT_TIME: a.time = true; break;
         case OPT_HELP: help = true; break;
         case OPT_VERSION: version = true; break;
         case OPT_EXTERNAL_DATA:

@@ -74,6 +74,9 @@
     AMPC_OPT(NO_VERIFY, "no-verify", 0, 0, "",                                                  \
              "skip the verifier after the passes (the loader's own checks still run)")          \
     AMPC_OPT(QUIET, "quiet", 'q', 0, "", "no message on success (errors are still printed)")    \
+    AMPC_OPT(TIME, "time", 0, 0, "",                                                            \
+             "print to stderr the time each phase took (load, each pass, verify, save, total), " \
+             "one line per phase, in ms")                                                       \
     AMPC_OPT(STEPS, "steps", 0, 1, "N",                                                         \
              "run: N training steps (or N inference runs); default 1")                          \
     AMPC_OPT(INPUTS, "inputs", 0, 1, "DIR",                                                     \

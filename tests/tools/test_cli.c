@@ -330,6 +330,23 @@ Test(cli, quiet_says_nothing) {
     run_free(&r);
 }
 
+Test(cli, time_reports_each_phase) {
+    char out[600];
+    tmp_path(out, sizeof out, "add_timed.onnx");
+    Run r = run_ampc("-q", "--time", ADD_MODEL, "-o", out, "--passes", "infer,cast_cleanup", NULL);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    static const char *const phases[] = {"load", "verify input", "pass infer", "pass cast_cleanup",
+                                         "verify output", "save", "total"};
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "ampc: time: %s ", phases[i]);
+        cr_assert_not_null(strstr(r.err, want), "no '%s' line in:\n%s", want, r.err);
+    }
+    cr_assert_str_empty(r.out, "--time writes to stderr only");
+    assert_loads(out);
+    run_free(&r);
+}
+
 Test(cli, no_passes_no_verify) {
     char out[600];
     tmp_path(out, sizeof out, "add_same.onnx");

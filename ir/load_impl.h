@@ -1,0 +1,120 @@
+/* Private to the loader: its state, shared by load.c (models and graphs) and load_msg.c
+ * (tensors, attributes, types, and the `rest` blobs of unmodelled fields). The loader
+ * decodes the protobuf wire format itself, straight into the model's arena. */
+#ifndef AMP_LOAD_IMPL_H
+#define AMP_LOAD_IMPL_H
+
+#include "ir.h"
+#include "onnx.pb-c.h"
+#include "wire.h"
+
+/* Subgraph nesting deeper than this is treated as hostile. */
+#define AMP_MAX_GRAPH_DEPTH 64
+
+/* (op_type, domain) as met in the file -> one copy of each string, and the op. */
+typedef struct AmpOpIntern {
+    uint64_t h; /* 0: empty */
+    const char *op_type, *domain;
+    size_t op_len, dom_len;
+    AmpOpId op;
+} AmpOpIntern;
+
+enum { AMP_OP_INTERN = 256 };
+
+/* Values met lately, by name hash: most inputs name a value made a few nodes before, or
+ * a weight read all over the graph, so this small table answers most look-ups without a
+ * visit to the graph's (big, cold) name map. */
+typedef struct AmpRecent {
+    AmpValue *v;
+    uint64_t h;
+} AmpRecent;
+
+enum { AMP_RECENT = 4096 };
+
+/* The output names' hashes of a node a few ahead of the one being made (load.c). */
+enum { AMP_AHEAD = 32, AMP_AHEAD_OUTPUTS = 4 };
+typedef struct AmpAhead {
+    const uint8_t *node; /* the NodeProto they belong to */
+    size_t n;
+    uint64_t h[AMP_AHEAD_OUTPUTS];
+} AmpAhead;
+
+typedef struct LoadCtx {
+    AmpModel *m;
+    AmpStatus *st;
+    int depth;
+    size_t total;        /* bytes of the whole input, for messages */
+    bool tensor_file;    /* a TensorProto file, not a model (for messages) */
+    uint8_t *scratch;    /* malloc'd: unmodelled fields gathered for their rest blob */
+    size_t scratch_cap;
+    AmpGraph **graphs;   /* malloc'd: graphs as they finish loading (inner ones first) */
+    const char **wheres; /* malloc'd: what messages call each of them */
+    size_t n_graphs, cap_graphs;
+    AmpOpIntern intern[AMP_OP_INTERN];
+    AmpRecent recent[AMP_RECENT];
+    AmpAhead ahead[AMP_AHEAD];
+} LoadCtx;
+
+/* A message's bytes in the input. */
+typedef struct Span {
+    const uint8_t *p;
+    size_t len;
+} Span;
+
+AmpCode amp_load_oom(LoadCtx *c);
+/* The input's encoding is malformed (a field of the wrong wire type, a bad packed array). */
+AmpCode amp_load_malformed(LoadCtx *c);
+
+/* A copy of string field f in the arena, cut at a NUL as protobuf-c reads it; NULL only
+ * when out of memory. */
+const char *amp_load_str(LoadCtx *c, const AmpWireField *f);
+
+/* The rest blob of the message [p, end): its fields whose numbers are not in `modelled`
+ * (a bit mask; numbers of 32 and up are never modelled) packed by protobuf-c as `desc`,
+ * so they come back in canonical order with unknown fields last. */
+AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+                      const uint8_t *end, uint32_t modelled, AmpBytes *out);
+
+/* The payload of singular message field `num` of [p, end), which occurs `count` >= 1
+ * times after `from`: the one payload, or (protobuf merges repeats) their concatenation,
+ * copied into the arena. */
+AmpCode amp_load_merged(LoadCtx *c, const uint8_t *from, const uint8_t *end, uint32_t num,
+                        size_t count, const uint8_t **data, size_t *len);
+
+/* The n StringStringEntryProtos of repeated field `num` of [msg, end), in file order. */
+AmpCode amp_load_pairs(LoadCtx *c, const uint8_t *msg, const uint8_t *end, uint32_t num, size_t n,
+                       AmpStrPair **out);
+
+AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *where,
+                        AmpTensor **out);
+/* Attribute [p, p + len) of node n; subgraphs are loaded with amp_load_graph. */
+AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpAttr *at);
+/* One ValueInfoProto kept in e (its bytes, its type parsed; the value takes the type if
+ * it has none). */
+AmpCode amp_load_value_info(LoadCtx *c, AmpValueInfo *e, const uint8_t *p, size_t len);
+/* The last `name` (field 1) of a message, as a span; false when it has none. */
+bool amp_load_name(const uint8_t *p, size_t len, uint32_t num, const char **name, size_t *n);
+
+AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *parent, AmpNode *owner,
+                       const char *where, AmpGraph **out);
+
+/* ---- load_node.c ---- */
+
+/* amp_graph_value: the value of g's own scope named so, made if absent; remembered. */
+AmpValue *amp_load_value_in(LoadCtx *c, AmpGraph *g, const char *name, size_t len, uint64_t h);
+/* amp_graph_lookup: the value named so that g sees, the values met lately first. */
+AmpValue *amp_load_lookup(LoadCtx *c, AmpGraph *g, const char *name, size_t len, uint64_t h);
+
+/* Every node output is a new entry of the (big, cold) name map: its place there is
+ * fetched this many nodes ahead (amp_load_prefetch_outputs, for node i), and the hashes
+ * kept for when the node is made. */
+enum { AMP_PREFETCH_AHEAD = 16 };
+void amp_load_prefetch_outputs(LoadCtx *c, const AmpGraph *g, Span s, size_t i);
+
+/* AmpNode.mark after pass 1: the node waits for pass 2 (0 once finished). */
+enum { AMP_NODE_LATER = 2 };
+/* Pass 1 for node i of g, made in *n (zeroed, of the graph's node array). */
+AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t i, const char *gwhere);
+AmpCode amp_load_node_pass2(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s);
+
+#endif

@@ -1,0 +1,255 @@
+/* The loader's NodeProtos (load.c calls it for each graph): a node made in pass 1 with
+ * its outputs, and finished there when it can be (its inputs all known), else in pass 2;
+ * op types interned, names hashed once and looked up first among the values met lately. */
+#include <string.h>
+
+#include "load_impl.h"
+#include "names.h"
+
+#define BIT(n) (1u << (n))
+
+/* ---- names ----------------------------------------------------------------------- */
+
+static AmpRecent *recent_slot(LoadCtx *c, uint64_t h) {
+    return &c->recent[(h >> 40) % AMP_RECENT];
+}
+
+/* The value of g's own scope named so, made if absent (amp_graph_value), remembered. */
+AmpValue *amp_load_value_in(LoadCtx *c, AmpGraph *g, const char *name, size_t len, uint64_t h) {
+    AmpValue *v = amp_graph_value_h(g, name, len, h);
+    if (v) *recent_slot(c, h) = (AmpRecent){v, h};
+    return v;
+}
+
+/* amp_graph_lookup: the value named so that g sees (its scope, then enclosing ones). A
+ * remembered value answers only when it is of g's own scope, which is searched first. */
+AmpValue *amp_load_lookup(LoadCtx *c, AmpGraph *g, const char *name, size_t len, uint64_t h) {
+    AmpRecent *r = recent_slot(c, h);
+    if (r->h == h && r->v && r->v->graph == g && strncmp(r->v->name, name, len) == 0 && r->v->name[len] == '\0')
+        return r->v;
+    AmpValue *v = amp_graph_lookup_h(g, name, len, h);
+    if (v && v->graph == g) *r = (AmpRecent){v, h};
+    return v;
+}
+
+/* ---- nodes ----------------------------------------------------------------------- */
+
+enum { N_INPUT = 1, N_OUTPUT = 2, N_NAME = 3, N_OP = 4, N_ATTR = 5, N_DOC = 6, N_DOMAIN = 7 };
+#define NODE_MODELLED \
+    (BIT(N_INPUT) | BIT(N_OUTPUT) | BIT(N_NAME) | BIT(N_OP) | BIT(N_ATTR) | BIT(N_DOC) | BIT(N_DOMAIN))
+
+/* What the first sweep over a NodeProto finds: the last of each string, and counts. */
+typedef struct NodeHead {
+    AmpWireField name, op, domain, doc;
+    bool has_name, has_op, has_domain, has_doc, rest;
+    size_t n_in, n_out, n_attr;
+} NodeHead;
+
+static AmpCode node_head(LoadCtx *c, Span s, NodeHead *h) {
+    h->has_name = h->has_op = h->has_domain = h->has_doc = h->rest = false;
+    h->n_in = h->n_out = h->n_attr = 0;
+    const uint8_t *p = s.p, *end = s.p + s.len;
+    AmpWireField f;
+    int r;
+    while ((r = amp_wire_next(&p, end, &f)) > 0) {
+        if (f.num > N_DOMAIN) {
+            h->rest = true;
+            continue;
+        }
+        if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
+        switch (f.num) {
+        case N_INPUT: h->n_in++; break;
+        case N_OUTPUT: h->n_out++; break;
+        case N_ATTR: h->n_attr++; break;
+        case N_NAME: h->name = f, h->has_name = true; break;
+        case N_OP: h->op = f, h->has_op = true; break;
+        case N_DOMAIN: h->domain = f, h->has_domain = true; break;
+        default: h->doc = f, h->has_doc = true; break;
+        }
+    }
+    return r < 0 ? amp_load_malformed(c) : AMP_OK;
+}
+
+/* op_type and domain come from a handful of strings: one copy of each pair, and its op. */
+static AmpCode intern_op(LoadCtx *c, const NodeHead *h, AmpNode *n) {
+    const char *op = h->has_op ? (const char *)h->op.data : NULL;
+    const char *dom = h->has_domain ? (const char *)h->domain.data : NULL;
+    size_t op_len = op ? amp_wire_strlen(&h->op) : 0, dom_len = dom ? amp_wire_strlen(&h->domain) : 0;
+    uint64_t hash = amp_name_hash(op ? op : "", op_len) * 31 + amp_name_hash(dom ? dom : "", dom_len);
+    hash = (hash << 2 | (op != NULL) << 1 | (dom != NULL)) | 1u << 31; /* never 0 */
+    AmpOpIntern *e = &c->intern[(hash >> 8) % AMP_OP_INTERN];
+    if (!(e->h == hash && e->op_len == op_len && e->dom_len == dom_len && (e->op_type != NULL) == (op != NULL) &&
+          (e->domain != NULL) == (dom != NULL) && (!op || memcmp(e->op_type, op, op_len) == 0) &&
+          (!dom || memcmp(e->domain, dom, dom_len) == 0))) {
+        AmpArena *a = &c->m->arena;
+        const char *o = op ? amp_arena_strndup(a, op, op_len) : NULL;
+        const char *d = dom ? amp_arena_strndup(a, dom, dom_len) : NULL;
+        if ((op && !o) || (dom && !d)) return amp_load_oom(c);
+        *e = (AmpOpIntern){hash, o, d, op_len, dom_len, amp_op_lookup(d, o ? o : "")};
+    }
+    n->op_type = e->op_type;
+    n->domain = e->domain;
+    n->op = e->op;
+    return AMP_OK;
+}
+
+void amp_load_prefetch_outputs(LoadCtx *c, const AmpGraph *g, Span s, size_t i) {
+    AmpAhead *a = &c->ahead[i % AMP_AHEAD];
+    a->node = s.p;
+    a->n = 0;
+    const uint8_t *p = s.p, *end = s.p + s.len;
+    AmpWireField f;
+    while (a->n < AMP_AHEAD_OUTPUTS && amp_wire_next(&p, end, &f) > 0)
+        if (f.num == N_OUTPUT && f.wt == AMP_WT_LEN) {
+            uint64_t h = amp_name_hash((const char *)f.data, amp_wire_strlen(&f));
+            amp_graph_prefetch_hash(g, h);
+            a->h[a->n++] = h;
+        } else if (f.num > N_OUTPUT) {
+            break; /* outputs come before the other fields in files that are in order */
+        }
+}
+
+/* AmpNode.mark while the graph loads: the node has unmodelled fields (and AMP_AMP_NODE_LATER). */
+enum { NODE_REST = 1 };
+
+/* Whether attribute record f holds a graph (g, field 6, or graphs, field 11). */
+static bool attr_has_graph(const AmpWireField *af) {
+    const uint8_t *p = af->data, *end = af->data + af->len;
+    AmpWireField f;
+    while (amp_wire_next(&p, end, &f) > 0)
+        if (f.num == 6 || f.num == 11) return true;
+    return false;
+}
+
+/* The node's attributes and its rest (the inputs are the caller's). */
+static AmpCode node_attrs(LoadCtx *c, AmpNode *n, Span s, bool rest) {
+    const uint8_t *p, *end = s.p + s.len;
+    AmpWireField f;
+    AmpCode rc = AMP_OK;
+    if (n->n_attrs) {
+        size_t na = n->n_attrs, k = 0;
+        n->n_attrs = 0;
+        if (!(n->attrs = amp_arena_calloc(&c->m->arena, na, sizeof *n->attrs))) return amp_load_oom(c);
+        n->n_attrs = na;
+        for (p = s.p; !rc && k < na && amp_wire_next(&p, end, &f) > 0;)
+            if (f.num == N_ATTR) rc = amp_load_attr(c, f.data, f.len, n, &n->attrs[k++]);
+        if (rc) return rc;
+    }
+    return rest ? amp_load_rest(c, &onnx__node_proto__descriptor, s.p, end, NODE_MODELLED, &n->rest) : AMP_OK;
+}
+
+/* Pass 1 for one node: the node itself (its input and output arrays right behind it),
+ * appended to g, and its outputs defined. When every input names a value of g made
+ * already (a graph input, an initializer, an earlier node's output: always so in a graph
+ * in topological order) and no attribute holds a graph, the node is finished here; else
+ * in pass 2, where inputs may name outputs of later nodes and subgraphs see them all. */
+AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t i, const char *gwhere) {
+    NodeHead h;
+    AmpCode rc = node_head(c, s, &h);
+    if (rc) return rc;
+    if (h.n_in > INT32_MAX || h.n_out > INT32_MAX)
+        return amp_fail(c->st, AMP_ERR_INPUT, "%s: node %zu has too many inputs or outputs", gwhere, i);
+    AmpArena *a = &c->m->arena;
+    size_t name_len = h.has_name ? amp_wire_strlen(&h.name) : 0;
+    size_t io = (h.n_in + h.n_out) * sizeof(AmpValue *), tail = io + (h.has_name ? name_len + 1 : 0);
+    /* The input and output arrays and the name together (the node is in the graph's array). */
+    uint8_t *t = tail ? amp_arena_alloc(a, tail) : NULL;
+    if (tail && !t) return amp_load_oom(c);
+    n->graph = g;
+    n->n_inputs = (int)h.n_in;
+    n->n_outputs = (int)h.n_out;
+    n->inputs = h.n_in ? (AmpValue **)t : NULL;
+    n->outputs = h.n_out ? (AmpValue **)t + h.n_in : NULL;
+    n->id = c->m->next_node_id++;
+    if (h.has_name) {
+        char *name = (char *)t + io;
+        amp_copy(name, h.name.data, name_len);
+        name[name_len] = '\0';
+        n->name = name;
+    }
+    if ((rc = intern_op(c, &h, n))) return rc;
+    if (h.has_doc && !(n->doc_string = amp_load_str(c, &h.doc))) return amp_load_oom(c);
+    n->n_attrs = h.n_attr; /* the array is made with the attributes */
+    amp_node_append(g, n);
+    const uint8_t *p = s.p, *end = s.p + s.len;
+    const AmpAhead *ah = &c->ahead[i % AMP_AHEAD];
+    size_t n_known = ah->node == s.p ? ah->n : 0;
+    AmpWireField f;
+    int k = 0;
+    while (k < n->n_outputs && amp_wire_next(&p, end, &f) > 0) {
+        if (f.num != N_OUTPUT) continue;
+        int slot = k++;
+        size_t len = amp_wire_strlen(&f);
+        if (!len) continue;
+        const char *name = (const char *)f.data;
+        AmpValue *v = amp_load_value_in(c, g, name, len, (size_t)slot < n_known ? ah->h[slot] : amp_name_hash(name, len));
+        if (!v) return amp_load_oom(c);
+        if (v->producer || (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)))
+            return amp_fail(c->st, AMP_ERR_INPUT, "%s: node '%s' (%s): output '%s' is already defined by %s%s%s",
+                            gwhere, n->name ? n->name : "", n->op_type ? n->op_type : "", v->name,
+                            v->producer ? "node '" : "a graph input or initializer",
+                            v->producer ? (v->producer->name ? v->producer->name : "") : "",
+                            v->producer ? "'" : "");
+        amp_node_set_output(n, slot, v);
+    }
+    /* Finish now? */
+    bool later = false;
+    for (p = s.p; h.n_attr && !later && amp_wire_next(&p, end, &f) > 0;)
+        if (f.num == N_ATTR) later = attr_has_graph(&f);
+    for (p = s.p, k = 0; !later && k < n->n_inputs && amp_wire_next(&p, end, &f) > 0;) {
+        if (f.num != N_INPUT) continue;
+        int slot = k++;
+        size_t len = amp_wire_strlen(&f);
+        if (!len) continue;
+        const char *name = (const char *)f.data;
+        AmpValue *v = amp_load_lookup(c, g, name, len, amp_name_hash(name, len));
+        if (!v || v->graph != g) later = true;
+        else n->inputs[slot] = v;
+    }
+    if (later) {
+        for (k = 0; k < n->n_inputs; k++) n->inputs[k] = NULL;
+        n->mark = AMP_NODE_LATER | (h.rest ? NODE_REST : 0);
+        return AMP_OK;
+    }
+    /* Inputs are only counted on their values here; the use lists are made once the whole
+     * model is loaded (fill_uses). */
+    for (k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k]) n->inputs[k]->n_uses++;
+    return node_attrs(c, n, s, h.rest);
+}
+
+/* Pass 2 for a node left by pass 1: attributes (subgraphs see every value of this
+ * scope), then the inputs. */
+AmpCode amp_load_node_pass2(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s) {
+    bool rest = n->mark & NODE_REST;
+    n->mark = 0;
+    AmpCode rc = node_attrs(c, n, s, false);
+    if (rc) return rc;
+    const uint8_t *p, *end = s.p + s.len;
+    AmpWireField f;
+    int k = 0;
+    for (p = s.p; k < n->n_inputs && amp_wire_next(&p, end, &f) > 0;) {
+        if (f.num != N_INPUT) continue;
+        int slot = k++;
+        size_t len = amp_wire_strlen(&f);
+        if (!len) continue;
+        const char *name = (const char *)f.data;
+        uint64_t h = amp_name_hash(name, len);
+        AmpValue *v = amp_load_lookup(c, g, name, len, h);
+        if (!v) {
+            if (!(v = amp_load_value_in(c, g, name, len, h))) return amp_load_oom(c);
+            v->flags |= AMP_VALUE_UNDEFINED;
+        }
+        n->inputs[slot] = v;
+        v->n_uses++;
+    }
+    /* The nodes that follow read these most. */
+    for (k = 0; k < n->n_outputs; k++) {
+        AmpValue *v = n->outputs[k];
+        if (!v) continue;
+        size_t len = strlen(v->name);
+        uint64_t h = amp_name_hash(v->name, len);
+        *recent_slot(c, h) = (AmpRecent){v, h};
+    }
+    return rest ? amp_load_rest(c, &onnx__node_proto__descriptor, s.p, end, NODE_MODELLED, &n->rest) : AMP_OK;
+}

@@ -1,0 +1,223 @@
+/* The saver's entry points: a model encoded (save.c) and written to a temporary file that
+ * is renamed over the output only once everything is written and synced (with external
+ * data in `<output>.data` when asked, or when one file would pass protobuf's 2 GB
+ * limit), or handed back as bytes; and one tensor as a TensorProto. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "save_impl.h"
+
+/* protobuf's hard limit for one message. */
+#define AMP_PROTO_MAX ((size_t)INT32_MAX)
+/* Room for the graph structure when AUTO decides on external data by tensor bytes. */
+#define AMP_AUTO_LIMIT (AMP_PROTO_MAX - ((size_t)64 << 20))
+
+/* Writes the buffer, gaps in their places. */
+static bool wbuf_write(const AmpWBuf *b, FILE *f) {
+    size_t pos = 0;
+    for (size_t i = 0; i < b->n_gaps; i++) {
+        const AmpWGap *g = &b->gaps[i];
+        if (g->at > pos && fwrite(b->data + pos, 1, g->at - pos, f) != g->at - pos) return false;
+        if (fwrite(g->data, 1, g->len, f) != g->len) return false;
+        pos = g->at;
+    }
+    return b->len == pos || fwrite(b->data + pos, 1, b->len - pos, f) == b->len - pos;
+}
+
+/* The buffer as one malloc'd block (its own when there are no gaps). */
+static uint8_t *wbuf_take(AmpWBuf *b, size_t *len) {
+    *len = b->len + b->gap_bytes;
+    if (!b->n_gaps && b->data) {
+        uint8_t *d = b->data;
+        b->data = NULL;
+        return d;
+    }
+    uint8_t *out = malloc(*len ? *len : 1);
+    if (!out) return NULL;
+    size_t pos = 0, k = 0;
+    for (size_t i = 0; i < b->n_gaps; i++) {
+        const AmpWGap *g = &b->gaps[i];
+        if (g->at > pos) memcpy(out + k, b->data + pos, g->at - pos);
+        k += g->at - pos;
+        memcpy(out + k, g->data, g->len);
+        k += g->len;
+        pos = g->at;
+    }
+    if (b->len > pos) memcpy(out + k, b->data + pos, b->len - pos);
+    return out;
+}
+
+/* A new file beside `path` (so the final rename stays on one filesystem), created
+ * O_EXCL with mode 0666 so the umask applies as it would to a plain fopen. */
+static FILE *open_temp(const char *path, char **tmp_out, AmpStatus *st) {
+    static unsigned long counter;
+    size_t n = strlen(path) + 48;
+    char *tmp = malloc(n);
+    if (!tmp) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory"), NULL;
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        snprintf(tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
+        free(tmp);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        amp_fail(st, AMP_ERR_INTERNAL, "%s: fdopen failed", path);
+        return NULL;
+    }
+    *tmp_out = tmp;
+    return f;
+}
+
+/* Flushes, syncs and closes; false (errno set) on any failure. */
+static bool close_synced(FILE *f) {
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    return fclose(f) == 0 && ok;
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Why an encoding failed: too big for one message, or out of memory / I/O. */
+static AmpCode encode_failed(const SaveCtx *c, const char *what) {
+    if (c->b.over)
+        return amp_fail(c->st, AMP_ERR_UNSUPPORTED,
+                        "%s%sthe model is over %zu bytes, protobuf's 2 GB limit; save with external data",
+                        what ? what : "", what ? ": " : "", AMP_PROTO_MAX);
+    return amp_fail(c->st, AMP_ERR_INTERNAL, "%s%sbuilding the output failed (out of memory or I/O error)",
+                    what ? what : "", what ? ": " : "");
+}
+
+AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
+    AmpSaveOptions dflt = {AMP_SAVE_EXTERNAL_AUTO, 1024};
+    if (!opt) opt = &dflt;
+    SaveCtx c;
+    amp_save_init(&c, m, st);
+    c.external_min = opt->external_min_bytes;
+    c.b.max = AMP_PROTO_MAX + 64;
+    c.b.reserve = true;
+    char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
+    FILE *f = NULL;
+    AmpCode rc = AMP_OK;
+    size_t n = strlen(path) + 6;
+    if (!(data_path = malloc(n))) {
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    snprintf(data_path, n, "%s.data", path);
+    c.data_name = base_name(data_path);
+    /* AUTO tries one file first; its tensors passing the limit restart it with a data file. */
+    c.auto_external = opt->external == AMP_SAVE_EXTERNAL_AUTO;
+    c.auto_limit = AMP_AUTO_LIMIT;
+    for (bool external = opt->external == AMP_SAVE_EXTERNAL_ALWAYS;;) {
+        if (external && !(c.data_file = open_temp(data_path, &data_tmp, st))) {
+            rc = st ? st->code : AMP_ERR_INTERNAL;
+            goto out;
+        }
+        amp_save_model(&c);
+        if (!c.restart) break;
+        amp_wbuf_free(&c.b);
+        c.b.max = AMP_PROTO_MAX + 64;
+        c.b.reserve = true;
+        c.restart = c.auto_external = false;
+        external = true;
+    }
+    if (c.failed || c.b.failed) {
+        rc = encode_failed(&c, path);
+        goto out;
+    }
+    if (c.b.len + c.b.gap_bytes > AMP_PROTO_MAX) {
+        rc = amp_fail(st, AMP_ERR_UNSUPPORTED,
+                      "%s: the model is %zu bytes, over protobuf's 2 GB limit; save with external data", path,
+                      c.b.len + c.b.gap_bytes);
+        goto out;
+    }
+    if (!(f = open_temp(path, &tmp, st))) {
+        rc = st ? st->code : AMP_ERR_INTERNAL;
+        goto out;
+    }
+    bool ok = wbuf_write(&c.b, f);
+    ok = close_synced(f) && ok;
+    f = NULL;
+    if (ok && c.data_file) {
+        ok = close_synced(c.data_file);
+        c.data_file = NULL;
+        if (ok && c.data_off == 0) {
+            /* Nothing was big enough to move out: no data file. */
+            unlink(data_tmp);
+        } else if (ok) {
+            ok = rename(data_tmp, data_path) == 0;
+        }
+        if (ok) {
+            free(data_tmp);
+            data_tmp = NULL;
+        }
+    }
+    if (!ok || rename(tmp, path) != 0) {
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        goto out;
+    }
+    free(tmp);
+    tmp = NULL;
+out:
+    if (f) fclose(f);
+    if (tmp) unlink(tmp), free(tmp);
+    if (c.data_file) fclose(c.data_file);
+    if (data_tmp) unlink(data_tmp), free(data_tmp);
+    free(data_path);
+    amp_wbuf_free(&c.b);
+    return rc;
+}
+
+AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st) {
+    *out = NULL;
+    *len = 0;
+    SaveCtx c;
+    amp_save_init(&c, m, st);
+    c.b.max = AMP_PROTO_MAX + 64;
+    amp_save_model(&c);
+    AmpCode rc = AMP_OK;
+    if (c.failed || c.b.failed) rc = encode_failed(&c, NULL);
+    else if (c.b.len + c.b.gap_bytes > AMP_PROTO_MAX)
+        rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "the model is %zu bytes, over protobuf's 2 GB limit",
+                      c.b.len + c.b.gap_bytes);
+    else if (!(*out = wbuf_take(&c.b, len)) && (*len || !(*out = malloc(1))))
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    if (rc) *len = 0;
+    amp_wbuf_free(&c.b);
+    return rc;
+}
+
+AmpCode amp_tensor_save_bytes(AmpModel *m, AmpTensor *t, uint8_t **out, size_t *len, AmpStatus *st) {
+    *out = NULL;
+    *len = 0;
+    SaveCtx c;
+    amp_save_init(&c, m, st);
+    c.b.max = AMP_PROTO_MAX + 64;
+    amp_save_tensor(&c, t, false);
+    AmpCode rc = AMP_OK;
+    if (c.failed || (c.b.failed && !c.b.over))
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "tensor '%s': building the output failed (out of memory)",
+                      t->name ? t->name : "");
+    else if (c.b.over || c.b.len + c.b.gap_bytes > AMP_PROTO_MAX)
+        rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "tensor '%s' is over protobuf's 2 GB limit", t->name ? t->name : "");
+    else if (!(*out = wbuf_take(&c.b, len)) && (*len || !(*out = malloc(1))))
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    if (rc) *len = 0;
+    amp_wbuf_free(&c.b);
+    return rc;
+}

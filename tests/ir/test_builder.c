@@ -1,0 +1,200 @@
+/* The builder API's edge cases: an edit that runs out of memory (an arena limit makes it)
+ * fails with AMP_ERR_INTERNAL and leaves the graph as it was; amp_graph_unique_name and
+ * amp_graph_new_value give names that no value of the model has, in any graph. */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "ir.h"
+
+/* A model with graph inputs x and y (float [2]) and one Relu per name in `outs`, each
+ * reading x. */
+static AmpModel *model_with(const char *const *outs, size_t n) {
+    AmpModel *m = amp_model_new();
+    cr_assert_not_null(m);
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 17, true};
+    m->n_opsets = 1;
+    m->has = AMP_MODEL_HAS_IR_VERSION;
+    m->ir_version = 8;
+    AmpGraph *g = m->graph;
+    static const char *const ins[] = {"x", "y"};
+    for (int i = 0; i < 2; i++) {
+        AmpValue *v = amp_graph_value(g, ins[i]);
+        cr_assert_not_null(v);
+        v->type.kind = AMP_TYPE_TENSOR;
+        v->type.dtype = AMP_DT_FLOAT;
+        cr_assert_not_null(amp_graph_add_input(g, v));
+    }
+    for (size_t i = 0; i < n; i++) {
+        AmpNode *r = amp_node_new(g, "", "Relu", outs[i], 1, 1);
+        cr_assert_not_null(r);
+        cr_assert_eq(amp_node_set_input(r, 0, amp_graph_lookup(g, "x")), AMP_OK);
+        amp_node_set_output(r, 0, amp_graph_value(g, outs[i]));
+        amp_node_append(g, r);
+        cr_assert_not_null(amp_graph_add_output(g, r->outputs[0]));
+    }
+    return m;
+}
+
+static void expect_valid(AmpModel *m) {
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_verify_model(m, &st), AMP_OK, "%s", st.msg);
+}
+
+/* No more arena memory from here on. */
+static void exhaust(AmpModel *m) {
+    m->arena.limit = m->arena.used_bytes ? m->arena.used_bytes : 1;
+}
+
+Test(builder, set_input_out_of_memory_changes_nothing) {
+    static const char *const outs[] = {"r"};
+    AmpModel *m = model_with(outs, 1);
+    AmpGraph *g = m->graph;
+    AmpNode *n = g->first;
+    AmpValue *x = amp_graph_lookup(g, "x"), *y = amp_graph_lookup(g, "y");
+    cr_assert_eq(y->n_uses, 0);
+    exhaust(m);
+    /* y has no room for a use: the edit fails, x keeps its reader. */
+    cr_assert_eq(amp_node_set_input(n, 0, y), AMP_ERR_INTERNAL);
+    cr_assert_eq(n->inputs[0], x);
+    cr_assert_eq(x->n_uses, 1);
+    cr_assert_eq(x->uses[0].node, n);
+    cr_assert_eq(y->n_uses, 0);
+    expect_valid(m);
+    /* Clearing an input needs no memory. */
+    cr_assert_eq(amp_node_set_input(n, 0, NULL), AMP_OK);
+    cr_assert_eq(x->n_uses, 0);
+    cr_assert_eq(amp_node_set_input(n, 0, x), AMP_OK, "x's use list has room for its old use");
+    /* With memory again, the edit goes through. */
+    m->arena.limit = 0;
+    cr_assert_eq(amp_node_set_input(n, 0, y), AMP_OK);
+    cr_assert_eq(n->inputs[0], y);
+    cr_assert_eq(x->n_uses, 0);
+    cr_assert_eq(y->n_uses, 1);
+    expect_valid(m);
+    amp_model_free(m);
+}
+
+Test(builder, replace_uses_out_of_memory_changes_nothing) {
+    static const char *const outs[] = {"a", "b", "c"};
+    AmpModel *m = model_with(outs, 3);
+    AmpGraph *g = m->graph;
+    AmpValue *x = amp_graph_lookup(g, "x"), *y = amp_graph_lookup(g, "y");
+    cr_assert_eq(x->n_uses, 3);
+    exhaust(m);
+    cr_assert_eq(amp_value_replace_uses(x, y, false), AMP_ERR_INTERNAL);
+    cr_assert_eq(x->n_uses, 3, "a failed replace moved some uses");
+    cr_assert_eq(y->n_uses, 0);
+    for (AmpNode *n = g->first; n; n = n->next) cr_assert_eq(n->inputs[0], x);
+    expect_valid(m);
+    m->arena.limit = 0;
+    cr_assert_eq(amp_value_replace_uses(x, y, false), AMP_OK);
+    cr_assert_eq(x->n_uses, 0);
+    cr_assert_eq(y->n_uses, 3);
+    for (AmpNode *n = g->first; n; n = n->next) cr_assert_eq(n->inputs[0], y);
+    cr_assert_eq(amp_value_replace_uses(y, y, false), AMP_OK, "replacing a value by itself");
+    expect_valid(m);
+    amp_model_free(m);
+}
+
+Test(builder, new_value_out_of_memory_is_null) {
+    static const char *const outs[] = {"r"};
+    AmpModel *m = model_with(outs, 1);
+    size_t before = m->graph->n_values;
+    exhaust(m);
+    cr_assert_null(amp_graph_new_value(m->graph, "fresh"));
+    cr_assert_null(amp_node_new(m->graph, "", "Relu", "n", 1, 1));
+    cr_assert_eq(m->graph->n_values, before);
+    cr_assert_null(amp_graph_lookup(m->graph, "fresh"), "a failed new value is half there");
+    expect_valid(m);
+    amp_model_free(m);
+}
+
+Test(builder, unique_name_in_one_graph) {
+    static const char *const outs[] = {"r"};
+    AmpModel *m = model_with(outs, 1);
+    AmpGraph *g = m->graph;
+    cr_assert_str_eq(amp_graph_unique_name(g, "free"), "free");
+    cr_assert_str_eq(amp_graph_unique_name(g, "x"), "x_1");
+    cr_assert_not_null(amp_graph_value(g, "x_1"));
+    cr_assert_str_eq(amp_graph_unique_name(g, "x"), "x_2");
+    AmpValue *v = amp_graph_new_value(g, "r");
+    cr_assert_not_null(v);
+    cr_assert_str_eq(v->name, "r_1");
+    cr_assert_eq(amp_graph_lookup(g, "r_1"), v);
+    amp_model_free(m);
+}
+
+/* An If whose branches define values named `then_name` and "e"; the main graph has x, y
+ * and the If's output. */
+static AmpModel *model_with_if(const char *then_name, AmpGraph **then_out) {
+    static const char *const outs[] = {"r"};
+    AmpModel *m = model_with(outs, 1);
+    AmpGraph *g = m->graph;
+    AmpValue *c = amp_graph_value(g, "c");
+    c->type.kind = AMP_TYPE_TENSOR;
+    c->type.dtype = AMP_DT_BOOL;
+    c->type.rank = 0;
+    amp_graph_add_input(g, c);
+    AmpNode *ifn = amp_node_new(g, "", "If", "if", 1, 1);
+    amp_node_set_input(ifn, 0, c);
+    amp_node_set_output(ifn, 0, amp_graph_value(g, "z"));
+    amp_node_append(g, ifn);
+    amp_graph_add_output(g, ifn->outputs[0]);
+    const char *attr[2] = {"then_branch", "else_branch"}, *names[2] = {then_name, "e"};
+    for (int k = 0; k < 2; k++) {
+        AmpGraph *b = amp_graph_new(m, g);
+        cr_assert_not_null(b);
+        b->owner = ifn;
+        amp_node_add_attr(ifn, attr[k], AMP_ATTR_GRAPH)->g = b;
+        AmpNode *r = amp_node_new(b, "", "Relu", names[k], 1, 1);
+        amp_node_set_input(r, 0, amp_graph_lookup(b, "x"));
+        amp_node_set_output(r, 0, amp_graph_value(b, names[k]));
+        amp_node_append(b, r);
+        amp_graph_add_output(b, r->outputs[0]);
+        if (k == 0) *then_out = b;
+    }
+    return m;
+}
+
+Test(builder, unique_name_avoids_values_of_nested_subgraphs) {
+    AmpGraph *then_g = NULL;
+    AmpModel *m = model_with_if("t", &then_g);
+    AmpGraph *g = m->graph;
+    /* "t" is a value of the If's then branch only: the main graph does not see it, but a
+     * new main-graph value of that name would collide with it (ONNX forbids that). */
+    cr_assert_null(amp_graph_lookup(g, "t"));
+    cr_assert_str_eq(amp_graph_unique_name(g, "t"), "t_1");
+    AmpValue *v = amp_graph_new_value(g, "t");
+    cr_assert_not_null(v);
+    cr_assert_str_eq(v->name, "t_1");
+    /* Values made after the model-wide names were gathered count too, in any graph. */
+    cr_assert_not_null(amp_graph_value(then_g, "later"));
+    cr_assert_str_eq(amp_graph_unique_name(g, "later"), "later_1");
+    cr_assert_not_null(amp_graph_value(g, "both"));
+    cr_assert_str_eq(amp_graph_unique_name(then_g, "both"), "both_1");
+    /* A branch asking for a name of the other branch, or of the main graph. */
+    cr_assert_str_eq(amp_graph_unique_name(then_g, "e"), "e_1");
+    cr_assert_str_eq(amp_graph_unique_name(then_g, "x"), "x_1");
+    cr_assert_str_eq(amp_graph_unique_name(then_g, "t"), "t_2");
+    expect_valid(m);
+    amp_model_free(m);
+}
+
+Test(builder, unique_name_of_a_loaded_model_with_subgraphs) {
+    AmpGraph *then_g = NULL;
+    AmpModel *m = model_with_if("t", &then_g);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    AmpModel *l = NULL;
+    cr_assert_eq(amp_model_load_bytes(bytes, len, NULL, NULL, &l, &st), AMP_OK, "%s", st.msg);
+    free(bytes);
+    cr_assert_str_eq(amp_graph_unique_name(l->graph, "t"), "t_1");
+    cr_assert_str_eq(amp_graph_unique_name(l->graph, "e"), "e_1");
+    cr_assert_str_eq(amp_graph_unique_name(l->graph, "fresh"), "fresh");
+    amp_model_free(l);
+}
