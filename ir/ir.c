@@ -451,6 +451,27 @@ AmpAttr *amp_node_add_attr(AmpNode *n, const char *name, int type) {
     return at;
 }
 
+AmpNode *amp_node_new_cast(AmpGraph *g, const char *name, AmpValue *in, AmpValue *out, int to) {
+    AmpModel *m = g->model;
+    AmpNode *c = amp_node_new(g, "", "Cast", name, 1, 1);
+    if (!c) return NULL;
+    /* Cast-1 names the type with a string; Cast-6 and later take the enum. */
+    AmpAttr *a;
+    if (amp_model_opset(m, "") < 6) {
+        const char *s = to == AMP_DT_FLOAT16 ? "FLOAT16" : to == AMP_DT_BFLOAT16 ? "BFLOAT16" : "FLOAT";
+        a = amp_node_add_attr(c, "to", AMP_ATTR_STRING);
+        if (!a || !(a->s.data = (const uint8_t *)amp_arena_strdup(&m->arena, s))) return NULL;
+        a->s.len = strlen(s);
+    } else {
+        a = amp_node_add_attr(c, "to", AMP_ATTR_INT);
+        if (!a) return NULL;
+        a->i = to;
+    }
+    if (amp_node_set_input(c, 0, in)) return NULL;
+    amp_node_set_output(c, 0, out);
+    return c;
+}
+
 const AmpAttr *amp_node_attr(const AmpNode *n, const char *name) {
     for (size_t i = 0; i < n->n_attrs; i++)
         if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];

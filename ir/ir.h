@@ -377,6 +377,9 @@ AmpNode *amp_node_new(AmpGraph *g, const char *domain, const char *op_type, cons
 /* Keeps use lists right. Out of memory: AMP_ERR_INTERNAL and nothing changed. */
 AmpCode amp_node_set_input(AmpNode *n, int slot, AmpValue *v);
 void amp_node_set_output(AmpNode *n, int slot, AmpValue *v);  /* sets the producer */
+/* A detached Cast node `name`: out = Cast(in) to dtype `to`, its `to` attribute in the form
+ * the model's ai.onnx opset takes (a string before Cast-6). NULL on OOM. */
+AmpNode *amp_node_new_cast(AmpGraph *g, const char *name, AmpValue *in, AmpValue *out, int to);
 AmpAttr *amp_node_add_attr(AmpNode *n, const char *name, int type);
 const AmpAttr *amp_node_attr(const AmpNode *n, const char *name);
 int64_t amp_node_attr_int(const AmpNode *n, const char *name, int64_t dflt);

@@ -96,25 +96,10 @@ static AmpCode oom(Rewrite *w) {
     return amp_fail(w->r->st, AMP_ERR_INTERNAL, "amp: out of memory");
 }
 
-/* A detached Cast node named `name` (in -> out, converting to `to`). */
+/* A detached Cast node named `name` (in -> out, converting to `to`), counted. */
 static AmpNode *new_cast(Rewrite *w, const char *name, AmpValue *in, AmpValue *out, int to) {
-    AmpModel *m = w->r->m;
-    AmpNode *c = amp_node_new(w->g, "", "Cast", name, 1, 1);
+    AmpNode *c = amp_node_new_cast(w->g, name, in, out, to);
     if (!c) return NULL;
-    /* Cast-1 names the type with a string; Cast-6 and later take the enum. */
-    AmpAttr *a;
-    if (amp_model_opset(m, "") < 6) {
-        const char *s = to == AMP_DT_FLOAT16 ? "FLOAT16" : to == AMP_DT_BFLOAT16 ? "BFLOAT16" : "FLOAT";
-        a = amp_node_add_attr(c, "to", AMP_ATTR_STRING);
-        if (!a || !(a->s.data = (const uint8_t *)amp_arena_strdup(&m->arena, s))) return NULL;
-        a->s.len = strlen(s);
-    } else {
-        a = amp_node_add_attr(c, "to", AMP_ATTR_INT);
-        if (!a) return NULL;
-        a->i = to;
-    }
-    if (amp_node_set_input(c, 0, in)) return NULL;
-    amp_node_set_output(c, 0, out);
     c->mark = 0;
     w->r->n_casts++;
     return c;

@@ -84,7 +84,8 @@ static AmpNode *node(Ls *l, AmpGraph *g, const char *op, const char *what, AmpVa
     const char *name = cat(l, PREFIX, what);
     AmpNode *n = name ? amp_node_new(g, "", op, name, n_in, 1) : NULL;
     if (!n) return NULL;
-    for (int i = 0; i < n_in; i++) amp_node_set_input(n, i, in[i]);
+    for (int i = 0; i < n_in; i++)
+        if (amp_node_set_input(n, i, in[i])) return NULL;
     amp_node_set_output(n, 0, out);
     l->n_nodes++;
     return n;
@@ -92,10 +93,9 @@ static AmpNode *node(Ls *l, AmpGraph *g, const char *op, const char *what, AmpVa
 
 /* A Cast node (not placed) named PREFIX + what: out = Cast(in, to). */
 static AmpNode *cast_node(Ls *l, const char *what, AmpValue *in, AmpValue *out, int to) {
-    AmpNode *c = node(l, l->g, "Cast", what, &in, 1, out);
-    AmpAttr *a = c ? amp_node_add_attr(c, "to", AMP_ATTR_INT) : NULL;
-    if (!a) return NULL;
-    a->i = to; /* Cast-6 and later; the pass needs opset 9 */
+    const char *name = cat(l, PREFIX, what);
+    AmpNode *c = name ? amp_node_new_cast(l->g, name, in, out, to) : NULL;
+    if (c) l->n_nodes++;
     return c;
 }
 
@@ -165,19 +165,17 @@ static AmpCode find_grads(Ls *l) {
 /* Whether a gradient, or anything computed from it, reaches an update: a graph output of
  * the main graph (gradients returned, or accumulated as onnxruntime training's artifacts
  * do), an optimizer, or a training algorithm (whose update_bindings apply). A walk over
- * uses with an explicit stack; AmpNode.mark (saved and restored) marks nodes seen. */
+ * uses with an explicit stack; nodes seen are marked by their model-wide id. */
 static bool has_update_path(Ls *l) {
     /* Each node is entered once and pushes its outputs: that bounds the stack. */
-    size_t n_nodes = l->g->n_nodes, top = 0, cap = l->n_grads + 1;
+    size_t top = 0, cap = l->n_grads + 1;
     for (AmpNode *n = l->g->first; n; n = n->next) cap += (size_t)n->n_outputs;
-    int *marks = malloc((n_nodes ? n_nodes : 1) * sizeof *marks);
+    bool *seen = calloc(l->m->next_node_id + 1, sizeof *seen);
     AmpValue **stack = malloc(cap * sizeof *stack);
-    if (!marks || !stack) {
-        free(marks), free(stack);
+    if (!seen || !stack) {
+        free(seen), free(stack);
         return true; /* out of memory: assume the best, the check only explains failures */
     }
-    size_t k = 0;
-    for (AmpNode *n = l->g->first; n && k < n_nodes; n = n->next) marks[k++] = n->mark, n->mark = 0;
     for (size_t i = 0; i < l->n_grads; i++) stack[top++] = l->grads[i];
     bool found = false;
     while (top && !found) {
@@ -186,15 +184,13 @@ static bool has_update_path(Ls *l) {
         for (size_t u = 0; u < v->n_uses && !found; u++) {
             AmpNode *n = v->uses[u].node;
             if (n->graph != l->g || amp_is_optimizer(n)) found = true;
-            if (found || n->mark) continue;
-            n->mark = 1;
+            if (found || seen[n->id]) continue;
+            seen[n->id] = true;
             for (int o = 0; o < n->n_outputs; o++)
                 if (n->outputs[o]) stack[top++] = n->outputs[o];
         }
     }
-    k = 0;
-    for (AmpNode *n = l->g->first; n && k < n_nodes; n = n->next) n->mark = marks[k++];
-    free(marks), free(stack);
+    free(seen), free(stack);
     return found;
 }
 

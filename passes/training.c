@@ -6,7 +6,7 @@
 
 #include "amp_impl.h"
 
-bool amp_ends_with(const char *s, const char *suffix) {
+static bool ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
@@ -14,7 +14,7 @@ bool amp_ends_with(const char *s, const char *suffix) {
 bool amp_is_training_graph(const AmpModel *m, const char *loss) {
     if (loss || m->n_training) return true;
     for (size_t i = 0; i < m->graph->outputs.n; i++)
-        if (amp_ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
+        if (ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
     return false;
 }
 
@@ -62,5 +62,5 @@ bool amp_is_loss_scale_name(const char *name) {
 bool amp_is_optimizer(const AmpNode *n) {
     const char *d = n->domain ? n->domain : "";
     return strcmp(d, AMP_TRAINING_DOMAIN) == 0 ||
-           (strcmp(d, "com.microsoft") == 0 && n->op_type && amp_ends_with(n->op_type, "Optimizer"));
+           (strcmp(d, "com.microsoft") == 0 && n->op_type && ends_with(n->op_type, "Optimizer"));
 }

@@ -29,6 +29,4 @@ bool amp_is_optimizer(const AmpNode *n);
  * state "amp_growth_tracker..."): such an output is never the loss. */
 bool amp_is_loss_scale_name(const char *name);
 
-bool amp_ends_with(const char *s, const char *suffix);
-
 #endif

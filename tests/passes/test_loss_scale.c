@@ -159,16 +159,9 @@ static bool step(Stepper *k, float a, float b) {
     return found;
 }
 
-/* Whether the session has a state entry `name`; its view in *out. */
-static bool state_named(AmpSession *s, const char *name, AmpTensorView *out) {
-    for (size_t i = 0; i < amp_session_state_count(s); i++)
-        if (amp_session_state_at(s, i, out) && strcmp(out->name, name) == 0) return true;
-    return false;
-}
-
 static void state_bytes(Stepper *k, const char *name, void *dst, size_t n) {
     AmpTensorView v;
-    cr_assert(state_named(k->s, name, &v), "no state '%s'", name);
+    cr_assert(rt_state_find(k->s, name, &v), "no state '%s'", name);
     memcpy(dst, v.data, n);
 }
 
@@ -309,8 +302,8 @@ Test(loss_scale, a_static_scale_keeps_the_check_and_skips_the_update) {
     cr_assert_eq(memcmp(w, w2, sizeof w), 0);
     /* A static scale is a graph input with a value, not state: nothing updates it. */
     AmpTensorView v;
-    cr_assert_not(state_named(k.s, "amp_loss_scale", &v));
-    cr_assert_not(state_named(k.s, "amp_growth_tracker", &v), "no tracker");
+    cr_assert_not(rt_state_find(k.s, "amp_loss_scale", &v));
+    cr_assert_not(rt_state_find(k.s, "amp_growth_tracker", &v), "no tracker");
     amp_session_close(k.s);
 
     AmpModel *m = tiny(true, false);

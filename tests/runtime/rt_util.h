@@ -191,4 +191,11 @@ static inline AmpTensorView rt_view(const char *name, int dtype, void *data, int
     return t;
 }
 
+/* The session's state entry `name` (a borrowed view in *out), or false. */
+static inline bool rt_state_find(const AmpSession *s, const char *name, AmpTensorView *out) {
+    for (size_t i = 0; amp_session_state_at(s, i, out); i++)
+        if (strcmp(out->name, name) == 0) return true;
+    return false;
+}
+
 #endif

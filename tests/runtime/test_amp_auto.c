@@ -232,17 +232,6 @@ Test(amp_auto, unwritable_log_path_is_an_error) {
 
 /* A training model opened with AMP_AUTO=1 is loss-scaled too (the default pipeline): the
  * scale is state, and AMP_LOSS_SCALE picks the mode. */
-static float state_scale(AmpSession *s, bool *found) {
-    AmpTensorView v;
-    *found = false;
-    for (size_t i = 0; i < amp_session_state_count(s); i++)
-        if (amp_session_state_at(s, i, &v) && strcmp(v.name, "amp_loss_scale") == 0) {
-            *found = true;
-            return *(const float *)v.data;
-        }
-    return 0;
-}
-
 Test(amp_auto, training_models_get_loss_scaling) {
     static const char *const modes[] = {NULL, "dynamic", "512", "none"};
     for (size_t k = 0; k < 4; k++) {
@@ -252,11 +241,11 @@ Test(amp_auto, training_models_get_loss_scaling) {
         AmpStatus st = {0};
         cr_assert_eq(amp_session_open(AMPC_TEST_DIR "/../models/mlp_train/model.onnx", NULL, &s, &st), AMP_OK, "%s",
                      st.msg);
-        bool found;
-        float scale = state_scale(s, &found);
+        AmpTensorView v;
+        bool found = rt_state_find(s, "amp_loss_scale", &v);
         if (k < 2) {
             cr_assert(found, "mode %s: the scale is state", modes[k] ? modes[k] : "default");
-            cr_assert_eq(scale, 65536.0f);
+            cr_assert_eq(*(const float *)v.data, 65536.0f);
         } else {
             cr_assert_not(found, "mode %s: no scale in the state", modes[k]);
         }

@@ -74,10 +74,8 @@ static float train(AmpSession *s) {
 
 static const float *state_f(AmpSession *s, const char *name) {
     AmpTensorView v;
-    for (size_t i = 0; amp_session_state_at(s, i, &v); i++)
-        if (strcmp(v.name, name) == 0) return v.data;
-    cr_assert_fail("no state %s", name);
-    return NULL;
+    cr_assert(rt_state_find(s, name, &v), "no state %s", name);
+    return v.data;
 }
 
 Test(train, update_bindings_keep_weights_resident) {
