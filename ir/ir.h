@@ -295,6 +295,10 @@ struct AmpModel {
     void **owned; /* malloc'd buffers the model frees (16-bit weights made by passes) */
     size_t n_owned, cap_owned;
     uint32_t next_node_id;
+    /* True only inside a pipeline run, from the end of an "infer" pass to the start of
+     * the next pass (passes/passes.c): the types are those inference gives, and a pass
+     * that would infer first (amp) need not do it again. */
+    bool types_inferred;
     /* Names (ir.c): every graph's name map, listed to be freed with the model; the graphs
      * that hold values (while only one does, its map alone says whether a name is used
      * anywhere); and the model-wide name set, built the first time a new name is asked

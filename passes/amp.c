@@ -132,8 +132,9 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     AmpCode rc = amp_op_classes(r.dt, opt->list_edits, opt->n_list_edits, opt->level, r.cls, st);
     if (rc) return rc;
     for (int op = 0; op < AMP_OP__COUNT; op++) r.min_opset[op] = amp_op_min_opset_16((AmpOpId)op, r.dt);
-    /* Colouring reads dtypes: make sure every one that can be known is. */
-    if ((rc = amp_infer_model(m, st))) return rc;
+    /* Colouring reads dtypes: make sure every one that can be known is (the pipeline's
+     * "infer" pass, when it ran just before, has done it). */
+    if (!m->types_inferred && (rc = amp_infer_model(m, st))) return rc;
     if ((rc = amp_collect(&r))) goto done;
     r.training = amp_is_training_graph(m, opt->loss);
     if ((rc = training_rules(&r))) goto done;

@@ -74,7 +74,9 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     }
     for (size_t i = 0; i < n; i++) {
         const AmpPass *p = passes[i];
-        if ((rc = p->run(m, popt, st))) {
+        rc = p->run(m, popt, st);
+        m->types_inferred = !rc && p->run == amp_pass_infer;
+        if (rc) {
             amp_fail(st, rc, "failed with no message");
             amp_status_prefix(st, "pass '%s': ", p->name);
             return rc;
@@ -87,11 +89,14 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
         }
         if (opt->verify_each && amp_verify_model(m, st)) {
             /* The input verified, so the pass is at fault: an internal error. */
+            m->types_inferred = false;
             if (st) st->code = AMP_ERR_INTERNAL;
             amp_status_prefix(st, "pass '%s' broke the graph: ", p->name);
             return AMP_ERR_INTERNAL;
         }
     }
+    /* Outside a pipeline anyone may edit the graph: the flag would soon be stale. */
+    m->types_inferred = false;
     return AMP_OK;
 }
 

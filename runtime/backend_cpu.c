@@ -2,6 +2,7 @@
  * registry picks one kernel per op, which handles every dtype it supports itself), with
  * malloc'd memory and memcpy for the copies. Also backend selection by name. */
 #include "backend.h"
+#include "blas.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@ static AmpCode cpu_copy(void *dst, const void *src, size_t bytes, AmpStatus *st)
 
 static AmpCode cpu_prepare(const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
     (void)opset;
+    /* OpenBLAS is opened here, once, so that a missing library is an error of the
+     * session that needs it rather than of every ampc command. */
+    if (amp_blas_load(st) != AMP_OK) return st->code;
     out->fn = amp_cpu_kernel(n->op);
     out->impl = NULL;
     if (!out->fn)

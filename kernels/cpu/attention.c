@@ -2,7 +2,7 @@
  * masks, softcap, KV cache, qk_matmul_output) and the fp32 attention core that the
  * com.microsoft attention kernels (ms_attention.c) share. Q K^T and P V go through
  * cblas_sgemm; 16-bit tensors compute in fp32 and round on store; no double. */
-#include <cblas.h>
+#include "blas.h"
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -78,7 +78,7 @@ bool amp_attn_run(const AmpAttnCore *c) {
             float *y = c->y + (b * c->Hq + h) * S * Dv;
             float *qk = c->qk ? c->qk + (b * c->Hq + h) * S * T : NULL;
             if (D)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)T, (int)D, c->scale, q, (int)D, k,
+                amp_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)T, (int)D, c->scale, q, (int)D, k,
                             (int)D, 0.0f, sc, (int)T);
             else memset(sc, 0, (size_t)(S * T) * sizeof *sc);
             if (qk && c->qk_mode == 0) memcpy(qk, sc, (size_t)(S * T) * sizeof *sc);
@@ -102,7 +102,7 @@ bool amp_attn_run(const AmpAttnCore *c) {
                 if (qk && c->qk_mode == 3) memcpy(qk + i * T, r, (size_t)T * sizeof *r);
             }
             if (Dv)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)Dv, (int)T, 1.0f, sc, (int)T, v,
+                amp_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)Dv, (int)T, 1.0f, sc, (int)T, v,
                             (int)Dv, 0.0f, y, (int)Dv);
         }
     free(sc), free(bias);

@@ -1,7 +1,7 @@
 /* CPU kernels: Conv (im2col + one cblas_sgemm per image and group) and ConvTranspose
  * (cblas_sgemm + col2im), N-D with groups, strides, dilations, pads and auto_pad; also
  * the window geometry pool.c shares. 16-bit tensors compute in fp32; no double. */
-#include <cblas.h>
+#include "blas.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -222,7 +222,7 @@ static AmpCode conv(AmpKernelCtx *k) {
                 continue;
             }
             if (!direct) amp_conv_im2col(xg, Cg, &g, col);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Mg, (int)O, (int)rows, 1.0f, W + gi * Mg * rows,
+            amp_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Mg, (int)O, (int)rows, 1.0f, W + gi * Mg * rows,
                         (int)rows, direct ? xg : col, (int)O, 0.0f, yg, (int)O);
         }
     if (B)
@@ -397,7 +397,7 @@ static AmpCode conv_transpose(AmpKernelCtx *k) {
         for (int64_t n = 0; n < N; n++)
             for (int64_t gi = 0; gi < group; gi++) {
                 /* col (Mg * K, NI) = W_g^T (Mg * K, Cg) @ X_g (Cg, NI) */
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)NI, (int)Cg, 1.0f,
+                amp_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)NI, (int)Cg, 1.0f,
                             W + gi * Cg * rows, (int)rows, X + (n * C + gi * Cg) * NI, (int)NI, 0.0f, col, (int)NI);
                 amp_conv_col2im(col, Mg, &g, Y + (n * M + gi * Mg) * O);
             }

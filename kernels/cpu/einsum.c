@@ -2,7 +2,7 @@
  * labels of their own, right-aligned across operands). Two-operand contractions without
  * diagonals or broadcasting become a batched cblas_sgemm between permuted copies; every
  * other equation (diagonals, sums, traces, 1 or 3+ operands, double) runs as a loop. */
-#include <cblas.h>
+#include "blas.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,7 +339,7 @@ static AmpCode run_gemm(AmpKernelCtx *k, const Eq *e, const Plan *p, AmpBuf *y) 
     } else if (mc) {
         uint64_t ma = (uint64_t)(p->M * p->K), mb = (uint64_t)(p->K * p->N);
         for (int64_t i = 0; i < p->B; i++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->M, (int)p->N, (int)p->K, 1.0f,
+            amp_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->M, (int)p->N, (int)p->K, 1.0f,
                         Ap + (uint64_t)i * ma, (int)p->K, Bp + (uint64_t)i * mb, (int)p->N, 0.0f, C + (uint64_t)i * mc,
                         (int)p->N);
     }

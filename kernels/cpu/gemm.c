@@ -1,7 +1,7 @@
 /* CPU kernels: MatMul (numpy semantics), Gemm and com.microsoft FusedMatMul. Every 2-D
  * product goes through OpenBLAS (cblas_sgemm; cblas_dgemm for double): 16-bit inputs are
  * widened to fp32 and the result rounded to the output's type. Einsum is in einsum.c. */
-#include <cblas.h>
+#include "blas.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,13 +122,13 @@ static void mm_f32(const MmShape *s, bool ta, bool tb, float alpha, const float 
     int lda = ta ? m : kk, ldb = tb ? kk : n;
     CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
     if (fold_batch(s, ta)) {
-        cblas_sgemm(CblasRowMajor, opa, opb, (int)(s->nbatch * (uint64_t)s->m), n, kk, alpha, A, lda, B, ldb, 0.0f,
+        amp_sgemm(CblasRowMajor, opa, opb, (int)(s->nbatch * (uint64_t)s->m), n, kk, alpha, A, lda, B, ldb, 0.0f,
                     C, n);
         return;
     }
     BatchIt it = {.s = s};
     for (uint64_t i = 0; i < s->nbatch; i++, batch_next(&it))
-        cblas_sgemm(CblasRowMajor, opa, opb, m, n, kk, alpha, A + it.oa * ma, lda, B + it.ob * mb, ldb, 0.0f,
+        amp_sgemm(CblasRowMajor, opa, opb, m, n, kk, alpha, A + it.oa * ma, lda, B + it.ob * mb, ldb, 0.0f,
                     C + i * mc, n);
 }
 
@@ -143,13 +143,13 @@ static void mm_f64(const MmShape *s, bool ta, bool tb, double alpha, const doubl
     int lda = ta ? m : kk, ldb = tb ? kk : n;
     CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
     if (fold_batch(s, ta)) {
-        cblas_dgemm(CblasRowMajor, opa, opb, (int)(s->nbatch * (uint64_t)s->m), n, kk, alpha, A, lda, B, ldb, 0.0, C,
+        amp_dgemm(CblasRowMajor, opa, opb, (int)(s->nbatch * (uint64_t)s->m), n, kk, alpha, A, lda, B, ldb, 0.0, C,
                     n);
         return;
     }
     BatchIt it = {.s = s};
     for (uint64_t i = 0; i < s->nbatch; i++, batch_next(&it))
-        cblas_dgemm(CblasRowMajor, opa, opb, m, n, kk, alpha, A + it.oa * ma, lda, B + it.ob * mb, ldb, 0.0,
+        amp_dgemm(CblasRowMajor, opa, opb, m, n, kk, alpha, A + it.oa * ma, lda, B + it.ob * mb, ldb, 0.0,
                     C + i * mc, n);
 }
 
@@ -263,7 +263,7 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) Y[i * n + j] = use_c ? beta * C[i * cs[0] + j * cs[1]] : 0.0;
         if (ka)
-            cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)ka, alpha, a->data, lda, b->data, ldb, 1.0, Y,
+            amp_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)ka, alpha, a->data, lda, b->data, ldb, 1.0, Y,
                         (int)n);
         return AMP_OK;
     }
@@ -278,7 +278,7 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
     }
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) Y[i * n + j] = use_c ? beta * C[i * cs[0] + j * cs[1]] : 0.0f;
-    if (ka) cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)ka, alpha, A, lda, B, ldb, 1.0f, Y, (int)n);
+    if (ka) amp_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)ka, alpha, A, lda, B, ldb, 1.0f, Y, (int)n);
     amp_buf_f32_commit(y, ty_tmp);
     free(ta_tmp), free(tb_tmp), free(tc_tmp);
     return AMP_OK;

@@ -2,7 +2,7 @@
  * MultiHeadAttention (separate Q, K, V), with onnxruntime's CPU semantics: mask_index /
  * key_padding_mask 0 entries add mask_filter_value (-10000 by default, not -inf, so a
  * fully masked row is a plain softmax), causal positions get -FLT_MAX. */
-#include <cblas.h>
+#include "blas.h"
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -210,7 +210,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         for (int64_t r = 0; r < B * S; r++)
             for (int64_t c = 0; c < Dsum; c++) qkv[r * Dsum + c] = Bi ? Bi[c] : 0.0f;
         if (B > 0 && S > 0 && Din > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(B * S), (int)Dsum, (int)Din, 1.0f, X, (int)Din,
+            amp_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(B * S), (int)Dsum, (int)Din, 1.0f, X, (int)Din,
                         W, (int)Dsum, 1.0f, qkv, (int)Dsum);
         amp_attn_split_heads(qh, qkv, B, S, N, H, Dsum, 0);
         size_t npast = (size_t)(B * N * P * H);

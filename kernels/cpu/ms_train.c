@@ -2,7 +2,7 @@
  * the one rounding to 16 bits), ConvGrad (Conv's data, weight and bias gradients via
  * the conv family's im2col/col2im and cblas_sgemm) and AdamWOptimizer (unsupported:
  * its schema takes tensor sequences, which the executor does not represent). */
-#include <cblas.h>
+#include "blas.h"
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -235,12 +235,12 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
                 const float *wg = W + gi * Mg * rows;
                 if (dW) {
                     if (!direct) amp_conv_im2col(xg, Cg, &g, col);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)rows, (int)O, 1.0f, dyg, (int)O,
+                    amp_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)rows, (int)O, 1.0f, dyg, (int)O,
                                 direct ? xg : col, (int)O, 1.0f, dW + gi * Mg * rows, (int)rows);
                 }
                 if (dX) {
                     float *dxg = dX + (n * C + gi * Cg) * NI;
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)O, (int)Mg, 1.0f, wg,
+                    amp_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)O, (int)Mg, 1.0f, wg,
                                 (int)rows, dyg, (int)O, 0.0f, direct ? dxg : col, (int)O);
                     if (!direct) amp_conv_col2im(col, Cg, &gt, dxg);
                 }

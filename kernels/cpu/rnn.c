@@ -1,7 +1,7 @@
 /* CPU kernels for the recurrent ops RNN, GRU and LSTM (ONNX semantics, layouts 0 and 1).
  * Each direction projects the whole input sequence with one GEMM (X·W^T), then walks the
  * time steps with one GEMM per step (H·R^T) and the gate arithmetic, all in fp32. */
-#include <cblas.h>
+#include "blas.h"
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -299,7 +299,7 @@ static void gemm_nt(int64_t m, int64_t n, int64_t kk, const float *A, int64_t ld
         for (int64_t i = 0; i < m; i++) memset(C + i * ldc, 0, (size_t)n * sizeof *C);
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, A, (int)lda, B, (int)ldb,
+    amp_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, A, (int)lda, B, (int)ldb,
                 0.0f, C, (int)ldc);
 }
 

@@ -493,3 +493,48 @@ Test(amp_pass, bad_precision_is_a_usage_error) {
     cr_assert_eq(run_list(m, NULL, &po, &st), AMP_ERR_USAGE);
     amp_model_free(m);
 }
+
+/* ---- the pipeline's inference ---------------------------------------------------- */
+
+static char *printed(AmpModel *m) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    amp_print_model(f, m);
+    fclose(f);
+    return buf;
+}
+
+/* The amp pass skips its own inference only right after the pipeline's "infer" pass, and
+ * then converts exactly as when it infers itself. */
+Test(amp_pipeline, an_infer_pass_just_before_changes_nothing) {
+    AmpModel *a = CHAIN("MatMul", "Add", "Softmax", "MatMul", "Relu");
+    AmpModel *b = CHAIN("MatMul", "Add", "Softmax", "MatMul", "Relu");
+    cr_assert_eq(run_list(a, "infer,amp,cast_cleanup", NULL, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(run_list(b, "amp,cast_cleanup", NULL, &st), AMP_OK, "%s", st.msg);
+    char *pa = printed(a), *pb = printed(b);
+    cr_assert_str_eq(pa, pb);
+    cr_assert(is16(a, "n0") && is16(a, "n3"));
+    free(pa);
+    free(pb);
+    amp_model_free(a);
+    amp_model_free(b);
+}
+
+/* After a pipeline the graph may be edited (here: nodes whose values have no type yet),
+ * so the next pipeline's amp pass must infer again, though the last pass was "infer". */
+Test(amp_pipeline, infers_again_after_an_edit_between_pipelines) {
+    AmpModel *m = CHAIN("Relu");
+    cr_assert_eq(run_list(m, "infer", NULL, &st), AMP_OK, "%s", st.msg);
+    cr_assert_not(m->types_inferred, "the flag does not outlive its pipeline");
+    AmpGraph *g = m->graph;
+    w44(g, "Wl");
+    nd(g, "Relu", "late_relu", "x", "r");
+    nd(g, "MatMul", "late_mm", "r,Wl", "z");
+    rt_output(g, "z", AMP_DT_FLOAT, NULL);
+    cr_assert_eq(val_of(g, "r")->type.kind, AMP_TYPE_NONE);
+    cr_assert_eq(run_list(m, "amp,cast_cleanup", NULL, &st), AMP_OK, "%s", st.msg);
+    cr_assert(is16(m, "late_mm"), "the MatMul reading a value typed only by inference is converted");
+    amp_model_free(m);
+}
