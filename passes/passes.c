@@ -81,6 +81,7 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
             amp_status_prefix(st, "pass '%s': ", p->name);
             return rc;
         }
+        if (opt->after_pass) opt->after_pass(opt->after_pass_ctx, p->name);
         /* Dump before verifying: a graph the pass broke is what one wants to see. */
         if (dump && strcmp(p->name, dump) == 0) {
             fprintf(out, "# after pass '%s'\n", p->name);

@@ -91,6 +91,10 @@ typedef struct AmpPipelineOptions {
     const char *dump_after;       /* a pass name in the list: print the IR after it runs */
     FILE *dump_to;                /* where dumps go; NULL is stdout */
     const AmpPassOptions *pass;   /* NULL: defaults */
+    /* Called after each pass that succeeded (before its dump and verification), e.g. to
+     * time it; NULL: none. */
+    void (*after_pass)(void *ctx, const char *pass_name);
+    void *after_pass_ctx;
 } AmpPipelineOptions;
 
 /* Runs `list` ("infer,dce"; "none" runs nothing; NULL is the default pipeline) over m.

@@ -438,27 +438,19 @@ static void phase_total(PhaseTimer *t) {
     phase_line("total", NULL, ms);
 }
 
-/* Runs the pipeline one pass at a time so each gets its own time. */
+static void pass_timed(void *ctx, const char *name) {
+    phase_done(ctx, "pass", name);
+}
+
+/* Runs the pipeline, each pass timed as it ends (one pipeline run, as without --time). */
 static AmpCode run_timed(AmpModel *m, const char *list, const AmpPipelineOptions *pl,
                          PhaseTimer *t, AmpStatus *st) {
-    if (!t->on || strcmp(list, "none") == 0) {
-        AmpCode c = amp_run_pipeline(m, list, pl, st);
-        phase_done(t, "passes", "");
-        return c;
+    AmpPipelineOptions o = *pl;
+    if (t->on) {
+        o.after_pass = pass_timed;
+        o.after_pass_ctx = t;
     }
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
-        AmpPipelineOptions one = *pl;
-        if (one.dump_after && strcmp(one.dump_after, name) != 0) one.dump_after = NULL;
-        AmpCode c = amp_run_pipeline(m, name, &one, st);
-        phase_done(t, "pass", name);
-        if (c != AMP_OK) return c;
-        p += len;
-        if (*p == ',') p++;
-    }
-    return AMP_OK;
+    return amp_run_pipeline(m, list, &o, st);
 }
 
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */

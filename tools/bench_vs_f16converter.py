@@ -7,9 +7,11 @@ For each model, in one run:
   start-up and imports are not counted), median of 3 runs;
 - t_ampc: `ampc MODEL -o OUT --time` (default pipeline infer,amp,loss_scale,cast_cleanup):
   the total ampc reports for load + passes + verify + save (the same work occ's number
-  covers; the process start-up is left out as Python's is), median of 3 runs; also the
-  wall time of the whole subprocess (t_ampc wall, start-up included);
-- ratio = t_occ / t_ampc (how many times faster ampc is), and t_occ / t_ampc wall;
+  covers; the process start-up is left out as Python's is), median of 3 runs;
+- occ wall / ampc wall: the wall time of each whole process, start-up and imports
+  included: what one waits for running each from a shell;
+- ratio = t_occ / t_ampc (how many times faster ampc is, conversion alone), and
+  ratio wall = occ wall / ampc wall; a last line sums each column over the models;
 - casts: Cast nodes in each output, main graph and subgraphs;
 - rel err: both outputs and the fp32 model run in onnxruntime (CPUExecutionProvider) on
   MODEL_DIR/test_data_set_0/input_K.pb if present, else deterministic random inputs from
@@ -75,17 +77,20 @@ def count(path):
 
 
 def time_occ(src, dst, runs, timeout):
-    ts = []
+    """(median in-process time, median wall time of the Python process), or (None, error)."""
+    ts, walls = [], []
     for _ in range(runs):
+        t0 = time.perf_counter()
         try:
             p = subprocess.run([sys.executable, "-c", OCC_CHILD, src, dst],
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return None, f"over {timeout}s"
+        walls.append(time.perf_counter() - t0)
         if p.returncode != 0:
             return None, (p.stderr.strip().splitlines() or ["?"])[-1][:120]
         ts.append(float(p.stdout.strip().splitlines()[-1]))
-    return statistics.median(ts), None
+    return (statistics.median(ts), statistics.median(walls)), None
 
 
 TOTAL_RE = re.compile(r"^ampc: time: total\s+([0-9.]+) ms", re.M)
@@ -194,8 +199,9 @@ def main():
                         str(n), p], check=True, capture_output=True)
         models.append((f"synthetic {n}", p))
 
-    hdr = ["model", "nodes", "t_occ ms", "t_ampc ms", "ratio", "t_ampc wall ms", "ratio wall",
-           "casts occ", "casts ampc", "rel err occ", "rel err ampc"]
+    hdr = ["model", "nodes", "t_occ ms", "t_ampc ms", "ratio", "occ wall ms", "ampc wall ms",
+           "ratio wall", "casts occ", "casts ampc", "rel err occ", "rel err ampc"]
+    sums = [0.0, 0.0, 0.0, 0.0]  # t_occ, t_ampc, occ wall, ampc wall over models both ran
     print(f"# onnxconverter-common {onnxconverter_common.__version__}, onnx "
           f"{onnx.__version__}, onnxruntime {ort.__version__}, {os.cpu_count()} CPUs, "
           f"median of {args.runs}", flush=True)
@@ -204,11 +210,15 @@ def main():
         occ_out = os.path.join(tmp, f"m{k}_occ.onnx")
         ampc_out = os.path.join(tmp, f"m{k}_ampc.onnx")
         nodes, _ = count(src)
-        t_occ, e_occ = time_occ(src, occ_out, args.runs, args.occ_timeout)
+        t, e_occ = time_occ(src, occ_out, args.runs, args.occ_timeout)
+        t_occ, o_wall = t if t else (None, None)
         t, e_ampc = time_ampc(args.ampc, src, ampc_out, args.runs)
         t_ampc, t_wall = t if t else (None, None)
         ratio = f"{t_occ / t_ampc:.1f}x" if t_occ and t_ampc else "-"
-        ratio_wall = f"{t_occ / t_wall:.1f}x" if t_occ and t_wall else "-"
+        ratio_wall = f"{o_wall / t_wall:.1f}x" if o_wall and t_wall else "-"
+        if t_occ and t_ampc:
+            for i, v in enumerate((t_occ, t_ampc, o_wall, t_wall)):
+                sums[i] += v
         c_occ = count(occ_out)[1] if t_occ else "-"
         c_ampc = count(ampc_out)[1] if t_ampc else "-"
         r_occ = r_ampc = "-"
@@ -233,9 +243,14 @@ def main():
         row = [label, str(nodes),
                f"{t_occ * 1e3:.1f}" if t_occ else f"failed: {e_occ}",
                f"{t_ampc * 1e3:.2f}" if t_ampc else f"failed: {e_ampc}",
-               ratio, f"{t_wall * 1e3:.1f}" if t_wall else "-", ratio_wall,
+               ratio, f"{o_wall * 1e3:.1f}" if o_wall else "-",
+               f"{t_wall * 1e3:.1f}" if t_wall else "-", ratio_wall,
                str(c_occ), str(c_ampc), r_occ, r_ampc]
         print(" | ".join(row), flush=True)
+    if sums[1]:
+        print(f"# all models together: t_occ {sums[0] * 1e3:.1f} ms / t_ampc {sums[1] * 1e3:.2f} ms = "
+              f"{sums[0] / sums[1]:.1f}x; wall {sums[2] * 1e3:.1f} ms / {sums[3] * 1e3:.1f} ms = "
+              f"{sums[2] / sums[3]:.1f}x")
     print(f"# outputs kept in {tmp}")
 
 

@@ -225,6 +225,32 @@ Test(pipeline, a_failing_pass_is_named) {
     amp_model_free(m);
 }
 
+/* after_pass hears of each pass that succeeded, in order, and of none after a failure. */
+static void note_pass(void *ctx, const char *name) {
+    char *log = ctx;
+    strcat(log, name);
+    strcat(log, ";");
+}
+
+Test(pipeline, after_pass_is_called_after_each_pass_that_succeeded) {
+    char log[256] = "";
+    AmpModel *m = model_with_dead_chain();
+    AmpPipelineOptions o = {.after_pass = note_pass, .after_pass_ctx = log};
+    amp_status_clear(&st);
+    cr_assert_eq(amp_run_pipeline(m, "infer,dce,infer", &o, &st), AMP_OK, "%s", st.msg);
+    cr_assert_str_eq(log, "infer;dce;infer;");
+    amp_model_free(m);
+
+    static const AmpPass quiet = {"quiet", "fails without a message", fail_quietly};
+    const AmpPass *list[] = {amp_pass_find("dce"), &quiet, amp_pass_find("infer")};
+    log[0] = '\0';
+    m = model_with_dead_chain();
+    amp_status_clear(&st);
+    cr_assert_eq(amp_run_passes(m, list, 3, &o, &st), AMP_ERR_UNSUPPORTED);
+    cr_assert_str_eq(log, "dce;");
+    amp_model_free(m);
+}
+
 /* ---- dce ------------------------------------------------------------------------- */
 
 Test(dce, removes_a_dead_chain_and_keeps_outputs) {
