@@ -412,7 +412,7 @@ static void clocks(double t[2]) {
 static void phase_line(const char *what, const char *name, const double ms[2]) {
     char label[64];
     snprintf(label, sizeof label, "%s%s%s", what, name && *name ? " " : "", name ? name : "");
-    fprintf(stderr, "ampc: time: %-24s %9.1f ms  (cpu %9.1f ms)\n", label, ms[0], ms[1]);
+    fprintf(stderr, "ampc: time: %-24s %10.2f ms  (cpu %10.2f ms)\n", label, ms[0], ms[1]);
 }
 
 /* Ends the phase that began at the previous call (or at the start) and names it;
