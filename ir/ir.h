@@ -336,6 +336,11 @@ typedef enum AmpExternalMode {
 typedef struct AmpSaveOptions {
     AmpExternalMode external;
     size_t external_min_bytes; /* tensors smaller than this stay inline (default 1024) */
+    /* Asked once every file is written and synced, before any is renamed into place:
+     * false keeps them out (the temporary files are removed) and the save fails with the
+     * code the hook set in st. NULL: always commit. (ampc verifies the output meanwhile.) */
+    bool (*commit)(void *ctx, AmpStatus *st);
+    void *commit_ctx;
 } AmpSaveOptions;
 
 /* Writes atomically: a temporary file renamed over `path` once complete. External data

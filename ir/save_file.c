@@ -103,7 +103,7 @@ static AmpCode encode_failed(const SaveCtx *c, const char *what) {
 }
 
 AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
-    AmpSaveOptions dflt = {AMP_SAVE_EXTERNAL_AUTO, 1024};
+    AmpSaveOptions dflt = {.external = AMP_SAVE_EXTERNAL_AUTO, .external_min_bytes = 1024};
     if (!opt) opt = &dflt;
     SaveCtx c;
     amp_save_init(&c, m, st);
@@ -156,12 +156,16 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
     if (ok && c.data_file) {
         ok = close_synced(c.data_file);
         c.data_file = NULL;
-        if (ok && c.data_off == 0) {
-            /* Nothing was big enough to move out: no data file. */
+    }
+    if (ok && opt->commit && !opt->commit(opt->commit_ctx, st)) {
+        rc = st && st->code ? st->code : AMP_ERR_INTERNAL;
+        goto out;
+    }
+    if (ok && data_tmp) {
+        if (c.data_off == 0) /* nothing was big enough to move out: no data file */
             unlink(data_tmp);
-        } else if (ok) {
+        else
             ok = rename(data_tmp, data_path) == 0;
-        }
         if (ok) {
             free(data_tmp);
             data_tmp = NULL;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -412,7 +413,7 @@ static void clocks(double t[2]) {
 static void phase_line(const char *what, const char *name, const double ms[2]) {
     char label[64];
     snprintf(label, sizeof label, "%s%s%s", what, name && *name ? " " : "", name ? name : "");
-    fprintf(stderr, "ampc: time: %-24s %10.2f ms  (cpu %10.2f ms)\n", label, ms[0], ms[1]);
+    fprintf(stderr, "ampc: time: %-28s %10.2f ms  (cpu %10.2f ms)\n", label, ms[0], ms[1]);
 }
 
 /* Ends the phase that began at the previous call (or at the start) and names it;
@@ -453,6 +454,44 @@ static AmpCode run_timed(AmpModel *m, const char *list, const AmpPipelineOptions
     return amp_run_pipeline(m, list, &o, st);
 }
 
+/* The output's verification beside the save, when a save is all that follows: the two
+ * only read the model (the saver's few allocations go to the arena, which the verifier
+ * does not touch), and the saved files are renamed into place only once the verifier has
+ * passed (AmpSaveOptions.commit), so a model that fails it is still never written. */
+typedef struct VerifyJob {
+    AmpModel *m;
+    AmpStatus st;
+    AmpCode code;
+    double ms[2]; /* wall and CPU time of the verification */
+    pthread_t thread;
+    bool started, joined;
+} VerifyJob;
+
+static void *verify_job(void *arg) {
+    VerifyJob *j = arg;
+    double t0[2], t1[2];
+    clocks(t0);
+    j->code = amp_verify_model(j->m, &j->st);
+    clocks(t1);
+    for (int i = 0; i < 2; i++) j->ms[i] = (t1[i] - t0[i]) * 1e3;
+    return NULL;
+}
+
+static AmpCode verify_join(VerifyJob *j) {
+    if (j->started && !j->joined) {
+        pthread_join(j->thread, NULL);
+        j->joined = true;
+    }
+    return j->code;
+}
+
+static bool verify_commit(void *ctx, AmpStatus *st) {
+    VerifyJob *j = ctx;
+    if (verify_join(j) == AMP_OK) return true;
+    if (st) *st = j->st;
+    return false;
+}
+
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
     const char *list = a->passes ? a->passes : amp_default_pipeline();
@@ -490,7 +529,10 @@ static int cmd_convert(const ConvertArgs *a) {
                              .dump_to = stdout,
                              .pass = &popt};
     c = run_timed(m, list, &pl, &tm, &st);
-    if (c == AMP_OK && a->verify) {
+    VerifyJob vj = {.m = m, .st = {AMP_OK, ""}};
+    if (c == AMP_OK && a->verify && a->out && !a->print && !a->report && !a->dump_dot)
+        vj.started = pthread_create(&vj.thread, NULL, verify_job, &vj) == 0;
+    if (c == AMP_OK && a->verify && !vj.started) {
         c = amp_verify_model(m, &st);
         phase_done(&tm, "verify", "output");
     }
@@ -505,16 +547,24 @@ static int cmd_convert(const ConvertArgs *a) {
     if (rc == AMP_OK) rc = finish_stdout();
     phase_done(&tm, NULL, NULL);
     if (rc == AMP_OK && a->out) {
-        AmpSaveOptions so = {.external = a->external, .external_min_bytes = 1024};
+        AmpSaveOptions so = {.external = a->external,
+                             .external_min_bytes = 1024,
+                             .commit = vj.started ? verify_commit : NULL,
+                             .commit_ctx = &vj};
         c = amp_model_save_file(m, a->out, &so, &st);
+        /* A failed verification is the error to report, whatever the save did. */
+        bool unverified = verify_join(&vj) != AMP_OK;
+        if (unverified) c = vj.code, st = vj.st;
         phase_done(&tm, "save", "");
+        if (vj.started && tm.on) phase_line("verify", "output (beside save)", vj.ms);
         if (c != AMP_OK) {
-            rc = fail_status(&st, c, a->out);
+            rc = fail_status(&st, c, unverified ? a->model : a->out);
         } else if (!a->quiet) {
             say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, node_count(m),
                 nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }
+    verify_join(&vj); /* when no save was tried (stdout failed) */
     amp_model_free(m);
     phase_done(&tm, "free", "");
     phase_total(&tm);

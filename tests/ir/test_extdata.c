@@ -594,3 +594,62 @@ Test(extdata, auto_goes_external_over_2gb) {
     free(dir), free(out_dir), free(data), free(path), free(out);
     pb_free(&model);
 }
+
+/* AmpSaveOptions.commit: asked once, after everything is written; a refusal leaves the
+ * folder as it was (no model, no data file, no temporaries) with the hook's error, and
+ * an existing file at the path untouched. */
+static int commit_calls;
+
+static bool refuse(void *ctx, AmpStatus *st) {
+    commit_calls++;
+    amp_fail(st, AMP_ERR_INTERNAL, "%s", (const char *)ctx);
+    return false;
+}
+
+static bool accept(void *ctx, AmpStatus *st) {
+    (void)ctx, (void)st;
+    commit_calls++;
+    return true;
+}
+
+Test(extdata, commit_hook_refusal_writes_nothing) {
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "model.onnx");
+    AmpModel *m = build_model();
+    AmpStatus st = {0};
+    AmpExternalMode modes[] = {AMP_SAVE_EXTERNAL_ALWAYS, AMP_SAVE_EXTERNAL_NEVER};
+    for (size_t k = 0; k < 2; k++) {
+        commit_calls = 0;
+        AmpSaveOptions so = {.external = modes[k], .external_min_bytes = 0, .commit = refuse,
+                             .commit_ctx = "verification failed"};
+        cr_assert_eq(amp_model_save_file(m, path, &so, &st), AMP_ERR_INTERNAL);
+        cr_assert_str_eq(st.msg, "verification failed");
+        cr_assert_eq(commit_calls, 1);
+        cr_assert_eq(tu_count_entries(dir), 0, "a refused save left files behind");
+    }
+    /* An existing file is kept as it was. */
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs("old", f);
+    fclose(f);
+    AmpSaveOptions so = {.external = AMP_SAVE_EXTERNAL_ALWAYS, .commit = refuse, .commit_ctx = "no"};
+    cr_assert_eq(amp_model_save_file(m, path, &so, &st), AMP_ERR_INTERNAL);
+    cr_assert_eq(tu_count_entries(dir), 1);
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert_eq(sb.st_size, 3, "the old file was replaced");
+
+    /* Accepted: the model and its data file land. */
+    commit_calls = 0;
+    so = (AmpSaveOptions){.external = AMP_SAVE_EXTERNAL_ALWAYS, .commit = accept};
+    cr_assert_eq(amp_model_save_file(m, path, &so, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(commit_calls, 1);
+    cr_assert_eq(tu_count_entries(dir), 2);
+    amp_model_free(m);
+    m = load_ok(path);
+    check_w(m);
+    amp_model_free(m);
+    tu_rmtree(dir);
+    free(dir);
+    free(path);
+}
