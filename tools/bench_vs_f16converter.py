@@ -80,6 +80,7 @@ def time_occ(src, dst, runs, timeout):
     """(median in-process time, median wall time of the Python process), or (None, error)."""
     ts, walls = [], []
     for _ in range(runs):
+        os.sync()  # see time_ampc
         t0 = time.perf_counter()
         try:
             p = subprocess.run([sys.executable, "-c", OCC_CHILD, src, dst],
@@ -100,6 +101,9 @@ def time_ampc(ampc, src, dst, runs):
     """(median in-process total, median wall time of the subprocess), or (None, error)."""
     ts, walls = [], []
     for _ in range(runs):
+        # ampc syncs its output, and on ext4 (data=ordered) that also writes back whatever
+        # the run before (occ's onnx.save) left dirty: each run starts with nothing dirty.
+        os.sync()
         t0 = time.perf_counter()
         p = subprocess.run([ampc, src, "-o", dst, "--time"], capture_output=True, text=True)
         walls.append(time.perf_counter() - t0)
