@@ -343,8 +343,9 @@ typedef struct AmpSaveOptions {
     void *commit_ctx;
 } AmpSaveOptions;
 
-/* Writes atomically: a temporary file renamed over `path` once complete. External data
- * (if any) goes to `<basename of path>.data` beside it. */
+/* Writes atomically: a temporary file renamed over `path` once complete, and synced to
+ * disk first when it replaces a file (so a system crash cannot lose the old contents).
+ * External data (if any) goes to `<basename of path>.data` beside it. */
 AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt,
                             AmpStatus *st);
 /* Serialises to a malloc'd buffer (no external data); the caller frees *out. */

@@ -1,18 +1,22 @@
 /* The saver's entry points: a model encoded (save.c) and written to a temporary file that
- * is renamed over the output only once everything is written and synced (with external
- * data in `<output>.data` when asked, or when one file would pass protobuf's 2 GB
- * limit), or handed back as bytes; and one tensor as a TensorProto. */
+ * is renamed over the output only once everything is written (and synced, when it
+ * replaces a file: see replaces()), with external data in `<output>.data` when asked, or
+ * when one file would pass protobuf's 2 GB limit; or handed back as bytes; and one tensor
+ * as a TensorProto. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "save_impl.h"
 
 /* protobuf's hard limit for one message. */
 #define AMP_PROTO_MAX ((size_t)INT32_MAX)
+/* Models whose arena holds at least this much save into a reserved buffer. */
+#define SAVE_RESERVE_MIN_ARENA ((size_t)16 << 20)
 /* Room for the graph structure when AUTO decides on external data by tensor bytes. */
 #define AMP_AUTO_LIMIT (AMP_PROTO_MAX - ((size_t)64 << 20))
 
@@ -81,10 +85,20 @@ static FILE *open_temp(const char *path, char **tmp_out, AmpStatus *st) {
     return f;
 }
 
-/* Flushes, syncs and closes; false (errno set) on any failure. */
-static bool close_synced(FILE *f) {
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+/* Flushes, syncs when asked, and closes; false (errno set) on any failure. */
+static bool close_file(FILE *f, bool sync) {
+    bool ok = fflush(f) == 0 && (!sync || fsync(fileno(f)) == 0);
     return fclose(f) == 0 && ok;
+}
+
+/* Whether a save replaces a file that is there now. Only then is the new data synced
+ * before the rename: the rename is what could lose the old contents if the system went
+ * down before the new data reached the disk. A new file, like a compiler's output, is
+ * only made atomic: after a crash it may be missing or empty, never half-written, and
+ * nothing that was there is lost. */
+static bool replaces(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
 }
 
 static const char *base_name(const char *p) {
@@ -109,7 +123,12 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
     amp_save_init(&c, m, st);
     c.external_min = opt->external_min_bytes;
     c.b.max = AMP_PROTO_MAX + 64;
-    c.b.reserve = true;
+    /* Reserving address space for the biggest possible output (so the buffer never moves)
+     * costs a few system calls, about 0.1 ms: worth it only when the output will be big.
+     * The buffer holds the graph's structure and small tensors (big ones are written from
+     * where they lie), which grow with the arena. */
+    bool reserve = m->arena.used_bytes >= SAVE_RESERVE_MIN_ARENA;
+    c.b.reserve = reserve;
     char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
     FILE *f = NULL;
     AmpCode rc = AMP_OK;
@@ -132,7 +151,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         if (!c.restart) break;
         amp_wbuf_free(&c.b);
         c.b.max = AMP_PROTO_MAX + 64;
-        c.b.reserve = true;
+        c.b.reserve = reserve;
         c.restart = c.auto_external = false;
         external = true;
     }
@@ -150,11 +169,12 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         rc = st ? st->code : AMP_ERR_INTERNAL;
         goto out;
     }
+    bool sync = replaces(path) || (data_tmp && replaces(data_path));
     bool ok = wbuf_write(&c.b, f);
-    ok = close_synced(f) && ok;
+    ok = close_file(f, sync) && ok;
     f = NULL;
     if (ok && c.data_file) {
-        ok = close_synced(c.data_file);
+        ok = close_file(c.data_file, sync);
         c.data_file = NULL;
     }
     if (ok && opt->commit && !opt->commit(opt->commit_ctx, st)) {

@@ -131,7 +131,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     r.dt_short = r.dt == AMP_DT_FLOAT16 ? "fp16" : "bf16";
     AmpCode rc = amp_op_classes(r.dt, opt->list_edits, opt->n_list_edits, opt->level, r.cls, st);
     if (rc) return rc;
-    for (int op = 0; op < AMP_OP__COUNT; op++) r.min_opset[op] = amp_op_min_opset_16((AmpOpId)op, r.dt);
+    amp_op_min_opsets_16(r.dt, r.min_opset);
     /* Colouring reads dtypes: make sure every one that can be known is (the pipeline's
      * "infer" pass, when it ran just before, has done it). */
     if (!m->types_inferred && (rc = amp_infer_model(m, st))) return rc;

@@ -73,7 +73,7 @@ typedef struct AmpRun {
     int dt;               /* AMP_DT_FLOAT16 or AMP_DT_BFLOAT16 */
     const char *dt_short; /* "fp16" or "bf16": the suffix of names the pass makes */
     AmpOpClass cls[AMP_OP__COUNT];
-    int min_opset[AMP_OP__COUNT]; /* amp_op_min_opset_16 for dt */
+    int min_opset[AMP_OP__COUNT]; /* amp_op_min_opsets_16 for dt */
     int64_t opset_default;        /* the model's ai.onnx opset (amp_collect); -1 before */
     AmpNodeInfo *ni;              /* every node; AmpNode.mark is its index + 1 (left so) */
     size_t n, cap;
@@ -98,7 +98,9 @@ static inline bool amp_is_f32(const AmpValue *v) {
 /* Whether use (n, slot) reads its value as 16-bit data: n is painted allow, in `g`. */
 bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot);
 
-int amp_op_min_opset_16(AmpOpId op, int dtype); /* amp_opsets.c; INT32_MAX: never */
+/* amp_opsets.c: for every op, the first ai.onnx opset at which it takes `dtype` (float16
+ * or bfloat16); 0 for ops the table does not list, INT32_MAX for never. */
+void amp_op_min_opsets_16(int dtype, int out[AMP_OP__COUNT]);
 
 AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
 void amp_color(AmpRun *r);                      /* the painting, in TF's order */

@@ -111,11 +111,11 @@ static const struct {
     {AMP_OP_Adagrad, 0, 0},
 };
 
-int amp_op_min_opset_16(AmpOpId op, int dtype) {
-    for (size_t i = 0; i < sizeof SINCE / sizeof *SINCE; i++) {
-        if (SINCE[i].op != op) continue;
+void amp_op_min_opsets_16(int dtype, int out[AMP_OP__COUNT]) {
+    for (int op = 0; op < AMP_OP__COUNT; op++) out[op] = 0;
+    /* Backwards, so that an op listed twice takes its first entry. */
+    for (size_t i = sizeof SINCE / sizeof *SINCE; i-- > 0;) {
         int v = dtype == AMP_DT_BFLOAT16 ? SINCE[i].bf16 : SINCE[i].fp16;
-        return v ? v : INT32_MAX;
+        out[SINCE[i].op] = v ? v : INT32_MAX;
     }
-    return 0;
 }
