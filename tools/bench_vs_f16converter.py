@@ -80,7 +80,9 @@ def time_occ(src, dst, runs, timeout):
     """(median in-process time, median wall time of the Python process), or (None, error)."""
     ts, walls = [], []
     for _ in range(runs):
-        os.sync()  # see time_ampc
+        if os.path.exists(dst):
+            os.remove(dst)  # see time_ampc
+        os.sync()
         t0 = time.perf_counter()
         try:
             p = subprocess.run([sys.executable, "-c", OCC_CHILD, src, dst],
@@ -101,8 +103,11 @@ def time_ampc(ampc, src, dst, runs):
     """(median in-process total, median wall time of the subprocess), or (None, error)."""
     ts, walls = [], []
     for _ in range(runs):
-        # ampc syncs its output, and on ext4 (data=ordered) that also writes back whatever
-        # the run before (occ's onnx.save) left dirty: each run starts with nothing dirty.
+        # Each run writes a new file (ampc syncs one that replaces a file; onnx.save never
+        # syncs) and starts with nothing dirty on disk: on ext4 (data=ordered) a sync also
+        # writes back whatever the run before (occ's onnx.save) left dirty.
+        if os.path.exists(dst):
+            os.remove(dst)
         os.sync()
         t0 = time.perf_counter()
         p = subprocess.run([ampc, src, "-o", dst, "--time"], capture_output=True, text=True)

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""How ampc's conversion time grows with the graph: for each size N (default 1k, 10k,
+100k, 1M nodes) a synthetic graph from tools/gen_graph.py, converted R times by
+`ampc IN -o OUT -q` as a whole process (start-up included); prints the median wall time,
+the time per node, and the spread of time per node across the sizes (max / min).
+
+Each run writes a new OUT (removed before it): what a conversion into a fresh file costs.
+--replace keeps OUT, so every run but the first replaces it (and ampc syncs it to disk
+first). A benchmark, not a test: quote its numbers with the machine it ran on.
+
+usage: bench_scaling.py [--ampc PATH] [--sizes N,N,...] [--runs R] [--dir DIR] [--replace]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import gen_graph  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ampc", default=os.path.join(ROOT, "build", "ampc"))
+    ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--runs", type=int, default=0, help="runs per size (default: 21 at 1k down to 3 at 1M)")
+    ap.add_argument("--dir", default=None, help="where graphs and outputs go (default: a temporary folder)")
+    ap.add_argument("--replace", action="store_true", help="let each run replace the last one's output")
+    a = ap.parse_args()
+    d = a.dir or tempfile.mkdtemp(prefix="bench_scaling_")
+    per_node = []
+    print(f"# {a.ampc}, {os.cpu_count()} CPUs, output {'replaced' if a.replace else 'new'} each run, in {d}")
+    for n in (int(x) for x in a.sizes.split(",")):
+        src = os.path.join(d, f"g{n}.onnx")
+        out = os.path.join(d, f"g{n}_amp.onnx")
+        if not os.path.exists(src):
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_graph.py"), str(n), src],
+                           check=True, capture_output=True)
+        nodes = -(-max(n, 1) // gen_graph.BLOCK) * gen_graph.BLOCK  # whole blocks, as gen_graph writes
+        runs = a.runs or max(3, min(21, 21_000 // max(n // 100, 1)))
+        ts = []
+        for _ in range(runs):
+            if not a.replace and os.path.exists(out):
+                os.remove(out)
+            os.sync()
+            t0 = time.perf_counter()
+            subprocess.run([a.ampc, src, "-o", out, "-q"], check=True)
+            ts.append(time.perf_counter() - t0)
+        med = statistics.median(ts)
+        per_node.append(med / nodes)
+        print(f"{nodes:>9} nodes: {med * 1e3:9.2f} ms median of {runs} (min {min(ts) * 1e3:.2f}), "
+              f"{med / nodes * 1e6:.2f} us/node", flush=True)
+    print(f"# time per node, max / min over the sizes: {max(per_node) / min(per_node):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
