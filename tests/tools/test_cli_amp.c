@@ -282,3 +282,75 @@ Test(cli_amp, weights_out_of_range_are_reported) {
     cr_assert_str_empty(q.err);
     run_free(&q);
 }
+
+/* From 10,000 nodes the output is verified on a second thread while it is saved (and
+ * renamed into place only once verified); with --report the verification runs first, as
+ * for small models. Both give the same file. */
+static void write_chain(const char *path, int blocks) {
+    AmpModel *m = amp_model_new();
+    cr_assert_not_null(m);
+    m->has = AMP_MODEL_HAS_IR_VERSION;
+    m->ir_version = 8;
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 17, true};
+    m->n_opsets = 1;
+    AmpGraph *g = m->graph;
+    g->name = "chain";
+    AmpDim *d = amp_arena_calloc(&m->arena, 2, sizeof *d);
+    d[0].value = d[1].value = 2;
+    AmpValue *x = amp_graph_value(g, "x");
+    x->type = (AmpType){AMP_TYPE_TENSOR, AMP_DT_FLOAT, 2, d};
+    amp_graph_add_input(g, x);
+    static int64_t wd[2] = {2, 2};
+    static const float w[4] = {0.5f, -1, 2, 0.25f};
+    AmpTensor *t = amp_arena_calloc(&m->arena, 1, sizeof *t);
+    *t = (AmpTensor){.dtype = AMP_DT_FLOAT, .has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW, .ndims = 2,
+                     .dims = wd, .nelem = 4, .raw = {(const uint8_t *)w, sizeof w}};
+    AmpValue *wv = amp_graph_value(g, "W");
+    amp_graph_add_initializer(g, wv, t);
+    AmpValue *v = x;
+    char name[32];
+    for (int i = 0; i < blocks; i++) {
+        static const char *const ops[2] = {"MatMul", "Relu"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(name, sizeof name, "%s%d", ops[k], i);
+            AmpNode *n = amp_node_new(g, "", ops[k], name, k ? 1 : 2, 1);
+            amp_node_set_input(n, 0, v);
+            if (!k) amp_node_set_input(n, 1, wv);
+            snprintf(name, sizeof name, "v%d_%d", i, k);
+            v = amp_graph_value(g, name);
+            amp_node_set_output(n, 0, v);
+            amp_node_append(g, n);
+        }
+    }
+    amp_graph_add_output(g, v);
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_model_save_file(m, path, NULL, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+}
+
+Test(cli_amp, big_models_are_verified_beside_the_save) {
+    char in[600], out[600], out2[600];
+    tmp_path(in, sizeof in, "chain.onnx");
+    tmp_path(out, sizeof out, "chain_amp.onnx");
+    tmp_path(out2, sizeof out2, "chain_amp2.onnx");
+    write_chain(in, 6000);
+    Run r = run_ampc(in, "-o", out, "-q", "--time", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "ampc: time: verify output (beside save) "), "%s", r.err);
+    run_free(&r);
+    Run q = run_ampc(in, "-o", out2, "-q", "--time", "--report", NULL);
+    cr_assert_eq(q.code, 0, "%s", q.err);
+    cr_assert_null(strstr(q.err, "beside save"), "%s", q.err);
+    cr_assert_not_null(strstr(q.err, "ampc: time: verify output "), "%s", q.err);
+    run_free(&q);
+    size_t n1 = 0, n2 = 0;
+    char *a = read_all(out, &n1), *b = read_all(out2, &n2);
+    cr_assert(a && b && n1 == n2 && memcmp(a, b, n1) == 0, "the two outputs differ");
+    free(a);
+    free(b);
+    AmpModel *m = load(out);
+    cr_assert_eq(m->graph->n_nodes, 12002, "every MatMul and Relu in fp16, one Cast at each end");
+    cr_assert_eq(in0(m, "MatMul"), AMP_DT_FLOAT16);
+    amp_model_free(m);
+}
