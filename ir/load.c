@@ -477,9 +477,11 @@ static AmpCode load_model(LoadCtx *c, const uint8_t *p, size_t len) {
 /* ---- wire-format pre-scan -------------------------------------------------------- */
 
 /* Which fields of a message are messages, and of which type: field numbers below 64 in a
- * table (every ONNX field), others asked of protobuf-c. A few descriptors per model. */
+ * table (every ONNX field) filled as they are first met, others asked of protobuf-c. A
+ * few descriptors per model. */
 typedef struct NestDesc {
     const ProtobufCMessageDescriptor *desc;
+    uint64_t known;                            /* bit k: sub[k] has been looked up */
     const ProtobufCMessageDescriptor *sub[64]; /* NULL: not a message field */
 } NestDesc;
 
@@ -490,23 +492,32 @@ typedef struct Nest {
     AmpStatus *st;
 } Nest;
 
-static const NestDesc *nest_desc(Nest *ns, const ProtobufCMessageDescriptor *desc) {
+/* desc's entry in ns->known, as an index (the table may move as it grows, also while a
+ * caller further up the recursion holds an entry); SIZE_MAX when out of memory. */
+static size_t nest_desc(Nest *ns, const ProtobufCMessageDescriptor *desc) {
     for (size_t i = 0; i < ns->n; i++)
-        if (ns->known[i].desc == desc) return &ns->known[i];
+        if (ns->known[i].desc == desc) return i;
     if (ns->n == ns->cap) {
         size_t cap = ns->cap ? ns->cap * 2 : 32;
         NestDesc *k = realloc(ns->known, cap * sizeof *k);
-        if (!k) return NULL;
+        if (!k) return SIZE_MAX;
         ns->known = k;
         ns->cap = cap;
     }
-    NestDesc *d = &ns->known[ns->n++];
+    NestDesc *d = &ns->known[ns->n];
     d->desc = desc;
-    for (unsigned num = 0; num < 64; num++) {
-        const ProtobufCFieldDescriptor *fd = num ? protobuf_c_message_descriptor_get_field(desc, num) : NULL;
+    d->known = 0;
+    return ns->n++;
+}
+
+/* The message type of field `num` (< 64) of d's messages, or NULL. */
+static const ProtobufCMessageDescriptor *nest_sub(NestDesc *d, unsigned num) {
+    if (!(d->known >> num & 1)) {
+        const ProtobufCFieldDescriptor *fd = num ? protobuf_c_message_descriptor_get_field(d->desc, num) : NULL;
         d->sub[num] = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+        d->known |= (uint64_t)1 << num;
     }
-    return d;
+    return d->sub[num];
 }
 
 /* Walks the encoding of a `desc` message, descending into sub-message fields, and fails
@@ -518,8 +529,8 @@ static AmpCode check_nesting(Nest *ns, const ProtobufCMessageDescriptor *desc, c
     if (depth > AMP_MAX_PROTO_DEPTH)
         return amp_fail(st, AMP_ERR_INPUT, "not a usable ONNX model: messages nested deeper than %d",
                         AMP_MAX_PROTO_DEPTH);
-    const NestDesc *nd = desc ? nest_desc(ns, desc) : NULL;
-    if (desc && !nd) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    size_t nd = desc ? nest_desc(ns, desc) : SIZE_MAX;
+    if (desc && nd == SIZE_MAX) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     const uint8_t *field = p;
     while (p < end) {
         field = p;
@@ -541,8 +552,8 @@ static AmpCode check_nesting(Nest *ns, const ProtobufCMessageDescriptor *desc, c
             if (!amp_wire_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto truncated;
             uint64_t num = key >> 3;
             const ProtobufCMessageDescriptor *sub = NULL;
-            if (nd && num < 64) {
-                sub = nd->sub[num];
+            if (nd != SIZE_MAX && num < 64) {
+                sub = nest_sub(&ns->known[nd], (unsigned)num);
             } else if (desc && num <= UINT32_MAX) {
                 const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, (unsigned)num);
                 if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) sub = fd->descriptor;
