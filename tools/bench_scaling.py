@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """How ampc's conversion time grows with the graph: for each size N (default 1k, 10k,
 100k, 1M nodes) a synthetic graph from tools/gen_graph.py, converted R times by
-`ampc IN -o OUT -q` as a whole process (start-up included); prints the median wall time,
-the time per node, and the spread of time per node across the sizes (max / min).
+`ampc IN -o OUT -q` as a whole process (start-up included); prints the median wall time
+and CPU time (user + system) per run and per node, and the spread of each per node across
+the sizes (max / min). On a shared machine the CPU time is the steadier figure: the wall
+time also counts the time the process waited for a CPU.
 
 Each run writes a new OUT (removed before it): what a conversion into a fresh file costs.
 --replace keeps OUT, so every run but the first replaces it (and ampc syncs it to disk
@@ -12,6 +14,7 @@ usage: bench_scaling.py [--ampc PATH] [--sizes N,N,...] [--runs R] [--dir DIR] [
 """
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,7 +35,7 @@ def main():
     ap.add_argument("--replace", action="store_true", help="let each run replace the last one's output")
     a = ap.parse_args()
     d = a.dir or tempfile.mkdtemp(prefix="bench_scaling_")
-    per_node = []
+    per_node, cpu_per_node = [], []
     print(f"# {a.ampc}, {os.cpu_count()} CPUs, output {'replaced' if a.replace else 'new'} each run, in {d}")
     for n in (int(x) for x in a.sizes.split(",")):
         src = os.path.join(d, f"g{n}.onnx")
@@ -42,19 +45,25 @@ def main():
                            check=True, capture_output=True)
         nodes = -(-max(n, 1) // gen_graph.BLOCK) * gen_graph.BLOCK  # whole blocks, as gen_graph writes
         runs = a.runs or max(3, min(21, 21_000 // max(n // 100, 1)))
-        ts = []
+        ts, cpus = [], []
         for _ in range(runs):
             if not a.replace and os.path.exists(out):
                 os.remove(out)
             os.sync()
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run([a.ampc, src, "-o", out, "-q"], check=True)
             ts.append(time.perf_counter() - t0)
-        med = statistics.median(ts)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+        med, cpu = statistics.median(ts), statistics.median(cpus)
         per_node.append(med / nodes)
+        cpu_per_node.append(cpu / nodes)
         print(f"{nodes:>9} nodes: {med * 1e3:9.2f} ms median of {runs} (min {min(ts) * 1e3:.2f}), "
-              f"{med / nodes * 1e6:.2f} us/node", flush=True)
-    print(f"# time per node, max / min over the sizes: {max(per_node) / min(per_node):.2f}x")
+              f"{med / nodes * 1e6:.2f} us/node; CPU {cpu * 1e3:.2f} ms, {cpu / nodes * 1e6:.2f} us/node",
+              flush=True)
+    print(f"# time per node, max / min over the sizes: wall {max(per_node) / min(per_node):.2f}x, "
+          f"CPU {max(cpu_per_node) / min(cpu_per_node):.2f}x")
 
 
 if __name__ == "__main__":
