@@ -3,6 +3,7 @@
  * --level, --allow/--infer/--clear/--deny and the AMP_*LIST_* variables (an op in two
  * lists is a usage error naming it), --keep-fp32, --no-keep-io-types, --loss, --loss-scale,
  * --explain (an unknown node is exit 2), and weights out of fp16's range reported. */
+#include "../runtime/rt_util.h"
 #include "cli_test_util.h"
 #include "ir.h"
 
@@ -287,43 +288,22 @@ Test(cli_amp, weights_out_of_range_are_reported) {
  * renamed into place only once verified); with --report the verification runs first, as
  * for small models. Both give the same file. */
 static void write_chain(const char *path, int blocks) {
-    AmpModel *m = amp_model_new();
-    cr_assert_not_null(m);
-    m->has = AMP_MODEL_HAS_IR_VERSION;
-    m->ir_version = 8;
-    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
-    m->opsets[0] = (AmpOpset){"", 17, true};
-    m->n_opsets = 1;
+    AmpModel *m = rt_model(17);
     AmpGraph *g = m->graph;
-    g->name = "chain";
-    AmpDim *d = amp_arena_calloc(&m->arena, 2, sizeof *d);
-    d[0].value = d[1].value = 2;
-    AmpValue *x = amp_graph_value(g, "x");
-    x->type = (AmpType){AMP_TYPE_TENSOR, AMP_DT_FLOAT, 2, d};
-    amp_graph_add_input(g, x);
-    static int64_t wd[2] = {2, 2};
+    rt_input(g, "x", AMP_DT_FLOAT, "2,2");
+    static const int64_t wd[2] = {2, 2};
     static const float w[4] = {0.5f, -1, 2, 0.25f};
-    AmpTensor *t = amp_arena_calloc(&m->arena, 1, sizeof *t);
-    *t = (AmpTensor){.dtype = AMP_DT_FLOAT, .has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW, .ndims = 2,
-                     .dims = wd, .nelem = 4, .raw = {(const uint8_t *)w, sizeof w}};
-    AmpValue *wv = amp_graph_value(g, "W");
-    amp_graph_add_initializer(g, wv, t);
-    AmpValue *v = x;
-    char name[32];
+    rt_init(g, "W", AMP_DT_FLOAT, 2, wd, w);
+    char prev[32] = "x", ins[48], mid[32], out[32];
     for (int i = 0; i < blocks; i++) {
-        static const char *const ops[2] = {"MatMul", "Relu"};
-        for (int k = 0; k < 2; k++) {
-            snprintf(name, sizeof name, "%s%d", ops[k], i);
-            AmpNode *n = amp_node_new(g, "", ops[k], name, k ? 1 : 2, 1);
-            amp_node_set_input(n, 0, v);
-            if (!k) amp_node_set_input(n, 1, wv);
-            snprintf(name, sizeof name, "v%d_%d", i, k);
-            v = amp_graph_value(g, name);
-            amp_node_set_output(n, 0, v);
-            amp_node_append(g, n);
-        }
+        snprintf(ins, sizeof ins, "%s,W", prev);
+        snprintf(mid, sizeof mid, "h%d", i);
+        snprintf(out, sizeof out, "r%d", i);
+        rt_node(g, "", "MatMul", ins, mid);
+        rt_node(g, "", "Relu", mid, out);
+        snprintf(prev, sizeof prev, "%s", out);
     }
-    amp_graph_add_output(g, v);
+    rt_output(g, prev, AMP_DT_FLOAT, "2,2");
     AmpStatus st = {AMP_OK, ""};
     cr_assert_eq(amp_model_save_file(m, path, NULL, &st), AMP_OK, "%s", st.msg);
     amp_model_free(m);
