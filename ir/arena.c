@@ -88,6 +88,16 @@ void *amp_big_reserve(size_t size) {
     return p;
 }
 
+void amp_advise_huge(void *p, size_t size) {
+#ifdef MADV_HUGEPAGE
+    uintptr_t start = ((uintptr_t)p + AMP_HUGE - 1) & ~(uintptr_t)(AMP_HUGE - 1);
+    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)(AMP_HUGE - 1);
+    if (size >= 2 * AMP_HUGE && end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)p, (void)size;
+#endif
+}
+
 void amp_big_free(void *p, size_t size) {
     size_t len;
     if (!p) return;

@@ -30,46 +30,45 @@ float amp_f16_to_f32(uint16_t h) {
     return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
 }
 
+/* float32 bits -> float16 bits, round to nearest even, without branches so that loops
+ * over it vectorize (checked against a branchy reference on all 2^32 inputs). Every case
+ * is computed and the right one selected by |x|:
+ * - normal results: rebias the exponent and round the 13 dropped bits (adding 0xfff plus
+ *   the lowest kept bit rounds halfway cases to even; a carry may round up to inf);
+ * - below 2^-14 (subnormal or zero results): |x| + 0.5f, whose float32 rounding is exactly
+ *   the float16 subnormal rounding, then the bits of 0.5f taken off;
+ * - 65536 and up: inf; NaN stays NaN, quiet, with the top of its payload. */
+static uint16_t f16_of_bits(uint32_t x) {
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t a = x & 0x7fffffffu;
+    uint32_t normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13; /* 0xc8000000: (15 - 127) << 23 */
+    uint32_t sub = f32_bits(bits_f32(a) + 0.5f) - 0x3f000000u;
+    uint32_t big = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;
+    uint32_t r = a < 0x38800000u ? sub : normal; /* 0x38800000: 2^-14 */
+    r = a >= 0x47800000u ? big : r;              /* 0x47800000: 2^16 */
+    return (uint16_t)(r | sign);
+}
+
 uint16_t amp_f32_to_f16(float f) {
-    uint32_t u = f32_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t exp = (u >> 23) & 0xffu;
-    uint32_t man = u & 0x7fffffu;
-    if (exp == 0xff) /* inf stays inf; NaN becomes a quiet NaN */
-        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u); /* overflow -> inf */
-    if (e <= 0) {
-        /* Subnormal or zero in fp16: shift the full significand right, then round. */
-        if (e < -10) return sign; /* below half the smallest subnormal: +-0 */
-        uint32_t m = man | 0x800000u;
-        int shift = 14 - e; /* 13 for the mantissa width change, plus 1 - e */
-        uint32_t half_bit = 1u << (shift - 1);
-        uint32_t rest = m & ((1u << shift) - 1);
-        uint32_t r = m >> shift;
-        if (rest > half_bit || (rest == half_bit && (r & 1))) r++;
-        return (uint16_t)(sign | r); /* r may carry into the exponent: that is correct */
-    }
-    uint32_t r = ((uint32_t)e << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (r & 1))) r++; /* may round up to inf: correct */
-    return (uint16_t)(sign | r);
+    return f16_of_bits(f32_bits(f));
 }
 
 float amp_bf16_to_f32(uint16_t h) {
     return bits_f32((uint32_t)h << 16);
 }
 
+/* float32 bits -> bfloat16 bits, round to nearest even; NaN stays NaN, quiet. */
+static uint16_t bf16_of_bits(uint32_t u) {
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+}
+
 uint16_t amp_f32_to_bf16(float f) {
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
-    uint32_t lsb = (u >> 16) & 1u;
-    u += 0x7fffu + lsb;
-    return (uint16_t)(u >> 16);
+    return bf16_of_bits(f32_bits(f));
 }
 
 void amp_f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = amp_f32_to_f16(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = f16_of_bits(f32_bits(src[i]));
 }
 
 void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
@@ -77,7 +76,37 @@ void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
 }
 
 void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = amp_f32_to_bf16(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = bf16_of_bits(f32_bits(src[i]));
+}
+
+/* The float32 bits at p, which may be unaligned (hosts are little-endian, as ONNX's raw
+ * data is). */
+static uint32_t load_bits(const uint8_t *p) {
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    return u;
+}
+
+uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n) {
+    const uint8_t *p = src;
+    uint32_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = load_bits(p + 4 * i), a = u & 0x7fffffffu;
+        most = a > most ? a : most;
+        dst[i] = f16_of_bits(u);
+    }
+    return most;
+}
+
+uint32_t amp_f32_bytes_to_bf16(uint16_t *dst, const void *src, size_t n) {
+    const uint8_t *p = src;
+    uint32_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = load_bits(p + 4 * i), a = u & 0x7fffffffu;
+        most = a > most ? a : most;
+        dst[i] = bf16_of_bits(u);
+    }
+    return most;
 }
 
 void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n) {

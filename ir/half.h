@@ -18,4 +18,10 @@ void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n);
 void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n);
 void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n);
 
+/* n float32 values read from src as ONNX stores them (little-endian, any alignment)
+ * converted into dst, in one pass that also finds the largest magnitude among them: the
+ * result, as float32 bits (>= 0x7f800000: an inf or a NaN was among them). */
+uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n);
+uint32_t amp_f32_bytes_to_bf16(uint16_t *dst, const void *src, size_t n);
+
 #endif

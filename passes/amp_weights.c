@@ -7,7 +7,6 @@
  * cannot hold (|x| > 65504 for float16, or not finite) stays float32, is reported, and is
  * cast where it is used. Training graphs keep every weight in float32: the optimizer owns
  * the master copy. */
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,23 +39,46 @@ static void report(const AmpRun *r, const char *fmt, ...) {
     r->opt->notify(r->opt->notify_ctx, line);
 }
 
-enum { BLOCK = 4096 }; /* floats read at a time: raw_data may be unaligned */
-
-/* Rewrites t's float32 data (bytes b) as a malloc'd 16-bit buffer the model owns. */
-static AmpCode convert(AmpRun *r, AmpValue *v, AmpTensor *t, AmpBytes b, size_t n) {
+/* The n float32 values of b (ONNX's raw layout, any alignment) in the target type, in a
+ * malloc'd buffer, converted and range-checked in one pass. NULL with *rc == AMP_OK when
+ * one does not fit (|x| past the type's largest, or not finite): then the weight (`what`
+ * names it: "weight 'W'", "constant 'c' (node 'n')") is counted and reported as kept in
+ * float32. NULL with *rc set when out of memory. */
+static uint16_t *narrow(AmpRun *r, AmpBytes b, size_t n, const char *what, const char *name, const char *node,
+                        AmpCode *rc) {
+    *rc = AMP_OK;
     uint16_t *dst = malloc(n ? n * sizeof *dst : 1);
-    if (!dst || !amp_model_own(r->m, dst)) {
-        free(dst);
-        return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting weight '%s'", v->name);
+    if (!dst) {
+        *rc = amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting %s '%s'", what, name);
+        return NULL;
     }
-    float block[BLOCK];
-    for (size_t k = 0; k < n; k += BLOCK) {
-        size_t m = n - k < BLOCK ? n - k : BLOCK;
-        memcpy(block, b.data + k * sizeof(float), m * sizeof(float));
-        if (r->dt == AMP_DT_FLOAT16)
-            amp_f32_to_f16_n(dst + k, block, m);
-        else
-            amp_f32_to_bf16_n(dst + k, block, m);
+    amp_advise_huge(dst, n * sizeof *dst);
+    uint32_t most = r->dt == AMP_DT_FLOAT16 ? amp_f32_bytes_to_f16(dst, b.data, n)
+                                            : amp_f32_bytes_to_bf16(dst, b.data, n);
+    float worst;
+    memcpy(&worst, &most, sizeof worst);
+    bool finite = most < 0x7f800000u;
+    if (finite && worst <= max_magnitude(r->dt)) return dst;
+    free(dst);
+    r->n_weights_kept++;
+    char who[320];
+    if (node)
+        snprintf(who, sizeof who, "%s '%s' (node '%s')", what, name, node);
+    else
+        snprintf(who, sizeof who, "%s '%s'", what, name);
+    if (finite)
+        report(r, "%s has values outside %s's range (max |x| = %g): kept in float32, cast where it is used", who,
+               amp_dtype_name(r->dt), (double)worst);
+    else
+        report(r, "%s has values that are not finite: kept in float32, cast where it is used", who);
+    return NULL;
+}
+
+/* Makes t hold dst (n values of the target type, which the model now owns) as raw data. */
+static AmpCode adopt(AmpRun *r, AmpValue *v, AmpTensor *t, uint16_t *dst, size_t n) {
+    if (!amp_model_own(r->m, dst)) {
+        free(dst);
+        return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting '%s'", v->name);
     }
     t->dtype = r->dt;
     t->has |= AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
@@ -74,42 +96,6 @@ static AmpCode convert(AmpRun *r, AmpValue *v, AmpTensor *t, AmpBytes b, size_t 
     return AMP_OK;
 }
 
-/* The largest magnitude in b (n floats); false when one is not finite. */
-static bool magnitude(AmpBytes b, size_t n, double *worst) {
-    float block[BLOCK];
-    *worst = 0;
-    for (size_t k = 0; k < n; k += BLOCK) {
-        size_t m = n - k < BLOCK ? n - k : BLOCK;
-        memcpy(block, b.data + k * sizeof(float), m * sizeof(float));
-        for (size_t j = 0; j < m; j++) {
-            if (!isfinite(block[j])) return false;
-            double a = fabs((double)block[j]);
-            if (a > *worst) *worst = a;
-        }
-    }
-    return true;
-}
-
-/* Whether the n floats of b fit the target type; when not, the weight (`what` names it:
- * "weight 'W'", "constant 'c' (node 'n')") is counted and reported as kept in float32. */
-static bool fits(AmpRun *r, AmpBytes b, size_t n, const char *what, const char *name, const char *node) {
-    double worst;
-    bool finite = magnitude(b, n, &worst);
-    if (finite && worst <= max_magnitude(r->dt)) return true;
-    r->n_weights_kept++;
-    char who[320];
-    if (node)
-        snprintf(who, sizeof who, "%s '%s' (node '%s')", what, name, node);
-    else
-        snprintf(who, sizeof who, "%s '%s'", what, name);
-    if (finite)
-        report(r, "%s has values outside %s's range (max |x| = %g): kept in float32, cast where it is used", who,
-               amp_dtype_name(r->dt), worst);
-    else
-        report(r, "%s has values that are not finite: kept in float32, cast where it is used", who);
-    return false;
-}
-
 static AmpCode initializers(AmpRun *r, AmpGraph *g) {
     for (size_t i = 0; i < g->n_initializers; i++) {
         AmpTensor *t = g->initializers[i];
@@ -123,8 +109,9 @@ static AmpCode initializers(AmpRun *r, AmpGraph *g) {
         if (rc) return rc;
         size_t n = (size_t)t->nelem;
         if (b.len < n * sizeof(float)) continue; /* the loader checked; be safe */
-        if (!fits(r, b, n, "weight", v->name, NULL)) continue;
-        if ((rc = convert(r, v, t, b, n))) return rc;
+        uint16_t *dst = narrow(r, b, n, "weight", v->name, NULL, &rc);
+        if (rc) return rc;
+        if (dst && (rc = adopt(r, v, t, dst, n))) return rc;
     }
     return AMP_OK;
 }
@@ -163,8 +150,8 @@ static AmpCode constant_node(AmpRun *r, AmpGraph *g, AmpNode *n) {
         if (rc) return rc;
         cnt = (size_t)t->nelem;
         if (b.len < cnt * sizeof(float)) return AMP_OK; /* the loader checked; be safe */
-        if (!fits(r, b, cnt, "constant", v->name, n->name ? n->name : "")) return AMP_OK;
-        return convert(r, v, t, b, cnt);
+        uint16_t *dst = narrow(r, b, cnt, "constant", v->name, n->name ? n->name : "", &rc);
+        return dst ? adopt(r, v, t, dst, cnt) : rc;
     }
     bool one = a->type == AMP_ATTR_FLOAT && strcmp(a->name, "value_float") == 0;
     bool list = a->type == AMP_ATTR_FLOATS && strcmp(a->name, "value_floats") == 0;
@@ -172,20 +159,23 @@ static AmpCode constant_node(AmpRun *r, AmpGraph *g, AmpNode *n) {
     cnt = one ? 1 : a->n_floats;
     b.data = one ? (const uint8_t *)&a->f : (const uint8_t *)a->floats;
     b.len = cnt * sizeof(float);
-    if (!fits(r, b, cnt, "constant", v->name, n->name ? n->name : "")) return AMP_OK;
+    AmpCode rc;
+    uint16_t *dst = narrow(r, b, cnt, "constant", v->name, n->name ? n->name : "", &rc);
+    if (!dst) return rc;
     /* value_float (a scalar) and value_floats (1-D) have no 16-bit form: they become a
      * `value` tensor of the same shape. */
     t = amp_arena_calloc(&m->arena, 1, sizeof *t);
     int64_t *dims = amp_arena_calloc(&m->arena, 1, sizeof *dims);
     const char *name = amp_arena_strdup(&m->arena, "value");
-    if (!t || !dims || !name)
+    if (!t || !dims || !name) {
+        free(dst);
         return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting constant '%s'", v->name);
+    }
     t->ndims = one ? 0 : 1;
     dims[0] = (int64_t)cnt;
     t->dims = dims;
     t->nelem = cnt;
-    AmpCode rc = convert(r, v, t, b, cnt); /* reads b (the attribute) before it is cleared */
-    if (rc) return rc;
+    if ((rc = adopt(r, v, t, dst, cnt))) return rc;
     a->name = name;
     a->type = AMP_ATTR_TENSOR;
     a->has = AMP_ATTR_HAS_TYPE;
