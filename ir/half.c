@@ -15,19 +15,24 @@ static float bits_f32(uint32_t u) {
     return f;
 }
 
-float amp_f16_to_f32(uint16_t h) {
+/* float16 bits -> float32, exact, without branches (so loops over it vectorize): every
+ * case computed, the right one selected by |h|:
+ * - normal: rebias the exponent;
+ * - subnormal or zero: h * 2^-24, as (2^-14 + h * 2^-24) - 2^-14 in float32 (both exact);
+ * - inf stays inf; NaN stays NaN, quiet, with its payload. */
+static float f32_of_f16(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) /* inf / NaN: keep the payload's top bits, force quiet NaN */
-        return bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
-    if (exp == 0) {
-        if (!man) return bits_f32(sign);
-        /* Subnormal: value = man * 2^-24, exact in float32. */
-        float v = (float)man * (1.0f / 16777216.0f);
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+    uint32_t a = h & 0x7fffu, man = a & 0x3ffu;
+    uint32_t normal = (a << 13) + 0x38000000u; /* (127 - 15) << 23 */
+    uint32_t sub = f32_bits(bits_f32((a << 13) + 0x38800000u) - bits_f32(0x38800000u)); /* 2^-14 */
+    uint32_t big = 0x7f800000u | (man << 13) | (man ? 0x400000u : 0u);
+    uint32_t r = a < 0x400u ? sub : normal;
+    r = a >= 0x7c00u ? big : r;
+    return bits_f32(r | sign);
+}
+
+float amp_f16_to_f32(uint16_t h) {
+    return f32_of_f16(h);
 }
 
 /* float32 bits -> float16 bits, round to nearest even, without branches so that loops
@@ -72,7 +77,7 @@ void amp_f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
 }
 
 void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = amp_f16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = f32_of_f16(src[i]);
 }
 
 void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n) {
@@ -110,5 +115,5 @@ uint32_t amp_f32_bytes_to_bf16(uint16_t *dst, const void *src, size_t n) {
 }
 
 void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = amp_bf16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = bits_f32((uint32_t)src[i] << 16);
 }
