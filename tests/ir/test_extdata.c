@@ -556,7 +556,8 @@ Test(extdata, external_without_location_or_with_inline_data) {
     free(dir);
 }
 
-/* ---- over 2 GB (opt-in: writes ~2.2 GB; AMPC_BIG_TESTS=1) ------------------------------- */
+/* ---- over 2 GB (writes ~2.2 GB: with AMPC_BIG_TESTS=1, which scripts/test.sh sets when
+ * the temporary folder has 10 GB free) ---------------------------------------------------- */
 
 Test(extdata, auto_goes_external_over_2gb) {
     tu_watchdog(600);

@@ -8,7 +8,8 @@ float16 with those values, keep the second in float32, and, the result being ove
 write it with external data (OUT.data) that onnx can read back.
 
 It writes about 2.4 GB and needs about 1.5 GB of memory, so it runs only with
-AMPC_BIG_TESTS=1 and enough free disk space; otherwise it exits 77 (skip). The small
+AMPC_BIG_TESTS=1 (scripts/test.sh sets it when the temporary folder has 10 GB free) and
+enough free disk space; otherwise it exits 77 (skip). The small
 version (weights in external data, converted) is tests/passes/test_amp_train.c.
 
 usage: test_amp_big_external.py --ampc PATH --testdata DIR
