@@ -47,11 +47,13 @@ static AmpCode oom(Ls *l) {
     return amp_fail(l->st, AMP_ERR_INTERNAL, "loss_scale: out of memory");
 }
 
-/* "a" followed by "b", in the model's arena. */
+/* "a" followed by "b", in the model's arena (a few per gradient: no printf). */
 static const char *cat(Ls *l, const char *a, const char *b) {
-    size_t n = strlen(a) + strlen(b) + 1;
-    char *s = amp_arena_alloc(&l->m->arena, n);
-    if (s) snprintf(s, n, "%s%s", a, b);
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = amp_arena_alloc(&l->m->arena, na + nb + 1);
+    if (!s) return NULL;
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb + 1);
     return s;
 }
 
@@ -490,8 +492,17 @@ static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
     ti->update_bindings = b;
     AmpValue *src[2] = {scale_new, tracker_new};
     const char *key[2] = {SCALE, TRACKER};
+    /* Both names are chosen before either value exists: a new algorithm graph holding a
+     * value makes every later new name a question for all the model's graphs (ir.c builds
+     * a model-wide name set for it), which a graph of a million values would pay for. */
+    const char *name[2];
     for (int k = 0; k < 2; k++) {
-        AmpValue *out = fresh(a, cat(l, key[k], "_updated"), src[k], src[k]->type.dtype);
+        const char *base = cat(l, key[k], "_updated");
+        if (!base || !(name[k] = amp_graph_unique_name(a, base))) return oom(l);
+    }
+    for (int k = 0; k < 2; k++) {
+        AmpValue *out = amp_graph_value(a, name[k]);
+        if (out) out->type = src[k]->type;
         AmpNode *n = out ? node(l, a, "Identity", cat(l, "bind/", key[k]), &src[k], 1, out) : NULL;
         if (!n || !amp_graph_add_output(a, out)) return oom(l);
         amp_node_append(a, n);
