@@ -72,8 +72,7 @@ static AmpCode training_rules(AmpRun *r) {
     AmpModel *m = r->m;
     for (size_t i = 0; i < r->n; i++) {
         AmpNode *n = r->ni[i].node;
-        /* Optimizers are never of the default domain, where nearly every node is. */
-        if (n->domain && n->domain[0] && amp_is_optimizer(n)) force(r, n, AMP_WHY_OPTIMIZER, NULL);
+        if (amp_is_optimizer(n)) force(r, n, AMP_WHY_OPTIMIZER, NULL);
         /* The loss-scaling pass's own nodes (a model converted before): unscaling, the
          * gradient check and the scale update are float32 by definition. */
         else if (amp_node_group(n) >= 0) force(r, n, AMP_WHY_LOSS_SCALE, NULL);

@@ -61,6 +61,7 @@ bool amp_is_loss_scale_name(const char *name) {
 
 bool amp_is_optimizer(const AmpNode *n) {
     const char *d = n->domain ? n->domain : "";
+    if (!d[0]) return false; /* the default domain, where nearly every node is, has none */
     return strcmp(d, AMP_TRAINING_DOMAIN) == 0 ||
            (strcmp(d, "com.microsoft") == 0 && n->op_type && ends_with(n->op_type, "Optimizer"));
 }

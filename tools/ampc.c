@@ -535,7 +535,7 @@ static int cmd_convert(const ConvertArgs *a) {
     VerifyJob vj = {.m = m, .st = {AMP_OK, ""}};
     /* A thread costs about 0.2 ms (its stack, its malloc arena): worth it on big graphs. */
     if (c == AMP_OK && a->verify && a->out && !a->print && !a->report && !a->dump_dot &&
-        node_count(m) >= VERIFY_BESIDE_MIN_NODES)
+        m->graph->n_nodes >= VERIFY_BESIDE_MIN_NODES)
         vj.started = pthread_create(&vj.thread, NULL, verify_job, &vj) == 0;
     if (c == AMP_OK && a->verify && !vj.started) {
         c = amp_verify_model(m, &st);
