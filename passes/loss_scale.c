@@ -41,6 +41,7 @@ typedef struct Ls {
     size_t n_grads;
     AmpValue *scale, *inv, *found, *tracker;
     size_t n_nodes, n_gated;
+    size_t n_gated_main; /* gates placed in the main graph: they read amp_found_inf, made last */
 } Ls;
 
 static AmpCode oom(Ls *l) {
@@ -329,6 +330,7 @@ static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, A
     AmpValue *in[3] = {l->found, old, ungated};
     AmpNode *n = node(l, g, "Where", cat(l, "gate/", what), in, 3, out);
     if (n) l->n_gated++;
+    if (n && g == l->g) l->n_gated_main++;
     return n;
 }
 
@@ -529,9 +531,13 @@ static AmpCode rewrite(Ls *l) {
         rc = dynamic_update(l, &scale_new, &tracker_new);
         if (!rc) rc = bind_state(l, scale_new, tracker_new);
     }
-    /* Nodes went in after their inputs' producers or at the ends of their graphs; a
-     * stable sort settles the rest (a gradient made before the seed is scaled, say). */
-    if (!rc) rc = amp_graph_toposort(l->g, l->st);
+    /* Every node went in after its inputs' producers (the scale's reciprocal and the
+     * constants at the top, the unscaling right after each gradient, the check and the
+     * update at the end), except a main-graph gate: placed where the value it replaces was
+     * made, it reads amp_found_inf, made at the end. Only then does the main graph need
+     * the stable sort (a linear pass over a graph that is in order, but a pass over every
+     * node and input all the same). Algorithm graphs read amp_found_inf from outside. */
+    if (!rc && l->n_gated_main) rc = amp_graph_toposort(l->g, l->st);
     for (size_t i = 0; !rc && i < l->m->n_training; i++)
         if (l->m->training[i].algorithm) rc = amp_graph_toposort(l->m->training[i].algorithm, l->st);
     return rc;

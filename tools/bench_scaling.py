@@ -10,7 +10,10 @@ Each run writes a new OUT (removed before it): what a conversion into a fresh fi
 --replace keeps OUT, so every run but the first replaces it (and ampc syncs it to disk
 first). A benchmark, not a test: quote its numbers with the machine it ran on.
 
-usage: bench_scaling.py [--ampc PATH] [--sizes N,N,...] [--runs R] [--dir DIR] [--replace]
+--train times training graphs (tools/gen_train_graph.py: forward, loss, backward, the
+loss-scaling pass's work included) instead of gen_graph.py's inference chains.
+
+usage: bench_scaling.py [--ampc PATH] [--sizes N,N,...] [--runs R] [--dir DIR] [--replace] [--train]
 """
 import argparse
 import os
@@ -22,8 +25,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import gen_graph  # noqa: E402
+
+try:
+    import onnx
+except ImportError:
+    sys.exit("bench_scaling.py needs the onnx package (pip install onnx)")
 
 
 def main():
@@ -33,17 +39,21 @@ def main():
     ap.add_argument("--runs", type=int, default=0, help="runs per size (default: 21 at 1k down to 3 at 1M)")
     ap.add_argument("--dir", default=None, help="where graphs and outputs go (default: a temporary folder)")
     ap.add_argument("--replace", action="store_true", help="let each run replace the last one's output")
+    ap.add_argument("--train", action="store_true", help="training graphs (tools/gen_train_graph.py)")
     a = ap.parse_args()
     d = a.dir or tempfile.mkdtemp(prefix="bench_scaling_")
     per_node, cpu_per_node = [], []
-    print(f"# {a.ampc}, {os.cpu_count()} CPUs, output {'replaced' if a.replace else 'new'} each run, in {d}")
+    print(f"# {a.ampc}, {os.cpu_count()} CPUs, {'training' if a.train else 'inference'} graphs, output "
+          f"{'replaced' if a.replace else 'new'} each run, in {d}")
     for n in (int(x) for x in a.sizes.split(",")):
-        src = os.path.join(d, f"g{n}.onnx")
-        out = os.path.join(d, f"g{n}_amp.onnx")
+        kind = "t" if a.train else "g"
+        src = os.path.join(d, f"{kind}{n}.onnx")
+        out = os.path.join(d, f"{kind}{n}_amp.onnx")
+        gen = "gen_train_graph.py" if a.train else "gen_graph.py"
         if not os.path.exists(src):
-            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_graph.py"), str(n), src],
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", gen), str(n), src],
                            check=True, capture_output=True)
-        nodes = -(-max(n, 1) // gen_graph.BLOCK) * gen_graph.BLOCK  # whole blocks, as gen_graph writes
+        nodes = len(onnx.load(src, load_external_data=False).graph.node)
         runs = a.runs or max(3, min(21, 21_000 // max(n // 100, 1)))
         ts, cpus = [], []
         for _ in range(runs):
