@@ -209,11 +209,12 @@ static AmpCode settle_output(Rewrite *w, AmpNode *n, int o, const AmpType *old, 
         h->type = v->type; /* the 16-bit type the node computes */
         v->type = *old;    /* the name keeps its float32 type */
         amp_node_set_output(n, o, h);
+        /* The Cast is named after its input, as want_16's are after their output: a node
+         * name, unique as h's is, that no value needs to be checked against. */
         base = join(&j, h->name, "_to_fp32", NULL, NULL);
-        const char *cname = base ? amp_graph_unique_name(w->g, base) : NULL;
+        c = base ? new_cast(w, base, h, v, AMP_DT_FLOAT) : NULL;
         join_free(&j);
-        if (!cname || !(c = new_cast(w, cname, h, v, AMP_DT_FLOAT)) || move_readers(w, v, h, true))
-            return oom(w);
+        if (!c || move_readers(w, v, h, true)) return oom(w);
     }
     amp_node_insert_after(*after, c);
     *after = c;
@@ -320,8 +321,6 @@ static void prefetch_names(const Rewrite *w, const AmpNode *n) {
         const AmpValue *v = n->outputs[o];
         if (!amp_is_f32(v)) continue;
         if (join(&j, v->name, "_", ds, NULL)) amp_graph_prefetch_name(w->g, j.s);
-        join_free(&j);
-        if (join(&j, v->name, "_", ds, "_to_fp32")) amp_graph_prefetch_name(w->g, j.s); /* its Cast */
         join_free(&j);
     }
 }
