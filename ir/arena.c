@@ -78,16 +78,6 @@ void *amp_big_zalloc(size_t size) {
     return huge_len(size, &len) ? map_huge(len) : NULL;
 }
 
-void *amp_big_reserve(size_t size) {
-    size_t len;
-    if (size <= AMP_HUGE) return amp_big_zalloc(size);
-    uint8_t *p = huge_len(size, &len) ? map_huge(len) : NULL;
-#ifdef MADV_NOHUGEPAGE
-    if (p) madvise(p, AMP_HUGE, MADV_NOHUGEPAGE);
-#endif
-    return p;
-}
-
 void amp_advise_huge(void *p, size_t size) {
 #ifdef MADV_HUGEPAGE
     uintptr_t start = ((uintptr_t)p + AMP_HUGE - 1) & ~(uintptr_t)(AMP_HUGE - 1);

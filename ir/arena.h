@@ -37,10 +37,6 @@ void *amp_arena_memdup(AmpArena *a, const void *p, size_t n);
 /* Zeroed memory for a big table outside any arena (on huge pages where the system offers
  * them, when it is big); NULL when out of memory. Freed with the same size. */
 void *amp_big_zalloc(size_t size);
-/* The same for a buffer filled from its start only as far as it is needed (the saver's
- * output, reserved at protobuf's 2 GB limit): its first 2 MiB stay in small pages, so a
- * small output does not have the kernel zero a whole huge page. */
-void *amp_big_reserve(size_t size);
 void amp_big_free(void *p, size_t size);
 /* A hint that the malloc'd buffer p (size bytes, about to be filled) be backed by huge
  * pages where the system offers them: a big weight converted to 16 bits then costs a few

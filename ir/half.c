@@ -92,26 +92,24 @@ static uint32_t load_bits(const uint8_t *p) {
     return u;
 }
 
-uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n) {
-    const uint8_t *p = src;
+/* The one loop of both bytes-to-16-bit conversions: `narrow` is a constant at each call,
+ * so the compiler makes a vectorized copy of the loop for each. */
+static uint32_t narrow_bytes(uint16_t *dst, const uint8_t *p, size_t n, uint16_t (*narrow)(uint32_t)) {
     uint32_t most = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t u = load_bits(p + 4 * i), a = u & 0x7fffffffu;
         most = a > most ? a : most;
-        dst[i] = f16_of_bits(u);
+        dst[i] = narrow(u);
     }
     return most;
 }
 
+uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n) {
+    return narrow_bytes(dst, src, n, f16_of_bits);
+}
+
 uint32_t amp_f32_bytes_to_bf16(uint16_t *dst, const void *src, size_t n) {
-    const uint8_t *p = src;
-    uint32_t most = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = load_bits(p + 4 * i), a = u & 0x7fffffffu;
-        most = a > most ? a : most;
-        dst[i] = bf16_of_bits(u);
-    }
-    return most;
+    return narrow_bytes(dst, src, n, bf16_of_bits);
 }
 
 void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n) {

@@ -22,7 +22,7 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
     }
     if (b->reserve && !b->data && b->max) {
         /* One mapping of the most the buffer may ever hold: it never moves or copies. */
-        if ((b->data = amp_big_reserve(b->max))) {
+        if ((b->data = amp_big_zalloc(b->max))) {
             b->mapped = b->cap = b->max;
             return true;
         }

@@ -124,9 +124,10 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
     c.external_min = opt->external_min_bytes;
     c.b.max = AMP_PROTO_MAX + 64;
     /* Reserving address space for the biggest possible output (so the buffer never moves)
-     * costs a few system calls, about 0.1 ms: worth it only when the output will be big.
-     * The buffer holds the graph's structure and small tensors (big ones are written from
-     * where they lie), which grow with the arena. */
+     * costs a few system calls and, on huge pages, the zeroing of a whole 2 MiB page:
+     * worth it only when the output will be big. The buffer holds the graph's structure
+     * and small tensors (big ones are written from where they lie), which grow with the
+     * arena. */
     bool reserve = m->arena.used_bytes >= SAVE_RESERVE_MIN_ARENA;
     c.b.reserve = reserve;
     char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;

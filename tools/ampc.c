@@ -5,14 +5,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ampc.h"
 #include "backend.h"
@@ -21,6 +19,7 @@
 #include "dot.h"
 #include "ir.h"
 #include "passes.h"
+#include "phases.h"
 #include "report.h"
 #include "run.h"
 
@@ -395,151 +394,46 @@ static int inspect(const ConvertArgs *a, AmpModel *m) {
 /* The AMP options as given (a global: what it holds stays reachable until exit). */
 static AmpcAmp amp_args;
 
-/* --time: one line per phase on stderr, like gcc's -ftime-report: wall time, and the
- * the CPU time of the thread doing the work (the honest number on a busy machine). */
-typedef struct PhaseTimer {
-    bool on;
-    double start[2], last[2]; /* seconds: wall (CLOCK_MONOTONIC), CPU */
-    double other[2];          /* the unnamed steps between phases, printed at the end */
-} PhaseTimer;
-
-static void clocks(double t[2]) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    t[0] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    t[1] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void phase_line(const char *what, const char *name, const double ms[2]) {
-    char label[64];
-    snprintf(label, sizeof label, "%s%s%s", what, name && *name ? " " : "", name ? name : "");
-    fprintf(stderr, "ampc: time: %-28s %10.2f ms  (cpu %10.2f ms)\n", label, ms[0], ms[1]);
-}
-
-/* Ends the phase that began at the previous call (or at the start) and names it;
- * what == NULL counts it as "other". */
-static void phase_done(PhaseTimer *t, const char *what, const char *name) {
-    if (!t->on) return;
-    double now[2], ms[2];
-    clocks(now);
-    for (int i = 0; i < 2; i++) {
-        ms[i] = (now[i] - t->last[i]) * 1e3;
-        if (!what) t->other[i] += ms[i];
-        t->last[i] = now[i];
-    }
-    if (what) phase_line(what, name, ms);
-}
-
-static void phase_total(PhaseTimer *t) {
-    if (!t->on) return;
-    double now[2], ms[2];
-    clocks(now);
-    for (int i = 0; i < 2; i++) ms[i] = (now[i] - t->start[i]) * 1e3;
-    phase_line("other", NULL, t->other);
-    phase_line("total", NULL, ms);
-}
-
-static void pass_timed(void *ctx, const char *name) {
-    phase_done(ctx, "pass", name);
-}
-
-/* Runs the pipeline, each pass timed as it ends (one pipeline run, as without --time). */
-static AmpCode run_timed(AmpModel *m, const char *list, const AmpPipelineOptions *pl,
-                         PhaseTimer *t, AmpStatus *st) {
-    AmpPipelineOptions o = *pl;
-    if (t->on) {
-        o.after_pass = pass_timed;
-        o.after_pass_ctx = t;
-    }
-    return amp_run_pipeline(m, list, &o, st);
-}
-
-/* The output's verification beside the save, when a save is all that follows: the two
- * only read the model (the saver's few allocations go to the arena, which the verifier
- * does not touch), and the saved files are renamed into place only once the verifier has
- * passed (AmpSaveOptions.commit), so a model that fails it is still never written. */
-enum { VERIFY_BESIDE_MIN_NODES = 10000 };
-
-typedef struct VerifyJob {
-    AmpModel *m;
-    AmpStatus st;
-    AmpCode code;
-    double ms[2]; /* wall and CPU time of the verification */
-    pthread_t thread;
-    bool started, joined;
-} VerifyJob;
-
-static void *verify_job(void *arg) {
-    VerifyJob *j = arg;
-    double t0[2], t1[2];
-    clocks(t0);
-    j->code = amp_verify_model(j->m, &j->st);
-    clocks(t1);
-    for (int i = 0; i < 2; i++) j->ms[i] = (t1[i] - t0[i]) * 1e3;
-    return NULL;
-}
-
-static AmpCode verify_join(VerifyJob *j) {
-    if (j->started && !j->joined) {
-        pthread_join(j->thread, NULL);
-        j->joined = true;
-    }
-    return j->code;
-}
-
-static bool verify_commit(void *ctx, AmpStatus *st) {
-    VerifyJob *j = ctx;
-    if (verify_join(j) == AMP_OK) return true;
-    if (st) *st = j->st;
-    return false;
-}
-
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
     const char *list = a->passes ? a->passes : amp_default_pipeline();
     if (!list || !list[0]) list = "none";
 
-    PhaseTimer tm = {.on = a->time};
-    if (tm.on) {
-        clocks(tm.start);
-        tm.last[0] = tm.start[0], tm.last[1] = tm.start[1];
-    }
+    PhaseTimer tm = ampc_phase_start(a->time);
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
     /* The loader's checks, then the verifier on the input (timed apart). */
     AmpLoadOptions lo = {.skip_verify = true};
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model);
-    phase_done(&tm, "load", "");
+    ampc_phase_done(&tm, "load", "");
     c = amp_verify_model(m, &st);
     if (c != AMP_OK) {
         amp_model_free(m);
         return fail_status(&st, c, a->model);
     }
-    phase_done(&tm, "verify", "input");
+    ampc_phase_done(&tm, "verify", "input");
     size_t nodes_before = a->quiet ? 0 : node_count(m);
     int arc = ampc_amp_check_explain(&amp_args, m, a->model, list);
     if (arc) {
         amp_model_free(m);
         return arc;
     }
-    phase_done(&tm, NULL, NULL);
+    ampc_phase_done(&tm, NULL, NULL);
 
     AmpPassOptions popt = amp_args.po; /* the amp pass's options (tools/cli_amp.c) */
     AmpPipelineOptions pl = {.verify_each = false,
                              .dump_after = a->dump_after,
                              .dump_to = stdout,
                              .pass = &popt};
-    c = run_timed(m, list, &pl, &tm, &st);
+    c = ampc_run_timed(m, list, &pl, &tm, &st);
     VerifyJob vj = {.m = m, .st = {AMP_OK, ""}};
-    /* A thread costs about 0.2 ms (its stack, its malloc arena): worth it on big graphs. */
     if (c == AMP_OK && a->verify && a->out && !a->print && !a->report && !a->dump_dot &&
-        m->graph->n_nodes >= VERIFY_BESIDE_MIN_NODES)
-        vj.started = pthread_create(&vj.thread, NULL, verify_job, &vj) == 0;
+        m->graph->n_nodes >= AMPC_VERIFY_BESIDE_MIN_NODES)
+        ampc_verify_start(&vj, m);
     if (c == AMP_OK && a->verify && !vj.started) {
         c = amp_verify_model(m, &st);
-        phase_done(&tm, "verify", "output");
+        ampc_phase_done(&tm, "verify", "output");
     }
     if (c != AMP_OK) {
         int rc = fail_status(&st, c, a->model);
@@ -550,18 +444,18 @@ static int cmd_convert(const ConvertArgs *a) {
 
     int rc = inspect(a, m);
     if (rc == AMP_OK) rc = finish_stdout();
-    phase_done(&tm, NULL, NULL);
+    ampc_phase_done(&tm, NULL, NULL);
     if (rc == AMP_OK && a->out) {
         AmpSaveOptions so = {.external = a->external,
                              .external_min_bytes = 1024,
-                             .commit = vj.started ? verify_commit : NULL,
+                             .commit = vj.started ? ampc_verify_commit : NULL,
                              .commit_ctx = &vj};
         c = amp_model_save_file(m, a->out, &so, &st);
         /* A failed verification is the error to report, whatever the save did. */
-        bool unverified = verify_join(&vj) != AMP_OK;
+        bool unverified = ampc_verify_join(&vj) != AMP_OK;
         if (unverified) c = vj.code, st = vj.st;
-        phase_done(&tm, "save", "");
-        if (vj.started && tm.on) phase_line("verify", "output (beside save)", vj.ms);
+        ampc_phase_done(&tm, "save", "");
+        if (vj.started && tm.on) ampc_phase_line("verify", "output (beside save)", vj.ms);
         if (c != AMP_OK) {
             rc = fail_status(&st, c, unverified ? a->model : a->out);
         } else if (!a->quiet) {
@@ -569,10 +463,10 @@ static int cmd_convert(const ConvertArgs *a) {
                 nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }
-    verify_join(&vj); /* when no save was tried (stdout failed) */
+    ampc_verify_join(&vj); /* when no save was tried (stdout failed) */
     amp_model_free(m);
-    phase_done(&tm, "free", "");
-    phase_total(&tm);
+    ampc_phase_done(&tm, "free", "");
+    ampc_phase_total(&tm);
     return rc;
 }
 

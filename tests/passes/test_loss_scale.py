@@ -48,25 +48,15 @@ def run(cmd):
     return p
 
 
-def read_dir(folder):
-    """{name: array} of output_<k>.pb in folder."""
+def read_pbs(folder, kind):
+    """{name: array} of <kind>_<k>.pb in folder, k = 0, 1, ... (kind: input or output)."""
     out = {}
     k = 0
-    while os.path.exists(os.path.join(folder, f"output_{k}.pb")):
-        t = onnx.load_tensor(os.path.join(folder, f"output_{k}.pb"))
+    while os.path.exists(os.path.join(folder, f"{kind}_{k}.pb")):
+        t = onnx.load_tensor(os.path.join(folder, f"{kind}_{k}.pb"))
         out[t.name] = numpy_helper.to_array(t)
         k += 1
     return out
-
-
-def read_inputs(folder):
-    feeds = {}
-    k = 0
-    while os.path.exists(os.path.join(folder, f"input_{k}.pb")):
-        t = onnx.load_tensor(os.path.join(folder, f"input_{k}.pb"))
-        feeds[t.name] = numpy_helper.to_array(t)
-        k += 1
-    return feeds
 
 
 def one_step_graph(model, main_only):
@@ -132,8 +122,8 @@ def test_ort_one_step(ctx, name, main_only, rtol=2e-2, atol=1e-4):
     conv = ctx.convert(src, f"{name}_ort.onnx")
     out = ctx.path(f"{name}_ort_out")
     run([ctx.ampc, "run", conv, "--inputs", data, "--outputs", out])
-    got = read_dir(out)
-    want = ort_run(one_step_graph(onnx.load(conv), main_only), read_inputs(data))
+    got = read_pbs(out, "output")
+    want = ort_run(one_step_graph(onnx.load(conv), main_only), read_pbs(data, "input"))
     missing = sorted(set(want) - set(got))
     if missing:
         raise AssertionError(f"ampc wrote no {missing}")
@@ -267,7 +257,7 @@ def test_underflow(ctx):
         conv = ctx.convert(src, f"underflow_{tag}.onnx", *extra)
         out = ctx.path(f"underflow_{tag}_out")
         run([ctx.ampc, "run", conv, "--inputs", data, "--outputs", out])
-        return read_dir(out)["W_grad"].astype(np.float64)
+        return read_pbs(out, "output")["W_grad"].astype(np.float64)
 
     fp32 = grad_of("fp32", "--passes", "infer")
     plain = grad_of("none", "--loss-scale", "none")
