@@ -21,6 +21,10 @@ enum { AMP_ARENA_FIRST = 64 * 1024, AMP_ARENA_MAX = 8 * 1024 * 1024 };
 /* Blocks of this many bytes or more are mapped directly, 2 MiB aligned. */
 #define AMP_ARENA_MAP_MIN ((size_t)2 << 20)
 #define AMP_HUGE ((size_t)2 << 20)
+/* amp_arena_expect: smaller hints change nothing (a huge page costs about as much to
+ * zero as faulting in 1 MiB of small pages); bigger ones are capped. */
+#define AMP_ARENA_EXPECT_MIN ((size_t)1 << 20)
+#define AMP_ARENA_EXPECT_MAX ((size_t)1 << 32)
 
 void amp_arena_init(AmpArena *a) {
     a->head = NULL;
@@ -109,6 +113,19 @@ static AmpArenaBlock *block_new(size_t cap) {
     b->cap = len - sizeof *b;
     b->mapped = len;
     return b;
+}
+
+void amp_arena_expect(AmpArena *a, size_t bytes) {
+    if (bytes < AMP_ARENA_EXPECT_MIN) return;
+    if (bytes > AMP_ARENA_EXPECT_MAX) bytes = AMP_ARENA_EXPECT_MAX;
+    AmpArenaBlock *b = a->head;
+    if (b && b->cap - b->used >= bytes) return;
+    /* At least AMP_ARENA_MAP_MIN, so the block is mapped (on huge pages) rather than
+     * calloc'd; pages are taken as they are touched, so the unused tail costs nothing. */
+    AmpArenaBlock *nb = block_new(bytes < AMP_ARENA_MAP_MIN ? AMP_ARENA_MAP_MIN : bytes);
+    if (!nb) return; /* only a hint: allocations find their own blocks */
+    nb->next = b;
+    a->head = nb;
 }
 
 int amp_mul_size(size_t a, size_t b, size_t *out) {

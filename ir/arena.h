@@ -28,6 +28,11 @@ void *amp_arena_alloc(AmpArena *a, size_t size);
 void *amp_arena_calloc(AmpArena *a, size_t n, size_t size);
 /* The same, not zeroed: for memory the caller fills at once. */
 void *amp_arena_alloc_raw(AmpArena *a, size_t size);
+/* A hint that about `bytes` more will be allocated soon (a loader that has counted the
+ * nodes): from 1 MiB on, the next block is one mapping that big, on huge pages where the
+ * system offers them, which costs a few page faults instead of one per 4 KiB. Pages are
+ * only taken as they are touched, so an overestimate costs address space, not memory. */
+void amp_arena_expect(AmpArena *a, size_t bytes);
 /* Grows an array allocated from the arena (old contents are copied, old block is left). */
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size);
 char *amp_arena_strdup(AmpArena *a, const char *s); /* NULL stays NULL */

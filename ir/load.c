@@ -24,6 +24,11 @@
 
 #define BIT(n) (1u << (n))
 
+/* Arena bytes per node of a loaded model after a default conversion (nodes, values,
+ * names, attributes, the casts and their values): about 570 on the synthetic graphs of
+ * tools/gen_graph.py from 1k to 100k nodes. */
+#define AMP_ARENA_BYTES_PER_NODE 576
+
 /* ---- graphs ---------------------------------------------------------------------- */
 
 enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_DOC = 10, G_INPUT = 11, G_OUTPUT = 12, G_VI = 13 };
@@ -227,6 +232,9 @@ AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *paren
     char gwhere[320];
     if (g->name && *g->name) snprintf(gwhere, sizeof gwhere, "graph '%s'", g->name);
     else snprintf(gwhere, sizeof gwhere, "%s", where);
+    /* The main graph's nodes are most of the model: room for them (and for what a
+     * conversion adds) in one block, so a big model costs few page faults. */
+    if (!rc && !parent) amp_arena_expect(&c->m->arena, gp.n_node * AMP_ARENA_BYTES_PER_NODE);
     if (!rc && !amp_graph_reserve_values(g, gp.n_input + gp.n_init + gp.n_node + gp.n_output))
         rc = amp_load_oom(c);
     if (!rc) rc = graph_body(c, g, p, end, &gp, gwhere);

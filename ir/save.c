@@ -27,7 +27,7 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
             return true;
         }
     }
-    size_t cap = b->cap ? b->cap : (size_t)1 << 16;
+    size_t cap = b->cap ? b->cap : b->first_cap ? b->first_cap : (size_t)1 << 16;
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     uint8_t *d = realloc(b->data, cap);
     if (!d) {

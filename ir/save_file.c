@@ -107,6 +107,15 @@ static const char *base_name(const char *p) {
 }
 
 /* Why an encoding failed: too big for one message, or out of memory / I/O. */
+/* A first size for the output buffer that most models do not outgrow, so it is not
+ * copied as it grows: the encoding (big tensors aside) is about an eighth of the arena's
+ * bytes on graphs of many small nodes (0.11-0.13 from 1k to 100k nodes). Pages the
+ * encoding never reaches are never touched. */
+static size_t first_cap(const AmpModel *m) {
+    size_t cap = m->arena.used_bytes / 6;
+    return cap < ((size_t)1 << 16) ? 0 : cap;
+}
+
 static AmpCode encode_failed(const SaveCtx *c, const char *what) {
     if (c->b.over)
         return amp_fail(c->st, AMP_ERR_UNSUPPORTED,
@@ -130,6 +139,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
      * arena. */
     bool reserve = m->arena.used_bytes >= SAVE_RESERVE_MIN_ARENA;
     c.b.reserve = reserve;
+    c.b.first_cap = first_cap(m);
     char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
     FILE *f = NULL;
     AmpCode rc = AMP_OK;
@@ -153,6 +163,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         amp_wbuf_free(&c.b);
         c.b.max = AMP_PROTO_MAX + 64;
         c.b.reserve = reserve;
+        c.b.first_cap = first_cap(m);
         c.restart = c.auto_external = false;
         external = true;
     }
@@ -214,6 +225,7 @@ AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus 
     SaveCtx c;
     amp_save_init(&c, m, st);
     c.b.max = AMP_PROTO_MAX + 64;
+    c.b.first_cap = first_cap(m);
     amp_save_model(&c);
     AmpCode rc = AMP_OK;
     if (c.failed || c.b.failed) rc = encode_failed(&c, NULL);

@@ -125,6 +125,7 @@ typedef struct AmpWBuf {
     AmpWGap *gaps; /* malloc'd, in order of `at` */
     size_t n_gaps, cap_gaps, gap_bytes;
     size_t max;  /* the most bytes (gaps included) it may hold */
+    size_t first_cap; /* the first allocation's size, when not reserved (0: 64 KiB) */
     bool reserve; /* take `max` bytes of address space at once (pages come as touched) */
     size_t mapped; /* how many bytes `data` maps when reserved (amp_big_zalloc) */
     bool failed; /* a write did not fit: out of memory, or `over` */
