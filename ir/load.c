@@ -18,10 +18,6 @@
 
 /* The newest ai.onnx opset whose operator semantics ampc knows. */
 #define AMP_MAX_ONNX_OPSET 23
-/* Messages nested deeper than this are rejected by a pre-scan: protobuf-c, which reads
- * the unmodelled fields, unpacks recursively without a limit. */
-#define AMP_MAX_PROTO_DEPTH 256
-
 #define BIT(n) (1u << (n))
 
 /* Arena bytes per node of a loaded model after a default conversion (nodes, values,
@@ -359,8 +355,9 @@ static AmpCode load_function(LoadCtx *c, const AmpWireField *ff, AmpFunction *fn
     }
     if (r < 0) return amp_load_malformed(c);
     /* The FunctionProto is kept as it is, once protobuf-c has checked it against the schema. */
-    ProtobufCMessage *msg = protobuf_c_message_unpack(&onnx__function_proto__descriptor, NULL, ff->len, ff->data);
-    if (!msg) return amp_load_malformed(c);
+    ProtobufCMessage *msg;
+    AmpCode rc = amp_load_unpack(c, &onnx__function_proto__descriptor, ff->data, ff->len, &msg);
+    if (rc) return rc;
     protobuf_c_message_free_unpacked(msg, NULL);
     fn->packed.len = ff->len;
     if (!(fn->packed.data = amp_arena_memdup(&c->m->arena, ff->data, ff->len))) return amp_load_oom(c);
@@ -482,116 +479,13 @@ static AmpCode load_model(LoadCtx *c, const uint8_t *p, size_t len) {
     return finish_model(c);
 }
 
-/* ---- wire-format pre-scan -------------------------------------------------------- */
-
-/* Which fields of a message are messages, and of which type: field numbers below 64 in a
- * table (every ONNX field) filled as they are first met, others asked of protobuf-c. A
- * few descriptors per model. */
-typedef struct NestDesc {
-    const ProtobufCMessageDescriptor *desc;
-    uint64_t known;                            /* bit k: sub[k] has been looked up */
-    const ProtobufCMessageDescriptor *sub[64]; /* NULL: not a message field */
-} NestDesc;
-
-typedef struct Nest {
-    NestDesc *known; /* malloc'd */
-    size_t n, cap;
-    const uint8_t *base;
-    AmpStatus *st;
-} Nest;
-
-/* desc's entry in ns->known, as an index (the table may move as it grows, also while a
- * caller further up the recursion holds an entry); SIZE_MAX when out of memory. */
-static size_t nest_desc(Nest *ns, const ProtobufCMessageDescriptor *desc) {
-    for (size_t i = 0; i < ns->n; i++)
-        if (ns->known[i].desc == desc) return i;
-    if (ns->n == ns->cap) {
-        size_t cap = ns->cap ? ns->cap * 2 : 32;
-        NestDesc *k = realloc(ns->known, cap * sizeof *k);
-        if (!k) return SIZE_MAX;
-        ns->known = k;
-        ns->cap = cap;
-    }
-    NestDesc *d = &ns->known[ns->n];
-    d->desc = desc;
-    d->known = 0;
-    return ns->n++;
-}
-
-/* The message type of field `num` (< 64) of d's messages, or NULL. */
-static const ProtobufCMessageDescriptor *nest_sub(NestDesc *d, unsigned num) {
-    if (!(d->known >> num & 1)) {
-        const ProtobufCFieldDescriptor *fd = num ? protobuf_c_message_descriptor_get_field(d->desc, num) : NULL;
-        d->sub[num] = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
-        d->known |= (uint64_t)1 << num;
-    }
-    return d->sub[num];
-}
-
-/* Walks the encoding of a `desc` message, descending into sub-message fields, and fails
- * on nesting deeper than AMP_MAX_PROTO_DEPTH or on framing that runs past the end.
- * Recursion is bounded by that depth, so this cannot overflow the stack itself. */
-static AmpCode check_nesting(Nest *ns, const ProtobufCMessageDescriptor *desc, const uint8_t *p,
-                             const uint8_t *end, int depth) {
-    AmpStatus *st = ns->st;
-    if (depth > AMP_MAX_PROTO_DEPTH)
-        return amp_fail(st, AMP_ERR_INPUT, "not a usable ONNX model: messages nested deeper than %d",
-                        AMP_MAX_PROTO_DEPTH);
-    size_t nd = desc ? nest_desc(ns, desc) : SIZE_MAX;
-    if (desc && nd == SIZE_MAX) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    const uint8_t *field = p;
-    while (p < end) {
-        field = p;
-        uint64_t key, len;
-        if (!amp_wire_varint(&p, end, &key)) goto truncated;
-        switch (key & 7) {
-        case 0:
-            if (!amp_wire_varint(&p, end, &len)) goto truncated;
-            break;
-        case 1:
-            if (end - p < 8) goto truncated;
-            p += 8;
-            break;
-        case 5:
-            if (end - p < 4) goto truncated;
-            p += 4;
-            break;
-        case 2: {
-            if (!amp_wire_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto truncated;
-            uint64_t num = key >> 3;
-            const ProtobufCMessageDescriptor *sub = NULL;
-            if (nd != SIZE_MAX && num < 64) {
-                sub = nest_sub(&ns->known[nd], (unsigned)num);
-            } else if (desc && num <= UINT32_MAX) {
-                const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, (unsigned)num);
-                if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) sub = fd->descriptor;
-            }
-            if (sub) {
-                AmpCode rc = check_nesting(ns, sub, p, p + len, depth + 1);
-                if (rc) return rc;
-            }
-            p += len;
-            break;
-        }
-        default:
-            return amp_fail(st, AMP_ERR_INPUT,
-                            "not an ONNX model: protobuf wire type %u at byte offset %td is not used by ONNX",
-                            (unsigned)(key & 7), field - ns->base);
-        }
-    }
-    return AMP_OK;
-truncated:
-    return amp_fail(st, AMP_ERR_INPUT,
-                    "not an ONNX model: the protobuf encoding is truncated or malformed (field at byte offset %td)",
-                    field - ns->base);
-}
-
 /* ---- entry points ----------------------------------------------------------------- */
 
 static void ctx_free(LoadCtx *c) {
     free(c->scratch);
     free(c->graphs);
     free(c->wheres);
+    amp_load_nest_free(c);
 }
 
 AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt,
@@ -599,10 +493,6 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
     *out = NULL;
     if (len == 0) return amp_fail(st, AMP_ERR_INPUT, "the file is empty");
     const uint8_t *bytes = data;
-    Nest ns = {NULL, 0, 0, bytes, st};
-    AmpCode rc = check_nesting(&ns, &onnx__model_proto__descriptor, bytes, bytes + len, 0);
-    free(ns.known);
-    if (rc) return rc;
     AmpModel *m = amp_model_new();
     if (!m) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     if (dir && !(m->dir = amp_arena_strdup(&m->arena, dir))) {
@@ -617,7 +507,7 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
     c->m = m;
     c->st = st;
     c->total = len;
-    rc = load_model(c, bytes, len);
+    AmpCode rc = load_model(c, bytes, len);
     ctx_free(c);
     free(c);
     if (!rc && !(opt && opt->skip_verify)) rc = amp_verify_model(m, st);

@@ -39,6 +39,8 @@ typedef struct AmpAhead {
     uint64_t h[AMP_AHEAD_OUTPUTS];
 } AmpAhead;
 
+typedef struct AmpNestDesc AmpNestDesc; /* load_nest.c */
+
 typedef struct LoadCtx {
     AmpModel *m;
     AmpStatus *st;
@@ -50,6 +52,8 @@ typedef struct LoadCtx {
     AmpGraph **graphs;   /* malloc'd: graphs as they finish loading (inner ones first) */
     const char **wheres; /* malloc'd: what messages call each of them */
     size_t n_graphs, cap_graphs;
+    AmpNestDesc *nest;   /* malloc'd (load_nest.c): message fields of the types met */
+    size_t n_nest, cap_nest;
     AmpOpIntern intern[AMP_OP_INTERN];
     AmpRecent recent[AMP_RECENT];
     AmpAhead ahead[AMP_AHEAD];
@@ -64,6 +68,13 @@ typedef struct Span {
 AmpCode amp_load_oom(LoadCtx *c);
 /* The input's encoding is malformed (a field of the wrong wire type, a bad packed array). */
 AmpCode amp_load_malformed(LoadCtx *c);
+
+/* protobuf-c's unpacking of the `desc` message [p, p + len), after a walk that refuses
+ * nesting deeper than protobuf-c's unbounded recursion may safely take (load_nest.c):
+ * every unpack of the loader goes through here. The caller frees *out. */
+AmpCode amp_load_unpack(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                        ProtobufCMessage **out);
+void amp_load_nest_free(LoadCtx *c);
 
 /* A copy of string field f in the arena, cut at a NUL as protobuf-c reads it; NULL only
  * when out of memory. */

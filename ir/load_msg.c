@@ -58,8 +58,9 @@ AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const 
     if (r < 0) return amp_load_malformed(c);
     if (!n) return AMP_OK;
     /* protobuf-c checks what these fields hold and packs them canonically. */
-    ProtobufCMessage *msg = protobuf_c_message_unpack(desc, NULL, n, c->scratch);
-    if (!msg) return amp_load_malformed(c);
+    ProtobufCMessage *msg;
+    AmpCode rc = amp_load_unpack(c, desc, c->scratch, n, &msg);
+    if (rc) return rc;
     size_t size = protobuf_c_message_get_packed_size(msg);
     uint8_t *buf = size ? amp_arena_alloc_raw(&c->m->arena, size) : NULL;
     if (size && buf) {
@@ -686,8 +687,8 @@ AmpCode amp_load_value_info(LoadCtx *c, AmpValueInfo *e, const uint8_t *p, size_
         bool odd = false;
         if ((rc = load_type(c, tp, tlen, &e->loaded, e->value->name, &odd))) return rc;
         if (odd) {
-            ProtobufCMessage *msg = protobuf_c_message_unpack(&onnx__type_proto__descriptor, NULL, tlen, tp);
-            if (!msg) return amp_load_malformed(c);
+            ProtobufCMessage *msg;
+            if ((rc = amp_load_unpack(c, &onnx__type_proto__descriptor, tp, tlen, &msg))) return rc;
             protobuf_c_message_free_unpacked(msg, NULL);
         }
     }

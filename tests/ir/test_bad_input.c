@@ -265,56 +265,151 @@ Test(bad_input, every_flipped_byte_of_test_constant) {
 
 /* ---- deep nesting ------------------------------------------------------------------ */
 
-/* If nodes nested `depth` deep, written inside out (prepending) so building is linear. */
-static void deep_model(PbBuf *out, size_t depth) {
+/* Prepends a LEN field's header (key of field `num`, then `len`) at buf[*pos]. */
+static void prepend_len(uint8_t *buf, size_t *pos, uint32_t num, size_t len) {
+    PbBuf h = {0};
+    pb_key(&h, num, PB_LEN);
+    pb_varint(&h, len);
+    cr_assert_geq(*pos, h.len);
+    *pos -= h.len;
+    memcpy(buf + *pos, h.data, h.len);
+    pb_free(&h);
+}
+
+static void prepend_raw(uint8_t *buf, size_t *pos, const void *p, size_t n) {
+    cr_assert_geq(*pos, n);
+    *pos -= n;
+    memcpy(buf + *pos, p, n);
+}
+
+/* buf[pos, cap) as a PbBuf of its own; frees buf. */
+static void take_tail(PbBuf *out, uint8_t *buf, size_t pos, size_t cap) {
+    out->len = out->cap = cap - pos;
+    out->data = malloc(out->len);
+    cr_assert_not_null(out->data);
+    memcpy(out->data, buf + pos, out->len);
+    free(buf);
+}
+
+/* A GraphProto whose one node is an If whose then_branch is such a graph, `depth` deep,
+ * written inside out (prepending) so building is linear. */
+static void deep_if_graph(PbBuf *out, size_t depth) {
     size_t cap = depth * 48 + 256, pos = cap;
     uint8_t *buf = malloc(cap);
     cr_assert_not_null(buf);
-#define PREPEND(p, n) (pos -= (n), memcpy(buf + pos, (p), (n)))
-    size_t inner = 0; /* length of the innermost graph so far (empty GraphProto) */
     for (size_t k = 0; k < depth; k++) {
-        /* AttributeProto: name "then_branch", type GRAPH, g = <inner> */
-        PbBuf hdr = {0};
-        pb_key(&hdr, A_G, PB_LEN);
-        pb_varint(&hdr, inner);
-        PREPEND(hdr.data, hdr.len);
-        size_t attr_len = inner + hdr.len;
-        pb_free(&hdr);
+        /* AttributeProto: name "then_branch", type GRAPH, g = <the graph so far> */
+        prepend_len(buf, &pos, A_G, cap - pos);
         PbBuf fields = {0};
         pb_str(&fields, A_NAME, "then_branch");
         pb_int(&fields, A_TYPE, 5);
-        PREPEND(fields.data, fields.len);
-        attr_len += fields.len;
+        prepend_raw(buf, &pos, fields.data, fields.len);
         pb_free(&fields);
         /* NodeProto: op_type "If", attribute = <attr> */
-        PbBuf nh = {0};
-        pb_str(&nh, N_OP, "If");
-        pb_key(&nh, N_ATTR, PB_LEN);
-        pb_varint(&nh, attr_len);
-        PREPEND(nh.data, nh.len);
-        size_t node_len = attr_len + nh.len;
-        pb_free(&nh);
+        prepend_len(buf, &pos, N_ATTR, cap - pos);
+        PbBuf op = {0};
+        pb_str(&op, N_OP, "If");
+        prepend_raw(buf, &pos, op.data, op.len);
+        pb_free(&op);
         /* GraphProto: node = <node> */
-        PbBuf gh = {0};
-        pb_key(&gh, G_NODE, PB_LEN);
-        pb_varint(&gh, node_len);
-        PREPEND(gh.data, gh.len);
-        inner = node_len + gh.len;
-        pb_free(&gh);
+        prepend_len(buf, &pos, G_NODE, cap - pos);
     }
-    PbBuf head = {0};
-    pb_int(&head, M_IR_VERSION, 8);
-    onnx_opset(&head, "", 13);
-    pb_key(&head, M_GRAPH, PB_LEN);
-    pb_varint(&head, inner);
-    PREPEND(head.data, head.len);
-    pb_free(&head);
-#undef PREPEND
-    out->len = cap - pos;
-    out->data = malloc(out->len);
-    memcpy(out->data, buf + pos, out->len);
-    out->cap = out->len;
-    free(buf);
+    take_tail(out, buf, pos, cap);
+}
+
+/* A model around graph body g (freed): ir_version 8, opset 16, then `extra` (freed). */
+static void wrap_model(PbBuf *out, PbBuf *g, PbBuf *extra) {
+    *out = (PbBuf){0};
+    pb_int(out, M_IR_VERSION, 8);
+    onnx_opset(out, "", 16);
+    pb_msg(out, M_GRAPH, g);
+    if (extra) {
+        pb_raw(out, extra->data, extra->len);
+        pb_free(extra);
+    }
+}
+
+/* If nodes nested `depth` deep. */
+static void deep_model(PbBuf *out, size_t depth) {
+    PbBuf g;
+    deep_if_graph(&g, depth);
+    wrap_model(out, &g, NULL);
+}
+
+/* A TypeProto: a sequence of a sequence ... of float tensors, `depth` sequences deep (two
+ * messages a level). The loader hands such types to protobuf-c. */
+static void deep_seq_type(PbBuf *out, size_t depth) {
+    size_t cap = depth * 24 + 64, pos = cap;
+    uint8_t *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    static const uint8_t tensor_float[] = {0x0a, 0x02, 0x08, 0x01}; /* {tensor_type {elem_type: 1}} */
+    prepend_raw(buf, &pos, tensor_float, sizeof tensor_float);
+    for (size_t k = 0; k < depth; k++) {
+        prepend_len(buf, &pos, 1, cap - pos); /* TypeProto.Sequence.elem_type */
+        prepend_len(buf, &pos, 4, cap - pos); /* TypeProto.sequence_type */
+    }
+    take_tail(out, buf, pos, cap);
+}
+
+/* Identity(x) -> y, x a sequence `depth` deep. */
+static void deep_input_type_model(PbBuf *out, size_t depth) {
+    PbBuf type, vi = {0}, vo = {0}, g = {0};
+    deep_seq_type(&type, depth);
+    const char *in[1] = {"x"}, *o[1] = {"y"};
+    onnx_node(&g, "Identity", "id", 1, in, 1, o, NULL);
+    pb_str(&vi, 1, "x");
+    pb_msg(&vi, 2, &type);
+    pb_msg(&g, G_INPUT, &vi);
+    pb_str(&vo, 1, "y");
+    pb_msg(&g, G_OUTPUT, &vo);
+    wrap_model(out, &g, NULL);
+}
+
+/* A custom-domain node with a TYPE_PROTO attribute (a field the IR keeps as protobuf-c
+ * packs it) that deep. */
+static void deep_attr_type_model(PbBuf *out, size_t depth) {
+    PbBuf type, at = {0}, attrs = {0}, g = {0}, extra = {0}, o = {0};
+    deep_seq_type(&type, depth);
+    pb_str(&at, A_NAME, "t");
+    pb_int(&at, A_TYPE, 13);
+    pb_msg(&at, 14, &type);
+    pb_msg(&attrs, N_ATTR, &at);
+    const char *in[1] = {"x"}, *outs[1] = {"y"};
+    PbBuf n = {0};
+    pb_str(&n, N_INPUT, in[0]);
+    pb_str(&n, N_OUTPUT, outs[0]);
+    pb_str(&n, N_OP, "Foo");
+    pb_str(&n, N_DOMAIN, "test.domain");
+    pb_raw(&n, attrs.data, attrs.len);
+    pb_free(&attrs);
+    pb_msg(&g, G_NODE, &n);
+    onnx_vi(&g, G_INPUT, "x", 1, 1, (const int64_t[]){2});
+    onnx_vi(&g, G_OUTPUT, "y", 1, 1, (const int64_t[]){2});
+    pb_str(&o, 1, "test.domain");
+    pb_int(&o, 2, 1);
+    pb_msg(&extra, M_OPSET, &o);
+    wrap_model(out, &g, &extra);
+}
+
+/* A model-local FunctionProto whose node nests If graphs that deep. */
+static void deep_function_model(PbBuf *out, size_t depth) {
+    PbBuf inner, fn = {0}, extra = {0}, g = {0};
+    deep_if_graph(&inner, depth);
+    PbBuf attrs = {0};
+    onnx_attr_graph(&attrs, "then_branch", &inner);
+    PbBuf n = {0};
+    pb_str(&n, N_OP, "If");
+    pb_raw(&n, attrs.data, attrs.len);
+    pb_free(&attrs);
+    pb_str(&fn, 1, "f");
+    pb_msg(&fn, 7, &n);
+    pb_str(&fn, 10, "test.functions");
+    pb_msg(&extra, M_FUNCTIONS, &fn);
+    const char *in[1] = {"x"}, *o[1] = {"y"};
+    onnx_node(&g, "Relu", "relu", 1, in, 1, o, NULL);
+    onnx_vi(&g, G_INPUT, "x", 1, 1, (const int64_t[]){2});
+    onnx_vi(&g, G_OUTPUT, "y", 1, 1, (const int64_t[]){2});
+    wrap_model(out, &g, &extra);
 }
 
 Test(bad_input, subgraphs_nested_deeply) {
@@ -328,6 +423,38 @@ Test(bad_input, subgraphs_nested_deeply) {
         cr_assert_eq(rc, AMP_ERR_INPUT, "If nested %zu deep (%zu bytes): %s: %s", depths[i], m.len,
                      amp_code_name(rc), st.msg);
         pb_free(&m);
+    }
+}
+
+/* What the loader hands to protobuf-c (which unpacks recursively, without a limit) is
+ * refused when nested too deep, wherever it sits: a value's type, an attribute the IR
+ * keeps packed, a model-local function. Shallow nesting loads. */
+Test(bad_input, deep_messages_for_protobuf_c) {
+    tu_watchdog(60);
+    typedef void (*Build)(PbBuf *, size_t);
+    static const struct {
+        const char *what;
+        Build build;
+    } kinds[] = {{"input type", deep_input_type_model},
+                 {"TYPE_PROTO attribute", deep_attr_type_model},
+                 {"function", deep_function_model}};
+    static const size_t deep[] = {200, 1000, 100000, 1000000};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        PbBuf m;
+        AmpStatus st = {0};
+        kinds[k].build(&m, 10);
+        AmpCode rc = try_load(m.data, m.len, NULL, &st);
+        cr_assert_eq(rc, AMP_OK, "%s nested 10 deep: %s: %s", kinds[k].what, amp_code_name(rc), st.msg);
+        pb_free(&m);
+        for (size_t i = 0; i < sizeof deep / sizeof deep[0]; i++) {
+            kinds[k].build(&m, deep[i]);
+            rc = try_load(m.data, m.len, NULL, &st);
+            cr_assert_eq(rc, AMP_ERR_INPUT, "%s nested %zu deep: %s: %s", kinds[k].what, deep[i],
+                         amp_code_name(rc), st.msg);
+            cr_assert(tu_contains(st.msg, "nested deeper"), "%s nested %zu deep: %s", kinds[k].what, deep[i],
+                      st.msg);
+            pb_free(&m);
+        }
     }
 }
 
