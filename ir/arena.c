@@ -1,6 +1,6 @@
-/* Bump allocator behind every model: blocks that grow from 64 KiB to 8 MiB, taken zeroed
- * from the system (big ones mapped directly, on huge pages where the system offers them,
- * so a big model costs few page faults), freed all at once. */
+/* Bump allocator behind every model: blocks that grow from 64 KiB to 8 MiB, each mapped
+ * zeroed from the system (big ones on huge pages where the system offers them, so a big
+ * model costs few page faults), freed all at once. */
 /* MADV_HUGEPAGE and MAP_ANONYMOUS are not POSIX. */
 #define _DEFAULT_SOURCE
 #include "arena.h"
@@ -13,7 +13,7 @@
 struct AmpArenaBlock {
     AmpArenaBlock *next;
     size_t cap, used;
-    size_t mapped; /* length of the mapping it heads, or 0 when calloc'd */
+    size_t mapped; /* length of the mapping it heads */
     _Alignas(16) unsigned char data[];
 };
 
@@ -21,6 +21,8 @@ enum { AMP_ARENA_FIRST = 64 * 1024, AMP_ARENA_MAX = 8 * 1024 * 1024 };
 /* Blocks of this many bytes or more are mapped directly, 2 MiB aligned. */
 #define AMP_ARENA_MAP_MIN ((size_t)2 << 20)
 #define AMP_HUGE ((size_t)2 << 20)
+/* Small blocks are whole pages of this size (a multiple of the system's). */
+#define AMP_PAGE ((size_t)4096)
 /* amp_arena_expect: smaller hints change nothing (a huge page costs about as much to
  * zero as faulting in 1 MiB of small pages); bigger ones are capped. */
 #define AMP_ARENA_EXPECT_MIN ((size_t)1 << 20)
@@ -34,8 +36,7 @@ void amp_arena_init(AmpArena *a) {
 }
 
 static void block_free(AmpArenaBlock *b) {
-    if (b->mapped) munmap(b, b->mapped);
-    else free(b);
+    munmap(b, b->mapped);
 }
 
 void amp_arena_free(AmpArena *a) {
@@ -99,13 +100,21 @@ void amp_big_free(void *p, size_t size) {
     else if (huge_len(size, &len)) munmap(p, len);
 }
 
-/* A zeroed block with room for cap bytes. */
+/* A zeroed block with room for at least cap bytes: always a mapping of its own, whose
+ * pages the system zeroes as they are first touched (calloc would clear them all up
+ * front, and a small model touches only a few). */
 static AmpArenaBlock *block_new(size_t cap) {
     size_t total, len;
     if (!amp_add_size(sizeof(AmpArenaBlock), cap, &total)) return NULL;
     if (total < AMP_ARENA_MAP_MIN) {
-        AmpArenaBlock *b = calloc(1, total);
-        if (b) b->cap = cap;
+        size_t page = AMP_PAGE;
+        if (!amp_add_size(total, page - 1, &len)) return NULL;
+        len &= ~(page - 1);
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        AmpArenaBlock *b = p;
+        b->cap = len - sizeof *b;
+        b->mapped = len;
         return b;
     }
     AmpArenaBlock *b = huge_len(total, &len) ? map_huge(len) : NULL;

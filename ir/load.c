@@ -213,6 +213,16 @@ static AmpCode graph_body(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint8
     return graph_done(c, g, gwhere);
 }
 
+/* The table of values met lately, sized for the first graph loaded (the main one): a
+ * small model does not pay for clearing a big one. */
+static AmpCode recent_new(LoadCtx *c, size_t n_values) {
+    size_t n = AMP_RECENT_MIN;
+    while (n < AMP_RECENT_MAX && n < 2 * n_values) n *= 2;
+    if (!(c->recent = calloc(n, sizeof *c->recent))) return amp_load_oom(c);
+    c->recent_mask = n - 1;
+    return AMP_OK;
+}
+
 AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *parent, AmpNode *owner,
                        const char *where, AmpGraph **out) {
     if (++c->depth > AMP_MAX_GRAPH_DEPTH)
@@ -231,6 +241,7 @@ AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *paren
     /* The main graph's nodes are most of the model: room for them (and for what a
      * conversion adds) in one block, so a big model costs few page faults. */
     if (!rc && !parent) amp_arena_expect(&c->m->arena, gp.n_node * AMP_ARENA_BYTES_PER_NODE);
+    if (!rc && !c->recent) rc = recent_new(c, gp.n_node + gp.n_input + gp.n_init);
     if (!rc && !amp_graph_reserve_values(g, gp.n_input + gp.n_init + gp.n_node + gp.n_output))
         rc = amp_load_oom(c);
     if (!rc) rc = graph_body(c, g, p, end, &gp, gwhere);
@@ -485,6 +496,7 @@ static void ctx_free(LoadCtx *c) {
     free(c->scratch);
     free(c->graphs);
     free(c->wheres);
+    free(c->recent);
     amp_load_nest_free(c);
 }
 

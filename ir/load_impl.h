@@ -29,7 +29,7 @@ typedef struct AmpRecent {
     uint64_t h;
 } AmpRecent;
 
-enum { AMP_RECENT = 4096 };
+enum { AMP_RECENT_MIN = 64, AMP_RECENT_MAX = 4096 };
 
 /* The output names' hashes of a node a few ahead of the one being made (load.c). */
 enum { AMP_AHEAD = 32, AMP_AHEAD_OUTPUTS = 4 };
@@ -55,7 +55,8 @@ typedef struct LoadCtx {
     AmpNestDesc *nest;   /* malloc'd (load_nest.c): message fields of the types met */
     size_t n_nest, cap_nest;
     AmpOpIntern intern[AMP_OP_INTERN];
-    AmpRecent recent[AMP_RECENT];
+    AmpRecent *recent;   /* malloc'd with the first graph: a power of two of entries, */
+    size_t recent_mask;  /* AMP_RECENT_MIN to _MAX as the graph is big; this is one less */
     AmpAhead ahead[AMP_AHEAD];
 } LoadCtx;
 

@@ -11,7 +11,7 @@
 /* ---- names ----------------------------------------------------------------------- */
 
 static AmpRecent *recent_slot(LoadCtx *c, uint64_t h) {
-    return &c->recent[(h >> 40) % AMP_RECENT];
+    return &c->recent[(h >> 40) & c->recent_mask];
 }
 
 /* The value of g's own scope named so, made if absent (amp_graph_value), remembered. */
