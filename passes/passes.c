@@ -123,15 +123,16 @@ AmpCode amp_run_pipeline(AmpModel *m, const char *list, const AmpPipelineOptions
         char *tail = start + strlen(start);
         while (tail > start && (tail[-1] == ' ' || tail[-1] == '\t')) *--tail = '\0';
         if (n == 0 && !end && strcmp(start, "none") == 0) break;
-        char known[512];
-        known_names(known, sizeof known);
+        char known[512]; /* for the messages below: built only when one is given */
         if (!*start) {
+            known_names(known, sizeof known);
             rc = amp_fail(st, AMP_ERR_USAGE, "pass list '%s' has an empty entry (known passes: %s)",
                           list, known);
             goto done;
         }
         const AmpPass *p = amp_pass_find(start);
         if (!p) {
+            known_names(known, sizeof known);
             rc = amp_fail(st, AMP_ERR_USAGE, "unknown pass '%s' (known passes: %s, or 'none')",
                           start, known);
             goto done;
