@@ -215,16 +215,6 @@ void amp_graph_prefetch_hash(const AmpGraph *g, uint64_t h) {
     prefetch_slot(g->names, h);
 }
 
-void amp_graph_prefetch_name(const AmpGraph *g, const char *name) {
-    size_t len = strlen(name);
-    uint64_t h = amp_name_hash(name, len);
-    const AmpModel *m = g->model;
-    prefetch_slot(g->names, h);
-    /* Where amp_graph_unique_name looks too. */
-    if (m->n_named_graphs == 1 && m->named_graph != g) prefetch_slot(m->named_graph->names, h);
-    else if (m->n_named_graphs > 1) prefetch_slot(m->all_names, h);
-}
-
 AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name) {
     size_t len = strlen(name);
     return amp_graph_lookup_h(g, name, len, amp_name_hash(name, len));

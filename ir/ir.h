@@ -366,10 +366,6 @@ AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name);
 AmpValue *amp_graph_value(AmpGraph *g, const char *name);
 /* A fresh value whose name starts with `base` and is unique in the whole model. */
 AmpValue *amp_graph_new_value(AmpGraph *g, const char *base);
-/* A hint that a value named so is about to be looked up or made in g (amp_graph_value,
- * amp_graph_new_value): passes that make many values call it a little ahead, so the
- * name's place in the (big) name maps is fetched meanwhile. Changes nothing. */
-void amp_graph_prefetch_name(const AmpGraph *g, const char *name);
 /* A name not used by any value of the model (any graph: enclosing, nested or unrelated),
  * from `base` ("base", "base_1", ...); NULL when out of memory. */
 const char *amp_graph_unique_name(AmpGraph *g, const char *base);

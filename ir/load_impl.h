@@ -121,6 +121,8 @@ AmpValue *amp_load_lookup(LoadCtx *c, AmpGraph *g, const char *name, size_t len,
  * fetched this many nodes ahead (amp_load_prefetch_outputs, for node i), and the hashes
  * kept for when the node is made. */
 enum { AMP_PREFETCH_AHEAD = 16 };
+/* ... in graphs of at least this many values (a name map of 512 KiB and more). */
+enum { AMP_PREFETCH_MIN_VALUES = 16384 };
 void amp_load_prefetch_outputs(LoadCtx *c, const AmpGraph *g, Span s, size_t i);
 
 /* AmpNode.mark after pass 1: the node waits for pass 2 (0 once finished). */

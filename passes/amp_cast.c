@@ -306,27 +306,6 @@ static AmpCode retype_inputs(Rewrite *w) {
     return AMP_OK;
 }
 
-/* The names rewrite_node will ask for at allow node n (want_16 and settle_output),
- * announced a few allow nodes ahead (amp_graph_prefetch_name). */
-static void prefetch_names(const Rewrite *w, const AmpNode *n) {
-    const char *ds = short_name(w->r->dt);
-    Joined j;
-    for (int k = 0; k < n->n_inputs; k++) {
-        const AmpValue *u = n->inputs[k];
-        if (!u || !amp_float_slot(n, k) || !amp_is_f32(u) || copy_of(w, u)) continue;
-        if (join(&j, u->name, "_to_", ds, NULL)) amp_graph_prefetch_name(w->g, j.s);
-        join_free(&j);
-    }
-    for (int o = 0; o < n->n_outputs; o++) {
-        const AmpValue *v = n->outputs[o];
-        if (!amp_is_f32(v)) continue;
-        if (join(&j, v->name, "_", ds, NULL)) amp_graph_prefetch_name(w->g, j.s);
-        join_free(&j);
-    }
-}
-
-enum { PREFETCH_ALLOW_AHEAD = 8 };
-
 static bool is_allow(const AmpRun *r, const AmpNode *n) {
     uint32_t i = amp_idx(n);
     return i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW;
@@ -341,19 +320,8 @@ static AmpCode rewrite_graph(Rewrite *w, AmpGraph *g) {
     w->top = NULL;
     AmpCode rc = amp_weights(r, g);
     if (!rc && g == r->m->graph && r->opt->no_keep_io_types) rc = retype_inputs(w);
-    /* `ahead` runs PREFETCH_ALLOW_AHEAD allow nodes in front, announcing their names.
-     * (Nodes are only ever inserted behind it.) */
-    AmpNode *ahead = g->first;
-    for (int k = 0; ahead && k < PREFETCH_ALLOW_AHEAD; ahead = ahead->next)
-        if (is_allow(r, ahead)) prefetch_names(w, ahead), k++;
     for (AmpNode *n = g->first; n && !rc; n = n->next) {
         if (!is_allow(r, n)) continue;
-        for (; ahead; ahead = ahead->next)
-            if (is_allow(r, ahead)) {
-                prefetch_names(w, ahead);
-                ahead = ahead->next;
-                break;
-            }
         rc = rewrite_node(w, n);
     }
     return rc;
