@@ -129,8 +129,8 @@ void amp_arena_expect(AmpArena *a, size_t bytes) {
     if (bytes > AMP_ARENA_EXPECT_MAX) bytes = AMP_ARENA_EXPECT_MAX;
     AmpArenaBlock *b = a->head;
     if (b && b->cap - b->used >= bytes) return;
-    /* At least AMP_ARENA_MAP_MIN, so the block is mapped (on huge pages) rather than
-     * calloc'd; pages are taken as they are touched, so the unused tail costs nothing. */
+    /* At least AMP_ARENA_MAP_MIN, so the block is mapped on huge pages; pages are taken
+     * as they are touched, so the unused tail costs nothing. */
     AmpArenaBlock *nb = block_new(bytes < AMP_ARENA_MAP_MIN ? AMP_ARENA_MAP_MIN : bytes);
     if (!nb) return; /* only a hint: allocations find their own blocks */
     nb->next = b;

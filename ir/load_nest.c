@@ -38,19 +38,18 @@ static size_t nest_desc(LoadCtx *c, const ProtobufCMessageDescriptor *desc) {
     return c->n_nest++;
 }
 
-/* The message type of field `num` of `desc` messages (d its entry, or NULL), or NULL. */
-static const ProtobufCMessageDescriptor *nest_sub(AmpNestDesc *d, const ProtobufCMessageDescriptor *desc,
-                                                  uint32_t num) {
-    if (d && num < 64) {
-        if (!(d->known >> num & 1)) {
-            const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, num);
-            d->sub[num] = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
-            d->known |= (uint64_t)1 << num;
-        }
-        return d->sub[num];
+/* The message type of field `num` of d's messages, or NULL when it is not a message. */
+static const ProtobufCMessageDescriptor *nest_sub(AmpNestDesc *d, uint32_t num) {
+    if (num >= 64) {
+        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(d->desc, num);
+        return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
     }
-    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, num);
-    return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+    if (!(d->known >> num & 1)) {
+        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(d->desc, num);
+        d->sub[num] = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+        d->known |= (uint64_t)1 << num;
+    }
+    return d->sub[num];
 }
 
 /* Walks the encoding of a `desc` message, descending into its message fields; fails on
@@ -67,7 +66,7 @@ static AmpCode walk(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const ui
     int r;
     while ((r = amp_wire_next(&p, end, &f)) > 0) {
         if (f.wt != AMP_WT_LEN) continue;
-        const ProtobufCMessageDescriptor *sub = nest_sub(&c->nest[nd], desc, f.num);
+        const ProtobufCMessageDescriptor *sub = nest_sub(&c->nest[nd], f.num);
         AmpCode rc = sub ? walk(c, sub, f.data, f.data + f.len, depth + 1) : AMP_OK;
         if (rc) return rc;
     }
