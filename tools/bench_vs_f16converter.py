@@ -4,10 +4,12 @@
 For each model, in one run:
 - t_occ: onnx.load + onnxconverter_common.float16.convert_float_to_float16(model,
   keep_io_types=True) + onnx.save, timed inside a child Python process (so the Python
-  start-up and imports are not counted), median of 3 runs;
+  start-up and imports are not counted), median of --runs (3);
 - t_ampc: `ampc MODEL -o OUT --time` (default pipeline infer,amp,loss_scale,cast_cleanup):
   the total ampc reports for load + passes + verify + save (the same work occ's number
-  covers; the process start-up is left out as Python's is), median of 3 runs;
+  covers; the process start-up is left out as Python's is), median of --ampc-runs (11:
+  ampc's runs are cheap, and more of them keep one stalled run on a shared host from
+  moving the median);
 - occ wall / ampc wall: the wall time of each whole process, start-up and imports
   included: what one waits for running each from a shell;
 - ratio = t_occ / t_ampc (how many times faster ampc is, conversion alone), and
@@ -22,9 +24,10 @@ A benchmark, not a test: quote its numbers with the machine it ran on.
 
 usage: bench_vs_f16converter.py MODEL.onnx [MODEL.onnx ...] [--ampc PATH]
                                 [--synthetic N [--synthetic N ...]] [--runs R]
-                                [--occ-timeout S]
+                                [--ampc-runs R] [--occ-timeout S] [--no-ort]
 --synthetic N writes an N-node MatMul/Add/Relu/Softmax/Mul/ReduceSum chain with
-tools/gen_graph.py into a temporary folder and includes it.
+tools/gen_graph.py into a temporary folder and includes it. --no-ort skips the accuracy
+check (onnxruntime runs of the three models).
 """
 import argparse
 import os
@@ -191,7 +194,8 @@ def main():
     ap.add_argument("models", nargs="*")
     ap.add_argument("--ampc", default=os.path.join(ROOT, "build", "ampc"))
     ap.add_argument("--synthetic", type=int, action="append", default=[])
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3, help="onnxconverter-common runs per model")
+    ap.add_argument("--ampc-runs", type=int, default=11, help="ampc runs per model")
     ap.add_argument("--occ-timeout", type=float, default=300.0,
                     help="seconds per onnxconverter-common run before giving up")
     ap.add_argument("--no-ort", action="store_true", help="skip the accuracy check")
@@ -213,7 +217,7 @@ def main():
     sums = [0.0, 0.0, 0.0, 0.0]  # t_occ, t_ampc, occ wall, ampc wall over models both ran
     print(f"# onnxconverter-common {onnxconverter_common.__version__}, onnx "
           f"{onnx.__version__}, onnxruntime {ort.__version__}, {os.cpu_count()} CPUs, "
-          f"median of {args.runs}", flush=True)
+          f"median of {args.runs} runs (occ) and {args.ampc_runs} (ampc)", flush=True)
     print(" | ".join(hdr), flush=True)
     for k, (label, src) in enumerate(models):
         occ_out = os.path.join(tmp, f"m{k}_occ.onnx")
@@ -221,7 +225,7 @@ def main():
         nodes, _ = count(src)
         t, e_occ = time_occ(src, occ_out, args.runs, args.occ_timeout)
         t_occ, o_wall = t if t else (None, None)
-        t, e_ampc = time_ampc(args.ampc, src, ampc_out, args.runs)
+        t, e_ampc = time_ampc(args.ampc, src, ampc_out, args.ampc_runs)
         t_ampc, t_wall = t if t else (None, None)
         ratio = f"{t_occ / t_ampc:.1f}x" if t_occ and t_ampc else "-"
         ratio_wall = f"{o_wall / t_wall:.1f}x" if o_wall and t_wall else "-"
