@@ -24,9 +24,10 @@ enum { AMP_ARENA_FIRST = 64 * 1024, AMP_ARENA_MAX = 8 * 1024 * 1024 };
 /* Small blocks are whole pages of this size (a multiple of the system's). */
 #define AMP_PAGE ((size_t)4096)
 /* amp_arena_expect: smaller hints change nothing (a huge page costs about as much to
- * zero as faulting in 1 MiB of small pages); bigger ones are capped. */
+ * zero as faulting in 1 MiB of small pages); bigger ones are capped at 4 GiB (1 GiB
+ * where size_t has 32 bits). */
 #define AMP_ARENA_EXPECT_MIN ((size_t)1 << 20)
-#define AMP_ARENA_EXPECT_MAX ((size_t)1 << 32)
+#define AMP_ARENA_EXPECT_MAX ((size_t)1 << 30 << (sizeof(size_t) > 4 ? 2 : 0))
 
 void amp_arena_init(AmpArena *a) {
     a->head = NULL;
