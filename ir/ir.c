@@ -203,16 +203,13 @@ AmpValue *amp_graph_lookup_h(const AmpGraph *g, const char *name, size_t len, ui
     return NULL;
 }
 
-static void prefetch_slot(const AmpNameMap *mp, uint64_t h) {
+void amp_graph_prefetch_hash(const AmpGraph *g, uint64_t h) {
 #if defined(__GNUC__)
+    const AmpNameMap *mp = g->names;
     if (mp && mp->cap) __builtin_prefetch(&mp->slots[h & (mp->cap - 1)], 1);
 #else
-    (void)mp, (void)h;
+    (void)g, (void)h;
 #endif
-}
-
-void amp_graph_prefetch_hash(const AmpGraph *g, uint64_t h) {
-    prefetch_slot(g->names, h);
 }
 
 AmpValue *amp_graph_lookup(const AmpGraph *g, const char *name) {

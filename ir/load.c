@@ -356,22 +356,11 @@ static AmpCode load_opset(LoadCtx *c, const AmpWireField *of, AmpOpset *o) {
 }
 
 static AmpCode load_function(LoadCtx *c, const AmpWireField *ff, AmpFunction *fn) {
-    const uint8_t *p = ff->data, *end = ff->data + ff->len;
-    AmpWireField f;
-    int r;
-    while ((r = amp_wire_next(&p, end, &f)) > 0) {
-        if (f.num != 1 && f.num != 10) continue;
-        if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
-        const char *s = amp_load_str(c, &f);
-        if (!s) return amp_load_oom(c);
-        if (f.num == 1) fn->name = s;
-        else fn->domain = s;
-    }
-    if (r < 0) return amp_load_malformed(c);
+    AmpCode rc = amp_load_two_strs(c, ff, 1, &fn->name, 10, &fn->domain); /* name, domain */
+    if (rc) return rc;
     /* The FunctionProto is kept as it is, once protobuf-c has checked it against the schema. */
     ProtobufCMessage *msg;
-    AmpCode rc = amp_load_unpack(c, &onnx__function_proto__descriptor, ff->data, ff->len, &msg);
-    if (rc) return rc;
+    if ((rc = amp_load_unpack(c, &onnx__function_proto__descriptor, ff->data, ff->len, &msg))) return rc;
     protobuf_c_message_free_unpacked(msg, NULL);
     fn->packed.len = ff->len;
     if (!(fn->packed.data = amp_arena_memdup(&c->m->arena, ff->data, ff->len))) return amp_load_oom(c);

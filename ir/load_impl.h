@@ -77,6 +77,11 @@ AmpCode amp_load_unpack(LoadCtx *c, const ProtobufCMessageDescriptor *desc, cons
                         ProtobufCMessage **out);
 void amp_load_nest_free(LoadCtx *c);
 
+/* The string fields numbered na and nb of message field mf, the last of each, into *a
+ * and *b (left alone when absent); other fields are skipped. */
+AmpCode amp_load_two_strs(LoadCtx *c, const AmpWireField *mf, uint32_t na, const char **a, uint32_t nb,
+                          const char **b);
+
 /* A copy of string field f in the arena, cut at a NUL as protobuf-c reads it; NULL only
  * when out of memory. */
 const char *amp_load_str(LoadCtx *c, const AmpWireField *f);

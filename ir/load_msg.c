@@ -192,20 +192,24 @@ static size_t typed_count(const AmpTensor *t, uint64_t nelem, uint64_t *expect) 
     }
 }
 
-/* A StringStringEntryProto (key 1, value 2; anything else is dropped, as before). */
-static AmpCode load_pair(LoadCtx *c, const AmpWireField *ef, AmpStrPair *out) {
-    const uint8_t *p = ef->data, *end = ef->data + ef->len;
+AmpCode amp_load_two_strs(LoadCtx *c, const AmpWireField *mf, uint32_t na, const char **a, uint32_t nb,
+                          const char **b) {
+    const uint8_t *p = mf->data, *end = mf->data + mf->len;
     AmpWireField f;
     int r;
     while ((r = amp_wire_next(&p, end, &f)) > 0) {
-        if (f.num != 1 && f.num != 2) continue;
+        if (f.num != na && f.num != nb) continue;
         if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
         const char *s = amp_load_str(c, &f);
         if (!s) return amp_load_oom(c);
-        if (f.num == 1) out->key = s;
-        else out->value = s;
+        *(f.num == na ? a : b) = s;
     }
     return r < 0 ? amp_load_malformed(c) : AMP_OK;
+}
+
+/* A StringStringEntryProto (key 1, value 2; anything else is dropped, as before). */
+static AmpCode load_pair(LoadCtx *c, const AmpWireField *ef, AmpStrPair *out) {
+    return amp_load_two_strs(c, ef, 1, &out->key, 2, &out->value);
 }
 
 AmpCode amp_load_pairs(LoadCtx *c, const uint8_t *msg, const uint8_t *end, uint32_t num, size_t n,

@@ -106,16 +106,22 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-/* Why an encoding failed: too big for one message, or out of memory / I/O. */
-/* A first size for the output buffer that most models do not outgrow, so it is not
- * copied as it grows: the encoding (big tensors aside) is about an eighth of the arena's
- * bytes on graphs of many small nodes (0.11-0.13 from 1k to 100k nodes). Pages the
- * encoding never reaches are never touched. */
-static size_t first_cap(const AmpModel *m) {
-    size_t cap = m->arena.used_bytes / 6;
-    return cap < ((size_t)1 << 16) ? 0 : cap;
+/* An empty output buffer for model m (save.c grows it). Reserving address space for the
+ * biggest possible output (so the buffer never moves) costs a few system calls and, on
+ * huge pages, the zeroing of a whole 2 MiB page: worth it only when the output will be
+ * big. The buffer holds the graph's structure and small tensors (big ones are written
+ * from where they lie), which grow with the arena: about an eighth of the arena's bytes
+ * on graphs of many small nodes (0.11-0.13 from 1k to 100k nodes), so an unreserved
+ * buffer starts at a sixth, which most models do not outgrow (no copies as it grows;
+ * pages the encoding never reaches are never touched). */
+static void model_buffer(SaveCtx *c, const AmpModel *m, bool may_reserve) {
+    size_t arena = m->arena.used_bytes;
+    c->b.max = AMP_PROTO_MAX + 64;
+    c->b.reserve = may_reserve && arena >= SAVE_RESERVE_MIN_ARENA;
+    c->b.first_cap = arena / 6 < ((size_t)1 << 16) ? 0 : arena / 6;
 }
 
+/* Why an encoding failed: too big for one message, or out of memory / I/O. */
 static AmpCode encode_failed(const SaveCtx *c, const char *what) {
     if (c->b.over)
         return amp_fail(c->st, AMP_ERR_UNSUPPORTED,
@@ -131,15 +137,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
     SaveCtx c;
     amp_save_init(&c, m, st);
     c.external_min = opt->external_min_bytes;
-    c.b.max = AMP_PROTO_MAX + 64;
-    /* Reserving address space for the biggest possible output (so the buffer never moves)
-     * costs a few system calls and, on huge pages, the zeroing of a whole 2 MiB page:
-     * worth it only when the output will be big. The buffer holds the graph's structure
-     * and small tensors (big ones are written from where they lie), which grow with the
-     * arena. */
-    bool reserve = m->arena.used_bytes >= SAVE_RESERVE_MIN_ARENA;
-    c.b.reserve = reserve;
-    c.b.first_cap = first_cap(m);
+    model_buffer(&c, m, true);
     char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
     FILE *f = NULL;
     AmpCode rc = AMP_OK;
@@ -161,9 +159,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         amp_save_model(&c);
         if (!c.restart) break;
         amp_wbuf_free(&c.b);
-        c.b.max = AMP_PROTO_MAX + 64;
-        c.b.reserve = reserve;
-        c.b.first_cap = first_cap(m);
+        model_buffer(&c, m, true);
         c.restart = c.auto_external = false;
         external = true;
     }
@@ -224,8 +220,7 @@ AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus 
     *len = 0;
     SaveCtx c;
     amp_save_init(&c, m, st);
-    c.b.max = AMP_PROTO_MAX + 64;
-    c.b.first_cap = first_cap(m);
+    model_buffer(&c, m, false);
     amp_save_model(&c);
     AmpCode rc = AMP_OK;
     if (c.failed || c.b.failed) rc = encode_failed(&c, NULL);
