@@ -489,6 +489,7 @@ static void ctx_free(LoadCtx *c) {
     free(c->graphs);
     free(c->wheres);
     free(c->recent);
+    free(c->fields);
     amp_load_nest_free(c);
 }
 

@@ -41,6 +41,13 @@ typedef struct AmpAhead {
 
 typedef struct AmpNestDesc AmpNestDesc; /* load_nest.c */
 
+/* A field of the NodeProto being made, as its one sweep found it (load_node.c). */
+typedef struct AmpNodeField {
+    uint32_t num;
+    const uint8_t *data;
+    size_t len;
+} AmpNodeField;
+
 typedef struct LoadCtx {
     AmpModel *m;
     AmpStatus *st;
@@ -58,6 +65,8 @@ typedef struct LoadCtx {
     AmpRecent *recent;   /* malloc'd with the first graph: a power of two of entries, */
     size_t recent_mask;  /* AMP_RECENT_MIN to _MAX as the graph is big; this is one less */
     AmpAhead ahead[AMP_AHEAD];
+    AmpNodeField *fields; /* malloc'd: the node's modelled fields, in file order */
+    size_t cap_fields;
 } LoadCtx;
 
 /* A message's bytes in the input. */

@@ -1,6 +1,7 @@
 /* The loader's NodeProtos (load.c calls it for each graph): a node made in pass 1 with
  * its outputs, and finished there when it can be (its inputs all known), else in pass 2;
  * op types interned, names hashed once and looked up first among the values met lately. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "load_impl.h"
@@ -38,16 +39,16 @@ enum { N_INPUT = 1, N_OUTPUT = 2, N_NAME = 3, N_OP = 4, N_ATTR = 5, N_DOC = 6, N
 #define NODE_MODELLED \
     (BIT(N_INPUT) | BIT(N_OUTPUT) | BIT(N_NAME) | BIT(N_OP) | BIT(N_ATTR) | BIT(N_DOC) | BIT(N_DOMAIN))
 
-/* What the first sweep over a NodeProto finds: the last of each string, and counts. */
+/* What the one sweep over a NodeProto finds: the last of each string, counts, and the
+ * inputs, outputs and attributes in file order (LoadCtx.fields, n_fields of them). */
 typedef struct NodeHead {
-    AmpWireField name, op, domain, doc;
+    AmpNodeField name, op, domain, doc;
     bool has_name, has_op, has_domain, has_doc, rest;
-    size_t n_in, n_out, n_attr;
+    size_t n_in, n_out, n_attr, n_fields;
 } NodeHead;
 
 static AmpCode node_head(LoadCtx *c, Span s, NodeHead *h) {
-    h->has_name = h->has_op = h->has_domain = h->has_doc = h->rest = false;
-    h->n_in = h->n_out = h->n_attr = 0;
+    *h = (NodeHead){0};
     const uint8_t *p = s.p, *end = s.p + s.len;
     AmpWireField f;
     int r;
@@ -57,15 +58,24 @@ static AmpCode node_head(LoadCtx *c, Span s, NodeHead *h) {
             continue;
         }
         if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
+        AmpNodeField nf = {f.num, f.data, f.len};
         switch (f.num) {
         case N_INPUT: h->n_in++; break;
         case N_OUTPUT: h->n_out++; break;
         case N_ATTR: h->n_attr++; break;
-        case N_NAME: h->name = f, h->has_name = true; break;
-        case N_OP: h->op = f, h->has_op = true; break;
-        case N_DOMAIN: h->domain = f, h->has_domain = true; break;
-        default: h->doc = f, h->has_doc = true; break;
+        case N_NAME: h->name = nf, h->has_name = true; continue;
+        case N_OP: h->op = nf, h->has_op = true; continue;
+        case N_DOMAIN: h->domain = nf, h->has_domain = true; continue;
+        default: h->doc = nf, h->has_doc = true; continue;
         }
+        if (h->n_fields == c->cap_fields) {
+            size_t cap = c->cap_fields ? c->cap_fields * 2 : 64;
+            AmpNodeField *fs = realloc(c->fields, cap * sizeof *fs);
+            if (!fs) return amp_load_oom(c);
+            c->fields = fs;
+            c->cap_fields = cap;
+        }
+        c->fields[h->n_fields++] = nf;
     }
     return r < 0 ? amp_load_malformed(c) : AMP_OK;
 }
@@ -74,7 +84,8 @@ static AmpCode node_head(LoadCtx *c, Span s, NodeHead *h) {
 static AmpCode intern_op(LoadCtx *c, const NodeHead *h, AmpNode *n) {
     const char *op = h->has_op ? (const char *)h->op.data : NULL;
     const char *dom = h->has_domain ? (const char *)h->domain.data : NULL;
-    size_t op_len = op ? amp_wire_strlen(&h->op) : 0, dom_len = dom ? amp_wire_strlen(&h->domain) : 0;
+    size_t op_len = op ? amp_wire_cstrlen(h->op.data, h->op.len) : 0;
+    size_t dom_len = dom ? amp_wire_cstrlen(h->domain.data, h->domain.len) : 0;
     uint64_t hash = amp_name_hash(op ? op : "", op_len) * 31 + amp_name_hash(dom ? dom : "", dom_len);
     hash = (hash << 2 | (op != NULL) << 1 | (dom != NULL)) | 1u << 31; /* never 0 */
     AmpOpIntern *e = &c->intern[(hash >> 8) % AMP_OP_INTERN];
@@ -112,27 +123,34 @@ void amp_load_prefetch_outputs(LoadCtx *c, const AmpGraph *g, Span s, size_t i) 
 /* AmpNode.mark while the graph loads: the node has unmodelled fields (and AMP_AMP_NODE_LATER). */
 enum { NODE_REST = 1 };
 
-/* Whether attribute record f holds a graph (g, field 6, or graphs, field 11). */
-static bool attr_has_graph(const AmpWireField *af) {
-    const uint8_t *p = af->data, *end = af->data + af->len;
+/* Whether attribute record [d, d + len) holds a graph (g, field 6, or graphs, field 11). */
+static bool attr_has_graph(const uint8_t *d, size_t len) {
+    const uint8_t *p = d, *end = d + len;
     AmpWireField f;
     while (amp_wire_next(&p, end, &f) > 0)
         if (f.num == 6 || f.num == 11) return true;
     return false;
 }
 
-/* The node's attributes and its rest (the inputs are the caller's). */
-static AmpCode node_attrs(LoadCtx *c, AmpNode *n, Span s, bool rest) {
-    const uint8_t *p, *end = s.p + s.len;
-    AmpWireField f;
+/* The node's attributes and its rest (the inputs are the caller's): from the fields
+ * node_head found (fs, n_fs of them), or with fs NULL from a sweep of the node (pass 2,
+ * where loading a subgraph's nodes reuses LoadCtx.fields). */
+static AmpCode node_attrs(LoadCtx *c, AmpNode *n, Span s, const AmpNodeField *fs, size_t n_fs, bool rest) {
+    const uint8_t *end = s.p + s.len;
     AmpCode rc = AMP_OK;
     if (n->n_attrs) {
         size_t na = n->n_attrs, k = 0;
         n->n_attrs = 0;
         if (!(n->attrs = amp_arena_calloc(&c->m->arena, na, sizeof *n->attrs))) return amp_load_oom(c);
         n->n_attrs = na;
-        for (p = s.p; !rc && k < na && amp_wire_next(&p, end, &f) > 0;)
-            if (f.num == N_ATTR) rc = amp_load_attr(c, f.data, f.len, n, &n->attrs[k++]);
+        if (fs) {
+            for (size_t j = 0; !rc && j < n_fs; j++)
+                if (fs[j].num == N_ATTR) rc = amp_load_attr(c, fs[j].data, fs[j].len, n, &n->attrs[k++]);
+        } else {
+            AmpWireField f;
+            for (const uint8_t *p = s.p; !rc && k < na && amp_wire_next(&p, end, &f) > 0;)
+                if (f.num == N_ATTR) rc = amp_load_attr(c, f.data, f.len, n, &n->attrs[k++]);
+        }
         if (rc) return rc;
     }
     return rest ? amp_load_rest(c, &onnx__node_proto__descriptor, s.p, end, NODE_MODELLED, &n->rest) : AMP_OK;
@@ -142,7 +160,8 @@ static AmpCode node_attrs(LoadCtx *c, AmpNode *n, Span s, bool rest) {
  * appended to g, and its outputs defined. When every input names a value of g made
  * already (a graph input, an initializer, an earlier node's output: always so in a graph
  * in topological order) and no attribute holds a graph, the node is finished here; else
- * in pass 2, where inputs may name outputs of later nodes and subgraphs see them all. */
+ * in pass 2, where inputs may name outputs of later nodes and subgraphs see them all.
+ * The NodeProto is swept once (node_head); what follows reads the fields it found. */
 AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t i, const char *gwhere) {
     NodeHead h;
     AmpCode rc = node_head(c, s, &h);
@@ -150,7 +169,7 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
     if (h.n_in > INT32_MAX || h.n_out > INT32_MAX)
         return amp_fail(c->st, AMP_ERR_INPUT, "%s: node %zu has too many inputs or outputs", gwhere, i);
     AmpArena *a = &c->m->arena;
-    size_t name_len = h.has_name ? amp_wire_strlen(&h.name) : 0;
+    size_t name_len = h.has_name ? amp_wire_cstrlen(h.name.data, h.name.len) : 0;
     size_t io = (h.n_in + h.n_out) * sizeof(AmpValue *), tail = io + (h.has_name ? name_len + 1 : 0);
     /* The input and output arrays and the name together (the node is in the graph's array). */
     uint8_t *t = tail ? amp_arena_alloc(a, tail) : NULL;
@@ -168,20 +187,23 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
         n->name = name;
     }
     if ((rc = intern_op(c, &h, n))) return rc;
-    if (h.has_doc && !(n->doc_string = amp_load_str(c, &h.doc))) return amp_load_oom(c);
+    if (h.has_doc && !(n->doc_string = amp_arena_strndup(a, (const char *)h.doc.data,
+                                                         amp_wire_cstrlen(h.doc.data, h.doc.len))))
+        return amp_load_oom(c);
     n->n_attrs = h.n_attr; /* the array is made with the attributes */
     amp_node_append(g, n);
-    const uint8_t *p = s.p, *end = s.p + s.len;
+    const AmpNodeField *fs = c->fields;
     const AmpAhead *ah = &c->ahead[i % AMP_AHEAD];
     size_t n_known = ah->node == s.p ? ah->n : 0;
-    AmpWireField f;
     int k = 0;
-    while (k < n->n_outputs && amp_wire_next(&p, end, &f) > 0) {
-        if (f.num != N_OUTPUT) continue;
+    bool later = false;
+    for (size_t j = 0; j < h.n_fields; j++) {
+        if (fs[j].num == N_ATTR && !later) later = attr_has_graph(fs[j].data, fs[j].len);
+        if (fs[j].num != N_OUTPUT) continue;
         int slot = k++;
-        size_t len = amp_wire_strlen(&f);
+        size_t len = amp_wire_cstrlen(fs[j].data, fs[j].len);
         if (!len) continue;
-        const char *name = (const char *)f.data;
+        const char *name = (const char *)fs[j].data;
         AmpValue *v = amp_load_value_in(c, g, name, len, (size_t)slot < n_known ? ah->h[slot] : amp_name_hash(name, len));
         if (!v) return amp_load_oom(c);
         if (v->producer || (v->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)))
@@ -193,15 +215,11 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
         amp_node_set_output(n, slot, v);
     }
     /* Finish now? */
-    bool later = false;
-    for (p = s.p; h.n_attr && !later && amp_wire_next(&p, end, &f) > 0;)
-        if (f.num == N_ATTR) later = attr_has_graph(&f);
-    for (p = s.p, k = 0; !later && k < n->n_inputs && amp_wire_next(&p, end, &f) > 0;) {
-        if (f.num != N_INPUT) continue;
-        int slot = k++;
-        size_t len = amp_wire_strlen(&f);
+    for (size_t j = 0, k = 0; !later && j < h.n_fields; j++) {
+        if (fs[j].num != N_INPUT) continue;
+        size_t slot = k++, len = amp_wire_cstrlen(fs[j].data, fs[j].len);
         if (!len) continue;
-        const char *name = (const char *)f.data;
+        const char *name = (const char *)fs[j].data;
         AmpValue *v = amp_load_lookup(c, g, name, len, amp_name_hash(name, len));
         if (!v || v->graph != g) later = true;
         else n->inputs[slot] = v;
@@ -215,7 +233,7 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
      * model is loaded (fill_uses). */
     for (k = 0; k < n->n_inputs; k++)
         if (n->inputs[k]) n->inputs[k]->n_uses++;
-    return node_attrs(c, n, s, h.rest);
+    return node_attrs(c, n, s, fs, h.n_fields, h.rest);
 }
 
 /* Pass 2 for a node left by pass 1: attributes (subgraphs see every value of this
@@ -223,7 +241,7 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
 AmpCode amp_load_node_pass2(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s) {
     bool rest = n->mark & NODE_REST;
     n->mark = 0;
-    AmpCode rc = node_attrs(c, n, s, false);
+    AmpCode rc = node_attrs(c, n, s, NULL, 0, false);
     if (rc) return rc;
     const uint8_t *p, *end = s.p + s.len;
     AmpWireField f;

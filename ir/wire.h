@@ -98,15 +98,45 @@ static inline int amp_wire_next(const uint8_t **p, const uint8_t *end, AmpWireFi
     return 1;
 }
 
-/* A string field as protobuf-c reads it: a C string, so it ends at the first NUL. */
-static inline size_t amp_wire_strlen(const AmpWireField *f) {
-    if (f->len <= 32) { /* names: a loop beats a call */
-        for (size_t i = 0; i < f->len; i++)
-            if (!f->data[i]) return i;
-        return f->len;
+/* The index of the first NUL among the 8 bytes of w (little-endian), or 8. */
+static inline unsigned amp_wire_nul8(uint64_t w) {
+    uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+    if (!z) return 8;
+#if defined(__GNUC__)
+    return (unsigned)__builtin_ctzll(z) >> 3;
+#else
+    unsigned i = 0;
+    while (!(z & 0x80)) z >>= 8, i++;
+    return i;
+#endif
+}
+
+/* A string as protobuf-c reads it: a C string, so it ends at the first NUL. Names are
+ * short: eight bytes at a time (the last word overlapping), no call. */
+static inline size_t amp_wire_cstrlen(const uint8_t *d, size_t len) {
+    if (len > 64) {
+        const void *nul = memchr(d, 0, len);
+        return nul ? (size_t)((const uint8_t *)nul - d) : len;
     }
-    const void *nul = memchr(f->data, 0, f->len);
-    return nul ? (size_t)((const uint8_t *)nul - f->data) : f->len;
+    if (len < 8) {
+        for (size_t i = 0; i < len; i++)
+            if (!d[i]) return i;
+        return len;
+    }
+    uint64_t w;
+    size_t i = 0;
+    for (; i + 8 < len; i += 8) {
+        memcpy(&w, d + i, 8);
+        unsigned k = amp_wire_nul8(w);
+        if (k < 8) return i + k;
+    }
+    memcpy(&w, d + len - 8, 8); /* bytes before i are not NUL: the first NUL here is the first */
+    unsigned k = amp_wire_nul8(w);
+    return k < 8 ? len - 8 + k : len;
+}
+
+static inline size_t amp_wire_strlen(const AmpWireField *f) {
+    return amp_wire_cstrlen(f->data, f->len);
 }
 
 /* ---- writing --------------------------------------------------------------------- */
