@@ -24,6 +24,7 @@ typedef struct NameSlot {
 struct AmpNameMap {
     NameSlot *slots; /* cap entries, cap a power of two (0: none yet) */
     size_t cap, n;
+    size_t room;      /* entries it takes before passing 3/4 load */
     AmpGraph *g;      /* the graph whose scope it is; NULL for the model-wide set */
     AmpNameMap *next; /* AmpModel.maps */
 };
@@ -71,7 +72,7 @@ static AmpValue *map_get(const AmpNameMap *mp, const char *name, size_t len, uin
 }
 
 /* Room for `more` entries without passing 3/4 load. */
-static bool map_reserve(AmpNameMap *mp, size_t more) {
+static bool map_grow(AmpNameMap *mp, size_t more) {
     size_t need;
     if (!amp_add_size(mp->n, more, &need) || !amp_mul_size(need, 4, &need)) return false;
     need = need / 3 + 1;
@@ -93,7 +94,12 @@ static bool map_reserve(AmpNameMap *mp, size_t more) {
     amp_big_free(mp->slots, mp->cap * sizeof *mp->slots);
     mp->slots = slots;
     mp->cap = cap;
+    mp->room = cap / 4 * 3 - 1 - mp->n; /* the most entries x with x * 4 / 3 + 1 <= cap */
     return true;
+}
+
+static inline bool map_reserve(AmpNameMap *mp, size_t more) {
+    return more <= mp->room || map_grow(mp, more);
 }
 
 /* Inserts v (not present) into a map with room for it (map_reserve). */
@@ -102,6 +108,7 @@ static void map_put(AmpNameMap *mp, AmpValue *v, uint64_t h) {
     while (mp->slots[i].v) i = (i + 1) & (mp->cap - 1);
     mp->slots[i] = (NameSlot){v, h};
     mp->n++;
+    mp->room--;
 }
 
 static AmpNameMap *map_new(AmpModel *m, AmpGraph *g) {
@@ -228,9 +235,9 @@ bool amp_graph_reserve_values(AmpGraph *g, size_t n) {
     return true;
 }
 
-AmpValue *amp_graph_value_h(AmpGraph *g, const char *name, size_t len, uint64_t h) {
-    AmpValue *v = map_get(g->names, name, len, h);
-    if (v) return v;
+/* A new value of g named so; `fresh`: no value of the model has the name (else only g's
+ * scope is known not to). */
+static AmpValue *value_make(AmpGraph *g, const char *name, size_t len, uint64_t h, bool fresh) {
     AmpModel *m = g->model;
     AmpNameMap *all = m->all_names;
     /* Room everywhere first, so running out of memory changes nothing. */
@@ -244,6 +251,7 @@ AmpValue *amp_graph_value_h(AmpGraph *g, const char *name, size_t len, uint64_t 
     }
     /* The name right behind the value: one visit to memory reads both. */
     size_t size;
+    AmpValue *v;
     if (!amp_add_size(sizeof *v, len + 1, &size) || !(v = amp_arena_alloc_raw(&m->arena, size)))
         return NULL;
     char *copy = (char *)(v + 1);
@@ -254,11 +262,16 @@ AmpValue *amp_graph_value_h(AmpGraph *g, const char *name, size_t len, uint64_t 
     v->graph = g;
     v->type.rank = -1;
     map_put(g->names, v, h);
-    if (all && !map_get(all, name, len, h)) map_put(all, v, h);
+    if (all && (fresh || !map_get(all, name, len, h))) map_put(all, v, h);
     if (!g->n_values && m->n_named_graphs++ == 0) m->named_graph = g;
     v->id = (uint32_t)g->n_values;
     g->values[g->n_values++] = v;
     return v;
+}
+
+AmpValue *amp_graph_value_h(AmpGraph *g, const char *name, size_t len, uint64_t h) {
+    AmpValue *v = map_get(g->names, name, len, h);
+    return v ? v : value_make(g, name, len, h, false);
 }
 
 AmpValue *amp_graph_value(AmpGraph *g, const char *name) {
@@ -296,7 +309,7 @@ AmpValue *amp_graph_new_value(AmpGraph *g, const char *base) {
     if (!buf) return NULL;
     uint64_t h;
     long n = unique_into(g->model, base, len, buf, &h);
-    AmpValue *v = n >= 0 ? amp_graph_value_h(g, buf, (size_t)n, h) : NULL;
+    AmpValue *v = n >= 0 ? value_make(g, buf, (size_t)n, h, true) : NULL;
     if (buf != small) free(buf);
     return v;
 }
@@ -440,23 +453,50 @@ AmpAttr *amp_node_add_attr(AmpNode *n, const char *name, int type) {
 
 AmpNode *amp_node_new_cast(AmpGraph *g, const char *name, AmpValue *in, AmpValue *out, int to) {
     AmpModel *m = g->model;
-    AmpNode *c = amp_node_new(g, "", "Cast", name, 1, 1);
-    if (!c) return NULL;
+    /* Passes make casts by the thousand: the node, its input and output slots, its one
+     * attribute and its name are one allocation, and the strings are the op table's. */
+    typedef struct CastNode {
+        AmpNode n;
+        AmpValue *io[2];
+        AmpAttr to;
+    } CastNode;
+    size_t len = name ? strlen(name) : 0, size;
+    CastNode *c;
+    if (!amp_add_size(sizeof *c, len + 1, &size) || !(c = amp_arena_alloc(&m->arena, size))) return NULL;
+    const AmpOpInfo *info = amp_op_info(AMP_OP_Cast);
+    AmpNode *n = &c->n;
+    n->graph = g;
+    n->op = AMP_OP_Cast;
+    n->domain = info->domain;
+    n->op_type = info->name;
+    if (name) {
+        char *copy = (char *)(c + 1);
+        memcpy(copy, name, len + 1);
+        n->name = copy;
+    }
+    n->n_inputs = n->n_outputs = 1;
+    n->inputs = &c->io[0];
+    n->outputs = &c->io[1];
+    n->id = m->next_node_id++;
+    AmpAttr *a = &c->to;
+    n->attrs = a;
+    n->n_attrs = 1;
+    a->name = "to";
+    a->has = AMP_ATTR_HAS_TYPE;
     /* Cast-1 names the type with a string; Cast-6 and later take the enum. */
-    AmpAttr *a;
     if (amp_model_opset(m, "") < 6) {
         const char *s = to == AMP_DT_FLOAT16 ? "FLOAT16" : to == AMP_DT_BFLOAT16 ? "BFLOAT16" : "FLOAT";
-        a = amp_node_add_attr(c, "to", AMP_ATTR_STRING);
-        if (!a || !(a->s.data = (const uint8_t *)amp_arena_strdup(&m->arena, s))) return NULL;
-        a->s.len = strlen(s);
+        a->type = AMP_ATTR_STRING;
+        a->has |= AMP_ATTR_HAS_S;
+        a->s = (AmpBytes){(const uint8_t *)s, strlen(s)};
     } else {
-        a = amp_node_add_attr(c, "to", AMP_ATTR_INT);
-        if (!a) return NULL;
+        a->type = AMP_ATTR_INT;
+        a->has |= AMP_ATTR_HAS_I;
         a->i = to;
     }
-    if (amp_node_set_input(c, 0, in)) return NULL;
-    amp_node_set_output(c, 0, out);
-    return c;
+    if (amp_node_set_input(n, 0, in)) return NULL;
+    amp_node_set_output(n, 0, out);
+    return n;
 }
 
 const AmpAttr *amp_node_attr(const AmpNode *n, const char *name) {
