@@ -5,6 +5,8 @@
 #define _DEFAULT_SOURCE
 #include "arena.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,7 @@ void amp_arena_init(AmpArena *a) {
     a->used_bytes = 0;
     a->next_block = AMP_ARENA_FIRST;
     a->limit = 0;
+    a->prefault = NULL;
 }
 
 static void block_free(AmpArenaBlock *b) {
@@ -41,6 +44,7 @@ static void block_free(AmpArenaBlock *b) {
 }
 
 void amp_arena_free(AmpArena *a) {
+    amp_arena_prefault_stop(a);
     AmpArenaBlock *b = a->head;
     while (b) {
         AmpArenaBlock *next = b->next;
@@ -78,10 +82,37 @@ static void *map_huge(size_t len) {
     return start;
 }
 
-void *amp_big_zalloc(size_t size) {
+/* Big tables are mappings of their own from this size on (below it, calloc). */
+#define AMP_BIG_MAP_MIN ((size_t)64 << 10)
+
+/* Zeroed memory of its own mapping: huge pages from 2 MiB on; `touch`: every page mapped
+ * writable now, in one call, rather than a fault per page later. */
+static void *big_map(size_t size, bool touch) {
     size_t len;
-    if (size < AMP_ARENA_MAP_MIN) return calloc(1, size ? size : 1);
-    return huge_len(size, &len) ? map_huge(len) : NULL;
+    if (size < AMP_BIG_MAP_MIN) return calloc(1, size ? size : 1);
+    if (size < AMP_ARENA_MAP_MIN) {
+        if (!amp_add_size(size, AMP_PAGE - 1, &len)) return NULL;
+        len &= ~(AMP_PAGE - 1);
+        int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_POPULATE
+        if (touch) flags |= MAP_POPULATE;
+#endif
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    uint8_t *p = huge_len(size, &len) ? map_huge(len) : NULL;
+#ifdef MADV_POPULATE_WRITE
+    if (p && touch) madvise(p, len, MADV_POPULATE_WRITE); /* only a hint: faults do it otherwise */
+#endif
+    return p;
+}
+
+void *amp_big_zalloc(size_t size) {
+    return big_map(size, false);
+}
+
+void *amp_table_zalloc(size_t size) {
+    return big_map(size, true);
 }
 
 void amp_advise_huge(void *p, size_t size) {
@@ -97,7 +128,8 @@ void amp_advise_huge(void *p, size_t size) {
 void amp_big_free(void *p, size_t size) {
     size_t len;
     if (!p) return;
-    if (size < AMP_ARENA_MAP_MIN) free(p);
+    if (size < AMP_BIG_MAP_MIN) free(p);
+    else if (size < AMP_ARENA_MAP_MIN) munmap(p, (size + AMP_PAGE - 1) & ~(AMP_PAGE - 1));
     else if (huge_len(size, &len)) munmap(p, len);
 }
 
@@ -136,6 +168,63 @@ void amp_arena_expect(AmpArena *a, size_t bytes) {
     if (!nb) return; /* only a hint: allocations find their own blocks */
     nb->next = b;
     a->head = nb;
+}
+
+/* ---- prefaulting ------------------------------------------------------------------ */
+
+struct AmpPrefault {
+    pthread_t thread;
+    uint8_t *start; /* page aligned */
+    size_t len;
+    atomic_bool stop;
+};
+
+/* One huge page per call: the helper looks at `stop` this often. */
+#define AMP_PREFAULT_STEP AMP_HUGE
+
+static void *prefault_run(void *arg) {
+    AmpPrefault *pf = arg;
+#ifdef MADV_POPULATE_WRITE
+    for (size_t off = 0; off < pf->len && !atomic_load_explicit(&pf->stop, memory_order_relaxed);
+         off += AMP_PREFAULT_STEP) {
+        size_t n = pf->len - off < AMP_PREFAULT_STEP ? pf->len - off : AMP_PREFAULT_STEP;
+        if (madvise(pf->start + off, n, MADV_POPULATE_WRITE) != 0) break; /* older system: give up */
+    }
+#endif
+    return NULL;
+}
+
+void amp_arena_prefault(AmpArena *a, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    AmpArenaBlock *b = a->head;
+    if (a->prefault || !b || bytes < AMP_ARENA_EXPECT_MIN) return;
+    size_t room = b->cap - b->used;
+    if (bytes > room) bytes = room;
+    uintptr_t from = (uintptr_t)(b->data + b->used) & ~(uintptr_t)(AMP_PAGE - 1);
+    uintptr_t to = ((uintptr_t)(b->data + b->used) + bytes) & ~(uintptr_t)(AMP_PAGE - 1);
+    if (to <= from) return;
+    AmpPrefault *pf = malloc(sizeof *pf);
+    if (!pf) return;
+    pf->start = (uint8_t *)from;
+    pf->len = (size_t)(to - from);
+    atomic_init(&pf->stop, false);
+    if (pthread_create(&pf->thread, NULL, prefault_run, pf) != 0) {
+        free(pf);
+        return;
+    }
+    a->prefault = pf;
+#else
+    (void)a, (void)bytes;
+#endif
+}
+
+void amp_arena_prefault_stop(AmpArena *a) {
+    AmpPrefault *pf = a->prefault;
+    if (!pf) return;
+    atomic_store(&pf->stop, true);
+    pthread_join(pf->thread, NULL);
+    free(pf);
+    a->prefault = NULL;
 }
 
 int amp_mul_size(size_t a, size_t b, size_t *out) {

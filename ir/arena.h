@@ -9,6 +9,7 @@
 #include <string.h>
 
 typedef struct AmpArenaBlock AmpArenaBlock;
+typedef struct AmpPrefault AmpPrefault;
 
 typedef struct AmpArena {
     AmpArenaBlock *head; /* newest block first */
@@ -16,6 +17,7 @@ typedef struct AmpArena {
     size_t next_block;   /* size of the next regular block: doubles up to a cap */
     size_t limit;        /* 0: none; else allocations past this many bytes fail (tests use
                             it to make an edit run out of memory) */
+    AmpPrefault *prefault; /* amp_arena_prefault's helper thread while it runs, else NULL */
 } AmpArena;
 
 void amp_arena_init(AmpArena *a);
@@ -33,6 +35,17 @@ void *amp_arena_alloc_raw(AmpArena *a, size_t size);
  * system offers them, which costs a few page faults instead of one per 4 KiB. Pages are
  * only taken as they are touched, so an overestimate costs address space, not memory. */
 void amp_arena_expect(AmpArena *a, size_t bytes);
+/* Has a helper thread fault in (MADV_POPULATE_WRITE) the next `bytes` of the current
+ * block, from 1 MiB on, while the caller goes on allocating and filling: zeroing pages is
+ * a fifth of a big model's load on some systems, and this puts it on another core. The
+ * pages' contents are not touched, so the caller's writes meanwhile are safe. Stopped
+ * (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing where the
+ * system lacks the call or the thread cannot start. Call it right after
+ * amp_arena_expect with the same size: `bytes` is taken as a good estimate of what will
+ * be used (an overestimate costs memory). */
+void amp_arena_prefault(AmpArena *a, size_t bytes);
+/* Stops the helper (it stops between 2 MiB steps) and waits for it; safe to repeat. */
+void amp_arena_prefault_stop(AmpArena *a);
 /* Grows an array allocated from the arena (old contents are copied, old block is left). */
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size);
 char *amp_arena_strdup(AmpArena *a, const char *s); /* NULL stays NULL */
@@ -42,6 +55,12 @@ void *amp_arena_memdup(AmpArena *a, const void *p, size_t n);
 /* Zeroed memory for a big table outside any arena (on huge pages where the system offers
  * them, when it is big); NULL when out of memory. Freed with the same size. */
 void *amp_big_zalloc(size_t size);
+/* The same for a table that is read and written all over at once (a hash table, an
+ * array indexed by value id): its pages are mapped writable up front. A page first read
+ * maps the shared zero page, and the write that follows faults again (with a TLB flush
+ * on every core the process runs on): two faults, not one. */
+void *amp_table_zalloc(size_t size);
+/* Frees what either gave, with the size asked for. */
 void amp_big_free(void *p, size_t size);
 /* A hint that the malloc'd buffer p (size bytes, about to be filled) be backed by huge
  * pages where the system offers them: a big weight converted to 16 bits then costs a few

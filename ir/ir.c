@@ -82,7 +82,7 @@ static bool map_grow(AmpNameMap *mp, size_t more) {
         if (cap > SIZE_MAX / 2 / sizeof(NameSlot)) return false;
         cap *= 2;
     }
-    NameSlot *slots = amp_big_zalloc(cap * sizeof *slots);
+    NameSlot *slots = amp_table_zalloc(cap * sizeof *slots);
     if (!slots) return false;
     for (size_t j = 0; j < mp->cap; j++) {
         NameSlot w = mp->slots[j];

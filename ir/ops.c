@@ -10,7 +10,7 @@
 #include "ir.h"
 #include "ops.h"
 
-static const AmpOpInfo TABLE[] = {
+const AmpOpInfo amp_op_table[] = {
     [AMP_OP_UNKNOWN] = {"", "", AMP_CLASS_NEVER, AMP_CLASS_NEVER, AMP_SLOTS_NONE, 0, -1, 0, -1,
                         NULL, "not in the op table: kept as it is, types from the model"},
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
@@ -20,12 +20,7 @@ static const AmpOpInfo TABLE[] = {
 #include "ops.def"
 #undef AMP_OP
 };
-static_assert(sizeof TABLE / sizeof TABLE[0] == AMP_OP__COUNT, "ops.def and AmpOpId disagree");
-
-const AmpOpInfo *amp_op_info(AmpOpId id) {
-    if ((int)id < 0 || id >= AMP_OP__COUNT) id = AMP_OP_UNKNOWN;
-    return &TABLE[id];
-}
+static_assert(sizeof amp_op_table / sizeof amp_op_table[0] == AMP_OP__COUNT, "ops.def and AmpOpId disagree");
 
 const char *amp_op_class_name(AmpOpClass c) {
     switch (c) {
@@ -64,7 +59,7 @@ static void lookup_fill(void) {
     int expected = 0;
     if (atomic_compare_exchange_strong(&lookup_state, &expected, 1)) {
         for (int id = 1; id < AMP_OP__COUNT; id++) {
-            uint32_t i = hash_op(TABLE[id].domain, TABLE[id].name) & (LOOKUP_SLOTS - 1);
+            uint32_t i = hash_op(amp_op_table[id].domain, amp_op_table[id].name) & (LOOKUP_SLOTS - 1);
             while (lookup_slots[i]) i = (i + 1) & (LOOKUP_SLOTS - 1);
             lookup_slots[i] = (uint16_t)id;
         }
@@ -82,7 +77,7 @@ AmpOpId amp_op_lookup(const char *domain, const char *name) {
     domain = norm_domain(domain);
     uint32_t i = hash_op(domain, name) & (LOOKUP_SLOTS - 1);
     for (uint16_t id; (id = lookup_slots[i]); i = (i + 1) & (LOOKUP_SLOTS - 1))
-        if (strcmp(TABLE[id].name, name) == 0 && strcmp(TABLE[id].domain, domain) == 0)
+        if (strcmp(amp_op_table[id].name, name) == 0 && strcmp(amp_op_table[id].domain, domain) == 0)
             return (AmpOpId)id;
     return AMP_OP_UNKNOWN;
 }

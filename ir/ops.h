@@ -54,7 +54,13 @@ typedef struct AmpOpInfo {
     const char *doc;  /* one line: why the op has its class */
 } AmpOpInfo;
 
-const AmpOpInfo *amp_op_info(AmpOpId id);
+/* AMP_OP__COUNT rows, by AmpOpId (row 0: AMP_OP_UNKNOWN); read it through amp_op_info. */
+extern const AmpOpInfo amp_op_table[];
+
+/* An id out of range reads as AMP_OP_UNKNOWN. */
+static inline const AmpOpInfo *amp_op_info(AmpOpId id) {
+    return &amp_op_table[(unsigned)id < AMP_OP__COUNT ? id : AMP_OP_UNKNOWN];
+}
 /* domain NULL or "" or "ai.onnx" all mean the default domain. */
 AmpOpId amp_op_lookup(const char *domain, const char *name);
 const char *amp_op_class_name(AmpOpClass c);

@@ -598,9 +598,9 @@ static AmpCode verify_graph(Ctx *c, Frame *up, AmpGraph *g) {
     if (f.depth > MAX_DEPTH)
         return vfail(c, AMP_ERR_UNSUPPORTED, g, NULL, "subgraphs nest deeper than %d", MAX_DEPTH);
     size_t nv = g->n_values ? g->n_values : 1;
-    f.state = amp_big_zalloc(nv * sizeof *f.state);
-    f.refs = amp_big_zalloc(nv * sizeof *f.refs);
-    f.sig = amp_big_zalloc(nv * sizeof *f.sig);
+    f.state = amp_table_zalloc(nv * sizeof *f.state);
+    f.refs = amp_table_zalloc(nv * sizeof *f.refs);
+    f.sig = amp_table_zalloc(nv * sizeof *f.sig);
     AmpCode rc = AMP_OK;
     if (!f.state || !f.refs || !f.sig) {
         rc = amp_fail(c->st, AMP_ERR_INTERNAL, "verifier: out of memory");

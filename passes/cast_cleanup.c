@@ -134,7 +134,7 @@ static AmpCode clean_graph(Cleanup *c, AmpGraph *g, AmpStatus *st) {
     amp_big_free(c->first, c->n_first * sizeof *c->first);
     c->g = g;
     c->n_first = g->n_values;
-    if (!(c->first = amp_big_zalloc(c->n_first * sizeof *c->first))) {
+    if (!(c->first = amp_table_zalloc(c->n_first * sizeof *c->first))) {
         c->n_first = 0;
         return amp_fail(st, AMP_ERR_INTERNAL, "cast_cleanup: out of memory");
     }
