@@ -58,16 +58,11 @@ uint64_t amp_name_hash(const char *s, size_t len) {
     return h ^ (h >> 32);
 }
 
-/* name: len bytes, no NUL among them. (strncmp stops at v->name's end.) */
-static bool name_is(const AmpValue *v, const char *name, size_t len) {
-    return strncmp(v->name, name, len) == 0 && v->name[len] == '\0';
-}
-
 static AmpValue *map_get(const AmpNameMap *mp, const char *name, size_t len, uint64_t h) {
     if (!mp || !mp->cap) return NULL;
     size_t mask = mp->cap - 1;
     for (size_t i = h & mask; mp->slots[i].v; i = (i + 1) & mask)
-        if (mp->slots[i].h == h && name_is(mp->slots[i].v, name, len)) return mp->slots[i].v;
+        if (mp->slots[i].h == h && amp_value_named(mp->slots[i].v, name, len)) return mp->slots[i].v;
     return NULL;
 }
 
@@ -133,9 +128,8 @@ static bool build_all_names(AmpModel *m) {
         const AmpGraph *g = mp->g;
         for (size_t i = 0; g && i < g->n_values; i++) {
             AmpValue *v = g->values[i];
-            size_t len = strlen(v->name);
-            uint64_t h = amp_name_hash(v->name, len);
-            if (!map_get(all, v->name, len, h)) map_put(all, v, h);
+            uint64_t h = amp_name_hash(v->name, v->name_len);
+            if (!map_get(all, v->name, v->name_len, h)) map_put(all, v, h);
         }
     }
     if (!ok) {
@@ -252,13 +246,14 @@ static AmpValue *value_make(AmpGraph *g, const char *name, size_t len, uint64_t 
     /* The name right behind the value: one visit to memory reads both. */
     size_t size;
     AmpValue *v;
-    if (!amp_add_size(sizeof *v, len + 1, &size) || !(v = amp_arena_alloc_raw(&m->arena, size)))
+    if (len > UINT32_MAX || !amp_add_size(sizeof *v, len + 1, &size) || !(v = amp_arena_alloc_raw(&m->arena, size)))
         return NULL;
     char *copy = (char *)(v + 1);
     amp_copy(copy, name, len);
     copy[len] = '\0';
     memset(v, 0, sizeof *v);
     v->name = copy;
+    v->name_len = (uint32_t)len;
     v->graph = g;
     v->type.rank = -1;
     map_put(g->names, v, h);

@@ -201,6 +201,7 @@ struct AmpValue {
     unsigned flags;     /* AmpValueFlags */
     int producer_slot;  /* output index on producer */
     uint32_t id;        /* index in graph->values */
+    uint32_t name_len;  /* strlen(name): names are compared and written by the million */
 };
 
 struct AmpNode {

@@ -26,7 +26,7 @@ AmpValue *amp_load_value_in(LoadCtx *c, AmpGraph *g, const char *name, size_t le
  * remembered value answers only when it is of g's own scope, which is searched first. */
 AmpValue *amp_load_lookup(LoadCtx *c, AmpGraph *g, const char *name, size_t len, uint64_t h) {
     AmpRecent *r = recent_slot(c, h);
-    if (r->h == h && r->v && r->v->graph == g && strncmp(r->v->name, name, len) == 0 && r->v->name[len] == '\0')
+    if (r->h == h && r->v && r->v->graph == g && amp_value_named(r->v, name, len))
         return r->v;
     AmpValue *v = amp_graph_lookup_h(g, name, len, h);
     if (v && v->graph == g) *r = (AmpRecent){v, h};
@@ -265,8 +265,7 @@ AmpCode amp_load_node_pass2(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s) {
     for (k = 0; k < n->n_outputs; k++) {
         AmpValue *v = n->outputs[k];
         if (!v) continue;
-        size_t len = strlen(v->name);
-        uint64_t h = amp_name_hash(v->name, len);
+        uint64_t h = amp_name_hash(v->name, v->name_len);
         *recent_slot(c, h) = (AmpRecent){v, h};
     }
     return rest ? amp_load_rest(c, &onnx__node_proto__descriptor, s.p, end, NODE_MODELLED, &n->rest) : AMP_OK;

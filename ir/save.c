@@ -367,8 +367,8 @@ static void put_attr(SaveCtx *c, const AmpAttr *at) {
 
 static void put_names(SaveCtx *c, uint32_t num, AmpValue **vals, int n) {
     for (int i = 0; i < n; i++) {
-        const char *s = vals[i] ? vals[i]->name : "";
-        amp_put_bytes(&c->b, num, s, strlen(s));
+        if (vals[i]) amp_put_bytes(&c->b, num, vals[i]->name, vals[i]->name_len);
+        else amp_put_bytes(&c->b, num, "", 0);
     }
 }
 
