@@ -12,11 +12,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* A block's header lives apart from its memory, so making a block touches none of its
+ * pages: a big one is left whole to amp_arena_prefault's helper. */
 struct AmpArenaBlock {
     AmpArenaBlock *next;
     size_t cap, used;
-    size_t mapped; /* length of the mapping it heads */
-    _Alignas(16) unsigned char data[];
+    unsigned char *data; /* 16-byte aligned: the start of the mapping */
+    size_t mapped;       /* length of the mapping */
 };
 
 enum { AMP_ARENA_FIRST = 64 * 1024, AMP_ARENA_MAX = 8 * 1024 * 1024 };
@@ -40,7 +42,8 @@ void amp_arena_init(AmpArena *a) {
 }
 
 static void block_free(AmpArenaBlock *b) {
-    munmap(b, b->mapped);
+    munmap(b->data, b->mapped);
+    free(b);
 }
 
 void amp_arena_free(AmpArena *a) {
@@ -137,23 +140,22 @@ void amp_big_free(void *p, size_t size) {
  * pages the system zeroes as they are first touched (calloc would clear them all up
  * front, and a small model touches only a few). */
 static AmpArenaBlock *block_new(size_t cap) {
-    size_t total, len;
-    if (!amp_add_size(sizeof(AmpArenaBlock), cap, &total)) return NULL;
-    if (total < AMP_ARENA_MAP_MIN) {
-        size_t page = AMP_PAGE;
-        if (!amp_add_size(total, page - 1, &len)) return NULL;
-        len &= ~(page - 1);
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t len;
+    unsigned char *p;
+    if (cap < AMP_ARENA_MAP_MIN) {
+        if (!amp_add_size(cap, AMP_PAGE - 1, &len)) return NULL;
+        len &= ~(AMP_PAGE - 1);
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) return NULL;
-        AmpArenaBlock *b = p;
-        b->cap = len - sizeof *b;
-        b->mapped = len;
-        return b;
+    } else if (!huge_len(cap, &len) || !(p = map_huge(len))) {
+        return NULL;
     }
-    AmpArenaBlock *b = huge_len(total, &len) ? map_huge(len) : NULL;
-    if (!b) return NULL;
-    b->cap = len - sizeof *b;
-    b->mapped = len;
+    AmpArenaBlock *b = malloc(sizeof *b);
+    if (!b) {
+        munmap(p, len);
+        return NULL;
+    }
+    *b = (AmpArenaBlock){NULL, len, 0, p, len};
     return b;
 }
 
@@ -181,6 +183,8 @@ struct AmpPrefault {
 
 /* One huge page per call: the helper looks at `stop` this often. */
 #define AMP_PREFAULT_STEP AMP_HUGE
+/* Smaller ranges are not worth a thread. */
+#define AMP_PREFAULT_MIN ((size_t)1 << 20)
 
 static void *prefault_run(void *arg) {
     AmpPrefault *pf = arg;
@@ -194,36 +198,58 @@ static void *prefault_run(void *arg) {
     return NULL;
 }
 
-void amp_arena_prefault(AmpArena *a, size_t bytes) {
+AmpPrefault *amp_prefault_start(void *p, size_t len) {
 #ifdef MADV_POPULATE_WRITE
-    AmpArenaBlock *b = a->head;
-    if (a->prefault || !b || bytes < AMP_ARENA_EXPECT_MIN) return;
-    size_t room = b->cap - b->used;
-    if (bytes > room) bytes = room;
-    uintptr_t from = (uintptr_t)(b->data + b->used) & ~(uintptr_t)(AMP_PAGE - 1);
-    uintptr_t to = ((uintptr_t)(b->data + b->used) + bytes) & ~(uintptr_t)(AMP_PAGE - 1);
-    if (to <= from) return;
+    uintptr_t from = (uintptr_t)p & ~(uintptr_t)(AMP_PAGE - 1);
+    uintptr_t to = ((uintptr_t)p + len) & ~(uintptr_t)(AMP_PAGE - 1);
+    if (!p || len < AMP_PREFAULT_MIN || to <= from) return NULL;
     AmpPrefault *pf = malloc(sizeof *pf);
-    if (!pf) return;
+    if (!pf) return NULL;
     pf->start = (uint8_t *)from;
     pf->len = (size_t)(to - from);
     atomic_init(&pf->stop, false);
-    if (pthread_create(&pf->thread, NULL, prefault_run, pf) != 0) {
-        free(pf);
-        return;
+    /* A small stack: the helper only makes system calls. */
+    pthread_attr_t attr;
+    bool ok = pthread_attr_init(&attr) == 0;
+    if (ok) {
+        pthread_attr_setstacksize(&attr, 64 * 1024); /* refused below the minimum: default */
+        ok = pthread_create(&pf->thread, &attr, prefault_run, pf) == 0;
+        pthread_attr_destroy(&attr);
     }
-    a->prefault = pf;
+    if (!ok) {
+        free(pf);
+        return NULL;
+    }
+    return pf;
 #else
-    (void)a, (void)bytes;
+    (void)p, (void)len;
+    return NULL;
 #endif
 }
 
-void amp_arena_prefault_stop(AmpArena *a) {
-    AmpPrefault *pf = a->prefault;
+void amp_prefault_stop(AmpPrefault *pf) {
     if (!pf) return;
     atomic_store(&pf->stop, true);
     pthread_join(pf->thread, NULL);
     free(pf);
+}
+
+void amp_arena_prefault(AmpArena *a, size_t bytes) {
+    AmpArenaBlock *b = a->head;
+    if (a->prefault || !b || bytes < AMP_ARENA_EXPECT_MIN) return;
+    size_t room = b->cap - b->used;
+    if (bytes > room) bytes = room;
+    /* The caller is about to touch the (huge) page it allocates from: the helper starts
+     * at the next one. Were both to fault the same huge page at once, each would zero
+     * 2 MiB and one would throw its copy away. */
+    uintptr_t at = (uintptr_t)(b->data + b->used);
+    uintptr_t from = (at + AMP_HUGE) & ~(uintptr_t)(AMP_HUGE - 1);
+    if (from - at >= bytes) return;
+    a->prefault = amp_prefault_start((void *)from, bytes - (from - at));
+}
+
+void amp_arena_prefault_stop(AmpArena *a) {
+    amp_prefault_stop(a->prefault);
     a->prefault = NULL;
 }
 

@@ -46,6 +46,11 @@ void amp_arena_expect(AmpArena *a, size_t bytes);
 void amp_arena_prefault(AmpArena *a, size_t bytes);
 /* Stops the helper (it stops between 2 MiB steps) and waits for it; safe to repeat. */
 void amp_arena_prefault_stop(AmpArena *a);
+/* The same for any memory about to be filled, from 1 MiB on: a helper faulting in the
+ * pages of [p, p + len), or NULL when none started. The memory must stay mapped until
+ * amp_prefault_stop (NULL: nothing to do). */
+AmpPrefault *amp_prefault_start(void *p, size_t len);
+void amp_prefault_stop(AmpPrefault *pf);
 /* Grows an array allocated from the arena (old contents are copied, old block is left). */
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size);
 char *amp_arena_strdup(AmpArena *a, const char *s); /* NULL stays NULL */

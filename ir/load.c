@@ -40,6 +40,7 @@ typedef struct GraphParts {
     bool rest;
 } GraphParts;
 
+/* The graph's name and doc string, and how many of each repeated field it has. */
 static AmpCode graph_parts(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint8_t *end, GraphParts *gp) {
     memset(gp, 0, sizeof *gp);
     AmpWireField f;
@@ -61,6 +62,13 @@ static AmpCode graph_parts(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint
         if (f.num == G_DOC && !(g->doc_string = amp_load_str(c, &f))) return amp_load_oom(c);
     }
     if (r < 0) return amp_load_malformed(c);
+    return AMP_OK;
+}
+
+/* The spans of the graph's repeated fields (graph_parts counted them). */
+static AmpCode graph_spans(LoadCtx *c, const uint8_t *p, const uint8_t *end, GraphParts *gp) {
+    AmpWireField f;
+    const uint8_t *q;
     size_t total = gp->n_node + gp->n_init + gp->n_input + gp->n_output + gp->n_vi;
     if (!total) return AMP_OK;
     if (!(gp->all = malloc(total * sizeof *gp->all)) ||
@@ -242,11 +250,14 @@ AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *paren
     if (g->name && *g->name) snprintf(gwhere, sizeof gwhere, "graph '%s'", g->name);
     else snprintf(gwhere, sizeof gwhere, "%s", where);
     /* The main graph's nodes are most of the model: room for them (and for what a
-     * conversion adds) in one block, so a big model costs few page faults. */
+     * conversion adds) in one block, so a big model costs few page faults, faulted in by
+     * a helper thread meanwhile. Nothing is put there before the next few steps (which
+     * touch no arena memory) are done: the helper has a head start on the first page. */
     if (!rc && !parent) {
         amp_arena_expect(&c->m->arena, gp.n_node * AMP_ARENA_BYTES_PER_NODE);
         amp_arena_prefault(&c->m->arena, gp.n_node * AMP_ARENA_BYTES_PER_NODE);
     }
+    if (!rc) rc = graph_spans(c, p, end, &gp);
     if (!rc && !c->recent) rc = recent_new(c, gp.n_node + gp.n_input + gp.n_init);
     /* Room for every value named in the graph, and in the main graph for those a
      * conversion adds (about 0.3 per node for inference), so the name map is not
