@@ -198,7 +198,8 @@ static void *prefault_run(void *arg) {
     return NULL;
 }
 
-AmpPrefault *amp_prefault_start(void *p, size_t len) {
+/* A helper faulting in the pages of [p, p + len), or NULL when none started. */
+static AmpPrefault *prefault_start(void *p, size_t len) {
 #ifdef MADV_POPULATE_WRITE
     uintptr_t from = (uintptr_t)p & ~(uintptr_t)(AMP_PAGE - 1);
     uintptr_t to = ((uintptr_t)p + len) & ~(uintptr_t)(AMP_PAGE - 1);
@@ -227,7 +228,7 @@ AmpPrefault *amp_prefault_start(void *p, size_t len) {
 #endif
 }
 
-void amp_prefault_stop(AmpPrefault *pf) {
+static void prefault_stop(AmpPrefault *pf) {
     if (!pf) return;
     atomic_store(&pf->stop, true);
     pthread_join(pf->thread, NULL);
@@ -245,11 +246,11 @@ void amp_arena_prefault(AmpArena *a, size_t bytes) {
     uintptr_t at = (uintptr_t)(b->data + b->used);
     uintptr_t from = (at + AMP_HUGE) & ~(uintptr_t)(AMP_HUGE - 1);
     if (from - at >= bytes) return;
-    a->prefault = amp_prefault_start((void *)from, bytes - (from - at));
+    a->prefault = prefault_start((void *)from, bytes - (from - at));
 }
 
 void amp_arena_prefault_stop(AmpArena *a) {
-    amp_prefault_stop(a->prefault);
+    prefault_stop(a->prefault);
     a->prefault = NULL;
 }
 

@@ -37,20 +37,16 @@ void *amp_arena_alloc_raw(AmpArena *a, size_t size);
 void amp_arena_expect(AmpArena *a, size_t bytes);
 /* Has a helper thread fault in (MADV_POPULATE_WRITE) the next `bytes` of the current
  * block, from 1 MiB on, while the caller goes on allocating and filling: zeroing pages is
- * a fifth of a big model's load on some systems, and this puts it on another core. The
- * pages' contents are not touched, so the caller's writes meanwhile are safe. Stopped
- * (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing where the
- * system lacks the call or the thread cannot start. Call it right after
- * amp_arena_expect with the same size: `bytes` is taken as a good estimate of what will
- * be used (an overestimate costs memory). */
+ * a fifth of a big model's load on some systems, and this puts it on another core. It
+ * starts at the huge page after the one allocations come from (the caller is about to
+ * touch that one). The pages' contents are not touched, so the caller's writes meanwhile
+ * are safe; mappings the caller makes meanwhile wait for the helper's current 2 MiB
+ * step. Stopped (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing
+ * where the system lacks the call or the thread cannot start. `bytes` is taken as a good
+ * estimate of what will be used (an overestimate costs memory). */
 void amp_arena_prefault(AmpArena *a, size_t bytes);
 /* Stops the helper (it stops between 2 MiB steps) and waits for it; safe to repeat. */
 void amp_arena_prefault_stop(AmpArena *a);
-/* The same for any memory about to be filled, from 1 MiB on: a helper faulting in the
- * pages of [p, p + len), or NULL when none started. The memory must stay mapped until
- * amp_prefault_stop (NULL: nothing to do). */
-AmpPrefault *amp_prefault_start(void *p, size_t len);
-void amp_prefault_stop(AmpPrefault *pf);
 /* Grows an array allocated from the arena (old contents are copied, old block is left). */
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size);
 char *amp_arena_strdup(AmpArena *a, const char *s); /* NULL stays NULL */

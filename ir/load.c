@@ -251,12 +251,10 @@ AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *paren
     else snprintf(gwhere, sizeof gwhere, "%s", where);
     /* The main graph's nodes are most of the model: room for them (and for what a
      * conversion adds) in one block, so a big model costs few page faults, faulted in by
-     * a helper thread meanwhile. Nothing is put there before the next few steps (which
-     * touch no arena memory) are done: the helper has a head start on the first page. */
-    if (!rc && !parent) {
-        amp_arena_expect(&c->m->arena, gp.n_node * AMP_ARENA_BYTES_PER_NODE);
-        amp_arena_prefault(&c->m->arena, gp.n_node * AMP_ARENA_BYTES_PER_NODE);
-    }
+     * a helper thread while the nodes are made. The helper starts last: while it works,
+     * every mapping the loader makes waits for its current step. */
+    size_t expect = parent ? 0 : gp.n_node * AMP_ARENA_BYTES_PER_NODE;
+    if (!rc) amp_arena_expect(&c->m->arena, expect);
     if (!rc) rc = graph_spans(c, p, end, &gp);
     if (!rc && !c->recent) rc = recent_new(c, gp.n_node + gp.n_input + gp.n_init);
     /* Room for every value named in the graph, and in the main graph for those a
@@ -264,6 +262,7 @@ AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *paren
      * rebuilt half way through the AMP pass. */
     size_t n_named = gp.n_input + gp.n_init + gp.n_node + gp.n_output + (parent ? 0 : gp.n_node / 2);
     if (!rc && !amp_graph_reserve_values(g, n_named)) rc = amp_load_oom(c);
+    if (!rc) amp_arena_prefault(&c->m->arena, expect);
     if (!rc) rc = graph_body(c, g, p, end, &gp, gwhere);
     free(gp.all);
     free(gp.later_index);

@@ -24,14 +24,9 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
         /* One mapping of the most the buffer may ever hold: it never moves or copies. */
         if ((b->data = amp_big_zalloc(b->max))) {
             b->mapped = b->cap = b->max;
-            b->pf = amp_prefault_start(b->data, b->prefault < b->cap ? b->prefault : b->cap);
             return true;
         }
     }
-    /* The helper must not outlive the memory it works on. */
-    amp_prefault_stop(b->pf);
-    b->pf = NULL;
-    bool first = !b->data;
     size_t cap = b->cap ? b->cap : b->first_cap ? b->first_cap : (size_t)1 << 16;
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     uint8_t *d = realloc(b->data, cap);
@@ -41,7 +36,6 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
     }
     b->data = d;
     b->cap = cap;
-    if (first) b->pf = amp_prefault_start(b->data, b->prefault < b->cap ? b->prefault : b->cap);
     return true;
 }
 
@@ -86,7 +80,6 @@ void amp_msg_end_long(AmpWBuf *b, size_t start) {
 }
 
 void amp_wbuf_free(AmpWBuf *b) {
-    amp_prefault_stop(b->pf);
     if (b->mapped) amp_big_free(b->data, b->mapped);
     else free(b->data);
     free(b->gaps);

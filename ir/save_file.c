@@ -119,7 +119,6 @@ static void model_buffer(SaveCtx *c, const AmpModel *m, bool may_reserve) {
     c->b.max = AMP_PROTO_MAX + 64;
     c->b.reserve = may_reserve && arena >= SAVE_RESERVE_MIN_ARENA;
     c->b.first_cap = arena / 6 < ((size_t)1 << 16) ? 0 : arena / 6;
-    c->b.prefault = arena / 6;
 }
 
 /* Why an encoding failed: too big for one message, or out of memory / I/O. */
@@ -164,8 +163,6 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         c.restart = c.auto_external = false;
         external = true;
     }
-    amp_prefault_stop(c.b.pf); /* the encoding is done: so is the helper's work */
-    c.b.pf = NULL;
     if (c.failed || c.b.failed) {
         rc = encode_failed(&c, path);
         goto out;

@@ -158,9 +158,6 @@ typedef struct AmpWBuf {
     size_t first_cap; /* the first allocation's size, when not reserved (0: 64 KiB) */
     bool reserve; /* take `max` bytes of address space at once (pages come as touched) */
     size_t mapped; /* how many bytes `data` maps when reserved (amp_big_zalloc) */
-    size_t prefault; /* about how many bytes will be written: a helper thread faults in
-                        that much of the first allocation meanwhile (amp_prefault_start) */
-    AmpPrefault *pf; /* that helper while it runs */
     bool failed; /* a write did not fit: out of memory, or `over` */
     bool over;   /* ... because it would have passed `max` */
 } AmpWBuf;

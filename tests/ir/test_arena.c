@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "arena.h"
-#include "wire.h"
 
 static bool all_zero(const unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -179,32 +178,5 @@ Test(arena, big_tables_come_zeroed) {
         memset(b, 1, sizes[i]);
         amp_big_free(t, sizes[i]);
         amp_big_free(b, sizes[i]);
-    }
-}
-
-Test(arena, a_write_buffer_with_a_prefault_helper_keeps_every_byte) {
-    /* As the saver uses it: a first allocation with a helper faulting it in, then growth
-     * past it (the helper is stopped before the buffer moves). */
-    for (int reserve = 0; reserve <= 1; reserve++) {
-        AmpWBuf b;
-        memset(&b, 0, sizeof b);
-        b.first_cap = (size_t)2 << 20;
-        b.prefault = (size_t)2 << 20;
-        b.reserve = reserve;
-        b.max = (size_t)64 << 20;
-        unsigned char chunk[1000];
-        const size_t n = 12000; /* 12 MB: past the first allocation */
-        for (size_t k = 0; k < n; k++) {
-            memset(chunk, (int)(k % 253), sizeof chunk);
-            amp_put_raw(&b, chunk, sizeof chunk);
-        }
-        cr_assert(!b.failed);
-        cr_assert_eq(b.len, n * sizeof chunk);
-        for (size_t k = 0; k < n; k++)
-            for (size_t i = 0; i < sizeof chunk; i += 97)
-                cr_assert_eq(b.data[k * sizeof chunk + i], (unsigned char)(k % 253), "reserve %d: byte %zu of chunk %zu",
-                             reserve, i, k);
-        amp_wbuf_free(&b);
-        cr_assert_null(b.pf);
     }
 }
