@@ -66,6 +66,19 @@ static bool huge_len(size_t size, size_t *len) {
     return true;
 }
 
+/* size rounded up to whole small pages, mapped zeroed (`touch`: every page mapped
+ * writable now, in one call); NULL on overflow or failure. */
+static void *map_pages(size_t size, bool touch, size_t *len) {
+    if (!amp_add_size(size, AMP_PAGE - 1, len)) return NULL;
+    *len &= ~(AMP_PAGE - 1);
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_POPULATE
+    if (touch) flags |= MAP_POPULATE;
+#endif
+    void *p = mmap(NULL, *len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 /* len (whole huge pages) zeroed bytes mapped 2 MiB aligned, so every page can be huge. */
 static void *map_huge(size_t len) {
     size_t map;
@@ -93,16 +106,7 @@ static void *map_huge(size_t len) {
 static void *big_map(size_t size, bool touch) {
     size_t len;
     if (size < AMP_BIG_MAP_MIN) return calloc(1, size ? size : 1);
-    if (size < AMP_ARENA_MAP_MIN) {
-        if (!amp_add_size(size, AMP_PAGE - 1, &len)) return NULL;
-        len &= ~(AMP_PAGE - 1);
-        int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-#ifdef MAP_POPULATE
-        if (touch) flags |= MAP_POPULATE;
-#endif
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
+    if (size < AMP_ARENA_MAP_MIN) return map_pages(size, touch, &len);
     uint8_t *p = huge_len(size, &len) ? map_huge(len) : NULL;
 #ifdef MADV_POPULATE_WRITE
     if (p && touch) madvise(p, len, MADV_POPULATE_WRITE); /* only a hint: faults do it otherwise */
@@ -142,14 +146,9 @@ void amp_big_free(void *p, size_t size) {
 static AmpArenaBlock *block_new(size_t cap) {
     size_t len;
     unsigned char *p;
-    if (cap < AMP_ARENA_MAP_MIN) {
-        if (!amp_add_size(cap, AMP_PAGE - 1, &len)) return NULL;
-        len &= ~(AMP_PAGE - 1);
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return NULL;
-    } else if (!huge_len(cap, &len) || !(p = map_huge(len))) {
-        return NULL;
-    }
+    if (cap < AMP_ARENA_MAP_MIN) p = map_pages(cap, false, &len);
+    else p = huge_len(cap, &len) ? map_huge(len) : NULL;
+    if (!p) return NULL;
     AmpArenaBlock *b = malloc(sizeof *b);
     if (!b) {
         munmap(p, len);
@@ -183,7 +182,7 @@ struct AmpPrefault {
 
 /* One huge page per call: the helper looks at `stop` this often. */
 #define AMP_PREFAULT_STEP AMP_HUGE
-/* Smaller ranges are not worth a thread. */
+/* Smaller ranges (after the page skipped) are not worth a thread. */
 #define AMP_PREFAULT_MIN ((size_t)1 << 20)
 
 static void *prefault_run(void *arg) {
@@ -198,14 +197,21 @@ static void *prefault_run(void *arg) {
     return NULL;
 }
 
-/* A helper faulting in the pages of [p, p + len), or NULL when none started. */
-static AmpPrefault *prefault_start(void *p, size_t len) {
+void amp_arena_prefault(AmpArena *a, size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t from = (uintptr_t)p & ~(uintptr_t)(AMP_PAGE - 1);
-    uintptr_t to = ((uintptr_t)p + len) & ~(uintptr_t)(AMP_PAGE - 1);
-    if (!p || len < AMP_PREFAULT_MIN || to <= from) return NULL;
+    AmpArenaBlock *b = a->head;
+    if (a->prefault || !b) return;
+    size_t room = b->cap - b->used;
+    if (bytes > room) bytes = room;
+    /* The caller is about to touch the (huge) page it allocates from: the helper starts
+     * at the next one. Were both to fault the same huge page at once, each would zero
+     * 2 MiB and one would throw its copy away. */
+    uintptr_t at = (uintptr_t)(b->data + b->used);
+    uintptr_t from = (at + AMP_HUGE) & ~(uintptr_t)(AMP_HUGE - 1);
+    uintptr_t to = (at + bytes) & ~(uintptr_t)(AMP_PAGE - 1);
+    if (to <= from || to - from < AMP_PREFAULT_MIN) return;
     AmpPrefault *pf = malloc(sizeof *pf);
-    if (!pf) return NULL;
+    if (!pf) return;
     pf->start = (uint8_t *)from;
     pf->len = (size_t)(to - from);
     atomic_init(&pf->stop, false);
@@ -217,40 +223,19 @@ static AmpPrefault *prefault_start(void *p, size_t len) {
         ok = pthread_create(&pf->thread, &attr, prefault_run, pf) == 0;
         pthread_attr_destroy(&attr);
     }
-    if (!ok) {
-        free(pf);
-        return NULL;
-    }
-    return pf;
+    if (ok) a->prefault = pf;
+    else free(pf);
 #else
-    (void)p, (void)len;
-    return NULL;
+    (void)a, (void)bytes;
 #endif
 }
 
-static void prefault_stop(AmpPrefault *pf) {
+void amp_arena_prefault_stop(AmpArena *a) {
+    AmpPrefault *pf = a->prefault;
     if (!pf) return;
     atomic_store(&pf->stop, true);
     pthread_join(pf->thread, NULL);
     free(pf);
-}
-
-void amp_arena_prefault(AmpArena *a, size_t bytes) {
-    AmpArenaBlock *b = a->head;
-    if (a->prefault || !b || bytes < AMP_ARENA_EXPECT_MIN) return;
-    size_t room = b->cap - b->used;
-    if (bytes > room) bytes = room;
-    /* The caller is about to touch the (huge) page it allocates from: the helper starts
-     * at the next one. Were both to fault the same huge page at once, each would zero
-     * 2 MiB and one would throw its copy away. */
-    uintptr_t at = (uintptr_t)(b->data + b->used);
-    uintptr_t from = (at + AMP_HUGE) & ~(uintptr_t)(AMP_HUGE - 1);
-    if (from - at >= bytes) return;
-    a->prefault = prefault_start((void *)from, bytes - (from - at));
-}
-
-void amp_arena_prefault_stop(AmpArena *a) {
-    prefault_stop(a->prefault);
     a->prefault = NULL;
 }
 

@@ -36,10 +36,10 @@ void *amp_arena_alloc_raw(AmpArena *a, size_t size);
  * only taken as they are touched, so an overestimate costs address space, not memory. */
 void amp_arena_expect(AmpArena *a, size_t bytes);
 /* Has a helper thread fault in (MADV_POPULATE_WRITE) the next `bytes` of the current
- * block, from 1 MiB on, while the caller goes on allocating and filling: zeroing pages is
- * a fifth of a big model's load on some systems, and this puts it on another core. It
- * starts at the huge page after the one allocations come from (the caller is about to
- * touch that one). The pages' contents are not touched, so the caller's writes meanwhile
+ * block while the caller goes on allocating and filling: zeroing pages is a fifth of a
+ * big model's load on some systems, and this puts it on another core. It starts at the
+ * huge page after the one allocations come from (the caller is about to touch that one),
+ * and only when at least 1 MiB lies beyond. The pages' contents are not touched, so the caller's writes meanwhile
  * are safe; mappings the caller makes meanwhile wait for the helper's current 2 MiB
  * step. Stopped (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing
  * where the system lacks the call or the thread cannot start. `bytes` is taken as a good

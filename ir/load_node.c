@@ -196,9 +196,7 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
     const AmpAhead *ah = &c->ahead[i % AMP_AHEAD];
     size_t n_known = ah->node == s.p ? ah->n : 0;
     int k = 0;
-    bool later = false;
     for (size_t j = 0; j < h.n_fields; j++) {
-        if (fs[j].num == N_ATTR && !later) later = attr_has_graph(fs[j].data, fs[j].len);
         if (fs[j].num != N_OUTPUT) continue;
         int slot = k++;
         size_t len = amp_wire_cstrlen(fs[j].data, fs[j].len);
@@ -215,14 +213,19 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
         amp_node_set_output(n, slot, v);
     }
     /* Finish now? */
-    for (size_t j = 0, k = 0; !later && j < h.n_fields; j++) {
+    bool later = false;
+    for (size_t j = 0; j < h.n_fields && !later; j++)
+        if (fs[j].num == N_ATTR) later = attr_has_graph(fs[j].data, fs[j].len);
+    AmpValue **in = n->inputs;
+    for (size_t j = 0; !later && j < h.n_fields; j++) {
         if (fs[j].num != N_INPUT) continue;
-        size_t slot = k++, len = amp_wire_cstrlen(fs[j].data, fs[j].len);
+        AmpValue **slot = in++;
+        size_t len = amp_wire_cstrlen(fs[j].data, fs[j].len);
         if (!len) continue;
         const char *name = (const char *)fs[j].data;
         AmpValue *v = amp_load_lookup(c, g, name, len, amp_name_hash(name, len));
         if (!v || v->graph != g) later = true;
-        else n->inputs[slot] = v;
+        else *slot = v;
     }
     if (later) {
         for (k = 0; k < n->n_inputs; k++) n->inputs[k] = NULL;
