@@ -104,6 +104,6 @@ static const AttrSpec *const OP_ATTRS[AMP_OP__COUNT] = {
 int amp_op_attr_type(AmpOpId id, const char *attr_name) {
     if ((int)id <= 0 || id >= AMP_OP__COUNT || !attr_name || !OP_ATTRS[id]) return -1;
     for (const AttrSpec *a = OP_ATTRS[id]; a->name; a++)
-        if (strcmp(a->name, attr_name) == 0) return a->type;
+        if (a->name[0] == attr_name[0] && strcmp(a->name, attr_name) == 0) return a->type;
     return -1;
 }

@@ -359,10 +359,6 @@ static AmpCode check_attrs(Ctx *c, const AmpGraph *g, const AmpNode *n) {
 
 /* ---- nodes ----------------------------------------------------------------------- */
 
-static bool is_default_domain(const char *d) {
-    return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
-
 static void arity_text(int lo, int hi, char *buf, size_t len) {
     if (hi < 0) snprintf(buf, len, "at least %d", lo);
     else if (lo == hi) snprintf(buf, len, "exactly %d", lo);
@@ -413,8 +409,7 @@ static AmpCode check_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n) {
 
 /* Cast: 'to' names a data type, and a declared output type agrees with it. */
 static AmpCode check_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
-    if (!n->op_type || strcmp(n->op_type, "Cast") != 0 || !is_default_domain(n->domain))
-        return AMP_OK;
+    if (n->op != AMP_OP_Cast) return AMP_OK; /* op is set with op_type and domain */
     const AmpAttr *to = amp_node_attr(n, "to");
     if (!to) return vfail(c, AMP_ERR_INPUT, g, n, "Cast has no 'to' attribute");
     int64_t dt;
