@@ -506,7 +506,8 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
     if (rc) return rc;
     /* Messages name the node and the attribute; only attributes holding tensors or
      * graphs can need them. */
-    char where[256] = "";
+    char where[256];
+    where[0] = '\0';
     if (n_t || n_g || at->n_tensors || at->n_graphs)
         snprintf(where, sizeof where, "node '%s' (%s) attribute '%s'", n->name ? n->name : "",
                  n->op_type, at->name ? at->name : "");
@@ -527,7 +528,8 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
     size_t kf = 0, ki = 0, ks = 0, kt = 0, kg = 0;
     AmpWireField f;
     const uint8_t *q = p;
-    while (!rc && amp_wire_next(&q, end, &f) > 0) {
+    /* Repeated numbers and strings, in file order (most attributes have none). */
+    while ((at->n_floats || at->n_ints || at->n_strings) && !rc && amp_wire_next(&q, end, &f) > 0) {
         switch (f.num) {
         case A_FLOATS: take_fixed(&f, (uint8_t *)at->floats, 4, &kf); break;
         case A_INTS: take_varints(&f, (uint64_t *)at->ints, &ki); break;

@@ -399,7 +399,8 @@ static int cmd_convert(const ConvertArgs *a) {
     const char *list = a->passes ? a->passes : amp_default_pipeline();
     if (!list || !list[0]) list = "none";
 
-    PhaseTimer tm = ampc_phase_start(a->time);
+    PhaseTimer tm;
+    ampc_phase_start(&tm, a->time);
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
     /* The loader's checks, then the verifier on the input (timed apart). */
@@ -410,6 +411,7 @@ static int cmd_convert(const ConvertArgs *a) {
     c = amp_verify_model(m, &st);
     if (c != AMP_OK) {
         amp_model_free(m);
+        ampc_phase_flush(&tm);
         return fail_status(&st, c, a->model);
     }
     ampc_phase_done(&tm, "verify", "input");
@@ -417,6 +419,7 @@ static int cmd_convert(const ConvertArgs *a) {
     int arc = ampc_amp_check_explain(&amp_args, m, a->model, list);
     if (arc) {
         amp_model_free(m);
+        ampc_phase_flush(&tm);
         return arc;
     }
     ampc_phase_done(&tm, NULL, NULL);
@@ -436,6 +439,7 @@ static int cmd_convert(const ConvertArgs *a) {
         ampc_phase_done(&tm, "verify", "output");
     }
     if (c != AMP_OK) {
+        ampc_phase_flush(&tm);
         int rc = fail_status(&st, c, a->model);
         amp_model_free(m);
         return rc; /* nothing was written */
@@ -455,7 +459,7 @@ static int cmd_convert(const ConvertArgs *a) {
         bool unverified = ampc_verify_join(&vj) != AMP_OK;
         if (unverified) c = vj.code, st = vj.st;
         ampc_phase_done(&tm, "save", "");
-        if (vj.started && tm.on) ampc_phase_line("verify", "output (beside save)", vj.ms);
+        if (vj.started) ampc_phase_line(&tm, "verify", "output (beside save)", vj.ms);
         if (c != AMP_OK) {
             rc = fail_status(&st, c, unverified ? a->model : a->out);
         } else if (!a->quiet) {

@@ -76,7 +76,8 @@
     AMPC_OPT(QUIET, "quiet", 'q', 0, "", "no message on success (errors are still printed)")    \
     AMPC_OPT(TIME, "time", 0, 0, "",                                                            \
              "print to stderr the time each phase took (load, each pass, verify, save, total), " \
-             "one line per phase, in ms: wall, and the main thread's CPU")                      \
+             "one line per phase, in ms: wall, and the main thread's CPU; printed when the run " \
+             "ends, so the times leave out their own printing")                                 \
     AMPC_OPT(STEPS, "steps", 0, 1, "N",                                                         \
              "run: N training steps (or N inference runs); default 1")                          \
     AMPC_OPT(INPUTS, "inputs", 0, 1, "DIR",                                                     \

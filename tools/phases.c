@@ -14,21 +14,30 @@ static void clocks(double t[2]) {
     t[1] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-PhaseTimer ampc_phase_start(bool on) {
-    PhaseTimer t;
-    memset(&t, 0, sizeof t);
-    t.on = on;
+void ampc_phase_start(PhaseTimer *t, bool on) {
+    memset(t, 0, sizeof *t);
+    t->on = on;
     if (on) {
-        clocks(t.start);
-        t.last[0] = t.start[0], t.last[1] = t.start[1];
+        clocks(t->start);
+        t->last[0] = t->start[0], t->last[1] = t->start[1];
     }
-    return t;
 }
 
-void ampc_phase_line(const char *what, const char *name, const double ms[2]) {
-    char label[64];
-    snprintf(label, sizeof label, "%s%s%s", what, name && *name ? " " : "", name ? name : "");
+static void print_line(const char *label, const double ms[2]) {
     fprintf(stderr, "ampc: time: %-28s %10.2f ms  (cpu %10.2f ms)\n", label, ms[0], ms[1]);
+}
+
+void ampc_phase_flush(PhaseTimer *t) {
+    for (int i = 0; i < t->n_lines; i++) print_line(t->lines[i].label, t->lines[i].ms);
+    t->n_lines = 0;
+}
+
+void ampc_phase_line(PhaseTimer *t, const char *what, const char *name, const double ms[2]) {
+    if (!t->on) return;
+    if (t->n_lines == AMPC_PHASE_LINES) ampc_phase_flush(t); /* a long pipeline */
+    PhaseLine *l = &t->lines[t->n_lines++];
+    snprintf(l->label, sizeof l->label, "%s%s%s", what, name && *name ? " " : "", name ? name : "");
+    l->ms[0] = ms[0], l->ms[1] = ms[1];
 }
 
 void ampc_phase_done(PhaseTimer *t, const char *what, const char *name) {
@@ -40,7 +49,7 @@ void ampc_phase_done(PhaseTimer *t, const char *what, const char *name) {
         if (!what) t->other[i] += ms[i];
         t->last[i] = now[i];
     }
-    if (what) ampc_phase_line(what, name, ms);
+    if (what) ampc_phase_line(t, what, name, ms);
 }
 
 void ampc_phase_total(PhaseTimer *t) {
@@ -48,8 +57,9 @@ void ampc_phase_total(PhaseTimer *t) {
     double now[2], ms[2];
     clocks(now);
     for (int i = 0; i < 2; i++) ms[i] = (now[i] - t->start[i]) * 1e3;
-    ampc_phase_line("other", NULL, t->other);
-    ampc_phase_line("total", NULL, ms);
+    ampc_phase_flush(t);
+    print_line("other", t->other);
+    print_line("total", ms);
 }
 
 static void pass_timed(void *ctx, const char *name) {

@@ -11,21 +11,33 @@
 #include "passes.h"
 
 /* --time: one line per phase on stderr, like gcc's -ftime-report: wall time, and the
- * CPU time of the thread doing the work (the honest number on a busy machine). */
+ * CPU time of the thread doing the work (the honest number on a busy machine). The
+ * lines are kept and printed when the run ends (ampc_phase_total) or fails
+ * (ampc_phase_flush), so the times do not include their own printing. */
+enum { AMPC_PHASE_LINES = 32, AMPC_PHASE_LABEL = 48 };
+typedef struct PhaseLine {
+    char label[AMPC_PHASE_LABEL]; /* "what name" */
+    double ms[2];                 /* wall, CPU */
+} PhaseLine;
 typedef struct PhaseTimer {
     bool on;
     double start[2], last[2]; /* seconds: wall (CLOCK_MONOTONIC), CPU */
     double other[2];          /* the unnamed steps between phases, printed at the end */
+    PhaseLine lines[AMPC_PHASE_LINES]; /* not printed yet */
+    int n_lines;
 } PhaseTimer;
 
 /* A timer that starts now; `on` false: every call below does nothing. */
-PhaseTimer ampc_phase_start(bool on);
-/* Ends the phase that began at the previous call (or at the start) and prints it as
+void ampc_phase_start(PhaseTimer *t, bool on);
+/* Ends the phase that began at the previous call (or at the start) and records it as
  * "what name"; what == NULL counts it as "other". */
 void ampc_phase_done(PhaseTimer *t, const char *what, const char *name);
-/* One line for a phase timed elsewhere (ms: wall, CPU). */
-void ampc_phase_line(const char *what, const char *name, const double ms[2]);
-/* The "other" and "total" lines. */
+/* Records a line for a phase timed elsewhere (ms: wall, CPU). */
+void ampc_phase_line(PhaseTimer *t, const char *what, const char *name, const double ms[2]);
+/* Prints the lines recorded so far (a run that stops early calls this). */
+void ampc_phase_flush(PhaseTimer *t);
+/* Ends the run: its recorded lines, then "other" and "total" (which leave out the
+ * printing). */
 void ampc_phase_total(PhaseTimer *t);
 /* amp_run_pipeline, each pass timed as it ends (one pipeline run, as without --time). */
 AmpCode ampc_run_timed(AmpModel *m, const char *list, const AmpPipelineOptions *pl, PhaseTimer *t,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../tools/cli_options.h"
+#include "../ir/irtest_util.h"
 #include "cli_test_util.h"
 #include "ir.h"
 #include "passes.h"
@@ -344,6 +345,32 @@ Test(cli, time_reports_each_phase) {
     }
     cr_assert_str_empty(r.out, "--time writes to stderr only");
     assert_loads(out);
+    run_free(&r);
+}
+
+Test(cli, time_lines_come_before_an_error) {
+    /* The phase lines wait to be printed until the run ends; one that stops on bad input
+     * prints those of the phases done, then the error. */
+    PbBuf g = {0}, m = {0}, attrs = {0};
+    const char *in_names[1] = {"X"}, *out_names[1] = {"Y"};
+    onnx_attr_int(&attrs, "to", 999); /* no such data type: the verifier refuses it */
+    onnx_node(&g, "Cast", "bad_cast", 1, in_names, 1, out_names, &attrs);
+    onnx_vi(&g, G_INPUT, "X", 1, -1, NULL);
+    onnx_vi(&g, G_OUTPUT, "Y", 1, -1, NULL);
+    onnx_model(&m, &g, 13);
+    char in[600], out[600];
+    tmp_path(in, sizeof in, "bad_cast.onnx");
+    tmp_path(out, sizeof out, "bad_cast_out.onnx");
+    write_file(in, m.data, m.len);
+    pb_free(&m);
+    Run r = run_ampc("--time", in, "-o", out, NULL);
+    cr_assert_eq(r.code, 1, "stderr: %s", r.err);
+    const char *load = strstr(r.err, "ampc: time: load ");
+    const char *err = strstr(r.err, "not a valid data type");
+    cr_assert_not_null(load, "no load line in:\n%s", r.err);
+    cr_assert_not_null(err, "no error in:\n%s", r.err);
+    cr_assert(load < err, "the load line comes first:\n%s", r.err);
+    cr_assert_null(strstr(r.err, "ampc: time: total"), "no total for a run that failed:\n%s", r.err);
     run_free(&r);
 }
 
