@@ -8,7 +8,35 @@
 
 #include "ir.h"
 
-uint64_t amp_name_hash(const char *s, size_t len);
+/* A name's hash (inline: the loader hashes every name it reads). */
+static inline uint64_t amp_name_hash(const char *s, size_t len) {
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (len * 0xBF58476D1CE4E5B9ull), w;
+    /* Names are short: whole words, then the last 8 bytes (overlapping), or for fewer
+     * than 8 bytes two overlapping 4-byte reads or three bytes: no loop over bytes. */
+    if (len >= 8) {
+        size_t n = len;
+        for (; n > 8; p += 8, n -= 8) {
+            memcpy(&w, p, 8);
+            h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+            h ^= h >> 31;
+        }
+        memcpy(&w, s + len - 8, 8);
+    } else if (len >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + len - 4, 4);
+        w = (uint64_t)a << 32 | b;
+    } else if (len) {
+        w = (uint64_t)p[0] << 16 | (uint64_t)p[len >> 1] << 8 | p[len - 1];
+    } else {
+        w = 0;
+    }
+    h = (h ^ w) * 0x94D049BB133111EBull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 32);
+}
 
 /* Whether v is named by the len bytes at name: names are short, so words compared
  * inline (overlapping at the end) rather than a call to memcmp. */

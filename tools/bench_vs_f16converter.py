@@ -15,7 +15,8 @@ For each model, in one run:
 - ratio = t_occ / t_ampc (how many times faster ampc is, conversion alone), and
   ratio wall = occ wall / ampc wall; a last line sums each column over the models;
 - casts: Cast nodes in each output, main graph and subgraphs;
-- rel err: both outputs and the fp32 model run in onnxruntime (CPUExecutionProvider) on
+- rel err: both outputs and the fp32 model run in onnxruntime (CPUExecutionProvider, graph
+  optimizations off: the graphs as written) on
   MODEL_DIR/test_data_set_0/input_K.pb if present, else deterministic random inputs from
   the declared shapes (symbolic/unknown dims = 1); per output max|y - y_fp32| /
   max|y_fp32|, the largest over outputs. "fails to run: ..." when onnxruntime rejects it.
@@ -131,8 +132,16 @@ NP_OF_ORT = {
 }
 
 
-def make_inputs(model_path):
-    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+def ort_session(path):
+    """A CPU session that runs the graph as written: onnxruntime's graph optimizations
+    change nothing this comparison needs, and on a 100k-node graph they take minutes."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def make_inputs(sess, model_path):
     ins = sess.get_inputs()
     tds = os.path.join(os.path.dirname(model_path), "test_data_set_0")
     feeds = {}
@@ -167,10 +176,7 @@ def ort_reason(ex):
 
 
 def run_ort(path, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
+    return ort_session(path).run(None, feeds)
 
 
 def rel_err(ys, refs):
@@ -237,8 +243,9 @@ def main():
         r_occ = r_ampc = "-"
         if not args.no_ort:
             try:
-                feeds, _ = make_inputs(src)
-                ref = run_ort(src, feeds)
+                sess = ort_session(src)
+                feeds, _ = make_inputs(sess, src)
+                ref = sess.run(None, feeds)
             except Exception as ex:  # noqa: BLE001
                 r_occ = r_ampc = f"fp32 fails to run: {ort_reason(ex)}"
                 ref = None
