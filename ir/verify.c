@@ -519,8 +519,18 @@ static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
         return vfail(c, AMP_ERR_INTERNAL, g, n, "input/output arrays are inconsistent");
     AmpCode rc = check_attrs(c, g, n);
     if (!rc) rc = check_arity(c, g, n);
-    for (int i = 0; !rc && i < n->n_inputs; i++)
-        if (n->inputs[i]) rc = check_use(c, f, n, i, n->inputs[i]);
+    for (int i = 0; !rc && i < n->n_inputs; i++) {
+        AmpValue *v = n->inputs[i];
+        if (!v) continue;
+        /* The common case inline: a defined value of this graph (check_use does the same). */
+        if (v->graph == g && v->id < g->n_values && g->values[v->id] == v &&
+            !(v->flags & AMP_VALUE_UNDEFINED) && is_def(f, v)) {
+            f->refs[v->id]++;
+            f->sig[v->id] += use_sig(n, i);
+            continue;
+        }
+        rc = check_use(c, f, n, i, v);
+    }
     if (!rc) rc = verify_subgraphs(c, f, n);
     if (!rc) rc = check_slot_dtypes(c, g, n);
     if (!rc) rc = check_cast(c, g, n);
