@@ -111,8 +111,8 @@ static AmpCode intern_op(LoadCtx *c, const NodeHead *h, AmpNode *n) {
     hash = (hash << 2 | (op != NULL) << 1 | (dom != NULL)) | 1u << 31; /* never 0 */
     AmpOpIntern *e = &c->intern[(hash >> 8) % AMP_OP_INTERN];
     if (!(e->h == hash && e->op_len == op_len && e->dom_len == dom_len && (e->op_type != NULL) == (op != NULL) &&
-          (e->domain != NULL) == (dom != NULL) && (!op || memcmp(e->op_type, op, op_len) == 0) &&
-          (!dom || memcmp(e->domain, dom, dom_len) == 0))) {
+          (e->domain != NULL) == (dom != NULL) && (!op || amp_bytes_eq(e->op_type, op, op_len)) &&
+          (!dom || amp_bytes_eq(e->domain, dom, dom_len)))) {
         AmpArena *a = &c->m->arena;
         const char *o = op ? amp_arena_strndup(a, op, op_len) : NULL;
         const char *d = dom ? amp_arena_strndup(a, dom, dom_len) : NULL;

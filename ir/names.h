@@ -38,24 +38,27 @@ static inline uint64_t amp_name_hash(const char *s, size_t len) {
     return h ^ (h >> 32);
 }
 
-/* Whether v is named by the len bytes at name: names are short, so words compared
- * inline (overlapping at the end) rather than a call to memcmp. */
-static inline bool amp_value_named(const AmpValue *v, const char *name, size_t len) {
-    if (v->name_len != len) return false;
-    const char *a = v->name;
+/* Whether the len bytes at a and b are equal: names are short, so words compared inline
+ * (overlapping at the end) rather than a call to memcmp. */
+static inline bool amp_bytes_eq(const char *a, const char *b, size_t len) {
     if (len >= 8 && len <= 16) {
         uint64_t x0, x1, y0, y1;
-        memcpy(&x0, a, 8), memcpy(&y0, name, 8);
-        memcpy(&x1, a + len - 8, 8), memcpy(&y1, name + len - 8, 8);
+        memcpy(&x0, a, 8), memcpy(&y0, b, 8);
+        memcpy(&x1, a + len - 8, 8), memcpy(&y1, b + len - 8, 8);
         return ((x0 ^ y0) | (x1 ^ y1)) == 0;
     }
     if (len >= 4 && len < 8) {
         uint32_t x0, x1, y0, y1;
-        memcpy(&x0, a, 4), memcpy(&y0, name, 4);
-        memcpy(&x1, a + len - 4, 4), memcpy(&y1, name + len - 4, 4);
+        memcpy(&x0, a, 4), memcpy(&y0, b, 4);
+        memcpy(&x1, a + len - 4, 4), memcpy(&y1, b + len - 4, 4);
         return ((x0 ^ y0) | (x1 ^ y1)) == 0;
     }
-    return memcmp(a, name, len) == 0;
+    return memcmp(a, b, len) == 0;
+}
+
+/* Whether v is named by the len bytes at name. */
+static inline bool amp_value_named(const AmpValue *v, const char *name, size_t len) {
+    return v->name_len == len && amp_bytes_eq(v->name, name, len);
 }
 /* Like amp_graph_lookup / amp_graph_value, with the hash given. */
 AmpValue *amp_graph_lookup_h(const AmpGraph *g, const char *name, size_t len, uint64_t h);
