@@ -29,6 +29,18 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
     }
     size_t cap = b->cap ? b->cap : b->first_cap ? b->first_cap : (size_t)1 << 16;
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    if (b->populate) {
+        uint8_t *d = amp_table_zalloc(cap);
+        if (!d) {
+            b->failed = true;
+            return false;
+        }
+        if (b->len) memcpy(d, b->data, b->len);
+        if (b->mapped) amp_big_free(b->data, b->mapped);
+        b->data = d;
+        b->cap = b->mapped = cap;
+        return true;
+    }
     uint8_t *d = realloc(b->data, cap);
     if (!d) {
         b->failed = true;

@@ -118,6 +118,7 @@ static void model_buffer(SaveCtx *c, const AmpModel *m, bool may_reserve) {
     size_t arena = m->arena.used_bytes;
     c->b.max = AMP_PROTO_MAX + 64;
     c->b.reserve = may_reserve && arena >= SAVE_RESERVE_MIN_ARENA;
+    c->b.populate = may_reserve && !c->b.reserve;
     c->b.first_cap = arena / 6 < ((size_t)1 << 16) ? 0 : arena / 6;
 }
 

@@ -693,6 +693,50 @@ Test(roundtrip, every_model_field_and_unknown_fields) {
     pb_free(&model);
 }
 
+/* A file save's buffer is mapped written-in up front and grows by new mappings: a model
+ * whose output is many times the first buffer (300 initializers of 3000 bytes, each small
+ * enough to be copied into the buffer) saves to a file the same bytes as into memory. */
+Test(roundtrip, file_save_buffer_grows) {
+    PbBuf g = {0}, model = {0};
+    enum { N = 300, ELEMS = 750 };
+    static float vals[ELEMS];
+    const int64_t dims[1] = {ELEMS};
+    const char *prev = "X";
+    static char names[N][2][16];
+    for (int k = 0; k < N; k++) {
+        snprintf(names[k][0], sizeof names[k][0], "W%d", k);
+        snprintf(names[k][1], sizeof names[k][1], "S%d", k);
+        for (int i = 0; i < ELEMS; i++) vals[i] = (float)(k * ELEMS + i);
+        PbBuf w = {0};
+        onnx_tensor_head(&w, names[k][0], 1, 1, dims);
+        pb_bytes(&w, T_RAW, vals, sizeof vals);
+        pb_msg(&g, G_INIT, &w);
+        const char *in[2] = {prev, names[k][0]}, *out[1] = {names[k][1]};
+        onnx_node(&g, "Add", NULL, 2, in, 1, out, NULL);
+        prev = names[k][1];
+    }
+    onnx_vi(&g, G_INPUT, "X", 1, 1, dims);
+    onnx_vi(&g, G_OUTPUT, prev, 1, 1, dims);
+    onnx_model(&model, &g, 13);
+    cr_assert_gt(model.len, (size_t)N * sizeof vals);
+
+    char *dir = tu_mkdtemp();
+    char *out_dir = tu_mkdtemp();
+    cr_assert(dir && out_dir);
+    char *path = tu_path(dir, "many_weights.onnx");
+    cr_assert(tu_write(path, model.data, model.len));
+    Failures f = {0};
+    bool ok = roundtrip_one(path, model.data, model.len, dir, out_dir, &f, NULL);
+    cr_assert(ok, "the model does not round-trip:%s", f.text ? f.text : "");
+    free(f.text);
+    tu_rmtree(dir);
+    tu_rmtree(out_dir);
+    free(dir);
+    free(out_dir);
+    free(path);
+    pb_free(&model);
+}
+
 /* A model built with the builder API (no protobuf behind it) saves, reloads and saves to
  * the same bytes. */
 Test(roundtrip, builder_model) {
