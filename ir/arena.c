@@ -132,6 +132,15 @@ void amp_advise_huge(void *p, size_t size) {
 #endif
 }
 
+void amp_populate(void *p, size_t len) {
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t start = (uintptr_t)p & ~(uintptr_t)(AMP_PAGE - 1), end = (uintptr_t)p + len;
+    if (len) madvise((void *)start, end - start, MADV_POPULATE_WRITE); /* a hint: faults do it otherwise */
+#else
+    (void)p, (void)len;
+#endif
+}
+
 void amp_big_free(void *p, size_t size) {
     size_t len;
     if (!p) return;

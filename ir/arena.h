@@ -63,6 +63,9 @@ void *amp_big_zalloc(size_t size);
 void *amp_table_zalloc(size_t size);
 /* Frees what either gave, with the size asked for. */
 void amp_big_free(void *p, size_t size);
+/* A hint: the pages of [p, p + len) (memory of this process's own, writable) are mapped
+ * written-in now, in one call rather than a page fault each as they are reached. */
+void amp_populate(void *p, size_t len);
 /* A hint that the malloc'd buffer p (size bytes, about to be filled) be backed by huge
  * pages where the system offers them: a big weight converted to 16 bits then costs a few
  * hundred page faults instead of a quarter million. Changes nothing else. */

@@ -30,15 +30,22 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
     size_t cap = b->cap ? b->cap : b->first_cap ? b->first_cap : (size_t)1 << 16;
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     if (b->populate) {
-        uint8_t *d = amp_table_zalloc(cap);
-        if (!d) {
-            b->failed = true;
-            return false;
+        /* Address space for twice what is asked, pages mapped as the buffer reaches them,
+         * each step in one call: growing within the mapping copies nothing. */
+        if (cap > b->mapped) {
+            size_t span = cap <= SIZE_MAX / 2 ? cap * 2 : cap;
+            uint8_t *d = amp_big_zalloc(span);
+            if (!d) {
+                b->failed = true;
+                return false;
+            }
+            if (b->len) memcpy(d, b->data, b->len);
+            if (b->mapped) amp_big_free(b->data, b->mapped);
+            b->data = d;
+            b->mapped = span;
         }
-        if (b->len) memcpy(d, b->data, b->len);
-        if (b->mapped) amp_big_free(b->data, b->mapped);
-        b->data = d;
-        b->cap = b->mapped = cap;
+        amp_populate(b->data + b->len, cap - b->len);
+        b->cap = cap;
         return true;
     }
     uint8_t *d = realloc(b->data, cap);

@@ -157,8 +157,9 @@ typedef struct AmpWBuf {
     size_t max;  /* the most bytes (gaps included) it may hold */
     size_t first_cap; /* the first allocation's size, when not reserved (0: 64 KiB) */
     bool reserve; /* take `max` bytes of address space at once (pages come as touched) */
-    bool populate; /* not reserved: map each allocation written-in up front (one call, not
-                    * a page fault per 4 KiB as the encoding reaches it) */
+    bool populate; /* not reserved: a mapping of twice what is asked, whose pages are mapped
+                    * written-in as the buffer grows (one call each step, not a page fault
+                    * per 4 KiB as the encoding reaches them) */
     size_t mapped; /* how many bytes `data` maps when reserved or populated */
     bool failed; /* a write did not fit: out of memory, or `over` */
     bool over;   /* ... because it would have passed `max` */
