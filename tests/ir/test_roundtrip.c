@@ -634,6 +634,19 @@ static void build_everything(PbBuf *model) {
     add_unknown(model, 990);
 }
 
+/* Writes a hand-built model to dir/name and asserts it round-trips (with out_dir, the
+ * file save too); the path, for the caller to free. */
+static char *write_and_roundtrip(const PbBuf *model, const char *dir, const char *name,
+                                 const char *out_dir) {
+    char *path = tu_path(dir, name);
+    cr_assert(tu_write(path, model->data, model->len));
+    Failures f = {0};
+    bool ok = roundtrip_one(path, model->data, model->len, dir, out_dir, &f, NULL);
+    cr_assert(ok, "%s does not round-trip:%s", name, f.text ? f.text : "");
+    free(f.text);
+    return path;
+}
+
 Test(roundtrip, every_model_field_and_unknown_fields) {
     PbBuf model = {0};
     build_everything(&model);
@@ -646,12 +659,7 @@ Test(roundtrip, every_model_field_and_unknown_fields) {
 
     char *dir = tu_mkdtemp();
     cr_assert_not_null(dir);
-    char *path = tu_path(dir, "everything.onnx");
-    cr_assert(tu_write(path, model.data, model.len));
-    Failures f = {0};
-    bool ok = roundtrip_one(path, model.data, model.len, dir, NULL, &f, NULL);
-    cr_assert(ok, "the hand-built model does not round-trip:%s", f.text ? f.text : "");
-    free(f.text);
+    char *path = write_and_roundtrip(&model, dir, "everything.onnx", NULL);
 
     /* And the loaded IR holds what the file says. */
     AmpStatus st = {0};
@@ -723,12 +731,7 @@ Test(roundtrip, file_save_buffer_grows) {
     char *dir = tu_mkdtemp();
     char *out_dir = tu_mkdtemp();
     cr_assert(dir && out_dir);
-    char *path = tu_path(dir, "many_weights.onnx");
-    cr_assert(tu_write(path, model.data, model.len));
-    Failures f = {0};
-    bool ok = roundtrip_one(path, model.data, model.len, dir, out_dir, &f, NULL);
-    cr_assert(ok, "the model does not round-trip:%s", f.text ? f.text : "");
-    free(f.text);
+    char *path = write_and_roundtrip(&model, dir, "many_weights.onnx", out_dir);
     tu_rmtree(dir);
     tu_rmtree(out_dir);
     free(dir);
