@@ -117,7 +117,9 @@ static AmpCode intern_op(LoadCtx *c, const NodeHead *h, AmpNode *n) {
         const char *o = op ? amp_arena_strndup(a, op, op_len) : NULL;
         const char *d = dom ? amp_arena_strndup(a, dom, dom_len) : NULL;
         if ((op && !o) || (dom && !d)) return amp_load_oom(c);
-        *e = (AmpOpIntern){hash, o, d, op_len, dom_len, amp_op_lookup(d, o ? o : "")};
+        AmpOpId id = amp_op_lookup(d, o ? o : "");
+        if (id != AMP_OP_UNKNOWN) o = amp_op_info(id)->name; /* as amp_node_new has it */
+        *e = (AmpOpIntern){hash, o, d, op_len, dom_len, id};
     }
     n->op_type = e->op_type;
     n->domain = e->domain;

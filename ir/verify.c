@@ -409,7 +409,7 @@ static AmpCode check_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n) {
 
 /* Cast: 'to' names a data type, and a declared output type agrees with it. */
 static AmpCode check_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
-    if (n->op != AMP_OP_Cast) return AMP_OK; /* op is set with op_type and domain */
+    if (n->op != AMP_OP_Cast) return AMP_OK; /* check_binding: op agrees with op_type */
     const AmpAttr *to = amp_node_attr(n, "to");
     if (!to) return vfail(c, AMP_ERR_INPUT, g, n, "Cast has no 'to' attribute");
     int64_t dt;
@@ -511,9 +511,37 @@ static AmpCode verify_subgraphs(Ctx *c, Frame *f, AmpNode *n) {
     return AMP_OK;
 }
 
+static bool is_default_domain(const char *d) {
+    return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+/* Whether domains a and b are the same (NULL, "" and "ai.onnx" being one). */
+static bool same_domain(const char *a, const char *b) {
+    if (is_default_domain(a)) return is_default_domain(b);
+    return !is_default_domain(b) && strcmp(a, b) == 0;
+}
+
+/* `op` names the op table's row for (domain, op_type): the passes and the checks below go
+ * by it, and code that edits op_type must call amp_graph_bind_ops. The loader and
+ * amp_node_new point op_type at the table's own string, so the check is mostly a pointer
+ * compare; an op unknown to the table is looked up (rare). */
+static AmpCode check_binding(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    const AmpOpInfo *info = amp_op_info(n->op);
+    bool bound = n->op == AMP_OP_UNKNOWN
+                     ? amp_op_lookup(n->domain, n->op_type) == AMP_OP_UNKNOWN
+                     : (n->op_type == info->name || strcmp(n->op_type, info->name) == 0) &&
+                           same_domain(n->domain, info->domain);
+    if (bound) return AMP_OK;
+    return vfail(c, AMP_ERR_INTERNAL, g, n,
+                 "its op id (%s) does not match its op_type: amp_graph_bind_ops was not called "
+                 "after an edit", n->op == AMP_OP_UNKNOWN ? "unknown" : info->name);
+}
+
 static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
     AmpGraph *g = f->g;
     if (!n->op_type || !*n->op_type) return vfail(c, AMP_ERR_INPUT, g, n, "node has no op_type");
+    AmpCode brc = check_binding(c, g, n);
+    if (brc) return brc;
     if (n->n_inputs < 0 || n->n_outputs < 0 || (n->n_inputs && !n->inputs) ||
         (n->n_outputs && !n->outputs))
         return vfail(c, AMP_ERR_INTERNAL, g, n, "input/output arrays are inconsistent");

@@ -394,6 +394,31 @@ Test(verify, cast_to_invalid_type) {
     expect_fail(m, AMP_ERR_INPUT, "node 'c0' (Cast): Cast 'to' = 99 is not a valid data type");
 }
 
+/* The verifier's code and message for m, which stays alive. */
+static AmpCode verify_keep(AmpModel *m) {
+    amp_status_clear(&st);
+    return amp_verify_model(m, &st);
+}
+
+Test(verify, op_id_must_match_op_type) {
+    /* op_type edited without amp_graph_bind_ops: the verifier says so, and binding mends it. */
+    AmpModel *m = valid_model();
+    AmpNode *n = add(m->graph, "Relu", "r0", "z", "h");
+    n->op_type = "Neg";
+    cr_assert_eq(verify_keep(m), AMP_ERR_INTERNAL, "%s", st.msg);
+    cr_assert(strstr(st.msg, "amp_graph_bind_ops was not called"), "%s", st.msg);
+    amp_graph_bind_ops(m->graph);
+    cr_assert_eq(verify_keep(m), AMP_OK, "%s", st.msg);
+    /* An op the table knows, bound as unknown. */
+    n->op = AMP_OP_UNKNOWN;
+    cr_assert_eq(verify_keep(m), AMP_ERR_INTERNAL, "%s", st.msg);
+    cr_assert(strstr(st.msg, "its op id (unknown) does not match its op_type"), "%s", st.msg);
+    /* A Cast edited in is checked as a Cast once bound. */
+    n->op_type = "Cast";
+    amp_graph_bind_ops(m->graph);
+    expect_fail(m, AMP_ERR_INPUT, "Cast has no 'to' attribute");
+}
+
 Test(verify, cast_without_to) {
     AmpModel *m = valid_model();
     add(m->graph, "Cast", "c0", "z", "h");
