@@ -414,7 +414,8 @@ int64_t amp_model_opset(const AmpModel *m, const char *domain);
  * one (stable); a cycle is AMP_ERR_INPUT naming a node on it. Uses AmpNode.mark. */
 AmpCode amp_graph_toposort(AmpGraph *g, AmpStatus *st);
 
-/* Sets every node's `op` from the op table (after load, or after op_type edits). */
+/* Sets every node's `op` from the op table (after load, or after op_type edits: the
+ * verifier refuses a node whose `op` disagrees with its op_type). */
 void amp_graph_bind_ops(AmpGraph *g);
 
 /* Calls fn on g and every subgraph (attribute graphs) below it, depth first. */
@@ -425,7 +426,8 @@ AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
 
 /* ---- analysis (verify.c, infer.c, print.c) --------------------------------------- */
 
-/* Structural and type checks; the first problem found is reported. */
+/* Structural and type checks; the first problem found is reported. Among them: every
+ * node's `op` agrees with its op_type and domain (see amp_graph_bind_ops). */
 AmpCode amp_verify_model(AmpModel *m, AmpStatus *st);
 /* Fills AmpValue.type for every value it can; keeps types from the model where the
  * op is unknown. */
