@@ -39,9 +39,9 @@ void amp_arena_expect(AmpArena *a, size_t bytes);
  * block while the caller goes on allocating and filling: zeroing pages is a fifth of a
  * big model's load on some systems, and this puts it on another core. It starts at the
  * huge page after the one allocations come from (the caller is about to touch that one),
- * and only when at least 1 MiB lies beyond. The pages' contents are not touched, so the caller's writes meanwhile
- * are safe; mappings the caller makes meanwhile wait for the helper's current 2 MiB
- * step. Stopped (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing
+ * and only when at least 1 MiB lies beyond. The pages' contents are not touched, so the
+ * caller's writes meanwhile are safe; mappings the caller makes meanwhile wait for the
+ * helper's current 2 MiB step. Stopped (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing
  * where the system lacks the call or the thread cannot start. `bytes` is taken as a good
  * estimate of what will be used (an overestimate costs memory). */
 void amp_arena_prefault(AmpArena *a, size_t bytes);

@@ -90,7 +90,7 @@ static void put_esc(FILE *f, const char *str, size_t max) {
 }
 
 static void put_op(FILE *f, const AmpNode *n) {
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) {
+    if (!amp_domain_is_default(n->domain)) {
         put_esc(f, n->domain, MAX_NAME);
         fputs("::", f);
     }

@@ -556,11 +556,10 @@ AmpCode amp_value_replace_uses(AmpValue *from, AmpValue *to, bool outputs_too) {
 }
 
 int64_t amp_model_opset(const AmpModel *m, const char *domain) {
-    if (!domain || strcmp(domain, "ai.onnx") == 0) domain = "";
+    bool dflt = amp_domain_is_default(domain);
     for (size_t i = 0; i < m->n_opsets; i++) {
-        const char *d = m->opsets[i].domain ? m->opsets[i].domain : "";
-        if (strcmp(d, "ai.onnx") == 0) d = "";
-        if (strcmp(d, domain) == 0) return m->opsets[i].version;
+        const char *d = m->opsets[i].domain;
+        if (amp_domain_is_default(d) ? dflt : !dflt && strcmp(d, domain) == 0) return m->opsets[i].version;
     }
     return 0;
 }

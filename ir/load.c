@@ -200,8 +200,8 @@ static AmpCode graph_body(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint8
     AmpNode *nodes = gp->n_node ? amp_arena_calloc(&c->m->arena, gp->n_node, sizeof *nodes) : NULL;
     if (gp->n_node && !nodes) return amp_load_oom(c);
     /* Nodes AMP_PREFETCH_AHEAD in front announce their outputs' names, so that their
-     * places in the name map are fetched meanwhile: worth it once the map outgrows the
-     * caches (at 10k nodes it costs more than it saves; at 100k it saves 7%). */
+     * places in the name map are fetched meanwhile (AMP_PREFETCH_MIN_VALUES: in big
+     * graphs only). */
     size_t ahead = g->n_values + gp->n_node >= AMP_PREFETCH_MIN_VALUES ? AMP_PREFETCH_AHEAD : 0;
     for (size_t i = 0; i < gp->n_node && i < ahead; i++) amp_load_prefetch_outputs(c, g, gp->node[i], i);
     size_t n_later = 0;
@@ -365,7 +365,7 @@ static AmpCode load_opset(LoadCtx *c, const AmpWireField *of, AmpOpset *o) {
     const char *d = o->domain ? o->domain : "";
     /* The issue's contract: a newer opset is bad input (exit 1), with a message saying
      * what ampc knows. */
-    if ((!*d || strcmp(d, "ai.onnx") == 0) && o->version > AMP_MAX_ONNX_OPSET)
+    if (amp_domain_is_default(d) && o->version > AMP_MAX_ONNX_OPSET)
         return amp_fail(c->st, AMP_ERR_INPUT, "the model imports ai.onnx opset %lld; ampc knows opsets up to %d",
                         (long long)o->version, AMP_MAX_ONNX_OPSET);
     return AMP_OK;

@@ -135,7 +135,9 @@ AmpValue *amp_load_lookup(LoadCtx *c, AmpGraph *g, const char *name, size_t len,
  * fetched this many nodes ahead (amp_load_prefetch_outputs, for node i), and the hashes
  * kept for when the node is made. */
 enum { AMP_PREFETCH_AHEAD = 16 };
-/* ... in graphs of at least this many values (a name map of 512 KiB and more). */
+/* ... in graphs of at least this many values and nodes: at 100k nodes it saved 7% of
+ * the load; at 10k (a 512 KiB map) it gained nothing measurable, load CPU medians 6.85
+ * and 6.80 ms without and with it. */
 enum { AMP_PREFETCH_MIN_VALUES = 16384 };
 void amp_load_prefetch_outputs(LoadCtx *c, const AmpGraph *g, Span s, size_t i);
 

@@ -38,15 +38,17 @@ static size_t nest_desc(LoadCtx *c, const ProtobufCMessageDescriptor *desc) {
     return c->n_nest++;
 }
 
-/* The message type of field `num` of d's messages, or NULL when it is not a message. */
+/* The message type of field `num` of `desc` messages, or NULL when it is not a message. */
+static const ProtobufCMessageDescriptor *field_msg(const ProtobufCMessageDescriptor *desc, uint32_t num) {
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, num);
+    return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+}
+
+/* field_msg for d's messages, remembered for field numbers below 64. */
 static const ProtobufCMessageDescriptor *nest_sub(AmpNestDesc *d, uint32_t num) {
-    if (num >= 64) {
-        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(d->desc, num);
-        return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
-    }
+    if (num >= 64) return field_msg(d->desc, num);
     if (!(d->known >> num & 1)) {
-        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(d->desc, num);
-        d->sub[num] = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+        d->sub[num] = field_msg(d->desc, num);
         d->known |= (uint64_t)1 << num;
     }
     return d->sub[num];

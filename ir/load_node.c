@@ -80,34 +80,13 @@ static AmpCode node_head(LoadCtx *c, Span s, NodeHead *h) {
     return r < 0 ? amp_load_malformed(c) : AMP_OK;
 }
 
-/* A hash of a short string (an op type, a domain) from its length and its first and last
- * words: the interning below compares the bytes, so this only needs to spread the few
- * strings a model uses over the table. */
-static uint64_t short_key(const char *s, size_t len) {
-    uint64_t a = 0, b = 0;
-    if (len >= 8) {
-        memcpy(&a, s, 8);
-        memcpy(&b, s + len - 8, 8);
-    } else if (len >= 4) {
-        uint32_t x, y;
-        memcpy(&x, s, 4);
-        memcpy(&y, s + len - 4, 4);
-        a = x, b = y;
-    } else if (len) {
-        a = (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[len >> 1] << 8 |
-            (uint64_t)(unsigned char)s[len - 1] << 16;
-    }
-    uint64_t h = (a ^ (b << 29 | b >> 35) ^ len * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
-    return h ^ h >> 31;
-}
-
 /* op_type and domain come from a handful of strings: one copy of each pair, and its op. */
 static AmpCode intern_op(LoadCtx *c, const NodeHead *h, AmpNode *n) {
     const char *op = h->has_op ? (const char *)h->op.data : NULL;
     const char *dom = h->has_domain ? (const char *)h->domain.data : NULL;
     size_t op_len = op ? amp_wire_cstrlen(h->op.data, h->op.len) : 0;
     size_t dom_len = dom ? amp_wire_cstrlen(h->domain.data, h->domain.len) : 0;
-    uint64_t hash = (op ? short_key(op, op_len) : 0) * 31 + (dom ? short_key(dom, dom_len) : 0);
+    uint64_t hash = (op ? amp_name_hash(op, op_len) : 0) * 31 + (dom ? amp_name_hash(dom, dom_len) : 0);
     hash = (hash << 2 | (op != NULL) << 1 | (dom != NULL)) | 1u << 31; /* never 0 */
     AmpOpIntern *e = &c->intern[(hash >> 8) % AMP_OP_INTERN];
     if (!(e->h == hash && e->op_len == op_len && e->dom_len == dom_len && (e->op_type != NULL) == (op != NULL) &&

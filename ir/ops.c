@@ -44,7 +44,7 @@ static uint16_t lookup_slots[LOOKUP_SLOTS]; /* AmpOpId, 0 = empty */
 static atomic_int lookup_state;             /* 0 empty, 1 filling, 2 ready */
 
 static const char *norm_domain(const char *d) {
-    return (!d || strcmp(d, "ai.onnx") == 0) ? "" : d;
+    return amp_domain_is_default(d) ? "" : d;
 }
 
 static uint32_t hash_op(const char *domain, const char *name) {

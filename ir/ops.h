@@ -4,7 +4,9 @@
 #ifndef AMP_OPS_H
 #define AMP_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "status.h"
 
@@ -61,7 +63,11 @@ extern const AmpOpInfo amp_op_table[];
 static inline const AmpOpInfo *amp_op_info(AmpOpId id) {
     return &amp_op_table[(unsigned)id < AMP_OP__COUNT ? id : AMP_OP_UNKNOWN];
 }
-/* domain NULL or "" or "ai.onnx" all mean the default domain. */
+/* Whether domain d is the default one: NULL, "" and "ai.onnx" all mean it. */
+static inline bool amp_domain_is_default(const char *d) {
+    return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+/* The op of (domain, name), the domain taken as amp_domain_is_default does. */
 AmpOpId amp_op_lookup(const char *domain, const char *name);
 const char *amp_op_class_name(AmpOpClass c);
 

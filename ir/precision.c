@@ -17,12 +17,8 @@ static unsigned dtype_bits(const AmpValue *v) {
     }
 }
 
-static bool is_default_domain(const char *d) {
-    return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
-
 static bool is_cast(const AmpNode *n) {
-    return n->op_type && is_default_domain(n->domain) &&
+    return n->op_type && amp_domain_is_default(n->domain) &&
            (strcmp(n->op_type, "Cast") == 0 || strcmp(n->op_type, "CastLike") == 0);
 }
 

@@ -219,7 +219,7 @@ static void print_node(FILE *f, const AmpNode *n, int level) {
         put_value(f, n->outputs[i], ":");
     }
     if (n->n_outputs) fputs(" = ", f);
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) fprintf(f, "%s::", n->domain);
+    if (!amp_domain_is_default(n->domain)) fprintf(f, "%s::", n->domain);
     fprintf(f, "%s(", n->op_type ? n->op_type : "?");
     for (int i = 0; i < n->n_inputs; i++) {
         if (i) fputs(", ", f);

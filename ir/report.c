@@ -69,7 +69,7 @@ static int node_flops(const AmpNode *n, double *flops) {
 /* ---- counting -------------------------------------------------------------------- */
 
 static AmpOpCount *op_row(AmpReport *r, const AmpNode *n) {
-    const char *dom = n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : "";
+    const char *dom = amp_domain_is_default(n->domain) ? "" : n->domain;
     const char *op = n->op_type ? n->op_type : "?";
     for (size_t i = 0; i < r->n_ops; i++)
         if (strcmp(r->ops[i].op_type, op) == 0 && strcmp(r->ops[i].domain, dom) == 0)

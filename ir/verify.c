@@ -88,7 +88,7 @@ static void graph_label(const AmpModel *m, const AmpGraph *g, char *buf, size_t 
 }
 
 static void node_label(const AmpNode *n, char *buf, size_t len) {
-    const char *dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0 ? n->domain : NULL;
+    const char *dom = amp_domain_is_default(n->domain) ? NULL : n->domain;
     if (n->name && *n->name)
         snprintf(buf, len, "node '%s' (%s%s%s)", n->name, dom ? dom : "", dom ? ":" : "",
                  str_or(n->op_type, "?"));
@@ -511,16 +511,6 @@ static AmpCode verify_subgraphs(Ctx *c, Frame *f, AmpNode *n) {
     return AMP_OK;
 }
 
-static bool is_default_domain(const char *d) {
-    return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
-
-/* Whether domains a and b are the same (NULL, "" and "ai.onnx" being one). */
-static bool same_domain(const char *a, const char *b) {
-    if (is_default_domain(a)) return is_default_domain(b);
-    return !is_default_domain(b) && strcmp(a, b) == 0;
-}
-
 /* `op` names the op table's row for (domain, op_type): the passes and the checks below go
  * by it, and code that edits op_type must call amp_graph_bind_ops. The loader and
  * amp_node_new point op_type at the table's own string, so the check is mostly a pointer
@@ -530,7 +520,8 @@ static AmpCode check_binding(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     bool bound = n->op == AMP_OP_UNKNOWN
                      ? amp_op_lookup(n->domain, n->op_type) == AMP_OP_UNKNOWN
                      : (n->op_type == info->name || strcmp(n->op_type, info->name) == 0) &&
-                           same_domain(n->domain, info->domain);
+                           (amp_domain_is_default(n->domain) ? !*info->domain
+                                                             : strcmp(n->domain, info->domain) == 0);
     if (bound) return AMP_OK;
     return vfail(c, AMP_ERR_INTERNAL, g, n,
                  "its op id (%s) does not match its op_type: amp_graph_bind_ops was not called "

@@ -41,13 +41,9 @@ static void vec_push(Dce *d, NodeVec *v, AmpNode *n) {
     v->items[v->n++] = n;
 }
 
-static bool is_default_domain(const char *d) {
-    return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
-
 /* An op ampc does not know from a custom domain may have effects we cannot see. */
 static bool keeps_itself(const AmpNode *n) {
-    return n->op == AMP_OP_UNKNOWN && !is_default_domain(n->domain);
+    return n->op == AMP_OP_UNKNOWN && !amp_domain_is_default(n->domain);
 }
 
 static void release(Dce *d, AmpNode *p) {
