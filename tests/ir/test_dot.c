@@ -60,7 +60,8 @@ static bool have_dot(void) { return system("command -v dot >/dev/null 2>&1") == 
  * (the check is then skipped: scripts/setup.sh installs graphviz). */
 static int run_graphviz(const char *dot) {
     if (!have_dot()) {
-        cr_log_warn("graphviz 'dot' is not installed: rendering not checked");
+        /* not cr_log_warn: a warning makes Criterion 2.4 exit 1 though every test passed */
+        fprintf(stderr, "note: graphviz 'dot' is not installed: rendering not checked\n");
         return -1;
     }
     char path[] = "/tmp/ampc_dot_XXXXXX";

@@ -69,7 +69,8 @@ static size_t count_boxes(const char *dot) {
 /* `dot -Tsvg FILE` exits 0; skipped when Graphviz is not installed. */
 static void assert_renders(const char *path) {
     if (system("command -v dot >/dev/null 2>&1") != 0) {
-        cr_log_warn("graphviz 'dot' is not installed: rendering not checked");
+        /* not cr_log_warn: a warning makes Criterion 2.4 exit 1 though every test passed */
+        fprintf(stderr, "note: graphviz 'dot' is not installed: rendering not checked\n");
         return;
     }
     char cmd[1200];
