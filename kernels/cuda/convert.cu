@@ -70,8 +70,10 @@ __device__ __nv_bfloat162 pack_bf16(float a, float b) { return __floats2bfloat16
 __device__ float2 unpack_f16(__half2 p) { return __half22float2(p); }
 __device__ float2 unpack_bf16(__nv_bfloat162 p) { return __bfloat1622float2(p); }
 
-// A grid-stride grid: enough blocks for every item, at most 8 per SM's worth of 2048
-// threads (a full wave several times over), so that big arrays loop in each thread.
+// A grid-stride grid: enough blocks for every item, at most 8 full waves (an SM holds
+// 2048 threads), so that big arrays loop in each thread. The SM count is read once per
+// process, from the device current at the first launch; two first launches at once both
+// write the same number. It only sizes the grid: any count gives the same result.
 static unsigned grid_for(size_t items, unsigned block) {
     static unsigned max_blocks;
     if (!max_blocks) {
