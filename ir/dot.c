@@ -558,12 +558,36 @@ void amp_dot_model(FILE *f, const AmpModel *m, const AmpDotOptions *opt) {
     free(d.rep);
 }
 
-AmpCode amp_dot_model_file(const char *path, const AmpModel *m, const AmpDotOptions *opt,
+/* Into a stream (amp_output_target): a device such as /dev/stdout, a FIFO. */
+static AmpCode dot_stream(const char *path, const AmpModel *m, const AmpDotOptions *opt, AmpStatus *st) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(e));
+    }
+    amp_dot_model(f, m, opt);
+    bool ok = !ferror(f) && fflush(f) == 0;
+    ok = fclose(f) == 0 && ok;
+    return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+}
+
+AmpCode amp_dot_model_file(const char *out_path, const AmpModel *m, const AmpDotOptions *opt,
                            AmpStatus *st) {
     static unsigned long counter;
+    char *path;
+    bool stream;
+    AmpCode trc = amp_output_target(out_path, &path, &stream, st);
+    if (trc) return trc;
+    if (stream) {
+        trc = dot_stream(path, m, opt, st);
+        free(path);
+        return trc;
+    }
     size_t len = strlen(path) + 48;
     char *tmp = malloc(len);
-    if (!tmp) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    if (!tmp) return free(path), amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     int fd = -1;
     for (int tries = 0; fd < 0 && tries < 100; tries++) {
         snprintf(tmp, len, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
@@ -571,8 +595,10 @@ AmpCode amp_dot_model_file(const char *path, const AmpModel *m, const AmpDotOpti
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
+        AmpCode rc = amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
         free(tmp);
-        return amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
+        free(path);
+        return rc;
     }
     FILE *f = fdopen(fd, "w");
     bool ok = f != NULL;
@@ -583,12 +609,12 @@ AmpCode amp_dot_model_file(const char *path, const AmpModel *m, const AmpDotOpti
     } else {
         close(fd);
     }
+    AmpCode rc = AMP_OK;
     if (!ok || rename(tmp, path) != 0) {
-        AmpCode rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
         unlink(tmp);
-        free(tmp);
-        return rc;
     }
     free(tmp);
-    return AMP_OK;
+    free(path);
+    return rc;
 }

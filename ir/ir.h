@@ -344,9 +344,21 @@ typedef struct AmpSaveOptions {
     void *commit_ctx;
 } AmpSaveOptions;
 
+/* Where an output named `path` is written, as every writer of ampc does it (the saver,
+ * the DOT writer, `ampc run --outputs`). A path that names nothing yet, or a regular file,
+ * is replaced by a temporary file renamed over it. A symbolic link to a regular file is
+ * followed, so the file it names is replaced and the link stays (a dangling link is
+ * replaced). Anything else that exists, but a directory (an error), is a stream: a device
+ * such as /dev/null or /dev/stdout, a FIFO; *stream is set, and it must be written
+ * straight into, never renamed over, or the device itself would be replaced by a file.
+ * *target (malloc'd) is the path to write or rename over. */
+AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStatus *st);
+
 /* Writes atomically: a temporary file renamed over `path` once complete, and synced to
  * disk first when it replaces a file (so a system crash cannot lose the old contents).
- * External data (if any) goes to `<basename of path>.data` beside it. */
+ * External data (if any) goes to `<basename of path>.data` beside it. A stream (see
+ * amp_output_target) is written straight into, once opt->commit has agreed; a model with
+ * external data cannot go to one. */
 AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt,
                             AmpStatus *st);
 /* Serialises to a malloc'd buffer (no external data); the caller frees *out. */

@@ -3,6 +3,8 @@
  * replaces a file: see replaces()), with external data in `<output>.data` when asked, or
  * when one file would pass protobuf's 2 GB limit; or handed back as bytes; and one tensor
  * as a TensorProto. */
+/* realpath() is XSI. */
+#define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -106,6 +108,44 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
+AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStatus *st) {
+    struct stat lsb, sb;
+    *stream = false;
+    const char *use = path;
+    char *real = NULL;
+    if (lstat(path, &lsb) == 0) {
+        bool followed = S_ISLNK(lsb.st_mode) && stat(path, &sb) == 0;
+        if (!followed) sb = lsb;
+        if (S_ISDIR(sb.st_mode)) return amp_fail(st, AMP_ERR_INPUT, "%s: is a directory", path);
+        if (followed && S_ISREG(sb.st_mode)) {
+            if (!(real = realpath(path, NULL)))
+                return amp_fail(st, AMP_ERR_INTERNAL, "%s: %s", path, strerror(errno));
+            use = real;
+        } else if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
+            *stream = true;
+        }
+    }
+    *target = real ? real : strdup(use);
+    return *target ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+}
+
+/* A stream output: opened as it is (no creating, no truncating a device), written once
+ * the verification beside the save (opt->commit) has passed, so that a model that fails
+ * it writes nothing. */
+static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
+    if (opt->commit && !opt->commit(opt->commit_ctx, st)) return st && st->code ? st->code : AMP_ERR_INTERNAL;
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return amp_fail(st, AMP_ERR_INTERNAL, "%s: %s", path, strerror(e));
+    }
+    bool ok = wbuf_write(&c->b, f);
+    ok = close_file(f, false) && ok;
+    return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+}
+
 /* An empty output buffer for model m (save.c grows it). Reserving address space for the
  * biggest possible output (so the buffer never moves) costs a few system calls and, on
  * huge pages, the zeroing of a whole 2 MiB page: worth it only when the output will be
@@ -132,16 +172,19 @@ static AmpCode encode_failed(const SaveCtx *c, const char *what) {
                     what ? what : "", what ? ": " : "");
 }
 
-AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
+AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOptions *opt, AmpStatus *st) {
     AmpSaveOptions dflt = {.external = AMP_SAVE_EXTERNAL_AUTO, .external_min_bytes = 1024};
     if (!opt) opt = &dflt;
+    char *path;
+    bool stream;
+    AmpCode rc = amp_output_target(out_path, &path, &stream, st);
+    if (rc) return rc;
     SaveCtx c;
     amp_save_init(&c, m, st);
     c.external_min = opt->external_min_bytes;
     model_buffer(&c, m, true);
     char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
     FILE *f = NULL;
-    AmpCode rc = AMP_OK;
     size_t n = strlen(path) + 6;
     if (!(data_path = malloc(n))) {
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
@@ -153,6 +196,11 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
     c.auto_external = opt->external == AMP_SAVE_EXTERNAL_AUTO;
     c.auto_limit = AMP_AUTO_LIMIT;
     for (bool external = opt->external == AMP_SAVE_EXTERNAL_ALWAYS;;) {
+        if (external && stream) {
+            rc = amp_fail(st, AMP_ERR_UNSUPPORTED,
+                          "%s: not a regular file, and this model's external data needs a file to sit beside", out_path);
+            goto out;
+        }
         if (external && !(c.data_file = open_temp(data_path, &data_tmp, st))) {
             rc = st ? st->code : AMP_ERR_INTERNAL;
             goto out;
@@ -172,6 +220,10 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
         rc = amp_fail(st, AMP_ERR_UNSUPPORTED,
                       "%s: the model is %zu bytes, over protobuf's 2 GB limit; save with external data", path,
                       c.b.len + c.b.gap_bytes);
+        goto out;
+    }
+    if (stream) {
+        rc = write_stream(&c, path, opt, st);
         goto out;
     }
     if (!(f = open_temp(path, &tmp, st))) {
@@ -212,6 +264,7 @@ out:
     if (c.data_file) fclose(c.data_file);
     if (data_tmp) unlink(data_tmp), free(data_tmp);
     free(data_path);
+    free(path);
     amp_wbuf_free(&c.b);
     return rc;
 }

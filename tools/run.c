@@ -321,8 +321,19 @@ static AmpCode make_dirs(const char *dir, AmpStatus *st) {
     return rc;
 }
 
-/* Writes `path` atomically: a temporary file beside it, synced, then renamed over it. */
-static AmpCode write_atomic(const char *path, const uint8_t *data, size_t len, AmpStatus *st) {
+/* len bytes to fd; false (errno set) on a failed write. */
+static bool write_all(int fd, const uint8_t *data, size_t len) {
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        done += (size_t)w;
+    }
+    return true;
+}
+
+/* A temporary file beside `path`, synced, then renamed over it. */
+static AmpCode write_file_atomic(const char *path, const uint8_t *data, size_t len, AmpStatus *st) {
     static unsigned long counter;
     char tmp[4200];
     int fd = -1;
@@ -332,14 +343,7 @@ static AmpCode write_atomic(const char *path, const uint8_t *data, size_t len, A
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
-    bool ok = true;
-    for (size_t done = 0; ok && done < len;) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR) continue;
-        ok = w > 0;
-        if (ok) done += (size_t)w;
-    }
-    ok = ok && fsync(fd) == 0;
+    bool ok = write_all(fd, data, len) && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
         AmpCode rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
@@ -347,6 +351,26 @@ static AmpCode write_atomic(const char *path, const uint8_t *data, size_t len, A
         return rc;
     }
     return AMP_OK;
+}
+
+/* Writes an output file as amp_output_target says: into a stream (a FIFO, a device) as it
+ * is, else atomically: a temporary file beside the target, synced, renamed over it. */
+static AmpCode write_atomic(const char *out_path, const uint8_t *data, size_t len, AmpStatus *st) {
+    char *path;
+    bool stream;
+    AmpCode rc = amp_output_target(out_path, &path, &stream, st);
+    if (rc) return rc;
+    if (stream) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        bool ok = fd >= 0 && write_all(fd, data, len);
+        if (fd >= 0) ok = close(fd) == 0 && ok;
+        if (!ok) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        free(path);
+        return rc;
+    }
+    rc = write_file_atomic(path, data, len, st);
+    free(path);
+    return rc;
 }
 
 /* DIR/output_K.pb for each output K: a TensorProto named after the output, its elements
