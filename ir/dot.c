@@ -560,13 +560,8 @@ void amp_dot_model(FILE *f, const AmpModel *m, const AmpDotOptions *opt) {
 
 /* Into a stream (amp_output_target): a device such as /dev/stdout, a FIFO. */
 static AmpCode dot_stream(const char *path, const AmpModel *m, const AmpDotOptions *opt, AmpStatus *st) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-    if (!f) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(e));
-    }
+    FILE *f = amp_output_stream(path, st);
+    if (!f) return st ? st->code : AMP_ERR_INPUT;
     amp_dot_model(f, m, opt);
     bool ok = !ferror(f) && fflush(f) == 0;
     ok = fclose(f) == 0 && ok;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "arena.h"
 #include "ops.h"
@@ -353,6 +354,9 @@ typedef struct AmpSaveOptions {
  * straight into, never renamed over, or the device itself would be replaced by a file.
  * *target (malloc'd) is the path to write or rename over. */
 AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStatus *st);
+/* A stream output opened for writing as it is (no creating, no truncating); NULL with st
+ * set when it cannot be opened. */
+FILE *amp_output_stream(const char *path, AmpStatus *st);
 
 /* Writes atomically: a temporary file renamed over `path` once complete, and synced to
  * disk first when it replaces a file (so a system crash cannot lose the old contents).
@@ -445,7 +449,6 @@ AmpCode amp_verify_model(AmpModel *m, AmpStatus *st);
  * op is unknown. */
 AmpCode amp_infer_model(AmpModel *m, AmpStatus *st);
 
-#include <stdio.h>
 void amp_print_model(FILE *f, const AmpModel *m);
 
 #endif

@@ -129,18 +129,23 @@ AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStat
     return *target ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
 }
 
-/* A stream output: opened as it is (no creating, no truncating a device), written once
- * the verification beside the save (opt->commit) has passed, so that a model that fails
- * it writes nothing. */
-static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
-    if (opt->commit && !opt->commit(opt->commit_ctx, st)) return st && st->code ? st->code : AMP_ERR_INTERNAL;
+FILE *amp_output_stream(const char *path, AmpStatus *st) {
     int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
     if (!f) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return amp_fail(st, AMP_ERR_INTERNAL, "%s: %s", path, strerror(e));
+        amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(e));
     }
+    return f;
+}
+
+/* A stream output, written once the verification beside the save (opt->commit) has
+ * passed, so that a model that fails it writes nothing. */
+static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
+    if (opt->commit && !opt->commit(opt->commit_ctx, st)) return st && st->code ? st->code : AMP_ERR_INTERNAL;
+    FILE *f = amp_output_stream(path, st);
+    if (!f) return st ? st->code : AMP_ERR_INPUT;
     bool ok = wbuf_write(&c->b, f);
     ok = close_file(f, false) && ok;
     return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));

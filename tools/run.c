@@ -361,10 +361,10 @@ static AmpCode write_atomic(const char *out_path, const uint8_t *data, size_t le
     AmpCode rc = amp_output_target(out_path, &path, &stream, st);
     if (rc) return rc;
     if (stream) {
-        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-        bool ok = fd >= 0 && write_all(fd, data, len);
-        if (fd >= 0) ok = close(fd) == 0 && ok;
-        if (!ok) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        FILE *f = amp_output_stream(path, st);
+        if (!f) rc = st ? st->code : AMP_ERR_INPUT;
+        else if (!(fwrite(data, 1, len, f) == len) | (fclose(f) != 0))
+            rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
         free(path);
         return rc;
     }
