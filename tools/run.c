@@ -362,9 +362,13 @@ static AmpCode write_atomic(const char *out_path, const uint8_t *data, size_t le
     if (rc) return rc;
     if (stream) {
         FILE *f = amp_output_stream(path, st);
-        if (!f) rc = st ? st->code : AMP_ERR_INPUT;
-        else if (!(fwrite(data, 1, len, f) == len) | (fclose(f) != 0))
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        if (!f) {
+            rc = st ? st->code : AMP_ERR_INPUT;
+        } else {
+            bool ok = fwrite(data, 1, len, f) == len;
+            ok = fclose(f) == 0 && ok;
+            if (!ok) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+        }
         free(path);
         return rc;
     }
