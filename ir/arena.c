@@ -59,6 +59,24 @@ void amp_arena_free(AmpArena *a) {
     a->next_block = AMP_ARENA_FIRST;
 }
 
+void amp_arena_adopt(AmpArena *a, AmpArena *from) {
+    amp_arena_prefault_stop(from);
+    AmpArenaBlock *first = from->head;
+    if (first) {
+        AmpArenaBlock *last = first;
+        while (last->next) last = last->next;
+        if (a->head) {
+            last->next = a->head->next;
+            a->head->next = first;
+        } else {
+            a->head = first;
+        }
+    }
+    a->used_bytes += from->used_bytes;
+    from->head = NULL;
+    from->used_bytes = 0;
+}
+
 /* size rounded up to whole huge pages; false on overflow. */
 static bool huge_len(size_t size, size_t *len) {
     if (!amp_add_size(size, AMP_HUGE - 1, len)) return false;

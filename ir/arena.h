@@ -47,6 +47,9 @@ void amp_arena_expect(AmpArena *a, size_t bytes);
 void amp_arena_prefault(AmpArena *a, size_t bytes);
 /* Stops the helper (it stops between 2 MiB steps) and waits for it; safe to repeat. */
 void amp_arena_prefault_stop(AmpArena *a);
+/* Moves every block of `from` into `a` (a keeps allocating from its current block);
+ * `from` is left empty. For an arena filled by another thread, once that thread is done. */
+void amp_arena_adopt(AmpArena *a, AmpArena *from);
 /* Grows an array allocated from the arena (old contents are copied, old block is left). */
 void *amp_arena_grow(AmpArena *a, void *old, size_t old_n, size_t new_n, size_t size);
 char *amp_arena_strdup(AmpArena *a, const char *s); /* NULL stays NULL */

@@ -315,7 +315,21 @@ struct AmpModel {
 
 typedef struct AmpLoadOptions {
     bool skip_verify; /* structural checks run by default */
+    int threads;      /* the most threads the load may use; 0: amp_threads() */
+    /* The main graph's nodes are loaded by several threads from this many on; 0: the
+     * default, AMP_LOAD_PARALLEL_MIN. The model is the same either way (tests set 1). */
+    size_t parallel_min_nodes;
 } AmpLoadOptions;
+
+/* Below this many nodes, threads cost more than they save. */
+#define AMP_LOAD_PARALLEL_MIN 4096
+
+/* How many threads one load may use: AMP_THREADS from the environment when it is a whole
+ * number from 1 (1: the calling thread alone; more than 64 counts as 64), else the CPUs
+ * this process may run on, at most 8. */
+int amp_threads(void);
+/* s as AMP_THREADS reads it, into *n; false when it is not a whole number from 1 (or NULL). */
+bool amp_threads_parse(const char *s, int *n);
 
 AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpModel **out,
                             AmpStatus *st);

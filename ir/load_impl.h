@@ -41,15 +41,24 @@ typedef struct AmpAhead {
 
 typedef struct AmpNestDesc AmpNestDesc; /* load_nest.c */
 
-/* A field of the NodeProto being made, as its one sweep found it (load_node.c). */
+/* A field of the NodeProto being made, as its one sweep found it (load_node.c); for an
+ * input or output, the hash of its name once known (0: not yet). */
 typedef struct AmpNodeField {
     uint32_t num;
     const uint8_t *data;
     size_t len;
+    uint64_t h;
 } AmpNodeField;
+
+typedef struct AmpFieldVec {
+    AmpNodeField *v; /* malloc'd */
+    size_t n, cap;
+} AmpFieldVec;
 
 typedef struct LoadCtx {
     AmpModel *m;
+    AmpArena *arena;     /* where what is loaded goes: the model's, or a helper's own
+                            (load_par.c), handed to the model when the load ends */
     AmpStatus *st;
     int depth;
     size_t total;        /* bytes of the whole input, for messages */
@@ -67,6 +76,8 @@ typedef struct LoadCtx {
     AmpAhead ahead[AMP_AHEAD];
     AmpNodeField *fields; /* malloc'd: the node's modelled fields, in file order */
     size_t cap_fields;
+    int threads;          /* the most threads that load the main graph's nodes (load_par.c), */
+    size_t par_min;       /* ... when it has at least this many */
 } LoadCtx;
 
 /* A message's bytes in the input. */
@@ -146,5 +157,34 @@ enum { AMP_NODE_LATER = 2 };
 /* Pass 1 for node i of g, made in *n (zeroed, of the graph's node array). */
 AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t i, const char *gwhere);
 AmpCode amp_load_node_pass2(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s);
+
+/* Pass 1 in two halves, for load_par.c. amp_load_node_prepare, in any thread with a
+ * LoadCtx of its own (`w`, whose arena the node's memory comes from): what does not
+ * depend on other nodes (the sweep, the node's arrays and strings, op type, attributes,
+ * rest) into *n, and its input and output fields in file order, names cut at a NUL and
+ * hashed, appended to *names.
+ * false leaves the node to amp_load_node_pass1 (zeroed first), which then meets any
+ * error in it as a serial load would: a node the sweep finds malformed, or one with a
+ * tensor or graph attribute (those load as a serial load loads them). */
+bool amp_load_node_prepare(LoadCtx *w, AmpGraph *g, AmpNode *n, Span s, AmpFieldVec *names);
+/* ... and in file order, in the loading thread: the rest of pass 1 for a prepared node
+ * (the n_names fields it appended). */
+AmpCode amp_load_node_bind(LoadCtx *c, AmpGraph *g, AmpNode *n, const AmpNodeField *names, size_t n_names,
+                           const char *gwhere);
+
+/* ---- load_par.c ---- */
+
+typedef struct AmpLoadPar AmpLoadPar;
+/* threads - 1 helper threads start preparing the n nodes of g (`prefetch`: the name map
+ * slots of outputs are fetched AMP_PREFETCH_AHEAD nodes ahead); NULL when threads < 2 or
+ * no thread could start: the caller loads the nodes itself. */
+AmpLoadPar *amp_load_par_start(LoadCtx *c, AmpGraph *g, AmpNode *nodes, const Span *spans, size_t n,
+                               int threads, bool prefetch);
+/* Pass 1 for node i, called for i = 0, 1, ... in turn: bound if prepared, else loaded by
+ * amp_load_node_pass1. */
+AmpCode amp_load_par_node(AmpLoadPar *p, size_t i, const char *gwhere);
+/* Stops and joins the helpers (safe after an error at any node), gives their arenas to
+ * the model's, frees p. NULL: nothing. */
+void amp_load_par_end(AmpLoadPar *p);
 
 #endif

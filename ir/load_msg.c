@@ -25,7 +25,7 @@ AmpCode amp_load_malformed(LoadCtx *c) {
 }
 
 const char *amp_load_str(LoadCtx *c, const AmpWireField *f) {
-    return amp_arena_strndup(&c->m->arena, (const char *)f->data, amp_wire_strlen(f));
+    return amp_arena_strndup(c->arena, (const char *)f->data, amp_wire_strlen(f));
 }
 
 /* ---- rest blobs and merged messages ---------------------------------------------- */
@@ -62,7 +62,7 @@ AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const 
     AmpCode rc = amp_load_unpack(c, desc, c->scratch, n, &msg);
     if (rc) return rc;
     size_t size = protobuf_c_message_get_packed_size(msg);
-    uint8_t *buf = size ? amp_arena_alloc_raw(&c->m->arena, size) : NULL;
+    uint8_t *buf = size ? amp_arena_alloc_raw(c->arena, size) : NULL;
     if (size && buf) {
         protobuf_c_message_pack(msg, buf);
         out->data = buf;
@@ -86,7 +86,7 @@ AmpCode amp_load_merged(LoadCtx *c, const uint8_t *from, const uint8_t *end, uin
             }
             total += f.len;
         }
-    uint8_t *buf = amp_arena_alloc_raw(&c->m->arena, total);
+    uint8_t *buf = amp_arena_alloc_raw(c->arena, total);
     if (!buf) return amp_load_oom(c);
     size_t k = 0;
     for (p = from; amp_wire_next(&p, end, &f) > 0;)
@@ -215,7 +215,7 @@ static AmpCode load_pair(LoadCtx *c, const AmpWireField *ef, AmpStrPair *out) {
 AmpCode amp_load_pairs(LoadCtx *c, const uint8_t *msg, const uint8_t *end, uint32_t num, size_t n,
                        AmpStrPair **out) {
     if (!n) return AMP_OK;
-    AmpStrPair *pairs = amp_arena_calloc(&c->m->arena, n, sizeof *pairs);
+    AmpStrPair *pairs = amp_arena_calloc(c->arena, n, sizeof *pairs);
     if (!pairs) return amp_load_oom(c);
     *out = pairs;
     AmpWireField f;
@@ -286,7 +286,7 @@ static AmpCode tensor_fields(LoadCtx *c, AmpTensor *t, const uint8_t *p, const u
 
 /* Second sweep: the repeated fields' elements, in file order. */
 static AmpCode tensor_arrays(LoadCtx *c, AmpTensor *t, const uint8_t *p, const uint8_t *end) {
-    AmpArena *a = &c->m->arena;
+    AmpArena *a = c->arena;
     size_t nd = t->ndims, ni32 = t->n_int32, nu64 = t->n_uint64, ns = t->n_string, ne = t->n_external;
     /* Varint fields are read as 64-bit values first; int32_data is narrowed after. */
     uint64_t *dims = nd ? amp_arena_alloc_raw(a, nd * sizeof *dims) : NULL;
@@ -330,7 +330,7 @@ static AmpCode tensor_arrays(LoadCtx *c, AmpTensor *t, const uint8_t *p, const u
 }
 
 AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out) {
-    AmpArena *a = &c->m->arena;
+    AmpArena *a = c->arena;
     const uint8_t *end = p + len;
     AmpTensor *t = amp_arena_alloc(a, sizeof *t);
     if (!t) return amp_load_oom(c);
@@ -436,7 +436,7 @@ enum { A_NAME = 1, A_F = 2, A_I = 3, A_S = 4, A_T = 5, A_G = 6, A_FLOATS = 7, A_
 
 /* Bytes with one extra NUL, so string attributes read as C strings. */
 static AmpCode attr_bytes(LoadCtx *c, const AmpWireField *f, AmpBytes *out) {
-    uint8_t *s = amp_arena_alloc_raw(&c->m->arena, f->len + 1);
+    uint8_t *s = amp_arena_alloc_raw(c->arena, f->len + 1);
     if (!s) return amp_load_oom(c);
     if (f->len) memcpy(s, f->data, f->len);
     s[f->len] = 0;
@@ -498,7 +498,7 @@ static AmpCode attr_fields(LoadCtx *c, AmpAttr *at, const uint8_t *p, const uint
 }
 
 AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpAttr *at) {
-    AmpArena *a = &c->m->arena;
+    AmpArena *a = c->arena;
     const uint8_t *end = p + len;
     size_t n_t = 0, n_g = 0;
     bool rest = false;
@@ -614,7 +614,7 @@ static AmpCode load_tensor_type(LoadCtx *c, const uint8_t *p, const uint8_t *end
     if (nd > INT32_MAX) return amp_fail(c->st, AMP_ERR_INPUT, "value '%s' has a malformed type", vname);
     out->rank = (int)nd;
     if (!nd) return AMP_OK;
-    if (!(out->dims = amp_arena_alloc_raw(&c->m->arena, nd * sizeof *out->dims))) return amp_load_oom(c);
+    if (!(out->dims = amp_arena_alloc_raw(c->arena, nd * sizeof *out->dims))) return amp_load_oom(c);
     size_t k = 0;
     for (q = sp; amp_wire_next(&q, send, &f) > 0;)
         if (f.num == 1 && (rc = load_dim(c, &f, &out->dims[k++], odd))) return rc;
@@ -671,7 +671,7 @@ static AmpType copy_type(AmpArena *a, const AmpType *t) {
 }
 
 AmpCode amp_load_value_info(LoadCtx *c, AmpValueInfo *e, const uint8_t *p, size_t len) {
-    AmpArena *a = &c->m->arena;
+    AmpArena *a = c->arena;
     const uint8_t *end = p + len, *q = p;
     AmpWireField f;
     int r;

@@ -200,6 +200,10 @@ static void print_help(FILE *f) {
             "max time of the N timed runs (the W warm-up runs are not counted) and the peak\n"
             "memory. Timings of a shared machine vary: compare ratios taken in one go.\n"
             "\n"
+            "A model's main graph of 4096 nodes or more is loaded by several threads, as many\n"
+            "as the CPUs ampc may run on (at most 8); AMP_THREADS=N sets the most it may use\n"
+            "(1: one thread). The result is the same whatever the number.\n"
+            "\n"
             "exit codes:\n"
             "  0  ok\n"
             "  1  bad input: the model is malformed or fails verification\n"
@@ -695,6 +699,10 @@ int main(int argc, char **argv) {
     const char *model = argv[optind];
     if (optind + 1 < argc) return usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
     if (model[0] == '\0') return usage_error("%sMODEL is an empty path", what);
+    const char *threads = getenv("AMP_THREADS");
+    int n_threads;
+    if (threads && !amp_threads_parse(threads, &n_threads))
+        return usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
     if (cmd != CMD_CONVERT) {
         ra.model = model;
         return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);

@@ -50,10 +50,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* The main graph's nodes loaded by three threads in chunks of a few (ir/load_par.c): the
+ * outcome must be the serial load's, message for message and byte for byte once saved. */
+static void check_parallel(const uint8_t *data, size_t size, AmpCode rc, const AmpStatus *st, AmpModel *m) {
+    static const AmpLoadOptions par = {.threads = 3, .parallel_min_nodes = 1};
+    AmpStatus pst = {0};
+    AmpModel *pm = NULL;
+    AmpCode prc = amp_model_load_bytes(data, size, fuzz_dir[0] ? fuzz_dir : NULL, &par, &pm, &pst);
+    if (prc != rc || strcmp(pst.msg, st->msg) != 0) {
+        fprintf(stderr, "fuzz_load: serial load %d [%s], parallel %d [%s]\n", rc, st->msg, prc, pst.msg);
+        abort();
+    }
+    if (rc != AMP_OK) return;
+    uint8_t *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    AmpStatus sa = {0}, sb = {0};
+    AmpCode ra = amp_model_save_bytes(m, &a, &la, &sa), rb = amp_model_save_bytes(pm, &b, &lb, &sb);
+    if (ra != rb || (ra == AMP_OK && (la != lb || memcmp(a, b, la) != 0))) {
+        fprintf(stderr, "fuzz_load: the serial and the parallel load save differently\n");
+        abort();
+    }
+    free(a);
+    free(b);
+    amp_model_free(pm);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     AmpStatus st = {0};
     AmpModel *m = NULL;
     AmpCode rc = amp_model_load_bytes(data, size, fuzz_dir[0] ? fuzz_dir : NULL, NULL, &m, &st);
+    check_parallel(data, size, rc, &st, m);
     if (rc != AMP_OK) {
         /* A failure must explain itself and hand back nothing; bad input is never an
          * internal error. (Names from the file may hold newlines: the CLI flattens the

@@ -294,6 +294,47 @@ static inline void tu_rmtree(const char *path) {
     }
 }
 
+static inline int tu_cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every <testdata>/<category>/<test>/model.onnx of the ONNX conformance data, sorted;
+ * the caller frees each path and the array. */
+static inline char **tu_list_testdata_models(const char *testdata, size_t *count) {
+    static const char *const cats[] = {"node", "simple", "pytorch-converted", "pytorch-operator", "real"};
+    char **paths = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t c = 0; c < sizeof cats / sizeof cats[0]; c++) {
+        char *catdir = tu_path(testdata, cats[c]);
+        DIR *d = opendir(catdir);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (e->d_name[0] == '.') continue;
+                char *tdir = tu_path(catdir, e->d_name);
+                char *mp = tu_path(tdir, "model.onnx");
+                free(tdir);
+                struct stat sb;
+                if (stat(mp, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+                    free(mp);
+                    continue;
+                }
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 256;
+                    paths = realloc(paths, cap * sizeof *paths);
+                    if (!paths) abort();
+                }
+                paths[n++] = mp;
+            }
+            closedir(d);
+        }
+        free(catdir);
+    }
+    if (n) qsort(paths, n, sizeof *paths, tu_cmp_str);
+    *count = n;
+    return paths;
+}
+
 static inline bool tu_write(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f) return false;

@@ -313,51 +313,10 @@ out:
 
 /* ---- the corpus ---------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every <AMPC_TESTDATA>/<category>/<test>/model.onnx, sorted. */
-static char **list_models(size_t *count) {
-    static const char *const cats[] = {"node", "simple", "pytorch-converted", "pytorch-operator",
-                                       "real"};
-    char **paths = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t c = 0; c < sizeof cats / sizeof cats[0]; c++) {
-        char *catdir = tu_path(AMPC_TESTDATA, cats[c]);
-        DIR *d = opendir(catdir);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d))) {
-                if (e->d_name[0] == '.') continue;
-                char *tdir = tu_path(catdir, e->d_name);
-                char *mp = tu_path(tdir, "model.onnx");
-                free(tdir);
-                struct stat sb;
-                if (stat(mp, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-                    free(mp);
-                    continue;
-                }
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 256;
-                    paths = realloc(paths, cap * sizeof *paths);
-                    cr_assert_not_null(paths);
-                }
-                paths[n++] = mp;
-            }
-            closedir(d);
-        }
-        free(catdir);
-    }
-    if (n) qsort(paths, n, sizeof *paths, cmp_str);
-    *count = n;
-    return paths;
-}
-
 Test(roundtrip, every_testdata_model) {
     tu_watchdog(900);
     size_t n = 0;
-    char **paths = list_models(&n);
+    char **paths = tu_list_testdata_models(AMPC_TESTDATA, &n);
     cr_assert_geq(n, 1000, "only %zu model.onnx files under %s: is libonnx-testdata installed?", n,
                   AMPC_TESTDATA);
     char *tmpdir = tu_mkdtemp();

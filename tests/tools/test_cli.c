@@ -176,6 +176,23 @@ Test(cli, two_models_is_usage_error) {
     run_free(&r);
 }
 
+/* Each test runs in a process of its own: the environment set here stays here. */
+Test(cli, bad_amp_threads_is_usage_error) {
+    static const char *const bad[] = {"two", "0", "-1", "", "3x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("AMP_THREADS", bad[i], 1);
+        Run r = run_ampc(ADD_MODEL, "--print", NULL);
+        cr_assert_eq(r.code, 2, "AMP_THREADS='%s': exit %d", bad[i], r.code);
+        assert_one_error_line(&r);
+        cr_assert_not_null(strstr(r.err, "AMP_THREADS"), "%s", r.err);
+        run_free(&r);
+    }
+    setenv("AMP_THREADS", "1", 1);
+    Run r = run_ampc(ADD_MODEL, "--print", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run_free(&r);
+}
+
 Test(cli, unknown_pass_is_usage_error) {
     char out[600];
     tmp_path(out, sizeof out, "out.onnx");

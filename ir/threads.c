@@ -1,0 +1,35 @@
+/* How many threads one job may use (ir.h: amp_threads). */
+/* sched_getaffinity and CPU_COUNT are GNU. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ir.h"
+
+/* By default no more than this: more gain nothing on the loads they serve. */
+enum { AMP_THREADS_MAX = 8 };
+/* AMP_THREADS asks for at most this many. */
+enum { AMP_THREADS_ENV_MAX = 64 };
+
+bool amp_threads_parse(const char *s, int *out) {
+    if (!s || *s < '0' || *s > '9') return false;
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*end != '\0' || n < 1) return false;
+    *out = n > AMP_THREADS_ENV_MAX ? AMP_THREADS_ENV_MAX : (int)n;
+    return true;
+}
+
+int amp_threads(void) {
+    int t;
+    if (amp_threads_parse(getenv("AMP_THREADS"), &t)) return t;
+    long n = 0;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+#endif
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > AMP_THREADS_MAX ? AMP_THREADS_MAX : (int)n;
+}
