@@ -1,12 +1,9 @@
 /* The Graphviz DOT printer (dot.h): every node drawn once with its precision's colour,
  * then every edge at the root level (so no node is pulled into the wrong cluster),
  * walking graphs in file order and naming things by node id, so the text is stable. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dot.h"
 #include "precision.h"
@@ -558,58 +555,18 @@ void amp_dot_model(FILE *f, const AmpModel *m, const AmpDotOptions *opt) {
     free(d.rep);
 }
 
-/* Into a stream (amp_output_target): a device such as /dev/stdout, a FIFO. */
-static AmpCode dot_stream(const char *path, const AmpModel *m, const AmpDotOptions *opt, AmpStatus *st) {
-    FILE *f = amp_output_stream(path, st);
-    if (!f) return st ? st->code : AMP_ERR_INPUT;
-    amp_dot_model(f, m, opt);
-    bool ok = !ferror(f) && fflush(f) == 0;
-    ok = fclose(f) == 0 && ok;
-    return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+typedef struct DotJob {
+    const AmpModel *m;
+    const AmpDotOptions *opt;
+} DotJob;
+
+static bool dot_write(void *ctx, FILE *f) {
+    const DotJob *j = ctx;
+    amp_dot_model(f, j->m, j->opt);
+    return !ferror(f);
 }
 
-AmpCode amp_dot_model_file(const char *out_path, const AmpModel *m, const AmpDotOptions *opt,
-                           AmpStatus *st) {
-    static unsigned long counter;
-    char *path;
-    bool stream;
-    AmpCode trc = amp_output_target(out_path, &path, &stream, st);
-    if (trc) return trc;
-    if (stream) {
-        trc = dot_stream(path, m, opt, st);
-        free(path);
-        return trc;
-    }
-    size_t len = strlen(path) + 48;
-    char *tmp = malloc(len);
-    if (!tmp) return free(path), amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    int fd = -1;
-    for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, len, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        AmpCode rc = amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
-        free(tmp);
-        free(path);
-        return rc;
-    }
-    FILE *f = fdopen(fd, "w");
-    bool ok = f != NULL;
-    if (ok) {
-        amp_dot_model(f, m, opt);
-        ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok = fclose(f) == 0 && ok;
-    } else {
-        close(fd);
-    }
-    AmpCode rc = AMP_OK;
-    if (!ok || rename(tmp, path) != 0) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    free(path);
-    return rc;
+AmpCode amp_dot_model_file(const char *path, const AmpModel *m, const AmpDotOptions *opt, AmpStatus *st) {
+    DotJob j = {m, opt};
+    return amp_output_write(path, dot_write, &j, st);
 }

@@ -25,8 +25,9 @@ typedef struct AmpDotOptions {
  * 60 bytes are cut. */
 void amp_dot_model(FILE *f, const AmpModel *m, const AmpDotOptions *opt);
 
-/* Same into `path`, atomically: a temporary file beside it, renamed over it once
- * complete, so a failure leaves no partial file and `path` as it was. */
+/* Same into `path` as every output is written (amp_output_write): a temporary file
+ * beside it renamed over it once complete, so a failure leaves no partial file and
+ * `path` as it was; a device or FIFO is written straight into. */
 AmpCode amp_dot_model_file(const char *path, const AmpModel *m, const AmpDotOptions *opt,
                            AmpStatus *st);
 

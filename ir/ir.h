@@ -372,6 +372,28 @@ AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStat
  * set when it cannot be opened. */
 FILE *amp_output_stream(const char *path, AmpStatus *st);
 
+/* A file written beside its target and renamed over it once complete (output.c). */
+typedef struct AmpTempFile {
+    FILE *f;          /* open for writing until amp_temp_close */
+    char *tmp;        /* malloc'd: the temporary file's path, until renamed or removed */
+    const char *path; /* the target (not owned) */
+    bool sync;        /* the target exists now: sync before renaming over it (a system
+                         crash cannot then lose the old contents); a new file need not be */
+} AmpTempFile;
+/* A new temporary file beside `path` (so the rename stays on one filesystem), created
+ * exclusively with mode 0666 so the umask applies as to a plain fopen. */
+AmpCode amp_temp_open(AmpTempFile *t, const char *path, AmpStatus *st);
+/* Flushes, syncs when asked, closes; false (errno set) on any failure then or before. */
+bool amp_temp_close(AmpTempFile *t, bool sync);
+/* Renames the (closed) temporary file over the target; false (errno set) when it fails. */
+bool amp_temp_rename(AmpTempFile *t);
+/* Closes and removes what is left of it; safe after a rename, and to repeat. */
+void amp_temp_abort(AmpTempFile *t);
+/* A whole output as amp_output_target says, by write(ctx, f) (false: it failed): into a
+ * stream as it is, else into a temporary file renamed over the target (synced first
+ * when it replaces a file). On failure nothing is left behind but what a stream got. */
+AmpCode amp_output_write(const char *path, bool (*write)(void *ctx, FILE *f), void *ctx, AmpStatus *st);
+
 /* Writes atomically: a temporary file renamed over `path` once complete, and synced to
  * disk first when it replaces a file (so a system crash cannot lose the old contents).
  * External data (if any) goes to `<basename of path>.data` beside it. A stream (see

@@ -1,17 +1,12 @@
 /* The saver's entry points: a model encoded (save.c) and written to a temporary file that
  * is renamed over the output only once everything is written (and synced, when it
- * replaces a file: see replaces()), with external data in `<output>.data` when asked, or
- * when one file would pass protobuf's 2 GB limit; or handed back as bytes; and one tensor
- * as a TensorProto. */
-/* realpath() is XSI. */
-#define _XOPEN_SOURCE 700
+ * replaces a file: output.c), with external data in `<output>.data` when asked, or when
+ * one file would pass protobuf's 2 GB limit; or handed back as bytes; and one tensor as
+ * a TensorProto. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "save_impl.h"
 
@@ -57,87 +52,9 @@ static uint8_t *wbuf_take(AmpWBuf *b, size_t *len) {
     return out;
 }
 
-/* A new file beside `path` (so the final rename stays on one filesystem), created
- * O_EXCL with mode 0666 so the umask applies as it would to a plain fopen. */
-static FILE *open_temp(const char *path, char **tmp_out, AmpStatus *st) {
-    static unsigned long counter;
-    size_t n = strlen(path) + 48;
-    char *tmp = malloc(n);
-    if (!tmp) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory"), NULL;
-    int fd = -1;
-    for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
-        free(tmp);
-        return NULL;
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        amp_fail(st, AMP_ERR_INTERNAL, "%s: fdopen failed", path);
-        return NULL;
-    }
-    *tmp_out = tmp;
-    return f;
-}
-
-/* Flushes, syncs when asked, and closes; false (errno set) on any failure. */
-static bool close_file(FILE *f, bool sync) {
-    bool ok = fflush(f) == 0 && (!sync || fsync(fileno(f)) == 0);
-    return fclose(f) == 0 && ok;
-}
-
-/* Whether a save replaces a file that is there now. Only then is the new data synced
- * before the rename: the rename is what could lose the old contents if the system went
- * down before the new data reached the disk. A new file, like a compiler's output, is
- * only made atomic: after a crash it may be missing or empty, never half-written, and
- * nothing that was there is lost. */
-static bool replaces(const char *path) {
-    struct stat sb;
-    return lstat(path, &sb) == 0;
-}
-
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
-}
-
-AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStatus *st) {
-    struct stat lsb, sb;
-    *stream = false;
-    const char *use = path;
-    char *real = NULL;
-    if (lstat(path, &lsb) == 0) {
-        bool followed = S_ISLNK(lsb.st_mode) && stat(path, &sb) == 0;
-        if (!followed) sb = lsb;
-        if (S_ISDIR(sb.st_mode)) return amp_fail(st, AMP_ERR_INPUT, "%s: is a directory", path);
-        if (followed && S_ISREG(sb.st_mode)) {
-            if (!(real = realpath(path, NULL)))
-                return amp_fail(st, AMP_ERR_INTERNAL, "%s: %s", path, strerror(errno));
-            use = real;
-        } else if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
-            *stream = true;
-        }
-    }
-    *target = real ? real : strdup(use);
-    return *target ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-}
-
-FILE *amp_output_stream(const char *path, AmpStatus *st) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(e));
-    }
-    return f;
 }
 
 /* A stream output, written once the verification beside the save (opt->commit) has
@@ -146,8 +63,8 @@ static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *
     if (opt->commit && !opt->commit(opt->commit_ctx, st)) return st && st->code ? st->code : AMP_ERR_INTERNAL;
     FILE *f = amp_output_stream(path, st);
     if (!f) return st ? st->code : AMP_ERR_INPUT;
-    bool ok = wbuf_write(&c->b, f);
-    ok = close_file(f, false) && ok;
+    bool ok = wbuf_write(&c->b, f) && fflush(f) == 0;
+    ok = fclose(f) == 0 && ok;
     return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
 }
 
@@ -188,8 +105,8 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
     amp_save_init(&c, m, st);
     c.external_min = opt->external_min_bytes;
     model_buffer(&c, m, true);
-    char *tmp = NULL, *data_tmp = NULL, *data_path = NULL;
-    FILE *f = NULL;
+    AmpTempFile out = {0}, data = {0};
+    char *data_path = NULL;
     size_t n = strlen(path) + 6;
     if (!(data_path = malloc(n))) {
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
@@ -206,9 +123,9 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
                           "%s: not a regular file, and this model's external data needs a file to sit beside", out_path);
             goto out;
         }
-        if (external && !(c.data_file = open_temp(data_path, &data_tmp, st))) {
-            rc = st ? st->code : AMP_ERR_INTERNAL;
-            goto out;
+        if (external) {
+            if ((rc = amp_temp_open(&data, data_path, st))) goto out;
+            c.data_file = data.f;
         }
         amp_save_model(&c);
         if (!c.restart) break;
@@ -231,43 +148,23 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         rc = write_stream(&c, path, opt, st);
         goto out;
     }
-    if (!(f = open_temp(path, &tmp, st))) {
-        rc = st ? st->code : AMP_ERR_INTERNAL;
-        goto out;
-    }
-    bool sync = replaces(path) || (data_tmp && replaces(data_path));
-    bool ok = wbuf_write(&c.b, f);
-    ok = close_file(f, sync) && ok;
-    f = NULL;
-    if (ok && c.data_file) {
-        ok = close_file(c.data_file, sync);
-        c.data_file = NULL;
-    }
+    if ((rc = amp_temp_open(&out, path, st))) goto out;
+    /* Both files are synced when either replaces one. */
+    bool sync = out.sync || (data.tmp && data.sync);
+    bool ok = wbuf_write(&c.b, out.f);
+    ok = amp_temp_close(&out, sync) && ok;
+    if (ok) ok = amp_temp_close(&data, sync);
+    c.data_file = NULL;
     if (ok && opt->commit && !opt->commit(opt->commit_ctx, st)) {
         rc = st && st->code ? st->code : AMP_ERR_INTERNAL;
         goto out;
     }
-    if (ok && data_tmp) {
-        if (c.data_off == 0) /* nothing was big enough to move out: no data file */
-            unlink(data_tmp);
-        else
-            ok = rename(data_tmp, data_path) == 0;
-        if (ok) {
-            free(data_tmp);
-            data_tmp = NULL;
-        }
-    }
-    if (!ok || rename(tmp, path) != 0) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
-        goto out;
-    }
-    free(tmp);
-    tmp = NULL;
+    /* A data file nothing was big enough to move into is not kept (the abort below). */
+    if (ok && data.tmp && c.data_off > 0) ok = amp_temp_rename(&data);
+    if (!ok || !amp_temp_rename(&out)) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
 out:
-    if (f) fclose(f);
-    if (tmp) unlink(tmp), free(tmp);
-    if (c.data_file) fclose(c.data_file);
-    if (data_tmp) unlink(data_tmp), free(data_tmp);
+    amp_temp_abort(&out);
+    amp_temp_abort(&data);
     free(data_path);
     free(path);
     amp_wbuf_free(&c.b);

@@ -6,14 +6,12 @@
 #include "run.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ampc.h"
 #include "half.h"
@@ -321,60 +319,15 @@ static AmpCode make_dirs(const char *dir, AmpStatus *st) {
     return rc;
 }
 
-/* len bytes to fd; false (errno set) on a failed write. */
-static bool write_all(int fd, const uint8_t *data, size_t len) {
-    for (size_t done = 0; done < len;) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        done += (size_t)w;
-    }
-    return true;
-}
+/* Bytes to write whole (amp_output_write). */
+typedef struct Bytes {
+    const uint8_t *data;
+    size_t len;
+} Bytes;
 
-/* A temporary file beside `path`, synced, then renamed over it. */
-static AmpCode write_file_atomic(const char *path, const uint8_t *data, size_t len, AmpStatus *st) {
-    static unsigned long counter;
-    char tmp[4200];
-    int fd = -1;
-    for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
-    bool ok = write_all(fd, data, len) && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        AmpCode rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
-        unlink(tmp);
-        return rc;
-    }
-    return AMP_OK;
-}
-
-/* Writes an output file as amp_output_target says: into a stream (a FIFO, a device) as it
- * is, else atomically: a temporary file beside the target, synced, renamed over it. */
-static AmpCode write_atomic(const char *out_path, const uint8_t *data, size_t len, AmpStatus *st) {
-    char *path;
-    bool stream;
-    AmpCode rc = amp_output_target(out_path, &path, &stream, st);
-    if (rc) return rc;
-    if (stream) {
-        FILE *f = amp_output_stream(path, st);
-        if (!f) {
-            rc = st ? st->code : AMP_ERR_INPUT;
-        } else {
-            bool ok = fwrite(data, 1, len, f) == len;
-            ok = fclose(f) == 0 && ok;
-            if (!ok) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
-        }
-        free(path);
-        return rc;
-    }
-    rc = write_file_atomic(path, data, len, st);
-    free(path);
-    return rc;
+static bool write_bytes(void *ctx, FILE *f) {
+    const Bytes *b = ctx;
+    return fwrite(b->data, 1, b->len, f) == b->len;
 }
 
 /* DIR/output_K.pb for each output K: a TensorProto named after the output, its elements
@@ -402,7 +355,7 @@ static AmpCode write_outputs(const char *dir, const AmpTensorView *outs, size_t 
         snprintf(path, sizeof path, "%s/output_%zu.pb", dir, i);
         rc = amp_tensor_save_bytes(m, &t, &buf, &len, st);
         if (rc) amp_status_prefix(st, "%s: ", path);
-        else rc = write_atomic(path, buf, len, st);
+        else rc = amp_output_write(path, write_bytes, &(Bytes){buf, len}, st);
         free(buf);
     }
     amp_model_free(m);
