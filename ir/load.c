@@ -271,14 +271,14 @@ AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *paren
      * rebuilt half way through the AMP pass. */
     size_t n_named = gp.n_input + gp.n_init + gp.n_node + gp.n_output + (parent ? 0 : gp.n_node / 2);
     if (!rc && !amp_graph_reserve_values(g, n_named)) rc = amp_load_oom(c);
-    /* The loading thread's helpers: one faulting the block in, and those preparing
-     * nodes (load_par.c). With one CPU to spare (AmpLoadOptions.threads 2), the nodes
-     * have it: at 100k nodes on two CPUs the load took 66 ms with the prefault thread
-     * and 57 ms with a node helper (medians of 15). With more, the prefault thread takes
-     * one; with none (threads 1), neither runs. */
-    int node_threads = !parent && gp.n_node >= c->par_min ? c->threads : 1;
-    if (node_threads >= 3) node_threads--;
-    if (!rc && c->threads >= 2 && node_threads != 2) amp_arena_prefault(c->arena, expect);
+    /* The loading thread's helpers: one faulting the block in, and from three threads
+     * on the others preparing nodes (load_par.c). On two CPUs a node helper in place of
+     * the prefault thread was no faster (10k nodes: load 5.3-5.8 ms at best against 4.2;
+     * 100k: medians within the noise), though with the prefault thread off on both sides
+     * one node helper took the 100k load from 78 to 60 ms. With one thread (threads 1),
+     * neither helper runs. */
+    int node_threads = !parent && gp.n_node >= c->par_min && c->threads >= 3 ? c->threads - 1 : 1;
+    if (!rc && c->threads >= 2) amp_arena_prefault(c->arena, expect);
     if (!rc) rc = graph_body(c, g, p, end, &gp, gwhere, node_threads);
     free(gp.all);
     free(gp.later_index);
