@@ -597,8 +597,8 @@ static AmpCode load_tensor_type(LoadCtx *c, const uint8_t *p, const uint8_t *end
     }
     if (r < 0) return amp_load_malformed(c);
     if (!n_shape) return AMP_OK;
-    const uint8_t *sp;
-    size_t slen;
+    const uint8_t *sp = NULL;
+    size_t slen = 0;
     AmpCode rc = amp_load_merged(c, p, end, 2, n_shape, &sp, &slen);
     if (rc) return rc;
     const uint8_t *send = sp + slen;
@@ -655,8 +655,8 @@ static AmpCode load_type(LoadCtx *c, const uint8_t *p, size_t len, AmpType *out,
     }
     if (r < 0) return amp_load_malformed(c);
     if (out->kind != AMP_TYPE_TENSOR) return AMP_OK;
-    const uint8_t *tp;
-    size_t tlen;
+    const uint8_t *tp = NULL;
+    size_t tlen = 0;
     AmpCode rc = amp_load_merged(c, from, end, 1, n_tt, &tp, &tlen);
     return rc ? rc : load_tensor_type(c, tp, tp + tlen, out, vname, odd);
 }
@@ -687,8 +687,8 @@ AmpCode amp_load_value_info(LoadCtx *c, AmpValueInfo *e, const uint8_t *p, size_
     e->orig.len = len;
     if (n_type) {
         AmpCode rc;
-        const uint8_t *tp;
-        size_t tlen;
+        const uint8_t *tp = NULL;
+        size_t tlen = 0;
         if ((rc = amp_load_merged(c, p, end, 2, n_type, &tp, &tlen))) return rc;
         bool odd = false;
         if ((rc = load_type(c, tp, tlen, &e->loaded, e->value->name, &odd))) return rc;

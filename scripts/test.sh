@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full test run (CI runs it through .ci/run): installs dependencies, builds in build/
 # and runs every ctest test, then builds in build-asan/ with AddressSanitizer and UBSan and
-# runs the C tests again there. Exits non-zero if either run fails.
+# runs the C tests again there, then makes the profile-guided release build and checks it
+# converts as build/ does. Exits non-zero if any of it fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -45,6 +46,23 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 if ! (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '_py$'); then
   echo "test.sh: FAILED: sanitized tests in build-asan/"
+  status=1
+fi
+
+# The profile-guided release build (scripts/build_release.sh, what benchmarks use) must
+# build and convert exactly as build/ does.
+stamp "building the release build (profile-guided) in build-release/"
+if bash scripts/build_release.sh build-release >/dev/null; then
+  rel_tmp="$(mktemp -d "${TMPDIR:-/tmp}/ampc_rel.XXXXXX")"
+  "$PY" tools/gen_graph.py 5000 "$rel_tmp/g.onnx" >/dev/null
+  for m in "$rel_tmp/g.onnx" models/*/model.onnx; do
+    build/ampc "$m" -o "$rel_tmp/a.onnx" -q && build-release/ampc "$m" -o "$rel_tmp/b.onnx" -q &&
+      cmp -s "$rel_tmp/a.onnx" "$rel_tmp/b.onnx" ||
+      { echo "test.sh: FAILED: build-release/ampc converts $m differently from build/ampc"; status=1; }
+  done
+  rm -rf "$rel_tmp"
+else
+  echo "test.sh: FAILED: scripts/build_release.sh"
   status=1
 fi
 
