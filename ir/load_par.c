@@ -27,8 +27,6 @@
 
 /* Nodes a helper takes at once: few, as the loading thread may wait for all of them. */
 enum { PAR_TAKE = 16 };
-/* Nodes ahead of the one being bound whose memory is fetched meanwhile. */
-enum { PAR_FETCH_AHEAD = 4 };
 
 /* What became of a node (AmpLoadPar.state). */
 enum { NODE_PENDING = 0, NODE_PREPARED = 1, NODE_LEFT = 2 };
@@ -188,16 +186,6 @@ AmpCode amp_load_par_node(AmpLoadPar *p, size_t i, const char *gwhere) {
     if (settle(p, i) == NODE_LEFT) {
         memset(n, 0, sizeof *n);
         return amp_load_node_pass1(p->c, p->g, n, p->spans[i], i, gwhere);
-    }
-    /* A node a few further on was written by another core: its lines are asked for now,
-     * so they are here when it is bound. */
-    size_t q = i + PAR_FETCH_AHEAD;
-    if (q < p->n && atomic_load_explicit(&p->state[q], memory_order_acquire) == NODE_PREPARED) {
-        AmpNode *m = &p->nodes[q];
-        __builtin_prefetch(m, 1);
-        __builtin_prefetch((const char *)m + 64, 1);
-        __builtin_prefetch(p->fields[q]);
-        if (m->outputs) __builtin_prefetch(m->outputs, 1);
     }
     /* The name map slots of the outputs of a node further on (see AMP_PREFETCH_AHEAD). */
     size_t j = i + AMP_PREFETCH_AHEAD;
