@@ -201,7 +201,7 @@ static AMP_INLINE AmpCode node_make(LoadCtx *c, AmpGraph *g, AmpNode *n, const N
  * order (others than inputs and outputs are passed over), with their hashes where known
  * (0: not yet), or for the first n_known outputs those in `known` (found ahead). */
 static AMP_INLINE AmpCode node_bind(LoadCtx *c, AmpGraph *g, AmpNode *n, const AmpNodeField *fs, size_t n_fs,
-                         const uint64_t *known, size_t n_known, const char *gwhere, bool *later) {
+                                    const uint64_t *known, size_t n_known, const char *gwhere, bool *later) {
     n->id = c->m->next_node_id++;
     amp_node_append(g, n);
     int k = 0;
