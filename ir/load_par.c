@@ -1,5 +1,5 @@
 /* The main graph's nodes prepared by helper threads while the loading thread binds them
- * in file order (load.c, for graphs of many nodes).
+ * in file order (load.c, for graphs of many nodes, from three threads up).
  *
  * Most of a node's load does not depend on any other node: sweeping its NodeProto,
  * making its arrays and strings, interning its op type, its attributes and rest, hashing
