@@ -41,8 +41,8 @@ void amp_arena_expect(AmpArena *a, size_t bytes);
  * huge page after the one allocations come from (the caller is about to touch that one),
  * and only when at least 1 MiB lies beyond. The pages' contents are not touched, so the
  * caller's writes meanwhile are safe; mappings the caller makes meanwhile wait for the
- * helper's current 2 MiB step. Stopped (and joined) by amp_arena_prefault_stop or amp_arena_free; does nothing
- * where the system lacks the call or the thread cannot start. `bytes` is taken as a good
+ * helper's current 2 MiB step. Stopped (and joined) by amp_arena_prefault_stop or
+ * amp_arena_free; does nothing where the system lacks the call or the thread cannot start. `bytes` is taken as a good
  * estimate of what will be used (an overestimate costs memory). */
 void amp_arena_prefault(AmpArena *a, size_t bytes);
 /* Stops the helper (it stops between 2 MiB steps) and waits for it; safe to repeat. */

@@ -195,6 +195,12 @@ static AMP_INLINE AmpCode node_make(LoadCtx *c, AmpGraph *g, AmpNode *n, const N
     return AMP_OK;
 }
 
+/* A name field's length as a C string: a field with its hash (amp_load_node_prepare's)
+ * was cut at its NUL already. */
+static inline size_t field_name_len(const AmpNodeField *f) {
+    return f->h ? f->len : amp_wire_cstrlen(f->data, f->len);
+}
+
 /* The node into g in file order: its id, its outputs defined, and when every input
  * names a value of g made already (and `later` is not set already) its inputs bound and
  * counted; else *later, and the inputs are left for pass 2. fs: the node's fields in file
@@ -208,7 +214,7 @@ static AMP_INLINE AmpCode node_bind(LoadCtx *c, AmpGraph *g, AmpNode *n, const A
     for (size_t j = 0; j < n_fs; j++) {
         if (fs[j].num != N_OUTPUT) continue;
         int slot = k++;
-        size_t len = amp_wire_cstrlen(fs[j].data, fs[j].len);
+        size_t len = field_name_len(&fs[j]);
         if (!len) continue;
         const char *name = (const char *)fs[j].data;
         uint64_t h = (size_t)slot < n_known ? known[slot] : fs[j].h ? fs[j].h : amp_name_hash(name, len);
@@ -226,7 +232,7 @@ static AMP_INLINE AmpCode node_bind(LoadCtx *c, AmpGraph *g, AmpNode *n, const A
     for (size_t j = 0; !*later && j < n_fs; j++) {
         if (fs[j].num != N_INPUT) continue;
         AmpValue **slot = in++;
-        size_t len = amp_wire_cstrlen(fs[j].data, fs[j].len);
+        size_t len = field_name_len(&fs[j]);
         if (!len) continue;
         const char *name = (const char *)fs[j].data;
         AmpValue *v = amp_load_lookup(c, g, name, len, fs[j].h ? fs[j].h : amp_name_hash(name, len));

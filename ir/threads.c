@@ -7,7 +7,8 @@
 
 #include "ir.h"
 
-/* By default no more than this: more gain nothing on the loads they serve. */
+/* By default no more than this (a cap chosen, not measured: no machine with more CPUs has
+ * timed the load yet). */
 enum { AMP_THREADS_MAX = 8 };
 /* AMP_THREADS asks for at most this many. */
 enum { AMP_THREADS_ENV_MAX = 64 };

@@ -7,7 +7,8 @@
 /* AMPC_OPT(id, "long name", short letter or 0, takes an argument (0/1), "METAVAR", "help") */
 #define AMPC_OPTIONS(AMPC_OPT)                                                                  \
     AMPC_OPT(OUTPUT, "output", 'o', 1, "OUT",                                                   \
-             "write the converted model to OUT (atomically; OUT may be MODEL itself, a link, or a device such as /dev/null)")          \
+             "write the converted model to OUT (atomically; OUT may be MODEL itself, a link, "     \
+             "or a device such as /dev/null)")                                                  \
     AMPC_OPT(PASSES, "passes", 0, 1, "LIST",                                                    \
              "comma-separated passes to run instead of the default pipeline; 'none' runs none") \
     AMPC_OPT(DUMP_AFTER, "dump-after", 0, 1, "PASS",                                            \

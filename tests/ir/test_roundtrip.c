@@ -3,7 +3,6 @@
  * equal field by field (compared through protobuf-c descriptors); the saver is deterministic. */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -57,9 +57,10 @@ def run_ort(m, feeds):
 
 # The references are computed in a helper process (this script with --reference DIR): some
 # onnxruntime releases crash on a case (1.30's CPU Attention died of SIGSEGV with no bias
-# input and with qkv_hidden_sizes; 1.32 runs both), and a crash there must not end the test. The helper walks DIR/c0, c1, ... in
-# order, reads model.onnx and feeds.npz, and writes want.npz; when it dies, the case it was
-# on is reported unchecked and a new helper goes on from the next one.
+# input and with qkv_hidden_sizes; 1.32 runs both), and a crash there must not end the
+# test. The helper walks DIR/c0, c1, ... in order, reads model.onnx and feeds.npz, and
+# writes want.npz; when it dies, the case it was on is reported unchecked and a new helper
+# goes on from the next one.
 def reference_main(root, start):
     i = start
     while os.path.isdir(os.path.join(root, f"c{i}")):
