@@ -123,6 +123,16 @@ Test(save_target, external_data_to_a_fifo_is_refused) {
     expect_refused_into_fifo(&so, AMP_ERR_UNSUPPORTED, "not a regular file");
 }
 
+/* The file at path holds the fixture's model, byte for byte. */
+static void assert_holds_model(const Fixture *f, const char *path) {
+    size_t len = 0;
+    uint8_t *got = tu_read(path, &len);
+    cr_assert_not_null(got, "%s: cannot read", path);
+    cr_assert_eq(len, f->want_len);
+    cr_assert_eq(memcmp(got, f->want, len), 0);
+    free(got);
+}
+
 /* A link to a file: the file gets the model, the link stays a link to it. */
 Test(save_target, a_symlink_to_a_file_is_followed) {
     Fixture f = setup();
@@ -134,13 +144,8 @@ Test(save_target, a_symlink_to_a_file_is_followed) {
     struct stat sb;
     cr_assert_eq(lstat(link, &sb), 0);
     cr_assert(S_ISLNK(sb.st_mode), "the link was replaced by a file");
-    size_t len = 0;
-    uint8_t *got = tu_read(file, &len);
-    cr_assert_not_null(got);
-    cr_assert_eq(len, f.want_len);
-    cr_assert_eq(memcmp(got, f.want, len), 0);
+    assert_holds_model(&f, file);
     cr_assert_eq(tu_count_entries(f.dir), 2, "a temporary file was left");
-    free(got);
     free(file);
     free(link);
     teardown(&f);
@@ -156,12 +161,7 @@ Test(save_target, a_dangling_symlink_is_replaced) {
     struct stat sb;
     cr_assert_eq(lstat(link, &sb), 0);
     cr_assert(S_ISREG(sb.st_mode));
-    size_t len = 0;
-    uint8_t *got = tu_read(link, &len);
-    cr_assert_not_null(got);
-    cr_assert_eq(len, f.want_len);
-    cr_assert_eq(memcmp(got, f.want, len), 0);
-    free(got);
+    assert_holds_model(&f, link);
     free(link);
     teardown(&f);
 }
