@@ -482,6 +482,9 @@ AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
 /* Structural and type checks; the first problem found is reported. Among them: every
  * node's `op` agrees with its op_type and domain (see amp_graph_bind_ops). */
 AmpCode amp_verify_model(AmpModel *m, AmpStatus *st);
+/* ... and, when it passes, the number of nodes of every graph in *n_nodes (what
+ * amp_model_walk would count: the verifier walks them all anyway). */
+AmpCode amp_verify_model_counted(AmpModel *m, size_t *n_nodes, AmpStatus *st);
 /* Fills AmpValue.type for every value it can; keeps types from the model where the
  * op is unknown. */
 AmpCode amp_infer_model(AmpModel *m, AmpStatus *st);

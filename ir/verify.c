@@ -33,6 +33,7 @@ typedef struct Frame {
 typedef struct Ctx {
     AmpModel *m;
     AmpStatus *st;
+    size_t n_nodes; /* nodes walked, every graph */
 } Ctx;
 
 /* ---- messages (built only on the error path) ------------------------------------- */
@@ -646,6 +647,7 @@ static AmpCode verify_graph(Ctx *c, Frame *up, AmpGraph *g) {
         rc = vfail(c, AMP_ERR_INTERNAL, g, NULL, "node list of the graph is corrupt");
         goto done;
     }
+    c->n_nodes += count;
     if ((rc = check_graph_outputs(c, &f))) goto done;
     /* Training graphs see the whole main graph; walk them inside its frame. */
     if (g == c->m->graph && !up && (rc = verify_training(c, &f))) goto done;
@@ -729,8 +731,14 @@ static AmpCode verify_training(Ctx *c, Frame *main_frame) {
     return AMP_OK;
 }
 
-AmpCode amp_verify_model(AmpModel *m, AmpStatus *st) {
-    Ctx c = {m, st};
+AmpCode amp_verify_model_counted(AmpModel *m, size_t *n_nodes, AmpStatus *st) {
+    Ctx c = {m, st, 0};
     if (!m || !m->graph) return amp_fail(st, AMP_ERR_INTERNAL, "verifier: model has no graph");
-    return verify_graph(&c, NULL, m->graph);
+    AmpCode rc = verify_graph(&c, NULL, m->graph);
+    if (n_nodes) *n_nodes = rc ? 0 : c.n_nodes;
+    return rc;
+}
+
+AmpCode amp_verify_model(AmpModel *m, AmpStatus *st) {
+    return amp_verify_model_counted(m, NULL, st);
 }

@@ -68,15 +68,17 @@ static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {
     }
 }
 
+AmpWhy amp_own_rule(const AmpNode *n) {
+    if (amp_is_optimizer(n)) return AMP_WHY_OPTIMIZER;
+    /* The loss-scaling pass's own nodes (a model converted before): unscaling, the
+     * gradient check and the scale update are float32 by definition. */
+    return amp_node_group(n) >= 0 ? AMP_WHY_LOSS_SCALE : AMP_WHY_NONE;
+}
+
+/* The rules of the graph's structure (amp_own_rule's were applied by amp_collect, and
+ * come first: a node keeps the first rule that forced it). */
 static AmpCode training_rules(AmpRun *r) {
     AmpModel *m = r->m;
-    for (size_t i = 0; i < r->n; i++) {
-        AmpNode *n = r->ni[i].node;
-        if (amp_is_optimizer(n)) force(r, n, AMP_WHY_OPTIMIZER, NULL);
-        /* The loss-scaling pass's own nodes (a model converted before): unscaling, the
-         * gradient check and the scale update are float32 by definition. */
-        else if (amp_node_group(n) >= 0) force(r, n, AMP_WHY_LOSS_SCALE, NULL);
-    }
     for (size_t i = 0; i < m->n_training; i++) {
         const AmpTrainingInfo *ti = &m->training[i];
         force_bound(r, ti->algorithm, ti->update_bindings, ti->n_update_bindings);

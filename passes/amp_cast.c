@@ -306,13 +306,9 @@ static AmpCode retype_inputs(Rewrite *w) {
     return AMP_OK;
 }
 
-static bool is_allow(const AmpRun *r, const AmpNode *n) {
-    uint32_t i = amp_idx(n);
-    return i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW;
-}
-
-static AmpCode rewrite_graph(Rewrite *w, AmpGraph *g) {
+static AmpCode rewrite_graph(Rewrite *w, const AmpRunGraph *rg) {
     AmpRun *r = w->r;
+    AmpGraph *g = rg->g;
     w->g = g;
     free(w->own);
     w->n_own = g->n_values;
@@ -320,17 +316,16 @@ static AmpCode rewrite_graph(Rewrite *w, AmpGraph *g) {
     w->top = NULL;
     AmpCode rc = amp_weights(r, g);
     if (!rc && g == r->m->graph && r->opt->no_keep_io_types) rc = retype_inputs(w);
-    for (AmpNode *n = g->first; n && !rc; n = n->next) {
-        if (!is_allow(r, n)) continue;
-        rc = rewrite_node(w, n);
-    }
+    /* The 16-bit nodes, in order (the Casts put in meanwhile are not in r->ni). */
+    for (size_t i = rg->first; i < rg->first + rg->n && !rc; i++)
+        if (r->ni[i].paint == AMP_PAINT_ALLOW) rc = rewrite_node(w, r->ni[i].node);
     return rc;
 }
 
 AmpCode amp_rewrite(AmpRun *r) {
     Rewrite w = {r, {NULL, 0, 0}, NULL, 0, NULL, NULL};
     AmpCode rc = AMP_OK;
-    for (size_t i = 0; !rc && i < r->n_graphs; i++) rc = rewrite_graph(&w, r->graphs[i]);
+    for (size_t i = 0; !rc && i < r->n_graphs; i++) rc = rewrite_graph(&w, &r->graphs[i]);
     free(w.map.slots);
     free(w.own);
     return rc;

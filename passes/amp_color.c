@@ -62,12 +62,14 @@ AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
 }
 
 /* Every node of g, then (in order) of the subgraphs of its nodes, as amp_model_walk
- * visits them; each node's class and eligibility on the way (one visit per node). */
+ * visits them; each node's class, eligibility and own rule (amp_own_rule) on the way (one
+ * visit per node). */
 static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
     if (!grow((void **)&r->graphs, &r->cap_graphs, r->n_graphs + 1, sizeof *r->graphs) ||
         !grow((void **)&r->ni, &r->cap, r->n + g->n_nodes, sizeof *r->ni))
         return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
-    r->graphs[r->n_graphs++] = g;
+    size_t k_graph = r->n_graphs++;
+    r->graphs[k_graph] = (AmpRunGraph){g, r->n, 0};
     size_t end = r->n + g->n_nodes;
     AmpNode **owners = NULL;
     size_t n_owners = 0, cap_owners = 0;
@@ -84,6 +86,8 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
         n->mark = (int)r->n;
         x->cls = (unsigned char)(n->op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : r->cls[n->op]);
         x->inelig = (unsigned char)amp_eligibility(r, n, (AmpOpClass)x->cls);
+        AmpWhy why = amp_own_rule(n); /* here, while the node is at hand */
+        if (why != AMP_WHY_NONE) x->flags = AMP_NF_FORCED, x->why = (unsigned char)why;
         r->n_float += x->inelig == AMP_ELIGIBLE || x->inelig == AMP_INELIG_OPSET ||
                       x->inelig == AMP_INELIG_CAST_OPSET;
         for (size_t i = 0; i < n->n_attrs; i++)
@@ -96,6 +100,7 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
                 break;
             }
     }
+    r->graphs[k_graph].n = r->n - r->graphs[k_graph].first;
     for (size_t k = 0; !rc && k < n_owners; k++)
         for (size_t i = 0; !rc && i < owners[k]->n_attrs; i++) {
             AmpAttr *at = &owners[k]->attrs[i];

@@ -66,6 +66,12 @@ typedef struct AmpNodeInfo {
 
 typedef struct AmpCastMap AmpCastMap; /* (graph, value) -> its 16-bit copy; amp_cast.c */
 
+/* A graph of the model and where its own nodes are in AmpRun.ni (in list order). */
+typedef struct AmpRunGraph {
+    AmpGraph *g;
+    size_t first, n; /* r->ni[first, first + n) */
+} AmpRunGraph;
+
 typedef struct AmpRun {
     AmpModel *m;
     const AmpPassOptions *opt;
@@ -77,7 +83,7 @@ typedef struct AmpRun {
     int64_t opset_default;        /* the model's ai.onnx opset (amp_collect); -1 before */
     AmpNodeInfo *ni;              /* every node; AmpNode.mark is its index + 1 (left so) */
     size_t n, cap;
-    AmpGraph **graphs;            /* every graph, outer ones first (amp_model_walk's order) */
+    AmpRunGraph *graphs;          /* every graph, outer ones first (amp_model_walk's order) */
     size_t n_graphs, cap_graphs;
     bool training;
     AmpValue *loss;       /* training graphs only */
@@ -103,6 +109,9 @@ bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot
 void amp_op_min_opsets_16(int dtype, int out[AMP_OP__COUNT]);
 
 AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
+/* amp.c: the rule above the lists that the node itself decides (an optimizer op, a node of
+ * the loss-scaling pass), AMP_WHY_NONE for none; amp_collect applies it on its visit. */
+AmpWhy amp_own_rule(const AmpNode *n);
 void amp_color(AmpRun *r);                      /* the painting, in TF's order */
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */

@@ -430,14 +430,14 @@ static int cmd_convert(const ConvertArgs *a) {
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model);
     ampc_phase_done(&tm, "load", "");
-    c = amp_verify_model(m, &st);
+    size_t nodes_before = 0, nodes_after = 0; /* for the summary line (the verifier counts) */
+    c = amp_verify_model_counted(m, &nodes_before, &st);
     if (c != AMP_OK) {
         amp_model_free(m);
         ampc_phase_flush(&tm);
         return fail_status(&st, c, a->model);
     }
     ampc_phase_done(&tm, "verify", "input");
-    size_t nodes_before = a->quiet ? 0 : node_count(m);
     int arc = ampc_amp_check_explain(&amp_args, m, a->model, list);
     if (arc) {
         amp_model_free(m);
@@ -457,7 +457,7 @@ static int cmd_convert(const ConvertArgs *a) {
         m->graph->n_nodes >= AMPC_VERIFY_BESIDE_MIN_NODES)
         ampc_verify_start(&vj, m);
     if (c == AMP_OK && a->verify && !vj.started) {
-        c = amp_verify_model(m, &st);
+        c = amp_verify_model_counted(m, &nodes_after, &st);
         ampc_phase_done(&tm, "verify", "output");
     }
     if (c != AMP_OK) {
@@ -485,7 +485,9 @@ static int cmd_convert(const ConvertArgs *a) {
         if (c != AMP_OK) {
             rc = fail_status(&st, c, unverified ? a->model : a->out);
         } else if (!a->quiet) {
-            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, node_count(m),
+            if (vj.started) nodes_after = vj.n_nodes;
+            if (!a->verify) nodes_after = node_count(m);
+            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, nodes_after,
                 nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }

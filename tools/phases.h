@@ -52,7 +52,8 @@ typedef struct VerifyJob {
     AmpModel *m;
     AmpStatus st;
     AmpCode code;
-    double ms[2]; /* wall and CPU time of the verification */
+    double ms[2];   /* wall and CPU time of the verification */
+    size_t n_nodes; /* nodes of every graph, counted by the verification when it passed */
     pthread_t thread;
     bool started, joined;
 } VerifyJob;

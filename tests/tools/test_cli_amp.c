@@ -53,6 +53,39 @@ Test(cli_amp, default_pipeline_converts_and_says_so_in_one_line) {
     run_free(&r);
 }
 
+static AmpCode add_nodes(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)st;
+    *(size_t *)ctx += g->n_nodes;
+    return AMP_OK;
+}
+
+/* The nodes of every graph of the model at path (subgraphs and training graphs too). */
+static size_t all_nodes(const char *path) {
+    AmpModel *m = load(path);
+    size_t n = 0;
+    amp_model_walk(m, add_nodes, &n, NULL);
+    amp_model_free(m);
+    return n;
+}
+
+/* The "wrote" line's node counts (the verifier's, or a walk's with --no-verify) take in the
+ * bodies of control-flow nodes: test_loop11 has a Loop whose body holds most nodes. */
+Test(cli_amp, the_wrote_line_counts_the_nodes_of_every_graph) {
+    const char *in = AMPC_TESTDATA "/node/test_loop11/model.onnx";
+    char out[600], want[800];
+    tmp_path(out, sizeof out, "loop.onnx");
+    size_t before = all_nodes(in);
+    cr_assert_gt(before, 3, "the body's nodes are in the count");
+    const char *verify[] = {NULL, "--no-verify"}; /* verified (the default), or not */
+    for (int k = 0; k < 2; k++) {
+        Run r = run_ampc(in, "-o", out, verify[k], NULL);
+        cr_assert_eq(r.code, 0, "%s", r.err);
+        snprintf(want, sizeof want, "wrote %s: %zu nodes (%zu before), ", out, all_nodes(out), before);
+        cr_assert_not_null(strstr(r.err, want), "%s: '%s' not in: %s", k ? "--no-verify" : "verified", want, r.err);
+        run_free(&r);
+    }
+}
+
 Test(cli_amp, precision_bf16) {
     char out[600];
     tmp_path(out, sizeof out, "mm.onnx");
@@ -315,9 +348,10 @@ Test(cli_amp, big_models_are_verified_beside_the_save) {
     tmp_path(out, sizeof out, "chain_amp.onnx");
     tmp_path(out2, sizeof out2, "chain_amp2.onnx");
     write_chain(in, 6000);
-    Run r = run_ampc(in, "-o", out, "-q", "--time", NULL);
+    Run r = run_ampc(in, "-o", out, "--time", NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert_not_null(strstr(r.err, "ampc: time: verify output (beside save) "), "%s", r.err);
+    cr_assert_not_null(strstr(r.err, ": 12002 nodes (12000 before), "), "the verification beside counted: %s", r.err);
     run_free(&r);
     Run q = run_ampc(in, "-o", out2, "-q", "--time", "--report", NULL);
     cr_assert_eq(q.code, 0, "%s", q.err);
