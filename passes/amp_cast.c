@@ -314,7 +314,7 @@ static AmpCode rewrite_graph(Rewrite *w, const AmpRunGraph *rg) {
     w->n_own = g->n_values;
     if (!(w->own = calloc(w->n_own ? w->n_own : 1, sizeof *w->own))) return oom(w);
     w->top = NULL;
-    AmpCode rc = amp_weights(r, g);
+    AmpCode rc = amp_weights(r, rg);
     if (!rc && g == r->m->graph && r->opt->no_keep_io_types) rc = retype_inputs(w);
     /* The 16-bit nodes, in order (the Casts put in meanwhile are not in r->ni). */
     for (size_t i = rg->first; i < rg->first + rg->n && !rc; i++)

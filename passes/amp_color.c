@@ -69,7 +69,8 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
         !grow((void **)&r->ni, &r->cap, r->n + g->n_nodes, sizeof *r->ni))
         return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
     size_t k_graph = r->n_graphs++;
-    r->graphs[k_graph] = (AmpRunGraph){g, r->n, 0};
+    r->graphs[k_graph] = (AmpRunGraph){g, r->n, 0, 0};
+    size_t n_constants = 0;
     size_t end = r->n + g->n_nodes;
     AmpNode **owners = NULL;
     size_t n_owners = 0, cap_owners = 0;
@@ -90,6 +91,7 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
         if (why != AMP_WHY_NONE) x->flags = AMP_NF_FORCED, x->why = (unsigned char)why;
         r->n_float += x->inelig == AMP_ELIGIBLE || x->inelig == AMP_INELIG_OPSET ||
                       x->inelig == AMP_INELIG_CAST_OPSET;
+        n_constants += n->op == AMP_OP_Constant;
         for (size_t i = 0; i < n->n_attrs; i++)
             if (n->attrs[i].g || n->attrs[i].n_graphs) {
                 if (!grow((void **)&owners, &cap_owners, n_owners + 1, sizeof *owners)) {
@@ -101,6 +103,7 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
             }
     }
     r->graphs[k_graph].n = r->n - r->graphs[k_graph].first;
+    r->graphs[k_graph].n_constants = n_constants;
     for (size_t k = 0; !rc && k < n_owners; k++)
         for (size_t i = 0; !rc && i < owners[k]->n_attrs; i++) {
             AmpAttr *at = &owners[k]->attrs[i];

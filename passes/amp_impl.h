@@ -69,7 +69,8 @@ typedef struct AmpCastMap AmpCastMap; /* (graph, value) -> its 16-bit copy; amp_
 /* A graph of the model and where its own nodes are in AmpRun.ni (in list order). */
 typedef struct AmpRunGraph {
     AmpGraph *g;
-    size_t first, n; /* r->ni[first, first + n) */
+    size_t first, n;    /* r->ni[first, first + n) */
+    size_t n_constants; /* Constant nodes among them (amp_weights looks at those) */
 } AmpRunGraph;
 
 typedef struct AmpRun {
@@ -115,7 +116,7 @@ AmpWhy amp_own_rule(const AmpNode *n);
 void amp_color(AmpRun *r);                      /* the painting, in TF's order */
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
-AmpCode amp_weights(AmpRun *r, AmpGraph *g);    /* amp_weights.c: before g is rewritten */
+AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg); /* amp_weights.c: before rg->g is rewritten */
 /* Whether v has readers and every one is a 16-bit node of g reading float data. */
 bool amp_read_only_by_16(const AmpRun *r, const AmpGraph *g, const AmpValue *v);
 void amp_explain(const AmpRun *r, const char *name, FILE *f); /* amp_explain.c */

@@ -186,10 +186,15 @@ static AmpCode constant_node(AmpRun *r, AmpGraph *g, AmpNode *n) {
     return AMP_OK;
 }
 
-AmpCode amp_weights(AmpRun *r, AmpGraph *g) {
+AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg) {
     if (r->training) return AMP_OK;
+    AmpGraph *g = rg->g;
     AmpCode rc = initializers(r, g);
-    for (AmpNode *n = g->first; n && !rc; n = n->next)
+    /* The graph's nodes as amp_collect found them (the rewrite has not begun), looked at
+     * only when some are Constants. */
+    for (size_t i = rg->first; rg->n_constants && i < rg->first + rg->n && !rc; i++) {
+        AmpNode *n = r->ni[i].node;
         if (n->op == AMP_OP_Constant) rc = constant_node(r, g, n);
+    }
     return rc;
 }
