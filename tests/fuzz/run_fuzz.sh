@@ -1,7 +1,8 @@
 #!/bin/sh
-# Runs the loader fuzzer (fuzz_load) for SECONDS on a scratch copy of the seed corpus and
-# prints its executions per second. Used by ctest (short run) and by hand for the long run:
-#   tests/fuzz/run_fuzz.sh 600 [FUZZER] [WORKDIR]
+# Runs a fuzzer (fuzz_load, the loader; fuzz_convert, the conversion) for SECONDS on a
+# scratch copy of the seed corpus (tests/fuzz/corpus, and the models of models/) and prints
+# its executions per second. Used by ctest (short runs) and by hand for long runs:
+#   tests/fuzz/run_fuzz.sh 600 [FUZZER] [WORKDIR]     (FUZZER: fuzz_load when not given)
 # Exit status: 0 when nothing was found, non-zero on a crash, leak, timeout or OOM (the
 # reproducer is left in WORKDIR, named crash-*, leak-*, timeout-* or oom-*).
 set -u
@@ -17,10 +18,14 @@ if [ -z "$FUZZER" ] || [ ! -x "$FUZZER" ]; then
   echo "run_fuzz.sh: no fuzz_load binary (build the project with clang available, or pass its path)" >&2
   exit 2
 fi
+NAME=$(basename "$FUZZER")
 WORK=${3:-$(mktemp -d "${TMPDIR:-/tmp}/ampc_fuzz_work.XXXXXX")}
 rm -rf "$WORK/corpus"
 mkdir -p "$WORK/corpus"
 cp "$HERE"/corpus/* "$WORK/corpus/"
+for m in "$HERE"/../../models/*/model.onnx; do
+  [ -f "$m" ] && cp "$m" "$WORK/corpus/models_$(basename "$(dirname "$m")").onnx"
+done
 LOG="$WORK/fuzz.log"
 
 # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a blow-up is a bug;
@@ -35,11 +40,11 @@ runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -n 1)
 secs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$LOG" | tail -n 1)
 peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$LOG" | tail -n 1)
 corpus=$(ls "$WORK/corpus" | wc -l)
-echo "fuzz_load: ${runs:-?} executions in ${SECONDS_TO_RUN} s, ${secs:-?} exec/s, peak RSS ${peak:-?} MB, corpus ${corpus} inputs"
+echo "$NAME: ${runs:-?} executions in ${SECONDS_TO_RUN} s, ${secs:-?} exec/s, peak RSS ${peak:-?} MB, corpus ${corpus} inputs"
 if [ $rc -ne 0 ]; then
-  echo "fuzz_load: FAILED (exit $rc); reproducer(s):" >&2
+  echo "$NAME: FAILED (exit $rc); reproducer(s):" >&2
   ls "$WORK"/crash-* "$WORK"/leak-* "$WORK"/timeout-* "$WORK"/oom-* 2>/dev/null >&2
-  grep -E "ERROR|SUMMARY|fuzz_load:|runtime error" "$LOG" | head -n 20 >&2
+  grep -E "ERROR|SUMMARY|$NAME:|runtime error" "$LOG" | head -n 20 >&2
   echo "full log: $LOG" >&2
   exit 1
 fi
