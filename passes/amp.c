@@ -48,6 +48,20 @@ static AmpCode force_loss(AmpRun *r) {
     return AMP_OK;
 }
 
+/* The readers of v, as seed readers; through the loss-scaling pass's own nodes (seed ->
+ * Mul by the scale [-> Cast]: in a model converted before, those stand between the seed
+ * and the nodes that read it), to their readers. `depth` bounds the walk. */
+static void force_readers(AmpRun *r, const AmpValue *v, const char *seed, int depth) {
+    for (size_t u = 0; v && u < v->n_uses; u++) {
+        AmpNode *n = v->uses[u].node;
+        if (amp_node_group(n) < 0 || depth >= 4) {
+            force(r, n, AMP_WHY_SEED, seed);
+            continue;
+        }
+        for (int o = 0; o < n->n_outputs; o++) force_readers(r, n->outputs[o], seed, depth + 1);
+    }
+}
+
 /* The readers of the backward seed <loss>_grad begin the loss's backward: they stay
  * float32, as the loss does, since the loss-scaling pass multiplies the seed by the scale
  * (2^16 to start with: past float16's largest value, 65504). */
@@ -58,7 +72,7 @@ static void force_seed_readers(AmpRun *r) {
     snprintf(name, len, "%s_grad", r->loss->name);
     AmpValue *seed = amp_graph_lookup(r->m->graph, name);
     free(name);
-    for (size_t u = 0; seed && u < seed->n_uses; u++) force(r, seed->uses[u].node, AMP_WHY_SEED, seed->name);
+    if (seed) force_readers(r, seed, seed->name, 0);
 }
 
 static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {

@@ -176,6 +176,34 @@ Test(amp_train, the_loss_is_found_by_name_or_given) {
     amp_model_free(m);
 }
 
+/* Found by fuzz_convert: in a model converted before, the loss-scaling pass's Mul stands
+ * between the backward seed and its readers, which read <loss>_grad_scaled (65536 times
+ * the gradient, past float16's range). The seed rule follows the seed through that Mul:
+ * under unsafe-force-all the reader (grad/loss/Div of models/mlp_train) stayed float32 in
+ * the first conversion but became float16 in the second. */
+Test(amp_train, seed_readers_behind_the_loss_scaling_stay_fp32_when_converted_again) {
+    AmpModel *m = NULL;
+    cr_assert_eq(amp_model_load_file(AMPC_TEST_DIR "/../models/mlp_train/model.onnx", NULL, &m, &st), AMP_OK,
+                 "%s", st.msg);
+    AmpPassOptions po = {.level = AMP_LEVEL_UNSAFE_FORCE_ALL};
+    const char *pipeline = "infer,amp,loss_scale,cast_cleanup";
+    cr_assert_eq(run_list(m, pipeline, &po, &st), AMP_OK, "%s", st.msg);
+    AmpNode *div = node_of(m, "grad/loss/Div");
+    cr_assert_str_eq(div->inputs[0]->name, "loss_grad_scaled", "the loss-scaling pass scaled the seed");
+    cr_assert_eq(out_dt(m, "grad/loss/Div", 0), AMP_DT_FLOAT);
+    size_t n1, n2;
+    uint8_t *a = saved(m, &n1);
+    amp_model_free(m);
+    cr_assert_eq(amp_model_load_bytes(a, n1, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(run_list(m, pipeline, &po, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(out_dt(m, "grad/loss/Div", 0), AMP_DT_FLOAT, "the seed's reader, converted again");
+    uint8_t *b = saved(m, &n2);
+    cr_assert(n1 == n2 && memcmp(a, b, n1) == 0, "converting the converted model changed it");
+    free(a);
+    free(b);
+    amp_model_free(m);
+}
+
 /* ---- subgraphs ---------------------------------------------------------------------------- */
 
 static AmpGraph *body(AmpNode *owner, const char *attr, const char *name) {
