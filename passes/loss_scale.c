@@ -325,6 +325,57 @@ static AmpCode found_inf(Ls *l) {
     return AMP_OK;
 }
 
+/* Whether a and b may be the same tensor type: no known element type, rank or dimension
+ * of one contradicts the other's. */
+static bool types_agree(const AmpType *a, const AmpType *b) {
+    if (a->kind != AMP_TYPE_TENSOR || b->kind != AMP_TYPE_TENSOR) return true;
+    if (a->dtype != AMP_DT_UNDEFINED && b->dtype != AMP_DT_UNDEFINED && a->dtype != b->dtype) return false;
+    if (a->rank < 0 || b->rank < 0) return true;
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i].value >= 0 && b->dims[i].value >= 0 && a->dims[i].value != b->dims[i].value) return false;
+    return true;
+}
+
+/* v's type as its producer computes it, whatever the model declares (inference keeps a
+ * declared shape that contradicts the computation: stale value_info is common); false
+ * when that is not known. The producer's outputs get their types back. */
+static bool computed_type(AmpModel *m, AmpValue *v, AmpType *out) {
+    enum { MAX_OUTPUTS = 64 };
+    AmpNode *p = v->producer;
+    const AmpOpInfo *info = p ? amp_op_info(p->op) : NULL;
+    if (!info || !info->infer || p->n_outputs > MAX_OUTPUTS) return false;
+    for (size_t i = 0; i < p->n_attrs; i++)
+        if (p->attrs[i].g || p->attrs[i].n_graphs) return false; /* its inference types its bodies */
+    AmpType saved[MAX_OUTPUTS];
+    for (int o = 0; o < p->n_outputs; o++) {
+        AmpValue *w = p->outputs[o];
+        if (!w) continue;
+        saved[o] = w->type;
+        w->type = (AmpType){AMP_TYPE_NONE, AMP_DT_UNDEFINED, -1, NULL};
+    }
+    AmpStatus tmp;
+    amp_status_clear(&tmp);
+    bool ok = info->infer(p, amp_model_opset(m, p->domain), &tmp) == AMP_OK && v->type.kind == AMP_TYPE_TENSOR;
+    *out = v->type;
+    for (int o = 0; o < p->n_outputs; o++)
+        if (p->outputs[o]) p->outputs[o]->type = saved[o];
+    return ok;
+}
+
+/* An update's new value must be of its old value's type and shape, as declared and as
+ * computed: the gate selects one or the other (a model that says otherwise fails here,
+ * rather than converting into one that nothing can run or convert again). */
+static AmpCode check_update(Ls *l, const AmpValue *old, AmpValue *update) {
+    AmpType c;
+    if (types_agree(&old->type, &update->type) &&
+        (!computed_type(l->m, update, &c) || types_agree(&old->type, &c)))
+        return AMP_OK;
+    return amp_fail(l->st, AMP_ERR_INPUT,
+                    "loss_scale: '%s' replaces '%s' in a training update, but their types or shapes differ",
+                    update->name, old->name);
+}
+
 /* value = Where(found, old, ungated), appended to g; name from `what`. */
 static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, AmpValue *ungated, AmpValue *out) {
     AmpValue *in[3] = {l->found, old, ungated};
@@ -337,6 +388,8 @@ static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, A
 /* v (made by a node of g) keeps its name but becomes Where(found, old, what it was):
  * with an inf or NaN among the gradients, the update keeps the old value. */
 static AmpCode gate_in_place(Ls *l, AmpGraph *g, AmpValue *v, AmpValue *old) {
+    AmpCode rc = check_update(l, old, v);
+    if (rc) return rc;
     AmpNode *p = v->producer;
     AmpValue *ungated = fresh(g, cat(l, v->name, "_ungated"), v, v->type.dtype);
     if (!ungated) return oom(l);
@@ -397,6 +450,8 @@ static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
         }
         /* The bound value is no node's output here (an input, an outer value): gate a
          * copy, make it an output of the algorithm and bind that. */
+        AmpCode rc = check_update(l, old, v);
+        if (rc) return rc;
         AmpValue *gated = fresh(a, cat(l, v->name, "_gated"), v, v->type.dtype);
         AmpNode *w = gated ? gate_node(l, a, v->name, old, v, gated) : NULL;
         if (!w || !amp_graph_add_output(a, gated)) return oom(l);

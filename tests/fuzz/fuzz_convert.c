@@ -38,13 +38,14 @@ static AmpPassOptions options_of(const uint8_t *data, size_t size) {
     return po;
 }
 
-/* The default pipeline over m, checked; false when it failed as bad input may. */
-static bool convert(AmpModel *m, const AmpPassOptions *po, const char *what) {
+/* The default pipeline over m, checked; false when it failed as bad input may (why, in
+ * *st). */
+static bool convert(AmpModel *m, const AmpPassOptions *po, const char *what, AmpStatus *st) {
     AmpPipelineOptions pl = {.verify_each = true, .pass = po};
-    AmpStatus st = {0};
-    AmpCode rc = amp_run_pipeline(m, NULL, &pl, &st);
-    if (rc == AMP_ERR_INTERNAL && !strstr(st.msg, "out of memory")) fail(what, rc, &st);
-    if (rc != AMP_OK && !st.msg[0]) fail("a pass failed without a message", rc, &st);
+    amp_status_clear(st);
+    AmpCode rc = amp_run_pipeline(m, NULL, &pl, st);
+    if (rc == AMP_ERR_INTERNAL && !strstr(st->msg, "out of memory")) fail(what, rc, st);
+    if (rc != AMP_OK && !st->msg[0]) fail("a pass failed without a message", rc, st);
     return rc == AMP_OK;
 }
 
@@ -111,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     AmpStatus ist = {0};
     bool typed = amp_infer_model(m, &ist) == AMP_OK;
     Io before = io_of(m);
-    if (!convert(m, &po, "converting")) {
+    if (!convert(m, &po, "converting", &st)) {
         io_free(&before);
         amp_model_free(m);
         return 0;
@@ -130,10 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     amp_status_clear(&st);
     AmpCode rc = amp_model_load_bytes(out1, len1, NULL, NULL, &m2, &st);
     if (rc != AMP_OK) fail("a converted model does not load again", rc, &st);
-    if (!convert(m2, &po, "converting the converted model")) {
-        fprintf(stderr, "fuzz_convert: the converted model does not convert again\n");
-        abort();
-    }
+    if (!convert(m2, &po, "converting the converted model", &st))
+        fail("the converted model does not convert again", st.code, &st);
     uint8_t *out2 = save(m2, &len2);
     amp_model_free(m2);
     if (len1 != len2 || memcmp(out1, out2, len1) != 0) {

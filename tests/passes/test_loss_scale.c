@@ -527,6 +527,24 @@ Test(loss_scale, a_training_graph_that_does_not_fit_says_which_part_is_missing) 
     rt_output(g, "loss_b", AMP_DT_FLOAT, "");
     rt_output(g, "W_grad", AMP_DT_FLOAT, "2");
     assert_fails(m, NULL, AMP_ERR_INPUT, "more than one scalar float output has a name containing \"loss\"");
+
+    /* An update that computes another shape than its weight's, though declared as the
+     * weight (found by fuzz_convert: the gate Where(found_inf, W, W_new) was made, and the
+     * output could not be converted again). */
+    m = tiny(true, false);
+    AmpGraph *a2 = m->training[0].algorithm;
+    AmpNode *sub = find_node(a2, "opt/w");
+    static const int64_t d22[2] = {2, 2};
+    const float four[4] = {1, 2, 3, 4};
+    static const int64_t d1[1] = {1};
+    const int64_t zero = 0;
+    rt_init(m->graph, "M", AMP_DT_FLOAT, 2, d22, four);
+    rt_init(m->graph, "axes0", AMP_DT_INT64, 1, d1, &zero);
+    nd(a2, "MatMul", "opt/wide", "W,M", "W_wide");           /* [2] x [2,2] -> [2], then */
+    nd(a2, "Unsqueeze", "opt/col", "W_wide,axes0", "W_col"); /* [1,2] */
+    amp_node_set_input(sub, 0, val_of(a2, "W_col")); /* W_new = W_col - W_step: [1,2] */
+    amp_graph_toposort(a2, &st);
+    assert_fails(m, NULL, AMP_ERR_INPUT, "'W_new' replaces 'W' in a training update, but their types or shapes differ");
 }
 
 /* onnxruntime training's artifacts: parameters are graph inputs, and gradients reach the
