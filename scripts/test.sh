@@ -37,13 +37,14 @@ fi
 # Sanitized build: C tests only (the python tests drive the same binary over whole corpora
 # and are the slow part; the C tests already reach every library path they use).
 stamp "configuring build-asan/"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAMPC_SANITIZE=ON -DAMPC_CUDA=OFF \
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAMPC_SANITIZE=ON -DAMPC_CUDA=OFF -DAMPC_FUZZ=OFF \
   -DPython3_EXECUTABLE="$PY"
 cmake --build build-asan -j"$JOBS"
 stamp "running C tests in build-asan/"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# (The fuzzers, sanitized themselves, are built and run in build/ only.)
 if ! (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '_py$'); then
   echo "test.sh: FAILED: sanitized tests in build-asan/"
   status=1
