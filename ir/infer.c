@@ -322,6 +322,11 @@ AmpCode amp_infer_graph(AmpGraph *g, AmpStatus *st) {
     return AMP_OK;
 }
 
+AmpCode amp_infer_node(AmpNode *n, AmpStatus *st) {
+    const AmpOpInfo *info = amp_op_info(n->op);
+    return info->infer ? info->infer(n, amp_model_opset(n->graph->model, n->domain), st) : AMP_OK;
+}
+
 AmpCode amp_infer_model(AmpModel *m, AmpStatus *st) {
     AmpCode rc = m->graph ? amp_infer_graph(m->graph, st) : AMP_OK;
     for (size_t i = 0; !rc && i < m->n_training; i++) {

@@ -488,6 +488,9 @@ AmpCode amp_verify_model_counted(AmpModel *m, size_t *n_nodes, AmpStatus *st);
 /* Fills AmpValue.type for every value it can; keeps types from the model where the
  * op is unknown. */
 AmpCode amp_infer_model(AmpModel *m, AmpStatus *st);
+/* The same for one node of a graph (not its bodies): its outputs' types merged with what
+ * inference gives from its inputs' types now. */
+AmpCode amp_infer_node(AmpNode *n, AmpStatus *st);
 
 void amp_print_model(FILE *f, const AmpModel *m);
 

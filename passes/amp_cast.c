@@ -225,7 +225,6 @@ static AmpCode settle_output(Rewrite *w, AmpNode *n, int o, const AmpType *old, 
  * dtypes cleared, so outputs that follow the data type (Y of MatMul) take the 16-bit type
  * and those that do not (LayerNormalization's Mean, TopK's indices) keep theirs. */
 static void retype_outputs(Rewrite *w, AmpNode *n, AmpType *old, bool *cand) {
-    const AmpOpInfo *info = amp_op_info(n->op);
     for (int o = 0; o < n->n_outputs; o++) {
         AmpValue *v = n->outputs[o];
         cand[o] = amp_is_f32(v);
@@ -235,7 +234,7 @@ static void retype_outputs(Rewrite *w, AmpNode *n, AmpType *old, bool *cand) {
     }
     AmpStatus tmp;
     amp_status_clear(&tmp);
-    AmpCode rc = info->infer ? info->infer(n, amp_model_opset(w->r->m, n->domain), &tmp) : AMP_OK;
+    AmpCode rc = amp_infer_node(n, &tmp);
     for (int o = 0; o < n->n_outputs; o++) {
         if (!cand[o]) continue;
         AmpValue *v = n->outputs[o];

@@ -340,7 +340,7 @@ static bool types_agree(const AmpType *a, const AmpType *b) {
 /* v's type as its producer computes it, whatever the model declares (inference keeps a
  * declared shape that contradicts the computation: stale value_info is common); false
  * when that is not known. The producer's outputs get their types back. */
-static bool computed_type(AmpModel *m, AmpValue *v, AmpType *out) {
+static bool computed_type(AmpValue *v, AmpType *out) {
     enum { MAX_OUTPUTS = 64 };
     AmpNode *p = v->producer;
     const AmpOpInfo *info = p ? amp_op_info(p->op) : NULL;
@@ -356,7 +356,7 @@ static bool computed_type(AmpModel *m, AmpValue *v, AmpType *out) {
     }
     AmpStatus tmp;
     amp_status_clear(&tmp);
-    bool ok = info->infer(p, amp_model_opset(m, p->domain), &tmp) == AMP_OK && v->type.kind == AMP_TYPE_TENSOR;
+    bool ok = amp_infer_node(p, &tmp) == AMP_OK && v->type.kind == AMP_TYPE_TENSOR;
     *out = v->type;
     for (int o = 0; o < p->n_outputs; o++)
         if (p->outputs[o]) p->outputs[o]->type = saved[o];
@@ -369,19 +369,25 @@ static bool computed_type(AmpModel *m, AmpValue *v, AmpType *out) {
 static AmpCode check_update(Ls *l, const AmpValue *old, AmpValue *update) {
     AmpType c;
     if (types_agree(&old->type, &update->type) &&
-        (!computed_type(l->m, update, &c) || types_agree(&old->type, &c)))
+        (!computed_type(update, &c) || types_agree(&old->type, &c)))
         return AMP_OK;
     return amp_fail(l->st, AMP_ERR_INPUT,
                     "loss_scale: '%s' replaces '%s' in a training update, but their types or shapes differ",
                     update->name, old->name);
 }
 
-/* value = Where(found, old, ungated), appended to g; name from `what`. */
+/* value = Where(found, old, ungated), appended to g; name from `what`. The output takes
+ * the type inference gives the gate (what converting the output again would find: the
+ * gated value is often a graph output, whose type is saved). */
 static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, AmpValue *ungated, AmpValue *out) {
     AmpValue *in[3] = {l->found, old, ungated};
     AmpNode *n = node(l, g, "Where", cat(l, "gate/", what), in, 3, out);
-    if (n) l->n_gated++;
-    if (n && g == l->g) l->n_gated_main++;
+    if (!n) return NULL;
+    l->n_gated++;
+    if (g == l->g) l->n_gated_main++;
+    AmpStatus tmp;
+    amp_status_clear(&tmp);
+    (void)amp_infer_node(n, &tmp); /* check_update saw old and the update agree */
     return n;
 }
 

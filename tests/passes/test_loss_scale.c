@@ -363,6 +363,34 @@ Test(loss_scale, idempotent) {
     amp_model_free(m);
 }
 
+/* Found by fuzz_convert: an update made by an op inference does not know, bound to W and
+ * declared without a type. The gate Where(found_inf, W, W_new) gives it a type (W's data
+ * type), which the output declares at once (before, only converting the output again
+ * found it, and so the second conversion changed the model). */
+Test(loss_scale, a_gated_update_of_unknown_type_takes_the_gates_type) {
+    AmpModel *m = tiny(false, false);
+    AmpGraph *a = rt_training(m);
+    nd_dom(a, "com.example", "Update", "opt/update", "W,W_grad", "W_new");
+    cr_assert_not_null(amp_graph_add_output(a, rt_val(a, "W_new")));
+    rt_bindings(m, false, "W=W_new");
+    /* As ampc runs it: no inference after the loss scaling. */
+    AmpPipelineOptions o = {.verify_each = true};
+    const char *pipeline = "infer,amp,loss_scale,cast_cleanup";
+    cr_assert_eq(amp_run_pipeline(m, pipeline, &o, &st), AMP_OK, "%s", st.msg);
+    const AmpValue *w_new = val_of(m->training[0].algorithm, "W_new");
+    cr_assert_eq(w_new->type.kind, AMP_TYPE_TENSOR);
+    cr_assert_eq(w_new->type.dtype, AMP_DT_FLOAT, "Where's data type: W's");
+    size_t a_len, b_len;
+    uint8_t *x = saved(m, &a_len);
+    amp_model_free(m);
+    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_run_pipeline(m, pipeline, &o, &st), AMP_OK, "%s", st.msg);
+    uint8_t *y = saved(m, &b_len);
+    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second run changed the model");
+    free(x), free(y);
+    amp_model_free(m);
+}
+
 /* ---- other shapes of training graph ------------------------------------------------------- */
 
 Test(loss_scale, gradients_as_outputs_are_unscaled_and_a_seed_input_is_scaled) {
