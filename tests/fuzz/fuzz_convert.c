@@ -1,7 +1,8 @@
 /* libFuzzer target for the conversion (built by tests/fuzz/CMakeLists.txt). Any model that
  * loads (and so passes the verifier) goes through the default pipeline with the verifier
  * after every pass, under options a hash of the input picks (float16 or bfloat16, the
- * level, --no-keep-io-types, the loss-scaling mode). The properties:
+ * level, --no-keep-io-types, the loss-scaling mode, an op moved to another list, a node
+ * kept in fp32). The properties:
  * - a pass fails only with a message and never with an internal error (a graph a pass
  *   broke is one: "pass 'NAME' broke the graph"), but for running out of memory;
  * - the main graph's inputs and outputs keep their element types (but with
@@ -23,10 +24,14 @@ static void fail(const char *what, AmpCode rc, const AmpStatus *st) {
     abort();
 }
 
-/* The pass options the input's bytes pick (FNV-1a: a mutation anywhere may change them). */
-static AmpPassOptions options_of(const uint8_t *data, size_t size) {
-    uint32_t h = 2166136261u;
+static uint32_t hash_of(const uint8_t *data, size_t size) {
+    uint32_t h = 2166136261u; /* FNV-1a: a mutation anywhere may change what it picks */
     for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
+    return h;
+}
+
+/* The pass options h picks. */
+static AmpPassOptions options_of(uint32_t h) {
     static const AmpLossScaleMode modes[4] = {AMP_LOSS_SCALE_DEFAULT, AMP_LOSS_SCALE_DYNAMIC,
                                               AMP_LOSS_SCALE_STATIC, AMP_LOSS_SCALE_NONE};
     AmpPassOptions po = {0};
@@ -36,6 +41,28 @@ static AmpPassOptions options_of(const uint8_t *data, size_t size) {
     po.loss_scale_mode = modes[(h >> 4) & 3];
     if (po.loss_scale_mode == AMP_LOSS_SCALE_STATIC) po.loss_scale = 1024;
     return po;
+}
+
+/* ... and, from the model's own nodes: one op moved to another list (--allow and the
+ * like), one node kept in fp32 by name (--keep-fp32), each half the time. */
+static void node_options(const AmpModel *m, uint32_t h, AmpPassOptions *po, AmpListEdit *edit, char *glob,
+                         size_t glob_len, const char **globs) {
+    const AmpGraph *g = m->graph;
+    if (!g->n_nodes) return;
+    size_t k = (h >> 6) % g->n_nodes;
+    const AmpNode *n = g->first;
+    while (k-- && n->next) n = n->next;
+    if ((h >> 16) & 1 && n->op != AMP_OP_UNKNOWN) {
+        *edit = (AmpListEdit){n->op, (AmpOpClass)(AMP_CLASS_ALLOW + ((h >> 17) & 3)), false};
+        po->list_edits = edit;
+        po->n_list_edits = 1;
+    }
+    if ((h >> 19) & 1 && n->name && strlen(n->name) < glob_len && !strpbrk(n->name, "*?[\\")) {
+        strcpy(glob, n->name); /* the model is freed before the second conversion */
+        globs[0] = glob;
+        po->keep_fp32 = globs;
+        po->n_keep_fp32 = 1;
+    }
 }
 
 /* The default pipeline over m, checked; false when it failed as bad input may (why, in
@@ -107,7 +134,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     AmpStatus st = {0};
     AmpModel *m = NULL;
     if (amp_model_load_bytes(data, size, NULL, NULL, &m, &st) != AMP_OK) return 0;
-    AmpPassOptions po = options_of(data, size);
+    uint32_t h = hash_of(data, size);
+    AmpPassOptions po = options_of(h);
+    AmpListEdit edit;
+    char glob[256];
+    const char *globs[1];
+    node_options(m, h, &po, &edit, glob, sizeof glob, globs);
     /* Types as inference gives them: the loader leaves undeclared ones unknown. */
     AmpStatus ist = {0};
     bool typed = amp_infer_model(m, &ist) == AMP_OK;
