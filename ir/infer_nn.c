@@ -127,9 +127,11 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
             end++;
         }
         int dim = 0;
+        bool term_ell = false; /* one ellipsis a term: it stands for the dims no letter takes */
         for (const char *c = p; c < end; c++) {
             if (*c == '.') {
-                if (c + 2 >= end || c[1] != '.' || c[2] != '.') return amp_inf_fail(n, st, "bad equation");
+                if (c + 2 >= end || c[1] != '.' || c[2] != '.' || term_ell) return amp_inf_fail(n, st, "bad equation");
+                term_ell = true;
                 AmpInfShape e;
                 e.rank = x.rank - nlet;
                 if (e.rank < 0) return amp_inf_fail(n, st, "equation does not fit input %d", in);
@@ -158,6 +160,7 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
     if (arrow) {
         for (const char *c = arrow + 2; *c && s.rank < AMP_INF_MAX_RANK; c++) {
             if (*c == '.') {
+                if (c[1] != '.' || c[2] != '.') return amp_inf_fail(n, st, "bad equation");
                 for (int k = 0; k < ell.rank && s.rank < AMP_INF_MAX_RANK; k++) s.d[s.rank++] = ell.d[k];
                 c += 2;
                 continue;

@@ -220,6 +220,41 @@ Test(infer, broadcast_mismatch_is_an_error) {
     amp_model_free(m);
 }
 
+/* Einsum: letters, the ellipsis, the implicit output; and (found by fuzz_convert) a term
+ * with two ellipses, or an output with a lone '.', is a bad equation: the second ellipsis
+ * read dims past the input's rank. */
+static AmpModel *einsum(const char *eq, const char *dims0, const char *dims1) {
+    AmpModel *m = model(12);
+    AmpGraph *g = m->graph;
+    input(g, "x", AMP_DT_FLOAT, dims0);
+    if (dims1) input(g, "w", AMP_DT_FLOAT, dims1);
+    attr_str(node(g, "Einsum", "es", dims1 ? "x,w" : "x", "y"), "equation", eq);
+    return m;
+}
+
+Test(infer, einsum_shapes_and_bad_equations) {
+    static const struct {
+        const char *eq, *d0, *d1, *want;
+    } ok[] = {
+        {"bij,bjk->bik", "2,3,4", "2,4,5", "float[2,3,5]"},
+        {"...ii->...i", "3,5,5", NULL, "float[3,5]"},
+        {"ij,jk", "3,4", "4,5", "float[3,5]"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        AmpModel *m = einsum(ok[i].eq, ok[i].d0, ok[i].d1);
+        infer_ok(m);
+        EXPECT_TYPE(m->graph, "y", ok[i].want);
+        amp_model_free(m);
+    }
+    static const char *const bad[] = {"...ii...", "...ii &>...$", "ij->i.", "ij->i.."};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        AmpModel *m = einsum(bad[i], "3,5,5", NULL);
+        const char *msg = infer_err(m);
+        cr_expect(strstr(msg, "bad equation"), "'%s': %s", bad[i], msg);
+        amp_model_free(m);
+    }
+}
+
 Test(infer, where_broadcasts_data_inputs) {
     AmpModel *m = model(17);
     AmpGraph *g = m->graph;
