@@ -9,7 +9,7 @@ APT_PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler
   libonnx-dev libonnx-testdata
   libcriterion-dev libopenblas-dev
-  graphviz clang libclang-rt-14-dev
+  graphviz clang libclang-rt-14-dev valgrind
   python3-pip
 )
 PY_PACKAGES=(onnx onnxruntime numpy)

@@ -2,7 +2,10 @@
 """Regenerates the fuzz seed corpus (tests/fuzz/corpus): small conformance models copied
 from libonnx-testdata, one truncated model, and hand-made models that reach the rarer
 parts of the loader (training_info, functions, sparse initializers, unknown fields,
-external data against the fuzzer's scratch folder). Needs `onnx` from PyPI."""
+external data against the fuzzer's scratch folder). Needs `onnx` from PyPI.
+
+Files named found_*.onnx are inputs the fuzzers found bugs with (each fixed, with a test
+of its own); they are kept as seeds, and this script neither makes nor removes them."""
 import os
 import shutil
 import sys
