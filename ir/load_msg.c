@@ -411,13 +411,16 @@ AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *wh
                             "%s: tensor '%s' has %zu bytes of raw_data but its dims need %zu", where, tname,
                             t->raw.len, need);
     } else if (forms) {
+        /* Every entry in the one field of the dtype: an entry in another field is not the
+         * tensor's data (even when the dims hold no element), and would be saved beside it. */
         uint64_t expect;
         size_t have = typed_count(t, nelem, &expect);
-        if (have != expect)
+        size_t all = t->n_float + t->n_int32 + t->n_int64 + t->n_double + t->n_uint64 + t->n_string;
+        if (have != expect || all != have)
             return amp_fail(c->st, AMP_ERR_INPUT,
                             "%s: tensor '%s' (%s) has %zu data entries in the wrong field or count; "
                             "its dims need %llu",
-                            where, tname, amp_dtype_name(t->dtype), have, (unsigned long long)expect);
+                            where, tname, amp_dtype_name(t->dtype), all, (unsigned long long)expect);
     } else if (nelem > 0 && t->dtype != AMP_DT_UNDEFINED) {
         return amp_fail(c->st, AMP_ERR_INPUT, "%s: tensor '%s' has dims with %llu elements but no data",
                         where, tname, (unsigned long long)nelem);

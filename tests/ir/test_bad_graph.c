@@ -149,6 +149,31 @@ Test(bad_graph, typed_data_count_wrong) {
         EXPECT_REJECTED(&m, "int64 tensor with float_data", "T");
         pb_free(&m);
     }
+    /* a float tensor with its 4 floats, and int32_data beside them */
+    {
+        PbBuf t = {0}, packed = {0}, m = {0};
+        onnx_tensor_head(&t, "T", 1, 1, dims);
+        float v[4] = {1, 2, 3, 4};
+        pb_raw(&packed, v, sizeof v);
+        pb_msg(&t, T_FLOAT, &packed);
+        pb_int(&t, T_INT32, 7);
+        model_with_initializer(&m, &t);
+        EXPECT_REJECTED(&m, "float tensor with int32_data beside its float_data", "wrong field");
+        pb_free(&m);
+    }
+    /* found by fuzz_convert: a float tensor of no element with int32_data loaded, and once
+     * the amp pass stored it in 16 bits, the output held raw_data and int32_data and did not
+     * load again */
+    {
+        PbBuf t = {0}, m = {0};
+        const int64_t none[2] = {4, 0};
+        onnx_tensor_head(&t, "T", 1, 2, none);
+        pb_int(&t, T_INT32, 10);
+        pb_int(&t, T_INT32, 8);
+        model_with_initializer(&m, &t);
+        EXPECT_REJECTED(&m, "empty float tensor with int32_data", "wrong field");
+        pb_free(&m);
+    }
     /* a string tensor with too few strings */
     {
         PbBuf t = {0}, m = {0};
