@@ -12,8 +12,12 @@ For each model, in one run:
   moving the median);
 - occ wall / ampc wall: the wall time of each whole process, start-up and imports
   included: what one waits for running each from a shell;
-- ratio = t_occ / t_ampc (how many times faster ampc is, conversion alone), and
-  ratio wall = occ wall / ampc wall; a last line sums each column over the models;
+- the two tools' runs are interleaved (occ's spread evenly among ampc's), so that a slow
+  minute of a shared machine falls on both alike;
+- ratio = t_occ / t_ampc (how many times faster ampc is, conversion alone); ratio of
+  minimums = the fastest occ run over the fastest ampc run (the steadier estimate of
+  what each costs where other work interferes); ratio wall = occ wall / ampc wall; a
+  last line sums each column over the models;
 - casts: Cast nodes in each output, main graph and subgraphs;
 - rel err: both outputs and the fp32 model run in onnxruntime (CPUExecutionProvider) on
   MODEL_DIR/test_data_set_0/input_K.pb if present, else deterministic random inputs from
@@ -81,49 +85,82 @@ def count(path):
     return len(nodes), sum(1 for n in nodes if n.op_type == "Cast")
 
 
-def time_occ(src, dst, runs, timeout):
-    """(median in-process time, median wall time of the Python process), or (None, error)."""
-    ts, walls = [], []
-    for _ in range(runs):
-        if os.path.exists(dst):
-            os.remove(dst)  # see time_ampc
-        os.sync()
-        t0 = time.perf_counter()
-        try:
-            p = subprocess.run([sys.executable, "-c", OCC_CHILD, src, dst],
-                               capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None, f"over {timeout}s"
-        walls.append(time.perf_counter() - t0)
-        if p.returncode != 0:
-            return None, (p.stderr.strip().splitlines() or ["?"])[-1][:120]
-        ts.append(float(p.stdout.strip().splitlines()[-1]))
-    return (statistics.median(ts), statistics.median(walls)), None
+def fresh(dst):
+    """Each run writes a new file (ampc syncs one that replaces a file; onnx.save never
+    syncs) and starts with nothing dirty on disk: on ext4 (data=ordered) a sync also
+    writes back whatever the run before left dirty."""
+    if os.path.exists(dst):
+        os.remove(dst)
+    os.sync()
+
+
+def run_occ(src, dst, timeout):
+    """One run: (in-process time, wall time of the Python process), or raises RunError."""
+    fresh(dst)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, "-c", OCC_CHILD, src, dst],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"over {timeout}s")
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RunError((p.stderr.strip().splitlines() or ["?"])[-1][:120])
+    return float(p.stdout.strip().splitlines()[-1]), wall
 
 
 TOTAL_RE = re.compile(r"^ampc: time: total\s+([0-9.]+) ms", re.M)
 
 
-def time_ampc(ampc, src, dst, runs):
-    """(median in-process total, median wall time of the subprocess), or (None, error)."""
-    ts, walls = [], []
-    for _ in range(runs):
-        # Each run writes a new file (ampc syncs one that replaces a file; onnx.save never
-        # syncs) and starts with nothing dirty on disk: on ext4 (data=ordered) a sync also
-        # writes back whatever the run before (occ's onnx.save) left dirty.
-        if os.path.exists(dst):
-            os.remove(dst)
-        os.sync()
-        t0 = time.perf_counter()
-        p = subprocess.run([ampc, src, "-o", dst, "--time"], capture_output=True, text=True)
-        walls.append(time.perf_counter() - t0)
-        if p.returncode != 0:
-            return None, (p.stderr.strip().splitlines() or ["?"])[-1][:120]
-        m = TOTAL_RE.search(p.stderr)
-        if not m:
-            return None, "ampc printed no 'ampc: time: total' line"
-        ts.append(float(m.group(1)) / 1e3)
-    return (statistics.median(ts), statistics.median(walls)), None
+def run_ampc(ampc, src, dst):
+    """One run: (in-process total, wall time of the subprocess), or raises RunError."""
+    fresh(dst)
+    t0 = time.perf_counter()
+    p = subprocess.run([ampc, src, "-o", dst, "--time"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RunError((p.stderr.strip().splitlines() or ["?"])[-1][:120])
+    m = TOTAL_RE.search(p.stderr)
+    if not m:
+        raise RunError("ampc printed no 'ampc: time: total' line")
+    return float(m.group(1)) / 1e3, wall
+
+
+class RunError(Exception):
+    pass
+
+
+def time_both(args, src, occ_out, ampc_out):
+    """Both tools on one model, their runs interleaved: occ's run j goes before ampc's run
+    j * ampc_runs // runs (with 3 and 11: before ampc's 1st, 4th and 8th), so that a slow
+    minute of a shared machine falls on both alike. Returns, for occ and for ampc,
+    (runs, error): runs a list of (in-process, wall) pairs; error None, or why the tool
+    failed (its runs then count for nothing: it made no output)."""
+    before = [0] * args.ampc_runs
+    for j in range(args.runs):
+        before[j * args.ampc_runs // args.runs] += 1
+    occ, ampc = [[], None], [[], None]
+    for i in range(args.ampc_runs):
+        for _ in range(before[i]):
+            if occ[1] is None:
+                try:
+                    occ[0].append(run_occ(src, occ_out, args.occ_timeout))
+                except RunError as e:
+                    occ = [[], str(e)]
+        if ampc[1] is None:
+            try:
+                ampc[0].append(run_ampc(args.ampc, src, ampc_out))
+            except RunError as e:
+                ampc = [[], str(e)]
+    return occ, ampc
+
+
+def summary(runs):
+    """(median in-process, minimum in-process, median wall) of a tool's runs, or Nones."""
+    if not runs:
+        return None, None, None
+    return (statistics.median(r[0] for r in runs), min(r[0] for r in runs),
+            statistics.median(r[1] for r in runs))
 
 
 NP_OF_ORT = {
@@ -210,6 +247,8 @@ def main():
                     help="skip the accuracy check on models with more nodes (onnxruntime "
                          "takes minutes to open a 100k-node graph); default 20000")
     args = ap.parse_args()
+    if args.runs < 1 or args.ampc_runs < 1:
+        sys.exit("bench_vs_f16converter.py: --runs and --ampc-runs must be at least 1")
     ort.set_default_logger_severity(3)
 
     tmp = tempfile.mkdtemp(prefix="bench_f16_")
@@ -222,25 +261,30 @@ def main():
                         str(n), p], check=True, capture_output=True)
         models.append((f"synthetic {n}", p))
 
-    hdr = ["model", "nodes", "t_occ ms", "t_ampc ms", "ratio", "occ wall ms", "ampc wall ms",
-           "ratio wall", "casts occ", "casts ampc", "rel err occ", "rel err ampc"]
-    sums = [0.0, 0.0, 0.0, 0.0]  # t_occ, t_ampc, occ wall, ampc wall over models both ran
+    hdr = ["model", "nodes", "t_occ ms", "t_ampc ms", "ratio", "ratio of minimums",
+           "occ wall ms", "ampc wall ms", "ratio wall", "casts occ", "casts ampc",
+           "rel err occ", "rel err ampc"]
+    # over the models both ran: t_occ, t_ampc, occ wall, ampc wall (medians), and the
+    # minimums of t_occ and t_ampc
+    sums = [0.0] * 6
     print(f"# onnxconverter-common {onnxconverter_common.__version__}, onnx "
           f"{onnx.__version__}, onnxruntime {ort.__version__}, {os.cpu_count()} CPUs, "
-          f"median of {args.runs} runs (occ) and {args.ampc_runs} (ampc)", flush=True)
+          f"median of {args.runs} runs (occ) and {args.ampc_runs} (ampc), interleaved",
+          flush=True)
     print(" | ".join(hdr), flush=True)
     for k, (label, src) in enumerate(models):
         occ_out = os.path.join(tmp, f"m{k}_occ.onnx")
         ampc_out = os.path.join(tmp, f"m{k}_ampc.onnx")
         nodes, _ = count(src)
-        t, e_occ = time_occ(src, occ_out, args.runs, args.occ_timeout)
-        t_occ, o_wall = t if t else (None, None)
-        t, e_ampc = time_ampc(args.ampc, src, ampc_out, args.ampc_runs)
-        t_ampc, t_wall = t if t else (None, None)
-        ratio = f"{t_occ / t_ampc:.1f}x" if t_occ and t_ampc else "-"
-        ratio_wall = f"{o_wall / t_wall:.1f}x" if o_wall and t_wall else "-"
-        if t_occ and t_ampc:
-            for i, v in enumerate((t_occ, t_ampc, o_wall, t_wall)):
+        (occ_runs, e_occ), (ampc_runs, e_ampc) = time_both(args, src, occ_out, ampc_out)
+        t_occ, m_occ, o_wall = summary(occ_runs)
+        t_ampc, m_ampc, t_wall = summary(ampc_runs)
+        both = t_occ and t_ampc
+        ratio = f"{t_occ / t_ampc:.1f}x" if both else "-"
+        ratio_min = f"{m_occ / m_ampc:.1f}x" if both else "-"
+        ratio_wall = f"{o_wall / t_wall:.1f}x" if both else "-"
+        if both:
+            for i, v in enumerate((t_occ, t_ampc, o_wall, t_wall, m_occ, m_ampc)):
                 sums[i] += v
         c_occ = count(occ_out)[1] if t_occ else "-"
         c_ampc = count(ampc_out)[1] if t_ampc else "-"
@@ -269,14 +313,14 @@ def main():
         row = [label, str(nodes),
                f"{t_occ * 1e3:.1f}" if t_occ else f"failed: {e_occ}",
                f"{t_ampc * 1e3:.2f}" if t_ampc else f"failed: {e_ampc}",
-               ratio, f"{o_wall * 1e3:.1f}" if o_wall else "-",
+               ratio, ratio_min, f"{o_wall * 1e3:.1f}" if o_wall else "-",
                f"{t_wall * 1e3:.1f}" if t_wall else "-", ratio_wall,
                str(c_occ), str(c_ampc), r_occ, r_ampc]
         print(" | ".join(row), flush=True)
     if sums[1]:
         print(f"# all models together: t_occ {sums[0] * 1e3:.1f} ms / t_ampc {sums[1] * 1e3:.2f} ms = "
-              f"{sums[0] / sums[1]:.1f}x; wall {sums[2] * 1e3:.1f} ms / {sums[3] * 1e3:.1f} ms = "
-              f"{sums[2] / sums[3]:.1f}x")
+              f"{sums[0] / sums[1]:.1f}x; minimums {sums[4] / sums[5]:.1f}x; wall "
+              f"{sums[2] * 1e3:.1f} ms / {sums[3] * 1e3:.1f} ms = {sums[2] / sums[3]:.1f}x")
     print(f"# outputs kept in {tmp}")
 
 
