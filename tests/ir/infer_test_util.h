@@ -1,6 +1,7 @@
 /* Builders and checks shared by the type-inference tests (test_infer.c,
- * test_infer_ctrl.c): graphs built with the builder API, types compared as text such as
- * "float[2,N,?]" ("?" an unknown dim, "[*]" an unknown rank). */
+ * test_infer_ctrl.c), beside graph_build_util.h's nodes: models, typed inputs,
+ * initializers and attributes, and types compared as text such as "float[2,N,?]" ("?" an
+ * unknown dim, "[*]" an unknown rank). */
 #ifndef AMP_INFER_TEST_UTIL_H
 #define AMP_INFER_TEST_UTIL_H
 
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_build_util.h"
 #include "ir.h"
 
 /* ---- building graphs ------------------------------------------------------------ */
@@ -22,11 +24,6 @@ static inline AmpModel *model(int64_t opset) {
     m->opsets[2] = (AmpOpset){"ai.onnx.preview.training", 1, true};
     m->n_opsets = 3;
     return m;
-}
-
-static inline AmpValue *val(AmpGraph *g, const char *name) {
-    AmpValue *v = amp_graph_lookup(g, name);
-    return v ? v : amp_graph_value(g, name);
 }
 
 /* Sets a type from text: dims "2,N,?" (number, dim_param, unknown); "" rank 0;
@@ -80,39 +77,6 @@ static inline AmpValue *init_i64(AmpGraph *g, const char *name, int n, const int
     AmpValue *v = amp_graph_value(g, name);
     cr_assert_eq(amp_graph_add_initializer(g, v, t), AMP_OK);
     return v;
-}
-
-static inline int split(const char *list, char names[16][32]) {
-    if (!list || !*list) return 0;
-    int n = 0;
-    for (const char *p = list;;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        cr_assert(n < 16 && len < 32);
-        memcpy(names[n], p, len);
-        names[n++][len] = '\0';
-        if (!e) return n;
-        p = e + 1;
-    }
-}
-
-/* outs = op(ins) in domain `dom`, appended to g; "" in a list leaves a slot out. */
-static inline AmpNode *node_d(AmpGraph *g, const char *dom, const char *op, const char *name,
-                       const char *ins, const char *outs) {
-    char in[16][32], out[16][32];
-    int ni = split(ins, in), no = split(outs, out);
-    AmpNode *n = amp_node_new(g, dom, op, name, ni, no);
-    cr_assert_not_null(n);
-    for (int i = 0; i < ni; i++)
-        if (in[i][0]) amp_node_set_input(n, i, val(g, in[i]));
-    for (int i = 0; i < no; i++)
-        if (out[i][0]) amp_node_set_output(n, i, amp_graph_value(g, out[i]));
-    amp_node_append(g, n);
-    return n;
-}
-
-static inline AmpNode *node(AmpGraph *g, const char *op, const char *name, const char *ins, const char *outs) {
-    return node_d(g, "", op, name, ins, outs);
 }
 
 static inline void attr_int(AmpNode *n, const char *name, int64_t v) {

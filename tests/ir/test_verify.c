@@ -6,53 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_build_util.h"
 #include "ir.h"
 
 /* ---- building graphs tersely ----------------------------------------------------- */
-
-/* The value `name` as seen from g: an existing one of g or an enclosing scope, else a
- * new one in g. */
-static AmpValue *val(AmpGraph *g, const char *name) {
-    AmpValue *v = amp_graph_lookup(g, name);
-    return v ? v : amp_graph_value(g, name);
-}
-
-/* Splits "a,b,,c" into at most 8 names ("" for a left-out slot); returns the count. */
-static int split(const char *list, char names[8][32]) {
-    if (!list || !*list) return 0;
-    int n = 0;
-    const char *p = list;
-    for (;;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        cr_assert(n < 8 && len < 32);
-        memcpy(names[n], p, len);
-        names[n][len] = '\0';
-        n++;
-        if (!e) return n;
-        p = e + 1;
-    }
-}
-
-/* Builds `outs = op(ins)` named `name`, appended to g. Outputs are values of g. */
-static AmpNode *add_node(AmpGraph *g, const char *domain, const char *op, const char *name,
-                         const char *ins, const char *outs) {
-    char in[8][32], out[8][32];
-    int ni = split(ins, in), no = split(outs, out);
-    AmpNode *n = amp_node_new(g, domain, op, name, ni, no);
-    cr_assert(n);
-    for (int i = 0; i < ni; i++)
-        if (in[i][0]) amp_node_set_input(n, i, val(g, in[i]));
-    for (int i = 0; i < no; i++)
-        if (out[i][0]) amp_node_set_output(n, i, amp_graph_value(g, out[i]));
-    amp_node_append(g, n);
-    return n;
-}
-
-static AmpNode *add(AmpGraph *g, const char *op, const char *name, const char *ins,
-                    const char *outs) {
-    return add_node(g, "", op, name, ins, outs);
-}
 
 static void set_type(AmpModel *m, AmpValue *v, int dtype, int rank, const int64_t *dims) {
     v->type.kind = AMP_TYPE_TENSOR;
@@ -122,10 +79,10 @@ static AmpModel *valid_model(void) {
     AmpGraph *g = m->graph;
     input(m, g, "x");
     init_f32(m, g, "w", 1, 2);
-    AmpNode *gemm = add(g, "Gemm", "gemm0", "x,w", "y");
+    AmpNode *gemm = node(g, "Gemm", "gemm0", "x,w", "y");
     attr_f(gemm, "alpha", 1.0f);
     attr_i(gemm, "transB", 1);
-    add(g, "Relu", "relu0", "y", "z");
+    node(g, "Relu", "relu0", "y", "z");
     output(g, "z");
     return m;
 }
@@ -162,9 +119,9 @@ Test(verify, if_body_may_use_outer_values) {
     AmpModel *m = valid_model();
     AmpGraph *g = m->graph;
     input(m, g, "c");
-    AmpNode *n = add(g, "If", "if0", "c", "r");
+    AmpNode *n = node(g, "If", "if0", "c", "r");
     AmpGraph *then = subgraph(n, "then_branch", "then");
-    add(then, "Relu", "t0", "y", "ty"); /* y comes from the main graph, before the If */
+    node(then, "Relu", "t0", "y", "ty"); /* y comes from the main graph, before the If */
     output(then, "ty");
     AmpGraph *els = subgraph(n, "else_branch", "else");
     output(els, "x"); /* an outer value returned as it is */
@@ -174,14 +131,14 @@ Test(verify, if_body_may_use_outer_values) {
 
 Test(verify, unknown_ops_take_any_arity) {
     AmpModel *m = valid_model();
-    add(m->graph, "NoSuchOp", "u0", "x,x,x,x,x", "u1,u2,u3");
-    add_node(m->graph, "com.example", "Custom", "c1", "u1", ""); /* no outputs */
+    node(m->graph, "NoSuchOp", "u0", "x,x,x,x,x", "u1,u2,u3");
+    node_d(m->graph, "com.example", "Custom", "c1", "u1", ""); /* no outputs */
     expect_ok(m);
 }
 
 Test(verify, optional_inputs_may_be_left_out) {
     AmpModel *m = valid_model();
-    add(m->graph, "Gemm", "gemm1", "x,w,", "g1"); /* C left out */
+    node(m->graph, "Gemm", "gemm1", "x,w,", "g1"); /* C left out */
     expect_ok(m);
 }
 
@@ -189,26 +146,26 @@ Test(verify, optional_inputs_may_be_left_out) {
 
 Test(verify, two_producers) {
     AmpModel *m = valid_model();
-    add(m->graph, "Relu", "again", "x", "y");
+    node(m->graph, "Relu", "again", "x", "y");
     expect_fail(m, AMP_ERR_INPUT, "also produced by node 'again'");
 }
 
 Test(verify, output_named_like_graph_input) {
     AmpModel *m = valid_model();
-    add(m->graph, "Relu", "clobber", "z", "x");
+    node(m->graph, "Relu", "clobber", "z", "x");
     expect_fail(m, AMP_ERR_INPUT, "node 'clobber' (Relu): output 0 'x' has the name of a graph input");
 }
 
 Test(verify, output_named_like_initializer) {
     AmpModel *m = valid_model();
-    add(m->graph, "Relu", "clobber", "z", "w");
+    node(m->graph, "Relu", "clobber", "z", "w");
     expect_fail(m, AMP_ERR_INPUT, "output 0 'w' has the name of an initializer");
 }
 
 Test(verify, subgraph_output_redefines_outer_name) {
     AmpModel *m = valid_model();
     input(m, m->graph, "c");
-    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpNode *n = node(m->graph, "If", "if0", "c", "r");
     AmpGraph *then = subgraph(n, "then_branch", "then");
     /* A node output in the body named like the main graph's y. */
     AmpNode *b = amp_node_new(then, "", "Relu", "shadow", 1, 1);
@@ -227,20 +184,20 @@ Test(verify, undefined_input_flagged_by_loader) {
     AmpModel *m = valid_model();
     AmpValue *ghost = amp_graph_value(m->graph, "ghost");
     ghost->flags |= AMP_VALUE_UNDEFINED;
-    add(m->graph, "Add", "add_3", "z,ghost", "s");
+    node(m->graph, "Add", "add_3", "z,ghost", "s");
     expect_fail(m, AMP_ERR_INPUT, "graph 'main': node 'add_3' (Add): input 1 'ghost' is undefined");
 }
 
 Test(verify, undefined_input_built_by_a_pass) {
     AmpModel *m = valid_model();
-    add(m->graph, "Add", "add_3", "z,nowhere", "s");
+    node(m->graph, "Add", "add_3", "z,nowhere", "s");
     expect_fail(m, AMP_ERR_INPUT, "input 1 'nowhere' is undefined");
 }
 
 Test(verify, out_of_order_node) {
     AmpModel *m = valid_model();
     AmpGraph *g = m->graph;
-    AmpNode *late = add(g, "Relu", "late", "x", "q");
+    AmpNode *late = node(g, "Relu", "late", "x", "q");
     AmpNode *early = amp_node_new(g, "", "Add", "add_3", 2, 1);
     amp_node_set_input(early, 0, val(g, "x"));
     amp_node_set_input(early, 1, val(g, "q"));
@@ -255,14 +212,14 @@ Test(verify, out_of_order_node) {
 Test(verify, cycle) {
     AmpModel *m = valid_model();
     AmpGraph *g = m->graph;
-    add(g, "Add", "a", "x,b_out", "a_out");
-    add(g, "Relu", "b", "a_out", "b_out");
+    node(g, "Add", "a", "x,b_out", "a_out");
+    node(g, "Relu", "b", "a_out", "b_out");
     expect_fail(m, AMP_ERR_INPUT, "cycle");
 }
 
 Test(verify, self_loop) {
     AmpModel *m = valid_model();
-    add(m->graph, "Add", "self", "x,me", "me");
+    node(m->graph, "Add", "self", "x,me", "me");
     expect_fail(m, AMP_ERR_INPUT, "node 'self' (Add): input 1 'me' is used before it is defined");
 }
 
@@ -275,9 +232,9 @@ Test(verify, graph_output_undefined) {
 Test(verify, undefined_name_in_if_body) {
     AmpModel *m = valid_model();
     input(m, m->graph, "c");
-    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpNode *n = node(m->graph, "If", "if0", "c", "r");
     AmpGraph *then = subgraph(n, "then_branch", "then");
-    add(then, "Relu", "t0", "nope", "ty");
+    node(then, "Relu", "t0", "nope", "ty");
     output(then, "ty");
     AmpGraph *els = subgraph(n, "else_branch", "else");
     output(els, "x");
@@ -288,10 +245,10 @@ Test(verify, if_body_uses_outer_value_defined_after_the_if) {
     AmpModel *m = valid_model();
     AmpGraph *g = m->graph;
     input(m, g, "c");
-    AmpNode *n = add(g, "If", "if0", "c", "r");
-    add(g, "Relu", "after", "x", "later"); /* defined after the If */
+    AmpNode *n = node(g, "If", "if0", "c", "r");
+    node(g, "Relu", "after", "x", "later"); /* defined after the If */
     AmpGraph *then = subgraph(n, "then_branch", "then");
-    add(then, "Relu", "t0", "later", "ty");
+    node(then, "Relu", "t0", "later", "ty");
     output(then, "ty");
     AmpGraph *els = subgraph(n, "else_branch", "else");
     output(els, "x");
@@ -301,9 +258,9 @@ Test(verify, if_body_uses_outer_value_defined_after_the_if) {
 Test(verify, unnamed_subgraph_is_labelled_by_its_owner) {
     AmpModel *m = valid_model();
     input(m, m->graph, "c");
-    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpNode *n = node(m->graph, "If", "if0", "c", "r");
     AmpGraph *then = subgraph(n, "then_branch", NULL);
-    add(then, "Relu", "t0", "nope", "ty");
+    node(then, "Relu", "t0", "nope", "ty");
     output(then, "ty");
     expect_fail(m, AMP_ERR_INPUT, "graph 'if0.then_branch'");
 }
@@ -312,26 +269,26 @@ Test(verify, unnamed_subgraph_is_labelled_by_its_owner) {
 
 Test(verify, wrong_arity_for_known_op) {
     AmpModel *m = valid_model();
-    add(m->graph, "Relu", "r2", "x,z", "q");
+    node(m->graph, "Relu", "r2", "x,z", "q");
     expect_fail(m, AMP_ERR_INPUT, "node 'r2' (Relu): has 2 inputs, Relu takes exactly 1");
 }
 
 Test(verify, too_many_outputs_for_known_op) {
     AmpModel *m = valid_model();
-    add(m->graph, "Relu", "r2", "x", "q1,q2");
+    node(m->graph, "Relu", "r2", "x", "q1,q2");
     expect_fail(m, AMP_ERR_INPUT, "has 2 outputs, Relu gives exactly 1");
 }
 
 Test(verify, gemm_alpha_as_int) {
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Gemm", "g2", "x,w", "q");
+    AmpNode *n = node(m->graph, "Gemm", "g2", "x,w", "q");
     attr_i(n, "alpha", 1);
     expect_fail(m, AMP_ERR_INPUT, "node 'g2' (Gemm): attribute 'alpha' has type INT, but Gemm expects FLOAT");
 }
 
 Test(verify, duplicate_attribute) {
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Gemm", "g2", "x,w", "q");
+    AmpNode *n = node(m->graph, "Gemm", "g2", "x,w", "q");
     attr_f(n, "alpha", 1);
     attr_f(n, "beta", 1);
     attr_f(n, "alpha", 2);
@@ -340,7 +297,7 @@ Test(verify, duplicate_attribute) {
 
 Test(verify, duplicate_attribute_among_many) {
     AmpModel *m = valid_model();
-    AmpNode *n = add_node(m->graph, "com.example", "Wide", "w0", "x", "q");
+    AmpNode *n = node_d(m->graph, "com.example", "Wide", "w0", "x", "q");
     char name[16];
     for (int i = 0; i < 40; i++) {
         snprintf(name, sizeof name, "a%d", i);
@@ -352,7 +309,7 @@ Test(verify, duplicate_attribute_among_many) {
 
 Test(verify, attribute_type_out_of_range) {
     AmpModel *m = valid_model();
-    AmpNode *n = add_node(m->graph, "com.example", "Odd", "o0", "x", "q");
+    AmpNode *n = node_d(m->graph, "com.example", "Odd", "o0", "x", "q");
     amp_node_add_attr(n, "weird", 42);
     expect_fail(m, AMP_ERR_INPUT, "attribute 'weird' has invalid type 42");
 }
@@ -360,14 +317,14 @@ Test(verify, attribute_type_out_of_range) {
 Test(verify, attribute_payload_missing) {
     AmpModel *m = valid_model();
     input(m, m->graph, "c");
-    AmpNode *n = add(m->graph, "If", "if0", "c", "r");
+    AmpNode *n = node(m->graph, "If", "if0", "c", "r");
     amp_node_add_attr(n, "then_branch", AMP_ATTR_GRAPH); /* no graph attached */
     expect_fail(m, AMP_ERR_INPUT, "attribute 'then_branch' has type GRAPH but no GRAPH value");
 }
 
 Test(verify, attribute_with_two_payloads) {
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Gemm", "g2", "x,w", "q");
+    AmpNode *n = node(m->graph, "Gemm", "g2", "x,w", "q");
     AmpAttr *a = attr_f(n, "alpha", 1);
     a->has |= AMP_ATTR_HAS_I;
     expect_fail(m, AMP_ERR_INPUT, "attribute 'alpha' has type FLOAT but also a 'i' value");
@@ -377,10 +334,10 @@ Test(verify, attribute_with_two_payloads) {
 
 Test(verify, cast_to_valid_type_passes) {
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Cast", "c0", "z", "h");
+    AmpNode *n = node(m->graph, "Cast", "c0", "z", "h");
     attr_i(n, "to", AMP_DT_FLOAT16);
     set_type(m, val(m->graph, "h"), AMP_DT_FLOAT16, -1, NULL);
-    AmpNode *old = add(m->graph, "Cast", "c1", "z", "h1"); /* Cast-1 spelling */
+    AmpNode *old = node(m->graph, "Cast", "c1", "z", "h1"); /* Cast-1 spelling */
     AmpAttr *a = amp_node_add_attr(old, "to", AMP_ATTR_STRING);
     a->s.data = (const uint8_t *)"FLOAT16";
     a->s.len = 7;
@@ -389,7 +346,7 @@ Test(verify, cast_to_valid_type_passes) {
 
 Test(verify, cast_to_invalid_type) {
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Cast", "c0", "z", "h");
+    AmpNode *n = node(m->graph, "Cast", "c0", "z", "h");
     attr_i(n, "to", 99);
     expect_fail(m, AMP_ERR_INPUT, "node 'c0' (Cast): Cast 'to' = 99 is not a valid data type");
 }
@@ -403,7 +360,7 @@ static AmpCode verify_keep(AmpModel *m) {
 Test(verify, op_id_must_match_op_type) {
     /* op_type edited without amp_graph_bind_ops: the verifier says so, and binding mends it. */
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Relu", "r0", "z", "h");
+    AmpNode *n = node(m->graph, "Relu", "r0", "z", "h");
     n->op_type = "Neg";
     cr_assert_eq(verify_keep(m), AMP_ERR_INTERNAL, "%s", st.msg);
     cr_assert(strstr(st.msg, "amp_graph_bind_ops was not called"), "%s", st.msg);
@@ -421,13 +378,13 @@ Test(verify, op_id_must_match_op_type) {
 
 Test(verify, cast_without_to) {
     AmpModel *m = valid_model();
-    add(m->graph, "Cast", "c0", "z", "h");
+    node(m->graph, "Cast", "c0", "z", "h");
     expect_fail(m, AMP_ERR_INPUT, "Cast has no 'to' attribute");
 }
 
 Test(verify, cast_output_declared_other_type) {
     AmpModel *m = valid_model();
-    AmpNode *n = add(m->graph, "Cast", "c0", "z", "h");
+    AmpNode *n = node(m->graph, "Cast", "c0", "z", "h");
     attr_i(n, "to", AMP_DT_FLOAT16);
     set_type(m, val(m->graph, "h"), AMP_DT_INT64, -1, NULL);
     expect_fail(m, AMP_ERR_INPUT, "output 0 'h' is declared int64 but Cast converts to float16");
@@ -444,8 +401,8 @@ Test(verify, integer_add_is_fine) {
     AmpValue *i = amp_graph_value(m->graph, "i");
     set_type(m, i, AMP_DT_INT64, 0, NULL);
     amp_graph_add_input(m->graph, i);
-    add(m->graph, "Add", "iadd", "i,i", "j");
-    add(m->graph, "MatMul", "imm", "i,i", "k");
+    node(m->graph, "Add", "iadd", "i,i", "j");
+    node(m->graph, "MatMul", "imm", "i,i", "k");
     expect_ok(m);
 }
 
@@ -454,8 +411,8 @@ Test(verify, bool_into_matmul_fails) {
     AmpValue *b = amp_graph_value(m->graph, "b");
     set_type(m, b, AMP_DT_BOOL, 0, NULL);
     amp_graph_add_input(m->graph, b);
-    add(m->graph, "Where", "where_ok", "b,b,b", "wb"); /* any type is fine for Where */
-    add(m->graph, "MatMul", "mm", "x,b", "k");
+    node(m->graph, "Where", "where_ok", "b,b,b", "wb"); /* any type is fine for Where */
+    node(m->graph, "MatMul", "mm", "x,b", "k");
     expect_fail(m, AMP_ERR_INPUT, "node 'mm' (MatMul): input 1 'b' is bool, but MatMul takes numbers there");
 }
 
@@ -468,7 +425,7 @@ static AmpTrainingInfo *training(AmpModel *m) {
     ti->algorithm = amp_graph_new(m, m->graph);
     ti->algorithm->name = "train";
     /* w_new = w - x: reads the main graph's initializer and input. */
-    add(ti->algorithm, "Sub", "step", "w,x", "w_new");
+    node(ti->algorithm, "Sub", "step", "w,x", "w_new");
     output(ti->algorithm, "w_new");
     ti->update_bindings = amp_arena_calloc(&m->arena, 1, sizeof *ti->update_bindings);
     ti->n_update_bindings = 1;
@@ -507,7 +464,7 @@ Test(verify, initialization_binding_without_graph) {
 Test(verify, training_graph_node_problem_is_named) {
     AmpModel *m = valid_model();
     AmpTrainingInfo *ti = training(m);
-    add(ti->algorithm, "Relu", "bad", "ghost", "q");
+    node(ti->algorithm, "Relu", "bad", "ghost", "q");
     expect_fail(m, AMP_ERR_INPUT, "graph 'train': node 'bad' (Relu): input 0 'ghost' is undefined");
 }
 
@@ -569,16 +526,16 @@ Test(print, text_dump_is_stable) {
     amp_graph_add_input(g, x);
     init_f32(m, g, "w", 0.5f, 0.1f);
     input(m, g, "c");
-    AmpNode *gemm = add(g, "Gemm", "gemm0", "x,w,", "y");
+    AmpNode *gemm = node(g, "Gemm", "gemm0", "x,w,", "y");
     attr_f(gemm, "alpha", 1.0f);
     attr_i(gemm, "transB", 1);
     static const int64_t dy[] = {1, 10};
     set_type(m, val(g, "y"), AMP_DT_FLOAT, 2, dy);
-    AmpNode *n = add(g, "If", "if0", "c", "r");
+    AmpNode *n = node(g, "If", "if0", "c", "r");
     AmpGraph *then = subgraph(n, "then_branch", "then");
-    add(then, "Relu", "", "y", "ty");
+    node(then, "Relu", "", "y", "ty");
     output(then, "ty");
-    AmpAttr *s = amp_node_add_attr(add_node(g, "com.example", "Tag", "t", "r", "u"), "label",
+    AmpAttr *s = amp_node_add_attr(node_d(g, "com.example", "Tag", "t", "r", "u"), "label",
                                    AMP_ATTR_STRING);
     s->s.data = (const uint8_t *)"a\"b";
     s->s.len = 3;
