@@ -325,7 +325,8 @@ typedef struct AmpLoadOptions {
  * their chunks of 16 nodes are cheap next to 4096 nodes' load). */
 #define AMP_LOAD_PARALLEL_MIN 4096
 
-/* How many threads one load may use: AMP_THREADS from the environment when it is a whole
+/* How many threads one job may use (a load; ampc's conversion, whose output is verified
+ * on a second thread beside the save): AMP_THREADS from the environment when it is a whole
  * number from 1 (1: the calling thread alone; more than 64 counts as 64), else the CPUs
  * this process may run on, at most 8. */
 int amp_threads(void);

@@ -202,8 +202,9 @@ static void print_help(FILE *f) {
             "\n"
             "A load uses up to as many threads as the CPUs ampc may run on (at most 8): one\n"
             "faults the model's memory in and, from three on, the others help with the nodes\n"
-            "of a main graph of 4096 nodes or more. AMP_THREADS=N sets the most it may use\n"
-            "(1: one thread). The result is the same whatever the number.\n"
+            "of a main graph of 4096 nodes or more; a graph of 10000 nodes or more is verified\n"
+            "on a second thread while it is saved. AMP_THREADS=N sets the most threads ampc\n"
+            "may use (1: one thread, no helper). The result is the same whatever the number.\n"
             "\n"
             "exit codes:\n"
             "  0  ok\n"
@@ -453,8 +454,9 @@ static int cmd_convert(const ConvertArgs *a) {
                              .pass = &popt};
     c = ampc_run_timed(m, list, &pl, &tm, &st);
     VerifyJob vj = {.m = m, .st = {AMP_OK, ""}};
+    /* A second thread only where AMP_THREADS allows one. */
     if (c == AMP_OK && a->verify && a->out && !a->print && !a->report && !a->dump_dot &&
-        m->graph->n_nodes >= AMPC_VERIFY_BESIDE_MIN_NODES)
+        m->graph->n_nodes >= AMPC_VERIFY_BESIDE_MIN_NODES && amp_threads() >= 2)
         ampc_verify_start(&vj, m);
     if (c == AMP_OK && a->verify && !vj.started) {
         c = amp_verify_model_counted(m, &nodes_after, &st);

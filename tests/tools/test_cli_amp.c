@@ -348,6 +348,7 @@ Test(cli_amp, big_models_are_verified_beside_the_save) {
     tmp_path(out, sizeof out, "chain_amp.onnx");
     tmp_path(out2, sizeof out2, "chain_amp2.onnx");
     write_chain(in, 6000);
+    setenv("AMP_THREADS", "2", 1); /* a second thread allowed, whatever the machine's CPUs */
     Run r = run_ampc(in, "-o", out, "--time", NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert_not_null(strstr(r.err, "ampc: time: verify output (beside save) "), "%s", r.err);
@@ -358,11 +359,24 @@ Test(cli_amp, big_models_are_verified_beside_the_save) {
     cr_assert_null(strstr(q.err, "beside save"), "%s", q.err);
     cr_assert_not_null(strstr(q.err, "ampc: time: verify output "), "%s", q.err);
     run_free(&q);
-    size_t n1 = 0, n2 = 0;
-    char *a = read_all(out, &n1), *b = read_all(out2, &n2);
+    /* One thread allowed: verified on the main thread, the same output. (This test runs
+     * in a process of its own.) */
+    char out3[600];
+    tmp_path(out3, sizeof out3, "chain_amp3.onnx");
+    setenv("AMP_THREADS", "1", 1);
+    Run t = run_ampc(in, "-o", out3, "--time", NULL);
+    cr_assert_eq(t.code, 0, "%s", t.err);
+    cr_assert_null(strstr(t.err, "beside save"), "AMP_THREADS=1 started a thread: %s", t.err);
+    cr_assert_not_null(strstr(t.err, "ampc: time: verify output "), "%s", t.err);
+    cr_assert_not_null(strstr(t.err, ": 12002 nodes (12000 before), "), "%s", t.err);
+    run_free(&t);
+    size_t n1 = 0, n2 = 0, n3 = 0;
+    char *a = read_all(out, &n1), *b = read_all(out2, &n2), *c = read_all(out3, &n3);
     cr_assert(a && b && n1 == n2 && memcmp(a, b, n1) == 0, "the two outputs differ");
+    cr_assert(c && n1 == n3 && memcmp(a, c, n1) == 0, "the output with AMP_THREADS=1 differs");
     free(a);
     free(b);
+    free(c);
     AmpModel *m = load(out);
     cr_assert_eq(m->graph->n_nodes, 12002, "every MatMul and Relu in fp16, one Cast at each end");
     cr_assert_eq(in0(m, "MatMul"), AMP_DT_FLOAT16);
