@@ -333,6 +333,9 @@ int amp_threads(void);
 /* s as AMP_THREADS reads it, into *n; false when it is not a whole number from 1 (or NULL). */
 bool amp_threads_parse(const char *s, int *n);
 
+/* A model from a regular file (mapped; anything else is refused, so that a FIFO or a
+ * device cannot hang the load), or from standard input, "-", read to its end (such a
+ * model may hold no external data). External data is resolved in the file's folder. */
 AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpModel **out,
                             AmpStatus *st);
 /* `dir` is the folder external data is resolved in (NULL: external data is an error). */
@@ -362,7 +365,8 @@ typedef struct AmpSaveOptions {
 } AmpSaveOptions;
 
 /* Where an output named `path` is written, as every writer of ampc does it (the saver,
- * the DOT writer, `ampc run --outputs`). A path that names nothing yet, or a regular file,
+ * the DOT writer, `ampc run --outputs`). "-" is standard output, a stream. A path that
+ * names nothing yet, or a regular file,
  * is replaced by a temporary file renamed over it. A symbolic link to a regular file is
  * followed, so the file it names is replaced and the link stays (a dangling link is
  * replaced). Anything else that exists, but a directory (an error), is a stream: a device
@@ -370,9 +374,11 @@ typedef struct AmpSaveOptions {
  * straight into, never renamed over, or the device itself would be replaced by a file.
  * *target (malloc'd) is the path to write or rename over. */
 AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStatus *st);
-/* A stream output opened for writing as it is (no creating, no truncating); NULL with st
- * set when it cannot be opened. */
+/* A stream output opened for writing as it is (no creating, no truncating; "-": a
+ * duplicate of standard output's descriptor); NULL with st set when it cannot be opened. */
 FILE *amp_output_stream(const char *path, AmpStatus *st);
+/* What messages call an output: "standard output" for "-", else the path. */
+const char *amp_output_shown(const char *path);
 
 /* A file written beside its target and renamed over it once complete (output.c). */
 typedef struct AmpTempFile {

@@ -15,12 +15,16 @@
 
 #include "ir.h"
 
+const char *amp_output_shown(const char *path) {
+    return strcmp(path, "-") == 0 ? "standard output" : path;
+}
+
 AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStatus *st) {
     struct stat lsb, sb;
-    *stream = false;
+    *stream = strcmp(path, "-") == 0;
     const char *use = path;
     char *real = NULL;
-    if (lstat(path, &lsb) == 0) {
+    if (!*stream && lstat(path, &lsb) == 0) {
         bool followed = S_ISLNK(lsb.st_mode) && stat(path, &sb) == 0;
         if (!followed) sb = lsb;
         if (S_ISDIR(sb.st_mode)) return amp_fail(st, AMP_ERR_INPUT, "%s: is a directory", path);
@@ -37,12 +41,14 @@ AmpCode amp_output_target(const char *path, char **target, bool *stream, AmpStat
 }
 
 FILE *amp_output_stream(const char *path, AmpStatus *st) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    /* Standard output through a descriptor of its own: closing it leaves fd 1 open. */
+    int fd = strcmp(path, "-") == 0 ? fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0)
+                                    : open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
     if (!f) {
         int e = errno;
         if (fd >= 0) close(fd);
-        amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(e));
+        amp_fail(st, AMP_ERR_INPUT, "%s: %s", amp_output_shown(path), strerror(e));
     }
     return f;
 }
@@ -116,7 +122,8 @@ AmpCode amp_output_write(const char *out_path, bool (*write)(void *ctx, FILE *f)
         } else {
             bool ok = write(ctx, f) && !ferror(f) && fflush(f) == 0;
             ok = fclose(f) == 0 && ok;
-            if (!ok) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+            if (!ok)
+                rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", amp_output_shown(path), strerror(errno));
         }
         free(path);
         return rc;

@@ -67,7 +67,8 @@ static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *
     if (!f) return st ? st->code : AMP_ERR_INPUT;
     bool ok = wbuf_write(&c->b, f) && fflush(f) == 0;
     ok = fclose(f) == 0 && ok;
-    return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+    return ok ? AMP_OK
+              : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", amp_output_shown(path), strerror(errno));
 }
 
 /* An empty output buffer for model m (save.c grows it). Reserving address space for the
@@ -125,7 +126,8 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
     for (bool external = opt->external == AMP_SAVE_EXTERNAL_ALWAYS;;) {
         if (external && stream) {
             rc = amp_fail(st, AMP_ERR_UNSUPPORTED,
-                          "%s: not a regular file, and this model's external data needs a file to sit beside", out_path);
+                          "%s: not a regular file, and this model's external data needs a file to sit beside",
+                          amp_output_shown(out_path));
             goto out;
         }
         if (external) {
@@ -140,12 +142,13 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         external = true;
     }
     if (c.failed || c.b.failed) {
-        rc = encode_failed(&c, path);
+        rc = encode_failed(&c, amp_output_shown(path));
         goto out;
     }
     if (c.b.len + c.b.gap_bytes > AMP_PROTO_MAX) {
         rc = amp_fail(st, AMP_ERR_UNSUPPORTED,
-                      "%s: the model is %zu bytes, over protobuf's 2 GB limit; save with external data", path,
+                      "%s: the model is %zu bytes, over protobuf's 2 GB limit; save with external data",
+                      amp_output_shown(path),
                       c.b.len + c.b.gap_bytes);
         goto out;
     }

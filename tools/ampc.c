@@ -3,6 +3,7 @@
  * `ampc run MODEL` runs it and `ampc bench MODEL` times it (tools/run.c). Errors are one
  * line on stderr ("ampc: ..."); the exit code is the AmpCode (status.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ampc.h"
 #include "backend.h"
@@ -188,7 +191,9 @@ static void print_help(FILE *f) {
             "(unless --no-verify), printed (--print), summed up (--report), drawn (--dump-dot)\n"
             "and written to OUT: to a temporary file renamed over OUT once complete (and\n"
             "synced first when OUT exists), so a failure writes nothing and leaves MODEL as\n"
-            "it was. Messages go to stderr, the IR and the report to stdout. The report and\n"
+            "it was. Messages go to stderr, the IR and the report to stdout. MODEL '-' reads\n"
+            "standard input to its end (a pipe, say; such a model may hold no external data);\n"
+            "other than that, MODEL is a regular file. The report and\n"
             "the picture read precisions from the model's dtypes, so they describe any\n"
             "model, converted by ampc or not.\n"
             "\n"
@@ -330,6 +335,42 @@ static int finish_stdout(void) {
     return AMP_OK;
 }
 
+/* ---- standard input and output ------------------------------------------------ */
+
+/* What messages call MODEL. */
+static const char *model_shown(const char *model) {
+    return strcmp(model, "-") == 0 ? "standard input" : model;
+}
+
+/* MODEL "-" reads standard input: a usage error when that is a terminal (nobody types a
+ * model in), else 0. */
+static int check_stdin_model(const char *model) {
+    if (strcmp(model, "-") == 0 && isatty(STDIN_FILENO))
+        return usage_error("MODEL '-' reads standard input, which is a terminal: pipe or redirect a model into it");
+    return 0;
+}
+
+/* Whether `st` is a device that only discards or gives (/dev/null and the like, not a
+ * terminal): any number of outputs may go there at once. */
+static bool harmless_device(const struct stat *st, const char *path) {
+    if (!S_ISCHR(st->st_mode)) return false;
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    bool tty = fd >= 0 && isatty(fd);
+    if (fd >= 0) close(fd);
+    return fd >= 0 && !tty;
+}
+
+/* Whether two output paths name one file ("-" is standard output, and so is any path to
+ * the file it is). */
+static bool same_output(const char *x, const char *y) {
+    struct stat a, b;
+    bool ax = strcmp(x, "-") == 0, by = strcmp(y, "-") == 0;
+    if (ax && by) return true;
+    if (ax ? fstat(STDOUT_FILENO, &a) != 0 : stat(x, &a) != 0) return !ax && !by && strcmp(x, y) == 0;
+    if (by ? fstat(STDOUT_FILENO, &b) != 0 : stat(y, &b) != 0) return false;
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino && !harmless_device(&b, by ? "/dev/stdout" : y);
+}
+
 /* ampc verify MODEL */
 static int cmd_verify(int argc, char **argv) {
     const char *path = NULL;
@@ -350,23 +391,26 @@ static int cmd_verify(int argc, char **argv) {
         path = a;
     }
     if (!path) return usage_error("verify: missing MODEL");
+    int in_rc = check_stdin_model(path);
+    if (in_rc) return in_rc;
+    const char *shown = model_shown(path);
 
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
     AmpLoadOptions lo = {.skip_verify = false};
     AmpCode c = amp_model_load_file(path, &lo, &m, &st);
-    if (c != AMP_OK) return fail_status(&st, c, path);
+    if (c != AMP_OK) return fail_status(&st, c, shown);
     c = amp_verify_model(m, &st);
     if (c == AMP_OK) c = amp_infer_model(m, &st);
     if (c != AMP_OK) {
-        int rc = fail_status(&st, c, path);
+        int rc = fail_status(&st, c, shown);
         amp_model_free(m);
         return rc;
     }
     Summary s = summarize(m);
     printf("%s: ok: %zu nodes, %zu values, %zu initializers (%" PRIu64
            " bytes), %zu graphs, opsets ",
-           path, s.nodes, s.values, s.initializers, s.init_bytes, s.graphs);
+           shown, s.nodes, s.values, s.initializers, s.init_bytes, s.graphs);
     print_opsets(stdout, m);
     printf("\n");
     amp_model_free(m);
@@ -375,6 +419,7 @@ static int cmd_verify(int argc, char **argv) {
 
 typedef struct ConvertArgs {
     const char *model, *out, *passes, *dump_after, *dump_dot;
+    const char *model_shown; /* what messages call MODEL ("standard input" for "-") */
     bool print, verify, quiet, report, time;
     AmpExternalMode external;
     AmpDotOptions dot;
@@ -388,11 +433,11 @@ static int inspect(const ConvertArgs *a, AmpModel *m) {
         AmpCode c = amp_report_model(m, &r, &st);
         if (c == AMP_OK) amp_report_print(stdout, &r);
         amp_report_free(&r);
-        if (c != AMP_OK) return fail_status(&st, c, a->model);
+        if (c != AMP_OK) return fail_status(&st, c, a->model_shown);
     }
     if (a->dump_dot) {
         AmpCode c = amp_dot_model_file(a->dump_dot, m, &a->dot, &st);
-        if (c != AMP_OK) return fail_status(&st, c, a->dump_dot);
+        if (c != AMP_OK) return fail_status(&st, c, amp_output_shown(a->dump_dot));
     }
     return AMP_OK;
 }
@@ -429,17 +474,17 @@ static int cmd_convert(const ConvertArgs *a) {
     /* The loader's checks, then the verifier on the input (timed apart). */
     AmpLoadOptions lo = {.skip_verify = true};
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
-    if (c != AMP_OK) return fail_status(&st, c, a->model);
+    if (c != AMP_OK) return fail_status(&st, c, a->model_shown);
     ampc_phase_done(&tm, "load", "");
     size_t nodes_before = 0, nodes_after = 0; /* for the summary line (the verifier counts) */
     c = amp_verify_model_counted(m, &nodes_before, &st);
     if (c != AMP_OK) {
         amp_model_free(m);
         ampc_phase_flush(&tm);
-        return fail_status(&st, c, a->model);
+        return fail_status(&st, c, a->model_shown);
     }
     ampc_phase_done(&tm, "verify", "input");
-    int arc = ampc_amp_check_explain(&amp_args, m, a->model, list);
+    int arc = ampc_amp_check_explain(&amp_args, m, a->model_shown, list);
     if (arc) {
         amp_model_free(m);
         ampc_phase_flush(&tm);
@@ -464,7 +509,7 @@ static int cmd_convert(const ConvertArgs *a) {
     }
     if (c != AMP_OK) {
         ampc_phase_flush(&tm);
-        int rc = fail_status(&st, c, a->model);
+        int rc = fail_status(&st, c, a->model_shown);
         amp_model_free(m);
         return rc; /* nothing was written */
     }
@@ -485,11 +530,11 @@ static int cmd_convert(const ConvertArgs *a) {
         ampc_phase_done(&tm, "save", "");
         if (vj.started) ampc_phase_line(&tm, "verify", "output (beside save)", vj.ms);
         if (c != AMP_OK) {
-            rc = fail_status(&st, c, unverified ? a->model : a->out);
+            rc = fail_status(&st, c, unverified ? a->model_shown : amp_output_shown(a->out));
         } else if (!a->quiet) {
             if (vj.started) nodes_after = vj.n_nodes;
             if (!a->verify) nodes_after = node_count(m);
-            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", a->out, nodes_after,
+            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", amp_output_shown(a->out), nodes_after,
                 nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }
@@ -708,11 +753,14 @@ int main(int argc, char **argv) {
     int n_threads;
     if (threads && !amp_threads_parse(threads, &n_threads))
         return usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
+    int in_rc = check_stdin_model(model);
+    if (in_rc) return in_rc;
     if (cmd != CMD_CONVERT) {
         ra.model = model;
         return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);
     }
     a.model = model;
+    a.model_shown = model_shown(model);
     if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");
     if (a.dump_dot && a.dump_dot[0] == '\0') return usage_error("--dump-dot: FILE is an empty path");
     if (!a.dump_dot && (a.dot.collapse || a.dot.initializers))
@@ -724,6 +772,18 @@ int main(int argc, char **argv) {
         return usage_error("nothing to do: give -o OUT to write the converted model "
                            "(or --print / --dump-after PASS / --report / --dump-dot FILE / --explain "
                            "NODE to only look at it)");
+    /* Standard output carries the text (--print, --report, --explain, --dump-after) or one
+     * file, never two things: a model or a picture with text in it is neither. */
+    const char *text = a.print ? "--print" : a.report ? "--report" : amp_args.explain ? "--explain"
+                     : a.dump_after ? "--dump-after" : NULL;
+    bool model_out = a.out && same_output(a.out, "-"), dot_out = a.dump_dot && same_output(a.dump_dot, "-");
+    if (a.out && a.dump_dot && same_output(a.out, a.dump_dot))
+        return usage_error("-o and --dump-dot name the same file ('%s')", a.out);
+    if ((model_out || dot_out) && text)
+        return usage_error("%s '%s' is standard output, where %s prints too: write it to a file",
+                           model_out ? "-o" : "--dump-dot", model_out ? a.out : a.dump_dot, text);
+    if (model_out && isatty(STDOUT_FILENO))
+        return usage_error("-o '%s': standard output is a terminal: redirect it to a file or a pipe", a.out);
 
     const char *list = a.passes ? a.passes : amp_default_pipeline();
     int rc = check_pass_list(list ? list : "none", a.dump_after);

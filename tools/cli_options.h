@@ -8,7 +8,8 @@
 #define AMPC_OPTIONS(AMPC_OPT)                                                                  \
     AMPC_OPT(OUTPUT, "output", 'o', 1, "OUT",                                                   \
              "write the converted model to OUT (atomically; OUT may be MODEL itself, a link, "     \
-             "or a device such as /dev/null)")                                                  \
+             "or a device such as /dev/null; '-' is standard output, when it is not a terminal "   \
+             "and nothing else prints there)")                                                  \
     AMPC_OPT(PASSES, "passes", 0, 1, "LIST",                                                    \
              "comma-separated passes to run instead of the default pipeline; 'none' runs none") \
     AMPC_OPT(DUMP_AFTER, "dump-after", 0, 1, "PASS",                                            \
@@ -19,7 +20,8 @@
              "casts', the casts by direction, the 16-bit share of MatMul/Gemm/Conv FLOPs "     \
              "(static shapes) and a table per op type")                                         \
     AMPC_OPT(DUMP_DOT, "dump-dot", 0, 1, "FILE",                                                \
-             "write the final graph to FILE (atomically) as Graphviz DOT: nodes coloured by "   \
+             "write the final graph to FILE (atomically; '-': standard output) as Graphviz DOT: " \
+             "nodes coloured by "                                                               \
              "precision, casts drawn apart, edges labelled with dtypes, subgraphs as "          \
              "clusters; render with 'dot -Tsvg FILE'")                                          \
     AMPC_OPT(DOT_COLLAPSE, "dot-collapse", 0, 0, "",                                            \

@@ -97,20 +97,18 @@ static inline bool exists(const char *path) {
 typedef struct Run {
     int code; /* exit status, or 128 + signal */
     char *out, *err;
+    size_t out_len; /* stdout's bytes (a model written there holds NULs) */
 } Run;
 
-/* Runs AMPC_BIN with the NULL-terminated arguments; stdin is /dev/null. */
-static inline Run run_ampc(const char *arg0, ...) {
+/* Runs AMPC_BIN with the arguments of ap (NULL-terminated), stdin from in_path. */
+static inline Run run_ampc_va(const char *in_path, const char *arg0, va_list ap) {
     const char *argv[32];
     int argc = 0;
     argv[argc++] = AMPC_BIN;
-    va_list ap;
-    va_start(ap, arg0);
     for (const char *a = arg0; a; a = va_arg(ap, const char *)) {
         cr_assert_lt(argc, 31);
         argv[argc++] = a;
     }
-    va_end(ap);
     argv[argc] = NULL;
 
     char out_path[600], err_path[600];
@@ -118,7 +116,7 @@ static inline Run run_ampc(const char *arg0, ...) {
     tmp_path(err_path, sizeof err_path, ".stderr");
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 0, in_path, O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid;
@@ -130,11 +128,29 @@ static inline Run run_ampc(const char *arg0, ...) {
 
     Run r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_all(out_path, NULL);
+    r.out = read_all(out_path, &r.out_len);
     r.err = read_all(err_path, NULL);
     cr_assert(r.out && r.err);
     unlink(out_path);
     unlink(err_path);
+    return r;
+}
+
+/* Runs AMPC_BIN with the NULL-terminated arguments; stdin is /dev/null. */
+static inline Run run_ampc(const char *arg0, ...) {
+    va_list ap;
+    va_start(ap, arg0);
+    Run r = run_ampc_va("/dev/null", arg0, ap);
+    va_end(ap);
+    return r;
+}
+
+/* The same with stdin read from in_path. */
+static inline Run run_ampc_stdin(const char *in_path, const char *arg0, ...) {
+    va_list ap;
+    va_start(ap, arg0);
+    Run r = run_ampc_va(in_path, arg0, ap);
+    va_end(ap);
     return r;
 }
 
