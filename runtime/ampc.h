@@ -60,7 +60,8 @@ typedef struct AmpSessionOptions {
     bool no_plan;           /* no memory arena: every intermediate allocated alone */
 } AmpSessionOptions;
 
-/* Opens a model file (external data beside it). opt may be NULL. */
+/* Opens a model file (external data beside it; "-": standard input, read to its end, with
+ * no external data). opt may be NULL. */
 AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSession **out,
                          AmpStatus *st);
 /* Opens a model from memory; `dir` is where external data is found (NULL: none allowed). */
