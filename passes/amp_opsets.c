@@ -105,6 +105,7 @@ static const struct {
     {AMP_OP_InstanceNormalization, 1, 22},
     {AMP_OP_GroupNormalization, 18, 18},
     {AMP_OP_LpNormalization, 1, 22},
+    {AMP_OP_LRN, 1, 13},
     /* ai.onnx.preview.training: float and double only. */
     {AMP_OP_Adam, 0, 0},
     {AMP_OP_Momentum, 0, 0},

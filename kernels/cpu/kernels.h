@@ -89,7 +89,7 @@ extern const AmpCpuKernelEntry amp_cpu_elementwise_kernels[]; /* elementwise.c, 
 extern const AmpCpuKernelEntry amp_cpu_gemm_kernels[];        /* gemm.c: MatMul, Gemm, Einsum */
 extern const AmpCpuKernelEntry amp_cpu_conv_kernels[];        /* conv.c, pool.c */
 extern const AmpCpuKernelEntry amp_cpu_reduce_kernels[];      /* reduce.c, softmax.c, loss.c */
-extern const AmpCpuKernelEntry amp_cpu_norm_kernels[];        /* norm.c: Layer/Batch/Instance/GroupNorm */
+extern const AmpCpuKernelEntry amp_cpu_norm_kernels[];        /* norm.c: Layer/Batch/Instance/GroupNorm, LpNorm, LRN */
 extern const AmpCpuKernelEntry amp_cpu_train_kernels[];       /* optim.c: Adam, Momentum, Adagrad */
 extern const AmpCpuKernelEntry amp_cpu_shape_kernels[];       /* shape.c, gather.c, ...: data movement */
 extern const AmpCpuKernelEntry amp_cpu_tensor_kernels[];      /* tensor.c: Cast, Constant, Shape, Range, ... */

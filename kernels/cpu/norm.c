@@ -1,7 +1,7 @@
 /* CPU kernels: LayerNormalization (and com.microsoft LayerNormalizationGrad),
  * BatchNormalization (inference, and training with batch statistics and running-stat
  * outputs), Instance/GroupNormalization (opset 18 per-group, 21 per-channel scale/bias)
- * and LpNormalization. Statistics are two-pass in double, whatever the storage type. */
+ * LpNormalization and LRN. Statistics are two-pass in double, whatever the storage type. */
 #include <math.h>
 
 #include "reduce_impl.h"
@@ -447,12 +447,58 @@ static AmpCode k_lpnorm(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
+/* ---- LRN ------------------------------------------------------------------------ */
+
+/* Local response normalization across channels (axis 1 of (N, C, D1, ...)):
+ * y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over channels
+ * c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped to [0, C). */
+static AmpCode k_lrn(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t size = amp_node_attr_int(k->node, "size", 0);
+    if (size <= 0) return amp_red_fail(k, AMP_ERR_INPUT, "size must be given and positive");
+    double alpha = amp_node_attr_float(k->node, "alpha", 1e-4f), beta = amp_node_attr_float(k->node, "beta", 0.75f),
+           bias = amp_node_attr_float(k->node, "bias", 1.0f);
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return alloc_fail(k);
+    AmpFv v;
+    AmpFo o;
+    AmpCode rc = amp_fv_open(k, x, &v);
+    if (rc) return rc;
+    if ((rc = amp_fo_open(k, y, &o))) {
+        amp_fv_close(&v);
+        return rc;
+    }
+    uint64_t outer, C, inner;
+    amp_red_split(x, 1, &outer, &C, &inner);
+    int64_t before = (size - 1) / 2, after = size - 1 - before; /* floor and ceil of (size - 1) / 2 */
+    for (uint64_t q = 0; q < outer; q++)
+        for (uint64_t i = 0; i < inner; i++) {
+            uint64_t base = q * C * inner + i;
+            for (int64_t c = 0; c < (int64_t)C; c++) {
+                int64_t lo = c - before < 0 ? 0 : c - before, hi = c + after > (int64_t)C - 1 ? (int64_t)C - 1 : c + after;
+                double sq = 0.0;
+                for (int64_t j = lo; j <= hi; j++) {
+                    double e = amp_fv_get(&v, base + (uint64_t)j * inner);
+                    sq += e * e;
+                }
+                uint64_t at = base + (uint64_t)c * inner;
+                amp_fo_set(&o, at, amp_fv_get(&v, at) / pow(bias + alpha / (double)size * sq, beta));
+            }
+        }
+    amp_fo_commit(&o);
+    amp_fv_close(&v);
+    return AMP_OK;
+}
+
 const AmpCpuKernelEntry amp_cpu_norm_kernels[] = {
     {AMP_OP_LayerNormalization, k_layernorm},
     {AMP_OP_BatchNormalization, k_batchnorm},
     {AMP_OP_InstanceNormalization, k_instancenorm},
     {AMP_OP_GroupNormalization, k_groupnorm},
     {AMP_OP_LpNormalization, k_lpnorm},
+    {AMP_OP_LRN, k_lrn},
     {AMP_OP_Ms_LayerNormalizationGrad, k_ms_layernorm_grad},
     {AMP_OP_UNKNOWN, NULL},
 };
