@@ -171,6 +171,17 @@ AmpCode amp_ew_ceil(AmpKernelCtx *k);
 AmpCode amp_ew_floor(AmpKernelCtx *k);
 AmpCode amp_ew_round(AmpKernelCtx *k);
 AmpCode amp_ew_erf(AmpKernelCtx *k);
+AmpCode amp_ew_sin(AmpKernelCtx *k);
+AmpCode amp_ew_cos(AmpKernelCtx *k);
+AmpCode amp_ew_tan(AmpKernelCtx *k);
+AmpCode amp_ew_asin(AmpKernelCtx *k);
+AmpCode amp_ew_acos(AmpKernelCtx *k);
+AmpCode amp_ew_atan(AmpKernelCtx *k);
+AmpCode amp_ew_sinh(AmpKernelCtx *k);
+AmpCode amp_ew_cosh(AmpKernelCtx *k);
+AmpCode amp_ew_asinh(AmpKernelCtx *k);
+AmpCode amp_ew_acosh(AmpKernelCtx *k);
+AmpCode amp_ew_atanh(AmpKernelCtx *k);
 AmpCode amp_ew_clip(AmpKernelCtx *k);
 
 /* activation.c: activations and their com.microsoft gradients */

@@ -1,6 +1,7 @@
 /* CPU kernels: data movement that only re-views or re-orders bytes (Reshape, Flatten,
  * Squeeze, Unsqueeze, Identity, Transpose, Concat, Split, Expand, Tile, DepthToSpace,
- * SpaceToDepth), the helpers the family shares, and the family's table. */
+ * SpaceToDepth, and Trilu, which zeroes what it drops), the helpers the family shares, and
+ * the family's table. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -540,6 +541,37 @@ static AmpCode k_space_to_depth(AmpKernelCtx *k) {
     return depth_space(k, false);
 }
 
+/* Trilu: each matrix of the last two axes keeps its upper (upper = 1, the default) or
+ * lower triangle, k diagonals above the main one (input 1, default 0; negative: below),
+ * and the rest becomes zero. Any dtype but string. */
+static AmpCode k_trilu(AmpKernelCtx *k) {
+    const AmpBuf *x = need_in(k, 0, "input");
+    if (!x) return k->st->code;
+    if (x->rank < 2) return amp_sh_fail(k, AMP_ERR_INPUT, "the input must have rank 2 or more, not %d", x->rank);
+    int64_t diag = 0;
+    if (k->n_in > 1 && k->in[1]) {
+        size_t n = 0;
+        AmpCode rc = amp_sh_ints(k, k->in[1], "k", &diag, 1, &n);
+        if (rc) return rc;
+        if (n != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "k must hold one value, not %zu", n);
+    }
+    bool upper = amp_node_attr_int(k->node, "upper", 1) != 0;
+    if (amp_dtype_bits(x->dtype) == 0 || amp_dtype_bits(x->dtype) % 8) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return k->st->code;
+    size_t es = amp_dtype_bits(x->dtype) / 8, bytes = amp_buf_bytes(x);
+    if (bytes) memcpy(y->data, x->data, bytes);
+    int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
+    uint64_t mats = rows && cols ? x->nelem / (uint64_t)(rows * cols) : 0;
+    char *d = y->data;
+    for (uint64_t m = 0; m < mats; m++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                if (upper ? j - i < diag : j - i > diag)
+                    memset(d + ((m * (uint64_t)rows + (uint64_t)i) * (uint64_t)cols + (uint64_t)j) * es, 0, es);
+    return AMP_OK;
+}
+
 const AmpCpuKernelEntry amp_cpu_shape_kernels[] = {
     {AMP_OP_Identity, k_identity},
     {AMP_OP_Reshape, k_reshape},
@@ -560,5 +592,6 @@ const AmpCpuKernelEntry amp_cpu_shape_kernels[] = {
     {AMP_OP_GatherND, amp_sh_gather_nd},
     {AMP_OP_ScatterND, amp_sh_scatter_nd},
     {AMP_OP_Resize, amp_sh_resize},
+    {AMP_OP_Trilu, k_trilu},
     {AMP_OP_UNKNOWN, NULL},
 };

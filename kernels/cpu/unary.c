@@ -1,5 +1,5 @@
 /* CPU kernels: unary math (Sqrt, Exp, Log, Neg, Abs, Reciprocal, Sign, Ceil, Floor,
- * Round, Erf) and Clip. Float storage types compute in fp32, double in double; Neg, Abs,
+ * Round, Erf, the trigonometric and hyperbolic functions and their inverses) and Clip. Float storage types compute in fp32, double in double; Neg, Abs,
  * Sign and Clip also take the integer types. */
 #include <float.h>
 #include <math.h>
@@ -20,6 +20,17 @@ AMP_EW_DEF_MAP(map_floor, floorf(x), floor(x))
 /* ONNX Round: halves to even, which is the default rounding mode */
 AMP_EW_DEF_MAP(map_round, nearbyintf(x), nearbyint(x))
 AMP_EW_DEF_MAP(map_erf, erff(x), erf(x))
+AMP_EW_DEF_MAP(map_sin, sinf(x), sin(x))
+AMP_EW_DEF_MAP(map_cos, cosf(x), cos(x))
+AMP_EW_DEF_MAP(map_tan, tanf(x), tan(x))
+AMP_EW_DEF_MAP(map_asin, asinf(x), asin(x))
+AMP_EW_DEF_MAP(map_acos, acosf(x), acos(x))
+AMP_EW_DEF_MAP(map_atan, atanf(x), atan(x))
+AMP_EW_DEF_MAP(map_sinh, sinhf(x), sinh(x))
+AMP_EW_DEF_MAP(map_cosh, coshf(x), cosh(x))
+AMP_EW_DEF_MAP(map_asinh, asinhf(x), asinh(x))
+AMP_EW_DEF_MAP(map_acosh, acoshf(x), acosh(x))
+AMP_EW_DEF_MAP(map_atanh, atanhf(x), atanh(x))
 
 /* ---- integer Neg, Abs, Sign ----------------------------------------------------------- */
 
@@ -82,6 +93,39 @@ AmpCode amp_ew_round(AmpKernelCtx *k) {
 }
 AmpCode amp_ew_erf(AmpKernelCtx *k) {
     return amp_ew_unary_float(k, map_erf_f, map_erf_d, NULL);
+}
+AmpCode amp_ew_sin(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_sin_f, map_sin_d, NULL);
+}
+AmpCode amp_ew_cos(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_cos_f, map_cos_d, NULL);
+}
+AmpCode amp_ew_tan(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_tan_f, map_tan_d, NULL);
+}
+AmpCode amp_ew_asin(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_asin_f, map_asin_d, NULL);
+}
+AmpCode amp_ew_acos(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_acos_f, map_acos_d, NULL);
+}
+AmpCode amp_ew_atan(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_atan_f, map_atan_d, NULL);
+}
+AmpCode amp_ew_sinh(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_sinh_f, map_sinh_d, NULL);
+}
+AmpCode amp_ew_cosh(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_cosh_f, map_cosh_d, NULL);
+}
+AmpCode amp_ew_asinh(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_asinh_f, map_asinh_d, NULL);
+}
+AmpCode amp_ew_acosh(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_acosh_f, map_acosh_d, NULL);
+}
+AmpCode amp_ew_atanh(AmpKernelCtx *k) {
+    return amp_ew_unary_float(k, map_atanh_f, map_atanh_d, NULL);
 }
 
 /* ---- Clip ------------------------------------------------------------------------------ */

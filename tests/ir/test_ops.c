@@ -64,13 +64,17 @@ static const char *const ALLOW[] = {"MatMul", "Gemm", "Conv", "ConvTranspose", "
 static const char *const INFER[] = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Sqrt", "Sigmoid",
     "Tanh", "Erf", "Gelu", "Softmax", "Elu", "Selu", "LeakyRelu", "PRelu", "HardSigmoid",
     "HardSwish", "Softsign", "AveragePool", "GlobalAveragePool", "Dropout", "Clip", "Where",
-    "ms:SigmoidGrad", "ms:TanhGrad", "ms:GeluGrad", "ms:BiasGelu", "ms:SoftmaxGrad_13"};
+    "ms:SigmoidGrad", "ms:TanhGrad", "ms:GeluGrad", "ms:BiasGelu", "ms:SoftmaxGrad_13",
+    /* not in DESIGN.md's list, which predates them: smooth and bounded, or log-like */
+    "Atan", "Asinh"};
 static const char *const CLEAR[] = {"Relu", "MaxPool", "GlobalMaxPool", "Reshape", "Transpose",
     "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements",
     "GatherND", "ScatterND", "Expand", "Tile", "Pad", "Identity", "Max", "Min", "Abs", "Neg",
     "Sign", "Ceil", "Floor", "Round", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
     "IsInf", "IsNaN", "DepthToSpace", "SpaceToDepth", "Resize", "ReduceMax", "ReduceMin",
-    "ArgMax", "ArgMin", "TopK", "ms:ReluGrad"};
+    "ArgMax", "ArgMin", "TopK", "ms:ReluGrad",
+    /* not in DESIGN.md's list, which predates it: moves no arithmetic (causal masks) */
+    "Trilu"};
 static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "LogSoftmax",
     "ReduceSum", "ReduceMean", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
     "ReduceLogSum", "ReduceLogSumExp", "CumSum", "SoftmaxCrossEntropyLoss",
@@ -78,9 +82,11 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
     "InstanceNormalization", "GroupNormalization", "LpNormalization", "tr:Adam", "tr:Momentum",
     "tr:Adagrad", "ms:SoftmaxCrossEntropyLossGrad", "ms:LayerNormalizationGrad",
     "ms:InPlaceAccumulatorV2", "ms:AdamWOptimizer",
-    /* Not in DESIGN.md's list, which predates it: LRN (AlexNet, ZFNet, Inception v1) is
-     * denied for LpNormalization's reason, a sum of squares (see docs/ops.md). */
-    "LRN"};
+    /* Not in DESIGN.md's list, which predates them (their reasons are in docs/ops.md):
+     * LRN (AlexNet, ZFNet, Inception v1), denied for LpNormalization's reason, a sum of
+     * squares; the trigonometric functions (Sin and Cos make rotary embeddings), whose
+     * argument keeps too few bits in 16, and those that are steep or grow like exp. */
+    "LRN", "Sin", "Cos", "Tan", "Asin", "Acos", "Atanh", "Acosh", "Sinh", "Cosh"};
 /* never: DESIGN.md names no ops, only kinds (shape, integer, bool ops, control flow) */
 static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
     "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike"};

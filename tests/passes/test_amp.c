@@ -65,6 +65,52 @@ Test(amp_color, infer_between_allow_nodes_becomes_allow) {
     amp_model_free(m);
 }
 
+/* A sinusoidal embedding: Cos and Sin of position x frequency stay fp32 (the angle keeps
+ * too few bits in 16), and the projection MatMul of their concatenation is 16-bit. Before
+ * Sin and Cos were in the op table nothing after them had a type, and that MatMul,
+ * whose every input came from them, stayed fp32 (0 of 4 float nodes converted). */
+Test(amp_color, sin_cos_stay_fp32_and_the_matmul_after_them_converts) {
+    AmpModel *m = model();
+    AmpGraph *g = m->graph;
+    rt_input(g, "pos", AMP_DT_FLOAT, "4,1");
+    static const int64_t fd[2] = {1, 2}, wd[2] = {4, 4};
+    weight(g, "inv_freq", 2, fd, NULL);
+    weight(g, "W", 2, wd, NULL);
+    nd(g, "Mul", "angle", "pos,inv_freq", "ang");
+    nd(g, "Cos", "cos", "ang", "c");
+    nd(g, "Sin", "sin", "ang", "s");
+    attr_i(nd(g, "Concat", "cat", "c,s", "cs"), "axis", 1);
+    nd(g, "MatMul", "proj", "cs,W", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "4,4");
+    convert(m, NULL);
+    cr_assert(is16(m, "proj"), "the MatMul after the embedding is 16-bit");
+    cr_assert_not(is16(m, "cos"));
+    cr_assert_not(is16(m, "sin"));
+    cr_assert_eq(out_dt(m, "cos", 0), AMP_DT_FLOAT);
+    cr_assert_eq(out_dt(m, "sin", 0), AMP_DT_FLOAT);
+    amp_model_free(m);
+}
+
+/* Trilu (a causal mask) is clear: between 16-bit neighbours it is 16-bit too, and its k
+ * input stays int64. */
+Test(amp_color, trilu_follows_its_neighbours) {
+    AmpModel *m = model();
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "4,4");
+    w44(g, "W");
+    static const int64_t one = 1;
+    rt_init(g, "k", AMP_DT_INT64, 0, NULL, &one);
+    nd(g, "MatMul", "mm", "x,W", "h");
+    nd(g, "Trilu", "tri", "h,k", "t");
+    nd(g, "MatMul", "mm2", "t,W", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "4,4");
+    convert(m, NULL);
+    cr_assert(is16(m, "mm") && is16(m, "tri") && is16(m, "mm2"));
+    cr_assert_eq(in_dt(m, "tri", 1), AMP_DT_INT64);
+    cr_assert_eq(count_op(g, "Cast"), 2, "casts only at the graph boundary");
+    amp_model_free(m);
+}
+
 Test(amp_color, infer_only_downstream_of_allow_stays_fp32) {
     AmpModel *m = CHAIN("MatMul", "Add", "Sigmoid");
     convert(m, NULL);
