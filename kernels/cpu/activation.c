@@ -1,5 +1,5 @@
-/* CPU kernels: activations (Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Elu, Selu, PRelu,
- * HardSigmoid, HardSwish, Softsign, Softplus) and the com.microsoft training ops built
+/* CPU kernels: activations (Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Elu, Celu, Selu, PRelu,
+ * ThresholdedRelu, Shrink, HardSigmoid, HardSwish, Softsign, Softplus) and the com.microsoft training ops built
  * on them (SigmoidGrad, TanhGrad, GeluGrad, ReluGrad, BiasGelu). fp32 compute for the
  * float storage types, double for double; written to not overflow for large |x|. */
 #include <math.h>
@@ -78,6 +78,14 @@ AMP_EW_DEF_MAP(map_sigmoid, sigmoid_f(x), sigmoid_d(x))
 AMP_EW_DEF_MAP(map_tanh, tanhf(x), tanh(x))
 AMP_EW_DEF_MAP(map_gelu, gelu_f(x, p->mode), gelu_d(x, p->mode))
 AMP_EW_DEF_MAP(map_elu, x < 0 ? p->alpha * expm1f(x) : x, x < 0 ? (double)p->alpha * expm1(x) : x)
+/* Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
+AMP_EW_DEF_MAP(map_celu, x < 0 ? p->alpha * expm1f(x / p->alpha) : x,
+               x < 0 ? (double)p->alpha * expm1(x / (double)p->alpha) : x)
+/* ThresholdedRelu: x where x > alpha, else 0 */
+AMP_EW_DEF_MAP(map_thresholded_relu, x > p->alpha ? x : 0.0f, x > (double)p->alpha ? x : 0.0)
+/* Shrink: x - bias above lambd, x + bias below -lambd, else 0 (alpha: lambd, beta: bias) */
+AMP_EW_DEF_MAP(map_shrink, x > p->alpha ? x - p->beta : x < -p->alpha ? x + p->beta : 0.0f,
+               x > (double)p->alpha ? x - (double)p->beta : x < -(double)p->alpha ? x + (double)p->beta : 0.0)
 AMP_EW_DEF_MAP(map_selu, x <= 0 ? p->gamma * p->alpha * expm1f(x) : p->gamma * x,
                x <= 0 ? (double)p->gamma * (double)p->alpha * expm1(x) : (double)p->gamma * x)
 AMP_EW_DEF_MAP(map_hard_sigmoid, clamp01f(p->alpha * x + p->beta), clamp01d((double)p->alpha * x + (double)p->beta))
@@ -132,6 +140,22 @@ AmpCode amp_ew_gelu(AmpKernelCtx *k) {
 AmpCode amp_ew_elu(AmpKernelCtx *k) {
     AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
     return amp_ew_unary_float(k, map_elu_f, map_elu_d, &p);
+}
+
+AmpCode amp_ew_celu(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
+    return amp_ew_unary_float(k, map_celu_f, map_celu_d, &p);
+}
+
+AmpCode amp_ew_thresholded_relu(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
+    return amp_ew_unary_float(k, map_thresholded_relu_f, map_thresholded_relu_d, &p);
+}
+
+AmpCode amp_ew_shrink(AmpKernelCtx *k) {
+    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "lambd", 0.5f),
+                     .beta = amp_node_attr_float(k->node, "bias", 0.0f)};
+    return amp_ew_unary_float(k, map_shrink_f, map_shrink_d, &p);
 }
 
 AmpCode amp_ew_selu(AmpKernelCtx *k) {

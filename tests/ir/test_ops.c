@@ -65,16 +65,18 @@ static const char *const INFER[] = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "
     "Tanh", "Erf", "Gelu", "Softmax", "Elu", "Selu", "LeakyRelu", "PRelu", "HardSigmoid",
     "HardSwish", "Softsign", "AveragePool", "GlobalAveragePool", "Dropout", "Clip", "Where",
     "ms:SigmoidGrad", "ms:TanhGrad", "ms:GeluGrad", "ms:BiasGelu", "ms:SoftmaxGrad_13",
-    /* not in DESIGN.md's list, which predates them: smooth and bounded, or log-like */
-    "Atan", "Asinh"};
+    /* not in DESIGN.md's list, which predates them: smooth and bounded, or log-like, or
+     * no larger than the input */
+    "Atan", "Asinh", "Celu", "Shrink"};
 static const char *const CLEAR[] = {"Relu", "MaxPool", "GlobalMaxPool", "Reshape", "Transpose",
     "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements",
     "GatherND", "ScatterND", "Expand", "Tile", "Pad", "Identity", "Max", "Min", "Abs", "Neg",
     "Sign", "Ceil", "Floor", "Round", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
     "IsInf", "IsNaN", "DepthToSpace", "SpaceToDepth", "Resize", "ReduceMax", "ReduceMin",
     "ArgMax", "ArgMin", "TopK", "ms:ReluGrad",
-    /* not in DESIGN.md's list, which predates it: moves no arithmetic (causal masks) */
-    "Trilu"};
+    /* not in DESIGN.md's list, which predates them: no arithmetic (Trilu makes causal
+     * masks; ThresholdedRelu is a Relu with a threshold) */
+    "Trilu", "ThresholdedRelu"};
 static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "LogSoftmax",
     "ReduceSum", "ReduceMean", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
     "ReduceLogSum", "ReduceLogSumExp", "CumSum", "SoftmaxCrossEntropyLoss",
