@@ -338,6 +338,8 @@ bool amp_threads_parse(const char *s, int *n);
  * model may hold no external data). External data is resolved in the file's folder. */
 AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpModel **out,
                             AmpStatus *st);
+/* What messages call a model path: "standard input" for "-", else the path. */
+const char *amp_model_path_shown(const char *path);
 /* `dir` is the folder external data is resolved in (NULL: external data is an error). */
 AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir,
                              const AmpLoadOptions *opt, AmpModel **out, AmpStatus *st);

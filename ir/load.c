@@ -610,11 +610,21 @@ static bool read_stream(int fd, uint8_t **data, size_t *len) {
     return true;
 }
 
+const char *amp_model_path_shown(const char *path) {
+    return strcmp(path, "-") == 0 ? "standard input" : path;
+}
+
+/* The bytes amp_model_load_file read: a file's mapping, or standard input's malloc'd copy. */
+static void release_input(void *data, size_t len, bool std_in) {
+    if (std_in) free(data);
+    else if (data) munmap(data, len);
+}
+
 AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpModel **out, AmpStatus *st) {
     *out = NULL;
     /* "-" is standard input, read as a stream from where it stands. */
     bool std_in = strcmp(path, "-") == 0;
-    const char *shown = std_in ? "standard input" : path;
+    const char *shown = amp_model_path_shown(path);
     int fd = std_in ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
                     : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block the open */
     if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "%s: cannot open: %s", shown, strerror(errno));
@@ -636,8 +646,7 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
     }
     size_t len = 0;
     void *data = NULL;
-    bool mapped = !std_in;
-    if (mapped && (len = (size_t)sb.st_size) > 0) {
+    if (!std_in && (len = (size_t)sb.st_size) > 0) {
         int flags = MAP_PRIVATE;
 #ifdef MAP_POPULATE
         flags |= MAP_POPULATE; /* one call maps every page, rather than a fault per page */
@@ -647,8 +656,8 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
             close(fd);
             return amp_fail(st, AMP_ERR_INTERNAL, "%s: mmap failed: %s", path, strerror(errno));
         }
-    } else if (!mapped) {
-        /* Standard input, a stream or not: read to its end from where it stands. */
+    } else if (std_in) {
+        /* A stream or not: read to its end from where it stands. */
         uint8_t *b;
         if (!read_stream(fd, &b, &len)) {
             int e = errno;
@@ -667,8 +676,7 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
      * model may then hold no external data. */
     char *dir = std_in ? NULL : strdup(path);
     if (!std_in && !dir) {
-        if (mapped && data) munmap(data, len);
-        else free(data);
+        release_input(data, len, std_in);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
     if (dir) {
@@ -679,8 +687,7 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
     }
 
     AmpCode rc = amp_model_load_bytes(data, len, dir, opt, out, st);
-    if (mapped && data) munmap(data, len);
-    else free(data);
+    release_input(data, len, std_in);
     free(dir);
     if (rc) {
         amp_status_prefix(st, "%s: ", shown);

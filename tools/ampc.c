@@ -337,11 +337,6 @@ static int finish_stdout(void) {
 
 /* ---- standard input and output ------------------------------------------------ */
 
-/* What messages call MODEL. */
-static const char *model_shown(const char *model) {
-    return strcmp(model, "-") == 0 ? "standard input" : model;
-}
-
 /* MODEL "-" reads standard input: a usage error when that is a terminal (nobody types a
  * model in), else 0. */
 static int check_stdin_model(const char *model) {
@@ -390,7 +385,7 @@ static int cmd_verify(int argc, char **argv) {
     if (!path) return usage_error("verify: missing MODEL");
     int in_rc = check_stdin_model(path);
     if (in_rc) return in_rc;
-    const char *shown = model_shown(path);
+    const char *shown = amp_model_path_shown(path);
 
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
@@ -757,7 +752,7 @@ int main(int argc, char **argv) {
         return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);
     }
     a.model = model;
-    a.model_shown = model_shown(model);
+    a.model_shown = amp_model_path_shown(model);
     if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");
     if (a.dump_dot && a.dump_dot[0] == '\0') return usage_error("--dump-dot: FILE is an empty path");
     if (!a.dump_dot && (a.dot.collapse || a.dot.initializers))

@@ -406,6 +406,16 @@ static AmpCode k_groupnorm(AmpKernelCtx *k) {
 
 /* ---- LpNormalization ------------------------------------------------------------- */
 
+/* Output 0, shaped and typed as x, and views of both: v of x, o of the output. */
+static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpFv *v, AmpFo *o) {
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
+    if (!y) return alloc_fail(k);
+    AmpCode rc = amp_fv_open(k, x, v);
+    if (rc) return rc;
+    if ((rc = amp_fo_open(k, y, o))) amp_fv_close(v);
+    return rc;
+}
+
 /* y = x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives 0, not NaN. */
 static AmpCode k_lpnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
@@ -416,16 +426,10 @@ static AmpCode k_lpnorm(AmpKernelCtx *k) {
     if (!amp_norm_axis(a, x->rank, &axis))
         return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     if (p != 1 && p != 2) return amp_red_fail(k, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)p);
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return alloc_fail(k);
     AmpFv v;
     AmpFo o;
-    AmpCode rc = amp_fv_open(k, x, &v);
+    AmpCode rc = open_like(k, x, &v, &o);
     if (rc) return rc;
-    if ((rc = amp_fo_open(k, y, &o))) {
-        amp_fv_close(&v);
-        return rc;
-    }
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     for (uint64_t q = 0; q < outer; q++)
@@ -460,16 +464,10 @@ static AmpCode k_lrn(AmpKernelCtx *k) {
     if (size <= 0) return amp_red_fail(k, AMP_ERR_INPUT, "size must be given and positive");
     double alpha = amp_node_attr_float(k->node, "alpha", 1e-4f), beta = amp_node_attr_float(k->node, "beta", 0.75f),
            bias = amp_node_attr_float(k->node, "bias", 1.0f);
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return alloc_fail(k);
     AmpFv v;
     AmpFo o;
-    AmpCode rc = amp_fv_open(k, x, &v);
+    AmpCode rc = open_like(k, x, &v, &o);
     if (rc) return rc;
-    if ((rc = amp_fo_open(k, y, &o))) {
-        amp_fv_close(&v);
-        return rc;
-    }
     uint64_t outer, C, inner;
     amp_red_split(x, 1, &outer, &C, &inner);
     int64_t before = (size - 1) / 2, after = size - 1 - before; /* floor and ceil of (size - 1) / 2 */

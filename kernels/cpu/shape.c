@@ -565,10 +565,16 @@ static AmpCode k_trilu(AmpKernelCtx *k) {
     uint64_t mats = rows && cols ? x->nelem / (uint64_t)(rows * cols) : 0;
     char *d = y->data;
     for (uint64_t m = 0; m < mats; m++)
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < cols; j++)
-                if (upper ? j - i < diag : j - i > diag)
-                    memset(d + ((m * (uint64_t)rows + (uint64_t)i) * (uint64_t)cols + (uint64_t)j) * es, 0, es);
+        for (int64_t i = 0; i < rows; i++) {
+            /* Row i keeps columns from i + diag on (upper) or up to i + diag (lower): the
+             * rest, [lo, hi), becomes zero. */
+            int64_t edge = i + diag, lo = upper ? 0 : edge + 1, hi = upper ? edge : cols;
+            if (lo < 0) lo = 0;
+            if (hi > cols) hi = cols;
+            if (lo < hi)
+                memset(d + ((m * (uint64_t)rows + (uint64_t)i) * (uint64_t)cols + (uint64_t)lo) * es, 0,
+                       (size_t)(hi - lo) * es);
+        }
     return AMP_OK;
 }
 

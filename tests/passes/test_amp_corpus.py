@@ -457,6 +457,13 @@ def synthetic_models(root):
     return folders
 
 
+def _light_weights(m):
+    """{weight name: shape} of a light model's ConstantOfShape(shape initializer) nodes."""
+    shapes = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    return {n.output[0]: [int(d) for d in shapes[n.input[0]]] for n in m.graph.node
+            if n.op_type == "ConstantOfShape" and n.input[0] in shapes}
+
+
 def _real_weights(m, rng):
     """A light model's weights, which it makes by ConstantOfShape(shape initializer) with
     one value (0.02) everywhere, as initializers a trained network could have: random with
@@ -466,7 +473,7 @@ def _real_weights(m, rng):
     written out, as DenseNet's is, seen through Unsqueeze and Reshape), 0 for the others
     (biases, means). With 0.02 everywhere the activations grow layer by layer past fp16's
     range (65504), and the fp16 comparison would only measure that."""
-    shapes = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    weights = _light_weights(m)
     users = {}
     for n in m.graph.node:
         for k, v in enumerate(n.input):
@@ -482,10 +489,10 @@ def _real_weights(m, rng):
         return False
     nodes = []
     for n in m.graph.node:
-        if n.op_type != "ConstantOfShape" or n.input[0] not in shapes:
+        shape = weights.get(n.output[0]) if n.op_type == "ConstantOfShape" else None
+        if shape is None:
             nodes.append(n)
             continue
-        shape = [int(d) for d in shapes[n.input[0]]]
         if len(shape) >= 2:
             a = rng.standard_normal(shape) * np.sqrt(1.0 / max(1, int(np.prod(shape[1:]))))
         else:
@@ -509,12 +516,7 @@ def light_models(root):
     folders = []
     for path in sorted(glob.glob(os.path.join(src, "light_*.onnx"))):
         m = onnx.load(path)
-        weight_bytes = 0
-        shapes = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-        for n in m.graph.node:
-            if n.op_type == "ConstantOfShape" and n.input[0] in shapes:
-                weight_bytes += 4 * int(np.prod([int(d) for d in shapes[n.input[0]]]))
-        if weight_bytes > LIGHT_MAX_WEIGHT_BYTES:
+        if sum(4 * int(np.prod(shape)) for shape in _light_weights(m).values()) > LIGHT_MAX_WEIGHT_BYTES:
             continue
         _real_weights(m, rng)
         inits = {i.name for i in m.graph.initializer}
