@@ -16,27 +16,6 @@
 
 enum { ARENA_ALIGN = 64 };
 
-void amp_buf_free(AmpBuf *b) {
-    free(b->data);
-    b->data = NULL;
-}
-
-AmpCode amp_buf_from_tensor(AmpModel *m, AmpTensor *t, AmpBuf *out, AmpStatus *st) {
-    if (t->ndims > AMP_MAX_RANK)
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "tensor '%s' has rank %zu; the executor takes up to %d",
-                        t->name ? t->name : "", t->ndims, AMP_MAX_RANK);
-    AmpBytes bytes;
-    AmpCode rc = amp_tensor_bytes(m, t, &bytes, st);
-    if (rc) return rc;
-    memset(out, 0, sizeof *out);
-    out->dtype = t->dtype;
-    out->rank = (int)t->ndims;
-    for (size_t i = 0; i < t->ndims; i++) out->dims[i] = t->dims[i];
-    out->nelem = t->nelem;
-    out->data = (void *)bytes.data;
-    return AMP_OK;
-}
-
 static const char *nname(const AmpNode *n) {
     return n->name ? n->name : "";
 }

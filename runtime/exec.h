@@ -10,7 +10,7 @@
 
 #include "backend.h"
 #include "ir.h"
-#include "kernels.h"
+#include "tensor.h"
 
 typedef struct AmpExec AmpExec;
 
@@ -75,11 +75,5 @@ typedef struct AmpExecMemory {
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);
 
 void amp_exec_free(AmpExec *e);
-
-/* Frees data of a buffer returned by amp_exec_run. */
-void amp_buf_free(AmpBuf *b);
-
-/* An AmpBuf view of a tensor's canonical bytes (borrowed from the model). */
-AmpCode amp_buf_from_tensor(AmpModel *m, AmpTensor *t, AmpBuf *out, AmpStatus *st);
 
 #endif

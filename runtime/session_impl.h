@@ -75,9 +75,6 @@ void amp_session_free_state(AmpSession *s);
 StateEntry *amp_session_find_state(const AmpSession *s, const char *name);
 /* Replaces entry e's value with src (any shape when reshape, else the same dtype and shape);
  * `what` names the source for messages. */
-/* "float[3,4]" */
-void amp_buf_describe(const AmpBuf *b, char *buf, size_t len);
-bool amp_buf_same_shape(const AmpBuf *a, const AmpBuf *b);
 AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool reshape, const char *what,
                          AmpStatus *st);
 

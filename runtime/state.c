@@ -93,22 +93,6 @@ void amp_session_free_state(AmpSession *s) {
     s->n_state = 0;
 }
 
-void amp_buf_describe(const AmpBuf *b, char *buf, size_t len) {
-    size_t k = (size_t)snprintf(buf, len, "%s[", amp_dtype_name(b->dtype));
-    for (int i = 0; i < b->rank && k + 24 < len; i++) {
-        int w = snprintf(buf + k, len - k, "%s%lld", i ? "," : "", (long long)b->dims[i]);
-        if (w > 0) k += (size_t)w;
-    }
-    if (k + 2 < len) buf[k] = ']', buf[k + 1] = '\0';
-}
-
-bool amp_buf_same_shape(const AmpBuf *a, const AmpBuf *b) {
-    if (a->dtype != b->dtype || a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool reshape, const char *what,
                          AmpStatus *st) {
     if (!amp_buf_same_shape(&e->buf, src) && !reshape) {

@@ -3,6 +3,7 @@
  * malloc'd memory and memcpy for the copies. Also backend selection by name. */
 #include "backend.h"
 #include "blas.h"
+#include "kernels.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 #include "ir.h"
-#include "kernels.h"
+#include "kernel.h"
+#include "tensor.h"
 
 /* The kernel chosen for one node at prepare time. */
 typedef struct AmpBackendKernel {

@@ -1,0 +1,35 @@
+/* The launch contract between the interpreter and a backend's kernels: what one kernel
+ * call receives (inputs, the node, a way to get its output buffers, the random state)
+ * and its signature. It lives below runtime/ and kernels/ so that neither includes the
+ * other; runtime/backend.h carries it to the backends. */
+#ifndef AMP_KERNEL_H
+#define AMP_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir.h"
+#include "tensor.h"
+
+/* Gives output `index` of the running node its type and shape and returns the buffer
+ * to fill (data allocated, contents undefined), or NULL with st set. Rank must be
+ * <= AMP_MAX_RANK. */
+typedef AmpBuf *(*AmpAllocFn)(void *alloc_ctx, int index, int dtype, int rank, const int64_t *dims,
+                              AmpStatus *st);
+
+typedef struct AmpKernelCtx {
+    const AmpNode *node; /* attributes (amp_node_attr*), names for messages */
+    int64_t opset;       /* version imported for the node's domain */
+    int n_in;
+    const AmpBuf *const *in; /* n_in entries; NULL = optional input left out */
+    int n_out;               /* outputs the node lists; node->outputs[i] NULL = not wanted */
+    AmpAllocFn alloc;
+    void *alloc_ctx;
+    uint64_t *rng; /* state for ops that draw random numbers (Dropout in training mode) */
+    bool training; /* a training step is running (Dropout masks, BatchNorm statistics) */
+    AmpStatus *st;
+} AmpKernelCtx;
+
+typedef AmpCode (*AmpKernelFn)(AmpKernelCtx *k);
+
+#endif

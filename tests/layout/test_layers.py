@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The layering of DESIGN.md ("Layout") as a test: every #include "x.h" of the project's
+C, CUDA and header files names a header of a folder the including folder may use.
+
+    ir/            -> ir
+    passes/        -> ir, passes
+    backend/       -> ir, backend            (the backend interface)
+    kernels/cpu/   -> ir, backend, kernels/cpu
+    kernels/cuda/  -> ir, backend, kernels/cuda
+    runtime/       -> ir, passes, backend, runtime   (never a kernels/ header)
+    tools/         -> anything
+
+So the runtime reaches devices only through backend/backend.h, and nothing includes a
+layer above its own. A header named in two folders, or an include the table does not
+allow, fails the test with the file and line. Prints "N passed, M failed" last.
+
+usage: test_layers.py [--ampc PATH] [--testdata DIR]   (both ignored: no build needed)
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+ALLOWED = {
+    "ir": {"ir"},
+    "passes": {"ir", "passes"},
+    "backend": {"ir", "backend"},
+    "kernels/cpu": {"ir", "backend", "kernels/cpu"},
+    "kernels/cuda": {"ir", "backend", "kernels/cuda"},
+    "runtime": {"ir", "passes", "backend", "runtime"},
+    "tools": None,  # the command and its benchmarks may use every layer
+}
+SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".def")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def layer_files():
+    for layer in ALLOWED:
+        d = os.path.join(ROOT, layer)
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if name.endswith(SOURCE_EXT):
+                yield layer, name
+
+
+def check(files):
+    """Returns the list of violations (strings) for files = [(layer, name)]."""
+    home, problems = {}, []
+    for layer, name in files:
+        if name.endswith((".h", ".cuh", ".def")):
+            if name in home and home[name] != layer:
+                problems.append(f"header {name} is in both {home[name]}/ and {layer}/")
+            home[name] = layer
+    for layer, name in files:
+        allowed = ALLOWED[layer]
+        with open(os.path.join(ROOT, layer, name), encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                inc = os.path.basename(m.group(1))
+                where = home.get(inc)
+                if where is None:
+                    continue  # generated (onnx.pb-c.h) or a system header in quotes
+                if allowed is not None and where not in allowed:
+                    problems.append(f"{layer}/{name}:{lineno}: includes {inc} of {where}/, "
+                                    f"which {layer}/ may not use")
+    return problems
+
+
+def main():
+    files = list(layer_files())
+    passed = failed = 0
+    problems = check(files)
+    for p in problems:
+        print("FAIL", p)
+    failed += bool(problems)
+    passed += not problems
+    # The check itself must be able to fail: a runtime file that includes a CPU kernel
+    # header, and a kernel that includes a runtime header, are both caught.
+    import tempfile
+    global ROOT
+    real_root = ROOT
+    with tempfile.TemporaryDirectory() as tmp:
+        for layer in ("runtime", "kernels/cpu", "backend", "ir"):
+            os.makedirs(os.path.join(tmp, layer))
+        planted = {
+            "runtime/bad.c": '#include "kernels.h"\n',
+            "kernels/cpu/kernels.h": "\n",
+            "kernels/cpu/bad2.c": '#include "exec.h"\n',
+            "runtime/exec.h": "\n",
+            "backend/backend.h": "\n",
+            "ir/ir.h": "\n",
+        }
+        for path, text in planted.items():
+            with open(os.path.join(tmp, path), "w") as f:
+                f.write(text)
+        ROOT = tmp
+        got = check([(os.path.dirname(p), os.path.basename(p)) for p in planted])
+        ROOT = real_root
+    if len(got) == 2:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL the planted violations were not both found:", got)
+    print(f"{len(files)} files checked")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
