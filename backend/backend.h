@@ -1,6 +1,9 @@
-/* The backend interface (DESIGN.md, "Runtime and executors"): what the interpreter needs
- * from a device. supports / prepare_node choose a kernel once per node by (op, dtypes,
- * opset); run_node runs it; alloc/free/copy_in/copy_out move bytes. CPU is the reference. */
+/* The backend interface (DESIGN.md, "Runtime and executors"): everything the interpreter
+ * needs from a device, and the only way the runtime reaches one. A backend is an instance
+ * (a session opens its own: a CUDA backend holds a stream and library handles); its
+ * buffers are device memory the interpreter never dereferences: bytes move only through
+ * copy_in / copy_out / copy, and kernels run through prepare_node / run_node. CPU is the
+ * reference; the device simulator ("sim", test-only) proves the interpreter keeps to this. */
 #ifndef AMP_BACKEND_H
 #define AMP_BACKEND_H
 
@@ -13,40 +16,70 @@
 
 /* The kernel chosen for one node at prepare time. */
 typedef struct AmpBackendKernel {
-    AmpKernelFn fn;   /* CPU: the registered kernel */
-    const void *impl; /* backend-specific data (NULL on the CPU) */
+    AmpKernelFn fn;   /* the kernel (for backends whose kernels take an AmpKernelCtx) */
+    const void *impl; /* backend-specific data */
 } AmpBackendKernel;
 
-typedef struct AmpBackend {
-    const char *name;   /* "cpu", "cuda" */
-    bool host_memory;   /* buffers from alloc() are plain host memory (CPU) */
-    /* Whether the backend runs node n; opset is the version imported for its domain.
-     * Input dtypes are read from the model's value types where known. */
-    bool (*supports)(const AmpNode *n, int64_t opset);
+typedef struct AmpBackend AmpBackend;
+struct AmpBackend {
+    const char *name; /* "cpu", "sim", "cuda" */
+    /* Whether the backend runs node n; opset is the version imported for its domain,
+     * in_dtypes[i] the dtype of input i as the model types it (AMP_DT_UNDEFINED when
+     * absent or unknown). */
+    bool (*supports)(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes);
     /* Device memory: NULL when out of memory. alloc(0) returns a valid pointer. */
-    void *(*alloc)(size_t bytes);
-    void (*free)(void *p);
-    AmpCode (*copy_in)(void *dst, const void *host_src, size_t bytes, AmpStatus *st);
-    AmpCode (*copy_out)(void *host_dst, const void *src, size_t bytes, AmpStatus *st);
+    void *(*alloc)(AmpBackend *be, size_t bytes);
+    void (*free)(AmpBackend *be, void *p);
+    /* host -> device, device -> host, device -> device (the ranges may not overlap). */
+    AmpCode (*copy_in)(AmpBackend *be, void *dst, const void *host_src, size_t bytes, AmpStatus *st);
+    AmpCode (*copy_out)(AmpBackend *be, void *host_dst, const void *src, size_t bytes, AmpStatus *st);
+    AmpCode (*copy)(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st);
+    /* Optional (NULL: always copy): a device pointer through which the backend reads
+     * `bytes` of host memory in place for as long as the host memory lives, or NULL when
+     * it cannot. The CPU answers with the pointer itself, so weights and inputs are not
+     * copied there; a GPU copies them in. Never written through. */
+    const void *(*borrow_host)(AmpBackend *be, const void *host, size_t bytes);
     /* Chooses the kernel for n, or AMP_ERR_UNSUPPORTED naming the node and op. */
-    AmpCode (*prepare_node)(const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st);
-    AmpCode (*run_node)(const AmpBackendKernel *k, AmpKernelCtx *ctx);
-} AmpBackend;
+    AmpCode (*prepare_node)(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out,
+                            AmpStatus *st);
+    /* Runs one node: ctx->in are device buffers, ctx->alloc hands out device buffers. */
+    AmpCode (*run_node)(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx);
+    /* Frees the instance (NULL for static instances). */
+    void (*destroy)(AmpBackend *be);
+    void *impl; /* the instance's own state */
+};
 
 /* Which backend a session asks for (AmpSessionOptions.backend uses the same numbers). */
 typedef enum AmpBackendChoice {
     AMP_BACKEND_CHOICE_AUTO = 0, /* CUDA when built and a device is present, else CPU */
     AMP_BACKEND_CHOICE_CPU = 1,
-    AMP_BACKEND_CHOICE_CUDA = 2
+    AMP_BACKEND_CHOICE_CUDA = 2,
+    AMP_BACKEND_CHOICE_SIM = 3 /* the device simulator (tests) */
 } AmpBackendChoice;
 
-const AmpBackend *amp_backend_cpu(void);
+/* The CPU backend (one static instance; host memory, the reference kernels). */
+AmpBackend *amp_backend_cpu(void);
 
-/* The backend for `choice`: CUDA is AMP_ERR_UNSUPPORTED until the CUDA executor exists;
- * auto falls back to the CPU. An unknown choice is AMP_ERR_USAGE. */
-AmpCode amp_backend_select(int choice, const AmpBackend **out, AmpStatus *st);
+/* The device simulator: the CPU kernels behind memory the interpreter cannot dereference.
+ * Its pointers are host addresses moved out of the canonical range, so a stray host read
+ * of one faults (and sanitizers name it); its kernels and copies translate them, and
+ * refuse a host pointer where a device one belongs. Counts its live allocations. */
+AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st);
+/* Live allocations of a sim instance (0 after everything was freed); SIZE_MAX if be is
+ * not the simulator. */
+size_t amp_backend_sim_live(const AmpBackend *be);
 
-/* "cpu" / "cuda" / "auto" -> choice; -1 when unknown. */
+/* Opens the backend for `choice`: CUDA is AMP_ERR_UNSUPPORTED until the CUDA executor
+ * exists; auto is the CPU. An unknown choice is AMP_ERR_USAGE. */
+AmpCode amp_backend_open(int choice, AmpBackend **out, AmpStatus *st);
+void amp_backend_close(AmpBackend *be);
+
+/* "cpu" / "cuda" / "auto" / "sim" -> choice; -1 when unknown. */
 int amp_backend_parse(const char *name);
+
+/* A device buffer of `bytes` filled from host memory (owned: free with be->free), or a
+ * borrowed view when the backend reads host memory in place (*owned false). */
+AmpCode amp_backend_upload(AmpBackend *be, const void *host, size_t bytes, void **dev, bool *owned,
+                           AmpStatus *st);
 
 #endif

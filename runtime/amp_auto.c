@@ -1,8 +1,9 @@
-/* AMP_AUTO: parses AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_LOG_PATH and the eight list
+/* AMP_AUTO: parses AMP_BACKEND, AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_LOG_PATH and the eight list
  * edit variables (AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE; parsed by passes/amp_lists.c,
  * which the CLI shares) once per open, then rewrites the model in memory with the AMP
  * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
 #include "amp_auto.h"
+#include "backend.h"
 
 #include <errno.h>
 #include <math.h>
@@ -68,6 +69,10 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     if (!o) o = &none;
     memset(c, 0, sizeof *c);
     c->precision = AMP_DT_FLOAT16;
+    c->backend = o->backend;
+    const char *be = o->backend == AMP_BACKEND_AUTO ? setting(o, NULL, "AMP_BACKEND") : NULL;
+    if (!is_blank(be) && (c->backend = amp_backend_parse(be)) < 0)
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_BACKEND='%.64s': expected cpu, cuda, auto or sim", be);
     AmpCode rc = parse_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"), &c->enabled, st);
     if (rc || !c->enabled) return rc;
     if ((rc = parse_precision(setting(o, o->precision, "AMP_PRECISION"), &c->precision, st))) return rc;

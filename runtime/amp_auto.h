@@ -11,6 +11,7 @@
 #include "passes.h"
 
 typedef struct AmpAutoConfig {
+    int backend;           /* AmpBackendKind: the option's, else AMP_BACKEND's when the option is auto */
     bool enabled;          /* AMP_AUTO=1 */
     int precision;         /* AMP_DT_FLOAT16 or AMP_DT_BFLOAT16 */
     AmpListEdit *edits;    /* malloc'd; additions first, then removals */
@@ -20,7 +21,8 @@ typedef struct AmpAutoConfig {
     char *log_path;        /* malloc'd; NULL: no log */
 } AmpAutoConfig;
 
-/* Reads and checks the settings. With AMP_AUTO unset or 0 nothing else is read (so a
+/* Reads and checks the settings: the backend (AMP_BACKEND=cpu|cuda|auto|sim when the
+ * option says auto), then AMP_AUTO; with AMP_AUTO unset or 0 nothing else is read (so a
  * stale variable cannot fail an open that rewrites nothing). A bad value is AMP_ERR_USAGE
  * naming the variable and the value; unknown op names in a list are named all at once. */
 AmpCode amp_auto_config(const AmpSessionOptions *opt, AmpAutoConfig *out, AmpStatus *st);

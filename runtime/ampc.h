@@ -37,16 +37,19 @@ size_t amp_tensor_view_bytes(const AmpTensorView *t);
 void amp_tensor_view_free(AmpTensorView *t);
 
 typedef enum AmpBackendKind {
-    AMP_BACKEND_AUTO = 0, /* CUDA when built with a device present, else the CPU (today: the CPU) */
+    AMP_BACKEND_AUTO = 0, /* AMP_BACKEND's choice when set, else CUDA when built with a device
+                             present, else the CPU (today: the CPU) */
     AMP_BACKEND_CPU = 1,
-    AMP_BACKEND_CUDA = 2  /* AMP_ERR_UNSUPPORTED until the CUDA executor lands */
+    AMP_BACKEND_CUDA = 2, /* AMP_ERR_UNSUPPORTED until the CUDA executor lands */
+    AMP_BACKEND_SIM = 3   /* the device simulator: the CPU kernels behind memory the runtime
+                             cannot read, for tests (slower than the CPU; same results) */
 } AmpBackendKind;
 
 /* Zero-initialised options are the defaults. The AMP settings are strings with the syntax
  * of the environment variable named beside each: a non-NULL field replaces that variable,
  * NULL reads it once at open (unless ignore_env). */
 typedef struct AmpSessionOptions {
-    AmpBackendKind backend;
+    AmpBackendKind backend; /* auto reads AMP_BACKEND (cpu, cuda, auto, sim) unless ignore_env */
     const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
     const char *precision;  /* AMP_PRECISION: "fp16" (default) or "bf16" */
     const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number */
@@ -134,7 +137,9 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
  * initialization_binding keys: weights, optimizer state, the loss-scale state); for a
  * model without bindings, every initializer of the main graph. */
 size_t amp_session_state_count(const AmpSession *s);
-/* A view of state entry i (data borrowed until the next step, set, load or close). */
+/* State entry i, copied out of the device into a host buffer the session keeps (data
+ * borrowed until the next state_at of the same entry, or close; it does not follow later
+ * steps). false when i is out of range or the copy fails. */
 bool amp_session_state_at(const AmpSession *s, size_t i, AmpTensorView *out);
 /* Replaces the value of the state entry t->name: same dtype and shape, else
  * AMP_ERR_USAGE naming it. The bytes are copied. */
@@ -158,7 +163,7 @@ typedef struct AmpSessionStats {
     size_t state_bytes;        /* bytes of the state entries */
     bool planned;              /* intermediates run from a planned arena */
     bool amp_applied;          /* AMP_AUTO rewrote the model at open */
-    const char *backend;       /* "cpu" */
+    const char *backend;       /* "cpu", "sim" */
 } AmpSessionStats;
 
 void amp_session_stats(const AmpSession *s, AmpSessionStats *out);

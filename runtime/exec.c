@@ -21,12 +21,11 @@ static const char *nname(const AmpNode *n) {
 }
 
 void amp_exec_slot_clear(AmpExec *e, Slot *s) {
-    if (s->kind == SLOT_OWNED || s->kind == SLOT_MALLOC || s->kind == SLOT_ARENA) {
+    if (s->kind == SLOT_OWNED || s->kind == SLOT_ARENA) {
         size_t b = amp_buf_bytes(&s->buf);
         e->live = e->live > b ? e->live - b : 0;
     }
-    if (s->kind == SLOT_OWNED) e->be->free(s->buf.data);
-    if (s->kind == SLOT_MALLOC) free(s->buf.data);
+    if (s->kind == SLOT_OWNED || s->kind == SLOT_UPLOAD) e->be->free(e->be, s->buf.data);
     memset(s, 0, sizeof *s);
 }
 
@@ -64,11 +63,22 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
     }
 }
 
+/* Whether be runs n, asked with the input dtypes the model gives. */
+static bool backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n) {
+    int dts[64];
+    int k = n->n_inputs < 64 ? n->n_inputs : 64;
+    for (int i = 0; i < k; i++) {
+        const AmpValue *v = n->inputs[i];
+        dts[i] = v && v->type.kind == AMP_TYPE_TENSOR ? v->type.dtype : AMP_DT_UNDEFINED;
+    }
+    return be->supports(be, n, amp_model_opset(m, n->domain), dts);
+}
+
 /* Every node of g and of its bodies has a kernel (or is run here), else the first that
  * has none is named: so an unsupported model fails at prepare, not halfway through. */
-static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, const AmpBackend *be, AmpStatus *st) {
+static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *be, AmpStatus *st) {
     for (AmpNode *n = g->first; n; n = n->next) {
-        if ((!is_control_flow(n->op) && !be->supports(n, amp_model_opset(m, n->domain))))
+        if (!is_control_flow(n->op) && !backend_supports(be, m, n))
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it",
                             nname(n), n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
                             n->op_type ? n->op_type : "", be->name);
@@ -113,20 +123,17 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->first = malloc(nv * sizeof *e->first);
     e->last = malloc(nv * sizeof *e->last);
     e->init = calloc(nv, sizeof *e->init);
+    e->dinit = calloc(nv, sizeof *e->dinit);
+    e->dinit_owned = calloc(nv, sizeof *e->dinit_owned);
     e->bound = calloc(nv, sizeof *e->bound);
     e->rec = calloc(nv, sizeof *e->rec);
     e->off = malloc(nv * sizeof *e->off);
     e->psize = calloc(nv, sizeof *e->psize);
     e->sig = calloc(g->inputs.n ? g->inputs.n : 1, sizeof *e->sig);
     if (!e->nodes || !e->kernels || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
-        !e->bound || !e->rec || !e->off || !e->psize || !e->sig) {
+        !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig) {
         amp_exec_free(e);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    }
-    if (!e->be->host_memory) {
-        amp_exec_free(e);
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend '%s': the interpreter runs on host-memory backends only",
-                        e->be->name);
     }
     for (size_t i = 0; i < e->n_values; i++) e->first[i] = -1, e->last[i] = -1, e->off[i] = SIZE_MAX;
     int end = (int)e->n_nodes;
@@ -150,7 +157,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
             for (size_t j = 0; j < n->attrs[k].n_graphs; j++) mark_outer_uses(e, n->attrs[k].graphs[j], (int)i);
         }
         if (is_control_flow(n->op)) continue;
-        AmpCode rc = e->be->prepare_node(n, e->opsets[i], &e->kernels[i], st);
+        AmpCode rc = e->be->prepare_node(e->be, n, e->opsets[i], &e->kernels[i], st);
         if (rc) {
             amp_exec_free(e);
             return rc;
@@ -159,7 +166,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     /* A value nothing reads dies where it is made. */
     for (size_t k = 0; k < e->n_values; k++)
         if (e->first[k] >= 0 && e->last[k] < e->first[k]) e->last[k] = e->first[k];
-    /* Initializers are borrowed views of the model's tensors. */
+    /* Initializers: host views of the model's tensors, uploaded when first needed. */
     for (size_t k = 0; k < g->n_values; k++) {
         AmpValue *v = g->values[k];
         if (!v->initializer || v->graph != g) continue;
@@ -176,7 +183,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
 
 AmpCode amp_exec_prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out, AmpStatus *st) {
     *out = NULL;
-    const AmpBackend *be = opt && opt->backend ? opt->backend : amp_backend_cpu();
+    AmpBackend *be = opt && opt->backend ? opt->backend : amp_backend_cpu();
     AmpCode rc = check_kernels(m, g, be, st);
     return rc ? rc : prepare(m, g, opt, NULL, out, st);
 }
@@ -226,7 +233,7 @@ void amp_exec_set_training(AmpExec *e, bool training) {
 }
 
 static void free_arena(AmpExec *e) {
-    if (e->arena) e->be->free(e->arena);
+    if (e->arena) e->be->free(e->be, e->arena);
     e->arena = NULL;
     e->arena_bytes = 0;
     e->planned = false;
@@ -242,9 +249,12 @@ void amp_exec_free(AmpExec *e) {
         c = next;
     }
     for (size_t i = 0; e->slots && i < e->n_values; i++) amp_exec_slot_clear(e, &e->slots[i]);
+    for (size_t i = 0; e->dinit && e->dinit_owned && i < e->n_values; i++)
+        if (e->dinit_owned[i]) e->be->free(e->be, e->dinit[i].data);
     if (e->off) free_arena(e);
     free(e->nodes), free(e->kernels), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
-    free(e->last), free(e->init), free(e->bound), free(e->rec), free(e->off), free(e->psize), free(e->sig);
+    free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
+    free(e->psize), free(e->sig);
     free(e);
 }
 
@@ -281,7 +291,7 @@ static void build_plan(AmpExec *e) {
     size_t bytes = 0;
     AmpStatus st = {0};
     if (amp_plan_offsets(items, n, ARENA_ALIGN, &bytes, &st)) goto done;
-    if (!(e->arena = e->be->alloc(bytes))) goto done;
+    if (!(e->arena = e->be->alloc(e->be, bytes))) goto done;
     e->arena_bytes = bytes;
     for (size_t k = 0; k < n; k++) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
     e->planned = true;
@@ -385,10 +395,10 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
         b = &s->buf;
     } else {
         b = &a->scratch[index];
-        if (b->data) e->be->free(b->data);
+        if (b->data) e->be->free(e->be, b->data);
         b->data = NULL;
     }
-    if (!data && !(data = e->be->alloc(bytes))) {
+    if (!data && !(data = e->be->alloc(e->be, bytes))) {
         amp_fail(st, AMP_ERR_INTERNAL, "out of memory for a %zu-byte output", bytes);
         return NULL;
     }
@@ -405,12 +415,38 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
     return b;
 }
 
+AmpCode amp_exec_alloc_like(const AmpExec *e, const AmpBuf *like, AmpBuf *dst, AmpStatus *st) {
+    *dst = *like;
+    size_t bytes = amp_buf_bytes(like);
+    if (!(dst->data = e->be->alloc(e->be, bytes)))
+        return amp_fail(st, AMP_ERR_INTERNAL, "out of device memory for %zu bytes", bytes);
+    return AMP_OK;
+}
+
 AmpCode amp_exec_copy_buf(const AmpExec *e, const AmpBuf *src, AmpBuf *dst, AmpStatus *st) {
-    *dst = *src;
+    AmpCode rc = amp_exec_alloc_like(e, src, dst, st);
     size_t bytes = amp_buf_bytes(src);
-    dst->data = malloc(bytes ? bytes : 1);
-    if (!dst->data) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    if (bytes) return e->be->copy_out(dst->data, src->data, bytes, st);
+    if (!rc && bytes) rc = e->be->copy(e->be, dst->data, src->data, bytes, st);
+    if (rc) amp_exec_buf_free(e, dst);
+    return rc;
+}
+
+void amp_exec_buf_free(const AmpExec *e, AmpBuf *b) {
+    if (b->data) e->be->free(e->be, b->data);
+    b->data = NULL;
+}
+
+AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {
+    size_t bytes = 0;
+    if (!b || b->nelem < 1 || !amp_tensor_expected_bytes(b->dtype, 1, &bytes) || bytes > 8)
+        return amp_fail(st, AMP_ERR_INPUT, "%s must hold an integer or bool element", what);
+    uint64_t raw = 0; /* element 0, copied out of the device */
+    AmpCode rc = e->be->copy_out(e->be, &raw, b->data, bytes, st);
+    if (rc) return rc;
+    AmpBuf host = *b;
+    host.nelem = 1;
+    host.data = &raw;
+    *out = amp_buf_get_i64(&host, 0);
     return AMP_OK;
 }
 
@@ -432,31 +468,65 @@ AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus 
 void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b) {
     AmpValue *v = k < n->n_outputs ? n->outputs[k] : NULL;
     if (!v) {
-        amp_buf_free(b);
+        amp_exec_buf_free(e, b);
         return;
     }
     Slot *s = amp_exec_find_slot(e, v);
     amp_exec_slot_clear(e, s);
     s->buf = *b;
-    s->kind = SLOT_MALLOC;
+    s->kind = SLOT_OWNED;
     count_live(e, &s->buf);
 }
 
-void amp_exec_reset(AmpExec *e) {
+/* The device copy of initializer id, uploaded on first use. */
+static AmpCode upload_init(AmpExec *e, size_t id, AmpStatus *st) {
+    if (e->dinit[id].data || !e->init[id].data) {
+        if (!e->dinit[id].data) e->dinit[id] = e->init[id]; /* no bytes: nothing to upload */
+        return AMP_OK;
+    }
+    void *dev;
+    bool owned;
+    AmpCode rc = amp_backend_upload(e->be, e->init[id].data, amp_buf_bytes(&e->init[id]), &dev, &owned, st);
+    if (rc) return rc;
+    e->dinit[id] = e->init[id];
+    e->dinit[id].data = dev;
+    e->dinit_owned[id] = owned;
+    return AMP_OK;
+}
+
+AmpCode amp_exec_initializer(AmpExec *e, const AmpValue *v, const AmpBuf **out, AmpStatus *st) {
+    *out = NULL;
+    if (v->graph != e->g || v->id >= e->n_values || !(e->vflags[v->id] & VAL_INIT))
+        return amp_fail(st, AMP_ERR_INTERNAL, "'%s' is not an initializer of graph '%s'", v->name,
+                        e->g->name ? e->g->name : "");
+    AmpCode rc = upload_init(e, v->id, st);
+    if (!rc) *out = &e->dinit[v->id];
+    return rc;
+}
+
+AmpCode amp_exec_reset(AmpExec *e, AmpStatus *st) {
     for (size_t i = 0; i < e->n_values; i++) {
         amp_exec_slot_clear(e, &e->slots[i]);
         if (!(e->vflags[i] & VAL_INIT)) continue;
-        e->slots[i].buf = e->bound[i] ? *e->bound[i] : e->init[i];
+        if (!e->bound[i]) {
+            AmpCode rc = upload_init(e, i, st);
+            if (rc) return rc;
+        }
+        e->slots[i].buf = e->bound[i] ? *e->bound[i] : e->dinit[i];
         e->slots[i].kind = SLOT_BORROWED;
     }
     e->live = e->peak = 0;
+    return AMP_OK;
 }
 
 /* Fresh state for a run: intermediates of the last run are gone, initializers (or the
- * state buffers bound to them) are back, the given inputs are in place. */
-static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpStatus *st) {
+ * state buffers bound to them) are back, the given inputs are in place: host inputs
+ * uploaded (or read in place), a body's device inputs borrowed. */
+static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, bool on_device,
+                           AmpStatus *st) {
     AmpGraph *g = e->g;
-    amp_exec_reset(e);
+    AmpCode rc = amp_exec_reset(e, st);
+    if (rc) return rc;
     for (size_t i = 0; i < g->inputs.n; i++) {
         AmpValue *v = g->inputs.items[i].value;
         const AmpNamedBuf *given = NULL;
@@ -468,8 +538,18 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
                             v->name);
         }
         Slot *s = &e->slots[v->id];
+        amp_exec_slot_clear(e, s);
         s->buf = given->buf;
         s->kind = SLOT_BORROWED;
+        if (on_device) continue;
+        void *dev;
+        bool owned;
+        if ((rc = amp_backend_upload(e->be, given->buf.data, amp_buf_bytes(&given->buf), &dev, &owned, st))) {
+            memset(s, 0, sizeof *s);
+            return rc;
+        }
+        s->buf.data = dev;
+        s->kind = owned ? SLOT_UPLOAD : SLOT_BORROWED;
     }
     return AMP_OK;
 }
@@ -510,10 +590,10 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
             .training = e->opt.training,
             .st = st,
         };
-        rc = e->be->run_node(&e->kernels[i], &k);
+        rc = e->be->run_node(e->be, &e->kernels[i], &k);
     }
     for (int k = 0; k < n->n_outputs; k++)
-        if (scratch[k].data) e->be->free(scratch[k].data), scratch[k].data = NULL;
+        if (scratch[k].data) e->be->free(e->be, scratch[k].data), scratch[k].data = NULL;
     if (rc) {
         /* The status holds the first, most precise failure (the allocator's cap, say) even
          * where a kernel answers a failed allocation with a generic code. */
@@ -534,40 +614,55 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     return AMP_OK;
 }
 
-/* Copies the graph outputs out (handing over separately allocated buffers when nothing
- * else needs them). */
-static AmpCode give_outputs(AmpExec *e, AmpBuf *outputs, AmpStatus *st) {
-    AmpGraph *g = e->g;
-    for (size_t i = 0; i < g->outputs.n; i++) {
-        AmpValue *v = g->outputs.items[i].value;
-        Slot *s = amp_exec_find_slot(e, v);
-        AmpCode rc = AMP_OK;
-        if (!s || s->kind == SLOT_EMPTY) {
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "graph output '%s' was not computed", v->name);
-        } else {
-            bool repeated = false;
-            for (size_t k = i + 1; k < g->outputs.n; k++) repeated |= g->outputs.items[k].value == v;
-            if (s->kind == SLOT_MALLOC && v->graph == g && !repeated && !(e->vflags[v->id] & VAL_AFTER)) {
-                outputs[i] = s->buf;
-                size_t b = amp_buf_bytes(&s->buf);
-                e->live = e->live > b ? e->live - b : 0;
-                memset(s, 0, sizeof *s);
-            } else {
-                rc = amp_exec_copy_buf(e, &s->buf, &outputs[i], st);
-            }
-        }
-        if (rc) {
-            for (size_t k = 0; k < i; k++) amp_buf_free(&outputs[k]);
-            return rc;
-        }
+/* Hands graph output slot s over as *out: copied out to malloc'd host memory (to_host),
+ * or as a device buffer, an owned intermediate passed on as it is when nothing else
+ * needs it (take). Nothing is left allocated on failure. */
+static AmpCode give_output(AmpExec *e, Slot *s, bool take, bool to_host, AmpBuf *out, AmpStatus *st) {
+    if (!to_host && take && s->kind == SLOT_OWNED) {
+        *out = s->buf;
+        size_t b = amp_buf_bytes(&s->buf);
+        e->live = e->live > b ? e->live - b : 0;
+        memset(s, 0, sizeof *s);
+        return AMP_OK;
     }
-    return AMP_OK;
+    if (!to_host) return amp_exec_copy_buf(e, &s->buf, out, st);
+    size_t bytes = amp_buf_bytes(&s->buf);
+    *out = s->buf;
+    if (!(out->data = malloc(bytes ? bytes : 1))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = bytes ? e->be->copy_out(e->be, out->data, s->buf.data, bytes, st) : AMP_OK;
+    if (rc) amp_buf_free(out);
+    return rc;
 }
 
-AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, AmpStatus *st) {
+/* Hands every graph output over (give_output); on failure none stays allocated. */
+static AmpCode give_outputs(AmpExec *e, AmpBuf *outputs, bool to_host, AmpStatus *st) {
+    AmpGraph *g = e->g;
+    size_t done = 0;
+    AmpCode rc = AMP_OK;
+    for (size_t i = 0; i < g->outputs.n && !rc; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        Slot *s = amp_exec_find_slot(e, v);
+        if (!s || s->kind == SLOT_EMPTY) {
+            rc = amp_fail(st, AMP_ERR_INTERNAL, "graph output '%s' was not computed", v->name);
+            break;
+        }
+        bool repeated = false;
+        for (size_t k = i + 1; k < g->outputs.n; k++) repeated |= g->outputs.items[k].value == v;
+        bool take = v->graph == g && !repeated && !(e->vflags[v->id] & VAL_AFTER);
+        if (!(rc = give_output(e, s, take, to_host, &outputs[i], st))) done = i + 1;
+    }
+    for (size_t k = 0; rc && k < done; k++) {
+        if (to_host) amp_buf_free(&outputs[k]);
+        else amp_exec_buf_free(e, &outputs[k]);
+    }
+    return rc;
+}
+
+static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, bool on_device,
+                   AmpStatus *st) {
     if (e->replan && !e->opt.no_plan) build_plan(e);
     e->replan = false;
-    AmpCode rc = load_inputs(e, inputs, n_inputs, st);
+    AmpCode rc = load_inputs(e, inputs, n_inputs, on_device, st);
     if (rc) return rc;
     bool same = same_signature(e);
     memset(e->rec, 0, e->n_values * sizeof *e->rec);
@@ -576,10 +671,19 @@ AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, Amp
     AmpBuf scratch[16];
     memset(scratch, 0, sizeof scratch);
     for (size_t i = 0; i < e->n_nodes && !rc; i++) rc = run_node(e, i, scratch, st);
-    if (!rc && outputs) rc = give_outputs(e, outputs, st);
+    if (!rc && outputs) rc = give_outputs(e, outputs, !on_device, st);
     if (rc) return rc;
     /* Plan (again) for the next run when there is no plan yet, when something did not
      * fit, or when the input shapes changed (the plan should follow them). */
     if (!e->opt.no_plan && (!e->planned || e->fallback || !same)) e->replan = true;
     return AMP_OK;
+}
+
+AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, AmpStatus *st) {
+    return run(e, inputs, n_inputs, outputs, false, st);
+}
+
+AmpCode amp_exec_run_body(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
+                          AmpStatus *st) {
+    return run(e, inputs, n_inputs, outputs, true, st);
 }

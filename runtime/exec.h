@@ -1,7 +1,11 @@
 /* The graph interpreter under the session: runs one graph of a model node by node through
  * a backend (kernel chosen once per node at prepare), frees each intermediate after its last
  * use, places intermediates in one planned arena from the second run on (plan.h), and runs
- * If / Loop bodies and training algorithms with access to the enclosing values. */
+ * If / Loop bodies and training algorithms with access to the enclosing values.
+ * Device-neutral: every value the interpreter holds is a backend buffer it never
+ * dereferences. Weights are uploaded once, inputs go in with copy_in (or are read in place
+ * where the backend reads host memory), outputs come back with copy_out, and control flow
+ * reads its conditions and trip counts with copy_out. */
 #ifndef AMP_EXEC_H
 #define AMP_EXEC_H
 
@@ -16,13 +20,13 @@ typedef struct AmpExec AmpExec;
 
 typedef struct AmpNamedBuf {
     const char *name;
-    AmpBuf buf; /* borrowed: the executor never writes or frees input data */
+    AmpBuf buf; /* host memory, borrowed: the executor never writes or frees input data */
 } AmpNamedBuf;
 
 typedef struct AmpExecOptions {
     bool training;              /* Dropout masks and BatchNorm statistics as in training */
     uint64_t seed;              /* for ops that draw random numbers (when rng is NULL) */
-    const AmpBackend *backend;  /* NULL: the CPU backend */
+    AmpBackend *backend;        /* NULL: the CPU backend (borrowed: outlives the executor) */
     uint64_t *rng;              /* shared RNG state (a session's); NULL: the executor's own */
     bool no_plan;               /* never build an arena: every intermediate is allocated alone */
 } AmpExecOptions;
@@ -45,25 +49,32 @@ AmpCode amp_exec_prepare_in(AmpExec *outer, AmpGraph *g, const AmpExecOptions *o
                             AmpStatus *st);
 
 /* Drops the values of the last run and puts the initializers (or their bound buffers)
- * back in place, as at the start of a run. */
-void amp_exec_reset(AmpExec *e);
+ * back in place, as at the start of a run (uploading an initializer the first time it is
+ * needed: this can fail for want of device memory). */
+AmpCode amp_exec_reset(AmpExec *e, AmpStatus *st);
 
-/* Makes initializer v of e's graph read *buf on every later run instead of the model's
- * tensor (resident weights and optimizer state). buf is borrowed and may change between
- * runs (its contents and even its data pointer); NULL restores the model's tensor. */
+/* Makes initializer v of e's graph read *buf (a device buffer of e's backend) on every
+ * later run instead of the model's tensor (resident weights and optimizer state). buf is
+ * borrowed and may change between runs (its contents and even its data pointer); NULL
+ * restores the model's tensor. */
 AmpCode amp_exec_bind(AmpExec *e, const AmpValue *v, const AmpBuf *buf, AmpStatus *st);
+
+/* The device buffer holding initializer v of e's graph as the model gives it (uploaded
+ * now if it was not yet), borrowed until amp_exec_free. */
+AmpCode amp_exec_initializer(AmpExec *e, const AmpValue *v, const AmpBuf **out, AmpStatus *st);
 
 void amp_exec_set_training(AmpExec *e, bool training);
 
-/* Runs the graph. Inputs are matched to graph inputs by name; a graph input that is
- * also an initializer may be left out (its initializer is used). outputs[i] receives
- * graph output i with malloc'd data the caller frees (amp_buf_free); outputs may be NULL,
- * then the results stay inside (amp_exec_value) until the next run. */
+/* Runs the graph. Inputs (host memory) are matched to graph inputs by name; a graph input
+ * that is also an initializer may be left out (its initializer is used). outputs[i]
+ * receives graph output i copied out into malloc'd host memory the caller frees
+ * (amp_buf_free); outputs may be NULL, then the results stay inside (amp_exec_value)
+ * until the next run. */
 AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
                      AmpStatus *st);
 
-/* After a run: the buffer of value v (a graph output, a value a later graph reads, an
- * initializer or an input), borrowed until the next run; NULL when it holds nothing. */
+/* After a run: the device buffer of value v (a graph output, a value a later graph reads,
+ * an initializer or an input), borrowed until the next run; NULL when it holds nothing. */
 const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v);
 
 typedef struct AmpExecMemory {

@@ -1,6 +1,8 @@
 /* Control flow in the interpreter: If runs one branch, Loop and Scan their body, through
  * child executors that read the enclosing values through the parent chain; Loop and Scan
- * carry state between iterations and stack their scan outputs. */
+ * carry state between iterations and stack their scan outputs. Every buffer here is a
+ * device buffer: conditions and trip counts are read with copy_out, the loop counter is
+ * written with copy_in, and slices and stacks are device-to-device copies. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,35 +12,33 @@ AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStat
     if (!in[0] || in[0]->nelem != 1)
         return amp_fail(st, AMP_ERR_INPUT, "node '%s' (If): the condition must hold one element",
                         n->name ? n->name : "");
-    bool cond = amp_buf_get_i64(in[0], 0) != 0;
+    int64_t c64;
+    AmpCode rc = amp_exec_read_i64(e, in[0], "the condition", &c64, st);
+    if (rc) return rc;
+    bool cond = c64 != 0;
     const AmpAttr *br = amp_node_attr(n, cond ? "then_branch" : "else_branch");
     if (!br || !br->g)
         return amp_fail(st, AMP_ERR_INPUT, "node '%s' (If): no %s", n->name ? n->name : "",
                         cond ? "then_branch" : "else_branch");
     AmpExec *c;
-    AmpCode rc = amp_exec_get_child(e, br->g, &c, st);
-    if (rc) return rc;
+    if ((rc = amp_exec_get_child(e, br->g, &c, st))) return rc;
     size_t no = br->g->outputs.n;
     AmpBuf *outs = calloc(no ? no : 1, sizeof *outs);
     if (!outs) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    rc = amp_exec_run(c, NULL, 0, outs, st);
-    for (size_t k = 0; k < no; k++) {
-        if (!rc) amp_exec_take_output(e, n, (int)k, &outs[k]);
-        else amp_buf_free(&outs[k]);
-    }
+    rc = amp_exec_run_body(c, NULL, 0, outs, st);
+    for (size_t k = 0; !rc && k < no; k++) amp_exec_take_output(e, n, (int)k, &outs[k]);
     free(outs);
     return rc;
 }
 
 /* Stacks the per-iteration buffers of one scan output along a new axis `axis` (0 for
  * Loop), in reverse iteration order when `reverse`. All parts must agree in shape. */
-static AmpCode stack(AmpBuf *parts, size_t n_parts, int axis, bool reverse, AmpBuf *out, AmpStatus *st) {
+static AmpCode stack(const AmpExec *e, AmpBuf *parts, size_t n_parts, int axis, bool reverse, AmpBuf *out,
+                     AmpStatus *st) {
     memset(out, 0, sizeof *out);
     if (!n_parts) {
-        out->dtype = AMP_DT_FLOAT;
-        out->rank = 1;
-        out->data = malloc(1);
-        return out->data ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        AmpBuf empty = {.dtype = AMP_DT_FLOAT, .rank = 1};
+        return amp_exec_alloc_like(e, &empty, out, st);
     }
     const AmpBuf *p0 = &parts[0];
     if (p0->rank + 1 > AMP_MAX_RANK) return amp_fail(st, AMP_ERR_UNSUPPORTED, "scan output rank too large");
@@ -54,18 +54,20 @@ static AmpCode stack(AmpBuf *parts, size_t n_parts, int axis, bool reverse, AmpB
     out->rank = p0->rank + 1;
     for (int d = 0, k = 0; d < out->rank; d++) out->dims[d] = d == axis ? (int64_t)n_parts : p0->dims[k++];
     out->nelem = p0->nelem * n_parts;
-    out->data = malloc(total ? total : 1);
-    if (!out->data) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    AmpBuf shape = *out;
+    AmpCode rc = amp_exec_alloc_like(e, &shape, out, st);
+    if (rc) return rc;
     /* out viewed as (outer, n_parts, inner) with outer = prod(dims[:axis]) */
     uint64_t outer = 1;
     for (int d = 0; d < axis; d++) outer *= (uint64_t)p0->dims[d];
     size_t inner = outer ? each / outer : 0;
-    for (size_t t = 0; t < n_parts && inner; t++) {
+    for (size_t t = 0; t < n_parts && inner && !rc; t++) {
         const char *src = parts[reverse ? n_parts - 1 - t : t].data;
-        for (uint64_t o = 0; o < outer; o++)
-            memcpy((char *)out->data + (o * n_parts + t) * inner, src + o * inner, inner);
+        for (uint64_t o = 0; o < outer && !rc; o++)
+            rc = e->be->copy(e->be, (char *)out->data + (o * n_parts + t) * inner, src + o * inner, inner, st);
     }
-    return AMP_OK;
+    if (rc) amp_exec_buf_free(e, out);
+    return rc;
 }
 
 AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
@@ -81,11 +83,16 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
             return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): loop-carried input %d is missing",
                             n->name ? n->name : "", k);
     int n_scan = (int)body->outputs.n - 1 - n_carried;
-    int64_t max_trip = in[0] ? amp_buf_get_i64(in[0], 0) : INT64_MAX;
-    bool cond = in[1] ? amp_buf_get_i64(in[1], 0) != 0 : true;
+    int64_t max_trip = INT64_MAX, c64 = 1;
+    AmpCode rc = in[0] ? amp_exec_read_i64(e, in[0], "the trip count M", &max_trip, st) : AMP_OK;
+    if (!rc && in[1]) rc = amp_exec_read_i64(e, in[1], "the condition", &c64, st);
+    if (rc) {
+        amp_status_prefix(st, "node '%s' (Loop): ", n->name ? n->name : "");
+        return rc;
+    }
+    bool cond = c64 != 0;
     AmpExec *c;
-    AmpCode rc = amp_exec_get_child(e, body, &c, st);
-    if (rc) return rc;
+    if ((rc = amp_exec_get_child(e, body, &c, st))) return rc;
 
     size_t nb = body->outputs.n;
     AmpNamedBuf *bin = calloc((size_t)n_carried + 2, sizeof *bin);
@@ -93,30 +100,41 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
     AmpBuf *bout = calloc(nb, sizeof *bout);
     AmpBuf **scans = calloc((size_t)n_scan + 1, sizeof *scans);
     size_t cap = 0, iters = 0;
-    int64_t iter_val = 0;
-    uint8_t cond_val = 1;
+    /* The body's iteration number and condition inputs, device scalars written each turn. */
+    AmpBuf iter_dev = {.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1};
+    AmpBuf cond_dev = {.dtype = AMP_DT_BOOL, .rank = 0, .nelem = 1};
     if (!bin || !carried || !bout || !scans) {
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
         goto done;
     }
+    if ((rc = amp_exec_alloc_like(e, &iter_dev, &iter_dev, st)) || (rc = amp_exec_alloc_like(e, &cond_dev, &cond_dev, st)))
+        goto done;
     for (int k = 0; k < n_carried && !rc; k++) rc = amp_exec_copy_buf(e, in[k + 2], &carried[k], st);
     for (int64_t it = 0; !rc && it < max_trip && cond; it++) {
-        iter_val = it;
-        cond_val = cond;
+        int64_t iter_val = it;
+        uint8_t cond_val = cond;
+        if ((rc = e->be->copy_in(e->be, iter_dev.data, &iter_val, sizeof iter_val, st)) ||
+            (rc = e->be->copy_in(e->be, cond_dev.data, &cond_val, sizeof cond_val, st)))
+            break;
         bin[0].name = body->inputs.items[0].value->name;
-        bin[0].buf = (AmpBuf){.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1, .data = &iter_val};
+        bin[0].buf = iter_dev;
         bin[1].name = body->inputs.items[1].value->name;
-        bin[1].buf = (AmpBuf){.dtype = AMP_DT_BOOL, .rank = 0, .nelem = 1, .data = &cond_val};
+        bin[1].buf = cond_dev;
         for (int k = 0; k < n_carried; k++) {
             bin[k + 2].name = body->inputs.items[k + 2].value->name;
             bin[k + 2].buf = carried[k];
         }
-        if ((rc = amp_exec_run(c, bin, (size_t)n_carried + 2, bout, st))) break;
-        cond = amp_buf_get_i64(&bout[0], 0) != 0;
-        amp_buf_free(&bout[0]);
+        if ((rc = amp_exec_run_body(c, bin, (size_t)n_carried + 2, bout, st))) break;
+        rc = amp_exec_read_i64(e, &bout[0], "the body's condition output", &c64, st);
+        cond = c64 != 0;
+        amp_exec_buf_free(e, &bout[0]);
         for (int k = 0; k < n_carried; k++) {
-            amp_buf_free(&carried[k]);
+            amp_exec_buf_free(e, &carried[k]);
             carried[k] = bout[k + 1];
+        }
+        if (rc) {
+            for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
+            break;
         }
         if (iters == cap) {
             cap = cap ? cap * 2 : 8;
@@ -129,27 +147,29 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
                 scans[s] = p;
             }
             if (rc) {
-                for (int s = 0; s < n_scan; s++) amp_buf_free(&bout[1 + n_carried + s]);
+                for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
                 break;
             }
         }
         for (int s = 0; s < n_scan; s++) scans[s][iters] = bout[1 + n_carried + s];
         iters++;
     }
-    for (int k = 0; k < n_carried; k++) {
+    for (int k = 0; carried && k < n_carried; k++) {
         if (!rc) amp_exec_take_output(e, n, k, &carried[k]);
-        else amp_buf_free(&carried[k]);
+        else amp_exec_buf_free(e, &carried[k]);
     }
-    for (int s = 0; s < n_scan; s++) {
+    for (int s = 0; scans && s < n_scan; s++) {
         if (!rc) {
             AmpBuf stacked;
-            rc = stack(scans[s], iters, 0, false, &stacked, st);
+            rc = stack(e, scans[s], iters, 0, false, &stacked, st);
             if (!rc) amp_exec_take_output(e, n, n_carried + s, &stacked);
         }
-        for (size_t i = 0; i < iters; i++) amp_buf_free(&scans[s][i]);
+        for (size_t i = 0; i < iters; i++) amp_exec_buf_free(e, &scans[s][i]);
         free(scans[s]);
     }
 done:
+    amp_exec_buf_free(e, &iter_dev);
+    amp_exec_buf_free(e, &cond_dev);
     free(bin), free(carried), free(bout), free(scans);
     return rc;
 }
@@ -216,8 +236,8 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
         for (int d = 0, k = 0; d < x->rank; d++)
             if (d != axes[j]) sl->dims[k++] = x->dims[d];
         sl->nelem = L ? x->nelem / (uint64_t)L : 0;
-        sl->data = malloc(amp_buf_bytes(sl) ? amp_buf_bytes(sl) : 1);
-        if (!sl->data) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        AmpBuf shape = *sl;
+        rc = amp_exec_alloc_like(e, &shape, sl, st);
     }
     for (int64_t t = 0; !rc && t < L; t++) {
         for (int j = 0; j < M; j++) {
@@ -226,9 +246,9 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
             uint64_t outer = 1;
             for (int d = 0; d < axes[j]; d++) outer *= (uint64_t)x->dims[d];
             size_t inner = outer ? amp_buf_bytes(&slice[j]) / outer : 0;
-            for (uint64_t o = 0; o < outer && inner; o++)
-                memcpy((char *)slice[j].data + o * inner, (const char *)x->data + (o * (uint64_t)L + (uint64_t)at) * inner,
-                       inner);
+            for (uint64_t o = 0; o < outer && inner && !rc; o++)
+                rc = e->be->copy(e->be, (char *)slice[j].data + o * inner,
+                                 (const char *)x->data + (o * (uint64_t)L + (uint64_t)at) * inner, inner, st);
             bin[N + j].name = body->inputs.items[N + j].value->name;
             bin[N + j].buf = slice[j];
         }
@@ -236,16 +256,16 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
             bin[k].name = body->inputs.items[k].value->name;
             bin[k].buf = state[k];
         }
-        if ((rc = amp_exec_run(c, bin, (size_t)(N + M), bout, st))) break;
+        if (rc || (rc = amp_exec_run_body(c, bin, (size_t)(N + M), bout, st))) break;
         for (int k = 0; k < N; k++) {
-            amp_buf_free(&state[k]);
+            amp_exec_buf_free(e, &state[k]);
             state[k] = bout[k];
         }
         for (int k = 0; k < K; k++) scans[k][t] = bout[N + k];
     }
     for (int k = 0; k < N; k++) {
         if (!rc) amp_exec_take_output(e, n, k, &state[k]);
-        else amp_buf_free(&state[k]);
+        else amp_exec_buf_free(e, &state[k]);
     }
     for (int k = 0; k < K; k++) {
         if (!scans[k]) continue;
@@ -255,15 +275,15 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
             if (L > 0 && !amp_norm_axis(attr_int_at(n, "scan_output_axes", (size_t)k, 0), rank, &axis))
                 rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan_output_axes for output %d", nm, k);
             if (!rc)
-                rc = stack(scans[k], (size_t)L, axis, attr_int_at(n, "scan_output_directions", (size_t)k, 0) != 0,
+                rc = stack(e, scans[k], (size_t)L, axis, attr_int_at(n, "scan_output_directions", (size_t)k, 0) != 0,
                            &stacked, st);
             if (!rc) amp_exec_take_output(e, n, N + k, &stacked);
         }
-        for (int64_t t = 0; t < L; t++) amp_buf_free(&scans[k][t]);
+        for (int64_t t = 0; t < L; t++) amp_exec_buf_free(e, &scans[k][t]);
         free(scans[k]);
     }
 done:
-    for (int j = 0; slice && j < M; j++) amp_buf_free(&slice[j]);
+    for (int j = 0; slice && j < M; j++) amp_exec_buf_free(e, &slice[j]);
     free(bin), free(state), free(slice), free(bout), free(scans);
     return rc;
 }

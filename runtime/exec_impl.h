@@ -1,6 +1,7 @@
 /* Private to the interpreter (exec.c, exec_ctrl.c): the executor's layout. Values live in
- * slots indexed by AmpValue.id; a slot borrows (inputs, initializers), owns a buffer from
- * the backend, or points into the planned arena. */
+ * slots indexed by AmpValue.id; every slot holds a device buffer of the executor's backend:
+ * borrowed (an initializer's, a bound state buffer's, a caller's), owned, or a place in the
+ * planned arena. */
 #ifndef AMP_EXEC_IMPL_H
 #define AMP_EXEC_IMPL_H
 
@@ -8,9 +9,11 @@
 
 typedef enum SlotKind {
     SLOT_EMPTY = 0,
-    SLOT_BORROWED, /* an input's, an initializer's or a bound state buffer's data */
-    SLOT_OWNED,    /* from backend->alloc, freed by slot_clear */
-    SLOT_MALLOC,   /* host memory from malloc (a body's output handed up), freed by slot_clear */
+    SLOT_BORROWED, /* an initializer's, a bound state buffer's, a body input's, or a host
+                      input the backend reads in place */
+    SLOT_OWNED,    /* an intermediate from backend->alloc, freed by slot_clear */
+    SLOT_UPLOAD,   /* a graph input copied in for this run, freed by slot_clear (not counted
+                      as an intermediate) */
     SLOT_ARENA     /* a planned place in the arena */
 } SlotKind;
 
@@ -29,7 +32,7 @@ struct AmpExec {
     AmpModel *m;
     AmpGraph *g;
     AmpExecOptions opt;
-    const AmpBackend *be;
+    AmpBackend *be;
     uint64_t own_rng;
     uint64_t *rng;
     size_t n_nodes;
@@ -41,7 +44,9 @@ struct AmpExec {
     unsigned *vflags;          /* per value id: VAL_* */
     int *first;                /* per value id: index of the producing node, -1 if none */
     int *last;                 /* per value id: last node reading it; n_nodes = live to the end */
-    AmpBuf *init;              /* per value id: the initializer's view (VAL_INIT) */
+    AmpBuf *init;              /* per value id: the initializer's host view (VAL_INIT) */
+    AmpBuf *dinit;             /* per value id: its device copy, data NULL until uploaded */
+    bool *dinit_owned;         /* per value id: dinit's data is from backend->alloc */
     const AmpBuf **bound;      /* per value id: a bound state buffer, or NULL */
     AmpExec *parent;           /* the executor whose values this graph reads */
     AmpExec *children;         /* prepared body executors, a list */
@@ -65,9 +70,20 @@ void amp_exec_slot_clear(AmpExec *e, Slot *s);
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v);
 /* The prepared executor of body `body` of e (created on first use). */
 AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st);
-/* A malloc'd copy of src (host memory). */
+/* Runs a body: inputs are device buffers (borrowed for the run), outputs[i] receives
+ * output i as a device buffer the caller owns (free with amp_exec_buf_free). */
+AmpCode amp_exec_run_body(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
+                          AmpStatus *st);
+/* A device buffer of e's backend shaped as `like` (contents undefined); NULL data on OOM. */
+AmpCode amp_exec_alloc_like(const AmpExec *e, const AmpBuf *like, AmpBuf *dst, AmpStatus *st);
+/* A device copy of device buffer src. */
 AmpCode amp_exec_copy_buf(const AmpExec *e, const AmpBuf *src, AmpBuf *dst, AmpStatus *st);
-/* Stores a body's output buffer (host malloc'd) as output k of node n; takes b. */
+/* Frees a device buffer made by the two above or handed out by amp_exec_run_body. */
+void amp_exec_buf_free(const AmpExec *e, AmpBuf *b);
+/* Reads element 0 of an integer or bool device buffer (copied out); AMP_ERR_INPUT when
+ * it holds no element. `what` names it in messages. */
+AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st);
+/* Stores a device buffer as output k of node n; takes b. */
 void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b);
 
 AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);

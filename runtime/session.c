@@ -9,7 +9,8 @@
 
 _Static_assert(AMP_TENSOR_MAX_RANK == AMP_MAX_RANK, "public and kernel rank limits differ");
 _Static_assert((int)AMP_BACKEND_AUTO == (int)AMP_BACKEND_CHOICE_AUTO && (int)AMP_BACKEND_CPU == (int)AMP_BACKEND_CHOICE_CPU &&
-                   (int)AMP_BACKEND_CUDA == (int)AMP_BACKEND_CHOICE_CUDA,
+                   (int)AMP_BACKEND_CUDA == (int)AMP_BACKEND_CHOICE_CUDA &&
+                   (int)AMP_BACKEND_SIM == (int)AMP_BACKEND_CHOICE_SIM,
                "AmpBackendKind and AmpBackendChoice differ");
 
 size_t amp_tensor_view_bytes(const AmpTensorView *t) {
@@ -42,6 +43,7 @@ void amp_session_close(AmpSession *s) {
     amp_session_free_state(s);
     amp_session_free_io(s);
     amp_model_free(s->m);
+    amp_backend_close(s->be); /* last: everything above gave its device memory back */
     free(s);
 }
 
@@ -59,8 +61,8 @@ static AmpCode run_initialization(AmpSession *s, const AmpExecOptions *eo, AmpSt
         AmpTrainingInfo *ti = &s->m->training[i];
         if (!ti->initialization) continue;
         AmpExec *init = NULL;
-        amp_exec_reset(s->main);
-        AmpCode rc = amp_exec_prepare_in(s->main, ti->initialization, eo, &init, st);
+        AmpCode rc = amp_exec_reset(s->main, st);
+        if (!rc) rc = amp_exec_prepare_in(s->main, ti->initialization, eo, &init, st);
         if (!rc) rc = amp_exec_run(init, NULL, 0, NULL, st);
         for (size_t k = 0; !rc && k < ti->n_init_bindings; k++) {
             const AmpStrPair *b = &ti->init_bindings[k];
@@ -71,7 +73,7 @@ static AmpCode run_initialization(AmpSession *s, const AmpExecOptions *eo, AmpSt
                 rc = amp_fail(st, AMP_ERR_INPUT, "initialization_binding '%s' <- '%s': no such value", b->key, b->value);
                 break;
             }
-            rc = amp_state_assign(s, e, buf, true, "the initialization output", st);
+            rc = amp_state_assign(s, e, buf, true, true, "the initialization output", st);
         }
         amp_exec_free(init);
         if (rc) {
@@ -100,7 +102,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
          * type completely still runs. */
         AmpStatus ignored = {0};
         amp_infer_model(m, &ignored);
-        rc = amp_backend_select(opt->backend, &s->be, st);
+        rc = amp_backend_open(cfg->backend, &s->be, st);
     }
     AmpExecOptions eo = {.backend = s->be, .rng = &s->rng, .no_plan = opt->no_plan};
     if (!rc) rc = amp_exec_prepare(m, m->graph, &eo, &s->main, st);
@@ -167,7 +169,7 @@ static AmpCode fetch(AmpSession *s, AmpExec *e, const OutEntry *o, AmpTensorView
     out->rank = b->rank;
     for (int i = 0; i < b->rank; i++) out->dims[i] = b->dims[i];
     if (!(out->data = malloc(bytes ? bytes : 1))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    return bytes ? s->be->copy_out(out->data, b->data, bytes, st) : AMP_OK;
+    return bytes ? s->be->copy_out(s->be, out->data, b->data, bytes, st) : AMP_OK;
 }
 
 /* Copies the requested outputs made by graph `graph` (-1 main, k algorithm k). */
@@ -215,26 +217,26 @@ static AmpCode apply_updates(AmpSession *s, const Algo *a, AmpStatus *st) {
                           b->key, b->value, got, want);
             break;
         }
-        /* A source that is some state's own buffer is copied aside first. */
+        /* A source that is some state's own buffer is copied aside first (on the device). */
         for (size_t j = 0; j < s->n_state && !tmp[k]; j++)
             if (src[k].data == s->state[j].buf.data && &s->state[j] != dst[k]) tmp[k] = true;
         if (tmp[k]) {
             size_t bytes = amp_buf_bytes(&src[k]);
-            void *p = malloc(bytes ? bytes : 1);
+            void *p = s->be->alloc(s->be, bytes);
             if (!p) {
                 tmp[k] = false;
-                rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+                rc = amp_fail(st, AMP_ERR_INTERNAL, "out of device memory");
                 break;
             }
-            if (bytes) memcpy(p, src[k].data, bytes);
+            rc = bytes ? s->be->copy(s->be, p, src[k].data, bytes, st) : AMP_OK;
             src[k].data = p;
         }
     }
     for (size_t k = 0; k < n && !rc; k++)
-        if (src[k].data != dst[k]->buf.data) rc = amp_state_assign(s, dst[k], &src[k], true, "update", st);
+        if (src[k].data != dst[k]->buf.data) rc = amp_state_assign(s, dst[k], &src[k], true, true, "update", st);
 done:
     for (size_t k = 0; src && tmp && k < n; k++)
-        if (tmp[k]) free(src[k].data);
+        if (tmp[k]) s->be->free(s->be, src[k].data);
     free(src), free(tmp), free(dst);
     return rc;
 }

@@ -13,8 +13,9 @@
 typedef struct StateEntry {
     const char *name;
     AmpValue *value; /* the main graph's initializer */
-    AmpBuf buf;      /* the current value, bound into the main executor */
-    bool owned;      /* buf.data is from the backend (else borrowed from the model) */
+    AmpBuf buf;      /* the current value (device memory), bound into the main executor */
+    bool owned;      /* buf.data is the session's (else the executor's upload of the model's tensor) */
+    void *host;      /* a host copy handed out by amp_session_state_at (malloc'd), or NULL */
 } StateEntry;
 
 typedef struct InEntry {
@@ -46,7 +47,7 @@ typedef struct Algo {
 
 struct AmpSession {
     AmpModel *m;
-    const AmpBackend *be;
+    AmpBackend *be;        /* the session's own instance, closed with it */
     AmpExec *main;
     Algo *alg;
     size_t n_alg;
@@ -73,9 +74,9 @@ void amp_session_fill_info(const AmpValue *v, AmpIoInfo *out);
 AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st);
 void amp_session_free_state(AmpSession *s);
 StateEntry *amp_session_find_state(const AmpSession *s, const char *name);
-/* Replaces entry e's value with src (any shape when reshape, else the same dtype and shape);
- * `what` names the source for messages. */
-AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool reshape, const char *what,
-                         AmpStatus *st);
+/* Replaces entry e's value with src, a device buffer (on_device) or host memory (any shape
+ * when reshape, else the same dtype and shape); `what` names the source for messages. */
+AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool on_device, bool reshape,
+                         const char *what, AmpStatus *st);
 
 #endif

@@ -31,14 +31,21 @@ static bool add_entry(AmpSession *s, const char *name, size_t cap) {
     return true;
 }
 
-/* A backend buffer holding a copy of src. */
-static AmpCode own_copy(AmpSession *s, const AmpBuf *src, AmpBuf *dst, AmpStatus *st) {
+/* Copies src (a device buffer when on_device, else host memory) into dst->data. */
+static AmpCode put(AmpSession *s, void *dst, const AmpBuf *src, bool on_device, AmpStatus *st) {
     size_t bytes = amp_buf_bytes(src);
+    if (!bytes) return AMP_OK;
+    return on_device ? s->be->copy(s->be, dst, src->data, bytes, st) : s->be->copy_in(s->be, dst, src->data, bytes, st);
+}
+
+/* A backend buffer holding a copy of src. */
+static AmpCode own_copy(AmpSession *s, const AmpBuf *src, bool on_device, AmpBuf *dst, AmpStatus *st) {
     AmpBuf b = *src;
-    if (!(b.data = s->be->alloc(bytes))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory for the state");
-    AmpCode rc = bytes ? s->be->copy_in(b.data, src->data, bytes, st) : AMP_OK;
+    if (!(b.data = s->be->alloc(s->be, amp_buf_bytes(src))))
+        return amp_fail(st, AMP_ERR_INTERNAL, "out of memory for the state");
+    AmpCode rc = put(s, b.data, src, on_device, st);
     if (rc) {
-        s->be->free(b.data);
+        s->be->free(s->be, b.data);
         return rc;
     }
     *dst = b;
@@ -69,16 +76,18 @@ AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st) {
         for (size_t i = 0; i < m->graph->n_initializers; i++) add_entry(s, m->graph->initializers[i]->name, cap);
     for (size_t i = 0; i < s->n_state; i++) {
         StateEntry *e = &s->state[i];
-        AmpBuf view;
-        AmpCode rc = amp_buf_from_tensor(m, e->value->initializer, &view, st);
-        if (rc) return rc;
-        /* Bound state is written every step: it gets its own buffer now. Other entries
-         * borrow the model's bytes until someone sets them. */
+        AmpCode rc;
+        /* Bound state is written every step: it gets its own device buffer now. Other
+         * entries share the executor's upload of the model's tensor until someone sets them. */
         if (bound) {
-            if ((rc = own_copy(s, &view, &e->buf, st))) return rc;
+            AmpBuf view;
+            if ((rc = amp_buf_from_tensor(m, e->value->initializer, &view, st))) return rc;
+            if ((rc = own_copy(s, &view, false, &e->buf, st))) return rc;
             e->owned = true;
         } else {
-            e->buf = view;
+            const AmpBuf *dev;
+            if ((rc = amp_exec_initializer(s->main, e->value, &dev, st))) return rc;
+            e->buf = *dev;
         }
         if ((rc = amp_exec_bind(s->main, e->value, &e->buf, st))) return rc;
     }
@@ -86,15 +95,17 @@ AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st) {
 }
 
 void amp_session_free_state(AmpSession *s) {
-    for (size_t i = 0; i < s->n_state; i++)
-        if (s->state[i].owned) s->be->free(s->state[i].buf.data);
+    for (size_t i = 0; i < s->n_state; i++) {
+        if (s->state[i].owned) s->be->free(s->be, s->state[i].buf.data);
+        free(s->state[i].host);
+    }
     free(s->state);
     s->state = NULL;
     s->n_state = 0;
 }
 
-AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool reshape, const char *what,
-                         AmpStatus *st) {
+AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool on_device, bool reshape,
+                         const char *what, AmpStatus *st) {
     if (!amp_buf_same_shape(&e->buf, src) && !reshape) {
         char want[160], got[160];
         amp_buf_describe(&e->buf, want, sizeof want);
@@ -103,7 +114,7 @@ AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool r
     }
     size_t bytes = amp_buf_bytes(src);
     if (e->owned && amp_buf_bytes(&e->buf) == bytes) {
-        AmpCode rc = bytes ? s->be->copy_in(e->buf.data, src->data, bytes, st) : AMP_OK;
+        AmpCode rc = put(s, e->buf.data, src, on_device, st);
         if (rc) return rc;
         void *data = e->buf.data;
         e->buf = *src;
@@ -111,9 +122,9 @@ AmpCode amp_state_assign(AmpSession *s, StateEntry *e, const AmpBuf *src, bool r
         return AMP_OK;
     }
     AmpBuf fresh;
-    AmpCode rc = own_copy(s, src, &fresh, st);
+    AmpCode rc = own_copy(s, src, on_device, &fresh, st);
     if (rc) return rc;
-    if (e->owned) s->be->free(e->buf.data);
+    if (e->owned) s->be->free(s->be, e->buf.data);
     e->buf = fresh;
     e->owned = true;
     return AMP_OK;
@@ -127,13 +138,21 @@ size_t amp_session_state_count(const AmpSession *s) {
 
 bool amp_session_state_at(const AmpSession *s, size_t i, AmpTensorView *out) {
     if (i >= s->n_state) return false;
-    const StateEntry *e = &s->state[i];
+    /* The value is copied out of the device into a host buffer the entry keeps (the
+     * session's own memory, not its logical state: hence the cast). */
+    StateEntry *e = (StateEntry *)&s->state[i];
     memset(out, 0, sizeof *out);
+    size_t bytes = amp_buf_bytes(&e->buf);
+    void *host = realloc(e->host, bytes ? bytes : 1);
+    AmpStatus st = {0};
+    if (!host) return false;
+    e->host = host;
+    if (bytes && s->be->copy_out(s->be, host, e->buf.data, bytes, &st)) return false;
     out->name = e->name;
     out->dtype = e->buf.dtype;
     out->rank = e->buf.rank;
     for (int k = 0; k < e->buf.rank; k++) out->dims[k] = e->buf.dims[k];
-    out->data = e->buf.data;
+    out->data = host;
     return true;
 }
 
@@ -165,7 +184,7 @@ AmpCode amp_session_state_set(AmpSession *s, const AmpTensorView *t, AmpStatus *
     if (!e) return amp_fail(st, AMP_ERR_USAGE, "state '%s': the session holds no state of that name", t->name);
     AmpBuf b;
     AmpCode rc = view_buf(t, &b, st);
-    return rc ? rc : amp_state_assign(s, e, &b, false, "the value given", st);
+    return rc ? rc : amp_state_assign(s, e, &b, false, false, "the value given", st);
 }
 
 /* ---- checkpoints ----------------------------------------------------------------------- */
@@ -212,7 +231,7 @@ AmpCode amp_session_state_save(AmpSession *s, const char *path, AmpStatus *st) {
             rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
             goto done;
         }
-        if (bytes && (rc = s->be->copy_out(raw, e->buf.data, bytes, st))) goto done;
+        if (bytes && (rc = s->be->copy_out(s->be, raw, e->buf.data, bytes, st))) goto done;
         for (int k = 0; k < e->buf.rank; k++) dims[k] = e->buf.dims[k];
         t->dtype = e->buf.dtype;
         t->has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
@@ -287,7 +306,7 @@ AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st) {
     for (size_t i = 0; !rc && i < s->n_state; i++)
         if (!seen[i])
             rc = amp_fail(st, AMP_ERR_INPUT, "%s: the checkpoint has no '%s'", path, s->state[i].name);
-    for (size_t i = 0; !rc && i < s->n_state; i++) rc = amp_state_assign(s, &s->state[i], &bufs[i], false, "checkpoint", st);
+    for (size_t i = 0; !rc && i < s->n_state; i++) rc = amp_state_assign(s, &s->state[i], &bufs[i], false, false, "checkpoint", st);
     if (!rc) {
         s->steps = n_steps;
         s->rng = rng_state;

@@ -45,7 +45,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # (The fuzzers, sanitized themselves, are built and run in build/ only.)
-if ! (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '_py$'); then
+if ! (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '_py(_sim)?$'); then
   echo "test.sh: FAILED: sanitized tests in build-asan/"
   status=1
 fi

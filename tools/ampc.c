@@ -200,10 +200,11 @@ static void print_help(FILE *f) {
             "'ampc run' trains when the model has a training algorithm (ONNX training_info) or\n"
             "an output named like a loss; it reads AMP_AUTO=1 (with AMP_PRECISION, AMP_LOG_PATH,\n"
             "AMP_LOSS_SCALE, AMP_ALLOWLIST_ADD and the other list edits) and then rewrites the\n"
-            "model in mixed precision in memory before running it. 'ampc bench' does the same\n"
-            "but runs inference unless --train is given, and prints only the median, min and\n"
-            "max time of the N timed runs (the W warm-up runs are not counted) and the peak\n"
-            "memory. Timings of a shared machine vary: compare ratios taken in one go.\n"
+            "model in mixed precision in memory before running it; without --backend it reads\n"
+            "AMP_BACKEND (cpu, cuda, auto or sim). 'ampc bench' does the same but runs\n"
+            "inference unless --train is given, and prints only the median, min and max time\n"
+            "of the N timed runs (the W warm-up runs are not counted) and the peak memory.\n"
+            "Timings of a shared machine vary: compare ratios taken in one go.\n"
             "\n"
             "A load uses up to as many threads as the CPUs ampc may run on (at most 8): one\n"
             "faults the model's memory in and, from three on, the others help with the nodes\n"
@@ -620,7 +621,7 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
     }
     case OPT_BACKEND:
         if ((r->backend = amp_backend_parse(arg)) < 0)
-            return usage_error("--backend '%s': expected cpu, cuda or auto", arg);
+            return usage_error("--backend '%s': expected cpu, cuda, auto or sim", arg);
         return AMP_OK;
     case OPT_DIM: {
         const char *eq = strchr(arg, '=');

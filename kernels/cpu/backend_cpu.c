@@ -1,34 +1,40 @@
 /* The CPU backend: the interface of backend.h over the kernels of kernels/cpu (the
  * registry picks one kernel per op, which handles every dtype it supports itself), with
- * malloc'd memory and memcpy for the copies. Also backend selection by name. */
+ * malloc'd memory, memcpy for the copies, and host memory read in place. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "backend.h"
 #include "blas.h"
 #include "kernels.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-static bool cpu_supports(const AmpNode *n, int64_t opset) {
-    (void)opset;
+static bool cpu_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)be, (void)opset, (void)in_dtypes;
     return amp_cpu_kernel(n->op) != NULL;
 }
 
-static void *cpu_alloc(size_t bytes) {
+static void *cpu_alloc(AmpBackend *be, size_t bytes) {
+    (void)be;
     return malloc(bytes ? bytes : 1);
 }
 
-static void cpu_free(void *p) {
+static void cpu_free(AmpBackend *be, void *p) {
+    (void)be;
     free(p);
 }
 
-static AmpCode cpu_copy(void *dst, const void *src, size_t bytes, AmpStatus *st) {
-    (void)st;
+static AmpCode cpu_copy(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    (void)be, (void)st;
     if (bytes && dst != src) memmove(dst, src, bytes);
     return AMP_OK;
 }
 
-static AmpCode cpu_prepare(const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
-    (void)opset;
+static const void *cpu_borrow(AmpBackend *be, const void *host, size_t bytes) {
+    (void)be, (void)bytes;
+    return host;
+}
+
+AmpCode amp_cpu_prepare_node(const AmpNode *n, AmpBackendKernel *out, AmpStatus *st) {
     /* OpenBLAS is opened here, once, so that a missing library is an error of the
      * session that needs it rather than of every ampc command. */
     if (amp_blas_load(st) != AMP_OK) return st->code;
@@ -41,43 +47,29 @@ static AmpCode cpu_prepare(const AmpNode *n, int64_t opset, AmpBackendKernel *ou
     return AMP_OK;
 }
 
-static AmpCode cpu_run(const AmpBackendKernel *k, AmpKernelCtx *ctx) {
+static AmpCode cpu_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
+    (void)be, (void)opset;
+    return amp_cpu_prepare_node(n, out, st);
+}
+
+static AmpCode cpu_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
+    (void)be;
     return k->fn(ctx);
 }
 
-static const AmpBackend CPU = {
+static AmpBackend CPU = {
     .name = "cpu",
-    .host_memory = true,
     .supports = cpu_supports,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy_in = cpu_copy,
     .copy_out = cpu_copy,
+    .copy = cpu_copy,
+    .borrow_host = cpu_borrow,
     .prepare_node = cpu_prepare,
     .run_node = cpu_run,
 };
 
-const AmpBackend *amp_backend_cpu(void) {
+AmpBackend *amp_backend_cpu(void) {
     return &CPU;
-}
-
-int amp_backend_parse(const char *name) {
-    if (!name) return -1;
-    if (strcmp(name, "auto") == 0) return AMP_BACKEND_CHOICE_AUTO;
-    if (strcmp(name, "cpu") == 0) return AMP_BACKEND_CHOICE_CPU;
-    if (strcmp(name, "cuda") == 0) return AMP_BACKEND_CHOICE_CUDA;
-    return -1;
-}
-
-AmpCode amp_backend_select(int choice, const AmpBackend **out, AmpStatus *st) {
-    *out = NULL;
-    switch (choice) {
-    case AMP_BACKEND_CHOICE_AUTO: /* no CUDA executor yet: the CPU */
-    case AMP_BACKEND_CHOICE_CPU: *out = &CPU; return AMP_OK;
-    case AMP_BACKEND_CHOICE_CUDA:
-        return amp_fail(st, AMP_ERR_UNSUPPORTED,
-                        "backend 'cuda': the CUDA backend is not built into the runtime yet (no device "
-                        "executor); use 'cpu' or 'auto'");
-    default: return amp_fail(st, AMP_ERR_USAGE, "unknown backend %d (expected cpu, cuda or auto)", choice);
-    }
 }

@@ -23,6 +23,10 @@ typedef struct AmpCpuKernelEntry {
  * then names the op). Chosen once per node when the session is prepared. */
 AmpKernelFn amp_cpu_kernel(AmpOpId op);
 
+/* The CPU backend's prepare_node (backend_cpu.c), shared with the device simulator. */
+struct AmpBackendKernel;
+AmpCode amp_cpu_prepare_node(const AmpNode *n, struct AmpBackendKernel *out, AmpStatus *st);
+
 /* ---- helpers shared by the families (common.c) ----------------------------------- */
 
 /* A float32 view of a float-family input: the buffer itself when it is float32, else a

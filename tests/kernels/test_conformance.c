@@ -1,6 +1,8 @@
-/* The CPU executor against the ONNX project's own conformance data: every test folder
+/* The executor against the ONNX project's own conformance data: every test folder
  * (model.onnx + test_data_set_N/input_*.pb, output_*.pb) under node/, simple/ and
- * pytorch-converted/ whose ops the CPU backend runs, compared per dtype with atol/rtol.
+ * pytorch-converted/ whose ops the backend runs, compared per dtype with atol/rtol.
+ * The backend is the CPU, or the one AMP_BACKEND names (ctest runs this test again with
+ * AMP_BACKEND=sim: the device simulator).
  * Tests the backend cannot run (no kernel, or a kernel that says "unsupported") are
  * counted and listed with the reason; every other test must pass.
  * AMPC_CONFORMANCE_FILTER=substr limits the run to folders whose name contains substr;
@@ -19,6 +21,7 @@
 #include "kernel_test_util.h"
 
 typedef struct Counts {
+    AmpBackend *be;
     int total, supported, passed;
     int n_fail;
     char fails[8192];
@@ -96,7 +99,8 @@ static void run_case(const char *dir, const char *name, Counts *c, bool verbose)
         return;
     }
     AmpExec *e = NULL;
-    if (amp_exec_prepare(m, m->graph, NULL, &e, &st)) {
+    AmpExecOptions eo = {.backend = c->be};
+    if (amp_exec_prepare(m, m->graph, &eo, &e, &st)) {
         if (st.code != AMP_ERR_UNSUPPORTED) add_fail(c, name, st.msg);
         else if (verbose) printf("skip %s: %s\n", name, st.msg);
         amp_model_free(m);
@@ -227,6 +231,11 @@ static void run_suite(const char *sub) {
     if (n) qsort(names, n, sizeof *names, cmp_str);
     Counts c;
     memset(&c, 0, sizeof c);
+    const char *be_name = getenv("AMP_BACKEND");
+    int choice = be_name && *be_name ? amp_backend_parse(be_name) : AMP_BACKEND_CHOICE_CPU;
+    AmpStatus st = {0};
+    cr_assert(choice >= 0, "AMP_BACKEND='%s' is no backend", be_name);
+    cr_assert(amp_backend_open(choice, &c.be, &st) == AMP_OK, "%s", st.msg);
     for (size_t i = 0; i < n; i++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
@@ -234,7 +243,11 @@ static void run_suite(const char *sub) {
         free(names[i]);
     }
     free(names);
-    printf("conformance %s: %d passed / %d supported / %d total\n", sub, c.passed, c.supported, c.total);
+    size_t live = amp_backend_sim_live(c.be);
+    cr_expect(live == 0 || live == SIZE_MAX, "the device simulator holds %zu allocations after every test", live);
+    printf("conformance %s (%s): %d passed / %d supported / %d total\n", sub, c.be->name, c.passed, c.supported,
+           c.total);
+    amp_backend_close(c.be);
     fflush(stdout);
     cr_expect_eq(c.n_fail, 0, "%s: %d of %d supported tests failed:%s", sub, c.n_fail, c.supported, c.fails);
 }

@@ -225,7 +225,9 @@ Test(session, arena_follows_changing_shapes) {
     cr_assert_gt(stats.intermediate_bytes, 0);
     cr_assert_eq(stats.state_bytes, 12, "B is the state of a model without bindings");
     cr_assert_eq(amp_session_state_count(s), 1);
-    cr_assert_str_eq(stats.backend, "cpu");
+    /* auto is the CPU, or what AMP_BACKEND names (ctest runs this file again with sim). */
+    const char *env = getenv("AMP_BACKEND");
+    cr_assert_str_eq(stats.backend, env && *env && strcmp(env, "auto") != 0 ? env : "cpu");
     amp_session_close(s);
 }
 
@@ -240,9 +242,43 @@ Test(session, backends) {
     amp_status_clear(&st);
     cr_assert_eq(rt_open(add_relu("2,3"), &o, &s, &st), AMP_OK, "%s", st.msg);
     amp_session_close(s);
+    o.backend = AMP_BACKEND_SIM;
+    amp_status_clear(&st);
+    cr_assert_eq(rt_open(add_relu("2,3"), &o, &s, &st), AMP_OK, "%s", st.msg);
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.backend, "sim");
+    amp_session_close(s);
     o.backend = (AmpBackendKind)7;
     amp_status_clear(&st);
     cr_assert_eq(rt_open(add_relu("2,3"), &o, &s, &st), AMP_ERR_USAGE);
+}
+
+/* AMP_BACKEND picks the backend of a session whose options say auto; an explicit option
+ * wins; a bad value is a usage error naming the variable; ignore_env reads nothing. */
+Test(session, amp_backend_variable) {
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    AmpSessionStats stats;
+    setenv("AMP_BACKEND", "sim", 1);
+    cr_assert_eq(rt_open(add_relu("2,3"), NULL, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.backend, "sim");
+    amp_session_close(s);
+    AmpSessionOptions o = {.backend = AMP_BACKEND_CPU};
+    cr_assert_eq(rt_open(add_relu("2,3"), &o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.backend, "cpu");
+    amp_session_close(s);
+    o = (AmpSessionOptions){.ignore_env = true};
+    cr_assert_eq(rt_open(add_relu("2,3"), &o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.backend, "cpu");
+    amp_session_close(s);
+    setenv("AMP_BACKEND", "tpu", 1);
+    cr_assert_eq(rt_open(add_relu("2,3"), NULL, &s, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "AMP_BACKEND='tpu'"), "%s", st.msg);
+    unsetenv("AMP_BACKEND");
 }
 
 Test(session, open_failures) {

@@ -1,0 +1,52 @@
+/* Backend selection by name and choice, and the one upload helper every user of the
+ * interface shares (backend.h). The backends themselves live with their kernels. */
+#include <string.h>
+
+#include "backend.h"
+
+int amp_backend_parse(const char *name) {
+    if (!name) return -1;
+    if (strcmp(name, "auto") == 0) return AMP_BACKEND_CHOICE_AUTO;
+    if (strcmp(name, "cpu") == 0) return AMP_BACKEND_CHOICE_CPU;
+    if (strcmp(name, "cuda") == 0) return AMP_BACKEND_CHOICE_CUDA;
+    if (strcmp(name, "sim") == 0) return AMP_BACKEND_CHOICE_SIM;
+    return -1;
+}
+
+AmpCode amp_backend_open(int choice, AmpBackend **out, AmpStatus *st) {
+    *out = NULL;
+    switch (choice) {
+    case AMP_BACKEND_CHOICE_AUTO: /* no CUDA executor yet: the CPU */
+    case AMP_BACKEND_CHOICE_CPU: *out = amp_backend_cpu(); return AMP_OK;
+    case AMP_BACKEND_CHOICE_SIM: return amp_backend_sim_open(out, st);
+    case AMP_BACKEND_CHOICE_CUDA:
+        return amp_fail(st, AMP_ERR_UNSUPPORTED,
+                        "backend 'cuda': the CUDA backend is not built into the runtime yet (no device "
+                        "executor); use 'cpu' or 'auto'");
+    default: return amp_fail(st, AMP_ERR_USAGE, "unknown backend %d (expected cpu, cuda, auto or sim)", choice);
+    }
+}
+
+void amp_backend_close(AmpBackend *be) {
+    if (be && be->destroy) be->destroy(be);
+}
+
+AmpCode amp_backend_upload(AmpBackend *be, const void *host, size_t bytes, void **dev, bool *owned, AmpStatus *st) {
+    *dev = NULL;
+    *owned = false;
+    const void *view = be->borrow_host && host ? be->borrow_host(be, host, bytes) : NULL;
+    if (view) {
+        *dev = (void *)view; /* read only: the interpreter never writes an input or weight */
+        return AMP_OK;
+    }
+    void *p = be->alloc(be, bytes);
+    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of device memory for %zu bytes", bytes);
+    AmpCode rc = bytes ? be->copy_in(be, p, host, bytes, st) : AMP_OK;
+    if (rc) {
+        be->free(be, p);
+        return rc;
+    }
+    *dev = p;
+    *owned = true;
+    return AMP_OK;
+}

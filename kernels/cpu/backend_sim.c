@@ -1,0 +1,172 @@
+/* The device simulator (backend.h): the CPU kernels behind memory the interpreter cannot
+ * dereference, so that the whole suite proves, without a GPU, that the runtime moves
+ * every byte through the backend. A "device pointer" is a malloc'd host address with bit
+ * 62 set: outside the canonical address range of x86-64 (and of any 48- or 57-bit user
+ * space), so a host read or write through it faults, and sanitizers name the access.
+ * Pointer arithmetic inside a buffer (arena offsets) keeps working. The simulator's own
+ * copies and kernels clear the bit, and refuse a host pointer where a device one belongs:
+ * a buffer the interpreter forgot to upload is an error naming the node, not a silent
+ * host read. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "kernels.h"
+
+#define SIM_TAG ((uintptr_t)1 << 62)
+#define SIM_MAX_OUT 64
+
+typedef struct Sim {
+    AmpBackend be; /* first: the instance is the backend */
+    size_t live;   /* allocations not yet freed */
+} Sim;
+
+static bool is_dev(const void *p) {
+    return ((uintptr_t)p & SIM_TAG) != 0;
+}
+
+static void *to_host(const void *dev) {
+    return (void *)((uintptr_t)dev & ~SIM_TAG);
+}
+
+static void *to_dev(void *host) {
+    return (void *)((uintptr_t)host | SIM_TAG);
+}
+
+static void *sim_alloc(AmpBackend *be, size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) return NULL;
+    if (is_dev(p)) { /* never on a real system: the simulator would be meaningless */
+        free(p);
+        return NULL;
+    }
+    ((Sim *)be)->live++;
+    return to_dev(p);
+}
+
+static void sim_free(AmpBackend *be, void *p) {
+    if (!p) return;
+    if (!is_dev(p)) abort(); /* an internal invariant of the runtime, never user input */
+    ((Sim *)be)->live--;
+    free(to_host(p));
+}
+
+static AmpCode misuse(AmpStatus *st, const char *what) {
+    return amp_fail(st, AMP_ERR_INTERNAL, "device simulator: %s", what);
+}
+
+static AmpCode sim_copy_in(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    (void)be;
+    if (!bytes) return AMP_OK;
+    if (!is_dev(dst) || is_dev(src)) return misuse(st, "copy_in needs a device destination and a host source");
+    memcpy(to_host(dst), src, bytes);
+    return AMP_OK;
+}
+
+static AmpCode sim_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    (void)be;
+    if (!bytes) return AMP_OK;
+    if (is_dev(dst) || !is_dev(src)) return misuse(st, "copy_out needs a host destination and a device source");
+    memcpy(dst, to_host(src), bytes);
+    return AMP_OK;
+}
+
+static AmpCode sim_copy(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    (void)be;
+    if (!bytes) return AMP_OK;
+    if (!is_dev(dst) || !is_dev(src)) return misuse(st, "copy needs device buffers on both sides");
+    memmove(to_host(dst), to_host(src), bytes);
+    return AMP_OK;
+}
+
+static bool sim_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)be, (void)opset, (void)in_dtypes;
+    return amp_cpu_kernel(n->op) != NULL;
+}
+
+static AmpCode sim_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
+    (void)be, (void)opset;
+    return amp_cpu_prepare_node(n, out, st);
+}
+
+/* The kernel's view of the run: host copies of the AmpBufs, pointers translated. */
+typedef struct SimRun {
+    AmpAllocFn alloc; /* the interpreter's allocator and its context */
+    void *alloc_ctx;
+    const AmpNode *node;
+    AmpBuf out[SIM_MAX_OUT];
+} SimRun;
+
+static AmpBuf *sim_run_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+    SimRun *r = ctx;
+    if (index < 0 || index >= SIM_MAX_OUT) {
+        amp_fail(st, AMP_ERR_INTERNAL, "device simulator: node '%s' asked for output %d", r->node->name, index);
+        return NULL;
+    }
+    AmpBuf *b = r->alloc(r->alloc_ctx, index, dtype, rank, dims, st);
+    if (!b) return NULL;
+    if (b->data && !is_dev(b->data)) {
+        misuse(st, "the interpreter gave a kernel a host buffer as output");
+        return NULL;
+    }
+    r->out[index] = *b;
+    r->out[index].data = to_host(b->data);
+    return &r->out[index];
+}
+
+static AmpCode sim_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
+    (void)be;
+    enum { MAX_IN = 64 };
+    if (ctx->n_in > MAX_IN || ctx->n_out > SIM_MAX_OUT)
+        return misuse(ctx->st, "a node with more inputs or outputs than the simulator takes");
+    AmpBuf in[MAX_IN];
+    const AmpBuf *inp[MAX_IN];
+    for (int i = 0; i < ctx->n_in; i++) {
+        inp[i] = NULL;
+        if (!ctx->in[i]) continue;
+        in[i] = *ctx->in[i];
+        if (in[i].data && !is_dev(in[i].data))
+            return amp_fail(ctx->st, AMP_ERR_INTERNAL,
+                            "device simulator: input %d of node '%s' (%s) is host memory: the interpreter did not "
+                            "upload it",
+                            i, ctx->node->name ? ctx->node->name : "", ctx->node->op_type);
+        in[i].data = in[i].data ? to_host(in[i].data) : NULL;
+        inp[i] = &in[i];
+    }
+    SimRun r = {.alloc = ctx->alloc, .alloc_ctx = ctx->alloc_ctx, .node = ctx->node};
+    AmpKernelCtx host = *ctx;
+    host.in = inp;
+    host.alloc = sim_run_alloc;
+    host.alloc_ctx = &r;
+    return k->fn(&host);
+}
+
+static void sim_destroy(AmpBackend *be) {
+    free(be);
+}
+
+AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
+    *out = NULL;
+    Sim *s = calloc(1, sizeof *s);
+    if (!s) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    s->be = (AmpBackend){
+        .name = "sim",
+        .supports = sim_supports,
+        .alloc = sim_alloc,
+        .free = sim_free,
+        .copy_in = sim_copy_in,
+        .copy_out = sim_copy_out,
+        .copy = sim_copy,
+        .borrow_host = NULL,
+        .prepare_node = sim_prepare,
+        .run_node = sim_run,
+        .destroy = sim_destroy,
+    };
+    *out = &s->be;
+    return AMP_OK;
+}
+
+size_t amp_backend_sim_live(const AmpBackend *be) {
+    return be && be->destroy == sim_destroy ? ((const Sim *)be)->live : SIZE_MAX;
+}

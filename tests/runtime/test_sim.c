@@ -1,0 +1,172 @@
+/* The device simulator (backend.h): its memory cannot be read from the host, its copies
+ * and kernels refuse a pointer on the wrong side, and an executor over it runs a graph
+ * with weights, control flow and outputs and gives every byte back. Together with the
+ * suite run again under AMP_BACKEND=sim, this is the proof that the interpreter moves
+ * every byte through the backend. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "exec.h"
+#include "rt_util.h"
+
+#define I64s(...) ((const int64_t[]){__VA_ARGS__})
+
+static void rt_attr_graph(AmpNode *n, const char *name, AmpGraph *body) {
+    AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_GRAPH);
+    cr_assert_not_null(a);
+    a->g = body;
+}
+
+static AmpBackend *open_sim(void) {
+    AmpBackend *be = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_backend_sim_open(&be, &st), AMP_OK, "%s", st.msg);
+    cr_assert_str_eq(be->name, "sim");
+    return be;
+}
+
+/* A host read through a simulator pointer does not return: the child that tries dies
+ * (a fault, or a sanitizer's report and exit), and never prints the byte. */
+Test(sim, host_reads_of_device_memory_fault) {
+    AmpBackend *be = open_sim();
+    unsigned char *p = be->alloc(be, 16);
+    cr_assert_not_null(p);
+    AmpStatus st = {0};
+    const unsigned char bytes[16] = {42};
+    cr_assert_eq(be->copy_in(be, p, bytes, sizeof bytes, &st), AMP_OK, "%s", st.msg);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        volatile unsigned char c = p[0];
+        _exit(c == 42 ? 0 : 3);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the host read the device byte");
+    unsigned char back[16] = {0};
+    cr_assert_eq(be->copy_out(be, back, p, sizeof back, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(back[0], 42, "copy_out brings the byte back");
+    be->free(be, p);
+    cr_assert_eq(amp_backend_sim_live(be), 0);
+    amp_backend_close(be);
+}
+
+Test(sim, copies_refuse_the_wrong_side) {
+    AmpBackend *be = open_sim();
+    void *d = be->alloc(be, 8), *d2 = be->alloc(be, 8);
+    unsigned char h[8] = {0}, h2[8] = {0};
+    AmpStatus st = {0};
+    cr_assert_eq(be->copy_in(be, h, h2, 8, &st), AMP_ERR_INTERNAL, "copy_in into host memory");
+    cr_assert_not_null(strstr(st.msg, "device simulator"), "%s", st.msg);
+    amp_status_clear(&st);
+    cr_assert_eq(be->copy_in(be, d, d2, 8, &st), AMP_ERR_INTERNAL, "copy_in from device memory");
+    amp_status_clear(&st);
+    cr_assert_eq(be->copy_out(be, d, d2, 8, &st), AMP_ERR_INTERNAL, "copy_out into device memory");
+    amp_status_clear(&st);
+    cr_assert_eq(be->copy_out(be, h, h2, 8, &st), AMP_ERR_INTERNAL, "copy_out from host memory");
+    amp_status_clear(&st);
+    cr_assert_eq(be->copy(be, d, h, 8, &st), AMP_ERR_INTERNAL, "copy from host memory");
+    amp_status_clear(&st);
+    cr_assert_eq(be->copy(be, d, d2, 8, &st), AMP_OK, "%s", st.msg);
+    cr_assert_null(be->borrow_host, "the simulator reads no host memory in place");
+    be->free(be, d);
+    be->free(be, d2);
+    cr_assert_eq(amp_backend_sim_live(be), 0);
+    amp_backend_close(be);
+    cr_assert_eq(amp_backend_sim_live(amp_backend_cpu()), SIZE_MAX, "the CPU is no simulator");
+}
+
+static AmpBuf *no_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+    (void)ctx, (void)index, (void)dtype, (void)rank, (void)dims;
+    amp_fail(st, AMP_ERR_INTERNAL, "not reached");
+    return NULL;
+}
+
+/* A kernel handed a host buffer (an input the interpreter forgot to upload) is an error
+ * naming the node, not a silent host read. */
+Test(sim, a_host_input_is_named) {
+    AmpBackend *be = open_sim();
+    AmpModel *m = rt_model(17);
+    rt_input(m->graph, "X", AMP_DT_FLOAT, "2");
+    AmpNode *n = rt_node(m->graph, "", "Relu", "X", "Y");
+    rt_output(m->graph, "Y", AMP_DT_FLOAT, "2");
+    AmpBackendKernel k;
+    AmpStatus st = {0};
+    cr_assert_eq(be->prepare_node(be, n, 17, &k, &st), AMP_OK, "%s", st.msg);
+    float x[2] = {-1, 2};
+    AmpBuf in = {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {2}, .nelem = 2, .data = x};
+    const AmpBuf *ins[1] = {&in};
+    AmpKernelCtx ctx = {.node = n, .opset = 17, .n_in = 1, .in = ins, .n_out = 1, .alloc = no_alloc, .st = &st};
+    cr_assert_eq(be->run_node(be, &k, &ctx), AMP_ERR_INTERNAL);
+    cr_assert_not_null(strstr(st.msg, "is host memory"), "%s", st.msg);
+    cr_assert_not_null(strstr(st.msg, n->name), "%s", st.msg);
+    amp_model_free(m);
+    amp_backend_close(be);
+}
+
+/* An executor over the simulator: a weight (uploaded), an If whose condition is read back
+ * with copy_out, a Loop whose counter is written with copy_in, outputs copied out. Twice
+ * (the second run from the planned arena), then every allocation is given back. */
+Test(sim, executor_runs_and_gives_everything_back) {
+    AmpBackend *be = open_sim();
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "X", AMP_DT_FLOAT, "3");
+    rt_input(g, "C", AMP_DT_BOOL, "");
+    const float w[3] = {1, 2, 3};
+    rt_init(g, "W", AMP_DT_FLOAT, 1, I64s(3), w);
+    rt_node(g, "", "Mul", "X,W", "XW");
+    /* If C: XW + XW else XW * XW */
+    AmpNode *iff = rt_node(g, "", "If", "C", "Z");
+    AmpGraph *then_g = amp_graph_new(m, g), *else_g = amp_graph_new(m, g);
+    rt_node(then_g, "", "Add", "XW,XW", "T");
+    rt_output(then_g, "T", AMP_DT_FLOAT, "3");
+    rt_node(else_g, "", "Mul", "XW,XW", "E");
+    rt_output(else_g, "E", AMP_DT_FLOAT, "3");
+    rt_attr_graph(iff, "then_branch", then_g);
+    rt_attr_graph(iff, "else_branch", else_g);
+    /* Loop 4 times from acc = Z: acc = acc + Z, so ACC = 5 Z */
+    const int64_t four = 4;
+    rt_init(g, "M", AMP_DT_INT64, 0, NULL, &four);
+    AmpNode *loop = rt_node(g, "", "Loop", "M,,Z", "ACC");
+    AmpGraph *body = amp_graph_new(m, g);
+    rt_input(body, "i", AMP_DT_INT64, "");
+    rt_input(body, "cond_in", AMP_DT_BOOL, "");
+    rt_input(body, "acc", AMP_DT_FLOAT, "3");
+    rt_node(body, "", "Identity", "cond_in", "cond_out");
+    rt_node(body, "", "Add", "acc,Z", "acc_out");
+    rt_output(body, "cond_out", AMP_DT_BOOL, "");
+    rt_output(body, "acc_out", AMP_DT_FLOAT, "3");
+    rt_attr_graph(loop, "body", body);
+    rt_output(g, "ACC", AMP_DT_FLOAT, "3");
+
+    AmpExec *e = NULL;
+    AmpStatus st = {0};
+    AmpExecOptions eo = {.backend = be};
+    cr_assert_eq(amp_exec_prepare(m, g, &eo, &e, &st), AMP_OK, "%s", st.msg);
+    float x[3] = {1, 1, 2};
+    for (int run = 0; run < 3; run++) {
+        uint8_t c = run != 1;
+        AmpNamedBuf ins[2] = {
+            {"X", {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {3}, .nelem = 3, .data = x}},
+            {"C", {.dtype = AMP_DT_BOOL, .rank = 0, .nelem = 1, .data = &c}},
+        };
+        AmpBuf out[1];
+        cr_assert_eq(amp_exec_run(e, ins, 2, out, &st), AMP_OK, "%s", st.msg);
+        const float *acc = out[0].data; /* host memory: copied out */
+        for (int i = 0; i < 3; i++) {
+            float xw = x[i] * w[i], z = c ? xw + xw : xw * xw;
+            cr_assert_float_eq(acc[i], 5 * z, 1e-6, "run %d element %d", run, i);
+        }
+        amp_buf_free(&out[0]);
+    }
+    amp_exec_free(e);
+    amp_model_free(m);
+    cr_assert_eq(amp_backend_sim_live(be), 0, "every device buffer was given back");
+    amp_backend_close(be);
+}
