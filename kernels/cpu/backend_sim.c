@@ -37,7 +37,7 @@ static void *to_dev(void *host) {
 static void *sim_alloc(AmpBackend *be, size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) return NULL;
-    if (is_dev(p)) { /* never on a real system: the simulator would be meaningless */
+    if ((uintptr_t)p & SIM_TAG) { /* never on a real system: the simulator would be meaningless */
         free(p);
         return NULL;
     }
