@@ -294,7 +294,7 @@ static AmpCode mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s,
 
 /* Q, K, V [, attn_mask, past_key, past_value, nonpad_kv_seqlen] ->
  * Y [, present_key, present_value, qk_matmul_output]. */
-static AmpCode onnx_attention(AmpKernelCtx *k) {
+AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
     const AmpBuf *in[7] = {NULL};
     for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
     const AmpBuf *q = in[0], *kk = in[1], *v = in[2], *mask = in[3], *pk = in[4], *pv = in[5], *nonpad = in[6];
@@ -405,13 +405,3 @@ static AmpCode onnx_attention(AmpKernelCtx *k) {
     if (out[3]) amp_buf_f32_commit(out[3], tqk);
     return AMP_OK;
 }
-
-const AmpCpuKernelEntry amp_cpu_attention_kernels[] = {
-    {AMP_OP_Attention, onnx_attention},
-    {AMP_OP_Ms_Attention, amp_cpu_ms_attention},
-    {AMP_OP_Ms_MultiHeadAttention, amp_cpu_ms_mha},
-    {AMP_OP_Ms_FusedGemm, amp_cpu_ms_fused_gemm},
-    {AMP_OP_Ms_ConvGrad, amp_cpu_ms_conv_grad},
-    {AMP_OP_Ms_AdamWOptimizer, amp_cpu_ms_adamw},
-    {AMP_OP_UNKNOWN, NULL},
-};

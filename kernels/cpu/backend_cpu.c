@@ -1,5 +1,5 @@
-/* The CPU backend: the interface of backend.h over the kernels of kernels/cpu (the
- * registry picks one kernel per op, which handles every dtype it supports itself), with
+/* The CPU backend: the interface of backend.h over the kernels of kernels/cpu (table.c
+ * gives one kernel per op, which handles every dtype it supports itself), with
  * malloc'd memory, memcpy for the copies, and host memory read in place. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* Helpers every CPU kernel family uses: sizes, float32 views of 16-bit buffers,
- * broadcasting, integer reads, and the kernel registry (op -> kernel). */
+/* Helpers every CPU kernel family uses: float32 views of 16-bit buffers, the dtype
+ * error, and the kernel lookup (op -> kernel, from table.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,18 +36,6 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype) {
                     k->node->name ? k->node->name : "", k->node->op_type, amp_dtype_name(dtype));
 }
 
-/* ---- registry -------------------------------------------------------------------- */
-
-static const AmpCpuKernelEntry *const FAMILIES[] = {
-    amp_cpu_elementwise_kernels, amp_cpu_gemm_kernels,  amp_cpu_conv_kernels,  amp_cpu_reduce_kernels,
-    amp_cpu_norm_kernels,        amp_cpu_train_kernels, amp_cpu_shape_kernels, amp_cpu_tensor_kernels,
-    amp_cpu_rnn_kernels,         amp_cpu_attention_kernels,
-};
-
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {
-    /* A few hundred entries at most, scanned once per node at prepare time. */
-    for (size_t f = 0; f < sizeof FAMILIES / sizeof *FAMILIES; f++)
-        for (const AmpCpuKernelEntry *e = FAMILIES[f]; e->run; e++)
-            if (e->op == op) return e->run;
-    return NULL;
+    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernels[op] : NULL;
 }

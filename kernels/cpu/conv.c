@@ -166,7 +166,7 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
 }
 
 /* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M). */
-static AmpCode conv(AmpKernelCtx *k) {
+AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
     if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
@@ -345,7 +345,7 @@ static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_
 
 /* Y (N, M, out...) from X (N, C, in...), W (C, M/group, kern...), B (M): each input
  * position scatters W times its value into the output window. */
-static AmpCode conv_transpose(AmpKernelCtx *k) {
+AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
     if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
@@ -405,13 +405,3 @@ static AmpCode conv_transpose(AmpKernelCtx *k) {
     free(tx), free(tw), free(tb), free(col);
     return AMP_OK;
 }
-
-const AmpCpuKernelEntry amp_cpu_conv_kernels[] = {
-    {AMP_OP_Conv, conv},
-    {AMP_OP_ConvTranspose, conv_transpose},
-    {AMP_OP_MaxPool, amp_cpu_maxpool},
-    {AMP_OP_AveragePool, amp_cpu_averagepool},
-    {AMP_OP_GlobalAveragePool, amp_cpu_global_averagepool},
-    {AMP_OP_GlobalMaxPool, amp_cpu_global_maxpool},
-    {AMP_OP_UNKNOWN, NULL},
-};

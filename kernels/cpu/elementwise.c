@@ -1,5 +1,5 @@
 /* CPU kernels: binary arithmetic (Add, Sub, Mul, Div, Pow) and the variadic ops (Sum,
- * Mean, Max, Min) with numpy broadcasting, and the family's one kernel table. Float
+ * Mean, Max, Min) with numpy broadcasting. Float
  * storage types compute in fp32 (double in double); integer + - * wrap like C unsigned. */
 #include <math.h>
 #include <stdlib.h>
@@ -267,78 +267,3 @@ AmpCode amp_ew_max(AmpKernelCtx *k) {
 AmpCode amp_ew_min(AmpKernelCtx *k) {
     return variadic(k, OP_MIN, false);
 }
-
-/* ---- the family's table (rows for every file of the family) ----------------------- */
-
-const AmpCpuKernelEntry amp_cpu_elementwise_kernels[] = {
-    /* elementwise.c */
-    {AMP_OP_Add, amp_ew_add},
-    {AMP_OP_Sub, amp_ew_sub},
-    {AMP_OP_Mul, amp_ew_mul},
-    {AMP_OP_Div, amp_ew_div},
-    {AMP_OP_Pow, amp_ew_pow},
-    {AMP_OP_Sum, amp_ew_sum},
-    {AMP_OP_Mean, amp_ew_mean},
-    {AMP_OP_Max, amp_ew_max},
-    {AMP_OP_Min, amp_ew_min},
-    /* unary.c */
-    {AMP_OP_Sqrt, amp_ew_sqrt},
-    {AMP_OP_Exp, amp_ew_exp},
-    {AMP_OP_Log, amp_ew_log},
-    {AMP_OP_Neg, amp_ew_neg},
-    {AMP_OP_Abs, amp_ew_abs},
-    {AMP_OP_Reciprocal, amp_ew_reciprocal},
-    {AMP_OP_Sign, amp_ew_sign},
-    {AMP_OP_Ceil, amp_ew_ceil},
-    {AMP_OP_Floor, amp_ew_floor},
-    {AMP_OP_Round, amp_ew_round},
-    {AMP_OP_Erf, amp_ew_erf},
-    {AMP_OP_Sin, amp_ew_sin},
-    {AMP_OP_Cos, amp_ew_cos},
-    {AMP_OP_Tan, amp_ew_tan},
-    {AMP_OP_Asin, amp_ew_asin},
-    {AMP_OP_Acos, amp_ew_acos},
-    {AMP_OP_Atan, amp_ew_atan},
-    {AMP_OP_Sinh, amp_ew_sinh},
-    {AMP_OP_Cosh, amp_ew_cosh},
-    {AMP_OP_Asinh, amp_ew_asinh},
-    {AMP_OP_Acosh, amp_ew_acosh},
-    {AMP_OP_Atanh, amp_ew_atanh},
-    {AMP_OP_Clip, amp_ew_clip},
-    /* activation.c */
-    {AMP_OP_Relu, amp_ew_relu},
-    {AMP_OP_LeakyRelu, amp_ew_leaky_relu},
-    {AMP_OP_Sigmoid, amp_ew_sigmoid},
-    {AMP_OP_Tanh, amp_ew_tanh},
-    {AMP_OP_Gelu, amp_ew_gelu},
-    {AMP_OP_Elu, amp_ew_elu},
-    {AMP_OP_Selu, amp_ew_selu},
-    {AMP_OP_PRelu, amp_ew_prelu},
-    {AMP_OP_HardSigmoid, amp_ew_hard_sigmoid},
-    {AMP_OP_HardSwish, amp_ew_hard_swish},
-    {AMP_OP_Softsign, amp_ew_softsign},
-    {AMP_OP_Celu, amp_ew_celu},
-    {AMP_OP_ThresholdedRelu, amp_ew_thresholded_relu},
-    {AMP_OP_Shrink, amp_ew_shrink},
-    {AMP_OP_Softplus, amp_ew_softplus},
-    {AMP_OP_Ms_SigmoidGrad, amp_ew_sigmoid_grad},
-    {AMP_OP_Ms_TanhGrad, amp_ew_tanh_grad},
-    {AMP_OP_Ms_GeluGrad, amp_ew_gelu_grad},
-    {AMP_OP_Ms_BiasGelu, amp_ew_bias_gelu},
-    {AMP_OP_Ms_ReluGrad, amp_ew_relu_grad},
-    /* logic.c */
-    {AMP_OP_Equal, amp_ew_equal},
-    {AMP_OP_Less, amp_ew_less},
-    {AMP_OP_Greater, amp_ew_greater},
-    {AMP_OP_LessOrEqual, amp_ew_less_equal},
-    {AMP_OP_GreaterOrEqual, amp_ew_greater_equal},
-    {AMP_OP_Not, amp_ew_not},
-    {AMP_OP_And, amp_ew_and},
-    {AMP_OP_Or, amp_ew_or},
-    {AMP_OP_Where, amp_ew_where},
-    {AMP_OP_IsInf, amp_ew_isinf},
-    {AMP_OP_IsNaN, amp_ew_isnan},
-    /* dropout.c */
-    {AMP_OP_Dropout, amp_ew_dropout},
-    {AMP_OP_UNKNOWN, NULL},
-};

@@ -205,13 +205,13 @@ static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
     return AMP_OK;
 }
 
-static AmpCode matmul(AmpKernelCtx *k) {
+AmpCode amp_cpu_matmul(AmpKernelCtx *k) {
     return matmul_common(k, false, false, 1.0f);
 }
 
 /* com.microsoft FusedMatMul: alpha * op(A) @ op(B). transBatchA/B (batch axes moved
  * into the matrix) are not implemented. */
-static AmpCode fused_matmul(AmpKernelCtx *k) {
+AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
     if (amp_node_attr_int(k->node, "transBatchA", 0) || amp_node_attr_int(k->node, "transBatchB", 0))
         return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "transBatchA / transBatchB are not implemented");
     return matmul_common(k, amp_node_attr_int(k->node, "transA", 0) != 0,
@@ -283,11 +283,3 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
     free(ta_tmp), free(tb_tmp), free(tc_tmp);
     return AMP_OK;
 }
-
-const AmpCpuKernelEntry amp_cpu_gemm_kernels[] = {
-    {AMP_OP_MatMul, matmul},
-    {AMP_OP_Gemm, amp_cpu_gemm},
-    {AMP_OP_Einsum, amp_cpu_einsum},
-    {AMP_OP_Ms_FusedMatMul, fused_matmul},
-    {AMP_OP_UNKNOWN, NULL},
-};

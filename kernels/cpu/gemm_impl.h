@@ -1,5 +1,5 @@
 /* Internals shared by the gemm family's files (gemm.c, einsum.c): the error helper and
- * the kernels defined outside gemm.c but registered in its table. */
+ * the kernels defined outside gemm.c. */
 #ifndef AMP_CPU_GEMM_IMPL_H
 #define AMP_CPU_GEMM_IMPL_H
 

@@ -13,11 +13,9 @@
 #include "kernel.h" /* AmpKernelCtx, AmpKernelFn */
 #include "tensor.h" /* AmpBuf and its shape helpers */
 
-/* One family's registrations: {op, kernel}, ended by {AMP_OP_UNKNOWN, NULL}. */
-typedef struct AmpCpuKernelEntry {
-    AmpOpId op;
-    AmpKernelFn run;
-} AmpCpuKernelEntry;
+/* The CPU kernel of each op (table.c: designated initializers by op id); NULL where the
+ * CPU has none. */
+extern const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT];
 
 /* The kernel for an op, or NULL when the CPU backend has none (the executor's error
  * then names the op). Chosen once per node when the session is prepared. */
@@ -40,17 +38,173 @@ void amp_buf_f32_commit(AmpBuf *b, float *tmp);
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 
-/* ---- the families (each file defines its table) ---------------------------------- */
+/* ---- every kernel, by family (table.c indexes them by op id) -------------------- */
 
-extern const AmpCpuKernelEntry amp_cpu_elementwise_kernels[]; /* elementwise.c, activation.c */
-extern const AmpCpuKernelEntry amp_cpu_gemm_kernels[];        /* gemm.c: MatMul, Gemm, Einsum */
-extern const AmpCpuKernelEntry amp_cpu_conv_kernels[];        /* conv.c, pool.c */
-extern const AmpCpuKernelEntry amp_cpu_reduce_kernels[];      /* reduce.c, softmax.c, loss.c */
-extern const AmpCpuKernelEntry amp_cpu_norm_kernels[];        /* norm.c: Layer/Batch/Instance/GroupNorm, LpNorm, LRN */
-extern const AmpCpuKernelEntry amp_cpu_train_kernels[];       /* optim.c: Adam, Momentum, Adagrad */
-extern const AmpCpuKernelEntry amp_cpu_shape_kernels[];       /* shape.c, gather.c, ...: data movement */
-extern const AmpCpuKernelEntry amp_cpu_tensor_kernels[];      /* tensor.c: Cast, Constant, Shape, Range, ... */
-extern const AmpCpuKernelEntry amp_cpu_rnn_kernels[];         /* rnn.c: RNN, GRU, LSTM */
-extern const AmpCpuKernelEntry amp_cpu_attention_kernels[];   /* attention.c: Attention, com.microsoft Attention/MHA/FusedGemm/ConvGrad/AdamW */
+/* attention.c */
+AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k);
+/* ms_attention.c */
+AmpCode amp_cpu_ms_attention(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_mha(AmpKernelCtx *k);
+/* ms_train.c */
+AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k);
+/* amp_cpu_conv.c */
+AmpCode amp_cpu_conv(AmpKernelCtx *k);
+AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k);
+/* pool.c */
+AmpCode amp_cpu_maxpool(AmpKernelCtx *k);
+AmpCode amp_cpu_averagepool(AmpKernelCtx *k);
+AmpCode amp_cpu_global_averagepool(AmpKernelCtx *k);
+AmpCode amp_cpu_global_maxpool(AmpKernelCtx *k);
+/* elementwise.c */
+AmpCode amp_ew_add(AmpKernelCtx *k);
+AmpCode amp_ew_sub(AmpKernelCtx *k);
+AmpCode amp_ew_mul(AmpKernelCtx *k);
+AmpCode amp_ew_div(AmpKernelCtx *k);
+AmpCode amp_ew_pow(AmpKernelCtx *k);
+AmpCode amp_ew_sum(AmpKernelCtx *k);
+AmpCode amp_ew_mean(AmpKernelCtx *k);
+AmpCode amp_ew_max(AmpKernelCtx *k);
+AmpCode amp_ew_min(AmpKernelCtx *k);
+/* unary.c */
+AmpCode amp_ew_sqrt(AmpKernelCtx *k);
+AmpCode amp_ew_exp(AmpKernelCtx *k);
+AmpCode amp_ew_log(AmpKernelCtx *k);
+AmpCode amp_ew_neg(AmpKernelCtx *k);
+AmpCode amp_ew_abs(AmpKernelCtx *k);
+AmpCode amp_ew_reciprocal(AmpKernelCtx *k);
+AmpCode amp_ew_sign(AmpKernelCtx *k);
+AmpCode amp_ew_ceil(AmpKernelCtx *k);
+AmpCode amp_ew_floor(AmpKernelCtx *k);
+AmpCode amp_ew_round(AmpKernelCtx *k);
+AmpCode amp_ew_erf(AmpKernelCtx *k);
+AmpCode amp_ew_sin(AmpKernelCtx *k);
+AmpCode amp_ew_cos(AmpKernelCtx *k);
+AmpCode amp_ew_tan(AmpKernelCtx *k);
+AmpCode amp_ew_asin(AmpKernelCtx *k);
+AmpCode amp_ew_acos(AmpKernelCtx *k);
+AmpCode amp_ew_atan(AmpKernelCtx *k);
+AmpCode amp_ew_sinh(AmpKernelCtx *k);
+AmpCode amp_ew_cosh(AmpKernelCtx *k);
+AmpCode amp_ew_asinh(AmpKernelCtx *k);
+AmpCode amp_ew_acosh(AmpKernelCtx *k);
+AmpCode amp_ew_atanh(AmpKernelCtx *k);
+AmpCode amp_ew_clip(AmpKernelCtx *k);
+/* activation.c */
+AmpCode amp_ew_relu(AmpKernelCtx *k);
+AmpCode amp_ew_leaky_relu(AmpKernelCtx *k);
+AmpCode amp_ew_sigmoid(AmpKernelCtx *k);
+AmpCode amp_ew_tanh(AmpKernelCtx *k);
+AmpCode amp_ew_gelu(AmpKernelCtx *k);
+AmpCode amp_ew_elu(AmpKernelCtx *k);
+AmpCode amp_ew_selu(AmpKernelCtx *k);
+AmpCode amp_ew_prelu(AmpKernelCtx *k);
+AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k);
+AmpCode amp_ew_hard_swish(AmpKernelCtx *k);
+AmpCode amp_ew_softsign(AmpKernelCtx *k);
+AmpCode amp_ew_celu(AmpKernelCtx *k);
+AmpCode amp_ew_thresholded_relu(AmpKernelCtx *k);
+AmpCode amp_ew_shrink(AmpKernelCtx *k);
+AmpCode amp_ew_softplus(AmpKernelCtx *k);
+AmpCode amp_ew_sigmoid_grad(AmpKernelCtx *k);
+AmpCode amp_ew_tanh_grad(AmpKernelCtx *k);
+AmpCode amp_ew_gelu_grad(AmpKernelCtx *k);
+AmpCode amp_ew_bias_gelu(AmpKernelCtx *k);
+AmpCode amp_ew_relu_grad(AmpKernelCtx *k);
+/* logic.c */
+AmpCode amp_ew_equal(AmpKernelCtx *k);
+AmpCode amp_ew_less(AmpKernelCtx *k);
+AmpCode amp_ew_greater(AmpKernelCtx *k);
+AmpCode amp_ew_less_equal(AmpKernelCtx *k);
+AmpCode amp_ew_greater_equal(AmpKernelCtx *k);
+AmpCode amp_ew_not(AmpKernelCtx *k);
+AmpCode amp_ew_and(AmpKernelCtx *k);
+AmpCode amp_ew_or(AmpKernelCtx *k);
+AmpCode amp_ew_where(AmpKernelCtx *k);
+AmpCode amp_ew_isinf(AmpKernelCtx *k);
+AmpCode amp_ew_isnan(AmpKernelCtx *k);
+/* dropout.c */
+AmpCode amp_ew_dropout(AmpKernelCtx *k);
+/* gemm.c */
+AmpCode amp_cpu_matmul(AmpKernelCtx *k);
+AmpCode amp_cpu_gemm(AmpKernelCtx *k);
+AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k);
+/* einsum.c */
+AmpCode amp_cpu_einsum(AmpKernelCtx *k);
+/* norm.c */
+AmpCode amp_cpu_layernorm(AmpKernelCtx *k);
+AmpCode amp_cpu_batchnorm(AmpKernelCtx *k);
+AmpCode amp_cpu_instancenorm(AmpKernelCtx *k);
+AmpCode amp_cpu_groupnorm(AmpKernelCtx *k);
+AmpCode amp_cpu_lpnorm(AmpKernelCtx *k);
+AmpCode amp_cpu_lrn(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k);
+/* optim.c */
+AmpCode amp_cpu_adam(AmpKernelCtx *k);
+AmpCode amp_cpu_momentum(AmpKernelCtx *k);
+AmpCode amp_cpu_adagrad(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k);
+/* reduce.c */
+AmpCode amp_cpu_reduce_sum(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_mean(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_max(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_min(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_prod(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_sumsq(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_l1(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_l2(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_logsum(AmpKernelCtx *k);
+AmpCode amp_cpu_reduce_logsumexp(AmpKernelCtx *k);
+AmpCode amp_cpu_argmax(AmpKernelCtx *k);
+AmpCode amp_cpu_argmin(AmpKernelCtx *k);
+AmpCode amp_cpu_cumsum(AmpKernelCtx *k);
+AmpCode amp_cpu_topk(AmpKernelCtx *k);
+/* softmax.c */
+AmpCode amp_cpu_softmax(AmpKernelCtx *k);
+AmpCode amp_cpu_log_softmax(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k);
+/* loss.c */
+AmpCode amp_cpu_sce_loss(AmpKernelCtx *k);
+AmpCode amp_cpu_nll_loss(AmpKernelCtx *k);
+AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k);
+/* rnn.c */
+AmpCode amp_cpu_rnn(AmpKernelCtx *k);
+AmpCode amp_cpu_gru(AmpKernelCtx *k);
+AmpCode amp_cpu_lstm(AmpKernelCtx *k);
+/* shape.c */
+AmpCode amp_cpu_identity(AmpKernelCtx *k);
+AmpCode amp_cpu_reshape(AmpKernelCtx *k);
+AmpCode amp_cpu_flatten(AmpKernelCtx *k);
+AmpCode amp_cpu_squeeze(AmpKernelCtx *k);
+AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k);
+AmpCode amp_cpu_transpose(AmpKernelCtx *k);
+AmpCode amp_cpu_concat(AmpKernelCtx *k);
+AmpCode amp_cpu_split(AmpKernelCtx *k);
+AmpCode amp_cpu_expand(AmpKernelCtx *k);
+AmpCode amp_cpu_tile(AmpKernelCtx *k);
+AmpCode amp_cpu_depth_to_space(AmpKernelCtx *k);
+AmpCode amp_cpu_space_to_depth(AmpKernelCtx *k);
+AmpCode amp_cpu_trilu(AmpKernelCtx *k);
+/* slice.c */
+AmpCode amp_sh_slice(AmpKernelCtx *k);
+AmpCode amp_sh_pad(AmpKernelCtx *k);
+/* gather.c */
+AmpCode amp_sh_gather(AmpKernelCtx *k);
+AmpCode amp_sh_gather_elements(AmpKernelCtx *k);
+AmpCode amp_sh_gather_nd(AmpKernelCtx *k);
+AmpCode amp_sh_scatter_nd(AmpKernelCtx *k);
+/* resize.c */
+AmpCode amp_sh_resize(AmpKernelCtx *k);
+/* tensor.c */
+AmpCode amp_cpu_cast(AmpKernelCtx *k);
+AmpCode amp_cpu_cast_like(AmpKernelCtx *k);
+AmpCode amp_cpu_constant(AmpKernelCtx *k);
+AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k);
+AmpCode amp_cpu_shape(AmpKernelCtx *k);
+AmpCode amp_cpu_size(AmpKernelCtx *k);
+AmpCode amp_cpu_range(AmpKernelCtx *k);
+AmpCode amp_cpu_one_hot(AmpKernelCtx *k);
+AmpCode amp_cpu_non_zero(AmpKernelCtx *k);
 
 #endif

@@ -90,7 +90,7 @@ static int64_t param_row(const ParamMap *m, const AmpBuf *x, int axis, uint64_t 
 
 /* Y = (X - mean) * inv_std * Scale + B over the axes from `axis` on; Mean and
  * InvStdDev (X's dims before `axis`, then 1s) in the stash type, float32. */
-static AmpCode k_layernorm(AmpKernelCtx *k) {
+AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
@@ -152,7 +152,7 @@ static AmpCode k_layernorm(AmpKernelCtx *k) {
  * one element per normalised column. Statistics are recomputed when not given. Per row,
  * with xh = (x - mean) * inv_std and g = dy * scale:
  *   dx = inv_std * (g - mean(g) - xh * mean(g * xh)); scale_grad += dy * xh; bias_grad += dy. */
-static AmpCode k_ms_layernorm_grad(AmpKernelCtx *k) {
+AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     if (!in[0] || !in[1] || !in[2]) return amp_red_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
@@ -270,7 +270,7 @@ static AmpCode store_vec(AmpKernelCtx *k, int index, int dtype, uint64_t c, cons
  * training mode mean/var are the batch's (population variance) and the outputs are
  * running_mean = mean * momentum + batch_mean * (1 - momentum), likewise running_var,
  * then (before opset 14) saved_mean and saved_var, the batch statistics. */
-static AmpCode k_batchnorm(AmpKernelCtx *k) {
+AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
@@ -382,7 +382,7 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
     return AMP_OK;
 }
 
-static AmpCode k_instancenorm(AmpKernelCtx *k) {
+AmpCode amp_cpu_instancenorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     return group_norm(k, (uint64_t)x->dims[1], false);
@@ -391,7 +391,7 @@ static AmpCode k_instancenorm(AmpKernelCtx *k) {
 /* num_groups is required. Opset 18 takes scale/bias per group, opset 21 per channel;
  * a model whose parameters have the other length (and only that one) is taken as
  * meaning it, since exporters targeting 18 sometimes emit per-channel parameters. */
-static AmpCode k_groupnorm(AmpKernelCtx *k) {
+AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
@@ -417,7 +417,7 @@ static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpFv *v, AmpFo *o) {
 }
 
 /* y = x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives 0, not NaN. */
-static AmpCode k_lpnorm(AmpKernelCtx *k) {
+AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
@@ -456,7 +456,7 @@ static AmpCode k_lpnorm(AmpKernelCtx *k) {
 /* Local response normalization across channels (axis 1 of (N, C, D1, ...)):
  * y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over channels
  * c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped to [0, C). */
-static AmpCode k_lrn(AmpKernelCtx *k) {
+AmpCode amp_cpu_lrn(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
@@ -489,14 +489,3 @@ static AmpCode k_lrn(AmpKernelCtx *k) {
     amp_fv_close(&v);
     return AMP_OK;
 }
-
-const AmpCpuKernelEntry amp_cpu_norm_kernels[] = {
-    {AMP_OP_LayerNormalization, k_layernorm},
-    {AMP_OP_BatchNormalization, k_batchnorm},
-    {AMP_OP_InstanceNormalization, k_instancenorm},
-    {AMP_OP_GroupNormalization, k_groupnorm},
-    {AMP_OP_LpNormalization, k_lpnorm},
-    {AMP_OP_LRN, k_lrn},
-    {AMP_OP_Ms_LayerNormalizationGrad, k_ms_layernorm_grad},
-    {AMP_OP_UNKNOWN, NULL},
-};

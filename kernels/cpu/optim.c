@@ -154,7 +154,7 @@ static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
 /* com.microsoft InPlaceAccumulatorV2 (buffer, value, overwrite?) -> (updated bool [1],
  * buffer_out): buffer_out = overwrite ? value : buffer + value, in the buffer's type (the
  * value may be 16-bit gradients summed into a float32 buffer). */
-static AmpCode k_ms_accumulator(AmpKernelCtx *k) {
+AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     const AmpBuf *buf = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *val = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *ow = k->n_in > 2 ? k->in[2] : NULL;
@@ -189,14 +189,6 @@ static AmpCode k_ms_accumulator(AmpKernelCtx *k) {
     return rc;
 }
 
-static AmpCode k_adam(AmpKernelCtx *k) { return opt_run(k, OPT_ADAM); }
-static AmpCode k_momentum(AmpKernelCtx *k) { return opt_run(k, OPT_MOMENTUM); }
-static AmpCode k_adagrad(AmpKernelCtx *k) { return opt_run(k, OPT_ADAGRAD); }
-
-const AmpCpuKernelEntry amp_cpu_train_kernels[] = {
-    {AMP_OP_Adam, k_adam},
-    {AMP_OP_Momentum, k_momentum},
-    {AMP_OP_Adagrad, k_adagrad},
-    {AMP_OP_Ms_InPlaceAccumulatorV2, k_ms_accumulator},
-    {AMP_OP_UNKNOWN, NULL},
-};
+AmpCode amp_cpu_adam(AmpKernelCtx *k) { return opt_run(k, OPT_ADAM); }
+AmpCode amp_cpu_momentum(AmpKernelCtx *k) { return opt_run(k, OPT_MOMENTUM); }
+AmpCode amp_cpu_adagrad(AmpKernelCtx *k) { return opt_run(k, OPT_ADAGRAD); }

@@ -1,6 +1,5 @@
-/* CPU kernels: the Reduce* ops, ArgMax/ArgMin, CumSum and TopK, and the family's table
- * (which also lists Softmax/LogSoftmax from softmax.c and the losses from loss.c).
- * Float data is accumulated in double and rounded once on store; integers in int64. */
+/* CPU kernels: the Reduce* ops, ArgMax/ArgMin, CumSum and TopK (the family also holds
+ * Softmax/LogSoftmax in softmax.c and the losses in loss.c). Float data is accumulated in double and rounded once on store; integers in int64. */
 #include <math.h>
 
 #include "reduce_impl.h"
@@ -262,16 +261,16 @@ static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
     return is_float ? reduce_float(k, kind, x, ostr, n_red, y) : reduce_int(k, kind, x, ostr, n_red, y);
 }
 
-static AmpCode k_reduce_sum(AmpKernelCtx *k) { return reduce_run(k, RED_SUM); }
-static AmpCode k_reduce_mean(AmpKernelCtx *k) { return reduce_run(k, RED_MEAN); }
-static AmpCode k_reduce_max(AmpKernelCtx *k) { return reduce_run(k, RED_MAX); }
-static AmpCode k_reduce_min(AmpKernelCtx *k) { return reduce_run(k, RED_MIN); }
-static AmpCode k_reduce_prod(AmpKernelCtx *k) { return reduce_run(k, RED_PROD); }
-static AmpCode k_reduce_sumsq(AmpKernelCtx *k) { return reduce_run(k, RED_SUMSQ); }
-static AmpCode k_reduce_l1(AmpKernelCtx *k) { return reduce_run(k, RED_L1); }
-static AmpCode k_reduce_l2(AmpKernelCtx *k) { return reduce_run(k, RED_L2); }
-static AmpCode k_reduce_logsum(AmpKernelCtx *k) { return reduce_run(k, RED_LOGSUM); }
-static AmpCode k_reduce_logsumexp(AmpKernelCtx *k) { return reduce_run(k, RED_LOGSUMEXP); }
+AmpCode amp_cpu_reduce_sum(AmpKernelCtx *k) { return reduce_run(k, RED_SUM); }
+AmpCode amp_cpu_reduce_mean(AmpKernelCtx *k) { return reduce_run(k, RED_MEAN); }
+AmpCode amp_cpu_reduce_max(AmpKernelCtx *k) { return reduce_run(k, RED_MAX); }
+AmpCode amp_cpu_reduce_min(AmpKernelCtx *k) { return reduce_run(k, RED_MIN); }
+AmpCode amp_cpu_reduce_prod(AmpKernelCtx *k) { return reduce_run(k, RED_PROD); }
+AmpCode amp_cpu_reduce_sumsq(AmpKernelCtx *k) { return reduce_run(k, RED_SUMSQ); }
+AmpCode amp_cpu_reduce_l1(AmpKernelCtx *k) { return reduce_run(k, RED_L1); }
+AmpCode amp_cpu_reduce_l2(AmpKernelCtx *k) { return reduce_run(k, RED_L2); }
+AmpCode amp_cpu_reduce_logsum(AmpKernelCtx *k) { return reduce_run(k, RED_LOGSUM); }
+AmpCode amp_cpu_reduce_logsumexp(AmpKernelCtx *k) { return reduce_run(k, RED_LOGSUMEXP); }
 
 /* ---- ArgMax / ArgMin ------------------------------------------------------------- */
 
@@ -333,12 +332,12 @@ static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
     return AMP_OK;
 }
 
-static AmpCode k_argmax(AmpKernelCtx *k) { return arg_run(k, true); }
-static AmpCode k_argmin(AmpKernelCtx *k) { return arg_run(k, false); }
+AmpCode amp_cpu_argmax(AmpKernelCtx *k) { return arg_run(k, true); }
+AmpCode amp_cpu_argmin(AmpKernelCtx *k) { return arg_run(k, false); }
 
 /* ---- CumSum ---------------------------------------------------------------------- */
 
-static AmpCode k_cumsum(AmpKernelCtx *k) {
+AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || !ax) return amp_red_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
@@ -428,7 +427,7 @@ static int cmp_i_asc(const void *pa, const void *pb) {
     return a->i != b->i ? (a->i < b->i ? -1 : 1) : by_idx(a, b);
 }
 
-static AmpCode k_topk(AmpKernelCtx *k) {
+AmpCode amp_cpu_topk(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
@@ -496,29 +495,3 @@ static AmpCode k_topk(AmpKernelCtx *k) {
     free(items);
     return AMP_OK;
 }
-
-/* ---- the family's table ---------------------------------------------------------- */
-
-const AmpCpuKernelEntry amp_cpu_reduce_kernels[] = {
-    {AMP_OP_ReduceSum, k_reduce_sum},
-    {AMP_OP_ReduceMean, k_reduce_mean},
-    {AMP_OP_ReduceMax, k_reduce_max},
-    {AMP_OP_ReduceMin, k_reduce_min},
-    {AMP_OP_ReduceProd, k_reduce_prod},
-    {AMP_OP_ReduceSumSquare, k_reduce_sumsq},
-    {AMP_OP_ReduceL1, k_reduce_l1},
-    {AMP_OP_ReduceL2, k_reduce_l2},
-    {AMP_OP_ReduceLogSum, k_reduce_logsum},
-    {AMP_OP_ReduceLogSumExp, k_reduce_logsumexp},
-    {AMP_OP_ArgMax, k_argmax},
-    {AMP_OP_ArgMin, k_argmin},
-    {AMP_OP_CumSum, k_cumsum},
-    {AMP_OP_TopK, k_topk},
-    {AMP_OP_Softmax, amp_cpu_softmax},
-    {AMP_OP_LogSoftmax, amp_cpu_log_softmax},
-    {AMP_OP_Ms_SoftmaxGrad_13, amp_cpu_ms_softmax_grad},
-    {AMP_OP_SoftmaxCrossEntropyLoss, amp_cpu_sce_loss},
-    {AMP_OP_NegativeLogLikelihoodLoss, amp_cpu_nll_loss},
-    {AMP_OP_Ms_SoftmaxCrossEntropyLossGrad, amp_cpu_ms_sce_loss_grad},
-    {AMP_OP_UNKNOWN, NULL},
-};

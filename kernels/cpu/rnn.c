@@ -566,21 +566,14 @@ done:
     return rc;
 }
 
-static AmpCode k_rnn(AmpKernelCtx *k) {
+AmpCode amp_cpu_rnn(AmpKernelCtx *k) {
     return run_rnn(k, RNN_PLAIN);
 }
 
-static AmpCode k_gru(AmpKernelCtx *k) {
+AmpCode amp_cpu_gru(AmpKernelCtx *k) {
     return run_rnn(k, RNN_GRU);
 }
 
-static AmpCode k_lstm(AmpKernelCtx *k) {
+AmpCode amp_cpu_lstm(AmpKernelCtx *k) {
     return run_rnn(k, RNN_LSTM);
 }
-
-const AmpCpuKernelEntry amp_cpu_rnn_kernels[] = {
-    {AMP_OP_RNN, k_rnn},
-    {AMP_OP_GRU, k_gru},
-    {AMP_OP_LSTM, k_lstm},
-    {AMP_OP_UNKNOWN, NULL},
-};

@@ -1,7 +1,6 @@
 /* CPU kernels: data movement that only re-views or re-orders bytes (Reshape, Flatten,
  * Squeeze, Unsqueeze, Identity, Transpose, Concat, Split, Expand, Tile, DepthToSpace,
- * SpaceToDepth, and Trilu, which zeroes what it drops), the helpers the family shares, and
- * the family's table. */
+ * SpaceToDepth, and Trilu, which zeroes what it drops) and the helpers the family shares. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +28,6 @@ size_t amp_sh_esize(AmpKernelCtx *k, int dtype) {
     }
     return bits / 8;
 }
-
 
 AmpBuf *amp_sh_alloc(AmpKernelCtx *k, int index, int dtype, int rank, const int64_t *dims) {
     if (rank < 0 || rank > AMP_MAX_RANK) {
@@ -143,12 +141,12 @@ static AmpCode copy_as(AmpKernelCtx *k, const AmpBuf *x, int rank, const int64_t
     return AMP_OK;
 }
 
-static AmpCode k_identity(AmpKernelCtx *k) {
+AmpCode amp_cpu_identity(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
     return x ? copy_as(k, x, x->rank, x->dims) : k->st->code;
 }
 
-static AmpCode k_reshape(AmpKernelCtx *k) {
+AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     int64_t shape[AMP_MAX_RANK];
@@ -202,7 +200,7 @@ static AmpCode k_reshape(AmpKernelCtx *k) {
     return copy_as(k, x, (int)n, shape);
 }
 
-static AmpCode k_flatten(AmpKernelCtx *k) {
+AmpCode amp_cpu_flatten(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     int64_t axis = amp_node_attr_int(k->node, "axis", 1);
@@ -240,7 +238,7 @@ static AmpCode axes_of(AmpKernelCtx *k, int rank, int64_t *axes, size_t *n) {
     return AMP_OK;
 }
 
-static AmpCode k_squeeze(AmpKernelCtx *k) {
+AmpCode amp_cpu_squeeze(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     int64_t axes[AMP_MAX_RANK];
@@ -261,7 +259,7 @@ static AmpCode k_squeeze(AmpKernelCtx *k) {
     return copy_as(k, x, r, dims);
 }
 
-static AmpCode k_unsqueeze(AmpKernelCtx *k) {
+AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     /* The axes count is needed before normalising: read them raw first. */
@@ -286,7 +284,7 @@ static AmpCode k_unsqueeze(AmpKernelCtx *k) {
     return copy_as(k, x, rank, dims);
 }
 
-static AmpCode k_transpose(AmpKernelCtx *k) {
+AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
@@ -319,7 +317,7 @@ static AmpCode k_transpose(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
-static AmpCode k_concat(AmpKernelCtx *k) {
+AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     if (k->n_in < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no inputs");
     for (int i = 0; i < k->n_in; i++)
         if (!k->in[i]) return amp_sh_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
@@ -358,7 +356,7 @@ static AmpCode k_concat(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
-static AmpCode k_split(AmpKernelCtx *k) {
+AmpCode amp_cpu_split(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
@@ -429,7 +427,7 @@ static AmpCode k_split(AmpKernelCtx *k) {
     return rc;
 }
 
-static AmpCode k_expand(AmpKernelCtx *k) {
+AmpCode amp_cpu_expand(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input"), *s = x ? need_in(k, 1, "shape") : NULL;
     if (!s) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
@@ -453,7 +451,7 @@ static AmpCode k_expand(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
-static AmpCode k_tile(AmpKernelCtx *k) {
+AmpCode amp_cpu_tile(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input"), *rb = x ? need_in(k, 1, "repeats") : NULL;
     if (!rb) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
@@ -533,18 +531,18 @@ static AmpCode depth_space(AmpKernelCtx *k, bool to_space) {
     return AMP_OK;
 }
 
-static AmpCode k_depth_to_space(AmpKernelCtx *k) {
+AmpCode amp_cpu_depth_to_space(AmpKernelCtx *k) {
     return depth_space(k, true);
 }
 
-static AmpCode k_space_to_depth(AmpKernelCtx *k) {
+AmpCode amp_cpu_space_to_depth(AmpKernelCtx *k) {
     return depth_space(k, false);
 }
 
 /* Trilu: each matrix of the last two axes keeps its upper (upper = 1, the default) or
  * lower triangle, k diagonals above the main one (input 1, default 0; negative: below),
  * and the rest becomes zero. Any dtype but string. */
-static AmpCode k_trilu(AmpKernelCtx *k) {
+AmpCode amp_cpu_trilu(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     if (x->rank < 2) return amp_sh_fail(k, AMP_ERR_INPUT, "the input must have rank 2 or more, not %d", x->rank);
@@ -577,27 +575,3 @@ static AmpCode k_trilu(AmpKernelCtx *k) {
         }
     return AMP_OK;
 }
-
-const AmpCpuKernelEntry amp_cpu_shape_kernels[] = {
-    {AMP_OP_Identity, k_identity},
-    {AMP_OP_Reshape, k_reshape},
-    {AMP_OP_Flatten, k_flatten},
-    {AMP_OP_Squeeze, k_squeeze},
-    {AMP_OP_Unsqueeze, k_unsqueeze},
-    {AMP_OP_Transpose, k_transpose},
-    {AMP_OP_Concat, k_concat},
-    {AMP_OP_Split, k_split},
-    {AMP_OP_Expand, k_expand},
-    {AMP_OP_Tile, k_tile},
-    {AMP_OP_DepthToSpace, k_depth_to_space},
-    {AMP_OP_SpaceToDepth, k_space_to_depth},
-    {AMP_OP_Slice, amp_sh_slice},
-    {AMP_OP_Pad, amp_sh_pad},
-    {AMP_OP_Gather, amp_sh_gather},
-    {AMP_OP_GatherElements, amp_sh_gather_elements},
-    {AMP_OP_GatherND, amp_sh_gather_nd},
-    {AMP_OP_ScatterND, amp_sh_scatter_nd},
-    {AMP_OP_Resize, amp_sh_resize},
-    {AMP_OP_Trilu, k_trilu},
-    {AMP_OP_UNKNOWN, NULL},
-};

@@ -158,7 +158,7 @@ static AmpCode cast_to(AmpKernelCtx *k, const AmpBuf *x, int to) {
     return amp_sh_convert(k, x->data, x->dtype, y->data, to, x->nelem);
 }
 
-static AmpCode k_cast(AmpKernelCtx *k) {
+AmpCode amp_cpu_cast(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "input");
     if (!x) return k->st->code;
     const AmpAttr *a = amp_node_attr(k->node, "to");
@@ -179,7 +179,7 @@ static AmpCode k_cast(AmpKernelCtx *k) {
     return cast_to(k, x, to);
 }
 
-static AmpCode k_cast_like(AmpKernelCtx *k) {
+AmpCode amp_cpu_cast_like(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "input"), *t = x ? input(k, 1, "target_type") : NULL;
     return t ? cast_to(k, x, t->dtype) : k->st->code;
 }
@@ -199,7 +199,7 @@ static AmpCode tensor_attr_bytes(AmpKernelCtx *k, AmpTensor *t, AmpBytes *out) {
     return AMP_OK;
 }
 
-static AmpCode k_constant(AmpKernelCtx *k) {
+AmpCode amp_cpu_constant(AmpKernelCtx *k) {
     static const char *const names[] = {"value",       "value_float",  "value_floats",  "value_int",
                                         "value_ints",  "value_string", "value_strings", "sparse_value"};
     const AmpAttr *a = NULL;
@@ -250,7 +250,7 @@ static AmpCode k_constant(AmpKernelCtx *k) {
     }
 }
 
-static AmpCode k_constant_of_shape(AmpKernelCtx *k) {
+AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
     const AmpBuf *s = input(k, 0, "shape");
     if (!s) return k->st->code;
     if (s->nelem > AMP_MAX_RANK)
@@ -291,7 +291,7 @@ static AmpCode k_constant_of_shape(AmpKernelCtx *k) {
 
 /* ---- Shape, Size ---------------------------------------------------------------------- */
 
-static AmpCode k_shape(AmpKernelCtx *k) {
+AmpCode amp_cpu_shape(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "data");
     if (!x) return k->st->code;
     int64_t r = x->rank;
@@ -307,7 +307,7 @@ static AmpCode k_shape(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
-static AmpCode k_size(AmpKernelCtx *k) {
+AmpCode amp_cpu_size(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "data");
     if (!x) return k->st->code;
     AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 0, NULL);
@@ -318,7 +318,7 @@ static AmpCode k_size(AmpKernelCtx *k) {
 
 /* ---- Range ------------------------------------------------------------------------------ */
 
-static AmpCode k_range(AmpKernelCtx *k) {
+AmpCode amp_cpu_range(AmpKernelCtx *k) {
     const AmpBuf *b[3];
     static const char *const what[3] = {"start", "limit", "delta"};
     for (int i = 0; i < 3; i++) {
@@ -364,7 +364,7 @@ static AmpCode k_range(AmpKernelCtx *k) {
 
 /* ---- OneHot ----------------------------------------------------------------------------- */
 
-static AmpCode k_one_hot(AmpKernelCtx *k) {
+AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     const AmpBuf *idx = input(k, 0, "indices"), *db = idx ? input(k, 1, "depth") : NULL;
     const AmpBuf *vb = db ? input(k, 2, "values") : NULL;
     if (!vb) return k->st->code;
@@ -413,7 +413,7 @@ static AmpCode k_one_hot(AmpKernelCtx *k) {
 
 /* ---- NonZero ---------------------------------------------------------------------------- */
 
-static AmpCode k_non_zero(AmpKernelCtx *k) {
+AmpCode amp_cpu_non_zero(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "X");
     if (!x) return k->st->code;
     int dt = x->dtype;
@@ -453,16 +453,3 @@ static AmpCode k_non_zero(AmpKernelCtx *k) {
     }
     return AMP_OK;
 }
-
-const AmpCpuKernelEntry amp_cpu_tensor_kernels[] = {
-    {AMP_OP_Cast, k_cast},
-    {AMP_OP_CastLike, k_cast_like},
-    {AMP_OP_Constant, k_constant},
-    {AMP_OP_ConstantOfShape, k_constant_of_shape},
-    {AMP_OP_Shape, k_shape},
-    {AMP_OP_Size, k_size},
-    {AMP_OP_Range, k_range},
-    {AMP_OP_OneHot, k_one_hot},
-    {AMP_OP_NonZero, k_non_zero},
-    {AMP_OP_UNKNOWN, NULL},
-};
