@@ -212,6 +212,7 @@ AmpCode amp_exec_prepare_after(AmpExec *prev, AmpGraph *g, const AmpExecOptions 
     if (rc) return rc;
     mark_outer_uses(prev, g, (int)prev->n_nodes);
     prev->replan = prev->planned; /* lifetimes grew: the old plan may overlap */
+    prev->launches_ready = false; /* and what dies after each node changed */
     return AMP_OK;
 }
 
@@ -254,7 +255,7 @@ void amp_exec_free(AmpExec *e) {
     if (e->off) free_arena(e);
     free(e->nodes), free(e->kernels), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
-    free(e->psize), free(e->sig);
+    free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
     free(e);
 }
 
@@ -554,20 +555,68 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
     return AMP_OK;
 }
 
+/* The launch list (exec_impl.h): every node's input slots, found once through the chain
+ * of enclosing executors, and the values that die after it. */
+static AmpCode build_launches(AmpExec *e, AmpStatus *st) {
+    size_t n_in = 0, n_dead = 0;
+    for (size_t i = 0; i < e->n_nodes; i++) {
+        const AmpNode *n = e->nodes[i];
+        if (n->n_inputs > 64 || n->n_outputs > 16)
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
+                            nname(n), n->op_type);
+        n_in += (size_t)n->n_inputs;
+        n_dead += (size_t)n->n_inputs + (size_t)n->n_outputs;
+    }
+    free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
+    e->in_slots = calloc(n_in ? n_in : 1, sizeof *e->in_slots);
+    e->in_at = calloc(e->n_nodes + 1, sizeof *e->in_at);
+    e->dead = calloc(n_dead ? n_dead : 1, sizeof *e->dead);
+    e->dead_at = calloc(e->n_nodes + 1, sizeof *e->dead_at);
+    if (!e->in_slots || !e->in_at || !e->dead || !e->dead_at) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    size_t at = 0, d = 0;
+    for (size_t i = 0; i < e->n_nodes; i++) {
+        const AmpNode *n = e->nodes[i];
+        e->in_at[i] = at;
+        e->dead_at[i] = d;
+        for (int k = 0; k < n->n_inputs; k++) {
+            const AmpValue *v = n->inputs[k];
+            Slot *s = v ? amp_exec_find_slot(e, v) : NULL;
+            if (v && !s)
+                return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): input '%s' is in no enclosing graph", nname(n),
+                                n->op_type, v->name);
+            e->in_slots[at++] = s;
+        }
+        /* What this node is the last to read (initializers stay), and what it makes that
+         * nothing reads; each id once. */
+        for (int pass = 0; pass < 2; pass++) {
+            int cnt = pass ? n->n_outputs : n->n_inputs;
+            for (int k = 0; k < cnt; k++) {
+                const AmpValue *v = pass ? n->outputs[k] : n->inputs[k];
+                if (!v || v->graph != e->g || e->last[v->id] != (int)i) continue;
+                if (!pass && (e->vflags[v->id] & VAL_INIT)) continue;
+                bool seen = false;
+                for (size_t j = e->dead_at[i]; j < d && !seen; j++) seen = e->dead[j] == v->id;
+                if (!seen) e->dead[d++] = v->id;
+            }
+        }
+    }
+    e->in_at[e->n_nodes] = at;
+    e->dead_at[e->n_nodes] = d;
+    e->launches_ready = true;
+    return AMP_OK;
+}
+
 static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
     const AmpBuf *inbuf[64];
-    if (n->n_inputs > 64 || n->n_outputs > 16)
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
-                        nname(n), n->op_type);
+    Slot **in = e->in_slots + e->in_at[i];
     for (int k = 0; k < n->n_inputs; k++) {
         inbuf[k] = NULL;
-        if (!n->inputs[k]) continue;
-        Slot *s = amp_exec_find_slot(e, n->inputs[k]);
-        if (!s || s->kind == SLOT_EMPTY)
+        if (!in[k]) continue;
+        if (in[k]->kind == SLOT_EMPTY)
             return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): input '%s' has no value at run time", nname(n),
                             n->op_type, n->inputs[k]->name);
-        inbuf[k] = &s->buf;
+        inbuf[k] = &in[k]->buf;
     }
     AmpCode rc;
     if (n->op == AMP_OP_If) {
@@ -601,16 +650,7 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
         if (st && !strstr(st->msg, "node '")) amp_status_prefix(st, "node '%s' (%s): ", nname(n), n->op_type);
         return rc;
     }
-    /* Free what this node was the last to read, and what it made that nothing reads. */
-    for (int k = 0; k < n->n_inputs; k++) {
-        AmpValue *v = n->inputs[k];
-        if (v && v->graph == e->g && e->last[v->id] == (int)i && !(e->vflags[v->id] & VAL_INIT))
-            amp_exec_slot_clear(e, &e->slots[v->id]);
-    }
-    for (int k = 0; k < n->n_outputs; k++) {
-        AmpValue *v = n->outputs[k];
-        if (v && v->graph == e->g && e->last[v->id] == (int)i) amp_exec_slot_clear(e, &e->slots[v->id]);
-    }
+    for (size_t j = e->dead_at[i]; j < e->dead_at[i + 1]; j++) amp_exec_slot_clear(e, &e->slots[e->dead[j]]);
     return AMP_OK;
 }
 
@@ -662,7 +702,8 @@ static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBu
                    AmpStatus *st) {
     if (e->replan && !e->opt.no_plan) build_plan(e);
     e->replan = false;
-    AmpCode rc = load_inputs(e, inputs, n_inputs, on_device, st);
+    AmpCode rc = e->launches_ready ? AMP_OK : build_launches(e, st);
+    if (!rc) rc = load_inputs(e, inputs, n_inputs, on_device, st);
     if (rc) return rc;
     bool same = same_signature(e);
     memset(e->rec, 0, e->n_values * sizeof *e->rec);

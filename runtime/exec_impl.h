@@ -39,6 +39,15 @@ struct AmpExec {
     AmpNode **nodes;
     AmpBackendKernel *kernels; /* per node; fn NULL for If / Loop (run here) */
     int64_t *opsets;           /* per node: the version imported for its domain */
+    /* The launch list, built before the first run (and again when a later graph extends
+     * lifetimes): node i reads the slots in_slots[in_at[i] .. in_at[i+1]) (NULL: an input
+     * left out; slots of enclosing graphs included), and after it the values of this
+     * graph with ids dead[dead_at[i] .. dead_at[i+1]) are dropped. */
+    Slot **in_slots;
+    size_t *in_at;
+    uint32_t *dead;
+    size_t *dead_at;
+    bool launches_ready;
     size_t n_values;
     Slot *slots;               /* per value id of g */
     unsigned *vflags;          /* per value id: VAL_* */
