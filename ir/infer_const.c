@@ -16,7 +16,7 @@ AmpTensor *amp_inf_constant_tensor(const AmpNode *c) {
 
 /* An initializer that is also a graph input is only a default: it can be fed, so its
  * contents say nothing about the shapes. */
-static AmpTensor *const_tensor_of(AmpValue *v) {
+static AmpTensor *const_tensor_of(const AmpValue *v) {
     if (v->initializer) return (v->flags & AMP_VALUE_INPUT) ? NULL : v->initializer;
     if (v->producer && v->producer->op == AMP_OP_Constant) return amp_inf_constant_tensor(v->producer);
     return NULL;
@@ -46,12 +46,17 @@ static bool is_int_dtype(int dt) {
            dt == AMP_DT_UINT8 || dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
 }
 
-static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget);
+static int vdtype(AmpInferCtx *c, const AmpValue *v) {
+    const AmpType *t = amp_inf_vtensor(c, v);
+    return t ? t->dtype : AMP_DT_UNDEFINED;
+}
 
-static int eval_known(AmpValue *v, int64_t *out, int max, int *budget) {
+static int eval(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max, int *budget);
+
+static int eval_known(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max, int *budget) {
     AmpInfVal tmp[AMP_INF_MAX_RANK];
     if (max > AMP_INF_MAX_RANK) max = AMP_INF_MAX_RANK;
-    int k = eval(v, tmp, max, budget);
+    int k = eval(c, v, tmp, max, budget);
     for (int i = 0; i < k; i++) {
         if (!tmp[i].known) return -1;
         out[i] = tmp[i].v;
@@ -59,8 +64,8 @@ static int eval_known(AmpValue *v, int64_t *out, int max, int *budget) {
     return k;
 }
 
-static int eval_shape(AmpNode *p, AmpInfVal *out, int max) {
-    const AmpType *t = amp_inf_in(p, 0);
+static int eval_shape(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max) {
+    const AmpType *t = amp_inf_vtensor(c, p->n_inputs ? p->inputs[0] : NULL);
     if (!t || t->rank < 0) return -1;
     int64_t r = t->rank, start = amp_node_attr_int(p, "start", 0), end = amp_node_attr_int(p, "end", r);
     if (start < 0) start += r;
@@ -76,13 +81,13 @@ static int eval_shape(AmpNode *p, AmpInfVal *out, int max) {
     return k;
 }
 
-static int eval_gather(AmpNode *p, AmpInfVal *out, int max, int *budget) {
+static int eval_gather(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max, int *budget) {
     AmpInfVal data[AMP_INF_MAX_RANK];
     int64_t idx[AMP_INF_MAX_RANK];
     int64_t axis = amp_node_attr_int(p, "axis", 0);
     if ((axis != 0 && axis != -1) || !amp_inf_has_input(p, 1)) return -1;
-    int nd = eval(p->inputs[0], data, AMP_INF_MAX_RANK, budget);
-    int ni = eval_known(p->inputs[1], idx, max, budget);
+    int nd = eval(c, p->inputs[0], data, AMP_INF_MAX_RANK, budget);
+    int ni = eval_known(c, p->inputs[1], idx, max, budget);
     if (nd < 0 || ni < 0) return -1;
     for (int i = 0; i < ni; i++) {
         int64_t j = idx[i] < 0 ? idx[i] + nd : idx[i];
@@ -93,18 +98,18 @@ static int eval_gather(AmpNode *p, AmpInfVal *out, int max, int *budget) {
 }
 
 /* 1-D Slice; bounds from inputs (opset 10+) or attributes (older). */
-static int eval_slice(AmpNode *p, AmpInfVal *out, int max, int *budget) {
+static int eval_slice(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max, int *budget) {
     AmpInfVal data[AMP_INF_MAX_RANK];
     int64_t starts[1], ends[1], steps[1] = {1}, axes[1] = {0};
-    int nd = eval(p->inputs[0], data, AMP_INF_MAX_RANK, budget);
+    int nd = eval(c, p->inputs[0], data, AMP_INF_MAX_RANK, budget);
     if (nd < 0) return -1;
     if (p->n_inputs >= 3) {
         if (!amp_inf_has_input(p, 1) || !amp_inf_has_input(p, 2) ||
-            eval_known(p->inputs[1], starts, 1, budget) != 1 ||
-            eval_known(p->inputs[2], ends, 1, budget) != 1)
+            eval_known(c, p->inputs[1], starts, 1, budget) != 1 ||
+            eval_known(c, p->inputs[2], ends, 1, budget) != 1)
             return -1;
-        if (amp_inf_has_input(p, 3) && eval_known(p->inputs[3], axes, 1, budget) != 1) return -1;
-        if (amp_inf_has_input(p, 4) && eval_known(p->inputs[4], steps, 1, budget) != 1) return -1;
+        if (amp_inf_has_input(p, 3) && eval_known(c, p->inputs[3], axes, 1, budget) != 1) return -1;
+        if (amp_inf_has_input(p, 4) && eval_known(c, p->inputs[4], steps, 1, budget) != 1) return -1;
     } else if (amp_inf_attr_ints(p, "starts", starts, 1) != 1 ||
                amp_inf_attr_ints(p, "ends", ends, 1) != 1) {
         return -1;
@@ -121,11 +126,11 @@ static int eval_slice(AmpNode *p, AmpInfVal *out, int max, int *budget) {
 }
 
 /* Add/Sub/Mul/Div of int vectors of equal length (or one of length 1). */
-static int eval_arith(AmpNode *p, AmpInfVal *out, int max, int *budget) {
+static int eval_arith(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max, int *budget) {
     AmpInfVal a[AMP_INF_MAX_RANK], b[AMP_INF_MAX_RANK];
-    if (!is_int_dtype(amp_inf_dtype(p, 0)) || !amp_inf_has_input(p, 1)) return -1;
-    int na = eval(p->inputs[0], a, AMP_INF_MAX_RANK, budget);
-    int nb = eval(p->inputs[1], b, AMP_INF_MAX_RANK, budget);
+    if (!is_int_dtype(vdtype(c, p->inputs[0])) || !amp_inf_has_input(p, 1)) return -1;
+    int na = eval(c, p->inputs[0], a, AMP_INF_MAX_RANK, budget);
+    int nb = eval(c, p->inputs[1], b, AMP_INF_MAX_RANK, budget);
     if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1)) return -1;
     if (na == 0 || nb == 0) return 0; /* broadcasting an empty vector gives an empty one */
     int n = na > nb ? na : nb;
@@ -153,11 +158,19 @@ static int eval_arith(AmpNode *p, AmpInfVal *out, int max, int *budget) {
     return n;
 }
 
-static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget) {
+static int eval(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max, int *budget) {
     if (!v || --*budget < 0) return -1;
+    if (c->ints_of) { /* concrete mode: what the caller holds on the host comes first */
+        int64_t tmp[AMP_INF_MAX_RANK];
+        int k = c->ints_of(c, v, tmp, max < AMP_INF_MAX_RANK ? max : AMP_INF_MAX_RANK);
+        if (k >= 0) {
+            for (int i = 0; i < k; i++) out[i] = (AmpInfVal){true, tmp[i], NULL};
+            return k;
+        }
+    }
     AmpTensor *t = const_tensor_of(v);
     if (t) return tensor_ints(v->graph->model, t, out, max);
-    AmpNode *p = v->producer;
+    const AmpNode *p = v->producer;
     if (!p || v->initializer || (v->flags & AMP_VALUE_INPUT)) return -1;
     switch (p->op) {
     case AMP_OP_Constant: {
@@ -174,31 +187,31 @@ static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget) {
         return -1;
     }
     case AMP_OP_Shape:
-        return eval_shape(p, out, max);
+        return eval_shape(c, p, out, max);
     case AMP_OP_Cast:
-        if (!is_int_dtype(amp_inf_dtype(p, 0))) return -1;
+        if (!p->n_inputs || !is_int_dtype(vdtype(c, p->inputs[0]))) return -1;
         {
             int64_t to = amp_node_attr_int(p, "to", 0);
             if (to != AMP_DT_INT64 && to != AMP_DT_INT32) return -1;
         }
-        return eval(p->inputs[0], out, max, budget);
+        return eval(c, p->inputs[0], out, max, budget);
     case AMP_OP_Identity:
     case AMP_OP_Squeeze:
     case AMP_OP_Unsqueeze:
     case AMP_OP_Reshape:
     case AMP_OP_Flatten: /* row-major order is unchanged */
-        return p->n_inputs ? eval(p->inputs[0], out, max, budget) : -1;
+        return p->n_inputs ? eval(c, p->inputs[0], out, max, budget) : -1;
     case AMP_OP_Concat: {
         int k = 0;
         for (int i = 0; i < p->n_inputs; i++) {
-            int c = eval(p->inputs[i], out + k, max - k, budget);
-            if (c < 0) return -1;
-            k += c;
+            int got = eval(c, p->inputs[i], out + k, max - k, budget);
+            if (got < 0) return -1;
+            k += got;
         }
         return k;
     }
     case AMP_OP_Size: {
-        const AmpType *t = amp_inf_in(p, 0);
+        const AmpType *t = amp_inf_vtensor(c, p->n_inputs ? p->inputs[0] : NULL);
         int64_t prod = 1;
         if (!t || t->rank < 0 || max < 1) return -1;
         for (int i = 0; i < t->rank; i++) {
@@ -215,14 +228,14 @@ static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget) {
         if (a && a->type == AMP_ATTR_TENSOR && a->t &&
             tensor_ints(v->graph->model, a->t, &fill, 1) != 1)
             return -1;
-        if (!amp_inf_has_input(p, 0) || eval_known(p->inputs[0], shape, 1, budget) != 1 ||
+        if (!amp_inf_has_input(p, 0) || eval_known(c, p->inputs[0], shape, 1, budget) != 1 ||
             shape[0] < 0 || shape[0] > max)
             return -1;
         for (int64_t i = 0; i < shape[0]; i++) out[i] = fill;
         return (int)shape[0];
     }
     case AMP_OP_Neg: {
-        int k = p->n_inputs ? eval(p->inputs[0], out, max, budget) : -1;
+        int k = p->n_inputs ? eval(c, p->inputs[0], out, max, budget) : -1;
         for (int i = 0; i < k; i++)
             if (out[i].known) {
                 if (out[i].v == INT64_MIN) return -1;
@@ -233,30 +246,34 @@ static int eval(AmpValue *v, AmpInfVal *out, int max, int *budget) {
         return k;
     }
     case AMP_OP_Gather:
-        return eval_gather(p, out, max, budget);
+        return eval_gather(c, p, out, max, budget);
     case AMP_OP_Slice:
-        return p->n_inputs ? eval_slice(p, out, max, budget) : -1;
+        return p->n_inputs ? eval_slice(c, p, out, max, budget) : -1;
     case AMP_OP_Add:
     case AMP_OP_Sub:
     case AMP_OP_Mul:
     case AMP_OP_Div:
-        return eval_arith(p, out, max, budget);
+        return p->n_inputs ? eval_arith(c, p, out, max, budget) : -1;
     default:
         return -1;
     }
 }
 
-int amp_inf_value_ints(AmpValue *v, AmpInfVal *out, int max) {
+int amp_inf_value_ints(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max) {
     int budget = EVAL_BUDGET;
-    return eval(v, out, max, &budget);
+    return eval(c, v, out, max, &budget);
 }
 
-int amp_inf_const_ints(AmpValue *v, int64_t *out, int max) {
+int amp_inf_const_ints(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max) {
     int budget = EVAL_BUDGET;
-    return eval_known(v, out, max, &budget);
+    return eval_known(c, v, out, max, &budget);
 }
 
-int amp_inf_const_doubles(AmpValue *v, double *out, int max) {
+int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max) {
+    if (v && c->doubles_of) {
+        int k = c->doubles_of(c, v, out, max);
+        if (k >= 0) return k;
+    }
     AmpTensor *t = v ? const_tensor_of(v) : NULL;
     if (!t || t->nelem > (uint64_t)max) return -1;
     size_t w = amp_dtype_bits(t->dtype) / 8;
