@@ -1,6 +1,7 @@
 /* Reading the small int64 tensors that shapes depend on (Reshape targets, axes, pads,
  * Slice bounds): from initializers and Constant nodes, and through the cheap shape
  * arithmetic exporters emit (Shape -> Gather -> Unsqueeze -> Concat -> Reshape). */
+#include <math.h>
 #include <string.h>
 
 #include "infer_impl.h"
@@ -269,13 +270,8 @@ int amp_inf_const_ints(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max)
     return eval_known(c, v, out, max, &budget);
 }
 
-int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max) {
-    if (v && c->doubles_of) {
-        int k = c->doubles_of(c, v, out, max);
-        if (k >= 0) return k;
-    }
-    AmpTensor *t = v ? const_tensor_of(v) : NULL;
-    if (!t || t->nelem > (uint64_t)max) return -1;
+static int tensor_doubles(AmpModel *m, AmpTensor *t, double *out, int max) {
+    if (t->nelem > (uint64_t)max) return -1;
     size_t w = amp_dtype_bits(t->dtype) / 8;
     if (t->dtype != AMP_DT_FLOAT && t->dtype != AMP_DT_DOUBLE && t->dtype != AMP_DT_INT64 &&
         t->dtype != AMP_DT_INT32)
@@ -283,7 +279,7 @@ int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int ma
     AmpStatus tmp;
     amp_status_clear(&tmp);
     AmpBytes b;
-    if (amp_tensor_bytes(v->graph->model, t, &b, &tmp) != AMP_OK || b.len < t->nelem * w) return -1;
+    if (amp_tensor_bytes(m, t, &b, &tmp) != AMP_OK || b.len < t->nelem * w) return -1;
     for (uint64_t i = 0; i < t->nelem; i++) {
         const uint8_t *p = b.data + i * w;
         if (t->dtype == AMP_DT_FLOAT) {
@@ -301,4 +297,51 @@ int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int ma
         }
     }
     return (int)t->nelem;
+}
+
+/* Casts x to `to` as ONNX Cast does; false for targets it does not follow. */
+static bool cast_double(double *x, int64_t to) {
+    switch (to) {
+    case AMP_DT_DOUBLE: return true;
+    case AMP_DT_FLOAT: *x = (float)*x; return true;
+    case AMP_DT_INT64:
+    case AMP_DT_INT32:
+        if (!(fabs(*x) < 9.0e15)) return false; /* NaN, or past exact integers */
+        *x = trunc(*x);
+        return true;
+    default: return false;
+    }
+}
+
+/* Constants as doubles, then integer shape arithmetic (Range(0, Gather(Shape(x), 1), 1)
+ * as exporters write arange(seq_len)), then through Identity and Cast (a window
+ * function's Range(0, Cast(size), 1)), a few steps deep. */
+static int eval_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max, int depth) {
+    if (!v || depth > 8) return -1;
+    if (c->doubles_of) {
+        int k = c->doubles_of(c, v, out, max);
+        if (k >= 0) return k;
+    }
+    AmpTensor *t = const_tensor_of(v);
+    if (t) return tensor_doubles(v->graph->model, t, out, max);
+    if (is_int_dtype(vdtype(c, v))) {
+        int64_t ints[AMP_INF_MAX_RANK];
+        int k = amp_inf_const_ints(c, v, ints, max < AMP_INF_MAX_RANK ? max : AMP_INF_MAX_RANK);
+        for (int i = 0; i < k; i++) out[i] = (double)ints[i];
+        if (k >= 0) return k;
+    }
+    const AmpNode *p = v->producer;
+    if (!p || v->initializer || (v->flags & AMP_VALUE_INPUT) || !p->n_inputs) return -1;
+    if (p->op == AMP_OP_Identity) return eval_doubles(c, p->inputs[0], out, max, depth + 1);
+    if (p->op != AMP_OP_Cast) return -1;
+    const AmpAttr *to = amp_node_attr(p, "to");
+    if (!to || to->type != AMP_ATTR_INT) return -1;
+    int k = eval_doubles(c, p->inputs[0], out, max, depth + 1);
+    for (int i = 0; i < k; i++)
+        if (!cast_double(&out[i], to->i)) return -1;
+    return k;
+}
+
+int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max) {
+    return eval_doubles(c, v, out, max, 0);
 }

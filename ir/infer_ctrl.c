@@ -50,6 +50,7 @@ static AmpCode set_from_union(AmpInferCtx *c, int slot, const AmpType *a, const 
 }
 
 AmpCode amp_infer_if(AmpInferCtx *c) {
+    if (!c->graph_mode) return AMP_OK; /* bodies are typed in graph mode only */
     const AmpNode *n = c->n;
     AmpStatus *st = c->st;
     AmpGraph *then_g = graph_attr(n, "then_branch"), *else_g = graph_attr(n, "else_branch");
@@ -83,6 +84,7 @@ static AmpCode type_body_input(const AmpNode *n, AmpGraph *body, size_t i, int d
  * (cond, v..., scan_out...); outputs (v_final..., scan_outputs...), each scan output
  * stacking the per-iteration values along a new leading dim of unknown length. */
 AmpCode amp_infer_loop(AmpInferCtx *c) {
+    if (!c->graph_mode) return AMP_OK; /* bodies are typed in graph mode only */
     const AmpNode *n = c->n;
     AmpStatus *st = c->st;
     AmpGraph *body = graph_attr(n, "body");
@@ -126,6 +128,7 @@ AmpCode amp_infer_loop(AmpInferCtx *c) {
  * scan axis of its input; a scan output inserts the sequence length at its axis.
  * Scan-8 (batched, with sequence_lens) gets dtypes only. */
 AmpCode amp_infer_scan(AmpInferCtx *c) {
+    if (!c->graph_mode) return AMP_OK; /* bodies are typed in graph mode only */
     const AmpNode *n = c->n;
     int64_t opset = c->opset;
     AmpStatus *st = c->st;

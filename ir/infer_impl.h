@@ -151,7 +151,8 @@ void amp_inf_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, 
 int amp_inf_value_ints(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max);
 /* Same, but every element must be a known number. */
 int amp_inf_const_ints(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max);
-/* A small float or int constant (initializer or Constant) as doubles; count or -1. */
+/* A small float or int value as doubles (initializers, Constants, integer shape
+ * arithmetic as amp_inf_const_ints follows it, through Identity and Cast); count or -1. */
 int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max);
 /* The tensor a Constant node holds in its `value` attribute, or NULL. */
 AmpTensor *amp_inf_constant_tensor(const AmpNode *c);

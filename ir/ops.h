@@ -73,6 +73,11 @@ static inline bool amp_domain_is_default(const char *d) {
 AmpOpId amp_op_lookup(const char *domain, const char *name);
 const char *amp_op_class_name(AmpOpClass c);
 
+/* Whether op's output shapes depend on data computed in the step (ops.def's
+ * AMP_SHAPE_FROM_DATA list: NonZero, If, Loop, Scan), so that they can only be known
+ * after running it. */
+bool amp_op_shape_from_data(AmpOpId op);
+
 /* The AttributeProto type (AmpAttrType value) an op's attribute must have, or -1 when
  * the op or the attribute is not described (then any type is accepted). */
 int amp_op_attr_type(AmpOpId id, const char *attr_name);
