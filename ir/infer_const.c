@@ -30,13 +30,32 @@ static int64_t read_le(const uint8_t *p, size_t w) {
     return (int64_t)u;
 }
 
-static int tensor_ints(AmpModel *m, AmpTensor *t, AmpInfVal *out, int max) {
+/* The element bytes of a small int64, int32, float or double tensor (w bytes each) in
+ * place, as amp_tensor_bytes gives them but without its copy of typed fields into the
+ * model's arena: concrete mode (shape.c) may run on every step, from several threads,
+ * and must leave the model as it is. Hosts are little-endian (ir/dtype.c). */
+static bool elem_bytes(const AmpTensor *t, size_t w, AmpBytes *b) {
+    if ((t->has & AMP_TENSOR_HAS_RAW) || t->is_external) {
+        *b = t->raw;
+    } else if (t->dtype == AMP_DT_INT64 && t->n_int64 >= t->nelem) {
+        *b = (AmpBytes){(const uint8_t *)t->int64_data, t->n_int64 * sizeof *t->int64_data};
+    } else if (t->dtype == AMP_DT_INT32 && t->n_int32 >= t->nelem) {
+        *b = (AmpBytes){(const uint8_t *)t->int32_data, t->n_int32 * sizeof *t->int32_data};
+    } else if (t->dtype == AMP_DT_FLOAT && t->n_float >= t->nelem) {
+        *b = (AmpBytes){(const uint8_t *)t->float_data, t->n_float * sizeof *t->float_data};
+    } else if (t->dtype == AMP_DT_DOUBLE && t->n_double >= t->nelem) {
+        *b = (AmpBytes){(const uint8_t *)t->double_data, t->n_double * sizeof *t->double_data};
+    } else {
+        return false;
+    }
+    return (!t->nelem || b->data) && b->len >= t->nelem * w;
+}
+
+static int tensor_ints(const AmpTensor *t, AmpInfVal *out, int max) {
     size_t w = t->dtype == AMP_DT_INT64 ? 8 : t->dtype == AMP_DT_INT32 ? 4 : 0;
     if (!w || t->ndims > 1 || t->nelem > (uint64_t)max) return -1;
-    AmpStatus tmp;
-    amp_status_clear(&tmp);
     AmpBytes b;
-    if (amp_tensor_bytes(m, t, &b, &tmp) != AMP_OK || b.len < t->nelem * w) return -1;
+    if (!elem_bytes(t, w, &b)) return -1;
     for (uint64_t i = 0; i < t->nelem; i++)
         out[i] = (AmpInfVal){true, read_le(b.data + i * w, w), NULL};
     return (int)t->nelem;
@@ -170,7 +189,7 @@ static int eval(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max, int 
         }
     }
     AmpTensor *t = const_tensor_of(v);
-    if (t) return tensor_ints(v->graph->model, t, out, max);
+    if (t) return tensor_ints(t, out, max);
     const AmpNode *p = v->producer;
     if (!p || v->initializer || (v->flags & AMP_VALUE_INPUT)) return -1;
     switch (p->op) {
@@ -227,7 +246,7 @@ static int eval(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max, int 
         AmpInfVal fill = {true, 0, NULL};
         const AmpAttr *a = amp_node_attr(p, "value");
         if (a && a->type == AMP_ATTR_TENSOR && a->t &&
-            tensor_ints(v->graph->model, a->t, &fill, 1) != 1)
+            tensor_ints(a->t, &fill, 1) != 1)
             return -1;
         if (!amp_inf_has_input(p, 0) || eval_known(c, p->inputs[0], shape, 1, budget) != 1 ||
             shape[0] < 0 || shape[0] > max)
@@ -270,16 +289,14 @@ int amp_inf_const_ints(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max)
     return eval_known(c, v, out, max, &budget);
 }
 
-static int tensor_doubles(AmpModel *m, AmpTensor *t, double *out, int max) {
+static int tensor_doubles(const AmpTensor *t, double *out, int max) {
     if (t->nelem > (uint64_t)max) return -1;
     size_t w = amp_dtype_bits(t->dtype) / 8;
     if (t->dtype != AMP_DT_FLOAT && t->dtype != AMP_DT_DOUBLE && t->dtype != AMP_DT_INT64 &&
         t->dtype != AMP_DT_INT32)
         return -1;
-    AmpStatus tmp;
-    amp_status_clear(&tmp);
     AmpBytes b;
-    if (amp_tensor_bytes(m, t, &b, &tmp) != AMP_OK || b.len < t->nelem * w) return -1;
+    if (!elem_bytes(t, w, &b)) return -1;
     for (uint64_t i = 0; i < t->nelem; i++) {
         const uint8_t *p = b.data + i * w;
         if (t->dtype == AMP_DT_FLOAT) {
@@ -323,7 +340,7 @@ static int eval_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max,
         if (k >= 0) return k;
     }
     AmpTensor *t = const_tensor_of(v);
-    if (t) return tensor_doubles(v->graph->model, t, out, max);
+    if (t) return tensor_doubles(t, out, max);
     if (is_int_dtype(vdtype(c, v))) {
         int64_t ints[AMP_INF_MAX_RANK];
         int k = amp_inf_const_ints(c, v, ints, max < AMP_INF_MAX_RANK ? max : AMP_INF_MAX_RANK);
