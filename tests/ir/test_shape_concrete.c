@@ -591,3 +591,36 @@ Test(shape_node, unknown_inputs_and_ops) {
     cr_expect_eq(t.n, 0, "something was known without x's shape");
     amp_model_free(m);
 }
+
+/* arange(x.size(1)) as exporters write it: Range's limit is shape arithmetic, which
+ * amp_inf_const_doubles follows (it read only constants before). */
+Test(shape_node, range_over_a_dim_is_known) {
+    AmpModel *m = model(13);
+    AmpGraph *g = m->graph;
+    AmpValue *x = input(g, "x", AMP_DT_FLOAT, "B,T");
+    init_i64(g, "one", -1, I64(1));
+    init_i64(g, "zero", -1, I64(0));
+    node(g, "Shape", "shape", "x", "s");
+    node(g, "Gather", "gather", "s,one", "t");
+    node(g, "Range", "range", "zero,t,one", "pos");
+    init_i64(g, "half", -1, I64(2));
+    node(g, "Div", "div", "t,half", "t2");
+    node(g, "Range", "range2", "zero,t2,one", "pos2");
+    Table t = {0};
+    table_put(&t, x, AMP_DT_FLOAT, 2, I64(3, 7), -1, NULL);
+    table_initializers(&t, g);
+    AmpStatus st;
+    amp_status_clear(&st);
+    cr_assert_eq(walk_table(g, &t, false, &st), AMP_OK, "%s", st.msg);
+    const AmpBuf *pos = table_get(&t, g, "pos"), *pos2 = table_get(&t, g, "pos2");
+    cr_assert_not_null(pos, "Range over a dim is not known");
+    cr_expect(pos->dtype == AMP_DT_INT64 && pos->rank == 1 && pos->dims[0] == 7);
+    cr_assert_not_null(pos2);
+    cr_expect_eq(pos2->dims[0], 3, "7 / 2 in int64 is 3");
+    /* Graph mode knows it too where the dim is a number. */
+    set_type(g, x, AMP_DT_FLOAT, "B,7");
+    infer_ok(m);
+    EXPECT_TYPE(g, "pos", "int64[7]");
+    EXPECT_TYPE(g, "pos2", "int64[3]");
+    amp_model_free(m);
+}
