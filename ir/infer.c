@@ -91,18 +91,40 @@ AmpCode amp_inf_merge(const AmpNode *n, AmpValue *v, const AmpType *t, const cha
     return AMP_OK;
 }
 
-AmpCode amp_inf_set_type(AmpNode *n, int slot, const AmpType *t, AmpStatus *st) {
-    if (slot < 0 || slot >= n->n_outputs || !n->outputs[slot] || !t) return AMP_OK;
-    return amp_inf_merge(n, n->outputs[slot], t, "output", st);
+/* ---- the graph-mode context ------------------------------------------------------------ */
+
+static const AmpType *graph_type_of(AmpInferCtx *c, const AmpValue *v) {
+    (void)c;
+    return &v->type;
 }
 
-AmpCode amp_inf_set(AmpNode *n, int slot, int dtype, const AmpInfShape *s, AmpStatus *st) {
+static AmpCode graph_set_out(AmpInferCtx *c, int slot, const AmpType *t) {
+    return amp_inf_merge(c->n, c->n->outputs[slot], t, "output", c->st);
+}
+
+void amp_inf_ctx_graph(AmpInferCtx *c, const AmpNode *n, int64_t opset, AmpStatus *st) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->opset = opset;
+    c->st = st;
+    c->type_of = graph_type_of;
+    c->set_out = graph_set_out;
+    c->graph_mode = true;
+}
+
+AmpCode amp_inf_set_type(AmpInferCtx *c, int slot, const AmpType *t) {
+    const AmpNode *n = c->n;
+    if (slot < 0 || slot >= n->n_outputs || !n->outputs[slot] || !t) return AMP_OK;
+    return c->set_out(c, slot, t);
+}
+
+AmpCode amp_inf_set(AmpInferCtx *c, int slot, int dtype, const AmpInfShape *s) {
     AmpType t = {AMP_TYPE_TENSOR, dtype, -1, NULL};
     if (s && s->rank >= 0 && s->rank <= AMP_INF_MAX_RANK) {
         t.rank = s->rank;
         t.dims = (AmpDim *)s->d;
     }
-    return amp_inf_set_type(n, slot, &t, st);
+    return amp_inf_set_type(c, slot, &t);
 }
 
 /* ---- inputs ---------------------------------------------------------------------------- */
@@ -111,21 +133,32 @@ bool amp_inf_has_input(const AmpNode *n, int i) {
     return i >= 0 && i < n->n_inputs && n->inputs[i];
 }
 
-const AmpType *amp_inf_in(const AmpNode *n, int i) {
-    if (!amp_inf_has_input(n, i)) return NULL;
-    const AmpType *t = &n->inputs[i]->type;
-    if (t->kind != AMP_TYPE_TENSOR) return NULL;
+const AmpType *amp_inf_vtype(AmpInferCtx *c, const AmpValue *v) {
+    return v ? c->type_of(c, v) : NULL;
+}
+
+const AmpType *amp_inf_vtensor(AmpInferCtx *c, const AmpValue *v) {
+    const AmpType *t = amp_inf_vtype(c, v);
+    if (!t || t->kind != AMP_TYPE_TENSOR) return NULL;
     if (t->dtype == AMP_DT_UNDEFINED && t->rank < 0) return NULL;
     return t;
 }
 
-int amp_inf_dtype(const AmpNode *n, int i) {
-    const AmpType *t = amp_inf_in(n, i);
+const AmpType *amp_inf_type(AmpInferCtx *c, int i) {
+    return amp_inf_has_input(c->n, i) ? amp_inf_vtype(c, c->n->inputs[i]) : NULL;
+}
+
+const AmpType *amp_inf_in(AmpInferCtx *c, int i) {
+    return amp_inf_has_input(c->n, i) ? amp_inf_vtensor(c, c->n->inputs[i]) : NULL;
+}
+
+int amp_inf_dtype(AmpInferCtx *c, int i) {
+    const AmpType *t = amp_inf_in(c, i);
     return t ? t->dtype : AMP_DT_UNDEFINED;
 }
 
-bool amp_inf_shape(const AmpNode *n, int i, AmpInfShape *s) {
-    const AmpType *t = amp_inf_in(n, i);
+bool amp_inf_shape(AmpInferCtx *c, int i, AmpInfShape *s) {
+    const AmpType *t = amp_inf_in(c, i);
     s->rank = -1;
     if (!t || t->rank < 0 || t->rank > AMP_INF_MAX_RANK) return false;
     s->rank = t->rank;
@@ -317,14 +350,20 @@ AmpCode amp_infer_graph(AmpGraph *g, AmpStatus *st) {
         if (!handles_own_bodies(n->op) && n->n_attrs && (rc = infer_attr_graphs(n, st)))
             return rc;
         const AmpOpInfo *info = amp_op_info(n->op);
-        if (info->infer && (rc = info->infer(n, last_opset, st))) return rc;
+        if (!info->infer) continue;
+        AmpInferCtx c;
+        amp_inf_ctx_graph(&c, n, last_opset, st);
+        if ((rc = info->infer(&c))) return rc;
     }
     return AMP_OK;
 }
 
 AmpCode amp_infer_node(AmpNode *n, AmpStatus *st) {
     const AmpOpInfo *info = amp_op_info(n->op);
-    return info->infer ? info->infer(n, amp_model_opset(n->graph->model, n->domain), st) : AMP_OK;
+    if (!info->infer) return AMP_OK;
+    AmpInferCtx c;
+    amp_inf_ctx_graph(&c, n, amp_model_opset(n->graph->model, n->domain), st);
+    return info->infer(&c);
 }
 
 AmpCode amp_infer_model(AmpModel *m, AmpStatus *st) {

@@ -17,7 +17,7 @@ static const AmpType *body_output(const AmpGraph *g, size_t i) {
 
 /* The type that fits both a and b: the shared dtype, and per dim what both agree on
  * (If branches, and Loop state before and after an iteration). */
-static AmpCode type_union(AmpNode *n, const AmpType *a, const AmpType *b, int out_slot,
+static AmpCode type_union(const AmpNode *n, const AmpType *a, const AmpType *b, int out_slot,
                           AmpInfShape *s, int *dtype, AmpStatus *st) {
     s->rank = -1;
     *dtype = AMP_DT_UNDEFINED;
@@ -42,15 +42,17 @@ static AmpCode type_union(AmpNode *n, const AmpType *a, const AmpType *b, int ou
     return AMP_OK;
 }
 
-static AmpCode set_from_union(AmpNode *n, int slot, const AmpType *a, const AmpType *b, AmpStatus *st) {
+static AmpCode set_from_union(AmpInferCtx *c, int slot, const AmpType *a, const AmpType *b) {
     AmpInfShape s;
     int dt;
-    AmpCode rc = type_union(n, a, b, slot, &s, &dt, st);
-    return rc ? rc : amp_inf_set(n, slot, dt, &s, st);
+    AmpCode rc = type_union(c->n, a, b, slot, &s, &dt, c->st);
+    return rc ? rc : amp_inf_set(c, slot, dt, &s);
 }
 
-AmpCode amp_infer_if(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_if(AmpInferCtx *c) {
+    if (!c->graph_mode) return AMP_OK; /* bodies are typed in graph mode only */
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpGraph *then_g = graph_attr(n, "then_branch"), *else_g = graph_attr(n, "else_branch");
     AmpCode rc;
     if (then_g && (rc = amp_infer_graph(then_g, st))) return rc;
@@ -58,16 +60,16 @@ AmpCode amp_infer_if(AmpNode *n, int64_t opset, AmpStatus *st) {
     for (int i = 0; i < n->n_outputs; i++) {
         const AmpType *a = body_output(then_g, (size_t)i), *b = body_output(else_g, (size_t)i);
         if (a && a->kind == AMP_TYPE_OTHER && (!b || b->kind != AMP_TYPE_TENSOR))
-            rc = amp_inf_set_type(n, i, a, st); /* sequences and optionals pass as they are */
+            rc = amp_inf_set_type(c, i, a); /* sequences and optionals pass as they are */
         else
-            rc = set_from_union(n, i, a, b, st);
+            rc = set_from_union(c, i, a, b);
         if (rc) return rc;
     }
     return AMP_OK;
 }
 
 /* Types body input i from the node where the model gave none (or gave less). */
-static AmpCode type_body_input(AmpNode *n, AmpGraph *body, size_t i, int dtype, const AmpInfShape *s,
+static AmpCode type_body_input(const AmpNode *n, AmpGraph *body, size_t i, int dtype, const AmpInfShape *s,
                                AmpStatus *st) {
     if (i >= body->inputs.n || !body->inputs.items[i].value) return AMP_OK;
     AmpType t = {AMP_TYPE_TENSOR, dtype, -1, NULL};
@@ -81,8 +83,10 @@ static AmpCode type_body_input(AmpNode *n, AmpGraph *body, size_t i, int dtype, 
 /* Loop inputs (M, cond, v_initial...); body (iter_num, cond, v...) ->
  * (cond, v..., scan_out...); outputs (v_final..., scan_outputs...), each scan output
  * stacking the per-iteration values along a new leading dim of unknown length. */
-AmpCode amp_infer_loop(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_loop(AmpInferCtx *c) {
+    if (!c->graph_mode) return AMP_OK; /* bodies are typed in graph mode only */
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpGraph *body = graph_attr(n, "body");
     if (!body) return AMP_OK;
     AmpCode rc;
@@ -92,7 +96,7 @@ AmpCode amp_infer_loop(AmpNode *n, int64_t opset, AmpStatus *st) {
         (rc = type_body_input(n, body, 1, AMP_DT_BOOL, NULL, st)))
         return rc;
     for (int i = 0; i < ncarried; i++) {
-        const AmpType *t = amp_inf_in(n, 2 + i);
+        const AmpType *t = amp_inf_in(c, 2 + i);
         /* dtype only: a loop-carried value may change shape between iterations */
         if (t && (rc = type_body_input(n, body, 2 + (size_t)i, t->dtype, NULL, st))) return rc;
     }
@@ -100,10 +104,10 @@ AmpCode amp_infer_loop(AmpNode *n, int64_t opset, AmpStatus *st) {
     for (int i = 0; i < n->n_outputs; i++) {
         const AmpType *b = body_output(body, 1 + (size_t)i);
         if (i < ncarried) {
-            const AmpType *init = amp_inf_in(n, 2 + i);
-            if (b && b->kind == AMP_TYPE_TENSOR && init) rc = set_from_union(n, i, b, init, st);
-            else if (b) rc = amp_inf_set_type(n, i, b, st);
-            else rc = set_from_union(n, i, init, NULL, st);
+            const AmpType *init = amp_inf_in(c, 2 + i);
+            if (b && b->kind == AMP_TYPE_TENSOR && init) rc = set_from_union(c, i, b, init);
+            else if (b) rc = amp_inf_set_type(c, i, b);
+            else rc = set_from_union(c, i, init, NULL);
         } else if (b && b->kind == AMP_TYPE_TENSOR) {
             AmpInfShape s;
             s.rank = -1;
@@ -112,7 +116,7 @@ AmpCode amp_infer_loop(AmpNode *n, int64_t opset, AmpStatus *st) {
                 s.d[0] = amp_dim_unknown();
                 for (int k = 0; k < b->rank; k++) s.d[k + 1] = b->dims[k];
             }
-            rc = amp_inf_set(n, i, b->dtype, &s, st);
+            rc = amp_inf_set(c, i, b->dtype, &s);
         }
         if (rc) return rc;
     }
@@ -123,7 +127,11 @@ AmpCode amp_infer_loop(AmpNode *n, int64_t opset, AmpStatus *st) {
  * (state..., slice_out...); outputs (state_final..., scan_out...). A slice drops the
  * scan axis of its input; a scan output inserts the sequence length at its axis.
  * Scan-8 (batched, with sequence_lens) gets dtypes only. */
-AmpCode amp_infer_scan(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_scan(AmpInferCtx *c) {
+    if (!c->graph_mode) return AMP_OK; /* bodies are typed in graph mode only */
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpGraph *body = graph_attr(n, "body");
     if (!body) return AMP_OK;
     AmpCode rc;
@@ -140,9 +148,9 @@ AmpCode amp_infer_scan(AmpNode *n, int64_t opset, AmpStatus *st) {
     for (int i = 0; i < nstate + (int)m; i++) {
         AmpInfShape s;
         int slot = first + i;
-        const AmpType *t = amp_inf_in(n, slot);
+        const AmpType *t = amp_inf_in(c, slot);
         if (!t) continue;
-        amp_inf_shape(n, slot, &s);
+        amp_inf_shape(c, slot, &s);
         if (v8) {
             s.rank = -1;
         } else if (i >= nstate && s.rank >= 1) {
@@ -173,7 +181,7 @@ AmpCode amp_infer_scan(AmpNode *n, int64_t opset, AmpStatus *st) {
                 for (int k = 0, src = 0; k < s.rank; k++) s.d[k] = k == ax ? seq : b->dims[src++];
             }
         }
-        if ((rc = amp_inf_set(n, i, b->dtype, &s, st))) return rc;
+        if ((rc = amp_inf_set(c, i, b->dtype, &s))) return rc;
     }
     return AMP_OK;
 }

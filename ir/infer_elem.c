@@ -9,19 +9,20 @@
 /* Output 0 is exactly input 0's type (unary math, activations, Identity, Clip,
  * CumSum, normalisations, ScatterND, the *Grad ops of com.microsoft). Sequences and
  * other non-tensor types pass through too (Identity of a sequence). */
-AmpCode amp_infer_same(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_same(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     if (!amp_inf_has_input(n, 0)) return AMP_OK;
-    return amp_inf_set_type(n, 0, &n->inputs[0]->type, st);
+    return amp_inf_set_type(c, 0, amp_inf_type(c, 0));
 }
 
 /* The broadcast of every input's shape; false when some input's shape is unknown. */
-static AmpCode broadcast_all(AmpNode *n, int first, int count, AmpInfShape *s, AmpStatus *st) {
+static AmpCode broadcast_all(AmpInferCtx *c, int first, int count, AmpInfShape *s) {
+    const AmpNode *n = c->n;
     s->rank = -1;
     bool started = false;
     for (int i = first; i < first + count && i < n->n_inputs; i++) {
         AmpInfShape b;
-        if (!amp_inf_shape(n, i, &b)) {
+        if (!amp_inf_shape(c, i, &b)) {
             s->rank = -1;
             return AMP_OK;
         }
@@ -30,7 +31,7 @@ static AmpCode broadcast_all(AmpNode *n, int first, int count, AmpInfShape *s, A
             started = true;
             continue;
         }
-        AmpCode rc = amp_inf_broadcast_into(n, s, &b, st);
+        AmpCode rc = amp_inf_broadcast_into(n, s, &b, c->st);
         if (rc) return rc;
     }
     return AMP_OK;
@@ -38,54 +39,54 @@ static AmpCode broadcast_all(AmpNode *n, int first, int count, AmpInfShape *s, A
 
 /* Add, Sub, Mul, Div, Pow, Sum, Mean, Max, Min: numpy broadcast, input 0's dtype
  * (Pow's exponent may have another type; the result has the base's). */
-AmpCode amp_infer_broadcast(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_broadcast(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
-    AmpCode rc = broadcast_all(n, 0, n->n_inputs, &s, st);
+    AmpCode rc = broadcast_all(c, 0, n->n_inputs, &s);
     if (rc) return rc;
-    int dt = amp_inf_dtype(n, 0);
+    int dt = amp_inf_dtype(c, 0);
     for (int i = 1; dt == AMP_DT_UNDEFINED && i < n->n_inputs && n->op != AMP_OP_Pow; i++)
-        dt = amp_inf_dtype(n, i);
-    return amp_inf_set(n, 0, dt, &s, st);
+        dt = amp_inf_dtype(c, i);
+    return amp_inf_set(c, 0, dt, &s);
 }
 
 /* Comparisons and And/Or: bool, broadcast shape. */
-AmpCode amp_infer_compare(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_compare(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
-    AmpCode rc = broadcast_all(n, 0, n->n_inputs, &s, st);
+    AmpCode rc = broadcast_all(c, 0, n->n_inputs, &s);
     if (rc) return rc;
-    return amp_inf_set(n, 0, AMP_DT_BOOL, &s, st);
+    return amp_inf_set(c, 0, AMP_DT_BOOL, &s);
 }
 
 /* Not, IsInf, IsNaN: bool of input 0's shape. */
-AmpCode amp_infer_bool_same(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_bool_same(AmpInferCtx *c) {
     AmpInfShape s;
-    amp_inf_shape(n, 0, &s);
-    return amp_inf_set(n, 0, AMP_DT_BOOL, &s, st);
+    amp_inf_shape(c, 0, &s);
+    return amp_inf_set(c, 0, AMP_DT_BOOL, &s);
 }
 
-AmpCode amp_infer_where(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_where(AmpInferCtx *c) {
     AmpInfShape s;
-    AmpCode rc = broadcast_all(n, 0, 3, &s, st);
+    AmpCode rc = broadcast_all(c, 0, 3, &s);
     if (rc) return rc;
-    int dt = amp_inf_dtype(n, 1);
-    if (dt == AMP_DT_UNDEFINED) dt = amp_inf_dtype(n, 2);
-    return amp_inf_set(n, 0, dt, &s, st);
+    int dt = amp_inf_dtype(c, 1);
+    if (dt == AMP_DT_UNDEFINED) dt = amp_inf_dtype(c, 2);
+    return amp_inf_set(c, 0, dt, &s);
 }
 
 /* Output 0 like the data; the optional mask (output 1) is bool of the same shape.
  * (Before opset 12 the ratio was an attribute; the shapes are the same.) */
-AmpCode amp_infer_dropout(AmpNode *n, int64_t opset, AmpStatus *st) {
-    AmpCode rc = amp_infer_same(n, opset, st);
+AmpCode amp_infer_dropout(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpCode rc = amp_infer_same(c);
     if (rc || n->n_outputs < 2) return rc;
     AmpInfShape s;
-    amp_inf_shape(n, 0, &s);
+    amp_inf_shape(c, 0, &s);
     /* Dropout-1..6 had an output mask of the data's type; bool since opset 7. */
-    int dt = (opset > 0 && opset < 7) ? amp_inf_dtype(n, 0) : AMP_DT_BOOL;
-    return amp_inf_set(n, 1, dt, &s, st);
+    int dt = (opset > 0 && opset < 7) ? amp_inf_dtype(c, 0) : AMP_DT_BOOL;
+    return amp_inf_set(c, 1, dt, &s);
 }
 
 /* Cast-1's `to` was a string such as "FLOAT16"; since Cast-6 it is the enum. */
@@ -109,18 +110,17 @@ static int cast_target(const AmpNode *n) {
     return AMP_DT_UNDEFINED;
 }
 
-AmpCode amp_infer_cast(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_cast(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
-    amp_inf_shape(n, 0, &s);
-    return amp_inf_set(n, 0, cast_target(n), &s, st);
+    amp_inf_shape(c, 0, &s);
+    return amp_inf_set(c, 0, cast_target(n), &s);
 }
 
-AmpCode amp_infer_castlike(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_castlike(AmpInferCtx *c) {
     AmpInfShape s;
-    amp_inf_shape(n, 0, &s);
-    return amp_inf_set(n, 0, amp_inf_dtype(n, 1), &s, st);
+    amp_inf_shape(c, 0, &s);
+    return amp_inf_set(c, 0, amp_inf_dtype(c, 1), &s);
 }
 
 static void shape_of_tensor(const AmpTensor *t, AmpInfShape *s) {
@@ -131,13 +131,13 @@ static void shape_of_tensor(const AmpTensor *t, AmpInfShape *s) {
 }
 
 /* Constant: the type of whichever value attribute it has. */
-AmpCode amp_infer_constant(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_constant(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
     AmpTensor *t = amp_inf_constant_tensor(n);
     if (t) {
         shape_of_tensor(t, &s);
-        return amp_inf_set(n, 0, t->dtype, &s, st);
+        return amp_inf_set(c, 0, t->dtype, &s);
     }
     static const struct {
         const char *name;
@@ -161,18 +161,19 @@ AmpCode amp_infer_constant(AmpNode *n, int64_t opset, AmpStatus *st) {
                                                     : a->n_strings;
             s.d[0] = amp_dim_of((int64_t)cnt);
         }
-        return amp_inf_set(n, 0, forms[k].dtype, &s, st);
+        return amp_inf_set(c, 0, forms[k].dtype, &s);
     }
     return AMP_OK; /* sparse_value or nothing: leave the declared type */
 }
 
 /* The shape an int64 shape-tensor input describes: its values where they can be
  * read, else just its length (from its static 1-D shape). */
-static void shape_from_value(AmpNode *n, int slot, AmpInfShape *s) {
+static void shape_from_value(AmpInferCtx *c, int slot, AmpInfShape *s) {
+    const AmpNode *n = c->n;
     AmpInfVal vals[AMP_INF_MAX_RANK];
     s->rank = -1;
     if (!amp_inf_has_input(n, slot)) return;
-    int k = amp_inf_value_ints(n->inputs[slot], vals, AMP_INF_MAX_RANK);
+    int k = amp_inf_value_ints(c, n->inputs[slot], vals, AMP_INF_MAX_RANK);
     if (k >= 0) {
         s->rank = k;
         for (int i = 0; i < k; i++) {
@@ -181,23 +182,23 @@ static void shape_from_value(AmpNode *n, int slot, AmpInfShape *s) {
         }
         return;
     }
-    const AmpType *t = amp_inf_in(n, slot);
+    const AmpType *t = amp_inf_in(c, slot);
     if (t && t->rank == 1 && t->dims[0].value >= 0) amp_shape_unknown_dims(s, (int)t->dims[0].value);
 }
 
-AmpCode amp_infer_constant_of_shape(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_constant_of_shape(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     const AmpAttr *a = amp_node_attr(n, "value");
     int dt = (a && a->type == AMP_ATTR_TENSOR && a->t) ? a->t->dtype : AMP_DT_FLOAT;
     AmpInfShape s;
-    shape_from_value(n, 0, &s);
-    return amp_inf_set(n, 0, dt, &s, st);
+    shape_from_value(c, 0, &s);
+    return amp_inf_set(c, 0, dt, &s);
 }
 
 /* Shape: int64 [rank], or [end - start] with the opset-15 start/end attributes. */
-AmpCode amp_infer_shape(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    const AmpType *t = amp_inf_in(n, 0);
+AmpCode amp_infer_shape(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    const AmpType *t = amp_inf_in(c, 0);
     AmpInfShape s;
     s.rank = 1;
     s.d[0] = amp_dim_unknown();
@@ -209,61 +210,60 @@ AmpCode amp_infer_shape(AmpNode *n, int64_t opset, AmpStatus *st) {
         e = e < 0 ? 0 : e > r ? r : e;
         s.d[0] = amp_dim_of(e > b ? e - b : 0);
     }
-    return amp_inf_set(n, 0, AMP_DT_INT64, &s, st);
+    return amp_inf_set(c, 0, AMP_DT_INT64, &s);
 }
 
-AmpCode amp_infer_size(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_size(AmpInferCtx *c) {
     AmpInfShape s;
     s.rank = 0;
-    return amp_inf_set(n, 0, AMP_DT_INT64, &s, st);
+    return amp_inf_set(c, 0, AMP_DT_INT64, &s);
 }
 
 /* Range: 1-D of max(ceil((limit - start) / delta), 0) elements, start's dtype. */
-AmpCode amp_infer_range(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_range(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
     s.rank = 1;
     s.d[0] = amp_dim_unknown();
-    double a, b, c;
-    if (n->n_inputs >= 3 && amp_inf_const_doubles(n->inputs[0], &a, 1) == 1 &&
-        amp_inf_const_doubles(n->inputs[1], &b, 1) == 1 &&
-        amp_inf_const_doubles(n->inputs[2], &c, 1) == 1 && c != 0) {
-        double cnt = ceil((b - a) / c);
+    double a, b, delta;
+    if (n->n_inputs >= 3 && amp_inf_const_doubles(c, n->inputs[0], &a, 1) == 1 &&
+        amp_inf_const_doubles(c, n->inputs[1], &b, 1) == 1 &&
+        amp_inf_const_doubles(c, n->inputs[2], &delta, 1) == 1 && delta != 0) {
+        double cnt = ceil((b - a) / delta);
         if (cnt < 0) cnt = 0;
         if (cnt < 9.0e15) s.d[0] = amp_dim_of((int64_t)cnt);
     }
-    int dt = amp_inf_dtype(n, 0);
-    if (dt == AMP_DT_UNDEFINED) dt = amp_inf_dtype(n, 1);
-    return amp_inf_set(n, 0, dt, &s, st);
+    int dt = amp_inf_dtype(c, 0);
+    if (dt == AMP_DT_UNDEFINED) dt = amp_inf_dtype(c, 1);
+    return amp_inf_set(c, 0, dt, &s);
 }
 
 /* OneHot: indices' shape with `depth` inserted at `axis`; the values' dtype. */
-AmpCode amp_infer_onehot(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_onehot(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &in) && in.rank < AMP_INF_MAX_RANK) {
+    if (amp_inf_shape(c, 0, &in) && in.rank < AMP_INF_MAX_RANK) {
         int ax = amp_inf_axis(amp_node_attr_int(n, "axis", -1), in.rank + 1);
         if (ax < 0) return amp_inf_fail(n, st, "axis out of range for rank %d", in.rank + 1);
         double depth;
         AmpDim dd = amp_dim_unknown();
-        if (amp_inf_has_input(n, 1) && amp_inf_const_doubles(n->inputs[1], &depth, 1) == 1 &&
+        if (amp_inf_has_input(n, 1) && amp_inf_const_doubles(c, n->inputs[1], &depth, 1) == 1 &&
             depth >= 0 && depth < 9.0e15)
             dd = amp_dim_of((int64_t)depth);
         s.rank = in.rank + 1;
         for (int i = 0, k = 0; i < s.rank; i++) s.d[i] = i == ax ? dd : in.d[k++];
     }
-    return amp_inf_set(n, 0, amp_inf_dtype(n, 2), &s, st);
+    return amp_inf_set(c, 0, amp_inf_dtype(c, 2), &s);
 }
 
 /* NonZero: int64 [rank, number of non-zeros]. */
-AmpCode amp_infer_nonzero(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    const AmpType *t = amp_inf_in(n, 0);
+AmpCode amp_infer_nonzero(AmpInferCtx *c) {
+    const AmpType *t = amp_inf_in(c, 0);
     AmpInfShape s;
     s.rank = 2;
     s.d[0] = t && t->rank >= 0 ? amp_dim_of(t->rank) : amp_dim_unknown();
     s.d[1] = amp_dim_unknown();
-    return amp_inf_set(n, 0, AMP_DT_INT64, &s, st);
+    return amp_inf_set(c, 0, AMP_DT_INT64, &s);
 }

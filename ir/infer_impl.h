@@ -9,10 +9,40 @@
 
 #include "ir.h"
 
+/* ---- the context every infer function reads and writes through ----------------------
+ * One function per op serves two callers:
+ * - graph mode (the `infer` pass, amp_infer_graph/amp_infer_node): types are the values'
+ *   own (&v->type) and outputs merge into the output values (amp_inf_merge);
+ * - concrete mode (amp_shape_node, shape.c): types are concrete shapes the caller
+ *   supplies, outputs go to the caller's array, and nothing in the model changes.
+ * Infer functions never read v->type or write an output directly: every read of a
+ * value's type (the node's inputs, and values reached while following producers in
+ * amp_inf_value_ints) goes through type_of, every output through set_out. */
+struct AmpInferCtx {
+    const AmpNode *n;
+    int64_t opset; /* the version imported for n's domain (0: unknown) */
+    AmpStatus *st;
+    /* The type of v, or NULL when nothing is known of it. */
+    const AmpType *(*type_of)(AmpInferCtx *c, const AmpValue *v);
+    /* Receives output `slot`'s type (t is only read during the call). */
+    AmpCode (*set_out)(AmpInferCtx *c, int slot, const AmpType *t);
+    /* Host-known elements of v (at most max): the count, or -1 when not known; then
+     * initializers, Constants and producers are followed as in graph mode. NULL in
+     * graph mode. */
+    int (*ints_of)(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max);
+    int (*doubles_of)(AmpInferCtx *c, const AmpValue *v, double *out, int max);
+    /* Graph mode only: If/Loop/Scan infer (and type) their bodies. */
+    bool graph_mode;
+    void *user; /* the concrete-mode caller's state */
+};
+
+/* A graph-mode context for n. */
+void amp_inf_ctx_graph(AmpInferCtx *c, const AmpNode *n, int64_t opset, AmpStatus *st);
+
 /* Every infer function named in ops.def. */
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
                max_out, infer, doc)                                                      \
-    AmpCode infer(AmpNode *n, int64_t opset, AmpStatus *st);
+    AmpCode infer(AmpInferCtx *c);
 #include "ops.def"
 #undef AMP_OP
 
@@ -50,17 +80,24 @@ AmpCode amp_inf_merge(const AmpNode *n, AmpValue *v, const AmpType *t, const cha
 AmpCode amp_inf_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) AMP_PRINTF(3, 4);
 
 /* ---- reading inputs ---- */
+/* The type of value v as c sees it (any kind), or NULL. */
+const AmpType *amp_inf_vtype(AmpInferCtx *c, const AmpValue *v);
+/* The tensor type of value v, or NULL when unknown, not a tensor, or of unknown dtype
+ * and rank. */
+const AmpType *amp_inf_vtensor(AmpInferCtx *c, const AmpValue *v);
+/* The type of input i (any kind: sequences pass through Identity), or NULL. */
+const AmpType *amp_inf_type(AmpInferCtx *c, int i);
 /* The tensor type of input i, or NULL when absent, not a tensor, or of unknown dtype
  * and rank. */
-const AmpType *amp_inf_in(const AmpNode *n, int i);
-int amp_inf_dtype(const AmpNode *n, int i); /* AMP_DT_UNDEFINED when unknown */
+const AmpType *amp_inf_in(AmpInferCtx *c, int i);
+int amp_inf_dtype(AmpInferCtx *c, int i); /* AMP_DT_UNDEFINED when unknown */
 /* Copies input i's shape into s; false (s->rank = -1) when the rank is unknown. */
-bool amp_inf_shape(const AmpNode *n, int i, AmpInfShape *s);
+bool amp_inf_shape(AmpInferCtx *c, int i, AmpInfShape *s);
 bool amp_inf_has_input(const AmpNode *n, int i);
 
 /* ---- setting outputs (merged with what the model declares; see infer.c) ---- */
-AmpCode amp_inf_set(AmpNode *n, int slot, int dtype, const AmpInfShape *s, AmpStatus *st);
-AmpCode amp_inf_set_type(AmpNode *n, int slot, const AmpType *t, AmpStatus *st);
+AmpCode amp_inf_set(AmpInferCtx *c, int slot, int dtype, const AmpInfShape *s);
+AmpCode amp_inf_set_type(AmpInferCtx *c, int slot, const AmpType *t);
 
 /* ---- dims ---- */
 /* A known dim; a negative number (from a hostile or broken attribute) is unknown. */
@@ -111,11 +148,12 @@ void amp_inf_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, 
  * Constant nodes and cheap shape arithmetic (Shape, Size, Gather, Concat, Slice, Cast,
  * Squeeze, Unsqueeze, Identity, ConstantOfShape, integer Add/Sub/Mul/Div/Neg) a
  * bounded number of steps. The count, or -1. */
-int amp_inf_value_ints(AmpValue *v, AmpInfVal *out, int max);
+int amp_inf_value_ints(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max);
 /* Same, but every element must be a known number. */
-int amp_inf_const_ints(AmpValue *v, int64_t *out, int max);
-/* A small float or int constant (initializer or Constant) as doubles; count or -1. */
-int amp_inf_const_doubles(AmpValue *v, double *out, int max);
+int amp_inf_const_ints(AmpInferCtx *c, const AmpValue *v, int64_t *out, int max);
+/* A small float or int value as doubles (initializers, Constants, integer shape
+ * arithmetic as amp_inf_const_ints follows it, through Identity and Cast); count or -1. */
+int amp_inf_const_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max);
 /* The tensor a Constant node holds in its `value` attribute, or NULL. */
 AmpTensor *amp_inf_constant_tensor(const AmpNode *c);
 

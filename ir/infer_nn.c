@@ -5,15 +5,15 @@
 
 #include "infer_impl.h"
 
-static int dt0(const AmpNode *n) {
-    return amp_inf_dtype(n, 0);
+static int dt0(AmpInferCtx *c) {
+    return amp_inf_dtype(c, 0);
 }
 
 /* ---- matrix products ------------------------------------------------------------------ */
 
 /* numpy matmul of shapes a and b (1-D operands promoted and the added dim dropped);
  * transposes the last two dims of each first when asked. */
-static AmpCode matmul_shape(AmpNode *n, const AmpInfShape *a0, const AmpInfShape *b0, bool ta,
+static AmpCode matmul_shape(const AmpNode *n, const AmpInfShape *a0, const AmpInfShape *b0, bool ta,
                             bool tb, AmpInfShape *out, AmpStatus *st) {
     out->rank = -1;
     if (a0->rank < 0 || b0->rank < 0) return AMP_OK;
@@ -56,37 +56,40 @@ static AmpCode matmul_shape(AmpNode *n, const AmpInfShape *a0, const AmpInfShape
     return AMP_OK;
 }
 
-AmpCode amp_infer_matmul(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_matmul(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape a, b, s;
-    amp_inf_shape(n, 0, &a);
-    amp_inf_shape(n, 1, &b);
+    amp_inf_shape(c, 0, &a);
+    amp_inf_shape(c, 1, &b);
     AmpCode rc = matmul_shape(n, &a, &b, false, false, &s, st);
-    return rc ? rc : amp_inf_set(n, 0, dt0(n), &s, st);
+    return rc ? rc : amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* com.microsoft FusedMatMul: MatMul with optional transposes of the last two dims;
  * the batch transposes (transBatchA/B) are left with an unknown shape. */
-AmpCode amp_infer_ms_fused_matmul(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_ms_fused_matmul(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape a, b, s;
     s.rank = -1;
     if (!amp_node_attr_int(n, "transBatchA", 0) && !amp_node_attr_int(n, "transBatchB", 0)) {
-        amp_inf_shape(n, 0, &a);
-        amp_inf_shape(n, 1, &b);
+        amp_inf_shape(c, 0, &a);
+        amp_inf_shape(c, 1, &b);
         AmpCode rc = matmul_shape(n, &a, &b, amp_node_attr_int(n, "transA", 0) != 0,
                                   amp_node_attr_int(n, "transB", 0) != 0, &s, st);
         if (rc) return rc;
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* Gemm (and com.microsoft FusedGemm): (M, K) x (K, N) -> (M, N), transA/transB. */
-AmpCode amp_infer_gemm(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_gemm(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape a, b, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &a) && amp_inf_shape(n, 1, &b)) {
+    if (amp_inf_shape(c, 0, &a) && amp_inf_shape(c, 1, &b)) {
         if (a.rank != 2 || b.rank != 2)
             return amp_inf_fail(n, st, "A and B must be 2-D, not rank %d and %d", a.rank, b.rank);
         bool ta = amp_node_attr_int(n, "transA", 0) != 0, tb = amp_node_attr_int(n, "transB", 0) != 0;
@@ -98,13 +101,14 @@ AmpCode amp_infer_gemm(AmpNode *n, int64_t opset, AmpStatus *st) {
         s.d[0] = a.d[ta ? 1 : 0];
         s.d[1] = b.d[tb ? 0 : 1];
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* Einsum: dims by letter from the inputs; "..." broadcasts; implicit output = the
  * letters used once, in alphabetical order, after the ellipsis dims. */
-AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_einsum(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     const char *eq = amp_node_attr_string(n, "equation", NULL);
     AmpInfShape s, ell;
     s.rank = -1;
@@ -113,12 +117,12 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
     int count[52] = {0};
     bool seen_ell = false;
     for (int i = 0; i < 52; i++) letter[i] = amp_dim_unknown();
-    if (!eq) return amp_inf_set(n, 0, dt0(n), NULL, st);
+    if (!eq) return amp_inf_set(c, 0, dt0(c), NULL);
     const char *p = eq;
     for (int in = 0; in < n->n_inputs; in++) {
         AmpInfShape x;
-        bool have = amp_inf_shape(n, in, &x);
-        if (!have) return amp_inf_set(n, 0, dt0(n), NULL, st);
+        bool have = amp_inf_shape(c, in, &x);
+        if (!have) return amp_inf_set(c, 0, dt0(c), NULL);
         /* Count the term's letters to place the ellipsis. */
         const char *end = p;
         int nlet = 0;
@@ -128,9 +132,9 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
         }
         int dim = 0;
         bool term_ell = false; /* one ellipsis a term: it stands for the dims no letter takes */
-        for (const char *c = p; c < end; c++) {
-            if (*c == '.') {
-                if (c + 2 >= end || c[1] != '.' || c[2] != '.' || term_ell) return amp_inf_fail(n, st, "bad equation");
+        for (const char *ch = p; ch < end; ch++) {
+            if (*ch == '.') {
+                if (ch + 2 >= end || ch[1] != '.' || ch[2] != '.' || term_ell) return amp_inf_fail(n, st, "bad equation");
                 term_ell = true;
                 AmpInfShape e;
                 e.rank = x.rank - nlet;
@@ -143,10 +147,10 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
                 AmpCode rc = amp_inf_broadcast_into(n, &ell, &e, st);
                 if (rc) return rc;
                 dim += e.rank;
-                c += 2;
+                ch += 2;
                 continue;
             }
-            int li = (*c >= 'a' && *c <= 'z') ? *c - 'a' : (*c >= 'A' && *c <= 'Z') ? 26 + *c - 'A' : -1;
+            int li = (*ch >= 'a' && *ch <= 'z') ? *ch - 'a' : (*ch >= 'A' && *ch <= 'Z') ? 26 + *ch - 'A' : -1;
             if (li < 0) continue; /* spaces */
             if (dim >= x.rank) return amp_inf_fail(n, st, "equation does not fit input %d", in);
             letter[li] = amp_dim_merge(letter[li], x.d[dim++]);
@@ -158,14 +162,14 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
     s.rank = 0;
     const char *arrow = strstr(eq, "->");
     if (arrow) {
-        for (const char *c = arrow + 2; *c && s.rank < AMP_INF_MAX_RANK; c++) {
-            if (*c == '.') {
-                if (c[1] != '.' || c[2] != '.') return amp_inf_fail(n, st, "bad equation");
+        for (const char *ch = arrow + 2; *ch && s.rank < AMP_INF_MAX_RANK; ch++) {
+            if (*ch == '.') {
+                if (ch[1] != '.' || ch[2] != '.') return amp_inf_fail(n, st, "bad equation");
                 for (int k = 0; k < ell.rank && s.rank < AMP_INF_MAX_RANK; k++) s.d[s.rank++] = ell.d[k];
-                c += 2;
+                ch += 2;
                 continue;
             }
-            int li = (*c >= 'a' && *c <= 'z') ? *c - 'a' : (*c >= 'A' && *c <= 'Z') ? 26 + *c - 'A' : -1;
+            int li = (*ch >= 'a' && *ch <= 'z') ? *ch - 'a' : (*ch >= 'A' && *ch <= 'Z') ? 26 + *ch - 'A' : -1;
             if (li >= 0) s.d[s.rank++] = letter[li];
         }
     } else {
@@ -176,7 +180,7 @@ AmpCode amp_infer_einsum(AmpNode *n, int64_t opset, AmpStatus *st) {
         for (int li = 0; li < 26; li++)
             if (count[li] == 1 && s.rank < AMP_INF_MAX_RANK) s.d[s.rank++] = letter[li];
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* ---- convolutions and pools ------------------------------------------------------------ */
@@ -191,7 +195,7 @@ typedef struct ConvAttrs {
 
 /* Reads kernel_shape/strides/dilations/pads for nsp spatial dims; kernel falls back to
  * the weight's dims 2.. when `w` is given. */
-static AmpCode conv_attrs(AmpNode *n, int nsp, const AmpInfShape *w, ConvAttrs *c, AmpStatus *st) {
+static AmpCode conv_attrs(const AmpNode *n, int nsp, const AmpInfShape *w, ConvAttrs *c, AmpStatus *st) {
     c->nsp = nsp;
     c->auto_pad = amp_node_attr_string(n, "auto_pad", "NOTSET");
     int kk = amp_inf_attr_ints(n, "kernel_shape", c->k, AMP_INF_MAX_RANK);
@@ -241,116 +245,121 @@ static AmpDim conv_out(const ConvAttrs *c, int i, AmpDim in, bool ceil_mode) {
     return amp_dim_of(o);
 }
 
-AmpCode amp_infer_conv(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_conv(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape x, w, s;
     s.rank = -1;
-    bool hw = amp_inf_shape(n, 1, &w);
-    if (amp_inf_shape(n, 0, &x) && x.rank >= 2) {
-        ConvAttrs c;
-        AmpCode rc = conv_attrs(n, x.rank - 2, hw ? &w : NULL, &c, st);
+    bool hw = amp_inf_shape(c, 1, &w);
+    if (amp_inf_shape(c, 0, &x) && x.rank >= 2) {
+        ConvAttrs ca;
+        AmpCode rc = conv_attrs(n, x.rank - 2, hw ? &w : NULL, &ca, st);
         if (rc) return rc;
         s.rank = x.rank;
         s.d[0] = x.d[0];
         s.d[1] = hw && w.rank >= 1 ? w.d[0] : amp_dim_unknown();
-        for (int i = 0; i < c.nsp; i++) s.d[i + 2] = conv_out(&c, i, x.d[i + 2], false);
+        for (int i = 0; i < ca.nsp; i++) s.d[i + 2] = conv_out(&ca, i, x.d[i + 2], false);
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_conv_transpose(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_conv_transpose(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape x, w, s;
     s.rank = -1;
-    bool hw = amp_inf_shape(n, 1, &w);
-    if (amp_inf_shape(n, 0, &x) && x.rank >= 2) {
-        ConvAttrs c;
-        AmpCode rc = conv_attrs(n, x.rank - 2, hw ? &w : NULL, &c, st);
+    bool hw = amp_inf_shape(c, 1, &w);
+    if (amp_inf_shape(c, 0, &x) && x.rank >= 2) {
+        ConvAttrs ca;
+        AmpCode rc = conv_attrs(n, x.rank - 2, hw ? &w : NULL, &ca, st);
         if (rc) return rc;
         int64_t group = amp_node_attr_int(n, "group", 1);
         int64_t op[AMP_INF_MAX_RANK], oshape[AMP_INF_MAX_RANK];
-        if (amp_inf_attr_ints(n, "output_padding", op, AMP_INF_MAX_RANK) != c.nsp)
-            for (int i = 0; i < c.nsp; i++) op[i] = 0;
+        if (amp_inf_attr_ints(n, "output_padding", op, AMP_INF_MAX_RANK) != ca.nsp)
+            for (int i = 0; i < ca.nsp; i++) op[i] = 0;
         int ko = amp_inf_attr_ints(n, "output_shape", oshape, AMP_INF_MAX_RANK);
         s.rank = x.rank;
         s.d[0] = x.d[0];
         s.d[1] = hw && w.rank >= 2 ? amp_dim_mul(w.d[1], amp_dim_of(group)) : amp_dim_unknown();
-        bool same = strncmp(c.auto_pad, "SAME", 4) == 0;
-        for (int i = 0; i < c.nsp; i++) {
+        bool same = strncmp(ca.auto_pad, "SAME", 4) == 0;
+        for (int i = 0; i < ca.nsp; i++) {
             AmpDim in = x.d[i + 2];
-            if (ko == c.nsp) {
+            if (ko == ca.nsp) {
                 s.d[i + 2] = amp_dim_of(oshape[i]);
-            } else if (ko == c.nsp + 2) { /* some exporters give N and C too */
+            } else if (ko == ca.nsp + 2) { /* some exporters give N and C too */
                 s.d[i + 2] = amp_dim_of(oshape[i + 2]);
             } else if (!amp_dim_known(in) || !amp_inf_small(in.value) || !amp_inf_small(op[i]) ||
-                       (!same && !c.have_k)) {
+                       (!same && !ca.have_k)) {
                 s.d[i + 2] = amp_dim_unknown();
             } else if (same) {
-                s.d[i + 2] = amp_dim_mul(in, amp_dim_of(c.s[i]));
+                s.d[i + 2] = amp_dim_mul(in, amp_dim_of(ca.s[i]));
             } else {
                 int64_t pb = 0, pe = 0;
-                if (strcmp(c.auto_pad, "VALID") != 0) {
-                    pb = c.pads[i];
-                    pe = c.pads[i + c.nsp];
+                if (strcmp(ca.auto_pad, "VALID") != 0) {
+                    pb = ca.pads[i];
+                    pe = ca.pads[i + ca.nsp];
                 }
                 /* in < 2^40 and s <= 2^30 can still overflow int64: check in double */
-                double dv = (double)c.s[i] * (double)(in.value - 1) + (double)op[i] +
-                            (double)((c.k[i] - 1) * c.d[i] + 1) - (double)pb - (double)pe;
+                double dv = (double)ca.s[i] * (double)(in.value - 1) + (double)op[i] +
+                            (double)((ca.k[i] - 1) * ca.d[i] + 1) - (double)pb - (double)pe;
                 s.d[i + 2] = dv >= 0 && dv < 9.0e15 ? amp_dim_of((int64_t)dv) : amp_dim_unknown();
             }
         }
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* MaxPool (and its int64 Indices output) and AveragePool. */
-AmpCode amp_infer_pool(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_pool(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape x, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &x) && x.rank >= 2) {
-        ConvAttrs c;
-        AmpCode rc = conv_attrs(n, x.rank - 2, NULL, &c, st);
+    if (amp_inf_shape(c, 0, &x) && x.rank >= 2) {
+        ConvAttrs ca;
+        AmpCode rc = conv_attrs(n, x.rank - 2, NULL, &ca, st);
         if (rc) return rc;
         bool ceil_mode = amp_node_attr_int(n, "ceil_mode", 0) != 0;
         s = x;
-        for (int i = 0; i < c.nsp; i++) s.d[i + 2] = conv_out(&c, i, x.d[i + 2], ceil_mode);
+        for (int i = 0; i < ca.nsp; i++) s.d[i + 2] = conv_out(&ca, i, x.d[i + 2], ceil_mode);
     }
-    AmpCode rc = amp_inf_set(n, 0, dt0(n), &s, st);
+    AmpCode rc = amp_inf_set(c, 0, dt0(c), &s);
     if (rc || n->n_outputs < 2) return rc;
-    return amp_inf_set(n, 1, AMP_DT_INT64, &s, st);
+    return amp_inf_set(c, 1, AMP_DT_INT64, &s);
 }
 
-AmpCode amp_infer_global_pool(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_global_pool(AmpInferCtx *c) {
     AmpInfShape s;
-    if (amp_inf_shape(n, 0, &s))
+    if (amp_inf_shape(c, 0, &s))
         for (int i = 2; i < s.rank; i++) s.d[i] = amp_dim_of(1);
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* ---- normalisations -------------------------------------------------------------------- */
 
 /* Y like X; outputs 1.. (running or saved mean/var) are [C] of the statistics' type. */
-AmpCode amp_infer_batchnorm(AmpNode *n, int64_t opset, AmpStatus *st) {
-    AmpCode rc = amp_infer_same(n, opset, st);
+AmpCode amp_infer_batchnorm(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpCode rc = amp_infer_same(c);
     if (rc) return rc;
-    AmpInfShape x, c;
-    c.rank = 1;
-    c.d[0] = amp_inf_shape(n, 0, &x) && x.rank >= 2 ? x.d[1] : amp_dim_unknown();
-    int dt = amp_inf_dtype(n, 3);
-    if (dt == AMP_DT_UNDEFINED) dt = dt0(n);
+    AmpInfShape x, ch;
+    ch.rank = 1;
+    ch.d[0] = amp_inf_shape(c, 0, &x) && x.rank >= 2 ? x.d[1] : amp_dim_unknown();
+    int dt = amp_inf_dtype(c, 3);
+    if (dt == AMP_DT_UNDEFINED) dt = dt0(c);
     for (int i = 1; i < n->n_outputs; i++)
-        if ((rc = amp_inf_set(n, i, dt, &c, st))) return rc;
+        if ((rc = amp_inf_set(c, i, dt, &ch))) return rc;
     return AMP_OK;
 }
 
 /* Y like X; Mean and InvStdDev have X's dims up to `axis` then 1s, type stash_type. */
-AmpCode amp_infer_layernorm(AmpNode *n, int64_t opset, AmpStatus *st) {
-    AmpCode rc = amp_infer_same(n, opset, st);
+AmpCode amp_infer_layernorm(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
+    AmpCode rc = amp_infer_same(c);
     if (rc || n->n_outputs < 2) return rc;
     AmpInfShape s;
-    if (amp_inf_shape(n, 0, &s)) {
+    if (amp_inf_shape(c, 0, &s)) {
         int ax = amp_inf_axis(amp_node_attr_int(n, "axis", -1), s.rank);
         if (ax < 0) return amp_inf_fail(n, st, "axis out of range for rank %d", s.rank);
         for (int i = ax; i < s.rank; i++) s.d[i] = amp_dim_of(1);
@@ -358,7 +367,7 @@ AmpCode amp_infer_layernorm(AmpNode *n, int64_t opset, AmpStatus *st) {
     int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
     int dt = stash > 0 && stash < AMP_DT__COUNT ? (int)stash : AMP_DT_UNDEFINED;
     for (int i = 1; i < n->n_outputs && i < 3; i++)
-        if ((rc = amp_inf_set(n, i, dt, &s, st))) return rc;
+        if ((rc = amp_inf_set(c, i, dt, &s))) return rc;
     return AMP_OK;
 }
 
@@ -366,7 +375,7 @@ AmpCode amp_infer_layernorm(AmpNode *n, int64_t opset, AmpStatus *st) {
 
 /* Shared by Reduce*, ArgMax/ArgMin: `axes` (k >= 0 entries; -2 none given; -1 given
  * but unknown) reduced away or kept as 1s. */
-static AmpCode reduce_shape(AmpNode *n, const AmpInfShape *in, const int64_t *axes, int k,
+static AmpCode reduce_shape(const AmpNode *n, const AmpInfShape *in, const int64_t *axes, int k,
                             bool keepdims, bool noop_empty, AmpInfShape *s, AmpStatus *st) {
     s->rank = -1;
     if (in->rank < 0) return AMP_OK;
@@ -394,47 +403,54 @@ static AmpCode reduce_shape(AmpNode *n, const AmpInfShape *in, const int64_t *ax
 }
 
 /* axes: an attribute until ReduceSum-13 / the other Reduce*-18, then an input. */
-AmpCode amp_infer_reduce(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_reduce(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     int64_t axes[AMP_INF_MAX_RANK];
     int64_t since = n->op == AMP_OP_ReduceSum ? 13 : 18;
     int k;
     if (amp_inf_from_input(n, opset, since, 1))
-        k = amp_inf_has_input(n, 1) ? amp_inf_const_ints(n->inputs[1], axes, AMP_INF_MAX_RANK) : -2;
+        k = amp_inf_has_input(n, 1) ? amp_inf_const_ints(c, n->inputs[1], axes, AMP_INF_MAX_RANK) : -2;
     else
         k = amp_node_attr(n, "axes") ? amp_inf_attr_ints(n, "axes", axes, AMP_INF_MAX_RANK) : -2;
-    amp_inf_shape(n, 0, &in);
+    amp_inf_shape(c, 0, &in);
     AmpCode rc = reduce_shape(n, &in, axes, k, amp_node_attr_int(n, "keepdims", 1) != 0,
                               amp_node_attr_int(n, "noop_with_empty_axes", 0) != 0, &s, st);
-    return rc ? rc : amp_inf_set(n, 0, dt0(n), &s, st);
+    return rc ? rc : amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_argminmax(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_argminmax(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     int64_t axis = amp_node_attr_int(n, "axis", 0);
-    amp_inf_shape(n, 0, &in);
+    amp_inf_shape(c, 0, &in);
     AmpCode rc = reduce_shape(n, &in, &axis, 1, amp_node_attr_int(n, "keepdims", 1) != 0, false, &s, st);
-    return rc ? rc : amp_inf_set(n, 0, AMP_DT_INT64, &s, st);
+    return rc ? rc : amp_inf_set(c, 0, AMP_DT_INT64, &s);
 }
 
 /* TopK: values like X with dim `axis` = K; indices int64 of the same shape. K is an
  * attribute before opset 10, an input since. */
-AmpCode amp_infer_topk(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_topk(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape s;
-    if (amp_inf_shape(n, 0, &s)) {
+    if (amp_inf_shape(c, 0, &s)) {
         int ax = amp_inf_axis(amp_node_attr_int(n, "axis", -1), s.rank);
         if (ax < 0) return amp_inf_fail(n, st, "axis out of range for rank %d", s.rank);
         int64_t k = -1;
         if (amp_inf_from_input(n, opset, 10, 1)) {
-            if (!amp_inf_has_input(n, 1) || amp_inf_const_ints(n->inputs[1], &k, 1) != 1) k = -1;
+            if (!amp_inf_has_input(n, 1) || amp_inf_const_ints(c, n->inputs[1], &k, 1) != 1) k = -1;
         } else {
             k = amp_node_attr_int(n, "k", -1);
         }
         s.d[ax] = k >= 0 ? amp_dim_of(k) : amp_dim_unknown();
     }
-    AmpCode rc = amp_inf_set(n, 0, dt0(n), &s, st);
-    return rc ? rc : amp_inf_set(n, 1, AMP_DT_INT64, &s, st);
+    AmpCode rc = amp_inf_set(c, 0, dt0(c), &s);
+    return rc ? rc : amp_inf_set(c, 1, AMP_DT_INT64, &s);
 }
 
 /* ---- losses ------------------------------------------------------------------------------ */
@@ -445,41 +461,41 @@ static bool reduction_none(const AmpNode *n) {
 
 /* SoftmaxCrossEntropyLoss: loss scalar (or the labels' shape with reduction none);
  * log_prob like the scores. */
-AmpCode amp_infer_sce_loss(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_sce_loss(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
     s.rank = 0;
-    if (reduction_none(n)) amp_inf_shape(n, 1, &s);
-    AmpCode rc = amp_inf_set(n, 0, dt0(n), &s, st);
+    if (reduction_none(n)) amp_inf_shape(c, 1, &s);
+    AmpCode rc = amp_inf_set(c, 0, dt0(c), &s);
     if (rc || n->n_outputs < 2) return rc;
-    amp_inf_shape(n, 0, &s);
-    return amp_inf_set(n, 1, dt0(n), &s, st);
+    amp_inf_shape(c, 0, &s);
+    return amp_inf_set(c, 1, dt0(c), &s);
 }
 
-AmpCode amp_infer_nll_loss(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_nll_loss(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape s;
     s.rank = 0;
-    if (reduction_none(n)) amp_inf_shape(n, 1, &s);
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    if (reduction_none(n)) amp_inf_shape(c, 1, &s);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* ---- recurrent cells and attention ------------------------------------------------------ */
 
 /* LSTM/GRU/RNN. layout 0: X (seq, batch, in), Y (seq, dirs, batch, hidden),
  * Y_h/Y_c (dirs, batch, hidden); layout 1 (opset 14): batch first. */
-AmpCode amp_infer_rnn(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_rnn(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape x, r, y, h;
     y.rank = h.rank = -1;
-    int dt = dt0(n);
+    int dt = dt0(c);
     const char *dir = amp_node_attr_string(n, "direction", "forward");
     AmpDim dirs = amp_dim_of(strcmp(dir, "bidirectional") == 0 ? 2 : 1);
     AmpDim hidden = amp_dim_unknown();
     int64_t hs = amp_node_attr_int(n, "hidden_size", -1);
     if (hs > 0) hidden = amp_dim_of(hs);
-    else if (amp_inf_shape(n, 2, &r) && r.rank == 3) hidden = r.d[2]; /* R: (dirs, G*h, h) */
-    if (amp_inf_shape(n, 0, &x) && x.rank == 3) {
+    else if (amp_inf_shape(c, 2, &r) && r.rank == 3) hidden = r.d[2]; /* R: (dirs, G*h, h) */
+    if (amp_inf_shape(c, 0, &x) && x.rank == 3) {
         bool bf = amp_node_attr_int(n, "layout", 0) != 0;
         AmpDim seq = x.d[bf ? 1 : 0], batch = x.d[bf ? 0 : 1];
         y.rank = 4;
@@ -492,19 +508,19 @@ AmpCode amp_infer_rnn(AmpNode *n, int64_t opset, AmpStatus *st) {
             h.d[0] = dirs, h.d[1] = batch, h.d[2] = hidden;
         }
     }
-    AmpCode rc = amp_inf_set(n, 0, dt, &y, st);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(n, i, dt, &h, st);
+    AmpCode rc = amp_inf_set(c, 0, dt, &y);
+    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, &h);
     return rc;
 }
 
 /* ai.onnx Attention (opset 23). Q (B, Hq, S, D) with V (B, Hkv, L, Dv) gives
  * Y (B, Hq, S, Dv); 3-D Q (B, S, Hq*D) with V (B, L, Hkv*Dv) gives (B, S, Hq*Dv).
  * present_key/value and the qk output get the dtype only. */
-AmpCode amp_infer_attention(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_attention(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape q, v, y;
     y.rank = -1;
-    if (amp_inf_shape(n, 0, &q) && amp_inf_shape(n, 2, &v)) {
+    if (amp_inf_shape(c, 0, &q) && amp_inf_shape(c, 2, &v)) {
         if (q.rank == 4 && v.rank == 4) {
             y = q;
             y.d[3] = v.d[3];
@@ -516,8 +532,8 @@ AmpCode amp_infer_attention(AmpNode *n, int64_t opset, AmpStatus *st) {
                 y.d[2] = amp_dim_mul(amp_dim_of(hq), amp_dim_of(v.d[2].value / hkv));
         }
     }
-    int dt = dt0(n);
-    AmpCode rc = amp_inf_set(n, 0, dt, &y, st);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(n, i, dt, NULL, st);
+    int dt = dt0(c);
+    AmpCode rc = amp_inf_set(c, 0, dt, &y);
+    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
     return rc;
 }

@@ -6,17 +6,18 @@
 
 #include "infer_impl.h"
 
-static int dt0(const AmpNode *n) {
-    return amp_inf_dtype(n, 0);
+static int dt0(AmpInferCtx *c) {
+    return amp_inf_dtype(c, 0);
 }
 
 /* Reads an int list that moved from an attribute to input `slot` at opset `since`.
  * The count, or -1 when it is given but cannot be read, or -2 when it is absent. */
-static int ints_arg(AmpNode *n, int64_t opset, int64_t since, int slot, const char *attr,
-                    int64_t *out, int max) {
-    if (amp_inf_from_input(n, opset, since, slot)) {
+static int ints_arg(AmpInferCtx *c, int64_t since, int slot, const char *attr, int64_t *out,
+                    int max) {
+    const AmpNode *n = c->n;
+    if (amp_inf_from_input(n, c->opset, since, slot)) {
         if (!amp_inf_has_input(n, slot)) return -2;
-        return amp_inf_const_ints(n->inputs[slot], out, max);
+        return amp_inf_const_ints(c, n->inputs[slot], out, max);
     }
     if (!amp_node_attr(n, attr)) return -2;
     return amp_inf_attr_ints(n, attr, out, max);
@@ -25,7 +26,7 @@ static int ints_arg(AmpNode *n, int64_t opset, int64_t since, int slot, const ch
 /* The -1 of a Reshape target: input elements / the other target dims. Symbolic dims
  * that appear on both sides cancel (N*3*4 into (N, -1) gives 12); a single symbolic
  * dim left over on the input side becomes the answer. Unknown otherwise. */
-static AmpCode solve_minus_one(AmpNode *n, const AmpInfShape *in, const AmpInfShape *tgt, int at,
+static AmpCode solve_minus_one(const AmpNode *n, const AmpInfShape *in, const AmpInfShape *tgt, int at,
                                AmpDim *out, AmpStatus *st) {
     const char *params[AMP_INF_MAX_RANK];
     int np = 0;
@@ -68,24 +69,27 @@ static AmpCode solve_minus_one(AmpNode *n, const AmpInfShape *in, const AmpInfSh
     return AMP_OK;
 }
 
-AmpCode amp_infer_reshape(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_reshape(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     AmpInfVal vals[AMP_INF_MAX_RANK];
     int k;
-    bool have_in = amp_inf_shape(n, 0, &in);
+    bool have_in = amp_inf_shape(c, 0, &in);
     s.rank = -1;
     if ((opset > 0 && opset < 5) || (opset == 0 && !amp_inf_has_input(n, 1))) { /* Reshape-1 */
         int64_t sh[AMP_INF_MAX_RANK];
         k = amp_inf_attr_ints(n, "shape", sh, AMP_INF_MAX_RANK);
         for (int i = 0; i < k; i++) vals[i] = (AmpInfVal){true, sh[i], NULL};
     } else {
-        k = amp_inf_has_input(n, 1) ? amp_inf_value_ints(n->inputs[1], vals, AMP_INF_MAX_RANK) : -1;
+        k = amp_inf_has_input(n, 1) ? amp_inf_value_ints(c, n->inputs[1], vals, AMP_INF_MAX_RANK) : -1;
     }
     if (k < 0) {
         /* Values unknown: the rank is still the length of the shape input. */
-        const AmpType *t = amp_inf_in(n, 1);
+        const AmpType *t = amp_inf_in(c, 1);
         if (t && t->rank == 1 && t->dims[0].value >= 0) amp_shape_unknown_dims(&s, (int)t->dims[0].value);
-        return amp_inf_set(n, 0, dt0(n), &s, st);
+        return amp_inf_set(c, 0, dt0(c), &s);
     }
     bool allowzero = amp_node_attr_int(n, "allowzero", 0) != 0;
     int infer_at = -1;
@@ -112,15 +116,16 @@ AmpCode amp_infer_reshape(AmpNode *n, int64_t opset, AmpStatus *st) {
         if (rc) return rc;
         s.d[infer_at] = rest;
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_flatten(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_flatten(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = 2;
     s.d[0] = s.d[1] = amp_dim_unknown();
-    if (amp_inf_shape(n, 0, &in)) {
+    if (amp_inf_shape(c, 0, &in)) {
         int64_t axis = amp_node_attr_int(n, "axis", 1);
         if (axis < 0) axis += in.rank;
         if (axis < 0 || axis > in.rank) return amp_inf_fail(n, st, "axis out of range");
@@ -132,14 +137,15 @@ AmpCode amp_infer_flatten(AmpNode *n, int64_t opset, AmpStatus *st) {
         s.d[0] = a;
         s.d[1] = b;
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_transpose(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_transpose(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &in)) {
+    if (amp_inf_shape(c, 0, &in)) {
         int64_t perm[AMP_INF_MAX_RANK];
         int k = amp_inf_attr_ints(n, "perm", perm, AMP_INF_MAX_RANK);
         if (k < 0) {
@@ -154,15 +160,17 @@ AmpCode amp_infer_transpose(AmpNode *n, int64_t opset, AmpStatus *st) {
             s.d[i] = in.d[p];
         }
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_squeeze(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_squeeze(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     int64_t axes[AMP_INF_MAX_RANK];
     s.rank = -1;
-    int k = ints_arg(n, opset, 13, 1, "axes", axes, AMP_INF_MAX_RANK);
-    if (amp_inf_shape(n, 0, &in) && k != -1) {
+    int k = ints_arg(c, 13, 1, "axes", axes, AMP_INF_MAX_RANK);
+    if (amp_inf_shape(c, 0, &in) && k != -1) {
         bool drop[AMP_INF_MAX_RANK] = {false};
         bool ok = true;
         if (k == -2) { /* no axes: every dim of size 1, so every dim must be known */
@@ -185,15 +193,17 @@ AmpCode amp_infer_squeeze(AmpNode *n, int64_t opset, AmpStatus *st) {
                 if (!drop[i]) s.d[s.rank++] = in.d[i];
         }
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_unsqueeze(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_unsqueeze(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     int64_t axes[AMP_INF_MAX_RANK];
     s.rank = -1;
-    int k = ints_arg(n, opset, 13, 1, "axes", axes, AMP_INF_MAX_RANK);
-    if (k >= 0 && amp_inf_shape(n, 0, &in) && in.rank + k <= AMP_INF_MAX_RANK) {
+    int k = ints_arg(c, 13, 1, "axes", axes, AMP_INF_MAX_RANK);
+    if (k >= 0 && amp_inf_shape(c, 0, &in) && in.rank + k <= AMP_INF_MAX_RANK) {
         int r = in.rank + k;
         bool ins[AMP_INF_MAX_RANK] = {false};
         for (int i = 0; i < k; i++) {
@@ -204,19 +214,20 @@ AmpCode amp_infer_unsqueeze(AmpNode *n, int64_t opset, AmpStatus *st) {
         s.rank = r;
         for (int i = 0, j = 0; i < r; i++) s.d[i] = ins[i] ? amp_dim_of(1) : in.d[j++];
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_concat(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_concat(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape s, b;
     s.rank = -1;
     int dt = AMP_DT_UNDEFINED;
-    for (int i = 0; i < n->n_inputs && dt == AMP_DT_UNDEFINED; i++) dt = amp_inf_dtype(n, i);
+    for (int i = 0; i < n->n_inputs && dt == AMP_DT_UNDEFINED; i++) dt = amp_inf_dtype(c, i);
     /* The rank is the first known one; the axis dim is a sum only if all are known. */
     int rank = -1;
     for (int i = 0; i < n->n_inputs && rank < 0; i++)
-        if (amp_inf_shape(n, i, &b)) rank = b.rank;
+        if (amp_inf_shape(c, i, &b)) rank = b.rank;
     if (rank >= 0) {
         int ax = amp_inf_axis(amp_node_attr_int(n, "axis", 0), rank);
         if (ax < 0) return amp_inf_fail(n, st, "axis out of range for rank %d", rank);
@@ -224,7 +235,7 @@ AmpCode amp_infer_concat(AmpNode *n, int64_t opset, AmpStatus *st) {
         AmpDim sum = amp_dim_of(0);
         for (int i = 0; i < n->n_inputs; i++) {
             if (!amp_inf_has_input(n, i)) continue;
-            if (!amp_inf_shape(n, i, &b)) {
+            if (!amp_inf_shape(c, i, &b)) {
                 sum = amp_dim_unknown();
                 continue;
             }
@@ -236,16 +247,19 @@ AmpCode amp_infer_concat(AmpNode *n, int64_t opset, AmpStatus *st) {
         }
         s.d[ax] = sum;
     }
-    return amp_inf_set(n, 0, dt, &s, st);
+    return amp_inf_set(c, 0, dt, &s);
 }
 
-AmpCode amp_infer_split(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_split(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape in;
-    int dt = dt0(n);
+    int dt = dt0(c);
     int nout = n->n_outputs;
-    if (!amp_inf_shape(n, 0, &in) || nout <= 0) {
+    if (!amp_inf_shape(c, 0, &in) || nout <= 0) {
         for (int i = 0; i < nout; i++) {
-            AmpCode rc = amp_inf_set(n, i, dt, NULL, st);
+            AmpCode rc = amp_inf_set(c, i, dt, NULL);
             if (rc) return rc;
         }
         return AMP_OK;
@@ -253,7 +267,7 @@ AmpCode amp_infer_split(AmpNode *n, int64_t opset, AmpStatus *st) {
     int ax = amp_inf_axis(amp_node_attr_int(n, "axis", 0), in.rank);
     if (ax < 0) return amp_inf_fail(n, st, "axis out of range for rank %d", in.rank);
     int64_t split[256];
-    int k = nout <= 256 ? ints_arg(n, opset, 13, 1, "split", split, nout) : -1;
+    int k = nout <= 256 ? ints_arg(c, 13, 1, "split", split, nout) : -1;
     AmpDim total = in.d[ax];
     for (int i = 0; i < nout; i++) {
         AmpInfShape s = in;
@@ -269,26 +283,29 @@ AmpCode amp_infer_split(AmpNode *n, int64_t opset, AmpStatus *st) {
                 d = amp_dim_of(i < nout - 1 ? part : total.value - part * (nout - 1));
         }
         s.d[ax] = d;
-        AmpCode rc = amp_inf_set(n, i, dt, &s, st);
+        AmpCode rc = amp_inf_set(c, i, dt, &s);
         if (rc) return rc;
     }
     return AMP_OK;
 }
 
-AmpCode amp_infer_slice(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_slice(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = -1;
-    if (!amp_inf_shape(n, 0, &in)) return amp_inf_set(n, 0, dt0(n), NULL, st);
+    if (!amp_inf_shape(c, 0, &in)) return amp_inf_set(c, 0, dt0(c), NULL);
     s = in;
     int64_t starts[AMP_INF_MAX_RANK], ends[AMP_INF_MAX_RANK], axes[AMP_INF_MAX_RANK],
         steps[AMP_INF_MAX_RANK];
     int ks, ke, ka, kp;
     bool from_inputs = amp_inf_from_input(n, opset, 10, 1);
     if (from_inputs) {
-        ks = amp_inf_has_input(n, 1) ? amp_inf_const_ints(n->inputs[1], starts, AMP_INF_MAX_RANK) : -1;
-        ke = amp_inf_has_input(n, 2) ? amp_inf_const_ints(n->inputs[2], ends, AMP_INF_MAX_RANK) : -1;
-        ka = amp_inf_has_input(n, 3) ? amp_inf_const_ints(n->inputs[3], axes, AMP_INF_MAX_RANK) : -2;
-        kp = amp_inf_has_input(n, 4) ? amp_inf_const_ints(n->inputs[4], steps, AMP_INF_MAX_RANK) : -2;
+        ks = amp_inf_has_input(n, 1) ? amp_inf_const_ints(c, n->inputs[1], starts, AMP_INF_MAX_RANK) : -1;
+        ke = amp_inf_has_input(n, 2) ? amp_inf_const_ints(c, n->inputs[2], ends, AMP_INF_MAX_RANK) : -1;
+        ka = amp_inf_has_input(n, 3) ? amp_inf_const_ints(c, n->inputs[3], axes, AMP_INF_MAX_RANK) : -2;
+        kp = amp_inf_has_input(n, 4) ? amp_inf_const_ints(c, n->inputs[4], steps, AMP_INF_MAX_RANK) : -2;
     } else {
         ks = amp_inf_attr_ints(n, "starts", starts, AMP_INF_MAX_RANK);
         ke = amp_inf_attr_ints(n, "ends", ends, AMP_INF_MAX_RANK);
@@ -297,17 +314,17 @@ AmpCode amp_infer_slice(AmpNode *n, int64_t opset, AmpStatus *st) {
     }
     if (ka == -1) { /* axes given but unknown: any dim may change */
         amp_shape_unknown_dims(&s, in.rank);
-        return amp_inf_set(n, 0, dt0(n), &s, st);
+        return amp_inf_set(c, 0, dt0(c), &s);
     }
     int cnt = ks >= 0 ? ks : ke >= 0 ? ke : -1;
     if (ka == -2) { /* default axes 0..len-1; the length from whatever is known */
         if (cnt < 0) {
-            const AmpType *t = amp_inf_in(n, 1);
+            const AmpType *t = amp_inf_in(c, 1);
             cnt = (t && t->rank == 1 && t->dims[0].value >= 0) ? (int)t->dims[0].value : -1;
         }
         if (cnt < 0 || cnt > in.rank) {
             amp_shape_unknown_dims(&s, in.rank);
-            return amp_inf_set(n, 0, dt0(n), &s, st);
+            return amp_inf_set(c, 0, dt0(c), &s);
         }
         ka = cnt;
         for (int i = 0; i < ka; i++) axes[i] = i;
@@ -325,15 +342,16 @@ AmpCode amp_infer_slice(AmpNode *n, int64_t opset, AmpStatus *st) {
         } else
             s.d[a] = amp_dim_unknown();
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* Gather: data[:axis] + indices.shape + data[axis+1:]. */
-AmpCode amp_infer_gather(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_gather(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape data, idx, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &data) && amp_inf_shape(n, 1, &idx) &&
+    if (amp_inf_shape(c, 0, &data) && amp_inf_shape(c, 1, &idx) &&
         data.rank - 1 + idx.rank <= AMP_INF_MAX_RANK) {
         int ax = amp_inf_axis(amp_node_attr_int(n, "axis", 0), data.rank);
         if (ax < 0) return amp_inf_fail(n, st, "axis out of range for rank %d", data.rank);
@@ -342,22 +360,22 @@ AmpCode amp_infer_gather(AmpNode *n, int64_t opset, AmpStatus *st) {
         for (int i = 0; i < idx.rank; i++) s.d[s.rank++] = idx.d[i];
         for (int i = ax + 1; i < data.rank; i++) s.d[s.rank++] = data.d[i];
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_gather_elements(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_gather_elements(AmpInferCtx *c) {
     AmpInfShape idx;
-    amp_inf_shape(n, 1, &idx);
-    return amp_inf_set(n, 0, dt0(n), &idx, st);
+    amp_inf_shape(c, 1, &idx);
+    return amp_inf_set(c, 0, dt0(c), &idx);
 }
 
 /* GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]. */
-AmpCode amp_infer_gather_nd(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_gather_nd(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape data, idx, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &data) && amp_inf_shape(n, 1, &idx) && idx.rank >= 1 &&
+    if (amp_inf_shape(c, 0, &data) && amp_inf_shape(c, 1, &idx) && idx.rank >= 1 &&
         amp_dim_known(idx.d[idx.rank - 1])) {
         int64_t b = amp_node_attr_int(n, "batch_dims", 0);
         int64_t last = idx.d[idx.rank - 1].value;
@@ -368,17 +386,18 @@ AmpCode amp_infer_gather_nd(AmpNode *n, int64_t opset, AmpStatus *st) {
         for (int64_t i = b + last; i < data.rank && s.rank < AMP_INF_MAX_RANK; i++)
             s.d[s.rank++] = data.d[i];
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* Expand: broadcast of the input and the target shape (rank only if values unknown). */
-AmpCode amp_infer_expand(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_expand(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, tgt, s;
     s.rank = -1;
     AmpInfVal vals[AMP_INF_MAX_RANK];
-    int k = amp_inf_has_input(n, 1) ? amp_inf_value_ints(n->inputs[1], vals, AMP_INF_MAX_RANK) : -1;
-    bool have_in = amp_inf_shape(n, 0, &in);
+    int k = amp_inf_has_input(n, 1) ? amp_inf_value_ints(c, n->inputs[1], vals, AMP_INF_MAX_RANK) : -1;
+    bool have_in = amp_inf_shape(c, 0, &in);
     if (k >= 0) {
         tgt.rank = k;
         for (int i = 0; i < k; i++)
@@ -389,42 +408,46 @@ AmpCode amp_infer_expand(AmpNode *n, int64_t opset, AmpStatus *st) {
             if (rc) return rc;
         }
     } else if (have_in) {
-        const AmpType *t = amp_inf_in(n, 1);
+        const AmpType *t = amp_inf_in(c, 1);
         if (t && t->rank == 1 && t->dims[0].value >= 0)
             amp_shape_unknown_dims(&s, in.rank > t->dims[0].value ? in.rank : (int)t->dims[0].value);
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_tile(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_tile(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &in)) {
+    if (amp_inf_shape(c, 0, &in)) {
         int64_t rep[AMP_INF_MAX_RANK];
-        int k = amp_inf_has_input(n, 1) ? amp_inf_const_ints(n->inputs[1], rep, AMP_INF_MAX_RANK) : -1;
+        int k = amp_inf_has_input(n, 1) ? amp_inf_const_ints(c, n->inputs[1], rep, AMP_INF_MAX_RANK) : -1;
         s = in;
         if (k >= 0 && k != in.rank) return amp_inf_fail(n, st, "repeats has %d entries for rank %d", k, in.rank);
         for (int i = 0; i < in.rank; i++)
             s.d[i] = k >= 0 ? amp_dim_mul(in.d[i], amp_dim_of(rep[i] < 0 ? -1 : rep[i])) : amp_dim_unknown();
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
 /* Pad: pads as attribute (before 11; `paddings` in Pad-1) or input, axes input (18+). */
-AmpCode amp_infer_pad(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_pad(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = -1;
-    if (!amp_inf_shape(n, 0, &in)) return amp_inf_set(n, 0, dt0(n), NULL, st);
+    if (!amp_inf_shape(c, 0, &in)) return amp_inf_set(c, 0, dt0(c), NULL);
     int64_t pads[2 * AMP_INF_MAX_RANK], axes[AMP_INF_MAX_RANK];
-    int kp = ints_arg(n, opset, 11, 1, "pads", pads, 2 * AMP_INF_MAX_RANK);
+    int kp = ints_arg(c, 11, 1, "pads", pads, 2 * AMP_INF_MAX_RANK);
     if (kp == -2 && !amp_inf_from_input(n, opset, 11, 1))
         kp = amp_inf_attr_ints(n, "paddings", pads, 2 * AMP_INF_MAX_RANK);
-    int ka = amp_inf_has_input(n, 3) ? amp_inf_const_ints(n->inputs[3], axes, AMP_INF_MAX_RANK) : -2;
+    int ka = amp_inf_has_input(n, 3) ? amp_inf_const_ints(c, n->inputs[3], axes, AMP_INF_MAX_RANK) : -2;
     s = in;
     if (kp < 0 || ka == -1) {
         amp_shape_unknown_dims(&s, in.rank);
-        return amp_inf_set(n, 0, dt0(n), &s, st);
+        return amp_inf_set(c, 0, dt0(c), &s);
     }
     if (ka == -2) {
         ka = in.rank;
@@ -442,13 +465,15 @@ AmpCode amp_infer_pad(AmpNode *n, int64_t opset, AmpStatus *st) {
         int64_t v = in.d[a].value + pads[i] + pads[i + ka];
         s.d[a] = v >= 0 ? amp_dim_of(v) : amp_dim_unknown();
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-static AmpCode space_depth(AmpNode *n, bool to_space, AmpStatus *st) {
+static AmpCode space_depth(AmpInferCtx *c, bool to_space) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
     s.rank = -1;
-    if (amp_inf_shape(n, 0, &in)) {
+    if (amp_inf_shape(c, 0, &in)) {
         if (in.rank != 4) return amp_inf_fail(n, st, "input must have rank 4, not %d", in.rank);
         int64_t b = amp_node_attr_int(n, "blocksize", 0);
         if (b <= 0 || b > (1 << 20)) return amp_inf_fail(n, st, "blocksize %lld out of range", (long long)b);
@@ -464,24 +489,25 @@ static AmpCode space_depth(AmpNode *n, bool to_space, AmpStatus *st) {
             s.d[3] = amp_dim_known(in.d[3]) ? amp_dim_of(in.d[3].value / b) : amp_dim_unknown();
         }
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }
 
-AmpCode amp_infer_depth_to_space(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    return space_depth(n, true, st);
+AmpCode amp_infer_depth_to_space(AmpInferCtx *c) {
+    return space_depth(c, true);
 }
 
-AmpCode amp_infer_space_to_depth(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    return space_depth(n, false, st);
+AmpCode amp_infer_space_to_depth(AmpInferCtx *c) {
+    return space_depth(c, false);
 }
 
 /* Resize: sizes if given, else floor(dim * scale); `axes` (opset 18) selects dims.
  * Opset 10 had inputs (X, scales); 11+ (X, roi, scales, sizes). */
-AmpCode amp_infer_resize(AmpNode *n, int64_t opset, AmpStatus *st) {
+AmpCode amp_infer_resize(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t opset = c->opset;
+    AmpStatus *st = c->st;
     AmpInfShape in, s;
-    if (!amp_inf_shape(n, 0, &in)) return amp_inf_set(n, 0, dt0(n), NULL, st);
+    if (!amp_inf_shape(c, 0, &in)) return amp_inf_set(c, 0, dt0(c), NULL);
     int scales_slot = (opset > 0 && opset < 11) ? 1 : 2;
     int64_t axes[AMP_INF_MAX_RANK], sizes[AMP_INF_MAX_RANK];
     double scales[AMP_INF_MAX_RANK];
@@ -493,10 +519,10 @@ AmpCode amp_infer_resize(AmpNode *n, int64_t opset, AmpStatus *st) {
     s = in;
     const char *policy = amp_node_attr_string(n, "keep_aspect_ratio_policy", "stretch");
     int kz = amp_inf_has_input(n, 3) && scales_slot == 2
-                 ? amp_inf_const_ints(n->inputs[3], sizes, AMP_INF_MAX_RANK)
+                 ? amp_inf_const_ints(c, n->inputs[3], sizes, AMP_INF_MAX_RANK)
                  : -1;
     int kc = amp_inf_has_input(n, scales_slot)
-                 ? amp_inf_const_doubles(n->inputs[scales_slot], scales, AMP_INF_MAX_RANK)
+                 ? amp_inf_const_doubles(c, n->inputs[scales_slot], scales, AMP_INF_MAX_RANK)
                  : -1;
     if (kz == ka && strcmp(policy, "stretch") == 0) {
         for (int i = 0; i < ka; i++) {
@@ -517,5 +543,5 @@ AmpCode amp_infer_resize(AmpNode *n, int64_t opset, AmpStatus *st) {
             if (a >= 0) s.d[a] = amp_dim_unknown();
         }
     }
-    return amp_inf_set(n, 0, dt0(n), &s, st);
+    return amp_inf_set(c, 0, dt0(c), &s);
 }

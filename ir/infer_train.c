@@ -4,17 +4,19 @@
 
 #include "infer_impl.h"
 
-static AmpCode like_input(AmpNode *n, int out, int in, AmpStatus *st) {
+static AmpCode like_input(AmpInferCtx *c, int out, int in) {
+    const AmpNode *n = c->n;
     if (out >= n->n_outputs || !amp_inf_has_input(n, in)) return AMP_OK;
-    return amp_inf_set_type(n, out, &n->inputs[in]->type, st);
+    return amp_inf_set_type(c, out, amp_inf_type(c, in));
 }
 
 /* Adam:     (R, T, X[N], G[N], V[N], H[N]) -> (X_new[N], V_new[N], H_new[N])
  * Momentum: (R, T, X[N], G[N], V[N])       -> (X_new[N], V_new[N])
  * Adagrad:  (R, T, X[N], G[N], H[N])       -> (X_new[N], H_new[N])
  * Each output mirrors the tensor input it replaces. */
-AmpCode amp_infer_optimizer(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_optimizer(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpStatus *st = c->st;
     static const int from_group[3] = {0, 2, 3}; /* output group -> input group */
     int groups = n->op == AMP_OP_Adam ? 4 : 3;
     int tensors = n->n_inputs - 2;
@@ -25,7 +27,7 @@ AmpCode amp_infer_optimizer(AmpNode *n, int64_t opset, AmpStatus *st) {
         return amp_inf_fail(n, st, "has %d outputs, at most %d for %d tensors", n->n_outputs,
                             (groups - 1) * N, N);
     for (int j = 0; j < n->n_outputs; j++) {
-        AmpCode rc = like_input(n, j, 2 + from_group[j / N] * N + j % N, st);
+        AmpCode rc = like_input(c, j, 2 + from_group[j / N] * N + j % N);
         if (rc) return rc;
     }
     return AMP_OK;
@@ -33,33 +35,33 @@ AmpCode amp_infer_optimizer(AmpNode *n, int64_t opset, AmpStatus *st) {
 
 /* com.microsoft Attention: input (B, S, D), weights (D, 3H) or qkv_hidden_sizes ->
  * output (B, S, Hv); present and the rest get the dtype only. */
-AmpCode amp_infer_ms_attention(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_ms_attention(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape x, w, y;
     y.rank = -1;
-    int dt = amp_inf_dtype(n, 0);
-    if (amp_inf_shape(n, 0, &x) && x.rank == 3) {
+    int dt = amp_inf_dtype(c, 0);
+    if (amp_inf_shape(c, 0, &x) && x.rank == 3) {
         y = x;
         y.d[2] = amp_dim_unknown();
         int64_t qkv[3];
         if (amp_inf_attr_ints(n, "qkv_hidden_sizes", qkv, 3) == 3)
             y.d[2] = amp_dim_of(qkv[2]);
-        else if (amp_inf_shape(n, 1, &w) && w.rank == 2 && amp_dim_known(w.d[1]) && w.d[1].value % 3 == 0)
+        else if (amp_inf_shape(c, 1, &w) && w.rank == 2 && amp_dim_known(w.d[1]) && w.d[1].value % 3 == 0)
             y.d[2] = amp_dim_of(w.d[1].value / 3);
     }
-    AmpCode rc = amp_inf_set(n, 0, dt, &y, st);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(n, i, dt, NULL, st);
+    AmpCode rc = amp_inf_set(c, 0, dt, &y);
+    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
     return rc;
 }
 
 /* com.microsoft MultiHeadAttention: query (B, S, D) -> (B, S, Dv), Dv from value
  * (B, L, Dv) or (B, N, L, H); packed QKV query (B, S, N, 3, H) -> (B, S, N*H). */
-AmpCode amp_infer_ms_mha(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_ms_mha(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     AmpInfShape q, v, y;
     y.rank = -1;
-    int dt = amp_inf_dtype(n, 0);
-    if (amp_inf_shape(n, 0, &q)) {
+    int dt = amp_inf_dtype(c, 0);
+    if (amp_inf_shape(c, 0, &q)) {
         if (q.rank == 5) {
             y.rank = 3;
             y.d[0] = q.d[0];
@@ -67,63 +69,60 @@ AmpCode amp_infer_ms_mha(AmpNode *n, int64_t opset, AmpStatus *st) {
             y.d[2] = amp_dim_mul(q.d[2], q.d[4]);
         } else if (q.rank == 3) {
             y = q;
-            bool hv = amp_inf_shape(n, 2, &v);
+            bool hv = amp_inf_shape(c, 2, &v);
             if (hv && v.rank == 3) y.d[2] = v.d[2];
             else if (hv && v.rank == 4) y.d[2] = amp_dim_mul(v.d[1], v.d[3]);
             else if (amp_inf_has_input(n, 1) || amp_inf_has_input(n, 2)) y.d[2] = amp_dim_unknown();
         }
     }
-    AmpCode rc = amp_inf_set(n, 0, dt, &y, st);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(n, i, dt, NULL, st);
+    AmpCode rc = amp_inf_set(c, 0, dt, &y);
+    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
     return rc;
 }
 
 /* d_logits takes log_prob's type (input 1). */
-AmpCode amp_infer_ms_sce_loss_grad(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    return like_input(n, 0, 1, st);
+AmpCode amp_infer_ms_sce_loss_grad(AmpInferCtx *c) {
+    return like_input(c, 0, 1);
 }
 
 /* (Y_grad, X, scale, mean, inv_std_dev) -> (X_grad like X, scale_grad and bias_grad
  * like scale). */
-AmpCode amp_infer_ms_ln_grad(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    AmpCode rc = like_input(n, 0, 1, st);
-    if (!rc) rc = like_input(n, 1, 2, st);
-    if (!rc) rc = like_input(n, 2, 2, st);
+AmpCode amp_infer_ms_ln_grad(AmpInferCtx *c) {
+    AmpCode rc = like_input(c, 0, 1);
+    if (!rc) rc = like_input(c, 1, 2);
+    if (!rc) rc = like_input(c, 2, 2);
     return rc;
 }
 
 /* (buffer, value, overwrite?) -> (updated_flag bool [1], buffer_out like buffer). */
-AmpCode amp_infer_ms_accumulator(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_ms_accumulator(AmpInferCtx *c) {
     AmpInfShape one;
     one.rank = 1;
     one.d[0] = amp_dim_of(1);
-    AmpCode rc = amp_inf_set(n, 0, AMP_DT_BOOL, &one, st);
-    return rc ? rc : like_input(n, 1, 0, st);
+    AmpCode rc = amp_inf_set(c, 0, AMP_DT_BOOL, &one);
+    return rc ? rc : like_input(c, 1, 0);
 }
 
 /* (lr, step, weights, gradients, m1, m2, update?) -> (updated_flag like step,
  * weights, m1, m2): sequences pass through as they are. */
-AmpCode amp_infer_ms_adamw(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
+AmpCode amp_infer_ms_adamw(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
     static const int from[4] = {1, 2, 4, 5};
     for (int i = 0; i < n->n_outputs && i < 4; i++) {
-        AmpCode rc = like_input(n, i, from[i], st);
+        AmpCode rc = like_input(c, i, from[i]);
         if (rc) return rc;
     }
     return AMP_OK;
 }
 
 /* (dY, X, W) -> (dX like X, dW like W, dB of W's type, shape [M]). */
-AmpCode amp_infer_ms_conv_grad(AmpNode *n, int64_t opset, AmpStatus *st) {
-    (void)opset;
-    AmpCode rc = like_input(n, 0, 1, st);
-    if (!rc) rc = like_input(n, 1, 2, st);
+AmpCode amp_infer_ms_conv_grad(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    AmpCode rc = like_input(c, 0, 1);
+    if (!rc) rc = like_input(c, 1, 2);
     if (rc || n->n_outputs < 3) return rc;
     AmpInfShape w, b;
     b.rank = 1;
-    b.d[0] = amp_inf_shape(n, 2, &w) && w.rank >= 1 ? w.d[0] : amp_dim_unknown();
-    return amp_inf_set(n, 2, amp_inf_dtype(n, 2), &b, st);
+    b.d[0] = amp_inf_shape(c, 2, &w) && w.rank >= 1 ? w.d[0] : amp_dim_unknown();
+    return amp_inf_set(c, 2, amp_inf_dtype(c, 2), &b);
 }

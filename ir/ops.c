@@ -33,6 +33,19 @@ const char *amp_op_class_name(AmpOpClass c) {
     return "unknown-class";
 }
 
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
+               max_out, infer, doc)
+#define AMP_SHAPE_FROM_DATA(id, why) [AMP_OP_##id] = true,
+static const bool SHAPE_FROM_DATA[AMP_OP__COUNT] = {
+#include "ops.def"
+};
+#undef AMP_SHAPE_FROM_DATA
+#undef AMP_OP
+
+bool amp_op_shape_from_data(AmpOpId op) {
+    return (unsigned)op < AMP_OP__COUNT && SHAPE_FROM_DATA[op];
+}
+
 /* ---- lookup: open addressing over FNV-1a of (domain, name) ----------------------
  * The table is filled once, on first use; an atomic state makes that safe when
  * several threads open models at the same time. */

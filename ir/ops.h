@@ -11,6 +11,9 @@
 #include "status.h"
 
 struct AmpNode;
+/* The context an infer function reads its inputs' types from and writes its outputs'
+ * types to (ir/infer_impl.h): the model's own values, or concrete shapes (ir/shape.h). */
+typedef struct AmpInferCtx AmpInferCtx;
 
 /* How the AMP pass treats an op (DESIGN.md, "AMP colouring"). */
 typedef enum AmpOpClass {
@@ -21,9 +24,8 @@ typedef enum AmpOpClass {
     AMP_CLASS_DENY       /* always fp32 */
 } AmpOpClass;
 
-/* Sets the types of n's outputs from its inputs and attributes. `opset` is the
- * version imported for the node's domain. */
-typedef AmpCode (*AmpInferFn)(struct AmpNode *n, int64_t opset, AmpStatus *st);
+/* Sets the types of the context's node's outputs from its inputs and attributes. */
+typedef AmpCode (*AmpInferFn)(AmpInferCtx *c);
 
 /* ops.def rows read:
  *   AMP_OP(Id, "domain", "Name", fp16 class, bf16 class, float input slots,
@@ -70,6 +72,11 @@ static inline bool amp_domain_is_default(const char *d) {
 /* The op of (domain, name), the domain taken as amp_domain_is_default does. */
 AmpOpId amp_op_lookup(const char *domain, const char *name);
 const char *amp_op_class_name(AmpOpClass c);
+
+/* Whether op's output shapes depend on data computed in the step (ops.def's
+ * AMP_SHAPE_FROM_DATA list: NonZero, If, Loop, Scan), so that they can only be known
+ * after running it. */
+bool amp_op_shape_from_data(AmpOpId op);
 
 /* The AttributeProto type (AmpAttrType value) an op's attribute must have, or -1 when
  * the op or the attribute is not described (then any type is accepted). */
