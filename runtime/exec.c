@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "exec_impl.h"
+#include "half.h"
+#include "shape.h"
 
 /* The largest single tensor the executor allocates (64 GiB). */
 #define AMP_EXEC_MAX_OUTPUT_BYTES (UINT64_C(64) << 30)
@@ -21,6 +23,7 @@ static const char *nname(const AmpNode *n) {
 }
 
 void amp_exec_slot_clear(AmpExec *e, Slot *s) {
+    if (s->kind == SLOT_EMPTY) return;
     if (s->kind == SLOT_OWNED || s->kind == SLOT_ARENA) {
         size_t b = amp_buf_bytes(&s->buf);
         e->live = e->live > b ? e->live - b : 0;
@@ -130,8 +133,11 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->off = malloc(nv * sizeof *e->off);
     e->psize = calloc(nv, sizeof *e->psize);
     e->sig = calloc(g->inputs.n ? g->inputs.n : 1, sizeof *e->sig);
+    e->pshape = calloc(nv, sizeof *e->pshape);
+    e->pknown = calloc(nv, sizeof *e->pknown);
+    e->host_in = calloc(nv, sizeof *e->host_in);
     if (!e->nodes || !e->kernels || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
-        !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig) {
+        !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig || !e->pshape || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
@@ -220,7 +226,14 @@ AmpCode amp_exec_bind(AmpExec *e, const AmpValue *v, const AmpBuf *buf, AmpStatu
     if (v->graph != e->g || v->id >= e->n_values || !(e->vflags[v->id] & VAL_INIT))
         return amp_fail(st, AMP_ERR_INTERNAL, "bind: '%s' is not an initializer of graph '%s'", v->name,
                         e->g->name ? e->g->name : "");
+    if (buf && !e->bound[v->id]) {
+        uint32_t *ids = realloc(e->bound_ids, (e->n_bound + 1) * sizeof *ids);
+        if (!ids) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        e->bound_ids = ids;
+        e->bound_ids[e->n_bound++] = v->id;
+    }
     e->bound[v->id] = buf;
+    e->shapes_ready = false;
     return AMP_OK;
 }
 
@@ -256,6 +269,8 @@ void amp_exec_free(AmpExec *e) {
     free(e->nodes), free(e->kernels), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
+    free(e->pshape), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
+    free(e->host_in), free(e->vals_read);
     free(e);
 }
 
@@ -264,11 +279,15 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
     out->arena_bytes = e->arena_bytes;
     out->peak_bytes = e->peak;
     out->planned = e->planned;
+    out->values_sized = e->n_known;
+    out->values_dynamic = e->n_unknown;
     for (const AmpExec *c = e->children; c; c = c->next_sibling) {
         AmpExecMemory cm;
         amp_exec_memory(c, &cm);
         out->arena_bytes += cm.arena_bytes;
         out->peak_bytes += cm.peak_bytes;
+        out->values_sized += cm.values_sized;
+        out->values_dynamic += cm.values_dynamic;
     }
 }
 
@@ -323,6 +342,198 @@ static bool same_signature(AmpExec *e) {
     return same;
 }
 
+/* ---- the step plan's shapes ------------------------------------------------------------
+ * Before a step runs with new input shapes, every intermediate's dtype and shape comes
+ * from the op's shape function (ir/shape.h, the one the infer pass runs), node by node;
+ * so the arena is planned before the first run, and a kernel is handed a place of the
+ * size its output needs. What the shape functions cannot know before running (NonZero,
+ * If, Loop, Scan, a Reshape whose target is computed in the step) is allocated when the
+ * kernel asks, and placed in the arena from the next run on. A kernel asking for another
+ * shape than the plan's is an internal error naming both: the shape functions and the
+ * kernels must agree, and every test that runs a model checks it. */
+
+static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+static void shape_only(const AmpBuf *b, AmpBuf *out) {
+    memset(out, 0, sizeof *out);
+    out->dtype = b->dtype;
+    out->rank = b->rank;
+    for (int i = 0; i < b->rank && i < AMP_MAX_RANK; i++) out->dims[i] = b->dims[i];
+    out->nelem = b->nelem;
+}
+
+/* Remembers that the plan read enclosing value v of shape b (once per value). */
+static void note_outer(AmpExec *e, const AmpValue *v, const AmpBuf *b) {
+    for (size_t i = 0; i < e->n_outer; i++)
+        if (e->outer_read[i] == v) return;
+    if (e->n_outer == e->cap_outer) {
+        size_t cap = e->cap_outer ? 2 * e->cap_outer : 8;
+        const AmpValue **r = realloc(e->outer_read, cap * sizeof *r);
+        if (r) e->outer_read = r;
+        AmpBuf *sh = r ? realloc(e->outer_shape, cap * sizeof *sh) : NULL;
+        if (sh) e->outer_shape = sh;
+        if (!r || !sh) {
+            e->shapes_ready = false; /* cannot track it: plan again next run */
+            return;
+        }
+        e->cap_outer = cap;
+    }
+    e->outer_read[e->n_outer] = v;
+    shape_only(b, &e->outer_shape[e->n_outer++]);
+}
+
+static bool env_shape_of(void *user, const AmpValue *v, AmpBuf *out) {
+    AmpExec *e = user;
+    if (v->graph == e->g) {
+        if (v->id >= e->n_values || !e->pknown[v->id]) return false;
+        *out = e->pshape[v->id];
+        return true;
+    }
+    const Slot *s = amp_exec_find_slot(e, v);
+    if (!s || s->kind == SLOT_EMPTY) return false;
+    shape_only(&s->buf, out);
+    note_outer(e, v, &s->buf);
+    return true;
+}
+
+/* The host bytes of value v when the plan may read them: an initializer of this graph or
+ * an enclosing one (the model's bytes: they never change, unless state is bound to them),
+ * or a small graph input of this graph given from the host in this run (a Reshape target,
+ * Resize scales, Slice bounds fed as inputs): its bytes are remembered, and the plan is
+ * made again when a later run gives other ones. Everything else is left to the
+ * graph-following of the shape functions (Constants, Shape arithmetic). */
+static const AmpBuf *host_value(AmpExec *e, const AmpValue *v) {
+    AmpExec *o = e;
+    while (o && v->graph != o->g) o = o->parent;
+    if (!o || v->id >= o->n_values) return NULL;
+    const AmpBuf *b = o == e ? e->host_in[v->id] : NULL; /* a given input, even over an initializer */
+    if (!b && (o->vflags[v->id] & VAL_INIT)) return o->bound[v->id] ? NULL : &o->init[v->id];
+    size_t bytes = b ? amp_buf_bytes(b) : 0;
+    if (!b || bytes > sizeof e->vals_read->bytes || (bytes && !b->data)) return NULL;
+    for (size_t i = 0; i < e->n_vals_read; i++)
+        if (e->vals_read[i].id == v->id) return b;
+    if (e->n_vals_read == e->cap_vals_read) {
+        size_t cap = e->cap_vals_read ? 2 * e->cap_vals_read : 4;
+        ValRead *r = realloc(e->vals_read, cap * sizeof *r);
+        if (!r) return NULL;
+        e->vals_read = r;
+        e->cap_vals_read = cap;
+    }
+    ValRead *r = &e->vals_read[e->n_vals_read++];
+    r->id = v->id;
+    r->len = bytes;
+    if (bytes) memcpy(r->bytes, b->data, bytes);
+    return b;
+}
+
+static int env_ints_of(void *user, const AmpValue *v, int64_t *out, int max) {
+    const AmpBuf *b = host_value(user, v);
+    if (!b || amp_dtype_is_float(b->dtype) || b->dtype == AMP_DT_STRING || b->nelem > (uint64_t)max) return -1;
+    size_t bits = amp_dtype_bits(b->dtype);
+    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return -1;
+    for (uint64_t i = 0; i < b->nelem; i++) out[i] = amp_buf_get_i64(b, i);
+    return (int)b->nelem;
+}
+
+static int env_doubles_of(void *user, const AmpValue *v, double *out, int max) {
+    const AmpBuf *b = host_value(user, v);
+    if (!b || b->nelem > (uint64_t)max) return -1;
+    if (!amp_dtype_is_float(b->dtype)) {
+        int64_t tmp[64];
+        int k = max > 64 ? 64 : max;
+        if ((k = env_ints_of(user, v, tmp, k)) < 0) return -1;
+        for (int i = 0; i < k; i++) out[i] = (double)tmp[i];
+        return k;
+    }
+    for (uint64_t i = 0; i < b->nelem; i++) {
+        const unsigned char *p = (const unsigned char *)b->data;
+        uint16_t h;
+        float f;
+        switch (b->dtype) {
+        case AMP_DT_FLOAT: memcpy(&f, p + 4 * i, 4), out[i] = f; break;
+        case AMP_DT_DOUBLE: memcpy(&out[i], p + 8 * i, 8); break;
+        case AMP_DT_FLOAT16: memcpy(&h, p + 2 * i, 2), out[i] = amp_f16_to_f32(h); break;
+        case AMP_DT_BFLOAT16: memcpy(&h, p + 2 * i, 2), out[i] = amp_bf16_to_f32(h); break;
+        default: return -1;
+        }
+    }
+    return (int)b->nelem;
+}
+
+/* Whether the graph inputs whose bytes the plan read hold the same bytes now. */
+static bool vals_same(const AmpExec *e) {
+    for (size_t i = 0; i < e->n_vals_read; i++) {
+        const ValRead *r = &e->vals_read[i];
+        const AmpBuf *b = e->host_in[r->id];
+        if (!b || amp_buf_bytes(b) != r->len || (r->len && memcmp(b->data, r->bytes, r->len))) return false;
+    }
+    return true;
+}
+
+/* Whether the enclosing values the plan read still have the shapes it read. */
+static bool outer_same(AmpExec *e) {
+    for (size_t i = 0; i < e->n_outer; i++) {
+        const Slot *s = amp_exec_find_slot(e, e->outer_read[i]);
+        if (!s || s->kind == SLOT_EMPTY || !same_shape(&s->buf, &e->outer_shape[i])) return false;
+    }
+    return true;
+}
+
+/* Whether the state bound to initializers has the shapes the plan read (an update or an
+ * initialization binding may give state a new shape). */
+static bool bound_same(AmpExec *e) {
+    for (size_t i = 0; i < e->n_bound; i++) {
+        uint32_t id = e->bound_ids[i];
+        if (e->bound[id] && !(e->pknown[id] && same_shape(e->bound[id], &e->pshape[id]))) return false;
+    }
+    return true;
+}
+
+/* Fills pshape/pknown for the inputs now in place, and rec[] with the bytes of every
+ * intermediate whose shape is known, for build_plan. A shape function's error leaves its
+ * outputs unknown: the kernel then meets the bad input and names it. */
+static void plan_shapes(AmpExec *e) {
+    memset(e->pknown, 0, e->n_values * sizeof *e->pknown);
+    e->n_outer = 0;
+    e->n_vals_read = 0;
+    e->n_known = e->n_unknown = 0;
+    e->shapes_ready = true;
+    for (size_t i = 0; i < e->n_values; i++) {
+        const Slot *s = &e->slots[i];
+        if (s->kind == SLOT_EMPTY) continue; /* inputs and initializers are in place */
+        shape_only(&s->buf, &e->pshape[i]);
+        e->pknown[i] = true;
+    }
+    AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of, .user = e};
+    AmpBuf out[16];
+    bool known[16];
+    for (size_t i = 0; i < e->n_nodes; i++) {
+        const AmpNode *n = e->nodes[i];
+        if (n->n_outputs > 16) continue;
+        AmpStatus st = {0};
+        if (amp_shape_node(n, e->opsets[i], &env, out, known, &st)) memset(known, 0, sizeof known);
+        for (int k = 0; k < n->n_outputs; k++) {
+            const AmpValue *v = n->outputs[k];
+            if (!v || v->graph != e->g) continue;
+            size_t bytes = 0;
+            if (known[k] && out[k].rank <= AMP_MAX_RANK && amp_tensor_expected_bytes(out[k].dtype, out[k].nelem, &bytes) &&
+                bytes <= AMP_EXEC_MAX_OUTPUT_BYTES) {
+                e->pshape[v->id] = out[k];
+                e->pknown[v->id] = true;
+                e->rec[v->id] = bytes ? bytes : 1;
+                e->n_known++;
+            } else {
+                e->n_unknown++;
+            }
+        }
+    }
+}
+
 /* ---- running --------------------------------------------------------------------- */
 
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v) {
@@ -355,20 +566,39 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
                  rank, AMP_MAX_RANK);
         return NULL;
     }
+    AmpValue *v = a->n->outputs[index];
+    bool mine = v && v->graph == e->g; /* always so: a node's outputs live in its graph */
+    const AmpBuf *plan = mine && e->pknown[v->id] ? &e->pshape[v->id] : NULL;
     uint64_t nelem = 1;
-    for (int i = 0; i < rank; i++) {
-        if (dims[i] < 0 || (dims[i] && nelem > (UINT64_C(1) << 62) / (uint64_t)dims[i])) {
-            amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): output %d has an invalid or huge shape", nname(a->n),
-                     a->n->op_type, index);
+    size_t bytes = 0;
+    if (plan) {
+        /* The step plan sized it: the kernel must agree (the shape was checked then). */
+        if (dtype != plan->dtype || rank != plan->rank || (rank && memcmp(dims, plan->dims, (size_t)rank * sizeof *dims))) {
+            AmpBuf want = {.dtype = dtype, .rank = rank};
+            for (int i = 0; i < rank; i++) want.dims[i] = dims[i];
+            char got[160], planned[160];
+            amp_buf_describe(&want, got, sizeof got);
+            amp_buf_describe(plan, planned, sizeof planned);
+            amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): the kernel made output %d '%s' %s, its shape function %s",
+                     nname(a->n), a->n->op_type, index, v->name, got, planned);
             return NULL;
         }
-        nelem *= (uint64_t)dims[i];
-    }
-    size_t bytes;
-    if (!amp_tensor_expected_bytes(dtype, nelem, &bytes)) {
-        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output of type %s is not supported", nname(a->n),
-                 a->n->op_type, amp_dtype_name(dtype));
-        return NULL;
+        nelem = plan->nelem;
+        amp_tensor_expected_bytes(dtype, nelem, &bytes);
+    } else {
+        for (int i = 0; i < rank; i++) {
+            if (dims[i] < 0 || (dims[i] && nelem > (UINT64_C(1) << 62) / (uint64_t)dims[i])) {
+                amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): output %d has an invalid or huge shape", nname(a->n),
+                         a->n->op_type, index);
+                return NULL;
+            }
+            nelem *= (uint64_t)dims[i];
+        }
+        if (!amp_tensor_expected_bytes(dtype, nelem, &bytes)) {
+            amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output of type %s is not supported", nname(a->n),
+                     a->n->op_type, amp_dtype_name(dtype));
+            return NULL;
+        }
     }
     /* One place for every kernel: a shape from a hostile model must not become a
      * giant allocation (sanitizers abort on those; an OOM killer would not ask). */
@@ -377,8 +607,6 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
                  nname(a->n), a->n->op_type, index, bytes, (unsigned long long)AMP_EXEC_MAX_OUTPUT_BYTES);
         return NULL;
     }
-    AmpValue *v = a->n->outputs[index];
-    bool mine = v && v->graph == e->g; /* always so: a node's outputs live in its graph */
     AmpBuf *b;
     void *data = NULL;
     SlotKind kind = SLOT_OWNED;
@@ -528,6 +756,7 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
     AmpGraph *g = e->g;
     AmpCode rc = amp_exec_reset(e, st);
     if (rc) return rc;
+    for (size_t i = 0; i < g->inputs.n; i++) e->host_in[g->inputs.items[i].value->id] = NULL;
     for (size_t i = 0; i < g->inputs.n; i++) {
         AmpValue *v = g->inputs.items[i].value;
         const AmpNamedBuf *given = NULL;
@@ -543,6 +772,7 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
         s->buf = given->buf;
         s->kind = SLOT_BORROWED;
         if (on_device) continue;
+        e->host_in[v->id] = &given->buf; /* for the plan, during this run */
         void *dev;
         bool owned;
         if ((rc = amp_backend_upload(e->be, given->buf.data, amp_buf_bytes(&given->buf), &dev, &owned, st))) {
@@ -700,12 +930,20 @@ static AmpCode give_outputs(AmpExec *e, AmpBuf *outputs, bool to_host, AmpStatus
 
 static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, bool on_device,
                    AmpStatus *st) {
-    if (e->replan && !e->opt.no_plan) build_plan(e);
-    e->replan = false;
     AmpCode rc = e->launches_ready ? AMP_OK : build_launches(e, st);
     if (!rc) rc = load_inputs(e, inputs, n_inputs, on_device, st);
     if (rc) return rc;
+    /* New input shapes (or state, or enclosing values, of new shapes): this step's shapes
+     * and arena are planned before it runs. Else the arena is planned again only when the
+     * last run allocated what the plan did not hold (values of unknown shape). */
     bool same = same_signature(e);
+    if (!same || !e->shapes_ready || !outer_same(e) || !bound_same(e) || !vals_same(e)) {
+        memset(e->rec, 0, e->n_values * sizeof *e->rec);
+        plan_shapes(e);
+        e->replan = true;
+    }
+    if (e->replan && !e->opt.no_plan) build_plan(e);
+    e->replan = false;
     memset(e->rec, 0, e->n_values * sizeof *e->rec);
     e->fallback = false;
 
@@ -714,9 +952,9 @@ static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBu
     for (size_t i = 0; i < e->n_nodes && !rc; i++) rc = run_node(e, i, scratch, st);
     if (!rc && outputs) rc = give_outputs(e, outputs, !on_device, st);
     if (rc) return rc;
-    /* Plan (again) for the next run when there is no plan yet, when something did not
-     * fit, or when the input shapes changed (the plan should follow them). */
-    if (!e->opt.no_plan && (!e->planned || e->fallback || !same)) e->replan = true;
+    /* Plan again for the next run when something did not fit, or when nothing could be
+     * planned before this one (every size is known now). */
+    if (!e->opt.no_plan && (!e->planned || e->fallback)) e->replan = true;
     return AMP_OK;
 }
 

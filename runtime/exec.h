@@ -80,7 +80,10 @@ const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v);
 typedef struct AmpExecMemory {
     size_t arena_bytes; /* planned arenas of this executor and of the bodies it ran */
     size_t peak_bytes;  /* most intermediate bytes live at once during the last run */
-    bool planned;       /* an arena is in use (from the second run with the same shapes) */
+    bool planned;       /* an arena is in use (planned before the run from the shape
+                           functions, or from the sizes of the last run) */
+    size_t values_sized;   /* intermediates whose shape the step plan knew before running */
+    size_t values_dynamic; /* intermediates whose shape only their kernel could tell */
 } AmpExecMemory;
 
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);

@@ -28,6 +28,13 @@ enum {
     VAL_AFTER = 1u << 2   /* read by a graph that runs after this one */
 };
 
+/* A small graph input whose bytes the step plan read (a Reshape target fed as an input). */
+typedef struct ValRead {
+    uint32_t id;
+    size_t len;
+    unsigned char bytes[512];
+} ValRead;
+
 struct AmpExec {
     AmpModel *m;
     AmpGraph *g;
@@ -72,6 +79,23 @@ struct AmpExec {
     bool fallback;      /* this run allocated something the plan did not hold */
     AmpBuf *sig;        /* shapes of the graph inputs at the last run, per graph input */
     bool have_sig;
+    /* The step plan's shapes (plan_shapes in exec.c): per value id, the dtype and shape
+     * the shape functions give before the step runs (pknown), for the current input
+     * shapes; and the values of enclosing graphs those shapes were computed from, with
+     * their shapes then (a change of either plans again). */
+    AmpBuf *pshape;
+    bool *pknown;
+    bool shapes_ready;
+    const AmpValue **outer_read;
+    AmpBuf *outer_shape;
+    size_t n_outer, cap_outer;
+    size_t n_known, n_unknown; /* intermediates sized before the run, and not */
+    uint32_t *bound_ids;       /* value ids amp_exec_bind has bound, n_bound of them */
+    size_t n_bound;
+    const AmpBuf **host_in;    /* per value id: a graph input's host buffer, during a run given
+                                  host inputs (NULL otherwise) */
+    ValRead *vals_read;        /* graph inputs whose bytes the plan read */
+    size_t n_vals_read, cap_vals_read;
     size_t live, peak;  /* intermediate bytes live now, and at most, in this run */
 };
 
