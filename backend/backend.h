@@ -42,8 +42,11 @@ struct AmpBackend {
     /* Chooses the kernel for n, or AMP_ERR_UNSUPPORTED naming the node and op. */
     AmpCode (*prepare_node)(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out,
                             AmpStatus *st);
-    /* Runs one node: ctx->in are device buffers, ctx->alloc hands out device buffers. */
+    /* Runs one node: ctx->in and ctx->out are device buffers, and ctx->alloc hands out
+     * device buffers. */
     AmpCode (*run_node)(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx);
+    /* Frees what prepare_node made for k (NULL: nothing to free). */
+    void (*release_node)(AmpBackend *be, AmpBackendKernel *k);
     /* Frees the instance (NULL for static instances). */
     void (*destroy)(AmpBackend *be);
     void *impl; /* the instance's own state */

@@ -23,6 +23,15 @@ typedef struct AmpKernelCtx {
     int n_in;
     const AmpBuf *const *in; /* n_in entries; NULL = optional input left out */
     int n_out;               /* outputs the node lists; node->outputs[i] NULL = not wanted */
+    /* n_out entries: where out[i].data is set, the runtime placed output i before the call,
+     * with the dtype and shape its shape function gave; the kernel fills it. Where it is
+     * NULL (a shape only the data tells: NonZero; or an output the node does not list),
+     * the kernel asks alloc. (Kernels not yet converted ask alloc for every output; it
+     * hands back the placed buffer after checking the shape agrees.) */
+    AmpBuf *out;
+    /* The node's attributes as the kernel's prepare function parsed them when the session
+     * was prepared, or NULL where the kernel has none. */
+    const void *attrs;
     AmpAllocFn alloc;
     void *alloc_ctx;
     uint64_t *rng; /* state for ops that draw random numbers (Dropout in training mode) */
@@ -31,5 +40,10 @@ typedef struct AmpKernelCtx {
 } AmpKernelCtx;
 
 typedef AmpCode (*AmpKernelFn)(AmpKernelCtx *k);
+
+/* Parses and checks node n's attributes once, when the session is prepared: *attrs gets
+ * a malloc'd struct the kernel reads as ctx->attrs on every call (the backend frees it
+ * with free()). Attribute errors are AMP_ERR_INPUT naming the node. */
+typedef AmpCode (*AmpKernelPrepareFn)(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 #endif

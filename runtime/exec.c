@@ -263,6 +263,8 @@ void amp_exec_free(AmpExec *e) {
         c = next;
     }
     for (size_t i = 0; e->slots && i < e->n_values; i++) amp_exec_slot_clear(e, &e->slots[i]);
+    for (size_t i = 0; e->kernels && i < e->n_nodes; i++)
+        if (e->be->release_node && (e->kernels[i].fn || e->kernels[i].impl)) e->be->release_node(e->be, &e->kernels[i]);
     for (size_t i = 0; e->dinit && e->dinit_owned && i < e->n_values; i++)
         if (e->dinit_owned[i]) e->be->free(e->be, e->dinit[i].data);
     if (e->off) free_arena(e);
@@ -281,6 +283,8 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
     out->planned = e->planned;
     out->values_sized = e->n_known;
     out->values_dynamic = e->n_unknown;
+    out->late_nodes = e->n_late;
+    out->syncs = e->n_syncs;
     for (const AmpExec *c = e->children; c; c = c->next_sibling) {
         AmpExecMemory cm;
         amp_exec_memory(c, &cm);
@@ -288,6 +292,8 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
         out->peak_bytes += cm.peak_bytes;
         out->values_sized += cm.values_sized;
         out->values_dynamic += cm.values_dynamic;
+        out->late_nodes += cm.late_nodes;
+        out->syncs += cm.syncs;
     }
 }
 
@@ -387,20 +393,6 @@ static void note_outer(AmpExec *e, const AmpValue *v, const AmpBuf *b) {
     shape_only(b, &e->outer_shape[e->n_outer++]);
 }
 
-static bool env_shape_of(void *user, const AmpValue *v, AmpBuf *out) {
-    AmpExec *e = user;
-    if (v->graph == e->g) {
-        if (v->id >= e->n_values || !e->pknown[v->id]) return false;
-        *out = e->pshape[v->id];
-        return true;
-    }
-    const Slot *s = amp_exec_find_slot(e, v);
-    if (!s || s->kind == SLOT_EMPTY) return false;
-    shape_only(&s->buf, out);
-    note_outer(e, v, &s->buf);
-    return true;
-}
-
 /* The host bytes of value v when the plan may read them: an initializer of this graph or
  * an enclosing one (the model's bytes: they never change, unless state is bound to them),
  * or a small graph input of this graph given from the host in this run (a Reshape target,
@@ -431,8 +423,54 @@ static const AmpBuf *host_value(AmpExec *e, const AmpValue *v) {
     return b;
 }
 
+/* The shape functions' view of the executor: at plan time the host values above only;
+ * at run time (a node whose shapes the plan could not know) also small values computed
+ * in this step, copied out of the device: the one place the interpreter waits on data. */
+typedef struct EnvCtx {
+    AmpExec *e;
+    bool run_time;
+    AmpBuf copy;              /* a value copied out (run time) */
+    unsigned char bytes[512]; /* its elements */
+} EnvCtx;
+
+static const AmpBuf *env_value(EnvCtx *c, const AmpValue *v) {
+    const AmpBuf *b = host_value(c->e, v);
+    if (b || !c->run_time) return b;
+    const Slot *s = amp_exec_find_slot(c->e, v);
+    size_t bytes = s && s->kind != SLOT_EMPTY ? amp_buf_bytes(&s->buf) : SIZE_MAX;
+    if (bytes > sizeof c->bytes || s->buf.dtype == AMP_DT_STRING) return NULL;
+    AmpStatus st = {0};
+    if (bytes && c->e->be->copy_out(c->e->be, c->bytes, s->buf.data, bytes, &st)) return NULL;
+    c->copy = s->buf;
+    c->copy.data = c->bytes;
+    c->e->n_syncs++;
+    return &c->copy;
+}
+
+static bool env_shape_of(void *user, const AmpValue *v, AmpBuf *out) {
+    EnvCtx *c = user;
+    AmpExec *e = c->e;
+    if (c->run_time) { /* what this step made so far, as it is */
+        const Slot *s = amp_exec_find_slot(e, v);
+        if (s && s->kind != SLOT_EMPTY) {
+            shape_only(&s->buf, out);
+            return true;
+        }
+    }
+    if (v->graph == e->g) {
+        if (v->id >= e->n_values || !e->pknown[v->id]) return false;
+        *out = e->pshape[v->id];
+        return true;
+    }
+    const Slot *s = amp_exec_find_slot(e, v);
+    if (!s || s->kind == SLOT_EMPTY) return false;
+    shape_only(&s->buf, out);
+    note_outer(e, v, &s->buf);
+    return true;
+}
+
 static int env_ints_of(void *user, const AmpValue *v, int64_t *out, int max) {
-    const AmpBuf *b = host_value(user, v);
+    const AmpBuf *b = env_value(user, v);
     if (!b || amp_dtype_is_float(b->dtype) || b->dtype == AMP_DT_STRING || b->nelem > (uint64_t)max) return -1;
     size_t bits = amp_dtype_bits(b->dtype);
     if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return -1;
@@ -441,7 +479,7 @@ static int env_ints_of(void *user, const AmpValue *v, int64_t *out, int max) {
 }
 
 static int env_doubles_of(void *user, const AmpValue *v, double *out, int max) {
-    const AmpBuf *b = host_value(user, v);
+    const AmpBuf *b = env_value(user, v);
     if (!b || b->nelem > (uint64_t)max) return -1;
     if (!amp_dtype_is_float(b->dtype)) {
         int64_t tmp[64];
@@ -509,7 +547,8 @@ static void plan_shapes(AmpExec *e) {
         shape_only(&s->buf, &e->pshape[i]);
         e->pknown[i] = true;
     }
-    AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of, .user = e};
+    EnvCtx ec = {.e = e};
+    AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of, .user = &ec};
     AmpBuf out[16];
     bool known[16];
     for (size_t i = 0; i < e->n_nodes; i++) {
@@ -551,7 +590,11 @@ typedef struct AllocCtx {
     AmpExec *e;
     AmpNode *n;
     AmpBuf *scratch; /* outputs the node lists as "" (n_outputs entries) */
+    bool *placed;    /* per output: placed before the kernel ran (its slot holds it) */
 } AllocCtx;
+
+static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t *dims, uint64_t nelem, size_t bytes,
+                     AmpStatus *st);
 
 static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
     AllocCtx *a = ctx;
@@ -569,6 +612,7 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
     AmpValue *v = a->n->outputs[index];
     bool mine = v && v->graph == e->g; /* always so: a node's outputs live in its graph */
     const AmpBuf *plan = mine && e->pknown[v->id] ? &e->pshape[v->id] : NULL;
+    if (a->placed[index]) plan = &e->slots[v->id].buf; /* placed before the kernel ran */
     uint64_t nelem = 1;
     size_t bytes = 0;
     if (plan) {
@@ -583,6 +627,7 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
                      nname(a->n), a->n->op_type, index, v->name, got, planned);
             return NULL;
         }
+        if (a->placed[index]) return &e->slots[v->id].buf;
         nelem = plan->nelem;
         amp_tensor_expected_bytes(dtype, nelem, &bytes);
     } else {
@@ -607,6 +652,16 @@ static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64
                  nname(a->n), a->n->op_type, index, bytes, (unsigned long long)AMP_EXEC_MAX_OUTPUT_BYTES);
         return NULL;
     }
+    return place(a, index, dtype, rank, dims, nelem, bytes, st);
+}
+
+/* Gives output `index` of the running node its place: in the arena where the plan holds
+ * one big enough, else a buffer of its own (and the arena is planned again next run). */
+static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t *dims, uint64_t nelem, size_t bytes,
+                     AmpStatus *st) {
+    AmpExec *e = a->e;
+    AmpValue *v = a->n->outputs[index];
+    bool mine = v && v->graph == e->g;
     AmpBuf *b;
     void *data = NULL;
     SlotKind kind = SLOT_OWNED;
@@ -836,6 +891,46 @@ static AmpCode build_launches(AmpExec *e, AmpStatus *st) {
     return AMP_OK;
 }
 
+/* Places the outputs of node i whose shapes are known before its kernel runs: from the
+ * plan, or, for a node the plan could not size (its shapes follow values made in this
+ * step: a Reshape target computed from data, say), from its shape function now, reading
+ * those values back. The kernel finds them in ctx->out; an output left without data there
+ * (a data-dependent shape: NonZero; or one the node does not list) it asks ctx->alloc for. */
+static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, AmpStatus *st) {
+    AmpNode *n = e->nodes[i];
+    AmpBuf late[16];
+    bool known[16], have_late = false;
+    for (int k = 0; k < n->n_outputs; k++) {
+        memset(&outs[k], 0, sizeof outs[k]);
+        a->placed[k] = false;
+        AmpValue *v = n->outputs[k];
+        if (!v || v->graph != e->g) continue;
+        const AmpBuf *shape = NULL;
+        if (e->pknown[v->id]) {
+            shape = &e->pshape[v->id];
+        } else if (!amp_op_shape_from_data(n->op)) {
+            if (!have_late) {
+                EnvCtx ec = {.e = e, .run_time = true};
+                AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of,
+                                   .user = &ec};
+                AmpStatus ignored = {0};
+                if (amp_shape_node(n, e->opsets[i], &env, late, known, &ignored)) memset(known, 0, sizeof known);
+                have_late = true;
+                e->n_late++;
+            }
+            if (known[k]) shape = &late[k];
+        }
+        size_t bytes = 0;
+        if (!shape || !amp_tensor_expected_bytes(shape->dtype, shape->nelem, &bytes) || bytes > AMP_EXEC_MAX_OUTPUT_BYTES)
+            continue; /* the kernel asks, and the allocator names what is wrong */
+        AmpBuf *b = place(a, k, shape->dtype, shape->rank, shape->dims, shape->nelem, bytes, st);
+        if (!b) return st && st->code ? st->code : AMP_ERR_INTERNAL;
+        outs[k] = *b;
+        a->placed[k] = true;
+    }
+    return AMP_OK;
+}
+
 static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
     const AmpBuf *inbuf[64];
@@ -856,13 +951,17 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     } else if (n->op == AMP_OP_Scan) {
         rc = amp_exec_run_scan(e, n, inbuf, st);
     } else {
-        AllocCtx ac = {e, n, scratch};
+        bool placed[16];
+        AmpBuf outs[16];
+        AllocCtx ac = {e, n, scratch, placed};
+        if ((rc = place_outputs(e, i, &ac, outs, st))) return rc;
         AmpKernelCtx k = {
             .node = n,
             .opset = e->opsets[i],
             .n_in = n->n_inputs,
             .in = inbuf,
             .n_out = n->n_outputs,
+            .out = outs,
             .alloc = exec_alloc,
             .alloc_ctx = &ac,
             .rng = e->rng,
@@ -946,6 +1045,7 @@ static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBu
     e->replan = false;
     memset(e->rec, 0, e->n_values * sizeof *e->rec);
     e->fallback = false;
+    e->n_late = e->n_syncs = 0;
 
     AmpBuf scratch[16];
     memset(scratch, 0, sizeof scratch);

@@ -83,7 +83,9 @@ typedef struct AmpExecMemory {
     bool planned;       /* an arena is in use (planned before the run from the shape
                            functions, or from the sizes of the last run) */
     size_t values_sized;   /* intermediates whose shape the step plan knew before running */
-    size_t values_dynamic; /* intermediates whose shape only their kernel could tell */
+    size_t values_dynamic; /* intermediates the plan could not size before running */
+    size_t late_nodes;     /* last run: nodes sized when reached, from values made in the step */
+    size_t syncs;          /* last run: small values copied out of the device for those shapes */
 } AmpExecMemory;
 
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);

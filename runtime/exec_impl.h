@@ -90,6 +90,8 @@ struct AmpExec {
     AmpBuf *outer_shape;
     size_t n_outer, cap_outer;
     size_t n_known, n_unknown; /* intermediates sized before the run, and not */
+    size_t n_late;             /* last run: nodes sized when reached (shapes from values made in the step) */
+    size_t n_syncs;            /* last run: values copied out of the device for those shapes */
     uint32_t *bound_ids;       /* value ids amp_exec_bind has bound, n_bound of them */
     size_t n_bound;
     const AmpBuf **host_in;    /* per value id: a graph input's host buffer, during a run given

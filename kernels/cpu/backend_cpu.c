@@ -34,7 +34,7 @@ static const void *cpu_borrow(AmpBackend *be, const void *host, size_t bytes) {
     return host;
 }
 
-AmpCode amp_cpu_prepare_node(const AmpNode *n, AmpBackendKernel *out, AmpStatus *st) {
+AmpCode amp_cpu_prepare_node(const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
     /* OpenBLAS is opened here, once, so that a missing library is an error of the
      * session that needs it rather than of every ampc command. */
     if (amp_blas_load(st) != AMP_OK) return st->code;
@@ -44,17 +44,32 @@ AmpCode amp_cpu_prepare_node(const AmpNode *n, AmpBackendKernel *out, AmpStatus 
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the CPU backend has no kernel for it",
                         n->name ? n->name : "", n->domain && *n->domain ? n->domain : "",
                         n->domain && *n->domain ? "." : "", n->op_type ? n->op_type : "");
-    return AMP_OK;
+    AmpKernelPrepareFn prep = amp_cpu_kernel_prepare(n->op);
+    void *attrs = NULL;
+    AmpCode rc = prep ? prep(n, opset, &attrs, st) : AMP_OK;
+    out->impl = attrs;
+    return rc;
+}
+
+void amp_cpu_release_node(AmpBackendKernel *k) {
+    free((void *)k->impl);
+    k->impl = NULL;
 }
 
 static AmpCode cpu_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
-    (void)be, (void)opset;
-    return amp_cpu_prepare_node(n, out, st);
+    (void)be;
+    return amp_cpu_prepare_node(n, opset, out, st);
 }
 
 static AmpCode cpu_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
     (void)be;
+    ctx->attrs = k->impl;
     return k->fn(ctx);
+}
+
+static void cpu_release(AmpBackend *be, AmpBackendKernel *k) {
+    (void)be;
+    amp_cpu_release_node(k);
 }
 
 static AmpBackend CPU = {
@@ -68,6 +83,7 @@ static AmpBackend CPU = {
     .borrow_host = cpu_borrow,
     .prepare_node = cpu_prepare,
     .run_node = cpu_run,
+    .release_node = cpu_release,
 };
 
 AmpBackend *amp_backend_cpu(void) {

@@ -86,8 +86,13 @@ static bool sim_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const 
 }
 
 static AmpCode sim_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
-    (void)be, (void)opset;
-    return amp_cpu_prepare_node(n, out, st);
+    (void)be;
+    return amp_cpu_prepare_node(n, opset, out, st);
+}
+
+static void sim_release(AmpBackend *be, AmpBackendKernel *k) {
+    (void)be;
+    amp_cpu_release_node(k);
 }
 
 /* The kernel's view of the run: host copies of the AmpBufs, pointers translated. */
@@ -135,8 +140,16 @@ static AmpCode sim_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *
         inp[i] = &in[i];
     }
     SimRun r = {.alloc = ctx->alloc, .alloc_ctx = ctx->alloc_ctx, .node = ctx->node};
+    for (int i = 0; ctx->out && i < ctx->n_out; i++) {
+        r.out[i] = ctx->out[i];
+        if (!r.out[i].data) continue;
+        if (!is_dev(r.out[i].data)) return misuse(ctx->st, "the interpreter placed an output in host memory");
+        r.out[i].data = to_host(r.out[i].data);
+    }
     AmpKernelCtx host = *ctx;
     host.in = inp;
+    host.out = ctx->out ? r.out : NULL;
+    host.attrs = k->impl;
     host.alloc = sim_run_alloc;
     host.alloc_ctx = &r;
     return k->fn(&host);
@@ -161,6 +174,7 @@ AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
         .borrow_host = NULL,
         .prepare_node = sim_prepare,
         .run_node = sim_run,
+        .release_node = sim_release,
         .destroy = sim_destroy,
     };
     *out = &s->be;

@@ -39,3 +39,7 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype) {
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {
     return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernels[op] : NULL;
 }
+
+AmpKernelPrepareFn amp_cpu_kernel_prepare(AmpOpId op) {
+    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernel_prepares[op] : NULL;
+}

@@ -21,9 +21,16 @@ extern const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT];
  * then names the op). Chosen once per node when the session is prepared. */
 AmpKernelFn amp_cpu_kernel(AmpOpId op);
 
-/* The CPU backend's prepare_node (backend_cpu.c), shared with the device simulator. */
+/* Kernels that parse their node's attributes once, at prepare (table.c, by op id); NULL
+ * where a kernel reads them itself. */
+extern const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT];
+AmpKernelPrepareFn amp_cpu_kernel_prepare(AmpOpId op);
+
+/* The CPU backend's prepare_node and release_node (backend_cpu.c), shared with the device
+ * simulator: the kernel, and its parsed attributes as impl. */
 struct AmpBackendKernel;
-AmpCode amp_cpu_prepare_node(const AmpNode *n, struct AmpBackendKernel *out, AmpStatus *st);
+AmpCode amp_cpu_prepare_node(const AmpNode *n, int64_t opset, struct AmpBackendKernel *out, AmpStatus *st);
+void amp_cpu_release_node(struct AmpBackendKernel *k);
 
 /* ---- helpers shared by the families (common.c) ----------------------------------- */
 

@@ -158,3 +158,8 @@ const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
     [AMP_OP_OneHot] = amp_cpu_one_hot,
     [AMP_OP_NonZero] = amp_cpu_non_zero,
 };
+
+/* The kernels that parse their attributes once, at prepare (AmpKernelPrepareFn). */
+const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
+    [AMP_OP_UNKNOWN] = NULL,
+};

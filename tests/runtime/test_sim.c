@@ -170,3 +170,45 @@ Test(sim, executor_runs_and_gives_everything_back) {
     cr_assert_eq(amp_backend_sim_live(be), 0, "every device buffer was given back");
     amp_backend_close(be);
 }
+
+/* A Reshape whose target is computed in the step (Abs of a constant: no shape function
+ * follows Abs) cannot be sized by the plan: the executor sizes it when it is reached, from
+ * the target copied out of the device (one sync per run), and places its output before
+ * the kernel runs. Everything else is sized before the run. */
+Test(sim, a_computed_reshape_target_is_read_back_once_per_run) {
+    AmpBackend *be = open_sim();
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "X", AMP_DT_FLOAT, "6");
+    const int64_t neg[2] = {-2, -3};
+    rt_init(g, "T", AMP_DT_INT64, 1, I64s(2), neg);
+    rt_node(g, "", "Abs", "T", "shape");
+    rt_node(g, "", "Reshape", "X,shape", "R");
+    rt_node(g, "", "Relu", "R", "Y");
+    rt_output(g, "Y", AMP_DT_FLOAT, "2,3");
+    AmpExec *e = NULL;
+    AmpStatus st = {0};
+    AmpExecOptions eo = {.backend = be};
+    cr_assert_eq(amp_exec_prepare(m, g, &eo, &e, &st), AMP_OK, "%s", st.msg);
+    float x[6] = {-1, 2, -3, 4, -5, 6};
+    for (int run = 0; run < 2; run++) {
+        AmpNamedBuf in = {"X", {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {6}, .nelem = 6, .data = x}};
+        AmpBuf out;
+        cr_assert_eq(amp_exec_run(e, &in, 1, &out, &st), AMP_OK, "%s", st.msg);
+        cr_assert_eq(out.rank, 2);
+        cr_assert_eq(out.dims[0], 2);
+        cr_assert_eq(out.dims[1], 3);
+        for (int i = 0; i < 6; i++) cr_assert_float_eq(((float *)out.data)[i], x[i] > 0 ? x[i] : 0, 0);
+        amp_buf_free(&out);
+        AmpExecMemory mem;
+        amp_exec_memory(e, &mem);
+        cr_assert_eq(mem.values_sized, 1, "only Abs's output is sized before the run (%zu)", mem.values_sized);
+        cr_assert_eq(mem.values_dynamic, 2, "R and Y wait for the target (%zu)", mem.values_dynamic);
+        cr_assert_eq(mem.late_nodes, 2, "Reshape and Relu are sized when reached (%zu)", mem.late_nodes);
+        cr_assert_eq(mem.syncs, 1, "the target is copied out once (%zu)", mem.syncs);
+    }
+    amp_exec_free(e);
+    amp_model_free(m);
+    cr_assert_eq(amp_backend_sim_live(be), 0);
+    amp_backend_close(be);
+}
