@@ -910,11 +910,13 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
             shape = &e->pshape[v->id];
         } else if (!amp_op_shape_from_data(n->op)) {
             if (!have_late) {
+                /* The inputs are all there now: a shape function's error here is the
+                 * node's (inputs that do not broadcast, a target that does not fit). */
                 EnvCtx ec = {.e = e, .run_time = true};
                 AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of,
                                    .user = &ec};
-                AmpStatus ignored = {0};
-                if (amp_shape_node(n, e->opsets[i], &env, late, known, &ignored)) memset(known, 0, sizeof known);
+                AmpCode rc = amp_shape_node(n, e->opsets[i], &env, late, known, st);
+                if (rc) return rc;
                 have_late = true;
                 e->n_late++;
             }

@@ -36,6 +36,18 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype) {
                     k->node->name ? k->node->name : "", k->node->op_type, amp_dtype_name(dtype));
 }
 
+AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out) {
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (i >= k->n_out || !k->node->outputs[i]) continue;
+        if (!k->out || !k->out[i].data)
+            return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): output %d was not placed before the kernel ran",
+                            k->node->name ? k->node->name : "", k->node->op_type, i);
+        out[i] = &k->out[i];
+    }
+    return AMP_OK;
+}
+
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {
     return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernels[op] : NULL;
 }

@@ -42,6 +42,12 @@ const float *amp_buf_f32_in(const AmpBuf *b, float **tmp);
 float *amp_buf_f32_out(AmpBuf *b, float **tmp);
 void amp_buf_f32_commit(AmpBuf *b, float *tmp);
 
+/* The first n outputs as the executor placed them (AmpKernelCtx.out), for a kernel that
+ * computes no shapes: out[i] NULL where the node does not list output i; a listed output
+ * left unplaced (its shape unknown before the kernel ran) is AMP_ERR_INTERNAL naming the
+ * node, since only data-dependent ops may size their outputs themselves. */
+AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out);
+
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 

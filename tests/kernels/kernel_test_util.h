@@ -15,6 +15,7 @@
 #include "half.h"
 #include "ir.h"
 #include "kernels.h"
+#include "shape.h"
 
 #define I64(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -75,36 +76,6 @@ static inline AmpBuf *test_alloc(void *ctx, int index, int dtype, int rank, cons
 static inline void outs_free(Outs *o) {
     for (int i = 0; i < KT_MAX_OUT; i++) free(o->b[i].data);
     memset(o, 0, sizeof *o);
-}
-
-/* ---- running one kernel ---------------------------------------------------------- */
-
-/* Calls the node's CPU kernel once (the test fails when there is none); st is cleared
- * first. rng may be NULL for ops that draw no random numbers. */
-static inline AmpCode kt_call(const AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out,
-                              AmpAllocFn alloc, void *alloc_ctx, uint64_t *rng, bool training,
-                              AmpStatus *st) {
-    AmpKernelFn fn = amp_cpu_kernel(n->op);
-    cr_assert_not_null(fn, "no kernel for %s", n->op_type);
-    amp_status_clear(st);
-    AmpKernelCtx k = {.node = n,
-                      .opset = opset,
-                      .n_in = n_in,
-                      .in = in,
-                      .n_out = n_out,
-                      .alloc = alloc,
-                      .alloc_ctx = alloc_ctx,
-                      .rng = rng,
-                      .training = training,
-                      .st = st};
-    return fn(&k);
-}
-
-/* Runs the node's kernel with its outputs in *o (cleared first; outs_free after). */
-static inline AmpCode kt_run(const AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out,
-                             Outs *o, AmpStatus *st) {
-    memset(o, 0, sizeof *o);
-    return kt_call(n, opset, n_in, in, n_out, test_alloc, o, NULL, false, st);
 }
 
 /* ---- attributes (copied into the node's model arena) ----------------------------- */
@@ -177,6 +148,106 @@ static inline void expect_shape(const AmpBuf *b, int rank, const int64_t *dims) 
     for (int i = 0; i < rank; i++)
         cr_assert_eq(b->dims[i], dims[i], "dim %d is %lld, expected %lld", i, (long long)b->dims[i],
                      (long long)dims[i]);
+}
+
+/* ---- running one kernel ---------------------------------------------------------- */
+
+/* The shape functions' view of one kernel call: the node's inputs are the given buffers. */
+typedef struct KtEnv {
+    const AmpNode *n;
+    int n_in;
+    const AmpBuf *const *in;
+} KtEnv;
+
+static inline const AmpBuf *kt_env_buf(const KtEnv *e, const AmpValue *v) {
+    for (int i = 0; i < e->n_in && i < e->n->n_inputs; i++)
+        if (e->n->inputs[i] == v && e->in[i]) return e->in[i];
+    return NULL;
+}
+
+static inline bool kt_env_shape(void *user, const AmpValue *v, AmpBuf *out) {
+    const AmpBuf *b = kt_env_buf(user, v);
+    if (!b) return false;
+    *out = *b;
+    out->data = NULL;
+    return true;
+}
+
+static inline int kt_env_ints(void *user, const AmpValue *v, int64_t *out, int max) {
+    const AmpBuf *b = kt_env_buf(user, v);
+    if (!b || amp_dtype_is_float(b->dtype) || b->dtype == AMP_DT_STRING || b->nelem > (uint64_t)max) return -1;
+    for (uint64_t i = 0; i < b->nelem; i++) out[i] = amp_buf_get_i64(b, i);
+    return (int)b->nelem;
+}
+
+static inline int kt_env_doubles(void *user, const AmpValue *v, double *out, int max) {
+    const AmpBuf *b = kt_env_buf(user, v);
+    if (!b || b->dtype == AMP_DT_STRING || b->nelem > (uint64_t)max) return -1;
+    for (uint64_t i = 0; i < b->nelem; i++) out[i] = getf(b, i);
+    return (int)b->nelem;
+}
+
+/* Calls the node's CPU kernel once as the executor does (the test fails when there is
+ * none): its attributes parsed by its prepare function, and every output whose shape the
+ * shape function knows from these inputs placed first through `alloc` (a shape
+ * function's error is the call's, as in the executor); st is cleared first. rng may be
+ * NULL for ops that draw no random numbers. */
+static inline AmpCode kt_call(const AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out,
+                              AmpAllocFn alloc, void *alloc_ctx, uint64_t *rng, bool training,
+                              AmpStatus *st) {
+    AmpKernelFn fn = amp_cpu_kernel(n->op);
+    cr_assert_not_null(fn, "no kernel for %s", n->op_type);
+    amp_status_clear(st);
+    AmpKernelPrepareFn prep = amp_cpu_kernel_prepare(n->op);
+    void *attrs = NULL;
+    AmpCode rc = prep ? prep(n, opset, &attrs, st) : AMP_OK;
+    if (rc) return rc;
+    AmpBuf shapes[KT_MAX_OUT], out[KT_MAX_OUT];
+    bool known[KT_MAX_OUT];
+    cr_assert_leq(n->n_outputs, KT_MAX_OUT);
+    memset(out, 0, sizeof out);
+    KtEnv env = {n, n_in, in};
+    AmpShapeEnv se = {.shape_of = kt_env_shape, .ints_of = kt_env_ints, .doubles_of = kt_env_doubles, .user = &env};
+    bool shaped = false;
+    if (!amp_op_shape_from_data(n->op)) {
+        rc = amp_shape_node(n, opset, &se, shapes, known, st);
+        if (rc) {
+            free(attrs);
+            return rc;
+        }
+        shaped = true;
+    }
+    for (int i = 0; shaped && i < n_out && i < n->n_outputs; i++) {
+        if (!known[i] || !n->outputs[i]) continue;
+        AmpBuf *b = alloc(alloc_ctx, i, shapes[i].dtype, shapes[i].rank, shapes[i].dims, st);
+        if (!b) {
+            free(attrs);
+            return st->code ? st->code : AMP_ERR_INTERNAL;
+        }
+        out[i] = *b;
+    }
+    AmpKernelCtx k = {.node = n,
+                      .opset = opset,
+                      .n_in = n_in,
+                      .in = in,
+                      .n_out = n_out,
+                      .out = out,
+                      .attrs = attrs,
+                      .alloc = alloc,
+                      .alloc_ctx = alloc_ctx,
+                      .rng = rng,
+                      .training = training,
+                      .st = st};
+    rc = fn(&k);
+    free(attrs);
+    return rc;
+}
+
+/* Runs the node's kernel with its outputs in *o (cleared first; outs_free after). */
+static inline AmpCode kt_run(const AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out,
+                             Outs *o, AmpStatus *st) {
+    memset(o, 0, sizeof *o);
+    return kt_call(n, opset, n_in, in, n_out, test_alloc, o, NULL, false, st);
 }
 
 #endif
