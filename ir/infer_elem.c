@@ -37,12 +37,22 @@ static AmpCode broadcast_all(AmpInferCtx *c, int first, int count, AmpInfShape *
     return AMP_OK;
 }
 
+/* The output shape of a two-input op before opset 7: B broadcasts to A only where the node
+ * says broadcast=1 (and with `axis`, B's dims line up from that axis of A, which numpy's
+ * rule would refuse), else the two shapes are equal; either way the result has A's shape.
+ * *s is A's shape (rank -1 when unknown). Answers false for other opsets and arities. */
+static bool legacy_broadcast(AmpInferCtx *c, AmpInfShape *s) {
+    if (c->opset <= 0 || c->opset >= 7 || c->n->n_inputs != 2) return false;
+    amp_inf_shape(c, 0, s);
+    return true;
+}
+
 /* Add, Sub, Mul, Div, Pow, Sum, Mean, Max, Min: numpy broadcast, input 0's dtype
  * (Pow's exponent may have another type; the result has the base's). */
 AmpCode amp_infer_broadcast(AmpInferCtx *c) {
     const AmpNode *n = c->n;
     AmpInfShape s;
-    AmpCode rc = broadcast_all(c, 0, n->n_inputs, &s);
+    AmpCode rc = legacy_broadcast(c, &s) ? AMP_OK : broadcast_all(c, 0, n->n_inputs, &s);
     if (rc) return rc;
     int dt = amp_inf_dtype(c, 0);
     for (int i = 1; dt == AMP_DT_UNDEFINED && i < n->n_inputs && n->op != AMP_OP_Pow; i++)
@@ -54,7 +64,7 @@ AmpCode amp_infer_broadcast(AmpInferCtx *c) {
 AmpCode amp_infer_compare(AmpInferCtx *c) {
     const AmpNode *n = c->n;
     AmpInfShape s;
-    AmpCode rc = broadcast_all(c, 0, n->n_inputs, &s);
+    AmpCode rc = legacy_broadcast(c, &s) ? AMP_OK : broadcast_all(c, 0, n->n_inputs, &s);
     if (rc) return rc;
     return amp_inf_set(c, 0, AMP_DT_BOOL, &s);
 }

@@ -99,8 +99,8 @@ AmpCode amp_ew_relu(AmpKernelCtx *k) {
     const AmpBuf *x = k->in[0];
     if (!amp_ew_is_int(x->dtype)) return amp_ew_unary_float(k, map_relu_f, map_relu_d, NULL);
     /* Opset 14 integer Relu; unsigned values are their own Relu. */
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_kernel_outputs(k, 1, &out)) || !out) return rc;
     bool u = amp_ew_is_unsigned(x->dtype);
     for (uint64_t i = 0; i < x->nelem; i++) {
         int64_t v = amp_buf_get_i64(x, i);
@@ -109,9 +109,60 @@ AmpCode amp_ew_relu(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
+/* ---- attributes, parsed once at prepare (AmpKernelPrepareFn) ------------------------
+ * Every activation with attributes reads them into one AmpEwParams: alpha, beta, gamma
+ * as the op names them (Shrink: lambd, bias), mode for Gelu's approximation. */
+
+static AmpCode params_out(AmpEwParams p, void **attrs, AmpStatus *st) {
+    AmpEwParams *q = malloc(sizeof *q);
+    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    *q = p;
+    *attrs = q;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    float dflt = n->op == AMP_OP_LeakyRelu ? 0.01f : 1.0f; /* Elu, Celu, ThresholdedRelu: 1 */
+    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", dflt)}, attrs, st);
+}
+
+AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "lambd", 0.5f),
+                                    .beta = amp_node_attr_float(n, "bias", 0.0f)},
+                      attrs, st);
+}
+
+AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", 1.67326319217681884765625f),
+                                    .gamma = amp_node_attr_float(n, "gamma", 1.05070102214813232421875f)},
+                      attrs, st);
+}
+
+AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", 0.2f),
+                                    .beta = amp_node_attr_float(n, "beta", 0.5f)},
+                      attrs, st);
+}
+
+/* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
+AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *s = amp_node_attr_string(n, "approximate", "none");
+    AmpEwParams p = {0};
+    if (strcmp(s, "none") == 0) p.mode = GELU_EXACT;
+    else if (strcmp(s, "tanh") == 0) p.mode = GELU_TANH;
+    else
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): approximate must be \"none\" or \"tanh\", not \"%.40s\"",
+                        n->name ? n->name : "", n->op_type, s);
+    return params_out(p, attrs, st);
+}
+
 AmpCode amp_ew_leaky_relu(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 0.01f)};
-    return amp_ew_unary_float(k, map_leaky_relu_f, map_leaky_relu_d, &p);
+    return amp_ew_unary_float(k, map_leaky_relu_f, map_leaky_relu_d, k->attrs);
 }
 
 AmpCode amp_ew_sigmoid(AmpKernelCtx *k) {
@@ -122,52 +173,32 @@ AmpCode amp_ew_tanh(AmpKernelCtx *k) {
     return amp_ew_unary_float(k, map_tanh_f, map_tanh_d, NULL);
 }
 
-/* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
-static AmpCode gelu_mode(AmpKernelCtx *k, int *mode) {
-    const char *s = amp_node_attr_string(k->node, "approximate", "none");
-    if (strcmp(s, "none") == 0) *mode = GELU_EXACT;
-    else if (strcmp(s, "tanh") == 0) *mode = GELU_TANH;
-    else return amp_ew_err(k, AMP_ERR_INPUT, "approximate must be \"none\" or \"tanh\", not \"%.40s\"", s);
-    return AMP_OK;
-}
-
 AmpCode amp_ew_gelu(AmpKernelCtx *k) {
-    AmpEwParams p = {0};
-    AmpCode rc = gelu_mode(k, &p.mode);
-    return rc ? rc : amp_ew_unary_float(k, map_gelu_f, map_gelu_d, &p);
+    return amp_ew_unary_float(k, map_gelu_f, map_gelu_d, k->attrs);
 }
 
 AmpCode amp_ew_elu(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
-    return amp_ew_unary_float(k, map_elu_f, map_elu_d, &p);
+    return amp_ew_unary_float(k, map_elu_f, map_elu_d, k->attrs);
 }
 
 AmpCode amp_ew_celu(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
-    return amp_ew_unary_float(k, map_celu_f, map_celu_d, &p);
+    return amp_ew_unary_float(k, map_celu_f, map_celu_d, k->attrs);
 }
 
 AmpCode amp_ew_thresholded_relu(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.0f)};
-    return amp_ew_unary_float(k, map_thresholded_relu_f, map_thresholded_relu_d, &p);
+    return amp_ew_unary_float(k, map_thresholded_relu_f, map_thresholded_relu_d, k->attrs);
 }
 
 AmpCode amp_ew_shrink(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "lambd", 0.5f),
-                     .beta = amp_node_attr_float(k->node, "bias", 0.0f)};
-    return amp_ew_unary_float(k, map_shrink_f, map_shrink_d, &p);
+    return amp_ew_unary_float(k, map_shrink_f, map_shrink_d, k->attrs);
 }
 
 AmpCode amp_ew_selu(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 1.67326319217681884765625f),
-                     .gamma = amp_node_attr_float(k->node, "gamma", 1.05070102214813232421875f)};
-    return amp_ew_unary_float(k, map_selu_f, map_selu_d, &p);
+    return amp_ew_unary_float(k, map_selu_f, map_selu_d, k->attrs);
 }
 
 AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k) {
-    AmpEwParams p = {.alpha = amp_node_attr_float(k->node, "alpha", 0.2f),
-                     .beta = amp_node_attr_float(k->node, "beta", 0.5f)};
-    return amp_ew_unary_float(k, map_hard_sigmoid_f, map_hard_sigmoid_d, &p);
+    return amp_ew_unary_float(k, map_hard_sigmoid_f, map_hard_sigmoid_d, k->attrs);
 }
 
 AmpCode amp_ew_hard_swish(AmpKernelCtx *k) {
@@ -237,14 +268,10 @@ AmpCode amp_ew_relu_grad(AmpKernelCtx *k) {
 
 /* GeluGrad(dY, X) = dY * Gelu'(X) */
 AmpCode amp_ew_gelu_grad(AmpKernelCtx *k) {
-    AmpEwParams p = {0};
-    AmpCode rc = gelu_mode(k, &p.mode);
-    return rc ? rc : binary(k, row_gelu_grad_f, row_gelu_grad_d, &p);
+    return binary(k, row_gelu_grad_f, row_gelu_grad_d, k->attrs);
 }
 
 /* BiasGelu(A, B) = Gelu(A + B), B a bias over the last axis (any broadcast works) */
 AmpCode amp_ew_bias_gelu(AmpKernelCtx *k) {
-    AmpEwParams p = {0};
-    AmpCode rc = gelu_mode(k, &p.mode);
-    return rc ? rc : binary(k, row_bias_gelu_f, row_bias_gelu_d, &p);
+    return binary(k, row_bias_gelu_f, row_bias_gelu_d, k->attrs);
 }

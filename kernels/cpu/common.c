@@ -39,7 +39,7 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype) {
 AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out) {
     for (int i = 0; i < n; i++) {
         out[i] = NULL;
-        if (i >= k->n_out || !k->node->outputs[i]) continue;
+        if (i >= k->n_out || i >= k->node->n_outputs || !k->node->outputs[i]) continue;
         if (!k->out || !k->out[i].data)
             return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): output %d was not placed before the kernel ran",
                             k->node->name ? k->node->name : "", k->node->op_type, i);

@@ -258,8 +258,8 @@ AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpE
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
     if (!amp_is_f32_family(x->dtype) && !(x->dtype == AMP_DT_DOUBLE && d)) return amp_kernel_bad_dtype(k, x->dtype);
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_kernel_outputs(k, 1, &out)) || !out) return rc; /* placed: x's dtype and shape */
     if (x->dtype == AMP_DT_DOUBLE) {
         if (x->nelem) d(out->data, x->data, x->nelem, p);
         return AMP_OK;

@@ -105,6 +105,11 @@ AmpCode amp_ew_acosh(AmpKernelCtx *k);
 AmpCode amp_ew_atanh(AmpKernelCtx *k);
 AmpCode amp_ew_clip(AmpKernelCtx *k);
 /* activation.c */
+AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_relu(AmpKernelCtx *k);
 AmpCode amp_ew_leaky_relu(AmpKernelCtx *k);
 AmpCode amp_ew_sigmoid(AmpKernelCtx *k);

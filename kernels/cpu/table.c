@@ -161,5 +161,15 @@ const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
 
 /* The kernels that parse their attributes once, at prepare (AmpKernelPrepareFn). */
 const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
-    [AMP_OP_UNKNOWN] = NULL,
+    /* elementwise: activation.c */
+    [AMP_OP_LeakyRelu] = amp_ew_prepare_alpha,
+    [AMP_OP_Elu] = amp_ew_prepare_alpha,
+    [AMP_OP_Celu] = amp_ew_prepare_alpha,
+    [AMP_OP_ThresholdedRelu] = amp_ew_prepare_alpha,
+    [AMP_OP_Shrink] = amp_ew_prepare_shrink,
+    [AMP_OP_Selu] = amp_ew_prepare_selu,
+    [AMP_OP_HardSigmoid] = amp_ew_prepare_hard_sigmoid,
+    [AMP_OP_Gelu] = amp_ew_prepare_gelu,
+    [AMP_OP_Ms_GeluGrad] = amp_ew_prepare_gelu,
+    [AMP_OP_Ms_BiasGelu] = amp_ew_prepare_gelu,
 };

@@ -212,3 +212,36 @@ Test(sim, a_computed_reshape_target_is_read_back_once_per_run) {
     cr_assert_eq(amp_backend_sim_live(be), 0);
     amp_backend_close(be);
 }
+
+/* Opset 6 Add with broadcast=1 and axis=1 lines B (3) up with A's axis 1 of (2, 3, 4),
+ * which numpy's rule refuses: the shape function gives A's shape, as the kernel does
+ * (before, the shape function called it a broadcast error and the run failed). */
+Test(sim, legacy_broadcast_with_axis_runs) {
+    AmpBackend *be = open_sim();
+    AmpModel *m = rt_model(6);
+    AmpGraph *g = m->graph;
+    rt_input(g, "A", AMP_DT_FLOAT, "2,3,4");
+    rt_input(g, "B", AMP_DT_FLOAT, "3");
+    AmpNode *add = rt_node(g, "", "Add", "A,B", "Y");
+    amp_node_add_attr(add, "broadcast", AMP_ATTR_INT)->i = 1;
+    amp_node_add_attr(add, "axis", AMP_ATTR_INT)->i = 1;
+    rt_output(g, "Y", AMP_DT_FLOAT, "2,3,4");
+    AmpExec *e = NULL;
+    AmpStatus st = {0};
+    AmpExecOptions eo = {.backend = be};
+    cr_assert_eq(amp_exec_prepare(m, g, &eo, &e, &st), AMP_OK, "%s", st.msg);
+    float a[24] = {0}, b[3] = {1, 2, 3};
+    AmpNamedBuf ins[2] = {{"A", {.dtype = AMP_DT_FLOAT, .rank = 3, .dims = {2, 3, 4}, .nelem = 24, .data = a}},
+                          {"B", {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {3}, .nelem = 3, .data = b}}};
+    AmpBuf out;
+    cr_assert_eq(amp_exec_run(e, ins, 2, &out, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(out.rank, 3);
+    for (int i = 0; i < 24; i++) cr_assert_eq(((float *)out.data)[i], b[(i / 4) % 3]);
+    amp_buf_free(&out);
+    AmpExecMemory mem;
+    amp_exec_memory(e, &mem);
+    cr_assert_eq(mem.values_dynamic, 0, "Y is sized before the run");
+    amp_exec_free(e);
+    amp_model_free(m);
+    amp_backend_close(be);
+}
