@@ -172,4 +172,14 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_Gelu] = amp_ew_prepare_gelu,
     [AMP_OP_Ms_GeluGrad] = amp_ew_prepare_gelu,
     [AMP_OP_Ms_BiasGelu] = amp_ew_prepare_gelu,
+
+    /* elementwise: elementwise.c, unary.c, logic.c, dropout.c */
+
+    /* gemm: gemm.c, einsum.c; conv: conv.c, pool.c; norm: norm.c */
+
+    /* reduce: reduce.c, softmax.c, loss.c; train: optim.c; rnn: rnn.c */
+
+    /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
+
+    /* attention: attention.c, ms_attention.c, ms_train.c */
 };
