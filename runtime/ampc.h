@@ -163,6 +163,9 @@ typedef struct AmpSessionStats {
     size_t state_bytes;        /* bytes of the state entries */
     bool planned;              /* intermediates run from a planned arena */
     bool amp_applied;          /* AMP_AUTO rewrote the model at open */
+    size_t values_sized;       /* intermediates whose shapes were known before the last step ran */
+    size_t values_dynamic;     /* intermediates sized only when their node was reached */
+    size_t syncs;              /* last step: small values read back from the device to size nodes */
     const char *backend;       /* "cpu", "sim" */
 } AmpSessionStats;
 

@@ -334,6 +334,16 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     }
     out->planned = planned;
     out->intermediate_bytes = planned ? arena : peak;
+    amp_exec_memory(s->main, &mm);
+    out->values_sized = mm.values_sized;
+    out->values_dynamic = mm.values_dynamic;
+    out->syncs = mm.syncs;
+    for (size_t k = 0; k < s->n_alg; k++) {
+        amp_exec_memory(s->alg[k].exec, &mm);
+        out->values_sized += mm.values_sized;
+        out->values_dynamic += mm.values_dynamic;
+        out->syncs += mm.syncs;
+    }
     out->amp_applied = s->amp_applied;
     out->backend = s->be->name;
 }

@@ -502,6 +502,9 @@ int ampc_cmd_bench(const RunArgs *a) {
                ms[n - 1]);
         printf("peak memory %zu bytes (intermediates %zu + state %zu)\n", stats.intermediate_bytes + stats.state_bytes,
                stats.intermediate_bytes, stats.state_bytes);
+        printf("plan: %zu of %zu intermediates sized before the %s, %zu values read back per %s\n", stats.values_sized,
+               stats.values_sized + stats.values_dynamic, a->train ? "step" : "run", stats.syncs,
+               a->train ? "step" : "run");
         if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
     }
     free(ms);

@@ -110,6 +110,15 @@ Test(cli_run, bench_prints_times_and_memory) {
     cr_assert_eq(sscanf(t, "time per run: median %lf ms, min %lf ms, max %lf ms", &med, &lo, &hi), 3, "%s", r.out);
     cr_assert(lo >= 0 && lo <= med && med <= hi, "min %g, median %g, max %g", lo, med, hi);
     cr_assert_not_null(strstr(r.out, "peak memory "), "%s", r.out);
+    /* Every intermediate of the Add model is sized before the run: nothing read back. */
+    size_t sized = 0, all = 0, syncs = 9;
+    const char *p = strstr(r.out, "plan: ");
+    cr_assert_not_null(p, "%s", r.out);
+    cr_assert_eq(sscanf(p, "plan: %zu of %zu intermediates sized before the run, %zu values read back", &sized, &all,
+                        &syncs),
+                 3, "%s", r.out);
+    cr_assert_eq(sized, all, "%s", r.out);
+    cr_assert_eq(syncs, 0, "%s", r.out);
     cr_assert_not_null(strstr(r.out, "intermediates "), "%s", r.out);
     cr_assert_not_null(strstr(r.out, "+ state "), "%s", r.out);
     cr_assert_null(strstr(r.out, "output '"), "bench prints no outputs: %s", r.out);
