@@ -120,6 +120,10 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
     }
     if (!rc) rc = amp_session_build_state(s, st);
     if (!rc) rc = run_initialization(s, &eo, st);
+    /* Every weight on the device now, once: a backend without room for them fails the
+     * open, not the first step. */
+    if (!rc) rc = amp_exec_reset(s->main, st);
+    for (size_t k = 0; !rc && k < s->n_alg; k++) rc = amp_exec_reset(s->alg[k].exec, st);
     if (!rc) rc = amp_session_build_io(s, st);
     if (rc) {
         amp_session_close(s);
