@@ -722,8 +722,11 @@ void amp_exec_buf_free(const AmpExec *e, AmpBuf *b) {
 
 AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {
     size_t bytes = 0;
-    if (!b || b->nelem < 1 || !amp_tensor_expected_bytes(b->dtype, 1, &bytes) || bytes > 8)
-        return amp_fail(st, AMP_ERR_INPUT, "%s must hold an integer or bool element", what);
+    /* A float trip count of 3.0 is not 3 iterations, nor an empty tensor any number. */
+    if (!b || b->nelem < 1 || amp_dtype_is_float(b->dtype) || !amp_tensor_expected_bytes(b->dtype, 1, &bytes) ||
+        bytes > 8 || b->dtype == AMP_DT_STRING)
+        return amp_fail(st, AMP_ERR_INPUT, "%s must hold an integer or bool element, not %s[%llu]", what,
+                        b ? amp_dtype_name(b->dtype) : "nothing", b ? (unsigned long long)b->nelem : 0ull);
     uint64_t raw = 0; /* element 0, copied out of the device */
     AmpCode rc = e->be->copy_out(e->be, &raw, b->data, bytes, st);
     if (rc) return rc;

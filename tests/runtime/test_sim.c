@@ -245,3 +245,55 @@ Test(sim, legacy_broadcast_with_axis_runs) {
     amp_model_free(m);
     amp_backend_close(be);
 }
+
+/* Loop's trip count is read back from the device as one integer element: an empty M, or
+ * a float M (3.0 is not three iterations), is an input error naming the node, never a
+ * read past the tensor or a silent zero (issue "Hostile inputs, round 2", point 4). */
+static AmpCode run_loop_with_m(AmpBackend *be, int dtype, int64_t n_m, const void *m_data, AmpStatus *st) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "X", AMP_DT_FLOAT, "3");
+    rt_init(g, "M", dtype, 1, I64s(n_m), m_data);
+    AmpNode *loop = rt_node(g, "", "Loop", "M,,X", "ACC");
+    AmpGraph *body = amp_graph_new(m, g);
+    rt_input(body, "i", AMP_DT_INT64, "");
+    rt_input(body, "cond_in", AMP_DT_BOOL, "");
+    rt_input(body, "acc", AMP_DT_FLOAT, "3");
+    rt_node(body, "", "Identity", "cond_in", "cond_out");
+    rt_node(body, "", "Add", "acc,acc", "acc_out");
+    rt_output(body, "cond_out", AMP_DT_BOOL, "");
+    rt_output(body, "acc_out", AMP_DT_FLOAT, "3");
+    rt_attr_graph(loop, "body", body);
+    rt_output(g, "ACC", AMP_DT_FLOAT, "3");
+    AmpExec *e = NULL;
+    AmpExecOptions eo = {.backend = be};
+    AmpCode rc = amp_exec_prepare(m, g, &eo, &e, st);
+    float x[3] = {1, 2, 3};
+    AmpNamedBuf in = {"X", {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {3}, .nelem = 3, .data = x}};
+    AmpBuf out = {0};
+    if (!rc) rc = amp_exec_run(e, &in, 1, &out, st);
+    if (!rc) {
+        for (int i = 0; i < 3; i++) cr_assert_float_eq(((float *)out.data)[i], 8 * x[i], 0, "three doublings");
+        amp_buf_free(&out);
+    }
+    amp_exec_free(e);
+    amp_model_free(m);
+    return rc;
+}
+
+Test(sim, loop_trip_count_must_be_one_integer) {
+    AmpBackend *be = open_sim();
+    AmpStatus st = {0};
+    const int64_t three = 3;
+    cr_assert_eq(run_loop_with_m(be, AMP_DT_INT64, 1, &three, &st), AMP_OK, "%s", st.msg);
+    const float three_f = 3.0f;
+    amp_status_clear(&st);
+    cr_assert_eq(run_loop_with_m(be, AMP_DT_FLOAT, 1, &three_f, &st), AMP_ERR_INPUT);
+    cr_assert_not_null(strstr(st.msg, "trip count"), "%s", st.msg);
+    cr_assert_not_null(strstr(st.msg, "Loop"), "%s", st.msg);
+    amp_status_clear(&st);
+    cr_assert_eq(run_loop_with_m(be, AMP_DT_INT64, 0, &three, &st), AMP_ERR_INPUT);
+    cr_assert_not_null(strstr(st.msg, "int64[0]"), "%s", st.msg);
+    cr_assert_eq(amp_backend_sim_live(be), 0);
+    amp_backend_close(be);
+}
