@@ -92,6 +92,17 @@ static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *b
             if (rc) return rc;
         }
     }
+    /* A rank the runtime's tensors cannot hold is refused here, once, so no caller copies
+     * more dims than AmpBuf / AmpTensorView have (a model's rank-64 input used to). */
+    for (int io = 0; io < 2; io++) {
+        const AmpValueInfoList *l = io ? &g->outputs : &g->inputs;
+        for (size_t i = 0; i < l->n; i++) {
+            const AmpType *t = &l->items[i].value->type;
+            if (t->kind == AMP_TYPE_TENSOR && t->rank > AMP_MAX_RANK)
+                return amp_fail(st, AMP_ERR_UNSUPPORTED, "graph %s '%s' has rank %d; the runtime takes up to %d",
+                                io ? "output" : "input", l->items[i].value->name, t->rank, AMP_MAX_RANK);
+        }
+    }
     for (size_t i = 0; i < g->inputs.n; i++)
         if (g->inputs.items[i].value->type.kind == AMP_TYPE_OTHER)
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "graph input '%s': sequence, map and optional values are not supported",

@@ -144,6 +144,9 @@ static bool noted(const char *param) {
 static AmpCode random_input(const RunArgs *a, const AmpIoInfo *info, uint64_t *rng, Inputs *in, AmpStatus *st) {
     if (info->rank < 0)
         return amp_fail(st, AMP_ERR_USAGE, "input '%s' has no shape in the model: give its data with --inputs", info->name);
+    if (info->rank > AMP_TENSOR_MAX_RANK)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "input '%s' has rank %d; the runtime takes up to %d", info->name,
+                        info->rank, AMP_TENSOR_MAX_RANK);
     AmpTensorView v = {.name = info->name, .dtype = info->dtype, .rank = info->rank};
     uint64_t n = 1;
     for (int d = 0; d < info->rank; d++) {

@@ -318,3 +318,21 @@ Test(session, index_inputs_know_their_range) {
     cr_assert_not(amp_session_input_info(s, AMP_MODE_RUN, 1, &info));
     amp_session_close(s);
 }
+
+/* A graph input or output of a rank the runtime's tensors cannot hold (AMP_MAX_RANK) is
+ * refused at open, naming it: nothing downstream copies more dims than it has room for
+ * (issue "Hostile inputs, round 2", point 1: a rank-64 input overflowed dims[8]). */
+Test(session, ranks_over_the_limit_are_refused_at_open) {
+    for (int out = 0; out < 2; out++) {
+        AmpModel *m = rt_model(17);
+        rt_input(m->graph, "X", AMP_DT_FLOAT, out ? "1,1" : "1,1,1,1,1,1,1,1,1");
+        rt_node(m->graph, "", "Relu", "X", "Y");
+        rt_output(m->graph, "Y", AMP_DT_FLOAT, out ? "1,1,1,1,1,1,1,1,1" : "1,1,1,1,1,1,1,1,1");
+        AmpSession *s = NULL;
+        AmpStatus st = {0};
+        cr_assert_eq(rt_open(m, NULL, &s, &st), AMP_ERR_UNSUPPORTED, "%s", st.msg);
+        cr_assert_null(s);
+        cr_assert_not_null(strstr(st.msg, out ? "graph output 'Y' has rank 9" : "graph input 'X' has rank 9"), "%s",
+                           st.msg);
+    }
+}
