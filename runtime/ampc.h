@@ -61,6 +61,12 @@ typedef struct AmpSessionOptions {
     bool ignore_env;        /* read no environment variable: NULL fields take defaults */
     uint64_t seed;          /* random state of Dropout and friends (0: a fixed default) */
     bool no_plan;           /* no memory arena: every intermediate allocated alone */
+    /* Caps on work (0: none). A Loop or Scan node past max_iterations iterations in one
+     * run, or a run or training step past timeout_seconds (checked between nodes and
+     * between iterations: one long kernel is not cut short), stops with
+     * AMP_ERR_UNSUPPORTED naming the cap; the session stays usable. */
+    uint64_t max_iterations;
+    double timeout_seconds;
 } AmpSessionOptions;
 
 /* Opens a model file (external data beside it; "-": standard input, read to its end, with

@@ -5,6 +5,7 @@
  * from those sizes and the values' live intervals, falling back to a separate buffer (and
  * planning again) when a size grows. If / Loop live in exec_ctrl.c. */
 #include <stdint.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -731,6 +732,18 @@ void amp_exec_buf_free(const AmpExec *e, AmpBuf *b) {
     b->data = NULL;
 }
 
+double amp_exec_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st) {
+    const double *d = e->opt.deadline;
+    if (!d || *d <= 0 || amp_exec_clock() <= *d) return AMP_OK;
+    return amp_fail(st, AMP_ERR_UNSUPPORTED, "the run took longer than its time limit (timeout_seconds, --timeout)");
+}
+
 AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {
     size_t bytes = 0;
     /* A float trip count of 3.0 is not 3 iterations, nor an empty tensor any number. */
@@ -1065,7 +1078,11 @@ static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBu
 
     AmpBuf scratch[16];
     memset(scratch, 0, sizeof scratch);
-    for (size_t i = 0; i < e->n_nodes && !rc; i++) rc = run_node(e, i, scratch, st);
+    for (size_t i = 0; i < e->n_nodes && !rc; i++) {
+        /* The clock costs about 20 ns: read it every 32 nodes (and every iteration). */
+        if (!(i & 31) && (rc = amp_exec_check_deadline(e, st))) break;
+        rc = run_node(e, i, scratch, st);
+    }
     if (!rc && outputs) rc = give_outputs(e, outputs, !on_device, st);
     if (rc) return rc;
     /* Plan again for the next run when something did not fit, or when nothing could be

@@ -29,7 +29,14 @@ typedef struct AmpExecOptions {
     AmpBackend *backend;        /* NULL: the CPU backend (borrowed: outlives the executor) */
     uint64_t *rng;              /* shared RNG state (a session's); NULL: the executor's own */
     bool no_plan;               /* never build an arena: every intermediate is allocated alone */
+    uint64_t max_iterations;    /* a Loop / Scan node stops past this many iterations (0: no cap) */
+    /* A CLOCK_MONOTONIC time in seconds past which a run stops between nodes (*deadline
+     * 0: none); shared, like rng, by the executors of one session, which sets it per run. */
+    const double *deadline;
 } AmpExecOptions;
+
+/* Seconds on CLOCK_MONOTONIC (for AmpExecOptions.deadline). */
+double amp_exec_clock(void);
 
 /* Prepares g (a graph of m) for running: every node gets its kernel, or the call fails
  * with AMP_ERR_UNSUPPORTED naming the first op the backend cannot run. */

@@ -111,6 +111,7 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
         goto done;
     for (int k = 0; k < n_carried && !rc; k++) rc = amp_exec_copy_buf(e, in[k + 2], &carried[k], st);
     for (int64_t it = 0; !rc && it < max_trip && cond; it++) {
+        if ((rc = amp_exec_check_iterations(e, n, (uint64_t)it, st)) || (rc = amp_exec_check_deadline(e, st))) break;
         int64_t iter_val = it;
         uint8_t cond_val = cond;
         if ((rc = e->be->copy_in(e->be, iter_dev.data, &iter_val, sizeof iter_val, st)) ||
@@ -172,6 +173,13 @@ done:
     amp_exec_buf_free(e, &cond_dev);
     free(bin), free(carried), free(bout), free(scans);
     return rc;
+}
+
+AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t done, AmpStatus *st) {
+    uint64_t cap = e->opt.max_iterations;
+    if (!cap || done < cap) return AMP_OK;
+    return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): more than %llu iterations (max_iterations, --max-iterations)",
+                    n->name ? n->name : "", n->op_type, (unsigned long long)cap);
 }
 
 /* Reads an ints attribute entry, default `dflt` when the attribute or entry is absent. */
@@ -240,6 +248,7 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
         rc = amp_exec_alloc_like(e, &shape, sl, st);
     }
     for (int64_t t = 0; !rc && t < L; t++) {
+        if ((rc = amp_exec_check_iterations(e, n, (uint64_t)t, st)) || (rc = amp_exec_check_deadline(e, st))) break;
         for (int j = 0; j < M; j++) {
             const AmpBuf *x = in[N + j];
             int64_t at = attr_int_at(n, "scan_input_directions", (size_t)j, 0) ? L - 1 - t : t;

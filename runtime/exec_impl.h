@@ -118,6 +118,10 @@ void amp_exec_buf_free(const AmpExec *e, AmpBuf *b);
 /* Reads element 0 of an integer or bool device buffer (copied out); AMP_ERR_INPUT when
  * it holds no element. `what` names it in messages. */
 AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st);
+/* AMP_ERR_UNSUPPORTED once the run's deadline (AmpExecOptions.deadline) has passed. */
+AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st);
+/* AMP_ERR_UNSUPPORTED naming node n once it has run more than the cap's iterations. */
+AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t done, AmpStatus *st);
 /* Stores a device buffer as output k of node n; takes b. */
 void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b);
 

@@ -104,7 +104,12 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
         amp_infer_model(m, &ignored);
         rc = amp_backend_open(cfg->backend, &s->be, st);
     }
-    AmpExecOptions eo = {.backend = s->be, .rng = &s->rng, .no_plan = opt->no_plan};
+    s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
+    AmpExecOptions eo = {.backend = s->be,
+                         .rng = &s->rng,
+                         .no_plan = opt->no_plan,
+                         .max_iterations = opt->max_iterations,
+                         .deadline = &s->deadline};
     if (!rc) rc = amp_exec_prepare(m, m->graph, &eo, &s->main, st);
     size_t n_alg = 0;
     for (size_t i = 0; !rc && i < m->n_training; i++) n_alg += m->training[i].algorithm != NULL;
@@ -258,6 +263,7 @@ static AmpCode begin(AmpSession *s, AmpMode mode, const AmpTensorView *inputs, s
     *idx = calloc(room ? room : 1, sizeof **idx);
     if (!*named || !*idx) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     AmpCode rc = amp_session_check_inputs(s, mode, inputs, n_inputs, *named, st);
+    s->deadline = s->timeout > 0 ? amp_exec_clock() + s->timeout : 0;
     return rc ? rc : amp_session_resolve_outputs(s, mode, names, n_outputs, *idx, n_idx, st);
 }
 

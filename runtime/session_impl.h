@@ -55,6 +55,8 @@ struct AmpSession {
     size_t n_state;
     IoList io[2]; /* by AmpMode */
     uint64_t rng, steps;
+    double deadline;       /* this run's, on amp_exec_clock (0: no timeout) */
+    double timeout;        /* AmpSessionOptions.timeout_seconds */
     bool amp_applied;
 };
 

@@ -154,12 +154,12 @@ static void print_help(FILE *f) {
             "summary\n"
             "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
             "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
-            "                      [--save-state FILE]\n"
+            "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory;\n"
             "                                     a loss-scaled model: the scale, skipped steps\n"
             "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--inputs DIR] [--backend B]\n"
-            "                      [--seed S] [--dim NAME=VALUE]\n"
+            "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
             "                                     time W+N inference runs (or training steps);\n"
             "                                     print the median, min, max and peak memory\n"
             "       ampc --help | --version\n"
@@ -576,6 +576,8 @@ static unsigned option_commands(int val) {
     case OPT_INPUTS:
     case OPT_BACKEND:
     case OPT_SEED:
+    case OPT_MAX_ITERATIONS:
+    case OPT_TIMEOUT:
     case OPT_DIM: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:
@@ -617,6 +619,20 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
         if (errno || end == arg || *end || arg[0] == '-')
             return usage_error("--seed '%s': expected a non-negative whole number", arg);
         r->seed = (uint64_t)v;
+        return AMP_OK;
+    }
+    case OPT_MAX_ITERATIONS: {
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-' || v == 0)
+            return usage_error("--max-iterations '%s': expected a whole number of at least 1", arg);
+        r->max_iterations = (uint64_t)v;
+        return AMP_OK;
+    }
+    case OPT_TIMEOUT: {
+        double v = strtod(arg, &end);
+        if (errno || end == arg || *end || !(v > 0) || v > 1e9)
+            return usage_error("--timeout '%s': expected a number of seconds above 0", arg);
+        r->timeout = v;
         return AMP_OK;
     }
     case OPT_BACKEND:

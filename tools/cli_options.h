@@ -96,6 +96,12 @@
              "run, bench: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, "   \
              "else CUDA when available, else the CPU; sim: the device simulator of the tests, " \
              "the CPU kernels behind memory the runtime cannot read)")                          \
+    AMPC_OPT(MAX_ITERATIONS, "max-iterations", 0, 1, "N",                                      \
+             "run, bench: stop (exit 3) when a Loop or Scan node runs more than N iterations "  \
+             "in one run (default: no cap; a Loop's trip count can be 2^63)")                  \
+    AMPC_OPT(TIMEOUT, "timeout", 0, 1, "SECONDS",                                               \
+             "run, bench: stop (exit 3) a run or training step that takes longer than SECONDS " \
+             "(checked between nodes and Loop iterations)")                                     \
     AMPC_OPT(SEED, "seed", 0, 1, "S",                                                           \
              "run, bench: seed of the random inputs and of Dropout")                            \
     AMPC_OPT(DIM, "dim", 0, 1, "NAME=VALUE",                                                    \

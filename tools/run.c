@@ -373,7 +373,10 @@ static AmpCode prepare_inputs(const RunArgs *a, const AmpSession *s, AmpMode mod
 }
 
 static AmpSessionOptions session_options(const RunArgs *a) {
-    AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend, .seed = a->seed};
+    AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend,
+                            .seed = a->seed,
+                            .max_iterations = a->max_iterations,
+                            .timeout_seconds = a->timeout};
     return so;
 }
 

@@ -15,6 +15,8 @@ typedef struct RunArgs {
     const char *inputs;  /* --inputs DIR, or NULL */
     int backend;         /* AmpBackendKind */
     uint64_t seed;
+    uint64_t max_iterations; /* --max-iterations N, 0: no cap */
+    double timeout;          /* --timeout SECONDS, 0: none */
     const char *loss;    /* --loss NAME, or NULL */
     const char *load_state, *save_state; /* checkpoint files, or NULL */
     const char *dims[AMPC_RUN_MAX_DIMS]; /* --dim NAME=VALUE, as given */

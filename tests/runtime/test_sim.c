@@ -297,3 +297,54 @@ Test(sim, loop_trip_count_must_be_one_integer) {
     cr_assert_eq(amp_backend_sim_live(be), 0);
     amp_backend_close(be);
 }
+
+/* The caps on work: a Loop of 2^40 iterations stops past max_iterations, and past the
+ * run's deadline, naming the cap, and give every buffer back. */
+static AmpModel *big_loop(void) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "X", AMP_DT_FLOAT, "3");
+    const int64_t huge = (int64_t)1 << 40;
+    rt_init(g, "M", AMP_DT_INT64, 0, NULL, &huge);
+    AmpNode *loop = rt_node(g, "", "Loop", "M,,X", "ACC");
+    AmpGraph *body = amp_graph_new(m, g);
+    rt_input(body, "i", AMP_DT_INT64, "");
+    rt_input(body, "cond_in", AMP_DT_BOOL, "");
+    rt_input(body, "acc", AMP_DT_FLOAT, "3");
+    rt_node(body, "", "Identity", "cond_in", "cond_out");
+    rt_node(body, "", "Identity", "acc", "acc_out");
+    rt_output(body, "cond_out", AMP_DT_BOOL, "");
+    rt_output(body, "acc_out", AMP_DT_FLOAT, "3");
+    rt_attr_graph(loop, "body", body);
+    rt_output(g, "ACC", AMP_DT_FLOAT, "3");
+    return m;
+}
+
+Test(sim, caps_on_iterations_and_time) {
+    AmpBackend *be = open_sim();
+    AmpModel *m = big_loop();
+    float x[3] = {1, 2, 3};
+    AmpNamedBuf in = {"X", {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {3}, .nelem = 3, .data = x}};
+    AmpBuf out;
+    AmpStatus st = {0};
+    AmpExec *e = NULL;
+    AmpExecOptions eo = {.backend = be, .max_iterations = 100};
+    cr_assert_eq(amp_exec_prepare(m, m->graph, &eo, &e, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_exec_run(e, &in, 1, &out, &st), AMP_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(st.msg, "more than 100 iterations"), "%s", st.msg);
+    amp_exec_free(e);
+    /* A deadline 50 ms away stops the same loop within a second. */
+    double deadline = 0;
+    eo = (AmpExecOptions){.backend = be, .deadline = &deadline};
+    cr_assert_eq(amp_exec_prepare(m, m->graph, &eo, &e, &st), AMP_OK, "%s", st.msg);
+    double t0 = amp_exec_clock();
+    deadline = t0 + 0.05;
+    amp_status_clear(&st);
+    cr_assert_eq(amp_exec_run(e, &in, 1, &out, &st), AMP_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(st.msg, "time limit"), "%s", st.msg);
+    cr_assert_lt(amp_exec_clock() - t0, 1.0, "the loop ran on past its deadline");
+    amp_exec_free(e);
+    amp_model_free(m);
+    cr_assert_eq(amp_backend_sim_live(be), 0, "a stopped run gives every buffer back");
+    amp_backend_close(be);
+}

@@ -175,7 +175,8 @@ Test(cli_run, run_usage_errors) {
     const char *bad[][4] = {
         {"--steps", "0"}, {"--steps", "x"}, {"--backend", "tpu"}, {"--dim", "N"}, {"--dim", "=3"},
         {"--dim", "N=-1"}, {"--seed", "-1"}, {"-o", "x.onnx"}, {"--passes", "none"},
-        {"--outputs", ""}, {"--iters", "3"}, {"--train", NULL},
+        {"--outputs", ""}, {"--iters", "3"}, {"--train", NULL}, {"--max-iterations", "0"},
+        {"--max-iterations", "-2"}, {"--timeout", "0"}, {"--timeout", "-1"}, {"--timeout", "soon"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Run r = run_ampc("run", ADD_MODEL, bad[i][0], bad[i][1], NULL);
