@@ -66,7 +66,9 @@ AmpBackend *amp_backend_cpu(void);
 /* The device simulator: the CPU kernels behind memory the interpreter cannot dereference.
  * Its pointers are host addresses moved out of the canonical range, so a stray host read
  * of one faults (and sanitizers name it); its kernels and copies translate them, and
- * refuse a host pointer where a device one belongs. Counts its live allocations. */
+ * refuse a host pointer where a device one belongs. Counts its live allocations. For the
+ * tests of the fallback, AMP_SIM_LACKS=Op,Op,... (read at open) names ops it claims to
+ * have no kernel for. */
 AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st);
 /* Live allocations of a sim instance (0 after everything was freed); SIZE_MAX if be is
  * not the simulator. */

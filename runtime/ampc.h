@@ -67,6 +67,9 @@ typedef struct AmpSessionOptions {
      * AMP_ERR_UNSUPPORTED naming the cap; the session stays usable. */
     uint64_t max_iterations;
     double timeout_seconds;
+    /* A node the backend has no kernel for runs on the CPU, with copies around it (the
+     * default; amp_session_stats names those ops); no_fallback makes it an error at open. */
+    bool no_fallback;
 } AmpSessionOptions;
 
 /* Opens a model file (external data beside it; "-": standard input, read to its end, with
@@ -172,6 +175,9 @@ typedef struct AmpSessionStats {
     size_t values_sized;       /* intermediates whose shapes were known before the last step ran */
     size_t values_dynamic;     /* intermediates sized only when their node was reached */
     size_t syncs;              /* last step: small values read back from the device to size nodes */
+    size_t fallback_nodes;     /* nodes the backend lacks, run on the CPU with copies around them */
+    const char *fallback_ops;  /* their op types and counts, "Relu x3, Conv x1" ("" when none);
+                                  valid until the next call or close */
     const char *backend;       /* "cpu", "sim" */
 } AmpSessionStats;
 

@@ -78,18 +78,29 @@ static bool backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n
     return be->supports(be, n, amp_model_opset(m, n->domain), dts);
 }
 
+/* The backend that runs n: be, else the fallback, else NULL (neither has a kernel). */
+static AmpBackend *node_backend(AmpBackend *be, AmpBackend *fallback, const AmpModel *m, const AmpNode *n) {
+    if (backend_supports(be, m, n)) return be;
+    return fallback && fallback != be && backend_supports(fallback, m, n) ? fallback : NULL;
+}
+
 /* Every node of g and of its bodies has a kernel (or is run here), else the first that
  * has none is named: so an unsupported model fails at prepare, not halfway through. */
-static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *be, AmpStatus *st) {
+static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *be, AmpBackend *fallback,
+                             AmpStatus *st) {
     for (AmpNode *n = g->first; n; n = n->next) {
-        if (!is_control_flow(n->op) && !backend_supports(be, m, n))
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it",
+        if (!is_control_flow(n->op) && !node_backend(be, fallback, m, n))
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it%s",
                             nname(n), n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
-                            n->op_type ? n->op_type : "", be->name);
+                            n->op_type ? n->op_type : "", be->name,
+                            !fallback && be != amp_backend_cpu() && backend_supports(amp_backend_cpu(), m, n)
+                                ? " (the CPU has one: without --no-fallback it runs there)"
+                                : "");
         for (size_t k = 0; k < n->n_attrs; k++) {
             AmpCode rc = AMP_OK;
-            if (n->attrs[k].g) rc = check_kernels(m, n->attrs[k].g, be, st);
-            for (size_t j = 0; !rc && j < n->attrs[k].n_graphs; j++) rc = check_kernels(m, n->attrs[k].graphs[j], be, st);
+            if (n->attrs[k].g) rc = check_kernels(m, n->attrs[k].g, be, fallback, st);
+            for (size_t j = 0; !rc && j < n->attrs[k].n_graphs; j++)
+                rc = check_kernels(m, n->attrs[k].graphs[j], be, fallback, st);
             if (rc) return rc;
         }
     }
@@ -132,6 +143,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     size_t nn = e->n_nodes ? e->n_nodes : 1, nv = e->n_values ? e->n_values : 1;
     e->nodes = calloc(nn, sizeof *e->nodes);
     e->kernels = calloc(nn, sizeof *e->kernels);
+    e->node_be = calloc(nn, sizeof *e->node_be);
     e->opsets = calloc(nn, sizeof *e->opsets);
     e->slots = calloc(nv, sizeof *e->slots);
     e->vflags = calloc(nv, sizeof *e->vflags);
@@ -148,7 +160,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->pshape = calloc(nv, sizeof *e->pshape);
     e->pknown = calloc(nv, sizeof *e->pknown);
     e->host_in = calloc(nv, sizeof *e->host_in);
-    if (!e->nodes || !e->kernels || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
+    if (!e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
         !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig || !e->pshape || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
@@ -175,7 +187,15 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
             for (size_t j = 0; j < n->attrs[k].n_graphs; j++) mark_outer_uses(e, n->attrs[k].graphs[j], (int)i);
         }
         if (is_control_flow(n->op)) continue;
-        AmpCode rc = e->be->prepare_node(e->be, n, e->opsets[i], &e->kernels[i], st);
+        AmpBackend *nb = node_backend(e->be, e->opt.fallback, m, n);
+        if (!nb) { /* check_kernels said otherwise: a body met later, say */
+            amp_exec_free(e);
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the %s backend has no kernel for it", nname(n),
+                            n->op_type, e->be->name);
+        }
+        e->node_be[i] = nb;
+        e->n_fallback += nb != e->be;
+        AmpCode rc = nb->prepare_node(nb, n, e->opsets[i], &e->kernels[i], st);
         if (rc) {
             amp_exec_free(e);
             return rc;
@@ -202,7 +222,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
 AmpCode amp_exec_prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec **out, AmpStatus *st) {
     *out = NULL;
     AmpBackend *be = opt && opt->backend ? opt->backend : amp_backend_cpu();
-    AmpCode rc = check_kernels(m, g, be, st);
+    AmpCode rc = check_kernels(m, g, be, opt ? opt->fallback : NULL, st);
     return rc ? rc : prepare(m, g, opt, NULL, out, st);
 }
 
@@ -215,7 +235,7 @@ static AmpCode prepare_scoped(AmpExec *prev, AmpGraph *g, const AmpExecOptions *
     AmpExecOptions o = opt ? *opt : prev->opt;
     if (!o.backend) o.backend = prev->be;
     if (!o.rng) o.rng = prev->rng;
-    AmpCode rc = check_kernels(prev->m, g, o.backend, st);
+    AmpCode rc = check_kernels(prev->m, g, o.backend, o.fallback, st);
     return rc ? rc : prepare(prev->m, g, &o, prev, out, st);
 }
 
@@ -275,12 +295,14 @@ void amp_exec_free(AmpExec *e) {
         c = next;
     }
     for (size_t i = 0; e->slots && i < e->n_values; i++) amp_exec_slot_clear(e, &e->slots[i]);
-    for (size_t i = 0; e->kernels && i < e->n_nodes; i++)
-        if (e->be->release_node && (e->kernels[i].fn || e->kernels[i].impl)) e->be->release_node(e->be, &e->kernels[i]);
+    for (size_t i = 0; e->kernels && e->node_be && i < e->n_nodes; i++) {
+        AmpBackend *nb = e->node_be[i];
+        if (nb && nb->release_node) nb->release_node(nb, &e->kernels[i]);
+    }
     for (size_t i = 0; e->dinit && e->dinit_owned && i < e->n_values; i++)
         if (e->dinit_owned[i]) e->be->free(e->be, e->dinit[i].data);
     if (e->off) free_arena(e);
-    free(e->nodes), free(e->kernels), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
+    free(e->nodes), free(e->kernels), free(e->node_be), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
     free(e->pshape), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
@@ -297,6 +319,7 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
     out->values_dynamic = e->n_unknown;
     out->late_nodes = e->n_late;
     out->syncs = e->n_syncs;
+    out->fallback_nodes = e->n_fallback;
     for (const AmpExec *c = e->children; c; c = c->next_sibling) {
         AmpExecMemory cm;
         amp_exec_memory(c, &cm);
@@ -306,6 +329,7 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
         out->values_dynamic += cm.values_dynamic;
         out->late_nodes += cm.late_nodes;
         out->syncs += cm.syncs;
+        out->fallback_nodes += cm.fallback_nodes;
     }
 }
 
@@ -960,6 +984,125 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
     return AMP_OK;
 }
 
+/* ---- the fallback: a node the backend lacks, on the CPU ----------------------------
+ * Its inputs are copied out of the device into host buffers, the kernel runs on the
+ * fallback backend (host memory) into host copies of its placed outputs, which are then
+ * copied in; an output it sizes itself (a data-dependent shape) gets its device buffer
+ * from the executor and a host shadow, copied in after the kernel. */
+
+typedef struct FbAlloc {
+    AllocCtx *ac;
+    AmpBackend *fb;
+    AmpBuf *hout;             /* host copies of the placed outputs */
+    AmpBuf shadow[16];        /* outputs the kernel asked for: host side ... */
+    AmpBuf *dev[16];          /* ... and the device buffer the executor gave it */
+} FbAlloc;
+
+static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+    FbAlloc *f = ctx;
+    const AmpNode *n = f->ac->n;
+    if (index < 0 || index >= 16 || index >= n->n_outputs) {
+        amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", nname(n), n->op_type, index,
+                 n->n_outputs);
+        return NULL;
+    }
+    if (f->ac->placed[index]) {
+        const AmpBuf *p = &f->hout[index];
+        if (dtype != p->dtype || rank != p->rank || (rank > 0 && memcmp(dims, p->dims, (size_t)rank * sizeof *dims))) {
+            amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): the kernel made output %d in another shape than its "
+                     "shape function", nname(n), n->op_type, index);
+            return NULL;
+        }
+        return &f->hout[index];
+    }
+    AmpBuf *d = exec_alloc(f->ac, index, dtype, rank, dims, st);
+    if (!d) return NULL;
+    if (f->shadow[index].data) f->fb->free(f->fb, f->shadow[index].data);
+    f->shadow[index] = *d;
+    if (!(f->shadow[index].data = f->fb->alloc(f->fb, amp_buf_bytes(d)))) {
+        amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    f->dev[index] = d;
+    return &f->shadow[index];
+}
+
+static AmpCode run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st) {
+    AmpBackend *fb = e->node_be[i], *be = e->be;
+    const AmpNode *n = k->node;
+    AmpBuf hin[64], hout[16];
+    const AmpBuf *hinp[64];
+    FbAlloc fa = {.ac = ac, .fb = fb, .hout = hout};
+    AmpCode rc = AMP_OK;
+    int n_in = 0, n_out = 0;
+    for (; n_in < k->n_in && !rc; n_in++) {
+        hinp[n_in] = NULL;
+        hin[n_in].data = NULL;
+        if (!k->in[n_in]) continue;
+        hin[n_in] = *k->in[n_in];
+        size_t bytes = amp_buf_bytes(&hin[n_in]);
+        if (!(hin[n_in].data = fb->alloc(fb, bytes))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        else if (bytes) rc = be->copy_out(be, hin[n_in].data, k->in[n_in]->data, bytes, st);
+        hinp[n_in] = &hin[n_in];
+    }
+    for (; n_out < k->n_out && !rc; n_out++) {
+        hout[n_out] = k->out[n_out];
+        if (!hout[n_out].data) continue;
+        if (!(hout[n_out].data = fb->alloc(fb, amp_buf_bytes(&hout[n_out]))))
+            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    if (!rc) {
+        AmpKernelCtx hk = *k;
+        hk.in = hinp;
+        hk.out = hout;
+        hk.alloc = fallback_alloc;
+        hk.alloc_ctx = &fa;
+        rc = fb->run_node(fb, &e->kernels[i], &hk);
+    }
+    for (int o = 0; o < n_out && !rc; o++)
+        if (k->out[o].data) rc = be->copy_in(be, k->out[o].data, hout[o].data, amp_buf_bytes(&hout[o]), st);
+    for (int o = 0; o < 16 && !rc; o++)
+        if (fa.dev[o]) rc = be->copy_in(be, fa.dev[o]->data, fa.shadow[o].data, amp_buf_bytes(fa.dev[o]), st);
+    for (int j = 0; j < n_in; j++)
+        if (hinp[j] && hin[j].data) fb->free(fb, hin[j].data);
+    for (int o = 0; o < n_out; o++)
+        if (k->out[o].data && hout[o].data) fb->free(fb, hout[o].data);
+    for (int o = 0; o < 16; o++)
+        if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
+    (void)n;
+    return rc;
+}
+
+void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len) {
+    if (!len) return;
+    buf[0] = '\0';
+    size_t at = 0;
+    /* Op types in first-met order, each with its count over e and its bodies. */
+    const AmpExec *stack[64];
+    int sp = 0;
+    const char *seen[64];
+    size_t count[64];
+    int n_seen = 0;
+    stack[sp++] = e;
+    while (sp) {
+        const AmpExec *x = stack[--sp];
+        for (size_t i = 0; i < x->n_nodes; i++) {
+            if (!x->node_be[i] || x->node_be[i] == x->be) continue;
+            const char *op = x->nodes[i]->op_type ? x->nodes[i]->op_type : "?";
+            int j = 0;
+            while (j < n_seen && strcmp(seen[j], op) != 0) j++;
+            if (j == n_seen && n_seen < 64) seen[n_seen] = op, count[n_seen++] = 0;
+            if (j < n_seen) count[j]++;
+        }
+        for (const AmpExec *c = x->children; c && sp < 64; c = c->next_sibling) stack[sp++] = c;
+    }
+    for (int j = 0; j < n_seen && at + 1 < len; j++) {
+        int w = snprintf(buf + at, len - at, "%s%s x%zu", j ? ", " : "", seen[j], count[j]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
 static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
     const AmpBuf *inbuf[64];
@@ -997,7 +1140,7 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
             .training = e->opt.training,
             .st = st,
         };
-        rc = e->be->run_node(e->be, &e->kernels[i], &k);
+        rc = e->node_be[i] == e->be ? e->be->run_node(e->be, &e->kernels[i], &k) : run_fallback(e, i, &k, &ac, st);
     }
     for (int k = 0; k < n->n_outputs; k++)
         if (scratch[k].data) e->be->free(e->be, scratch[k].data), scratch[k].data = NULL;

@@ -27,6 +27,10 @@ typedef struct AmpExecOptions {
     bool training;              /* Dropout masks and BatchNorm statistics as in training */
     uint64_t seed;              /* for ops that draw random numbers (when rng is NULL) */
     AmpBackend *backend;        /* NULL: the CPU backend (borrowed: outlives the executor) */
+    /* A host-memory backend (the CPU) that runs the nodes `backend` has no kernel for,
+     * with copies around each (as onnxruntime's providers fall back); NULL: none, and
+     * such a node fails prepare, naming it. */
+    AmpBackend *fallback;
     uint64_t *rng;              /* shared RNG state (a session's); NULL: the executor's own */
     bool no_plan;               /* never build an arena: every intermediate is allocated alone */
     uint64_t max_iterations;    /* a Loop / Scan node stops past this many iterations (0: no cap) */
@@ -93,9 +97,14 @@ typedef struct AmpExecMemory {
     size_t values_dynamic; /* intermediates the plan could not size before running */
     size_t late_nodes;     /* last run: nodes sized when reached, from values made in the step */
     size_t syncs;          /* last run: small values copied out of the device for those shapes */
+    size_t fallback_nodes; /* nodes run by the fallback backend (bodies once prepared included) */
 } AmpExecMemory;
 
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);
+
+/* The op types of e's nodes (bodies prepared so far included) that run on the fallback
+ * backend, with their counts ("Relu x3, Conv x1"), into buf; "" when none. */
+void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len);
 
 void amp_exec_free(AmpExec *e);
 

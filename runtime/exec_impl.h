@@ -45,6 +45,8 @@ struct AmpExec {
     size_t n_nodes;
     AmpNode **nodes;
     AmpBackendKernel *kernels; /* per node; fn NULL for If / Loop (run here) */
+    AmpBackend **node_be;      /* per node: the backend that runs it (be, or opt.fallback); NULL for If / Loop / Scan */
+    size_t n_fallback;         /* nodes node_be gives to the fallback */
     int64_t *opsets;           /* per node: the version imported for its domain */
     /* The launch list, built before the first run (and again when a later graph extends
      * lifetimes): node i reads the slots in_slots[in_at[i] .. in_at[i+1]) (NULL: an input

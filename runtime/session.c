@@ -106,6 +106,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
     }
     s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
     AmpExecOptions eo = {.backend = s->be,
+                         .fallback = opt->no_fallback || s->be == amp_backend_cpu() ? NULL : amp_backend_cpu(),
                          .rng = &s->rng,
                          .no_plan = opt->no_plan,
                          .max_iterations = opt->max_iterations,

@@ -57,6 +57,7 @@ struct AmpSession {
     uint64_t rng, steps;
     double deadline;       /* this run's, on amp_exec_clock (0: no timeout) */
     double timeout;        /* AmpSessionOptions.timeout_seconds */
+    char fallback_ops[512]; /* amp_session_stats' text */
     bool amp_applied;
 };
 

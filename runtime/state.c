@@ -338,12 +338,23 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     out->values_sized = mm.values_sized;
     out->values_dynamic = mm.values_dynamic;
     out->syncs = mm.syncs;
+    out->fallback_nodes = mm.fallback_nodes;
+    /* The text lives in the session; stats are read, not changed: hence the cast. */
+    char *ops = ((AmpSession *)s)->fallback_ops;
+    amp_exec_fallback_ops(s->main, ops, sizeof s->fallback_ops);
     for (size_t k = 0; k < s->n_alg; k++) {
         amp_exec_memory(s->alg[k].exec, &mm);
         out->values_sized += mm.values_sized;
         out->values_dynamic += mm.values_dynamic;
         out->syncs += mm.syncs;
+        out->fallback_nodes += mm.fallback_nodes;
+        size_t at = strlen(ops);
+        if (mm.fallback_nodes && at + 3 < sizeof s->fallback_ops) {
+            if (at) ops[at++] = ',', ops[at++] = ' ';
+            amp_exec_fallback_ops(s->alg[k].exec, ops + at, sizeof s->fallback_ops - at);
+        }
     }
     out->amp_applied = s->amp_applied;
     out->backend = s->be->name;
+    out->fallback_ops = s->fallback_ops;
 }

@@ -155,11 +155,13 @@ static void print_help(FILE *f) {
             "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
             "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
             "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
+            "                      [--no-fallback]\n"
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory;\n"
             "                                     a loss-scaled model: the scale, skipped steps\n"
             "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--inputs DIR] [--backend B]\n"
             "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
+            "                      [--no-fallback]\n"
             "                                     time W+N inference runs (or training steps);\n"
             "                                     print the median, min, max and peak memory\n"
             "       ampc --help | --version\n"
@@ -578,6 +580,7 @@ static unsigned option_commands(int val) {
     case OPT_SEED:
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
+    case OPT_NO_FALLBACK:
     case OPT_DIM: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:
@@ -614,6 +617,7 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
         return AMP_OK;
     }
     case OPT_TRAIN: r->train = true; return AMP_OK;
+    case OPT_NO_FALLBACK: r->no_fallback = true; return AMP_OK;
     case OPT_SEED: {
         unsigned long long v = strtoull(arg, &end, 0);
         if (errno || end == arg || *end || arg[0] == '-')

@@ -96,6 +96,9 @@
              "run, bench: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, "   \
              "else CUDA when available, else the CPU; sim: the device simulator of the tests, " \
              "the CPU kernels behind memory the runtime cannot read)")                          \
+    AMPC_OPT(NO_FALLBACK, "no-fallback", 0, 0, "",                                              \
+             "run, bench: a node the backend has no kernel for is an error (exit 3) instead of " \
+             "running on the CPU with copies around it")                                        \
     AMPC_OPT(MAX_ITERATIONS, "max-iterations", 0, 1, "N",                                      \
              "run, bench: stop (exit 3) when a Loop or Scan node runs more than N iterations "  \
              "in one run (default: no cap; a Loop's trip count can be 2^63)")                  \

@@ -376,7 +376,8 @@ static AmpSessionOptions session_options(const RunArgs *a) {
     AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend,
                             .seed = a->seed,
                             .max_iterations = a->max_iterations,
-                            .timeout_seconds = a->timeout};
+                            .timeout_seconds = a->timeout,
+                            .no_fallback = a->no_fallback};
     return so;
 }
 
@@ -458,6 +459,9 @@ int ampc_cmd_run(const RunArgs *a) {
                ms[a->steps / 2], a->steps, training ? "training steps" : "runs",
                stats.intermediate_bytes + stats.state_bytes, stats.intermediate_bytes, stats.state_bytes,
                stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
+        if (stats.fallback_nodes)
+            printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
+                   stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
         if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
     }
     free(ms);
@@ -511,6 +515,9 @@ int ampc_cmd_bench(const RunArgs *a) {
         printf("plan: %zu of %zu intermediates sized before the %s, %zu values read back per %s\n", stats.values_sized,
                stats.values_sized + stats.values_dynamic, a->train ? "step" : "run", stats.syncs,
                a->train ? "step" : "run");
+        if (stats.fallback_nodes)
+            printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
+                   stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
         if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
     }
     free(ms);

@@ -17,6 +17,7 @@ typedef struct RunArgs {
     uint64_t seed;
     uint64_t max_iterations; /* --max-iterations N, 0: no cap */
     double timeout;          /* --timeout SECONDS, 0: none */
+    bool no_fallback;        /* --no-fallback */
     const char *loss;    /* --loss NAME, or NULL */
     const char *load_state, *save_state; /* checkpoint files, or NULL */
     const char *dims[AMPC_RUN_MAX_DIMS]; /* --dim NAME=VALUE, as given */
