@@ -974,8 +974,12 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
             if (known[k]) shape = &late[k];
         }
         size_t bytes = 0;
-        if (!shape || !amp_tensor_expected_bytes(shape->dtype, shape->nelem, &bytes) || bytes > AMP_EXEC_MAX_OUTPUT_BYTES)
-            continue; /* the kernel asks, and the allocator names what is wrong */
+        if (!shape || !amp_tensor_expected_bytes(shape->dtype, shape->nelem, &bytes))
+            continue; /* the kernel asks, and the allocator names what is wrong (strings) */
+        if (bytes > AMP_EXEC_MAX_OUTPUT_BYTES) /* as exec_alloc: a converted kernel never asks */
+            return amp_fail(st, AMP_ERR_UNSUPPORTED,
+                            "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit", nname(n),
+                            n->op_type, k, bytes, (unsigned long long)AMP_EXEC_MAX_OUTPUT_BYTES);
         AmpBuf *b = place(a, k, shape->dtype, shape->rank, shape->dims, shape->nelem, bytes, st);
         if (!b) return st && st->code ? st->code : AMP_ERR_INTERNAL;
         outs[k] = *b;
