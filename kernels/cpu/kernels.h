@@ -164,6 +164,10 @@ AmpCode amp_cpu_momentum(AmpKernelCtx *k);
 AmpCode amp_cpu_adagrad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k);
 /* reduce.c */
+AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_cumsum_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_topk_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_reduce_sum(AmpKernelCtx *k);
 AmpCode amp_cpu_reduce_mean(AmpKernelCtx *k);
 AmpCode amp_cpu_reduce_max(AmpKernelCtx *k);
@@ -179,10 +183,12 @@ AmpCode amp_cpu_argmin(AmpKernelCtx *k);
 AmpCode amp_cpu_cumsum(AmpKernelCtx *k);
 AmpCode amp_cpu_topk(AmpKernelCtx *k);
 /* softmax.c */
+AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_softmax(AmpKernelCtx *k);
 AmpCode amp_cpu_log_softmax(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k);
 /* loss.c */
+AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_sce_loss(AmpKernelCtx *k);
 AmpCode amp_cpu_nll_loss(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k);
