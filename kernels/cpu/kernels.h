@@ -159,6 +159,7 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k);
 AmpCode amp_cpu_lrn(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k);
 /* optim.c */
+AmpCode amp_cpu_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_adam(AmpKernelCtx *k);
 AmpCode amp_cpu_momentum(AmpKernelCtx *k);
 AmpCode amp_cpu_adagrad(AmpKernelCtx *k);

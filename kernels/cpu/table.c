@@ -198,6 +198,9 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_SoftmaxCrossEntropyLoss] = amp_cpu_loss_prepare,
     [AMP_OP_NegativeLogLikelihoodLoss] = amp_cpu_loss_prepare,
     [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = amp_cpu_loss_prepare,
+    [AMP_OP_Adam] = amp_cpu_optimizer_prepare,
+    [AMP_OP_Momentum] = amp_cpu_optimizer_prepare,
+    [AMP_OP_Adagrad] = amp_cpu_optimizer_prepare,
 
     /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
 
