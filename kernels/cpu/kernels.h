@@ -194,6 +194,7 @@ AmpCode amp_cpu_sce_loss(AmpKernelCtx *k);
 AmpCode amp_cpu_nll_loss(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k);
 /* rnn.c */
+AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_rnn(AmpKernelCtx *k);
 AmpCode amp_cpu_gru(AmpKernelCtx *k);
 AmpCode amp_cpu_lstm(AmpKernelCtx *k);

@@ -201,6 +201,9 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_Adam] = amp_cpu_optimizer_prepare,
     [AMP_OP_Momentum] = amp_cpu_optimizer_prepare,
     [AMP_OP_Adagrad] = amp_cpu_optimizer_prepare,
+    [AMP_OP_RNN] = amp_cpu_rnn_prepare,
+    [AMP_OP_GRU] = amp_cpu_rnn_prepare,
+    [AMP_OP_LSTM] = amp_cpu_rnn_prepare,
 
     /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
 
