@@ -159,11 +159,16 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k);
 AmpCode amp_cpu_lrn(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k);
 /* optim.c */
+AmpCode amp_cpu_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_adam(AmpKernelCtx *k);
 AmpCode amp_cpu_momentum(AmpKernelCtx *k);
 AmpCode amp_cpu_adagrad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k);
 /* reduce.c */
+AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_cumsum_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_topk_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_reduce_sum(AmpKernelCtx *k);
 AmpCode amp_cpu_reduce_mean(AmpKernelCtx *k);
 AmpCode amp_cpu_reduce_max(AmpKernelCtx *k);
@@ -179,14 +184,17 @@ AmpCode amp_cpu_argmin(AmpKernelCtx *k);
 AmpCode amp_cpu_cumsum(AmpKernelCtx *k);
 AmpCode amp_cpu_topk(AmpKernelCtx *k);
 /* softmax.c */
+AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_softmax(AmpKernelCtx *k);
 AmpCode amp_cpu_log_softmax(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k);
 /* loss.c */
+AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_sce_loss(AmpKernelCtx *k);
 AmpCode amp_cpu_nll_loss(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k);
 /* rnn.c */
+AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_rnn(AmpKernelCtx *k);
 AmpCode amp_cpu_gru(AmpKernelCtx *k);
 AmpCode amp_cpu_lstm(AmpKernelCtx *k);

@@ -7,7 +7,29 @@
 
 typedef enum LossReduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } LossReduction;
 
-/* What every loss kernel checks first: shapes, labels, weights, attributes. */
+/* The attributes every loss kernel reads. */
+typedef struct LossAttrs {
+    LossReduction red;
+    bool has_ii;
+    int64_t ii; /* ignore_index */
+} LossAttrs;
+
+/* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLossGrad. */
+AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    LossAttrs a = {0};
+    const char *r = amp_node_attr_string(n, "reduction", "mean");
+    if (strcmp(r, "none") == 0) a.red = LOSS_NONE;
+    else if (strcmp(r, "sum") == 0) a.red = LOSS_SUM;
+    else if (strcmp(r, "mean") == 0) a.red = LOSS_MEAN;
+    else return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
+    const AmpAttr *ia = amp_node_attr(n, "ignore_index");
+    a.has_ii = ia && ia->type == AMP_ATTR_INT;
+    a.ii = a.has_ii ? ia->i : 0;
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
+}
+
+/* What every loss kernel checks first: shapes, labels, weights; and its attributes. */
 typedef struct LossArgs {
     const AmpBuf *x;      /* (N, C, d1..dk): scores or log-probabilities */
     const AmpBuf *labels; /* (N, d1..dk) */
@@ -20,6 +42,8 @@ typedef struct LossArgs {
 
 static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels, const AmpBuf *w, LossArgs *a) {
     memset(a, 0, sizeof *a);
+    const LossAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     a->x = x, a->labels = labels, a->w = w;
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (!amp_red_is_int(labels->dtype))
@@ -36,14 +60,9 @@ static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels,
         if (w->rank != 1 || (uint64_t)w->dims[0] != a->c)
             return amp_red_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)a->c);
     }
-    const char *r = amp_node_attr_string(k->node, "reduction", "mean");
-    if (strcmp(r, "none") == 0) a->red = LOSS_NONE;
-    else if (strcmp(r, "sum") == 0) a->red = LOSS_SUM;
-    else if (strcmp(r, "mean") == 0) a->red = LOSS_MEAN;
-    else return amp_red_fail(k, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
-    const AmpAttr *ia = amp_node_attr(k->node, "ignore_index");
-    a->has_ii = ia && ia->type == AMP_ATTR_INT;
-    a->ii = a->has_ii ? ia->i : 0;
+    a->red = attr->red;
+    a->has_ii = attr->has_ii;
+    a->ii = attr->ii;
     return AMP_OK;
 }
 
@@ -72,21 +91,22 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     LossArgs a;
     AmpCode rc = loss_args(k, x, labels, w, &a);
     if (rc) return rc;
-    AmpBuf *loss = k->alloc(k->alloc_ctx, 0, x->dtype, a.red == LOSS_NONE ? labels->rank : 0, labels->dims, k->st);
-    if (!loss) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    AmpBuf *lp = NULL;
-    if (softmax && k->n_out > 1) {
-        lp = k->alloc(k->alloc_ctx, 1, x->dtype, x->rank, x->dims, k->st);
-        if (!lp) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    }
+    /* loss: per sample (labels' shape) for reduction none, else a scalar; log_prob
+     * (SoftmaxCrossEntropyLoss only): the scores' shape */
+    AmpBuf *outs[2];
+    if ((rc = amp_kernel_outputs(k, softmax ? 2 : 1, outs))) return rc;
+    AmpBuf *loss = outs[0], *lp = softmax ? outs[1] : NULL;
+    if ((loss && (rc = amp_red_expect(k, loss, x->dtype, a.red == LOSS_NONE ? labels->rank : 0, labels->dims))) ||
+        (lp && (rc = amp_red_expect(k, lp, x->dtype, x->rank, x->dims))))
+        return rc;
     AmpFv vx, vw = {0};
-    AmpFo ol, op = {0};
+    AmpFo ol = {0}, op = {0};
     if ((rc = amp_fv_open(k, x, &vx))) return rc;
     if (w && (rc = amp_fv_open(k, w, &vw))) {
         amp_fv_close(&vx);
         return rc;
     }
-    if ((rc = amp_fo_open(k, loss, &ol))) goto out;
+    if (loss && (rc = amp_fo_open(k, loss, &ol))) goto out;
     if (lp && (rc = amp_fo_open(k, lp, &op))) {
         amp_fo_discard(&ol);
         goto out;
@@ -118,15 +138,15 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
                 wsum += wl;
                 sum += li;
             }
-            if (a.red == LOSS_NONE) amp_fo_set(&ol, s, li);
+            if (loss && a.red == LOSS_NONE) amp_fo_set(&ol, s, li);
         }
     if (rc) {
         amp_fo_discard(&ol), amp_fo_discard(&op);
         goto out;
     }
-    if (a.red == LOSS_SUM) amp_fo_set(&ol, 0, sum);
-    else if (a.red == LOSS_MEAN) amp_fo_set(&ol, 0, sum / wsum); /* NaN when every sample is ignored */
-    amp_fo_commit(&ol);
+    if (loss && a.red == LOSS_SUM) amp_fo_set(&ol, 0, sum);
+    else if (loss && a.red == LOSS_MEAN) amp_fo_set(&ol, 0, sum / wsum); /* NaN when every sample is ignored */
+    if (loss) amp_fo_commit(&ol);
     if (lp) amp_fo_commit(&op);
 out:
     amp_fv_close(&vx), amp_fv_close(&vw);
@@ -162,8 +182,9 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
         if (!amp_red_is_float(bias->dtype)) return amp_kernel_bad_dtype(k, bias->dtype);
         if (bias->nelem != lpb->nelem) return amp_red_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
     }
-    AmpBuf *dx = k->alloc(k->alloc_ctx, 0, lpb->dtype, lpb->rank, lpb->dims, k->st);
-    if (!dx) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *dx;
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
+    if ((rc = amp_red_expect(k, dx, lpb->dtype, lpb->rank, lpb->dims))) return rc;
     AmpFv vd = {0}, vp = {0}, vw = {0}, vb = {0};
     AmpFo o;
     if ((rc = amp_fv_open(k, dy, &vd))) return rc;

@@ -15,17 +15,16 @@ typedef struct OptAttrs {
     bool nesterov;
 } OptAttrs;
 
-static AmpCode req_float(AmpKernelCtx *k, const char *name, double *out) {
-    const AmpAttr *a = amp_node_attr(k->node, name);
+static AmpCode req_float(const AmpNode *n, AmpStatus *st, const char *name, double *out) {
+    const AmpAttr *a = amp_node_attr(n, name);
     if (!a || a->type != AMP_ATTR_FLOAT)
-        return amp_red_fail(k, AMP_ERR_INPUT, "float attribute '%s' is required", name);
+        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "float attribute '%s' is required", name);
     *out = a->f;
     return AMP_OK;
 }
 
-static AmpCode opt_attrs(AmpKernelCtx *k, OptKind kind, OptAttrs *a) {
+static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, OptKind kind, OptAttrs *a) {
     memset(a, 0, sizeof *a);
-    const AmpNode *n = k->node;
     if (kind == OPT_ADAM) {
         a->alpha = amp_node_attr_float(n, "alpha", 0.9f);
         a->beta = amp_node_attr_float(n, "beta", 0.999f);
@@ -41,16 +40,25 @@ static AmpCode opt_attrs(AmpKernelCtx *k, OptKind kind, OptAttrs *a) {
         return AMP_OK;
     }
     /* Momentum: every attribute is required. */
-    AmpCode rc = req_float(k, "alpha", &a->alpha);
-    if (!rc) rc = req_float(k, "beta", &a->beta);
-    if (!rc) rc = req_float(k, "norm_coefficient", &a->norm);
+    AmpCode rc = req_float(n, st, "alpha", &a->alpha);
+    if (!rc) rc = req_float(n, st, "beta", &a->beta);
+    if (!rc) rc = req_float(n, st, "norm_coefficient", &a->norm);
     if (rc) return rc;
     const char *mode = amp_node_attr_string(n, "mode", NULL);
-    if (!mode) return amp_red_fail(k, AMP_ERR_INPUT, "attribute 'mode' is required");
+    if (!mode) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "attribute 'mode' is required");
     if (strcmp(mode, "nesterov") == 0) a->nesterov = true;
     else if (strcmp(mode, "standard") != 0)
-        return amp_red_fail(k, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
+        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
     return AMP_OK;
+}
+
+/* Adam, Momentum and Adagrad (by the node's op). */
+AmpCode amp_cpu_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    OptAttrs a;
+    OptKind kind = n->op == AMP_OP_Adam ? OPT_ADAM : n->op == AMP_OP_Momentum ? OPT_MOMENTUM : OPT_ADAGRAD;
+    AmpCode rc = opt_attrs(n, st, kind, &a);
+    return rc ? rc : amp_red_prep_out(&a, sizeof a, attrs, st);
 }
 
 static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
@@ -61,10 +69,9 @@ static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
 }
 
 /* One optimised tensor: in[0] X, in[1] G, in[2..] the state (Momentum V, Adagrad H,
- * Adam V then H); outputs X_new then the new state, each at its own output index
- * (-1: not listed). */
+ * Adam V then H); out: X_new then the new state as placed (NULL: not listed). */
 static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, double r, int64_t t,
-                          const AmpBuf *const *in, const int *out_idx) {
+                          const AmpBuf *const *in, AmpBuf *const *out) {
     int n_state = kind == OPT_ADAM ? 2 : 1, n_io = 2 + n_state;
     for (int j = 0; j < n_io; j++) {
         if (!in[j]) return amp_red_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
@@ -77,12 +84,12 @@ static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, doub
     memset(v, 0, sizeof v), memset(o, 0, sizeof o);
     AmpCode rc = AMP_OK;
     for (int j = 0; j < 1 + n_state && !rc; j++) {
-        if (out_idx[j] < 0) continue;
+        AmpBuf *b = out[j];
+        if (!b) continue;
         /* X_new is shaped like X, each state output like its state input */
         const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
-        AmpBuf *b = k->alloc(k->alloc_ctx, out_idx[j], src->dtype, src->rank, src->dims, k->st);
-        if (!b) rc = k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-        else rc = amp_fo_open(k, b, &o[j]);
+        rc = amp_red_expect(k, b, src->dtype, src->rank, src->dims);
+        if (!rc) rc = amp_fo_open(k, b, &o[j]);
     }
     for (int j = 0; j < n_io && !rc; j++) rc = amp_fv_open(k, in[j], &v[j]);
     if (!rc) {
@@ -105,9 +112,9 @@ static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, doub
                 n1 = s1 + g * g;
                 xn = x - ra * g / (sqrt(n1) + a->eps);
             }
-            if (out_idx[0] >= 0) amp_fo_set(&o[0], i, xn);
-            if (out_idx[1] >= 0) amp_fo_set(&o[1], i, n1);
-            if (kind == OPT_ADAM && out_idx[2] >= 0) amp_fo_set(&o[2], i, n2);
+            if (out[0]) amp_fo_set(&o[0], i, xn);
+            if (out[1]) amp_fo_set(&o[1], i, n1);
+            if (kind == OPT_ADAM && out[2]) amp_fo_set(&o[2], i, n2);
         }
     }
     for (int j = 0; j < 3; j++) {
@@ -132,22 +139,29 @@ static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
         return amp_red_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
     if (!T || !amp_red_is_int(T->dtype) || T->nelem != 1)
         return amp_red_fail(k, AMP_ERR_INPUT, "T must be an integer scalar");
-    OptAttrs a;
-    AmpCode rc = opt_attrs(k, kind, &a);
-    if (rc) return rc;
+    const OptAttrs *a = amp_red_attrs(k);
+    if (!a) return k->st->code;
+    /* the outputs, X_new... then each state group, as placed (at most 3 groups of N) */
+    AmpBuf **outs = malloc((size_t)(k->n_out > 0 ? k->n_out : 1) * sizeof *outs);
+    if (!outs) return amp_red_oom(k);
+    AmpCode rc = amp_kernel_outputs(k, k->n_out, outs);
     AmpFv vr;
-    if ((rc = amp_fv_open(k, R, &vr))) return rc;
+    if (rc || (rc = amp_fv_open(k, R, &vr))) {
+        free(outs);
+        return rc;
+    }
     double r = amp_fv_get(&vr, 0);
     amp_fv_close(&vr);
     int64_t t = amp_buf_get_i64(T, 0);
     for (int i = 0; i < N && !rc; i++) {
         const AmpBuf *in[4] = {NULL, NULL, NULL, NULL};
-        int out_idx[3] = {-1, -1, -1};
+        AmpBuf *out[3] = {NULL, NULL, NULL};
         for (int g = 0; g < groups; g++) in[g] = k->in[2 + g * N + i];
         for (int g = 0; g < groups - 1; g++)
-            if (g * N + i < k->n_out) out_idx[g] = g * N + i;
-        rc = opt_tensor(k, kind, &a, r, t, in, out_idx);
+            if (g * N + i < k->n_out) out[g] = outs[g * N + i];
+        rc = opt_tensor(k, kind, a, r, t, in, out);
     }
+    free(outs);
     return rc;
 }
 
@@ -165,17 +179,19 @@ AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     if (ow && (ow->nelem != 1 || !(amp_red_is_int(ow->dtype) || ow->dtype == AMP_DT_BOOL)))
         return amp_red_fail(k, AMP_ERR_INPUT, "overwrite_flag must be one boolean");
     bool overwrite = ow && amp_buf_get_i64(ow, 0) != 0;
-    int64_t one = 1;
-    AmpBuf *flag = k->alloc(k->alloc_ctx, 0, AMP_DT_BOOL, 1, &one, k->st);
-    if (!flag) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    ((uint8_t *)flag->data)[0] = 1;
-    if (k->n_out < 2) return AMP_OK;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 1, buf->dtype, buf->rank, buf->dims, k->st);
-    if (!out) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    const int64_t one = 1;
+    AmpBuf *outs[2];
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
+    AmpBuf *flag = outs[0], *out = outs[1];
+    if ((flag && (rc = amp_red_expect(k, flag, AMP_DT_BOOL, 1, &one))) ||
+        (out && (rc = amp_red_expect(k, out, buf->dtype, buf->rank, buf->dims))))
+        return rc;
+    if (flag) ((uint8_t *)flag->data)[0] = 1;
+    if (!out) return AMP_OK;
     AmpFv vb, vv;
     AmpFo o;
-    AmpCode rc = amp_fv_open(k, buf, &vb);
-    if (rc) return rc;
+    if ((rc = amp_fv_open(k, buf, &vb))) return rc;
     if ((rc = amp_fv_open(k, val, &vv))) {
         amp_fv_close(&vb);
         return rc;

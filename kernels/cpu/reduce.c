@@ -54,16 +54,33 @@ static bool int_ordered(int dtype) {
     return amp_red_is_int(dtype) && dtype != AMP_DT_UINT64;
 }
 
-static AmpCode alloc_fail(AmpKernelCtx *k) {
-    return k->st && k->st->code ? k->st->code : amp_red_fail(k, AMP_ERR_INTERNAL, "output allocation failed");
-}
-
 /* ---- Reduce* --------------------------------------------------------------------- */
+
+/* Reduce* attributes. axes: the attribute form (before ReduceSum-13 and the others'
+ * opset 18), as written; n_axes counts them all, only the first AMP_MAX_RANK are kept
+ * (more than the rank is an error once the rank is known). */
+typedef struct ReduceAttrs {
+    bool keep, noop;
+    size_t n_axes;
+    int64_t axes[AMP_MAX_RANK];
+} ReduceAttrs;
+
+AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    ReduceAttrs a = {.keep = amp_node_attr_int(n, "keepdims", 1) != 0,
+                     .noop = amp_node_attr_int(n, "noop_with_empty_axes", 0) != 0};
+    int64_t since = n->op == AMP_OP_ReduceSum ? 13 : 18;
+    const AmpAttr *ax = opset < since ? amp_node_attr(n, "axes") : NULL;
+    if (ax && ax->type == AMP_ATTR_INTS && ax->n_ints) {
+        a.n_axes = ax->n_ints;
+        for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
+    }
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
+}
 
 /* The reduced axes: the `axes` input (ReduceSum since opset 13, the others since 18)
  * or attribute. No axes reduce everything, or nothing with noop_with_empty_axes (then
  * each output is its one element, transformed: ReduceSumSquare squares, and so on). */
-static AmpCode reduce_mask(AmpKernelCtx *k, int rank, bool *mask) {
+static AmpCode reduce_mask(AmpKernelCtx *k, const ReduceAttrs *attr, int rank, bool *mask) {
     int64_t axes[AMP_MAX_RANK];
     size_t n = 0;
     const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
@@ -74,17 +91,13 @@ static AmpCode reduce_mask(AmpKernelCtx *k, int rank, bool *mask) {
         if (ax->nelem > (uint64_t)rank)
             return amp_red_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d", (unsigned long long)ax->nelem, rank);
         for (uint64_t i = 0; i < ax->nelem; i++) axes[n++] = amp_buf_get_i64(ax, i);
-    } else {
-        const AmpAttr *a = amp_node_attr(k->node, "axes");
-        if (a && a->type == AMP_ATTR_INTS && a->n_ints) {
-            if (a->n_ints > (size_t)rank)
-                return amp_red_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", a->n_ints, rank);
-            for (size_t i = 0; i < a->n_ints; i++) axes[n++] = a->ints[i];
-        }
+    } else if (attr->n_axes) {
+        if (attr->n_axes > (size_t)rank)
+            return amp_red_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
+        for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
     }
     if (n == 0) {
-        bool noop = amp_node_attr_int(k->node, "noop_with_empty_axes", 0) != 0;
-        for (int d = 0; d < rank; d++) mask[d] = !noop;
+        for (int d = 0; d < rank; d++) mask[d] = !attr->noop;
         return AMP_OK;
     }
     for (int d = 0; d < rank; d++) mask[d] = false;
@@ -231,6 +244,8 @@ static AmpCode reduce_int(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const 
 }
 
 static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
+    const ReduceAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
@@ -241,9 +256,9 @@ static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
                             (x->dtype == AMP_DT_UINT64 && (kind == RED_SUM || kind == RED_PROD || kind == RED_SUMSQ));
     if (!is_float && !int_ok) return amp_kernel_bad_dtype(k, x->dtype);
     bool mask[AMP_MAX_RANK];
-    AmpCode rc = reduce_mask(k, x->rank, mask);
+    AmpCode rc = reduce_mask(k, attr, x->rank, mask);
     if (rc) return rc;
-    bool keep = amp_node_attr_int(k->node, "keepdims", 1) != 0;
+    bool keep = attr->keep;
     int ro = 0;
     int64_t od[AMP_MAX_RANK], ostr[AMP_MAX_RANK], s = 1;
     uint64_t n_red = 1;
@@ -256,8 +271,9 @@ static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
         ostr[d] = mask[d] ? 0 : s;
         if (!mask[d]) s *= x->dims[d];
     }
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, ro, od, k->st);
-    if (!y) return alloc_fail(k);
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    if ((rc = amp_red_expect(k, y, x->dtype, ro, od))) return rc; /* ostr and n_red index y */
     return is_float ? reduce_float(k, kind, x, ostr, n_red, y) : reduce_int(k, kind, x, ostr, n_red, y);
 }
 
@@ -282,34 +298,48 @@ static bool arg_take_f(double a, double best, bool is_max, bool last) {
     return is_max ? (a > best || (last && a == best)) : (a < best || (last && a == best));
 }
 
+/* ArgMax / ArgMin attributes; axis as written (normalised against the input's rank). */
+typedef struct ArgAttrs {
+    int64_t axis;
+    bool keep, last;
+} ArgAttrs;
+
+AmpCode amp_cpu_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    ArgAttrs a = {.axis = amp_node_attr_int(n, "axis", 0),
+                  .keep = amp_node_attr_int(n, "keepdims", 1) != 0,
+                  .last = amp_node_attr_int(n, "select_last_index", 0) != 0};
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
+}
+
 static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
+    const ArgAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
     if (!is_float && !int_ordered(x->dtype) && x->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, x->dtype);
-    int64_t axis_attr = amp_node_attr_int(k->node, "axis", 0);
     int axis;
-    if (!amp_norm_axis(axis_attr, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
+    if (!amp_norm_axis(attr->axis, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
+                            x->rank);
     if (x->dims[axis] == 0) return amp_red_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
-    bool keep = amp_node_attr_int(k->node, "keepdims", 1) != 0;
-    bool last = amp_node_attr_int(k->node, "select_last_index", 0) != 0;
+    bool keep = attr->keep, last = attr->last;
     int ro = 0;
     int64_t od[AMP_MAX_RANK];
     for (int d = 0; d < x->rank; d++) {
         if (d != axis) od[ro++] = x->dims[d];
         else if (keep) od[ro++] = 1;
     }
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, AMP_DT_INT64, ro, od, k->st);
-    if (!y) return alloc_fail(k);
+    AmpBuf *y;
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    if ((rc = amp_red_expect(k, y, AMP_DT_INT64, ro, od))) return rc; /* written at o * inner + i */
     int64_t *out = y->data;
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     AmpFv v = {0};
-    if (is_float) {
-        AmpCode rc = amp_fv_open(k, x, &v);
-        if (rc) return rc;
-    }
+    if (is_float && (rc = amp_fv_open(k, x, &v))) return rc;
     for (uint64_t o = 0; o < outer; o++)
         for (uint64_t i = 0; i < inner; i++) {
             uint64_t base = o * D * inner + i, bi = 0;
@@ -337,7 +367,20 @@ AmpCode amp_cpu_argmin(AmpKernelCtx *k) { return arg_run(k, false); }
 
 /* ---- CumSum ---------------------------------------------------------------------- */
 
+typedef struct CumSumAttrs {
+    bool excl, rev;
+} CumSumAttrs;
+
+AmpCode amp_cpu_cumsum_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    CumSumAttrs a = {.excl = amp_node_attr_int(n, "exclusive", 0) != 0,
+                     .rev = amp_node_attr_int(n, "reverse", 0) != 0};
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
+    const CumSumAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || !ax) return amp_red_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
@@ -349,16 +392,17 @@ AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
     int axis;
     if (!amp_norm_axis(a, x->rank, &axis))
         return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    bool excl = amp_node_attr_int(k->node, "exclusive", 0) != 0;
-    bool rev = amp_node_attr_int(k->node, "reverse", 0) != 0;
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return alloc_fail(k);
+    bool excl = attr->excl, rev = attr->rev;
+    AmpBuf *y;
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    if ((rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     AmpFv v = {0};
     AmpFo o = {0};
     if (is_float) {
-        AmpCode rc = amp_fv_open(k, x, &v);
+        rc = amp_fv_open(k, x, &v);
         if (!rc && (rc = amp_fo_open(k, y, &o))) amp_fv_close(&v);
         if (rc) return rc;
     }
@@ -427,7 +471,22 @@ static int cmp_i_asc(const void *pa, const void *pb) {
     return a->i != b->i ? (a->i < b->i ? -1 : 1) : by_idx(a, b);
 }
 
+/* TopK attributes: axis as written; k, the attribute form of K (before opset 10). */
+typedef struct TopKAttrs {
+    int64_t axis, k;
+    bool largest;
+} TopKAttrs;
+
+AmpCode amp_cpu_topk_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    TopKAttrs a = {.axis = amp_node_attr_int(n, "axis", -1),
+                   .k = opset < 10 ? amp_node_attr_int(n, "k", -1) : -1,
+                   .largest = amp_node_attr_int(n, "largest", 1) != 0};
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_cpu_topk(AmpKernelCtx *k) {
+    const TopKAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
@@ -439,22 +498,27 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
             return amp_red_fail(k, AMP_ERR_INPUT, "K must be a 1-element integer tensor");
         K = amp_buf_get_i64(kb, 0);
     } else {
-        K = amp_node_attr_int(k->node, "k", -1);
+        K = attr->k;
     }
-    int64_t axis_attr = amp_node_attr_int(k->node, "axis", -1);
     int axis;
-    if (!amp_norm_axis(axis_attr, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
+    if (!amp_norm_axis(attr->axis, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
+                            x->rank);
     if (K < 0 || K > x->dims[axis])
         return amp_red_fail(k, AMP_ERR_INPUT, "K = %lld is outside [0, %lld]", (long long)K, (long long)x->dims[axis]);
-    bool largest = amp_node_attr_int(k->node, "largest", 1) != 0;
+    bool largest = attr->largest;
     int64_t od[AMP_MAX_RANK];
     memcpy(od, x->dims, sizeof od);
     od[axis] = K;
-    AmpBuf *vals = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, od, k->st);
-    if (!vals) return alloc_fail(k);
-    AmpBuf *idxs = k->n_out > 1 ? k->alloc(k->alloc_ctx, 1, AMP_DT_INT64, x->rank, od, k->st) : NULL;
-    if (k->n_out > 1 && !idxs) return alloc_fail(k);
+    /* values and indices, each written at (p * K + j) * inner + i where listed */
+    AmpBuf *outs[2];
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
+    AmpBuf *vals = outs[0], *idxs = outs[1];
+    if ((vals && (rc = amp_red_expect(k, vals, x->dtype, x->rank, od))) ||
+        (idxs && (rc = amp_red_expect(k, idxs, AMP_DT_INT64, x->rank, od))))
+        return rc;
+    if (!vals && !idxs) return AMP_OK;
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     TkItem *items = malloc((D ? D : 1) * sizeof *items);
@@ -462,8 +526,8 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
     AmpFv v = {0};
     AmpFo o = {0};
     if (is_float) {
-        AmpCode rc = amp_fv_open(k, x, &v);
-        if (!rc && (rc = amp_fo_open(k, vals, &o))) amp_fv_close(&v);
+        rc = amp_fv_open(k, x, &v);
+        if (!rc && vals && (rc = amp_fo_open(k, vals, &o))) amp_fv_close(&v);
         if (rc) {
             free(items);
             return rc;
@@ -483,13 +547,13 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
             if (uk) qsort(items, D, sizeof *items, cmp);
             for (uint64_t j = 0; j < uk; j++) {
                 uint64_t at = (p * uk + j) * inner + i;
-                if (is_float) amp_fo_set(&o, at, items[j].f);
-                else store_i64(vals, at, items[j].i);
+                if (vals && is_float) amp_fo_set(&o, at, items[j].f);
+                else if (vals) store_i64(vals, at, items[j].i);
                 if (idxs) ((int64_t *)idxs->data)[at] = items[j].idx;
             }
         }
     if (is_float) {
-        amp_fo_commit(&o);
+        if (vals) amp_fo_commit(&o);
         amp_fv_close(&v);
     }
     free(items);

@@ -1,6 +1,7 @@
-/* Private to the reduce, norm and train kernel files (reduce.c, softmax.c, loss.c,
- * norm.c, optim.c): the kernels softmax.c and loss.c add to the reduce table, and small
- * helpers to read and write float tensors of any float storage type in double. */
+/* Private to the reduce, norm, train and rnn kernel files (reduce.c, softmax.c, loss.c,
+ * norm.c, optim.c, rnn.c): the kernels softmax.c and loss.c add to the reduce table,
+ * small helpers to read and write float tensors of any float storage type in double, and
+ * the checks shared by kernels that write the outputs the executor placed. */
 #ifndef AMP_CPU_REDUCE_IMPL_H
 #define AMP_CPU_REDUCE_IMPL_H
 
@@ -34,6 +35,51 @@ static inline AmpCode amp_red_fail(AmpKernelCtx *k, AmpCode code, const char *fm
 
 static inline AmpCode amp_red_oom(AmpKernelCtx *k) {
     return amp_red_fail(k, AMP_ERR_INTERNAL, "out of memory");
+}
+
+/* ---- placed outputs and prepared attributes --------------------------------------- */
+
+/* A placed output b must be what the kernel's loops were written for (its dtype and the
+ * shape they derive from the inputs): else AMP_ERR_INTERNAL naming both, since a shape
+ * function that disagrees with its kernel must not turn into an out-of-bounds write. */
+static inline AmpCode amp_red_expect(AmpKernelCtx *k, const AmpBuf *b, int dtype, int rank, const int64_t *dims) {
+    bool same = b->dtype == dtype && b->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = b->dims[i] == dims[i];
+    if (same) return AMP_OK;
+    AmpBuf want = {.dtype = dtype, .rank = rank};
+    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
+    char got[160], expect[160];
+    amp_buf_describe(b, got, sizeof got);
+    amp_buf_describe(&want, expect, sizeof expect);
+    return amp_red_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, expect);
+}
+
+/* The attributes the node's prepare function parsed (k->attrs), or NULL with st set:
+ * a kernel run without its prepare is the runtime's error, not the model's. */
+static inline const void *amp_red_attrs(AmpKernelCtx *k) {
+    if (!k->attrs) amp_red_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    return k->attrs;
+}
+
+/* A prepare function's error: AMP_ERR_INPUT (or code) naming the node, as the kernels'. */
+static inline AmpCode amp_red_prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...)
+    AMP_PRINTF(4, 5);
+static inline AmpCode amp_red_prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...) {
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return amp_fail(st, code, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "", why);
+}
+
+/* Hands a prepare function's struct (size bytes at p) over as a malloc'd copy in *attrs. */
+static inline AmpCode amp_red_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
+    void *q = malloc(size);
+    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(q, p, size);
+    *attrs = q;
+    return AMP_OK;
 }
 
 /* float32, float16, bfloat16 or double: the float types these kernels take. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "reduce_impl.h" /* amp_red_expect, amp_red_attrs, the prepare helpers */
 
 /* Scratch buffers past this many floats are refused (UNSUPPORTED) rather than tried, so a
  * hostile shape (an empty X of shape (2^40, 2^40, 0)) gives an error, not a giant malloc. */
@@ -114,10 +114,23 @@ static void act_n(const RnnAct *a, float clip, float *x, int64_t n) {
 
 /* ---- the parsed node ------------------------------------------------------------- */
 
+/* The attributes, parsed at prepare. hidden: hidden_size where given (else R's last
+ * dim, known when the kernel runs). */
+typedef struct RnnAttrs {
+    int ndir;          /* 1 or 2 (bidirectional) */
+    bool reverse;      /* the single direction runs backwards */
+    int layout;        /* 0 or 1 */
+    float clip;        /* > 0: clip of the gate pre-activations; 0: none */
+    bool lbr;          /* GRU linear_before_reset */
+    bool input_forget; /* LSTM: f = 1 - i */
+    bool has_hidden;
+    int64_t hidden;
+    RnnAct act[2][3]; /* [direction][f, g, h] */
+} RnnAttrs;
+
 typedef struct RnnSpec {
     RnnKind kind;
     int gates; /* gate blocks stacked in W and R: 1 (RNN), 3 (GRU: z r h), 4 (LSTM: i o f c) */
-    int nacts; /* activations per direction: 1 (RNN: f), 2 (GRU: f g), 3 (LSTM: f g h) */
     int64_t seq, batch, input, hidden;
     int ndir;          /* 1 or 2 (bidirectional) */
     bool reverse;      /* the single direction runs backwards */
@@ -125,7 +138,7 @@ typedef struct RnnSpec {
     float clip;        /* > 0: clip of the gate pre-activations; 0: none */
     bool lbr;          /* GRU linear_before_reset */
     bool input_forget; /* LSTM: f = 1 - i */
-    RnnAct act[2][3];  /* [direction][f, g, h] */
+    RnnAct act[2][3];  /* [direction][f, g, h]: 1 (RNN: f), 2 (GRU: f g), 3 (LSTM: f g h) */
     /* fp32 views of the inputs; NULL when not given */
     const float *X;       // (seq, batch, input) or (batch, seq, input)
     const float *W;       // (ndir, gates * hidden, input)
@@ -162,28 +175,33 @@ static bool name_is(const AmpBytes *s, const char *name) {
     return true;
 }
 
+static RnnKind kind_of(const AmpNode *n) {
+    return n->op == AMP_OP_LSTM ? RNN_LSTM : n->op == AMP_OP_GRU ? RNN_GRU : RNN_PLAIN;
+}
+
 /* The activations attribute: nacts names per direction (a bidirectional node may give
  * just one set, used for both), alpha/beta taken in order by the functions that use them. */
-static AmpCode parse_acts(AmpKernelCtx *k, RnnSpec *s) {
+static AmpCode parse_acts(const AmpNode *node, AmpStatus *st, RnnKind kind, int nacts, RnnAttrs *s) {
     static const RnnActKind DEFAULTS[3][3] = {
         {ACT_TANH}, {ACT_SIGMOID, ACT_TANH}, {ACT_SIGMOID, ACT_TANH, ACT_TANH}};
-    const AmpAttr *names = amp_node_attr(k->node, "activations");
-    const AmpAttr *alphas = amp_node_attr(k->node, "activation_alpha");
-    const AmpAttr *betas = amp_node_attr(k->node, "activation_beta");
+    const AmpAttr *names = amp_node_attr(node, "activations");
+    const AmpAttr *alphas = amp_node_attr(node, "activation_alpha");
+    const AmpAttr *betas = amp_node_attr(node, "activation_beta");
     size_t n = names && names->type == AMP_ATTR_STRINGS ? names->n_strings : 0;
-    if (n && n != (size_t)s->nacts && n != (size_t)(s->nacts * s->ndir))
-        return rnn_fail(k, AMP_ERR_INPUT, "activations lists %zu functions; expected %d per direction", n, s->nacts);
+    if (n && n != (size_t)nacts && n != (size_t)(nacts * s->ndir))
+        return amp_red_prep_fail(node, st, AMP_ERR_INPUT, "activations lists %zu functions; expected %d per direction",
+                                 n, nacts);
     size_t na = alphas && alphas->type == AMP_ATTR_FLOATS ? alphas->n_floats : 0;
     size_t nb = betas && betas->type == AMP_ATTR_FLOATS ? betas->n_floats : 0;
     size_t ia = 0, ib = 0;
     for (int d = 0; d < s->ndir; d++)
-        for (int j = 0; j < s->nacts; j++) {
+        for (int j = 0; j < nacts; j++) {
             RnnAct *a = &s->act[d][j];
             if (!n) {
-                *a = (RnnAct){DEFAULTS[s->kind][j], 0, 0};
+                *a = (RnnAct){DEFAULTS[kind][j], 0, 0};
                 continue;
             }
-            size_t idx = (size_t)(d * s->nacts + j);
+            size_t idx = (size_t)(d * nacts + j);
             if (idx >= n) { /* one set for both directions */
                 s->act[d][j] = s->act[0][j];
                 continue;
@@ -192,13 +210,46 @@ static AmpCode parse_acts(AmpKernelCtx *k, RnnSpec *s) {
             size_t e = 0;
             while (e < sizeof ACTS / sizeof *ACTS && !name_is(nm, ACTS[e].name)) e++;
             if (e == sizeof ACTS / sizeof *ACTS)
-                return rnn_fail(k, AMP_ERR_UNSUPPORTED, "unknown activation '%.*s'", (int)(nm->len > 64 ? 64 : nm->len),
-                                nm->data ? (const char *)nm->data : "");
+                return amp_red_prep_fail(node, st, AMP_ERR_UNSUPPORTED, "unknown activation '%.*s'",
+                                         (int)(nm->len > 64 ? 64 : nm->len), nm->data ? (const char *)nm->data : "");
             a->kind = ACTS[e].kind;
             a->alpha = ACTS[e].takes_alpha && ia < na ? alphas->floats[ia++] : ACTS[e].alpha;
             a->beta = ACTS[e].takes_beta && ib < nb ? betas->floats[ib++] : ACTS[e].beta;
         }
     return AMP_OK;
+}
+
+/* RNN, GRU and LSTM (by the node's op). */
+AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    RnnKind kind = kind_of(n);
+    RnnAttrs a;
+    memset(&a, 0, sizeof a);
+    const char *dir = amp_node_attr_string(n, "direction", "forward");
+    if (!strcmp(dir, "forward")) a.ndir = 1;
+    else if (!strcmp(dir, "reverse")) a.ndir = 1, a.reverse = true;
+    else if (!strcmp(dir, "bidirectional")) a.ndir = 2;
+    else
+        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "direction '%s' is not forward, reverse or bidirectional", dir);
+    int64_t layout = amp_node_attr_int(n, "layout", 0);
+    if (layout != 0 && layout != 1)
+        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "layout %lld is not 0 or 1", (long long)layout);
+    a.layout = (int)layout;
+    const AmpAttr *clip = amp_node_attr(n, "clip");
+    if (clip && clip->type == AMP_ATTR_FLOAT) {
+        if (!(clip->f > 0)) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "clip %g is not positive", (double)clip->f);
+        a.clip = clip->f;
+    }
+    a.lbr = amp_node_attr_int(n, "linear_before_reset", 0) != 0;
+    a.input_forget = amp_node_attr_int(n, "input_forget", 0) != 0;
+    const AmpAttr *hs = amp_node_attr(n, "hidden_size");
+    if (hs && hs->type == AMP_ATTR_INT) {
+        if (hs->i <= 0 || hs->i > INT_MAX / 4)
+            return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)hs->i);
+        a.has_hidden = true, a.hidden = hs->i;
+    }
+    AmpCode rc = parse_acts(n, st, kind, kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 2 : 3, &a);
+    return rc ? rc : amp_red_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Checks an optional float input against a shape (rank dims); NULL buffer = not given. */
@@ -221,12 +272,14 @@ static bool is_int_dtype(int dt) {
            dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
 }
 
-/* Reads attributes and checks every input's shape; fills s except the data views. */
+/* Takes the prepared attributes and checks every input's shape; fills s except the data
+ * views. */
 static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
     memset(s, 0, sizeof *s);
+    const RnnAttrs *at = amp_red_attrs(k);
+    if (!at) return k->st->code;
     s->kind = kind;
     s->gates = kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 3 : 4;
-    s->nacts = kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 2 : 3;
     int max_in = kind == RNN_LSTM ? 8 : 6, max_out = kind == RNN_LSTM ? 3 : 2;
     if (k->n_in < 3 || !k->in[0] || !k->in[1] || !k->in[2])
         return rnn_fail(k, AMP_ERR_INPUT, "X, W and R are required");
@@ -236,28 +289,17 @@ static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
     const AmpBuf *x = k->in[0], *w = k->in[1], *r = k->in[2];
     if (!amp_is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
 
-    const char *dir = amp_node_attr_string(k->node, "direction", "forward");
-    if (!strcmp(dir, "forward")) s->ndir = 1;
-    else if (!strcmp(dir, "reverse")) s->ndir = 1, s->reverse = true;
-    else if (!strcmp(dir, "bidirectional")) s->ndir = 2;
-    else return rnn_fail(k, AMP_ERR_INPUT, "direction '%s' is not forward, reverse or bidirectional", dir);
-    int64_t layout = amp_node_attr_int(k->node, "layout", 0);
-    if (layout != 0 && layout != 1) return rnn_fail(k, AMP_ERR_INPUT, "layout %lld is not 0 or 1", (long long)layout);
-    s->layout = (int)layout;
-    const AmpAttr *clip = amp_node_attr(k->node, "clip");
-    if (clip && clip->type == AMP_ATTR_FLOAT) {
-        if (!(clip->f > 0)) return rnn_fail(k, AMP_ERR_INPUT, "clip %g is not positive", (double)clip->f);
-        s->clip = clip->f;
-    }
-    s->lbr = amp_node_attr_int(k->node, "linear_before_reset", 0) != 0;
-    s->input_forget = amp_node_attr_int(k->node, "input_forget", 0) != 0;
+    s->ndir = at->ndir, s->reverse = at->reverse, s->layout = at->layout, s->clip = at->clip;
+    s->lbr = at->lbr, s->input_forget = at->input_forget;
+    memcpy(s->act, at->act, sizeof s->act);
+    const int layout = s->layout;
 
     if (x->rank != 3 || w->rank != 3 || r->rank != 3)
         return rnn_fail(k, AMP_ERR_INPUT, "X, W and R must have rank 3 (got %d, %d, %d)", x->rank, w->rank, r->rank);
     s->seq = x->dims[layout ? 1 : 0];
     s->batch = x->dims[layout ? 0 : 1];
     s->input = x->dims[2];
-    s->hidden = amp_node_attr_int(k->node, "hidden_size", r->dims[2]);
+    s->hidden = at->has_hidden ? at->hidden : r->dims[2];
     if (s->hidden <= 0 || s->hidden > INT_MAX / 4)
         return rnn_fail(k, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)s->hidden);
     int64_t gh = s->gates * s->hidden, h = s->hidden;
@@ -286,7 +328,7 @@ static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
             return rnn_fail(k, AMP_ERR_INPUT, "sequence_lens must be an integer tensor of shape (%lld)",
                             (long long)s->batch);
     }
-    return parse_acts(k, s);
+    return AMP_OK;
 }
 
 /* ---- the recurrence -------------------------------------------------------------- */
@@ -527,13 +569,11 @@ static AmpCode run_rnn(AmpKernelCtx *k, RnnKind kind) {
         }
     }
 
-    /* Outputs Y, Y_h, Y_c, in X's type. */
+    /* Outputs Y, Y_h, Y_c, in X's type, where listed (parse checked n_out <= 3). */
+    if ((rc = amp_kernel_outputs(k, k->n_out, ob))) goto done;
     for (int i = 0; i < k->n_out; i++) {
-        ob[i] = k->alloc(k->alloc_ctx, i, k->in[0]->dtype, i ? 3 : 4, i ? hdims : ydims, k->st);
-        if (!ob[i]) {
-            rc = k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-            goto done;
-        }
+        if (!ob[i]) continue;
+        if ((rc = amp_red_expect(k, ob[i], k->in[0]->dtype, i ? 3 : 4, i ? hdims : ydims))) goto done;
         if (ob[i]->nelem && !(of[i] = amp_buf_f32_out(ob[i], &otmp[i]))) {
             rc = oom(k);
             goto done;

@@ -5,13 +5,27 @@
 
 #include "reduce_impl.h"
 
+/* axis as written (normalised against the input's rank); per_axis: opset >= 13 and
+ * SoftmaxGrad_13 normalise along the one axis, older opsets over the 2-D coercion. */
+typedef struct SoftmaxAttrs {
+    int64_t axis;
+    bool per_axis;
+} SoftmaxAttrs;
+
+/* Softmax, LogSoftmax and com.microsoft SoftmaxGrad_13 (whose opset is its domain's). */
+AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    SoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
+    a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
+}
+
 /* The (outer, D, inner) layout the op normalises over: D along `axis` (per-axis
  * semantics), or everything from `axis` on (the opset < 13 2-D coercion, inner = 1). */
-static AmpCode softmax_layout(AmpKernelCtx *k, const AmpBuf *x, bool per_axis, uint64_t *outer, uint64_t *d,
-                              uint64_t *inner) {
-    int64_t a = amp_node_attr_int(k->node, "axis", per_axis ? -1 : 1);
+static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
+                              uint64_t *d, uint64_t *inner) {
+    int64_t a = attr->axis;
     int axis;
-    if (per_axis) {
+    if (attr->per_axis) {
         if (!amp_norm_axis(a, x->rank, &axis))
             return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
         amp_red_split(x, axis, outer, d, inner);
@@ -28,14 +42,17 @@ static AmpCode softmax_layout(AmpKernelCtx *k, const AmpBuf *x, bool per_axis, u
 }
 
 static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
+    const SoftmaxAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     uint64_t outer, D, inner;
-    AmpCode rc = softmax_layout(k, x, k->opset >= 13, &outer, &D, &inner);
+    AmpCode rc = softmax_layout(k, attr, x, &outer, &D, &inner);
     if (rc) return rc;
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    if ((rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
     AmpFv v;
     AmpFo o;
     if ((rc = amp_fv_open(k, x, &v))) return rc;
@@ -75,6 +92,8 @@ AmpCode amp_cpu_log_softmax(AmpKernelCtx *k) {
 /* com.microsoft SoftmaxGrad_13 (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`
  * (default -1, opset 13 per-axis semantics). */
 AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
+    const SoftmaxAttrs *attr = amp_red_attrs(k);
+    if (!attr) return k->st->code;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *y = k->n_in > 1 ? k->in[1] : NULL;
     if (!dy || !y) return amp_red_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
@@ -84,10 +103,11 @@ AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
     for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
     if (!same) return amp_red_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
     uint64_t outer, D, inner;
-    AmpCode rc = softmax_layout(k, y, true, &outer, &D, &inner);
+    AmpCode rc = softmax_layout(k, attr, y, &outer, &D, &inner);
     if (rc) return rc;
-    AmpBuf *dx = k->alloc(k->alloc_ctx, 0, dy->dtype, dy->rank, dy->dims, k->st);
-    if (!dx) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *dx;
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
+    if ((rc = amp_red_expect(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
     AmpFv vd, vy;
     AmpFo o;
     if ((rc = amp_fv_open(k, dy, &vd))) return rc;

@@ -178,6 +178,32 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     /* gemm: gemm.c, einsum.c; conv: conv.c, pool.c; norm: norm.c */
 
     /* reduce: reduce.c, softmax.c, loss.c; train: optim.c; rnn: rnn.c */
+    [AMP_OP_ReduceSum] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceMean] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceMax] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceMin] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceProd] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceSumSquare] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceL1] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceL2] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceLogSum] = amp_cpu_reduce_prepare,
+    [AMP_OP_ReduceLogSumExp] = amp_cpu_reduce_prepare,
+    [AMP_OP_ArgMax] = amp_cpu_arg_prepare,
+    [AMP_OP_ArgMin] = amp_cpu_arg_prepare,
+    [AMP_OP_CumSum] = amp_cpu_cumsum_prepare,
+    [AMP_OP_TopK] = amp_cpu_topk_prepare,
+    [AMP_OP_Softmax] = amp_cpu_softmax_prepare,
+    [AMP_OP_LogSoftmax] = amp_cpu_softmax_prepare,
+    [AMP_OP_Ms_SoftmaxGrad_13] = amp_cpu_softmax_prepare,
+    [AMP_OP_SoftmaxCrossEntropyLoss] = amp_cpu_loss_prepare,
+    [AMP_OP_NegativeLogLikelihoodLoss] = amp_cpu_loss_prepare,
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = amp_cpu_loss_prepare,
+    [AMP_OP_Adam] = amp_cpu_optimizer_prepare,
+    [AMP_OP_Momentum] = amp_cpu_optimizer_prepare,
+    [AMP_OP_Adagrad] = amp_cpu_optimizer_prepare,
+    [AMP_OP_RNN] = amp_cpu_rnn_prepare,
+    [AMP_OP_GRU] = amp_cpu_rnn_prepare,
+    [AMP_OP_LSTM] = amp_cpu_rnn_prepare,
 
     /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
 
