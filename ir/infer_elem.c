@@ -94,8 +94,9 @@ AmpCode amp_infer_dropout(AmpInferCtx *c) {
     if (rc || n->n_outputs < 2) return rc;
     AmpInfShape s;
     amp_inf_shape(c, 0, &s);
-    /* Dropout-1..6 had an output mask of the data's type; bool since opset 7. */
-    int dt = (opset > 0 && opset < 7) ? amp_inf_dtype(c, 0) : AMP_DT_BOOL;
+    /* Dropout-1..9 have an output mask of the data's type (T in the schemas of opsets 1,
+     * 6 and 7); bool since opset 10. */
+    int dt = (opset > 0 && opset < 10) ? amp_inf_dtype(c, 0) : AMP_DT_BOOL;
     return amp_inf_set(c, 1, dt, &s);
 }
 

@@ -58,16 +58,34 @@ static double xs_double(uint64_t *s) {
     return (double)((x * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
 }
 
+/* The attributes: the ratio (an attribute before opset 12, then an optional input whose
+ * default is 0.5) and the seed. */
+typedef struct DropoutAttrs {
+    double ratio;
+    bool has_seed;
+    int64_t seed;
+} DropoutAttrs;
+
+AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    DropoutAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->ratio = opset < 12 ? amp_node_attr_float(n, "ratio", 0.5f) : 0.5;
+    const AmpAttr *seed = amp_node_attr(n, "seed");
+    a->has_seed = seed && seed->type == AMP_ATTR_INT;
+    a->seed = a->has_seed ? seed->i : 0;
+    *attrs = a;
+    return AMP_OK;
+}
+
 AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
+    const DropoutAttrs *a = k->attrs;
     const AmpBuf *x = k->in[0];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
 
-    /* ratio: an attribute before opset 12, then an optional scalar input. */
-    double ratio = 0.5;
+    double ratio = a->ratio;
     const AmpBuf *r = k->opset >= 12 ? amp_ew_in(k, 1) : NULL, *t = k->opset >= 12 ? amp_ew_in(k, 2) : NULL;
-    if (k->opset < 12) ratio = amp_node_attr_float(k->node, "ratio", 0.5f);
     if (r) {
         if (!amp_ew_is_float(r->dtype) || r->nelem != 1)
             return amp_ew_err(k, AMP_ERR_INPUT, "ratio must be one float value (%s with %llu elements)",
@@ -81,32 +99,34 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     if (train && !(ratio > 0 && ratio < 1))
         return amp_ew_err(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
 
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return AMP_ERR_INTERNAL;
-    AmpBuf *mask = NULL; /* (x shape) bool, or x's dtype before opset 10 */
-    if (k->n_out > 1 && !(mask = k->alloc(k->alloc_ctx, 1, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims,
-                                         k->st)))
-        return AMP_ERR_INTERNAL;
+    /* y: x's dtype and shape; the mask: x's shape, bool (x's dtype before opset 10).
+     * Either may be left out of the node: the mask is drawn all the same, so that the
+     * random stream advances as it would with both. */
+    AmpBuf *out[2];
+    if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
+    AmpBuf *y = out[0], *mask = out[1];
+    if ((y && (rc = amp_ew_check_out(k, y, x->dtype, x->rank, x->dims))) ||
+        (mask && (rc = amp_ew_check_out(k, mask, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims))))
+        return rc;
 
     if (!train || !x->nelem) {
-        if (x->nelem) memcpy(y->data, x->data, amp_buf_bytes(x));
+        if (y && x->nelem) memcpy(y->data, x->data, amp_buf_bytes(x));
         for (uint64_t i = 0; mask && i < mask->nelem; i++) amp_ew_set_f64(mask, i, 1.0);
         return AMP_OK;
     }
 
-    const AmpAttr *seed = amp_node_attr(k->node, "seed");
-    bool use_mt = !k->training && seed && seed->type == AMP_ATTR_INT;
+    bool use_mt = !k->training && a->has_seed;
     Mt19937 *mt = NULL;
     uint64_t local = 0x9e3779b97f4a7c15ull, *xs = k->rng ? k->rng : &local;
     if (use_mt) {
         if (!(mt = malloc(sizeof *mt))) return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
-        mt_seed(mt, (uint32_t)seed->i);
+        mt_seed(mt, (uint32_t)a->seed);
     }
     double scale = 1.0 / (1.0 - ratio);
     float *tx = NULL, *ty = NULL;
     const float *xf = NULL;
     float *yf = NULL;
-    if (x->dtype != AMP_DT_DOUBLE) {
+    if (y && x->dtype != AMP_DT_DOUBLE) {
         xf = amp_buf_f32_in(x, &tx);
         yf = amp_buf_f32_out(y, &ty);
         if (!xf || !yf) {
@@ -115,11 +135,11 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
         }
     }
     const double *xd = x->data;
-    double *yd = y->data;
+    double *yd = y ? y->data : NULL;
     for (uint64_t i = 0; i < x->nelem; i++) {
         bool keep = (use_mt ? mt_double(mt) : xs_double(xs)) >= ratio;
         if (yf) yf[i] = keep ? xf[i] * (float)scale : 0.0f;
-        else yd[i] = keep ? xd[i] * scale : 0.0;
+        else if (yd) yd[i] = keep ? xd[i] * scale : 0.0;
         if (mask) amp_ew_set_f64(mask, i, keep);
     }
     free(tx), free(mt);

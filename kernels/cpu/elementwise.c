@@ -126,9 +126,8 @@ static AmpCode pow_mixed(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b) {
     int rank;
     int64_t dims[AMP_MAX_RANK];
     AmpCode rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims);
-    if (rc) return rc;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, a->dtype, rank, dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if (rc || (rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out) return rc;
     AmpEwPlan p;
     amp_ew_plan(&p, rank, dims, 2, ins);
     if (amp_ew_is_int(a->dtype) && amp_ew_is_int(b->dtype)) return int_binary(k, OP_POW, a, b, out, &p);
@@ -156,9 +155,9 @@ static AmpCode arith(AmpKernelCtx *k, ArithOp op) {
     const AmpBuf *ins[2] = {a, b};
     int rank;
     int64_t dims[AMP_MAX_RANK];
-    if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims))) return rc;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, a->dtype, rank, dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims)) || (rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out)
+        return rc;
     AmpEwPlan p;
     amp_ew_plan(&p, rank, dims, 2, ins);
     return int_binary(k, op, a, b, out, &p);
@@ -196,9 +195,9 @@ static AmpCode variadic(AmpKernelCtx *k, ArithOp op, bool mean) {
     if (!amp_ew_is_float(dt) && !(op != OP_ADD && amp_ew_is_int(dt))) return amp_kernel_bad_dtype(k, dt);
     int rank;
     int64_t dims[AMP_MAX_RANK];
-    if ((rc = amp_ew_bcast_shape(k, n, ins, &rank, dims))) return rc;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, dt, rank, dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_ew_bcast_shape(k, n, ins, &rank, dims)) || (rc = amp_ew_out(k, dt, rank, dims, &out)) || !out)
+        return rc;
     if (!out->nelem) return AMP_OK; /* (empty inputs may have no data pointer) */
 
     AmpEwPlan p;

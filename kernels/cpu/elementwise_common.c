@@ -111,15 +111,42 @@ void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c) {
     }
 }
 
+AmpCode amp_ew_check_out(AmpKernelCtx *k, const AmpBuf *b, int dtype, int rank, const int64_t *dims) {
+    bool same = b->dtype == dtype && b->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = b->dims[i] == dims[i];
+    if (same) return AMP_OK;
+    AmpBuf want = {.dtype = dtype, .rank = rank};
+    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
+    char got[160], exp[160];
+    amp_buf_describe(b, got, sizeof got);
+    amp_buf_describe(&want, exp, sizeof exp);
+    return amp_ew_err(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
+}
+
+AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
+    AmpCode rc = amp_kernel_outputs(k, 1, out);
+    if (rc || !*out) return rc;
+    return amp_ew_check_out(k, *out, dtype, rank, dims);
+}
+
+AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    const AmpAttr *ax = amp_node_attr(n, "axis");
+    if (opset >= 7 || !amp_node_attr_int(n, "broadcast", 0) || !ax || ax->type != AMP_ATTR_INT) return AMP_OK;
+    AmpEwLegacyBcast *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->axis = ax->i;
+    *attrs = a;
+    return AMP_OK;
+}
+
 AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view) {
     *view = *b;
-    if (k->opset >= 7 || !amp_node_attr_int(k->node, "broadcast", 0)) return AMP_OK;
-    const AmpAttr *ax = amp_node_attr(k->node, "axis");
-    if (!ax || ax->type != AMP_ATTR_INT) return AMP_OK; /* suffix alignment: numpy's rule */
+    const AmpEwLegacyBcast *lb = k->attrs;
+    if (!lb) return AMP_OK; /* suffix alignment: numpy's rule */
     int axis;
-    if (!amp_norm_axis(ax->i, a->rank, &axis) || axis + b->rank > a->rank)
+    if (!amp_norm_axis(lb->axis, a->rank, &axis) || axis + b->rank > a->rank)
         return amp_ew_err(k, AMP_ERR_INPUT, "axis %lld does not place a rank-%d B inside a rank-%d A",
-                          (long long)ax->i, b->rank, a->rank);
+                          (long long)lb->axis, b->rank, a->rank);
     view->rank = a->rank - axis;
     for (int i = b->rank; i < view->rank; i++) view->dims[i] = 1;
     return AMP_OK;
@@ -225,8 +252,8 @@ AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
     int rank = 0;
     int64_t dims[AMP_MAX_RANK];
     if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims))) return rc;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, a->dtype, rank, dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out) return rc;
     if (!out->nelem) return AMP_OK; /* (empty inputs may have no data pointer) */
     AmpEwPlan plan;
     AmpEwCursor c;
@@ -259,7 +286,7 @@ AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpE
     const AmpBuf *x = k->in[0];
     if (!amp_is_f32_family(x->dtype) && !(x->dtype == AMP_DT_DOUBLE && d)) return amp_kernel_bad_dtype(k, x->dtype);
     AmpBuf *out;
-    if ((rc = amp_kernel_outputs(k, 1, &out)) || !out) return rc; /* placed: x's dtype and shape */
+    if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
     if (x->dtype == AMP_DT_DOUBLE) {
         if (x->nelem) d(out->data, x->data, x->nelem, p);
         return AMP_OK;

@@ -124,9 +124,22 @@ void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const Am
 void amp_ew_start(const AmpEwPlan *p, AmpEwCursor *c);
 void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c);
 
+/* Output 0 as the executor placed it, checked to be what the kernel computes (dtype,
+ * rank, dims; AMP_ERR_INTERNAL naming both if not, since the loops are bounded by the
+ * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
+AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
+/* The same check for a placed output b (any index). */
+AmpCode amp_ew_check_out(AmpKernelCtx *k, const AmpBuf *b, int dtype, int rank, const int64_t *dims);
+
 /* Before opset 7, binary ops broadcast B onto A only with broadcast=1, at `axis` when
- * given. Returns in *view the B to use with numpy rules (b itself, or b's data with its
- * dims padded by trailing 1s so they line up at axis). */
+ * given: amp_ew_prepare_legacy_bcast (kernels.h) keeps the axis in this struct, and
+ * leaves attrs NULL where numpy's suffix alignment applies (opset 7+, broadcast=0, or no
+ * axis). The axis is normalised against A's rank when the kernel runs. */
+typedef struct AmpEwLegacyBcast {
+    int64_t axis;
+} AmpEwLegacyBcast;
+/* Returns in *view the B to use with numpy rules (b itself, or b's data with its dims
+ * padded by trailing 1s so they line up at the axis that k->attrs holds). */
 AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view);
 
 /* Any numeric element (float family, double, integers, bool) as double. */

@@ -70,7 +70,8 @@ AmpCode amp_cpu_maxpool(AmpKernelCtx *k);
 AmpCode amp_cpu_averagepool(AmpKernelCtx *k);
 AmpCode amp_cpu_global_averagepool(AmpKernelCtx *k);
 AmpCode amp_cpu_global_maxpool(AmpKernelCtx *k);
-/* elementwise.c */
+/* elementwise.c (and elementwise_common.c: the binary ops' pre-opset-7 broadcast axis) */
+AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_add(AmpKernelCtx *k);
 AmpCode amp_ew_sub(AmpKernelCtx *k);
 AmpCode amp_ew_mul(AmpKernelCtx *k);
@@ -81,6 +82,7 @@ AmpCode amp_ew_mean(AmpKernelCtx *k);
 AmpCode amp_ew_max(AmpKernelCtx *k);
 AmpCode amp_ew_min(AmpKernelCtx *k);
 /* unary.c */
+AmpCode amp_ew_prepare_clip(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_sqrt(AmpKernelCtx *k);
 AmpCode amp_ew_exp(AmpKernelCtx *k);
 AmpCode amp_ew_log(AmpKernelCtx *k);
@@ -131,6 +133,7 @@ AmpCode amp_ew_gelu_grad(AmpKernelCtx *k);
 AmpCode amp_ew_bias_gelu(AmpKernelCtx *k);
 AmpCode amp_ew_relu_grad(AmpKernelCtx *k);
 /* logic.c */
+AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_equal(AmpKernelCtx *k);
 AmpCode amp_ew_less(AmpKernelCtx *k);
 AmpCode amp_ew_greater(AmpKernelCtx *k);
@@ -143,6 +146,7 @@ AmpCode amp_ew_where(AmpKernelCtx *k);
 AmpCode amp_ew_isinf(AmpKernelCtx *k);
 AmpCode amp_ew_isnan(AmpKernelCtx *k);
 /* dropout.c */
+AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_dropout(AmpKernelCtx *k);
 /* gemm.c */
 AmpCode amp_cpu_matmul(AmpKernelCtx *k);

@@ -28,15 +28,14 @@ static inline bool cmp_i(CmpOp op, bool u, int64_t x, int64_t y) {
     return op == CMP_EQ ? x == y : op == CMP_LT ? x < y : op == CMP_GT ? x > y : op == CMP_LE ? x <= y : x >= y;
 }
 
-/* Shape, output (bool unless out_dtype says) and plan for two broadcast inputs. */
+/* Shape, output (bool unless out_dtype says) and plan for two broadcast inputs; *out
+ * NULL (and no plan) when the node does not list the output. */
 static AmpCode setup2(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, int out_dtype, AmpBuf **out, AmpEwPlan *p) {
     const AmpBuf *ins[2] = {a, b};
     int rank;
     int64_t dims[AMP_MAX_RANK];
     AmpCode rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims);
-    if (rc) return rc;
-    *out = k->alloc(k->alloc_ctx, 0, out_dtype, rank, dims, k->st);
-    if (!*out) return AMP_ERR_INTERNAL;
+    if (rc || (rc = amp_ew_out(k, out_dtype, rank, dims, out)) || !*out) return rc;
     amp_ew_plan(p, rank, dims, 2, ins);
     return AMP_OK;
 }
@@ -53,7 +52,7 @@ static AmpCode compare(AmpKernelCtx *k, CmpOp op) {
     AmpBuf *out;
     AmpEwPlan p;
     AmpEwCursor c;
-    if ((rc = setup2(k, a, b, AMP_DT_BOOL, &out, &p))) return rc;
+    if ((rc = setup2(k, a, b, AMP_DT_BOOL, &out, &p)) || !out) return rc;
     if (!out->nelem) return AMP_OK; /* (empty inputs may have no data pointer) */
     uint8_t *o = out->data; /* (out shape) bool */
     if (amp_is_f32_family(dt)) {
@@ -110,7 +109,7 @@ static AmpCode logic2(AmpKernelCtx *k, bool is_and) {
     AmpBuf *out;
     AmpEwPlan p;
     AmpEwCursor c;
-    if ((rc = setup2(k, a, &bv, AMP_DT_BOOL, &out, &p))) return rc;
+    if ((rc = setup2(k, a, &bv, AMP_DT_BOOL, &out, &p)) || !out) return rc;
     const uint8_t *x = a->data, *y = bv.data;
     uint8_t *o = out->data;
     for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
@@ -133,8 +132,8 @@ AmpCode amp_ew_not(AmpKernelCtx *k) {
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
     if (x->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, x->dtype);
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, AMP_DT_BOOL, x->rank, x->dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_ew_out(k, AMP_DT_BOOL, x->rank, x->dims, &out)) || !out) return rc;
     const uint8_t *xs = x->data;
     uint8_t *o = out->data;
     for (uint64_t i = 0; i < x->nelem; i++) o[i] = xs[i] == 0;
@@ -168,9 +167,10 @@ AmpCode amp_ew_where(AmpKernelCtx *k) {
     if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
     int rank;
     int64_t dims[AMP_MAX_RANK];
-    if ((rc = amp_ew_bcast_shape(k, 3, k->in, &rank, dims))) return rc;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, rank, dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_ew_bcast_shape(k, 3, k->in, &rank, dims)) || (rc = amp_ew_out(k, x->dtype, rank, dims, &out)) ||
+        !out)
+        return rc;
     AmpEwPlan p;
     AmpEwCursor c;
     amp_ew_plan(&p, rank, dims, 3, k->in);
@@ -185,16 +185,30 @@ AmpCode amp_ew_where(AmpKernelCtx *k) {
 
 /* ---- IsInf, IsNaN ------------------------------------------------------------------- */
 
-/* Output bool of x's shape: test(x[i]) with x read as double (exact for every float). */
+/* IsInf's directions, in AmpEwParams.mode. */
+enum { INF_POS = 1, INF_NEG = 2 };
+
+AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpEwParams *p = calloc(1, sizeof *p);
+    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    p->mode = (amp_node_attr_int(n, "detect_positive", 1) != 0 ? INF_POS : 0) |
+              (amp_node_attr_int(n, "detect_negative", 1) != 0 ? INF_NEG : 0);
+    *attrs = p;
+    return AMP_OK;
+}
+
+/* Output bool of x's shape: test(x[i]) with x read as double (exact for every float).
+ * IsInf reads its directions from k->attrs; IsNaN has none. */
 static AmpCode float_test(AmpKernelCtx *k, bool is_nan) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    bool pos = amp_node_attr_int(k->node, "detect_positive", 1) != 0;
-    bool neg = amp_node_attr_int(k->node, "detect_negative", 1) != 0;
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, AMP_DT_BOOL, x->rank, x->dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    const AmpEwParams *a = k->attrs;
+    bool pos = !is_nan && (a->mode & INF_POS), neg = !is_nan && (a->mode & INF_NEG);
+    AmpBuf *out;
+    if ((rc = amp_ew_out(k, AMP_DT_BOOL, x->rank, x->dims, &out)) || !out) return rc;
     uint8_t *o = out->data;
     for (uint64_t i = 0; i < x->nelem; i++) {
         double v = amp_ew_get_f64(x, i);

@@ -174,6 +174,21 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_Ms_BiasGelu] = amp_ew_prepare_gelu,
 
     /* elementwise: elementwise.c, unary.c, logic.c, dropout.c */
+    [AMP_OP_Add] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Sub] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Mul] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Div] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Pow] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Equal] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Less] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Greater] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_LessOrEqual] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_GreaterOrEqual] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_And] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Or] = amp_ew_prepare_legacy_bcast,
+    [AMP_OP_Clip] = amp_ew_prepare_clip,
+    [AMP_OP_IsInf] = amp_ew_prepare_isinf,
+    [AMP_OP_Dropout] = amp_ew_prepare_dropout,
 
     /* gemm: gemm.c, einsum.c; conv: conv.c, pool.c; norm: norm.c */
 

@@ -54,8 +54,8 @@ static AmpCode int_or_float(AmpKernelCtx *k, IntUnary op, AmpEwMapF f, AmpEwMapD
     const AmpBuf *x = k->in[0];
     if (!amp_ew_is_int(x->dtype)) return amp_ew_unary_float(k, f, d, NULL);
     if (op == INT_NEG && amp_ew_is_unsigned(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!out) return AMP_ERR_INTERNAL;
+    AmpBuf *out;
+    if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
     bool u = x->dtype == AMP_DT_UINT64;
     for (uint64_t i = 0; i < x->nelem; i++) amp_ew_set_i64(out, i, int_unary_op(op, u, amp_buf_get_i64(x, i)));
     return AMP_OK;
@@ -130,6 +130,21 @@ AmpCode amp_ew_atanh(AmpKernelCtx *k) {
 
 /* ---- Clip ------------------------------------------------------------------------------ */
 
+/* The float bounds before any bound input is read: the min and max attributes before
+ * opset 11 (float's limits when absent), unbounded after (the bounds are inputs then). */
+typedef struct ClipAttrs {
+    double lo, hi;
+} ClipAttrs;
+
+AmpCode amp_ew_prepare_clip(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    ClipAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->lo = opset < 11 ? amp_node_attr_float(n, "min", -FLT_MAX) : -INFINITY;
+    a->hi = opset < 11 ? amp_node_attr_float(n, "max", FLT_MAX) : INFINITY;
+    *attrs = a;
+    return AMP_OK;
+}
+
 /* y = min(max(x, lo), hi): lo > hi gives hi everywhere (the spec's rule), NaN stays NaN. */
 static void map_clip_f(float *y, const float *xs, uint64_t n, const AmpEwParams *p) {
     const float lo = p->alpha, hi = p->beta;
@@ -155,6 +170,7 @@ static AmpCode clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf 
 AmpCode amp_ew_clip(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
+    const ClipAttrs *a = k->attrs;
     const AmpBuf *x = k->in[0], *bmin = NULL, *bmax = NULL;
     if (!amp_ew_is_float(x->dtype) && !amp_ew_is_int(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (k->opset >= 11 && ((rc = clip_bound(k, 1, x, &bmin)) || (rc = clip_bound(k, 2, x, &bmax)))) return rc;
@@ -164,8 +180,8 @@ AmpCode amp_ew_clip(AmpKernelCtx *k) {
         int64_t lo = u ? 0 : INT64_MIN, hi = u ? -1 /* UINT64_MAX */ : INT64_MAX;
         if (bmin) lo = amp_buf_get_i64(bmin, 0);
         if (bmax) hi = amp_buf_get_i64(bmax, 0);
-        AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-        if (!out) return AMP_ERR_INTERNAL;
+        AmpBuf *out;
+        if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
         for (uint64_t i = 0; i < x->nelem; i++) {
             int64_t v = amp_buf_get_i64(x, i);
             if (u) {
@@ -179,14 +195,12 @@ AmpCode amp_ew_clip(AmpKernelCtx *k) {
         }
         return AMP_OK;
     }
-    /* Before opset 11 the bounds are attributes, defaulting to float's limits. */
-    double lo = k->opset < 11 ? amp_node_attr_float(k->node, "min", -FLT_MAX) : -INFINITY;
-    double hi = k->opset < 11 ? amp_node_attr_float(k->node, "max", FLT_MAX) : INFINITY;
+    double lo = a->lo, hi = a->hi;
     if (bmin) lo = amp_ew_get_f64(bmin, 0);
     if (bmax) hi = amp_ew_get_f64(bmax, 0);
     if (x->dtype == AMP_DT_DOUBLE) {
-        AmpBuf *out = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-        if (!out) return AMP_ERR_INTERNAL;
+        AmpBuf *out;
+        if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
         const double *xs = x->data;
         double *y = out->data;
         for (uint64_t i = 0; i < x->nelem; i++) {

@@ -406,6 +406,23 @@ Test(elementwise, dropout_inference_is_identity_with_true_mask) {
     harness_free(h);
 }
 
+Test(elementwise, dropout_opset7_mask_has_the_data_type) {
+    /* Dropout-7..9's mask is T (the data's type), bool only from opset 10 */
+    Harness *h = harness("", "Dropout", 7);
+    int64_t d[1] = {2};
+    uint16_t x[2] = {amp_f32_to_f16(1.5f), amp_f32_to_f16(-2.0f)};
+    AmpBuf X = mkbuf(AMP_DT_FLOAT16, 1, d, x);
+    const AmpBuf *in[1] = {&X};
+    cr_assert_eq(run(h, 1, in, 2), AMP_OK, "%s", h->st.msg);
+    cr_assert_eq(h->out[0].dtype, AMP_DT_FLOAT16);
+    cr_assert_eq(h->out[1].dtype, AMP_DT_FLOAT16);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(((uint16_t *)h->out[0].data)[i], x[i]);
+        cr_assert_eq(amp_f16_to_f32(((uint16_t *)h->out[1].data)[i]), 1.0f);
+    }
+    harness_free(h);
+}
+
 Test(elementwise, dropout_seeded_matches_numpy) {
     /* numpy: RandomState(0).uniform(0, 1, 5) = .5488 .7152 .6028 .5449 .4237 */
     Harness *h = harness("", "Dropout", 13);
