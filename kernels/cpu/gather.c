@@ -38,13 +38,24 @@ static AmpCode bad_index(AmpKernelCtx *k, const AmpBuf *idx, uint64_t i, int64_t
                        (long long)amp_buf_get_i64(idx, i), (unsigned long long)i, (long long)dim);
 }
 
+/* Gather's and GatherElements' axis, raw (normalised against the data's rank). */
+typedef struct GatherAttrs {
+    int64_t axis;
+} GatherAttrs;
+
+AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    GatherAttrs a = {amp_node_attr_int(n, "axis", 0)};
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_sh_gather(AmpKernelCtx *k) {
     const AmpBuf *x, *idx;
     size_t es;
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int axis;
-    int64_t a = amp_node_attr_int(k->node, "axis", 0);
+    int64_t a = ((const GatherAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, x->rank, &axis))
         return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     int rank = x->rank - 1 + idx->rank;
@@ -59,8 +70,8 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
     for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
     for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
     for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, rank, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y) return rc;
     uint64_t outer = amp_shape_nelem(axis, x->dims);
     size_t row = (size_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1) * es;
     const char *src = x->data;
@@ -79,7 +90,7 @@ AmpCode amp_sh_gather_elements(AmpKernelCtx *k) {
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int r = x->rank, axis;
-    int64_t a = amp_node_attr_int(k->node, "axis", 0);
+    int64_t a = ((const GatherAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, r, &axis))
         return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
     if (idx->rank != r) return amp_sh_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
@@ -90,8 +101,8 @@ AmpCode amp_sh_gather_elements(AmpKernelCtx *k) {
     int64_t dim = x->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
         if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, idx->dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, idx->dims, &y)) || !y) return rc;
     int64_t strides[AMP_MAX_RANK], c[AMP_MAX_RANK] = {0};
     amp_sh_strides(r, x->dims, strides);
     const char *src = x->data;
@@ -126,13 +137,24 @@ static bool tuple_offset(const AmpBuf *idx, uint64_t t, int64_t m, const int64_t
     return true;
 }
 
+/* GatherND's batch_dims, raw (checked against the ranks). */
+typedef struct GatherNdAttrs {
+    int64_t batch_dims;
+} GatherNdAttrs;
+
+AmpCode amp_sh_gather_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    GatherNdAttrs a = {amp_node_attr_int(n, "batch_dims", 0)};
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
     const AmpBuf *x, *idx;
     size_t es;
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int r = x->rank, q = idx->rank;
-    int64_t b = amp_node_attr_int(k->node, "batch_dims", 0);
+    int64_t b = ((const GatherNdAttrs *)k->attrs)->batch_dims;
     if (q < 1 || r < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
     if (b < 0 || b >= q || b >= r)
         return amp_sh_fail(k, AMP_ERR_INPUT, "batch_dims %lld is out of range", (long long)b);
@@ -158,8 +180,8 @@ AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
     for (uint64_t t = 0; t < batches * per; t++)
         if (!tuple_offset(idx, t, m, x->dims + b, &off, &bad))
             return bad_index(k, idx, bad, x->dims[b + (int64_t)(bad % (uint64_t)m)]);
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, rank, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y) return rc;
     const char *src = x->data;
     char *dst = y->data;
     size_t row = (size_t)slice * es;
@@ -248,6 +270,24 @@ static bool reduce_into(int dt, int op, void *dst, const void *src, uint64_t n) 
     }
 }
 
+/* ScatterND's reduction (RED_*). */
+typedef struct ScatterAttrs {
+    int op;
+} ScatterAttrs;
+
+AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *rs = amp_node_attr_string(n, "reduction", "none");
+    ScatterAttrs a;
+    if (strcmp(rs, "none") == 0) a.op = RED_NONE;
+    else if (strcmp(rs, "add") == 0) a.op = RED_ADD;
+    else if (strcmp(rs, "mul") == 0) a.op = RED_MUL;
+    else if (strcmp(rs, "max") == 0) a.op = RED_MAX;
+    else if (strcmp(rs, "min") == 0) a.op = RED_MIN;
+    else return amp_sh_prep_fail(n, st, "unknown reduction '%s'", rs);
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {
     const AmpBuf *x, *idx;
     size_t es;
@@ -258,14 +298,7 @@ AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {
     if (u->dtype != x->dtype)
         return amp_sh_fail(k, AMP_ERR_INPUT, "updates are %s, data %s", amp_dtype_name(u->dtype),
                            amp_dtype_name(x->dtype));
-    const char *rs = amp_node_attr_string(k->node, "reduction", "none");
-    int op;
-    if (strcmp(rs, "none") == 0) op = RED_NONE;
-    else if (strcmp(rs, "add") == 0) op = RED_ADD;
-    else if (strcmp(rs, "mul") == 0) op = RED_MUL;
-    else if (strcmp(rs, "max") == 0) op = RED_MAX;
-    else if (strcmp(rs, "min") == 0) op = RED_MIN;
-    else return amp_sh_fail(k, AMP_ERR_INPUT, "unknown reduction '%s'", rs);
+    int op = ((const ScatterAttrs *)k->attrs)->op;
     if (op != RED_NONE && !reduce_into(x->dtype, op, NULL, NULL, 0)) return amp_kernel_bad_dtype(k, x->dtype);
     int r = x->rank, q = idx->rank;
     if (q < 1 || r < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
@@ -282,8 +315,8 @@ AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {
     uint64_t bad = 0;
     for (uint64_t t = 0; t < tuples; t++)
         if (!tuple_offset(idx, t, m, x->dims, &off, &bad)) return bad_index(k, idx, bad, x->dims[bad % (uint64_t)m]);
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, x->dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, x->dims, &y)) || !y) return rc;
     if (y->nelem) memcpy(y->data, x->data, (size_t)y->nelem * es);
     size_t row = (size_t)slice * es;
     char *dst = y->data;

@@ -203,6 +203,12 @@ AmpCode amp_cpu_rnn(AmpKernelCtx *k);
 AmpCode amp_cpu_gru(AmpKernelCtx *k);
 AmpCode amp_cpu_lstm(AmpKernelCtx *k);
 /* shape.c */
+AmpCode amp_cpu_reshape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_depth_space_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_trilu_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_identity(AmpKernelCtx *k);
 AmpCode amp_cpu_reshape(AmpKernelCtx *k);
 AmpCode amp_cpu_flatten(AmpKernelCtx *k);
@@ -217,16 +223,27 @@ AmpCode amp_cpu_depth_to_space(AmpKernelCtx *k);
 AmpCode amp_cpu_space_to_depth(AmpKernelCtx *k);
 AmpCode amp_cpu_trilu(AmpKernelCtx *k);
 /* slice.c */
+AmpCode amp_sh_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_sh_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_sh_slice(AmpKernelCtx *k);
 AmpCode amp_sh_pad(AmpKernelCtx *k);
 /* gather.c */
+AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_sh_gather_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_sh_gather(AmpKernelCtx *k);
 AmpCode amp_sh_gather_elements(AmpKernelCtx *k);
 AmpCode amp_sh_gather_nd(AmpKernelCtx *k);
 AmpCode amp_sh_scatter_nd(AmpKernelCtx *k);
 /* resize.c */
+AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_sh_resize(AmpKernelCtx *k);
 /* tensor.c */
+AmpCode amp_cpu_cast_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_cast(AmpKernelCtx *k);
 AmpCode amp_cpu_cast_like(AmpKernelCtx *k);
 AmpCode amp_cpu_constant(AmpKernelCtx *k);

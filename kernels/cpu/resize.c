@@ -106,54 +106,86 @@ static AmpCode read_floats(AmpKernelCtx *k, const AmpBuf *b, const char *what, d
     return amp_sh_convert(k, b->data, b->dtype, out, AMP_DT_DOUBLE, n);
 }
 
-AmpCode amp_sh_resize(AmpKernelCtx *k) {
+enum { KA_STRETCH, KA_NOT_LARGER, KA_NOT_SMALLER };
+
+/* Resize's attributes; the axes as given (checked against the rank in the kernel). */
+typedef struct ResizeAttrs {
+    int mode, ct, nr, policy;
+    double A; /* cubic_coeff_a */
+    bool exclude, antialias;
+    float extrap;
+    size_t na; /* axes given (0: all) */
+    int64_t axes[AMP_MAX_RANK];
+} ResizeAttrs;
+
+AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
                                       "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    ResizeAttrs a = {0};
+    const char *ms = amp_node_attr_string(n, "mode", "nearest");
+    a.mode = lookup(ms, modes, 3);
+    if (a.mode < 0 && strcmp(ms, "bilinear") == 0) a.mode = M_LINEAR;
+    if (a.mode < 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", ms);
+    if (opset < 11) { /* Resize-10: (X, scales); the Upsample semantics */
+        a.ct = CT_ASYM, a.nr = NR_FLOOR;
+    } else {
+        const char *cs = amp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+        const char *ns = amp_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+        if ((a.ct = lookup(cs, cts, 7)) < 0)
+            return amp_sh_prep_fail(n, st, "unknown coordinate_transformation_mode '%s'", cs);
+        if ((a.nr = lookup(ns, nmodes, 4)) < 0) return amp_sh_prep_fail(n, st, "unknown nearest_mode '%s'", ns);
+    }
+    a.A = amp_node_attr_float(n, "cubic_coeff_a", -0.75f);
+    a.exclude = amp_node_attr_int(n, "exclude_outside", 0) != 0;
+    a.extrap = amp_node_attr_float(n, "extrapolation_value", 0.0f);
+    a.antialias = amp_node_attr_int(n, "antialias", 0) != 0;
+    const char *policy = amp_node_attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    if ((a.policy = lookup(policy, policies, 3)) < 0)
+        return amp_sh_prep_fail(n, st, "unknown keep_aspect_ratio_policy '%s'", policy);
+    const AmpAttr *aa = amp_node_attr(n, "axes");
+    if (aa && aa->n_ints) {
+        if (aa->n_ints > AMP_MAX_RANK) return amp_sh_prep_fail(n, st, "more axes than the rank");
+        a.na = aa->n_ints;
+        for (size_t i = 0; i < a.na; i++) a.axes[i] = aa->ints[i];
+    }
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
+AmpCode amp_sh_resize(AmpKernelCtx *k) {
+    const ResizeAttrs *ra = k->attrs;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no input X");
     int r = x->rank;
-    const char *ms = amp_node_attr_string(k->node, "mode", "nearest");
-    int mode = lookup(ms, modes, 3);
-    if (mode < 0 && strcmp(ms, "bilinear") == 0) mode = M_LINEAR;
-    if (mode < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown mode '%s'", ms);
+    int mode = ra->mode, ct = ra->ct, nr = ra->nr;
     const AmpBuf *roi = NULL, *scales, *sizes = NULL;
-    int ct, nr;
-    if (k->opset < 11) { /* Resize-10: (X, scales); the Upsample semantics */
+    if (k->opset < 11) { /* Resize-10: (X, scales) */
         scales = k->n_in > 1 ? k->in[1] : NULL;
-        ct = CT_ASYM, nr = NR_FLOOR;
     } else {
         roi = k->n_in > 1 ? k->in[1] : NULL;
         scales = k->n_in > 2 ? k->in[2] : NULL;
         sizes = k->n_in > 3 ? k->in[3] : NULL;
-        const char *cs = amp_node_attr_string(k->node, "coordinate_transformation_mode", "half_pixel");
-        const char *ns = amp_node_attr_string(k->node, "nearest_mode", "round_prefer_floor");
-        if ((ct = lookup(cs, cts, 7)) < 0)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "unknown coordinate_transformation_mode '%s'", cs);
-        if ((nr = lookup(ns, nmodes, 4)) < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown nearest_mode '%s'", ns);
     }
     if (scales && scales->nelem == 0) scales = NULL; /* empty placeholders (opset 11-12) */
     if (sizes && sizes->nelem == 0) sizes = NULL;
     if (roi && roi->nelem == 0) roi = NULL;
     if (!scales == !sizes) return amp_sh_fail(k, AMP_ERR_INPUT, "exactly one of scales and sizes must be given");
-    double A = amp_node_attr_float(k->node, "cubic_coeff_a", -0.75f);
-    bool exclude = amp_node_attr_int(k->node, "exclude_outside", 0) != 0;
-    float extrap = amp_node_attr_float(k->node, "extrapolation_value", 0.0f);
-    bool antialias = amp_node_attr_int(k->node, "antialias", 0) != 0;
-    const char *policy = amp_node_attr_string(k->node, "keep_aspect_ratio_policy", "stretch");
+    double A = ra->A;
+    bool exclude = ra->exclude, antialias = ra->antialias;
+    float extrap = ra->extrap;
 
     /* The resized axes (attribute since opset 18, else all). */
     int64_t axes[AMP_MAX_RANK];
     size_t na = (size_t)r;
-    const AmpAttr *aa = amp_node_attr(k->node, "axes");
-    if (aa && aa->n_ints) {
-        if (aa->n_ints > (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "more axes than the rank");
-        na = aa->n_ints;
+    if (ra->na) {
+        if (ra->na > (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "more axes than the rank");
+        na = ra->na;
         bool seen[AMP_MAX_RANK] = {false};
         for (size_t i = 0; i < na; i++) {
             int a;
-            if (!amp_norm_axis(aa->ints[i], r, &a) || seen[a])
+            if (!amp_norm_axis(ra->axes[i], r, &a) || seen[a])
                 return amp_sh_fail(k, AMP_ERR_INPUT, "axes are out of range or repeated");
             seen[a] = true;
             axes[i] = a;
@@ -187,9 +219,7 @@ AmpCode amp_sh_resize(AmpKernelCtx *k) {
             out[d] = sz[i];
             scale[d] = x->dims[d] ? (double)sz[i] / (double)x->dims[d] : 1.0;
         }
-        bool larger = strcmp(policy, "not_larger") == 0, smaller = strcmp(policy, "not_smaller") == 0;
-        if (!larger && !smaller && strcmp(policy, "stretch") != 0)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "unknown keep_aspect_ratio_policy '%s'", policy);
+        bool larger = ra->policy == KA_NOT_LARGER, smaller = ra->policy == KA_NOT_SMALLER;
         if (larger || smaller) {
             double s = scale[axes[0]];
             for (size_t i = 1; i < na; i++) s = larger ? fmin(s, scale[axes[i]]) : fmax(s, scale[axes[i]]);
@@ -215,8 +245,8 @@ AmpCode amp_sh_resize(AmpKernelCtx *k) {
     for (int d = 0; d < r; d++)
         if (antialias && mode != M_NEAREST && scale[d] < 1)
             return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
-    AmpBuf *y = amp_sh_alloc(k, 0, dt, r, out);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, dt, r, out, &y)) || !y) return rc;
     if (y->nelem == 0) return AMP_OK;
 
     /* Per-axis tables; axes left as they are (scale 1, same size, no crop) get one tap. */

@@ -29,19 +29,52 @@ size_t amp_sh_esize(AmpKernelCtx *k, int dtype) {
     return bits / 8;
 }
 
-AmpBuf *amp_sh_alloc(AmpKernelCtx *k, int index, int dtype, int rank, const int64_t *dims) {
-    if (rank < 0 || rank > AMP_MAX_RANK) {
-        amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
-        return NULL;
-    }
-    for (int i = 0; i < rank; i++)
-        if (dims[i] < 0) {
-            amp_sh_fail(k, AMP_ERR_INPUT, "output %d has a negative dimension", index);
-            return NULL;
-        }
-    /* The size: the executor's allocator refuses shapes that overflow and outputs over its
-     * cap, with the node and the size (runtime/exec.c), for every kernel alike. */
-    return k->alloc(k->alloc_ctx, index, dtype, rank, dims, k->st);
+AmpCode amp_sh_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
+    bool same = y->dtype == dtype && y->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
+    if (same) return AMP_OK;
+    AmpBuf want = {.dtype = dtype, .rank = rank < 0 ? 0 : rank > AMP_MAX_RANK ? AMP_MAX_RANK : rank};
+    for (int i = 0; i < want.rank; i++) want.dims[i] = dims[i];
+    char got[160], exp[160];
+    amp_buf_describe(y, got, sizeof got);
+    amp_buf_describe(&want, exp, sizeof exp);
+    return amp_sh_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
+}
+
+AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **y) {
+    AmpCode rc = amp_kernel_outputs(k, 1, y);
+    if (rc || !*y) return rc;
+    if ((rc = amp_sh_check_out(k, *y, dtype, rank, dims))) *y = NULL;
+    return rc;
+}
+
+AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y) {
+    AmpCode rc = amp_kernel_outputs(k, 1, y);
+    if (rc || !*y) return rc;
+    if ((*y)->dtype == dtype && (*y)->nelem == nelem) return AMP_OK;
+    char got[160];
+    amp_buf_describe(*y, got, sizeof got);
+    *y = NULL;
+    return amp_sh_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %llu elements of %s", got,
+                       (unsigned long long)nelem, amp_dtype_name(dtype));
+}
+
+AmpCode amp_sh_prep_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "",
+                    msg);
+}
+
+AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
+    void *q = malloc(size);
+    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(q, p, size);
+    *attrs = q;
+    return AMP_OK;
 }
 
 AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n) {
@@ -131,11 +164,13 @@ static const AmpBuf *need_in(AmpKernelCtx *k, int i, const char *what) {
     return NULL;
 }
 
-/* Output 0 = the bytes of x under a new shape (no reordering: any dtype but string). */
-static AmpCode copy_as(AmpKernelCtx *k, const AmpBuf *x, int rank, const int64_t *dims) {
+/* Output 0 = the bytes of x, under the shape the executor placed (no reordering: any
+ * dtype but string); the counts must agree. */
+static AmpCode copy_as(AmpKernelCtx *k, const AmpBuf *x) {
     if (amp_dtype_bits(x->dtype) == 0) return amp_kernel_bad_dtype(k, x->dtype);
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, rank, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out_count(k, x->dtype, x->nelem, &y);
+    if (rc || !y) return rc;
     size_t bytes = amp_buf_bytes(x);
     if (bytes) memcpy(y->data, x->data, bytes);
     return AMP_OK;
@@ -143,21 +178,42 @@ static AmpCode copy_as(AmpKernelCtx *k, const AmpBuf *x, int rank, const int64_t
 
 AmpCode amp_cpu_identity(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
-    return x ? copy_as(k, x, x->rank, x->dims) : k->st->code;
+    return x ? copy_as(k, x) : k->st->code;
 }
 
+/* Reshape: the target given as an attribute (Reshape-1) and allowzero. */
+typedef struct ReshapeAttrs {
+    bool allowzero;
+    size_t n; /* Reshape-1's target length */
+    int64_t shape[AMP_MAX_RANK];
+} ReshapeAttrs;
+
+AmpCode amp_cpu_reshape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    ReshapeAttrs a = {.allowzero = amp_node_attr_int(n, "allowzero", 0) != 0};
+    if (opset < 5) { /* Reshape-1: the shape was an attribute */
+        const AmpAttr *sa = amp_node_attr(n, "shape");
+        if (!sa) return amp_sh_prep_fail(n, st, "no shape attribute");
+        if (sa->n_ints > AMP_MAX_RANK)
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): target rank %zu is over %d",
+                            n->name ? n->name : "", n->op_type, sa->n_ints, AMP_MAX_RANK);
+        a.n = sa->n_ints;
+        for (size_t i = 0; i < a.n; i++) a.shape[i] = sa->ints[i];
+    }
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
+/* The target is checked against the input here although the executor sized the output
+ * from it: the copy relies on the element counts agreeing, and a bad target is the
+ * model's error (AMP_ERR_INPUT), not the executor's. */
 AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
+    const ReshapeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     int64_t shape[AMP_MAX_RANK];
     size_t n = 0;
-    if (k->opset < 5) { /* Reshape-1: the shape was an attribute */
-        const AmpAttr *a = amp_node_attr(k->node, "shape");
-        if (!a) return amp_sh_fail(k, AMP_ERR_INPUT, "no shape attribute");
-        if (a->n_ints > AMP_MAX_RANK)
-            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "target rank %zu is over %d", a->n_ints, AMP_MAX_RANK);
-        n = a->n_ints;
-        for (size_t i = 0; i < n; i++) shape[i] = a->ints[i];
+    if (k->opset < 5) {
+        n = a->n;
+        memcpy(shape, a->shape, sizeof shape);
     } else {
         const AmpBuf *s = need_in(k, 1, "shape");
         if (!s) return k->st->code;
@@ -167,7 +223,6 @@ AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
         AmpCode rc = amp_sh_ints(k, s, "shape", shape, AMP_MAX_RANK, &n);
         if (rc) return rc;
     }
-    bool allowzero = amp_node_attr_int(k->node, "allowzero", 0) != 0;
     int infer = -1;
     bool has_zero = false;
     int64_t known = 1;
@@ -179,7 +234,7 @@ AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
             continue;
         }
         if (v < -1) return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)v);
-        if (v == 0 && !allowzero) {
+        if (v == 0 && !a->allowzero) {
             if ((int)i >= x->rank)
                 return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is 0 (copy) but the input has rank %d", i, x->rank);
             v = shape[i] = x->dims[i];
@@ -188,7 +243,7 @@ AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
         if (!amp_sh_mul(known, v, &known)) return amp_sh_fail(k, AMP_ERR_INPUT, "shape is too large");
     }
     if (infer >= 0) {
-        if (has_zero && allowzero) return amp_sh_fail(k, AMP_ERR_INPUT, "allowzero shape has both 0 and -1");
+        if (has_zero && a->allowzero) return amp_sh_fail(k, AMP_ERR_INPUT, "allowzero shape has both 0 and -1");
         if (known == 0 || x->nelem % (uint64_t)known)
             return amp_sh_fail(k, AMP_ERR_INPUT, "cannot infer the -1 dimension for %llu elements",
                                (unsigned long long)x->nelem);
@@ -197,111 +252,66 @@ AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
         return amp_sh_fail(k, AMP_ERR_INPUT, "shape holds %lld elements, the input %llu", (long long)known,
                            (unsigned long long)x->nelem);
     }
-    return copy_as(k, x, (int)n, shape);
+    if (amp_dtype_bits(x->dtype) == 0) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, x->dtype, (int)n, shape, &y);
+    if (rc || !y) return rc;
+    size_t bytes = amp_buf_bytes(x);
+    if (bytes) memcpy(y->data, x->data, bytes);
+    return AMP_OK;
 }
 
+/* Flatten, Squeeze and Unsqueeze re-view the bytes: their shape function (the same
+ * attributes and axes) sized the output, and checked what this copy does not rely on. */
 AmpCode amp_cpu_flatten(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
-    if (!x) return k->st->code;
-    int64_t axis = amp_node_attr_int(k->node, "axis", 1);
-    if (axis < -x->rank || axis > x->rank)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
-    if (axis < 0) axis += x->rank;
-    int64_t dims[2] = {1, 1};
-    for (int i = 0; i < x->rank; i++) dims[i >= axis] *= x->dims[i];
-    return copy_as(k, x, 2, dims);
-}
-
-/* Axes from the attribute (before opset 13) or input 1 (since), normalised against
- * `rank`; *n = 0 and no error when none are given. */
-static AmpCode axes_of(AmpKernelCtx *k, int rank, int64_t *axes, size_t *n) {
-    *n = 0;
-    if (k->opset < 13) {
-        const AmpAttr *a = amp_node_attr(k->node, "axes");
-        if (a) {
-            if (a->n_ints > AMP_MAX_RANK) return amp_sh_fail(k, AMP_ERR_INPUT, "too many axes");
-            for (size_t i = 0; i < a->n_ints; i++) axes[i] = a->ints[i];
-            *n = a->n_ints;
-        }
-    } else if (k->n_in > 1 && k->in[1]) {
-        AmpCode rc = amp_sh_ints(k, k->in[1], "axes", axes, AMP_MAX_RANK, n);
-        if (rc) return rc;
-    }
-    for (size_t i = 0; i < *n; i++) {
-        int a;
-        if (!amp_norm_axis(axes[i], rank, &a))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
-        axes[i] = a;
-        for (size_t j = 0; j < i; j++)
-            if (axes[j] == a) return amp_sh_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-    }
-    return AMP_OK;
+    return x ? copy_as(k, x) : k->st->code;
 }
 
 AmpCode amp_cpu_squeeze(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
-    if (!x) return k->st->code;
-    int64_t axes[AMP_MAX_RANK];
-    size_t n;
-    AmpCode rc = axes_of(k, x->rank, axes, &n);
-    if (rc) return rc;
-    bool drop[AMP_MAX_RANK] = {false};
-    for (size_t i = 0; i < n; i++) {
-        if (x->dims[axes[i]] != 1)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld has size %lld, not 1", (long long)axes[i],
-                               (long long)x->dims[axes[i]]);
-        drop[axes[i]] = true;
-    }
-    int64_t dims[AMP_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (!(n ? drop[i] : x->dims[i] == 1)) dims[r++] = x->dims[i];
-    return copy_as(k, x, r, dims);
+    return x ? copy_as(k, x) : k->st->code;
 }
 
 AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
-    if (!x) return k->st->code;
-    /* The axes count is needed before normalising: read them raw first. */
-    size_t n = 0;
-    if (k->opset < 13) {
-        const AmpAttr *a = amp_node_attr(k->node, "axes");
-        n = a ? a->n_ints : 0;
-    } else if (k->n_in > 1 && k->in[1]) {
-        n = (size_t)k->in[1]->nelem;
+    return x ? copy_as(k, x) : k->st->code;
+}
+
+/* Transpose: perm as given (n entries, a permutation of 0..n-1), or none: reversed. */
+typedef struct TransposeAttrs {
+    size_t n;
+    int64_t perm[AMP_MAX_RANK];
+} TransposeAttrs;
+
+AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    TransposeAttrs t = {0};
+    const AmpAttr *a = amp_node_attr(n, "perm");
+    if (a && a->n_ints) {
+        t.n = a->n_ints; /* over AMP_MAX_RANK: fits no input, the kernel says so */
+        bool seen[AMP_MAX_RANK] = {false};
+        for (size_t i = 0; i < t.n && t.n <= AMP_MAX_RANK; i++) {
+            int64_t p = a->ints[i];
+            if (p < 0 || p >= (int64_t)t.n || seen[p]) return amp_sh_prep_fail(n, st, "perm is not a permutation");
+            seen[p] = true;
+            t.perm[i] = p;
+        }
     }
-    if (n == 0) return amp_sh_fail(k, AMP_ERR_INPUT, "no axes given");
-    if ((size_t)x->rank + n > AMP_MAX_RANK)
-        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %zu is over %d", (size_t)x->rank + n, AMP_MAX_RANK);
-    int rank = x->rank + (int)n;
-    int64_t axes[AMP_MAX_RANK];
-    AmpCode rc = axes_of(k, rank, axes, &n);
-    if (rc) return rc;
-    bool ins[AMP_MAX_RANK] = {false};
-    for (size_t i = 0; i < n; i++) ins[axes[i]] = true;
-    int64_t dims[AMP_MAX_RANK];
-    for (int i = 0, j = 0; i < rank; i++) dims[i] = ins[i] ? 1 : x->dims[j++];
-    return copy_as(k, x, rank, dims);
+    return amp_sh_prep_out(&t, sizeof t, attrs, st);
 }
 
 AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
+    const TransposeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
     int64_t perm[AMP_MAX_RANK];
-    const AmpAttr *a = amp_node_attr(k->node, "perm");
-    if (a && a->n_ints) {
-        if (a->n_ints != (size_t)r)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n_ints, r);
-        bool seen[AMP_MAX_RANK] = {false};
-        for (int i = 0; i < r; i++) {
-            int64_t p = a->ints[i];
-            if (p < 0 || p >= r || seen[p]) return amp_sh_fail(k, AMP_ERR_INPUT, "perm is not a permutation");
-            seen[p] = true;
-            perm[i] = p;
-        }
+    if (a->n) {
+        if (a->n != (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
+        memcpy(perm, a->perm, sizeof perm);
     } else {
         for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
     }
@@ -311,25 +321,36 @@ AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
         dims[i] = x->dims[perm[i]];
         strides[i] = in_strides[perm[i]];
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, x->dtype, r, dims, &y);
+    if (rc || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;
 }
 
+/* Concat's axis, raw (normalised against the inputs' rank in the kernel). */
+typedef struct AxisAttrs {
+    int64_t axis;
+} AxisAttrs;
+
+AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    const AmpAttr *aa = amp_node_attr(n, "axis");
+    if (!aa && opset >= 4) return amp_sh_prep_fail(n, st, "no axis attribute");
+    AxisAttrs a = {aa ? aa->i : 1}; /* Concat-1: axis 1 by default */
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_cpu_concat(AmpKernelCtx *k) {
+    const AxisAttrs *aa = k->attrs;
     if (k->n_in < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no inputs");
     for (int i = 0; i < k->n_in; i++)
         if (!k->in[i]) return amp_sh_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_sh_esize(k, x0->dtype);
     if (!es) return k->st->code;
-    const AmpAttr *aa = amp_node_attr(k->node, "axis");
-    if (!aa && k->opset >= 4) return amp_sh_fail(k, AMP_ERR_INPUT, "no axis attribute");
     int axis;
-    if (!amp_norm_axis(aa ? aa->i : 1, x0->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)(aa ? aa->i : 1),
-                           x0->rank);
+    if (!amp_norm_axis(aa->axis, x0->rank, &axis))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
     int64_t dims[AMP_MAX_RANK];
     memcpy(dims, x0->dims, sizeof dims);
     dims[axis] = 0;
@@ -342,8 +363,9 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
                 return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
         dims[axis] += x->dims[axis];
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, x0->dtype, x0->rank, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
+    if (rc || !y) return rc;
     uint64_t outer = amp_shape_nelem(axis, dims);
     uint64_t inner = amp_shape_nelem(x0->rank - axis - 1, dims + axis + 1);
     char *d = y->data;
@@ -356,47 +378,75 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
+/* Split: axis (raw), and the part sizes of the split attribute (before opset 13) when the
+ * node gives them and no split input. */
+typedef struct SplitAttrs {
+    int64_t axis;
+    bool has_split; /* the attribute's sizes are the split */
+    size_t n;       /* entries of split[] (the node's outputs) */
+    int64_t split[];
+} SplitAttrs;
+
+AmpCode amp_cpu_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    int no = n->n_outputs;
+    bool split_input = n->n_inputs > 1 && n->inputs[1];
+    const AmpAttr *sa = amp_node_attr(n, "split");
+    bool has_split = !split_input && opset < 13 && sa && sa->n_ints;
+    if (has_split && sa->n_ints != (size_t)no)
+        return amp_sh_prep_fail(n, st, "split has %zu entries for %d outputs", sa->n_ints, no);
+    if (!split_input && !has_split) {
+        int64_t num = amp_node_attr_int(n, "num_outputs", no);
+        if (num != no) return amp_sh_prep_fail(n, st, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
+    }
+    size_t cnt = has_split ? (size_t)no : 0;
+    SplitAttrs *a = malloc(sizeof *a + cnt * sizeof a->split[0]);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->axis = amp_node_attr_int(n, "axis", 0);
+    a->has_split = has_split;
+    a->n = cnt;
+    for (size_t i = 0; i < cnt; i++) a->split[i] = sa->ints[i];
+    *attrs = a;
+    return AMP_OK;
+}
+
 AmpCode amp_cpu_split(AmpKernelCtx *k) {
+    const SplitAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int axis;
-    int64_t a = amp_node_attr_int(k->node, "axis", 0);
-    if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    if (!amp_norm_axis(a->axis, x->rank, &axis))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
     int no = k->n_out;
     if (no < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no outputs");
     int64_t dim = x->dims[axis];
     int64_t *sizes = malloc((size_t)no * sizeof *sizes);
-    if (!sizes) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    AmpBuf **outs = malloc((size_t)no * sizeof *outs);
+    if (!sizes || !outs) {
+        free(sizes), free(outs);
+        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    }
     AmpCode rc = AMP_OK;
-    const AmpAttr *sa = amp_node_attr(k->node, "split");
     size_t n = 0;
     if (k->n_in > 1 && k->in[1]) {
         rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
         if (!rc && n != (size_t)no)
             rc = amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
-    } else if (k->opset < 13 && sa && sa->n_ints) {
-        if (sa->n_ints != (size_t)no)
-            rc = amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", sa->n_ints, no);
-        for (int i = 0; !rc && i < no; i++) sizes[i] = sa->ints[i];
-    } else {
-        int64_t num = amp_node_attr_int(k->node, "num_outputs", no);
-        if (num != no) {
-            rc = amp_sh_fail(k, AMP_ERR_INPUT, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
-        } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
-            int64_t chunk = dim / no + (dim % no != 0);
-            for (int i = 0; i < no; i++) {
-                int64_t left = dim - chunk * i;
-                sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
-            }
-        } else if (dim % no) {
-            rc = amp_sh_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim,
-                             no);
-        } else {
-            for (int i = 0; i < no; i++) sizes[i] = dim / no;
+    } else if (a->has_split) {
+        if (a->n != (size_t)no)
+            rc = amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
+        for (int i = 0; !rc && i < no; i++) sizes[i] = a->split[i];
+    } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
+        int64_t chunk = dim / no + (dim % no != 0);
+        for (int i = 0; i < no; i++) {
+            int64_t left = dim - chunk * i;
+            sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
         }
+    } else if (dim % no) {
+        rc = amp_sh_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim, no);
+    } else {
+        for (int i = 0; i < no; i++) sizes[i] = dim / no;
     }
     int64_t total = 0;
     for (int i = 0; !rc && i < no; i++) {
@@ -406,6 +456,7 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
     }
     if (!rc && total != dim)
         rc = amp_sh_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
+    if (!rc) rc = amp_kernel_outputs(k, no, outs);
     int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
     int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
     int64_t start = 0;
@@ -413,17 +464,14 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
         int64_t dims[AMP_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
         dims[axis] = sizes[i];
-        AmpBuf *y = amp_sh_alloc(k, i, x->dtype, x->rank, dims);
-        if (!y) {
-            rc = k->st->code;
-            break;
+        if (outs[i] && !(rc = amp_sh_check_out(k, outs[i], x->dtype, x->rank, dims))) {
+            /* View (outer, sizes[i] * inner) of the input rows (outer, dim * inner). */
+            int64_t vd[2] = {outer, sizes[i] * inner}, vs[2] = {dim * inner, 1};
+            amp_sh_strided_copy(outs[i]->data, x->data, es, 2, vd, vs, start * inner);
         }
-        /* View (outer, sizes[i] * inner) of the input rows (outer, dim * inner). */
-        int64_t vd[2] = {outer, sizes[i] * inner}, vs[2] = {dim * inner, 1};
-        amp_sh_strided_copy(y->data, x->data, es, 2, vd, vs, start * inner);
         start += sizes[i];
     }
-    free(sizes);
+    free(sizes), free(outs);
     return rc;
 }
 
@@ -445,8 +493,8 @@ AmpCode amp_cpu_expand(AmpKernelCtx *k) {
     if (!amp_broadcast_shape(x->rank, x->dims, (int)n, shape, &r, dims))
         return amp_sh_fail(k, AMP_ERR_INPUT, "input shape does not broadcast to the given shape");
     amp_broadcast_strides(x->rank, x->dims, r, dims, strides);
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;
 }
@@ -483,27 +531,42 @@ AmpCode amp_cpu_tile(AmpKernelCtx *k) {
         vd[2 * i] = rep[i], vs[2 * i] = 0;
         vd[2 * i + 1] = x->dims[i], vs[2 * i + 1] = in_strides[i];
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, 2 * r, vd, vs, 0);
     return AMP_OK;
 }
 
+/* DepthToSpace and SpaceToDepth: blocksize, and DepthToSpace's mode. */
+typedef struct BlockAttrs {
+    int64_t b;
+    bool crd; /* DepthToSpace mode CRD (else DCR) */
+} BlockAttrs;
+
+AmpCode amp_cpu_depth_space_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    BlockAttrs a = {.b = amp_node_attr_int(n, "blocksize", 0)};
+    if (a.b < 1 || a.b > (INT64_C(1) << 31))
+        return amp_sh_prep_fail(n, st, "blocksize %lld is invalid", (long long)a.b);
+    if (n->op == AMP_OP_DepthToSpace) {
+        const char *mode = amp_node_attr_string(n, "mode", "DCR");
+        a.crd = strcmp(mode, "CRD") == 0;
+        if (!a.crd && strcmp(mode, "DCR") != 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", mode);
+    }
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 /* DepthToSpace (to_space) and SpaceToDepth on (N, C, H, W) as one 6-D strided copy. */
 static AmpCode depth_space(AmpKernelCtx *k, bool to_space) {
+    const BlockAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     if (x->rank != 4) return amp_sh_fail(k, AMP_ERR_INPUT, "input must be 4-D (N, C, H, W), not rank %d", x->rank);
-    int64_t b = amp_node_attr_int(k->node, "blocksize", 0);
-    if (b < 1 || b > (INT64_C(1) << 31))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "blocksize %lld is invalid", (long long)b);
+    int64_t b = a->b;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], dims[4], vd[6], vs[6];
     if (to_space) {
-        const char *mode = amp_node_attr_string(k->node, "mode", "DCR");
-        bool crd = strcmp(mode, "CRD") == 0;
-        if (!crd && strcmp(mode, "DCR") != 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown mode '%s'", mode);
         if (C % (b * b))
             return amp_sh_fail(k, AMP_ERR_INPUT, "channels %lld are not a multiple of blocksize^2", (long long)C);
         int64_t c = C / (b * b);
@@ -512,6 +575,7 @@ static AmpCode depth_space(AmpKernelCtx *k, bool to_space) {
             return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
         /* Output walked as (N, c, H, b1, W, b2); the input channel is
          * DCR: (b1, b2, c), CRD: (c, b1, b2). */
+        bool crd = a->crd;
         int64_t hw = H * W;
         int64_t sc = crd ? b * b * hw : hw, sb1 = crd ? b * hw : b * c * hw, sb2 = crd ? hw : c * hw;
         int64_t d6[6] = {N, c, H, b, W, b}, s6[6] = {C * hw, sc, W, sb1, 1, sb2};
@@ -525,8 +589,9 @@ static AmpCode depth_space(AmpKernelCtx *k, bool to_space) {
         int64_t d6[6] = {N, b, b, C, h, w}, s6[6] = {C * H * W, W, 1, H * W, b * W, b};
         memcpy(vd, d6, sizeof vd), memcpy(vs, s6, sizeof vs);
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, 4, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, x->dtype, 4, dims, &y);
+    if (rc || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, 6, vd, vs, 0);
     return AMP_OK;
 }
@@ -539,10 +604,22 @@ AmpCode amp_cpu_space_to_depth(AmpKernelCtx *k) {
     return depth_space(k, false);
 }
 
+/* Trilu's upper attribute. */
+typedef struct TriluAttrs {
+    bool upper;
+} TriluAttrs;
+
+AmpCode amp_cpu_trilu_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    TriluAttrs a = {amp_node_attr_int(n, "upper", 1) != 0};
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 /* Trilu: each matrix of the last two axes keeps its upper (upper = 1, the default) or
  * lower triangle, k diagonals above the main one (input 1, default 0; negative: below),
  * and the rest becomes zero. Any dtype but string. */
 AmpCode amp_cpu_trilu(AmpKernelCtx *k) {
+    const TriluAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     if (x->rank < 2) return amp_sh_fail(k, AMP_ERR_INPUT, "the input must have rank 2 or more, not %d", x->rank);
@@ -553,13 +630,16 @@ AmpCode amp_cpu_trilu(AmpKernelCtx *k) {
         if (rc) return rc;
         if (n != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "k must hold one value, not %zu", n);
     }
-    bool upper = amp_node_attr_int(k->node, "upper", 1) != 0;
+    bool upper = a->upper;
     if (amp_dtype_bits(x->dtype) == 0 || amp_dtype_bits(x->dtype) % 8) return amp_kernel_bad_dtype(k, x->dtype);
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, x->rank, x->dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, x->dtype, x->rank, x->dims, &y);
+    if (rc || !y) return rc;
     size_t es = amp_dtype_bits(x->dtype) / 8, bytes = amp_buf_bytes(x);
     if (bytes) memcpy(y->data, x->data, bytes);
     int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
+    /* Past either corner every row keeps or drops all: clamping keeps i + diag defined. */
+    diag = diag < -rows ? -rows : diag > cols ? cols : diag;
     uint64_t mats = rows && cols ? x->nelem / (uint64_t)(rows * cols) : 0;
     char *d = y->data;
     for (uint64_t m = 0; m < mats; m++)

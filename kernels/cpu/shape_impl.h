@@ -17,9 +17,22 @@ AmpCode amp_sh_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRI
  * AMP_ERR_UNSUPPORTED) for strings, sub-byte and unknown types. */
 size_t amp_sh_esize(AmpKernelCtx *k, int dtype);
 
-/* k->alloc with a sanity cap on the total size, so a hostile shape gives an error
- * rather than a giant allocation. */
-AmpBuf *amp_sh_alloc(AmpKernelCtx *k, int index, int dtype, int rank, const int64_t *dims);
+/* Output 0 as the executor placed it (amp_kernel_outputs), checked to have the dtype and
+ * shape the kernel's loops assume: AMP_ERR_INTERNAL naming both where it differs. *y is
+ * NULL (and AMP_OK) when the node does not list output 0. */
+AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **y);
+/* The same check on a placed output y (any index). */
+AmpCode amp_sh_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
+/* Output 0 for a kernel that copies bytes whatever the shape (Identity, Flatten, Squeeze,
+ * Unsqueeze): the shape is the shape function's; only dtype and element count must agree. */
+AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y);
+
+/* ---- prepare (AmpKernelPrepareFn) helpers ---------------------------------------- */
+
+/* AMP_ERR_INPUT naming node n and its op, for attribute errors found at prepare. */
+AmpCode amp_sh_prep_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) AMP_PRINTF(3, 4);
+/* *attrs = a malloc'd copy of the `size` bytes at p. */
+AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st);
 
 /* Reads an integer tensor (scalar or 1-D) of at most `max` elements into out[]. */
 AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n);

@@ -10,19 +10,46 @@ static const AmpBuf *in_or_null(AmpKernelCtx *k, int i) {
     return i < k->n_in ? k->in[i] : NULL;
 }
 
-/* Attribute ints into out[] (at most max), or *n = 0 when absent. */
-static AmpCode attr_ints(AmpKernelCtx *k, const char *name, int64_t *out, size_t max, size_t *n) {
-    const AmpAttr *a = amp_node_attr(k->node, name);
-    *n = 0;
-    if (!a) return AMP_OK;
-    if (a->n_ints > max)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, a->n_ints, max);
-    for (size_t i = 0; i < a->n_ints; i++) out[i] = a->ints[i];
-    *n = a->n_ints;
+/* An int list attribute as given: its length n, and its first AMP_MAX_RANK values (a
+ * longer list fits no input; the kernel says so). */
+typedef struct IntList {
+    size_t n;
+    int64_t v[AMP_MAX_RANK];
+} IntList;
+
+static void int_list(const AmpNode *n, const char *name, IntList *out) {
+    const AmpAttr *a = amp_node_attr(n, name);
+    out->n = a ? a->n_ints : 0;
+    for (size_t i = 0; i < out->n && i < AMP_MAX_RANK; i++) out->v[i] = a->ints[i];
+}
+
+/* An attribute list into out[] (at most max values, else AMP_ERR_INPUT). */
+static AmpCode list_ints(AmpKernelCtx *k, const char *name, const IntList *l, int64_t *out, size_t max, size_t *n) {
+    if (l->n > max) return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
+    memcpy(out, l->v, l->n * sizeof *out);
+    *n = l->n;
     return AMP_OK;
 }
 
+/* Slice-1 (before opset 10): the starts, ends and axes attributes. */
+typedef struct SliceAttrs {
+    IntList starts, ends, axes;
+} SliceAttrs;
+
+AmpCode amp_sh_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    SliceAttrs a = {0};
+    if (opset < 10) {
+        if (!amp_node_attr(n, "starts") || !amp_node_attr(n, "ends"))
+            return amp_sh_prep_fail(n, st, "starts and ends attributes are required");
+        int_list(n, "starts", &a.starts);
+        int_list(n, "ends", &a.ends);
+        int_list(n, "axes", &a.axes);
+    }
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_sh_slice(AmpKernelCtx *k) {
+    const SliceAttrs *at = k->attrs;
     const AmpBuf *x = in_or_null(k, 0);
     if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no data input");
     size_t es = amp_sh_esize(k, x->dtype);
@@ -32,11 +59,10 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
     size_t ns = 0, ne = 0, na = 0, nst = 0;
     AmpCode rc;
     if (k->opset < 10) { /* Slice-1: starts, ends, axes attributes */
-        if ((rc = attr_ints(k, "starts", starts, (size_t)r, &ns)) ||
-            (rc = attr_ints(k, "ends", ends, (size_t)r, &ne)) || (rc = attr_ints(k, "axes", axes, (size_t)r, &na)))
+        if ((rc = list_ints(k, "starts", &at->starts, starts, (size_t)r, &ns)) ||
+            (rc = list_ints(k, "ends", &at->ends, ends, (size_t)r, &ne)) ||
+            (rc = list_ints(k, "axes", &at->axes, axes, (size_t)r, &na)))
             return rc;
-        if (!amp_node_attr(k->node, "starts") || !amp_node_attr(k->node, "ends"))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "starts and ends attributes are required");
     } else {
         const AmpBuf *bs = in_or_null(k, 1), *be = in_or_null(k, 2), *ba = in_or_null(k, 3), *bst = in_or_null(k, 4);
         if (!bs || !be) return amp_sh_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
@@ -91,8 +117,8 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
         strides[d] = contig[d] * step[d];
         offset += first[d] * contig[d];
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, count);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, count, &y)) || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, count, strides, offset);
     return AMP_OK;
 }
@@ -118,28 +144,56 @@ static int64_t pad_src(int mode, int64_t c, int64_t dim) {
     }
 }
 
+static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap"};
+
+/* Pad: the mode; before opset 11 also the pads (Pad-1 'paddings', Pad-2 'pads') and the
+ * constant ('value', a float). */
+typedef struct PadAttrs {
+    int mode;
+    const char *pads_name;
+    size_t np;                     /* values the attribute holds */
+    int64_t pads[2 * AMP_MAX_RANK]; /* its first 2 * AMP_MAX_RANK */
+    float value;
+} PadAttrs;
+
+AmpCode amp_sh_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    PadAttrs a = {0};
+    const char *ms = amp_node_attr_string(n, "mode", "constant");
+    a.mode = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(ms, pad_modes[i]) == 0) a.mode = i;
+    if (a.mode < 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", ms);
+    if (opset < 11) {
+        a.pads_name = amp_node_attr(n, "pads") ? "pads" : "paddings";
+        const AmpAttr *pa = amp_node_attr(n, a.pads_name);
+        a.np = pa ? pa->n_ints : 0;
+        for (size_t i = 0; i < a.np && i < 2 * AMP_MAX_RANK; i++) a.pads[i] = pa->ints[i];
+        a.value = amp_node_attr_float(n, "value", 0.0f);
+    }
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_sh_pad(AmpKernelCtx *k) {
+    const PadAttrs *at = k->attrs;
     const AmpBuf *x = in_or_null(k, 0);
     if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no data input");
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
-    const char *ms = amp_node_attr_string(k->node, "mode", "constant");
-    int mode;
-    if (strcmp(ms, "constant") == 0) mode = PAD_CONSTANT;
-    else if (strcmp(ms, "reflect") == 0) mode = PAD_REFLECT;
-    else if (strcmp(ms, "edge") == 0) mode = PAD_EDGE;
-    else if (strcmp(ms, "wrap") == 0) mode = PAD_WRAP;
-    else return amp_sh_fail(k, AMP_ERR_INPUT, "unknown mode '%s'", ms);
+    int mode = at->mode;
+    const char *ms = pad_modes[mode];
 
     int64_t pads[2 * AMP_MAX_RANK], axes[AMP_MAX_RANK];
     size_t np = 0, na = 0;
     uint8_t cval[16] = {0}; /* the constant, one element of x's dtype */
     AmpCode rc;
     if (k->opset < 11) { /* Pad-1 'paddings', Pad-2 'pads'; 'value' a float attribute */
-        const char *name = amp_node_attr(k->node, "pads") ? "pads" : "paddings";
-        if ((rc = attr_ints(k, name, pads, 2 * (size_t)r, &np))) return rc;
-        float v = amp_node_attr_float(k->node, "value", 0.0f);
+        if (at->np > 2 * (size_t)r)
+            return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
+                               2 * (size_t)r);
+        np = at->np;
+        memcpy(pads, at->pads, np * sizeof *pads);
+        float v = at->value;
         if (v != 0.0f && mode == PAD_CONSTANT) {
             if (!amp_sh_convertible(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
             if ((rc = amp_sh_convert(k, &v, AMP_DT_FLOAT, cval, x->dtype, 1))) return rc;
@@ -185,8 +239,8 @@ AmpCode amp_sh_pad(AmpKernelCtx *k) {
         if (dims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
             return amp_sh_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", ms, d);
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, x->dtype, r, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
     if (y->nelem == 0) return AMP_OK;
     if (r == 0) {
         memcpy(y->data, x->data, es);

@@ -221,6 +221,25 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_LSTM] = amp_cpu_rnn_prepare,
 
     /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
+    [AMP_OP_Reshape] = amp_cpu_reshape_prepare,
+    [AMP_OP_Transpose] = amp_cpu_transpose_prepare,
+    [AMP_OP_Concat] = amp_cpu_concat_prepare,
+    [AMP_OP_Split] = amp_cpu_split_prepare,
+    [AMP_OP_DepthToSpace] = amp_cpu_depth_space_prepare,
+    [AMP_OP_SpaceToDepth] = amp_cpu_depth_space_prepare,
+    [AMP_OP_Trilu] = amp_cpu_trilu_prepare,
+    [AMP_OP_Slice] = amp_sh_slice_prepare,
+    [AMP_OP_Pad] = amp_sh_pad_prepare,
+    [AMP_OP_Gather] = amp_sh_gather_prepare,
+    [AMP_OP_GatherElements] = amp_sh_gather_prepare,
+    [AMP_OP_GatherND] = amp_sh_gather_nd_prepare,
+    [AMP_OP_ScatterND] = amp_sh_scatter_nd_prepare,
+    [AMP_OP_Resize] = amp_sh_resize_prepare,
+    [AMP_OP_Cast] = amp_cpu_cast_prepare,
+    [AMP_OP_Constant] = amp_cpu_constant_prepare,
+    [AMP_OP_ConstantOfShape] = amp_cpu_constant_of_shape_prepare,
+    [AMP_OP_Shape] = amp_cpu_shape_prepare,
+    [AMP_OP_OneHot] = amp_cpu_one_hot_prepare,
 
     /* attention: attention.c, ms_attention.c, ms_train.c */
 };

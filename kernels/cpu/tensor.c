@@ -144,39 +144,48 @@ static const AmpBuf *input(AmpKernelCtx *k, int i, const char *what) {
 }
 
 static AmpCode cast_to(AmpKernelCtx *k, const AmpBuf *x, int to) {
+    AmpBuf *y;
+    AmpCode rc;
     if (to == x->dtype && to != AMP_DT_STRING && amp_dtype_bits(to)) {
-        AmpBuf *y = amp_sh_alloc(k, 0, to, x->rank, x->dims);
-        if (!y) return k->st->code;
+        if ((rc = amp_sh_out(k, to, x->rank, x->dims, &y)) || !y) return rc;
         size_t bytes = amp_buf_bytes(x);
         if (bytes) memcpy(y->data, x->data, bytes);
         return AMP_OK;
     }
     if (!amp_sh_convertible(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (!amp_sh_convertible(to)) return amp_kernel_bad_dtype(k, to);
-    AmpBuf *y = amp_sh_alloc(k, 0, to, x->rank, x->dims);
-    if (!y) return k->st->code;
+    if ((rc = amp_sh_out(k, to, x->rank, x->dims, &y)) || !y) return rc;
     return amp_sh_convert(k, x->data, x->dtype, y->data, to, x->nelem);
+}
+
+/* Cast's target type. */
+typedef struct CastAttrs {
+    int to;
+} CastAttrs;
+
+AmpCode amp_cpu_cast_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const AmpAttr *a = amp_node_attr(n, "to");
+    if (!a) return amp_sh_prep_fail(n, st, "no 'to' attribute");
+    CastAttrs c;
+    if (a->type == AMP_ATTR_STRING) { /* Cast-1: a TensorProto type name ("FLOAT") */
+        char name[32] = "";
+        size_t len = a->s.len < sizeof name - 1 ? a->s.len : sizeof name - 1;
+        for (size_t i = 0; i < len; i++) name[i] = (char)tolower(a->s.data[i]);
+        name[len] = '\0';
+        c.to = amp_dtype_from_name(name);
+        if (c.to < 0) return amp_sh_prep_fail(n, st, "unknown type '%s'", name);
+    } else {
+        if (a->i <= AMP_DT_UNDEFINED || a->i >= AMP_DT__COUNT)
+            return amp_sh_prep_fail(n, st, "'to' is %lld, not a data type", (long long)a->i);
+        c.to = (int)a->i;
+    }
+    return amp_sh_prep_out(&c, sizeof c, attrs, st);
 }
 
 AmpCode amp_cpu_cast(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "input");
-    if (!x) return k->st->code;
-    const AmpAttr *a = amp_node_attr(k->node, "to");
-    if (!a) return amp_sh_fail(k, AMP_ERR_INPUT, "no 'to' attribute");
-    int to;
-    if (a->type == AMP_ATTR_STRING) { /* Cast-1: a TensorProto type name ("FLOAT") */
-        char name[32] = "";
-        size_t n = a->s.len < sizeof name - 1 ? a->s.len : sizeof name - 1;
-        for (size_t i = 0; i < n; i++) name[i] = (char)tolower(a->s.data[i]);
-        name[n] = '\0';
-        to = amp_dtype_from_name(name);
-        if (to < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "unknown type '%s'", name);
-    } else {
-        if (a->i <= AMP_DT_UNDEFINED || a->i >= AMP_DT__COUNT)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "'to' is %lld, not a data type", (long long)a->i);
-        to = (int)a->i;
-    }
-    return cast_to(k, x, to);
+    return x ? cast_to(k, x, ((const CastAttrs *)k->attrs)->to) : k->st->code;
 }
 
 AmpCode amp_cpu_cast_like(AmpKernelCtx *k) {
@@ -186,71 +195,117 @@ AmpCode amp_cpu_cast_like(AmpKernelCtx *k) {
 
 /* ---- Constant, ConstantOfShape ------------------------------------------------------- */
 
-/* The element bytes of a tensor attribute (at least its expected size). */
-static AmpCode tensor_attr_bytes(AmpKernelCtx *k, AmpTensor *t, AmpBytes *out) {
-    if (amp_dtype_bits(t->dtype) == 0 || amp_dtype_bits(t->dtype) % 8) return amp_kernel_bad_dtype(k, t->dtype);
-    AmpModel *m = k->node->graph ? k->node->graph->model : NULL;
-    if (!m) return amp_sh_fail(k, AMP_ERR_INTERNAL, "node has no model");
-    AmpCode rc = amp_tensor_bytes(m, t, out, k->st);
+/* The element bytes of node n's tensor attribute t (at least its expected size). */
+static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
+    if (amp_dtype_bits(t->dtype) == 0 || amp_dtype_bits(t->dtype) % 8)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CPU kernel does not take %s",
+                        n->name ? n->name : "", n->op_type, amp_dtype_name(t->dtype));
+    AmpModel *m = n->graph ? n->graph->model : NULL;
+    if (!m) return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): node has no model", n->name ? n->name : "",
+                            n->op_type);
+    AmpCode rc = amp_tensor_bytes(m, t, out, st);
     if (rc) return rc;
     size_t need;
     if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
+        return amp_sh_prep_fail(n, st, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
     return AMP_OK;
 }
 
-AmpCode amp_cpu_constant(AmpKernelCtx *k) {
-    static const char *const names[] = {"value",       "value_float",  "value_floats",  "value_int",
-                                        "value_ints",  "value_string", "value_strings", "sparse_value"};
-    const AmpAttr *a = NULL;
-    int which = -1, count = 0;
+static const char *const const_names[] = {"value",       "value_float",  "value_floats",  "value_int",
+                                          "value_ints",  "value_string", "value_strings", "sparse_value"};
+
+/* Constant: which of its value attributes it has (an index of const_names), and that one. */
+typedef struct ConstantAttrs {
+    int which;
+    const AmpAttr *a; /* the node's, alive as long as the model */
+} ConstantAttrs;
+
+AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    ConstantAttrs c = {-1, NULL};
+    int count = 0;
     for (int i = 0; i < 8; i++) {
-        const AmpAttr *t = amp_node_attr(k->node, names[i]);
-        if (t) a = t, which = i, count++;
+        const AmpAttr *t = amp_node_attr(n, const_names[i]);
+        if (t) c.a = t, c.which = i, count++;
     }
-    if (count != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
-    int64_t n1[1];
+    if (count != 1) return amp_sh_prep_fail(n, st, "exactly one value attribute is required (%d given)", count);
+    return amp_sh_prep_out(&c, sizeof c, attrs, st);
+}
+
+AmpCode amp_cpu_constant(AmpKernelCtx *k) {
+    const ConstantAttrs *c = k->attrs;
+    const AmpAttr *a = c->a;
+    int64_t n1[1] = {0};
     AmpBuf *y;
-    switch (which) {
+    AmpCode rc;
+    switch (c->which) {
     case 0: {
         AmpTensor *t = a->t;
         if (!t) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
         if (t->ndims > AMP_MAX_RANK)
             return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
         AmpBytes bytes;
-        AmpCode rc = tensor_attr_bytes(k, t, &bytes);
-        if (rc) return rc;
+        if ((rc = tensor_attr_bytes(k->node, t, &bytes, k->st))) return rc;
         int64_t dims[AMP_MAX_RANK];
         for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
-        if (!(y = amp_sh_alloc(k, 0, t->dtype, (int)t->ndims, dims))) return k->st->code;
-        if (y->nelem != t->nelem) return amp_sh_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
+        bool neg = false;
+        for (size_t i = 0; i < t->ndims; i++) neg |= dims[i] < 0;
+        if (neg || amp_shape_nelem((int)t->ndims, dims) != t->nelem)
+            return amp_sh_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
+        if ((rc = amp_sh_out(k, t->dtype, (int)t->ndims, dims, &y)) || !y) return rc;
         size_t len = amp_buf_bytes(y);
         if (len) memcpy(y->data, bytes.data, len);
         return AMP_OK;
     }
     case 1:
-        if (!(y = amp_sh_alloc(k, 0, AMP_DT_FLOAT, 0, n1))) return k->st->code;
+        if ((rc = amp_sh_out(k, AMP_DT_FLOAT, 0, n1, &y)) || !y) return rc;
         *(float *)y->data = a->f;
         return AMP_OK;
     case 2:
         n1[0] = (int64_t)a->n_floats;
-        if (!(y = amp_sh_alloc(k, 0, AMP_DT_FLOAT, 1, n1))) return k->st->code;
+        if ((rc = amp_sh_out(k, AMP_DT_FLOAT, 1, n1, &y)) || !y) return rc;
         if (a->n_floats) memcpy(y->data, a->floats, a->n_floats * sizeof(float));
         return AMP_OK;
     case 3:
-        if (!(y = amp_sh_alloc(k, 0, AMP_DT_INT64, 0, n1))) return k->st->code;
+        if ((rc = amp_sh_out(k, AMP_DT_INT64, 0, n1, &y)) || !y) return rc;
         *(int64_t *)y->data = a->i;
         return AMP_OK;
     case 4:
         n1[0] = (int64_t)a->n_ints;
-        if (!(y = amp_sh_alloc(k, 0, AMP_DT_INT64, 1, n1))) return k->st->code;
+        if ((rc = amp_sh_out(k, AMP_DT_INT64, 1, n1, &y)) || !y) return rc;
         if (a->n_ints) memcpy(y->data, a->ints, a->n_ints * sizeof(int64_t));
         return AMP_OK;
-    default: return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", names[which]);
+    default: return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
     }
 }
 
+/* ConstantOfShape: the fill value's dtype and bytes (float 0 by default). */
+typedef struct FillAttrs {
+    int dtype;
+    uint8_t value[16];
+} FillAttrs;
+
+AmpCode amp_cpu_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    FillAttrs f = {.dtype = AMP_DT_FLOAT};
+    const AmpAttr *a = amp_node_attr(n, "value");
+    if (a && a->t) {
+        AmpBytes bytes;
+        AmpCode rc = tensor_attr_bytes(n, a->t, &bytes, st);
+        if (rc) return rc;
+        if (a->t->nelem != 1) return amp_sh_prep_fail(n, st, "'value' must hold one element");
+        f.dtype = a->t->dtype;
+        size_t es = amp_dtype_bits(f.dtype) / 8;
+        if (es > sizeof f.value)
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CPU kernel does not take %s",
+                            n->name ? n->name : "", n->op_type, amp_dtype_name(f.dtype));
+        memcpy(f.value, bytes.data, es);
+    }
+    return amp_sh_prep_out(&f, sizeof f, attrs, st);
+}
+
 AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
+    const FillAttrs *f = k->attrs;
     const AmpBuf *s = input(k, 0, "shape");
     if (!s) return k->st->code;
     if (s->nelem > AMP_MAX_RANK)
@@ -262,25 +317,14 @@ AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
         if (dims[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)dims[i]);
-    int dt = AMP_DT_FLOAT;
-    uint8_t zero[16] = {0};
-    const uint8_t *val = zero;
-    const AmpAttr *a = amp_node_attr(k->node, "value");
-    if (a && a->t) {
-        AmpBytes bytes;
-        if ((rc = tensor_attr_bytes(k, a->t, &bytes))) return rc;
-        if (a->t->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' must hold one element");
-        dt = a->t->dtype;
-        val = bytes.data;
-    }
-    size_t es = amp_sh_esize(k, dt);
+    size_t es = amp_sh_esize(k, f->dtype);
     if (!es) return k->st->code;
-    AmpBuf *y = amp_sh_alloc(k, 0, dt, (int)n, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, f->dtype, (int)n, dims, &y)) || !y) return rc;
     size_t total = (size_t)y->nelem * es;
     if (!total) return AMP_OK;
     /* Fill by doubling copies of the first element. */
-    memcpy(y->data, val, es);
+    memcpy(y->data, f->value, es);
     for (size_t done = es; done < total;) {
         size_t c = done < total - done ? done : total - done;
         memcpy((char *)y->data + done, y->data, c);
@@ -291,18 +335,33 @@ AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
 
 /* ---- Shape, Size ---------------------------------------------------------------------- */
 
+/* Shape's start and end (opset 15), raw: clamped against the rank in the kernel. */
+typedef struct ShapeAttrs {
+    int64_t start, end;
+    bool has_end;
+} ShapeAttrs;
+
+AmpCode amp_cpu_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const AmpAttr *e = amp_node_attr(n, "end");
+    ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
+
 AmpCode amp_cpu_shape(AmpKernelCtx *k) {
+    const ShapeAttrs *a = k->attrs;
     const AmpBuf *x = input(k, 0, "data");
     if (!x) return k->st->code;
     int64_t r = x->rank;
-    int64_t start = amp_node_attr_int(k->node, "start", 0), end = amp_node_attr_int(k->node, "end", r);
+    int64_t start = a->start, end = a->has_end ? a->end : r;
     if (start < 0) start += r;
     if (end < 0) end += r;
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
     int64_t n = end > start ? end - start : 0;
-    AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 1, &n);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, AMP_DT_INT64, 1, &n, &y);
+    if (rc || !y) return rc;
     for (int64_t i = 0; i < n; i++) ((int64_t *)y->data)[i] = x->dims[start + i];
     return AMP_OK;
 }
@@ -310,8 +369,9 @@ AmpCode amp_cpu_shape(AmpKernelCtx *k) {
 AmpCode amp_cpu_size(AmpKernelCtx *k) {
     const AmpBuf *x = input(k, 0, "data");
     if (!x) return k->st->code;
-    AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 0, NULL);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, AMP_DT_INT64, 0, NULL, &y);
+    if (rc || !y) return rc;
     *(int64_t *)y->data = (int64_t)x->nelem;
     return AMP_OK;
 }
@@ -350,8 +410,9 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
         if (c > (UINT64_C(1) << 50)) return amp_sh_fail(k, AMP_ERR_INPUT, "range is too long");
         n = (int64_t)c;
     }
-    AmpBuf *y = amp_sh_alloc(k, 0, dt, 1, &n);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, dt, 1, &n, &y);
+    if (rc || !y) return rc;
     for (int64_t i = 0; i < n; i++) {
         Val e = v[0];
         if (e.kind == V_FLOAT) e.f = v[0].f + (double)i * v[2].f;
@@ -363,6 +424,17 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
 }
 
 /* ---- OneHot ----------------------------------------------------------------------------- */
+
+/* OneHot's axis, raw (normalised against the output's rank). */
+typedef struct OneHotAttrs {
+    int64_t axis;
+} OneHotAttrs;
+
+AmpCode amp_cpu_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    OneHotAttrs a = {amp_node_attr_int(n, "axis", -1)};
+    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+}
 
 AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     const AmpBuf *idx = input(k, 0, "indices"), *db = idx ? input(k, 1, "depth") : NULL;
@@ -380,18 +452,19 @@ AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     int64_t depth = (int64_t)depth_d;
     int r = idx->rank + 1, axis;
     if (r > AMP_MAX_RANK) return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
-    int64_t a = amp_node_attr_int(k->node, "axis", -1);
+    int64_t a = ((const OneHotAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, r, &axis))
         return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
     /* y: indices.shape with depth inserted at axis, viewed as (outer, depth, inner). */
     int64_t dims[AMP_MAX_RANK];
     for (int d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : idx->dims[j++];
-    AmpBuf *y = amp_sh_alloc(k, 0, vb->dtype, r, dims);
-    if (!y) return k->st->code;
+    AmpBuf *y;
+    AmpCode rc = amp_sh_out(k, vb->dtype, r, dims, &y);
+    if (rc || !y) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t *iv = malloc((idx->nelem ? (size_t)idx->nelem : 1) * sizeof *iv);
     if (!iv) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    AmpCode rc = amp_sh_convert(k, idx->data, idx->dtype, iv, AMP_DT_INT64, idx->nelem); /* floats truncate */
+    rc = amp_sh_convert(k, idx->data, idx->dtype, iv, AMP_DT_INT64, idx->nelem); /* floats truncate */
     if (rc) {
         free(iv);
         return rc;
@@ -433,7 +506,8 @@ AmpCode amp_cpu_non_zero(AmpKernelCtx *k) {
     }
     int r = x->rank ? x->rank : 1; /* a scalar reads as one element of a 1-D tensor */
     int64_t dims[2] = {r, (int64_t)nnz};
-    AmpBuf *y = amp_sh_alloc(k, 0, AMP_DT_INT64, 2, dims);
+    /* The one shape only the data tells: the kernel asks for its output. */
+    AmpBuf *y = k->alloc(k->alloc_ctx, 0, AMP_DT_INT64, 2, dims, k->st);
     if (!y) return k->st->code;
     int64_t *out = y->data; /* (rank, nnz): row d holds the d-th coordinates */
     int64_t c[AMP_MAX_RANK] = {0};
