@@ -214,21 +214,29 @@ static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, 
 static const char *const const_names[] = {"value",       "value_float",  "value_floats",  "value_int",
                                           "value_ints",  "value_string", "value_strings", "sparse_value"};
 
-/* Constant: which of its value attributes it has (an index of const_names), and that one. */
+/* Constant: which of its value attributes it has (an index of const_names), and that one;
+ * for 'value', its element bytes, decoded once here: a tensor held in typed fields
+ * (float_data, ...) is laid out in the model's arena at prepare, not on every run (which
+ * grew a session's memory with each run). */
 typedef struct ConstantAttrs {
     int which;
     const AmpAttr *a; /* the node's, alive as long as the model */
+    AmpBytes bytes;   /* 'value': its elements (the model's memory) */
 } ConstantAttrs;
 
 AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    ConstantAttrs c = {-1, NULL};
+    ConstantAttrs c = {.which = -1};
     int count = 0;
     for (int i = 0; i < 8; i++) {
         const AmpAttr *t = amp_node_attr(n, const_names[i]);
         if (t) c.a = t, c.which = i, count++;
     }
     if (count != 1) return amp_sh_prep_fail(n, st, "exactly one value attribute is required (%d given)", count);
+    if (c.which == 0 && c.a->t) {
+        AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
+        if (rc) return rc;
+    }
     return amp_sh_prep_out(&c, sizeof c, attrs, st);
 }
 
@@ -244,8 +252,7 @@ AmpCode amp_cpu_constant(AmpKernelCtx *k) {
         if (!t) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
         if (t->ndims > AMP_MAX_RANK)
             return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
-        AmpBytes bytes;
-        if ((rc = tensor_attr_bytes(k->node, t, &bytes, k->st))) return rc;
+        const AmpBytes bytes = c->bytes;
         int64_t dims[AMP_MAX_RANK];
         for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
         bool neg = false;
