@@ -69,6 +69,11 @@ static AmpCode auto_pad(AmpKernelCtx *k, AutoPad *out) {
 
 /* ---- attributes, parsed once at prepare --------------------------------------------- */
 
+const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k) {
+    if (!k->attrs) amp_conv_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    return k->attrs;
+}
+
 /* An INTS attribute as given (AmpConvInts), each value in [min, INT32_MAX]. */
 static AmpCode ints_attr(const AmpNode *n, const char *name, int64_t min, AmpConvInts *out, AmpStatus *st) {
     const AmpAttr *a = amp_node_attr(n, name);
@@ -295,7 +300,8 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     if (x->rank < 3 || w->rank != x->rank)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
-    const AmpConvAttrs *at = k->attrs;
+    const AmpConvAttrs *at = amp_conv_prepared(k);
+    if (!at) return k->st->code;
     int nsp = x->rank - 2;
     int64_t group = at->group;
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
@@ -476,7 +482,8 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     if (x->rank < 3 || w->rank != x->rank)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
-    const AmpConvAttrs *at = k->attrs;
+    const AmpConvAttrs *at = amp_conv_prepared(k);
+    if (!at) return k->st->code;
     int nsp = x->rank - 2;
     int64_t group = at->group;
     int64_t N = x->dims[0], C = x->dims[1], Mg = w->dims[1];

@@ -51,6 +51,8 @@ typedef struct AmpConvAttrs {
  * each reads, into an AmpConvAttrs. */
 AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
+/* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
+const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k);
 /* amp_conv_geom from parsed attributes (a->ceil_mode rounds output sizes up). */
 AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
                             AmpConvGeom *g);

@@ -367,7 +367,8 @@ AmpCode amp_cpu_einsum_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
 }
 
 AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
-    const char *eqs = k->attrs;
+    const char *eqs = amp_gemm_prepared(k);
+    if (!eqs) return k->st->code;
     Eq *e = malloc(sizeof *e);
     if (!e) return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
     AmpCode rc = parse(k, eqs, e);

@@ -37,6 +37,11 @@ AmpCode amp_gemm_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank
 
 /* ---- attributes, parsed once at prepare ------------------------------------------- */
 
+const void *amp_gemm_prepared(AmpKernelCtx *k) {
+    if (!k->attrs) amp_gemm_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    return k->attrs;
+}
+
 /* Gemm's attributes (AmpGemmAttrs) serve FusedMatMul too, whose beta goes unused. */
 AmpGemmAttrs amp_gemm_attrs(const AmpNode *n) {
     return (AmpGemmAttrs){.ta = amp_node_attr_int(n, "transA", 0) != 0,
@@ -255,8 +260,8 @@ AmpCode amp_cpu_matmul(AmpKernelCtx *k) {
 
 /* com.microsoft FusedMatMul: alpha * op(A) @ op(B). */
 AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
-    const AmpGemmAttrs *a = k->attrs;
-    return matmul_common(k, a->ta, a->tb, a->alpha);
+    const AmpGemmAttrs *a = amp_gemm_prepared(k);
+    return a ? matmul_common(k, a->ta, a->tb, a->alpha) : k->st->code;
 }
 
 /* ---- Gemm ------------------------------------------------------------------------ */
@@ -347,7 +352,8 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
         AmpGemmAttrs a = amp_gemm_attrs(k->node);
         return gemm(k, &a, NULL, true, false);
     }
+    const AmpGemmAttrs *a = amp_gemm_prepared(k);
     AmpBuf *y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &y);
-    return rc ? rc : gemm(k, k->attrs, y, false, false);
+    AmpCode rc = a ? amp_kernel_outputs(k, 1, &y) : k->st->code;
+    return rc ? rc : gemm(k, a, y, false, false);
 }

@@ -6,43 +6,19 @@
 
 #include "reduce_impl.h"
 
-/* AMP_ERR_INTERNAL unless y, an output the executor placed, has the dtype and dims
- * (rank entries) that the kernel's loops are sized by. */
-static AmpCode check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
-    bool same = y->dtype == dtype && y->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
-    if (same) return AMP_OK;
-    AmpBuf want = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
-    char got[160], exp[160];
-    amp_buf_describe(y, got, sizeof got);
-    amp_buf_describe(&want, exp, sizeof exp);
-    return amp_red_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
-}
-
 /* ---- attributes, parsed once at prepare ---------------------------------------------
  * One struct for the family; each op reads its own fields. An axis is kept as given
  * (normalised against X's rank when the kernel runs). */
 typedef struct NormAttrs {
-    int64_t axis;          /* LayerNormalization(Grad), LpNormalization */
-    double eps;            /* epsilon */
-    double momentum;       /* BatchNormalization */
-    bool train;            /* BatchNormalization: training_mode, or (opset < 14) running-stat outputs listed */
-    int64_t groups;        /* GroupNormalization: num_groups */
-    int64_t p;             /* LpNormalization */
-    int64_t size;          /* LRN */
+    int64_t axis;             /* LayerNormalization(Grad), LpNormalization */
+    double eps;               /* epsilon */
+    double momentum;          /* BatchNormalization */
+    bool train;               /* BatchNormalization: training_mode, or before opset 14 running stats listed */
+    int64_t groups;           /* GroupNormalization: num_groups */
+    int64_t p;                /* LpNormalization */
+    int64_t size;             /* LRN */
     double alpha, beta, bias; /* LRN */
 } NormAttrs;
-
-static AmpCode prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...) AMP_PRINTF(4, 5);
-static AmpCode prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...) {
-    char msg[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(st, code, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type, msg);
-}
 
 AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     NormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
@@ -50,42 +26,40 @@ AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     case AMP_OP_LayerNormalization: {
         int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
         if (stash != AMP_DT_FLOAT)
-            return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "stash_type %lld: only 1 (float32 statistics) is implemented",
-                             (long long)stash);
+            return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                     "stash_type %lld: only 1 (float32 statistics) is implemented", (long long)stash);
         a.axis = amp_node_attr_int(n, "axis", -1);
         break;
     }
     case AMP_OP_Ms_LayerNormalizationGrad: a.axis = amp_node_attr_int(n, "axis", -1); break;
     case AMP_OP_BatchNormalization:
         if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
-            return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
+            return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                     "spatial = 0 (per-activation statistics) is not implemented");
         a.momentum = amp_node_attr_float(n, "momentum", 0.9f);
         if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
         for (int i = 1; opset < 14 && i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
         break;
     case AMP_OP_GroupNormalization:
         a.groups = amp_node_attr_int(n, "num_groups", 0);
-        if (a.groups <= 0) return prep_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
+        if (a.groups <= 0) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
         break;
     case AMP_OP_LpNormalization:
         a.axis = amp_node_attr_int(n, "axis", -1);
         a.p = amp_node_attr_int(n, "p", 2);
-        if (a.p != 1 && a.p != 2) return prep_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
+        if (a.p != 1 && a.p != 2)
+            return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
         break;
     case AMP_OP_LRN:
         a.size = amp_node_attr_int(n, "size", 0);
-        if (a.size <= 0) return prep_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
+        if (a.size <= 0) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
         a.alpha = amp_node_attr_float(n, "alpha", 1e-4f);
         a.beta = amp_node_attr_float(n, "beta", 0.75f);
         a.bias = amp_node_attr_float(n, "bias", 1.0f);
         break;
     default: break; /* InstanceNormalization: epsilon only */
     }
-    NormAttrs *q = malloc(sizeof *q);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    *q = a;
-    *attrs = q;
-    return AMP_OK;
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Mean and (population) variance of n elements v[base + j * stride]. */
@@ -174,7 +148,8 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
     if (!x || !sc) return amp_red_fail(k, AMP_ERR_INPUT, "X and Scale are required");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const NormAttrs *na = k->attrs;
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
         return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
@@ -188,9 +163,9 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     int64_t sd[AMP_MAX_RANK];
     for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
     if (!rc) rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = check_out(k, out[0], x->dtype, x->rank, x->dims);
+    if (!rc && out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
     for (int i = 1; !rc && i < 3; i++)
-        if (out[i]) rc = check_out(k, out[i], AMP_DT_FLOAT, x->rank, sd);
+        if (out[i]) rc = amp_red_expect(k, out[i], AMP_DT_FLOAT, x->rank, sd);
     AmpBuf *y = out[0], *mean = out[1], *inv = out[2];
     const AmpBuf *ins[3] = {x, sc, bi};
     AmpFv v[3];
@@ -235,7 +210,8 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     const AmpBuf *x = in[1];
     for (int i = 0; i < 5; i++)
         if (in[i] && !amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
-    const NormAttrs *na = k->attrs;
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
         return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
@@ -248,9 +224,9 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     /* X_grad (like X), then scale_grad and bias_grad (like scale) where the node lists them */
     AmpBuf *out[3];
     AmpCode rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = check_out(k, out[0], x->dtype, x->rank, x->dims);
+    if (!rc && out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
     for (int j = 1; !rc && j < 3; j++)
-        if (out[j]) rc = check_out(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
+        if (out[j]) rc = amp_red_expect(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
     if (rc) return rc;
     AmpBuf *dx = out[0], *pg[2] = {out[1], out[2]};
     AmpFv v[5];
@@ -344,7 +320,8 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], C, names[i]);
     if (rc) return rc;
-    const NormAttrs *na = k->attrs;
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     double eps = na->eps, mom = na->momentum;
     /* Batch statistics: a training step, training_mode (opset 14+), or before opset 14 a
      * node that lists the running-stat outputs. */
@@ -355,9 +332,9 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     AmpBuf *out[5];
     int64_t cd[1] = {(int64_t)C};
     if ((rc = amp_kernel_outputs(k, 5, out))) return rc;
-    if (out[0]) rc = check_out(k, out[0], x->dtype, x->rank, x->dims);
+    if (out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
     for (int i = 1; !rc && i < 5; i++)
-        if (out[i]) rc = check_out(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
+        if (out[i]) rc = amp_red_expect(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
     if (rc) return rc;
     AmpBuf *y = out[0];
     AmpFv v[5];
@@ -423,10 +400,12 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
                             (unsigned long long)groups);
     uint64_t plen = per_group ? groups : C;
     if ((rc = check_vec(k, in[1], plen, "scale")) || (rc = check_vec(k, in[2], plen, "bias"))) return rc;
-    double eps = ((const NormAttrs *)k->attrs)->eps;
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    double eps = na->eps;
     const AmpBuf *x = in[0];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
     AmpFv v[3];
     AmpFo o;
     if ((rc = open_all(k, in, v, 3))) return rc;
@@ -468,7 +447,9 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    int64_t g = ((const NormAttrs *)k->attrs)->groups; /* > 0: prepare checked */
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    int64_t g = na->groups; /* > 0: prepare checked */
     uint64_t C = (uint64_t)x->dims[1];
     bool per_group = k->opset < 21;
     if (sc && sc->nelem != (per_group ? (uint64_t)g : C) && sc->nelem == (per_group ? C : (uint64_t)g))
@@ -482,7 +463,8 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
  * NULL (and nothing opened) where the node does not list it. */
 static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v, AmpFo *o) {
     AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = check_out(k, *y, x->dtype, x->rank, x->dims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = amp_red_expect(k, *y, x->dtype, x->rank, x->dims)))
+        return rc;
     rc = amp_fv_open(k, x, v);
     if (rc) return rc;
     if ((rc = amp_fo_open(k, *y, o))) amp_fv_close(v);
@@ -494,7 +476,8 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const NormAttrs *na = k->attrs;
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     int64_t p = na->p; /* 1 or 2: prepare checked */
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
@@ -534,7 +517,8 @@ AmpCode amp_cpu_lrn(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const NormAttrs *na = k->attrs;
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     int64_t size = na->size; /* > 0: prepare checked */
     double alpha = na->alpha, beta = na->beta, bias = na->bias;
     AmpBuf *y;

@@ -165,7 +165,8 @@ static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     if (!pool_dtype(x->dtype, kind == POOL_MAX)) return amp_kernel_bad_dtype(k, x->dtype);
     if (x->rank < 3)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
-    const AmpConvAttrs *a = k->attrs; /* kernel_shape is there: prepare checked */
+    const AmpConvAttrs *a = amp_conv_prepared(k); /* kernel_shape is there: prepare checked */
+    if (!a) return k->st->code;
     int nsp = x->rank - 2;
     int64_t kern[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, 0, kern);
