@@ -19,6 +19,18 @@ AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
     return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
 }
 
+AmpCode amp_conv_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
+    bool same = y->dtype == dtype && y->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
+    if (same) return AMP_OK;
+    AmpBuf want = {.dtype = dtype, .rank = rank};
+    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
+    char got[160], exp[160];
+    amp_buf_describe(y, got, sizeof got);
+    amp_buf_describe(&want, exp, sizeof exp);
+    return amp_conv_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
+}
+
 /* Attribute values are capped at INT32_MAX so that window arithmetic cannot overflow. */
 AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, int64_t min, int64_t *out) {
     const AmpAttr *a = amp_node_attr(k->node, name);
@@ -39,27 +51,110 @@ AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, in
 
 typedef enum AutoPad { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER } AutoPad;
 
-static AmpCode auto_pad(AmpKernelCtx *k, AutoPad *out) {
-    const char *s = amp_node_attr_string(k->node, "auto_pad", "NOTSET");
+/* auto_pad's value; false when it names none. */
+static bool auto_pad_of(const char *s, AutoPad *out) {
     if (!*s || !strcmp(s, "NOTSET")) *out = PAD_NOTSET;
     else if (!strcmp(s, "VALID")) *out = PAD_VALID;
     else if (!strcmp(s, "SAME_UPPER")) *out = PAD_SAME_UPPER;
     else if (!strcmp(s, "SAME_LOWER")) *out = PAD_SAME_LOWER;
-    else return amp_conv_fail(k, AMP_ERR_INPUT, "unknown auto_pad '%s'", s);
+    else return false;
+    return true;
+}
+
+static AmpCode auto_pad(AmpKernelCtx *k, AutoPad *out) {
+    const char *s = amp_node_attr_string(k->node, "auto_pad", "NOTSET");
+    if (!auto_pad_of(s, out)) return amp_conv_fail(k, AMP_ERR_INPUT, "unknown auto_pad '%s'", s);
     return AMP_OK;
 }
 
-AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, bool ceil_mode, AmpConvGeom *g) {
-    memset(g, 0, sizeof *g);
-    if (x->rank < 3)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
-    int n = g->nsp = x->rank - 2;
-    AutoPad ap = PAD_NOTSET;
-    int64_t pads[2 * AMP_MAX_SPATIAL];
-    AmpCode rc;
-    if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||
-        (rc = amp_conv_ints(k, "dilations", n, 1, 1, g->dil)) || (rc = amp_conv_ints(k, "pads", 2 * n, 0, 0, pads)))
+/* ---- attributes, parsed once at prepare --------------------------------------------- */
+
+const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k) {
+    if (!k->attrs) amp_conv_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    return k->attrs;
+}
+
+/* An INTS attribute as given (AmpConvInts), each value in [min, INT32_MAX]. */
+static AmpCode ints_attr(const AmpNode *n, const char *name, int64_t min, AmpConvInts *out, AmpStatus *st) {
+    const AmpAttr *a = amp_node_attr(n, name);
+    memset(out, 0, sizeof *out);
+    if (!a || (a->type == AMP_ATTR_INTS && a->n_ints == 0)) return AMP_OK;
+    if (a->type != AMP_ATTR_INTS) {
+        out->n = -1;
+        return AMP_OK;
+    }
+    for (size_t i = 0; i < a->n_ints; i++)
+        if (a->ints[i] < min || a->ints[i] > INT32_MAX)
+            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): attribute %s has an invalid value %lld",
+                            n->name ? n->name : "", n->op_type, name, (long long)a->ints[i]);
+    out->n = a->n_ints > INT32_MAX ? INT32_MAX : (int)a->n_ints;
+    for (size_t i = 0; i < a->n_ints && i < 2 * AMP_MAX_SPATIAL; i++) out->v[i] = a->ints[i];
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpConvAttrs *a = calloc(1, sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    bool pool = n->op == AMP_OP_MaxPool || n->op == AMP_OP_AveragePool;
+    const char *ap = amp_node_attr_string(n, "auto_pad", "NOTSET");
+    AutoPad pad = PAD_NOTSET;
+    AmpCode rc = AMP_OK;
+    if (!auto_pad_of(ap, &pad))
+        rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): unknown auto_pad '%s'", n->name ? n->name : "", n->op_type,
+                      ap);
+    a->auto_pad = (int)pad;
+    a->group = amp_node_attr_int(n, "group", 1);
+    if (!rc) rc = ints_attr(n, "kernel_shape", 1, &a->kernel_shape, st);
+    if (!rc) rc = ints_attr(n, "strides", 1, &a->strides, st);
+    if (!rc) rc = ints_attr(n, "dilations", 1, &a->dilations, st);
+    if (!rc) rc = ints_attr(n, "pads", 0, &a->pads, st);
+    if (!rc && n->op == AMP_OP_ConvTranspose) {
+        rc = ints_attr(n, "output_padding", 0, &a->output_padding, st);
+        const AmpAttr *os = amp_node_attr(n, "output_shape");
+        if (os && os->type == AMP_ATTR_INTS && os->n_ints > 0) { /* otherwise as if absent */
+            a->output_shape.n = os->n_ints > INT32_MAX ? INT32_MAX : (int)os->n_ints;
+            for (size_t i = 0; i < os->n_ints && i < AMP_MAX_RANK; i++) a->output_shape.v[i] = os->ints[i];
+        }
+    }
+    if (!rc && pool) {
+        if (!a->kernel_shape.n)
+            rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): attribute kernel_shape is required",
+                          n->name ? n->name : "", n->op_type);
+        int64_t storage = amp_node_attr_int(n, "storage_order", 0);
+        if (!rc && storage != 0 && storage != 1)
+            rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): storage_order must be 0 or 1 (got %lld)",
+                          n->name ? n->name : "", n->op_type, (long long)storage);
+        a->col_major = storage == 1;
+        a->count_include_pad = amp_node_attr_int(n, "count_include_pad", 0) != 0;
+        a->ceil_mode = amp_node_attr_int(n, "ceil_mode", 0) != 0;
+    }
+    if (rc) {
+        free(a);
         return rc;
+    }
+    *attrs = a;
+    return AMP_OK;
+}
+
+AmpCode amp_conv_ints_of(AmpKernelCtx *k, const AmpConvInts *a, const char *name, int n, int64_t dflt,
+                         int64_t *out) {
+    if (!a->n) {
+        for (int i = 0; i < n; i++) out[i] = dflt;
+        return AMP_OK;
+    }
+    if (a->n != n) return amp_conv_fail(k, AMP_ERR_INPUT, "attribute %s must hold %d integers", name, n);
+    for (int i = 0; i < n; i++) out[i] = a->v[i];
+    return AMP_OK;
+}
+
+/* ---- window geometry -------------------------------------------------------------- */
+
+/* The output sizes and pads of g, whose nsp, stride and dil are set, for a window of
+ * kern over x's spatial dims. */
+static AmpCode geom_fill(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, bool ceil_mode, AutoPad ap,
+                         const int64_t *pads, AmpConvGeom *g) {
+    int n = g->nsp;
     for (int i = 0; i < n; i++) {
         g->in[i] = x->dims[i + 2];
         g->kern[i] = kern[i];
@@ -88,10 +183,39 @@ AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, boo
     return AMP_OK;
 }
 
+AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, bool ceil_mode, AmpConvGeom *g) {
+    memset(g, 0, sizeof *g);
+    if (x->rank < 3)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+    int n = g->nsp = x->rank - 2;
+    AutoPad ap = PAD_NOTSET;
+    int64_t pads[2 * AMP_MAX_SPATIAL];
+    AmpCode rc;
+    if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||
+        (rc = amp_conv_ints(k, "dilations", n, 1, 1, g->dil)) || (rc = amp_conv_ints(k, "pads", 2 * n, 0, 0, pads)))
+        return rc;
+    return geom_fill(k, x, kern, ceil_mode, ap, pads, g);
+}
+
+AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
+                            AmpConvGeom *g) {
+    memset(g, 0, sizeof *g);
+    if (x->rank < 3)
+        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+    int n = g->nsp = x->rank - 2;
+    int64_t pads[2 * AMP_MAX_SPATIAL];
+    AmpCode rc;
+    if ((rc = amp_conv_ints_of(k, &a->strides, "strides", n, 1, g->stride)) ||
+        (rc = amp_conv_ints_of(k, &a->dilations, "dilations", n, 1, g->dil)) ||
+        (rc = amp_conv_ints_of(k, &a->pads, "pads", 2 * n, 0, pads)))
+        return rc;
+    return geom_fill(k, x, kern, a->ceil_mode, (AutoPad)a->auto_pad, pads, g);
+}
+
 /* Kernel size from W's spatial dims; a kernel_shape attribute must agree with them. */
-static AmpCode kernel_from_w(AmpKernelCtx *k, const AmpBuf *w, int nsp, int64_t *kern) {
+static AmpCode kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *w, int nsp, int64_t *kern) {
     int64_t attr[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, attr);
+    AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, -1, attr);
     if (rc) return rc;
     for (int i = 0; i < nsp; i++) {
         kern[i] = w->dims[i + 2];
@@ -176,8 +300,10 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     if (x->rank < 3 || w->rank != x->rank)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
+    const AmpConvAttrs *at = amp_conv_prepared(k);
+    if (!at) return k->st->code;
     int nsp = x->rank - 2;
-    int64_t group = amp_node_attr_int(k->node, "group", 1);
+    int64_t group = at->group;
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
     if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
         return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
@@ -186,12 +312,12 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = kernel_from_w(k, w, nsp, kern);
-    if (rc || (rc = amp_conv_geom(k, x, kern, false, &g))) return rc;
+    AmpCode rc = kernel_from_w(k, at, w, nsp, kern);
+    if (rc || (rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
     int64_t ydims[AMP_MAX_RANK] = {N, M};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, nsp + 2, ydims, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_conv_check_out(k, y, dt, nsp + 2, ydims))) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
@@ -291,25 +417,26 @@ static int64_t floor_div2(int64_t v) {
  * negative) is split with the larger half at the end for SAME_UPPER, at the start for
  * SAME_LOWER; otherwise the start pad is pads[i] and the size output_shape, or the
  * natural size less both pads. */
-static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, AmpConvGeom *g) {
+static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
+                                  AmpConvGeom *g) {
     memset(g, 0, sizeof *g);
     int n = g->nsp = x->rank - 2;
-    AutoPad ap = PAD_NOTSET;
+    AutoPad ap = (AutoPad)a->auto_pad;
     int64_t pads[2 * AMP_MAX_SPATIAL], opad[AMP_MAX_SPATIAL], oshape[AMP_MAX_SPATIAL];
     AmpCode rc;
-    if ((rc = auto_pad(k, &ap)) || (rc = amp_conv_ints(k, "strides", n, 1, 1, g->stride)) ||
-        (rc = amp_conv_ints(k, "dilations", n, 1, 1, g->dil)) || (rc = amp_conv_ints(k, "pads", 2 * n, 0, 0, pads)) ||
-        (rc = amp_conv_ints(k, "output_padding", n, 0, 0, opad)))
+    if ((rc = amp_conv_ints_of(k, &a->strides, "strides", n, 1, g->stride)) ||
+        (rc = amp_conv_ints_of(k, &a->dilations, "dilations", n, 1, g->dil)) ||
+        (rc = amp_conv_ints_of(k, &a->pads, "pads", 2 * n, 0, pads)) ||
+        (rc = amp_conv_ints_of(k, &a->output_padding, "output_padding", n, 0, opad)))
         return rc;
-    const AmpAttr *os = amp_node_attr(k->node, "output_shape");
-    bool have_os = os && os->type == AMP_ATTR_INTS && os->n_ints > 0;
+    const AmpConvInts *os = &a->output_shape;
+    bool have_os = os->n > 0;
     if (have_os) {
         /* Spatial sizes; a full (N, C, ...) shape is accepted too. */
-        size_t skip = os->n_ints == (size_t)n + 2 ? 2 : 0;
-        if (os->n_ints != (size_t)n + skip)
-            return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape must hold %d integers", n);
+        int skip = os->n == n + 2 ? 2 : 0;
+        if (os->n != n + skip) return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape must hold %d integers", n);
         for (int i = 0; i < n; i++) {
-            oshape[i] = os->ints[skip + (size_t)i];
+            oshape[i] = os->v[skip + i];
             if (oshape[i] < 0 || oshape[i] > INT32_MAX)
                 return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape has an invalid value");
         }
@@ -355,8 +482,10 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     if (x->rank < 3 || w->rank != x->rank)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
+    const AmpConvAttrs *at = amp_conv_prepared(k);
+    if (!at) return k->st->code;
     int nsp = x->rank - 2;
-    int64_t group = amp_node_attr_int(k->node, "group", 1);
+    int64_t group = at->group;
     int64_t N = x->dims[0], C = x->dims[1], Mg = w->dims[1];
     if (group < 1 || group > (C > 0 ? C : 1) || C % group || w->dims[0] != C || Mg > INT32_MAX)
         return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
@@ -366,12 +495,12 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
         return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = kernel_from_w(k, w, nsp, kern);
-    if (rc || (rc = convtranspose_geom(k, x, kern, &g))) return rc;
+    AmpCode rc = kernel_from_w(k, at, w, nsp, kern);
+    if (rc || (rc = convtranspose_geom(k, at, x, kern, &g))) return rc;
     int64_t ydims[AMP_MAX_RANK] = {N, M};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, nsp + 2, ydims, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_conv_check_out(k, y, dt, nsp + 2, ydims))) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||

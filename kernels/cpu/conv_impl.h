@@ -20,8 +20,51 @@ typedef struct AmpConvGeom {
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
 AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
-/* Reads an INTS attribute of exactly n entries into out, or fills out with dflt when
- * absent; AMP_ERR_INPUT when it has another length or a value under `min`. */
+/* AMP_ERR_INTERNAL naming the node unless y, the output the executor placed, has the
+ * dtype and dims (rank entries) that the kernel's loops are sized by. */
+AmpCode amp_conv_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
+
+/* ---- attributes, parsed once at prepare (Conv, ConvTranspose, MaxPool, AveragePool) */
+
+/* An INTS attribute whose length must match the input's rank, checked when the kernel
+ * runs: n entries (0: absent or empty, the default applies; -1: not a list of integers),
+ * the first 2 * AMP_MAX_SPATIAL kept (a longer list fits no rank). Prepare checked every
+ * value against the attribute's minimum and INT32_MAX, so window arithmetic cannot
+ * overflow. */
+typedef struct AmpConvInts {
+    int n;
+    int64_t v[2 * AMP_MAX_SPATIAL];
+} AmpConvInts;
+
+typedef struct AmpConvAttrs {
+    int auto_pad; /* 0 NOTSET, 1 VALID, 2 SAME_UPPER, 3 SAME_LOWER */
+    int64_t group;
+    AmpConvInts kernel_shape, strides, dilations, pads;
+    AmpConvInts output_padding; /* ConvTranspose */
+    /* ConvTranspose's output_shape as given (n 0 when absent; spatial sizes, or a whole
+     * (N, C, ...) shape: which, the rank tells); its values are checked in the kernel. */
+    AmpConvInts output_shape;
+    bool ceil_mode, count_include_pad, col_major; /* pools; col_major: storage_order 1 */
+} AmpConvAttrs;
+
+/* The prepare function of Conv, ConvTranspose, MaxPool and AveragePool: the attributes
+ * each reads, into an AmpConvAttrs. */
+AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
+const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k);
+/* amp_conv_geom from parsed attributes (a->ceil_mode rounds output sizes up). */
+AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
+                            AmpConvGeom *g);
+/* An attribute's n entries into out, or dflt for each where it was absent; AMP_ERR_INPUT
+ * when it has another length. */
+AmpCode amp_conv_ints_of(AmpKernelCtx *k, const AmpConvInts *a, const char *name, int n, int64_t dflt,
+                         int64_t *out);
+
+/* Reads the node's INTS attribute of exactly n entries into out, or fills out with dflt
+ * when absent; AMP_ERR_INPUT when it has another length or a value under `min`. With
+ * amp_conv_geom, for a kernel that reads its attributes from the node when it runs
+ * (ConvGrad); Conv, ConvTranspose and the pools parse theirs at prepare (below). */
 AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, int64_t min, int64_t *out);
 
 /* Fills g for a window of kern (nsp entries) over x's spatial dims from the node's

@@ -349,9 +349,26 @@ static AmpCode run_gemm(AmpKernelCtx *k, const Eq *e, const Plan *p, AmpBuf *y) 
     return AMP_OK;
 }
 
+/* The attributes are the equation, a NUL-terminated copy kept as written: its terms are
+ * read against the inputs' ranks (an ellipsis spans what the letters leave), so it is
+ * parsed when the kernel runs. */
+AmpCode amp_cpu_einsum_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *eqs = amp_node_attr_string(n, "equation", NULL);
+    if (!eqs)
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): no equation attribute", n->name ? n->name : "",
+                        n->op_type);
+    size_t len = strlen(eqs);
+    char *eq = malloc(len + 1);
+    if (!eq) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(eq, eqs, len + 1);
+    *attrs = eq;
+    return AMP_OK;
+}
+
 AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
-    const char *eqs = amp_node_attr_string(k->node, "equation", NULL);
-    if (!eqs) return amp_gemm_fail(k, AMP_ERR_INPUT, "no equation attribute");
+    const char *eqs = amp_gemm_prepared(k);
+    if (!eqs) return k->st->code;
     Eq *e = malloc(sizeof *e);
     if (!e) return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
     AmpCode rc = parse(k, eqs, e);
@@ -363,18 +380,22 @@ AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
         free(e);
         return rc;
     }
+    /* The loops run over the label sizes: the placed output must have them. */
     int64_t dims[AMP_MAX_RANK];
     for (int a = 0; a < e->out.rank; a++) dims[a] = e->size[e->out.lab[a]];
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, e->out.rank, dims, k->st);
-    if (!y) rc = k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_gemm_check_out(k, y, dt, e->out.rank, dims))) {
+        free(e);
+        return rc;
+    }
     /* An empty input leaves an empty output or sums nothing: zeros (and keeps hostile
      * dims of empty tensors out of the stride arithmetic below). */
     bool empty = false;
     for (int op = 0; op < e->n_ops; op++) empty = empty || !k->in[op]->nelem;
     Plan p;
-    if (!rc && empty) memset(y->data, 0, amp_buf_bytes(y));
-    else if (!rc && dt != AMP_DT_DOUBLE && plan_gemm(e, k->in, &p)) rc = run_gemm(k, e, &p, y);
-    else if (!rc) rc = run_loop(k, e, y);
+    if (empty) memset(y->data, 0, amp_buf_bytes(y));
+    else if (dt != AMP_DT_DOUBLE && plan_gemm(e, k->in, &p)) rc = run_gemm(k, e, &p, y);
+    else rc = run_loop(k, e, y);
     free(e);
     return rc;
 }

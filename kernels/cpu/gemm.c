@@ -23,6 +23,55 @@ static AmpCode oom(AmpKernelCtx *k) {
     return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
+AmpCode amp_gemm_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
+    bool same = y->dtype == dtype && y->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
+    if (same) return AMP_OK;
+    AmpBuf want = {.dtype = dtype, .rank = rank};
+    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
+    char got[160], exp[160];
+    amp_buf_describe(y, got, sizeof got);
+    amp_buf_describe(&want, exp, sizeof exp);
+    return amp_gemm_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
+}
+
+/* ---- attributes, parsed once at prepare ------------------------------------------- */
+
+const void *amp_gemm_prepared(AmpKernelCtx *k) {
+    if (!k->attrs) amp_gemm_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    return k->attrs;
+}
+
+/* Gemm's attributes (AmpGemmAttrs) serve FusedMatMul too, whose beta goes unused. */
+AmpGemmAttrs amp_gemm_attrs(const AmpNode *n) {
+    return (AmpGemmAttrs){.ta = amp_node_attr_int(n, "transA", 0) != 0,
+                          .tb = amp_node_attr_int(n, "transB", 0) != 0,
+                          .alpha = amp_node_attr_float(n, "alpha", 1.0f),
+                          .beta = amp_node_attr_float(n, "beta", 1.0f)};
+}
+
+static AmpCode mm_attrs_out(const AmpNode *n, void **attrs, AmpStatus *st) {
+    AmpGemmAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    *a = amp_gemm_attrs(n);
+    *attrs = a;
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return mm_attrs_out(n, attrs, st);
+}
+
+/* transBatchA/B (batch axes moved into the matrix) are not implemented. */
+AmpCode amp_cpu_fused_matmul_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    if (amp_node_attr_int(n, "transBatchA", 0) || amp_node_attr_int(n, "transBatchB", 0))
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): transBatchA / transBatchB are not implemented",
+                        n->name ? n->name : "", n->op_type);
+    return mm_attrs_out(n, attrs, st);
+}
+
 static bool is_int_mm(int dt) {
     return dt == AMP_DT_INT32 || dt == AMP_DT_INT64 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
 }
@@ -179,10 +228,10 @@ static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
     if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE && !(is_int_mm(dt) && !ta && !tb && alpha == 1.0f))
         return amp_kernel_bad_dtype(k, dt);
     MmShape s;
+    AmpBuf *y;
     AmpCode rc = mm_shape(k, a, b, ta, tb, &s);
-    if (rc) return rc;
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, s.out_rank, s.out, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (rc || (rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    if ((rc = amp_gemm_check_out(k, y, dt, s.out_rank, s.out))) return rc;
     if (dt == AMP_DT_DOUBLE) {
         mm_f64(&s, ta, tb, alpha, a->data, b->data, y->data);
         return AMP_OK;
@@ -209,20 +258,19 @@ AmpCode amp_cpu_matmul(AmpKernelCtx *k) {
     return matmul_common(k, false, false, 1.0f);
 }
 
-/* com.microsoft FusedMatMul: alpha * op(A) @ op(B). transBatchA/B (batch axes moved
- * into the matrix) are not implemented. */
+/* com.microsoft FusedMatMul: alpha * op(A) @ op(B). */
 AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
-    if (amp_node_attr_int(k->node, "transBatchA", 0) || amp_node_attr_int(k->node, "transBatchB", 0))
-        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "transBatchA / transBatchB are not implemented");
-    return matmul_common(k, amp_node_attr_int(k->node, "transA", 0) != 0,
-                         amp_node_attr_int(k->node, "transB", 0) != 0, amp_node_attr_float(k->node, "alpha", 1.0f));
+    const AmpGemmAttrs *a = amp_gemm_prepared(k);
+    return a ? matmul_common(k, a->ta, a->tb, a->alpha) : k->st->code;
 }
 
 /* ---- Gemm ------------------------------------------------------------------------ */
 
 /* Y (M, N) = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N)
- * (optional since opset 11; older opsets' `broadcast` attribute is implied). */
-AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
+ * (optional since opset 11; older opsets' `broadcast` attribute is implied). Y is the
+ * placed output y (NULL: not listed, nothing to compute; float32 standing in for a
+ * 16-bit output where `stand_in`), or, where `ask`, the buffer k->alloc hands back. */
+static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool ask, bool stand_in) {
     if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
     const AmpBuf *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
     int dt = a->dtype;
@@ -231,8 +279,8 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
     if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
     if (a->rank != 2 || b->rank != 2)
         return amp_gemm_fail(k, AMP_ERR_INPUT, "A and B must be 2-D (got rank %d and %d)", a->rank, b->rank);
-    bool ta = amp_node_attr_int(k->node, "transA", 0) != 0, tb = amp_node_attr_int(k->node, "transB", 0) != 0;
-    float alpha = amp_node_attr_float(k->node, "alpha", 1.0f), beta = amp_node_attr_float(k->node, "beta", 1.0f);
+    bool ta = at->ta, tb = at->tb;
+    float alpha = at->alpha, beta = at->beta;
     int64_t m = ta ? a->dims[1] : a->dims[0], ka = ta ? a->dims[0] : a->dims[1];
     int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
     if (ka != kb)
@@ -251,8 +299,14 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
         }
         amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);
     }
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, dt, 2, ydims, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (ask && !(y = k->alloc(k->alloc_ctx, 0, dt, 2, ydims, k->st)))
+        return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    if (!y) return AMP_OK;
+    if (!ask) {
+        bool f32 = stand_in && y->dtype == AMP_DT_FLOAT && (dt == AMP_DT_FLOAT16 || dt == AMP_DT_BFLOAT16);
+        AmpCode rc = amp_gemm_check_out(k, y, f32 ? AMP_DT_FLOAT : dt, 2, ydims);
+        if (rc) return rc;
+    }
     if (!m || !n) return AMP_OK;
     bool use_c = c && beta != 0.0f;
     CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
@@ -282,4 +336,24 @@ AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
     amp_buf_f32_commit(y, ty_tmp);
     free(ta_tmp), free(tb_tmp), free(tc_tmp);
     return AMP_OK;
+}
+
+AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, AmpBuf *y) {
+    return gemm(k, a, y, false, true);
+}
+
+/* Gemm's kernel. com.microsoft FusedGemm (ms_train.c) also runs it, on its own node with
+ * its own allocator, which hands a float32 stand-in for a 16-bit output so that the
+ * activation sees the unrounded product: for that caller the attributes are read from
+ * the node and the output is asked of k->alloc, as before outputs were placed, until it
+ * calls amp_gemm_into instead. */
+AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
+    if (k->node->op != AMP_OP_Gemm) {
+        AmpGemmAttrs a = amp_gemm_attrs(k->node);
+        return gemm(k, &a, NULL, true, false);
+    }
+    const AmpGemmAttrs *a = amp_gemm_prepared(k);
+    AmpBuf *y;
+    AmpCode rc = a ? amp_kernel_outputs(k, 1, &y) : k->st->code;
+    return rc ? rc : gemm(k, a, y, false, false);
 }

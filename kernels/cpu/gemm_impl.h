@@ -8,8 +8,26 @@
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
 AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
+/* AMP_ERR_INTERNAL naming the node unless y, the output the executor placed, has the
+ * dtype and dims (rank entries) that the kernel's loops are sized by. */
+AmpCode amp_gemm_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
+/* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
+const void *amp_gemm_prepared(AmpKernelCtx *k);
+
 AmpCode amp_cpu_einsum(AmpKernelCtx *k); /* einsum.c */
-/* Gemm (gemm.c); com.microsoft FusedGemm (attention family, ms_train.c) runs it. */
+/* Gemm (gemm.c); com.microsoft FusedGemm (attention family, ms_train.c) runs it with its
+ * own allocator, and then it reads the attributes from the node and asks k->alloc. */
 AmpCode amp_cpu_gemm(AmpKernelCtx *k);
+
+/* Gemm's attributes (transA, transB, alpha, beta), as its prepare function parses them. */
+typedef struct AmpGemmAttrs {
+    bool ta, tb;
+    float alpha, beta;
+} AmpGemmAttrs;
+AmpGemmAttrs amp_gemm_attrs(const AmpNode *n);
+/* Gemm of k's inputs (A, B, C?) with attributes a into y, an output already placed: of
+ * the output's dtype and shape, or float32 standing in for a 16-bit output (the caller
+ * rounds it; FusedGemm applies its activation first). Checks the inputs as Gemm does. */
+AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, AmpBuf *y);
 
 #endif

@@ -63,6 +63,7 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k);
 /* amp_cpu_conv.c */
+AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st); /* also pool.c's */
 AmpCode amp_cpu_conv(AmpKernelCtx *k);
 AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k);
 /* pool.c */
@@ -149,12 +150,16 @@ AmpCode amp_ew_isnan(AmpKernelCtx *k);
 AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_dropout(AmpKernelCtx *k);
 /* gemm.c */
+AmpCode amp_cpu_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_fused_matmul_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_matmul(AmpKernelCtx *k);
 AmpCode amp_cpu_gemm(AmpKernelCtx *k);
 AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k);
 /* einsum.c */
+AmpCode amp_cpu_einsum_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_einsum(AmpKernelCtx *k);
 /* norm.c */
+AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_layernorm(AmpKernelCtx *k);
 AmpCode amp_cpu_batchnorm(AmpKernelCtx *k);
 AmpCode amp_cpu_instancenorm(AmpKernelCtx *k);

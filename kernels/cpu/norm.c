@@ -6,8 +6,60 @@
 
 #include "reduce_impl.h"
 
-static AmpCode alloc_fail(AmpKernelCtx *k) {
-    return k->st && k->st->code ? k->st->code : amp_red_fail(k, AMP_ERR_INTERNAL, "output allocation failed");
+/* ---- attributes, parsed once at prepare ---------------------------------------------
+ * One struct for the family; each op reads its own fields. An axis is kept as given
+ * (normalised against X's rank when the kernel runs). */
+typedef struct NormAttrs {
+    int64_t axis;             /* LayerNormalization(Grad), LpNormalization */
+    double eps;               /* epsilon */
+    double momentum;          /* BatchNormalization */
+    bool train;               /* BatchNormalization: training_mode, or before opset 14 running stats listed */
+    int64_t groups;           /* GroupNormalization: num_groups */
+    int64_t p;                /* LpNormalization */
+    int64_t size;             /* LRN */
+    double alpha, beta, bias; /* LRN */
+} NormAttrs;
+
+AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    NormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
+    switch (n->op) {
+    case AMP_OP_LayerNormalization: {
+        int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
+        if (stash != AMP_DT_FLOAT)
+            return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                     "stash_type %lld: only 1 (float32 statistics) is implemented", (long long)stash);
+        a.axis = amp_node_attr_int(n, "axis", -1);
+        break;
+    }
+    case AMP_OP_Ms_LayerNormalizationGrad: a.axis = amp_node_attr_int(n, "axis", -1); break;
+    case AMP_OP_BatchNormalization:
+        if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
+            return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                     "spatial = 0 (per-activation statistics) is not implemented");
+        a.momentum = amp_node_attr_float(n, "momentum", 0.9f);
+        if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
+        for (int i = 1; opset < 14 && i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
+        break;
+    case AMP_OP_GroupNormalization:
+        a.groups = amp_node_attr_int(n, "num_groups", 0);
+        if (a.groups <= 0) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
+        break;
+    case AMP_OP_LpNormalization:
+        a.axis = amp_node_attr_int(n, "axis", -1);
+        a.p = amp_node_attr_int(n, "p", 2);
+        if (a.p != 1 && a.p != 2)
+            return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
+        break;
+    case AMP_OP_LRN:
+        a.size = amp_node_attr_int(n, "size", 0);
+        if (a.size <= 0) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
+        a.alpha = amp_node_attr_float(n, "alpha", 1e-4f);
+        a.beta = amp_node_attr_float(n, "beta", 0.75f);
+        a.bias = amp_node_attr_float(n, "bias", 1.0f);
+        break;
+    default: break; /* InstanceNormalization: epsilon only */
+    }
+    return amp_red_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Mean and (population) variance of n elements v[base + j * stride]. */
@@ -96,32 +148,30 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
     if (!x || !sc) return amp_red_fail(k, AMP_ERR_INPUT, "X and Scale are required");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    int64_t a = amp_node_attr_int(k->node, "axis", -1);
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     int axis;
-    if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    int64_t stash = amp_node_attr_int(k->node, "stash_type", AMP_DT_FLOAT);
-    if (stash != AMP_DT_FLOAT)
-        return amp_red_fail(k, AMP_ERR_UNSUPPORTED, "stash_type %lld: only 1 (float32 statistics) is implemented",
-                            (long long)stash);
-    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    if (!amp_norm_axis(na->axis, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+    double eps = na->eps;
     uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
     ParamMap ms = {0}, mb = {0};
     AmpCode rc = param_map(k, sc, x, axis, cols, "Scale", &ms);
     if (!rc && bi) rc = param_map(k, bi, x, axis, cols, "B", &mb);
-    AmpBuf *y = NULL, *mean = NULL, *inv = NULL;
+    /* Y, then Mean and InvStdDev where the node lists them */
+    AmpBuf *out[3] = {NULL};
     int64_t sd[AMP_MAX_RANK];
     for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
-    if (!rc && !(y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st))) rc = alloc_fail(k);
-    if (!rc && k->n_out > 1 && !(mean = k->alloc(k->alloc_ctx, 1, AMP_DT_FLOAT, x->rank, sd, k->st)))
-        rc = alloc_fail(k);
-    if (!rc && k->n_out > 2 && !(inv = k->alloc(k->alloc_ctx, 2, AMP_DT_FLOAT, x->rank, sd, k->st)))
-        rc = alloc_fail(k);
+    if (!rc) rc = amp_kernel_outputs(k, 3, out);
+    if (!rc && out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 3; i++)
+        if (out[i]) rc = amp_red_expect(k, out[i], AMP_DT_FLOAT, x->rank, sd);
+    AmpBuf *y = out[0], *mean = out[1], *inv = out[2];
     const AmpBuf *ins[3] = {x, sc, bi};
     AmpFv v[3];
-    AmpFo o;
+    AmpFo o = {0};
     if (!rc && !(rc = open_all(k, ins, v, 3))) {
-        if ((rc = amp_fo_open(k, y, &o))) close_all(v, 3);
+        if (y && (rc = amp_fo_open(k, y, &o))) close_all(v, 3);
     }
     if (rc) {
         free(ms.colmap), free(mb.colmap);
@@ -133,6 +183,7 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
         double is = 1.0 / sqrt(var + eps);
         if (mean) ((float *)mean->data)[r] = (float)m;
         if (inv) ((float *)inv->data)[r] = (float)is;
+        if (!y) continue;
         int64_t so = param_row(&ms, x, axis, r), bo = bi ? param_row(&mb, x, axis, r) : 0;
         for (uint64_t c = 0; c < cols; c++) {
             uint64_t at = r * cols + c;
@@ -159,34 +210,37 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     const AmpBuf *x = in[1];
     for (int i = 0; i < 5; i++)
         if (in[i] && !amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
-    int64_t a = amp_node_attr_int(k->node, "axis", -1);
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
     int axis;
-    if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    if (!amp_norm_axis(na->axis, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
     uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
     if (in[0]->nelem != x->nelem) return amp_red_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
     if (in[2]->nelem != cols) return amp_red_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
     for (int i = 3; i < 5; i++)
         if (in[i] && in[i]->nelem != rows)
             return amp_red_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
-    AmpBuf *dx = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!dx) return alloc_fail(k);
-    AmpBuf *pg[2] = {NULL, NULL};
-    for (int j = 0; j < 2 && j + 1 < k->n_out; j++)
-        if (!(pg[j] = k->alloc(k->alloc_ctx, j + 1, in[2]->dtype, in[2]->rank, in[2]->dims, k->st))) return alloc_fail(k);
-    AmpFv v[5];
-    AmpCode rc = open_all(k, in, v, 5);
+    /* X_grad (like X), then scale_grad and bias_grad (like scale) where the node lists them */
+    AmpBuf *out[3];
+    AmpCode rc = amp_kernel_outputs(k, 3, out);
+    if (!rc && out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
+    for (int j = 1; !rc && j < 3; j++)
+        if (out[j]) rc = amp_red_expect(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
     if (rc) return rc;
+    AmpBuf *dx = out[0], *pg[2] = {out[1], out[2]};
+    AmpFv v[5];
+    if ((rc = open_all(k, in, v, 5))) return rc;
     double *acc = calloc((cols ? cols : 1) * 2, sizeof *acc); /* (cols) scale_grad, then (cols) bias_grad */
-    AmpFo o;
+    AmpFo o = {0};
     if (!acc) rc = amp_red_oom(k);
-    else rc = amp_fo_open(k, dx, &o);
+    else if (dx) rc = amp_fo_open(k, dx, &o);
     if (rc) {
         free(acc);
         close_all(v, 5);
         return rc;
     }
-    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    double eps = na->eps;
     for (uint64_t r = 0; r < rows; r++) {
         double m, is;
         if (in[3] && in[4]) {
@@ -204,7 +258,7 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
             acc[c] += dy * xh, acc[cols + c] += dy;
         }
         sg /= (double)cols, sgx /= (double)cols;
-        for (uint64_t c = 0; c < cols; c++) {
+        for (uint64_t c = 0; dx && c < cols; c++) {
             uint64_t at = r * cols + c;
             double xh = (amp_fv_get(&v[1], at) - m) * is, g = amp_fv_get(&v[0], at) * amp_fv_get(&v[2], c);
             amp_fo_set(&o, at, is * (g - sg - xh * sgx));
@@ -243,21 +297,8 @@ static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, uint64_t len, const c
     return AMP_OK;
 }
 
-/* Whether BatchNormalization uses batch statistics: a training step, training_mode
- * (opset 14+), or before opset 14 a node that lists the running-stat outputs. */
-static bool bn_training(AmpKernelCtx *k) {
-    if (k->training) return true;
-    if (k->opset >= 14) return amp_node_attr_int(k->node, "training_mode", 0) != 0;
-    for (int i = 1; i < k->n_out; i++)
-        if (k->node->outputs[i]) return true;
-    return false;
-}
-
-/* Copies a C-vector view into an output of the same length. */
-static AmpCode store_vec(AmpKernelCtx *k, int index, int dtype, uint64_t c, const double *vals) {
-    int64_t d = (int64_t)c;
-    AmpBuf *b = k->alloc(k->alloc_ctx, index, dtype, 1, &d, k->st);
-    if (!b) return alloc_fail(k);
+/* Copies a C-vector view into an output of that length (checked). */
+static AmpCode store_vec(AmpKernelCtx *k, AmpBuf *b, uint64_t c, const double *vals) {
     AmpFo o;
     AmpCode rc = amp_fo_open(k, b, &o);
     if (rc) return rc;
@@ -279,21 +320,30 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], C, names[i]);
     if (rc) return rc;
-    if (k->opset < 9 && amp_node_attr_int(k->node, "spatial", 1) == 0)
-        return amp_red_fail(k, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
-    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
-    double mom = amp_node_attr_float(k->node, "momentum", 0.9f);
-    bool train = bn_training(k);
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    double eps = na->eps, mom = na->momentum;
+    /* Batch statistics: a training step, training_mode (opset 14+), or before opset 14 a
+     * node that lists the running-stat outputs. */
+    bool train = k->training || na->train;
     const AmpBuf *x = in[0];
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return alloc_fail(k);
+    /* Y, then running mean and var, saved mean and var (before opset 14), each typed as
+     * input_mean or input_var, where the node lists them */
+    AmpBuf *out[5];
+    int64_t cd[1] = {(int64_t)C};
+    if ((rc = amp_kernel_outputs(k, 5, out))) return rc;
+    if (out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 5; i++)
+        if (out[i]) rc = amp_red_expect(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
+    if (rc) return rc;
+    AmpBuf *y = out[0];
     AmpFv v[5];
     if ((rc = open_all(k, in, v, 5))) return rc;
     /* per channel: stats[0..C) mean, [C..2C) var, then the running values */
     double *st = malloc((C ? C : 1) * 4 * sizeof *st);
-    AmpFo o;
+    AmpFo o = {0};
     if (!st) rc = amp_red_oom(k);
-    else rc = amp_fo_open(k, y, &o);
+    else if (y) rc = amp_fo_open(k, y, &o);
     if (rc) {
         free(st);
         close_all(v, 5);
@@ -319,7 +369,7 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
             bv[c] = rv[c] = amp_fv_get(&v[4], c);
         }
         double a = amp_fv_get(&v[1], c) / sqrt(bv[c] + eps), b = amp_fv_get(&v[2], c) - bm[c] * a;
-        for (uint64_t n = 0; n < N; n++)
+        for (uint64_t n = 0; y && n < N; n++)
             for (uint64_t j = 0; j < S; j++) {
                 uint64_t at = (n * C + c) * S + j;
                 amp_fo_set(&o, at, amp_fv_get(&v[0], at) * a + b);
@@ -328,8 +378,8 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     amp_fo_commit(&o);
     /* outputs 1..4: running mean, running var, saved mean, saved var */
     const double *outs[4] = {rm, rv, bm, bv};
-    for (int i = 1; !rc && i < k->n_out && i < 5; i++)
-        rc = store_vec(k, i, in[i % 2 ? 3 : 4]->dtype, C, outs[i - 1]);
+    for (int i = 1; !rc && i < 5; i++)
+        if (out[i]) rc = store_vec(k, out[i], C, outs[i - 1]);
     free(st);
     close_all(v, 5);
     return rc;
@@ -350,10 +400,12 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
                             (unsigned long long)groups);
     uint64_t plen = per_group ? groups : C;
     if ((rc = check_vec(k, in[1], plen, "scale")) || (rc = check_vec(k, in[2], plen, "bias"))) return rc;
-    double eps = amp_node_attr_float(k->node, "epsilon", 1e-5f);
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    double eps = na->eps;
     const AmpBuf *x = in[0];
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return alloc_fail(k);
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
     AmpFv v[3];
     AmpFo o;
     if ((rc = open_all(k, in, v, 3))) return rc;
@@ -395,8 +447,9 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    int64_t g = amp_node_attr_int(k->node, "num_groups", 0);
-    if (g <= 0) return amp_red_fail(k, AMP_ERR_INPUT, "num_groups must be given and positive");
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    int64_t g = na->groups; /* > 0: prepare checked */
     uint64_t C = (uint64_t)x->dims[1];
     bool per_group = k->opset < 21;
     if (sc && sc->nelem != (per_group ? (uint64_t)g : C) && sc->nelem == (per_group ? C : (uint64_t)g))
@@ -406,13 +459,15 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
 
 /* ---- LpNormalization ------------------------------------------------------------- */
 
-/* Output 0, shaped and typed as x, and views of both: v of x, o of the output. */
-static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpFv *v, AmpFo *o) {
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, x->dims, k->st);
-    if (!y) return alloc_fail(k);
-    AmpCode rc = amp_fv_open(k, x, v);
+/* Output 0, shaped and typed as x, and views of both: v of x, o of the output. *y is
+ * NULL (and nothing opened) where the node does not list it. */
+static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v, AmpFo *o) {
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = amp_red_expect(k, *y, x->dtype, x->rank, x->dims)))
+        return rc;
+    rc = amp_fv_open(k, x, v);
     if (rc) return rc;
-    if ((rc = amp_fo_open(k, y, o))) amp_fv_close(v);
+    if ((rc = amp_fo_open(k, *y, o))) amp_fv_close(v);
     return rc;
 }
 
@@ -421,15 +476,17 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    int64_t a = amp_node_attr_int(k->node, "axis", -1), p = amp_node_attr_int(k->node, "p", 2);
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    int64_t p = na->p; /* 1 or 2: prepare checked */
     int axis;
-    if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    if (p != 1 && p != 2) return amp_red_fail(k, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)p);
+    if (!amp_norm_axis(na->axis, x->rank, &axis))
+        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+    AmpBuf *y;
     AmpFv v;
     AmpFo o;
-    AmpCode rc = open_like(k, x, &v, &o);
-    if (rc) return rc;
+    AmpCode rc = open_like(k, x, &y, &v, &o);
+    if (rc || !y) return rc;
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     for (uint64_t q = 0; q < outer; q++)
@@ -460,14 +517,15 @@ AmpCode amp_cpu_lrn(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    int64_t size = amp_node_attr_int(k->node, "size", 0);
-    if (size <= 0) return amp_red_fail(k, AMP_ERR_INPUT, "size must be given and positive");
-    double alpha = amp_node_attr_float(k->node, "alpha", 1e-4f), beta = amp_node_attr_float(k->node, "beta", 0.75f),
-           bias = amp_node_attr_float(k->node, "bias", 1.0f);
+    const NormAttrs *na = amp_red_attrs(k);
+    if (!na) return k->st->code;
+    int64_t size = na->size; /* > 0: prepare checked */
+    double alpha = na->alpha, beta = na->beta, bias = na->bias;
+    AmpBuf *y;
     AmpFv v;
     AmpFo o;
-    AmpCode rc = open_like(k, x, &v, &o);
-    if (rc) return rc;
+    AmpCode rc = open_like(k, x, &y, &v, &o);
+    if (rc || !y) return rc;
     uint64_t outer, C, inner;
     amp_red_split(x, 1, &outer, &C, &inner);
     int64_t before = (size - 1) / 2, after = size - 1 - before; /* floor and ceil of (size - 1) / 2 */

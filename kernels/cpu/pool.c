@@ -165,37 +165,36 @@ static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     if (!pool_dtype(x->dtype, kind == POOL_MAX)) return amp_kernel_bad_dtype(k, x->dtype);
     if (x->rank < 3)
         return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+    const AmpConvAttrs *a = amp_conv_prepared(k); /* kernel_shape is there: prepare checked */
+    if (!a) return k->st->code;
     int nsp = x->rank - 2;
     int64_t kern[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, 0, 1, kern);
+    AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, 0, kern);
     if (rc) return rc;
-    if (kern[0] == 0) return amp_conv_fail(k, AMP_ERR_INPUT, "attribute kernel_shape is required");
-    int64_t storage = amp_node_attr_int(k->node, "storage_order", 0);
-    if (storage != 0 && storage != 1)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "storage_order must be 0 or 1 (got %lld)", (long long)storage);
-    PoolOpts o = {kind, amp_node_attr_int(k->node, "count_include_pad", 0) != 0, storage == 1};
+    PoolOpts o = {kind, a->count_include_pad, a->col_major};
     AmpConvGeom g;
-    if ((rc = amp_conv_geom(k, x, kern, amp_node_attr_int(k->node, "ceil_mode", 0) != 0, &g))) return rc;
+    if ((rc = amp_conv_geom_attrs(k, a, x, kern, &g))) return rc;
     int64_t ydims[AMP_MAX_RANK] = {x->dims[0], x->dims[1]};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, ydims, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    AmpBuf *yi = NULL;
-    if (kind == POOL_MAX && k->n_out > 1) {
-        yi = k->alloc(k->alloc_ctx, 1, AMP_DT_INT64, x->rank, ydims, k->st);
-        if (!yi) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    }
+    /* Y, and MaxPool's Indices where the node lists them (AveragePool has no output 1). */
+    AmpBuf *out[2];
+    if ((rc = amp_kernel_outputs(k, kind == POOL_MAX ? 2 : 1, out))) return rc;
+    AmpBuf *y = out[0], *yi = kind == POOL_MAX ? out[1] : NULL;
+    if ((y && (rc = amp_conv_check_out(k, y, x->dtype, x->rank, ydims))) ||
+        (yi && (rc = amp_conv_check_out(k, yi, AMP_DT_INT64, x->rank, ydims))))
+        return rc;
+    const AmpBuf *shaped = y ? y : yi; /* both are ydims */
     int64_t ni;
-    if (!y->nelem) return AMP_OK;
+    if (!shaped || !shaped->nelem) return AMP_OK;
     if (!amp_conv_size(nsp, g.in, &ni))
         return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "input too large for the CPU kernel");
-    double *xd = load(x), *yd = malloc((y->nelem ? y->nelem : 1) * sizeof *yd);
+    double *xd = load(x), *yd = malloc(shaped->nelem * sizeof *yd);
     if (!xd || !yd) {
         free(xd), free(yd);
         return oom(k);
     }
     pool_planes(&g, &o, (uint64_t)x->dims[0] * (uint64_t)x->dims[1], xd, yd, yi ? yi->data : NULL);
-    store(y, yd);
+    if (y) store(y, yd);
     free(xd), free(yd);
     return AMP_OK;
 }
@@ -217,8 +216,10 @@ static AmpCode global_pool(AmpKernelCtx *k, PoolKind kind) {
     if (x->rank < 2) return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
     int64_t ydims[AMP_MAX_RANK];
     for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
-    AmpBuf *y = k->alloc(k->alloc_ctx, 0, x->dtype, x->rank, ydims, k->st);
-    if (!y) return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *y;
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_conv_check_out(k, y, x->dtype, x->rank, ydims)))
+        return rc;
     uint64_t planes = y->nelem, I = amp_shape_nelem(x->rank - 2, x->dims + 2);
     double *xd = load(x), *yd = malloc((planes ? planes : 1) * sizeof *yd);
     if (!xd || !yd) {

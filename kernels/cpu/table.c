@@ -191,6 +191,20 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_Dropout] = amp_ew_prepare_dropout,
 
     /* gemm: gemm.c, einsum.c; conv: conv.c, pool.c; norm: norm.c */
+    [AMP_OP_Gemm] = amp_cpu_gemm_prepare,
+    [AMP_OP_Ms_FusedMatMul] = amp_cpu_fused_matmul_prepare,
+    [AMP_OP_Einsum] = amp_cpu_einsum_prepare,
+    [AMP_OP_Conv] = amp_cpu_conv_prepare,
+    [AMP_OP_ConvTranspose] = amp_cpu_conv_prepare,
+    [AMP_OP_MaxPool] = amp_cpu_conv_prepare,
+    [AMP_OP_AveragePool] = amp_cpu_conv_prepare,
+    [AMP_OP_LayerNormalization] = amp_cpu_norm_prepare,
+    [AMP_OP_BatchNormalization] = amp_cpu_norm_prepare,
+    [AMP_OP_InstanceNormalization] = amp_cpu_norm_prepare,
+    [AMP_OP_GroupNormalization] = amp_cpu_norm_prepare,
+    [AMP_OP_LpNormalization] = amp_cpu_norm_prepare,
+    [AMP_OP_LRN] = amp_cpu_norm_prepare,
+    [AMP_OP_Ms_LayerNormalizationGrad] = amp_cpu_norm_prepare,
 
     /* reduce: reduce.c, softmax.c, loss.c; train: optim.c; rnn: rnn.c */
     [AMP_OP_ReduceSum] = amp_cpu_reduce_prepare,
