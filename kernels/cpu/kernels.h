@@ -1,7 +1,10 @@
 /* The CPU kernels: the reference executor's compute, one file per op family. A kernel
- * reads its input buffers and the node's attributes, works out its output shapes, asks
- * the runtime for the output buffers (ctx->alloc) and fills them. 16-bit float tensors
- * are stored in 16 bits, computed in fp32 and rounded (to nearest even) on store. */
+ * reads its input buffers and the attributes its prepare function parsed (ctx->attrs),
+ * and fills the outputs the executor placed (amp_kernel_outputs) with the shapes the op's
+ * shape function gave; it checks what keeps memory safe (input dtypes and index values,
+ * and that the placed outputs have the shapes its loops assume) and computes no shapes.
+ * Only ops whose output shape is the data's (NonZero) ask ctx->alloc. 16-bit float
+ * tensors are stored in 16 bits, computed in fp32 and rounded (to nearest even) on store. */
 #ifndef AMP_CPU_KERNELS_H
 #define AMP_CPU_KERNELS_H
 
