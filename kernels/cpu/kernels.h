@@ -54,6 +54,7 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 /* ---- every kernel, by family (table.c indexes them by op id) -------------------- */
 
 /* attention.c */
+AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k);
 /* ms_attention.c */
 AmpCode amp_cpu_ms_attention(AmpKernelCtx *k);

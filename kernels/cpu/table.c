@@ -182,4 +182,5 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
 
     /* attention: attention.c, ms_attention.c, ms_train.c */
+    [AMP_OP_Attention] = amp_cpu_onnx_attention_prepare,
 };
