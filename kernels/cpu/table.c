@@ -183,4 +183,6 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
 
     /* attention: attention.c, ms_attention.c, ms_train.c */
     [AMP_OP_Attention] = amp_cpu_onnx_attention_prepare,
+    [AMP_OP_Ms_Attention] = amp_cpu_ms_attention_prepare,
+    [AMP_OP_Ms_MultiHeadAttention] = amp_cpu_ms_attention_prepare,
 };
