@@ -61,6 +61,8 @@ AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **att
 AmpCode amp_cpu_ms_attention(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_mha(AmpKernelCtx *k);
 /* ms_train.c */
+AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k);
