@@ -234,7 +234,8 @@ AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **a
                         "node '%s' (%s): sliding-window attention (opset 25) is not implemented", name, op);
     int64_t mode = amp_node_attr_int(n, "qk_matmul_output_mode", 0);
     if (mode < 0 || mode > 3)
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): qk_matmul_output_mode %d is not 0..3", name, op, (int)mode);
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): qk_matmul_output_mode %lld is not 0..3", name, op,
+                        (long long)mode);
     OnnxAttnAttrs *a = malloc(sizeof *a);
     if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     const AmpAttr *sa = amp_node_attr(n, "scale");
