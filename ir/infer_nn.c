@@ -513,14 +513,27 @@ AmpCode amp_infer_rnn(AmpInferCtx *c) {
     return rc;
 }
 
+/* The head size of a 3-D (B, L, heads * size) input: dim 2 over heads, when known. */
+static AmpDim head_size(AmpDim hidden, int64_t heads) {
+    return heads > 0 && amp_dim_known(hidden) && hidden.value % heads == 0 ? amp_dim_of(hidden.value / heads)
+                                                                           : amp_dim_unknown();
+}
+
 /* ai.onnx Attention (opset 23). Q (B, Hq, S, D) with V (B, Hkv, L, Dv) gives
  * Y (B, Hq, S, Dv); 3-D Q (B, S, Hq*D) with V (B, L, Hkv*Dv) gives (B, S, Hq*Dv).
- * present_key/value and the qk output get the dtype only. */
+ * present_key is of Q's type and present_value of V's (the spec's T1 and T2). Their
+ * shapes, (B, Hkv, P + L, D) and (B, Hkv, P + L, Dv) with P past_key's dim 2 (0 without
+ * a cache), and qk_matmul_output's, (B, Hq, S, P + L), are given in concrete mode only,
+ * where the runtime places them: graph mode leaves them unshaped as it always did, so
+ * that a converted model's declared outputs keep the types they had (conversions stay
+ * the same byte for byte). Q, K and V of mixed ranks leave them unknown (the kernel
+ * refuses those). */
 AmpCode amp_infer_attention(AmpInferCtx *c) {
     const AmpNode *n = c->n;
-    AmpInfShape q, v, y;
-    y.rank = -1;
-    if (amp_inf_shape(c, 0, &q) && amp_inf_shape(c, 2, &v)) {
+    AmpInfShape q, kk, v, pk, y, pres_k, pres_v, qk;
+    y.rank = pres_k.rank = pres_v.rank = qk.rank = -1;
+    bool hq = amp_inf_shape(c, 0, &q), hk = amp_inf_shape(c, 1, &kk), hv = amp_inf_shape(c, 2, &v);
+    if (hq && hv) {
         if (q.rank == 4 && v.rank == 4) {
             y = q;
             y.d[3] = v.d[3];
@@ -532,8 +545,26 @@ AmpCode amp_infer_attention(AmpInferCtx *c) {
                 y.d[2] = amp_dim_mul(amp_dim_of(hq), amp_dim_of(v.d[2].value / hkv));
         }
     }
-    int dt = dt0(c);
+    if (!c->graph_mode && hq && hk && hv && q.rank == kk.rank && q.rank == v.rank && (q.rank == 3 || q.rank == 4)) {
+        /* Past length: 0, past_key's dim 2, or unknown. */
+        AmpDim P = amp_dim_of(0);
+        if (amp_inf_has_input(n, 4)) P = amp_inf_shape(c, 4, &pk) && pk.rank == 4 ? pk.d[2] : amp_dim_unknown();
+        bool is3 = q.rank == 3;
+        int64_t nq = amp_node_attr_int(n, "q_num_heads", 0), nkv = amp_node_attr_int(n, "kv_num_heads", 0);
+        AmpDim T = amp_dim_add(P, kk.d[is3 ? 1 : 2]), Hkv = is3 ? amp_dim_of(nkv > 0 ? nkv : -1) : kk.d[1];
+        pres_k.rank = pres_v.rank = qk.rank = 4;
+        pres_k.d[0] = kk.d[0], pres_k.d[1] = Hkv, pres_k.d[2] = T;
+        pres_k.d[3] = is3 ? head_size(kk.d[2], nkv) : kk.d[3];
+        pres_v = pres_k;
+        pres_v.d[0] = v.d[0];
+        pres_v.d[3] = is3 ? head_size(v.d[2], nkv) : v.d[3];
+        qk.d[0] = q.d[0], qk.d[1] = is3 ? amp_dim_of(nq > 0 ? nq : -1) : q.d[1];
+        qk.d[2] = q.d[is3 ? 1 : 2], qk.d[3] = T;
+    }
+    int dt = dt0(c), dv = amp_inf_dtype(c, 2);
     AmpCode rc = amp_inf_set(c, 0, dt, &y);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
+    if (!rc && n->n_outputs > 1) rc = amp_inf_set(c, 1, dt, &pres_k);
+    if (!rc && n->n_outputs > 2) rc = amp_inf_set(c, 2, dv != AMP_DT_UNDEFINED ? dv : dt, &pres_v);
+    if (!rc && n->n_outputs > 3) rc = amp_inf_set(c, 3, dt, &qk);
     return rc;
 }

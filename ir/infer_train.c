@@ -34,32 +34,50 @@ AmpCode amp_infer_optimizer(AmpInferCtx *c) {
 }
 
 /* com.microsoft Attention: input (B, S, D), weights (D, 3H) or qkv_hidden_sizes ->
- * output (B, S, Hv); present and the rest get the dtype only. */
+ * output (B, S, Hv); present and the rest get the dtype only, but for the runtime
+ * (concrete mode) present is (2, B, N, P + S, Dq / N), with N num_heads and P past's
+ * dim 3 (0 without past). Graph mode leaves it unshaped as it always did, so that a
+ * converted model's declared outputs keep their types (conversions byte for byte). */
 AmpCode amp_infer_ms_attention(AmpInferCtx *c) {
     const AmpNode *n = c->n;
-    AmpInfShape x, w, y;
-    y.rank = -1;
+    AmpInfShape x, w, past, y, pres;
+    y.rank = pres.rank = -1;
     int dt = amp_inf_dtype(c, 0);
     if (amp_inf_shape(c, 0, &x) && x.rank == 3) {
         y = x;
         y.d[2] = amp_dim_unknown();
-        int64_t qkv[3];
-        if (amp_inf_attr_ints(n, "qkv_hidden_sizes", qkv, 3) == 3)
+        int64_t qkv[3], heads = amp_node_attr_int(n, "num_heads", 0);
+        AmpDim dq = amp_dim_unknown();
+        if (amp_inf_attr_ints(n, "qkv_hidden_sizes", qkv, 3) == 3) {
             y.d[2] = amp_dim_of(qkv[2]);
-        else if (amp_inf_shape(c, 1, &w) && w.rank == 2 && amp_dim_known(w.d[1]) && w.d[1].value % 3 == 0)
-            y.d[2] = amp_dim_of(w.d[1].value / 3);
+            dq = amp_dim_of(qkv[0]);
+        } else if (amp_inf_shape(c, 1, &w) && w.rank == 2 && amp_dim_known(w.d[1]) && w.d[1].value % 3 == 0) {
+            y.d[2] = dq = amp_dim_of(w.d[1].value / 3);
+        }
+        AmpDim P = amp_dim_of(0);
+        if (amp_inf_has_input(n, 4)) P = amp_inf_shape(c, 4, &past) && past.rank == 5 ? past.d[3] : amp_dim_unknown();
+        pres.rank = c->graph_mode ? -1 : 5;
+        pres.d[0] = amp_dim_of(2), pres.d[1] = x.d[0], pres.d[2] = amp_dim_of(heads > 0 ? heads : -1);
+        pres.d[3] = amp_dim_add(P, x.d[1]);
+        pres.d[4] = heads > 0 && amp_dim_known(dq) && dq.value % heads == 0 ? amp_dim_of(dq.value / heads)
+                                                                            : amp_dim_unknown();
     }
     AmpCode rc = amp_inf_set(c, 0, dt, &y);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
+    if (!rc && n->n_outputs > 1) rc = amp_inf_set(c, 1, dt, &pres);
+    for (int i = 2; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
     return rc;
 }
 
 /* com.microsoft MultiHeadAttention: query (B, S, D) -> (B, S, Dv), Dv from value
- * (B, L, Dv) or (B, N, L, H); packed QKV query (B, S, N, 3, H) -> (B, S, N*H). */
+ * (B, L, Dv) or (B, N, L, Hv); packed QKV query (B, S, N, 3, H) -> (B, S, N*H). The
+ * other outputs get the dtype only, but for the runtime (concrete mode), with 3-D query:
+ * present_key (B, N, T, D / N), present_value (B, N, T, Hv) and qk (B, N, S, T),
+ * T = P + L with L key's sequence length and P past_key's dim 2. Graph mode leaves them
+ * unshaped as it always did (conversions byte for byte). */
 AmpCode amp_infer_ms_mha(AmpInferCtx *c) {
     const AmpNode *n = c->n;
-    AmpInfShape q, v, y;
-    y.rank = -1;
+    AmpInfShape q, kk, v, pk, y, pres_k, pres_v, qk;
+    y.rank = pres_k.rank = pres_v.rank = qk.rank = -1;
     int dt = amp_inf_dtype(c, 0);
     if (amp_inf_shape(c, 0, &q)) {
         if (q.rank == 5) {
@@ -73,10 +91,30 @@ AmpCode amp_infer_ms_mha(AmpInferCtx *c) {
             if (hv && v.rank == 3) y.d[2] = v.d[2];
             else if (hv && v.rank == 4) y.d[2] = amp_dim_mul(v.d[1], v.d[3]);
             else if (amp_inf_has_input(n, 1) || amp_inf_has_input(n, 2)) y.d[2] = amp_dim_unknown();
+            int64_t heads = amp_node_attr_int(n, "num_heads", 0);
+            bool hk = amp_inf_shape(c, 1, &kk);
+            if (!c->graph_mode && heads > 0 && hk && hv && (kk.rank == 3 || kk.rank == 4) && kk.rank == v.rank) {
+                AmpDim P = amp_dim_of(0), N = amp_dim_of(heads);
+                if (amp_inf_has_input(n, 6))
+                    P = amp_inf_shape(c, 6, &pk) && pk.rank == 4 ? pk.d[2] : amp_dim_unknown();
+                AmpDim T = amp_dim_add(P, kk.d[kk.rank == 3 ? 1 : 2]);
+                pres_k.rank = pres_v.rank = qk.rank = 4;
+                pres_k.d[0] = q.d[0], pres_k.d[1] = N, pres_k.d[2] = T;
+                pres_k.d[3] = amp_dim_known(q.d[2]) && q.d[2].value % heads == 0 ? amp_dim_of(q.d[2].value / heads)
+                                                                               : amp_dim_unknown();
+                pres_v = pres_k;
+                pres_v.d[3] = v.rank == 4                                                  ? v.d[3]
+                              : amp_dim_known(v.d[2]) && v.d[2].value % heads == 0 ? amp_dim_of(v.d[2].value / heads)
+                                                                                   : amp_dim_unknown();
+                qk.d[0] = q.d[0], qk.d[1] = N, qk.d[2] = q.d[1], qk.d[3] = T;
+            }
         }
     }
     AmpCode rc = amp_inf_set(c, 0, dt, &y);
-    for (int i = 1; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
+    if (!rc && n->n_outputs > 1) rc = amp_inf_set(c, 1, dt, &pres_k);
+    if (!rc && n->n_outputs > 2) rc = amp_inf_set(c, 2, dt, &pres_v);
+    if (!rc && n->n_outputs > 3) rc = amp_inf_set(c, 3, dt, &qk);
+    for (int i = 4; !rc && i < n->n_outputs; i++) rc = amp_inf_set(c, i, dt, NULL);
     return rc;
 }
 

@@ -26,6 +26,16 @@ AmpCode amp_attn_oom(AmpKernelCtx *k) {
     return amp_attn_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
+AmpCode amp_attn_check_out(AmpKernelCtx *k, const AmpBuf *out, int dtype, int rank, const int64_t *dims) {
+    AmpBuf want = {.dtype = dtype, .rank = rank};
+    for (int i = 0; i < rank; i++) want.dims[i] = dims[i];
+    if (amp_buf_same_shape(out, &want)) return AMP_OK;
+    char placed[160], expect[160];
+    amp_buf_describe(out, placed, sizeof placed);
+    amp_buf_describe(&want, expect, sizeof expect);
+    return amp_attn_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", placed, expect);
+}
+
 bool amp_attn_size(int n, const int64_t *d, int64_t *out) {
     uint64_t p = 1;
     for (int i = 0; i < n; i++) {
@@ -207,13 +217,46 @@ static float *mask_values(AmpKernelCtx *k, const AmpBuf *m, AmpCode *rc) {
     return f;
 }
 
+/* ai.onnx Attention's attributes, parsed at prepare. */
+typedef struct OnnxAttnAttrs {
+    int64_t q_heads, kv_heads; /* q_num_heads, kv_num_heads: read for 3-D inputs only */
+    int qk_mode;               /* qk_matmul_output_mode, 0..3 */
+    bool causal;               /* is_causal */
+    bool has_scale;            /* scale given (a float); else 1 / sqrt(head size) */
+    float scale, softcap;
+} OnnxAttnAttrs;
+
+AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *name = n->name ? n->name : "", *op = n->op_type ? n->op_type : "";
+    if (amp_node_attr_int(n, "left_window_size", -1) >= 0 || amp_node_attr_int(n, "right_window_size", -1) >= 0)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED,
+                        "node '%s' (%s): sliding-window attention (opset 25) is not implemented", name, op);
+    int64_t mode = amp_node_attr_int(n, "qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3)
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): qk_matmul_output_mode %lld is not 0..3", name, op,
+                        (long long)mode);
+    OnnxAttnAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    const AmpAttr *sa = amp_node_attr(n, "scale");
+    *a = (OnnxAttnAttrs){.q_heads = amp_node_attr_int(n, "q_num_heads", 0),
+                         .kv_heads = amp_node_attr_int(n, "kv_num_heads", 0),
+                         .qk_mode = (int)mode,
+                         .causal = amp_node_attr_int(n, "is_causal", 0) != 0,
+                         .has_scale = sa && sa->type == AMP_ATTR_FLOAT,
+                         .scale = sa && sa->type == AMP_ATTR_FLOAT ? sa->f : 0.0f,
+                         .softcap = amp_node_attr_float(n, "softcap", 0.0f)};
+    *attrs = a;
+    return AMP_OK;
+}
+
 typedef struct AttnShape {
     bool is3d;
     int64_t B, Hq, Hkv, S, L, P, T, D, Dv;
 } AttnShape;
 
-static AmpCode attn_shape(AmpKernelCtx *k, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v, const AmpBuf *pk,
-                          const AmpBuf *pv, AttnShape *s) {
+static AmpCode attn_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk,
+                          const AmpBuf *v, const AmpBuf *pk, const AmpBuf *pv, AttnShape *s) {
     memset(s, 0, sizeof *s);
     if (q->rank != kk->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
         return amp_attn_fail(k, AMP_ERR_INPUT, "Q, K and V must all be 3-D or all 4-D (got ranks %d, %d, %d)", q->rank,
@@ -223,8 +266,8 @@ static AmpCode attn_shape(AmpKernelCtx *k, const AmpBuf *q, const AmpBuf *kk, co
     if (kk->dims[0] != s->B || v->dims[0] != s->B)
         return amp_attn_fail(k, AMP_ERR_INPUT, "Q, K and V have different batch sizes");
     if (s->is3d) {
-        s->Hq = amp_node_attr_int(k->node, "q_num_heads", 0);
-        s->Hkv = amp_node_attr_int(k->node, "kv_num_heads", 0);
+        s->Hq = a->q_heads;
+        s->Hkv = a->kv_heads;
         if (s->Hq < 1 || s->Hkv < 1)
             return amp_attn_fail(k, AMP_ERR_INPUT, "3-D inputs need positive q_num_heads and kv_num_heads");
         if (q->dims[2] % s->Hq || kk->dims[2] % s->Hkv || v->dims[2] % s->Hkv)
@@ -295,6 +338,7 @@ static AmpCode mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s,
 /* Q, K, V [, attn_mask, past_key, past_value, nonpad_kv_seqlen] ->
  * Y [, present_key, present_value, qk_matmul_output]. */
 AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
+    const OnnxAttnAttrs *a = k->attrs;
     const AmpBuf *in[7] = {NULL};
     for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
     const AmpBuf *q = in[0], *kk = in[1], *v = in[2], *mask = in[3], *pk = in[4], *pv = in[5], *nonpad = in[6];
@@ -304,19 +348,13 @@ AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
         if (!amp_is_f32_family(fl[i])) return amp_kernel_bad_dtype(k, fl[i]);
     if (kk->dtype != q->dtype || (pk && pk->dtype != q->dtype) || (pv && pv->dtype != v->dtype))
         return amp_attn_fail(k, AMP_ERR_INPUT, "K and past_key must have Q's type, past_value V's");
-    if (amp_node_attr_int(k->node, "left_window_size", -1) >= 0 ||
-        amp_node_attr_int(k->node, "right_window_size", -1) >= 0)
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "sliding-window attention (opset 25) is not implemented");
     AttnShape s;
-    AmpCode rc = attn_shape(k, q, kk, v, pk, pv, &s);
+    AmpCode rc = attn_shape(k, a, q, kk, v, pk, pv, &s);
     if (rc) return rc;
-    int qk_mode = (int)amp_node_attr_int(k->node, "qk_matmul_output_mode", 0);
-    if (qk_mode < 0 || qk_mode > 3)
-        return amp_attn_fail(k, AMP_ERR_INPUT, "qk_matmul_output_mode %d is not 0..3", qk_mode);
     OnnxBias ob;
     memset(&ob, 0, sizeof ob);
     ob.S = s.S, ob.T = s.T, ob.offset = s.P;
-    ob.causal = amp_node_attr_int(k->node, "is_causal", 0) != 0;
+    ob.causal = a->causal;
     if (mask && (rc = mask_layout(k, mask, &s, &ob))) return rc;
     if (nonpad) {
         if (pk) return amp_attn_fail(k, AMP_ERR_INPUT, "nonpad_kv_seqlen cannot be used with past_key/past_value");
@@ -324,34 +362,36 @@ AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
             return amp_attn_fail(k, AMP_ERR_INPUT, "nonpad_kv_seqlen must be int64 of shape (%lld)", (long long)s.B);
         ob.nonpad = nonpad;
     }
-    const AmpAttr *sa = amp_node_attr(k->node, "scale");
-    float scale = sa && sa->type == AMP_ATTR_FLOAT ? sa->f : (float)(1.0 / sqrt((double)(s.D ? s.D : 1)));
-    float softcap = amp_node_attr_float(k->node, "softcap", 0.0f);
+    float scale = a->has_scale ? a->scale : (float)(1.0 / sqrt((double)(s.D ? s.D : 1)));
+    float softcap = a->softcap;
+    int qk_mode = a->qk_mode;
 
-    /* Outputs first: present_key/value double as the K/V arrays the core reads. */
+    /* The outputs as placed, checked against the shapes the loops below write: present
+     * key/value double as the K/V arrays the core reads. */
     int64_t ydims[4] = {s.B, s.S, s.Hq * s.Dv, 0};
     if (!s.is3d) ydims[0] = s.B, ydims[1] = s.Hq, ydims[2] = s.S, ydims[3] = s.Dv;
     const int64_t pkd[4] = {s.B, s.Hkv, s.T, s.D}, pvd[4] = {s.B, s.Hkv, s.T, s.Dv}, qkd[4] = {s.B, s.Hq, s.S, s.T};
     if (k->n_out > 4) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
-    AmpBuf *out[4] = {NULL};
-    for (int i = 0; i < k->n_out; i++) {
+    AmpBuf *out[4];
+    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
+    for (int i = 0; i < 4; i++) {
         const int64_t *dims = i == 0 ? ydims : i == 1 ? pkd : i == 2 ? pvd : qkd;
         int rank = i == 0 && s.is3d ? 3 : 4, dt = i == 2 ? v->dtype : q->dtype;
-        if (!(out[i] = k->alloc(k->alloc_ctx, i, dt, rank, dims, k->st)))
-            return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+        if (out[i] && (rc = amp_attn_check_out(k, out[i], dt, rank, dims))) return rc;
     }
 
     float *tq, *tk, *tv, *tpk = NULL, *tpv = NULL, *tm = NULL, *qs = NULL, *ks = NULL, *vs = NULL, *ys = NULL;
     float *ty = NULL, *tpko = NULL, *tpvo = NULL, *tqk = NULL;
     const float *Q = amp_buf_f32_in(q, &tq), *K = amp_buf_f32_in(kk, &tk), *V = amp_buf_f32_in(v, &tv);
     const float *PK = pk ? amp_buf_f32_in(pk, &tpk) : NULL, *PV = pv ? amp_buf_f32_in(pv, &tpv) : NULL;
-    float *Y = amp_buf_f32_out(out[0], &ty);
+    size_t nq = (size_t)(s.B * s.Hq * s.S * s.D), nk = (size_t)(s.B * s.Hkv * s.T * s.D);
+    size_t nv = (size_t)(s.B * s.Hkv * s.T * s.Dv), ny = (size_t)(s.B * s.Hq * s.S * s.Dv);
+    /* Y not listed (only the cache or the scores wanted): computed into scratch. */
+    float *Y = out[0] ? amp_buf_f32_out(out[0], &ty) : (ty = malloc((ny ? ny : 1) * sizeof *ty));
     float *PKo = out[1] ? amp_buf_f32_out(out[1], &tpko) : NULL, *PVo = out[2] ? amp_buf_f32_out(out[2], &tpvo) : NULL;
     float *QK = out[3] ? amp_buf_f32_out(out[3], &tqk) : NULL;
     bool ok = Q && K && V && (!pk || PK) && (!pv || PV) && Y && (!out[1] || PKo) && (!out[2] || PVo) && (!out[3] || QK);
     if (ok && mask) ok = (tm = mask_values(k, mask, &rc)) != NULL;
-    size_t nq = (size_t)(s.B * s.Hq * s.S * s.D), nk = (size_t)(s.B * s.Hkv * s.T * s.D);
-    size_t nv = (size_t)(s.B * s.Hkv * s.T * s.Dv), ny = (size_t)(s.B * s.Hq * s.S * s.Dv);
     /* Q and Y in heads layout: copies for 3-D inputs; K/V: the present outputs when
      * wanted, else copies unless they can be read in place (4-D, no cache). */
     const float *Qh = Q, *Kh = K, *Vh = V;
@@ -399,7 +439,8 @@ AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
         free(ty), free(tpko), free(tpvo), free(tqk);
         return rc ? rc : amp_attn_oom(k);
     }
-    amp_buf_f32_commit(out[0], ty);
+    if (out[0]) amp_buf_f32_commit(out[0], ty);
+    else free(ty);
     if (out[1]) amp_buf_f32_commit(out[1], tpko);
     if (out[2]) amp_buf_f32_commit(out[2], tpvo);
     if (out[3]) amp_buf_f32_commit(out[3], tqk);

@@ -57,11 +57,15 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 /* ---- every kernel, by family (table.c indexes them by op id) -------------------- */
 
 /* attention.c */
+AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k);
 /* ms_attention.c */
+AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st); /* both ops */
 AmpCode amp_cpu_ms_attention(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_mha(AmpKernelCtx *k);
 /* ms_train.c */
+AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k);

@@ -122,13 +122,48 @@ static void add_head_bias(float *x, const float *bias, int64_t B, int64_t H, int
             }
 }
 
-static float default_scale(AmpKernelCtx *k, int64_t head) {
-    float s = amp_node_attr_float(k->node, "scale", 0.0f);
-    return s != 0.0f ? s : (float)(1.0 / sqrt((double)(head ? head : 1)));
+/* ---- attributes, parsed once at prepare ------------------------------------------ */
+
+/* com.microsoft Attention's and MultiHeadAttention's attributes. */
+typedef struct OrtAttnAttrs {
+    int64_t num_heads; /* >= 1 */
+    bool causal;       /* unidirectional */
+    float filter;      /* mask_filter_value */
+    float scale;       /* 0: 1 / sqrt(head size) */
+    bool has_qkv;      /* Attention: qkv_hidden_sizes given (3 entries); else thirds */
+    int64_t qkv[3];
+} OrtAttnAttrs;
+
+AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *name = n->name ? n->name : "", *op = n->op_type ? n->op_type : "";
+    OrtAttnAttrs a = {.num_heads = amp_node_attr_int(n, "num_heads", 0),
+                      .causal = amp_node_attr_int(n, "unidirectional", 0) != 0,
+                      .filter = amp_node_attr_float(n, "mask_filter_value", -10000.0f),
+                      .scale = amp_node_attr_float(n, "scale", 0.0f)};
+    if (n->op == AMP_OP_Ms_Attention) {
+        if (amp_node_attr_int(n, "do_rotary", 0) || amp_node_attr_int(n, "past_present_share_buffer", 0))
+            return amp_fail(st, AMP_ERR_UNSUPPORTED,
+                            "node '%s' (%s): rotary embeddings and shared past/present buffers are not implemented",
+                            name, op);
+        const AmpAttr *qs = amp_node_attr(n, "qkv_hidden_sizes");
+        if (qs && qs->type == AMP_ATTR_INTS && qs->n_ints) {
+            if (qs->n_ints != 3)
+                return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): qkv_hidden_sizes must hold 3 integers", name, op);
+            a.has_qkv = true;
+            for (int i = 0; i < 3; i++) a.qkv[i] = qs->ints[i];
+        }
+    }
+    if (a.num_heads < 1) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): num_heads must be positive", name, op);
+    OrtAttnAttrs *p = malloc(sizeof *p);
+    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    *p = a;
+    *attrs = p;
+    return AMP_OK;
 }
 
-static AmpBuf *alloc_out(AmpKernelCtx *k, int i, int dt, int rank, const int64_t *dims) {
-    return k->alloc(k->alloc_ctx, i, dt, rank, dims, k->st);
+static float default_scale(const OrtAttnAttrs *a, int64_t head) {
+    return a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)(head ? head : 1)));
 }
 
 /* ---- com.microsoft Attention ------------------------------------------------------ */
@@ -136,6 +171,7 @@ static AmpBuf *alloc_out(AmpKernelCtx *k, int i, int dt, int rank, const int64_t
 /* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
  * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
 AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
+    const OrtAttnAttrs *a = k->attrs;
     const AmpBuf *in[7] = {NULL};
     for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
     const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
@@ -144,20 +180,16 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
     if (w->dtype != dt || (bias && bias->dtype != dt) || (past && past->dtype != dt))
         return amp_attn_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
-    if (amp_node_attr_int(k->node, "do_rotary", 0) || amp_node_attr_int(k->node, "past_present_share_buffer", 0) ||
-        in[6])
+    if (in[6]) /* past_sequence_length: with a shared past/present buffer (refused at prepare) */
         return amp_attn_fail(k, AMP_ERR_UNSUPPORTED,
                              "rotary embeddings and shared past/present buffers are not implemented");
     if (k->n_out > 2) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
-    int64_t N = amp_node_attr_int(k->node, "num_heads", 0);
-    if (N < 1) return amp_attn_fail(k, AMP_ERR_INPUT, "num_heads must be positive");
+    int64_t N = a->num_heads;
     if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
         return amp_attn_fail(k, AMP_ERR_INPUT, "input must be (B, S, D) and weights (D, 3 * hidden)");
     int64_t B = x->dims[0], S = x->dims[1], Din = x->dims[2], Dsum = w->dims[1], Dq, Dk, Dv;
-    const AmpAttr *qs = amp_node_attr(k->node, "qkv_hidden_sizes");
-    if (qs && qs->type == AMP_ATTR_INTS && qs->n_ints) {
-        if (qs->n_ints != 3) return amp_attn_fail(k, AMP_ERR_INPUT, "qkv_hidden_sizes must hold 3 integers");
-        Dq = qs->ints[0], Dk = qs->ints[1], Dv = qs->ints[2];
+    if (a->has_qkv) {
+        Dq = a->qkv[0], Dk = a->qkv[1], Dv = a->qkv[2];
     } else {
         Dq = Dk = Dv = Dsum / 3;
     }
@@ -181,30 +213,39 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     OrtBias ob;
     memset(&ob, 0, sizeof ob);
     ob.B = B, ob.S = S, ob.T = T, ob.past = P;
-    ob.causal = amp_node_attr_int(k->node, "unidirectional", 0) != 0;
-    ob.filter = amp_node_attr_float(k->node, "mask_filter_value", -10000.0f);
+    ob.causal = a->causal;
+    ob.filter = a->filter;
     AmpCode rc = mask_kind(k, mask, B, S, T, true, &ob);
     if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
-    const int64_t sz1[3] = {B, S, Dsum}, sz2[4] = {B, N, S, T > H ? T : H}, sz3[5] = {2, B, N, T, H};
+    const int64_t sz1[3] = {B, S, Dsum}, sz2[4] = {B, N, S, T > H ? T : H}, sz3[5] = {2, B, N, T, H > Hv ? H : Hv};
     if (!amp_attn_size(3, sz1, &n) || !amp_attn_size(4, sz2, &n) || !amp_attn_size(5, sz3, &n) || B * S > INT_MAX ||
         Din > INT_MAX || Dsum > INT_MAX || T > INT_MAX)
         return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
 
     const int64_t ydims[3] = {B, S, Dv}, pdims[5] = {2, B, N, T, H};
-    AmpBuf *y = alloc_out(k, 0, dt, 3, ydims), *pres = NULL;
-    if (!y || (k->n_out > 1 && !(pres = alloc_out(k, 1, dt, 5, pdims))))
-        return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
-    float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty, *tpr = NULL, *qkv = NULL, *qh = NULL, *kv = NULL,
-                    *yh = NULL;
+    AmpBuf *out[2];
+    if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
+    AmpBuf *y = out[0], *pres = out[1];
+    /* present holds K then V in (B, N, T, H) halves: V's head size must be H too. */
+    if (pres && H != Hv)
+        return amp_attn_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
+                             (long long)Dk, (long long)Dv);
+    if (y && (rc = amp_attn_check_out(k, y, dt, 3, ydims))) return rc;
+    if (pres && (rc = amp_attn_check_out(k, pres, dt, 5, pdims))) return rc;
+    float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty = NULL, *tpr = NULL, *qkv = NULL, *qh = NULL,
+                    *kv = NULL, *yh = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
     const float *Bi = bias ? amp_buf_f32_in(bias, &tb) : NULL, *Pa = past ? amp_buf_f32_in(past, &tp) : NULL;
     const float *AB = ab ? amp_buf_f32_in(ab, &tab) : NULL;
-    float *Y = amp_buf_f32_out(y, &ty), *PR = pres ? amp_buf_f32_out(pres, &tpr) : NULL;
-    size_t nkv = (size_t)(B * N * T * H), nqkv = (size_t)(B * S * Dsum);
-    qkv = malloc((nqkv ? nqkv : 1) * sizeof *qkv);                    // (B * S, Dq + Dk + Dv)
-    qh = malloc((size_t)(B * N * S * H + 1) * sizeof *qh);            // (B, N, S, H)
-    yh = malloc((size_t)(B * N * S * Hv + 1) * sizeof *yh);           // (B, N, S, Hv)
-    float *kvb = PR ? PR : (kv = malloc((2 * nkv + 1) * sizeof *kv)); // K then V, (B, N, T, H) each
+    size_t nkv = (size_t)(B * N * T * H), nvv = (size_t)(B * N * T * Hv), nqkv = (size_t)(B * S * Dsum);
+    size_t ny = (size_t)(B * S * Dv);
+    /* Y not listed (only present wanted): computed into scratch. */
+    float *Y = y ? amp_buf_f32_out(y, &ty) : (ty = malloc((ny ? ny : 1) * sizeof *ty));
+    float *PR = pres ? amp_buf_f32_out(pres, &tpr) : NULL;
+    qkv = malloc((nqkv ? nqkv : 1) * sizeof *qkv);                      // (B * S, Dq + Dk + Dv)
+    qh = malloc((size_t)(B * N * S * H + 1) * sizeof *qh);              // (B, N, S, H)
+    yh = malloc((size_t)(B * N * S * Hv + 1) * sizeof *yh);             // (B, N, S, Hv)
+    float *kvb = PR ? PR : (kv = malloc((nkv + nvv + 1) * sizeof *kv)); // K (B, N, T, H), V (B, N, T, Hv)
     bool ok = X && W && (!bias || Bi) && (!past || Pa) && (!ab || AB) && Y && (!pres || PR) && qkv && qh && yh && kvb;
     if (ok) {
         for (int64_t r = 0; r < B * S; r++)
@@ -224,7 +265,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
                          .T = T,
                          .D = H,
                          .Dv = Hv,
-                         .scale = default_scale(k, H),
+                         .scale = default_scale(a, H),
                          .q = qh,
                          .k = kvb,
                          .v = kvb + nkv,
@@ -239,7 +280,8 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         free(ty), free(tpr);
         return amp_attn_oom(k);
     }
-    amp_buf_f32_commit(y, ty);
+    if (y) amp_buf_f32_commit(y, ty);
+    else free(ty);
     if (pres) amp_buf_f32_commit(pres, tpr);
     return AMP_OK;
 }
@@ -253,6 +295,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
  * onnxruntime. Packed QKV/KV inputs are not implemented (neither are they on
  * onnxruntime's CPU). */
 AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
+    const OrtAttnAttrs *a = k->attrs;
     const AmpBuf *in[10] = {NULL};
     for (int i = 0; i < 10 && i < k->n_in; i++) in[i] = k->in[i];
     const AmpBuf *q = in[0], *kk = in[1], *v = in[2], *bias = in[3], *mask = in[4], *ab = in[5], *pk = in[6],
@@ -269,8 +312,7 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
         (pv && pv->dtype != dt))
         return amp_attn_fail(k, AMP_ERR_INPUT, "key, value, bias and past must have query's type");
     if (k->n_out > 4) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
-    int64_t N = amp_node_attr_int(k->node, "num_heads", 0);
-    if (N < 1) return amp_attn_fail(k, AMP_ERR_INPUT, "num_heads must be positive");
+    int64_t N = a->num_heads;
     if (q->rank != 3 || q->dims[2] % N)
         return amp_attn_fail(k, AMP_ERR_INPUT, "query must be (B, S, D) with D a multiple of num_heads");
     int64_t B = q->dims[0], S = q->dims[1], D = q->dims[2], H = D / N, L, Dv, Hv, P = 0;
@@ -303,8 +345,8 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
     OrtBias ob;
     memset(&ob, 0, sizeof ob);
     ob.B = B, ob.S = S, ob.T = T, ob.past = P;
-    ob.causal = amp_node_attr_int(k->node, "unidirectional", 0) != 0;
-    ob.filter = amp_node_attr_float(k->node, "mask_filter_value", -10000.0f);
+    ob.causal = a->causal;
+    ob.filter = a->filter;
     AmpCode rc = mask_kind(k, mask, B, S, T, false, &ob);
     if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
     int64_t w1 = T > H ? T : H;
@@ -314,10 +356,12 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
         return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
 
     const int64_t ydims[3] = {B, S, Dv}, kd[4] = {B, N, T, H}, vd[4] = {B, N, T, Hv}, qkd[4] = {B, N, S, T};
-    AmpBuf *out[4] = {NULL};
-    for (int i = 0; i < k->n_out; i++)
-        if (!(out[i] = alloc_out(k, i, dt, i ? 4 : 3, i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd)))
-            return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+    AmpBuf *out[4];
+    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
+    for (int i = 0; i < 4; i++) {
+        const int64_t *dims = i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd;
+        if (out[i] && (rc = amp_attn_check_out(k, out[i], dt, i ? 4 : 3, dims))) return rc;
+    }
     float *tq, *tk, *tv, *tb = NULL, *tab = NULL, *tpk = NULL, *tpv = NULL, *to[4] = {NULL};
     float *qh = NULL, *kh = NULL, *vh = NULL, *yh = NULL;
     const float *Q = amp_buf_f32_in(q, &tq), *K = amp_buf_f32_in(kk, &tk), *V = amp_buf_f32_in(v, &tv);
@@ -325,10 +369,12 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
     const float *PK = pk ? amp_buf_f32_in(pk, &tpk) : NULL, *PV = pv ? amp_buf_f32_in(pv, &tpv) : NULL;
     float *O[4] = {NULL};
     bool ok = Q && K && V && (!bias || Bi) && (!ab || AB) && (!pk || PK) && (!pv || PV);
-    for (int i = 0; i < 4; i++)
-        if (out[i]) ok = (O[i] = amp_buf_f32_out(out[i], &to[i])) != NULL && ok;
     size_t nq = (size_t)(B * N * S * H), nk = (size_t)(B * N * T * H), nv = (size_t)(B * N * T * Hv);
     size_t ny = (size_t)(B * N * S * Hv);
+    for (int i = 0; i < 4; i++)
+        if (out[i]) ok = (O[i] = amp_buf_f32_out(out[i], &to[i])) != NULL && ok;
+    /* Y not listed (only the cache or the scores wanted): computed into scratch. */
+    if (!out[0]) ok = (O[0] = to[0] = malloc((ny + 1) * sizeof *to[0])) != NULL && ok;
     if (ok) ok = (qh = malloc((nq + 1) * sizeof *qh)) && (yh = malloc((ny + 1) * sizeof *yh));
     /* K and V heads: the present outputs when wanted, else scratch; 4-D key/value
      * without a cache are read in place. */
@@ -360,7 +406,7 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
                          .T = T,
                          .D = H,
                          .Dv = Hv,
-                         .scale = default_scale(k, H),
+                         .scale = default_scale(a, H),
                          .q = qh,
                          .k = Kh,
                          .v = Vh,

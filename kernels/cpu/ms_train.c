@@ -58,22 +58,43 @@ static const struct {
     {"ParametricSoftplus", ACT_PARAMETRIC_SOFTPLUS, 1.0, 1.0, 0},
 };
 
-static AmpCode parse_act(AmpKernelCtx *k, Act *a) {
-    const char *name = amp_node_attr_string(k->node, "activation", "");
+/* FusedGemm is Gemm as of opset 13 (C optional, unidirectional broadcast): the opset
+ * Gemm's prepare and kernel are told. */
+#define GEMM_OPSET 13
+
+/* FusedGemm's prepare: the activation and its parameters as an Act. Gemm's own
+ * attributes (alpha, beta, transA, transB) are Gemm's to read. */
+AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *nname = n->name ? n->name : "", *op = n->op_type ? n->op_type : "";
+    const char *name = amp_node_attr_string(n, "activation", "");
     for (size_t i = 0; i < sizeof ACTS / sizeof *ACTS; i++)
         if (strcmp(name, ACTS[i].name) == 0) {
-            a->kind = ACTS[i].kind;
-            a->alpha = amp_node_attr_float(k->node, "activation_alpha", (float)ACTS[i].alpha);
-            a->beta = amp_node_attr_float(k->node, "activation_beta", (float)ACTS[i].beta);
-            a->gamma = amp_node_attr_float(k->node, "activation_gamma", (float)ACTS[i].gamma);
+            Act a = {.kind = ACTS[i].kind};
+            a.alpha = amp_node_attr_float(n, "activation_alpha", (float)ACTS[i].alpha);
+            a.beta = amp_node_attr_float(n, "activation_beta", (float)ACTS[i].beta);
+            a.gamma = amp_node_attr_float(n, "activation_gamma", (float)ACTS[i].gamma);
             /* Selu's constants lose digits as float attributes; keep them exact. */
-            if (a->kind == ACT_SELU && !amp_node_attr(k->node, "activation_alpha")) a->alpha = ACTS[i].alpha;
-            if (a->kind == ACT_SELU && !amp_node_attr(k->node, "activation_gamma")) a->gamma = ACTS[i].gamma;
-            if (a->kind == ACT_CELU && a->alpha == 0.0)
-                return amp_attn_fail(k, AMP_ERR_INPUT, "Celu's activation_alpha must be nonzero");
+            if (a.kind == ACT_SELU && !amp_node_attr(n, "activation_alpha")) a.alpha = ACTS[i].alpha;
+            if (a.kind == ACT_SELU && !amp_node_attr(n, "activation_gamma")) a.gamma = ACTS[i].gamma;
+            if (a.kind == ACT_CELU && a.alpha == 0.0)
+                return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): Celu's activation_alpha must be nonzero", nname,
+                                op);
+            /* Gemm's attributes are parsed again on each call (below); a bad one is
+             * this node's error now. */
+            AmpKernelPrepareFn gemm_prepare = amp_cpu_kernel_prepare(AMP_OP_Gemm);
+            void *gemm_attrs = NULL;
+            AmpCode rc = gemm_prepare ? gemm_prepare(n, GEMM_OPSET, &gemm_attrs, st) : AMP_OK;
+            free(gemm_attrs);
+            if (rc) return rc;
+            Act *p = malloc(sizeof *p);
+            if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+            *p = a;
+            *attrs = p;
             return AMP_OK;
         }
-    return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "activation '%s' is not one the CPU kernel implements", name);
+    return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): activation '%.60s' is not one the CPU kernel implements",
+                    nname, op, name);
 }
 
 static double softplus(double x) {
@@ -99,60 +120,77 @@ static double act_apply(const Act *a, double x) {
     return x;
 }
 
-/* Gemm runs with this allocator: a 16-bit output is handed to it as a float32
- * stand-in, so the activation sees the unrounded product and the result is rounded
- * once. Gemm fills whatever storage type the buffer it gets says. */
+/* Gemm runs on a copy of the context whose output is a float32 stand-in for a 16-bit
+ * output, so that the activation sees the unrounded product and the result is rounded
+ * once; Gemm fills whatever storage type the buffer it gets says. The stand-in is in
+ * the copy's out (where a kernel that writes its placed outputs finds it) and is what
+ * the copy's alloc hands back (for a Gemm that asks), after checking the shape asked
+ * for is the one placed. */
 typedef struct Shadow {
     AmpKernelCtx *outer;
-    AmpBuf *real;
-    AmpBuf f32;
-    bool used;
+    AmpBuf *real; /* the output the executor placed */
+    AmpBuf out;   /* what Gemm writes: *real, or its float32 stand-in */
 } Shadow;
 
 static AmpBuf *shadow_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
     Shadow *s = ctx;
-    AmpKernelCtx *k = s->outer;
-    s->real = k->alloc(k->alloc_ctx, index, dtype, rank, dims, st);
-    if (!s->real || (dtype != AMP_DT_FLOAT16 && dtype != AMP_DT_BFLOAT16)) return s->real;
-    s->f32 = *s->real;
-    s->f32.dtype = AMP_DT_FLOAT;
-    s->f32.data = malloc((s->f32.nelem ? s->f32.nelem : 1) * sizeof(float));
-    if (!s->f32.data) {
-        amp_attn_oom(k);
+    (void)st; /* amp_attn_fail sets the outer status, which is st */
+    if (index != 0) {
+        amp_attn_fail(s->outer, AMP_ERR_INTERNAL, "Gemm asked for output %d", index);
         return NULL;
     }
-    s->used = true;
-    return &s->f32;
+    if (amp_attn_check_out(s->outer, s->real, dtype, rank, dims)) return NULL;
+    return &s->out;
 }
 
 /* Y (M, N) = activation(alpha * op(A) @ op(B) + beta * C). */
 AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
-    Act a;
-    AmpCode rc = parse_act(k, &a);
-    if (rc) return rc;
-    Shadow s;
-    memset(&s, 0, sizeof s);
-    s.outer = k;
-    AmpKernelCtx inner = *k;
-    inner.alloc = shadow_alloc;
-    inner.alloc_ctx = &s;
-    if ((rc = amp_cpu_gemm(&inner))) {
-        if (s.used) free(s.f32.data);
+    const Act *a = k->attrs;
+    const AmpBuf *A = k->n_in > 0 ? k->in[0] : NULL;
+    if (A && !amp_is_f32_family(A->dtype) && A->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, A->dtype);
+    AmpBuf *real;
+    AmpCode rc = amp_kernel_outputs(k, 1, &real);
+    if (rc || !real) return rc;
+    Shadow s = {.outer = k, .real = real, .out = *real};
+    bool half = real->dtype == AMP_DT_FLOAT16 || real->dtype == AMP_DT_BFLOAT16;
+    if (half) {
+        s.out.dtype = AMP_DT_FLOAT;
+        if (!(s.out.data = malloc((real->nelem ? real->nelem : 1) * sizeof(float)))) return amp_attn_oom(k);
+    }
+    /* Gemm runs with its attributes as its prepare parses them where it has one (else
+     * Gemm reads the node): this context's attrs are FusedGemm's. */
+    AmpKernelPrepareFn gemm_prepare = amp_cpu_kernel_prepare(AMP_OP_Gemm);
+    void *gemm_attrs = NULL;
+    if (gemm_prepare && (rc = gemm_prepare(k->node, GEMM_OPSET, &gemm_attrs, k->st))) {
+        if (half) free(s.out.data);
         return rc;
     }
-    AmpBuf *y = s.used ? &s.f32 : s.real;
-    if (!y) return AMP_ERR_INTERNAL; /* gemm succeeded, so it allocated */
+    AmpBuf outs[1] = {s.out};
+    AmpKernelCtx inner = *k;
+    inner.opset = GEMM_OPSET;
+    inner.n_out = 1;
+    inner.out = outs;
+    inner.attrs = gemm_attrs;
+    inner.alloc = shadow_alloc;
+    inner.alloc_ctx = &s;
+    rc = amp_cpu_gemm(&inner);
+    free(gemm_attrs);
+    if (rc) {
+        if (half) free(s.out.data);
+        return rc;
+    }
+    AmpBuf *y = &s.out;
     if (y->dtype == AMP_DT_DOUBLE) {
         double *p = y->data;
-        for (uint64_t i = 0; i < y->nelem; i++) p[i] = act_apply(&a, p[i]);
+        for (uint64_t i = 0; i < y->nelem; i++) p[i] = act_apply(a, p[i]);
     } else {
         float *p = y->data;
-        for (uint64_t i = 0; i < y->nelem; i++) p[i] = (float)act_apply(&a, p[i]);
+        for (uint64_t i = 0; i < y->nelem; i++) p[i] = (float)act_apply(a, p[i]);
     }
-    if (s.used) {
-        if (s.real->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(s.real->data, s.f32.data, s.f32.nelem);
-        else amp_f32_to_bf16_n(s.real->data, s.f32.data, s.f32.nelem);
-        free(s.f32.data);
+    if (half) {
+        if (real->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(real->data, s.out.data, s.out.nelem);
+        else amp_f32_to_bf16_n(real->data, s.out.data, s.out.nelem);
+        free(s.out.data);
     }
     return AMP_OK;
 }
@@ -163,7 +201,27 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
  * W), dB (M), for Y = Conv(X, W, B) with the node's strides, dilations, pads, auto_pad
  * and group. Per image and group, with col = im2col(X_g) (Cg * K, O):
  *   dW_g (Mg, Cg * K) += dY_g (Mg, O) @ col^T,   dX_g = col2im(W_g^T (Cg * K, Mg) @ dY_g). */
+/* ConvGrad's group, checked at prepare; the window attributes (kernel_shape, strides,
+ * dilations, pads, auto_pad) are read against X's rank by the conv family's helpers. */
+typedef struct ConvGradAttrs {
+    int64_t group;
+} ConvGradAttrs;
+
+AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    int64_t group = amp_node_attr_int(n, "group", 1);
+    if (group < 1)
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): group %lld must be positive", n->name ? n->name : "",
+                        n->op_type ? n->op_type : "", (long long)group);
+    ConvGradAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->group = group;
+    *attrs = a;
+    return AMP_OK;
+}
+
 AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
+    const ConvGradAttrs *a = k->attrs;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
     if (!dy || !x || !w) return amp_attn_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
@@ -175,9 +233,9 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         return amp_attn_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
                              x->rank, w->rank);
     int nsp = x->rank - 2;
-    int64_t group = amp_node_attr_int(k->node, "group", 1);
+    int64_t group = a->group;
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
-    if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
+    if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
         return amp_attn_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
                              (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
     int64_t kern[AMP_MAX_SPATIAL], kattr[AMP_MAX_SPATIAL];
@@ -200,12 +258,13 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K;
     const int64_t bdims[1] = {M};
-    AmpBuf *out[3] = {NULL};
-    for (int i = 0; i < k->n_out; i++) {
+    AmpBuf *out[3];
+    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
+    for (int i = 0; i < 3; i++) { /* dX like X, dW like W, dB (M) */
         const AmpBuf *like = i == 0 ? x : w;
-        if (!(out[i] =
-                  k->alloc(k->alloc_ctx, i, like->dtype, i == 2 ? 1 : like->rank, i == 2 ? bdims : like->dims, k->st)))
-            return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
+        if (out[i] && (rc = amp_attn_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
+                                               i == 2 ? bdims : like->dims)))
+            return rc;
     }
     /* The 1x1, stride 1, unpadded case reads X itself as the column matrix. */
     bool direct = true;

@@ -256,4 +256,9 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_OneHot] = amp_cpu_one_hot_prepare,
 
     /* attention: attention.c, ms_attention.c, ms_train.c */
+    [AMP_OP_Attention] = amp_cpu_onnx_attention_prepare,
+    [AMP_OP_Ms_Attention] = amp_cpu_ms_attention_prepare,
+    [AMP_OP_Ms_MultiHeadAttention] = amp_cpu_ms_attention_prepare,
+    [AMP_OP_Ms_FusedGemm] = amp_cpu_ms_fused_gemm_prepare,
+    [AMP_OP_Ms_ConvGrad] = amp_cpu_ms_conv_grad_prepare,
 };

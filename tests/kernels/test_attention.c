@@ -277,6 +277,7 @@ Test(attention, onnx_attention_16bit_storage) {
     }
 }
 
+/* The error tests free what kt_run placed before each refusal: the next kt_run clears o. */
 Test(attention, onnx_attention_errors) {
     AmpBuf q = fbuf(4, I64(1, 3, 2, 4)), k = fbuf(4, I64(1, 2, 2, 4)), v = fbuf(4, I64(1, 2, 2, 4));
     AmpBuf k1 = fbuf(4, I64(1, 1, 2, 4)), v1 = fbuf(4, I64(1, 1, 2, 4)), q3 = fbuf(3, I64(1, 2, 12));
@@ -284,24 +285,31 @@ Test(attention, onnx_attention_errors) {
     AmpStatus st;
     const AmpBuf *gqa_bad[3] = {&q, &k, &v};
     cr_expect_eq(kt_run(mknode("", "Attention"), 23, 3, gqa_bad, 1, &o, &st), AMP_ERR_INPUT, "3 heads over 2");
+    outs_free(&o);
     cr_expect(strstr(st.msg, "Attention") != NULL, "%s", st.msg);
     const AmpBuf *ok[3] = {&q, &k1, &v1}, *past_only[5] = {&q, &k1, &v1, NULL, &k1};
     cr_expect_eq(kt_run(mknode("", "Attention"), 23, 5, past_only, 1, &o, &st), AMP_ERR_INPUT, "past_key alone");
+    outs_free(&o);
     AmpNode *mode = mknode("", "Attention");
     attr_int(mode, "qk_matmul_output_mode", 7);
     cr_expect_eq(kt_run(mode, 23, 3, ok, 1, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
     AmpNode *win = mknode("", "Attention");
     attr_int(win, "left_window_size", 2);
     cr_expect_eq(kt_run(win, 25, 3, ok, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
     const AmpBuf *mixed[3] = {&q3, &k1, &v1};
     cr_expect_eq(kt_run(mknode("", "Attention"), 23, 3, mixed, 1, &o, &st), AMP_ERR_INPUT, "3-D Q with 4-D K");
+    outs_free(&o);
     AmpBuf m5 = fbuf(2, I64(2, 3)); /* last dim 3 > T = 2 */
     const AmpBuf *long_mask[4] = {&q, &k1, &v1, &m5};
     cr_expect_eq(kt_run(mknode("", "Attention"), 23, 4, long_mask, 1, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
     double dd[8] = {0};
     AmpBuf qd = {.dtype = AMP_DT_DOUBLE, .rank = 4, .dims = {1, 1, 2, 4}, .nelem = 8, .data = dd};
     const AmpBuf *dbl[3] = {&qd, &qd, &qd};
     cr_expect_eq(kt_run(mknode("", "Attention"), 23, 3, dbl, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
     outs_free(&o);
     free(q.data), free(k.data), free(v.data), free(k1.data), free(v1.data), free(q3.data), free(m5.data);
 }
@@ -409,24 +417,29 @@ Test(attention, ms_attention_errors) {
     AmpNode *heads = mknode("com.microsoft", "Attention");
     attr_int(heads, "num_heads", 3); /* 4 columns per third over 3 heads */
     cr_expect_eq(kt_run(heads, 1, 2, in, 1, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
     AmpNode *rot = mknode("com.microsoft", "Attention");
     attr_int(rot, "num_heads", 2);
     attr_int(rot, "do_rotary", 1);
     cr_expect_eq(kt_run(rot, 1, 2, in, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
     int32_t bad[3] = {1, 1, 1};
     AmpBuf m = {.dtype = AMP_DT_INT32, .rank = 1, .dims = {3}, .nelem = 3, .data = bad};
     AmpNode *mk = mknode("com.microsoft", "Attention");
     attr_int(mk, "num_heads", 2);
     const AmpBuf *in_m[4] = {&x, &w, NULL, &m};
     cr_expect_eq(kt_run(mk, 1, 4, in_m, 1, &o, &st), AMP_ERR_INPUT, "a mask of 3 entries for batch 1");
+    outs_free(&o);
     AmpNode *packed = mknode("com.microsoft", "MultiHeadAttention");
     attr_int(packed, "num_heads", 2);
     const AmpBuf *in_p[1] = {&q5};
     cr_expect_eq(kt_run(packed, 1, 1, in_p, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
     AmpNode *nokv = mknode("com.microsoft", "MultiHeadAttention");
     attr_int(nokv, "num_heads", 2);
     const AmpBuf *in_q[1] = {&x};
     cr_expect_eq(kt_run(nokv, 1, 1, in_q, 1, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
     outs_free(&o);
     free(x.data), free(w.data), free(q5.data);
 }
@@ -574,8 +587,10 @@ Test(attention, conv_grad_errors_and_16bit) {
     AmpStatus st;
     const AmpBuf *bad[3] = {&dy_bad, &x, &w};
     cr_expect_eq(kt_run(mknode("com.microsoft", "ConvGrad"), 1, 3, bad, 3, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
     const AmpBuf *two[2] = {&dy, &x};
     cr_expect_eq(kt_run(mknode("com.microsoft", "ConvGrad"), 1, 2, two, 3, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
     AmpBuf dyh = to16(&dy, AMP_DT_BFLOAT16), xh = to16(&x, AMP_DT_BFLOAT16), wh = to16(&w, AMP_DT_BFLOAT16);
     AmpBuf dyr = from16(&dyh), xr = from16(&xh), wr = from16(&wh);
     const AmpBuf *in16[3] = {&dyh, &xh, &wh}, *in32[3] = {&dyr, &xr, &wr};
@@ -653,11 +668,13 @@ Test(attention, fused_gemm_and_adamw_unsupported) {
     AmpNode *n = mknode("com.microsoft", "FusedGemm");
     attr_str(n, "activation", "Swish");
     cr_expect_eq(kt_run(n, 1, 2, in, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
     cr_expect(strstr(st.msg, "Swish") != NULL, "%s", st.msg);
     int64_t step = 1;
     AmpBuf lr = fbuf(0, NULL), t = {.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1, .data = &step};
     const AmpBuf *adam[6] = {&lr, &t, &a, &a, &a, &a};
     cr_expect_eq(kt_run(mknode("com.microsoft", "AdamWOptimizer"), 1, 6, adam, 1, &o, &st), AMP_ERR_UNSUPPORTED);
+    outs_free(&o);
     cr_expect(strstr(st.msg, "sequence") != NULL, "%s", st.msg);
     outs_free(&o);
     free(a.data), free(lr.data);
