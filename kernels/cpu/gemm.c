@@ -269,8 +269,8 @@ AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
 /* Y (M, N) = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N)
  * (optional since opset 11; older opsets' `broadcast` attribute is implied). Y is the
  * placed output y (NULL: not listed, nothing to compute; float32 standing in for a
- * 16-bit output where `stand_in`), or, where `ask`, the buffer k->alloc hands back. */
-static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool ask, bool stand_in) {
+ * 16-bit output where `stand_in`). */
+static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool stand_in) {
     if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
     const AmpBuf *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
     int dt = a->dtype;
@@ -299,14 +299,10 @@ static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool ask
         }
         amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);
     }
-    if (ask && !(y = k->alloc(k->alloc_ctx, 0, dt, 2, ydims, k->st)))
-        return k->st->code ? k->st->code : AMP_ERR_INTERNAL;
     if (!y) return AMP_OK;
-    if (!ask) {
-        bool f32 = stand_in && y->dtype == AMP_DT_FLOAT && (dt == AMP_DT_FLOAT16 || dt == AMP_DT_BFLOAT16);
-        AmpCode rc = amp_gemm_check_out(k, y, f32 ? AMP_DT_FLOAT : dt, 2, ydims);
-        if (rc) return rc;
-    }
+    bool f32 = stand_in && y->dtype == AMP_DT_FLOAT && (dt == AMP_DT_FLOAT16 || dt == AMP_DT_BFLOAT16);
+    AmpCode rc = amp_gemm_check_out(k, y, f32 ? AMP_DT_FLOAT : dt, 2, ydims);
+    if (rc) return rc;
     if (!m || !n) return AMP_OK;
     bool use_c = c && beta != 0.0f;
     CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
@@ -339,21 +335,12 @@ static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool ask
 }
 
 AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, AmpBuf *y) {
-    return gemm(k, a, y, false, true);
+    return gemm(k, a, y, true);
 }
 
-/* Gemm's kernel. com.microsoft FusedGemm (ms_train.c) also runs it, on its own node with
- * its own allocator, which hands a float32 stand-in for a 16-bit output so that the
- * activation sees the unrounded product: for that caller the attributes are read from
- * the node and the output is asked of k->alloc, as before outputs were placed, until it
- * calls amp_gemm_into instead. */
 AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
-    if (k->node->op != AMP_OP_Gemm) {
-        AmpGemmAttrs a = amp_gemm_attrs(k->node);
-        return gemm(k, &a, NULL, true, false);
-    }
     const AmpGemmAttrs *a = amp_gemm_prepared(k);
     AmpBuf *y;
     AmpCode rc = a ? amp_kernel_outputs(k, 1, &y) : k->st->code;
-    return rc ? rc : gemm(k, a, y, false, false);
+    return rc ? rc : gemm(k, a, y, false);
 }

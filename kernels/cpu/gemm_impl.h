@@ -15,9 +15,7 @@ AmpCode amp_gemm_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank
 const void *amp_gemm_prepared(AmpKernelCtx *k);
 
 AmpCode amp_cpu_einsum(AmpKernelCtx *k); /* einsum.c */
-/* Gemm (gemm.c); com.microsoft FusedGemm (attention family, ms_train.c) runs it with its
- * own allocator, and then it reads the attributes from the node and asks k->alloc. */
-AmpCode amp_cpu_gemm(AmpKernelCtx *k);
+AmpCode amp_cpu_gemm(AmpKernelCtx *k); /* gemm.c */
 
 /* Gemm's attributes (transA, transB, alpha, beta), as its prepare function parses them. */
 typedef struct AmpGemmAttrs {

@@ -38,6 +38,12 @@ typedef struct Act {
     double alpha, beta, gamma;
 } Act;
 
+/* FusedGemm's attributes: Gemm's own (transA, transB, alpha, beta) and the activation. */
+typedef struct FusedGemmAttrs {
+    AmpGemmAttrs gemm;
+    Act act;
+} FusedGemmAttrs;
+
 static const struct {
     const char *name;
     ActKind kind;
@@ -58,12 +64,9 @@ static const struct {
     {"ParametricSoftplus", ACT_PARAMETRIC_SOFTPLUS, 1.0, 1.0, 0},
 };
 
-/* FusedGemm is Gemm as of opset 13 (C optional, unidirectional broadcast): the opset
- * Gemm's prepare and kernel are told. */
-#define GEMM_OPSET 13
-
-/* FusedGemm's prepare: the activation and its parameters as an Act. Gemm's own
- * attributes (alpha, beta, transA, transB) are Gemm's to read. */
+/* FusedGemm's prepare: Gemm's attributes as Gemm reads them (FusedGemm is Gemm as of
+ * opset 13: C optional, unidirectional broadcast), then the activation and its
+ * parameters. */
 AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     const char *nname = n->name ? n->name : "", *op = n->op_type ? n->op_type : "";
@@ -80,16 +83,10 @@ AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **at
             if (a.kind == ACT_CELU && a.alpha == 0.0)
                 return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): Celu's activation_alpha must be nonzero", nname,
                                 op);
-            /* Gemm's attributes are parsed again on each call (below); a bad one is
-             * this node's error now. */
-            AmpKernelPrepareFn gemm_prepare = amp_cpu_kernel_prepare(AMP_OP_Gemm);
-            void *gemm_attrs = NULL;
-            AmpCode rc = gemm_prepare ? gemm_prepare(n, GEMM_OPSET, &gemm_attrs, st) : AMP_OK;
-            free(gemm_attrs);
-            if (rc) return rc;
-            Act *p = malloc(sizeof *p);
+            FusedGemmAttrs *p = malloc(sizeof *p);
             if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-            *p = a;
+            p->gemm = amp_gemm_attrs(n);
+            p->act = a;
             *attrs = p;
             return AMP_OK;
         }
@@ -120,66 +117,29 @@ static double act_apply(const Act *a, double x) {
     return x;
 }
 
-/* Gemm runs on a copy of the context whose output is a float32 stand-in for a 16-bit
- * output, so that the activation sees the unrounded product and the result is rounded
- * once; Gemm fills whatever storage type the buffer it gets says. The stand-in is in
- * the copy's out (where a kernel that writes its placed outputs finds it) and is what
- * the copy's alloc hands back (for a Gemm that asks), after checking the shape asked
- * for is the one placed. */
-typedef struct Shadow {
-    AmpKernelCtx *outer;
-    AmpBuf *real; /* the output the executor placed */
-    AmpBuf out;   /* what Gemm writes: *real, or its float32 stand-in */
-} Shadow;
-
-static AmpBuf *shadow_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
-    Shadow *s = ctx;
-    (void)st; /* amp_attn_fail sets the outer status, which is st */
-    if (index != 0) {
-        amp_attn_fail(s->outer, AMP_ERR_INTERNAL, "Gemm asked for output %d", index);
-        return NULL;
-    }
-    if (amp_attn_check_out(s->outer, s->real, dtype, rank, dims)) return NULL;
-    return &s->out;
-}
-
-/* Y (M, N) = activation(alpha * op(A) @ op(B) + beta * C). */
+/* Y (M, N) = activation(alpha * op(A) @ op(B) + beta * C). Gemm writes a float32
+ * stand-in for a 16-bit output, so that the activation sees the unrounded product and
+ * the result is rounded once. */
 AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
-    const Act *a = k->attrs;
+    const FusedGemmAttrs *fa = k->attrs;
+    if (!fa) return amp_attn_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+    const Act *a = &fa->act;
     const AmpBuf *A = k->n_in > 0 ? k->in[0] : NULL;
     if (A && !amp_is_f32_family(A->dtype) && A->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, A->dtype);
     AmpBuf *real;
     AmpCode rc = amp_kernel_outputs(k, 1, &real);
     if (rc || !real) return rc;
-    Shadow s = {.outer = k, .real = real, .out = *real};
+    AmpBuf out = *real; /* or its float32 stand-in */
     bool half = real->dtype == AMP_DT_FLOAT16 || real->dtype == AMP_DT_BFLOAT16;
     if (half) {
-        s.out.dtype = AMP_DT_FLOAT;
-        if (!(s.out.data = malloc((real->nelem ? real->nelem : 1) * sizeof(float)))) return amp_attn_oom(k);
+        out.dtype = AMP_DT_FLOAT;
+        if (!(out.data = malloc((real->nelem ? real->nelem : 1) * sizeof(float)))) return amp_attn_oom(k);
     }
-    /* Gemm runs with its attributes as its prepare parses them where it has one (else
-     * Gemm reads the node): this context's attrs are FusedGemm's. */
-    AmpKernelPrepareFn gemm_prepare = amp_cpu_kernel_prepare(AMP_OP_Gemm);
-    void *gemm_attrs = NULL;
-    if (gemm_prepare && (rc = gemm_prepare(k->node, GEMM_OPSET, &gemm_attrs, k->st))) {
-        if (half) free(s.out.data);
+    if ((rc = amp_gemm_into(k, &fa->gemm, &out))) {
+        if (half) free(out.data);
         return rc;
     }
-    AmpBuf outs[1] = {s.out};
-    AmpKernelCtx inner = *k;
-    inner.opset = GEMM_OPSET;
-    inner.n_out = 1;
-    inner.out = outs;
-    inner.attrs = gemm_attrs;
-    inner.alloc = shadow_alloc;
-    inner.alloc_ctx = &s;
-    rc = amp_cpu_gemm(&inner);
-    free(gemm_attrs);
-    if (rc) {
-        if (half) free(s.out.data);
-        return rc;
-    }
-    AmpBuf *y = &s.out;
+    AmpBuf *y = &out;
     if (y->dtype == AMP_DT_DOUBLE) {
         double *p = y->data;
         for (uint64_t i = 0; i < y->nelem; i++) p[i] = act_apply(a, p[i]);
@@ -188,9 +148,9 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
         for (uint64_t i = 0; i < y->nelem; i++) p[i] = (float)act_apply(a, p[i]);
     }
     if (half) {
-        if (real->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(real->data, s.out.data, s.out.nelem);
-        else amp_f32_to_bf16_n(real->data, s.out.data, s.out.nelem);
-        free(s.out.data);
+        if (real->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(real->data, out.data, out.nelem);
+        else amp_f32_to_bf16_n(real->data, out.data, out.nelem);
+        free(out.data);
     }
     return AMP_OK;
 }
