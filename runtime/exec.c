@@ -25,16 +25,17 @@ static const char *nname(const AmpNode *n) {
 
 void amp_exec_slot_clear(AmpExec *e, Slot *s) {
     if (s->kind == SLOT_EMPTY) return;
-    if (s->kind == SLOT_OWNED || s->kind == SLOT_ARENA) {
-        size_t b = amp_buf_bytes(&s->buf);
-        e->live = e->live > b ? e->live - b : 0;
-    }
+    e->live = e->live > s->live_bytes ? e->live - s->live_bytes : 0;
     if (s->kind == SLOT_OWNED || s->kind == SLOT_UPLOAD) e->be->free(e->be, s->buf.data);
-    memset(s, 0, sizeof *s);
+    s->kind = SLOT_EMPTY;
+    s->live_bytes = 0;
+    s->buf.data = NULL;
 }
 
-static void count_live(AmpExec *e, const AmpBuf *b) {
-    e->live += amp_buf_bytes(b);
+/* Slot s now holds an intermediate of `bytes` (SLOT_OWNED or SLOT_ARENA). */
+static void count_live(AmpExec *e, Slot *s, size_t bytes) {
+    s->live_bytes = bytes;
+    e->live += bytes;
     if (e->live > e->peak) e->peak = e->live;
 }
 
@@ -158,10 +159,11 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->psize = calloc(nv, sizeof *e->psize);
     e->sig = calloc(g->inputs.n ? g->inputs.n : 1, sizeof *e->sig);
     e->pshape = calloc(nv, sizeof *e->pshape);
+    e->pbytes = calloc(nv, sizeof *e->pbytes);
     e->pknown = calloc(nv, sizeof *e->pknown);
     e->host_in = calloc(nv, sizeof *e->host_in);
     if (!e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
-        !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig || !e->pshape || !e->pknown || !e->host_in) {
+        !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
@@ -305,7 +307,7 @@ void amp_exec_free(AmpExec *e) {
     free(e->nodes), free(e->kernels), free(e->node_be), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
-    free(e->pshape), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
+    free(e->pshape), free(e->pbytes), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
     free(e->host_in), free(e->vals_read);
     free(e);
 }
@@ -599,6 +601,7 @@ static void plan_shapes(AmpExec *e) {
             if (known[k] && out[k].rank <= AMP_MAX_RANK && amp_tensor_expected_bytes(out[k].dtype, out[k].nelem, &bytes) &&
                 bytes <= AMP_EXEC_MAX_OUTPUT_BYTES) {
                 e->pshape[v->id] = out[k];
+                e->pbytes[v->id] = bytes;
                 e->pknown[v->id] = true;
                 e->rec[v->id] = bytes ? bytes : 1;
                 e->n_known++;
@@ -722,7 +725,6 @@ static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t 
         amp_fail(st, AMP_ERR_INTERNAL, "out of memory for a %zu-byte output", bytes);
         return NULL;
     }
-    memset(b, 0, sizeof *b);
     b->dtype = dtype;
     b->rank = rank;
     for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
@@ -730,7 +732,7 @@ static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t 
     b->data = data;
     if (mine) {
         e->slots[v->id].kind = kind;
-        count_live(e, b);
+        count_live(e, &e->slots[v->id], bytes);
     }
     return b;
 }
@@ -810,7 +812,7 @@ void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b) {
     amp_exec_slot_clear(e, s);
     s->buf = *b;
     s->kind = SLOT_OWNED;
-    count_live(e, &s->buf);
+    count_live(e, s, amp_buf_bytes(b));
 }
 
 /* The device copy of initializer id, uploaded on first use. */
@@ -952,13 +954,18 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
     AmpBuf late[16];
     bool known[16], have_late = false;
     for (int k = 0; k < n->n_outputs; k++) {
-        memset(&outs[k], 0, sizeof outs[k]);
+        outs[k].data = NULL;
         a->placed[k] = false;
         AmpValue *v = n->outputs[k];
         if (!v || v->graph != e->g) continue;
         const AmpBuf *shape = NULL;
-        if (e->pknown[v->id]) {
-            shape = &e->pshape[v->id];
+        if (e->pknown[v->id]) { /* the plan's: bytes known and under the cap */
+            AmpBuf *b = place(a, k, e->pshape[v->id].dtype, e->pshape[v->id].rank, e->pshape[v->id].dims,
+                              e->pshape[v->id].nelem, e->pbytes[v->id], st);
+            if (!b) return st && st->code ? st->code : AMP_ERR_INTERNAL;
+            outs[k] = *b;
+            a->placed[k] = true;
+            continue;
         } else if (!amp_op_shape_from_data(n->op)) {
             if (!have_late) {
                 /* The inputs are all there now: a shape function's error here is the
@@ -1165,8 +1172,7 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
 static AmpCode give_output(AmpExec *e, Slot *s, bool take, bool to_host, AmpBuf *out, AmpStatus *st) {
     if (!to_host && take && s->kind == SLOT_OWNED) {
         *out = s->buf;
-        size_t b = amp_buf_bytes(&s->buf);
-        e->live = e->live > b ? e->live - b : 0;
+        e->live = e->live > s->live_bytes ? e->live - s->live_bytes : 0;
         memset(s, 0, sizeof *s);
         return AMP_OK;
     }

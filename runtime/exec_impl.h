@@ -20,6 +20,7 @@ typedef enum SlotKind {
 typedef struct Slot {
     AmpBuf buf;
     SlotKind kind;
+    size_t live_bytes; /* what it adds to the intermediates live (SLOT_OWNED, SLOT_ARENA) */
 } Slot;
 
 enum {
@@ -86,6 +87,7 @@ struct AmpExec {
      * shapes; and the values of enclosing graphs those shapes were computed from, with
      * their shapes then (a change of either plans again). */
     AmpBuf *pshape;
+    size_t *pbytes; /* per value id: pshape's bytes, where pknown */
     bool *pknown;
     bool shapes_ready;
     const AmpValue **outer_read;
