@@ -409,6 +409,43 @@ Test(attention, ms_attention_projection_and_end_start_mask) {
     free(x.data), free(w.data), free(bb.data);
 }
 
+/* com.microsoft Attention with qkv_hidden_sizes (4, 4, 8): V's heads (4 wide) are wider
+ * than Q's and K's (2). The kernel wrote V past the end of its K/V scratch, sized for
+ * K's heads (a heap overflow AddressSanitizer names); now the scratch holds both, Y is
+ * (B, S, 8) and matches the reference, and `present`, whose halves are K's head size,
+ * is refused for such sizes. */
+Test(attention, ms_attention_wider_v_heads) {
+    int64_t B = 1, S = 3, Din = 4, N = 2, Dq = 4, Dv = 8, H = Dq / N, Hv = Dv / N;
+    AmpBuf x = fbuf(3, I64(B, S, Din)), w = fbuf(2, I64(Din, 2 * Dq + Dv)), bb = fbuf(1, I64(2 * Dq + Dv));
+    AmpNode *n = mknode("com.microsoft", "Attention");
+    attr_int(n, "num_heads", N);
+    attr_ints(n, "qkv_hidden_sizes", 3, I64(Dq, Dq, Dv));
+    const AmpBuf *in[3] = {&x, &w, &bb};
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(kt_run(n, 1, 3, in, 1, &o, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o.b[0], 3, I64(B, S, Dv));
+    float q[12], k[12], v[24]; /* (B * S, Dq), (B * S, Dq), (B * S, Dv) */
+    const float *X = x.data, *W = w.data, *Bb = bb.data;
+    int64_t cols = 2 * Dq + Dv;
+    for (int64_t r = 0; r < B * S; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            double acc = Bb[c];
+            for (int64_t p = 0; p < Din; p++) acc += (double)X[r * Din + p] * W[p * cols + c];
+            if (c < Dq) q[r * Dq + c] = (float)acc;
+            else if (c < 2 * Dq) k[r * Dq + c - Dq] = (float)acc;
+            else v[r * Dv + c - 2 * Dq] = (float)acc;
+        }
+    double bias[9] = {0}, y[24];
+    ref_ms(q, k, v, bias, B, S, S, N, H, Hv, 1.0 / sqrt((double)H), y);
+    expect_close(o.b[0].data, y, (uint64_t)(B * S * Dv), 1e-4);
+    outs_free(&o);
+    /* Asking for present too: its halves are K's head size, which V's does not fit. */
+    cr_assert_eq(kt_run(n, 1, 3, in, 2, &o, &st), AMP_ERR_INPUT);
+    outs_free(&o);
+    free(x.data), free(w.data), free(bb.data);
+}
+
 Test(attention, ms_attention_errors) {
     AmpBuf x = fbuf(3, I64(1, 2, 4)), w = fbuf(2, I64(4, 12)), q5 = fbuf(5, I64(1, 2, 2, 3, 2));
     Outs o;
