@@ -444,6 +444,50 @@ static AmpCode check_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     return AMP_OK;
 }
 
+/* Input i of n, where the model types it: dtype `dt` and (where its dims are all known)
+ * one element. The executor reads If's condition and Loop's M and cond as one element:
+ * an empty or float one was read past its end, or as zero iterations. */
+static AmpCode check_scalar_input(Ctx *c, const AmpGraph *g, const AmpNode *n, int i, int dt, const char *what) {
+    const AmpValue *v = i < n->n_inputs ? n->inputs[i] : NULL;
+    if (!v || v->type.kind != AMP_TYPE_TENSOR) return AMP_OK;
+    if (v->type.dtype != AMP_DT_UNDEFINED && v->type.dtype != dt)
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s '%s' is %s; %s takes %s", what, v->name, amp_dtype_name(v->type.dtype),
+                     n->op_type, amp_dtype_name(dt));
+    int64_t count = 1;
+    for (int d = 0; d < v->type.rank && count >= 0; d++) count = v->type.dims[d].value < 0 ? -1 : count * v->type.dims[d].value;
+    if (v->type.rank >= 0 && count >= 0 && count != 1)
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s '%s' holds %lld elements; %s takes one", what, v->name,
+                     (long long)count, n->op_type);
+    return AMP_OK;
+}
+
+static const AmpGraph *graph_attr(const AmpNode *n, const char *name) {
+    const AmpAttr *a = amp_node_attr(n, name);
+    return a && a->type == AMP_ATTR_GRAPH ? a->g : NULL;
+}
+
+/* If, Loop and Scan as onnx.checker has them: If's condition a bool element and both
+ * branches, giving as many outputs as the node lists; Loop's M an int64 element and its
+ * condition a bool one; a body for Loop and Scan. */
+static AmpCode check_control_flow(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    AmpCode rc = AMP_OK;
+    if (n->op == AMP_OP_If) {
+        const AmpGraph *t = graph_attr(n, "then_branch"), *e = graph_attr(n, "else_branch");
+        if (!t || !e) return vfail(c, AMP_ERR_INPUT, g, n, "If needs both then_branch and else_branch");
+        if (t->outputs.n != e->outputs.n || t->outputs.n != (size_t)n->n_outputs)
+            return vfail(c, AMP_ERR_INPUT, g, n, "If's branches give %zu and %zu outputs, the node lists %d",
+                         t->outputs.n, e->outputs.n, n->n_outputs);
+        rc = check_scalar_input(c, g, n, 0, AMP_DT_BOOL, "the condition");
+    } else if (n->op == AMP_OP_Loop) {
+        if (!graph_attr(n, "body")) return vfail(c, AMP_ERR_INPUT, g, n, "Loop has no body");
+        rc = check_scalar_input(c, g, n, 0, AMP_DT_INT64, "the trip count M");
+        if (!rc) rc = check_scalar_input(c, g, n, 1, AMP_DT_BOOL, "the condition");
+    } else if (n->op == AMP_OP_Scan) {
+        if (!graph_attr(n, "body")) return vfail(c, AMP_ERR_INPUT, g, n, "Scan has no body");
+    }
+    return rc;
+}
+
 /* One producer per name: n's outputs belong to g, are no graph input or initializer,
  * and name n (at that slot) as their producer. */
 static AmpCode check_outputs(Ctx *c, Frame *f, AmpNode *n) {
@@ -554,6 +598,7 @@ static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
     if (!rc) rc = verify_subgraphs(c, f, n);
     if (!rc) rc = check_slot_dtypes(c, g, n);
     if (!rc) rc = check_cast(c, g, n);
+    if (!rc) rc = check_control_flow(c, g, n);
     if (!rc) rc = check_outputs(c, f, n);
     return rc;
 }

@@ -118,7 +118,7 @@ Test(verify, empty_model_passes) {
 Test(verify, if_body_may_use_outer_values) {
     AmpModel *m = valid_model();
     AmpGraph *g = m->graph;
-    input(m, g, "c");
+    set_type(m, input(m, g, "c"), AMP_DT_BOOL, 0, NULL);
     AmpNode *n = node(g, "If", "if0", "c", "r");
     AmpGraph *then = subgraph(n, "then_branch", "then");
     node(then, "Relu", "t0", "y", "ty"); /* y comes from the main graph, before the If */
@@ -127,6 +127,59 @@ Test(verify, if_body_may_use_outer_values) {
     output(els, "x"); /* an outer value returned as it is */
     output(g, "r");
     expect_ok(m);
+}
+
+/* If, Loop and Scan as onnx.checker has them (issue "Hostile inputs, round 2", point 4):
+ * the executor reads If's condition and Loop's M and cond as one element of their type. */
+static AmpModel *if_model(int cond_dtype, int cond_rank, const int64_t *cond_dims, bool with_else, int else_outputs) {
+    AmpModel *m = valid_model();
+    AmpGraph *g = m->graph;
+    set_type(m, input(m, g, "c"), cond_dtype, cond_rank, cond_dims);
+    AmpNode *n = node(g, "If", "if0", "c", "r");
+    AmpGraph *then = subgraph(n, "then_branch", "then");
+    output(then, "x");
+    if (with_else) {
+        AmpGraph *els = subgraph(n, "else_branch", "else");
+        for (int i = 0; i < else_outputs; i++) output(els, "x");
+    }
+    output(g, "r");
+    return m;
+}
+
+Test(verify, if_condition_and_branches) {
+    static const int64_t one[1] = {1}, two[1] = {2};
+    expect_ok(if_model(AMP_DT_BOOL, 0, NULL, true, 1));
+    expect_ok(if_model(AMP_DT_BOOL, 1, one, true, 1)); /* [1]: one element too */
+    expect_fail(if_model(AMP_DT_FLOAT, 0, NULL, true, 1), AMP_ERR_INPUT, "the condition 'c' is float; If takes bool");
+    expect_fail(if_model(AMP_DT_BOOL, 1, two, true, 1), AMP_ERR_INPUT, "holds 2 elements; If takes one");
+    expect_fail(if_model(AMP_DT_BOOL, 0, NULL, false, 0), AMP_ERR_INPUT, "needs both then_branch and else_branch");
+    expect_fail(if_model(AMP_DT_BOOL, 0, NULL, true, 2), AMP_ERR_INPUT, "branches give 1 and 2 outputs");
+}
+
+static AmpModel *loop_model(int m_dtype, int m_rank, const int64_t *m_dims, bool body) {
+    AmpModel *m = valid_model();
+    AmpGraph *g = m->graph;
+    set_type(m, input(m, g, "M"), m_dtype, m_rank, m_dims);
+    AmpNode *n = node(g, "Loop", "loop0", "M,,x", "r");
+    if (body) {
+        AmpGraph *b = subgraph(n, "body", "body");
+        AmpValue *i = amp_graph_value(b, "i"), *cin = amp_graph_value(b, "cin"), *acc = amp_graph_value(b, "acc");
+        set_type(m, i, AMP_DT_INT64, 0, NULL);
+        set_type(m, cin, AMP_DT_BOOL, 0, NULL);
+        cr_assert(amp_graph_add_input(b, i) && amp_graph_add_input(b, cin) && amp_graph_add_input(b, acc));
+        output(b, "cin");
+        output(b, "acc");
+    }
+    output(g, "r");
+    return m;
+}
+
+Test(verify, loop_trip_count_and_body) {
+    static const int64_t two[1] = {2};
+    expect_ok(loop_model(AMP_DT_INT64, 0, NULL, true));
+    expect_fail(loop_model(AMP_DT_FLOAT, 0, NULL, true), AMP_ERR_INPUT, "the trip count M 'M' is float; Loop takes int64");
+    expect_fail(loop_model(AMP_DT_INT64, 1, two, true), AMP_ERR_INPUT, "holds 2 elements; Loop takes one");
+    expect_fail(loop_model(AMP_DT_INT64, 0, NULL, false), AMP_ERR_INPUT, "Loop has no body");
 }
 
 Test(verify, unknown_ops_take_any_arity) {
