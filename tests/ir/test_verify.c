@@ -650,3 +650,16 @@ Test(print, training_info_and_external_data) {
     free(buf);
     amp_model_free(m);
 }
+
+Test(verify, opset_versions_start_at_one) {
+    AmpModel *m = valid_model();
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 0, true};
+    m->n_opsets = 1;
+    expect_fail(m, AMP_ERR_INPUT, "opset_import of domain '' has version 0; versions start at 1");
+    m = valid_model();
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 17, true};
+    m->n_opsets = 1;
+    expect_ok(m);
+}
