@@ -1,7 +1,7 @@
 /* External data files: confinement to the model's folder, mmap once per file, and
  * bounds checks, so a hostile `location`/`offset`/`length` gives an error, not a read
  * outside the file. */
-/* realpath() is XSI. */
+/* openat(), readlinkat() and O_NOFOLLOW are POSIX.1-2008. */
 #define _XOPEN_SOURCE 700
 #include "extdata.h"
 
@@ -41,6 +41,120 @@ AmpCode amp_extdata_check_location(const char *loc, AmpStatus *st) {
     return AMP_OK;
 }
 
+/* Opens `loc` beneath the folder `dir` and returns the descriptor in *out_fd. Every
+ * component is opened with openat() relative to a descriptor already held, with
+ * O_NOFOLLOW, so nothing is checked by name and then opened by name again: swapping a
+ * component for a symlink at any moment cannot redirect the open outside the folder.
+ * A symlink met on the way is read (readlinkat) and its target resolved the same way,
+ * from the folder that holds it: an absolute target, or a ".." above the model's
+ * folder, is refused. ".." pops our own stack of folder descriptors; the kernel never
+ * resolves it. */
+enum { BENEATH_MAX_DEPTH = 128, BENEATH_MAX_LINKS = 40 };
+
+static AmpCode open_beneath(const char *dir, const char *loc, int *out_fd, AmpStatus *st) {
+    int stack[BENEATH_MAX_DEPTH];
+    int depth = 0, links = 0, fd = -1;
+    AmpCode rc = AMP_OK;
+    /* The remaining path; a symlink's target is put in front of what follows it. */
+    size_t cap = strlen(loc) + 1;
+    char *rest = malloc(cap);
+    if (!rest) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(rest, loc, cap);
+    stack[0] = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (stack[0] < 0) {
+        rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s': model folder '%s': %s", loc, dir,
+                      strerror(errno));
+        free(rest);
+        return rc;
+    }
+    size_t pos = 0;
+    for (;;) {
+        while (rest[pos] == '/') pos++;
+        if (!rest[pos]) { /* "sub/" or a link to "." : the path names a folder */
+            rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s' is not a regular file", loc);
+            break;
+        }
+        char *comp = rest + pos;
+        char *slash = strchr(comp, '/');
+        size_t next = slash ? (size_t)(slash - rest) + 1 : strlen(rest);
+        if (slash) *slash = '\0';
+        bool last = true;
+        for (size_t i = next; rest[i]; i++)
+            if (rest[i] != '/') {
+                last = false;
+                break;
+            }
+        if (strcmp(comp, ".") == 0) {
+            pos = next; /* a path ending in "." names a folder: refused above */
+            continue;
+        }
+        if (strcmp(comp, "..") == 0) {
+            if (depth == 0) {
+                rc = amp_fail(st, AMP_ERR_INPUT,
+                              "external data file '%s' resolves outside the model's folder", loc);
+                break;
+            }
+            close(stack[depth--]);
+            pos = next;
+            continue;
+        }
+        int flags = last ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC /* a FIFO must not block */
+                         : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+        int nfd = openat(stack[depth], comp, flags);
+        if (nfd < 0) {
+            int err = errno;
+            char target[PATH_MAX];
+            ssize_t tl = (err == ELOOP || err == ENOTDIR || err == EMLINK)
+                             ? readlinkat(stack[depth], comp, target, sizeof target - 1)
+                             : -1;
+            if (tl < 0) {
+                rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(err));
+                break;
+            }
+            target[tl] = '\0';
+            if (++links > BENEATH_MAX_LINKS) {
+                rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(ELOOP));
+                break;
+            }
+            if (tl == 0 || target[0] == '/') {
+                rc = amp_fail(st, AMP_ERR_INPUT,
+                              "external data file '%s' resolves outside the model's folder", loc);
+                break;
+            }
+            /* rest = target "/" what followed the link */
+            const char *after = rest + next;
+            size_t al = strlen(after), need = (size_t)tl + 1 + al + 1;
+            char *nr = malloc(need);
+            if (!nr) {
+                rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+                break;
+            }
+            memcpy(nr, target, (size_t)tl);
+            nr[tl] = '/';
+            memcpy(nr + tl + 1, after, al + 1);
+            free(rest);
+            rest = nr;
+            pos = 0;
+            continue;
+        }
+        if (last) {
+            fd = nfd;
+            break;
+        }
+        if (depth + 1 >= BENEATH_MAX_DEPTH) {
+            close(nfd);
+            rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s' is nested too deeply", loc);
+            break;
+        }
+        stack[++depth] = nfd;
+        pos = next;
+    }
+    while (depth >= 0) close(stack[depth--]);
+    free(rest);
+    *out_fd = fd;
+    return fd < 0 && rc == AMP_OK ? amp_fail(st, AMP_ERR_INPUT, "external data file '%s' not found", loc) : rc;
+}
+
 static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatus *st) {
     for (AmpMapping *mp = m->mappings; mp; mp = mp->next)
         if (strcmp(mp->location, loc) == 0) {
@@ -52,29 +166,9 @@ static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatu
                         "tensor data is external ('%s') but the model was not loaded from a file", loc);
     AmpCode rc = amp_extdata_check_location(loc, st);
     if (rc) return rc;
-
-    size_t dl = strlen(m->dir), ll = strlen(loc);
-    char *path = malloc(dl + ll + 2);
-    if (!path) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    memcpy(path, m->dir, dl);
-    path[dl] = '/';
-    memcpy(path + dl + 1, loc, ll + 1);
-
-    /* Symlinks may still point outside: compare real paths. */
-    char real_dir[PATH_MAX], real_file[PATH_MAX];
-    if (!realpath(m->dir, real_dir) || !realpath(path, real_file)) {
-        rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(errno));
-        free(path);
-        return rc;
-    }
-    free(path);
-    size_t rdl = strlen(real_dir);
-    if (strncmp(real_file, real_dir, rdl) != 0 || (real_file[rdl] != '/' && rdl != 1))
-        return amp_fail(st, AMP_ERR_INPUT,
-                        "external data file '%s' resolves outside the model's folder", loc);
-
-    int fd = open(real_file, O_RDONLY | O_NONBLOCK); /* a FIFO must not block the open */
-    if (fd < 0) return amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(errno));
+    int fd;
+    rc = open_beneath(m->dir, loc, &fd, st);
+    if (rc) return rc;
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
@@ -110,7 +204,7 @@ static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatu
 
 AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64_t length,
                         AmpBytes *out, AmpStatus *st) {
-    AmpMapping *mp;
+    AmpMapping *mp = NULL;
     AmpCode rc = map_file(m, location, &mp, st);
     if (rc) return rc;
     if (offset < 0 || (uint64_t)offset > mp->len)

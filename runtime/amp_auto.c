@@ -6,11 +6,13 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A setting: the option's value when given, else the environment's (unless ignored). */
 static const char *setting(const AmpSessionOptions *o, const char *field, const char *var) {
@@ -131,22 +133,85 @@ static size_t count_model_casts(const AmpModel *m) {
     return n;
 }
 
-/* Writes <dir>/<stem>.onnx and <dir>/<stem>.txt (amp_print_model). */
-static AmpCode log_model(AmpModel *m, const char *dir, const char *stem, AmpStatus *st) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s.onnx", dir, stem) >= (int)sizeof path)
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%.64s...': path too long", dir);
-    AmpCode rc = amp_model_save_file(m, path, NULL, st);
+/* AMP_LOG_PATH may name a folder in a shared place such as /tmp, where another user
+ * can plant symlinks: the folder is opened once without following a link in its last
+ * component, and each log file is created beneath that descriptor with O_CREAT | O_EXCL
+ * | O_NOFOLLOW after removing what had its name (a previous run's file, or a planted
+ * link: unlinkat removes the link, never what it names). A link planted again between
+ * the two makes the create fail; nothing is ever written through a link. */
+typedef struct LogDir {
+    int fd;
+    const char *path;
+} LogDir;
+
+static AmpCode log_dir_open(LogDir *d, const char *path, AmpStatus *st) {
+    d->path = path;
+    d->fd = -1;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot create the folder: %s", path, strerror(errno));
+    d->fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d->fd < 0) {
+        int err = errno;
+        struct stat sb; /* only to name the error: Linux says ENOTDIR for a link, others ELOOP */
+        if (err == ELOOP || (err == ENOTDIR && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)))
+            return amp_fail(st, AMP_ERR_USAGE,
+                            "AMP_LOG_PATH '%s' is a symbolic link, which is not followed; name the folder itself",
+                            path);
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot open the folder: %s", path, strerror(err));
+    }
+    return AMP_OK;
+}
+
+static void log_dir_close(LogDir *d) {
+    if (d->fd >= 0) close(d->fd);
+    d->fd = -1;
+}
+
+/* A new file `name` in the log folder, open for writing in *out. */
+static AmpCode log_create(const LogDir *d, const char *name, FILE **out, AmpStatus *st) {
+    *out = NULL;
+    if (unlinkat(d->fd, name, 0) != 0 && errno != ENOENT)
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH: cannot replace %s/%s: %s", d->path, name, strerror(errno));
+    int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH: cannot create %s/%s: %s", d->path, name, strerror(errno));
+    if (!(*out = fdopen(fd, "w"))) {
+        close(fd);
+        return amp_fail(st, AMP_ERR_INTERNAL, "AMP_LOG_PATH: %s/%s: %s", d->path, name, strerror(errno));
+    }
+    return AMP_OK;
+}
+
+static AmpCode log_close(const LogDir *d, const char *name, FILE *f, bool ok, AmpStatus *st) {
+    ok = fclose(f) == 0 && ok;
+    return ok ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "AMP_LOG_PATH: writing %s/%s failed", d->path, name);
+}
+
+/* Writes <stem>.onnx (one file: a model over protobuf's 2 GB limit is an error here, as
+ * external data would be a second file to create) and <stem>.txt (amp_print_model). */
+static AmpCode log_model(AmpModel *m, const LogDir *d, const char *stem, AmpStatus *st) {
+    char name[32];
+    snprintf(name, sizeof name, "%s.onnx", stem);
+    uint8_t *bytes;
+    size_t len;
+    AmpCode rc = amp_model_save_bytes(m, &bytes, &len, st);
     if (rc) {
-        amp_status_prefix(st, "AMP_LOG_PATH: ");
+        amp_status_prefix(st, "AMP_LOG_PATH: %s: ", name);
         return rc;
     }
-    snprintf(path, sizeof path, "%s/%s.txt", dir, stem);
-    FILE *f = fopen(path, "w");
-    if (!f) return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH: cannot write %s: %s", path, strerror(errno));
+    FILE *f;
+    rc = log_create(d, name, &f, st);
+    if (rc) {
+        free(bytes);
+        return rc;
+    }
+    bool ok = fwrite(bytes, 1, len, f) == len;
+    free(bytes);
+    if ((rc = log_close(d, name, f, ok, st))) return rc;
+    snprintf(name, sizeof name, "%s.txt", stem);
+    if ((rc = log_create(d, name, &f, st))) return rc;
     amp_print_model(f, m);
-    if (fclose(f) != 0) return amp_fail(st, AMP_ERR_INTERNAL, "AMP_LOG_PATH: writing %s failed", path);
-    return AMP_OK;
+    return log_close(d, name, f, true, st);
 }
 
 static size_t count_nodes(const AmpModel *m) {
@@ -156,16 +221,9 @@ static size_t count_nodes(const AmpModel *m) {
     return n;
 }
 
-AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpStatus *st) {
-    *applied = false;
-    if (!c->enabled) return AMP_OK;
+static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, bool *applied, AmpStatus *st) {
     AmpCode rc;
-    if (c->log_path) {
-        if (mkdir(c->log_path, 0777) != 0 && errno != EEXIST)
-            return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot create the folder: %s", c->log_path,
-                            strerror(errno));
-        if ((rc = log_model(m, c->log_path, "before", st))) return rc;
-    }
+    if (log && (rc = log_model(m, log, "before", st))) return rc;
     size_t nodes_before = count_nodes(m), casts_before = count_model_casts(m);
     AmpPassOptions po = {
         .precision = c->precision,
@@ -175,11 +233,8 @@ AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpSt
         .loss_scale = c->loss_scale,
     };
     FILE *paint = NULL;
-    if (c->log_path) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/paint.txt", c->log_path);
-        if (!(paint = fopen(path, "w")))
-            return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH: cannot write %s: %s", path, strerror(errno));
+    if (log) {
+        if ((rc = log_create(log, "paint.txt", &paint, st))) return rc;
         po.paint_out = paint; /* the op lists in force and the nodes of each paint bucket */
     }
     AmpPipelineOptions pl = {.pass = &po};
@@ -193,17 +248,26 @@ AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpSt
         return rc;
     }
     *applied = true;
-    if (c->log_path) {
-        if ((rc = log_model(m, c->log_path, "after", st))) return rc;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/summary.txt", c->log_path);
-        FILE *f = fopen(path, "w");
-        if (!f) return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH: cannot write %s: %s", path, strerror(errno));
-        fprintf(f, "pipeline: %s\nprecision: %s\nlist edits: %zu\nnodes: %zu before, %zu after\n"
-                   "casts: %zu before, %zu after\n",
-                list, amp_dtype_name(c->precision), c->n_edits, nodes_before, count_nodes(m), casts_before,
-                count_model_casts(m));
-        if (fclose(f) != 0) return amp_fail(st, AMP_ERR_INTERNAL, "AMP_LOG_PATH: writing %s failed", path);
+    if (log) {
+        if ((rc = log_model(m, log, "after", st))) return rc;
+        FILE *f;
+        if ((rc = log_create(log, "summary.txt", &f, st))) return rc;
+        bool ok = fprintf(f, "pipeline: %s\nprecision: %s\nlist edits: %zu\nnodes: %zu before, %zu after\n"
+                             "casts: %zu before, %zu after\n",
+                          list, amp_dtype_name(c->precision), c->n_edits, nodes_before, count_nodes(m),
+                          casts_before, count_model_casts(m)) > 0;
+        if ((rc = log_close(log, "summary.txt", f, ok, st))) return rc;
     }
     return AMP_OK;
+}
+
+AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpStatus *st) {
+    *applied = false;
+    if (!c->enabled) return AMP_OK;
+    if (!c->log_path) return apply(m, c, NULL, applied, st);
+    LogDir log;
+    AmpCode rc = log_dir_open(&log, c->log_path, st);
+    if (!rc) rc = apply(m, c, &log, applied, st);
+    log_dir_close(&log);
+    return rc;
 }
