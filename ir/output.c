@@ -15,6 +15,9 @@
 
 #include "ir.h"
 
+/* The longest file name (one path component) Linux's filesystems take. */
+#define AMP_NAME_MAX ((size_t)255)
+
 const char *amp_output_shown(const char *path) {
     return strcmp(path, "-") == 0 ? "standard output" : path;
 }
@@ -65,9 +68,16 @@ AmpCode amp_temp_open(AmpTempFile *t, const char *path, AmpStatus *st) {
     t->sync = lstat(path, &sb) == 0;
     size_t n = strlen(path) + 48;
     if (!(t->tmp = malloc(n))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    /* The temporary name is the target's plus a suffix, the target's part cut short where
+     * the whole would pass a file name's limit (a valid 250-byte name must still save). */
+    const char *slash = strrchr(path, '/');
+    size_t base_at = slash ? (size_t)(slash - path) + 1 : 0, base_len = strlen(path) - base_at;
     int fd = -1;
     for (int tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(t->tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        char suffix[48];
+        int sl = snprintf(suffix, sizeof suffix, ".tmp.%ld.%lu", (long)getpid(), counter++);
+        size_t keep = base_len + (size_t)sl > AMP_NAME_MAX ? AMP_NAME_MAX - (size_t)sl : base_len;
+        snprintf(t->tmp, n, "%.*s%s", (int)(base_at + keep), path, suffix);
         fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }

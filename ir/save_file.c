@@ -1,12 +1,19 @@
 /* The saver's entry points: a model encoded (save.c) and written to a temporary file that
  * is renamed over the output only once everything is written (and synced, when it
- * replaces a file: output.c), with external data in `<output>.data` when asked, or when
- * one file would pass protobuf's 2 GB limit; or handed back as bytes; and one tensor as
- * a TensorProto. */
+ * replaces a file: output.c), with external data in `<output>.data` (or `<output>.1.data`,
+ * below) when asked, or when one file would pass protobuf's 2 GB limit; or handed back as
+ * bytes; and one tensor as a TensorProto. */
+/* flock() and mmap() are not C11. */
+#define _DEFAULT_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "save_impl.h"
 
@@ -90,6 +97,95 @@ static void model_buffer(SaveCtx *c, const AmpModel *m, bool may_reserve) {
     c->b.first_cap = arena / 6 < ((size_t)1 << 16) ? 0 : arena / 6;
 }
 
+/* The data file of a model saved with external data, and the one it replaces. A model and
+ * its data are two files, and two renames cannot happen at once: were the new data renamed
+ * over the name the old model reads, an interruption before the model's own rename would
+ * leave the old model reading new weights. So the data file alternates between two names,
+ * `<output>.data` and `<output>.1.data`: a save writes the one the model it replaces does
+ * not reference, renames the model over the old one, and only then removes the old data.
+ * Interrupted anywhere, the model on disk reads the data it was saved with (at worst an
+ * unreferenced data file is left, which the next save reuses). The steps from choosing the
+ * name to removing the old file hold a lock on the output's folder (flock), so concurrent
+ * saves to one output take turns instead of each deciding from the same old model. */
+typedef struct DataFiles {
+    char *path[2]; /* `<output>.data`, `<output>.1.data` */
+    int old;       /* which of them the model being replaced references; -1: neither */
+    int now;       /* which of them this save writes */
+    int lock_fd;   /* the output's folder, locked; -1: not (yet) locked */
+    bool ready;
+} DataFiles;
+
+/* Does the model file at `model` reference the data file `name` (its base name)? The
+ * external_data entry is looked for as the encoder (and onnx's) writes it: key
+ * "location" (field 1), then the name (field 2). */
+static bool references(const char *model, const char *name) {
+    int fd = open(model, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat sb;
+    if (fd < 0) return false;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0) {
+        close(fd);
+        return false;
+    }
+    size_t len = (size_t)sb.st_size;
+    const uint8_t *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return false;
+    uint8_t pat[16 + 256 + 2];
+    size_t nl = strlen(name), n = 0;
+    if (nl > 255) nl = 255; /* longer names do not fit a file name: never found */
+    memcpy(pat, "\x0a\x08location\x12", 11);
+    n = 11;
+    if (nl >= 128) pat[n++] = (uint8_t)(0x80 | (nl & 0x7f)), pat[n++] = (uint8_t)(nl >> 7);
+    else pat[n++] = (uint8_t)nl;
+    memcpy(pat + n, name, nl);
+    n += nl;
+    bool found = false;
+    for (size_t i = 0; !found && i + n <= len; i++) {
+        const uint8_t *q = memchr(p + i, pat[0], len - n - i + 1);
+        if (!q) break;
+        i = (size_t)(q - p);
+        found = memcmp(q, pat, n) == 0;
+    }
+    munmap((void *)p, len);
+    return found;
+}
+
+static AmpCode data_files_init(DataFiles *d, const char *path, AmpStatus *st) {
+    *d = (DataFiles){.old = -1, .lock_fd = -1};
+    size_t n = strlen(path) + 8;
+    if (!(d->path[0] = malloc(n)) || !(d->path[1] = malloc(n))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    snprintf(d->path[0], n, "%s.data", path);
+    snprintf(d->path[1], n, "%s.1.data", path);
+    return AMP_OK;
+}
+
+/* Locks the output's folder and decides which data file the replaced model (`path`)
+ * references. Without a lock (a folder it may not read) the save goes on unlocked. */
+static void data_files_prepare(DataFiles *d, const char *path) {
+    if (d->ready) return;
+    d->ready = true;
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+    if (dir) {
+        d->lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->lock_fd >= 0 && flock(d->lock_fd, LOCK_EX) != 0) {
+            close(d->lock_fd);
+            d->lock_fd = -1;
+        }
+        free(dir);
+    }
+    struct stat sb;
+    for (int i = 0; i < 2 && d->old < 0; i++)
+        if (lstat(d->path[i], &sb) == 0 && references(path, base_name(d->path[i]))) d->old = i;
+    d->now = d->old == 0 ? 1 : 0;
+}
+
+static void data_files_free(DataFiles *d) {
+    if (d->lock_fd >= 0) close(d->lock_fd); /* releases the lock */
+    free(d->path[0]);
+    free(d->path[1]);
+}
+
 /* Why an encoding failed: too big for one message, or out of memory / I/O. */
 static AmpCode encode_failed(const SaveCtx *c, const char *what) {
     if (c->b.over)
@@ -112,14 +208,13 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
     c.external_min = opt->external_min_bytes;
     model_buffer(&c, m, true);
     AmpTempFile out = {0}, data = {0};
-    char *data_path = NULL;
-    size_t n = strlen(path) + 6;
-    if (!(data_path = malloc(n))) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    snprintf(data_path, n, "%s.data", path);
-    c.data_name = base_name(data_path);
+    DataFiles df;
+    struct stat sb;
+    if ((rc = data_files_init(&df, path, st))) goto out;
+    /* An existing data file may be the replaced model's, to remove once it is replaced. */
+    if (!stream && (opt->external == AMP_SAVE_EXTERNAL_ALWAYS || lstat(df.path[0], &sb) == 0 ||
+                    lstat(df.path[1], &sb) == 0))
+        data_files_prepare(&df, path);
     /* AUTO tries one file first; its tensors passing the limit restart it with a data file. */
     c.auto_external = opt->external == AMP_SAVE_EXTERNAL_AUTO;
     c.auto_limit = AMP_AUTO_LIMIT;
@@ -131,7 +226,9 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
             goto out;
         }
         if (external) {
-            if ((rc = amp_temp_open(&data, data_path, st))) goto out;
+            data_files_prepare(&df, path);
+            c.data_name = base_name(df.path[df.now]);
+            if ((rc = amp_temp_open(&data, df.path[df.now], st))) goto out;
             c.data_file = data.f;
         }
         amp_save_model(&c);
@@ -169,12 +266,20 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         goto out;
     }
     /* A data file nothing was big enough to move into is not kept (the abort below). */
-    if (ok && data.tmp && c.data_off > 0) ok = amp_temp_rename(&data);
-    if (!ok || !amp_temp_rename(&out)) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(errno));
+    bool data_renamed = false;
+    if (ok && data.tmp && c.data_off > 0) ok = data_renamed = amp_temp_rename(&data);
+    if (!ok || !amp_temp_rename(&out)) {
+        int e = errno;
+        /* The old model stays, with its own data; the new data file is nobody's. */
+        if (data_renamed) unlink(df.path[df.now]);
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(e));
+    } else if (df.old >= 0) {
+        unlink(df.path[df.old]); /* the replaced model's data (never df.now) */
+    }
 out:
     amp_temp_abort(&out);
     amp_temp_abort(&data);
-    free(data_path);
+    data_files_free(&df);
     free(path);
     amp_wbuf_free(&c.b);
     return rc;

@@ -252,6 +252,24 @@ done:
     return rc;
 }
 
+/* A checkpoint number: digits of `base` only (no sign, blank or prefix, which strtoull
+ * would take, negating a '-'), and no more than 64 bits (where strtoull saturates). */
+static bool parse_u64(const char *s, unsigned base, uint64_t *out) {
+    uint64_t v = 0;
+    if (!*s) return false;
+    for (; *s; s++) {
+        unsigned d;
+        if (*s >= '0' && *s <= '9') d = (unsigned)(*s - '0');
+        else if (base == 16 && *s >= 'a' && *s <= 'f') d = (unsigned)(*s - 'a' + 10);
+        else if (base == 16 && *s >= 'A' && *s <= 'F') d = (unsigned)(*s - 'A' + 10);
+        else return false;
+        if (d >= base || v > (UINT64_MAX - d) / base) return false;
+        v = v * base + d;
+    }
+    *out = v;
+    return true;
+}
+
 static const char *meta(const AmpModel *m, const char *key) {
     for (size_t i = 0; i < m->n_metadata; i++)
         if (m->metadata[i].key && strcmp(m->metadata[i].key, key) == 0) return m->metadata[i].value;
@@ -266,7 +284,6 @@ AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st) {
     bool *seen = calloc(s->n_state ? s->n_state : 1, sizeof *seen);
     const char *steps = meta(ck, META_STEPS), *rng = meta(ck, META_RNG);
     uint64_t n_steps = 0, rng_state = 0;
-    char *end = NULL;
     if (!bufs || !seen) {
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
         goto done;
@@ -275,10 +292,11 @@ AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st) {
         rc = amp_fail(st, AMP_ERR_INPUT, "%s: not an ampc checkpoint (no %s metadata)", path, META_FORMAT);
         goto done;
     }
-    n_steps = strtoull(steps, &end, 10);
-    if (!*steps || *end) rc = amp_fail(st, AMP_ERR_INPUT, "%s: bad %s '%s'", path, META_STEPS, steps);
-    rng_state = strtoull(rng, &end, 16);
-    if (!rc && (!*rng || *end)) rc = amp_fail(st, AMP_ERR_INPUT, "%s: bad %s '%s'", path, META_RNG, rng);
+    if (!parse_u64(steps, 10, &n_steps))
+        rc = amp_fail(st, AMP_ERR_INPUT, "%s: bad %s '%s' (want decimal digits, at most 2^64-1)", path, META_STEPS,
+                      steps);
+    else if (!parse_u64(rng, 16, &rng_state))
+        rc = amp_fail(st, AMP_ERR_INPUT, "%s: bad %s '%s' (want at most 16 hex digits)", path, META_RNG, rng);
     /* Everything is checked before anything changes. */
     for (size_t i = 0; !rc && i < ck->graph->n_initializers; i++) {
         AmpTensor *t = ck->graph->initializers[i];

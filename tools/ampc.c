@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -670,6 +671,9 @@ static int parse_run_value(int val, const char *arg, RunArgs *r) {
 }
 
 int main(int argc, char **argv) {
+    /* A write past `ulimit -f` fails with EFBIG, reported and cleaned up like any failed
+     * write, instead of killing ampc with its temporary files left behind. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     unsigned cmd = CMD_CONVERT;
     if (argc >= 2 && strcmp(argv[1], "run") == 0) cmd = CMD_RUN;

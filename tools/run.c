@@ -6,12 +6,14 @@
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ampc.h"
 #include "half.h"
@@ -40,11 +42,39 @@ static int fail(const AmpStatus *st, AmpCode c, const char *file) {
     return (c >= AMP_OK && c <= AMP_ERR_INTERNAL) ? (int)c : (int)AMP_ERR_INTERNAL;
 }
 
+/* Whatever was printed reached standard output (a full disk or /dev/full says so here, at
+ * the latest: the printing itself is not checked line by line). */
+static int stdout_done(void) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return AMP_OK;
+    ampc_say("writing to standard output failed: %s", strerror(errno));
+    return AMP_ERR_INTERNAL;
+}
+
 /* ---- inputs from files -------------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+/* The whole of the regular file at path; NULL with *missing when there is none, else NULL
+ * with st set. Opened without blocking: a FIFO (or a device) would otherwise wait forever
+ * for a writer or never end, so anything but a regular file is refused, as MODEL is. */
+static char *read_file(const char *path, size_t *len, bool *missing, AmpStatus *st) {
+    *missing = false;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT) *missing = true;
+        else amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        amp_fail(st, AMP_ERR_INPUT, "%s: not a regular file", path);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0, got;
     char *b = malloc(cap);
     while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
@@ -54,6 +84,12 @@ static char *read_file(const char *path, size_t *len) {
             if (!nb) free(b);
             b = nb;
         }
+    }
+    if (!b) amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    else if (ferror(f)) {
+        amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(errno));
+        free(b);
+        b = NULL;
     }
     fclose(f);
     *len = n;
@@ -84,8 +120,10 @@ static AmpCode load_dir(const AmpSession *s, AmpMode mode, const char *dir, Inpu
         char path[4096];
         snprintf(path, sizeof path, "%s/input_%zu.pb", dir, k);
         size_t len = 0;
-        char *bytes = read_file(path, &len);
+        bool missing;
+        char *bytes = read_file(path, &len, &missing, st);
         if (!bytes) {
+            if (!missing) return st->code;
             if (k == 0) return amp_fail(st, AMP_ERR_USAGE, "--inputs %s: no input_0.pb there", dir);
             return AMP_OK;
         }
@@ -462,7 +500,7 @@ int ampc_cmd_run(const RunArgs *a) {
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
-        if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
+        code = stdout_done();
     }
     free(ms);
     free(outs);
@@ -518,7 +556,7 @@ int ampc_cmd_bench(const RunArgs *a) {
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
-        if (fflush(stdout) != 0) code = AMP_ERR_INTERNAL;
+        code = stdout_done();
     }
     free(ms);
     free(outs);

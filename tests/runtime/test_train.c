@@ -251,6 +251,60 @@ Test(train, checkpoint_errors_leave_the_state_alone) {
     free(dir);
 }
 
+/* The checkpoint's numbers are plain digits that fit 64 bits: strtoull took a sign (and
+ * negated), leading blanks, and saturated on overflow. */
+Test(train, checkpoint_numbers_must_be_plain_and_fit) {
+    AmpSession *s = open_sgd();
+    char *dir = tu_mkdtemp();
+    char *good = tu_path(dir, "good.onnx"), *path = tu_path(dir, "bad.onnx");
+    AmpStatus st = {0};
+    train(s);
+    cr_assert_eq(amp_session_state_save(s, good, &st), AMP_OK, "%s", st.msg);
+    train(s);
+    Snapshot before = snap(s);
+    static const struct {
+        const char *key, *value;
+    } bad[] = {
+        {"ampc.steps", "-1"},       {"ampc.steps", "+4"},
+        {"ampc.steps", " 4"},       {"ampc.steps", "18446744073709551616"},
+        {"ampc.steps", "99999999999999999999999"}, {"ampc.rng", "-1"},
+        {"ampc.rng", "0x12"},       {"ampc.rng", "10000000000000000"},
+        {"ampc.rng", " ff"},        {"ampc.steps", ""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        AmpModel *ck = NULL;
+        cr_assert_eq(amp_model_load_file(good, NULL, &ck, &st), AMP_OK, "%s", st.msg);
+        bool set = false;
+        for (size_t k = 0; k < ck->n_metadata; k++)
+            if (strcmp(ck->metadata[k].key, bad[i].key) == 0) ck->metadata[k].value = bad[i].value, set = true;
+        cr_assert(set);
+        rt_save(ck, path); /* frees ck */
+        amp_status_clear(&st);
+        cr_assert_eq(amp_session_state_load(s, path, &st), AMP_ERR_INPUT, "%s '%s' was taken", bad[i].key,
+                     bad[i].value);
+        cr_assert_not_null(strstr(st.msg, bad[i].key), "%s", st.msg);
+        Snapshot now = snap(s);
+        cr_assert_eq(memcmp(&now, &before, sizeof now), 0);
+    }
+    /* The largest values are fine. */
+    AmpModel *ck = NULL;
+    cr_assert_eq(amp_model_load_file(good, NULL, &ck, &st), AMP_OK, "%s", st.msg);
+    for (size_t k = 0; k < ck->n_metadata; k++) {
+        if (strcmp(ck->metadata[k].key, "ampc.steps") == 0) ck->metadata[k].value = "18446744073709551615";
+        if (strcmp(ck->metadata[k].key, "ampc.rng") == 0) ck->metadata[k].value = "FFFFffffFFFFffff";
+    }
+    rt_save(ck, path);
+    cr_assert_eq(amp_session_state_load(s, path, &st), AMP_OK, "%s", st.msg);
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    cr_assert_eq(stats.steps, UINT64_MAX);
+    amp_session_close(s);
+    tu_rmtree(dir);
+    free(good);
+    free(path);
+    free(dir);
+}
+
 /* ---- the other forms ---------------------------------------------------------------------- */
 
 /* Backward inside the main graph: loss and W_grad are outputs; the caller applies them. */
