@@ -366,6 +366,7 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     AmpBuf *y;
     AmpCode rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
     if (rc || !y) return rc;
+    if (!y->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer = amp_shape_nelem(axis, dims);
     uint64_t inner = amp_shape_nelem(x0->rank - axis - 1, dims + axis + 1);
     char *d = y->data;
