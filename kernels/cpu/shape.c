@@ -361,6 +361,8 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
         for (int d = 0; d < x->rank; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
                 return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
+        if (x->dims[axis] > INT64_MAX - dims[axis]) /* empty inputs may have any dims */
+            return amp_sh_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
         dims[axis] += x->dims[axis];
     }
     AmpBuf *y;

@@ -48,6 +48,34 @@ static AmpCode run_op(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *
     return rc;
 }
 
+/* Calls the node's kernel alone, without the shape function (which checks the same dims
+ * first) and with no output placed: the kernel's own checks must fail first. */
+static AmpCode kernel_only(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in) {
+    const AmpNode *c = kt_call_node(n, n_in, in, 1);
+    void *attrs = NULL;
+    amp_status_clear(&st);
+    AmpKernelPrepareFn prep = amp_cpu_kernel_prepare(c->op);
+    cr_assert_eq(prep ? prep(c, opset, &attrs, &st) : AMP_OK, AMP_OK, "%s", st.msg);
+    AmpBuf out[1];
+    memset(out, 0, sizeof out);
+    AmpKernelCtx k = {.node = c, .opset = opset, .n_in = n_in, .in = in, .n_out = 1, .out = out, .attrs = attrs,
+                      .alloc = test_alloc, .alloc_ctx = &outs, .st = &st};
+    AmpCode rc = amp_cpu_kernel(c->op)(&k);
+    free(attrs);
+    return rc;
+}
+
+/* Runs the node's shape function (ir/shape.h) alone on the inputs' shapes. */
+static AmpCode shape_only(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in) {
+    const AmpNode *c = kt_call_node(n, n_in, in, 1);
+    KtEnv env = {c, n_in, in};
+    AmpShapeEnv se = {.shape_of = kt_env_shape, .ints_of = kt_env_ints, .doubles_of = kt_env_doubles, .user = &env};
+    AmpBuf shapes[KT_MAX_OUT];
+    bool known[KT_MAX_OUT];
+    amp_status_clear(&st);
+    return amp_shape_node(c, opset, &se, shapes, known, &st);
+}
+
 /* Runs op on the inputs and expects success with output 0 of shape (rank, dims). */
 static void expect_empty_ok(AmpNode *n, int64_t opset, int n_in, const AmpBuf *const *in, int n_out, int rank,
                             const int64_t *dims) {
@@ -142,4 +170,73 @@ Test(hostile, gather_empty_huge) {
     AmpNode *n2 = mknode("Gather");
     attr_int(n2, "axis", 1);
     cr_assert_eq(run_op(n2, 13, 2, (const AmpBuf *[]){&x, &bad}, 1), AMP_ERR_INPUT);
+}
+
+/* ---- point 7: Trilu's k at the int64 limits, Concat and Pad dims past int64 -------- */
+
+/* Trilu of a 2x3 matrix 1..6 with k = kv: past either corner every row keeps or drops
+ * all (i + k must not overflow into the other side). */
+static void trilu_expect(bool upper, int64_t kv, bool all_kept) {
+    static const float x6[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t kd[1] = {kv};
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, I64(2, 3), x6), kb = mkbuf(AMP_DT_INT64, 0, NULL, kd);
+    AmpNode *n = mknode("Trilu");
+    attr_int(n, "upper", upper);
+    cr_assert_eq(run_op(n, 14, 2, (const AmpBuf *[]){&x, &kb}, 1), AMP_OK, "%s", st.msg);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(((float *)outs.b[0].data)[i], all_kept ? x6[i] : 0.0f, "upper %d, k %lld: element %d is %g",
+                     upper, (long long)kv, i, ((float *)outs.b[0].data)[i]);
+}
+
+Test(hostile, trilu_k_at_int64_limits) {
+    trilu_expect(true, INT64_MAX, false);
+    trilu_expect(true, INT64_MAX - 1, false);
+    trilu_expect(true, INT64_MIN, true);
+    trilu_expect(true, INT64_MIN + 1, true);
+    trilu_expect(false, INT64_MAX, true);
+    trilu_expect(false, INT64_MIN, false);
+    trilu_expect(false, INT64_MIN + 1, false);
+}
+
+Test(hostile, concat_axis_sum_past_int64) {
+    /* 4 * 2^62 + 3 wraps to 3 in 64 bits: an output [0, 3] would be a wrong answer */
+    AmpBuf big = mkbuf(AMP_DT_FLOAT, 2, I64(0, INT64_C(1) << 62), NULL);
+    AmpBuf three = mkbuf(AMP_DT_FLOAT, 2, I64(0, 3), NULL);
+    AmpNode *n = mknode("Concat");
+    attr_int(n, "axis", 1);
+    cr_assert_eq(run_op(n, 13, 5, (const AmpBuf *[]){&big, &big, &big, &big, &three}, 1), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    /* INT64_MAX + 1 */
+    AmpBuf max = mkbuf(AMP_DT_FLOAT, 2, I64(0, INT64_MAX), NULL);
+    AmpBuf one = mkbuf(AMP_DT_FLOAT, 2, I64(0, 1), NULL);
+    AmpNode *n2 = mknode("Concat");
+    attr_int(n2, "axis", -1);
+    cr_assert_eq(run_op(n2, 13, 2, (const AmpBuf *[]){&max, &one}, 1), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    /* the shape function and the kernel check each */
+    cr_assert_eq(shape_only(n, 13, 5, (const AmpBuf *[]){&big, &big, &big, &big, &three}), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    cr_assert_eq(kernel_only(n, 13, 5, (const AmpBuf *[]){&big, &big, &big, &big, &three}), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    cr_assert_eq(kernel_only(n2, 13, 2, (const AmpBuf *[]){&max, &one}), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+}
+
+Test(hostile, pad_dims_past_int64) {
+    /* INT64_MAX - 1 + 2^61: past int64, an error that says so (not a crop) */
+    const int64_t pads[4] = {0, 0, 0, INT64_C(1) << 61};
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, I64(0, INT64_MAX - 1), NULL);
+    AmpBuf p = mkbuf(AMP_DT_INT64, 1, I64(4), pads);
+    cr_assert_eq(run_op(mknode("Pad"), 13, 2, (const AmpBuf *[]){&x, &p}, 1), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    cr_assert_eq(shape_only(mknode("Pad"), 13, 2, (const AmpBuf *[]){&x, &p}), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    cr_assert_eq(kernel_only(mknode("Pad"), 13, 2, (const AmpBuf *[]){&x, &p}), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "overflow"), "%s", st.msg);
+    /* both sides: 2^62 - 1 + 2^61 + 2^61 = 2^63 - 1 fits exactly */
+    const int64_t fit[4] = {0, INT64_C(1) << 61, 0, INT64_C(1) << 61};
+    AmpBuf x2 = mkbuf(AMP_DT_FLOAT, 2, I64(0, (INT64_C(1) << 62) - 1), NULL);
+    AmpBuf p2 = mkbuf(AMP_DT_INT64, 1, I64(4), fit);
+    cr_assert_eq(run_op(mknode("Pad"), 13, 2, (const AmpBuf *[]){&x2, &p2}, 1), AMP_OK, "%s", st.msg);
+    expect_shape(&outs.b[0], 2, I64(0, INT64_MAX));
 }
