@@ -1,9 +1,9 @@
-/* Hostile shapes for the CPU kernels (issue 26, points 6, 7 and 9): a tensor with no
+/* Hostile shapes for the CPU kernels (issue 26, points 6 and 7): a tensor with no
  * element but a huge other dimension ([2^40, 0], [0, 2^40]) costs O(1), never a loop
  * over its 2^40 empty rows (each test has a 2-second timeout, so a hang fails it); Trilu
- * with k at INT64_MAX / INT64_MIN; Concat and Pad whose output dims overflow int64; and
- * ConvTranspose with output_shape and auto_pad NOTSET. An empty tensor's data is a
- * pointer to nothing readable (`nothing`: a kernel that loops reads no element of it)
+ * with k at INT64_MAX / INT64_MIN; Concat and Pad whose output dims overflow int64.
+ * (Point 9, ConvTranspose's output_shape, is in test_conv.c.) An empty tensor's data is
+ * a pointer to nothing readable (`nothing`: a kernel that loops reads no element of it)
  * or NULL, as a zero-byte value may have. */
 #include <criterion/criterion.h>
 #include <math.h>
