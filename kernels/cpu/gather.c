@@ -183,6 +183,7 @@ AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
             return bad_index(k, idx, bad, x->dims[b + (int64_t)(bad % (uint64_t)m)]);
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y) return rc;
+    if (!y->nelem) return AMP_OK; /* no element, however many empty batches (after the index checks) */
     const char *src = x->data;
     char *dst = y->data;
     size_t row = (size_t)slice * es;

@@ -343,6 +343,8 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
         if (out[i]) rc = amp_red_expect(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
     if (rc) return rc;
     AmpBuf *y = out[0];
+    /* The batches the loops visit: none when X holds no element ([2^40, C, 0] is O(C)) */
+    uint64_t Nx = x->nelem ? N : 0;
     AmpFv v[5];
     if ((rc = open_all(k, in, v, 5))) return rc;
     /* per channel: stats[0..C) mean, [C..2C) var, then the running values */
@@ -359,10 +361,10 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     for (uint64_t c = 0; c < C; c++) {
         if (train) {
             double s = 0.0, q = 0.0;
-            for (uint64_t n = 0; n < N; n++)
+            for (uint64_t n = 0; n < Nx; n++)
                 for (uint64_t j = 0; j < S; j++) s += amp_fv_get(&v[0], (n * C + c) * S + j);
             double m = s / (double)(N * S);
-            for (uint64_t n = 0; n < N; n++)
+            for (uint64_t n = 0; n < Nx; n++)
                 for (uint64_t j = 0; j < S; j++) {
                     double d = amp_fv_get(&v[0], (n * C + c) * S + j) - m;
                     q += d * d;
@@ -375,7 +377,7 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
             bv[c] = rv[c] = amp_fv_get(&v[4], c);
         }
         double a = amp_fv_get(&v[1], c) / sqrt(bv[c] + eps), b = amp_fv_get(&v[2], c) - bm[c] * a;
-        for (uint64_t n = 0; y && n < N; n++)
+        for (uint64_t n = 0; y && n < Nx; n++)
             for (uint64_t j = 0; j < S; j++) {
                 uint64_t at = (n * C + c) * S + j;
                 amp_fo_set(&o, at, amp_fv_get(&v[0], at) * a + b);

@@ -172,6 +172,29 @@ Test(hostile, gather_empty_huge) {
     cr_assert_eq(run_op(n2, 13, 2, (const AmpBuf *[]){&x, &bad}, 1), AMP_ERR_INPUT);
 }
 
+Test(hostile, batch_normalization_empty_huge) {
+    static const float one[2] = {1, 1};
+    AmpBuf s = mkbuf(AMP_DT_FLOAT, 1, I64(2), one);
+    AmpBuf x0 = mkbuf(AMP_DT_FLOAT, 3, I64(BIG, 2, 0), nothing);
+    expect_empty_ok(mknode("BatchNormalization"), 15, 5, (const AmpBuf *[]){&x0, &s, &s, &s, &s}, 1, 3,
+                    I64(BIG, 2, 0));
+    /* data NULL: an empty X needs none (its float view opened, not converted) */
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 3, I64(BIG, 2, 0), NULL);
+    expect_empty_ok(mknode("BatchNormalization"), 15, 5, (const AmpBuf *[]){&x, &s, &s, &s, &s}, 1, 3,
+                    I64(BIG, 2, 0));
+    AmpBuf xh = mkbuf(AMP_DT_FLOAT16, 3, I64(BIG, 2, 0), NULL);
+    expect_empty_ok(mknode("LpNormalization"), 1, 1, (const AmpBuf *[]){&xh}, 1, 3, I64(BIG, 2, 0));
+}
+
+Test(hostile, gather_nd_empty_huge) {
+    /* 2^40 batches of no index tuple */
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 3, I64(BIG, 2, 0), nothing);
+    AmpBuf idx = mkbuf(AMP_DT_INT64, 3, I64(BIG, 0, 1), nothing);
+    AmpNode *n = mknode("GatherND");
+    attr_int(n, "batch_dims", 1);
+    expect_empty_ok(n, 13, 2, (const AmpBuf *[]){&x, &idx}, 1, 3, I64(BIG, 0, 0));
+}
+
 /* ---- point 7: Trilu's k at the int64 limits, Concat and Pad dims past int64 -------- */
 
 /* Trilu of a 2x3 matrix 1..6 with k = kv: past either corner every row keeps or drops
