@@ -243,6 +243,10 @@ AmpCode amp_infer_concat(AmpInferCtx *c) {
                 return amp_inf_fail(n, st, "inputs of rank %d and %d", rank, b.rank);
             for (int d = 0; d < rank; d++)
                 if (d != ax) s.d[d] = amp_dim_merge(s.d[d], b.d[d]);
+            /* amp_dim_add makes an overflow unknown; known dims past int64 are an error
+             * (empty inputs may have any dims) */
+            if (amp_dim_known(sum) && amp_dim_known(b.d[ax]) && b.d[ax].value > INT64_MAX - sum.value)
+                return amp_inf_fail(n, st, "the axis dims overflow int64 at input %d", i);
             sum = amp_dim_add(sum, b.d[ax]);
         }
         s.d[ax] = sum;
@@ -457,12 +461,19 @@ AmpCode amp_infer_pad(AmpInferCtx *c) {
     for (int i = 0; i < ka; i++) {
         int a = amp_inf_axis(axes[i], in.rank);
         if (a < 0) return amp_inf_fail(n, st, "axis %lld out of range", (long long)axes[i]);
-        if (!amp_dim_known(in.d[a]) || !amp_inf_small(in.d[a].value) || !amp_inf_small(pads[i]) ||
-            !amp_inf_small(pads[i + ka])) {
+        /* The axis may be up to INT64_MAX (an empty tensor); pads past +-2^61 are the
+         * kernel's error, so their sum stays defined and only the last add is checked. */
+        const int64_t lim = INT64_C(1) << 61;
+        if (!amp_dim_known(in.d[a]) || pads[i] > lim || pads[i] < -lim || pads[i + ka] > lim ||
+            pads[i + ka] < -lim) {
             s.d[a] = amp_dim_unknown();
             continue;
         }
-        int64_t v = in.d[a].value + pads[i] + pads[i + ka];
+        int64_t grow = pads[i] + pads[i + ka];
+        if (grow > 0 && in.d[a].value > INT64_MAX - grow)
+            return amp_inf_fail(n, st, "pads on axis %d overflow int64 (%lld + %lld)", a, (long long)in.d[a].value,
+                                (long long)grow);
+        int64_t v = in.d[a].value + grow;
         s.d[a] = v >= 0 ? amp_dim_of(v) : amp_dim_unknown();
     }
     return amp_inf_set(c, 0, dt0(c), &s);

@@ -412,11 +412,12 @@ static int64_t floor_div2(int64_t v) {
     return v >= 0 ? v / 2 : -((-v + 1) / 2);
 }
 
-/* Output sizes and pads, as ONNX's reference does it: with auto_pad SAME the output is
- * output_shape or in * stride, and the total padding (natural size - output, possibly
- * negative) is split with the larger half at the end for SAME_UPPER, at the start for
- * SAME_LOWER; otherwise the start pad is pads[i] and the size output_shape, or the
- * natural size less both pads. */
+/* Output sizes and pads, as the ONNX spec and onnxruntime do it: the output is
+ * output_shape where given, else in * stride with auto_pad SAME; then the pads
+ * attribute is ignored and the total padding (natural size - output, possibly negative)
+ * is split with the larger half at the end for SAME_UPPER, at the start otherwise
+ * (SAME_LOWER, NOTSET and VALID alike). With neither, the start pad is pads[i] (0 for
+ * VALID) and the size the natural one less both pads. */
 static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
                                   AmpConvGeom *g) {
     memset(g, 0, sizeof *g);
@@ -452,13 +453,10 @@ static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const 
             return amp_conv_fail(k, AMP_ERR_INPUT, "output_padding %lld must be below the stride or dilation",
                                  (long long)opad[i]);
         int64_t natural = g->stride[i] * (g->in[i] > 0 ? g->in[i] - 1 : 0) + opad[i] + (kern[i] - 1) * g->dil[i] + 1;
-        if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+        if (have_os || ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
             g->out[i] = have_os ? oshape[i] : g->in[i] * g->stride[i];
             int64_t total = natural - g->out[i];
             g->pad0[i] = ap == PAD_SAME_UPPER ? floor_div2(total) : total - floor_div2(total);
-        } else if (have_os) {
-            g->pad0[i] = ap == PAD_VALID ? 0 : pads[i];
-            g->out[i] = oshape[i];
         } else {
             g->pad0[i] = ap == PAD_VALID ? 0 : pads[i];
             g->pad1[i] = ap == PAD_VALID ? 0 : pads[n + i];

@@ -72,6 +72,7 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
     for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y) return rc;
+    if (!y->nelem) return AMP_OK; /* no element, however many empty rows (after the index checks) */
     uint64_t outer = amp_shape_nelem(axis, x->dims);
     size_t row = (size_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1) * es;
     const char *src = x->data;
@@ -182,6 +183,7 @@ AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
             return bad_index(k, idx, bad, x->dims[b + (int64_t)(bad % (uint64_t)m)]);
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y) return rc;
+    if (!y->nelem) return AMP_OK; /* no element, however many empty batches (after the index checks) */
     const char *src = x->data;
     char *dst = y->data;
     size_t row = (size_t)slice * es;

@@ -167,6 +167,12 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     for (int i = 1; !rc && i < 3; i++)
         if (out[i]) rc = amp_red_expect(k, out[i], AMP_DT_FLOAT, x->rank, sd);
     AmpBuf *y = out[0], *mean = out[1], *inv = out[2];
+    /* No element, however many empty rows ([2^40, 0]): O(1). Mean and InvStdDev, where
+     * listed, have one element per row, so their loop costs what their placement did. */
+    if (!rc && !x->nelem && !mean && !inv) {
+        free(ms.colmap), free(mb.colmap);
+        return AMP_OK;
+    }
     const AmpBuf *ins[3] = {x, sc, bi};
     AmpFv v[3];
     AmpFo o = {0};
@@ -337,6 +343,8 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
         if (out[i]) rc = amp_red_expect(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
     if (rc) return rc;
     AmpBuf *y = out[0];
+    /* The batches the loops visit: none when X holds no element ([2^40, C, 0] is O(C)) */
+    uint64_t Nx = x->nelem ? N : 0;
     AmpFv v[5];
     if ((rc = open_all(k, in, v, 5))) return rc;
     /* per channel: stats[0..C) mean, [C..2C) var, then the running values */
@@ -353,10 +361,10 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     for (uint64_t c = 0; c < C; c++) {
         if (train) {
             double s = 0.0, q = 0.0;
-            for (uint64_t n = 0; n < N; n++)
+            for (uint64_t n = 0; n < Nx; n++)
                 for (uint64_t j = 0; j < S; j++) s += amp_fv_get(&v[0], (n * C + c) * S + j);
             double m = s / (double)(N * S);
-            for (uint64_t n = 0; n < N; n++)
+            for (uint64_t n = 0; n < Nx; n++)
                 for (uint64_t j = 0; j < S; j++) {
                     double d = amp_fv_get(&v[0], (n * C + c) * S + j) - m;
                     q += d * d;
@@ -369,7 +377,7 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
             bv[c] = rv[c] = amp_fv_get(&v[4], c);
         }
         double a = amp_fv_get(&v[1], c) / sqrt(bv[c] + eps), b = amp_fv_get(&v[2], c) - bm[c] * a;
-        for (uint64_t n = 0; y && n < N; n++)
+        for (uint64_t n = 0; y && n < Nx; n++)
             for (uint64_t j = 0; j < S; j++) {
                 uint64_t at = (n * C + c) * S + j;
                 amp_fo_set(&o, at, amp_fv_get(&v[0], at) * a + b);
@@ -406,6 +414,7 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
     const AmpBuf *x = in[0];
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if (!x->nelem) return AMP_OK; /* no element, however many empty (n, group) rows */
     AmpFv v[3];
     AmpFo o;
     if ((rc = open_all(k, in, v, 3))) return rc;
@@ -460,11 +469,16 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
 /* ---- LpNormalization ------------------------------------------------------------- */
 
 /* Output 0, shaped and typed as x, and views of both: v of x, o of the output. *y is
- * NULL (and nothing opened) where the node does not list it. */
+ * NULL (and nothing opened) where the node does not list it or x has no element (there
+ * is nothing to write, however many empty rows the shape has: [2^40, 0] is O(1)). */
 static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v, AmpFo *o) {
     AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = amp_red_expect(k, *y, x->dtype, x->rank, x->dims)))
         return rc;
+    if (!x->nelem) {
+        *y = NULL;
+        return AMP_OK;
+    }
     rc = amp_fv_open(k, x, v);
     if (rc) return rc;
     if ((rc = amp_fo_open(k, *y, o))) amp_fv_close(v);

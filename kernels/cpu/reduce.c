@@ -397,6 +397,7 @@ AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
     AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if ((rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if (!x->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     AmpFv v = {0};
@@ -518,7 +519,9 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
     if ((vals && (rc = amp_red_expect(k, vals, x->dtype, x->rank, od))) ||
         (idxs && (rc = amp_red_expect(k, idxs, AMP_DT_INT64, x->rank, od))))
         return rc;
-    if (!vals && !idxs) return AMP_OK;
+    /* Nothing to write where the node lists no output or x (and so each output, K being
+     * at most the axis) has no element, however many empty rows the shape has. */
+    if ((!vals && !idxs) || !x->nelem) return AMP_OK;
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     TkItem *items = malloc((D ? D : 1) * sizeof *items);

@@ -100,6 +100,7 @@ typedef struct AmpFv {
 /* Opens a view of b; UNSUPPORTED (naming the dtype) for non-float types. */
 static inline AmpCode amp_fv_open(AmpKernelCtx *k, const AmpBuf *b, AmpFv *v) {
     memset(v, 0, sizeof *v);
+    if (!b->nelem && amp_is_f32_family(b->dtype)) return AMP_OK; /* nothing to read; data may be NULL */
     if (b->dtype == AMP_DT_DOUBLE) {
         v->d = b->data;
         return AMP_OK;
@@ -130,6 +131,7 @@ typedef struct AmpFo {
 static inline AmpCode amp_fo_open(AmpKernelCtx *k, AmpBuf *b, AmpFo *o) {
     memset(o, 0, sizeof *o);
     o->b = b;
+    if (!b->nelem && amp_is_f32_family(b->dtype)) return AMP_OK; /* nothing to write; data may be NULL */
     if (b->dtype == AMP_DT_DOUBLE) {
         o->d = b->data;
         return AMP_OK;

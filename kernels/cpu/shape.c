@@ -361,11 +361,14 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
         for (int d = 0; d < x->rank; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
                 return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
+        if (x->dims[axis] > INT64_MAX - dims[axis]) /* empty inputs may have any dims */
+            return amp_sh_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
         dims[axis] += x->dims[axis];
     }
     AmpBuf *y;
     AmpCode rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
     if (rc || !y) return rc;
+    if (!y->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer = amp_shape_nelem(axis, dims);
     uint64_t inner = amp_shape_nelem(x0->rank - axis - 1, dims + axis + 1);
     char *d = y->data;

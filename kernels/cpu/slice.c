@@ -234,7 +234,12 @@ AmpCode amp_sh_pad(AmpKernelCtx *k) {
     for (int d = 0; d < r; d++) {
         if (before[d] > lim || before[d] < -lim || after[d] > lim || after[d] < -lim)
             return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
-        dims[d] = x->dims[d] + before[d] + after[d];
+        /* |before + after| <= 2^62, but the axis itself may be up to INT64_MAX (empty) */
+        int64_t grow = before[d] + after[d];
+        if (grow > 0 && x->dims[d] > INT64_MAX - grow)
+            return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
+                               (long long)x->dims[d], (long long)grow);
+        dims[d] = x->dims[d] + grow;
         if (dims[d] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
         if (dims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
             return amp_sh_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", ms, d);

@@ -53,6 +53,8 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if ((rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
+    /* No element, however many empty rows ([2^40, 0]): nothing to do, in O(1). */
+    if (!x->nelem) return AMP_OK;
     AmpFv v;
     AmpFo o;
     if ((rc = amp_fv_open(k, x, &v))) return rc;
@@ -108,6 +110,7 @@ AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
     if ((rc = amp_red_expect(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
+    if (!dy->nelem) return AMP_OK; /* no element, however many empty rows */
     AmpFv vd, vy;
     AmpFo o;
     if ((rc = amp_fv_open(k, dy, &vd))) return rc;

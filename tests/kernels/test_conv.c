@@ -203,6 +203,58 @@ Test(conv, conv_auto_pad_same) {
     free(x.data), free(w.data);
 }
 
+/* ConvTranspose of x = (1, 2, 3), w = (0.5, 1) [, 1.5] with output_shape: the pads
+ * attribute is ignored and the total padding (natural size - output_shape) splits with
+ * the larger half first, but for SAME_UPPER (the spec; values from onnxruntime 1.32,
+ * which agrees). The natural outputs are (0.5, 2, 3.5, 3) at stride 1 and
+ * (0.5, 1, 2.5, 2, 4.5, 3, 4.5) for the 3-wide kernel at stride 2. */
+static void convt_os(int64_t kw, const char *auto_pad, int64_t stride, int64_t opad, const int64_t *pads, int64_t os,
+                     const float *want) {
+    static const float x3[3] = {1, 2, 3}, w3[3] = {0.5f, 1, 1.5f};
+    AmpBuf x = {.dtype = AMP_DT_FLOAT, .rank = 3, .dims = {1, 1, 3}, .nelem = 3, .data = (void *)x3};
+    AmpBuf w = {.dtype = AMP_DT_FLOAT, .rank = 3, .dims = {1, 1, kw}, .nelem = (uint64_t)kw, .data = (void *)w3};
+    AmpNode *n = mknode("", "ConvTranspose");
+    if (auto_pad) attr_str(n, "auto_pad", auto_pad);
+    if (pads) attr_ints(n, "pads", 2, pads);
+    attr_ints(n, "strides", 1, I64(stride));
+    if (opad) attr_ints(n, "output_padding", 1, I64(opad));
+    attr_ints(n, "output_shape", 1, I64(os));
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run(n, 2, (const AmpBuf *[]){&x, &w}, 1, &o, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o.b[0], 3, I64(1, 1, os));
+    for (int64_t i = 0; i < os; i++)
+        cr_expect_float_eq(((float *)o.b[0].data)[i], want[i], 1e-6f, "%s, stride %lld, output_shape %lld: y[%lld]",
+                           auto_pad ? auto_pad : "NOTSET", (long long)stride, (long long)os, (long long)i);
+    outs_free(&o);
+}
+
+Test(conv, conv_transpose_output_shape_computes_pads) {
+    /* the case: 4x4 ones, 2x2 ones, output_shape (1, 1): the centre, 4 */
+    float ones[16];
+    for (int i = 0; i < 16; i++) ones[i] = 1;
+    AmpBuf x = {.dtype = AMP_DT_FLOAT, .rank = 4, .dims = {1, 1, 4, 4}, .nelem = 16, .data = ones};
+    AmpBuf w = {.dtype = AMP_DT_FLOAT, .rank = 4, .dims = {1, 1, 2, 2}, .nelem = 4, .data = ones};
+    AmpNode *n = mknode("", "ConvTranspose");
+    attr_ints(n, "output_shape", 2, I64(1, 1));
+    Outs o;
+    AmpStatus st;
+    cr_assert_eq(run(n, 2, (const AmpBuf *[]){&x, &w}, 1, &o, &st), AMP_OK, "%s", st.msg);
+    expect_shape(&o.b[0], 4, I64(1, 1, 1, 1));
+    cr_expect_float_eq(((float *)o.b[0].data)[0], 4.0f, 1e-6f, "got %g", ((float *)o.b[0].data)[0]);
+    outs_free(&o);
+    convt_os(2, NULL, 1, 0, NULL, 3, (const float[]){2, 3.5f, 3});
+    convt_os(2, NULL, 1, 0, NULL, 2, (const float[]){2, 3.5f});
+    convt_os(2, NULL, 1, 0, I64(0, 1), 3, (const float[]){2, 3.5f, 3}); /* pads ignored */
+    convt_os(2, "VALID", 1, 0, NULL, 3, (const float[]){2, 3.5f, 3});
+    convt_os(2, "SAME_LOWER", 1, 0, NULL, 3, (const float[]){2, 3.5f, 3});
+    convt_os(2, "SAME_UPPER", 1, 0, NULL, 3, (const float[]){0.5f, 2, 3.5f});
+    convt_os(2, "SAME_UPPER", 1, 0, NULL, 2, (const float[]){2, 3.5f});
+    convt_os(2, NULL, 2, 0, NULL, 5, (const float[]){1, 1, 2, 1.5f, 3});
+    convt_os(3, NULL, 2, 0, NULL, 6, (const float[]){1, 2.5f, 2, 4.5f, 3, 4.5f});
+    convt_os(3, NULL, 2, 1, NULL, 5, (const float[]){2.5f, 2, 4.5f, 3, 4.5f});
+}
+
 Test(conv, conv_errors) {
     AmpBuf x = fbuf(4, I64(1, 4, 5, 5)), w = fbuf(4, I64(2, 3, 3, 3)), w2 = fbuf(4, I64(2, 4, 3, 3));
     Outs o;
