@@ -26,15 +26,6 @@ AmpCode amp_attn_oom(AmpKernelCtx *k) {
     return amp_attn_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
-AmpCode amp_attn_check_out(AmpKernelCtx *k, const AmpBuf *out, int dtype, int rank, const int64_t *dims) {
-    AmpBuf want = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank; i++) want.dims[i] = dims[i];
-    if (amp_buf_same_shape(out, &want)) return AMP_OK;
-    char placed[160], expect[160];
-    amp_buf_describe(out, placed, sizeof placed);
-    amp_buf_describe(&want, expect, sizeof expect);
-    return amp_attn_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", placed, expect);
-}
 
 bool amp_attn_size(int n, const int64_t *d, int64_t *out) {
     uint64_t p = 1;
@@ -377,7 +368,7 @@ AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
     for (int i = 0; i < 4; i++) {
         const int64_t *dims = i == 0 ? ydims : i == 1 ? pkd : i == 2 ? pvd : qkd;
         int rank = i == 0 && s.is3d ? 3 : 4, dt = i == 2 ? v->dtype : q->dtype;
-        if (out[i] && (rc = amp_attn_check_out(k, out[i], dt, rank, dims))) return rc;
+        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, rank, dims))) return rc;
     }
 
     float *tq, *tk, *tv, *tpk = NULL, *tpv = NULL, *tm = NULL, *qs = NULL, *ks = NULL, *vs = NULL, *ys = NULL;

@@ -50,10 +50,6 @@ void amp_attn_merge_heads(float *dst, const float *src, int64_t B, int64_t H, in
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
 AmpCode amp_attn_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 AmpCode amp_attn_oom(AmpKernelCtx *k);
-/* AMP_OK when the placed output `out` has dtype and shape (rank, dims), which the
- * kernel worked out from its inputs and its loops rely on; else AMP_ERR_INTERNAL naming
- * the node and both shapes (the shape function and the kernel disagree). */
-AmpCode amp_attn_check_out(AmpKernelCtx *k, const AmpBuf *out, int dtype, int rank, const int64_t *dims);
 /* *out = the product of n sizes; false when one is negative or the product is over
  * 2^40 elements (hostile shapes). */
 bool amp_attn_size(int n, const int64_t *d, int64_t *out);

@@ -48,6 +48,19 @@ AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out) {
     return AMP_OK;
 }
 
+AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
+    bool same = y->dtype == dtype && y->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
+    if (same) return AMP_OK;
+    AmpBuf want = {.dtype = dtype, .rank = rank < 0 ? 0 : rank > AMP_MAX_RANK ? AMP_MAX_RANK : rank};
+    for (int i = 0; i < want.rank; i++) want.dims[i] = dims[i];
+    char got[160], exp[160];
+    amp_buf_describe(y, got, sizeof got);
+    amp_buf_describe(&want, exp, sizeof exp);
+    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): the output placed is %s, the kernel expects %s",
+                    k->node->name ? k->node->name : "", k->node->op_type, got, exp);
+}
+
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {
     return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernels[op] : NULL;
 }

@@ -19,17 +19,6 @@ AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
     return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
 }
 
-AmpCode amp_conv_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
-    bool same = y->dtype == dtype && y->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
-    if (same) return AMP_OK;
-    AmpBuf want = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
-    char got[160], exp[160];
-    amp_buf_describe(y, got, sizeof got);
-    amp_buf_describe(&want, exp, sizeof exp);
-    return amp_conv_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
-}
 
 /* Attribute values are capped at INT32_MAX so that window arithmetic cannot overflow. */
 AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, int64_t min, int64_t *out) {
@@ -317,7 +306,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     int64_t ydims[AMP_MAX_RANK] = {N, M};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_conv_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
@@ -498,7 +487,7 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     int64_t ydims[AMP_MAX_RANK] = {N, M};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_conv_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||

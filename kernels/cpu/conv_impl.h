@@ -20,9 +20,6 @@ typedef struct AmpConvGeom {
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
 AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
-/* AMP_ERR_INTERNAL naming the node unless y, the output the executor placed, has the
- * dtype and dims (rank entries) that the kernel's loops are sized by. */
-AmpCode amp_conv_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
 
 /* ---- attributes, parsed once at prepare (Conv, ConvTranspose, MaxPool, AveragePool) */
 

@@ -105,8 +105,8 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
     AmpBuf *y = out[0], *mask = out[1];
-    if ((y && (rc = amp_ew_check_out(k, y, x->dtype, x->rank, x->dims))) ||
-        (mask && (rc = amp_ew_check_out(k, mask, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims))))
+    if ((y && (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) ||
+        (mask && (rc = amp_kernel_check_out(k, mask, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims))))
         return rc;
 
     if (!train || !x->nelem) {

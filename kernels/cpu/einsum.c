@@ -384,7 +384,7 @@ AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
     int64_t dims[AMP_MAX_RANK];
     for (int a = 0; a < e->out.rank; a++) dims[a] = e->size[e->out.lab[a]];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_gemm_check_out(k, y, dt, e->out.rank, dims))) {
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, e->out.rank, dims))) {
         free(e);
         return rc;
     }

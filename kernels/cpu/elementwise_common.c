@@ -111,22 +111,11 @@ void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c) {
     }
 }
 
-AmpCode amp_ew_check_out(AmpKernelCtx *k, const AmpBuf *b, int dtype, int rank, const int64_t *dims) {
-    bool same = b->dtype == dtype && b->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = b->dims[i] == dims[i];
-    if (same) return AMP_OK;
-    AmpBuf want = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
-    char got[160], exp[160];
-    amp_buf_describe(b, got, sizeof got);
-    amp_buf_describe(&want, exp, sizeof exp);
-    return amp_ew_err(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
-}
 
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
     AmpCode rc = amp_kernel_outputs(k, 1, out);
     if (rc || !*out) return rc;
-    return amp_ew_check_out(k, *out, dtype, rank, dims);
+    return amp_kernel_check_out(k, *out, dtype, rank, dims);
 }
 
 AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {

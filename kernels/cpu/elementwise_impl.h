@@ -128,8 +128,6 @@ void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c);
  * rank, dims; AMP_ERR_INTERNAL naming both if not, since the loops are bounded by the
  * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
-/* The same check for a placed output b (any index). */
-AmpCode amp_ew_check_out(AmpKernelCtx *k, const AmpBuf *b, int dtype, int rank, const int64_t *dims);
 
 /* Before opset 7, binary ops broadcast B onto A only with broadcast=1, at `axis` when
  * given: amp_ew_prepare_legacy_bcast (kernels.h) keeps the axis in this struct, and

@@ -23,17 +23,6 @@ static AmpCode oom(AmpKernelCtx *k) {
     return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
-AmpCode amp_gemm_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
-    bool same = y->dtype == dtype && y->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
-    if (same) return AMP_OK;
-    AmpBuf want = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
-    char got[160], exp[160];
-    amp_buf_describe(y, got, sizeof got);
-    amp_buf_describe(&want, exp, sizeof exp);
-    return amp_gemm_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
-}
 
 /* ---- attributes, parsed once at prepare ------------------------------------------- */
 
@@ -231,7 +220,7 @@ static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
     AmpBuf *y;
     AmpCode rc = mm_shape(k, a, b, ta, tb, &s);
     if (rc || (rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_gemm_check_out(k, y, dt, s.out_rank, s.out))) return rc;
+    if ((rc = amp_kernel_check_out(k, y, dt, s.out_rank, s.out))) return rc;
     if (dt == AMP_DT_DOUBLE) {
         mm_f64(&s, ta, tb, alpha, a->data, b->data, y->data);
         return AMP_OK;
@@ -301,7 +290,7 @@ static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool sta
     }
     if (!y) return AMP_OK;
     bool f32 = stand_in && y->dtype == AMP_DT_FLOAT && (dt == AMP_DT_FLOAT16 || dt == AMP_DT_BFLOAT16);
-    AmpCode rc = amp_gemm_check_out(k, y, f32 ? AMP_DT_FLOAT : dt, 2, ydims);
+    AmpCode rc = amp_kernel_check_out(k, y, f32 ? AMP_DT_FLOAT : dt, 2, ydims);
     if (rc) return rc;
     if (!m || !n) return AMP_OK;
     bool use_c = c && beta != 0.0f;

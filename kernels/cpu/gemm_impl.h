@@ -8,9 +8,6 @@
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
 AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
-/* AMP_ERR_INTERNAL naming the node unless y, the output the executor placed, has the
- * dtype and dims (rank entries) that the kernel's loops are sized by. */
-AmpCode amp_gemm_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
 /* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
 const void *amp_gemm_prepared(AmpKernelCtx *k);
 

@@ -50,6 +50,10 @@ void amp_buf_f32_commit(AmpBuf *b, float *tmp);
  * left unplaced (its shape unknown before the kernel ran) is AMP_ERR_INTERNAL naming the
  * node, since only data-dependent ops may size their outputs themselves. */
 AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out);
+/* AMP_ERR_INTERNAL naming the node and both shapes unless y, an output the executor
+ * placed, has the dtype and dims (rank entries) the kernel's loops are written for: a
+ * shape function that disagrees with its kernel must not become an out-of-bounds write. */
+AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
 
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);

@@ -96,8 +96,8 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     AmpBuf *outs[2];
     if ((rc = amp_kernel_outputs(k, softmax ? 2 : 1, outs))) return rc;
     AmpBuf *loss = outs[0], *lp = softmax ? outs[1] : NULL;
-    if ((loss && (rc = amp_red_expect(k, loss, x->dtype, a.red == LOSS_NONE ? labels->rank : 0, labels->dims))) ||
-        (lp && (rc = amp_red_expect(k, lp, x->dtype, x->rank, x->dims))))
+    if ((loss && (rc = amp_kernel_check_out(k, loss, x->dtype, a.red == LOSS_NONE ? labels->rank : 0, labels->dims))) ||
+        (lp && (rc = amp_kernel_check_out(k, lp, x->dtype, x->rank, x->dims))))
         return rc;
     AmpFv vx, vw = {0};
     AmpFo ol = {0}, op = {0};
@@ -184,7 +184,7 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
     }
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
-    if ((rc = amp_red_expect(k, dx, lpb->dtype, lpb->rank, lpb->dims))) return rc;
+    if ((rc = amp_kernel_check_out(k, dx, lpb->dtype, lpb->rank, lpb->dims))) return rc;
     AmpFv vd = {0}, vp = {0}, vw = {0}, vb = {0};
     AmpFo o;
     if ((rc = amp_fv_open(k, dy, &vd))) return rc;

@@ -230,8 +230,8 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     if (pres && H != Hv)
         return amp_attn_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
                              (long long)Dk, (long long)Dv);
-    if (y && (rc = amp_attn_check_out(k, y, dt, 3, ydims))) return rc;
-    if (pres && (rc = amp_attn_check_out(k, pres, dt, 5, pdims))) return rc;
+    if (y && (rc = amp_kernel_check_out(k, y, dt, 3, ydims))) return rc;
+    if (pres && (rc = amp_kernel_check_out(k, pres, dt, 5, pdims))) return rc;
     float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty = NULL, *tpr = NULL, *qkv = NULL, *qh = NULL,
                     *kv = NULL, *yh = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
@@ -360,7 +360,7 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
     if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
     for (int i = 0; i < 4; i++) {
         const int64_t *dims = i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd;
-        if (out[i] && (rc = amp_attn_check_out(k, out[i], dt, i ? 4 : 3, dims))) return rc;
+        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, i ? 4 : 3, dims))) return rc;
     }
     float *tq, *tk, *tv, *tb = NULL, *tab = NULL, *tpk = NULL, *tpv = NULL, *to[4] = {NULL};
     float *qh = NULL, *kh = NULL, *vh = NULL, *yh = NULL;

@@ -222,7 +222,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
     for (int i = 0; i < 3; i++) { /* dX like X, dW like W, dB (M) */
         const AmpBuf *like = i == 0 ? x : w;
-        if (out[i] && (rc = amp_attn_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
+        if (out[i] && (rc = amp_kernel_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
                                                i == 2 ? bdims : like->dims)))
             return rc;
     }

@@ -163,9 +163,9 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     int64_t sd[AMP_MAX_RANK];
     for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
     if (!rc) rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
+    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
     for (int i = 1; !rc && i < 3; i++)
-        if (out[i]) rc = amp_red_expect(k, out[i], AMP_DT_FLOAT, x->rank, sd);
+        if (out[i]) rc = amp_kernel_check_out(k, out[i], AMP_DT_FLOAT, x->rank, sd);
     AmpBuf *y = out[0], *mean = out[1], *inv = out[2];
     /* No element, however many empty rows ([2^40, 0]): O(1). Mean and InvStdDev, where
      * listed, have one element per row, so their loop costs what their placement did. */
@@ -230,9 +230,9 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     /* X_grad (like X), then scale_grad and bias_grad (like scale) where the node lists them */
     AmpBuf *out[3];
     AmpCode rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
+    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
     for (int j = 1; !rc && j < 3; j++)
-        if (out[j]) rc = amp_red_expect(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
+        if (out[j]) rc = amp_kernel_check_out(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
     if (rc) return rc;
     AmpBuf *dx = out[0], *pg[2] = {out[1], out[2]};
     AmpFv v[5];
@@ -338,9 +338,9 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     AmpBuf *out[5];
     int64_t cd[1] = {(int64_t)C};
     if ((rc = amp_kernel_outputs(k, 5, out))) return rc;
-    if (out[0]) rc = amp_red_expect(k, out[0], x->dtype, x->rank, x->dims);
+    if (out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
     for (int i = 1; !rc && i < 5; i++)
-        if (out[i]) rc = amp_red_expect(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
+        if (out[i]) rc = amp_kernel_check_out(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
     if (rc) return rc;
     AmpBuf *y = out[0];
     /* The batches the loops visit: none when X holds no element ([2^40, C, 0] is O(C)) */
@@ -413,7 +413,7 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
     double eps = na->eps;
     const AmpBuf *x = in[0];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty (n, group) rows */
     AmpFv v[3];
     AmpFo o;
@@ -473,7 +473,7 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
  * is nothing to write, however many empty rows the shape has: [2^40, 0] is O(1)). */
 static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v, AmpFo *o) {
     AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = amp_red_expect(k, *y, x->dtype, x->rank, x->dims)))
+    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = amp_kernel_check_out(k, *y, x->dtype, x->rank, x->dims)))
         return rc;
     if (!x->nelem) {
         *y = NULL;

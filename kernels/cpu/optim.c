@@ -88,7 +88,7 @@ static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, doub
         if (!b) continue;
         /* X_new is shaped like X, each state output like its state input */
         const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
-        rc = amp_red_expect(k, b, src->dtype, src->rank, src->dims);
+        rc = amp_kernel_check_out(k, b, src->dtype, src->rank, src->dims);
         if (!rc) rc = amp_fo_open(k, b, &o[j]);
     }
     for (int j = 0; j < n_io && !rc; j++) rc = amp_fv_open(k, in[j], &v[j]);
@@ -184,8 +184,8 @@ AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
     AmpBuf *flag = outs[0], *out = outs[1];
-    if ((flag && (rc = amp_red_expect(k, flag, AMP_DT_BOOL, 1, &one))) ||
-        (out && (rc = amp_red_expect(k, out, buf->dtype, buf->rank, buf->dims))))
+    if ((flag && (rc = amp_kernel_check_out(k, flag, AMP_DT_BOOL, 1, &one))) ||
+        (out && (rc = amp_kernel_check_out(k, out, buf->dtype, buf->rank, buf->dims))))
         return rc;
     if (flag) ((uint8_t *)flag->data)[0] = 1;
     if (!out) return AMP_OK;

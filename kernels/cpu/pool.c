@@ -180,8 +180,8 @@ static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, kind == POOL_MAX ? 2 : 1, out))) return rc;
     AmpBuf *y = out[0], *yi = kind == POOL_MAX ? out[1] : NULL;
-    if ((y && (rc = amp_conv_check_out(k, y, x->dtype, x->rank, ydims))) ||
-        (yi && (rc = amp_conv_check_out(k, yi, AMP_DT_INT64, x->rank, ydims))))
+    if ((y && (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, ydims))) ||
+        (yi && (rc = amp_kernel_check_out(k, yi, AMP_DT_INT64, x->rank, ydims))))
         return rc;
     const AmpBuf *shaped = y ? y : yi; /* both are ydims */
     int64_t ni;
@@ -218,7 +218,7 @@ static AmpCode global_pool(AmpKernelCtx *k, PoolKind kind) {
     for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
     AmpBuf *y;
     AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_conv_check_out(k, y, x->dtype, x->rank, ydims)))
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, ydims)))
         return rc;
     uint64_t planes = y->nelem, I = amp_shape_nelem(x->rank - 2, x->dims + 2);
     double *xd = load(x), *yd = malloc((planes ? planes : 1) * sizeof *yd);

@@ -273,7 +273,7 @@ static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
     }
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_red_expect(k, y, x->dtype, ro, od))) return rc; /* ostr and n_red index y */
+    if ((rc = amp_kernel_check_out(k, y, x->dtype, ro, od))) return rc; /* ostr and n_red index y */
     return is_float ? reduce_float(k, kind, x, ostr, n_red, y) : reduce_int(k, kind, x, ostr, n_red, y);
 }
 
@@ -334,7 +334,7 @@ static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
     AmpBuf *y;
     AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_red_expect(k, y, AMP_DT_INT64, ro, od))) return rc; /* written at o * inner + i */
+    if ((rc = amp_kernel_check_out(k, y, AMP_DT_INT64, ro, od))) return rc; /* written at o * inner + i */
     int64_t *out = y->data;
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
@@ -396,7 +396,7 @@ AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
     AmpBuf *y;
     AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
@@ -516,8 +516,8 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
     AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
     AmpBuf *vals = outs[0], *idxs = outs[1];
-    if ((vals && (rc = amp_red_expect(k, vals, x->dtype, x->rank, od))) ||
-        (idxs && (rc = amp_red_expect(k, idxs, AMP_DT_INT64, x->rank, od))))
+    if ((vals && (rc = amp_kernel_check_out(k, vals, x->dtype, x->rank, od))) ||
+        (idxs && (rc = amp_kernel_check_out(k, idxs, AMP_DT_INT64, x->rank, od))))
         return rc;
     /* Nothing to write where the node lists no output or x (and so each output, K being
      * at most the axis) has no element, however many empty rows the shape has. */

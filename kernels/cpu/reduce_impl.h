@@ -39,20 +39,6 @@ static inline AmpCode amp_red_oom(AmpKernelCtx *k) {
 
 /* ---- placed outputs and prepared attributes --------------------------------------- */
 
-/* A placed output b must be what the kernel's loops were written for (its dtype and the
- * shape they derive from the inputs): else AMP_ERR_INTERNAL naming both, since a shape
- * function that disagrees with its kernel must not turn into an out-of-bounds write. */
-static inline AmpCode amp_red_expect(AmpKernelCtx *k, const AmpBuf *b, int dtype, int rank, const int64_t *dims) {
-    bool same = b->dtype == dtype && b->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = b->dims[i] == dims[i];
-    if (same) return AMP_OK;
-    AmpBuf want = {.dtype = dtype, .rank = rank};
-    for (int i = 0; i < rank && i < AMP_MAX_RANK; i++) want.dims[i] = dims[i];
-    char got[160], expect[160];
-    amp_buf_describe(b, got, sizeof got);
-    amp_buf_describe(&want, expect, sizeof expect);
-    return amp_red_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, expect);
-}
 
 /* The attributes the node's prepare function parsed (k->attrs), or NULL with st set:
  * a kernel run without its prepare is the runtime's error, not the model's. */

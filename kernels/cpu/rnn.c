@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce_impl.h" /* amp_red_expect, amp_red_attrs, the prepare helpers */
+#include "reduce_impl.h" /* amp_red_attrs, the prepare helpers */
 
 /* Scratch buffers past this many floats are refused (UNSUPPORTED) rather than tried, so a
  * hostile shape (an empty X of shape (2^40, 2^40, 0)) gives an error, not a giant malloc. */
@@ -573,7 +573,7 @@ static AmpCode run_rnn(AmpKernelCtx *k, RnnKind kind) {
     if ((rc = amp_kernel_outputs(k, k->n_out, ob))) goto done;
     for (int i = 0; i < k->n_out; i++) {
         if (!ob[i]) continue;
-        if ((rc = amp_red_expect(k, ob[i], k->in[0]->dtype, i ? 3 : 4, i ? hdims : ydims))) goto done;
+        if ((rc = amp_kernel_check_out(k, ob[i], k->in[0]->dtype, i ? 3 : 4, i ? hdims : ydims))) goto done;
         if (ob[i]->nelem && !(of[i] = amp_buf_f32_out(ob[i], &otmp[i]))) {
             rc = oom(k);
             goto done;

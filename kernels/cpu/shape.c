@@ -29,22 +29,11 @@ size_t amp_sh_esize(AmpKernelCtx *k, int dtype) {
     return bits / 8;
 }
 
-AmpCode amp_sh_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims) {
-    bool same = y->dtype == dtype && y->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = y->dims[i] == dims[i];
-    if (same) return AMP_OK;
-    AmpBuf want = {.dtype = dtype, .rank = rank < 0 ? 0 : rank > AMP_MAX_RANK ? AMP_MAX_RANK : rank};
-    for (int i = 0; i < want.rank; i++) want.dims[i] = dims[i];
-    char got[160], exp[160];
-    amp_buf_describe(y, got, sizeof got);
-    amp_buf_describe(&want, exp, sizeof exp);
-    return amp_sh_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
-}
 
 AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **y) {
     AmpCode rc = amp_kernel_outputs(k, 1, y);
     if (rc || !*y) return rc;
-    if ((rc = amp_sh_check_out(k, *y, dtype, rank, dims))) *y = NULL;
+    if ((rc = amp_kernel_check_out(k, *y, dtype, rank, dims))) *y = NULL;
     return rc;
 }
 
@@ -467,7 +456,7 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
         int64_t dims[AMP_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
         dims[axis] = sizes[i];
-        if (outs[i] && !(rc = amp_sh_check_out(k, outs[i], x->dtype, x->rank, dims))) {
+        if (outs[i] && !(rc = amp_kernel_check_out(k, outs[i], x->dtype, x->rank, dims))) {
             /* View (outer, sizes[i] * inner) of the input rows (outer, dim * inner). */
             int64_t vd[2] = {outer, sizes[i] * inner}, vs[2] = {dim * inner, 1};
             amp_sh_strided_copy(outs[i]->data, x->data, es, 2, vd, vs, start * inner);

@@ -21,8 +21,6 @@ size_t amp_sh_esize(AmpKernelCtx *k, int dtype);
  * shape the kernel's loops assume: AMP_ERR_INTERNAL naming both where it differs. *y is
  * NULL (and AMP_OK) when the node does not list output 0. */
 AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **y);
-/* The same check on a placed output y (any index). */
-AmpCode amp_sh_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
 /* Output 0 for a kernel that copies bytes whatever the shape (Identity, Flatten, Squeeze,
  * Unsqueeze): the shape is the shape function's; only dtype and element count must agree. */
 AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y);

@@ -52,7 +52,7 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
     if (rc) return rc;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_red_expect(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     /* No element, however many empty rows ([2^40, 0]): nothing to do, in O(1). */
     if (!x->nelem) return AMP_OK;
     AmpFv v;
@@ -109,7 +109,7 @@ AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
     if (rc) return rc;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
-    if ((rc = amp_red_expect(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
+    if ((rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
     if (!dy->nelem) return AMP_OK; /* no element, however many empty rows */
     AmpFv vd, vy;
     AmpFo o;
