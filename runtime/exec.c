@@ -1,27 +1,15 @@
 /* The graph interpreter: kernels chosen once per node through the backend at prepare,
  * values in slots indexed by AmpValue.id, each intermediate freed after its last use
- * (uses inside subgraphs count at their owner node). The first run allocates every
- * intermediate alone and records its size; later runs place them in one arena planned
- * from those sizes and the values' live intervals, falling back to a separate buffer (and
- * planning again) when a size grows. If / Loop live in exec_ctrl.c. */
+ * (uses inside subgraphs count at their owner node), outputs placed before each kernel
+ * runs, the run itself. The step plan (launch list, shapes, arena) is exec_plan.c's, the
+ * CPU fallback exec_fallback.c's, If / Loop / Scan and the caps on work exec_ctrl.c's. */
 #include <stdint.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec_impl.h"
-#include "half.h"
-#include "shape.h"
 
-/* The largest single tensor the executor allocates (64 GiB). */
-#define AMP_EXEC_MAX_OUTPUT_BYTES (UINT64_C(64) << 30)
-#include "plan.h"
-
-enum { ARENA_ALIGN = 64 };
-
-static const char *nname(const AmpNode *n) {
-    return n->name ? n->name : "";
-}
+#define nname amp_exec_node_name
 
 void amp_exec_slot_clear(AmpExec *e, Slot *s) {
     if (s->kind == SLOT_EMPTY) return;
@@ -280,7 +268,7 @@ void amp_exec_set_training(AmpExec *e, bool training) {
     set_training(e, training);
 }
 
-static void free_arena(AmpExec *e) {
+void amp_exec_free_arena(AmpExec *e) {
     if (e->arena) e->be->free(e->be, e->arena);
     e->arena = NULL;
     e->arena_bytes = 0;
@@ -303,7 +291,7 @@ void amp_exec_free(AmpExec *e) {
     }
     for (size_t i = 0; e->dinit && e->dinit_owned && i < e->n_values; i++)
         if (e->dinit_owned[i]) e->be->free(e->be, e->dinit[i].data);
-    if (e->off) free_arena(e);
+    if (e->off) amp_exec_free_arena(e);
     free(e->nodes), free(e->kernels), free(e->node_be), free(e->opsets), free(e->slots), free(e->vflags), free(e->first);
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
@@ -335,283 +323,6 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
     }
 }
 
-/* ---- planning ---------------------------------------------------------------------- */
-
-/* Plans the arena from the sizes the last run recorded. Failure only means no arena. */
-static void build_plan(AmpExec *e) {
-    free_arena(e);
-    size_t n = 0;
-    for (size_t i = 0; i < e->n_values; i++) n += e->rec[i] && e->first[i] >= 0;
-    if (!n) return;
-    AmpPlanItem *items = malloc(n * sizeof *items);
-    uint32_t *ids = malloc(n * sizeof *ids);
-    if (!items || !ids) goto done;
-    n = 0;
-    for (size_t i = 0; i < e->n_values; i++) {
-        if (!e->rec[i] || e->first[i] < 0) continue;
-        items[n] = (AmpPlanItem){e->rec[i], e->first[i], e->last[i] < e->first[i] ? e->first[i] : e->last[i], 0};
-        ids[n++] = (uint32_t)i;
-    }
-    size_t bytes = 0;
-    AmpStatus st = {0};
-    if (amp_plan_offsets(items, n, ARENA_ALIGN, &bytes, &st)) goto done;
-    if (!(e->arena = e->be->alloc(e->be, bytes))) goto done;
-    e->arena_bytes = bytes;
-    for (size_t k = 0; k < n; k++) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
-    e->planned = true;
-done:
-    free(items);
-    free(ids);
-}
-
-/* Whether the graph inputs have the types and shapes of the last run (and records them). */
-static bool same_signature(AmpExec *e) {
-    bool same = e->have_sig;
-    for (size_t i = 0; i < e->g->inputs.n; i++) {
-        const Slot *s = &e->slots[e->g->inputs.items[i].value->id];
-        AmpBuf now;
-        memset(&now, 0, sizeof now);
-        if (s->kind != SLOT_EMPTY) {
-            now.dtype = s->buf.dtype;
-            now.rank = s->buf.rank;
-            for (int k = 0; k < now.rank && k < AMP_MAX_RANK; k++) now.dims[k] = s->buf.dims[k];
-        }
-        AmpBuf *was = &e->sig[i];
-        bool eq = was->dtype == now.dtype && was->rank == now.rank;
-        for (int k = 0; eq && k < now.rank && k < AMP_MAX_RANK; k++) eq = was->dims[k] == now.dims[k];
-        if (!eq) same = false;
-        *was = now;
-    }
-    e->have_sig = true;
-    return same;
-}
-
-/* ---- the step plan's shapes ------------------------------------------------------------
- * Before a step runs with new input shapes, every intermediate's dtype and shape comes
- * from the op's shape function (ir/shape.h, the one the infer pass runs), node by node;
- * so the arena is planned before the first run, and a kernel is handed a place of the
- * size its output needs. What the shape functions cannot know before running (NonZero,
- * If, Loop, Scan, a Reshape whose target is computed in the step) is allocated when the
- * kernel asks, and placed in the arena from the next run on. A kernel asking for another
- * shape than the plan's is an internal error naming both: the shape functions and the
- * kernels must agree, and every test that runs a model checks it. */
-
-static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
-    if (a->dtype != b->dtype || a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
-static void shape_only(const AmpBuf *b, AmpBuf *out) {
-    memset(out, 0, sizeof *out);
-    out->dtype = b->dtype;
-    out->rank = b->rank;
-    for (int i = 0; i < b->rank && i < AMP_MAX_RANK; i++) out->dims[i] = b->dims[i];
-    out->nelem = b->nelem;
-}
-
-/* Remembers that the plan read enclosing value v of shape b (once per value). */
-static void note_outer(AmpExec *e, const AmpValue *v, const AmpBuf *b) {
-    for (size_t i = 0; i < e->n_outer; i++)
-        if (e->outer_read[i] == v) return;
-    if (e->n_outer == e->cap_outer) {
-        size_t cap = e->cap_outer ? 2 * e->cap_outer : 8;
-        const AmpValue **r = realloc(e->outer_read, cap * sizeof *r);
-        if (r) e->outer_read = r;
-        AmpBuf *sh = r ? realloc(e->outer_shape, cap * sizeof *sh) : NULL;
-        if (sh) e->outer_shape = sh;
-        if (!r || !sh) {
-            e->shapes_ready = false; /* cannot track it: plan again next run */
-            return;
-        }
-        e->cap_outer = cap;
-    }
-    e->outer_read[e->n_outer] = v;
-    shape_only(b, &e->outer_shape[e->n_outer++]);
-}
-
-/* The host bytes of value v when the plan may read them: an initializer of this graph or
- * an enclosing one (the model's bytes: they never change, unless state is bound to them),
- * or a small graph input of this graph given from the host in this run (a Reshape target,
- * Resize scales, Slice bounds fed as inputs): its bytes are remembered, and the plan is
- * made again when a later run gives other ones. Everything else is left to the
- * graph-following of the shape functions (Constants, Shape arithmetic). */
-static const AmpBuf *host_value(AmpExec *e, const AmpValue *v) {
-    AmpExec *o = e;
-    while (o && v->graph != o->g) o = o->parent;
-    if (!o || v->id >= o->n_values) return NULL;
-    const AmpBuf *b = o == e ? e->host_in[v->id] : NULL; /* a given input, even over an initializer */
-    if (!b && (o->vflags[v->id] & VAL_INIT)) return o->bound[v->id] ? NULL : &o->init[v->id];
-    size_t bytes = b ? amp_buf_bytes(b) : 0;
-    if (!b || bytes > sizeof e->vals_read->bytes || (bytes && !b->data)) return NULL;
-    for (size_t i = 0; i < e->n_vals_read; i++)
-        if (e->vals_read[i].id == v->id) return b;
-    if (e->n_vals_read == e->cap_vals_read) {
-        size_t cap = e->cap_vals_read ? 2 * e->cap_vals_read : 4;
-        ValRead *r = realloc(e->vals_read, cap * sizeof *r);
-        if (!r) return NULL;
-        e->vals_read = r;
-        e->cap_vals_read = cap;
-    }
-    ValRead *r = &e->vals_read[e->n_vals_read++];
-    r->id = v->id;
-    r->len = bytes;
-    if (bytes) memcpy(r->bytes, b->data, bytes);
-    return b;
-}
-
-/* The shape functions' view of the executor: at plan time the host values above only;
- * at run time (a node whose shapes the plan could not know) also small values computed
- * in this step, copied out of the device: the one place the interpreter waits on data. */
-typedef struct EnvCtx {
-    AmpExec *e;
-    bool run_time;
-    AmpBuf copy;              /* a value copied out (run time) */
-    unsigned char bytes[512]; /* its elements */
-} EnvCtx;
-
-static const AmpBuf *env_value(EnvCtx *c, const AmpValue *v) {
-    const AmpBuf *b = host_value(c->e, v);
-    if (b || !c->run_time) return b;
-    const Slot *s = amp_exec_find_slot(c->e, v);
-    size_t bytes = s && s->kind != SLOT_EMPTY ? amp_buf_bytes(&s->buf) : SIZE_MAX;
-    if (bytes > sizeof c->bytes || s->buf.dtype == AMP_DT_STRING) return NULL;
-    AmpStatus st = {0};
-    if (bytes && c->e->be->copy_out(c->e->be, c->bytes, s->buf.data, bytes, &st)) return NULL;
-    c->copy = s->buf;
-    c->copy.data = c->bytes;
-    c->e->n_syncs++;
-    return &c->copy;
-}
-
-static bool env_shape_of(void *user, const AmpValue *v, AmpBuf *out) {
-    EnvCtx *c = user;
-    AmpExec *e = c->e;
-    if (c->run_time) { /* what this step made so far, as it is */
-        const Slot *s = amp_exec_find_slot(e, v);
-        if (s && s->kind != SLOT_EMPTY) {
-            shape_only(&s->buf, out);
-            return true;
-        }
-    }
-    if (v->graph == e->g) {
-        if (v->id >= e->n_values || !e->pknown[v->id]) return false;
-        *out = e->pshape[v->id];
-        return true;
-    }
-    const Slot *s = amp_exec_find_slot(e, v);
-    if (!s || s->kind == SLOT_EMPTY) return false;
-    shape_only(&s->buf, out);
-    note_outer(e, v, &s->buf);
-    return true;
-}
-
-static int env_ints_of(void *user, const AmpValue *v, int64_t *out, int max) {
-    const AmpBuf *b = env_value(user, v);
-    if (!b || amp_dtype_is_float(b->dtype) || b->dtype == AMP_DT_STRING || b->nelem > (uint64_t)max) return -1;
-    size_t bits = amp_dtype_bits(b->dtype);
-    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return -1;
-    for (uint64_t i = 0; i < b->nelem; i++) out[i] = amp_buf_get_i64(b, i);
-    return (int)b->nelem;
-}
-
-static int env_doubles_of(void *user, const AmpValue *v, double *out, int max) {
-    const AmpBuf *b = env_value(user, v);
-    if (!b || b->nelem > (uint64_t)max) return -1;
-    if (!amp_dtype_is_float(b->dtype)) {
-        int64_t tmp[64];
-        int k = max > 64 ? 64 : max;
-        if ((k = env_ints_of(user, v, tmp, k)) < 0) return -1;
-        for (int i = 0; i < k; i++) out[i] = (double)tmp[i];
-        return k;
-    }
-    for (uint64_t i = 0; i < b->nelem; i++) {
-        const unsigned char *p = (const unsigned char *)b->data;
-        uint16_t h;
-        float f;
-        switch (b->dtype) {
-        case AMP_DT_FLOAT: memcpy(&f, p + 4 * i, 4), out[i] = f; break;
-        case AMP_DT_DOUBLE: memcpy(&out[i], p + 8 * i, 8); break;
-        case AMP_DT_FLOAT16: memcpy(&h, p + 2 * i, 2), out[i] = amp_f16_to_f32(h); break;
-        case AMP_DT_BFLOAT16: memcpy(&h, p + 2 * i, 2), out[i] = amp_bf16_to_f32(h); break;
-        default: return -1;
-        }
-    }
-    return (int)b->nelem;
-}
-
-/* Whether the graph inputs whose bytes the plan read hold the same bytes now. */
-static bool vals_same(const AmpExec *e) {
-    for (size_t i = 0; i < e->n_vals_read; i++) {
-        const ValRead *r = &e->vals_read[i];
-        const AmpBuf *b = e->host_in[r->id];
-        if (!b || amp_buf_bytes(b) != r->len || (r->len && memcmp(b->data, r->bytes, r->len))) return false;
-    }
-    return true;
-}
-
-/* Whether the enclosing values the plan read still have the shapes it read. */
-static bool outer_same(AmpExec *e) {
-    for (size_t i = 0; i < e->n_outer; i++) {
-        const Slot *s = amp_exec_find_slot(e, e->outer_read[i]);
-        if (!s || s->kind == SLOT_EMPTY || !same_shape(&s->buf, &e->outer_shape[i])) return false;
-    }
-    return true;
-}
-
-/* Whether the state bound to initializers has the shapes the plan read (an update or an
- * initialization binding may give state a new shape). */
-static bool bound_same(AmpExec *e) {
-    for (size_t i = 0; i < e->n_bound; i++) {
-        uint32_t id = e->bound_ids[i];
-        if (e->bound[id] && !(e->pknown[id] && same_shape(e->bound[id], &e->pshape[id]))) return false;
-    }
-    return true;
-}
-
-/* Fills pshape/pknown for the inputs now in place, and rec[] with the bytes of every
- * intermediate whose shape is known, for build_plan. A shape function's error leaves its
- * outputs unknown: the kernel then meets the bad input and names it. */
-static void plan_shapes(AmpExec *e) {
-    memset(e->pknown, 0, e->n_values * sizeof *e->pknown);
-    e->n_outer = 0;
-    e->n_vals_read = 0;
-    e->n_known = e->n_unknown = 0;
-    e->shapes_ready = true;
-    for (size_t i = 0; i < e->n_values; i++) {
-        const Slot *s = &e->slots[i];
-        if (s->kind == SLOT_EMPTY) continue; /* inputs and initializers are in place */
-        shape_only(&s->buf, &e->pshape[i]);
-        e->pknown[i] = true;
-    }
-    EnvCtx ec = {.e = e};
-    AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of, .user = &ec};
-    AmpBuf out[16];
-    bool known[16];
-    for (size_t i = 0; i < e->n_nodes; i++) {
-        const AmpNode *n = e->nodes[i];
-        if (n->n_outputs > 16) continue;
-        AmpStatus st = {0};
-        if (amp_shape_node(n, e->opsets[i], &env, out, known, &st)) memset(known, 0, sizeof known);
-        for (int k = 0; k < n->n_outputs; k++) {
-            const AmpValue *v = n->outputs[k];
-            if (!v || v->graph != e->g) continue;
-            size_t bytes = 0;
-            if (known[k] && out[k].rank <= AMP_MAX_RANK && amp_tensor_expected_bytes(out[k].dtype, out[k].nelem, &bytes) &&
-                bytes <= AMP_EXEC_MAX_OUTPUT_BYTES) {
-                e->pshape[v->id] = out[k];
-                e->pbytes[v->id] = bytes;
-                e->pknown[v->id] = true;
-                e->rec[v->id] = bytes ? bytes : 1;
-                e->n_known++;
-            } else {
-                e->n_unknown++;
-            }
-        }
-    }
-}
-
 /* ---- running --------------------------------------------------------------------- */
 
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v) {
@@ -625,17 +336,10 @@ const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v) {
     return s && s->kind != SLOT_EMPTY ? &s->buf : NULL;
 }
 
-typedef struct AllocCtx {
-    AmpExec *e;
-    AmpNode *n;
-    AmpBuf *scratch; /* outputs the node lists as "" (n_outputs entries) */
-    bool *placed;    /* per output: placed before the kernel ran (its slot holds it) */
-} AllocCtx;
-
 static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t *dims, uint64_t nelem, size_t bytes,
                      AmpStatus *st);
 
-static AmpBuf *exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
     AllocCtx *a = ctx;
     AmpExec *e = a->e;
     if (index < 0 || index >= a->n->n_outputs) {
@@ -758,35 +462,6 @@ void amp_exec_buf_free(const AmpExec *e, AmpBuf *b) {
     b->data = NULL;
 }
 
-double amp_exec_clock(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st) {
-    const double *d = e->opt.deadline;
-    if (!d || *d <= 0 || amp_exec_clock() <= *d) return AMP_OK;
-    return amp_fail(st, AMP_ERR_UNSUPPORTED, "the run took longer than its time limit (timeout_seconds, --timeout)");
-}
-
-AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {
-    size_t bytes = 0;
-    /* A float trip count of 3.0 is not 3 iterations, nor an empty tensor any number. */
-    if (!b || b->nelem < 1 || amp_dtype_is_float(b->dtype) || !amp_tensor_expected_bytes(b->dtype, 1, &bytes) ||
-        bytes > 8 || b->dtype == AMP_DT_STRING)
-        return amp_fail(st, AMP_ERR_INPUT, "%s must hold an integer or bool element, not %s[%llu]", what,
-                        b ? amp_dtype_name(b->dtype) : "nothing", b ? (unsigned long long)b->nelem : 0ull);
-    uint64_t raw = 0; /* element 0, copied out of the device */
-    AmpCode rc = e->be->copy_out(e->be, &raw, b->data, bytes, st);
-    if (rc) return rc;
-    AmpBuf host = *b;
-    host.nelem = 1;
-    host.data = &raw;
-    *out = amp_buf_get_i64(&host, 0);
-    return AMP_OK;
-}
-
 AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st) {
     for (AmpExec *c = e->children; c; c = c->next_sibling)
         if (c->g == body) {
@@ -893,57 +568,6 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
     return AMP_OK;
 }
 
-/* The launch list (exec_impl.h): every node's input slots, found once through the chain
- * of enclosing executors, and the values that die after it. */
-static AmpCode build_launches(AmpExec *e, AmpStatus *st) {
-    size_t n_in = 0, n_dead = 0;
-    for (size_t i = 0; i < e->n_nodes; i++) {
-        const AmpNode *n = e->nodes[i];
-        if (n->n_inputs > 64 || n->n_outputs > 16)
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
-                            nname(n), n->op_type);
-        n_in += (size_t)n->n_inputs;
-        n_dead += (size_t)n->n_inputs + (size_t)n->n_outputs;
-    }
-    free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
-    e->in_slots = calloc(n_in ? n_in : 1, sizeof *e->in_slots);
-    e->in_at = calloc(e->n_nodes + 1, sizeof *e->in_at);
-    e->dead = calloc(n_dead ? n_dead : 1, sizeof *e->dead);
-    e->dead_at = calloc(e->n_nodes + 1, sizeof *e->dead_at);
-    if (!e->in_slots || !e->in_at || !e->dead || !e->dead_at) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    size_t at = 0, d = 0;
-    for (size_t i = 0; i < e->n_nodes; i++) {
-        const AmpNode *n = e->nodes[i];
-        e->in_at[i] = at;
-        e->dead_at[i] = d;
-        for (int k = 0; k < n->n_inputs; k++) {
-            const AmpValue *v = n->inputs[k];
-            Slot *s = v ? amp_exec_find_slot(e, v) : NULL;
-            if (v && !s)
-                return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): input '%s' is in no enclosing graph", nname(n),
-                                n->op_type, v->name);
-            e->in_slots[at++] = s;
-        }
-        /* What this node is the last to read (initializers stay), and what it makes that
-         * nothing reads; each id once. */
-        for (int pass = 0; pass < 2; pass++) {
-            int cnt = pass ? n->n_outputs : n->n_inputs;
-            for (int k = 0; k < cnt; k++) {
-                const AmpValue *v = pass ? n->outputs[k] : n->inputs[k];
-                if (!v || v->graph != e->g || e->last[v->id] != (int)i) continue;
-                if (!pass && (e->vflags[v->id] & VAL_INIT)) continue;
-                bool seen = false;
-                for (size_t j = e->dead_at[i]; j < d && !seen; j++) seen = e->dead[j] == v->id;
-                if (!seen) e->dead[d++] = v->id;
-            }
-        }
-    }
-    e->in_at[e->n_nodes] = at;
-    e->dead_at[e->n_nodes] = d;
-    e->launches_ready = true;
-    return AMP_OK;
-}
-
 /* Places the outputs of node i whose shapes are known before its kernel runs: from the
  * plan, or, for a node the plan could not size (its shapes follow values made in this
  * step: a Reshape target computed from data, say), from its shape function now, reading
@@ -970,10 +594,7 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
             if (!have_late) {
                 /* The inputs are all there now: a shape function's error here is the
                  * node's (inputs that do not broadcast, a target that does not fit). */
-                EnvCtx ec = {.e = e, .run_time = true};
-                AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of,
-                                   .user = &ec};
-                AmpCode rc = amp_shape_node(n, e->opsets[i], &env, late, known, st);
+                AmpCode rc = amp_exec_late_shapes(e, i, late, known, st);
                 if (rc) return rc;
                 have_late = true;
                 e->n_late++;
@@ -993,125 +614,6 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
         a->placed[k] = true;
     }
     return AMP_OK;
-}
-
-/* ---- the fallback: a node the backend lacks, on the CPU ----------------------------
- * Its inputs are copied out of the device into host buffers, the kernel runs on the
- * fallback backend (host memory) into host copies of its placed outputs, which are then
- * copied in; an output it sizes itself (a data-dependent shape) gets its device buffer
- * from the executor and a host shadow, copied in after the kernel. */
-
-typedef struct FbAlloc {
-    AllocCtx *ac;
-    AmpBackend *fb;
-    AmpBuf *hout;             /* host copies of the placed outputs */
-    AmpBuf shadow[16];        /* outputs the kernel asked for: host side ... */
-    AmpBuf *dev[16];          /* ... and the device buffer the executor gave it */
-} FbAlloc;
-
-static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
-    FbAlloc *f = ctx;
-    const AmpNode *n = f->ac->n;
-    if (index < 0 || index >= 16 || index >= n->n_outputs) {
-        amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", nname(n), n->op_type, index,
-                 n->n_outputs);
-        return NULL;
-    }
-    if (f->ac->placed[index]) {
-        const AmpBuf *p = &f->hout[index];
-        if (dtype != p->dtype || rank != p->rank || (rank > 0 && memcmp(dims, p->dims, (size_t)rank * sizeof *dims))) {
-            amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): the kernel made output %d in another shape than its "
-                     "shape function", nname(n), n->op_type, index);
-            return NULL;
-        }
-        return &f->hout[index];
-    }
-    AmpBuf *d = exec_alloc(f->ac, index, dtype, rank, dims, st);
-    if (!d) return NULL;
-    if (f->shadow[index].data) f->fb->free(f->fb, f->shadow[index].data);
-    f->shadow[index] = *d;
-    if (!(f->shadow[index].data = f->fb->alloc(f->fb, amp_buf_bytes(d)))) {
-        amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        return NULL;
-    }
-    f->dev[index] = d;
-    return &f->shadow[index];
-}
-
-static AmpCode run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st) {
-    AmpBackend *fb = e->node_be[i], *be = e->be;
-    const AmpNode *n = k->node;
-    AmpBuf hin[64], hout[16];
-    const AmpBuf *hinp[64];
-    FbAlloc fa = {.ac = ac, .fb = fb, .hout = hout};
-    AmpCode rc = AMP_OK;
-    int n_in = 0, n_out = 0;
-    for (; n_in < k->n_in && !rc; n_in++) {
-        hinp[n_in] = NULL;
-        hin[n_in].data = NULL;
-        if (!k->in[n_in]) continue;
-        hin[n_in] = *k->in[n_in];
-        size_t bytes = amp_buf_bytes(&hin[n_in]);
-        if (!(hin[n_in].data = fb->alloc(fb, bytes))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        else if (bytes) rc = be->copy_out(be, hin[n_in].data, k->in[n_in]->data, bytes, st);
-        hinp[n_in] = &hin[n_in];
-    }
-    for (; n_out < k->n_out && !rc; n_out++) {
-        hout[n_out] = k->out[n_out];
-        if (!hout[n_out].data) continue;
-        if (!(hout[n_out].data = fb->alloc(fb, amp_buf_bytes(&hout[n_out]))))
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    }
-    if (!rc) {
-        AmpKernelCtx hk = *k;
-        hk.in = hinp;
-        hk.out = hout;
-        hk.alloc = fallback_alloc;
-        hk.alloc_ctx = &fa;
-        rc = fb->run_node(fb, &e->kernels[i], &hk);
-    }
-    for (int o = 0; o < n_out && !rc; o++)
-        if (k->out[o].data) rc = be->copy_in(be, k->out[o].data, hout[o].data, amp_buf_bytes(&hout[o]), st);
-    for (int o = 0; o < 16 && !rc; o++)
-        if (fa.dev[o]) rc = be->copy_in(be, fa.dev[o]->data, fa.shadow[o].data, amp_buf_bytes(fa.dev[o]), st);
-    for (int j = 0; j < n_in; j++)
-        if (hinp[j] && hin[j].data) fb->free(fb, hin[j].data);
-    for (int o = 0; o < n_out; o++)
-        if (k->out[o].data && hout[o].data) fb->free(fb, hout[o].data);
-    for (int o = 0; o < 16; o++)
-        if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
-    (void)n;
-    return rc;
-}
-
-void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len) {
-    if (!len) return;
-    buf[0] = '\0';
-    size_t at = 0;
-    /* Op types in first-met order, each with its count over e and its bodies. */
-    const AmpExec *stack[64];
-    int sp = 0;
-    const char *seen[64];
-    size_t count[64];
-    int n_seen = 0;
-    stack[sp++] = e;
-    while (sp) {
-        const AmpExec *x = stack[--sp];
-        for (size_t i = 0; i < x->n_nodes; i++) {
-            if (!x->node_be[i] || x->node_be[i] == x->be) continue;
-            const char *op = x->nodes[i]->op_type ? x->nodes[i]->op_type : "?";
-            int j = 0;
-            while (j < n_seen && strcmp(seen[j], op) != 0) j++;
-            if (j == n_seen && n_seen < 64) seen[n_seen] = op, count[n_seen++] = 0;
-            if (j < n_seen) count[j]++;
-        }
-        for (const AmpExec *c = x->children; c && sp < 64; c = c->next_sibling) stack[sp++] = c;
-    }
-    for (int j = 0; j < n_seen && at + 1 < len; j++) {
-        int w = snprintf(buf + at, len - at, "%s%s x%zu", j ? ", " : "", seen[j], count[j]);
-        if (w < 0) break;
-        at += (size_t)w;
-    }
 }
 
 static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
@@ -1145,13 +647,13 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
             .in = inbuf,
             .n_out = n->n_outputs,
             .out = outs,
-            .alloc = exec_alloc,
+            .alloc = amp_exec_alloc,
             .alloc_ctx = &ac,
             .rng = e->rng,
             .training = e->opt.training,
             .st = st,
         };
-        rc = e->node_be[i] == e->be ? e->be->run_node(e->be, &e->kernels[i], &k) : run_fallback(e, i, &k, &ac, st);
+        rc = e->node_be[i] == e->be ? e->be->run_node(e->be, &e->kernels[i], &k) : amp_exec_run_fallback(e, i, &k, &ac, st);
     }
     for (int k = 0; k < n->n_outputs; k++)
         if (scratch[k].data) e->be->free(e->be, scratch[k].data), scratch[k].data = NULL;
@@ -1211,19 +713,18 @@ static AmpCode give_outputs(AmpExec *e, AmpBuf *outputs, bool to_host, AmpStatus
 
 static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs, bool on_device,
                    AmpStatus *st) {
-    AmpCode rc = e->launches_ready ? AMP_OK : build_launches(e, st);
+    AmpCode rc = e->launches_ready ? AMP_OK : amp_exec_build_launches(e, st);
     if (!rc) rc = load_inputs(e, inputs, n_inputs, on_device, st);
     if (rc) return rc;
     /* New input shapes (or state, or enclosing values, of new shapes): this step's shapes
      * and arena are planned before it runs. Else the arena is planned again only when the
      * last run allocated what the plan did not hold (values of unknown shape). */
-    bool same = same_signature(e);
-    if (!same || !e->shapes_ready || !outer_same(e) || !bound_same(e) || !vals_same(e)) {
+    if (!amp_exec_plan_current(e)) {
         memset(e->rec, 0, e->n_values * sizeof *e->rec);
-        plan_shapes(e);
+        amp_exec_plan_shapes(e);
         e->replan = true;
     }
-    if (e->replan && !e->opt.no_plan) build_plan(e);
+    if (e->replan && !e->opt.no_plan) amp_exec_build_arena(e);
     e->replan = false;
     memset(e->rec, 0, e->n_values * sizeof *e->rec);
     e->fallback = false;

@@ -4,6 +4,7 @@
  * device buffer: conditions and trip counts are read with copy_out, the loop counter is
  * written with copy_in, and slices and stacks are device-to-device copies. */
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "exec_impl.h"
@@ -180,6 +181,35 @@ AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t d
     if (!cap || done < cap) return AMP_OK;
     return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): more than %llu iterations (max_iterations, --max-iterations)",
                     n->name ? n->name : "", n->op_type, (unsigned long long)cap);
+}
+
+double amp_exec_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st) {
+    const double *d = e->opt.deadline;
+    if (!d || *d <= 0 || amp_exec_clock() <= *d) return AMP_OK;
+    return amp_fail(st, AMP_ERR_UNSUPPORTED, "the run took longer than its time limit (timeout_seconds, --timeout)");
+}
+
+AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {
+    size_t bytes = 0;
+    /* A float trip count of 3.0 is not 3 iterations, nor an empty tensor any number. */
+    if (!b || b->nelem < 1 || amp_dtype_is_float(b->dtype) || !amp_tensor_expected_bytes(b->dtype, 1, &bytes) ||
+        bytes > 8 || b->dtype == AMP_DT_STRING)
+        return amp_fail(st, AMP_ERR_INPUT, "%s must hold an integer or bool element, not %s[%llu]", what,
+                        b ? amp_dtype_name(b->dtype) : "nothing", b ? (unsigned long long)b->nelem : 0ull);
+    uint64_t raw = 0; /* element 0, copied out of the device */
+    AmpCode rc = e->be->copy_out(e->be, &raw, b->data, bytes, st);
+    if (rc) return rc;
+    AmpBuf host = *b;
+    host.nelem = 1;
+    host.data = &raw;
+    *out = amp_buf_get_i64(&host, 0);
+    return AMP_OK;
 }
 
 /* Reads an ints attribute entry, default `dflt` when the attribute or entry is absent. */

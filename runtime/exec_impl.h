@@ -105,6 +105,25 @@ struct AmpExec {
     size_t live, peak;  /* intermediate bytes live now, and at most, in this run */
 };
 
+/* The largest single tensor the executor allocates (64 GiB). */
+#define AMP_EXEC_MAX_OUTPUT_BYTES (UINT64_C(64) << 30)
+
+static inline const char *amp_exec_node_name(const AmpNode *n) {
+    return n->name ? n->name : "";
+}
+
+/* What the allocator of a running node knows (exec.c). */
+typedef struct AllocCtx {
+    AmpExec *e;
+    AmpNode *n;
+    AmpBuf *scratch; /* outputs the node lists as "" (n_outputs entries) */
+    bool *placed;    /* per output: placed before the kernel ran (its slot holds it) */
+} AllocCtx;
+
+/* The AmpAllocFn of a running node (ctx: an AllocCtx): the placed output, checked against
+ * the shape asked for, or a place for one the plan could not size (exec.c). */
+AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st);
+
 void amp_exec_slot_clear(AmpExec *e, Slot *s);
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v);
 /* The prepared executor of body `body` of e (created on first use). */
@@ -128,6 +147,19 @@ AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st);
 AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t done, AmpStatus *st);
 /* Stores a device buffer as output k of node n; takes b. */
 void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b);
+
+/* exec_plan.c: the launch list; whether the plan still fits this run's inputs (it
+ * records their signature); the shapes of every intermediate before the run; those of
+ * node i when it is reached (reading back small values made in the step); the arena. */
+AmpCode amp_exec_build_launches(AmpExec *e, AmpStatus *st);
+bool amp_exec_plan_current(AmpExec *e);
+void amp_exec_plan_shapes(AmpExec *e);
+AmpCode amp_exec_late_shapes(AmpExec *e, size_t i, AmpBuf *out, bool *known, AmpStatus *st);
+void amp_exec_build_arena(AmpExec *e);
+void amp_exec_free_arena(AmpExec *e);
+
+/* exec_fallback.c: runs node i, which e's backend lacks, on its fallback backend. */
+AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st);
 
 AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
 AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);

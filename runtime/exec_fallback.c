@@ -1,0 +1,128 @@
+/* The CPU fallback of the interpreter (AmpExecOptions.fallback): a node the backend has
+ * no kernel for runs on a host-memory backend with copies around it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_impl.h"
+
+#define nname amp_exec_node_name
+
+/* ---- the fallback: a node the backend lacks, on the CPU ----------------------------
+ * Its inputs are copied out of the device into host buffers, the kernel runs on the
+ * fallback backend (host memory) into host copies of its placed outputs, which are then
+ * copied in; an output it sizes itself (a data-dependent shape) gets its device buffer
+ * from the executor and a host shadow, copied in after the kernel. */
+
+typedef struct FbAlloc {
+    AllocCtx *ac;
+    AmpBackend *fb;
+    AmpBuf *hout;             /* host copies of the placed outputs */
+    AmpBuf shadow[16];        /* outputs the kernel asked for: host side ... */
+    AmpBuf *dev[16];          /* ... and the device buffer the executor gave it */
+} FbAlloc;
+
+static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
+    FbAlloc *f = ctx;
+    const AmpNode *n = f->ac->n;
+    if (index < 0 || index >= 16 || index >= n->n_outputs) {
+        amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", nname(n), n->op_type, index,
+                 n->n_outputs);
+        return NULL;
+    }
+    if (f->ac->placed[index]) {
+        const AmpBuf *p = &f->hout[index];
+        if (dtype != p->dtype || rank != p->rank || (rank > 0 && memcmp(dims, p->dims, (size_t)rank * sizeof *dims))) {
+            amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): the kernel made output %d in another shape than its "
+                     "shape function", nname(n), n->op_type, index);
+            return NULL;
+        }
+        return &f->hout[index];
+    }
+    AmpBuf *d = amp_exec_alloc(f->ac, index, dtype, rank, dims, st);
+    if (!d) return NULL;
+    if (f->shadow[index].data) f->fb->free(f->fb, f->shadow[index].data);
+    f->shadow[index] = *d;
+    if (!(f->shadow[index].data = f->fb->alloc(f->fb, amp_buf_bytes(d)))) {
+        amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    f->dev[index] = d;
+    return &f->shadow[index];
+}
+
+AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st) {
+    AmpBackend *fb = e->node_be[i], *be = e->be;
+    const AmpNode *n = k->node;
+    AmpBuf hin[64], hout[16];
+    const AmpBuf *hinp[64];
+    FbAlloc fa = {.ac = ac, .fb = fb, .hout = hout};
+    AmpCode rc = AMP_OK;
+    int n_in = 0, n_out = 0;
+    for (; n_in < k->n_in && !rc; n_in++) {
+        hinp[n_in] = NULL;
+        hin[n_in].data = NULL;
+        if (!k->in[n_in]) continue;
+        hin[n_in] = *k->in[n_in];
+        size_t bytes = amp_buf_bytes(&hin[n_in]);
+        if (!(hin[n_in].data = fb->alloc(fb, bytes))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        else if (bytes) rc = be->copy_out(be, hin[n_in].data, k->in[n_in]->data, bytes, st);
+        hinp[n_in] = &hin[n_in];
+    }
+    for (; n_out < k->n_out && !rc; n_out++) {
+        hout[n_out] = k->out[n_out];
+        if (!hout[n_out].data) continue;
+        if (!(hout[n_out].data = fb->alloc(fb, amp_buf_bytes(&hout[n_out]))))
+            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    if (!rc) {
+        AmpKernelCtx hk = *k;
+        hk.in = hinp;
+        hk.out = hout;
+        hk.alloc = fallback_alloc;
+        hk.alloc_ctx = &fa;
+        rc = fb->run_node(fb, &e->kernels[i], &hk);
+    }
+    for (int o = 0; o < n_out && !rc; o++)
+        if (k->out[o].data) rc = be->copy_in(be, k->out[o].data, hout[o].data, amp_buf_bytes(&hout[o]), st);
+    for (int o = 0; o < 16 && !rc; o++)
+        if (fa.dev[o]) rc = be->copy_in(be, fa.dev[o]->data, fa.shadow[o].data, amp_buf_bytes(fa.dev[o]), st);
+    for (int j = 0; j < n_in; j++)
+        if (hinp[j] && hin[j].data) fb->free(fb, hin[j].data);
+    for (int o = 0; o < n_out; o++)
+        if (k->out[o].data && hout[o].data) fb->free(fb, hout[o].data);
+    for (int o = 0; o < 16; o++)
+        if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
+    (void)n;
+    return rc;
+}
+
+void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len) {
+    if (!len) return;
+    buf[0] = '\0';
+    size_t at = 0;
+    /* Op types in first-met order, each with its count over e and its bodies. */
+    const AmpExec *stack[64];
+    int sp = 0;
+    const char *seen[64];
+    size_t count[64];
+    int n_seen = 0;
+    stack[sp++] = e;
+    while (sp) {
+        const AmpExec *x = stack[--sp];
+        for (size_t i = 0; i < x->n_nodes; i++) {
+            if (!x->node_be[i] || x->node_be[i] == x->be) continue;
+            const char *op = x->nodes[i]->op_type ? x->nodes[i]->op_type : "?";
+            int j = 0;
+            while (j < n_seen && strcmp(seen[j], op) != 0) j++;
+            if (j == n_seen && n_seen < 64) seen[n_seen] = op, count[n_seen++] = 0;
+            if (j < n_seen) count[j]++;
+        }
+        for (const AmpExec *c = x->children; c && sp < 64; c = c->next_sibling) stack[sp++] = c;
+    }
+    for (int j = 0; j < n_seen && at + 1 < len; j++) {
+        int w = snprintf(buf + at, len - at, "%s%s x%zu", j ? ", " : "", seen[j], count[j]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
