@@ -31,14 +31,6 @@
 #define AMPC_VERSION "unknown"
 #endif
 
-/* getopt_long values: one per option, above every short letter. */
-enum {
-    OPT__FIRST = 256,
-#define AMPC_ENUM(id, name, sh, arg, meta, help) OPT_##id,
-    AMPC_OPTIONS(AMPC_ENUM)
-#undef AMPC_ENUM
-    OPT__END
-};
 
 typedef struct OptRow {
     int val;
@@ -89,8 +81,7 @@ void ampc_say(const char *fmt, ...) {
 }
 
 /* A usage error: the message and the hint to run --help, on one line. */
-static int usage_error(const char *fmt, ...) AMP_PRINTF(1, 2);
-static int usage_error(const char *fmt, ...) {
+int ampc_usage_error(const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -236,9 +227,9 @@ static int check_pass_list(const char *list, const char *dump_after) {
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
             char name[256];
-            if (len == 0) return usage_error("--passes '%s': empty pass name", list);
+            if (len == 0) return ampc_usage_error("--passes '%s': empty pass name", list);
             if (len >= sizeof name)
-                return usage_error("--passes: pass name too long: '%.40s...'", p);
+                return ampc_usage_error("--passes: pass name too long: '%.40s...'", p);
             memcpy(name, p, len);
             name[len] = '\0';
             if (!amp_pass_find(name)) {
@@ -252,7 +243,7 @@ static int check_pass_list(const char *list, const char *dump_after) {
                     if (w < 0) break;
                     k += (size_t)w;
                 }
-                return usage_error("unknown pass '%s' in --passes (known: %s)", name,
+                return ampc_usage_error("unknown pass '%s' in --passes (known: %s)", name,
                                    known[0] ? known : "none");
             }
             if (dump_after && strcmp(name, dump_after) == 0) dump_found = true;
@@ -262,8 +253,8 @@ static int check_pass_list(const char *list, const char *dump_after) {
     }
     if (dump_after && !dump_found) {
         if (!amp_pass_find(dump_after))
-            return usage_error("--dump-after: unknown pass '%s'", dump_after);
-        return usage_error("--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
+            return ampc_usage_error("--dump-after: unknown pass '%s'", dump_after);
+        return ampc_usage_error("--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
                            none ? "none" : list);
     }
     return AMP_OK;
@@ -345,7 +336,7 @@ static int finish_stdout(void) {
  * model in), else 0. */
 static int check_stdin_model(const char *model) {
     if (strcmp(model, "-") == 0 && isatty(STDIN_FILENO))
-        return usage_error("MODEL '-' reads standard input, which is a terminal: pipe or redirect a model into it");
+        return ampc_usage_error("MODEL '-' reads standard input, which is a terminal: pipe or redirect a model into it");
     return 0;
 }
 
@@ -382,11 +373,11 @@ static int cmd_verify(int argc, char **argv) {
             continue;
         }
         if (!dashdash && a[0] == '-' && a[1] != '\0')
-            return usage_error("verify: unknown option '%s'", a);
-        if (path) return usage_error("verify: one MODEL only, got '%s' too", a);
+            return ampc_usage_error("verify: unknown option '%s'", a);
+        if (path) return ampc_usage_error("verify: one MODEL only, got '%s' too", a);
         path = a;
     }
-    if (!path) return usage_error("verify: missing MODEL");
+    if (!path) return ampc_usage_error("verify: missing MODEL");
     int in_rc = check_stdin_model(path);
     if (in_rc) return in_rc;
     const char *shown = amp_model_path_shown(path);
@@ -562,8 +553,8 @@ static int unknown_long(const char *arg) {
         int w = snprintf(cands + k, sizeof cands - k, "%s--%s", k ? ", " : "", opt_rows[i].name);
         if (w > 0 && (size_t)w < sizeof cands - k) k += (size_t)w;
     }
-    if (hits > 1) return usage_error("ambiguous option '%s' (could be %s)", arg, cands);
-    return usage_error("unknown option '%s'", arg);
+    if (hits > 1) return ampc_usage_error("ambiguous option '%s' (could be %s)", arg, cands);
+    return ampc_usage_error("unknown option '%s'", arg);
 }
 
 /* Which commands take each option (help and version: all). */
@@ -596,78 +587,9 @@ static unsigned option_commands(int val) {
 static int wrong_command(const OptRow *r, unsigned cmd) {
     unsigned ok = option_commands(r->val);
     if (ok & CMD_CONVERT)
-        return usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
-    return usage_error("option '--%s' is only for %s%s%s", r->name, (ok & CMD_RUN) ? "'ampc run MODEL'" : "",
+        return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
+    return ampc_usage_error("option '--%s' is only for %s%s%s", r->name, (ok & CMD_RUN) ? "'ampc run MODEL'" : "",
                        (ok & CMD_RUN) && (ok & CMD_BENCH) ? " and " : "", (ok & CMD_BENCH) ? "'ampc bench MODEL'" : "");
-}
-
-static int parse_run_value(int val, const char *arg, RunArgs *r) {
-    char *end = NULL;
-    errno = 0;
-    switch (val) {
-    case OPT_STEPS:
-    case OPT_ITERS:
-    case OPT_WARMUP: {
-        long n = strtol(arg, &end, 10), least = val == OPT_WARMUP ? 0 : 1;
-        const char *name = val == OPT_STEPS ? "steps" : val == OPT_ITERS ? "iters" : "warmup";
-        if (errno || end == arg || *end || n < least || n > 100000000)
-            return usage_error("--%s '%s': expected a whole number of at least %ld", name, arg, least);
-        if (val == OPT_STEPS) r->steps = n;
-        else if (val == OPT_ITERS) r->iters = n;
-        else r->warmup = n;
-        return AMP_OK;
-    }
-    case OPT_TRAIN: r->train = true; return AMP_OK;
-    case OPT_NO_FALLBACK: r->no_fallback = true; return AMP_OK;
-    case OPT_SEED: {
-        unsigned long long v = strtoull(arg, &end, 0);
-        if (errno || end == arg || *end || arg[0] == '-')
-            return usage_error("--seed '%s': expected a non-negative whole number", arg);
-        r->seed = (uint64_t)v;
-        return AMP_OK;
-    }
-    case OPT_MAX_ITERATIONS: {
-        unsigned long long v = strtoull(arg, &end, 10);
-        if (errno || end == arg || *end || arg[0] == '-' || v == 0)
-            return usage_error("--max-iterations '%s': expected a whole number of at least 1", arg);
-        r->max_iterations = (uint64_t)v;
-        return AMP_OK;
-    }
-    case OPT_TIMEOUT: {
-        double v = strtod(arg, &end);
-        if (errno || end == arg || *end || !(v > 0) || v > 1e9)
-            return usage_error("--timeout '%s': expected a number of seconds above 0", arg);
-        r->timeout = v;
-        return AMP_OK;
-    }
-    case OPT_BACKEND:
-        if ((r->backend = amp_backend_parse(arg)) < 0)
-            return usage_error("--backend '%s': expected cpu, cuda, auto or sim", arg);
-        return AMP_OK;
-    case OPT_DIM: {
-        const char *eq = strchr(arg, '=');
-        long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
-        if (!eq || eq == arg || errno || end == eq + 1 || *end || v < 0)
-            return usage_error("--dim '%s': expected NAME=VALUE with a whole VALUE of at least 0", arg);
-        if (r->n_dims >= AMPC_RUN_MAX_DIMS) return usage_error("--dim: at most %d of them", AMPC_RUN_MAX_DIMS);
-        r->dims[r->n_dims++] = arg;
-        return AMP_OK;
-    }
-    case OPT_INPUTS:
-    case OPT_OUTPUTS:
-        if (!arg[0]) return usage_error("--%s: DIR is an empty path", val == OPT_INPUTS ? "inputs" : "outputs");
-        if (val == OPT_INPUTS) r->inputs = arg;
-        else r->outputs = arg;
-        return AMP_OK;
-    case OPT_LOSS: r->loss = arg; return AMP_OK;
-    case OPT_LOAD_STATE:
-    case OPT_SAVE_STATE:
-        if (!arg[0]) return usage_error("--%s: FILE is an empty path", val == OPT_LOAD_STATE ? "load-state" : "save-state");
-        if (val == OPT_LOAD_STATE) r->load_state = arg;
-        else r->save_state = arg;
-        return AMP_OK;
-    default: return usage_error("internal: unhandled option %d", val);
-    }
 }
 
 int main(int argc, char **argv) {
@@ -699,22 +621,22 @@ int main(int argc, char **argv) {
     while ((ch = getopt_long(argc, argv, shorts, long_opts, NULL)) != -1) {
         if (ch == '?') {
             const OptRow *r = optopt ? row_by_val(optopt) : NULL;
-            if (r) return usage_error("option '--%s' takes no argument", r->name);
-            if (optopt && optopt < OPT__FIRST) return usage_error("unknown option '-%c'", optopt);
+            if (r) return ampc_usage_error("option '--%s' takes no argument", r->name);
+            if (optopt && optopt < OPT__FIRST) return ampc_usage_error("unknown option '-%c'", optopt);
             return unknown_long(argv[optind - 1]);
         }
         if (ch == ':') {
             const OptRow *r = row_by_val(optopt);
             if (r && r->short_name == optopt)
-                return usage_error("option '-%c' needs an argument (%s)", optopt, r->meta);
-            if (r) return usage_error("option '--%s' needs an argument (%s)", r->name, r->meta);
-            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+                return ampc_usage_error("option '-%c' needs an argument (%s)", optopt, r->meta);
+            if (r) return ampc_usage_error("option '--%s' needs an argument (%s)", r->name, r->meta);
+            return ampc_usage_error("option '%s' needs an argument", argv[optind - 1]);
         }
         const OptRow *r = row_by_val(ch);
         int val = r ? r->val : 0;
         if (r && !(option_commands(val) & cmd)) return wrong_command(r, cmd);
         if (cmd != CMD_CONVERT && val != OPT_HELP && val != OPT_VERSION) {
-            int rc = parse_run_value(val, optarg, &ra);
+            int rc = ampc_parse_run_value(val, optarg, &ra);
             if (rc) return rc;
             continue;
         }
@@ -740,14 +662,14 @@ int main(int argc, char **argv) {
             else if (strcmp(optarg, "never") == 0)
                 a.external = AMP_SAVE_EXTERNAL_NEVER;
             else
-                return usage_error("--external-data '%s': expected auto, always or never",
+                return ampc_usage_error("--external-data '%s': expected auto, always or never",
                                    optarg);
             break;
         default: {
             /* The AMP options (--precision, --allow, ...: tools/cli_amp.c). */
             int arc = r ? ampc_amp_option(&amp_args, r->name, optarg ? optarg : "") : -1;
             if (arc > 0) return arc;
-            if (arc < 0) return usage_error("internal: unhandled option %d", ch);
+            if (arc < 0) return ampc_usage_error("internal: unhandled option %d", ch);
             break;
         }
         }
@@ -762,14 +684,14 @@ int main(int argc, char **argv) {
     }
 
     const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : "";
-    if (optind >= argc) return usage_error("%smissing MODEL", what);
+    if (optind >= argc) return ampc_usage_error("%smissing MODEL", what);
     const char *model = argv[optind];
-    if (optind + 1 < argc) return usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
-    if (model[0] == '\0') return usage_error("%sMODEL is an empty path", what);
+    if (optind + 1 < argc) return ampc_usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
+    if (model[0] == '\0') return ampc_usage_error("%sMODEL is an empty path", what);
     const char *threads = getenv("AMP_THREADS");
     int n_threads;
     if (threads && !amp_threads_parse(threads, &n_threads))
-        return usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
+        return ampc_usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
     int in_rc = check_stdin_model(model);
     if (in_rc) return in_rc;
     if (cmd != CMD_CONVERT) {
@@ -778,15 +700,15 @@ int main(int argc, char **argv) {
     }
     a.model = model;
     a.model_shown = amp_model_path_shown(model);
-    if (a.out && a.out[0] == '\0') return usage_error("-o: OUT is an empty path");
-    if (a.dump_dot && a.dump_dot[0] == '\0') return usage_error("--dump-dot: FILE is an empty path");
+    if (a.out && a.out[0] == '\0') return ampc_usage_error("-o: OUT is an empty path");
+    if (a.dump_dot && a.dump_dot[0] == '\0') return ampc_usage_error("--dump-dot: FILE is an empty path");
     if (!a.dump_dot && (a.dot.collapse || a.dot.initializers))
-        return usage_error("--%s needs --dump-dot FILE", a.dot.collapse ? "dot-collapse" : "dot-initializers");
+        return ampc_usage_error("--%s needs --dump-dot FILE", a.dot.collapse ? "dot-collapse" : "dot-initializers");
     amp_args.quiet = a.quiet;
     int arc = ampc_amp_finish(&amp_args);
     if (arc) return arc;
     if (!a.out && !a.print && !a.dump_after && !a.report && !a.dump_dot && !amp_args.explain)
-        return usage_error("nothing to do: give -o OUT to write the converted model "
+        return ampc_usage_error("nothing to do: give -o OUT to write the converted model "
                            "(or --print / --dump-after PASS / --report / --dump-dot FILE / --explain "
                            "NODE to only look at it)");
     /* Standard output carries the text (--print, --report, --explain, --dump-after) or one
@@ -795,12 +717,12 @@ int main(int argc, char **argv) {
                      : a.dump_after ? "--dump-after" : NULL;
     bool model_out = a.out && same_output(a.out, "-"), dot_out = a.dump_dot && same_output(a.dump_dot, "-");
     if (a.out && a.dump_dot && same_output(a.out, a.dump_dot))
-        return usage_error("-o and --dump-dot name the same file ('%s')", a.out);
+        return ampc_usage_error("-o and --dump-dot name the same file ('%s')", a.out);
     if ((model_out || dot_out) && text)
-        return usage_error("%s '%s' is standard output, where %s prints too: write it to a file",
+        return ampc_usage_error("%s '%s' is standard output, where %s prints too: write it to a file",
                            model_out ? "-o" : "--dump-dot", model_out ? a.out : a.dump_dot, text);
     if (model_out && isatty(STDOUT_FILENO))
-        return usage_error("-o '%s': standard output is a terminal: redirect it to a file or a pipe", a.out);
+        return ampc_usage_error("-o '%s': standard output is a terminal: redirect it to a file or a pipe", a.out);
 
     const char *list = a.passes ? a.passes : amp_default_pipeline();
     int rc = check_pass_list(list ? list : "none", a.dump_after);

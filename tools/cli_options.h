@@ -125,4 +125,13 @@
     AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
     AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
 
+/* getopt_long values: one per option, above every short letter. */
+enum {
+    OPT__FIRST = 256,
+#define AMPC_ENUM(id, name, sh, arg, meta, help) OPT_##id,
+    AMPC_OPTIONS(AMPC_ENUM)
+#undef AMPC_ENUM
+    OPT__END
+};
+
 #endif
