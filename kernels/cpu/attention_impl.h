@@ -1,6 +1,6 @@
 /* Internals shared by the attention family's files (attention.c, ms_attention.c,
  * ms_train.c): the fp32 scaled-dot-product core every attention kernel runs, the head
- * layout helpers, the error helpers, and the kernels registered in attention.c's table. */
+ * layout helpers and the error helpers. */
 #ifndef AMP_CPU_ATTENTION_IMPL_H
 #define AMP_CPU_ATTENTION_IMPL_H
 
@@ -53,13 +53,5 @@ AmpCode amp_attn_oom(AmpKernelCtx *k);
 /* *out = the product of n sizes; false when one is negative or the product is over
  * 2^40 elements (hostile shapes). */
 bool amp_attn_size(int n, const int64_t *d, int64_t *out);
-
-/* ms_attention.c */
-AmpCode amp_cpu_ms_attention(AmpKernelCtx *k);
-AmpCode amp_cpu_ms_mha(AmpKernelCtx *k);
-/* ms_train.c */
-AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k);
-AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k);
-AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k);
 
 #endif

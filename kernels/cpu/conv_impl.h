@@ -1,6 +1,5 @@
 /* Internals shared by the conv family's files (conv.c, pool.c): the window geometry
- * (strides, dilations, pads, auto_pad, output sizes), the error helper, and the pooling
- * kernels registered in conv.c's table. */
+ * (strides, dilations, pads, auto_pad, output sizes), and the error helper. */
 #ifndef AMP_CPU_CONV_IMPL_H
 #define AMP_CPU_CONV_IMPL_H
 
@@ -81,11 +80,5 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
  * g->in are the source positions' dims and g->out y's (ConvTranspose; Conv's data
  * gradient with in/out swapped). */
 void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *y);
-
-/* pool.c */
-AmpCode amp_cpu_maxpool(AmpKernelCtx *k);
-AmpCode amp_cpu_averagepool(AmpKernelCtx *k);
-AmpCode amp_cpu_global_averagepool(AmpKernelCtx *k);
-AmpCode amp_cpu_global_maxpool(AmpKernelCtx *k);
 
 #endif

@@ -1,6 +1,7 @@
 /* Shared pieces of the elementwise kernel family (elementwise.c, unary.c, activation.c,
  * logic.c, dropout.c): the broadcast plan that walks up to three inputs against one
- * output shape row by row, typed element access, and every kernel the table lists. */
+ * output shape row by row and typed element access (the kernels are declared in
+ * kernels.h, with every family's). */
 #ifndef AMP_CPU_ELEMENTWISE_IMPL_H
 #define AMP_CPU_ELEMENTWISE_IMPL_H
 
@@ -157,80 +158,5 @@ AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
                             const AmpEwParams *p);
 /* Output 0 = f(x) for x = input 0 (float family in fp32, or double). */
 AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p);
-/* ---- kernels ---------------------------------------------------------------------- */
-
-/* elementwise.c: binary arithmetic and the variadic ops */
-AmpCode amp_ew_add(AmpKernelCtx *k);
-AmpCode amp_ew_sub(AmpKernelCtx *k);
-AmpCode amp_ew_mul(AmpKernelCtx *k);
-AmpCode amp_ew_div(AmpKernelCtx *k);
-AmpCode amp_ew_pow(AmpKernelCtx *k);
-AmpCode amp_ew_sum(AmpKernelCtx *k);
-AmpCode amp_ew_mean(AmpKernelCtx *k);
-AmpCode amp_ew_max(AmpKernelCtx *k);
-AmpCode amp_ew_min(AmpKernelCtx *k);
-
-/* unary.c: unary math and Clip */
-AmpCode amp_ew_sqrt(AmpKernelCtx *k);
-AmpCode amp_ew_exp(AmpKernelCtx *k);
-AmpCode amp_ew_log(AmpKernelCtx *k);
-AmpCode amp_ew_neg(AmpKernelCtx *k);
-AmpCode amp_ew_abs(AmpKernelCtx *k);
-AmpCode amp_ew_reciprocal(AmpKernelCtx *k);
-AmpCode amp_ew_sign(AmpKernelCtx *k);
-AmpCode amp_ew_ceil(AmpKernelCtx *k);
-AmpCode amp_ew_floor(AmpKernelCtx *k);
-AmpCode amp_ew_round(AmpKernelCtx *k);
-AmpCode amp_ew_erf(AmpKernelCtx *k);
-AmpCode amp_ew_sin(AmpKernelCtx *k);
-AmpCode amp_ew_cos(AmpKernelCtx *k);
-AmpCode amp_ew_tan(AmpKernelCtx *k);
-AmpCode amp_ew_asin(AmpKernelCtx *k);
-AmpCode amp_ew_acos(AmpKernelCtx *k);
-AmpCode amp_ew_atan(AmpKernelCtx *k);
-AmpCode amp_ew_sinh(AmpKernelCtx *k);
-AmpCode amp_ew_cosh(AmpKernelCtx *k);
-AmpCode amp_ew_asinh(AmpKernelCtx *k);
-AmpCode amp_ew_acosh(AmpKernelCtx *k);
-AmpCode amp_ew_atanh(AmpKernelCtx *k);
-AmpCode amp_ew_clip(AmpKernelCtx *k);
-
-/* activation.c: activations and their com.microsoft gradients */
-AmpCode amp_ew_relu(AmpKernelCtx *k);
-AmpCode amp_ew_leaky_relu(AmpKernelCtx *k);
-AmpCode amp_ew_sigmoid(AmpKernelCtx *k);
-AmpCode amp_ew_tanh(AmpKernelCtx *k);
-AmpCode amp_ew_gelu(AmpKernelCtx *k);
-AmpCode amp_ew_elu(AmpKernelCtx *k);
-AmpCode amp_ew_selu(AmpKernelCtx *k);
-AmpCode amp_ew_prelu(AmpKernelCtx *k);
-AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k);
-AmpCode amp_ew_hard_swish(AmpKernelCtx *k);
-AmpCode amp_ew_softsign(AmpKernelCtx *k);
-AmpCode amp_ew_celu(AmpKernelCtx *k);
-AmpCode amp_ew_thresholded_relu(AmpKernelCtx *k);
-AmpCode amp_ew_shrink(AmpKernelCtx *k);
-AmpCode amp_ew_softplus(AmpKernelCtx *k);
-AmpCode amp_ew_sigmoid_grad(AmpKernelCtx *k);
-AmpCode amp_ew_tanh_grad(AmpKernelCtx *k);
-AmpCode amp_ew_gelu_grad(AmpKernelCtx *k);
-AmpCode amp_ew_bias_gelu(AmpKernelCtx *k);
-AmpCode amp_ew_relu_grad(AmpKernelCtx *k);
-
-/* logic.c: comparisons, bool logic, Where, IsInf, IsNaN */
-AmpCode amp_ew_equal(AmpKernelCtx *k);
-AmpCode amp_ew_less(AmpKernelCtx *k);
-AmpCode amp_ew_greater(AmpKernelCtx *k);
-AmpCode amp_ew_less_equal(AmpKernelCtx *k);
-AmpCode amp_ew_greater_equal(AmpKernelCtx *k);
-AmpCode amp_ew_not(AmpKernelCtx *k);
-AmpCode amp_ew_and(AmpKernelCtx *k);
-AmpCode amp_ew_or(AmpKernelCtx *k);
-AmpCode amp_ew_where(AmpKernelCtx *k);
-AmpCode amp_ew_isinf(AmpKernelCtx *k);
-AmpCode amp_ew_isnan(AmpKernelCtx *k);
-
-/* dropout.c */
-AmpCode amp_ew_dropout(AmpKernelCtx *k);
 
 #endif

@@ -1,5 +1,5 @@
-/* Internals shared by the gemm family's files (gemm.c, einsum.c): the error helper and
- * the kernels defined outside gemm.c. */
+/* Internals shared by the gemm family's files (gemm.c, einsum.c, and ms_train.c's
+ * FusedGemm): the error helper, Gemm's attributes, and Gemm into a placed output. */
 #ifndef AMP_CPU_GEMM_IMPL_H
 #define AMP_CPU_GEMM_IMPL_H
 
@@ -10,9 +10,6 @@ AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_P
 
 /* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
 const void *amp_gemm_prepared(AmpKernelCtx *k);
-
-AmpCode amp_cpu_einsum(AmpKernelCtx *k); /* einsum.c */
-AmpCode amp_cpu_gemm(AmpKernelCtx *k); /* gemm.c */
 
 /* Gemm's attributes (transA, transB, alpha, beta), as its prepare function parses them. */
 typedef struct AmpGemmAttrs {

@@ -1,7 +1,7 @@
 /* Private to the reduce, norm, train and rnn kernel files (reduce.c, softmax.c, loss.c,
- * norm.c, optim.c, rnn.c): the kernels softmax.c and loss.c add to the reduce table,
- * small helpers to read and write float tensors of any float storage type in double, and
- * the checks shared by kernels that write the outputs the executor placed. */
+ * norm.c, optim.c, rnn.c): small helpers to read and write float tensors of any float
+ * storage type in double, and the checks shared by kernels that write the outputs the
+ * executor placed. */
 #ifndef AMP_CPU_REDUCE_IMPL_H
 #define AMP_CPU_REDUCE_IMPL_H
 
@@ -11,15 +11,6 @@
 #include <string.h>
 
 #include "kernels.h"
-
-/* softmax.c */
-AmpCode amp_cpu_softmax(AmpKernelCtx *k);
-AmpCode amp_cpu_log_softmax(AmpKernelCtx *k);
-AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k);
-/* loss.c */
-AmpCode amp_cpu_sce_loss(AmpKernelCtx *k);
-AmpCode amp_cpu_nll_loss(AmpKernelCtx *k);
-AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k);
 
 /* An error naming the node and its op, then the formatted reason. */
 static inline AmpCode amp_red_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);

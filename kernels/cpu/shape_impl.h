@@ -1,6 +1,6 @@
 /* Private to the data-movement kernels (shape.c, slice.c, gather.c, resize.c, tensor.c):
- * the helpers they share and the kernels the other files hand to shape.c's table.
- * These ops move bytes, so they work on any dtype with a whole number of bytes. */
+ * the helpers they share. These ops move bytes, so they work on any dtype with a whole
+ * number of bytes. */
 #ifndef AMP_CPU_SHAPE_IMPL_H
 #define AMP_CPU_SHAPE_IMPL_H
 
@@ -56,14 +56,5 @@ void amp_sh_strided_copy(void *dst, const void *src, size_t es, int rank, const 
 AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int ddt, uint64_t n);
 /* Whether amp_sh_convert takes the dtype. */
 bool amp_sh_convertible(int dtype);
-
-/* ---- kernels listed in shape.c's table, defined in the other files ---------------- */
-AmpCode amp_sh_slice(AmpKernelCtx *k);          /* slice.c */
-AmpCode amp_sh_pad(AmpKernelCtx *k);            /* slice.c */
-AmpCode amp_sh_gather(AmpKernelCtx *k);         /* gather.c */
-AmpCode amp_sh_gather_elements(AmpKernelCtx *k); /* gather.c */
-AmpCode amp_sh_gather_nd(AmpKernelCtx *k);      /* gather.c */
-AmpCode amp_sh_scatter_nd(AmpKernelCtx *k);     /* gather.c */
-AmpCode amp_sh_resize(AmpKernelCtx *k);         /* resize.c */
 
 #endif
