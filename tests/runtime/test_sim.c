@@ -246,25 +246,30 @@ Test(sim, legacy_broadcast_with_axis_runs) {
     amp_backend_close(be);
 }
 
-/* Loop's trip count is read back from the device as one integer element: an empty M, or
- * a float M (3.0 is not three iterations), is an input error naming the node, never a
- * read past the tensor or a silent zero (issue "Hostile inputs, round 2", point 4). */
-static AmpCode run_loop_with_m(AmpBackend *be, int dtype, int64_t n_m, const void *m_data, AmpStatus *st) {
+/* X (3) carried through a Loop of trip count M (dtype, rank m_rank: 1 with n_m elements,
+ * or 0), whose body doubles it (dbl) or passes it on; ACC the result. */
+static AmpModel *loop_model(int m_dtype, int m_rank, int64_t n_m, const void *m_data, bool dbl) {
     AmpModel *m = rt_model(17);
     AmpGraph *g = m->graph;
     rt_input(g, "X", AMP_DT_FLOAT, "3");
-    rt_init(g, "M", dtype, 1, I64s(n_m), m_data);
+    rt_init(g, "M", m_dtype, m_rank, I64s(n_m), m_data);
     AmpNode *loop = rt_node(g, "", "Loop", "M,,X", "ACC");
     AmpGraph *body = amp_graph_new(m, g);
     rt_input(body, "i", AMP_DT_INT64, "");
     rt_input(body, "cond_in", AMP_DT_BOOL, "");
     rt_input(body, "acc", AMP_DT_FLOAT, "3");
     rt_node(body, "", "Identity", "cond_in", "cond_out");
-    rt_node(body, "", "Add", "acc,acc", "acc_out");
+    rt_node(body, "", dbl ? "Add" : "Identity", dbl ? "acc,acc" : "acc", "acc_out");
     rt_output(body, "cond_out", AMP_DT_BOOL, "");
     rt_output(body, "acc_out", AMP_DT_FLOAT, "3");
     rt_attr_graph(loop, "body", body);
     rt_output(g, "ACC", AMP_DT_FLOAT, "3");
+    return m;
+}
+
+static AmpCode run_loop_with_m(AmpBackend *be, int dtype, int64_t n_m, const void *m_data, AmpStatus *st) {
+    AmpModel *m = loop_model(dtype, 1, n_m, m_data, true);
+    AmpGraph *g = m->graph;
     AmpExec *e = NULL;
     AmpExecOptions eo = {.backend = be};
     AmpCode rc = amp_exec_prepare(m, g, &eo, &e, st);
@@ -281,6 +286,9 @@ static AmpCode run_loop_with_m(AmpBackend *be, int dtype, int64_t n_m, const voi
     return rc;
 }
 
+/* Loop's trip count is read back from the device as one integer element: an empty M, or
+ * a float M (3.0 is not three iterations), is an input error naming the node, never a
+ * read past the tensor or a silent zero (issue "Hostile inputs, round 2", point 4). */
 Test(sim, loop_trip_count_must_be_one_integer) {
     AmpBackend *be = open_sim();
     AmpStatus st = {0};
@@ -301,23 +309,8 @@ Test(sim, loop_trip_count_must_be_one_integer) {
 /* The caps on work: a Loop of 2^40 iterations stops past max_iterations, and past the
  * run's deadline, naming the cap, and give every buffer back. */
 static AmpModel *big_loop(void) {
-    AmpModel *m = rt_model(17);
-    AmpGraph *g = m->graph;
-    rt_input(g, "X", AMP_DT_FLOAT, "3");
     const int64_t huge = (int64_t)1 << 40;
-    rt_init(g, "M", AMP_DT_INT64, 0, NULL, &huge);
-    AmpNode *loop = rt_node(g, "", "Loop", "M,,X", "ACC");
-    AmpGraph *body = amp_graph_new(m, g);
-    rt_input(body, "i", AMP_DT_INT64, "");
-    rt_input(body, "cond_in", AMP_DT_BOOL, "");
-    rt_input(body, "acc", AMP_DT_FLOAT, "3");
-    rt_node(body, "", "Identity", "cond_in", "cond_out");
-    rt_node(body, "", "Identity", "acc", "acc_out");
-    rt_output(body, "cond_out", AMP_DT_BOOL, "");
-    rt_output(body, "acc_out", AMP_DT_FLOAT, "3");
-    rt_attr_graph(loop, "body", body);
-    rt_output(g, "ACC", AMP_DT_FLOAT, "3");
-    return m;
+    return loop_model(AMP_DT_INT64, 0, 0, &huge, false);
 }
 
 Test(sim, caps_on_iterations_and_time) {
