@@ -36,6 +36,9 @@ typedef struct AmpKernelCtx {
     void *alloc_ctx;
     uint64_t *rng; /* state for ops that draw random numbers (Dropout in training mode) */
     bool training; /* a training step is running (Dropout masks, BatchNorm statistics) */
+    /* The backend's state for its own kernels, set by its run_node: the CUDA backend's
+     * stream, library handles and scratch (kernels/cuda/cuda_impl.h); NULL on the CPU. */
+    void *dev;
     AmpStatus *st;
 } AmpKernelCtx;
 
