@@ -4,6 +4,32 @@
 
 #include "backend.h"
 
+#ifdef AMPC_HAVE_CUDA
+#include "convert.h" /* amp_cuda_device_available */
+bool amp_backend_cuda_built(void) {
+    return true;
+}
+#else
+bool amp_backend_cuda_built(void) {
+    return false;
+}
+AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
+    *out = NULL;
+    return amp_fail(st, AMP_ERR_UNSUPPORTED,
+                    "backend 'cuda': this ampc was built without CUDA (nvcc was not found when it was "
+                    "configured); use 'cpu' or 'auto'");
+}
+size_t amp_backend_cuda_syncs(const AmpBackend *be) {
+    (void)be;
+    return 0;
+}
+AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *total) {
+    (void)be;
+    *used = *total = 0;
+    return AMP_ERR_UNSUPPORTED;
+}
+#endif
+
 int amp_backend_parse(const char *name) {
     if (!name) return -1;
     if (strcmp(name, "auto") == 0) return AMP_BACKEND_CHOICE_AUTO;
@@ -16,13 +42,18 @@ int amp_backend_parse(const char *name) {
 AmpCode amp_backend_open(int choice, AmpBackend **out, AmpStatus *st) {
     *out = NULL;
     switch (choice) {
-    case AMP_BACKEND_CHOICE_AUTO: /* no CUDA executor yet: the CPU */
+    case AMP_BACKEND_CHOICE_AUTO:
+#ifdef AMPC_HAVE_CUDA
+        if (amp_cuda_device_available()) {
+            AmpStatus quiet = {0};
+            if (amp_backend_cuda_open(out, &quiet) == AMP_OK) return AMP_OK;
+        }
+#endif
+        *out = amp_backend_cpu(); /* no device, or it would not open: the CPU */
+        return AMP_OK;
     case AMP_BACKEND_CHOICE_CPU: *out = amp_backend_cpu(); return AMP_OK;
     case AMP_BACKEND_CHOICE_SIM: return amp_backend_sim_open(out, st);
-    case AMP_BACKEND_CHOICE_CUDA:
-        return amp_fail(st, AMP_ERR_UNSUPPORTED,
-                        "backend 'cuda': the CUDA backend is not built into the runtime yet (no device "
-                        "executor); use 'cpu' or 'auto'");
+    case AMP_BACKEND_CHOICE_CUDA: return amp_backend_cuda_open(out, st);
     default: return amp_fail(st, AMP_ERR_USAGE, "unknown backend %d (expected cpu, cuda, auto or sim)", choice);
     }
 }

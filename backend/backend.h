@@ -68,14 +68,29 @@ AmpBackend *amp_backend_cpu(void);
  * of one faults (and sanitizers name it); its kernels and copies translate them, and
  * refuse a host pointer where a device one belongs. Counts its live allocations. For the
  * tests of the fallback, AMP_SIM_LACKS=Op,Op,... (read at open) names ops it claims to
- * have no kernel for. */
+ * have no kernel for, and AMP_SIM_REFUSES=Op,... ops whose kernels it takes at prepare
+ * but which answer AMP_ERR_UNSUPPORTED when they run (as a CUDA kernel does for a
+ * geometry its library cannot run): the executor then hands the node to the fallback. */
 AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st);
 /* Live allocations of a sim instance (0 after everything was freed); SIZE_MAX if be is
  * not the simulator. */
 size_t amp_backend_sim_live(const AmpBackend *be);
 
-/* Opens the backend for `choice`: CUDA is AMP_ERR_UNSUPPORTED until the CUDA executor
- * exists; auto is the CPU. An unknown choice is AMP_ERR_USAGE. */
+/* The CUDA backend (kernels/cuda/backend_cuda.c; only in a build with CUDA): one stream,
+ * cuBLASLt and cuDNN handles and a workspace per instance. AMP_ERR_UNSUPPORTED when no
+ * device is usable. */
+AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st);
+/* Small values a CUDA instance's kernels read back from the device (Slice bounds ...),
+ * each a wait on the stream; 0 for another backend. */
+size_t amp_backend_cuda_syncs(const AmpBackend *be);
+/* Device memory in use (all processes) and the device's total, from cudaMemGetInfo. */
+AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *total);
+/* Whether this build has the CUDA backend. */
+bool amp_backend_cuda_built(void);
+
+/* Opens the backend for `choice`: auto is CUDA when the build has it and a device is
+ * usable, else the CPU; CUDA without a build or a device is AMP_ERR_UNSUPPORTED. An
+ * unknown choice is AMP_ERR_USAGE. */
 AmpCode amp_backend_open(int choice, AmpBackend **out, AmpStatus *st);
 void amp_backend_close(AmpBackend *be);
 

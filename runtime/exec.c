@@ -616,6 +616,27 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
     return AMP_OK;
 }
 
+/* Gives node i to the fallback backend after its device kernel refused the shapes it met;
+ * the run goes on (st cleared) unless the fallback cannot prepare the node either. */
+static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
+    AmpBackend *fb = e->opt.fallback;
+    AmpNode *n = e->nodes[i];
+    if (!backend_supports(fb, e->m, n)) return st->code;
+    AmpStatus keep = *st;
+    AmpBackendKernel kern = {0};
+    *st = (AmpStatus){0};
+    if (fb->prepare_node(fb, n, e->opsets[i], &kern, st)) {
+        if (fb->release_node) fb->release_node(fb, &kern);
+        *st = keep;
+        return st->code;
+    }
+    if (e->be->release_node) e->be->release_node(e->be, &e->kernels[i]);
+    e->kernels[i] = kern;
+    e->node_be[i] = fb;
+    e->n_fallback++;
+    return AMP_OK;
+}
+
 static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
     const AmpBuf *inbuf[64];
@@ -653,7 +674,16 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
             .training = e->opt.training,
             .st = st,
         };
-        rc = e->node_be[i] == e->be ? e->be->run_node(e->be, &e->kernels[i], &k) : amp_exec_run_fallback(e, i, &k, &ac, st);
+        if (e->node_be[i] == e->be) {
+            rc = e->be->run_node(e->be, &e->kernels[i], &k);
+            /* A device kernel that meets a case it does not take (a geometry cuDNN cannot
+             * run, known only from the shapes) hands the node to the fallback for good. */
+            if (rc == AMP_ERR_UNSUPPORTED && e->opt.fallback && e->opt.fallback != e->be &&
+                (rc = move_to_fallback(e, i, st)) == AMP_OK)
+                rc = amp_exec_run_fallback(e, i, &k, &ac, st);
+        } else {
+            rc = amp_exec_run_fallback(e, i, &k, &ac, st);
+        }
     }
     for (int k = 0; k < n->n_outputs; k++)
         if (scratch[k].data) e->be->free(e->be, scratch[k].data), scratch[k].data = NULL;

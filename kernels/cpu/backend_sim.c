@@ -21,6 +21,9 @@ typedef struct Sim {
     AmpBackend be; /* first: the instance is the backend */
     size_t live;   /* allocations not yet freed */
     char *lacks;   /* AMP_SIM_LACKS at open: ",Relu,Conv," (ops it claims to have no kernel for), or NULL */
+    char *refuses; /* AMP_SIM_REFUSES: ops it takes at prepare but whose kernels answer
+                      AMP_ERR_UNSUPPORTED when they run (a device kernel meeting a shape
+                      it cannot do), or NULL */
 } Sim;
 
 static bool is_dev(const void *p) {
@@ -81,14 +84,18 @@ static AmpCode sim_copy(AmpBackend *be, void *dst, const void *src, size_t bytes
     return AMP_OK;
 }
 
+/* Whether the op is in a ",A,B," list. */
+static bool listed(const char *list, const char *op) {
+    if (!list || !op) return false;
+    size_t len = strlen(op);
+    for (const char *p = strstr(list, op); p; p = strstr(p + 1, op))
+        if (p[-1] == ',' && p[len] == ',') return true;
+    return false;
+}
+
 static bool sim_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)opset, (void)in_dtypes;
-    const char *lacks = ((const Sim *)be)->lacks;
-    if (lacks && n->op_type) { /* a test's way to make the executor fall back */
-        size_t len = strlen(n->op_type);
-        for (const char *p = strstr(lacks, n->op_type); p; p = strstr(p + 1, n->op_type))
-            if (p[-1] == ',' && p[len] == ',') return false;
-    }
+    if (listed(((const Sim *)be)->lacks, n->op_type)) return false; /* a test's way to make the executor fall back */
     return amp_cpu_kernel(n->op) != NULL;
 }
 
@@ -128,8 +135,10 @@ static AmpBuf *sim_run_alloc(void *ctx, int index, int dtype, int rank, const in
 }
 
 static AmpCode sim_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
-    (void)be;
     enum { MAX_IN = 64 };
+    if (listed(((const Sim *)be)->refuses, ctx->node->op_type))
+        return amp_fail(ctx->st, AMP_ERR_UNSUPPORTED, "device simulator: node '%s' (%s): refused (AMP_SIM_REFUSES)",
+                        ctx->node->name ? ctx->node->name : "", ctx->node->op_type);
     if (ctx->n_in > MAX_IN || ctx->n_out > SIM_MAX_OUT)
         return misuse(ctx->st, "a node with more inputs or outputs than the simulator takes");
     AmpBuf in[MAX_IN];
@@ -164,7 +173,21 @@ static AmpCode sim_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *
 
 static void sim_destroy(AmpBackend *be) {
     free(((Sim *)be)->lacks);
+    free(((Sim *)be)->refuses);
     free(be);
+}
+
+/* ",A,B," from an environment list "A,B" (NULL when unset or empty); false on OOM. */
+static bool op_list(const char *env, char **out) {
+    *out = NULL;
+    if (!env || !*env) return false;
+    size_t len = strlen(env);
+    if (!(*out = malloc(len + 3))) return true;
+    (*out)[0] = ',';
+    memcpy(*out + 1, env, len);
+    (*out)[len + 1] = ',';
+    (*out)[len + 2] = '\0';
+    return false;
 }
 
 AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
@@ -185,17 +208,9 @@ AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
         .release_node = sim_release,
         .destroy = sim_destroy,
     };
-    const char *lacks = getenv("AMP_SIM_LACKS");
-    if (lacks && *lacks) {
-        size_t len = strlen(lacks);
-        if (!(s->lacks = malloc(len + 3))) {
-            free(s);
-            return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        }
-        s->lacks[0] = ',';
-        memcpy(s->lacks + 1, lacks, len);
-        s->lacks[len + 1] = ',';
-        s->lacks[len + 2] = '\0';
+    if (op_list(getenv("AMP_SIM_LACKS"), &s->lacks) || op_list(getenv("AMP_SIM_REFUSES"), &s->refuses)) {
+        sim_destroy(&s->be);
+        return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
     *out = &s->be;
     return AMP_OK;

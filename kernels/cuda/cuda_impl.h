@@ -57,6 +57,27 @@ int amp_cuda_read_ints(AmpKernelCtx *k, int index, int64_t *out, int max);
 /* A device-to-device copy of `bytes` on the session's stream (Identity, Reshape ...). */
 AmpCode amp_cuda_copy(AmpKernelCtx *k, void *dst, const void *src, size_t bytes);
 
+/* ---- per-session caches (cache.c): library plans and algorithms by shape ---------- */
+
+/* The value cached under (family, key bytes), or NULL. A family is a small constant of
+ * the file that caches (the GEMM plans, the convolution plans). */
+void *amp_cuda_cache_get(AmpCudaCtx *c, int family, const void *key, size_t key_len);
+/* Caches value under the key; free_value frees it when the session ends. false on OOM
+ * (then the caller frees value itself). */
+bool amp_cuda_cache_put(AmpCudaCtx *c, int family, const void *key, size_t key_len, void *value,
+                        void (*free_value)(void *));
+void amp_cuda_cache_free(struct AmpCudaCache *cache);
+
+enum { AMP_CUDA_CACHE_GEMM = 1, AMP_CUDA_CACHE_CONV = 2, AMP_CUDA_CACHE_POOL = 3 };
+
+/* The alignment of a device address in bytes, a power of two at most 256. */
+static inline unsigned amp_cuda_align(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    unsigned r = 256;
+    while (r > 1 && (a & (r - 1))) r >>= 1;
+    return r;
+}
+
 /* ---- shapes passed to kernels by value (no device metadata to allocate) ----------- */
 
 #define AMP_CUDA_MAX_RANK AMP_MAX_RANK

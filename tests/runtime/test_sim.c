@@ -341,3 +341,51 @@ Test(sim, caps_on_iterations_and_time) {
     cr_assert_eq(amp_backend_sim_live(be), 0, "a stopped run gives every buffer back");
     amp_backend_close(be);
 }
+
+/* A device kernel that refuses the shapes it meets when it runs (AMP_ERR_UNSUPPORTED: a
+ * geometry cuDNN cannot do) hands its node to the CPU fallback for good: the run goes on
+ * with the right result, the node counts as fallen back, and without a fallback the
+ * refusal is the run's error, naming the node. */
+Test(sim, a_kernel_refused_at_run_time_falls_back) {
+    setenv("AMP_SIM_REFUSES", "Mul", 1);
+    AmpBackend *be = open_sim();
+    unsetenv("AMP_SIM_REFUSES");
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "X", AMP_DT_FLOAT, "3");
+    const float w[3] = {1, 2, 3};
+    rt_init(g, "W", AMP_DT_FLOAT, 1, I64s(3), w);
+    rt_node(g, "", "Mul", "X,W", "XW");
+    rt_node(g, "", "Add", "XW,X", "Y");
+    rt_output(g, "Y", AMP_DT_FLOAT, "3");
+    for (int with_fallback = 1; with_fallback >= 0; with_fallback--) {
+        AmpExec *e = NULL;
+        AmpStatus st = {0};
+        AmpExecOptions eo = {.backend = be, .fallback = with_fallback ? amp_backend_cpu() : NULL};
+        cr_assert_eq(amp_exec_prepare(m, g, &eo, &e, &st), AMP_OK, "%s", st.msg);
+        float x[3] = {1, -2, 4};
+        AmpNamedBuf ins[1] = {{"X", {.dtype = AMP_DT_FLOAT, .rank = 1, .dims = {3}, .nelem = 3, .data = x}}};
+        for (int run = 0; run < 2; run++) {
+            AmpBuf out[1];
+            AmpCode rc = amp_exec_run(e, ins, 1, out, &st);
+            if (!with_fallback) {
+                cr_assert_eq(rc, AMP_ERR_UNSUPPORTED);
+                cr_assert(strstr(st.msg, "(Mul)") && strstr(st.msg, "AMP_SIM_REFUSES"), "%s", st.msg);
+                break;
+            }
+            cr_assert_eq(rc, AMP_OK, "run %d: %s", run, st.msg);
+            for (int i = 0; i < 3; i++) cr_assert_float_eq(((float *)out[0].data)[i], x[i] * w[i] + x[i], 1e-6);
+            amp_buf_free(&out[0]);
+            AmpExecMemory mem;
+            amp_exec_memory(e, &mem);
+            cr_assert_eq(mem.fallback_nodes, 1, "run %d", run);
+            char ops[64];
+            amp_exec_fallback_ops(e, ops, sizeof ops);
+            cr_assert_str_eq(ops, "Mul x1");
+        }
+        amp_exec_free(e);
+    }
+    amp_model_free(m);
+    cr_assert_eq(amp_backend_sim_live(be), 0, "every device buffer was given back");
+    amp_backend_close(be);
+}

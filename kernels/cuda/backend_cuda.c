@@ -1,0 +1,332 @@
+/* The CUDA backend (backend.h): device memory, one stream, the cuBLASLt and cuDNN handles
+ * and one workspace per instance (a session opens its own), and the kernels of
+ * amp_cuda_ops (table.c). A node it has no kernel for runs on the CPU fallback (the
+ * interpreter's). Every CUDA error becomes an AmpStatus naming the node; nothing here
+ * exits or aborts.
+ *
+ * Memory: freed blocks are kept by size and handed out again, so that a run's uploads and
+ * outputs do not pay cudaMalloc / cudaFree (each of which may synchronise the device)
+ * once the first run has made them. The cache is emptied when an allocation fails and
+ * when the instance is destroyed.
+ *
+ * AMP_CUDA_SYNC=1 waits for the stream after every node and names the node whose kernel
+ * failed (an illegal address is otherwise reported by the next copy out, unnamed).
+ * AMP_TF32=1 lets float32 GEMMs and convolutions use TF32. */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "convert.h"
+#include "cuda_impl.h"
+
+#define WORKSPACE_BYTES ((size_t)64 << 20)
+
+typedef struct FreeBlock {
+    void *p;
+    size_t bytes;
+} FreeBlock;
+
+typedef struct Cuda {
+    AmpBackend be; /* first: the instance is the backend */
+    AmpCudaCtx ctx;
+    bool sync_each;
+    size_t live;         /* allocations handed out and not freed */
+    FreeBlock *cache;    /* freed blocks kept for reuse */
+    size_t n_cache, cap_cache;
+    /* the size of every live block, to cache it by size when freed */
+    FreeBlock *sizes;
+    size_t n_sizes, cap_sizes;
+} Cuda;
+
+static const char *node_name(const AmpNode *n) {
+    return n && n->name ? n->name : "";
+}
+
+static const char *node_op(const AmpNode *n) {
+    return n && n->op_type ? n->op_type : "?";
+}
+
+AmpCode amp_cuda_check(AmpKernelCtx *k, int err, const char *what) {
+    if (!err) return AMP_OK;
+    (void)cudaGetLastError(); /* clear a sticky launch error so the next node reports its own */
+    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): %s: CUDA error %d: %s", node_name(k->node),
+                    node_op(k->node), what, err, cudaGetErrorString((cudaError_t)err));
+}
+
+AmpCode amp_cuda_check_blas(AmpKernelCtx *k, int status, const char *what) {
+    if (status == CUBLAS_STATUS_SUCCESS) return AMP_OK;
+    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): %s: cuBLAS error %d: %s", node_name(k->node),
+                    node_op(k->node), what, status, cublasLtGetStatusString((cublasStatus_t)status));
+}
+
+AmpCode amp_cuda_check_dnn(AmpKernelCtx *k, int status, const char *what) {
+    if (status == CUDNN_STATUS_SUCCESS) return AMP_OK;
+    char detail[256] = "";
+    cudnnGetLastErrorString(detail, sizeof detail);
+    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): %s: cuDNN error %d: %s%s%s", node_name(k->node),
+                    node_op(k->node), what, status, cudnnGetErrorString((cudnnStatus_t)status),
+                    *detail ? ": " : "", detail);
+}
+
+int amp_cuda_read_ints(AmpKernelCtx *k, int index, int64_t *out, int max) {
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    const AmpBuf *b = index < k->n_in ? k->in[index] : NULL;
+    if (!b) {
+        amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): input %d is absent", node_name(k->node), node_op(k->node),
+                 index);
+        return -1;
+    }
+    if ((b->dtype != AMP_DT_INT64 && b->dtype != AMP_DT_INT32) || b->nelem > (uint64_t)max) {
+        amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): input %d must be int32 or int64 with at most %d elements",
+                 node_name(k->node), node_op(k->node), index, max);
+        return -1;
+    }
+    if (!b->nelem) return 0;
+    size_t esz = b->dtype == AMP_DT_INT64 ? 8 : 4;
+    int64_t tmp[AMP_MAX_RANK * 8];
+    void *host = b->nelem * esz <= sizeof tmp ? (void *)tmp : malloc(b->nelem * esz);
+    if (!host) {
+        amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+        return -1;
+    }
+    cudaStream_t s = c->stream;
+    int err = cudaMemcpyAsync(host, b->data, b->nelem * esz, cudaMemcpyDeviceToHost, s);
+    if (!err) err = cudaStreamSynchronize(s);
+    c->syncs++;
+    if (!err) {
+        for (uint64_t i = 0; i < b->nelem; i++) {
+            if (esz == 8) memcpy(&out[i], (char *)host + 8 * i, 8);
+            else {
+                int32_t v;
+                memcpy(&v, (char *)host + 4 * i, 4);
+                out[i] = v;
+            }
+        }
+    }
+    if (host != (void *)tmp) free(host);
+    if (amp_cuda_check(k, err, "reading a small input back")) return -1;
+    return (int)b->nelem;
+}
+
+AmpCode amp_cuda_copy(AmpKernelCtx *k, void *dst, const void *src, size_t bytes) {
+    if (!bytes || dst == src) return AMP_OK;
+    return amp_cuda_check(k, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, amp_cuda_ctx(k)->stream),
+                          "device copy");
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+static bool remember(FreeBlock **v, size_t *n, size_t *cap, void *p, size_t bytes) {
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        FreeBlock *x = realloc(*v, c * sizeof *x);
+        if (!x) return false;
+        *v = x;
+        *cap = c;
+    }
+    (*v)[(*n)++] = (FreeBlock){p, bytes};
+    return true;
+}
+
+static void drop_cache(Cuda *c) {
+    for (size_t i = 0; i < c->n_cache; i++) cudaFree(c->cache[i].p);
+    c->n_cache = 0;
+}
+
+static void *cuda_alloc(AmpBackend *be, size_t bytes) {
+    Cuda *c = (Cuda *)be;
+    size_t want = (bytes + 255) & ~(size_t)255;
+    if (!want) want = 256;
+    /* the smallest cached block that fits without wasting more than half of it */
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < c->n_cache; i++)
+        if (c->cache[i].bytes >= want && c->cache[i].bytes / 2 <= want &&
+            (best == SIZE_MAX || c->cache[i].bytes < c->cache[best].bytes))
+            best = i;
+    void *p = NULL;
+    size_t got = want;
+    if (best != SIZE_MAX) {
+        p = c->cache[best].p;
+        got = c->cache[best].bytes;
+        c->cache[best] = c->cache[--c->n_cache];
+    } else if (cudaMalloc(&p, want) != cudaSuccess) {
+        (void)cudaGetLastError();
+        drop_cache(c); /* free what is cached, and try once more */
+        if (cudaMalloc(&p, want) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return NULL;
+        }
+    }
+    if (!remember(&c->sizes, &c->n_sizes, &c->cap_sizes, p, got)) {
+        cudaFree(p);
+        return NULL;
+    }
+    c->live++;
+    return p;
+}
+
+static void cuda_free(AmpBackend *be, void *p) {
+    Cuda *c = (Cuda *)be;
+    if (!p) return;
+    size_t i = c->n_sizes;
+    while (i-- > 0)
+        if (c->sizes[i].p == p) break;
+    if (i == SIZE_MAX) abort(); /* not ours: an invariant of the runtime, never user input */
+    FreeBlock b = c->sizes[i];
+    c->sizes[i] = c->sizes[--c->n_sizes];
+    c->live--;
+    /* A block freed while kernels that use it may still be queued is safe to hand out
+     * again: every later use is on the same stream, so it runs after them. */
+    if (!remember(&c->cache, &c->n_cache, &c->cap_cache, b.p, b.bytes)) cudaFree(b.p);
+}
+
+static AmpCode copy_fail(AmpStatus *st, const char *what, cudaError_t err) {
+    (void)cudaGetLastError();
+    return amp_fail(st, AMP_ERR_INTERNAL, "CUDA %s: error %d: %s", what, (int)err, cudaGetErrorString(err));
+}
+
+static AmpCode cuda_copy_in(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    if (!bytes) return AMP_OK;
+    /* From pageable memory the copy has read the host bytes when the call returns. */
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ((Cuda *)be)->ctx.stream);
+    return err ? copy_fail(st, "copy to the device", err) : AMP_OK;
+}
+
+static AmpCode cuda_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    cudaStream_t s = ((Cuda *)be)->ctx.stream;
+    cudaError_t err = bytes ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s) : cudaSuccess;
+    if (!err) err = cudaStreamSynchronize(s); /* also reports a kernel's failure */
+    return err ? copy_fail(st, "copy from the device (or a kernel before it)", err) : AMP_OK;
+}
+
+static AmpCode cuda_copy(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    if (!bytes) return AMP_OK;
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ((Cuda *)be)->ctx.stream);
+    return err ? copy_fail(st, "device copy", err) : AMP_OK;
+}
+
+/* ---- kernels ----------------------------------------------------------------------- */
+
+static bool cuda_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)be;
+    if (n->op < 0 || n->op >= AMP_OP__COUNT) return false;
+    const AmpCudaOp *o = &amp_cuda_ops[n->op];
+    return o->fn && o->supports && o->supports(n, opset, in_dtypes);
+}
+
+static AmpCode cuda_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
+    (void)be;
+    out->fn = NULL;
+    out->impl = NULL;
+    const AmpCudaOp *o = n->op >= 0 && n->op < AMP_OP__COUNT ? &amp_cuda_ops[n->op] : NULL;
+    if (!o || !o->fn)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CUDA backend has no kernel for it", node_name(n),
+                        node_op(n));
+    out->fn = o->fn;
+    void *attrs = NULL;
+    AmpCode rc = o->prepare ? o->prepare(n, opset, &attrs, st) : AMP_OK;
+    out->impl = attrs;
+    return rc;
+}
+
+static AmpCode cuda_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
+    Cuda *c = (Cuda *)be;
+    ctx->dev = &c->ctx;
+    ctx->attrs = k->impl;
+    AmpCode rc = k->fn(ctx);
+    if (!rc && c->sync_each) rc = amp_cuda_check(ctx, cudaStreamSynchronize(c->ctx.stream), "the kernel (AMP_CUDA_SYNC)");
+    return rc;
+}
+
+static void cuda_release(AmpBackend *be, AmpBackendKernel *k) {
+    (void)be;
+    free((void *)k->impl);
+    k->impl = NULL;
+}
+
+static void cuda_destroy(AmpBackend *be) {
+    Cuda *c = (Cuda *)be;
+    if (c->ctx.stream) cudaStreamSynchronize(c->ctx.stream);
+    amp_cuda_cache_free(c->ctx.cache);
+    drop_cache(c);
+    for (size_t i = 0; i < c->n_sizes; i++) cudaFree(c->sizes[i].p); /* leaked by a caller: still give it back */
+    free(c->cache);
+    free(c->sizes);
+    if (c->ctx.workspace) cudaFree(c->ctx.workspace);
+    if (c->ctx.dnn) cudnnDestroy(c->ctx.dnn);
+    if (c->ctx.lt) cublasLtDestroy(c->ctx.lt);
+    if (c->ctx.stream) cudaStreamDestroy(c->ctx.stream);
+    free(c);
+}
+
+static bool env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
+    *out = NULL;
+    if (!amp_cuda_device_available())
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': no usable CUDA device (the driver reports none)");
+    Cuda *c = calloc(1, sizeof *c);
+    if (!c) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    c->be = (AmpBackend){
+        .name = "cuda",
+        .supports = cuda_supports,
+        .alloc = cuda_alloc,
+        .free = cuda_free,
+        .copy_in = cuda_copy_in,
+        .copy_out = cuda_copy_out,
+        .copy = cuda_copy,
+        .borrow_host = NULL,
+        .prepare_node = cuda_prepare,
+        .run_node = cuda_run,
+        .release_node = cuda_release,
+        .destroy = cuda_destroy,
+    };
+    c->sync_each = env_on("AMP_CUDA_SYNC");
+    c->ctx.tf32 = env_on("AMP_TF32");
+    const char *what = NULL;
+    int err = 0;
+    cudaStream_t s = NULL;
+    cublasLtHandle_t lt = NULL;
+    cudnnHandle_t dnn = NULL;
+    if ((err = cudaSetDevice(0))) what = "cudaSetDevice";
+    else if ((err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) what = "cudaStreamCreate";
+    if (!what) c->ctx.stream = s;
+    if (!what && (err = cublasLtCreate(&lt))) what = "cublasLtCreate";
+    if (!what) c->ctx.lt = lt;
+    if (!what && (err = cudnnCreate(&dnn))) what = "cudnnCreate";
+    if (!what) c->ctx.dnn = dnn;
+    if (!what && (err = cudnnSetStream(dnn, s))) what = "cudnnSetStream";
+    if (!what && (err = cudaMalloc(&c->ctx.workspace, WORKSPACE_BYTES))) what = "the workspace's cudaMalloc";
+    if (what) {
+        AmpCode rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': %s failed (error %d)", what, err);
+        (void)cudaGetLastError();
+        cuda_destroy(&c->be);
+        return rc;
+    }
+    c->ctx.workspace_bytes = WORKSPACE_BYTES;
+    *out = &c->be;
+    return AMP_OK;
+}
+
+size_t amp_backend_cuda_syncs(const AmpBackend *be) {
+    return be && be->destroy == cuda_destroy ? ((const Cuda *)be)->ctx.syncs : 0;
+}
+
+AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *total) {
+    (void)be;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return AMP_ERR_INTERNAL;
+    }
+    *used = tot - fr;
+    *total = tot;
+    return AMP_OK;
+}

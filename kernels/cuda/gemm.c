@@ -1,0 +1,283 @@
+/* MatMul, Gemm and com.microsoft FusedMatMul on CUDA through cuBLASLt. Inputs of
+ * float16 / bfloat16 multiply with fp32 accumulation; float32 with CUBLAS_COMPUTE_32F (a
+ * true FP32 baseline) unless the session allows TF32 (AmpCudaCtx.tf32). The plan of each
+ * shape (descriptors, layouts, the heuristic's algorithm) is made once and cached.
+ *
+ * cuBLASLt is column-major: a row-major Y (m x n) = op(A) op(B) is computed as the
+ * column-major Y^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand, A its second, and
+ * a row-major matrix is its own transpose in column-major with the same leading dim. */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "gemm_impl.h" /* AmpGemmAttrs and the CPU's prepare functions */
+
+/* One product's shape: Y[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * Y[b] (+ bias[n]),
+ * b < batch, each operand stridden by its batch stride in elements (0: shared). */
+typedef struct MmKey {
+    int dtype, ta, tb, bias, tf32;
+    unsigned align_a, align_b, align_y, align_bias;
+    int64_t m, n, k, batch, sa, sb, sy;
+} MmKey;
+
+typedef struct MmPlan {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, ly; /* cuBLASLt's A (our B), B (our A), C = D (our Y) */
+    cublasLtMatmulAlgo_t algo;
+} MmPlan;
+
+static void plan_free(void *p) {
+    MmPlan *x = p;
+    if (!x) return;
+    if (x->desc) cublasLtMatmulDescDestroy(x->desc);
+    if (x->la) cublasLtMatrixLayoutDestroy(x->la);
+    if (x->lb) cublasLtMatrixLayoutDestroy(x->lb);
+    if (x->ly) cublasLtMatrixLayoutDestroy(x->ly);
+    free(x);
+}
+
+static cudaDataType_t cuda_type(int dtype) {
+    return dtype == AMP_DT_FLOAT16 ? CUDA_R_16F : dtype == AMP_DT_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static size_t dtype_size(int dtype) {
+    return dtype == AMP_DT_FLOAT ? 4 : 2;
+}
+
+/* The alignment cuBLASLt may assume for a batched operand: its base's and its stride's. */
+static unsigned batch_align(const void *p, int64_t stride_elems, size_t esz) {
+    unsigned a = amp_cuda_align(p);
+    if (stride_elems) {
+        unsigned s = amp_cuda_align((const void *)(uintptr_t)((uint64_t)stride_elems * esz));
+        if (s < a) a = s;
+    }
+    return a;
+}
+
+static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld,
+                             int64_t batch, int64_t stride) {
+    cublasStatus_t s = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
+    if (s || batch <= 1) return s;
+    int32_t count = (int32_t)batch;
+    s = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    if (!s) s = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    return s;
+}
+
+static AmpCode make_plan(AmpKernelCtx *k, const MmKey *key, MmPlan **out) {
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    MmPlan *p = calloc(1, sizeof *p);
+    if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    cudaDataType_t t = cuda_type(key->dtype);
+    cublasComputeType_t ct = key->dtype == AMP_DT_FLOAT && key->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cublasOperation_t op_a = key->tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = key->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t s = cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F);
+    if (!s) s = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a);
+    if (!s) s = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b);
+    if (!s && key->bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        s = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    }
+    /* our B: row-major (tb ? n x k : k x n); our A: row-major (ta ? k x m : m x k); Y: m x n */
+    if (!s) s = key->tb ? layout(&p->la, t, key->k, key->n, key->k, key->batch, key->sb)
+                        : layout(&p->la, t, key->n, key->k, key->n, key->batch, key->sb);
+    if (!s) s = key->ta ? layout(&p->lb, t, key->m, key->k, key->m, key->batch, key->sa)
+                        : layout(&p->lb, t, key->k, key->m, key->k, key->batch, key->sa);
+    if (!s) s = layout(&p->ly, t, key->n, key->m, key->n, key->batch, key->sy);
+    cublasLtMatmulPreference_t pref = NULL;
+    if (!s) s = cublasLtMatmulPreferenceCreate(&pref);
+    size_t ws = c->workspace_bytes;
+    uint32_t al_a = key->align_b, al_b = key->align_a, al_y = key->align_y; /* cuBLASLt's A is our B */
+    if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+    if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+    if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_y, sizeof al_y);
+    if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_y, sizeof al_y);
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    if (!s) s = cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->la, p->lb, p->ly, p->ly, pref, 1, &res, &found);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (!s && !found) s = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s) {
+        plan_free(p);
+        return amp_cuda_check_blas(k, s, "planning the matrix product");
+    }
+    p->algo = res.algo;
+    *out = p;
+    return AMP_OK;
+}
+
+/* Runs one (batched) product; bias: a device vector of n elements or NULL. */
+static AmpCode run_mm(AmpKernelCtx *k, MmKey key, const void *a, const void *b, void *y, const void *bias, float alpha,
+                      float beta) {
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    if (key.m == 0 || key.n == 0 || key.batch == 0) return AMP_OK;
+    size_t esz = dtype_size(key.dtype);
+    key.tf32 = c->tf32;
+    key.bias = bias != NULL;
+    if (!key.align_a) key.align_a = batch_align(a, key.sa, esz);
+    if (!key.align_b) key.align_b = batch_align(b, key.sb, esz);
+    if (!key.align_y) key.align_y = batch_align(y, key.sy, esz);
+    key.align_bias = bias ? amp_cuda_align(bias) : 0;
+    MmPlan *p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_GEMM, &key, sizeof key);
+    if (!p) {
+        AmpCode rc = make_plan(k, &key, &p);
+        if (rc) return rc;
+        if (!amp_cuda_cache_put(c, AMP_CUDA_CACHE_GEMM, &key, sizeof key, p, plan_free)) {
+            plan_free(p);
+            return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+        }
+    }
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (bias) s = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (!s)
+        s = cublasLtMatmul(c->lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, y, p->ly, y, p->ly, &p->algo,
+                           c->workspace, c->workspace_bytes, (cudaStream_t)c->stream);
+    return amp_cuda_check_blas(k, s, "cublasLtMatmul");
+}
+
+static int64_t prod(const int64_t *d, int n) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) p *= d[i];
+    return p;
+}
+
+static bool same_dims(const int64_t *a, const int64_t *b, int n) {
+    return n == 0 || memcmp(a, b, (size_t)n * sizeof *a) == 0;
+}
+
+/* The batched product of MatMul and FusedMatMul: numpy's 1-D promotion and batch
+ * broadcasting; ta / tb transpose the last two axes of A / B. */
+static AmpCode matmul_into(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
+    const AmpBuf *A = k->in[0], *B = k->in[1];
+    AmpBuf *Y;
+    AmpCode rc = amp_kernel_outputs(k, 1, &Y);
+    if (rc) return rc;
+    if (!A || !B || A->dtype != B->dtype || !amp_cuda_is_float(A->dtype) || A->rank < 1 || B->rank < 1)
+        return amp_kernel_bad_dtype(k, A ? A->dtype : AMP_DT_UNDEFINED);
+    /* the matrices: A is (m x k) after op, B (k x n) */
+    int64_t m, kk, ka, n;
+    if (A->rank == 1) m = 1, ka = A->dims[0], ta = false;
+    else m = A->dims[A->rank - (ta ? 1 : 2)], ka = A->dims[A->rank - (ta ? 2 : 1)];
+    if (B->rank == 1) kk = B->dims[0], n = 1, tb = false;
+    else kk = B->dims[B->rank - (tb ? 1 : 2)], n = B->dims[B->rank - (tb ? 2 : 1)];
+    if (ka != kk) return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): inner dimensions %lld and %lld differ",
+                                  k->node->name ? k->node->name : "", k->node->op_type, (long long)ka, (long long)kk);
+    int rba = A->rank > 2 ? A->rank - 2 : 0, rbb = B->rank > 2 ? B->rank - 2 : 0;
+    int rb = rba > rbb ? rba : rbb;
+    int64_t bd[AMP_MAX_RANK], sa_b[AMP_MAX_RANK], sb_b[AMP_MAX_RANK];
+    if (rb && !amp_broadcast_shape(rba, A->dims, rbb, B->dims, &rb, bd))
+        return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): batch dimensions do not broadcast",
+                        k->node->name ? k->node->name : "", k->node->op_type);
+    /* the placed output: batch dims, then m (unless A was 1-D), then n (unless B was 1-D) */
+    int64_t yd[AMP_MAX_RANK];
+    int yr = 0;
+    for (int i = 0; i < rb; i++) yd[yr++] = bd[i];
+    if (A->rank > 1) yd[yr++] = m;
+    if (B->rank > 1) yd[yr++] = n;
+    if ((rc = amp_kernel_check_out(k, Y, A->dtype, yr, yd))) return rc;
+    int64_t nb = prod(bd, rb), nba = prod(A->dims, rba), nbb = prod(B->dims, rbb);
+    if (!Y->nelem) return AMP_OK;
+    if (kk == 0) return amp_cuda_check(k, amp_cuda_gemm_fill_c(Y->data, NULL, Y->dtype, nb * m, n, 0, 0, 0.f,
+                                                               amp_cuda_ctx(k)->stream), "zero fill");
+    MmKey key = {.dtype = A->dtype, .ta = ta, .tb = tb, .m = m, .n = n, .k = kk, .batch = 1};
+    size_t esz = dtype_size(A->dtype);
+    /* B shared by every batch and A's batches contiguous, untransposed: one tall product */
+    if (nbb == 1 && !ta && (nba == nb) && (rba == rb)) {
+        key.m = nb * m;
+        return run_mm(k, key, A->data, B->data, Y->data, NULL, alpha, 0.f);
+    }
+    bool a_whole = nba == 1 || (rba == rb && same_dims(A->dims, bd, rb));
+    bool b_whole = nbb == 1 || (rbb == rb && same_dims(B->dims, bd, rb));
+    if (a_whole && b_whole) { /* strided batches, stride 0 for an operand all batches share */
+        key.batch = nb;
+        key.sa = nba == 1 ? 0 : m * kk;
+        key.sb = nbb == 1 ? 0 : kk * n;
+        key.sy = m * n;
+        return run_mm(k, key, A->data, B->data, Y->data, NULL, alpha, 0.f);
+    }
+    /* mixed broadcasting: one product per output batch */
+    amp_broadcast_strides(rba, A->dims, rb, bd, sa_b);
+    amp_broadcast_strides(rbb, B->dims, rb, bd, sb_b);
+    key.align_a = batch_align(A->data, m * kk, esz);
+    key.align_b = batch_align(B->data, kk * n, esz);
+    key.align_y = batch_align(Y->data, m * n, esz);
+    for (int64_t i = 0; i < nb && !rc; i++) {
+        int64_t rem = i, ia = 0, ib = 0;
+        for (int d = rb - 1; d >= 0; d--) {
+            int64_t idx = rem % bd[d];
+            rem /= bd[d];
+            ia += idx * sa_b[d];
+            ib += idx * sb_b[d];
+        }
+        rc = run_mm(k, key, (const char *)A->data + (size_t)(ia * m * kk) * esz,
+                    (const char *)B->data + (size_t)(ib * kk * n) * esz, (char *)Y->data + (size_t)(i * m * n) * esz,
+                    NULL, alpha, 0.f);
+    }
+    return rc;
+}
+
+AmpCode amp_cuda_matmul(AmpKernelCtx *k) {
+    return matmul_into(k, false, false, 1.f);
+}
+
+AmpCode amp_cuda_fused_matmul(AmpKernelCtx *k) {
+    const AmpGemmAttrs *a = k->attrs;
+    if (!a) return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): attributes not prepared",
+                            k->node->name ? k->node->name : "", k->node->op_type);
+    return matmul_into(k, a->ta, a->tb, a->alpha);
+}
+
+AmpCode amp_cuda_gemm(AmpKernelCtx *k) {
+    const AmpGemmAttrs *at = k->attrs;
+    const AmpBuf *A = k->in[0], *B = k->in[1], *C = k->n_in > 2 ? k->in[2] : NULL;
+    AmpBuf *Y;
+    AmpCode rc = amp_kernel_outputs(k, 1, &Y);
+    if (rc) return rc;
+    if (!at) return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (Gemm): attributes not prepared",
+                             k->node->name ? k->node->name : "");
+    if (!A || !B || A->rank != 2 || B->rank != 2 || A->dtype != B->dtype || !amp_cuda_is_float(A->dtype) ||
+        (C && (C->dtype != A->dtype || C->rank > 2)))
+        return amp_kernel_bad_dtype(k, A ? A->dtype : AMP_DT_UNDEFINED);
+    int64_t m = A->dims[at->ta ? 1 : 0], ka = A->dims[at->ta ? 0 : 1];
+    int64_t kb = B->dims[at->tb ? 1 : 0], n = B->dims[at->tb ? 0 : 1];
+    if (ka != kb) return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (Gemm): inner dimensions %lld and %lld differ",
+                                  k->node->name ? k->node->name : "", (long long)ka, (long long)kb);
+    int64_t yd[2] = {m, n};
+    if ((rc = amp_kernel_check_out(k, Y, A->dtype, 2, yd))) return rc;
+    if (!Y->nelem) return AMP_OK;
+    /* C's strides over Y's (m, n), 0 along the axes it broadcasts */
+    int64_t c_rs = 0, c_cs = 0;
+    if (C) {
+        int64_t cm = C->rank == 2 ? C->dims[0] : 1, cn = C->rank >= 1 ? C->dims[C->rank - 1] : 1;
+        if ((cm != 1 && cm != m) || (cn != 1 && cn != n))
+            return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (Gemm): C does not broadcast to [%lld,%lld]",
+                            k->node->name ? k->node->name : "", (long long)m, (long long)n);
+        c_rs = cm == 1 ? 0 : cn;
+        c_cs = cn == 1 ? 0 : 1;
+    }
+    bool use_c = C && at->beta != 0.f && C->nelem;
+    AmpCudaCtx *cx = amp_cuda_ctx(k);
+    /* C = a row of n added with beta 1: cuBLASLt's bias epilogue; else Y = beta * C first */
+    bool bias = use_c && at->beta == 1.f && c_rs == 0 && c_cs == 1 && ka > 0;
+    if ((use_c && !bias) || ka == 0) {
+        rc = amp_cuda_check(k, amp_cuda_gemm_fill_c(Y->data, use_c ? C->data : NULL, Y->dtype, m, n, c_rs, c_cs,
+                                                    at->beta, cx->stream),
+                            "Gemm's C");
+        if (rc || ka == 0) return rc;
+    }
+    MmKey key = {.dtype = A->dtype, .ta = at->ta, .tb = at->tb, .m = m, .n = n, .k = ka, .batch = 1};
+    return run_mm(k, key, A->data, B->data, Y->data, bias ? C->data : NULL, at->alpha, use_c && !bias ? 1.f : 0.f);
+}
+
+/* float32 / float16 / bfloat16, both operands alike (Gemm's C too). */
+bool amp_cuda_supports_matmul(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    return amp_cuda_supports_float(n, opset, in_dtypes);
+}
+
+bool amp_cuda_supports_fused_matmul(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    return !amp_node_attr_int(n, "transBatchA", 0) && !amp_node_attr_int(n, "transBatchB", 0) &&
+           amp_cuda_supports_float(n, opset, in_dtypes);
+}
