@@ -178,7 +178,12 @@ typedef struct AmpSessionStats {
     size_t fallback_nodes;     /* nodes the backend lacks, run on the CPU with copies around them */
     const char *fallback_ops;  /* their op types and counts, "Relu x3, Conv x1" ("" when none);
                                   valid until the next call or close */
-    const char *backend;       /* "cpu", "sim" */
+    const char *backend;       /* "cpu", "sim", "cuda" */
+    size_t device_bytes;       /* CUDA: device memory the session holds now (cudaMemGetInfo's
+                                  use against that before it opened: weights, arena, cached
+                                  buffers, library workspaces); 0 elsewhere */
+    size_t kernel_syncs;       /* CUDA: small inputs its kernels read back (Slice bounds ...),
+                                  over the session's life */
 } AmpSessionStats;
 
 void amp_session_stats(const AmpSession *s, AmpSessionStats *out);

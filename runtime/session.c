@@ -102,6 +102,8 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
          * type completely still runs. */
         AmpStatus ignored = {0};
         amp_infer_model(m, &ignored);
+        size_t total = 0;
+        if (amp_backend_cuda_memory(NULL, &s->dev_used_before, &total)) s->dev_used_before = 0;
         rc = amp_backend_open(cfg->backend, &s->be, st);
     }
     s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;

@@ -48,6 +48,7 @@ typedef struct Algo {
 struct AmpSession {
     AmpModel *m;
     AmpBackend *be;        /* the session's own instance, closed with it */
+    size_t dev_used_before; /* device memory in use before the backend opened (CUDA) */
     AmpExec *main;
     Algo *alg;
     size_t n_alg;

@@ -357,6 +357,10 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     out->values_dynamic = mm.values_dynamic;
     out->syncs = mm.syncs;
     out->fallback_nodes = mm.fallback_nodes;
+    size_t used = 0, total = 0;
+    if (s->be && strcmp(s->be->name, "cuda") == 0 && !amp_backend_cuda_memory(s->be, &used, &total))
+        out->device_bytes = used > s->dev_used_before ? used - s->dev_used_before : 0;
+    out->kernel_syncs = amp_backend_cuda_syncs(s->be);
     /* The text lives in the session; stats are read, not changed: hence the cast. */
     char *ops = ((AmpSession *)s)->fallback_ops;
     amp_exec_fallback_ops(s->main, ops, sizeof s->fallback_ops);

@@ -9,7 +9,9 @@
 # usage: scripts/pack_tests.sh DIR          writes DIR/pack.tar.xz and DIR/testdata.tar.xz
 #        scripts/pack_tests.sh --run DIR [CTEST ARGS...]
 #                                           (there) unpacks them and runs ctest: every test,
-#                                           or as the arguments say (-R ms_ops -V, say)
+#                                           or as the arguments say (-R ms_ops -V, say);
+#                                           cuBLAS(Lt) and cuDNN are not packed: that
+#                                           machine's toolkit or Python wheels give them
 # Environment for --run: JOBS (default: the number of cores), AMPC_BIG_TESTS (default 1).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,8 +29,14 @@ if [ "${1:-}" = "--run" ]; then
   rm -rf build && ln -sfn "$D/build" build
   # ctest calls the python3 of the packing machine by its path: use this one's.
   sed -i "s#\"[^\"]*python3[^\"]*\"#\"$(command -v python3)\"#g" build/tests/CTestTestfile.cmake
+  # cuBLASLt and cuDNN of that machine: its CUDA toolkit's, or the Python wheels' (nvidia-*)
+  cudalibs=$(find /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu \
+               $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+               -maxdepth 4 \( -name 'libcublasLt.so.*' -o -name 'libcudnn.so.*' \) 2>/dev/null |
+             xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd: -)
+  echo "pack_tests.sh: CUDA libraries from ${cudalibs:-nowhere (none found)}"
   cd build
-  LD_LIBRARY_PATH="$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" AMPC_BIG_TESTS="${AMPC_BIG_TESTS:-1}" \
+  LD_LIBRARY_PATH="$D/lib${cudalibs:+:$cudalibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" AMPC_BIG_TESTS="${AMPC_BIG_TESTS:-1}" \
     exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" "${@:3}"
 fi
 
@@ -52,6 +60,8 @@ for bin in $(find build -type f -perm -u+x ! -name '*.sh') ${blas:+"$blas"}; do
   for lib in $(ldd "$bin" 2>/dev/null | awk '/=> \//{print $3}'); do
     case $(basename "$lib") in
       libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | libresolv.so* | libstdc++.so* | libgcc_s.so*) ;;
+      # cuBLAS(Lt) and cuDNN are hundreds of MiB: the GPU machine has its own (found by --run)
+      libcublas*.so* | libcudnn*.so*) ;;
       *) cp -Ln "$lib" "$TMP/lib/" ;;
     esac
   done

@@ -500,6 +500,10 @@ int ampc_cmd_run(const RunArgs *a) {
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
+        if (stats.device_bytes)
+            printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
+                   "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
+                   (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
         code = stdout_done();
     }
     free(ms);
@@ -556,6 +560,10 @@ int ampc_cmd_bench(const RunArgs *a) {
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
+        if (stats.device_bytes)
+            printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
+                   "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
+                   (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
         code = stdout_done();
     }
     free(ms);

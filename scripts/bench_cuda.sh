@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The CUDA backend's figures (issue "CUDA executor, part 1"), on a machine with a GPU:
+# FP32 against AMP (ampc's fp16 conversion) with `ampc bench --backend cuda`, on the
+# bundled CNN and on the models tools/make_bench_models.py writes (ResNet-50 batch 64, a
+# BERT-base encoder batch 32 x 128), and a 4096^3 fp16 GEMM through the backend.
+#
+# usage: scripts/bench_cuda.sh DIR [ITERS]    (DIR: where make_bench_models.py wrote them;
+#                                              models missing there are skipped)
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+D=${1:?usage: bench_cuda.sh DIR [ITERS]}
+ITERS=${2:-20}
+A=build/ampc
+bench() { # label model [env...]
+  local label=$1 model=$2
+  shift 2
+  echo "== $label"
+  env "$@" "$A" bench "$model" --backend cuda --iters "$ITERS" --warmup 3 2>&1 | grep -v '^ampc: note'
+}
+for m in models/cnn_infer/model.onnx "$D/resnet50.onnx" "$D/bert.onnx"; do
+  [ -f "$m" ] || { echo "== $m: missing, skipped"; continue; }
+  name=$(basename "$(dirname "$m")")
+  [ "$name" = "$(basename "$D")" ] && name=$(basename "$m" .onnx)
+  "$A" "$m" -o "$D/${name}_amp.onnx" >/dev/null || { echo "== $name: conversion failed"; continue; }
+  bench "$name fp32" "$m"
+  bench "$name fp32, TF32 allowed" "$m" AMP_TF32=1
+  bench "$name AMP fp16" "$D/${name}_amp.onnx"
+done
+if [ -f "$D/gemm4096.onnx" ]; then
+  out=$(bench "gemm 4096^3 fp16" "$D/gemm4096.onnx")
+  echo "$out"
+  ms=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+  # the run includes copying A in (32 MiB) and Y out (32 MiB): a lower bound on the GEMM's rate
+  [ -n "$ms" ] && awk -v ms="$ms" 'BEGIN { printf "gemm 4096^3: %.1f TFLOP/s including the copies in and out (H100 SXM dense fp16 peak: 989)\n", 2 * 4096^3 / (ms * 1e-3) / 1e12 }'
+fi
