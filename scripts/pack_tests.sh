@@ -7,6 +7,8 @@
 # at the same path as here, `bash scripts/pack_tests.sh --run DIR` unpacks and runs ctest.
 #
 # usage: scripts/pack_tests.sh DIR          writes DIR/pack.tar.xz and DIR/testdata.tar.xz
+#        scripts/pack_tests.sh --exec DIR CMD...   (there) unpacks them once and runs CMD
+#                                           with the packed and the CUDA libraries found
 #        scripts/pack_tests.sh --run DIR [CTEST ARGS...]
 #                                           (there) unpacks them and runs ctest: every test,
 #                                           or as the arguments say (-R ms_ops -V, say);
@@ -17,27 +19,35 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
-if [ "${1:-}" = "--run" ]; then
+if [ "${1:-}" = "--run" ] || [ "${1:-}" = "--exec" ]; then
+  mode=$1
   D=$(cd "${2:?usage: pack_tests.sh --run DIR}" && pwd)
-  if [ -e build ] && [ ! -L build ]; then
-    echo "pack_tests.sh: build/ is a real build here; --run replaces it, so it runs only where there is none" >&2
-    exit 1
+  if [ "$(readlink build 2>/dev/null)" != "$D/build" ]; then # unpack once
+    if [ -e build ] && [ ! -L build ]; then
+      echo "pack_tests.sh: build/ is a real build here; --run replaces it, so it runs only where there is none" >&2
+      exit 1
+    fi
+    tar -C "$D" -xJf "$D/pack.tar.xz"
+    data=$(grep '^AMPC_TESTDATA:PATH=' "$D/build/CMakeCache.txt" | cut -d= -f2)
+    mkdir -p "$data" && tar -C "$data" -xJf "$D/testdata.tar.xz"
+    rm -rf build && ln -sfn "$D/build" build
+    # ctest calls the python3 of the packing machine by its path: use this one's.
+    sed -i "s#\"[^\"]*python3[^\"]*\"#\"$(command -v python3)\"#g" build/tests/CTestTestfile.cmake
   fi
-  tar -C "$D" -xJf "$D/pack.tar.xz"
-  data=$(grep '^AMPC_TESTDATA:PATH=' "$D/build/CMakeCache.txt" | cut -d= -f2)
-  mkdir -p "$data" && tar -C "$data" -xJf "$D/testdata.tar.xz"
-  rm -rf build && ln -sfn "$D/build" build
-  # ctest calls the python3 of the packing machine by its path: use this one's.
-  sed -i "s#\"[^\"]*python3[^\"]*\"#\"$(command -v python3)\"#g" build/tests/CTestTestfile.cmake
   # cuBLASLt and cuDNN of that machine: its CUDA toolkit's, or the Python wheels' (nvidia-*)
-  cudalibs=$(find /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu \
-               $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
-               -maxdepth 4 \( -name 'libcublasLt.so.*' -o -name 'libcudnn.so.*' \) 2>/dev/null |
+  cudalibs=$( (find /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu \
+                 $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+                 -maxdepth 4 \( -name 'libcublasLt.so.*' -o -name 'libcudnn.so.*' \) 2>/dev/null || true) |
              xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd: -)
-  echo "pack_tests.sh: CUDA libraries from ${cudalibs:-nowhere (none found)}"
+  echo "pack_tests.sh: CUDA libraries from ${cudalibs:-nowhere (none found)}" >&2
+  export LD_LIBRARY_PATH="$D/lib${cudalibs:+:$cudalibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export AMPC_BIG_TESTS="${AMPC_BIG_TESTS:-1}"
+  if [ "$mode" = "--exec" ]; then # a command of the caller's, with the libraries found
+    shift 2
+    exec "$@"
+  fi
   cd build
-  LD_LIBRARY_PATH="$D/lib${cudalibs:+:$cudalibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" AMPC_BIG_TESTS="${AMPC_BIG_TESTS:-1}" \
-    exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" "${@:3}"
+  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" "${@:3}"
 fi
 
 OUTDIR=${1:?usage: pack_tests.sh DIR}
