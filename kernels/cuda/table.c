@@ -3,6 +3,7 @@
 #include "cuda_impl.h"
 #include "conv.h"
 #include "gemm.h"
+#include "movement.h"
 
 bool amp_cuda_is_float(int dtype) {
     return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
@@ -24,6 +25,27 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Conv] = {amp_cuda_conv, amp_cpu_conv_prepare, amp_cuda_supports_conv},
     [AMP_OP_MaxPool] = {amp_cuda_maxpool, amp_cpu_conv_prepare, amp_cuda_supports_pool},
     [AMP_OP_AveragePool] = {amp_cuda_averagepool, amp_cpu_conv_prepare, amp_cuda_supports_pool},
+    /* movement.c, movement_make.c: data movement */
+    [AMP_OP_Identity] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
+    [AMP_OP_Reshape] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
+    [AMP_OP_Flatten] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
+    [AMP_OP_Squeeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
+    [AMP_OP_Unsqueeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
+    [AMP_OP_Transpose] = {amp_cuda_transpose, amp_cuda_mv_transpose_prepare, amp_cuda_supports_move},
+    [AMP_OP_Concat] = {amp_cuda_concat, amp_cuda_mv_concat_prepare, amp_cuda_supports_concat},
+    [AMP_OP_Split] = {amp_cuda_split, amp_cuda_mv_split_prepare, amp_cuda_supports_split},
+    [AMP_OP_Slice] = {amp_cuda_slice, amp_cuda_mv_slice_prepare, amp_cuda_supports_slice},
+    [AMP_OP_Expand] = {amp_cuda_expand, NULL, amp_cuda_supports_move},
+    [AMP_OP_Tile] = {amp_cuda_tile, NULL, amp_cuda_supports_move},
+    [AMP_OP_Pad] = {amp_cuda_pad, amp_cuda_mv_pad_prepare, amp_cuda_supports_pad},
+    [AMP_OP_Gather] = {amp_cuda_gather, amp_cuda_mv_gather_prepare, amp_cuda_supports_gather},
+    [AMP_OP_GatherElements] = {amp_cuda_gather_elements, amp_cuda_mv_gather_prepare, amp_cuda_supports_gather},
+    [AMP_OP_Shape] = {amp_cuda_shape, amp_cuda_mv_shape_prepare, amp_cuda_supports_shape},
+    [AMP_OP_Size] = {amp_cuda_size, NULL, amp_cuda_supports_shape},
+    [AMP_OP_Constant] = {amp_cuda_constant, amp_cuda_mv_constant_prepare, amp_cuda_supports_constant},
+    [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
+                                amp_cuda_supports_constant_of_shape},
+    [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
     /* gemm.c: cuBLASLt */
     [AMP_OP_MatMul] = {amp_cuda_matmul, NULL, amp_cuda_supports_matmul},
     [AMP_OP_Gemm] = {amp_cuda_gemm, amp_cpu_gemm_prepare, amp_cuda_supports_matmul},
