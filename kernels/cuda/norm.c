@@ -1,0 +1,311 @@
+/* CUDA node-level kernels: Softmax and LogSoftmax, LayerNormalization,
+ * BatchNormalization (inference only), InstanceNormalization and GroupNormalization, for
+ * float32, float16 and bfloat16 data with every float input of X's type. Attributes,
+ * layouts, checks and empty tensors as kernels/cpu/softmax.c and norm.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "norm.h"
+#include "reduce.h" /* amp_cuda_nr_fail */
+
+_Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
+
+static const void *attrs_of(AmpKernelCtx *k) {
+    if (!k->attrs) amp_cuda_nr_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    return k->attrs;
+}
+
+static AmpCode prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
+    void *q = malloc(size);
+    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(q, p, size);
+    *attrs = q;
+    return AMP_OK;
+}
+
+static AmpCode prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *why) {
+    return amp_fail(st, code, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "", why);
+}
+
+/* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
+
+/* axis as written; per_axis: opset >= 13 normalises along the one axis, older opsets over
+ * the 2-D coercion at axis. */
+typedef struct SoftmaxAttrs {
+    int64_t axis;
+    bool per_axis;
+} SoftmaxAttrs;
+
+AmpCode amp_cuda_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    SoftmaxAttrs a = {.per_axis = opset >= 13};
+    a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
+    return prep_out(&a, sizeof a, attrs, st);
+}
+
+/* The (outer, D, inner) layout (the CPU's softmax_layout). */
+static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer, int64_t *d,
+                              int64_t *inner) {
+    int64_t a = attr->axis;
+    int axis;
+    if (attr->per_axis) {
+        if (!amp_norm_axis(a, x->rank, &axis))
+            return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        *outer = (int64_t)amp_shape_nelem(axis, x->dims);
+        *d = x->dims[axis];
+        *inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
+        return AMP_OK;
+    }
+    /* The 2-D coercion also takes axis == rank (a trailing dimension of 1). */
+    if (a == x->rank) axis = x->rank;
+    else if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    *outer = (int64_t)amp_shape_nelem(axis, x->dims);
+    *d = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
+    *inner = 1;
+    return AMP_OK;
+}
+
+static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
+    const SoftmaxAttrs *attr = attrs_of(k);
+    if (!attr) return k->st->code;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "the input is missing");
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    int64_t outer = 0, d = 0, inner = 0;
+    AmpCode rc = softmax_layout(k, attr, x, &outer, &d, &inner);
+    if (rc) return rc;
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if (!x->nelem) return AMP_OK; /* no element, however many empty rows */
+    int err = amp_cuda_softmax_launch(x->dtype, log_out, x->data, y->data, outer, d, inner, amp_cuda_ctx(k)->stream);
+    return amp_cuda_check(k, err, "softmax kernel");
+}
+
+AmpCode amp_cuda_softmax(AmpKernelCtx *k) { return softmax_run(k, false); }
+AmpCode amp_cuda_log_softmax(AmpKernelCtx *k) { return softmax_run(k, true); }
+
+/* ---- attributes of the normalisations ---------------------------------------------------- */
+
+typedef struct NormAttrs {
+    int64_t axis;   /* LayerNormalization */
+    float eps;      /* epsilon */
+    bool train;     /* BatchNormalization: training_mode, or before opset 14 running stats listed */
+    int64_t groups; /* GroupNormalization */
+} NormAttrs;
+
+AmpCode amp_cuda_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    NormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
+    switch (n->op) {
+    case AMP_OP_LayerNormalization:
+        if (amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT) != AMP_DT_FLOAT)
+            return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "stash_type: only 1 (float32 statistics) is implemented");
+        a.axis = amp_node_attr_int(n, "axis", -1);
+        break;
+    case AMP_OP_BatchNormalization:
+        if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
+            return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
+        if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
+        for (int i = 1; i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
+        break;
+    case AMP_OP_GroupNormalization:
+        a.groups = amp_node_attr_int(n, "num_groups", 0);
+        if (a.groups <= 0) return prep_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
+        break;
+    default: break; /* InstanceNormalization: epsilon only */
+    }
+    return prep_out(&a, sizeof a, attrs, st);
+}
+
+/* Every float input of one type, and float32 statistics (stash_type 1). */
+bool amp_cuda_supports_layernorm(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    return amp_cuda_supports_float(n, opset, in_dtypes) && amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT) == AMP_DT_FLOAT;
+}
+
+/* Inference only: no training_mode, no running-statistics outputs listed, spatial. (A
+ * training step, k->training, is refused by the kernel.) */
+bool amp_cuda_supports_batchnorm(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    if (!amp_cuda_supports_float(n, opset, in_dtypes) || n->n_inputs != 5) return false;
+    for (int i = 0; i < 5; i++)
+        if (!n->inputs[i]) return false;
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i]) return false;
+    if (opset >= 14 && amp_node_attr_int(n, "training_mode", 0) != 0) return false;
+    return !(opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0);
+}
+
+/* ---- LayerNormalization ------------------------------------------------------------- */
+
+/* A parameter p that is, past its leading 1s, exactly X's last q <= rank - axis dims:
+ * it repeats every *n columns. */
+static bool param_trailing(const AmpBuf *p, const AmpBuf *x, int axis, int64_t *n) {
+    int lead = 0;
+    while (lead < p->rank && p->dims[lead] == 1) lead++;
+    int q = p->rank - lead;
+    if (p->rank > x->rank || q > x->rank - axis) return false;
+    int64_t e = 1;
+    for (int i = 0; i < q; i++) {
+        if (p->dims[lead + i] != x->dims[x->rank - q + i]) return false;
+        e *= p->dims[lead + i];
+    }
+    *n = e > 0 ? e : 1;
+    return true;
+}
+
+/* p's strides in X's index space, after checking it broadcasts to X (the CPU's param_map). */
+static AmpCode param_strides(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, const char *what, int64_t *str) {
+    int r = 0;
+    int64_t bd[AMP_MAX_RANK];
+    bool ok = p->rank <= x->rank && amp_broadcast_shape(x->rank, x->dims, p->rank, p->dims, &r, bd) && r == x->rank;
+    for (int i = 0; ok && i < r; i++) ok = bd[i] == x->dims[i];
+    if (!ok) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%s does not broadcast to X's shape", what);
+    amp_broadcast_strides(p->rank, p->dims, x->rank, x->dims, str);
+    return AMP_OK;
+}
+
+/* Y = (X - mean) * inv_std * Scale + B over the axes from `axis` on; Mean and InvStdDev
+ * (X's dims before `axis`, then 1s) float32, where listed. */
+AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
+    if (!x || !sc) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (sc->dtype != x->dtype) return amp_kernel_bad_dtype(k, sc->dtype);
+    if (bi && bi->dtype != x->dtype) return amp_kernel_bad_dtype(k, bi->dtype);
+    const NormAttrs *na = attrs_of(k);
+    if (!na) return k->st->code;
+    int axis;
+    if (!amp_norm_axis(na->axis, x->rank, &axis))
+        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis,
+                                x->rank);
+    int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims), cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
+    AmpCudaNormParam p;
+    memset(&p, 0, sizeof p);
+    p.n_b = 1;
+    bool fast = param_trailing(sc, x, axis, &p.n_s) && (!bi || param_trailing(bi, x, axis, &p.n_b));
+    AmpCode rc = AMP_OK;
+    if (!fast) {
+        p.mode = AMP_CUDA_NP_GENERAL;
+        p.rank = x->rank;
+        memcpy(p.dims, x->dims, sizeof p.dims);
+        rc = param_strides(k, sc, x, "Scale", p.sstr);
+        if (!rc && bi) rc = param_strides(k, bi, x, "B", p.bstr);
+    }
+    AmpBuf *out[3] = {NULL};
+    int64_t sd[AMP_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
+    if (!rc) rc = amp_kernel_outputs(k, 3, out);
+    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 3; i++)
+        if (out[i]) rc = amp_kernel_check_out(k, out[i], AMP_DT_FLOAT, x->rank, sd);
+    if (rc) return rc;
+    /* y only where it has elements; Mean and InvStdDev (one per row, NaN for an empty
+     * row) wherever listed */
+    void *y = out[0] && x->nelem ? out[0]->data : NULL;
+    float *mean = out[1] ? out[1]->data : NULL, *inv = out[2] ? out[2]->data : NULL;
+    int err = amp_cuda_rownorm_launch(x->dtype, x->data, sc->data, bi ? bi->data : NULL, y, mean, inv, rows, cols, &p,
+                                      na->eps, amp_cuda_ctx(k)->stream);
+    return amp_cuda_check(k, err, "layernorm kernel");
+}
+
+/* ---- per-channel parameters: Batch/Instance/Group ------------------------------------ */
+
+/* X is (N, C, d1..dk), every parameter (1-D, len elements) of X's type. */
+static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, int64_t *n, int64_t *c, int64_t *s) {
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
+    *n = x->dims[0];
+    *c = x->dims[1];
+    *s = (int64_t)amp_shape_nelem(x->rank - 2, x->dims + 2);
+    return AMP_OK;
+}
+
+static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int64_t len, const char *what) {
+    if (!p) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%s is required", what);
+    if (p->dtype != x->dtype) return amp_kernel_bad_dtype(k, p->dtype);
+    if (p->rank != 1 || p->nelem != (uint64_t)len)
+        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %lld elements", what, (long long)len);
+    return AMP_OK;
+}
+
+/* (X, scale, B, mean, var) -> Y, with the given statistics. Training (a training step,
+ * training_mode, or running-statistics outputs listed) is the CPU's: refused here. */
+AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0]) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X is required");
+    int64_t N = 0, C = 0, S = 0;
+    AmpCode rc = nchw(k, in[0], &N, &C, &S);
+    static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
+    for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], in[0], C, names[i]);
+    if (rc) return rc;
+    const NormAttrs *na = attrs_of(k);
+    if (!na) return k->st->code;
+    if (k->training || na->train)
+        return amp_cuda_nr_fail(k, AMP_ERR_UNSUPPORTED, "training mode (batch statistics) is not implemented on CUDA");
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, in[0]->dtype, in[0]->rank, in[0]->dims)))
+        return rc;
+    if (!in[0]->nelem) return AMP_OK;
+    int err = amp_cuda_batchnorm_launch(in[0]->dtype, in[0]->data, in[1]->data, in[2]->data, in[3]->data, in[4]->data,
+                                        y->data, N, C, S, na->eps, amp_cuda_ctx(k)->stream);
+    return amp_cuda_check(k, err, "batchnorm kernel");
+}
+
+/* Statistics per (n, group) over (C / groups) * S contiguous elements; scale and bias
+ * per channel (per_group false) or per group (the CPU's group_norm). */
+static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
+    const AmpBuf *in[3];
+    for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0]) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X is required");
+    int64_t N = 0, C = 0, S = 0;
+    AmpCode rc = nchw(k, in[0], &N, &C, &S);
+    if (rc) return rc;
+    if (groups <= 0 || C % groups)
+        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%lld channels do not split into %lld groups", (long long)C,
+                                (long long)groups);
+    int64_t plen = per_group ? groups : C;
+    if ((rc = check_vec(k, in[1], in[0], plen, "scale")) || (rc = check_vec(k, in[2], in[0], plen, "bias"))) return rc;
+    const NormAttrs *na = attrs_of(k);
+    if (!na) return k->st->code;
+    const AmpBuf *x = in[0];
+    AmpBuf *y;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims)))
+        return rc;
+    if (!x->nelem) return AMP_OK; /* no element, however many empty rows */
+    int64_t cpg = C / groups;
+    AmpCudaNormParam p;
+    memset(&p, 0, sizeof p);
+    if (per_group || cpg == 1) { /* one parameter per row */
+        p.mode = AMP_CUDA_NP_ROW;
+        p.n_s = p.n_b = groups;
+    } else {
+        p.mode = AMP_CUDA_NP_GROUP;
+        p.groups = groups, p.cpg = cpg, p.s = S;
+    }
+    int err = amp_cuda_rownorm_launch(x->dtype, x->data, in[1]->data, in[2]->data, y->data, NULL, NULL, N * groups,
+                                      cpg * S, &p, na->eps, amp_cuda_ctx(k)->stream);
+    return amp_cuda_check(k, err, "group norm kernel");
+}
+
+AmpCode amp_cuda_instancenorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x || x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    return group_norm(k, x->dims[1], false);
+}
+
+/* Opset 18 takes scale/bias per group, 21 per channel; parameters of the other length
+ * (and only that one) are taken as meaning it, as the CPU does. */
+AmpCode amp_cuda_groupnorm(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
+    if (!x || x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    const NormAttrs *na = attrs_of(k);
+    if (!na) return k->st->code;
+    int64_t g = na->groups, C = x->dims[1];
+    bool per_group = k->opset < 21;
+    if (sc && sc->nelem != (uint64_t)(per_group ? g : C) && sc->nelem == (uint64_t)(per_group ? C : g))
+        per_group = !per_group;
+    return group_norm(k, g, per_group);
+}
