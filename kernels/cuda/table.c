@@ -4,6 +4,8 @@
 #include "conv.h"
 #include "gemm.h"
 #include "movement.h"
+#include "norm.h"
+#include "reduce.h"
 
 bool amp_cuda_is_float(int dtype) {
     return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
@@ -46,6 +48,28 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
                                 amp_cuda_supports_constant_of_shape},
     [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
+    /* norm.c: softmax and normalizations */
+    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_cuda_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_cuda_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_cuda_norm_prepare, amp_cuda_supports_layernorm},
+    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_cuda_norm_prepare, amp_cuda_supports_batchnorm},
+    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_cuda_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_cuda_norm_prepare, amp_cuda_supports_float},
+    /* reduce.c: reductions */
+    [AMP_OP_ReduceSum] = {amp_cuda_reduce_sum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceMean] = {amp_cuda_reduce_mean, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceMax] = {amp_cuda_reduce_max, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceMin] = {amp_cuda_reduce_min, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceProd] = {amp_cuda_reduce_prod, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceSumSquare] = {amp_cuda_reduce_sumsq, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceL1] = {amp_cuda_reduce_l1, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceL2] = {amp_cuda_reduce_l2, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceLogSum] = {amp_cuda_reduce_logsum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceLogSumExp] = {amp_cuda_reduce_logsumexp, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ArgMax] = {amp_cuda_argmax, amp_cuda_arg_prepare, amp_cuda_supports_arg},
+    [AMP_OP_ArgMin] = {amp_cuda_argmin, amp_cuda_arg_prepare, amp_cuda_supports_arg},
+    [AMP_OP_GlobalAveragePool] = {amp_cuda_global_averagepool, NULL, amp_cuda_supports_float},
+    [AMP_OP_GlobalMaxPool] = {amp_cuda_global_maxpool, NULL, amp_cuda_supports_float},
     /* gemm.c: cuBLASLt */
     [AMP_OP_MatMul] = {amp_cuda_matmul, NULL, amp_cuda_supports_matmul},
     [AMP_OP_Gemm] = {amp_cuda_gemm, amp_cpu_gemm_prepare, amp_cuda_supports_matmul},
