@@ -1,0 +1,586 @@
+/* CUDA node-level kernels of the elementwise family (launchers in elementwise.cu). Each
+ * checks what the CPU kernel checks (kernels/cpu/elementwise.c, unary.c, activation.c,
+ * logic.c, tensor.c's Cast) with the CPU's own helpers (amp_ew_*: broadcast shapes,
+ * pre-opset-7 broadcasting, the placed output's shape), plans the broadcast on the host
+ * (axes of size 1 dropped, axes along which every operand stays contiguous or broadcast
+ * merged, as amp_ew_plan does) and passes the plan by value. Attributes come from the CPU
+ * prepares, except Clip's. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise.h"
+#include "elementwise_impl.h"
+
+_Static_assert(AMP_CUDA_EW_RANK == AMP_CUDA_MAX_RANK, "elementwise.h's rank is AMP_MAX_RANK");
+/* elementwise.cu mirrors AmpCudaBcast's layout: int rank, dims[8], stride[3][8]. */
+_Static_assert(sizeof(AmpCudaBcast) == 8 + 8 * 8 + 3 * 8 * 8 && offsetof(AmpCudaBcast, dims) == 8,
+               "AmpCudaBcast's layout changed: update elementwise.cu");
+
+#define DTM(dt) (1u << (dt))
+#define FLOATS (DTM(AMP_DT_FLOAT) | DTM(AMP_DT_FLOAT16) | DTM(AMP_DT_BFLOAT16))
+#define INTS (DTM(AMP_DT_INT32) | DTM(AMP_DT_INT64))
+
+static bool dt_in(int dt, unsigned mask) {
+    return dt > 0 && dt < 32 && ((mask >> dt) & 1u);
+}
+
+static void *stream_of(AmpKernelCtx *k) {
+    return amp_cuda_ctx(k)->stream;
+}
+
+static AmpCode launched(AmpKernelCtx *k, int err) {
+    return amp_cuda_check(k, err, k->node->op_type ? k->node->op_type : "elementwise");
+}
+
+/* ---- the broadcast plan ---------------------------------------------------------------- */
+
+typedef struct Plan {
+    int rank; /* >= 1 */
+    int64_t dims[AMP_MAX_RANK];
+    int64_t stride[AMP_CUDA_EW_MAX_VAR][AMP_MAX_RANK];
+    bool flat; /* every operand has the output's shape: index i everywhere */
+} Plan;
+
+/* Plans nop operands (each broadcastable to the output shape rank/dims) as amp_ew_plan
+ * does, for up to AMP_CUDA_EW_MAX_VAR operands. */
+static void plan(Plan *p, int rank, const int64_t *dims, int nop, const AmpBuf *const *in) {
+    int64_t full[AMP_CUDA_EW_MAX_VAR][AMP_MAX_RANK];
+    memset(p, 0, sizeof *p);
+    for (int j = 0; j < nop; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] == 1) continue;
+        if (p->rank > 0) { /* merge into the previous axis where every operand allows it */
+            int r = p->rank - 1;
+            bool merge = true;
+            for (int j = 0; j < nop; j++)
+                if (p->stride[j][r] != full[j][i] * dims[i]) merge = false;
+            if (merge) {
+                p->dims[r] *= dims[i];
+                for (int j = 0; j < nop; j++) p->stride[j][r] = full[j][i];
+                continue;
+            }
+        }
+        p->dims[p->rank] = dims[i];
+        for (int j = 0; j < nop; j++) p->stride[j][p->rank] = full[j][i];
+        p->rank++;
+    }
+    if (p->rank == 0) { /* scalar output, or every axis of size 1 */
+        p->rank = 1;
+        p->dims[0] = 1;
+    }
+    p->flat = p->rank == 1;
+    for (int j = 0; j < nop; j++)
+        if (p->stride[j][0] != 1) p->flat = false;
+}
+
+/* The plan of up to three operands as the launchers take it: NULL when flat. */
+static const AmpCudaBcast *to_bcast(const Plan *p, AmpCudaBcast *bc) {
+    if (p->flat) return NULL;
+    memset(bc, 0, sizeof *bc);
+    bc->rank = p->rank;
+    memcpy(bc->dims, p->dims, sizeof bc->dims);
+    for (int j = 0; j < 3; j++) memcpy(bc->stride[j], p->stride[j], sizeof bc->stride[j]);
+    return bc;
+}
+
+/* Output 0 of dtype out_dtype over the broadcast of a and b, and its plan; *out NULL
+ * when the node does not list it or it is empty (nothing to launch). */
+static AmpCode setup2(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, int out_dtype, AmpBuf **out, Plan *p) {
+    const AmpBuf *ins[2] = {a, b};
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    AmpCode rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims);
+    if (rc || (rc = amp_ew_out(k, out_dtype, rank, dims, out)) || !*out) return rc;
+    if (!(*out)->nelem) {
+        *out = NULL;
+        return AMP_OK;
+    }
+    plan(p, rank, dims, 2, ins);
+    return AMP_OK;
+}
+
+/* ---- binary arithmetic ----------------------------------------------------------------- */
+
+static AmpCode binary_launch(AmpKernelCtx *k, int op, const AmpBuf *a, const AmpBuf *b) {
+    AmpBuf *out;
+    Plan p;
+    AmpCudaBcast bc;
+    AmpCode rc = setup2(k, a, b, a->dtype, &out, &p);
+    if (rc || !out) return rc;
+    return launched(k, amp_cuda_ew_binary(op, a->dtype, out->data, a->data, b->data, to_bcast(&p, &bc), out->nelem,
+                                          stream_of(k)));
+}
+
+static AmpCode arith(AmpKernelCtx *k, int op) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *a = k->in[0];
+    AmpBuf bv; /* B, with pre-opset-7 axis alignment applied */
+    if ((rc = amp_ew_legacy_bcast(k, a, k->in[1], &bv)) || (rc = amp_ew_same_dtype(k, a, &bv))) return rc;
+    if (!dt_in(a->dtype, FLOATS | (op == AMP_CUDA_BIN_POW ? 0 : INTS))) return amp_kernel_bad_dtype(k, a->dtype);
+    return binary_launch(k, op, a, &bv);
+}
+
+AmpCode amp_cuda_add(AmpKernelCtx *k) {
+    return arith(k, AMP_CUDA_BIN_ADD);
+}
+AmpCode amp_cuda_sub(AmpKernelCtx *k) {
+    return arith(k, AMP_CUDA_BIN_SUB);
+}
+AmpCode amp_cuda_mul(AmpKernelCtx *k) {
+    return arith(k, AMP_CUDA_BIN_MUL);
+}
+AmpCode amp_cuda_div(AmpKernelCtx *k) {
+    return arith(k, AMP_CUDA_BIN_DIV);
+}
+AmpCode amp_cuda_pow(AmpKernelCtx *k) {
+    return arith(k, AMP_CUDA_BIN_POW);
+}
+
+/* The slope broadcasts to X, never the other way; before opset 7 a [C] slope lines up
+ * with axis 1 (activation.c's amp_ew_prelu). */
+AmpCode amp_cuda_prelu(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    AmpBuf slope = *k->in[1];
+    if (k->opset < 7 && slope.rank == 1 && x->rank >= 2 && slope.dims[0] == x->dims[1]) {
+        slope.rank = x->rank - 1; /* (C, 1, ..., 1) */
+        for (int i = 1; i < slope.rank; i++) slope.dims[i] = 1;
+    }
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
+    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
+    if (!same) return amp_ew_err(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
+    if ((rc = amp_ew_same_dtype(k, x, &slope))) return rc;
+    if (!dt_in(x->dtype, FLOATS)) return amp_kernel_bad_dtype(k, x->dtype);
+    return binary_launch(k, AMP_CUDA_BIN_PRELU, x, &slope);
+}
+
+/* ---- variadic: Sum, Mean, Max, Min ------------------------------------------------------ */
+
+/* One pass over every input (at most AMP_CUDA_EW_MAX_VAR): floats accumulate in fp32 and
+ * are rounded once, as the CPU's fp32 view does; nothing is read after out is written. */
+static AmpCode variadic(AmpKernelCtx *k, int op, bool mean) {
+    int n = k->n_in;
+    if (n < 1) return amp_ew_err(k, AMP_ERR_INPUT, "needs at least one input");
+    if (n > AMP_CUDA_EW_MAX_VAR)
+        return amp_ew_err(k, AMP_ERR_UNSUPPORTED, "%d inputs: the CUDA kernel takes at most %d", n, AMP_CUDA_EW_MAX_VAR);
+    AmpCode rc = amp_ew_need(k, n);
+    if (rc) return rc;
+    const AmpBuf *const *ins = k->in;
+    int dt = ins[0]->dtype;
+    for (int j = 1; j < n; j++)
+        if ((rc = amp_ew_same_dtype(k, ins[0], ins[j]))) return rc;
+    if (!dt_in(dt, FLOATS | (op == AMP_CUDA_BIN_ADD ? 0 : INTS))) return amp_kernel_bad_dtype(k, dt);
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    AmpBuf *out;
+    if ((rc = amp_ew_bcast_shape(k, n, ins, &rank, dims)) || (rc = amp_ew_out(k, dt, rank, dims, &out)) || !out)
+        return rc;
+    if (!out->nelem) return AMP_OK;
+    Plan p;
+    plan(&p, rank, dims, n, ins);
+    AmpCudaEwMulti m;
+    memset(&m, 0, sizeof m);
+    m.n_in = n;
+    m.rank = p.rank;
+    memcpy(m.dims, p.dims, sizeof m.dims);
+    for (int j = 0; j < n; j++) {
+        memcpy(m.stride[j], p.stride[j], sizeof m.stride[j]);
+        m.in[j] = ins[j]->data;
+    }
+    return launched(k, amp_cuda_ew_variadic(op, dt, mean, out->data, &m, out->nelem, stream_of(k)));
+}
+
+AmpCode amp_cuda_sum(AmpKernelCtx *k) {
+    return variadic(k, AMP_CUDA_BIN_ADD, false);
+}
+AmpCode amp_cuda_mean(AmpKernelCtx *k) {
+    return variadic(k, AMP_CUDA_BIN_ADD, true);
+}
+AmpCode amp_cuda_max(AmpKernelCtx *k) {
+    return variadic(k, AMP_CUDA_BIN_MAX, false);
+}
+AmpCode amp_cuda_min(AmpKernelCtx *k) {
+    return variadic(k, AMP_CUDA_BIN_MIN, false);
+}
+
+/* ---- comparisons, And, Or, Not ------------------------------------------------------------ */
+
+static AmpCode compare(AmpKernelCtx *k, int op) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *a = k->in[0];
+    AmpBuf bv;
+    if ((rc = amp_ew_legacy_bcast(k, a, k->in[1], &bv)) || (rc = amp_ew_same_dtype(k, a, &bv))) return rc;
+    bool logic = op == AMP_CUDA_CMP_AND || op == AMP_CUDA_CMP_OR;
+    if (!dt_in(a->dtype, logic ? DTM(AMP_DT_BOOL) : FLOATS | INTS | DTM(AMP_DT_BOOL)))
+        return amp_kernel_bad_dtype(k, a->dtype);
+    AmpBuf *out;
+    Plan p;
+    AmpCudaBcast bc;
+    if ((rc = setup2(k, a, &bv, AMP_DT_BOOL, &out, &p)) || !out) return rc;
+    return launched(k, amp_cuda_ew_compare(op, a->dtype, out->data, a->data, bv.data, to_bcast(&p, &bc), out->nelem,
+                                           stream_of(k)));
+}
+
+AmpCode amp_cuda_equal(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_EQ);
+}
+AmpCode amp_cuda_less(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_LT);
+}
+AmpCode amp_cuda_greater(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_GT);
+}
+AmpCode amp_cuda_less_equal(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_LE);
+}
+AmpCode amp_cuda_greater_equal(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_GE);
+}
+AmpCode amp_cuda_and(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_AND);
+}
+AmpCode amp_cuda_or(AmpKernelCtx *k) {
+    return compare(k, AMP_CUDA_CMP_OR);
+}
+
+/* Bool output of x's shape: Not (bool x), IsNaN / IsInf (float family). */
+static AmpCode test(AmpKernelCtx *k, int op, int mode) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!dt_in(x->dtype, op == AMP_CUDA_TEST_NOT ? DTM(AMP_DT_BOOL) : FLOATS)) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *out;
+    if ((rc = amp_ew_out(k, AMP_DT_BOOL, x->rank, x->dims, &out)) || !out) return rc;
+    return launched(k, amp_cuda_ew_test(op, x->dtype, out->data, x->data, x->nelem, mode, stream_of(k)));
+}
+
+AmpCode amp_cuda_not(AmpKernelCtx *k) {
+    return test(k, AMP_CUDA_TEST_NOT, 0);
+}
+AmpCode amp_cuda_isnan(AmpKernelCtx *k) {
+    return test(k, AMP_CUDA_TEST_ISNAN, 0);
+}
+AmpCode amp_cuda_isinf(AmpKernelCtx *k) {
+    const AmpEwParams *a = k->attrs; /* amp_ew_prepare_isinf: mode 1 positive | 2 negative */
+    return test(k, AMP_CUDA_TEST_ISINF, a ? a->mode : 3);
+}
+
+/* ---- unary math and activations ------------------------------------------------------------- */
+
+/* Output 0 = f(x) of x's dtype and shape; ints says which integer dtypes the op takes. */
+static AmpCode unary(AmpKernelCtx *k, int op, unsigned ints, const AmpCudaEwParams *p) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!dt_in(x->dtype, FLOATS | ints)) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *out;
+    if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
+    AmpCudaEwParams none;
+    memset(&none, 0, sizeof none);
+    return launched(k, amp_cuda_ew_unary(op, x->dtype, out->data, x->data, x->nelem, p ? p : &none, stream_of(k)));
+}
+
+/* The attributes an activation's CPU prepare parsed (AmpEwParams in k->attrs). */
+static AmpCode unary_attrs(AmpKernelCtx *k, int op) {
+    const AmpEwParams *a = k->attrs;
+    if (!a) return amp_ew_err(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+    AmpCudaEwParams p;
+    memset(&p, 0, sizeof p);
+    p.alpha = a->alpha, p.beta = a->beta, p.gamma = a->gamma, p.mode = a->mode;
+    return unary(k, op, 0, &p);
+}
+
+AmpCode amp_cuda_sqrt(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_SQRT, 0, NULL);
+}
+AmpCode amp_cuda_exp(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_EXP, 0, NULL);
+}
+AmpCode amp_cuda_log(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_LOG, 0, NULL);
+}
+AmpCode amp_cuda_neg(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_NEG, INTS, NULL);
+}
+AmpCode amp_cuda_abs(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_ABS, INTS, NULL);
+}
+AmpCode amp_cuda_reciprocal(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_RECIPROCAL, 0, NULL);
+}
+AmpCode amp_cuda_sign(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_SIGN, INTS, NULL);
+}
+AmpCode amp_cuda_ceil(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_CEIL, 0, NULL);
+}
+AmpCode amp_cuda_floor(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_FLOOR, 0, NULL);
+}
+AmpCode amp_cuda_round(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_ROUND, 0, NULL);
+}
+AmpCode amp_cuda_erf(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_ERF, 0, NULL);
+}
+AmpCode amp_cuda_sin(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_SIN, 0, NULL);
+}
+AmpCode amp_cuda_cos(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_COS, 0, NULL);
+}
+AmpCode amp_cuda_tanh(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_TANH, 0, NULL);
+}
+AmpCode amp_cuda_sigmoid(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_SIGMOID, 0, NULL);
+}
+AmpCode amp_cuda_relu(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_RELU, INTS, NULL);
+}
+AmpCode amp_cuda_softplus(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_SOFTPLUS, 0, NULL);
+}
+AmpCode amp_cuda_hard_swish(AmpKernelCtx *k) {
+    return unary(k, AMP_CUDA_UN_HARD_SWISH, 0, NULL);
+}
+AmpCode amp_cuda_leaky_relu(AmpKernelCtx *k) {
+    return unary_attrs(k, AMP_CUDA_UN_LEAKY_RELU);
+}
+AmpCode amp_cuda_elu(AmpKernelCtx *k) {
+    return unary_attrs(k, AMP_CUDA_UN_ELU);
+}
+AmpCode amp_cuda_selu(AmpKernelCtx *k) {
+    return unary_attrs(k, AMP_CUDA_UN_SELU);
+}
+AmpCode amp_cuda_gelu(AmpKernelCtx *k) {
+    return unary_attrs(k, AMP_CUDA_UN_GELU);
+}
+AmpCode amp_cuda_hard_sigmoid(AmpKernelCtx *k) {
+    return unary_attrs(k, AMP_CUDA_UN_HARD_SIGMOID);
+}
+
+/* ---- Clip ---------------------------------------------------------------------------------- */
+
+/* The float bounds before any bound input is read: the min / max attributes before opset
+ * 11 (float's limits when absent), unbounded after (unary.c's ClipAttrs, in float). */
+typedef struct ClipAttrs {
+    float lo, hi;
+} ClipAttrs;
+
+AmpCode amp_cuda_clip_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    ClipAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->lo = opset < 11 ? amp_node_attr_float(n, "min", -FLT_MAX) : -INFINITY;
+    a->hi = opset < 11 ? amp_node_attr_float(n, "max", FLT_MAX) : INFINITY;
+    *attrs = a;
+    return AMP_OK;
+}
+
+/* Bound input i (opset 11+): absent, or one element of x's type, read on the device. */
+static AmpCode clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const void **ptr) {
+    const AmpBuf *b = amp_ew_in(k, i);
+    *ptr = NULL;
+    if (!b) return AMP_OK;
+    if (b->dtype != x->dtype)
+        return amp_ew_err(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
+                          amp_dtype_name(b->dtype), amp_dtype_name(x->dtype));
+    if (b->nelem != 1)
+        return amp_ew_err(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
+                          (unsigned long long)b->nelem);
+    *ptr = b->data;
+    return AMP_OK;
+}
+
+AmpCode amp_cuda_clip(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    const ClipAttrs *a = k->attrs;
+    AmpCudaEwParams p;
+    memset(&p, 0, sizeof p);
+    p.lo_f = a ? a->lo : -INFINITY;
+    p.hi_f = a ? a->hi : INFINITY;
+    if (k->opset >= 11 && ((rc = clip_bound(k, 1, x, &p.lo)) || (rc = clip_bound(k, 2, x, &p.hi)))) return rc;
+    return unary(k, AMP_CUDA_UN_CLIP, INTS, &p);
+}
+
+/* ---- Where, Expand --------------------------------------------------------------------------- */
+
+/* Where(condition, X, Y): condition bool, X and Y one dtype of 1, 2, 4 or 8 bytes. */
+AmpCode amp_cuda_where(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 3);
+    if (rc) return rc;
+    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
+    if (cond->dtype != AMP_DT_BOOL)
+        return amp_ew_err(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
+    if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
+    size_t bits = amp_dtype_bits(x->dtype);
+    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    AmpBuf *out;
+    if ((rc = amp_ew_bcast_shape(k, 3, k->in, &rank, dims)) || (rc = amp_ew_out(k, x->dtype, rank, dims, &out)) ||
+        !out || !out->nelem)
+        return rc;
+    Plan p;
+    AmpCudaBcast bc;
+    plan(&p, rank, dims, 3, k->in);
+    return launched(k, amp_cuda_ew_where((int)(bits / 8), out->data, cond->data, x->data, y->data, to_bcast(&p, &bc),
+                                         out->nelem, stream_of(k)));
+}
+
+/* Expand(input, shape): the placed output has the shape already, so the shape input's
+ * values (on the device) are not read; the input must broadcast to the output. */
+AmpCode amp_cuda_expand(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    size_t bits = amp_dtype_bits(x->dtype);
+    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpBuf *out;
+    if ((rc = amp_kernel_outputs(k, 1, &out)) || !out) return rc;
+    if ((rc = amp_kernel_check_out(k, out, x->dtype, out->rank, out->dims))) return rc;
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    bool same = amp_broadcast_shape(x->rank, x->dims, out->rank, out->dims, &rank, dims) && rank == out->rank;
+    for (int i = 0; same && i < rank; i++) same = dims[i] == out->dims[i];
+    if (!same) return amp_ew_err(k, AMP_ERR_INPUT, "the input does not broadcast to the output's shape");
+    if (!out->nelem) return AMP_OK;
+    Plan p;
+    AmpCudaBcast bc;
+    plan(&p, out->rank, out->dims, 1, &x);
+    return launched(k, amp_cuda_ew_expand((int)(bits / 8), out->data, x->data, to_bcast(&p, &bc), out->nelem,
+                                          stream_of(k)));
+}
+
+/* ---- Cast, CastLike ---------------------------------------------------------------------------- */
+
+#define CASTABLE                                                                                             \
+    (FLOATS | INTS | DTM(AMP_DT_DOUBLE) | DTM(AMP_DT_BOOL) | DTM(AMP_DT_INT8) | DTM(AMP_DT_INT16) |          \
+     DTM(AMP_DT_UINT8) | DTM(AMP_DT_UINT16) | DTM(AMP_DT_UINT32) | DTM(AMP_DT_UINT64))
+
+static AmpCode cast_to(AmpKernelCtx *k, const AmpBuf *x, int to) {
+    if (!dt_in(x->dtype, CASTABLE)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (!dt_in(to, CASTABLE)) return amp_kernel_bad_dtype(k, to);
+    AmpBuf *y;
+    AmpCode rc = amp_ew_out(k, to, x->rank, x->dims, &y);
+    if (rc || !y || !x->nelem) return rc;
+    if (to == x->dtype) return amp_cuda_copy(k, y->data, x->data, amp_buf_bytes(x));
+    return launched(k, amp_cuda_ew_cast(x->dtype, to, y->data, x->data, x->nelem, stream_of(k)));
+}
+
+/* amp_cpu_cast_prepare's struct (kernels/cpu/tensor.c's CastAttrs): the target dtype is
+ * its first (only) member. */
+typedef struct CastAttrs {
+    int to;
+} CastAttrs;
+
+AmpCode amp_cuda_cast(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const CastAttrs *a = k->attrs;
+    if (!a) return amp_ew_err(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+    return cast_to(k, k->in[0], a->to);
+}
+
+AmpCode amp_cuda_cast_like(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 2);
+    return rc ? rc : cast_to(k, k->in[0], k->in[1]->dtype);
+}
+
+/* ---- supports predicates ------------------------------------------------------------------------ */
+
+/* Inputs 0..n_inputs-1 all present, between lo and hi of them, one dtype within mask. */
+static bool same_dtype_in(const AmpNode *n, const int *in_dtypes, int lo, int hi, unsigned mask) {
+    if (n->n_inputs < lo || n->n_inputs > hi) return false;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (!n->inputs[i] || in_dtypes[i] != in_dtypes[0]) return false;
+    return dt_in(in_dtypes[0], mask);
+}
+
+/* Add, Sub, Mul: float family, int32, int64. */
+bool amp_cuda_supports_arith(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 2, 2, FLOATS | INTS);
+}
+
+/* Div, Pow, PRelu: the float family (integer Div refuses x / 0 on the CPU, which the
+ * device cannot report without a sync; integer and mixed-type Pow stay there too). */
+bool amp_cuda_supports_float2(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 2, 2, FLOATS);
+}
+
+bool amp_cuda_supports_sum(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 1, AMP_CUDA_EW_MAX_VAR, FLOATS);
+}
+
+bool amp_cuda_supports_maxmin(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 1, AMP_CUDA_EW_MAX_VAR, FLOATS | INTS);
+}
+
+bool amp_cuda_supports_compare(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 2, 2, FLOATS | INTS | DTM(AMP_DT_BOOL));
+}
+
+/* And, Or, Not. */
+bool amp_cuda_supports_bool(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 1, 2, DTM(AMP_DT_BOOL));
+}
+
+/* Neg, Abs, Sign, Relu. */
+bool amp_cuda_supports_float_or_int(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return same_dtype_in(n, in_dtypes, 1, 1, FLOATS | INTS);
+}
+
+/* Clip: x of the float family, int32 or int64; present bounds of x's dtype. */
+bool amp_cuda_supports_clip(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    if (n->n_inputs < 1 || n->n_inputs > 3 || !n->inputs[0] || !dt_in(in_dtypes[0], FLOATS | INTS)) return false;
+    for (int i = 1; i < n->n_inputs; i++)
+        if (n->inputs[i] && in_dtypes[i] != in_dtypes[0]) return false;
+    return true;
+}
+
+static bool movable(int dt) {
+    size_t bits = dt > AMP_DT_UNDEFINED ? amp_dtype_bits(dt) : 0;
+    return dt != AMP_DT_STRING && (bits == 8 || bits == 16 || bits == 32 || bits == 64);
+}
+
+bool amp_cuda_supports_where(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return n->n_inputs == 3 && n->inputs[0] && n->inputs[1] && n->inputs[2] && in_dtypes[0] == AMP_DT_BOOL &&
+           in_dtypes[1] == in_dtypes[2] && movable(in_dtypes[1]);
+}
+
+bool amp_cuda_supports_expand(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return n->n_inputs == 2 && n->inputs[0] && n->inputs[1] && movable(in_dtypes[0]);
+}
+
+/* Cast: the 13 numeric dtypes both ways, 'to' as an integer (Cast-6+). */
+bool amp_cuda_supports_cast(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    const AmpAttr *to = amp_node_attr(n, "to");
+    return n->n_inputs == 1 && n->inputs[0] && dt_in(in_dtypes[0], CASTABLE) && to && to->type == AMP_ATTR_INT &&
+           to->i > 0 && to->i < 32 && dt_in((int)to->i, CASTABLE);
+}
+
+bool amp_cuda_supports_cast_like(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    return n->n_inputs == 2 && n->inputs[0] && n->inputs[1] && dt_in(in_dtypes[0], CASTABLE) &&
+           dt_in(in_dtypes[1], CASTABLE);
+}
