@@ -437,30 +437,6 @@ AmpCode amp_cuda_where(AmpKernelCtx *k) {
                                          out->nelem, stream_of(k)));
 }
 
-/* Expand(input, shape): the placed output has the shape already, so the shape input's
- * values (on the device) are not read; the input must broadcast to the output. */
-AmpCode amp_cuda_expand(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 2);
-    if (rc) return rc;
-    const AmpBuf *x = k->in[0];
-    size_t bits = amp_dtype_bits(x->dtype);
-    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
-    AmpBuf *out;
-    if ((rc = amp_kernel_outputs(k, 1, &out)) || !out) return rc;
-    if ((rc = amp_kernel_check_out(k, out, x->dtype, out->rank, out->dims))) return rc;
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
-    bool same = amp_broadcast_shape(x->rank, x->dims, out->rank, out->dims, &rank, dims) && rank == out->rank;
-    for (int i = 0; same && i < rank; i++) same = dims[i] == out->dims[i];
-    if (!same) return amp_ew_err(k, AMP_ERR_INPUT, "the input does not broadcast to the output's shape");
-    if (!out->nelem) return AMP_OK;
-    Plan p;
-    AmpCudaBcast bc;
-    plan(&p, out->rank, out->dims, 1, &x);
-    return launched(k, amp_cuda_ew_expand((int)(bits / 8), out->data, x->data, to_bcast(&p, &bc), out->nelem,
-                                          stream_of(k)));
-}
-
 /* ---- Cast, CastLike ---------------------------------------------------------------------------- */
 
 #define CASTABLE                                                                                             \
@@ -566,10 +542,6 @@ bool amp_cuda_supports_where(const AmpNode *n, int64_t opset, const int *in_dtyp
            in_dtypes[1] == in_dtypes[2] && movable(in_dtypes[1]);
 }
 
-bool amp_cuda_supports_expand(const AmpNode *n, int64_t opset, const int *in_dtypes) {
-    (void)opset;
-    return n->n_inputs == 2 && n->inputs[0] && n->inputs[1] && movable(in_dtypes[0]);
-}
 
 /* Cast: the 13 numeric dtypes both ways, 'to' as an integer (Cast-6+). */
 bool amp_cuda_supports_cast(const AmpNode *n, int64_t opset, const int *in_dtypes) {

@@ -1,5 +1,5 @@
 // Elementwise kernels: one grid-stride kernel per shape of work (binary, compare, unary,
-// test, variadic, where, expand, cast), templated over the storage type only; the op is
+// test, variadic, where, cast), templated over the storage type only; the op is
 // a runtime argument (the same for every thread, so the switch costs a branch, not a
 // divergence), which keeps the number of instantiations, and nvcc's time, small.
 // 16-bit floats are computed in fp32 and rounded to nearest even on store, as the CPU
@@ -434,15 +434,6 @@ __global__ void where_kernel(E *__restrict__ out, const uint8_t *__restrict__ c,
     }
 }
 
-template <typename E>
-__global__ void expand_kernel(E *__restrict__ out, const E *__restrict__ x, AmpCudaBcast bc, bool flat, uint64_t n) {
-    GRID_STRIDE(i, n) {
-        int64_t off[1];
-        offsets<1>(bc, flat, n, i, off);
-        out[i] = x[off[0]];
-    }
-}
-
 #define BY_SIZE(esize, CALL)                                                   \
     switch (esize) {                                                          \
     case 1: { typedef uint8_t E; CALL; break; }                               \
@@ -459,16 +450,6 @@ extern "C" int amp_cuda_ew_where(int esize, void *out, const uint8_t *cond, cons
     AmpCudaBcast B = bc ? *bc : flat_bc();
     unsigned g = grid_for(n);
     BY_SIZE(esize, (where_kernel<E><<<g, BLOCK, 0, s>>>((E *)out, cond, (const E *)x, (const E *)y, B, !bc, n)))
-    return (int)cudaGetLastError();
-}
-
-extern "C" int amp_cuda_ew_expand(int esize, void *out, const void *x, const AmpCudaBcast *bc, uint64_t n,
-                                  void *stream) {
-    if (!n) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
-    AmpCudaBcast B = bc ? *bc : flat_bc();
-    unsigned g = grid_for(n);
-    BY_SIZE(esize, (expand_kernel<E><<<g, BLOCK, 0, s>>>((E *)out, (const E *)x, B, !bc, n)))
     return (int)cudaGetLastError();
 }
 

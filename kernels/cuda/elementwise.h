@@ -78,7 +78,6 @@ int amp_cuda_ew_variadic(int op, int dtype, bool mean, void *out, const AmpCudaE
 int amp_cuda_ew_where(int esize, void *out, const uint8_t *cond, const void *x, const void *y,
                       const struct AmpCudaBcast *bc, uint64_t n, void *stream);
 /* out = x broadcast (operand 0 of bc), elements of esize bytes. */
-int amp_cuda_ew_expand(int esize, void *out, const void *x, const struct AmpCudaBcast *bc, uint64_t n, void *stream);
 /* out (dtype to) = x (dtype from) converted as kernels/cpu/tensor.c's cast engine does;
  * both among float, float16, bfloat16, double, int8..int64, uint8..uint64, bool. */
 int amp_cuda_ew_cast(int from, int to, void *out, const void *x, uint64_t n, void *stream);
@@ -137,7 +136,6 @@ AmpCode amp_cuda_isinf(AmpKernelCtx *k);
 AmpCode amp_cuda_prelu(AmpKernelCtx *k);
 AmpCode amp_cuda_clip(AmpKernelCtx *k);
 AmpCode amp_cuda_where(AmpKernelCtx *k);
-AmpCode amp_cuda_expand(AmpKernelCtx *k);
 AmpCode amp_cuda_cast(AmpKernelCtx *k);
 AmpCode amp_cuda_cast_like(AmpKernelCtx *k);
 
@@ -155,7 +153,6 @@ bool amp_cuda_supports_bool(const AmpNode *n, int64_t opset, const int *in_dtype
 bool amp_cuda_supports_float_or_int(const AmpNode *n, int64_t opset, const int *in_dtypes); /* Neg Abs Sign Relu */
 bool amp_cuda_supports_clip(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_where(const AmpNode *n, int64_t opset, const int *in_dtypes);
-bool amp_cuda_supports_expand(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_cast(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_cast_like(const AmpNode *n, int64_t opset, const int *in_dtypes);
 #endif
