@@ -9,8 +9,14 @@
 bool amp_backend_cuda_built(void) {
     return true;
 }
+bool amp_backend_cuda_usable(void) {
+    return amp_cuda_device_available() != 0;
+}
 #else
 bool amp_backend_cuda_built(void) {
+    return false;
+}
+bool amp_backend_cuda_usable(void) {
     return false;
 }
 AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
@@ -44,7 +50,7 @@ AmpCode amp_backend_open(int choice, AmpBackend **out, AmpStatus *st) {
     switch (choice) {
     case AMP_BACKEND_CHOICE_AUTO:
 #ifdef AMPC_HAVE_CUDA
-        if (amp_cuda_device_available()) {
+        if (amp_backend_cuda_usable()) {
             AmpStatus quiet = {0};
             if (amp_backend_cuda_open(out, &quiet) == AMP_OK) return AMP_OK;
         }

@@ -85,8 +85,10 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st);
 size_t amp_backend_cuda_syncs(const AmpBackend *be);
 /* Device memory in use (all processes) and the device's total, from cudaMemGetInfo. */
 AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *total);
-/* Whether this build has the CUDA backend. */
+/* Whether this build has the CUDA backend, and whether it has and a device is usable
+ * (what `auto` picks CUDA on). */
 bool amp_backend_cuda_built(void);
+bool amp_backend_cuda_usable(void);
 
 /* Opens the backend for `choice`: auto is CUDA when the build has it and a device is
  * usable, else the CPU; CUDA without a build or a device is AMP_ERR_UNSUPPORTED. An

@@ -294,7 +294,8 @@ __global__ void unary_f_kernel(int op, T *__restrict__ out, const T *__restrict_
 // Integer Neg (wraps), Abs (wraps at INT_MIN), Sign, Relu, Clip.
 template <typename T, typename U>
 __global__ void unary_i_kernel(int op, T *__restrict__ out, const T *__restrict__ x, uint64_t n, AmpCudaEwParams p) {
-    T lo = p.lo ? *(const T *)p.lo : (T)((U)1 << (sizeof(T) * 8 - 1)), hi = p.hi ? *(const T *)p.hi : (T)(~lo);
+    const T t_min = (T)((U)1 << (sizeof(T) * 8 - 1)), t_max = (T)~t_min; // the type's limits: absent bounds
+    T lo = p.lo ? *(const T *)p.lo : t_min, hi = p.hi ? *(const T *)p.hi : t_max;
     GRID_STRIDE(i, n) {
         T v = x[i], r;
         switch (op) {

@@ -4,8 +4,10 @@
  * the GPU or the open fails) both run on the same deterministic random inputs, and the
  * outputs are compared: exactly for integers, bools and exact float ops (data movement,
  * Max, Floor, ...), else within a per-dtype tolerance. A case whose node the CUDA backend
- * refuses at open (AMP_ERR_UNSUPPORTED: no kernel yet, or not for this dtype) is counted
- * as "not on the GPU" and printed, never failed; a mismatch or any other error fails.
+ * refuses (AMP_ERR_UNSUPPORTED: at open, no kernel for it or its dtype; or when it runs, a
+ * geometry the library cannot do, which a session with the fallback gives to the CPU) is
+ * counted as "not on the GPU" and printed, never failed; a mismatch or any other error
+ * fails.
  * Each test prints one line per op: "op: N cases, M on GPU, K match", and after it which
  * dtype bindings were refused.
  *
@@ -662,9 +664,10 @@ static void run_case(Run *r, Stat *stt, const Case *c, uint64_t seed, const char
     if (rc) {
         fprintf(stderr, "ERROR %s: the CPU reference fails: %s\n", label, st.msg);
         r->failures++;
-    } else if ((rc = run_on(r->be, bytes, len, iv, niv, got, nout, &opened, &st)) && !opened &&
-               rc == AMP_ERR_UNSUPPORTED) {
-        /* no kernel: the first refusal of an op with its reason, then only which dtypes */
+    } else if ((rc = run_on(r->be, bytes, len, iv, niv, got, nout, &opened, &st)) == AMP_ERR_UNSUPPORTED) {
+        /* no kernel (refused at open), or a kernel that refuses these shapes when it runs
+         * (a geometry cuDNN cannot do; with the fallback on, the CPU then runs the node):
+         * the first refusal of an op with its reason, then only which dtypes */
         if (!stt->refused++ || r->verbose) fprintf(stderr, "not on %s: %s: %s\n", r->dev, label, st.msg);
         char word[40];
         snprintf(word, sizeof word, " %s ", bind);
