@@ -25,10 +25,15 @@ for m in models/cnn_infer/model.onnx "$D/resnet50.onnx" "$D/bert.onnx"; do
   bench "$name fp32" "$m"
   bench "$name fp32, TF32 allowed" "$m" AMP_TF32=1
   bench "$name AMP fp16" "$D/${name}_amp.onnx"
+  for v in "$m" "$D/${name}_amp.onnx"; do # where the device time goes
+    echo "== $(basename "$v") device time by op (AMP_CUDA_PROFILE, 5 runs + 1 warm-up)"
+    AMP_CUDA_PROFILE=1 "$A" bench "$v" --backend cuda --iters 5 --warmup 1 2>&1 | grep -A8 '^AMP_CUDA_PROFILE'
+  done
 done
 if [ -f "$D/gemm4096.onnx" ]; then
   out=$(bench "gemm 4096^3 fp16" "$D/gemm4096.onnx")
   echo "$out"
+  AMP_CUDA_PROFILE=1 "$A" bench "$D/gemm4096.onnx" --backend cuda --iters 5 --warmup 1 2>&1 | grep -A3 '^AMP_CUDA_PROFILE'
   ms=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
   # the run includes copying A in (32 MiB) and Y out (32 MiB): a lower bound on the GEMM's rate
   [ -n "$ms" ] && awk -v ms="$ms" 'BEGIN { printf "gemm 4096^3: %.1f TFLOP/s including the copies in and out (H100 SXM dense fp16 peak: 989)\n", 2 * 4096^3 / (ms * 1e-3) / 1e12 }'

@@ -49,10 +49,20 @@ def bert(path):
 
     torch.manual_seed(0)
     cfg = BertConfig()  # bert-base: 12 layers, hidden 768, 12 heads, intermediate 3072
-    m = BertModel(cfg).eval()
+    bert_model = BertModel(cfg).eval()
+
+    class Encoder(torch.nn.Module):  # keyword arguments: BertModel's positional order changes
+        def __init__(self):
+            super().__init__()
+            self.bert = bert_model
+
+        def forward(self, input_ids, attention_mask):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+            return out.last_hidden_state, out.pooler_output
+
     ids = torch.randint(0, cfg.vocab_size, (32, 128))
     mask = torch.ones(32, 128, dtype=torch.int64)
-    torch.onnx.export(m, (ids, mask), path, input_names=["input_ids", "attention_mask"],
+    torch.onnx.export(Encoder(), (ids, mask), path, input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state", "pooler_output"], opset_version=17, dynamo=False)
 
 

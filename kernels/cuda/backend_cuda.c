@@ -9,9 +9,15 @@
  * once the first run has made them. The cache is emptied when an allocation fails and
  * when the instance is destroyed.
  *
+ * Copies between the host and the device of more than STAGE_MIN bytes go through one
+ * pinned staging buffer (DMA from pinned memory runs at the bus's speed; from pageable
+ * memory the driver stages it in small pieces).
+ *
  * AMP_CUDA_SYNC=1 waits for the stream after every node and names the node whose kernel
  * failed (an illegal address is otherwise reported by the next copy out, unnamed).
- * AMP_TF32=1 lets float32 GEMMs and convolutions use TF32. */
+ * AMP_CUDA_PROFILE=1 times every node with CUDA events and prints, when the session
+ * closes, the device time per op type (stderr). AMP_TF32=1 lets float32 GEMMs and
+ * convolutions use TF32. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -24,6 +30,19 @@
 #include "cuda_impl.h"
 
 #define WORKSPACE_BYTES ((size_t)64 << 20)
+#define STAGE_MIN ((size_t)256 << 10)
+#define STAGE_CHUNK ((size_t)64 << 20) /* the staging buffer's size at most: larger copies go in pieces */
+
+/* AMP_CUDA_PROFILE: one node's events, and the per-op totals */
+typedef struct ProfNode {
+    char op[40]; /* copied: the model may be freed before the session's backend */
+    cudaEvent_t start, stop;
+} ProfNode;
+typedef struct ProfOp {
+    char op[40];
+    double ms;
+    size_t calls;
+} ProfOp;
 
 typedef struct FreeBlock {
     void *p;
@@ -40,6 +59,13 @@ typedef struct Cuda {
     /* the size of every live block, to cache it by size when freed */
     FreeBlock *sizes;
     size_t n_sizes, cap_sizes;
+    void *stage; /* pinned host memory for copies (cudaHostAlloc), stage_bytes of it */
+    size_t stage_bytes;
+    bool profile;    /* AMP_CUDA_PROFILE */
+    ProfNode *prof;  /* events of nodes not yet read */
+    size_t n_prof, cap_prof;
+    ProfOp *ops;     /* totals per op type */
+    size_t n_ops, cap_ops;
 } Cuda;
 
 static const char *node_name(const AmpNode *n) {
@@ -189,17 +215,63 @@ static AmpCode copy_fail(AmpStatus *st, const char *what, cudaError_t err) {
     return amp_fail(st, AMP_ERR_INTERNAL, "CUDA %s: error %d: %s", what, (int)err, cudaGetErrorString(err));
 }
 
+/* The pinned staging buffer, grown to min(bytes, STAGE_CHUNK); false when pinned memory
+ * is not to be had (the copy then goes from pageable memory). */
+static bool stage_for(Cuda *c, size_t bytes) {
+    size_t want = bytes < STAGE_CHUNK ? bytes : STAGE_CHUNK;
+    if (c->stage_bytes >= want) return true;
+    /* the stream may still be reading the old buffer */
+    if (c->stage && (cudaStreamSynchronize(c->ctx.stream) || cudaFreeHost(c->stage))) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    c->stage = NULL;
+    c->stage_bytes = 0;
+    if (cudaHostAlloc(&c->stage, want, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        c->stage = NULL;
+        return false;
+    }
+    c->stage_bytes = want;
+    return true;
+}
+
 static AmpCode cuda_copy_in(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
+    Cuda *c = (Cuda *)be;
+    cudaStream_t s = c->ctx.stream;
     if (!bytes) return AMP_OK;
-    /* From pageable memory the copy has read the host bytes when the call returns. */
-    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ((Cuda *)be)->ctx.stream);
+    cudaError_t err = cudaSuccess;
+    if (bytes < STAGE_MIN || !stage_for(c, bytes)) {
+        /* From pageable memory the copy has read the host bytes when the call returns. */
+        err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+        return err ? copy_fail(st, "copy to the device", err) : AMP_OK;
+    }
+    /* piece by piece through the staging buffer: wait until the stream has read the
+     * buffer's last contents before writing it again */
+    for (size_t at = 0; at < bytes && !err; at += c->stage_bytes) {
+        size_t n = bytes - at < c->stage_bytes ? bytes - at : c->stage_bytes;
+        if ((err = cudaStreamSynchronize(s))) break;
+        memcpy(c->stage, (const char *)src + at, n);
+        err = cudaMemcpyAsync((char *)dst + at, c->stage, n, cudaMemcpyHostToDevice, s);
+    }
     return err ? copy_fail(st, "copy to the device", err) : AMP_OK;
 }
 
 static AmpCode cuda_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
-    cudaStream_t s = ((Cuda *)be)->ctx.stream;
-    cudaError_t err = bytes ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s) : cudaSuccess;
-    if (!err) err = cudaStreamSynchronize(s); /* also reports a kernel's failure */
+    Cuda *c = (Cuda *)be;
+    cudaStream_t s = c->ctx.stream;
+    cudaError_t err = cudaSuccess;
+    if (bytes < STAGE_MIN || !stage_for(c, bytes)) {
+        err = bytes ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s) : cudaSuccess;
+        if (!err) err = cudaStreamSynchronize(s); /* also reports a kernel's failure */
+        return err ? copy_fail(st, "copy from the device (or a kernel before it)", err) : AMP_OK;
+    }
+    for (size_t at = 0; at < bytes && !err; at += c->stage_bytes) {
+        size_t n = bytes - at < c->stage_bytes ? bytes - at : c->stage_bytes;
+        err = cudaMemcpyAsync(c->stage, (const char *)src + at, n, cudaMemcpyDeviceToHost, s);
+        if (!err) err = cudaStreamSynchronize(s);
+        if (!err) memcpy((char *)dst + at, c->stage, n);
+    }
     return err ? copy_fail(st, "copy from the device (or a kernel before it)", err) : AMP_OK;
 }
 
@@ -233,11 +305,73 @@ static AmpCode cuda_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, Amp
     return rc;
 }
 
+/* Adds the elapsed times of the recorded nodes to the per-op totals (waits for them). */
+static void prof_collect(Cuda *c) {
+    for (size_t i = 0; i < c->n_prof; i++) {
+        ProfNode *p = &c->prof[i];
+        float ms = 0;
+        if (cudaEventSynchronize(p->stop) || cudaEventElapsedTime(&ms, p->start, p->stop)) (void)cudaGetLastError();
+        cudaEventDestroy(p->start);
+        cudaEventDestroy(p->stop);
+        size_t j = 0;
+        while (j < c->n_ops && strcmp(c->ops[j].op, p->op) != 0) j++;
+        if (j == c->n_ops) {
+            if (c->n_ops == c->cap_ops) {
+                size_t cap = c->cap_ops ? 2 * c->cap_ops : 32;
+                ProfOp *x = realloc(c->ops, cap * sizeof *x);
+                if (!x) continue;
+                c->ops = x;
+                c->cap_ops = cap;
+            }
+            c->ops[c->n_ops] = (ProfOp){0};
+            memcpy(c->ops[c->n_ops++].op, p->op, sizeof p->op);
+        }
+        c->ops[j].ms += ms;
+        c->ops[j].calls++;
+    }
+    c->n_prof = 0;
+}
+
+static int cmp_prof(const void *a, const void *b) {
+    double x = ((const ProfOp *)a)->ms, y = ((const ProfOp *)b)->ms;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void prof_print(Cuda *c) {
+    prof_collect(c);
+    if (!c->n_ops) return;
+    double total = 0;
+    for (size_t j = 0; j < c->n_ops; j++) total += c->ops[j].ms;
+    qsort(c->ops, c->n_ops, sizeof *c->ops, cmp_prof);
+    fprintf(stderr, "AMP_CUDA_PROFILE: device time by op over the session: %.3f ms\n", total);
+    for (size_t j = 0; j < c->n_ops; j++)
+        fprintf(stderr, "  %-28s %10.3f ms %5.1f%% %8zu calls\n", c->ops[j].op, c->ops[j].ms,
+                total > 0 ? 100 * c->ops[j].ms / total : 0, c->ops[j].calls);
+}
+
 static AmpCode cuda_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
     Cuda *c = (Cuda *)be;
     ctx->dev = &c->ctx;
     ctx->attrs = k->impl;
+    ProfNode *p = NULL;
+    if (c->profile) {
+        if (c->n_prof >= 4096) prof_collect(c); /* bounded: read the events out */
+        if (c->n_prof == c->cap_prof) {
+            size_t cap = c->cap_prof ? 2 * c->cap_prof : 256;
+            ProfNode *x = realloc(c->prof, cap * sizeof *x);
+            if (x) c->prof = x, c->cap_prof = cap;
+        }
+        if (c->n_prof < c->cap_prof) {
+            p = &c->prof[c->n_prof];
+            snprintf(p->op, sizeof p->op, "%s", ctx->node->op_type ? ctx->node->op_type : "?");
+            if (cudaEventCreate(&p->start) || cudaEventCreate(&p->stop) || cudaEventRecord(p->start, c->ctx.stream)) {
+                (void)cudaGetLastError();
+                p = NULL;
+            }
+        }
+    }
     AmpCode rc = k->fn(ctx);
+    if (p && cudaEventRecord(p->stop, c->ctx.stream) == cudaSuccess) c->n_prof++;
     if (!rc && c->sync_each) rc = amp_cuda_check(ctx, cudaStreamSynchronize(c->ctx.stream), "the kernel (AMP_CUDA_SYNC)");
     return rc;
 }
@@ -251,6 +385,10 @@ static void cuda_release(AmpBackend *be, AmpBackendKernel *k) {
 static void cuda_destroy(AmpBackend *be) {
     Cuda *c = (Cuda *)be;
     if (c->ctx.stream) cudaStreamSynchronize(c->ctx.stream);
+    if (c->profile) prof_print(c);
+    free(c->prof);
+    free(c->ops);
+    if (c->stage) cudaFreeHost(c->stage);
     amp_cuda_cache_free(c->ctx.cache);
     drop_cache(c);
     for (size_t i = 0; i < c->n_sizes; i++) cudaFree(c->sizes[i].p); /* leaked by a caller: still give it back */
@@ -289,6 +427,7 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
         .destroy = cuda_destroy,
     };
     c->sync_each = env_on("AMP_CUDA_SYNC");
+    c->profile = env_on("AMP_CUDA_PROFILE");
     c->ctx.tf32 = env_on("AMP_TF32");
     const char *what = NULL;
     int err = 0;
