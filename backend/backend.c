@@ -4,15 +4,18 @@
 
 #include "backend.h"
 
-#ifdef AMPC_HAVE_CUDA
-#include "convert.h" /* amp_cuda_device_available */
+#ifdef AMPC_HAVE_CUDA /* the CUDA backend's functions are kernels/cuda/backend_cuda.c's */
 bool amp_backend_cuda_built(void) {
     return true;
 }
-bool amp_backend_cuda_usable(void) {
-    return amp_cuda_device_available() != 0;
+double amp_backend_device_ms(AmpBackend *be) {
+    return be && strcmp(be->name, "cuda") == 0 ? amp_backend_cuda_device_ms(be) : -1;
 }
 #else
+double amp_backend_device_ms(AmpBackend *be) {
+    (void)be;
+    return -1;
+}
 bool amp_backend_cuda_built(void) {
     return false;
 }

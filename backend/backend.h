@@ -49,6 +49,10 @@ struct AmpBackend {
     void (*release_node)(AmpBackend *be, AmpBackendKernel *k);
     /* Frees the instance (NULL for static instances). */
     void (*destroy)(AmpBackend *be);
+    /* Optional: marks the start (end false) and the end (true) of a graph's kernels in a
+     * run, after its inputs are in place and before its outputs are read back, so that a
+     * device can time the kernels alone (amp_backend_device_ms). */
+    void (*mark)(AmpBackend *be, bool end);
     void *impl; /* the instance's own state */
 };
 
@@ -85,6 +89,13 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st);
 size_t amp_backend_cuda_syncs(const AmpBackend *be);
 /* Device memory in use (all processes) and the device's total, from cudaMemGetInfo. */
 AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *total);
+/* The device time of the kernels between the marks since the last call, in ms (CUDA
+ * events; waits for them); -1 for a backend that does not time its kernels. */
+double amp_backend_device_ms(AmpBackend *be);
+
+/* The CUDA instance's part of amp_backend_device_ms. */
+double amp_backend_cuda_device_ms(AmpBackend *be);
+
 /* Whether this build has the CUDA backend, and whether it has and a device is usable
  * (what `auto` picks CUDA on). */
 bool amp_backend_cuda_built(void);

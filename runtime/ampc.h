@@ -188,6 +188,11 @@ typedef struct AmpSessionStats {
 
 void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
 
+/* The device time of the kernels of the runs and steps since the last call, in ms (CUDA:
+ * events around each graph's kernels, after its inputs are in and before its outputs are
+ * read back); -1 on a backend that does not time its kernels (the CPU). */
+double amp_session_device_ms(AmpSession *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -762,11 +762,14 @@ static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBu
 
     AmpBuf scratch[16];
     memset(scratch, 0, sizeof scratch);
+    bool mark = !on_device && e->be->mark; /* a graph the caller runs, not a body */
+    if (mark) e->be->mark(e->be, false);
     for (size_t i = 0; i < e->n_nodes && !rc; i++) {
         /* The clock costs about 20 ns: read it every 32 nodes (and every iteration). */
         if (!(i & 31) && (rc = amp_exec_check_deadline(e, st))) break;
         rc = run_node(e, i, scratch, st);
     }
+    if (mark) e->be->mark(e->be, true);
     if (!rc && outputs) rc = give_outputs(e, outputs, !on_device, st);
     if (rc) return rc;
     /* Plan again for the next run when something did not fit, or when nothing could be

@@ -380,3 +380,7 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     out->backend = s->be->name;
     out->fallback_ops = s->fallback_ops;
 }
+
+double amp_session_device_ms(AmpSession *s) {
+    return s && s->be ? amp_backend_device_ms(s->be) : -1;
+}

@@ -1,7 +1,8 @@
 /* Conv, MaxPool and AveragePool on CUDA through cuDNN (NCHW, fully packed). 16-bit data
  * is convolved with fp32 accumulation (cuDNN's pseudo-half / pseudo-bfloat16
  * configurations); float32 with FMA math (no TF32) unless the session allows TF32. The
- * descriptors and the algorithm of each shape are made once and cached.
+ * descriptors and the algorithm of each shape are made once and cached: the algorithm is
+ * the fastest of cuDNN's, each timed once on the first run's buffers.
  *
  * The window geometry (strides, dilations, pads, auto_pad, output sizes) is the CPU's
  * (amp_conv_geom_attrs). cuDNN pads both ends of an axis alike: a geometry with more
@@ -58,7 +59,8 @@ static cudnnStatus_t packed(cudnnTensorDescriptor_t *d, cudnnDataType_t t, int r
     return s ? s : cudnnSetTensorNdDescriptor(*d, t, rank, dims, strides);
 }
 
-static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, ConvPlan **out) {
+/* io: the convolution's X, W and Y (device), for timing the algorithms; NULL for pools. */
+static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, ConvPlan **out) {
     AmpCudaCtx *c = amp_cuda_ctx(k);
     ConvPlan *p = calloc(1, sizeof *p);
     if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
@@ -84,10 +86,15 @@ static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, ConvPlan **out) {
         if (!s && memcmp(ydims, key->y, (size_t)key->rank * sizeof *ydims)) s = CUDNN_STATUS_BAD_PARAM;
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         int n = 0;
-        if (!s) {
+        if (!s) { /* every algorithm run once on the node's own buffers, fastest first (as
+                     PyTorch's cudnn.benchmark); the heuristic's order when that fails */
             what = "choosing the algorithm";
-            s = cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, p->xd, p->wd, p->cd, p->yd,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+            s = io && io[0] ? cudnnFindConvolutionForwardAlgorithmEx(c->dnn, p->xd, io[0], p->wd, io[1], p->cd, p->yd,
+                                                                     io[2], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf,
+                                                                     c->workspace, c->workspace_bytes)
+                            : CUDNN_STATUS_NOT_SUPPORTED;
+            if (s) s = cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, p->xd, p->wd, p->cd, p->yd,
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
         }
         int pick = -1;
         for (int i = 0; !s && i < n && pick < 0; i++) {
@@ -122,10 +129,10 @@ static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, ConvPlan **out) {
     return AMP_OK;
 }
 
-static AmpCode get_plan(AmpKernelCtx *k, const ConvKey *key, ConvPlan **p) {
+static AmpCode get_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, ConvPlan **p) {
     AmpCudaCtx *c = amp_cuda_ctx(k);
     if ((*p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_CONV, key, sizeof *key))) return AMP_OK;
-    AmpCode rc = make_plan(k, key, p);
+    AmpCode rc = make_plan(k, key, io, p);
     if (rc) return rc;
     if (!amp_cuda_cache_put(c, AMP_CUDA_CACHE_CONV, key, sizeof *key, *p, plan_free)) {
         plan_free(*p);
@@ -201,7 +208,8 @@ AmpCode amp_cuda_conv(AmpKernelCtx *k) {
     key.w[0] = (int)M;
     key.w[1] = (int)w->dims[1];
     ConvPlan *p;
-    if ((rc = get_plan(k, &key, &p))) return rc;
+    void *io[3] = {(void *)x->data, (void *)w->data, y->data};
+    if ((rc = get_plan(k, &key, io, &p))) return rc;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     float one = 1.f, zero = 0.f;
     cudnnStatus_t s = cudnnConvolutionForward(c->dnn, &one, p->xd, x->data, p->wd, w->data, p->cd, p->algo,
@@ -237,7 +245,7 @@ static AmpCode pool(AmpKernelCtx *k, bool max) {
     key.dtype = dt;
     if ((rc = key_geometry(k, &key, x, &g, kern, y))) return rc;
     ConvPlan *p;
-    if ((rc = get_plan(k, &key, &p))) return rc;
+    if ((rc = get_plan(k, &key, NULL, &p))) return rc;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     float one = 1.f, zero = 0.f;
     return amp_cuda_check_dnn(k, cudnnPoolingForward(c->dnn, p->pd, &one, p->xd, x->data, &zero, p->yd, y->data),

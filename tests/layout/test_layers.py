@@ -6,7 +6,8 @@ C, CUDA and header files names a header of a folder the including folder may use
     passes/        -> ir, passes
     backend/       -> ir, backend            (the backend interface)
     kernels/cpu/   -> ir, backend, kernels/cpu
-    kernels/cuda/  -> ir, backend, kernels/cuda
+    kernels/cuda/  -> ir, backend, kernels/cuda, kernels/cpu   (the CPU reference's attribute
+                                            parsing, window geometry and output checks)
     runtime/       -> ir, passes, backend, runtime   (never a kernels/ header)
     tools/         -> anything
 
@@ -26,7 +27,7 @@ ALLOWED = {
     "passes": {"ir", "passes"},
     "backend": {"ir", "backend"},
     "kernels/cpu": {"ir", "backend", "kernels/cpu"},
-    "kernels/cuda": {"ir", "backend", "kernels/cuda"},
+    "kernels/cuda": {"ir", "backend", "kernels/cuda", "kernels/cpu"},
     "runtime": {"ir", "passes", "backend", "runtime"},
     "tools": None,  # the command and its benchmarks may use every layer
 }
