@@ -31,6 +31,7 @@
 
 #define WORKSPACE_BYTES ((size_t)64 << 20)
 #define STAGE_MIN ((size_t)256 << 10)
+#define MARK_PAIRS 64
 #define STAGE_CHUNK ((size_t)64 << 20) /* the staging buffer's size at most: larger copies go in pieces */
 
 /* AMP_CUDA_PROFILE: one node's events, and the per-op totals */
@@ -69,9 +70,10 @@ typedef struct Cuda {
     const void **seen; /* kernels already run once: their first call (planning, loading
                           the library's kernels) is not profiled */
     size_t n_seen, cap_seen;
-    /* the marks (backend.h): event pairs around each graph's kernels, not yet read */
-    cudaEvent_t *marks;
-    size_t n_marks, cap_marks;
+    /* the marks (backend.h): event pairs around each graph's kernels; the first n_marks
+       recorded and not yet read */
+    cudaEvent_t marks[2 * MARK_PAIRS];
+    size_t n_marks;
     double marked_ms;
 } Cuda;
 
@@ -398,41 +400,34 @@ static AmpCode cuda_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx 
     return rc;
 }
 
+/* The marks (backend.h): a ring of MARK_PAIRS event pairs made at open, so that a session
+ * that never reads its device time does not grow; when the ring is full, its pairs are
+ * read (a wait on the oldest) into marked_ms and it starts again. */
 static void cuda_mark(AmpBackend *be, bool end) {
     Cuda *c = (Cuda *)be;
-    if (!end && c->n_marks % 2) return; /* a start without its end: keep the first */
-    if (end && !(c->n_marks % 2)) return;
-    if (c->n_marks == c->cap_marks) {
-        if (c->n_marks >= 1024) (void)amp_backend_cuda_device_ms(be); /* read them out: bounded */
-        if (c->n_marks == c->cap_marks) {
-            size_t cap = c->cap_marks ? 2 * c->cap_marks : 16;
-            cudaEvent_t *x = realloc(c->marks, cap * sizeof *x);
-            if (!x) return;
-            c->marks = x;
-            c->cap_marks = cap;
-        }
-    }
-    cudaEvent_t ev;
-    if (cudaEventCreate(&ev) || cudaEventRecord(ev, c->ctx.stream)) {
+    if (end != (c->n_marks % 2 == 1)) return; /* an end without a start, or a second start */
+    if (!end && c->n_marks == 2 * MARK_PAIRS) c->marked_ms = amp_backend_cuda_device_ms(be); /* kept */
+    if (cudaEventRecord(c->marks[c->n_marks], c->ctx.stream)) {
         (void)cudaGetLastError();
         return;
     }
-    c->marks[c->n_marks++] = ev;
+    c->n_marks++;
 }
 
 double amp_backend_cuda_device_ms(AmpBackend *be) {
     Cuda *c = (Cuda *)be;
     double ms = c->marked_ms;
-    size_t pairs = c->n_marks / 2;
-    for (size_t i = 0; i < pairs; i++) {
+    for (size_t i = 0; i + 1 < c->n_marks; i += 2) {
         float t = 0;
-        if (cudaEventSynchronize(c->marks[2 * i + 1]) || cudaEventElapsedTime(&t, c->marks[2 * i], c->marks[2 * i + 1]))
+        if (cudaEventSynchronize(c->marks[i + 1]) || cudaEventElapsedTime(&t, c->marks[i], c->marks[i + 1]))
             (void)cudaGetLastError();
         ms += t;
-        cudaEventDestroy(c->marks[2 * i]);
-        cudaEventDestroy(c->marks[2 * i + 1]);
     }
-    if (c->n_marks % 2) c->marks[0] = c->marks[c->n_marks - 1]; /* an open start stays */
+    if (c->n_marks % 2) { /* a start whose end is to come: it moves to the ring's front */
+        cudaEvent_t open = c->marks[c->n_marks - 1];
+        c->marks[c->n_marks - 1] = c->marks[0];
+        c->marks[0] = open;
+    }
     c->n_marks %= 2;
     c->marked_ms = 0;
     return ms;
@@ -451,8 +446,8 @@ static void cuda_destroy(AmpBackend *be) {
     free(c->prof);
     free(c->ops);
     free(c->seen);
-    for (size_t i = 0; i < c->n_marks; i++) cudaEventDestroy(c->marks[i]);
-    free(c->marks);
+    for (size_t i = 0; i < 2 * MARK_PAIRS; i++)
+        if (c->marks[i]) cudaEventDestroy(c->marks[i]);
     if (c->stage) cudaFreeHost(c->stage);
     amp_cuda_cache_free(c->ctx.cache);
     drop_cache(c);
@@ -513,6 +508,8 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
     if (!what) c->ctx.dnn = dnn;
     if (!what && (err = cudnnSetStream(dnn, s))) what = "cudnnSetStream";
     if (!what && (err = cudaMalloc(&c->ctx.workspace, WORKSPACE_BYTES))) what = "the workspace's cudaMalloc";
+    for (size_t i = 0; !what && i < 2 * MARK_PAIRS; i++)
+        if ((err = cudaEventCreate(&c->marks[i]))) what = "cudaEventCreate";
     if (what) {
         AmpCode rc = amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': %s failed (error %d)", what, err);
         (void)cudaGetLastError();
