@@ -12,6 +12,9 @@ double amp_backend_device_ms(AmpBackend *be) {
     return be && strcmp(be->name, "cuda") == 0 ? amp_backend_cuda_device_ms(be) : -1;
 }
 #else
+void amp_backend_cuda_allow_tf32(AmpBackend *be, bool on) {
+    (void)be, (void)on;
+}
 double amp_backend_device_ms(AmpBackend *be) {
     (void)be;
     return -1;

@@ -93,6 +93,8 @@ AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *tota
  * events; waits for them); -1 for a backend that does not time its kernels. */
 double amp_backend_device_ms(AmpBackend *be);
 
+/* Lets a CUDA instance's float32 GEMMs and convolutions use TF32 (no-op elsewhere). */
+void amp_backend_cuda_allow_tf32(AmpBackend *be, bool on);
 /* The CUDA instance's part of amp_backend_device_ms. */
 double amp_backend_cuda_device_ms(AmpBackend *be);
 

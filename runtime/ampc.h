@@ -70,6 +70,10 @@ typedef struct AmpSessionOptions {
     /* A node the backend has no kernel for runs on the CPU, with copies around it (the
      * default; amp_session_stats names those ops); no_fallback makes it an error at open. */
     bool no_fallback;
+    /* CUDA: float32 GEMMs and convolutions may use TF32 tensor cores (faster, 10-bit
+     * mantissa products); the default is a true FP32 baseline. AMP_TF32=1 does the same
+     * unless ignore_env. Other backends ignore it. */
+    bool tf32;
 } AmpSessionOptions;
 
 /* Opens a model file (external data beside it; "-": standard input, read to its end, with

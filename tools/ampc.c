@@ -147,13 +147,13 @@ static void print_help(FILE *f) {
             "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
             "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
             "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
-            "                      [--no-fallback]\n"
+            "                      [--no-fallback] [--tf32]\n"
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory;\n"
             "                                     a loss-scaled model: the scale, skipped steps\n"
             "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--inputs DIR] [--backend B]\n"
             "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
-            "                      [--no-fallback]\n"
+            "                      [--no-fallback] [--tf32]\n"
             "                                     time W+N inference runs (or training steps);\n"
             "                                     print the median, min, max and peak memory\n"
             "       ampc --help | --version\n"
@@ -573,6 +573,7 @@ static unsigned option_commands(int val) {
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:
+    case OPT_TF32:
     case OPT_DIM: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:

@@ -99,6 +99,9 @@
     AMPC_OPT(NO_FALLBACK, "no-fallback", 0, 0, "",                                              \
              "run, bench: a node the backend has no kernel for is an error (exit 3) instead of " \
              "running on the CPU with copies around it")                                        \
+    AMPC_OPT(TF32, "tf32", 0, 0, "",                                                            \
+             "run, bench: on CUDA, float32 GEMMs and convolutions may use TF32 tensor cores "    \
+             "(AMP_TF32=1 too); the default is a true FP32 baseline")                           \
     AMPC_OPT(MAX_ITERATIONS, "max-iterations", 0, 1, "N",                                      \
              "run, bench: stop (exit 3) when a Loop or Scan node runs more than N iterations "  \
              "in one run (default: no cap; a Loop's trip count can be 2^63)")                  \

@@ -415,7 +415,8 @@ static AmpSessionOptions session_options(const RunArgs *a) {
                             .seed = a->seed,
                             .max_iterations = a->max_iterations,
                             .timeout_seconds = a->timeout,
-                            .no_fallback = a->no_fallback};
+                            .no_fallback = a->no_fallback,
+                            .tf32 = a->tf32};
     return so;
 }
 

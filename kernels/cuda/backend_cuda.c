@@ -16,8 +16,8 @@
  * AMP_CUDA_SYNC=1 waits for the stream after every node and names the node whose kernel
  * failed (an illegal address is otherwise reported by the next copy out, unnamed).
  * AMP_CUDA_PROFILE=1 times every node with CUDA events and prints, when the session
- * closes, the device time per op type (stderr). AMP_TF32=1 lets float32 GEMMs and
- * convolutions use TF32. */
+ * closes, the device time per op type (stderr). TF32 for float32 GEMMs and convolutions
+ * is the session's choice (amp_backend_cuda_allow_tf32; AMP_TF32=1 or its tf32 option). */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -466,6 +466,10 @@ static bool env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+void amp_backend_cuda_allow_tf32(AmpBackend *be, bool on) {
+    if (be && be->destroy == cuda_destroy) ((Cuda *)be)->ctx.tf32 = on;
+}
+
 bool amp_backend_cuda_usable(void) {
     return amp_cuda_device_available() != 0;
 }
@@ -493,7 +497,6 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
     };
     c->sync_each = env_on("AMP_CUDA_SYNC");
     c->profile = env_on("AMP_CUDA_PROFILE");
-    c->ctx.tf32 = env_on("AMP_TF32");
     const char *what = NULL;
     int err = 0;
     cudaStream_t s = NULL;

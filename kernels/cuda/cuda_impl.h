@@ -30,8 +30,8 @@ typedef struct AmpCudaCtx {
     void *dnn;              /* cudnnHandle_t, bound to stream */
     void *workspace;        /* device scratch for cuBLASLt / cuDNN: workspace_bytes */
     size_t workspace_bytes;
-    bool tf32;              /* float32 GEMMs and convolutions may use TF32 (AMP_TF32=1, or
-                               the session option); default: a true FP32 baseline */
+    bool tf32;              /* float32 GEMMs and convolutions may use TF32 (the session's
+                               tf32 option, AMP_TF32=1); default: a true FP32 baseline */
     struct AmpCudaCache *cache; /* per-session caches: cuBLASLt algorithms, cuDNN algorithms */
     size_t syncs;           /* amp_cuda_read_ints calls in this session */
 } AmpCudaCtx;
