@@ -179,7 +179,7 @@ AmpCode amp_infer_constant(AmpInferCtx *c) {
 
 /* The shape an int64 shape-tensor input describes: its values where they can be
  * read, else just its length (from its static 1-D shape). */
-static void shape_from_value(AmpInferCtx *c, int slot, AmpInfShape *s) {
+void amp_inf_shape_from_value(AmpInferCtx *c, int slot, AmpInfShape *s) {
     const AmpNode *n = c->n;
     AmpInfVal vals[AMP_INF_MAX_RANK];
     s->rank = -1;
@@ -202,7 +202,7 @@ AmpCode amp_infer_constant_of_shape(AmpInferCtx *c) {
     const AmpAttr *a = amp_node_attr(n, "value");
     int dt = (a && a->type == AMP_ATTR_TENSOR && a->t) ? a->t->dtype : AMP_DT_FLOAT;
     AmpInfShape s;
-    shape_from_value(c, 0, &s);
+    amp_inf_shape_from_value(c, 0, &s);
     return amp_inf_set(c, 0, dt, &s);
 }
 

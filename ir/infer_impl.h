@@ -97,6 +97,9 @@ bool amp_inf_has_input(const AmpNode *n, int i);
 
 /* ---- setting outputs (merged with what the model declares; see infer.c) ---- */
 AmpCode amp_inf_set(AmpInferCtx *c, int slot, int dtype, const AmpInfShape *s);
+/* The shape an int64 shape-tensor input describes: its values where they can be read,
+ * else just its length (from its static 1-D shape); rank -1 when neither. */
+void amp_inf_shape_from_value(AmpInferCtx *c, int slot, AmpInfShape *s);
 AmpCode amp_inf_set_type(AmpInferCtx *c, int slot, const AmpType *t);
 
 /* ---- dims ---- */

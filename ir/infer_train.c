@@ -141,6 +141,15 @@ AmpCode amp_infer_ms_accumulator(AmpInferCtx *c) {
     return rc ? rc : like_input(c, 1, 0);
 }
 
+/* GatherGrad (shape, indices, dY) -> dX: dY's dtype, the shape input's values (the shape
+ * of Gather's data: embedding tables). */
+AmpCode amp_infer_ms_gather_grad(AmpInferCtx *c) {
+    const AmpType *dy = amp_inf_in(c, 2);
+    AmpInfShape s;
+    amp_inf_shape_from_value(c, 0, &s);
+    return amp_inf_set(c, 0, dy ? dy->dtype : AMP_DT_UNDEFINED, &s);
+}
+
 /* (lr, step, weights, gradients, m1, m2, update?) -> (updated_flag like step,
  * weights, m1, m2): sequences pass through as they are. */
 AmpCode amp_infer_ms_adamw(AmpInferCtx *c) {

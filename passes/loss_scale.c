@@ -159,7 +159,20 @@ static AmpCode find_grads(Ls *l) {
         const char *gname = cat(l, p->name, "_grad");
         if (!gname) return oom(l);
         AmpValue *gv = amp_graph_lookup(g, gname);
-        if (!gv || gv->graph != g || gv == l->seed || !gv->producer || !is_float(gv)) continue;
+        if (!gv || gv->graph != g || gv == l->seed || !gv->producer) continue;
+        /* A gradient whose type is unknown would stay scaled: refuse rather than convert
+         * half-way (exit 0 means every gradient is unscaled). */
+        if (gv->type.kind != AMP_TYPE_TENSOR || gv->type.dtype == AMP_DT_UNDEFINED) {
+            const AmpNode *pn = gv->producer;
+            return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                            "loss_scale: gradient '%s' of '%s' has no known type (made by node '%s', %s%s%s, which "
+                            "ampc cannot type), so it could not be unscaled: the conversion would leave it %s too "
+                            "large; convert with --loss-scale none to leave the graph unscaled",
+                            gv->name, p->name, pn->name ? pn->name : "", pn->domain && *pn->domain ? pn->domain : "",
+                            pn->domain && *pn->domain ? "." : "", pn->op_type ? pn->op_type : "?",
+                            "the loss scale times");
+        }
+        if (!is_float(gv)) continue;
         l->grads[l->n_grads++] = gv;
     }
     return AMP_OK;

@@ -11,10 +11,25 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+/* A backward node: a gradient op (com.microsoft's ReluGrad, GatherGrad, SoftmaxGrad_13,
+ * BiasGeluGrad_dX, ...), a gradient accumulator, or a node that makes a value named like
+ * a gradient (`*_grad`). ONNX's Gradient op is not one: it differentiates inside itself,
+ * from no loss seed, so there is nothing to scale. */
+static bool is_backward(const AmpNode *n) {
+    const char *op = n->op_type ? n->op_type : "";
+    if (ends_with(op, "Grad") || strstr(op, "Grad_") || strncmp(op, "InPlaceAccumulator", 18) == 0) return true;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] && ends_with(n->outputs[k]->name, "_grad")) return true;
+    return false;
+}
+
 bool amp_is_training_graph(const AmpModel *m, const char *loss) {
     if (loss || m->n_training) return true;
     for (size_t i = 0; i < m->graph->outputs.n; i++)
         if (ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
+    /* onnxruntime-training's graphs have neither: their gradients flow into accumulators */
+    for (const AmpNode *n = m->graph->first; n; n = n->next)
+        if (is_backward(n)) return true;
     return false;
 }
 

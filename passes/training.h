@@ -11,8 +11,10 @@
 /* The domain of ONNX's training ops (Adam, Momentum, Adagrad, Gradient). */
 #define AMP_TRAINING_DOMAIN "ai.onnx.preview.training"
 
-/* A training graph has training_info, or gradients (outputs named `*_grad`), or a loss the
- * user named (`loss` non-NULL). */
+/* A training graph has training_info, or gradients (outputs named `*_grad`), or backward
+ * nodes in its main graph (gradient ops such as com.microsoft's *Grad, accumulators, nodes
+ * that make `*_grad` values: onnxruntime-training's graphs), or a loss the user named
+ * (`loss` non-NULL). */
 bool amp_is_training_graph(const AmpModel *m, const char *loss);
 
 /* The loss: the main-graph value named `name` when given (absent: AMP_ERR_USAGE naming

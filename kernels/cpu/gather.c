@@ -1,5 +1,6 @@
 /* CPU kernels: index-driven data movement: Gather, GatherElements, GatherND and
- * ScatterND (reduction none/add/mul/max/min). Indices may be negative (counted from
+ * ScatterND (reduction none/add/mul/max/min), and com.microsoft GatherGrad (Gather's
+ * backward). Indices may be negative (counted from
  * the end); an index outside the axis is AMP_ERR_INPUT, never an out-of-bounds read. */
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,71 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
             index_at(idx, j, dim, &v);
             if (row) memcpy(dst, src + ((size_t)o * (size_t)dim + (size_t)v) * row, row);
         }
+    return AMP_OK;
+}
+
+/* com.microsoft GatherGrad (shape, indices, dY) -> dX: zeros of `shape` (Gather's data),
+ * into which each row of dY is added at its index along `axis`, in fp32 (fp64 for double)
+ * and rounded once: rows that repeat an index (a token seen twice) sum. */
+AmpCode amp_ms_gather_grad(AmpKernelCtx *k) {
+    const AmpBuf *shape = k->n_in > 0 ? k->in[0] : NULL, *idx = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *dy = k->n_in > 2 ? k->in[2] : NULL;
+    if (!shape || !idx || !dy) return amp_sh_fail(k, AMP_ERR_INPUT, "shape, indices and dY inputs are required");
+    if (!is_index_type(idx->dtype))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "indices must be integers, not %s", amp_dtype_name(idx->dtype));
+    if (!amp_is_f32_family(dy->dtype) && dy->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dy->dtype);
+    AmpBuf *dx;
+    AmpCode rc = amp_kernel_outputs(k, 1, &dx);
+    if (rc || !dx) return rc;
+    int axis;
+    int64_t a = ((const GatherAttrs *)k->attrs)->axis;
+    if (!amp_norm_axis(a, dx->rank, &axis))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
+    /* dY is Gather's output: (dX[:axis], indices, dX[axis+1:]) */
+    int64_t dims[AMP_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < axis; d++) dims[r++] = dx->dims[d];
+    if (r + idx->rank + dx->rank - axis - 1 > AMP_MAX_RANK)
+        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
+    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
+    for (int d = axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
+    if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
+    int64_t dim = dx->dims[axis], v = 0;
+    for (uint64_t j = 0; j < idx->nelem; j++)
+        if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);
+    if (!dx->nelem) return AMP_OK;
+    uint64_t outer = amp_shape_nelem(axis, dx->dims);
+    uint64_t row = amp_shape_nelem(dx->rank - axis - 1, dx->dims + axis + 1);
+    if (dx->dtype == AMP_DT_DOUBLE) {
+        double *o = dx->data;
+        const double *g = dy->data;
+        memset(o, 0, (size_t)dx->nelem * sizeof *o);
+        for (uint64_t b = 0; b < outer; b++)
+            for (uint64_t j = 0; j < idx->nelem; j++, g += row) {
+                index_at(idx, j, dim, &v);
+                double *t = o + (b * (uint64_t)dim + (uint64_t)v) * row;
+                for (uint64_t e = 0; e < row; e++) t[e] += g[e];
+            }
+        return AMP_OK;
+    }
+    float *tg = NULL, *to = NULL;
+    const float *g = amp_buf_f32_in(dy, &tg);
+    float *o = amp_buf_f32_out(dx, &to);
+    if (!g || !o) {
+        free(tg), free(to);
+        return amp_sh_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    memset(o, 0, (size_t)dx->nelem * sizeof *o);
+    const float *gp = g;
+    for (uint64_t b = 0; b < outer; b++)
+        for (uint64_t j = 0; j < idx->nelem; j++, gp += row) {
+            index_at(idx, j, dim, &v);
+            float *t = o + (b * (uint64_t)dim + (uint64_t)v) * row;
+            for (uint64_t e = 0; e < row; e++) t[e] += gp[e];
+        }
+    amp_buf_f32_commit(dx, to);
+    free(tg);
     return AMP_OK;
 }
 

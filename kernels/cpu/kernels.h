@@ -184,6 +184,8 @@ AmpCode amp_cpu_adam(AmpKernelCtx *k);
 AmpCode amp_cpu_momentum(AmpKernelCtx *k);
 AmpCode amp_cpu_adagrad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k);
+/* gather.c (its prepare: amp_sh_gather_prepare, the axis) */
+AmpCode amp_ms_gather_grad(AmpKernelCtx *k);
 /* reduce.c */
 AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

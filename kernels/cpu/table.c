@@ -101,6 +101,7 @@ const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
     [AMP_OP_Momentum] = amp_cpu_momentum,
     [AMP_OP_Adagrad] = amp_cpu_adagrad,
     [AMP_OP_Ms_InPlaceAccumulatorV2] = amp_cpu_ms_accumulator,
+    [AMP_OP_Ms_GatherGrad] = amp_ms_gather_grad,
     /* reduce */
     [AMP_OP_ReduceSum] = amp_cpu_reduce_sum,
     [AMP_OP_ReduceMean] = amp_cpu_reduce_mean,
@@ -245,6 +246,7 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_Slice] = amp_sh_slice_prepare,
     [AMP_OP_Pad] = amp_sh_pad_prepare,
     [AMP_OP_Gather] = amp_sh_gather_prepare,
+    [AMP_OP_Ms_GatherGrad] = amp_sh_gather_prepare,
     [AMP_OP_GatherElements] = amp_sh_gather_prepare,
     [AMP_OP_GatherND] = amp_sh_gather_nd_prepare,
     [AMP_OP_ScatterND] = amp_sh_scatter_nd_prepare,

@@ -28,6 +28,7 @@
 #include "backend.h"
 #include "convert.h"
 #include "cuda_impl.h"
+#include "cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
 #define WORKSPACE_BYTES ((size_t)64 << 20)
 #define STAGE_MIN ((size_t)256 << 10)
@@ -478,6 +479,7 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
     *out = NULL;
     if (!amp_cuda_device_available())
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': no usable CUDA device (the driver reports none)");
+    if (amp_cuda_libs_load(st)) return st->code;
     Cuda *c = calloc(1, sizeof *c);
     if (!c) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     c->be = (AmpBackend){

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "gemm_impl.h" /* AmpGemmAttrs and the CPU's prepare functions */
 
 /* One product's shape: Y[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * Y[b] (+ bias[n]),

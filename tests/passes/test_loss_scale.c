@@ -598,3 +598,62 @@ Test(loss_scale, parameters_as_inputs_and_accumulated_gradients) {
     cr_assert_str_eq(acc->inputs[1]->producer->name, "amp_loss_scale/unscale/W_grad", "accumulates unscaled");
     amp_model_free(m);
 }
+
+/* An embedding's training graph as onnxruntime-training writes it: the table E's gradient
+ * comes out of com.microsoft GatherGrad (shape, indices, dY).
+ *   Y = Gather(E, ids); loss = ReduceSum(Y); Y_grad = Expand(loss_grad, [3,2]);
+ *   E_grad = GatherGrad([4,2], ids, Y_grad)    (or an op ampc cannot type: `grad_op`)
+ *   E_grad_out = Identity(E_grad), an output (the update path; E_grad itself untyped in
+ *   the file, as in onnxruntime's graphs, where it flows into an accumulator). */
+static AmpModel *embedding(const char *grad_op) {
+    AmpModel *m = model();
+    m->opsets[m->n_opsets++] = (AmpOpset){"com.microsoft", 1, true};
+    AmpGraph *g = m->graph;
+    rt_input(g, "ids", AMP_DT_INT64, "3");
+    static const int64_t d42[2] = {4, 2}, d1[1] = {2};
+    const float e[8] = {0.5f, -1, 2, 0.25f, 1, 1, -3, 0.125f};
+    rt_init(g, "E", AMP_DT_FLOAT, 2, d42, e);
+    rt_scalar_f(g, "loss_grad", 1.0f);
+    const int64_t yshape[2] = {3, 2}, eshape[2] = {4, 2};
+    rt_init(g, "y_shape", AMP_DT_INT64, 1, d1, yshape);
+    rt_init(g, "e_shape", AMP_DT_INT64, 1, d1, eshape);
+    nd(g, "Gather", "fwd/embed", "E,ids", "Y");
+    AmpNode *r = nd(g, "ReduceSum", "loss/sum", "Y", "loss");
+    attr_i(r, "keepdims", 0);
+    nd(g, "Expand", "bwd/expand", "loss_grad,y_shape", "Y_grad");
+    nd_dom(g, "com.microsoft", grad_op, "bwd/embed_grad", "e_shape,ids,Y_grad", "E_grad");
+    rt_output(g, "loss", AMP_DT_FLOAT, "");
+    nd(g, "Identity", "bwd/out", "E_grad", "E_grad_out");
+    rt_output(g, "E_grad_out", AMP_DT_FLOAT, NULL);
+    return m;
+}
+
+/* GatherGrad is typed (dY's dtype, the shape input's values), so E's gradient is found
+ * and unscaled: rows of repeated ids sum, exactly, whatever the scale. */
+Test(loss_scale, an_embedding_gradient_from_gather_grad_is_unscaled) {
+    AmpModel *m = embedding("GatherGrad");
+    scaled(m, NULL);
+    cr_assert_eq(m->n_training, 1, "found a training graph (by its backward nodes) and scaled it");
+    AmpSession *s;
+    cr_assert_eq(rt_open(m, NULL, &s, &st), AMP_OK, "%s", st.msg);
+    int64_t ids[3] = {1, 3, 1};
+    static const int64_t d3[1] = {3};
+    AmpTensorView in[1] = {rt_view("ids", AMP_DT_INT64, ids, 1, d3)};
+    const char *names[1] = {"E_grad_out"};
+    AmpTensorView out[1];
+    cr_assert_eq(amp_session_train_step(s, in, 1, names, 1, out, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(out[0].rank, 2);
+    cr_assert_eq(out[0].dims[0], 4);
+    const float *gE = out[0].data, want[8] = {0, 0, 2, 2, 0, 0, 1, 1};
+    for (int i = 0; i < 8; i++) cr_assert_eq(gE[i], want[i], "element %d: %g, want %g (unscaled)", i, gE[i], want[i]);
+    amp_tensor_view_free(&out[0]);
+    amp_session_close(s);
+}
+
+/* A parameter gradient that nothing can type would stay scaled: the conversion refuses,
+ * naming the gradient, its producer and the way out, instead of exiting 0 half-done. */
+Test(loss_scale, a_gradient_ampc_cannot_type_fails_the_conversion) {
+    assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "gradient 'E_grad' of 'E' has no known type");
+    assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "com.microsoft.MysteryGrad");
+    assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "--loss-scale none");
+}
