@@ -453,3 +453,26 @@ Test(shape, strings_are_unsupported) {
     const AmpBuf *in2[] = {&s, &p};
     cr_assert_eq(run_op(mknode("Gather"), 13, 2, in2, 1), AMP_ERR_UNSUPPORTED);
 }
+
+/* com.microsoft GatherGrad (shape, indices, dY): Gather's backward. Rows of dY add into
+ * zeros of `shape` at their indices along axis: a repeated index sums, a negative one
+ * counts from the end; a dY of another shape than Gather's output, or an index out of
+ * range, is an input error. */
+Test(shape, gather_grad_scatter_adds_rows) {
+    AmpNode *n = amp_node_new(model->graph, "com.microsoft", "GatherGrad", "gg", 5, 8);
+    cr_assert_neq(n->op, AMP_OP_UNKNOWN);
+    attr_int(n, "axis", 1);
+    const int64_t shape_v[2] = {2, 3}, d1[1] = {2}, di[1] = {3}, dy_d[2] = {2, 3};
+    const int64_t idx[3] = {2, -1, 0}; /* -1 is 2: column 2 gets two rows */
+    AmpBuf shape = mkbuf(AMP_DT_INT64, 1, d1, shape_v), ind = mkbuf(AMP_DT_INT64, 1, di, idx);
+    AmpBuf dy = mkbuf(AMP_DT_FLOAT, 2, dy_d, F32(1, 2, 3, 4, 5, 6));
+    const AmpBuf *in[3] = {&shape, &ind, &dy};
+    cr_assert_eq(run_op(n, 1, 3, in, 1), AMP_OK, "%s", st.msg);
+    cr_assert_eq(outs.b[0].rank, 2);
+    expect_f32(&outs.b[0], 6, F32(3, 0, 3, 6, 0, 9));
+    const int64_t bad_idx[3] = {2, 3, 0};
+    AmpBuf bad = mkbuf(AMP_DT_INT64, 1, di, bad_idx);
+    const AmpBuf *in2[3] = {&shape, &bad, &dy};
+    cr_assert_eq(run_op(n, 1, 3, in2, 1), AMP_ERR_INPUT);
+    cr_assert(strstr(st.msg, "out of range"), "%s", st.msg);
+}
