@@ -77,6 +77,41 @@ AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, Am
     return AMP_OK;
 }
 
+/* com.microsoft DropoutGrad (dY, mask, ratio?, training_mode?) -> dX: in training,
+ * dY * mask / (1 - ratio) (ratio 0.5 when absent), else dY unchanged; onnxruntime's
+ * semantics. */
+AmpCode amp_ms_dropout_grad(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *dy = k->in[0], *mask = k->in[1], *r = amp_ew_in(k, 2), *t = amp_ew_in(k, 3);
+    if (!amp_ew_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
+    if (mask->dtype != AMP_DT_BOOL || mask->rank != dy->rank ||
+        (dy->rank && memcmp(mask->dims, dy->dims, (size_t)dy->rank * sizeof *dy->dims)))
+        return amp_ew_err(k, AMP_ERR_INPUT, "mask must be bool with dY's shape");
+    double ratio = 0.5;
+    if (r) {
+        if (!amp_ew_is_float(r->dtype) || r->nelem != 1)
+            return amp_ew_err(k, AMP_ERR_INPUT, "ratio must be one float value");
+        ratio = amp_ew_get_f64(r, 0);
+    }
+    if (t && (t->dtype != AMP_DT_BOOL || t->nelem != 1))
+        return amp_ew_err(k, AMP_ERR_INPUT, "training_mode must be one bool value");
+    bool train = !t || amp_buf_get_i64(t, 0) != 0;
+    if (train && !(ratio >= 0 && ratio < 1)) return amp_ew_err(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
+    AmpBuf *dx;
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims)) ||
+        !dy->nelem)
+        return rc;
+    if (!train) {
+        memcpy(dx->data, dy->data, amp_buf_bytes(dy));
+        return AMP_OK;
+    }
+    double scale = 1.0 / (1.0 - ratio);
+    const uint8_t *m = mask->data;
+    for (uint64_t i = 0; i < dy->nelem; i++) amp_ew_set_f64(dx, i, m[i] ? amp_ew_get_f64(dy, i) * scale : 0.0);
+    return AMP_OK;
+}
+
 AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;

@@ -184,6 +184,8 @@ AmpCode amp_cpu_adam(AmpKernelCtx *k);
 AmpCode amp_cpu_momentum(AmpKernelCtx *k);
 AmpCode amp_cpu_adagrad(AmpKernelCtx *k);
 AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k);
+/* dropout.c */
+AmpCode amp_ms_dropout_grad(AmpKernelCtx *k);
 /* gather.c (its prepare: amp_sh_gather_prepare, the axis) */
 AmpCode amp_ms_gather_grad(AmpKernelCtx *k);
 /* reduce.c */

@@ -476,3 +476,25 @@ Test(shape, gather_grad_scatter_adds_rows) {
     cr_assert_eq(run_op(n, 1, 3, in2, 1), AMP_ERR_INPUT);
     cr_assert(strstr(st.msg, "out of range"), "%s", st.msg);
 }
+
+/* com.microsoft DropoutGrad (dY, mask, ratio?, training_mode?): in training, dY where the
+ * mask kept the element, scaled by 1/(1-ratio); with training_mode false, dY itself. */
+Test(shape, dropout_grad_masks_and_rescales) {
+    AmpNode *n = amp_node_new(model->graph, "com.microsoft", "DropoutGrad", "dg", 5, 8);
+    cr_assert_neq(n->op, AMP_OP_UNKNOWN);
+    const int64_t d4[1] = {4};
+    const uint8_t keep[4] = {1, 0, 1, 1}, on = 1, off = 0;
+    const float ratio_v = 0.75f;
+    AmpBuf dy = mkbuf(AMP_DT_FLOAT, 1, d4, F32(1, 2, -3, 0.5f)), mask = mkbuf(AMP_DT_BOOL, 1, d4, keep);
+    AmpBuf ratio = mkbuf(AMP_DT_FLOAT, 0, NULL, &ratio_v), tr = mkbuf(AMP_DT_BOOL, 0, NULL, &on);
+    AmpBuf no = mkbuf(AMP_DT_BOOL, 0, NULL, &off);
+    const AmpBuf *in[4] = {&dy, &mask, &ratio, &tr};
+    cr_assert_eq(run_op(n, 1, 4, in, 1), AMP_OK, "%s", st.msg);
+    expect_f32(&outs.b[0], 4, F32(4, 0, -12, 2));
+    const AmpBuf *in2[2] = {&dy, &mask}; /* ratio 0.5 */
+    cr_assert_eq(run_op(n, 1, 2, in2, 1), AMP_OK, "%s", st.msg);
+    expect_f32(&outs.b[0], 4, F32(2, 0, -6, 1));
+    const AmpBuf *in3[4] = {&dy, &mask, &ratio, &no}; /* not training: dY */
+    cr_assert_eq(run_op(n, 1, 4, in3, 1), AMP_OK, "%s", st.msg);
+    expect_f32(&outs.b[0], 4, F32(1, 2, -3, 0.5f));
+}
