@@ -271,6 +271,40 @@ AmpCode amp_ew_gelu_grad(AmpKernelCtx *k) {
     return binary(k, row_gelu_grad_f, row_gelu_grad_d, k->attrs);
 }
 
+/* com.microsoft BiasGeluGrad_dX (dY, X, B) = dY * Gelu'(X + B) (the exact form), B a
+ * 1-D bias over X's last axis, dY of X's type and shape; in fp32 (fp64 for double). */
+AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 3);
+    if (rc) return rc;
+    const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
+    if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
+        b->dims[0] != x->dims[x->rank - 1])
+        return amp_ew_err(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
+    AmpBuf *dx;
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
+        !x->nelem)
+        return rc;
+    uint64_t h = (uint64_t)b->dims[0];
+    if (x->dtype == AMP_DT_DOUBLE) {
+        const double *g = dy->data, *xv = x->data, *bv = b->data;
+        double *o = dx->data;
+        for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * gelu_grad_d(xv[i] + bv[i % h], GELU_EXACT);
+        return AMP_OK;
+    }
+    float *t[4] = {NULL};
+    const float *g = amp_buf_f32_in(dy, &t[0]), *xv = amp_buf_f32_in(x, &t[1]), *bv = amp_buf_f32_in(b, &t[2]);
+    float *o = amp_buf_f32_out(dx, &t[3]);
+    if (!g || !xv || !bv || !o) {
+        free(t[0]), free(t[1]), free(t[2]), free(t[3]);
+        return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * gelu_grad_f(xv[i] + bv[i % h], GELU_EXACT);
+    amp_buf_f32_commit(dx, t[3]);
+    free(t[0]), free(t[1]), free(t[2]);
+    return AMP_OK;
+}
+
 /* BiasGelu(A, B) = Gelu(A + B), B a bias over the last axis (any broadcast works) */
 AmpCode amp_ew_bias_gelu(AmpKernelCtx *k) {
     return binary(k, row_bias_gelu_f, row_bias_gelu_d, k->attrs);

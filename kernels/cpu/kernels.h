@@ -157,6 +157,8 @@ AmpCode amp_ew_or(AmpKernelCtx *k);
 AmpCode amp_ew_where(AmpKernelCtx *k);
 AmpCode amp_ew_isinf(AmpKernelCtx *k);
 AmpCode amp_ew_isnan(AmpKernelCtx *k);
+/* activation.c */
+AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k);
 /* dropout.c */
 AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_dropout(AmpKernelCtx *k);

@@ -103,6 +103,7 @@ const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
     [AMP_OP_Ms_InPlaceAccumulatorV2] = amp_cpu_ms_accumulator,
     [AMP_OP_Ms_GatherGrad] = amp_ms_gather_grad,
     [AMP_OP_Ms_DropoutGrad] = amp_ms_dropout_grad,
+    [AMP_OP_Ms_BiasGeluGrad_dX] = amp_ms_bias_gelu_grad,
     /* reduce */
     [AMP_OP_ReduceSum] = amp_cpu_reduce_sum,
     [AMP_OP_ReduceMean] = amp_cpu_reduce_mean,

@@ -498,3 +498,25 @@ Test(shape, dropout_grad_masks_and_rescales) {
     cr_assert_eq(run_op(n, 1, 4, in3, 1), AMP_OK, "%s", st.msg);
     expect_f32(&outs.b[0], 4, F32(1, 2, -3, 0.5f));
 }
+
+/* com.microsoft BiasGeluGrad_dX (dY, X, B) = dY * Gelu'(X + B), Gelu'(z) = Phi(z) + z phi(z):
+ * checked against that formula in double, B broadcast over the last axis. */
+Test(shape, bias_gelu_grad_is_dy_times_the_derivative) {
+    AmpNode *n = amp_node_new(model->graph, "com.microsoft", "BiasGeluGrad_dX", "bg", 5, 8);
+    cr_assert_neq(n->op, AMP_OP_UNKNOWN);
+    const int64_t d23[2] = {2, 3}, d3[1] = {3};
+    const float dyv[6] = {1, -2, 0.5f, 3, 1, -1}, xv[6] = {0, 1, -1, 2.5f, -3, 0.25f}, bv[3] = {0.5f, -0.5f, 0};
+    AmpBuf dy = mkbuf(AMP_DT_FLOAT, 2, d23, dyv), x = mkbuf(AMP_DT_FLOAT, 2, d23, xv), b = mkbuf(AMP_DT_FLOAT, 1, d3, bv);
+    const AmpBuf *in[3] = {&dy, &x, &b};
+    cr_assert_eq(run_op(n, 1, 3, in, 1), AMP_OK, "%s", st.msg);
+    const float *got = outs.b[0].data;
+    for (int i = 0; i < 6; i++) {
+        double z = (double)xv[i] + bv[i % 3];
+        double d = 0.5 * (1 + erf(z / sqrt(2.0))) + z * exp(-z * z / 2) / sqrt(2 * 3.14159265358979323846);
+        cr_assert_float_eq(got[i], dyv[i] * d, 1e-5, "element %d: %g, want %g", i, got[i], dyv[i] * d);
+    }
+    const int64_t d2[1] = {2};
+    AmpBuf bad = mkbuf(AMP_DT_FLOAT, 1, d2, bv); /* B over the wrong axis */
+    const AmpBuf *in2[3] = {&dy, &x, &bad};
+    cr_assert_eq(run_op(n, 1, 3, in2, 1), AMP_ERR_INPUT);
+}
