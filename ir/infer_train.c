@@ -141,6 +141,16 @@ AmpCode amp_infer_ms_accumulator(AmpInferCtx *c) {
     return rc ? rc : like_input(c, 1, 0);
 }
 
+/* ConcatTraining (inputs...) -> (Concat's result, per_input_length int64 [n]). */
+AmpCode amp_infer_ms_concat_training(AmpInferCtx *c) {
+    AmpCode rc = amp_infer_concat(c);
+    if (rc || c->n->n_outputs < 2) return rc;
+    AmpInfShape s;
+    s.rank = 1;
+    s.d[0] = amp_dim_of(c->n->n_inputs);
+    return amp_inf_set(c, 1, AMP_DT_INT64, &s);
+}
+
 /* GatherGrad (shape, indices, dY) -> dX: dY's dtype, the shape input's values (the shape
  * of Gather's data: embedding tables). */
 AmpCode amp_infer_ms_gather_grad(AmpInferCtx *c) {

@@ -159,6 +159,8 @@ AmpCode amp_ew_isinf(AmpKernelCtx *k);
 AmpCode amp_ew_isnan(AmpKernelCtx *k);
 /* activation.c */
 AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k);
+/* shape.c (its prepare: amp_cpu_concat_prepare) */
+AmpCode amp_ms_concat_training(AmpKernelCtx *k);
 /* dropout.c */
 AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_dropout(AmpKernelCtx *k);

@@ -329,6 +329,24 @@ AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
+/* com.microsoft ConcatTraining: Concat, and (output 1, when wanted) each input's length
+ * along the axis, int64. */
+AmpCode amp_ms_concat_training(AmpKernelCtx *k) {
+    AmpKernelCtx one = *k;
+    one.n_out = 1;
+    AmpCode rc = amp_cpu_concat(&one);
+    if (rc || k->n_out < 2 || !k->out || !k->out[1].data) return rc;
+    AmpBuf *len = &k->out[1];
+    int64_t n = k->n_in;
+    if ((rc = amp_kernel_check_out(k, len, AMP_DT_INT64, 1, &n))) return rc;
+    const AmpBuf *x0 = k->in[0];
+    int axis;
+    if (!x0 || !amp_norm_axis(amp_node_attr_int(k->node, "axis", 0), x0->rank, &axis))
+        return amp_sh_fail(k, AMP_ERR_INPUT, "axis out of range");
+    for (int i = 0; i < k->n_in; i++) ((int64_t *)len->data)[i] = k->in[i] ? k->in[i]->dims[axis] : 0;
+    return AMP_OK;
+}
+
 AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     const AxisAttrs *aa = k->attrs;
     if (k->n_in < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no inputs");

@@ -104,6 +104,7 @@ const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
     [AMP_OP_Ms_GatherGrad] = amp_ms_gather_grad,
     [AMP_OP_Ms_DropoutGrad] = amp_ms_dropout_grad,
     [AMP_OP_Ms_BiasGeluGrad_dX] = amp_ms_bias_gelu_grad,
+    [AMP_OP_Ms_ConcatTraining] = amp_ms_concat_training,
     /* reduce */
     [AMP_OP_ReduceSum] = amp_cpu_reduce_sum,
     [AMP_OP_ReduceMean] = amp_cpu_reduce_mean,
@@ -241,6 +242,7 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     [AMP_OP_Reshape] = amp_cpu_reshape_prepare,
     [AMP_OP_Transpose] = amp_cpu_transpose_prepare,
     [AMP_OP_Concat] = amp_cpu_concat_prepare,
+    [AMP_OP_Ms_ConcatTraining] = amp_cpu_concat_prepare,
     [AMP_OP_Split] = amp_cpu_split_prepare,
     [AMP_OP_DepthToSpace] = amp_cpu_depth_space_prepare,
     [AMP_OP_SpaceToDepth] = amp_cpu_depth_space_prepare,

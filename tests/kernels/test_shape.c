@@ -520,3 +520,16 @@ Test(shape, bias_gelu_grad_is_dy_times_the_derivative) {
     const AmpBuf *in2[3] = {&dy, &x, &bad};
     cr_assert_eq(run_op(n, 1, 3, in2, 1), AMP_ERR_INPUT);
 }
+
+/* com.microsoft ConcatTraining: Concat, and each input's length along the axis. */
+Test(shape, concat_training_gives_the_lengths) {
+    AmpNode *n = amp_node_new(model->graph, "com.microsoft", "ConcatTraining", "ct", 5, 8);
+    cr_assert_neq(n->op, AMP_OP_UNKNOWN);
+    attr_int(n, "axis", -1);
+    const int64_t d21[2] = {2, 1}, d22[2] = {2, 2};
+    AmpBuf a = mkbuf(AMP_DT_FLOAT, 2, d21, F32(1, 2)), b = mkbuf(AMP_DT_FLOAT, 2, d22, F32(3, 4, 5, 6));
+    const AmpBuf *in[2] = {&a, &b};
+    cr_assert_eq(run_op(n, 1, 2, in, 2), AMP_OK, "%s", st.msg);
+    expect_f32(&outs.b[0], 6, F32(1, 3, 4, 2, 5, 6));
+    expect_i64(&outs.b[1], 2, (const int64_t[]){1, 2});
+}
