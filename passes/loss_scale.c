@@ -452,6 +452,28 @@ static AmpCode gate_optimizers(Ls *l) {
     return AMP_OK;
 }
 
+/* com.microsoft gradient accumulators (onnxruntime-training's graphs: gradients add into
+ * buffers the optimizer graph reads): the new buffer is gated like an update, so a step
+ * with an inf or NaN gradient leaves every buffer as it was. InPlaceAccumulatorV2's
+ * output 1 replaces its input 0; InPlaceAccumulator's output 0 does. */
+static AmpCode gate_accumulators(Ls *l) {
+    for (AmpNode *n = l->g->first; n; n = n->next) {
+        int out;
+        if (n->op == AMP_OP_Ms_InPlaceAccumulatorV2) out = 1;
+        else if (n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
+                 strcmp(n->op_type, "InPlaceAccumulator") == 0)
+            out = 0;
+        else
+            continue;
+        if (out >= n->n_outputs || !n->outputs[out] || n->n_inputs < 1 || !n->inputs[0]) continue;
+        AmpNode *next = n->next;
+        AmpCode rc = gate_in_place(l, l->g, n->outputs[out], n->inputs[0]);
+        if (rc) return rc;
+        n = next ? next->prev : l->g->last; /* skip the Where node just placed */
+    }
+    return AMP_OK;
+}
+
 /* Each update_binding key <- value of an algorithm: value gated on amp_found_inf. */
 static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
     AmpGraph *a = ti->algorithm;
@@ -599,6 +621,7 @@ static AmpCode rewrite(Ls *l) {
     AmpCode rc = scale_seed(l);
     if (!rc) rc = found_inf(l);
     if (!rc) rc = gate_optimizers(l);
+    if (!rc) rc = gate_accumulators(l);
     for (size_t i = 0; !rc && i < l->m->n_training; i++) rc = gate_bindings(l, &l->m->training[i]);
     if (!rc && l->dynamic) {
         AmpValue *scale_new = NULL, *tracker_new = NULL;

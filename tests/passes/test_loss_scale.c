@@ -657,3 +657,53 @@ Test(loss_scale, a_gradient_ampc_cannot_type_fails_the_conversion) {
     assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "com.microsoft.MysteryGrad");
     assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "--loss-scale none");
 }
+
+/* onnxruntime-training's shape: the parameter W and its accumulation buffer are graph
+ * inputs, the gradient adds into the buffer through com.microsoft InPlaceAccumulatorV2
+ * (no training_info, no `*_grad` output: found by its backward nodes). The buffer's new
+ * value is gated like an update: a finite step accumulates the unscaled gradient, a step
+ * with an inf leaves the buffer exactly as it was and says amp_found_inf. */
+Test(loss_scale, accumulated_gradients_are_unscaled_and_gated) {
+    AmpModel *m = model();
+    m->opsets[m->n_opsets++] = (AmpOpset){"com.microsoft", 1, true};
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "2");
+    rt_input(g, "W", AMP_DT_FLOAT, "2");
+    rt_input(g, "W_grad.accumulation.buffer", AMP_DT_FLOAT, "2");
+    rt_input(g, "lazy_reset_grad", AMP_DT_BOOL, "1");
+    rt_scalar_f(g, "loss_grad", 1.0f);
+    nd(g, "Mul", "fwd", "x,W", "p");
+    AmpNode *r = nd(g, "ReduceSum", "loss/sum", "p", "loss");
+    attr_i(r, "keepdims", 0);
+    nd(g, "Mul", "bwd", "x,loss_grad", "W_grad");
+    nd_dom(g, "com.microsoft", "InPlaceAccumulatorV2", "accumulate",
+           "W_grad.accumulation.buffer,W_grad,lazy_reset_grad", "W_grad.accumulation.flag,W_grad.accumulation.out");
+    rt_output(g, "loss", AMP_DT_FLOAT, "");
+    rt_output(g, "W_grad.accumulation.out", AMP_DT_FLOAT, "2");
+    scaled(m, NULL);
+    AmpSession *s;
+    cr_assert_eq(rt_open(m, NULL, &s, &st), AMP_OK, "%s", st.msg);
+    static const int64_t d2[1] = {2}, d1[1] = {1};
+    float w[2] = {1, 2}, buf[2] = {10, 20};
+    uint8_t reset = 0;
+    for (int overflow = 0; overflow < 2; overflow++) {
+        float x[2] = {3.0f, overflow ? INFINITY : -0.5f};
+        AmpTensorView in[4] = {rt_view("x", AMP_DT_FLOAT, x, 1, d2), rt_view("W", AMP_DT_FLOAT, w, 1, d2),
+                               rt_view("W_grad.accumulation.buffer", AMP_DT_FLOAT, buf, 1, d2),
+                               rt_view("lazy_reset_grad", AMP_DT_BOOL, &reset, 1, d1)};
+        const char *names[2] = {"W_grad.accumulation.out", "amp_found_inf"};
+        AmpTensorView out[2];
+        cr_assert_eq(amp_session_train_step(s, in, 4, names, 2, out, &st), AMP_OK, "%s", st.msg);
+        const float *acc = out[0].data;
+        cr_assert_eq(*(const uint8_t *)out[1].data, overflow, "amp_found_inf");
+        if (overflow) {
+            cr_assert_eq(acc[0], 10.0f, "a skipped step leaves the buffer as it was");
+            cr_assert_eq(acc[1], 20.0f);
+        } else {
+            cr_assert_eq(acc[0], 13.0f, "buffer + the unscaled gradient x * seed");
+            cr_assert_eq(acc[1], 19.5f);
+        }
+        amp_tensor_view_free(&out[0]), amp_tensor_view_free(&out[1]);
+    }
+    amp_session_close(s);
+}
