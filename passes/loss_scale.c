@@ -136,13 +136,14 @@ static AmpValue *constant(Ls *l, AmpGraph *g, const char *what, int dtype, doubl
 }
 
 /* A state scalar: an initializer of the main graph, listed among its inputs (a caller
- * may feed it), holding v. */
+ * may feed it), holding v; with loss_scale_state_inputs, an input alone, which the caller
+ * feeds (v is then only what the summary says to start from). */
 static AmpValue *state(Ls *l, const char *name, int dtype, double v) {
     AmpValue *s = amp_graph_value(l->g, name);
-    AmpTensor *t = s ? scalar_tensor(l, dtype, v) : NULL;
-    if (!t) return NULL;
+    AmpTensor *t = s && !l->opt->loss_scale_state_inputs ? scalar_tensor(l, dtype, v) : NULL;
+    if (!s || (!t && !l->opt->loss_scale_state_inputs)) return NULL;
     scalar_type(s, dtype);
-    if (amp_graph_add_initializer(l->g, s, t) || !amp_graph_add_input(l->g, s)) return NULL;
+    if ((t && amp_graph_add_initializer(l->g, s, t)) || !amp_graph_add_input(l->g, s)) return NULL;
     return s;
 }
 
@@ -626,7 +627,7 @@ static AmpCode rewrite(Ls *l) {
     if (!rc && l->dynamic) {
         AmpValue *scale_new = NULL, *tracker_new = NULL;
         rc = dynamic_update(l, &scale_new, &tracker_new);
-        if (!rc) rc = bind_state(l, scale_new, tracker_new);
+        if (!rc && !l->opt->loss_scale_state_inputs) rc = bind_state(l, scale_new, tracker_new);
     }
     /* Every node went in after its inputs' producers (the scale's reciprocal and the
      * constants at the top, the unscaling right after each gradient, the check and the

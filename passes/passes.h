@@ -56,6 +56,10 @@ typedef struct AmpPassOptions {
     int64_t growth_interval; /* DYNAMIC: clean steps before the scale grows (0: 2000) */
     double growth_factor;  /* DYNAMIC: > 1 (0: 2) */
     double backoff_factor; /* DYNAMIC: in (0, 1) (0: 0.5) */
+    /* The scale and growth tracker as plain graph inputs (no initializer, no
+     * update_binding): the caller feeds them and reads back amp_loss_scale_new /
+     * amp_growth_tracker_new (onnxruntime's Module treats initializers as constants). */
+    bool loss_scale_state_inputs;
 
     /* The AMP pass (passes/amp*.c). */
     AmpLevel level;

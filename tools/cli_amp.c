@@ -107,6 +107,12 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
         x->po.loss_scale = v;
         return 0;
     }
+    if (strcmp(name, "loss-scale-state") == 0) {
+        if (strcmp(arg, "initializers") && strcmp(arg, "inputs"))
+            return usage("--loss-scale-state '%s': expected initializers or inputs", arg);
+        x->po.loss_scale_state_inputs = strcmp(arg, "inputs") == 0;
+        return 0;
+    }
     if (strcmp(name, "loss-scale-init") == 0) {
         double v;
         if (parse_double(arg, &v) || v <= 0 || v > FLT_MAX)

@@ -61,6 +61,10 @@
              "dynamic, a number, or none: loss scaling of training graphs (GradScaler "         \
              "semantics; a number is a static scale that keeps the gradient check); default "   \
              "dynamic for fp16, none for bf16; inference graphs are left as they are")          \
+    AMPC_OPT(LOSS_SCALE_STATE, "loss-scale-state", 0, 1, "WHERE",                               \
+             "initializers (the default: the scale and growth tracker are initializers, updated " \
+             "by update_binding) or inputs (plain graph inputs the caller feeds, reading back "   \
+             "amp_loss_scale_new and amp_growth_tracker_new: for onnxruntime-training's Module)") \
     AMPC_OPT(LOSS_SCALE_INIT, "loss-scale-init", 0, 1, "S",                                     \
              "dynamic loss scaling: the initial scale (default 65536)")                         \
     AMPC_OPT(GROWTH_INTERVAL, "growth-interval", 0, 1, "N",                                     \

@@ -707,3 +707,32 @@ Test(loss_scale, accumulated_gradients_are_unscaled_and_gated) {
     }
     amp_session_close(s);
 }
+
+/* loss_scale_state_inputs (`--loss-scale-state inputs`): the scale and tracker are plain
+ * graph inputs with no initializer and no update_binding, for runtimes that treat
+ * initializers as constants; the caller feeds them and reads the new ones back. */
+Test(loss_scale, the_state_as_plain_inputs) {
+    AmpModel *m = tiny(false, false);
+    AmpPassOptions po = {.loss_scale_state_inputs = true};
+    scaled(m, &po);
+    cr_assert(is_input(m->graph, "amp_loss_scale") && is_input(m->graph, "amp_growth_tracker"));
+    cr_assert_null(amp_graph_lookup(m->graph, "amp_loss_scale")->initializer, "no initializer");
+    cr_assert_null(amp_graph_lookup(m->graph, "amp_growth_tracker")->initializer);
+    cr_assert_eq(m->n_training, 0, "no update_binding");
+    cr_assert(is_output(m->graph, "amp_loss_scale_new") && is_output(m->graph, "amp_growth_tracker_new"));
+    AmpSession *s;
+    cr_assert_eq(rt_open(m, NULL, &s, &st), AMP_OK, "%s", st.msg);
+    float x[2] = {3.0f, -0.75f}, scale = 1024.0f;
+    int64_t tracker = 0;
+    static const int64_t d2[1] = {2};
+    AmpTensorView in[3] = {rt_view("x", AMP_DT_FLOAT, x, 1, d2), rt_view("amp_loss_scale", AMP_DT_FLOAT, &scale, 0, NULL),
+                           rt_view("amp_growth_tracker", AMP_DT_INT64, &tracker, 0, NULL)};
+    const char *names[3] = {"W_grad", "amp_loss_scale_new", "amp_growth_tracker_new"};
+    AmpTensorView out[3];
+    cr_assert_eq(amp_session_run(s, in, 3, names, 3, out, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(((const float *)out[0].data)[0], 3.0f, "unscaled with the fed scale");
+    cr_assert_eq(*(const float *)out[1].data, 1024.0f, "no growth after one clean step");
+    cr_assert_eq(*(const int64_t *)out[2].data, 1, "the tracker counts the clean step");
+    for (int i = 0; i < 3; i++) amp_tensor_view_free(&out[i]);
+    amp_session_close(s);
+}

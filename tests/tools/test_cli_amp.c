@@ -228,6 +228,20 @@ Test(cli_amp, loss_and_loss_scale) {
     cr_assert_eq(g.code, 0, "%s", g.err);
     cr_assert_not_null(strstr(g.err, "dynamic scale 256"), "%s", g.err);
     run_free(&g);
+    /* --loss-scale-state inputs: the state as plain inputs the caller feeds (no initializer,
+     * no training_info of the pass's own); a bad value is a usage error. */
+    Run si = run_ampc(GRADS_MODEL, "-o", out, "--loss-scale-state", "inputs", NULL);
+    cr_assert_eq(si.code, 0, "%s", si.err);
+    m = load(out);
+    AmpValue *sv = amp_graph_lookup(m->graph, "amp_loss_scale");
+    cr_assert(sv && (sv->flags & AMP_VALUE_INPUT) && !sv->initializer, "amp_loss_scale: a plain input");
+    cr_assert(has_output(m, "amp_loss_scale_new"));
+    cr_assert_eq(m->n_training, 0);
+    amp_model_free(m);
+    run_free(&si);
+    Run sb = run_ampc(GRADS_MODEL, "-o", out, "--loss-scale-state", "outputs", NULL);
+    expect_usage(&sb, "--loss-scale-state");
+    run_free(&sb);
     /* --report shows the inserted nodes as one group. */
     Run rep = run_ampc(GRADS_MODEL, "-o", out, "--report", "-q", NULL);
     cr_assert_eq(rep.code, 0, "%s", rep.err);
