@@ -383,8 +383,17 @@ static AmpCode check_arity(Ctx *c, const AmpGraph *g, const AmpNode *n) {
         return vfail(c, AMP_ERR_INPUT, g, n, "has %d outputs, %s gives %s", n->n_outputs,
                      n->op_type, want);
     }
-    /* Left-out ("") inputs are not checked against min_inputs: the table's range spans
-     * all opsets, and some ops leave out a leading input (Scan-8's sequence_lens). */
+    /* A left-out ("") input below min_inputs is one every opset of the op requires (the
+     * table's minimum is the least over all opsets): an error, as onnx.checker says. Loop
+     * (M and cond) and Scan-8 (sequence_lens) lead with optional inputs. */
+    if (n->op != AMP_OP_Loop && n->op != AMP_OP_Scan)
+        for (int i = 0; i < info->min_inputs && i < n->n_inputs; i++)
+            if (!n->inputs[i])
+                return vfail(c, AMP_ERR_INPUT, g, n, "input %d is left out (\"\"), but %s requires it", i,
+                             n->op_type);
+    for (int i = 0; i < info->min_outputs && i < n->n_outputs; i++)
+        if (!n->outputs[i])
+            return vfail(c, AMP_ERR_INPUT, g, n, "output %d is left out (\"\"), but %s requires it", i, n->op_type);
     return AMP_OK;
 }
 

@@ -195,6 +195,20 @@ Test(verify, optional_inputs_may_be_left_out) {
     expect_ok(m);
 }
 
+/* An input or output every opset of the op requires may not be left out (""), as
+ * onnx.checker says; Loop's M and cond may. */
+Test(verify, required_inputs_and_outputs_may_not_be_left_out) {
+    AmpModel *m = valid_model();
+    node(m->graph, "Gemm", "gemm_no_b", "x,,w", "g1");
+    expect_fail(m, AMP_ERR_INPUT, "node 'gemm_no_b' (Gemm): input 1 is left out (\"\"), but Gemm requires it");
+    m = valid_model();
+    node(m->graph, "Add", "add_no_b", "x,", "a1");
+    expect_fail(m, AMP_ERR_INPUT, "node 'add_no_b' (Add): input 1 is left out");
+    m = valid_model();
+    node(m->graph, "Dropout", "drop_no_y", "x", ",mask");
+    expect_fail(m, AMP_ERR_INPUT, "output 0 is left out (\"\"), but Dropout requires it");
+}
+
 /* ---- one producer per name ------------------------------------------------------- */
 
 Test(verify, two_producers) {
