@@ -154,7 +154,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     r.training = amp_is_training_graph(m, opt->loss);
     if ((rc = training_rules(&r))) goto done;
     keep_fp32(&r);
-    amp_color(&r);
+    if ((rc = amp_color(&r))) goto done;
     if (opt->explain_node && opt->explain_out) amp_explain(&r, opt->explain_node, opt->explain_out);
     if (opt->paint_out) amp_paint_buckets(&r, opt->paint_out);
     if ((rc = amp_rewrite(&r))) goto done;

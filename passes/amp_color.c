@@ -291,7 +291,7 @@ static bool enter_clear(AmpRun *r, uint32_t from, uint32_t j) {
     return true;
 }
 
-void amp_color(AmpRun *r) {
+AmpCode amp_color(AmpRun *r) {
     Adj adj;
     Dfs d = {r, &adj, NULL, 0, 0, false};
     size_t n = r->n;
@@ -341,8 +341,8 @@ void amp_color(AmpRun *r) {
     }
     free(d.stack);
     free_adj(&adj);
-    /* Out of memory mid-way: paint nothing rather than half (the graph stays fp32). */
-    for (size_t i = 0; d.oom && i < n; i++)
-        if (r->ni[i].paint == AMP_PAINT_ALLOW) r->ni[i].paint = AMP_PAINT_NONE;
+    /* Out of memory mid-way: an error, never a graph left fp32 as if converted. */
+    if (d.oom) return amp_fail(r->st, AMP_ERR_INTERNAL, "pass 'amp': out of memory while painting %zu nodes", n);
     for (size_t i = 0; i < n; i++) r->n_16 += r->ni[i].paint == AMP_PAINT_ALLOW;
+    return AMP_OK;
 }

@@ -113,7 +113,7 @@ AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
 /* amp.c: the rule above the lists that the node itself decides (an optimizer op, a node of
  * the loss-scaling pass), AMP_WHY_NONE for none; amp_collect applies it on its visit. */
 AmpWhy amp_own_rule(const AmpNode *n);
-void amp_color(AmpRun *r);                      /* the painting, in TF's order */
+AmpCode amp_color(AmpRun *r);                   /* the painting, in TF's order; out of memory is an error */
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
 AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg); /* amp_weights.c: before rg->g is rewritten */
