@@ -39,14 +39,9 @@ static AmpCode bad_index(AmpKernelCtx *k, const AmpBuf *idx, uint64_t i, int64_t
                        (long long)amp_buf_get_i64(idx, i), (unsigned long long)i, (long long)dim);
 }
 
-/* Gather's and GatherElements' axis, raw (normalised against the data's rank). */
-typedef struct GatherAttrs {
-    int64_t axis;
-} GatherAttrs;
-
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    GatherAttrs a = {amp_node_attr_int(n, "axis", 0)};
+    AxisAttrs a = {amp_node_attr_int(n, "axis", 0)};
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
@@ -56,7 +51,7 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int axis;
-    int64_t a = ((const GatherAttrs *)k->attrs)->axis;
+    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, x->rank, &axis))
         return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     int rank = x->rank - 1 + idx->rank;
@@ -100,7 +95,7 @@ AmpCode amp_ms_gather_grad(AmpKernelCtx *k) {
     AmpCode rc = amp_kernel_outputs(k, 1, &dx);
     if (rc || !dx) return rc;
     int axis;
-    int64_t a = ((const GatherAttrs *)k->attrs)->axis;
+    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, dx->rank, &axis))
         return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
     /* dY is Gather's output: (dX[:axis], indices, dX[axis+1:]) */
@@ -157,7 +152,7 @@ AmpCode amp_sh_gather_elements(AmpKernelCtx *k) {
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int r = x->rank, axis;
-    int64_t a = ((const GatherAttrs *)k->attrs)->axis;
+    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, r, &axis))
         return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
     if (idx->rank != r) return amp_sh_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);

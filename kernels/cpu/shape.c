@@ -267,12 +267,6 @@ AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
     return x ? copy_as(k, x) : k->st->code;
 }
 
-/* Transpose: perm as given (n entries, a permutation of 0..n-1), or none: reversed. */
-typedef struct TransposeAttrs {
-    size_t n;
-    int64_t perm[AMP_MAX_RANK];
-} TransposeAttrs;
-
 AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     TransposeAttrs t = {0};
@@ -316,11 +310,6 @@ AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;
 }
-
-/* Concat's axis, raw (normalised against the inputs' rank in the kernel). */
-typedef struct AxisAttrs {
-    int64_t axis;
-} AxisAttrs;
 
 AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     const AmpAttr *aa = amp_node_attr(n, "axis");

@@ -57,4 +57,18 @@ AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int
 /* Whether amp_sh_convert takes the dtype. */
 bool amp_sh_convertible(int dtype);
 
+/* ---- attributes parsed at prepare, read by the CPU and CUDA kernels alike ---------- */
+
+/* Transpose: perm as given (n entries, a permutation of 0..n-1), or none (n 0): reversed. */
+typedef struct TransposeAttrs {
+    size_t n;
+    int64_t perm[AMP_MAX_RANK];
+} TransposeAttrs;
+
+/* An axis, raw (normalised against the input's rank in the kernel): Concat's (also
+ * ConcatTraining's), Gather's and GatherElements' (also GatherGrad's). */
+typedef struct AxisAttrs {
+    int64_t axis;
+} AxisAttrs;
+
 #endif

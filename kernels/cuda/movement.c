@@ -63,27 +63,8 @@ AmpCode amp_cuda_identity(AmpKernelCtx *k) {
 
 /* ---- Transpose ------------------------------------------------------------------------ */
 
-typedef struct TransposeAttrs {
-    size_t n; /* 0: reverse the axes */
-    int64_t perm[AMP_MAX_RANK];
-} TransposeAttrs;
-
-AmpCode amp_cuda_mv_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    TransposeAttrs t = {0};
-    const AmpAttr *a = amp_node_attr(n, "perm");
-    if (a && a->n_ints) {
-        t.n = a->n_ints;
-        bool seen[AMP_MAX_RANK] = {false};
-        for (size_t i = 0; i < t.n && t.n <= AMP_MAX_RANK; i++) {
-            int64_t p = a->ints[i];
-            if (p < 0 || p >= (int64_t)t.n || seen[p]) return amp_sh_prep_fail(n, st, "perm is not a permutation");
-            seen[p] = true;
-            t.perm[i] = p;
-        }
-    }
-    return amp_sh_prep_out(&t, sizeof t, attrs, st);
-}
+/* Transpose's and Concat's attributes are the CPU's (TransposeAttrs, AxisAttrs in
+ * shape_impl.h), parsed by the CPU's prepare functions (table.c). */
 
 AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
     const TransposeAttrs *a = k->attrs;
@@ -111,18 +92,6 @@ AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
 }
 
 /* ---- Concat, Split ----------------------------------------------------------------------- */
-
-/* Concat's axis, raw (normalised against the inputs' rank in the kernel). */
-typedef struct AxisAttrs {
-    int64_t axis;
-} AxisAttrs;
-
-AmpCode amp_cuda_mv_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    const AmpAttr *aa = amp_node_attr(n, "axis");
-    if (!aa && opset >= 4) return amp_sh_prep_fail(n, st, "no axis attribute");
-    AxisAttrs a = {aa ? aa->i : 1}; /* Concat-1: axis 1 by default */
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
-}
 
 AmpCode amp_cuda_concat(AmpKernelCtx *k) {
     const AxisAttrs *aa = k->attrs;

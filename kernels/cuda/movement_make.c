@@ -18,16 +18,7 @@ static bool present(const AmpNode *n, int i) {
 
 /* ---- Gather, GatherElements --------------------------------------------------------------- */
 
-/* Gather's and GatherElements' axis, raw (normalised against the data's rank). */
-typedef struct AxisAttrs {
-    int64_t axis;
-} AxisAttrs;
-
-AmpCode amp_cuda_mv_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    AxisAttrs a = {amp_node_attr_int(n, "axis", 0)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
-}
+/* The axis (AxisAttrs, shape_impl.h) is parsed by the CPU's prepare, amp_sh_gather_prepare. */
 
 /* The data and indices inputs, checked; es the data's element size. */
 static AmpCode data_and_indices(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **idx, size_t *es) {

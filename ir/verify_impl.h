@@ -1,0 +1,28 @@
+/* Private to the verifier (verify.c walks the model, verify_op.c checks a node against its
+ * op's rules). */
+#ifndef AMP_VERIFY_IMPL_H
+#define AMP_VERIFY_IMPL_H
+
+#include "ir.h"
+
+typedef struct Ctx {
+    AmpModel *m;
+    AmpStatus *st;
+    size_t n_nodes; /* nodes walked, every graph */
+} Ctx;
+
+/* Records "graph 'G': node 'N' (Op): <message>" (node may be NULL) and returns code. */
+AmpCode AMP_PRINTF(5, 6) amp_verify_fail(Ctx *c, AmpCode code, const AmpGraph *g, const AmpNode *n, const char *fmt,
+                                         ...);
+#define vfail amp_verify_fail
+
+/* An attribute type's name as ONNX spells it ("INTS"), or "invalid". */
+const char *amp_verify_attr_type_name(int t);
+
+/* verify_op.c: each AMP_OK, or the first problem recorded with amp_verify_fail. */
+AmpCode amp_verify_arity(Ctx *c, const AmpGraph *g, const AmpNode *n);
+AmpCode amp_verify_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n);
+AmpCode amp_verify_cast(Ctx *c, const AmpGraph *g, const AmpNode *n);
+AmpCode amp_verify_control_flow(Ctx *c, const AmpGraph *g, const AmpNode *n);
+
+#endif
