@@ -161,12 +161,22 @@ AmpCode amp_infer_ms_gather_grad(AmpInferCtx *c) {
 }
 
 /* (lr, step, weights, gradients, m1, m2, update?) -> (updated_flag like step,
- * weights, m1, m2): sequences pass through as they are. */
+ * weights, m1, m2): sequences pass through as they are. onnxruntime's kernels write
+ * updated_flag as int64 (its schema's T2, step's type), yet its artifact generator
+ * declares the optimizer model's flag bool and onnxruntime runs that file: a flag the
+ * model declares bool is taken as the bool [1] it says. */
 AmpCode amp_infer_ms_adamw(AmpInferCtx *c) {
     const AmpNode *n = c->n;
     static const int from[4] = {1, 2, 4, 5};
     for (int i = 0; i < n->n_outputs && i < 4; i++) {
-        AmpCode rc = like_input(c, i, from[i]);
+        const AmpValue *o = n->outputs[i];
+        AmpCode rc;
+        if (i == 0 && o && o->type.kind == AMP_TYPE_TENSOR && o->type.dtype == AMP_DT_BOOL) {
+            AmpInfShape one = {.rank = 1};
+            one.d[0] = amp_dim_of(1);
+            rc = amp_inf_set(c, 0, AMP_DT_BOOL, &one);
+        } else
+            rc = like_input(c, i, from[i]);
         if (rc) return rc;
     }
     return AMP_OK;

@@ -454,23 +454,40 @@ static AmpCode gate_optimizers(Ls *l) {
 }
 
 /* com.microsoft gradient accumulators (onnxruntime-training's graphs: gradients add into
- * buffers the optimizer graph reads): the new buffer is gated like an update, so a step
- * with an inf or NaN gradient leaves every buffer as it was. InPlaceAccumulatorV2's
- * output 1 replaces its input 0; InPlaceAccumulator's output 0 does. */
+ * buffers the optimizer graph reads). onnxruntime writes InPlaceAccumulatorV2 with its
+ * updated_flag output alone: the buffer, an input, is updated in place. So the value
+ * added is gated, not the buffer: Where(amp_found_inf, 0, gradient). A step with an inf or
+ * NaN gradient then adds nothing (or, on a step that resets the buffer, leaves it zero:
+ * no good gradient since the reset), and no inf reaches a buffer. The same holds for
+ * InPlaceAccumulator (old_sum + value) and for V2's optional buffer output. */
 static AmpCode gate_accumulators(Ls *l) {
+    AmpValue *zero_f32 = NULL;
     for (AmpNode *n = l->g->first; n; n = n->next) {
-        int out;
-        if (n->op == AMP_OP_Ms_InPlaceAccumulatorV2) out = 1;
-        else if (n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
-                 strcmp(n->op_type, "InPlaceAccumulator") == 0)
-            out = 0;
-        else
+        bool v2 = n->op == AMP_OP_Ms_InPlaceAccumulatorV2;
+        if (!v2 && !(n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
+                     strcmp(n->op_type, "InPlaceAccumulator") == 0))
             continue;
-        if (out >= n->n_outputs || !n->outputs[out] || n->n_inputs < 1 || !n->inputs[0]) continue;
-        AmpNode *next = n->next;
-        AmpCode rc = gate_in_place(l, l->g, n->outputs[out], n->inputs[0]);
-        if (rc) return rc;
-        n = next ? next->prev : l->g->last; /* skip the Where node just placed */
+        AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
+        if (!v) continue;
+        if (!is_float(v))
+            return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                            "loss_scale: accumulator '%s' (%s) adds '%s', whose type is not known to be a float "
+                            "tensor, so it cannot be gated on " FOUND_INF "; convert with --loss-scale none",
+                            n->name ? n->name : "", n->op_type, v->name);
+        if (!zero_f32 && !(zero_f32 = constant(l, l->g, "accumulator_zero", AMP_DT_FLOAT, 0.0))) return oom(l);
+        AmpValue *zero = zero_f32;
+        int dt = v->type.dtype;
+        AmpNode *at = n->prev;
+        if (dt != AMP_DT_FLOAT) { /* a 16-bit accumulation: its own zero */
+            zero = fresh(l->g, cat(l, v->name, "_zero"), NULL, dt);
+            AmpNode *c = zero ? cast_node(l, cat(l, "accumulator_zero/", v->name), zero_f32, zero, dt) : NULL;
+            if (!c) return oom(l);
+            at = place(at, c);
+        }
+        AmpValue *gated = fresh(l->g, cat(l, v->name, "_gated"), v, dt);
+        AmpNode *w = gated ? gate_node(l, l->g, v->name, zero, v, gated) : NULL;
+        if (!w || amp_node_set_input(n, 1, gated)) return oom(l);
+        place(at, w); /* before n; it reads amp_found_inf, made later: the toposort fixes it */
     }
     return AMP_OK;
 }

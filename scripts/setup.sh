@@ -45,3 +45,20 @@ else
   fi
   python3 -c "import onnx, onnxruntime, numpy"
 fi
+
+# onnxruntime-training, for tests/models/test_ort_training.py and tools/ort_train.py: its
+# own venv (.venv-ort/), since it replaces onnxruntime and wants onnx 1.16 and numpy < 2.
+# A 300 MB wheel; where it cannot be installed, that test skips and says why.
+# AMPC_ORT_TRAINING=0 skips this step.
+ORT_VENV="${AMPC_ORT_VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv-ort}"
+ORT_PACKAGES=("numpy<2" "onnx==1.16.2" "onnxruntime-training==1.19.2")
+if [ "${AMPC_ORT_TRAINING:-1}" = "0" ]; then
+  echo "setup: onnxruntime-training skipped (AMPC_ORT_TRAINING=0)"
+elif "$ORT_VENV/bin/python" -c "from onnxruntime.capi._pybind_state import Module" >/dev/null 2>&1; then
+  echo "setup: onnxruntime-training present ($ORT_VENV)"
+else
+  echo "setup: making $ORT_VENV with ${ORT_PACKAGES[*]}"
+  if ! { python3 -m venv "$ORT_VENV" && "$ORT_VENV/bin/pip" install -q "${ORT_PACKAGES[@]}"; }; then
+    echo "setup: WARNING: could not install onnxruntime-training; its tests will skip"
+  fi
+fi

@@ -660,9 +660,9 @@ Test(loss_scale, a_gradient_ampc_cannot_type_fails_the_conversion) {
 
 /* onnxruntime-training's shape: the parameter W and its accumulation buffer are graph
  * inputs, the gradient adds into the buffer through com.microsoft InPlaceAccumulatorV2
- * (no training_info, no `*_grad` output: found by its backward nodes). The buffer's new
- * value is gated like an update: a finite step accumulates the unscaled gradient, a step
- * with an inf leaves the buffer exactly as it was and says amp_found_inf. */
+ * (no training_info, no `*_grad` output: found by its backward nodes). The value added is
+ * gated: a finite step accumulates the unscaled gradient, a step with an inf adds nothing
+ * (the buffer stays exactly as it was, or zero on a reset step) and says amp_found_inf. */
 Test(loss_scale, accumulated_gradients_are_unscaled_and_gated) {
     AmpModel *m = model();
     m->opsets[m->n_opsets++] = (AmpOpset){"com.microsoft", 1, true};
@@ -686,7 +686,8 @@ Test(loss_scale, accumulated_gradients_are_unscaled_and_gated) {
     static const int64_t d2[1] = {2}, d1[1] = {1};
     float w[2] = {1, 2}, buf[2] = {10, 20};
     uint8_t reset = 0;
-    for (int overflow = 0; overflow < 2; overflow++) {
+    for (int overflow = 0; overflow < 3; overflow++) {
+        reset = overflow == 2; /* a step that resets the buffer and overflows */
         float x[2] = {3.0f, overflow ? INFINITY : -0.5f};
         AmpTensorView in[4] = {rt_view("x", AMP_DT_FLOAT, x, 1, d2), rt_view("W", AMP_DT_FLOAT, w, 1, d2),
                                rt_view("W_grad.accumulation.buffer", AMP_DT_FLOAT, buf, 1, d2),
@@ -695,8 +696,11 @@ Test(loss_scale, accumulated_gradients_are_unscaled_and_gated) {
         AmpTensorView out[2];
         cr_assert_eq(amp_session_train_step(s, in, 4, names, 2, out, &st), AMP_OK, "%s", st.msg);
         const float *acc = out[0].data;
-        cr_assert_eq(*(const uint8_t *)out[1].data, overflow, "amp_found_inf");
-        if (overflow) {
+        cr_assert_eq(*(const uint8_t *)out[1].data, overflow != 0, "amp_found_inf");
+        if (overflow == 2) {
+            cr_assert_eq(acc[0], 0.0f, "a reset step that overflows: no good gradient since the reset");
+            cr_assert_eq(acc[1], 0.0f);
+        } else if (overflow) {
             cr_assert_eq(acc[0], 10.0f, "a skipped step leaves the buffer as it was");
             cr_assert_eq(acc[1], 20.0f);
         } else {

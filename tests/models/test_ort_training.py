@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""onnxruntime-training's artifact sets (models/ort_mlp, models/ort_bert: written by
+onnxruntime.training.artifacts.generate_artifacts from a torch MLP and a 2-layer BERT):
+
+Without onnxruntime-training (onnx and the ampc binary only):
+- the training models convert with exit 0 as training graphs: the loss found from its
+  seed, every parameter gradient unscaled (4 and 41: the BERT embeddings' gradients come
+  out of GatherGrad), every InPlaceAccumulatorV2 adds Where(amp_found_inf, 0, unscaled
+  gradient), the loss-scale state on plain inputs with `--loss-scale-state inputs`; the
+  result passes onnx.checker where the original does (not the BERT: onnxruntime writes
+  LayerNormalization into ai.onnx opset 14);
+- the optimizer models verify and convert unchanged (AdamW's updated_flag declared bool);
+  the eval models convert.
+With onnxruntime-training (scripts/setup.sh's .venv-ort, or AMPC_ORT_PYTHON), through
+tools/ort_train.py:
+- 50 steps of AdamW on the FP32 and the converted graph: losses within 2% at step 50, no
+  step skipped; every parameter's gradient after one step within 1% of FP32's (relative to
+  the larger of its own norm and 1e-4 of the whole gradient's: the attention key biases'
+  gradients are zero in exact arithmetic, softmax being shift-invariant, so only noise);
+- an overflow (scale inf): amp_found_inf set, the accumulated gradients exactly as before
+  the step, the new scale backed off, and the next finite step trains on.
+Prints "N passed, M failed" last; exit 77 (skip) when onnx or numpy is missing.
+
+usage: test_ort_training.py --ampc PATH [--testdata DIR] [--verbose]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import traceback
+
+try:
+    import numpy as np
+    import onnx
+except ImportError as e:
+    print(f"skip: {e}")
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SETS = {"ort_mlp": 4, "ort_bert": 41}  # artifact set -> parameters (all trainable)
+LR = {"ort_mlp": 0.01, "ort_bert": 0.001}  # AdamW's learning rate (0.001: the artifacts' own)
+STEPS = 50
+
+
+class Skip(Exception):
+    pass
+
+
+def ort_python():
+    """The python with onnxruntime-training, or Skip saying why there is none."""
+    py = os.environ.get("AMPC_ORT_PYTHON") or os.path.join(ROOT, ".venv-ort", "bin", "python")
+    if not os.path.exists(py):
+        raise Skip(f"no onnxruntime-training python at {py} (scripts/setup.sh makes it; AMPC_ORT_PYTHON names another)")
+    r = subprocess.run([py, "-c", "from onnxruntime.capi._pybind_state import Module"], capture_output=True, text=True)
+    if r.returncode:
+        raise Skip(f"{py} has no onnxruntime training API: {r.stderr.strip().splitlines()[-1:]}")
+    return py
+
+
+class Ctx:
+    def __init__(self, args):
+        self.ampc = args.ampc
+        self.verbose = args.verbose
+        self.tmp = tempfile.mkdtemp(prefix="ampc_ort_")
+        self.converted = {}
+
+    def convert(self, name, *extra):
+        """Converts models/<name>/training_model.onnx (once per option set); returns
+        (path, ampc's summary line)."""
+        key = (name,) + extra
+        if key not in self.converted:
+            out = os.path.join(self.tmp, f"{name}_{len(self.converted)}.onnx")
+            src = os.path.join(ROOT, "models", name, "training_model.onnx")
+            r = subprocess.run([self.ampc, src, "-o", out, *extra], capture_output=True, text=True)
+            assert r.returncode == 0, f"ampc {src} {' '.join(extra)}: exit {r.returncode}: {r.stderr}"
+            self.converted[key] = (out, r.stderr)
+        return self.converted[key]
+
+
+def producers(graph):
+    return {o: n for n in graph.node for o in n.output}
+
+
+def check_conversion(ctx, name, state_inputs):
+    extra = ("--loss-scale-state", "inputs") if state_inputs else ()
+    path, summary = ctx.convert(name, *extra)
+    n = SETS[name]
+    assert "training graph" in summary, f"not converted as a training graph: {summary}"
+    assert f"{n} gradients unscaled" in summary, summary
+    assert f"{n} updates gated on amp_found_inf" in summary, summary
+    m = onnx.load(path)
+    g = m.graph
+    prod = producers(g)
+    inputs = [i.name for i in g.input]
+    params = [p for p in inputs if p + "_grad.accumulation.buffer" in inputs]
+    assert len(params) == n, f"{len(params)} parameters with an accumulation buffer, want {n}"
+    accs = [nd for nd in g.node if nd.op_type == "InPlaceAccumulatorV2"]
+    assert len(accs) == n
+    for acc in accs:
+        p = acc.input[0][: -len("_grad.accumulation.buffer")]
+        gate = prod.get(acc.input[1])
+        assert gate is not None and gate.op_type == "Where" and gate.input[0] == "amp_found_inf", \
+            f"accumulator {acc.name} adds {acc.input[1]}, not gated on amp_found_inf"
+        grad = gate.input[2]
+        assert grad == p + "_grad", f"{acc.name}: gates {grad}, want {p}_grad"
+        unscale = prod[grad]
+        assert unscale.op_type == "Mul" and "amp_loss_scale/inv_scale" in unscale.input, \
+            f"{grad} is made by {unscale.op_type} {list(unscale.input)}, not the unscaling"
+    outs = [o.name for o in g.output]
+    for o in ("amp_found_inf", "amp_loss_scale_new", "amp_growth_tracker_new"):
+        assert o in outs, f"no output {o}"
+    inits = {t.name for t in g.initializer}
+    for s in ("amp_loss_scale", "amp_growth_tracker"):
+        assert s in inputs, f"no input {s}"
+        assert (s in inits) != state_inputs, f"{s}: initializer {s in inits} with --loss-scale-state " \
+            f"{'inputs' if state_inputs else 'initializers'}"
+    # onnxruntime writes LayerNormalization into ai.onnx below opset 17 (its own
+    # registration): where the checker refuses the original, it refuses the result too.
+    try:
+        onnx.checker.check_model(os.path.join(ROOT, "models", name, "training_model.onnx"))
+    except onnx.checker.ValidationError:
+        return
+    onnx.checker.check_model(m)
+
+
+def test_training_models_convert(ctx):
+    for name in SETS:
+        check_conversion(ctx, name, state_inputs=False)
+        check_conversion(ctx, name, state_inputs=True)
+
+
+def test_optimizer_and_eval_models(ctx):
+    for name in SETS:
+        opt = os.path.join(ROOT, "models", name, "optimizer_model.onnx")
+        r = subprocess.run([ctx.ampc, "verify", opt], capture_output=True, text=True)
+        assert r.returncode == 0, f"ampc verify {opt}: {r.stdout}{r.stderr}"
+        out = os.path.join(ctx.tmp, name + "_opt.onnx")
+        r = subprocess.run([ctx.ampc, opt, "-o", out], capture_output=True, text=True)
+        assert r.returncode == 0, f"ampc {opt}: {r.stderr}"
+        a, b = onnx.load(opt).graph, onnx.load(out).graph
+        assert [n.op_type for n in b.node] == ["AdamWOptimizer"] and \
+            [o.type.tensor_type.elem_type for o in b.output] == [o.type.tensor_type.elem_type for o in a.output], \
+            "the optimizer model changed"
+        ev = os.path.join(ROOT, "models", name, "eval_model.onnx")
+        r = subprocess.run([ctx.ampc, ev, "-o", os.path.join(ctx.tmp, name + "_eval.onnx")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and "training graph" not in r.stderr, f"ampc {ev}: {r.stderr}"
+
+
+def ort_train(ctx, py, name, model, tag):
+    js, grads = os.path.join(ctx.tmp, f"{name}_{tag}.json"), os.path.join(ctx.tmp, f"{name}_{tag}.npz")
+    cmd = [py, os.path.join(ROOT, "tools", "ort_train.py"), os.path.join(ROOT, "models", name),
+           "--steps", str(STEPS), "--lr", str(LR[name]), "--json", js, "--grads", grads]
+    if model:
+        cmd += ["--training-model", model]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr[-2000:]}"
+    with open(js) as f:
+        res = json.load(f)
+    res["grads"] = dict(np.load(grads))
+    return res
+
+
+def test_train_fp32_vs_amp(ctx):
+    py = ort_python()
+    for name in SETS:
+        amp_model, _ = ctx.convert(name, "--loss-scale-state", "inputs")
+        fp = ort_train(ctx, py, name, None, "fp32")
+        amp = ort_train(ctx, py, name, amp_model, "amp")
+        assert not any(amp["skipped"]), f"{name}: steps skipped: {amp['skipped']}"
+        l32, l16 = fp["losses"][-1], amp["losses"][-1]
+        assert fp["losses"][-1] < 0.5 * fp["losses"][0], f"{name}: FP32 does not train: {fp['losses'][::10]}"
+        assert abs(l16 - l32) <= 0.02 * l32, f"{name}: loss at step {STEPS}: AMP {l16}, FP32 {l32}"
+        g32, g16 = fp["grads"], amp["grads"]
+        assert sorted(g32) == sorted(g16) and len(g32) == SETS[name]
+        total = np.sqrt(sum(float(np.sum(np.square(v, dtype=np.float64))) for v in g32.values()))
+        for k in g32:
+            ref = max(float(np.linalg.norm(g32[k])), 1e-4 * total)
+            err = float(np.linalg.norm(g16[k].astype(np.float64) - g32[k]))
+            assert err <= 0.01 * ref, f"{name}: gradient of {k}: error {err:.3g}, FP32 norm {np.linalg.norm(g32[k]):.3g}"
+        ctx.notes.append(f"{name}: loss at step {STEPS}: FP32 {l32:.6f}, AMP {l16:.6f} "
+                         f"(from {fp['losses'][0]:.4f})")
+
+
+OVERFLOW = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from ort_train import Trainer
+t = Trainer(sys.argv[2], sys.argv[3])
+t.forward_backward(0)                            # a finite step, gradients kept (no reset)
+before = t.grads()
+out = t.forward_backward(1, scale=np.float32("inf"))  # every scaled gradient inf or NaN
+after = t.grads()
+same = all(np.array_equal(before[k], after[k]) for k in before)
+finite = all(np.isfinite(v).all() for v in after.values())
+t.module.lazy_reset_grad()
+t.scale = out["amp_loss_scale_new"]
+loss, skipped = t.step(2)
+print(json.dumps({"found": bool(np.asarray(out["amp_found_inf"]).reshape(-1)[0]), "same": same,
+                  "finite": finite, "next_skipped": skipped, "next_loss": loss}))
+"""
+
+
+def test_overflow_skips_cleanly(ctx):
+    py = ort_python()
+    name = "ort_bert"
+    amp_model, _ = ctx.convert(name, "--loss-scale-state", "inputs")
+    r = subprocess.run([py, "-c", OVERFLOW, os.path.join(ROOT, "tools"), os.path.join(ROOT, "models", name), amp_model],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["found"], "amp_found_inf not set with an infinite scale"
+    assert res["same"], "the accumulated gradients changed on a step with inf gradients"
+    assert res["finite"], "an inf reached the gradient buffers"
+    # The scale backed off from inf stays inf: the next step overflows again and is
+    # skipped too, which is GradScaler's behaviour from an infinite scale.
+    assert res["next_skipped"] and np.isfinite(res["next_loss"]), res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ampc", required=True)
+    ap.add_argument("--testdata", help="unused; accepted like every python test")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    ctx = Ctx(args)
+    ctx.notes = []
+    tests = [
+        ("training models convert", test_training_models_convert),
+        ("optimizer and eval models", test_optimizer_and_eval_models),
+        ("onnxruntime: FP32 vs AMP, 50 steps", test_train_fp32_vs_amp),
+        ("onnxruntime: an overflow is skipped cleanly", test_overflow_skips_cleanly),
+    ]
+    passed = failed = 0
+    skips = []
+    for title, fn in tests:
+        try:
+            fn(ctx)
+        except Skip as e:
+            skips.append(f"{title}: {e}")
+            continue
+        except Exception as e:
+            failed += 1
+            print(f"FAIL {title}: {e}")
+            if args.verbose or not isinstance(e, AssertionError):
+                traceback.print_exc()
+            continue
+        passed += 1
+        if args.verbose:
+            print(f"ok   {title}")
+    for note in ctx.notes:
+        print(f"note: {note}")
+    for s in skips:
+        print(f"note: skipped {s}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
