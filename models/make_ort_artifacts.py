@@ -9,7 +9,9 @@
 
 Each folder holds what onnxruntime.training.artifacts.generate_artifacts writes
 (training_model.onnx, eval_model.onnx, optimizer_model.onnx with AdamW, checkpoint;
-CrossEntropyLoss) and data.npz: a few seeded batches (inputs and labels) the tests train on.
+CrossEntropyLoss), data.npz: a few seeded batches (inputs and labels) the tests train on,
+and test_data_set_0/: batch 0 as TensorProtos for `ampc run --inputs`;
+ort_mlp also checkpoint_step1, saved by onnxruntime after one step with the optimizer's state.
 
 This script is the only thing that needs torch: the artifacts are committed. It needs a
 venv with the pinned versions below (onnxruntime-training 1.19.2 wants onnx 1.16 and
@@ -77,6 +79,18 @@ def artifacts(onnx_model, out_dir):
     return params
 
 
+def write_batch0(out, arrays):
+    """test_data_set_0/input_<k>.pb: batch 0 of each array, named after the input it feeds
+    (what `ampc run --inputs DIR` reads)."""
+    from onnx import numpy_helper
+    d = os.path.join(out, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    for k, (name, a) in enumerate(arrays):
+        t = numpy_helper.from_array(np.ascontiguousarray(a[0]), name)
+        with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+
+
 def make_mlp(root):
     import torch
     torch.manual_seed(0)
@@ -90,7 +104,20 @@ def make_mlp(root):
     out = os.path.join(root, "ort_mlp")
     params = artifacts(m, out)
     np.savez(os.path.join(out, "data.npz"), input=xs, labels=labels)
+    write_batch0(out, [("input", xs), ("labels", labels)])
+    step1_checkpoint(out)
     return out, params
+
+
+def step1_checkpoint(out):
+    """checkpoint_step1: the checkpoint after one AdamW step (lr 0.01, batch 0), saved with
+    the optimizer's state (step, learning rate, momentum0/momentum1 of every parameter)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+    from onnxruntime.capi import _pybind_state as C
+    from ort_train import Trainer
+    t = Trainer(out, lr=0.01)
+    t.step(0)
+    C.save_checkpoint(t.state, os.path.join(out, "checkpoint_step1"), True)
 
 
 def make_bert(root):
@@ -129,6 +156,8 @@ def make_bert(root):
     params = artifacts(m, out)
     np.savez(os.path.join(out, "data.npz"), input_ids=ids, attention_mask=mask,
              token_type_ids=types, labels=labels)
+    write_batch0(out, [("input_ids", ids), ("attention_mask", mask), ("token_type_ids", types),
+                       ("labels", labels)])
     return out, params
 
 

@@ -142,4 +142,18 @@ AmpCode amp_list_edits_check(const AmpListEdit *e, size_t n, AmpStatus *st);
 AmpCode amp_op_classes(int precision, const AmpListEdit *e, size_t n, AmpLevel level,
                        AmpOpClass *cls, AmpStatus *st);
 
+/* onnxruntime-training's artifacts as one standard ONNX training model (ort_import.c):
+ * m is their training_model.onnx as loaded; its parameters take the values of the
+ * checkpoint file (onnxruntime's FlatBuffers checkpoint), its gradient accumulators go,
+ * and a training_info runs the optimizer model's AdamWOptimizer as standard ops per
+ * parameter (update_binding for the parameters, moments and step; gated on amp_found_inf
+ * when m is already loss-scaled). learning_rate > 0 replaces the checkpoint's (else its
+ * own, else onnxruntime's 0.001). summary (may be NULL) gets one line saying what was
+ * done. An artifact set it cannot import wholly is an error naming what is wrong. */
+AmpCode amp_ort_import(AmpModel *m, const AmpModel *optimizer, const char *checkpoint, double learning_rate,
+                       char *summary, size_t summary_len, AmpStatus *st);
+/* The same with the optimizer model read from optimizer_path. */
+AmpCode amp_ort_import_files(AmpModel *m, const char *optimizer_path, const char *checkpoint, double learning_rate,
+                             char *summary, size_t summary_len, AmpStatus *st);
+
 #endif

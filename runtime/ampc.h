@@ -74,6 +74,12 @@ typedef struct AmpSessionOptions {
      * mantissa products); the default is a true FP32 baseline. AMP_TF32=1 does the same
      * unless ignore_env. Other backends ignore it. */
     bool tf32;
+    /* onnxruntime-training's artifacts: the model opened is their training_model.onnx;
+     * with ort_optimizer (its optimizer_model.onnx) and ort_checkpoint (its checkpoint) it
+     * is first imported as one training model (the parameters' values, AdamW in a
+     * training_info; passes/passes.h amp_ort_import), before AMP_AUTO's rewrite. */
+    const char *ort_optimizer, *ort_checkpoint;
+    double learning_rate; /* with ort_optimizer: > 0 replaces the checkpoint's */
 } AmpSessionOptions;
 
 /* Opens a model file (external data beside it; "-": standard input, read to its end, with

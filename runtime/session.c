@@ -151,6 +151,10 @@ AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSess
     if (rc) return rc;
     AmpModel *m = NULL;
     rc = amp_model_load_file(path, NULL, &m, st);
+    if (!rc && opt && opt->ort_optimizer) {
+        rc = amp_ort_import_files(m, opt->ort_optimizer, opt->ort_checkpoint, opt->learning_rate, NULL, 0, st);
+        if (rc) amp_model_free(m);
+    }
     if (!rc) rc = open_model(m, opt, &cfg, out, st);
     if (rc && st && !strstr(st->msg, path)) amp_status_prefix(st, "%s: ", path);
     amp_auto_config_free(&cfg);
@@ -166,6 +170,10 @@ AmpCode amp_session_open_bytes(const void *data, size_t len, const char *dir, co
     if (rc) return rc;
     AmpModel *m = NULL;
     rc = amp_model_load_bytes(data, len, dir, NULL, &m, st);
+    if (!rc && opt && opt->ort_optimizer) {
+        rc = amp_ort_import_files(m, opt->ort_optimizer, opt->ort_checkpoint, opt->learning_rate, NULL, 0, st);
+        if (rc) amp_model_free(m);
+    }
     if (!rc) rc = open_model(m, opt, &cfg, out, st);
     amp_auto_config_free(&cfg);
     return rc;

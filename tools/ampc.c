@@ -148,6 +148,7 @@ static void print_help(FILE *f) {
             "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
             "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
             "                      [--no-fallback] [--tf32]\n"
+            "                      [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory;\n"
             "                                     a loss-scaled model: the scale, skipped steps\n"
@@ -408,6 +409,7 @@ typedef struct ConvertArgs {
     const char *model, *out, *passes, *dump_after, *dump_dot;
     const char *model_shown; /* what messages call MODEL ("standard input" for "-") */
     bool print, verify, quiet, report, time;
+    const RunArgs *ort; /* --optimizer, --checkpoint, --lr */
     AmpExternalMode external;
     AmpDotOptions dot;
 } ConvertArgs;
@@ -471,6 +473,17 @@ static int cmd_convert(const ConvertArgs *a) {
         return fail_status(&st, c, a->model_shown);
     }
     ampc_phase_done(&tm, "verify", "input");
+    if (a->ort->ort_optimizer) { /* onnxruntime-training's artifacts as one training model */
+        char line[512];
+        c = amp_ort_import_files(m, a->ort->ort_optimizer, a->ort->ort_checkpoint, a->ort->lr, line, sizeof line, &st);
+        if (c != AMP_OK) {
+            amp_model_free(m);
+            ampc_phase_flush(&tm);
+            return fail_status(&st, c, a->model_shown);
+        }
+        if (!a->quiet) say("%s: %s", a->model_shown, line);
+        ampc_phase_done(&tm, "ort import", "");
+    }
     int arc = ampc_amp_check_explain(&amp_args, m, a->model_shown, list);
     if (arc) {
         amp_model_free(m);
@@ -578,6 +591,9 @@ static unsigned option_commands(int val) {
     case OPT_ITERS:
     case OPT_WARMUP:
     case OPT_TRAIN: return CMD_BENCH;
+    case OPT_OPTIMIZER:
+    case OPT_CHECKPOINT:
+    case OPT_LR:
     case OPT_HELP:
     case OPT_VERSION: return CMD_CONVERT | CMD_RUN | CMD_BENCH;
     default: return CMD_CONVERT;
@@ -655,6 +671,13 @@ int main(int argc, char **argv) {
         case OPT_TIME: a.time = true; break;
         case OPT_HELP: help = true; break;
         case OPT_VERSION: version = true; break;
+        case OPT_OPTIMIZER:
+        case OPT_CHECKPOINT:
+        case OPT_LR: {
+            int rc = ampc_parse_run_value(val, optarg, &ra);
+            if (rc) return rc;
+            break;
+        }
         case OPT_EXTERNAL_DATA:
             if (strcmp(optarg, "auto") == 0)
                 a.external = AMP_SAVE_EXTERNAL_AUTO;
@@ -695,6 +718,11 @@ int main(int argc, char **argv) {
         return ampc_usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
     int in_rc = check_stdin_model(model);
     if (in_rc) return in_rc;
+    if (!ra.ort_optimizer && (ra.ort_checkpoint || ra.lr > 0))
+        return ampc_usage_error("%s%s is for onnxruntime-training artifacts, with --optimizer", what,
+                                ra.ort_checkpoint ? "--checkpoint" : "--lr");
+    if (ra.ort_optimizer && !ra.ort_checkpoint)
+        return ampc_usage_error("%s--optimizer needs --checkpoint FILE: the parameters' values", what);
     if (cmd != CMD_CONVERT) {
         ra.model = model;
         return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);
@@ -728,5 +756,6 @@ int main(int argc, char **argv) {
     const char *list = a.passes ? a.passes : amp_default_pipeline();
     int rc = check_pass_list(list ? list : "none", a.dump_after);
     if (rc != AMP_OK) return rc;
+    a.ort = &ra;
     return cmd_convert(&a);
 }

@@ -125,6 +125,17 @@
     AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \
              "run: after the steps, save the state (weights, optimizer and loss-scale state, "  \
              "step counter) to FILE, an ONNX file")                                              \
+    AMPC_OPT(OPTIMIZER, "optimizer", 0, 1, "FILE",                                              \
+             "MODEL is onnxruntime-training's training_model.onnx and FILE its "                \
+             "optimizer_model.onnx (AdamWOptimizer): import them as one ONNX training model "   \
+             "(parameters from --checkpoint as initializers, AdamW as standard ops in a "       \
+             "training_info), then convert, run or bench it")                                   \
+    AMPC_OPT(CHECKPOINT, "checkpoint", 0, 1, "FILE",                                            \
+             "with --optimizer: onnxruntime-training's checkpoint, the parameters' values (and " \
+             "the optimizer's state once onnxruntime has saved one)")                           \
+    AMPC_OPT(LR, "lr", 0, 1, "LR",                                                              \
+             "with --optimizer: the learning rate (default: the checkpoint's, else 0.001 as "   \
+             "onnxruntime)")                                                                    \
     AMPC_OPT(ITERS, "iters", 0, 1, "N", "bench: N timed runs; default 20")                      \
     AMPC_OPT(WARMUP, "warmup", 0, 1, "W", "bench: W untimed runs first; default 3")            \
     AMPC_OPT(TRAIN, "train", 0, 0, "",                                                          \

@@ -16,11 +16,11 @@ onnxruntime's Module treats initializers as constants and could not carry the sc
 one step to the next (README, "Training graphs from onnxruntime-training").
 
     python3 tools/ort_train.py ARTIFACTS_DIR [--training-model FILE] [--steps N]
-        [--lr LR] [--json OUT.json] [--grads OUT.npz]
+        [--lr LR] [--batches N] [--json OUT.json] [--grads OUT.npz]
 
 ARTIFACTS_DIR holds checkpoint, optimizer_model.onnx and data.npz (the batches: one
 array per user input of the model, named like it, plus `labels`; first axis = batch
-index, used round-robin). --training-model defaults to ARTIFACTS_DIR/training_model.onnx.
+index, used round-robin; --batches N: the first N only). --training-model defaults to ARTIFACTS_DIR/training_model.onnx.
 Prints one line per step; --json writes {"losses": [...], "skipped": [...],
 "scales": [...]}; --grads writes each parameter's gradient after the first step.
 
@@ -58,7 +58,7 @@ def bindings():
 class Trainer:
     """One artifact set in onnxruntime: module, optimizer, the batches, the AMP state."""
 
-    def __init__(self, artifacts, training_model=None, lr=None, init_scale=65536.0):
+    def __init__(self, artifacts, training_model=None, lr=None, init_scale=65536.0, batches=None):
         ort, C = bindings()
         self.C = C
         self.dir = artifacts
@@ -84,6 +84,8 @@ class Trainer:
         if missing:
             sys.exit(f"ort_train: data.npz has no {missing} (model inputs {self.inputs})")
         self.n_batches = len(self.batches[want[0]])
+        if batches:
+            self.n_batches = min(self.n_batches, batches)
         self.scale = np.array(init_scale, np.float32)
         self.tracker = np.array(0, np.int64)
 
@@ -136,12 +138,13 @@ def main():
     ap.add_argument("--training-model")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--lr", type=float)
+    ap.add_argument("--batches", type=int, help="train on the first N batches of data.npz only")
     ap.add_argument("--json")
     ap.add_argument("--grads")
     args = ap.parse_args()
     if args.steps < 1:
         sys.exit("ort_train: --steps must be at least 1")
-    t = Trainer(args.artifacts, args.training_model, args.lr)
+    t = Trainer(args.artifacts, args.training_model, args.lr, batches=args.batches)
     losses, skipped, scales = [], [], []
     for i in range(args.steps):
         if i == 0 and args.grads:

@@ -416,7 +416,10 @@ static AmpSessionOptions session_options(const RunArgs *a) {
                             .max_iterations = a->max_iterations,
                             .timeout_seconds = a->timeout,
                             .no_fallback = a->no_fallback,
-                            .tf32 = a->tf32};
+                            .tf32 = a->tf32,
+                            .ort_optimizer = a->ort_optimizer,
+                            .ort_checkpoint = a->ort_checkpoint,
+                            .learning_rate = a->lr};
     return so;
 }
 

@@ -26,6 +26,10 @@ typedef struct RunArgs {
     const char *outputs; /* run --outputs DIR: where the last step's outputs go, or NULL */
     long iters, warmup;  /* bench: timed runs (>= 1) and untimed runs before them (>= 0) */
     bool train;          /* bench --train: training steps instead of inference */
+    /* --optimizer, --checkpoint, --lr: MODEL is onnxruntime-training's training model,
+     * imported with its optimizer model and checkpoint (passes/ort_import.c) */
+    const char *ort_optimizer, *ort_checkpoint;
+    double lr;           /* > 0 when given */
 } RunArgs;
 
 /* Returns the exit code (an AmpCode); messages go to stderr via `say`. */

@@ -76,6 +76,19 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
         if (val == OPT_LOAD_STATE) r->load_state = arg;
         else r->save_state = arg;
         return AMP_OK;
+    case OPT_OPTIMIZER:
+    case OPT_CHECKPOINT:
+        if (!arg[0]) return ampc_usage_error("--%s: FILE is an empty path", val == OPT_OPTIMIZER ? "optimizer" : "checkpoint");
+        if (val == OPT_OPTIMIZER) r->ort_optimizer = arg;
+        else r->ort_checkpoint = arg;
+        return AMP_OK;
+    case OPT_LR: {
+        double v = strtod(arg, &end);
+        if (errno || end == arg || *end || !(v > 0) || v > 1e6)
+            return ampc_usage_error("--lr '%s': expected a learning rate above 0", arg);
+        r->lr = v;
+        return AMP_OK;
+    }
     default: return ampc_usage_error("internal: unhandled option %d", val);
     }
 }

@@ -19,6 +19,18 @@ tools/ort_train.py:
   gradients are zero in exact arithmetic, softmax being shift-invariant, so only noise);
 - an overflow (scale inf): amp_found_inf set, the accumulated gradients exactly as before
   the step, the new scale backed off, and the next finite step trains on.
+`ampc run MODEL --optimizer optimizer_model.onnx --checkpoint checkpoint` (the artifacts
+imported as one training model, passes/ort_import.c), on batch 0:
+- FP32: every one of 50 losses within 1e-4 (relative) of onnxruntime's (needs it);
+- from checkpoint_step1 (onnxruntime's state after one step: moments and step count) the
+  next 3 losses are onnxruntime's steps 2-4 of an uninterrupted run (needs it);
+- AMP (converted with --optimizer, or AMP_AUTO=1 at run): the same losses both ways, the
+  loss at step 50 within 2% of FP32's; with an initial scale of 1e9 the first steps are
+  skipped (the loss stays exactly the same: nothing moved, not even AdamW's step count)
+  until the scale has backed off, then training goes on as from the start;
+- --save-state after 10 steps and --load-state give steps 11-20 digit for digit;
+- clear errors: --optimizer without --checkpoint, another model's checkpoint, a model
+  that is not onnxruntime's.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx or numpy is missing.
 
 usage: test_ort_training.py --ampc PATH [--testdata DIR] [--verbose]
@@ -221,6 +233,128 @@ def test_overflow_skips_cleanly(ctx):
     assert res["next_skipped"] and np.isfinite(res["next_loss"]), res
 
 
+STEP = re.compile(r"^step (\d+): loss (\S+)(.*)$")
+
+
+def ampc_run(ctx, name, *extra, model=None, env=None, steps=STEPS):
+    """`ampc run` on batch 0; returns [(loss, skipped)] per step."""
+    d = os.path.join(ROOT, "models", name)
+    cmd = [ctx.ampc, "run", model or os.path.join(d, "training_model.onnx"), "--steps", str(steps),
+           "--inputs", os.path.join(d, "test_data_set_0"), *extra]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    assert r.returncode == 0, f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr}"
+    out = []
+    for line in r.stdout.splitlines():
+        mt = STEP.match(line)
+        if mt:
+            out.append((float(mt.group(2)), "skipped" in mt.group(3)))
+    assert len(out) == steps, r.stdout
+    return out
+
+
+def ort_args(name, checkpoint="checkpoint"):
+    d = os.path.join(ROOT, "models", name)
+    return ["--optimizer", os.path.join(d, "optimizer_model.onnx"), "--checkpoint", os.path.join(d, checkpoint),
+            "--lr", str(LR[name])]
+
+
+def ort_losses(ctx, py, name, steps):
+    """onnxruntime's losses on batch 0 alone, FP32."""
+    js = os.path.join(ctx.tmp, f"{name}_b0.json")
+    cmd = [py, os.path.join(ROOT, "tools", "ort_train.py"), os.path.join(ROOT, "models", name), "--steps", str(steps),
+           "--lr", str(LR[name]), "--batches", "1", "--json", js]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with open(js) as f:
+        return json.load(f)["losses"]
+
+
+def test_ampc_run_matches_onnxruntime(ctx):
+    py = ort_python()
+    for name in SETS:
+        want = ort_losses(ctx, py, name, STEPS)
+        got = [l for l, _ in ampc_run(ctx, name, *ort_args(name))]
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert abs(a - b) <= 1e-4 * abs(b), f"{name} step {i + 1}: ampc run {a}, onnxruntime {b}"
+        ctx.notes.append(f"{name}: ampc run FP32 loss at step {STEPS} {got[-1]:.6f}, onnxruntime {want[-1]:.6f}")
+
+
+def test_resume_from_onnxruntime_state(ctx):
+    py = ort_python()
+    name = "ort_mlp"  # checkpoint_step1: one step at lr 0.01 on batch 0
+    want = ort_losses(ctx, py, name, 4)[1:]
+    got = [l for l, _ in ampc_run(ctx, name, *ort_args(name, "checkpoint_step1"), steps=3)]
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert abs(a - b) <= 1e-5 * abs(b), f"resumed step {i + 2}: ampc run {a}, onnxruntime uninterrupted {b}"
+
+
+def test_ampc_run_amp(ctx):
+    for name in SETS:
+        fp = ampc_run(ctx, name, *ort_args(name))
+        conv = os.path.join(ctx.tmp, f"{name}_full_amp.onnx")
+        r = subprocess.run([ctx.ampc, os.path.join(ROOT, "models", name, "training_model.onnx"), *ort_args(name),
+                            "-o", conv], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert f"{SETS[name]} parameters from the checkpoint" in r.stderr and "loss_scale: dynamic" in r.stderr, r.stderr
+        amp = ampc_run(ctx, name, model=conv)
+        auto = ampc_run(ctx, name, *ort_args(name), env={"AMP_AUTO": "1"})
+        assert amp == auto, f"{name}: converted file and AMP_AUTO=1 differ: {amp[-1]} vs {auto[-1]}"
+        assert not any(s for _, s in amp), f"{name}: skipped steps"
+        l32, l16 = fp[-1][0], amp[-1][0]
+        assert l32 < 0.2 * fp[0][0], f"{name}: does not train: {fp[0][0]} -> {l32}"
+        assert abs(l16 - l32) <= 0.02 * l32, f"{name}: loss at step {STEPS}: AMP {l16}, FP32 {l32}"
+        ctx.notes.append(f"{name}: ampc run AMP loss at step {STEPS} {l16:.6f}, FP32 {l32:.6f}")
+
+
+def test_ampc_run_overflow_skips(ctx):
+    name = "ort_mlp"
+    conv = os.path.join(ctx.tmp, "ovf.onnx")
+    r = subprocess.run([ctx.ampc, os.path.join(ROOT, "models", name, "training_model.onnx"), *ort_args(name),
+                        "--loss-scale-init", "1e9", "-o", conv], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    steps = ampc_run(ctx, name, model=conv, steps=20)
+    fp = ampc_run(ctx, name, *ort_args(name), steps=2)
+    k = next(i for i, (_, s) in enumerate(steps) if not s)
+    assert k >= 1, "no step skipped with a scale of 1e9"
+    assert all(l == steps[0][0] for l, _ in steps[:k + 1]), f"the loss moved during skipped steps: {steps[:k + 1]}"
+    nxt = steps[k + 1][0]
+    assert abs(nxt - fp[1][0]) <= 1e-3 * fp[1][0], f"after {k} skipped steps: {nxt}, FP32's step 2 {fp[1][0]}"
+
+
+def test_ampc_run_save_load_state(ctx):
+    name = "ort_bert"
+    st = os.path.join(ctx.tmp, "bert_state.onnx")
+    full = ampc_run(ctx, name, *ort_args(name), steps=20)
+    first = ampc_run(ctx, name, *ort_args(name), "--save-state", st, steps=10)
+    second = ampc_run(ctx, name, *ort_args(name), "--load-state", st, steps=10)
+    assert first + second == full, f"resumed: {second[:2]}, straight: {full[10:12]}"
+
+
+def test_import_errors(ctx):
+    mlp = os.path.join(ROOT, "models", "ort_mlp")
+    bert = os.path.join(ROOT, "models", "ort_bert")
+    cases = [
+        ([os.path.join(mlp, "training_model.onnx"), "--optimizer", os.path.join(mlp, "optimizer_model.onnx")],
+         2, "--optimizer needs --checkpoint"),
+        ([os.path.join(mlp, "training_model.onnx"), "--checkpoint", os.path.join(mlp, "checkpoint")],
+         2, "with --optimizer"),
+        ([os.path.join(mlp, "training_model.onnx"), "--optimizer", os.path.join(mlp, "optimizer_model.onnx"),
+          "--checkpoint", os.path.join(bert, "checkpoint")], 1, "no value for parameter '0.weight'"),
+        ([os.path.join(ROOT, "models", "mlp_train", "model.onnx"), "--optimizer",
+          os.path.join(mlp, "optimizer_model.onnx"), "--checkpoint", os.path.join(mlp, "checkpoint")],
+         1, "no com.microsoft InPlaceAccumulatorV2"),
+        ([os.path.join(mlp, "training_model.onnx"), "--optimizer", os.path.join(mlp, "training_model.onnx"),
+          "--checkpoint", os.path.join(mlp, "checkpoint")], 3, "one com.microsoft AdamWOptimizer node"),
+        ([os.path.join(mlp, "training_model.onnx"), "--optimizer", os.path.join(mlp, "optimizer_model.onnx"),
+          "--checkpoint", os.path.join(mlp, "optimizer_model.onnx")], 1, "not an onnxruntime-training checkpoint"),
+    ]
+    for args, code, msg in cases:
+        for cmd in ([ctx.ampc, *args, "-o", os.path.join(ctx.tmp, "x.onnx")], [ctx.ampc, "run", *args]):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            assert r.returncode == code and msg in r.stderr, \
+                f"{' '.join(cmd[1:])}: exit {r.returncode} (want {code}), {r.stderr.strip()!r} (want {msg!r})"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ampc", required=True)
@@ -234,6 +368,12 @@ def main():
         ("optimizer and eval models", test_optimizer_and_eval_models),
         ("onnxruntime: FP32 vs AMP, 50 steps", test_train_fp32_vs_amp),
         ("onnxruntime: an overflow is skipped cleanly", test_overflow_skips_cleanly),
+        ("ampc run --optimizer matches onnxruntime", test_ampc_run_matches_onnxruntime),
+        ("ampc run resumes onnxruntime's checkpoint", test_resume_from_onnxruntime_state),
+        ("ampc run --optimizer in mixed precision", test_ampc_run_amp),
+        ("ampc run --optimizer skips overflowing steps", test_ampc_run_overflow_skips),
+        ("ampc run --optimizer save and load state", test_ampc_run_save_load_state),
+        ("--optimizer errors", test_import_errors),
     ]
     passed = failed = 0
     skips = []
