@@ -589,6 +589,15 @@ AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st) {
     return rc;
 }
 
+AmpValue *amp_training_key(const AmpModel *m, const AmpTrainingInfo *ti, const char *key) {
+    if (!key) return NULL;
+    /* The algorithm's own scope first: amp_graph_lookup would also see the main graph. */
+    AmpValue *v = ti && ti->algorithm ? amp_graph_lookup(ti->algorithm, key) : NULL;
+    if (v && v->graph == ti->algorithm && v->initializer) return v;
+    v = amp_graph_lookup(m->graph, key);
+    return v && v->graph == m->graph && v->initializer ? v : NULL;
+}
+
 static AmpCode bind_ops(AmpGraph *g, void *ctx, AmpStatus *st) {
     (void)ctx;
     (void)st;

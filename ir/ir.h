@@ -262,6 +262,8 @@ typedef struct AmpTrainingInfo {
     AmpGraph *initialization; /* may be NULL */
     AmpGraph *algorithm;      /* may be NULL */
     size_t n_init_bindings, n_update_bindings;
+    /* Keys name initializers of the main graph or of this algorithm graph
+     * (amp_training_key); values name outputs of the initialization / algorithm graph. */
     AmpStrPair *init_bindings;   /* key: initializer name, value: init graph output */
     AmpStrPair *update_bindings; /* key: initializer name, value: algorithm output */
     AmpBytes rest;
@@ -485,6 +487,13 @@ typedef AmpCode (*AmpGraphFn)(AmpGraph *g, void *ctx, AmpStatus *st);
 AmpCode amp_graph_walk(AmpGraph *g, AmpGraphFn fn, void *ctx, AmpStatus *st);
 /* Same over the model: main graph, then each training_info's graphs. */
 AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
+
+/* The initializer a binding key of training_info ti names (update_binding and
+ * initialization_binding alike): an initializer of ti's algorithm graph, else one of the
+ * main graph (ONNX allows both: optimizer state and the step count may live in the
+ * algorithm); NULL when neither has one of that name. The verifier refuses an algorithm
+ * initializer that has the name of a main-graph one, so the answer is never ambiguous. */
+AmpValue *amp_training_key(const AmpModel *m, const AmpTrainingInfo *ti, const char *key);
 
 /* ---- analysis (verify.c, infer.c, print.c) --------------------------------------- */
 

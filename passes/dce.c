@@ -157,14 +157,10 @@ AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     amp_model_walk(m, find_roots, NULL, st);
     for (size_t i = 0; i < m->n_training; i++) {
         const AmpTrainingInfo *ti = &m->training[i];
-        for (size_t k = 0; k < ti->n_update_bindings; k++) {
-            pin_name(m->graph, ti->update_bindings[k].key);
-            pin_name(ti->algorithm, ti->update_bindings[k].value);
-        }
-        for (size_t k = 0; k < ti->n_init_bindings; k++) {
-            pin_name(m->graph, ti->init_bindings[k].key);
-            pin_name(ti->initialization, ti->init_bindings[k].value);
-        }
+        /* Keys are initializers (of the main graph or of the algorithm: amp_training_key),
+         * which DCE never drops; the values' producers are pinned. */
+        for (size_t k = 0; k < ti->n_update_bindings; k++) pin_name(ti->algorithm, ti->update_bindings[k].value);
+        for (size_t k = 0; k < ti->n_init_bindings; k++) pin_name(ti->initialization, ti->init_bindings[k].value);
     }
     amp_model_walk(m, find_dead, &d, st);
     while (d.work.n && !d.oom) {

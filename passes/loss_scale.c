@@ -492,16 +492,21 @@ static AmpCode gate_accumulators(Ls *l) {
     return AMP_OK;
 }
 
-/* Each update_binding key <- value of an algorithm: value gated on amp_found_inf. */
+/* Each update_binding key <- value of an algorithm: value gated on amp_found_inf. The key
+ * (the old value) is an initializer of the main graph or of the algorithm itself (an
+ * optimizer buffer or step count kept there): either way the gate reads it in the
+ * algorithm, which sees both. */
 static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
     AmpGraph *a = ti->algorithm;
     for (size_t k = 0; a && k < ti->n_update_bindings; k++) {
         AmpStrPair *b = &ti->update_bindings[k];
-        AmpValue *old = amp_graph_lookup(l->g, b->key);
+        AmpValue *old = amp_training_key(l->m, ti, b->key);
         AmpValue *v = amp_graph_lookup(a, b->value);
         if (!old || !v)
-            return amp_fail(l->st, AMP_ERR_INPUT, "loss_scale: update_binding '%s' <- '%s': no such value", b->key,
-                            b->value);
+            return amp_fail(l->st, AMP_ERR_INPUT,
+                            "loss_scale: update_binding '%s' <- '%s': %s", b->key, b->value,
+                            !old ? "the key is no initializer of the main graph or of the algorithm"
+                                 : "the value is no value of the algorithm");
         if (v->producer && v->producer->graph == a) {
             AmpCode rc = gate_in_place(l, a, v, old);
             if (rc) return rc;

@@ -138,9 +138,10 @@ AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inp
 /* One training step, inputs and outputs as amp_session_run with mode TRAIN.
  * - With training_info (ONNX TrainingInfoProto): for each training_info in order, the main
  *   graph and its algorithm run as one graph (the algorithm reads the main graph's values),
- *   then every update_binding is applied: the bound initializer takes the algorithm
- *   output's value, so the next step (and amp_session_run) sees the new weights and
- *   optimizer state. They live in session-owned buffers between steps.
+ *   then every update_binding is applied: the bound initializer (of the main graph or of
+ *   the algorithm) takes the algorithm output's value, so the next step (and
+ *   amp_session_run) sees the new weights and optimizer state. They live in
+ *   session-owned buffers between steps.
  * - Without training_info (backward inside the main graph): the main graph runs once in
  *   training mode (Dropout draws masks) and its outputs (loss, gradients or new weights)
  *   are returned; nothing is applied: the caller updates weights with
@@ -153,8 +154,10 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
 /* ---- state: weights, optimizer state, loss-scale state ----------------------------- */
 
 /* The state is every initializer a training_info binds (update_binding and
- * initialization_binding keys: weights, optimizer state, the loss-scale state); for a
- * model without bindings, every initializer of the main graph. */
+ * initialization_binding keys: weights, optimizer state, the loss-scale state), whether
+ * of the main graph or of that training_info's algorithm graph (as ONNX allows: a
+ * momentum buffer or step count kept in the algorithm); for a model without bindings,
+ * every initializer of the main graph. Entries are named by their initializers. */
 size_t amp_session_state_count(const AmpSession *s);
 /* State entry i, copied out of the device into a host buffer the session keeps (data
  * borrowed until the next state_at of the same entry, or close; it does not follow later

@@ -1,7 +1,8 @@
 /* Private to the session (session.c, session_io.c, state.c): the session's layout. The
  * main graph runs in one executor; each training algorithm in an executor that runs after
  * it and reads its values; state entries are the session-owned buffers bound to
- * initializers, so weights and optimizer state stay resident between steps. */
+ * initializers (the main graph's, or an algorithm's own), so weights and optimizer state
+ * stay resident between steps. */
 #ifndef AMP_SESSION_IMPL_H
 #define AMP_SESSION_IMPL_H
 
@@ -12,8 +13,9 @@
 
 typedef struct StateEntry {
     const char *name;
-    AmpValue *value; /* the main graph's initializer */
-    AmpBuf buf;      /* the current value (device memory), bound into the main executor */
+    AmpValue *value; /* the initializer: of the main graph, or of a training algorithm */
+    AmpExec *exec;   /* the executor of value's graph (the main one, or that algorithm's) */
+    AmpBuf buf;      /* the current value (device memory), bound into `exec` */
     bool owned;      /* buf.data is the session's (else the executor's upload of the model's tensor) */
     void *host;      /* a host copy handed out by amp_session_state_at (malloc'd), or NULL */
 } StateEntry;

@@ -1,7 +1,7 @@
 /* A session's state: the initializers training binds (weights, optimizer state, loss-scale
- * state) held in session-owned buffers the main executor reads, their get/set, and
- * checkpoints: an ONNX file whose initializers are the state (bit-exact raw data) and whose
- * metadata holds the step counter and RNG state. */
+ * state; of the main graph or of an algorithm graph) held in session-owned buffers the
+ * executors read, their get/set, and checkpoints: an ONNX file whose initializers are the
+ * state (bit-exact raw data) and whose metadata holds the step counter and RNG state. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +23,37 @@ StateEntry *amp_session_find_state(const AmpSession *s, const char *name) {
     return NULL;
 }
 
-static bool add_entry(AmpSession *s, const char *name, size_t cap) {
-    if (amp_session_find_state(s, name)) return true;
-    AmpValue *v = amp_graph_lookup(s->m->graph, name);
-    if (!v || v->graph != s->m->graph || !v->initializer || s->n_state >= cap) return false;
-    s->state[s->n_state++] = (StateEntry){.name = v->name, .value = v};
-    return true;
+/* The executor that runs v's graph: the main one, or the algorithm's that owns v. */
+static AmpExec *exec_of(const AmpSession *s, const AmpValue *v) {
+    if (v->graph == s->m->graph) return s->main;
+    for (size_t k = 0; k < s->n_alg; k++)
+        if (s->alg[k].ti->algorithm == v->graph) return s->alg[k].exec;
+    return NULL;
+}
+
+/* The state entry of binding key `key` of training_info ti (NULL: a model without
+ * bindings, where every main-graph initializer is state). */
+static AmpCode add_entry(AmpSession *s, const AmpTrainingInfo *ti, size_t i, const char *what, const char *key,
+                         size_t cap, AmpStatus *st) {
+    AmpValue *v = ti ? amp_training_key(s->m, ti, key) : amp_graph_lookup(s->m->graph, key);
+    AmpExec *e = v && v->initializer ? exec_of(s, v) : NULL;
+    if (!e) {
+        if (ti && ti->algorithm)
+            return amp_fail(st, AMP_ERR_INPUT,
+                            "training_info[%zu]: %s '%s' is not an initializer of the main graph, nor of "
+                            "training_info[%zu].algorithm", i, what, key, i);
+        return amp_fail(st, AMP_ERR_INPUT, "training_info[%zu]: %s '%s' is not an initializer of the main graph", i,
+                        what, key);
+    }
+    StateEntry *had = amp_session_find_state(s, key);
+    if (had && had->value != v)
+        return amp_fail(st, AMP_ERR_INPUT,
+                        "training_info[%zu]: %s '%s': another training_info binds an initializer of that name too", i,
+                        what, key);
+    if (had) return AMP_OK;
+    if (s->n_state >= cap) return amp_fail(st, AMP_ERR_INTERNAL, "state: more entries than bindings");
+    s->state[s->n_state++] = (StateEntry){.name = v->name, .value = v, .exec = e};
+    return AMP_OK;
 }
 
 /* Copies src (a device buffer when on_device, else host memory) into dst->data. */
@@ -60,23 +85,19 @@ AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st) {
     if (!bound) cap = m->graph->n_initializers;
     s->state = calloc(cap ? cap : 1, sizeof *s->state);
     if (!s->state) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    for (size_t i = 0; i < m->n_training; i++) {
+    AmpCode rc = AMP_OK;
+    for (size_t i = 0; !rc && i < m->n_training; i++) {
         const AmpTrainingInfo *ti = &m->training[i];
-        for (size_t k = 0; k < ti->n_update_bindings; k++)
-            if (!add_entry(s, ti->update_bindings[k].key, cap))
-                return amp_fail(st, AMP_ERR_INPUT, "training_info[%zu]: update_binding '%s' is no initializer of the main graph",
-                                i, ti->update_bindings[k].key);
-        for (size_t k = 0; k < ti->n_init_bindings; k++)
-            if (!add_entry(s, ti->init_bindings[k].key, cap))
-                return amp_fail(st, AMP_ERR_INPUT,
-                                "training_info[%zu]: initialization_binding '%s' is no initializer of the main graph", i,
-                                ti->init_bindings[k].key);
+        for (size_t k = 0; !rc && k < ti->n_update_bindings; k++)
+            rc = add_entry(s, ti, i, "update_binding", ti->update_bindings[k].key, cap, st);
+        for (size_t k = 0; !rc && k < ti->n_init_bindings; k++)
+            rc = add_entry(s, ti, i, "initialization_binding", ti->init_bindings[k].key, cap, st);
     }
-    if (!bound)
-        for (size_t i = 0; i < m->graph->n_initializers; i++) add_entry(s, m->graph->initializers[i]->name, cap);
+    for (size_t i = 0; !rc && !bound && i < m->graph->n_initializers; i++)
+        rc = add_entry(s, NULL, 0, "initializer", m->graph->initializers[i]->name, cap, st);
+    if (rc) return rc;
     for (size_t i = 0; i < s->n_state; i++) {
         StateEntry *e = &s->state[i];
-        AmpCode rc;
         /* Bound state is written every step: it gets its own device buffer now. Other
          * entries share the executor's upload of the model's tensor until someone sets them. */
         if (bound) {
@@ -86,10 +107,12 @@ AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st) {
             e->owned = true;
         } else {
             const AmpBuf *dev;
-            if ((rc = amp_exec_initializer(s->main, e->value, &dev, st))) return rc;
+            if ((rc = amp_exec_initializer(e->exec, e->value, &dev, st))) return rc;
             e->buf = *dev;
         }
-        if ((rc = amp_exec_bind(s->main, e->value, &e->buf, st))) return rc;
+        /* An algorithm's own initializer is bound into its executor: each step reads the
+         * state's current value, not the model's tensor. */
+        if ((rc = amp_exec_bind(e->exec, e->value, &e->buf, st))) return rc;
     }
     return AMP_OK;
 }

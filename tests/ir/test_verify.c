@@ -528,6 +528,90 @@ Test(verify, initialization_binding_without_graph) {
     expect_fail(m, AMP_ERR_INPUT, "initialization_binding given but no initialization graph");
 }
 
+/* ONNX: update_binding keys name initializers of the main graph or of the algorithm
+ * (optimizer state, the iteration count); initialization_binding keys likewise. */
+static AmpTrainingInfo *training_with_algorithm_state(AmpModel *m) {
+    AmpTrainingInfo *ti = training(m);
+    init_f32(m, ti->algorithm, "v", 0, 0);
+    node(ti->algorithm, "Add", "acc", "v,x", "v_new");
+    output(ti->algorithm, "v_new");
+    ti->update_bindings = amp_arena_calloc(&m->arena, 2, sizeof *ti->update_bindings);
+    ti->n_update_bindings = 2;
+    ti->update_bindings[0] = (AmpStrPair){"w", "w_new"};
+    ti->update_bindings[1] = (AmpStrPair){"v", "v_new"};
+    return ti;
+}
+
+Test(verify, update_binding_key_may_be_an_algorithm_initializer) {
+    AmpModel *m = valid_model();
+    AmpTrainingInfo *ti = training_with_algorithm_state(m);
+    cr_assert_eq(amp_training_key(m, ti, "v")->graph, ti->algorithm);
+    cr_assert_eq(amp_training_key(m, ti, "w")->graph, m->graph);
+    cr_assert_null(amp_training_key(m, ti, "x"), "an input is no initializer");
+    /* ... and so may an initialization_binding key. */
+    ti->initialization = amp_graph_new(m, m->graph);
+    ti->initialization->name = "init";
+    init_f32(m, ti->initialization, "v0", 1, 1);
+    node(ti->initialization, "Identity", "copy", "v0", "v_init");
+    output(ti->initialization, "v_init");
+    ti->init_bindings = amp_arena_calloc(&m->arena, 1, sizeof *ti->init_bindings);
+    ti->n_init_bindings = 1;
+    ti->init_bindings[0] = (AmpStrPair){"v", "v_init"};
+    expect_ok(m);
+}
+
+Test(verify, binding_key_in_neither_graph_names_both) {
+    AmpModel *m = valid_model();
+    training_with_algorithm_state(m)->update_bindings[1].key = "vv";
+    expect_fail(m, AMP_ERR_INPUT,
+                "training_info[0]: update_binding 'vv' -> 'v_new': 'vv' is not an initializer of the main graph, "
+                "nor of training_info[0].algorithm");
+}
+
+Test(verify, algorithm_initializer_may_not_share_a_main_initializers_name) {
+    AmpModel *m = valid_model();
+    AmpTrainingInfo *ti = training_with_algorithm_state(m);
+    init_f32(m, ti->algorithm, "w", 3, 4); /* unread: still two initializers of one name */
+    expect_fail(m, AMP_ERR_INPUT,
+                "training_info[0].algorithm: initializer 'w' has the name of an initializer of the main graph");
+}
+
+/* An algorithm's own initializer is bound only by its own training_info. */
+Test(verify, another_algorithms_initializer_is_no_key) {
+    AmpModel *m = valid_model();
+    training_with_algorithm_state(m);
+    AmpTrainingInfo *ti = amp_arena_grow(&m->arena, m->training, 1, 2, sizeof *ti);
+    m->training = ti;
+    m->n_training = 2;
+    memset(&ti[1], 0, sizeof ti[1]);
+    ti[1].algorithm = amp_graph_new(m, m->graph);
+    ti[1].algorithm->name = "second";
+    node(ti[1].algorithm, "Neg", "neg", "x", "q");
+    output(ti[1].algorithm, "q");
+    ti[1].update_bindings = amp_arena_calloc(&m->arena, 1, sizeof *ti[1].update_bindings);
+    ti[1].n_update_bindings = 1;
+    ti[1].update_bindings[0] = (AmpStrPair){"v", "q"};
+    expect_fail(m, AMP_ERR_INPUT, "training_info[1]: update_binding 'v' -> 'q': 'v' is not an initializer");
+}
+
+/* ONNX: "We have only unique keys in all update_bindings": one variable, one assignment. */
+Test(verify, update_binding_key_bound_by_two_training_infos) {
+    AmpModel *m = valid_model();
+    training(m);
+    AmpTrainingInfo *ti = amp_arena_grow(&m->arena, m->training, 1, 2, sizeof *ti);
+    m->training = ti;
+    m->n_training = 2;
+    ti[1] = ti[0];
+    ti[1].algorithm = amp_graph_new(m, m->graph);
+    ti[1].algorithm->name = "second";
+    node(ti[1].algorithm, "Neg", "neg", "w", "w_neg");
+    output(ti[1].algorithm, "w_neg");
+    ti[1].update_bindings = amp_arena_calloc(&m->arena, 1, sizeof *ti[1].update_bindings);
+    ti[1].n_update_bindings = 1;
+    ti[1].update_bindings[0] = (AmpStrPair){"w", "w_neg"};
+    expect_fail(m, AMP_ERR_INPUT, "update_binding key 'w' is bound by training_info[0] and by training_info[1]");
+}
+
 Test(verify, training_graph_node_problem_is_named) {
     AmpModel *m = valid_model();
     AmpTrainingInfo *ti = training(m);
