@@ -182,6 +182,15 @@ AmpCode amp_infer_ms_adamw(AmpInferCtx *c) {
     return AMP_OK;
 }
 
+/* (lr, weights, gradients, update_signal?) -> (update_completed bool, weights): the
+ * sequence passes through as it is. */
+AmpCode amp_infer_ms_sgd_v2(AmpInferCtx *c) {
+    AmpInfShape one = {.rank = 1};
+    one.d[0] = amp_dim_of(1);
+    AmpCode rc = amp_inf_set(c, 0, AMP_DT_BOOL, &one);
+    return rc || c->n->n_outputs < 2 ? rc : like_input(c, 1, 1);
+}
+
 /* (dY, X, W) -> (dX like X, dW like W, dB of W's type, shape [M]). */
 AmpCode amp_infer_ms_conv_grad(AmpInferCtx *c) {
     const AmpNode *n = c->n;

@@ -10,8 +10,9 @@
 Each folder holds what onnxruntime.training.artifacts.generate_artifacts writes
 (training_model.onnx, eval_model.onnx, optimizer_model.onnx with AdamW, checkpoint;
 CrossEntropyLoss), data.npz: a few seeded batches (inputs and labels) the tests train on,
-and test_data_set_0/: batch 0 as TensorProtos for `ampc run --inputs`;
-ort_mlp also checkpoint_step1, saved by onnxruntime after one step with the optimizer's state.
+and test_data_set_0/: batch 0 as TensorProtos for `ampc run --inputs`; ort_mlp also
+optimizer_model_sgd.onnx (the same set generated with SGD: one SGDOptimizerV2) and
+checkpoint_step1, saved by onnxruntime after one step with the optimizer's state.
 
 This script is the only thing that needs torch: the artifacts are committed. It needs a
 venv with the pinned versions below (onnxruntime-training 1.19.2 wants onnx 1.16 and
@@ -93,9 +94,7 @@ def write_batch0(out, arrays):
 
 def make_mlp(root):
     import torch
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(MLP_IN, MLP_HID), torch.nn.ReLU(),
-                                torch.nn.Linear(MLP_HID, MLP_CLASSES))
+    model = mlp_model()
     rng = np.random.RandomState(1)
     teacher = rng.randn(MLP_IN, MLP_CLASSES).astype(np.float32)
     xs = rng.randn(N_BATCHES, MLP_BATCH, MLP_IN).astype(np.float32)
@@ -118,6 +117,30 @@ def step1_checkpoint(out):
     t = Trainer(out, lr=0.01)
     t.step(0)
     C.save_checkpoint(t.state, os.path.join(out, "checkpoint_step1"), True)
+
+
+def mlp_model():
+    import torch
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(MLP_IN, MLP_HID), torch.nn.ReLU(),
+                               torch.nn.Linear(MLP_HID, MLP_CLASSES))
+
+
+def make_mlp_sgd(root):
+    """ort_mlp/optimizer_model_sgd.onnx: the MLP's set generated with SGD (one
+    SGDOptimizerV2; the other files are the same as with AdamW). Made last: onnxruntime's
+    generator numbers names across calls, so the other sets stay as they were."""
+    import torch
+    from onnxruntime.training import artifacts as A
+    m = export(mlp_model(), (torch.zeros(MLP_BATCH, MLP_IN),), ["input"], 17)
+    out = os.path.join(root, "ort_mlp")
+    params = [p.name for p in m.graph.initializer]
+    with tempfile.TemporaryDirectory() as tmp:
+        A.generate_artifacts(m, requires_grad=params, frozen_params=[],
+                             loss=A.LossType.CrossEntropyLoss, optimizer=A.OptimType.SGD,
+                             artifact_directory=tmp)
+        shutil.copy(os.path.join(tmp, "optimizer_model.onnx"), os.path.join(out, "optimizer_model_sgd.onnx"))
+    return out, params
 
 
 def make_bert(root):
@@ -167,7 +190,7 @@ def main():
                     help="folder to write ort_mlp/ and ort_bert/ into (default: models/)")
     args = ap.parse_args()
     check_versions()
-    for make in (make_mlp, make_bert):
+    for make in (make_mlp, make_bert, make_mlp_sgd):
         out, params = make(args.root)
         size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
         print(f"{out}: {len(params)} parameters, {size / 1024:.0f} KiB")

@@ -10,7 +10,8 @@
  *   no longer a graph input);
  * - the accumulators go, with their buffers, their updated-flag outputs and
  *   lazy_reset_grad: each step applies its own gradients (no accumulation across steps);
- * - a training_info whose algorithm is AdamW written out per parameter in standard ops,
+ * - a training_info whose algorithm is the optimizer written out per parameter in
+ *   standard ops: SGDOptimizerV2 as w - lr g, or AdamW,
  *   exactly as onnxruntime's CPU kernel computes it (adam_mode 0, PyTorch: decay, then the
  *   bias-corrected moments; adam_mode 1, Hugging Face: bias correction folded into the
  *   learning rate, decay after), with update_binding for each parameter, its two moments
@@ -47,7 +48,7 @@ typedef struct Imp {
     AmpStatus *st;
     Param *params;
     size_t n;
-    /* AdamWOptimizer's attributes */
+    bool sgd; /* SGDOptimizerV2 (w -= lr g), else AdamWOptimizer with these attributes: */
     float alpha, beta, eps, wd;
     int64_t mode, correct_bias;
     AmpValue *lr, *step, *found;
@@ -170,35 +171,44 @@ static AmpCode find_params(Imp *x, const AmpOrtCheckpoint *ck) {
 }
 
 static AmpCode read_optimizer(Imp *x, const AmpModel *opt) {
-    const AmpNode *adamw = NULL;
+    const AmpNode *node = NULL;
     for (const AmpNode *n = opt->graph->first; n; n = n->next) {
-        if (n->op == AMP_OP_Ms_AdamWOptimizer && !adamw) {
-            adamw = n;
+        if ((n->op == AMP_OP_Ms_AdamWOptimizer || n->op == AMP_OP_Ms_SGDOptimizerV2) && !node) {
+            node = n;
             continue;
         }
         return amp_fail(x->st, AMP_ERR_UNSUPPORTED,
                         "--optimizer: node '%s' (%s%s%s): ampc imports an optimizer model of one com.microsoft "
-                        "AdamWOptimizer node, as onnxruntime-training's generator writes for AdamW",
+                        "AdamWOptimizer or SGDOptimizerV2 node, as onnxruntime-training's generator writes them",
                         n->name ? n->name : "", n->domain && *n->domain ? n->domain : "",
                         n->domain && *n->domain ? ":" : "", n->op_type ? n->op_type : "?");
     }
-    if (!adamw) return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: the optimizer model has no AdamWOptimizer node");
-    static const char *const want[6] = {"learning_rate", "step", "params", "gradients", "first_order_moments",
-                                        "second_order_moments"};
-    for (int i = 0; i < 6; i++)
-        if (adamw->n_inputs <= i || !adamw->inputs[i] || strcmp(adamw->inputs[i]->name, want[i]) != 0 ||
-            !(adamw->inputs[i]->flags & AMP_VALUE_INPUT))
-            return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: AdamWOptimizer's input %d is not the graph input "
-                            "'%s' (onnxruntime's optimizer feeds them by these names)", i, want[i]);
-    if (adamw->n_inputs > 6 && adamw->inputs[6])
-        return amp_fail(x->st, AMP_ERR_UNSUPPORTED, "--optimizer: AdamWOptimizer's update_signal input is not supported");
+    if (!node)
+        return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: the optimizer model has no AdamWOptimizer or "
+                        "SGDOptimizerV2 node");
+    x->sgd = node->op == AMP_OP_Ms_SGDOptimizerV2;
+    /* onnxruntime's optimizer feeds them by these names */
+    static const char *const adamw[6] = {"learning_rate", "step", "params", "gradients", "first_order_moments",
+                                         "second_order_moments"};
+    static const char *const sgd[3] = {"learning_rate", "params", "gradients"};
+    const char *const *want = x->sgd ? sgd : adamw;
+    int n_want = x->sgd ? 3 : 6;
+    for (int i = 0; i < n_want; i++)
+        if (node->n_inputs <= i || !node->inputs[i] || strcmp(node->inputs[i]->name, want[i]) != 0 ||
+            !(node->inputs[i]->flags & AMP_VALUE_INPUT))
+            return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: %s's input %d is not the graph input '%s' "
+                            "(onnxruntime's optimizer feeds them by these names)", node->op_type, i, want[i]);
+    if (node->n_inputs > n_want && node->inputs[n_want])
+        return amp_fail(x->st, AMP_ERR_UNSUPPORTED, "--optimizer: %s's update_signal input is not supported",
+                        node->op_type);
+    if (x->sgd) return AMP_OK;
     /* The schema's defaults (onnxruntime's training_op_defs). */
-    x->alpha = amp_node_attr_float(adamw, "alpha", 0.9f);
-    x->beta = amp_node_attr_float(adamw, "beta", 0.999f);
-    x->eps = amp_node_attr_float(adamw, "epsilon", 1e-8f);
-    x->wd = amp_node_attr_float(adamw, "weight_decay", 0.0f);
-    x->mode = amp_node_attr_int(adamw, "adam_mode", 0);
-    x->correct_bias = amp_node_attr_int(adamw, "correct_bias", 1);
+    x->alpha = amp_node_attr_float(node, "alpha", 0.9f);
+    x->beta = amp_node_attr_float(node, "beta", 0.999f);
+    x->eps = amp_node_attr_float(node, "epsilon", 1e-8f);
+    x->wd = amp_node_attr_float(node, "weight_decay", 0.0f);
+    x->mode = amp_node_attr_int(node, "adam_mode", 0);
+    x->correct_bias = amp_node_attr_int(node, "correct_bias", 1);
     if (x->mode != 0 && x->mode != 1)
         return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: AdamWOptimizer adam_mode %lld (0 or 1)",
                         (long long)x->mode);
@@ -257,6 +267,7 @@ static AmpCode common(Imp *x) {
     if (!cast) return oom(x);
     scalar_type(stepf, AMP_DT_FLOAT);
     amp_node_append(x->a, cast);
+    if (x->sgd) return bind(x, x->step, step1);
     x->c_alpha = constant(x, "alpha", x->alpha);
     x->c_1_alpha = constant(x, "one_minus_alpha", 1.0f - x->alpha);
     x->c_beta = constant(x, "beta", x->beta);
@@ -344,6 +355,15 @@ static AmpCode adamw(Imp *x, const Param *pa, AmpValue *m1, AmpValue *m2) {
     return rc;
 }
 
+/* One parameter's SGD update: w - lr g (onnxruntime's SGDOptimizerV2). */
+static AmpCode sgd(Imp *x, const Param *pa) {
+    AmpValue *w = pa->p;
+    const char *n = w->name;
+    AmpValue *u = op(x, "Mul", cat3(x, n, "/", "update"), w, 2, x->lr, pa->grad);
+    AmpValue *wn = u ? op(x, "Sub", cat3(x, n, "/", "new"), w, 2, w, u) : NULL;
+    return wn ? bind(x, w, wn) : oom(x);
+}
+
 /* ---- the import ------------------------------------------------------------------------- */
 
 static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
@@ -406,7 +426,8 @@ static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
     AmpValue *found = amp_graph_lookup(g, "amp_found_inf");
     x->found = found && found->graph == g && (found->flags & AMP_VALUE_OUTPUT) ? found : NULL;
     AmpCode rc = common(x);
-    for (size_t i = 0; !rc && i < x->n; i++) {
+    for (size_t i = 0; !rc && x->sgd && i < x->n; i++) rc = sgd(x, &x->params[i]);
+    for (size_t i = 0; !rc && !x->sgd && i < x->n; i++) {
         const Param *pa = &x->params[i];
         AmpValue *mo[2];
         for (int k = 0; k < 2 && !rc; k++) {
@@ -442,10 +463,13 @@ AmpCode amp_ort_import(AmpModel *m, const AmpModel *optimizer, const char *check
     if (summary && summary_len) {
         float lr;
         memcpy(&lr, x.lr->initializer->raw.data, sizeof lr);
+        char what[32];
+        if (x.sgd) snprintf(what, sizeof what, "SGD (");
+        else snprintf(what, sizeof what, "AdamW (mode %lld, ", (long long)x.mode);
         snprintf(summary, summary_len,
-                 "ort import: %zu parameters from the checkpoint (%zu trained), AdamW (mode %lld, lr %g, step %lld%s) "
+                 "ort import: %zu parameters from the checkpoint (%zu trained), %slr %g, step %lld%s) "
                  "as %zu standard ops, %zu accumulators removed%s",
-                 ck.n_params, x.n, (long long)x.mode, (double)lr,
+                 ck.n_params, x.n, what, (double)lr,
                  (long long)(ck.has_optimizer ? ck.step : 0), ck.has_optimizer ? ", moments from the checkpoint" : "",
                  x.n_nodes, x.n, x.found ? ", updates gated on amp_found_inf" : "");
     }

@@ -127,9 +127,9 @@
              "step counter) to FILE, an ONNX file")                                              \
     AMPC_OPT(OPTIMIZER, "optimizer", 0, 1, "FILE",                                              \
              "MODEL is onnxruntime-training's training_model.onnx and FILE its "                \
-             "optimizer_model.onnx (AdamWOptimizer): import them as one ONNX training model "   \
-             "(parameters from --checkpoint as initializers, AdamW as standard ops in a "       \
-             "training_info), then convert, run or bench it")                                   \
+             "optimizer_model.onnx (AdamWOptimizer or SGDOptimizerV2): import them as one ONNX " \
+             "training model (parameters from --checkpoint as initializers, the optimizer as "  \
+             "standard ops in a training_info), then convert, run or bench it")                 \
     AMPC_OPT(CHECKPOINT, "checkpoint", 0, 1, "FILE",                                            \
              "with --optimizer: onnxruntime-training's checkpoint, the parameters' values (and " \
              "the optimizer's state once onnxruntime has saved one)")                           \

@@ -16,7 +16,7 @@ onnxruntime's Module treats initializers as constants and could not carry the sc
 one step to the next (README, "Training graphs from onnxruntime-training").
 
     python3 tools/ort_train.py ARTIFACTS_DIR [--training-model FILE] [--steps N]
-        [--lr LR] [--batches N] [--json OUT.json] [--grads OUT.npz]
+        [--lr LR] [--batches N] [--optimizer-model FILE] [--json OUT.json] [--grads OUT.npz]
 
 ARTIFACTS_DIR holds checkpoint, optimizer_model.onnx and data.npz (the batches: one
 array per user input of the model, named like it, plus `labels`; first axis = batch
@@ -58,7 +58,8 @@ def bindings():
 class Trainer:
     """One artifact set in onnxruntime: module, optimizer, the batches, the AMP state."""
 
-    def __init__(self, artifacts, training_model=None, lr=None, init_scale=65536.0, batches=None):
+    def __init__(self, artifacts, training_model=None, lr=None, init_scale=65536.0, batches=None,
+                 optimizer_model=None):
         ort, C = bindings()
         self.C = C
         self.dir = artifacts
@@ -68,7 +69,8 @@ class Trainer:
         opts.intra_op_num_threads = 1  # repeatable sums
         model = training_model or os.path.join(artifacts, "training_model.onnx")
         self.module = C.Module(model, self.state, None, dev, opts)
-        self.optimizer = C.Optimizer(os.path.join(artifacts, "optimizer_model.onnx"), self.state, dev, opts)
+        self.optimizer = C.Optimizer(optimizer_model or os.path.join(artifacts, "optimizer_model.onnx"), self.state,
+                                     dev, opts)
         if lr is not None:
             self.optimizer.set_learning_rate(lr)
         self.inputs = list(self.module.input_names(True))
@@ -139,12 +141,14 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--lr", type=float)
     ap.add_argument("--batches", type=int, help="train on the first N batches of data.npz only")
+    ap.add_argument("--optimizer-model", help="default: ARTIFACTS_DIR/optimizer_model.onnx")
     ap.add_argument("--json")
     ap.add_argument("--grads")
     args = ap.parse_args()
     if args.steps < 1:
         sys.exit("ort_train: --steps must be at least 1")
-    t = Trainer(args.artifacts, args.training_model, args.lr, batches=args.batches)
+    t = Trainer(args.artifacts, args.training_model, args.lr, batches=args.batches,
+                optimizer_model=args.optimizer_model)
     losses, skipped, scales = [], [], []
     for i in range(args.steps):
         if i == 0 and args.grads:

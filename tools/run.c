@@ -447,6 +447,17 @@ int ampc_cmd_run(const RunArgs *a) {
         return fail(&st, st.code, a->model);
     }
     AmpMode mode = training ? AMP_MODE_TRAIN : AMP_MODE_RUN;
+    if (!a->ort_optimizer) /* onnxruntime-training's training model, run alone */
+        for (size_t i = 0; i < amp_session_input_count(s, mode); i++) {
+            AmpIoInfo info;
+            size_t len = amp_session_input_info(s, mode, i, &info) ? strlen(info.name) : 0;
+            if (len > 25 && strcmp(info.name + len - 25, "_grad.accumulation.buffer") == 0) {
+                ampc_say("note: this is onnxruntime-training's training model (gradient accumulators, parameters as "
+                         "inputs): nothing updates its parameters; to train it, give --optimizer "
+                         "optimizer_model.onnx --checkpoint checkpoint");
+                break;
+            }
+        }
     Inputs in = {0};
     const char *failed_file = a->model;
     if (a->load_state && (rc = amp_session_state_load(s, a->load_state, &st))) failed_file = a->load_state;

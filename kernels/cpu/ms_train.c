@@ -281,12 +281,13 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
 
 /* ---- AdamWOptimizer ------------------------------------------------------------- */
 
-/* onnxruntime's AdamWOptimizer takes weights, gradients and both moments as tensor
- * sequences (seq(tensor)); its schema has no single-tensor form, and the executor
- * holds tensors only. Registered so that a model reaching it fails with this reason
- * rather than a bare "no kernel". */
+/* onnxruntime's AdamWOptimizer and SGDOptimizerV2 take weights, gradients (and moments)
+ * as tensor sequences (seq(tensor)); their schemas have no single-tensor form, and the
+ * executor holds tensors only. Registered so that a model reaching them fails with this
+ * reason rather than a bare "no kernel": `--optimizer` imports them as standard ops. */
 AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k) {
     return amp_attn_fail(k, AMP_ERR_UNSUPPORTED,
-                         "AdamWOptimizer takes its weights, gradients and moments as tensor sequences, which the "
-                         "executor does not support; use ai.onnx.preview.training Adam or a per-tensor update");
+                         "%s takes its weights, gradients and moments as tensor sequences, which the executor does "
+                         "not support; give the optimizer model to --optimizer with the training model, which "
+                         "imports it as standard ops", k->node && k->node->op_type ? k->node->op_type : "the optimizer");
 }

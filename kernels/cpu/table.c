@@ -11,6 +11,7 @@ const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
     [AMP_OP_Ms_FusedGemm] = amp_cpu_ms_fused_gemm,
     [AMP_OP_Ms_ConvGrad] = amp_cpu_ms_conv_grad,
     [AMP_OP_Ms_AdamWOptimizer] = amp_cpu_ms_adamw,
+    [AMP_OP_Ms_SGDOptimizerV2] = amp_cpu_ms_adamw,
     /* amp_cpu_conv */
     [AMP_OP_Conv] = amp_cpu_conv,
     [AMP_OP_ConvTranspose] = amp_cpu_conv_transpose,

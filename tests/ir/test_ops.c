@@ -87,7 +87,7 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
     "NegativeLogLikelihoodLoss", "LayerNormalization", "BatchNormalization",
     "InstanceNormalization", "GroupNormalization", "LpNormalization", "tr:Adam", "tr:Momentum",
     "tr:Adagrad", "ms:SoftmaxCrossEntropyLossGrad", "ms:LayerNormalizationGrad",
-    "ms:InPlaceAccumulatorV2", "ms:AdamWOptimizer",
+    "ms:InPlaceAccumulatorV2", "ms:AdamWOptimizer", "ms:SGDOptimizerV2",
     /* not in DESIGN.md's list yet (noted on the issue): Gather's backward scatter-adds rows */
     "ms:GatherGrad",
     /* Not in DESIGN.md's list, which predates them (their reasons are in docs/ops.md):

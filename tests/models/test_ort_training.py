@@ -21,7 +21,8 @@ tools/ort_train.py:
   the step, the new scale backed off, and the next finite step trains on.
 `ampc run MODEL --optimizer optimizer_model.onnx --checkpoint checkpoint` (the artifacts
 imported as one training model, passes/ort_import.c), on batch 0:
-- FP32: every one of 50 losses within 1e-4 (relative) of onnxruntime's (needs it);
+- FP32: every one of 50 losses within 1e-4 (relative) of onnxruntime's, with AdamW and
+  (the MLP) with SGD (needs onnxruntime);
 - from checkpoint_step1 (onnxruntime's state after one step: moments and step count) the
   next 3 losses are onnxruntime's steps 2-4 of an uninterrupted run (needs it);
 - AMP (converted with --optimizer, or AMP_AUTO=1 at run): the same losses both ways, the
@@ -30,7 +31,8 @@ imported as one training model, passes/ort_import.c), on batch 0:
   until the scale has backed off, then training goes on as from the start;
 - --save-state after 10 steps and --load-state give steps 11-20 digit for digit;
 - clear errors: --optimizer without --checkpoint, another model's checkpoint, a model
-  that is not onnxruntime's.
+  that is not onnxruntime's; `ampc run` of the training model alone says that nothing
+  updates its parameters and what to give.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx or numpy is missing.
 
 usage: test_ort_training.py --ampc PATH [--testdata DIR] [--verbose]
@@ -279,6 +281,24 @@ def test_ampc_run_matches_onnxruntime(ctx):
         ctx.notes.append(f"{name}: ampc run FP32 loss at step {STEPS} {got[-1]:.6f}, onnxruntime {want[-1]:.6f}")
 
 
+def test_ampc_run_sgd_matches_onnxruntime(ctx):
+    py = ort_python()
+    name, lr = "ort_mlp", "0.1"
+    d = os.path.join(ROOT, "models", name)
+    sgd = os.path.join(d, "optimizer_model_sgd.onnx")
+    js = os.path.join(ctx.tmp, "sgd.json")
+    r = subprocess.run([py, os.path.join(ROOT, "tools", "ort_train.py"), d, "--optimizer-model", sgd, "--steps",
+                        str(STEPS), "--lr", lr, "--batches", "1", "--json", js], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with open(js) as f:
+        want = json.load(f)["losses"]
+    got = [l for l, _ in ampc_run(ctx, name, "--optimizer", sgd, "--checkpoint", os.path.join(d, "checkpoint"),
+                                  "--lr", lr)]
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert abs(a - b) <= 1e-4 * abs(b), f"SGD step {i + 1}: ampc run {a}, onnxruntime {b}"
+    assert got[-1] < 0.5 * got[0], f"SGD does not train: {got[0]} -> {got[-1]}"
+
+
 def test_resume_from_onnxruntime_state(ctx):
     py = ort_python()
     name = "ort_mlp"  # checkpoint_step1: one step at lr 0.01 on batch 0
@@ -344,10 +364,14 @@ def test_import_errors(ctx):
           os.path.join(mlp, "optimizer_model.onnx"), "--checkpoint", os.path.join(mlp, "checkpoint")],
          1, "no com.microsoft InPlaceAccumulatorV2"),
         ([os.path.join(mlp, "training_model.onnx"), "--optimizer", os.path.join(mlp, "training_model.onnx"),
-          "--checkpoint", os.path.join(mlp, "checkpoint")], 3, "one com.microsoft AdamWOptimizer node"),
+          "--checkpoint", os.path.join(mlp, "checkpoint")], 3, "one com.microsoft AdamWOptimizer or SGDOptimizerV2"),
         ([os.path.join(mlp, "training_model.onnx"), "--optimizer", os.path.join(mlp, "optimizer_model.onnx"),
           "--checkpoint", os.path.join(mlp, "optimizer_model.onnx")], 1, "not an onnxruntime-training checkpoint"),
     ]
+    r = subprocess.run([ctx.ampc, "run", os.path.join(mlp, "training_model.onnx"), "--inputs",
+                        os.path.join(mlp, "test_data_set_0")], capture_output=True, text=True)
+    assert r.returncode == 0 and "nothing updates its parameters" in r.stderr and "--optimizer" in r.stderr, \
+        f"run without --optimizer: {r.stderr}"
     for args, code, msg in cases:
         for cmd in ([ctx.ampc, *args, "-o", os.path.join(ctx.tmp, "x.onnx")], [ctx.ampc, "run", *args]):
             r = subprocess.run(cmd, capture_output=True, text=True)
@@ -369,6 +393,7 @@ def main():
         ("onnxruntime: FP32 vs AMP, 50 steps", test_train_fp32_vs_amp),
         ("onnxruntime: an overflow is skipped cleanly", test_overflow_skips_cleanly),
         ("ampc run --optimizer matches onnxruntime", test_ampc_run_matches_onnxruntime),
+        ("ampc run --optimizer (SGD) matches onnxruntime", test_ampc_run_sgd_matches_onnxruntime),
         ("ampc run resumes onnxruntime's checkpoint", test_resume_from_onnxruntime_state),
         ("ampc run --optimizer in mixed precision", test_ampc_run_amp),
         ("ampc run --optimizer skips overflowing steps", test_ampc_run_overflow_skips),
