@@ -211,6 +211,27 @@ static bool has_update_path(Ls *l) {
     return found;
 }
 
+/* Every value a gradient accumulator adds must be a gradient found above (and so be
+ * unscaled): one that is not would go into the buffer still multiplied by the scale. */
+static AmpCode check_accumulated(Ls *l) {
+    for (AmpNode *n = l->g->first; n; n = n->next) {
+        if (n->op != AMP_OP_Ms_InPlaceAccumulatorV2 &&
+            !(n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
+              strcmp(n->op_type, "InPlaceAccumulator") == 0))
+            continue;
+        AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
+        bool found = !v;
+        for (size_t i = 0; i < l->n_grads && !found; i++) found = l->grads[i] == v;
+        if (!found)
+            return amp_fail(l->st, AMP_ERR_INPUT,
+                            "loss_scale: accumulator '%s' adds '%s', which is no parameter's gradient '<param>_grad' "
+                            "(a float initializer or graph input with that gradient), so it could not be unscaled: it "
+                            "would reach the buffer multiplied by the loss scale; convert with --loss-scale none",
+                            n->name ? n->name : "", v->name);
+    }
+    return AMP_OK;
+}
+
 static AmpCode find_parts(Ls *l) {
     AmpCode rc = amp_find_loss(l->m, l->opt->loss, &l->loss, l->st);
     if (rc) {
@@ -226,6 +247,7 @@ static AmpCode find_parts(Ls *l) {
                         "the loss) in the main graph: name the loss with --loss NAME, or convert with --loss-scale "
                         "none", l->loss->name, sname);
     if ((rc = find_grads(l))) return rc;
+    if ((rc = check_accumulated(l))) return rc;
     if (!l->n_grads)
         return amp_fail(l->st, AMP_ERR_INPUT,
                         "loss_scale: training graph with loss '%s', but no parameter gradient: none of the float "

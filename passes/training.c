@@ -2,6 +2,7 @@
  * value is the loss, which nodes are optimizers. */
 #include "training.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "amp_impl.h"
@@ -63,11 +64,31 @@ AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus 
         *loss = exact;
         return AMP_OK;
     }
+    /* By its seed: the one scalar float output X whose gradient X_grad the main graph
+     * holds (onnxruntime-training's graphs feed the seed to the loss's gradient op). */
+    AmpValue *seeded = NULL;
+    size_t n_seeded = 0;
+    for (size_t i = 0; i < m->graph->outputs.n; i++) {
+        AmpValue *v = m->graph->outputs.items[i].value;
+        if (!amp_is_f32(v) || amp_is_loss_scale_name(v->name) || !scalar_like(&v->type)) continue;
+        size_t len = strlen(v->name);
+        char *g = malloc(len + 6);
+        if (!g) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        memcpy(g, v->name, len);
+        memcpy(g + len, "_grad", 6);
+        AmpValue *seed = amp_graph_lookup(m->graph, g);
+        free(g);
+        if (seed && seed->graph == m->graph) seeded = v, n_seeded++;
+    }
+    if (n_seeded == 1) {
+        *loss = seeded;
+        return AMP_OK;
+    }
     *loss = NULL;
     return amp_fail(st, AMP_ERR_INPUT,
-                    "training graph: %s scalar float output has a name containing \"loss\", so the loss "
-                    "cannot be told: name the loss with --loss NAME",
-                    found ? "more than one" : "no");
+                    "training graph: %s scalar float output has a name containing \"loss\", and %s is the "
+                    "value of a seed X_grad in the graph, so the loss cannot be told: name the loss with --loss NAME",
+                    found ? "more than one" : "no", n_seeded ? "more than one" : "none");
 }
 
 bool amp_is_loss_scale_name(const char *name) {

@@ -712,6 +712,47 @@ Test(loss_scale, accumulated_gradients_are_unscaled_and_gated) {
     amp_session_close(s);
 }
 
+/* onnxruntime-training's graph with a loss not named like one (an onnxblock loss whose
+ * output is "output"): found by its seed "output_grad"; and an accumulator that adds a
+ * value that is no parameter's gradient fails the conversion (it would stay scaled). */
+static AmpModel *ort_shaped(const char *loss, const char *added) {
+    AmpModel *m = model();
+    m->opsets[m->n_opsets++] = (AmpOpset){"com.microsoft", 1, true};
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "2");
+    rt_input(g, "W", AMP_DT_FLOAT, "2");
+    rt_input(g, "W_grad.accumulation.buffer", AMP_DT_FLOAT, "2");
+    rt_input(g, "lazy_reset_grad", AMP_DT_BOOL, "1");
+    char seed[64], inputs[128];
+    snprintf(seed, sizeof seed, "%s_grad", loss);
+    rt_scalar_f(g, seed, 1.0f);
+    nd(g, "Mul", "fwd", "x,W", "p");
+    AmpNode *r = nd(g, "ReduceSum", "loss/sum", "p", loss);
+    attr_i(r, "keepdims", 0);
+    snprintf(inputs, sizeof inputs, "x,%s", seed);
+    nd(g, "Mul", "bwd", inputs, "W_grad");
+    nd(g, "Mul", "bwd2", "W_grad,x", "other");
+    snprintf(inputs, sizeof inputs, "W_grad.accumulation.buffer,%s,lazy_reset_grad", added);
+    nd_dom(g, "com.microsoft", "InPlaceAccumulatorV2", "accumulate", inputs, "W_grad.accumulation.out");
+    rt_output(g, loss, AMP_DT_FLOAT, "");
+    rt_output(g, "W_grad.accumulation.out", AMP_DT_BOOL, "1");
+    return m;
+}
+
+Test(loss_scale, the_loss_is_found_by_its_seed) {
+    AmpModel *m = ort_shaped("output", "W_grad");
+    scaled(m, NULL);
+    AmpNode *acc = node_of(m, "accumulate");
+    cr_assert_str_eq(acc->inputs[1]->producer->op_type, "Where", "the value added is gated");
+    cr_assert_str_eq(acc->inputs[1]->producer->inputs[2]->producer->name, "amp_loss_scale/unscale/W_grad");
+    cr_assert_str_eq(val_of(m->graph, "output_grad")->uses[0].node->name, "amp_loss_scale/seed", "the seed is scaled");
+    amp_model_free(m);
+}
+
+Test(loss_scale, an_accumulated_value_that_is_no_gradient_fails) {
+    assert_fails(ort_shaped("loss", "other"), NULL, AMP_ERR_INPUT, "accumulator 'accumulate' adds 'other'");
+}
+
 /* loss_scale_state_inputs (`--loss-scale-state inputs`): the scale and tracker are plain
  * graph inputs with no initializer and no update_binding, for runtimes that treat
  * initializers as constants; the caller feeds them and reads the new ones back. */
