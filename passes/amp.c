@@ -126,6 +126,10 @@ static void summary(const AmpRun *r) {
         k += snprintf(line + k, sizeof line - (size_t)k, ", %zu weights stored in 16 bits", r->n_weights16);
     if (k > 0 && (size_t)k < sizeof line && r->n_weights_kept)
         k += snprintf(line + k, sizeof line - (size_t)k, " (%zu kept in float32: out of range)", r->n_weights_kept);
+    if (k > 0 && (size_t)k < sizeof line && r->n_range)
+        k += snprintf(line + k, sizeof line - (size_t)k, "; %zu node%s kept in float32 for values beyond %s's range "
+                      "(from %s)", r->n_range, r->n_range == 1 ? "" : "s", amp_dtype_name(r->dt),
+                      r->range_first ? r->range_first : "?");
     if (k > 0 && (size_t)k < sizeof line && r->training && r->loss)
         snprintf(line + k, sizeof line - (size_t)k, "; training graph, loss '%s'", r->loss->name);
     r->opt->notify(r->opt->notify_ctx, line);
@@ -154,6 +158,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     r.training = amp_is_training_graph(m, opt->loss);
     if ((rc = training_rules(&r))) goto done;
     keep_fp32(&r);
+    if ((rc = amp_range_rule(&r, &r.n_range, &r.range_first))) goto done;
     if ((rc = amp_color(&r))) goto done;
     if (opt->explain_node && opt->explain_out) amp_explain(&r, opt->explain_node, opt->explain_out);
     if (opt->paint_out) amp_paint_buckets(&r, opt->paint_out);

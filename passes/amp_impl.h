@@ -25,6 +25,7 @@ typedef enum AmpWhy {
     AMP_WHY_UPDATE,     /* produces a value bound by training_info (detail: its name) */
     AMP_WHY_LOSS_SCALE, /* a node of the loss-scaling pass (name "amp_loss_scale/...") */
     AMP_WHY_SEED,       /* reads the backward seed <loss>_grad (detail: its name) */
+    AMP_WHY_RANGE,      /* reads a value beyond the 16-bit range (detail: the constant) */
     AMP_WHY_DENY_FWD,   /* deny spread forward from `from` */
     AMP_WHY_BETWEEN,    /* downstream of allow (reached from `down_from`) and upstream of
                            the allow node reached through `from` */
@@ -90,6 +91,8 @@ typedef struct AmpRun {
     AmpValue *loss;       /* training graphs only */
     /* Counts for the summary. */
     size_t n_float, n_16, n_casts, n_weights16, n_weights_kept;
+    size_t n_range;           /* nodes kept float32 for values beyond the 16-bit range */
+    const char *range_first;  /* the first such constant (amp_range.c's detail) */
 } AmpRun;
 
 /* The node's index in r->ni, or AMP_NO_NODE for a node the pass made. */
@@ -114,6 +117,9 @@ AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
  * the loss-scaling pass), AMP_WHY_NONE for none; amp_collect applies it on its visit. */
 AmpWhy amp_own_rule(const AmpNode *n);
 AmpCode amp_color(AmpRun *r);                   /* the painting, in TF's order; out of memory is an error */
+/* amp_range.c: readers of values beyond the 16-bit range are forced deny; how many, and
+ * the first constant found beyond range (NULL: none). */
+AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
 AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg); /* amp_weights.c: before rg->g is rewritten */

@@ -1,0 +1,219 @@
+/* Values beyond the 16-bit range stay float32 (DESIGN.md "AMP colouring"; README). A
+ * float32 constant with a finite element the target type cannot hold (it would round to
+ * infinity: |x| >= 65520 for float16, past 0x1.FEp127 for bfloat16), and every value
+ * computed from one by an op that carries its magnitude (Mul, Add, Where, Expand, Cast,
+ * the data-movement ops, ...), make each node that reads them as float data deny, above
+ * the lists, with the constant named for --explain.
+ *
+ * The case that made this rule: Hugging Face's exports build the additive attention mask
+ * as (1 - mask) * finfo(float32).min. Painted 16-bit, that constant becomes -inf; a row
+ * whose positions are all masked then gets -inf everywhere, and Softmax NaN. PyTorch's
+ * autocast computes that Add in float32 (its inputs widen), which this rule reproduces.
+ *
+ * Constants are Constant and ConstantOfShape nodes and initializers; an initializer is
+ * scanned once, when a node first reads it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_impl.h"
+
+/* What a value is known to be: not yet looked at, within range, or beyond it. */
+typedef struct Entry {
+    const AmpValue *v;
+    const char *origin; /* NULL: within range; else the detail naming the constant */
+} Entry;
+
+/* An open-addressing map from values to what they are (few entries are beyond range, but
+ * every initializer read is remembered, so that it is scanned once). */
+typedef struct Map {
+    Entry *e;
+    size_t cap, n;
+} Map;
+
+static size_t hash(const AmpValue *v) {
+    uint64_t x = (uint64_t)(uintptr_t)v;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    return (size_t)(x ^ (x >> 33));
+}
+
+static Entry *find(const Map *m, const AmpValue *v) {
+    if (!m->cap) return NULL;
+    for (size_t i = hash(v) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->e[i].v == v) return &m->e[i];
+        if (!m->e[i].v) return NULL;
+    }
+}
+
+static bool put(Map *m, const AmpValue *v, const char *origin) {
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        Entry *e = calloc(cap, sizeof *e);
+        if (!e) return false;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->e[i].v) continue;
+            size_t j = hash(m->e[i].v) & (cap - 1);
+            while (e[j].v) j = (j + 1) & (cap - 1);
+            e[j] = m->e[i];
+        }
+        free(m->e);
+        m->e = e, m->cap = cap;
+    }
+    size_t i = hash(v) & (m->cap - 1);
+    while (m->e[i].v && m->e[i].v != v) i = (i + 1) & (m->cap - 1);
+    if (!m->e[i].v) m->n++;
+    m->e[i] = (Entry){v, origin};
+    return true;
+}
+
+/* Ops whose output carries the magnitude of a float input: arithmetic that keeps it, and
+ * every op that moves or selects data. */
+static bool carries(AmpOpId op) {
+    switch (op) {
+    case AMP_OP_Mul:
+    case AMP_OP_Add:
+    case AMP_OP_Sub:
+    case AMP_OP_Div:
+    case AMP_OP_Neg:
+    case AMP_OP_Abs:
+    case AMP_OP_Sum:
+    case AMP_OP_Mean:
+    case AMP_OP_Max:
+    case AMP_OP_Min:
+    case AMP_OP_Where:
+    case AMP_OP_Expand:
+    case AMP_OP_Cast:
+    case AMP_OP_CastLike:
+    case AMP_OP_Identity:
+    case AMP_OP_Reshape:
+    case AMP_OP_Squeeze:
+    case AMP_OP_Unsqueeze:
+    case AMP_OP_Flatten:
+    case AMP_OP_Transpose:
+    case AMP_OP_Concat:
+    case AMP_OP_Split:
+    case AMP_OP_Slice:
+    case AMP_OP_Gather:
+    case AMP_OP_GatherElements:
+    case AMP_OP_GatherND:
+    case AMP_OP_Tile:
+    case AMP_OP_Pad:
+    case AMP_OP_ReduceMax:
+    case AMP_OP_ReduceMin:
+    case AMP_OP_ReduceSum:
+    case AMP_OP_ReduceMean: return true;
+    default: return false;
+    }
+}
+
+typedef struct Rng {
+    AmpRun *r;
+    Map map;
+    uint32_t limit; /* float32 magnitudes (bits, sign cleared) from this one up round to inf */
+    size_t n_forced;
+    const char *first; /* the first constant found beyond range, for the summary */
+} Rng;
+
+/* The first element of the float32 bytes b beyond range, or -1. */
+static long long beyond(const Rng *g, AmpBytes b) {
+    size_t n = b.len / 4;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, b.data + 4 * i, 4);
+        u &= 0x7fffffffu;
+        if (u >= g->limit && u < 0x7f800000u) return (long long)i;
+    }
+    return -1;
+}
+
+/* "constant 'mask_min' (-3.40282e+38)": the detail --explain prints. */
+static const char *origin_of(Rng *g, const char *what, const char *name, AmpBytes b, long long at) {
+    float x;
+    memcpy(&x, b.data + 4 * at, 4);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s '%s' (%g)", what, name ? name : "", (double)x);
+    const char *s = amp_arena_strdup(&g->r->m->arena, buf);
+    if (s && !g->first) g->first = s;
+    return s;
+}
+
+/* Whether float32 tensor t (named `name`, a `what`) has an element beyond range: the
+ * detail, or NULL. *err on failure. */
+static const char *tensor_beyond(Rng *g, AmpTensor *t, const char *what, const char *name, AmpCode *err) {
+    if (!t || t->dtype != AMP_DT_FLOAT) return NULL;
+    AmpBytes b;
+    if ((*err = amp_tensor_bytes(g->r->m, t, &b, g->r->st))) return NULL;
+    long long at = beyond(g, b);
+    return at < 0 ? NULL : origin_of(g, what, name, b, at);
+}
+
+/* What v is: beyond range (the detail) or not (NULL). Initializers are scanned on first
+ * sight; a value made by a node was settled when that node was visited. */
+static const char *value_beyond(Rng *g, const AmpValue *v, AmpCode *err) {
+    if (!amp_is_f32(v)) return NULL;
+    Entry *e = find(&g->map, v);
+    if (e) return e->origin;
+    if (!v->initializer || v->producer) return NULL;
+    const char *o = tensor_beyond(g, v->initializer, "initializer", v->name, err);
+    if (!*err && !put(&g->map, v, o)) *err = amp_fail(g->r->st, AMP_ERR_INTERNAL, "amp: out of memory");
+    return o;
+}
+
+static void force(Rng *g, uint32_t i, const char *detail) {
+    AmpNodeInfo *x = &g->r->ni[i];
+    if (x->flags & AMP_NF_FORCED) return;
+    x->flags |= AMP_NF_FORCED;
+    x->why = AMP_WHY_RANGE;
+    x->detail = detail;
+    g->n_forced++;
+}
+
+static AmpCode visit(Rng *g, uint32_t i) {
+    AmpNode *n = g->r->ni[i].node;
+    AmpCode err = AMP_OK;
+    const char *made = NULL; /* what the node's float outputs carry */
+    if (n->op == AMP_OP_Constant || n->op == AMP_OP_ConstantOfShape) {
+        const AmpAttr *a = amp_node_attr(n, "value");
+        if (a && a->t) made = tensor_beyond(g, a->t, "constant", n->outputs[0] ? n->outputs[0]->name : n->name, &err);
+        if (!made && n->op == AMP_OP_Constant && (a = amp_node_attr(n, "value_float")) != NULL) {
+            float f = a->f;
+            AmpBytes b = {(const uint8_t *)&f, 4};
+            long long at = beyond(g, b);
+            if (at >= 0) made = origin_of(g, "constant", n->outputs[0] ? n->outputs[0]->name : n->name, b, at);
+        }
+        if (!made && n->op == AMP_OP_Constant && (a = amp_node_attr(n, "value_floats")) != NULL && a->n_floats) {
+            AmpBytes b = {(const uint8_t *)a->floats, a->n_floats * 4};
+            long long at = beyond(g, b);
+            if (at >= 0) made = origin_of(g, "constant", n->outputs[0] ? n->outputs[0]->name : n->name, b, at);
+        }
+    } else {
+        for (int k = 0; k < n->n_inputs && !err; k++) {
+            const AmpValue *v = n->inputs[k];
+            if (!v || !amp_float_slot(n, k)) continue;
+            const char *o = value_beyond(g, v, &err);
+            if (!o) continue;
+            force(g, i, o);
+            if (carries(n->op) && !made) made = o;
+        }
+    }
+    if (err) return err;
+    for (int o = 0; made && o < n->n_outputs; o++)
+        if (amp_is_f32(n->outputs[o]) && !put(&g->map, n->outputs[o], made))
+            return amp_fail(g->r->st, AMP_ERR_INTERNAL, "amp: out of memory");
+    return AMP_OK;
+}
+
+AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first) {
+    /* float16: 65520 = 0x477FF000 rounds to inf (65504 is the largest); bfloat16: from
+     * 0x7F7F8000 up (0x7F7F0000 the largest). */
+    Rng g = {.r = r, .limit = r->dt == AMP_DT_FLOAT16 ? 0x477FF000u : 0x7F7F8000u};
+    AmpCode rc = AMP_OK;
+    /* r->ni is in amp_model_walk's order: a graph's nodes (in topological order) before
+     * those of its subgraphs, which may read its values. */
+    for (size_t i = 0; i < r->n && !rc; i++) rc = visit(&g, (uint32_t)i);
+    free(g.map.e);
+    *n_forced = g.n_forced;
+    *first = g.first;
+    return rc;
+}
