@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs a fuzzer (fuzz_load, the loader; fuzz_convert, the conversion) for SECONDS on a
-# scratch copy of the seed corpus (tests/fuzz/corpus, and the models of models/) and prints
+# Runs a fuzzer (fuzz_load, the loader; fuzz_convert, the conversion; fuzz_ort_checkpoint,
+# the checkpoint reader) for SECONDS on a scratch copy of the seed corpus (tests/fuzz/corpus
+# and the models of models/; the checkpoints of models/ort_* for the last) and prints
 # its executions per second. Used by ctest (short runs) and by hand for long runs:
 #   tests/fuzz/run_fuzz.sh 600 [FUZZER] [WORKDIR]     (FUZZER: fuzz_load when not given)
 # Exit status: 0 when nothing was found, non-zero on a crash, leak, timeout or OOM (the
@@ -22,10 +23,16 @@ NAME=$(basename "$FUZZER")
 WORK=${3:-$(mktemp -d "${TMPDIR:-/tmp}/ampc_fuzz_work.XXXXXX")}
 rm -rf "$WORK/corpus"
 mkdir -p "$WORK/corpus"
-cp "$HERE"/corpus/* "$WORK/corpus/"
-for m in "$HERE"/../../models/*/model.onnx; do
-  [ -f "$m" ] && cp "$m" "$WORK/corpus/models_$(basename "$(dirname "$m")").onnx"
-done
+if [ "$NAME" = fuzz_ort_checkpoint ]; then # onnxruntime-training checkpoints, not models
+  for c in "$HERE"/../../models/ort_*/checkpoint*; do
+    [ -f "$c" ] && cp "$c" "$WORK/corpus/$(basename "$(dirname "$c")")_$(basename "$c")"
+  done
+else
+  cp "$HERE"/corpus/* "$WORK/corpus/"
+  for m in "$HERE"/../../models/*/model.onnx; do
+    [ -f "$m" ] && cp "$m" "$WORK/corpus/models_$(basename "$(dirname "$m")").onnx"
+  done
+fi
 LOG="$WORK/fuzz.log"
 
 # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a blow-up is a bug;
