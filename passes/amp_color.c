@@ -291,6 +291,22 @@ static bool enter_clear(AmpRun *r, uint32_t from, uint32_t j) {
     return true;
 }
 
+/* A Gather from a float32 weight table (an initializer or a Constant: embeddings) in an
+ * inference graph is allow: the table is then stored in 16 bits (amp_weights) and read a
+ * row at a time, instead of staying float32 with its rows cast after the lookup. Training
+ * graphs keep Gather to the lists: their tables are float32 master weights, which a
+ * 16-bit Gather would cast whole at every step. */
+static bool table_lookup(const AmpRun *r, const AmpNodeInfo *x) {
+    const AmpNode *n = x->node;
+    /* Gather in the clear or allow list (the user's edits and --level may have moved it). */
+    if (r->training || n->op != AMP_OP_Gather || forced(x) || x->inelig != AMP_ELIGIBLE || n->n_inputs < 1 ||
+        (x->cls != AMP_CLASS_CLEAR && x->cls != AMP_CLASS_ALLOW))
+        return false;
+    const AmpValue *t = n->inputs[0];
+    return t && t->graph == n->graph &&
+           ((t->initializer && !t->producer) || (t->producer && t->producer->op == AMP_OP_Constant));
+}
+
 AmpCode amp_color(AmpRun *r) {
     Adj adj;
     Dfs d = {r, &adj, NULL, 0, 0, false};
@@ -299,6 +315,11 @@ AmpCode amp_color(AmpRun *r) {
     /* 1. Allow-list ops that can take the 16-bit type. Forced nodes are deny already. */
     for (size_t i = 0; i < n; i++) {
         AmpNodeInfo *x = &r->ni[i];
+        if (table_lookup(r, x)) {
+            x->paint = AMP_PAINT_ALLOW;
+            x->why = AMP_WHY_TABLE;
+            continue;
+        }
         if (forced(x) || x->cls != AMP_CLASS_ALLOW || x->inelig != AMP_ELIGIBLE) continue;
         x->paint = AMP_PAINT_ALLOW;
         x->why = AMP_WHY_LIST;
@@ -322,13 +343,17 @@ AmpCode amp_color(AmpRun *r) {
     /* 3. Clear/infer nodes both downstream and upstream of allow. */
     for (size_t i = 0; i < n && !d.oom; i++) {
         AmpNodeInfo *x = &r->ni[i];
-        if (x->paint != AMP_PAINT_ALLOW || x->why != AMP_WHY_LIST || (x->flags & AMP_NF_DOWN_ALLOW)) continue;
+        if (x->paint != AMP_PAINT_ALLOW || (x->why != AMP_WHY_LIST && x->why != AMP_WHY_TABLE) ||
+            (x->flags & AMP_NF_DOWN_ALLOW))
+            continue;
         x->flags |= AMP_NF_DOWN_ALLOW;
         dfs(&d, (uint32_t)i, DIR_OUT, enter_down_allow);
     }
     for (size_t i = 0; i < n && !d.oom; i++) {
         AmpNodeInfo *x = &r->ni[i];
-        if (x->paint != AMP_PAINT_ALLOW || x->why != AMP_WHY_LIST || (x->flags & AMP_NF_UP_ALLOW)) continue;
+        if (x->paint != AMP_PAINT_ALLOW || (x->why != AMP_WHY_LIST && x->why != AMP_WHY_TABLE) ||
+            (x->flags & AMP_NF_UP_ALLOW))
+            continue;
         x->flags |= AMP_NF_UP_ALLOW;
         dfs(&d, (uint32_t)i, DIR_IN, enter_up_allow);
     }

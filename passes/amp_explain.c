@@ -104,6 +104,10 @@ static void paint_line(const AmpRun *r, const AmpNodeInfo *x, FILE *f, const cha
                    "starts in float32 (loss scaling makes the seed 2^16 and more, past float16's range)\n",
                 pad, x->detail);
         break;
+    case AMP_WHY_TABLE:
+        fprintf(f, "%spainted allow: a lookup into a float32 weight table (embeddings) of an inference graph: the "
+                   "table is stored in 16 bits and read a row at a time\n", pad);
+        break;
     case AMP_WHY_RANGE:
         fprintf(f, "%spainted deny: it reads a value computed from %s, beyond %s's range (it would become "
                    "infinite), so it computes in float32\n", pad, x->detail, amp_dtype_name(r->dt));

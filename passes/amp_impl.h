@@ -26,6 +26,7 @@ typedef enum AmpWhy {
     AMP_WHY_LOSS_SCALE, /* a node of the loss-scaling pass (name "amp_loss_scale/...") */
     AMP_WHY_SEED,       /* reads the backward seed <loss>_grad (detail: its name) */
     AMP_WHY_RANGE,      /* reads a value beyond the 16-bit range (detail: the constant) */
+    AMP_WHY_TABLE,      /* a Gather from a weight table (embeddings) of an inference graph */
     AMP_WHY_DENY_FWD,   /* deny spread forward from `from` */
     AMP_WHY_BETWEEN,    /* downstream of allow (reached from `down_from`) and upstream of
                            the allow node reached through `from` */
