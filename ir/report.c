@@ -41,8 +41,7 @@ static bool kernel_size(const AmpValue *w, double *out) {
 static const AmpValue *in(const AmpNode *n, int i) { return i < n->n_inputs ? n->inputs[i] : NULL; }
 static const AmpValue *out0(const AmpNode *n) { return n->n_outputs > 0 ? n->outputs[0] : NULL; }
 
-/* 1: counted into *flops; 0: not a FLOP op; -1: a FLOP op whose shapes are not static. */
-static int node_flops(const AmpNode *n, double *flops) {
+int amp_node_flops(const AmpNode *n, double *flops) {
     double y, k, x;
     switch (n->op) {
     case AMP_OP_MatMul: /* Y[..., M, N] = A[..., M, K] · B[..., K, N] */
@@ -134,7 +133,7 @@ static AmpCode count_node(AmpReport *r, const AmpNode *n, AmpStatus *st) {
     row->n16 += is16;
     row->n32 += !is16;
     double fl = 0;
-    int got = node_flops(n, &fl);
+    int got = amp_node_flops(n, &fl);
     if (got < 0) r->flop_skipped++;
     if (got > 0) {
         r->flop_nodes++;

@@ -41,6 +41,10 @@ typedef struct AmpReport {
     size_t n_ops, cap_ops;
 } AmpReport;
 
+/* The FLOPs of one MatMul, Gemm, Conv or ConvTranspose node, as AmpReport counts them:
+ * 1 when counted into *flops; 0 for other ops; -1 when its shapes are not static. */
+int amp_node_flops(const AmpNode *n, double *flops);
+
 /* Fills r (which amp_report_free releases, also after a failure); fails only when out
  * of memory. */
 AmpCode amp_report_model(const AmpModel *m, AmpReport *r, AmpStatus *st);

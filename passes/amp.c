@@ -11,6 +11,7 @@
 
 #include "amp_impl.h"
 #include "precision.h"
+#include "report.h"
 #include "training.h"
 
 /* ---- training rules (DESIGN.md "Training graphs — the contract") ------------------- */
@@ -117,9 +118,54 @@ static void keep_fp32(AmpRun *r) {
 
 /* ---- the pass --------------------------------------------------------------------- */
 
+/* Appends to line (k used) what keeps allow-list nodes fp32 other than the lists: an
+ * opset too old for the type, a data type, --keep-fp32; with the share of GEMM/conv
+ * FLOPs they hold and what changes it. */
+static int kept_fp32_clause(const AmpRun *r, char *line, size_t len, int k) {
+    enum { OPSET, DTYPE, KEEP, N_WHY };
+    size_t count[N_WHY] = {0};
+    double flops[N_WHY] = {0}, total = 0;
+    const char *op[N_WHY] = {NULL};
+    bool flops_known = true;
+    for (size_t i = 0; i < r->n; i++) {
+        const AmpNodeInfo *x = &r->ni[i];
+        double f = 0;
+        int got = amp_node_flops(x->node, &f);
+        if (got > 0) total += f;
+        if (x->cls != AMP_CLASS_ALLOW || x->paint == AMP_PAINT_ALLOW) continue;
+        int w = x->inelig == AMP_INELIG_OPSET || x->inelig == AMP_INELIG_CAST_OPSET ? OPSET
+                : x->inelig == AMP_INELIG_TYPE || x->inelig == AMP_INELIG_UNKNOWN   ? DTYPE
+                : x->why == AMP_WHY_KEEP_FP32                                        ? KEEP
+                                                                                     : N_WHY;
+        if (w == N_WHY) continue;
+        count[w]++;
+        if (!op[w]) op[w] = x->node->op_type;
+        if (got > 0) flops[w] += f;
+        if (got < 0) flops_known = false;
+    }
+    static const char *const what[N_WHY] = {"", "their data is not float32 (or its type is unknown)",
+                                            "--keep-fp32 keeps them"};
+    for (int w = 0; w < N_WHY && k > 0 && (size_t)k < len; w++) {
+        if (!count[w]) continue;
+        char share[64] = "";
+        if (total > 0 && flops_known) snprintf(share, sizeof share, " (%.1f%% of GEMM/conv FLOPs)", 100.0 * flops[w] / total);
+        else snprintf(share, sizeof share, " (GEMM/conv FLOPs unknown: shapes not static)");
+        char why[256];
+        if (w == OPSET)
+            snprintf(why, sizeof why, "opset %lld takes no %s for %s; %s", (long long)r->opset_default, r->dt_short, op[w],
+                     r->opt->opset_upgrade == AMP_OPSET_UPGRADE_NEVER ? "--opset-upgrade auto converts them"
+                                                                     : "the opset_upgrade pass did not raise it (see its message)");
+        else
+            snprintf(why, sizeof why, "%s", what[w]);
+        k += snprintf(line + k, len - (size_t)k, "; %zu allow-list %s%s stay%s fp32: %s", count[w],
+                      count[w] == 1 ? "node" : "nodes", share, count[w] == 1 ? "s" : "", why);
+    }
+    return k;
+}
+
 static void summary(const AmpRun *r) {
     if (!r->opt->notify) return;
-    char line[512];
+    char line[1024];
     int k = snprintf(line, sizeof line, "amp: %s: %zu of %zu float nodes in 16 bits, %zu casts", amp_dtype_name(r->dt),
                      r->n_16, r->n_float, r->n_casts);
     if (k > 0 && (size_t)k < sizeof line && !r->training)
@@ -131,7 +177,8 @@ static void summary(const AmpRun *r) {
                       "(from %s)", r->n_range, r->n_range == 1 ? "" : "s", amp_dtype_name(r->dt),
                       r->range_first ? r->range_first : "?");
     if (k > 0 && (size_t)k < sizeof line && r->training && r->loss)
-        snprintf(line + k, sizeof line - (size_t)k, "; training graph, loss '%s'", r->loss->name);
+        k += snprintf(line + k, sizeof line - (size_t)k, "; training graph, loss '%s'", r->loss->name);
+    k = kept_fp32_clause(r, line, sizeof line, k);
     r->opt->notify(r->opt->notify_ctx, line);
 }
 

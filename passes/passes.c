@@ -10,6 +10,10 @@
 static const AmpPass PASSES[] = {
     {"infer", "type and shape inference: fills every value's type it can", amp_pass_infer},
     {"dce", "dead code elimination: removes nodes whose outputs nothing uses", amp_pass_dce},
+    {"opset_upgrade", "raises the model's ai.onnx opset to the lowest at which every allow-list op "
+                      "takes the 16-bit type (Conv: bf16 from 22), adapting the nodes whose op changed "
+                      "on the way; a no-op when not needed, or with --opset-upgrade never",
+     amp_pass_opset_upgrade},
     {"amp", "automatic mixed precision: paints nodes allow/deny from the op lists and rules, "
             "makes allow nodes 16-bit with one Cast per value and type, stores weights of "
             "inference graphs in 16 bits", amp_pass_amp},
@@ -39,7 +43,7 @@ const AmpPass *amp_pass_at(size_t i) {
 }
 
 const char *amp_default_pipeline(void) {
-    return "infer,amp,loss_scale,cast_cleanup";
+    return "infer,opset_upgrade,amp,loss_scale,cast_cleanup";
 }
 
 static void known_names(char *buf, size_t len) {
@@ -74,8 +78,10 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     }
     for (size_t i = 0; i < n; i++) {
         const AmpPass *p = passes[i];
+        /* The opset upgrade keeps the types inferred unless it changed the graph. */
+        bool keeps_types = p->run == amp_pass_opset_upgrade && m->types_inferred;
         rc = p->run(m, popt, st);
-        m->types_inferred = !rc && p->run == amp_pass_infer;
+        m->types_inferred = !rc && (p->run == amp_pass_infer || (keeps_types && m->types_inferred));
         if (rc) {
             amp_fail(st, rc, "failed with no message");
             amp_status_prefix(st, "pass '%s': ", p->name);

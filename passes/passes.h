@@ -40,6 +40,10 @@ typedef enum AmpLevel {
 int amp_level_parse(const char *s);
 const char *amp_level_name(AmpLevel l);
 
+/* Whether the opset_upgrade pass may raise the model's ai.onnx opset for the 16-bit type
+ * (--opset-upgrade, AMP_OPSET_UPGRADE). */
+typedef enum AmpOpsetUpgrade { AMP_OPSET_UPGRADE_AUTO = 0, AMP_OPSET_UPGRADE_NEVER } AmpOpsetUpgrade;
+
 /* One line of the AMP pass's diagnostics (a weight kept in fp32, the summary). */
 typedef void (*AmpNotifyFn)(void *ctx, const char *line);
 
@@ -72,6 +76,8 @@ typedef struct AmpPassOptions {
     const char *explain_node;     /* print the rule chain of every node of this name ... */
     FILE *explain_out;            /* ... here (both needed) */
     FILE *paint_out;              /* the op lists and the nodes of each paint bucket */
+    AmpOpsetUpgrade opset_upgrade; /* the opset_upgrade pass: auto (the default) or never */
+    int opset_upgrade_to;          /* auto: raise to at least this opset too (0: only as needed) */
     AmpNotifyFn notify;           /* weights kept in fp32, the one-line summary */
     void *notify_ctx;
 } AmpPassOptions;
@@ -121,6 +127,8 @@ AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_cast_cleanup(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+/* Raises the ai.onnx opset when the 16-bit type needs a newer one (opset_upgrade.c). */
+AmpCode amp_pass_opset_upgrade(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 
 /* ---- the AMP op lists (amp_lists.c), shared by the CLI and AMP_AUTO ----------------- */
 

@@ -1,4 +1,4 @@
-/* AMP_AUTO: parses AMP_BACKEND, AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_LOG_PATH and the eight list
+/* AMP_AUTO: parses AMP_BACKEND, AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_LOG_PATH and the eight list
  * edit variables (AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE; parsed by passes/amp_lists.c,
  * which the CLI shares) once per open, then rewrites the model in memory with the AMP
  * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
@@ -60,6 +60,13 @@ static AmpCode parse_loss_scale(const char *s, AmpLossScaleMode *mode, double *s
     return AMP_OK;
 }
 
+static AmpCode parse_opset_upgrade(const char *s, AmpOpsetUpgrade *out, AmpStatus *st) {
+    *out = AMP_OPSET_UPGRADE_AUTO;
+    if (is_blank(s) || strcmp(s, "auto") == 0) return AMP_OK;
+    if (strcmp(s, "never") == 0) return *out = AMP_OPSET_UPGRADE_NEVER, AMP_OK;
+    return amp_fail(st, AMP_ERR_USAGE, "AMP_OPSET_UPGRADE='%.64s': expected auto or never", s);
+}
+
 void amp_auto_config_free(AmpAutoConfig *c) {
     free(c->edits);
     free(c->log_path);
@@ -79,6 +86,8 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     if (rc || !c->enabled) return rc;
     if ((rc = parse_precision(setting(o, o->precision, "AMP_PRECISION"), &c->precision, st))) return rc;
     if ((rc = parse_loss_scale(setting(o, o->loss_scale, "AMP_LOSS_SCALE"), &c->loss_scale_mode, &c->loss_scale, st)))
+        return rc;
+    if ((rc = parse_opset_upgrade(setting(o, o->opset_upgrade, "AMP_OPSET_UPGRADE"), &c->opset_upgrade, st)))
         return rc;
     const struct {
         const char *field, *var;
@@ -231,6 +240,7 @@ static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, boo
         .n_list_edits = c->n_edits,
         .loss_scale_mode = c->loss_scale_mode,
         .loss_scale = c->loss_scale,
+        .opset_upgrade = c->opset_upgrade,
     };
     FILE *paint = NULL;
     if (log) {

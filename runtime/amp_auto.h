@@ -18,6 +18,7 @@ typedef struct AmpAutoConfig {
     size_t n_edits;
     AmpLossScaleMode loss_scale_mode;
     double loss_scale;
+    AmpOpsetUpgrade opset_upgrade; /* AMP_OPSET_UPGRADE: auto (default) or never */
     char *log_path;        /* malloc'd; NULL: no log */
 } AmpAutoConfig;
 

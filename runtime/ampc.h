@@ -53,6 +53,8 @@ typedef struct AmpSessionOptions {
     const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
     const char *precision;  /* AMP_PRECISION: "fp16" (default) or "bf16" */
     const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number */
+    const char *opset_upgrade; /* AMP_OPSET_UPGRADE: "auto" (default: raise the ai.onnx opset when
+                                  the 16-bit type needs a newer one) or "never" */
     const char *log_path;   /* AMP_LOG_PATH: a folder for before.onnx, after.onnx and text dumps */
     /* AMP_ALLOWLIST_ADD, ..._REMOVE, and the same for INFERLIST, CLEARLIST, DENYLIST:
      * comma-separated op names ("MatMul,com.microsoft:FusedGemm"). */

@@ -66,6 +66,19 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
         x->po.level = (AmpLevel)l;
         return 0;
     }
+    if (strcmp(name, "opset-upgrade") == 0) {
+        char *end = NULL;
+        long v = strtol(arg, &end, 10);
+        if (end != arg && !*end && v >= 7 && v <= 22) {
+            x->po.opset_upgrade = AMP_OPSET_UPGRADE_AUTO;
+            x->po.opset_upgrade_to = (int)v;
+            return 0;
+        }
+        if (strcmp(arg, "auto") && strcmp(arg, "never"))
+            return usage("--opset-upgrade '%s': expected auto, never or an opset from 7 to 22", arg);
+        x->po.opset_upgrade = strcmp(arg, "never") == 0 ? AMP_OPSET_UPGRADE_NEVER : AMP_OPSET_UPGRADE_AUTO;
+        return 0;
+    }
     if (strcmp(name, "allow") == 0) return list_option(x, name, arg, AMP_CLASS_ALLOW);
     if (strcmp(name, "infer") == 0) return list_option(x, name, arg, AMP_CLASS_INFER);
     if (strcmp(name, "clear") == 0) return list_option(x, name, arg, AMP_CLASS_CLEAR);

@@ -38,6 +38,10 @@
              "default, tensor-cores-only (only allow-list ops become 16-bit), "                 \
              "treat-infer-as-deny (infer-list ops stay fp32) or unsafe-force-all (every "       \
              "op of the four lists becomes 16-bit where it can)")                               \
+    AMPC_OPT(OPSET_UPGRADE, "opset-upgrade", 0, 1, "MODE",                                      \
+             "auto (the default), never or N: raise the model's ai.onnx opset when the 16-bit "    \
+             "type needs a newer one (bf16 Conv: 22), adapting the ops that changed on the way "\
+             "(AMP_OPSET_UPGRADE for AMP_AUTO); a number N (7-22) raises it to at least N")                                                \
     AMPC_OPT(ALLOW, "allow", 0, 1, "OPS",                                                       \
              "add ops (comma-separated ONNX op types: MatMul,com.microsoft:FusedGemm) to the "  \
              "allow list: always 16-bit; AMP_ALLOWLIST_ADD and the other list variables are "   \
