@@ -366,6 +366,11 @@ typedef struct AmpSaveOptions {
      * code the hook set in st. NULL: always commit. (ampc verifies the output meanwhile.) */
     bool (*commit)(void *ctx, AmpStatus *st);
     void *commit_ctx;
+    /* Also a graph.value_info entry for every value a node produces whose tensor type is
+     * known and that the graph lists nowhere yet, in every graph (subgraphs and training
+     * graphs too): the types of intermediates, for the tools that read them (ampc's
+     * --report, Netron, onnxruntime). Entries the model had are written either way. */
+    bool value_info;
 } AmpSaveOptions;
 
 /* Where an output named `path` is written, as every writer of ampc does it (the saver,

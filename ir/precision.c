@@ -18,6 +18,8 @@ static unsigned dtype_bits(const AmpValue *v) {
 }
 
 static bool is_cast(const AmpNode *n) {
+    /* By the op table's binding (every node has one; the names only for a node unbound). */
+    if (n->op != AMP_OP_UNKNOWN) return n->op == AMP_OP_Cast || n->op == AMP_OP_CastLike;
     return n->op_type && amp_domain_is_default(n->domain) &&
            (strcmp(n->op_type, "Cast") == 0 || strcmp(n->op_type, "CastLike") == 0);
 }
@@ -86,6 +88,44 @@ bool amp_cast_is_amp(const AmpNode *n) {
     int f, t;
     if (!amp_cast_dtypes(n, &f, &t)) return false;
     return (f == AMP_DT_FLOAT && is16(t)) || (is16(f) && t == AMP_DT_FLOAT);
+}
+
+/* ---- the counting rule (precision.h) ------------------------------------------------ */
+
+AmpPrecision amp_count_node(const AmpNode *n, AmpFloatCounts *c, int *group) {
+    *group = amp_node_group(n);
+    if (*group >= 0) return AMP_PREC_NONE;
+    AmpPrecision p = amp_node_precision(n);
+    if (p == AMP_PREC_CAST) {
+        if (amp_cast_is_amp(n)) c->casts++;
+        else c->other_casts++;
+    } else if (p != AMP_PREC_NONE) {
+        c->float_nodes++;
+        c->converted += amp_precision_is_16(p);
+    }
+    return p;
+}
+
+static void count_graph(const AmpGraph *g, AmpFloatCounts *c) {
+    if (!g) return;
+    int group;
+    for (const AmpNode *n = g->first; n; n = n->next) {
+        amp_count_node(n, c, &group);
+        for (size_t i = 0; i < n->n_attrs; i++) {
+            const AmpAttr *a = &n->attrs[i];
+            count_graph(a->g, c);
+            for (size_t k = 0; k < a->n_graphs; k++) count_graph(a->graphs[k], c);
+        }
+    }
+}
+
+void amp_count_model(const AmpModel *m, AmpFloatCounts *c) {
+    memset(c, 0, sizeof *c);
+    count_graph(m->graph, c);
+    for (size_t i = 0; i < m->n_training; i++) {
+        count_graph(m->training[i].initialization, c);
+        count_graph(m->training[i].algorithm, c);
+    }
 }
 
 /* ---- node groups --------------------------------------------------------------------- */

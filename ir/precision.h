@@ -37,6 +37,25 @@ bool amp_cast_dtypes(const AmpNode *n, int *from, int *to);
 /* A cast between float32 and float16/bfloat16 (either way): what AMP inserts. */
 bool amp_cast_is_amp(const AmpNode *n);
 
+/* The one counting rule of "X of Y float nodes" and "N casts", shared by --report's first
+ * line (report.c) and the amp pass's summary (the success line), so that the two agree:
+ * a node of a group (below) counts nowhere; a cast (Cast, CastLike) between float32 and
+ * float16/bfloat16 is one of N, any other cast is counted apart; every other node whose
+ * precision (amp_node_precision) is fp32 or 16-bit is one of Y (Constant nodes included:
+ * their output is float data), and one of X when it is 16-bit. */
+typedef struct AmpFloatCounts {
+    size_t float_nodes; /* Y */
+    size_t converted;   /* X */
+    size_t casts;       /* N */
+    size_t other_casts; /* casts of other types, or of unknown ones */
+} AmpFloatCounts;
+
+/* Adds node n (not its bodies) to c and returns its precision; *group is n's group
+ * (amp_node_group: then nothing is added and AMP_PREC_NONE returned), else -1. */
+AmpPrecision amp_count_node(const AmpNode *n, AmpFloatCounts *c, int *group);
+/* The counts over every node of m: main graph, If/Loop/Scan bodies, training graphs. */
+void amp_count_model(const AmpModel *m, AmpFloatCounts *c);
+
 /* Node groups: machinery ampc inserts that the report and the picture show as one
  * group rather than node by node. A node belongs to a group when its name starts with
  * the group's prefix; the first matching entry wins. The list is in precision.c (one

@@ -98,12 +98,18 @@ static AmpCode count_node(AmpReport *r, const AmpNode *n, AmpStatus *st) {
     for (int i = 0; i < n->n_inputs; i++) unknown |= untyped(n->inputs[i]);
     for (int i = 0; i < n->n_outputs; i++) unknown |= untyped(n->outputs[i]);
     r->untyped_nodes += unknown;
-    int grp = amp_node_group(n);
+    /* X, Y and N by the rule the amp pass's summary uses too (precision.h). */
+    AmpFloatCounts fc = {0};
+    int grp;
+    AmpPrecision p = amp_count_node(n, &fc, &grp);
+    r->float_nodes += fc.float_nodes;
+    r->converted += fc.converted;
+    r->casts += fc.casts;
+    r->other_casts += fc.other_casts;
     if (grp >= 0) {
         r->group_nodes[grp]++;
         return AMP_OK;
     }
-    AmpPrecision p = amp_node_precision(n);
     if (p == AMP_PREC_CAST) {
         int from, to;
         amp_cast_dtypes(n, &from, &to);
@@ -112,12 +118,7 @@ static AmpCode count_node(AmpReport *r, const AmpNode *n, AmpStatus *st) {
         if (from == AMP_DT_FLOAT16 && to == AMP_DT_FLOAT) dir = AMP_CAST_16_TO_32;
         if (from == AMP_DT_FLOAT && to == AMP_DT_BFLOAT16) dir = AMP_CAST_32_TO_BF16;
         if (from == AMP_DT_BFLOAT16 && to == AMP_DT_FLOAT) dir = AMP_CAST_BF16_TO_32;
-        if (dir < 0) {
-            r->other_casts++;
-        } else {
-            r->casts++;
-            r->cast_dirs[dir]++;
-        }
+        if (dir >= 0) r->cast_dirs[dir]++;
         return AMP_OK;
     }
     AmpOpCount *row = op_row(r, n);
@@ -128,8 +129,6 @@ static AmpCode count_node(AmpReport *r, const AmpNode *n, AmpStatus *st) {
         return AMP_OK;
     }
     bool is16 = amp_precision_is_16(p);
-    r->float_nodes++;
-    r->converted += is16;
     row->n16 += is16;
     row->n32 += !is16;
     double fl = 0;

@@ -342,6 +342,39 @@ static void put_value_infos(SaveCtx *c, uint32_t num, const AmpValueInfoList *l)
     }
 }
 
+/* With c->value_info: an entry (name and type) for each value that g's nodes produce
+ * whose tensor type is known and that g lists nowhere yet (graph inputs, outputs and
+ * initializers carry their own types), in node order after g's own entries. What ONNX
+ * tools read the types of intermediates from; ampc itself reads them back at load. */
+static void put_new_value_infos(SaveCtx *c, const AmpGraph *g) {
+    /* g's own entries, by value id: one bit each (most graphs have none). */
+    uint8_t *listed = NULL;
+    if (g->value_info.n) {
+        if (!(listed = calloc(g->n_values / 8 + 1, 1))) {
+            c->b.failed = true;
+            return;
+        }
+        for (size_t i = 0; i < g->value_info.n; i++) {
+            const AmpValue *v = g->value_info.items[i].value;
+            if (v->graph == g && v->id < g->n_values) listed[v->id / 8] |= (uint8_t)(1u << (v->id % 8));
+        }
+    }
+    const unsigned io = AMP_VALUE_INPUT | AMP_VALUE_OUTPUT | AMP_VALUE_INITIALIZER;
+    for (const AmpNode *n = g->first; n && !c->b.failed; n = n->next)
+        for (int k = 0; k < n->n_outputs; k++) {
+            const AmpValue *v = n->outputs[k];
+            if (!v || (v->flags & io) || v->type.kind != AMP_TYPE_TENSOR || v->type.dtype == AMP_DT_UNDEFINED ||
+                v->graph != g || v->producer != n || v->id >= g->n_values ||
+                (listed && (listed[v->id / 8] >> (v->id % 8) & 1)))
+                continue;
+            size_t at = amp_msg_begin(&c->b, 13);
+            amp_put_bytes(&c->b, 1, v->name, v->name_len);
+            put_type(c, &v->type, (AmpBytes){0});
+            amp_msg_end(&c->b, at);
+        }
+    free(listed);
+}
+
 /* ---- nodes and graphs ------------------------------------------------------------ */
 
 static void put_graph(SaveCtx *c, uint32_t num, AmpGraph *g);
@@ -428,6 +461,7 @@ static void put_graph(SaveCtx *c, uint32_t num, AmpGraph *g) {
     put_value_infos(c, 12, &g->outputs);
     UPTO(r, 13);
     put_value_infos(c, 13, &g->value_info);
+    if (c->value_info) put_new_value_infos(c, g);
     rest_upto(c, &r, UINT32_MAX);
     rest_tail(c, &r);
     amp_msg_end(&c->b, m);

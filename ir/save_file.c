@@ -206,6 +206,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
     SaveCtx c;
     amp_save_init(&c, m, st);
     c.external_min = opt->external_min_bytes;
+    c.value_info = opt->value_info;
     model_buffer(&c, m, true);
     AmpTempFile out = {0}, data = {0};
     DataFiles df;

@@ -22,6 +22,7 @@ typedef struct SaveCtx {
     bool auto_external, restart;
     uint64_t tensor_bytes, auto_limit;
     bool failed; /* a tensor's bytes or a data file write failed */
+    bool value_info; /* AmpSaveOptions.value_info */
     /* Which repeated scalar fields the schema declares packed. */
     bool packed_dims, packed_float, packed_int32, packed_int64, packed_double, packed_uint64;
     bool packed_floats, packed_ints;

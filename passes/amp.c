@@ -163,11 +163,15 @@ static int kept_fp32_clause(const AmpRun *r, char *line, size_t len, int k) {
     return k;
 }
 
+/* The counts are the model's after the rewrite, by --report's rule (amp_count_model):
+ * a converted model's report says the same. */
 static void summary(const AmpRun *r) {
     if (!r->opt->notify) return;
+    AmpFloatCounts c;
+    amp_count_model(r->m, &c);
     char line[1024];
     int k = snprintf(line, sizeof line, "amp: %s: %zu of %zu float nodes in 16 bits, %zu casts", amp_dtype_name(r->dt),
-                     r->n_16, r->n_float, r->n_casts);
+                     c.converted, c.float_nodes, c.casts);
     if (k > 0 && (size_t)k < sizeof line && !r->training)
         k += snprintf(line + k, sizeof line - (size_t)k, ", %zu weights stored in 16 bits", r->n_weights16);
     if (k > 0 && (size_t)k < sizeof line && r->n_weights_kept)
@@ -207,7 +211,8 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     keep_fp32(&r);
     if ((rc = amp_range_rule(&r, &r.n_range, &r.range_first))) goto done;
     if ((rc = amp_color(&r))) goto done;
-    if (opt->explain_node && opt->explain_out) amp_explain(&r, opt->explain_node, opt->explain_out);
+    for (size_t i = 0; opt->explain_out && i < opt->n_explain_nodes; i++)
+        if (opt->explain_nodes[i]) amp_explain(&r, opt->explain_nodes[i], opt->explain_out);
     if (opt->paint_out) amp_paint_buckets(&r, opt->paint_out);
     if ((rc = amp_rewrite(&r))) goto done;
     summary(&r);

@@ -73,7 +73,9 @@ typedef struct AmpPassOptions {
     bool no_keep_io_types;        /* main-graph inputs and outputs may become 16-bit */
     const char *loss;             /* a training graph's loss value; NULL: the one scalar
                                      float output whose name contains "loss" */
-    const char *explain_node;     /* print the rule chain of every node of this name ... */
+    const char *const *explain_nodes; /* n_explain_nodes names: print the rule chain of every
+                                         node of each name, in the order given ... */
+    size_t n_explain_nodes;
     FILE *explain_out;            /* ... here (both needed) */
     FILE *paint_out;              /* the op lists and the nodes of each paint bucket */
     AmpOpsetUpgrade opset_upgrade; /* the opset_upgrade pass: auto (the default) or never */

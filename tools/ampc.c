@@ -409,6 +409,7 @@ typedef struct ConvertArgs {
     const char *model, *out, *passes, *dump_after, *dump_dot;
     const char *model_shown; /* what messages call MODEL ("standard input" for "-") */
     bool print, verify, quiet, report, time;
+    bool value_info; /* the types of intermediates in the output (--no-value-info: not) */
     const RunArgs *ort; /* --optimizer, --checkpoint, --lr */
     AmpExternalMode external;
     AmpDotOptions dot;
@@ -522,7 +523,8 @@ static int cmd_convert(const ConvertArgs *a) {
         AmpSaveOptions so = {.external = a->external,
                              .external_min_bytes = 1024,
                              .commit = vj.started ? ampc_verify_commit : NULL,
-                             .commit_ctx = &vj};
+                             .commit_ctx = &vj,
+                             .value_info = a->value_info};
         c = amp_model_save_file(m, a->out, &so, &st);
         /* A failed verification is the error to report, whatever the save did. */
         bool unverified = ampc_verify_join(&vj) != AMP_OK;
@@ -630,7 +632,7 @@ int main(int argc, char **argv) {
     }
     shorts[k] = '\0';
 
-    ConvertArgs a = {.verify = true, .external = AMP_SAVE_EXTERNAL_AUTO};
+    ConvertArgs a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO};
     RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3};
     bool help = false, version = false;
     opterr = 0;
@@ -667,6 +669,7 @@ int main(int argc, char **argv) {
         case OPT_DOT_COLLAPSE: a.dot.collapse = true; break;
         case OPT_DOT_INITIALIZERS: a.dot.initializers = true; break;
         case OPT_NO_VERIFY: a.verify = false; break;
+        case OPT_NO_VALUE_INFO: a.value_info = false; break;
         case OPT_QUIET: a.quiet = true; break;
         case OPT_TIME: a.time = true; break;
         case OPT_HELP: help = true; break;
@@ -736,13 +739,13 @@ int main(int argc, char **argv) {
     amp_args.quiet = a.quiet;
     int arc = ampc_amp_finish(&amp_args);
     if (arc) return arc;
-    if (!a.out && !a.print && !a.dump_after && !a.report && !a.dump_dot && !amp_args.explain)
+    if (!a.out && !a.print && !a.dump_after && !a.report && !a.dump_dot && !amp_args.n_explain)
         return ampc_usage_error("nothing to do: give -o OUT to write the converted model "
                            "(or --print / --dump-after PASS / --report / --dump-dot FILE / --explain "
                            "NODE to only look at it)");
     /* Standard output carries the text (--print, --report, --explain, --dump-after) or one
      * file, never two things: a model or a picture with text in it is neither. */
-    const char *text = a.print ? "--print" : a.report ? "--report" : amp_args.explain ? "--explain"
+    const char *text = a.print ? "--print" : a.report ? "--report" : amp_args.n_explain ? "--explain"
                      : a.dump_after ? "--dump-after" : NULL;
     bool model_out = a.out && same_output(a.out, "-"), dot_out = a.dump_dot && same_output(a.dump_dot, "-");
     if (a.out && a.dump_dot && same_output(a.out, a.dump_dot))

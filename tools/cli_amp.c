@@ -158,7 +158,10 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
     }
     if (strcmp(name, "explain") == 0) {
         if (!arg[0]) return usage("--explain: NODE is empty");
-        x->explain = arg;
+        const char **e = realloc(x->explain, (x->n_explain + 1) * sizeof *e);
+        if (!e) return usage("out of memory");
+        x->explain = e;
+        x->explain[x->n_explain++] = arg;
         return 0;
     }
     return -1;
@@ -198,8 +201,9 @@ int ampc_amp_finish(AmpcAmp *x) {
     x->po.n_keep_fp32 = x->n_keep;
     x->po.notify = notify;
     x->po.notify_ctx = x;
-    if (x->explain) {
-        x->po.explain_node = x->explain;
+    if (x->n_explain) {
+        x->po.explain_nodes = x->explain;
+        x->po.n_explain_nodes = x->n_explain;
         x->po.explain_out = stdout;
     }
     return 0;
@@ -231,20 +235,25 @@ static bool runs_amp(const char *pipeline) {
 }
 
 int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, const char *pipeline) {
-    if (!x->explain) return 0;
+    if (!x->n_explain) return 0;
     if (!runs_amp(pipeline)) return usage("--explain needs the amp pass, which the pipeline '%s' does not run", pipeline);
-    bool found = has_node(m->graph, x->explain);
-    for (size_t i = 0; !found && i < m->n_training; i++) {
-        if (m->training[i].algorithm) found = has_node(m->training[i].algorithm, x->explain);
-        if (!found && m->training[i].initialization) found = has_node(m->training[i].initialization, x->explain);
+    for (size_t k = 0; k < x->n_explain; k++) {
+        const char *name = x->explain[k];
+        bool found = has_node(m->graph, name);
+        for (size_t i = 0; !found && i < m->n_training; i++) {
+            if (m->training[i].algorithm) found = has_node(m->training[i].algorithm, name);
+            if (!found && m->training[i].initialization) found = has_node(m->training[i].initialization, name);
+        }
+        if (!found) return usage("--explain '%s': %s has no node of that name", name, path);
     }
-    if (!found) return usage("--explain '%s': %s has no node of that name", x->explain, path);
     return 0;
 }
 
 void ampc_amp_free(AmpcAmp *x) {
     free(x->edits);
     free(x->keep);
+    free(x->explain);
     x->edits = NULL;
     x->keep = NULL;
+    x->explain = NULL;
 }

@@ -18,7 +18,8 @@ typedef struct AmpcAmp {
     size_t n_edits;
     const char **keep;      /* malloc'd --keep-fp32 globs */
     size_t n_keep;
-    const char *explain;    /* --explain NODE */
+    const char **explain;   /* malloc'd: each --explain NODE, in the order given */
+    size_t n_explain;
     double loss_scale_init; /* --loss-scale-init (0: not given) */
     char summary[1024];     /* the amp and loss_scale passes' summaries, for the "wrote"
                                message */
@@ -31,8 +32,9 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg);
 /* After all options: reads the list-edit variables, checks that no op is in two lists,
  * points po at the edits and globs. 0 or an exit code (message printed). */
 int ampc_amp_finish(AmpcAmp *x);
-/* With --explain NODE: 0 when m has a node of that name (in any graph), else 2 with a
- * message naming NODE and `path`; also 2 when `pipeline` does not run the amp pass. */
+/* With --explain NODE (each one given): 0 when m has a node of each name (in any graph),
+ * else 2 with a message naming the first missing NODE and `path`; also 2 when `pipeline`
+ * does not run the amp pass. */
 int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, const char *pipeline);
 void ampc_amp_free(AmpcAmp *x);
 

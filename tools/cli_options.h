@@ -32,6 +32,10 @@
     AMPC_OPT(EXTERNAL_DATA, "external-data", 0, 1, "MODE",                                      \
              "auto|always|never: tensors of 1 KiB or more go to OUT.data beside OUT; auto "     \
              "(the default) does that only when one file would exceed 2GB")                     \
+    AMPC_OPT(NO_VALUE_INFO, "no-value-info", 0, 0, "",                                          \
+             "write no value_info entries of its own: by default the output lists the type "    \
+             "of every intermediate value whose type is known (entries the input had are kept "  \
+             "either way)")                                                                     \
     AMPC_OPT(PRECISION, "precision", 0, 1, "TYPE",                                              \
              "fp16 (the default) or bf16: the 16-bit type of the amp pass")                     \
     AMPC_OPT(LEVEL, "level", 0, 1, "LEVEL",                                                     \
@@ -81,7 +85,7 @@
              "gradients (default 0.5)")                                                         \
     AMPC_OPT(EXPLAIN, "explain", 0, 1, "NODE",                                                  \
              "print to stdout the chain of rules that set the precision of the node(s) named "  \
-             "NODE (an unknown name is a usage error)")                                         \
+             "NODE (an unknown name is a usage error); repeatable: each NODE in turn")                                         \
     AMPC_OPT(NO_VERIFY, "no-verify", 0, 0, "",                                                  \
              "skip the verifier after the passes (the loader's own checks still run)")          \
     AMPC_OPT(QUIET, "quiet", 'q', 0, "", "no message on success (errors are still printed)")    \

@@ -472,7 +472,7 @@ Test(amp_explain, prints_the_chain_of_rules) {
     AmpModel *m = CHAIN("MatMul", "Add", "Relu", "MatMul", "Exp");
     Captured c;
     capture_begin(&c);
-    AmpPassOptions po = {.explain_node = "n2", .explain_out = c.f};
+    AmpPassOptions po = {.explain_nodes = (const char *const[]){"n2"}, .n_explain_nodes = 1, .explain_out = c.f};
     convert(m, &po);
     const char *t = capture_end(&c);
     cr_assert_not_null(strstr(t, "node 'n2' (Relu) in graph 'main': float16"), "%s", t);
@@ -487,7 +487,7 @@ Test(amp_explain, prints_the_chain_of_rules) {
     node_of(m, "n2")->name = "head";
     const char *globs[1] = {"he*"};
     capture_begin(&c);
-    AmpPassOptions p2 = {.explain_node = "head", .explain_out = c.f, .keep_fp32 = globs, .n_keep_fp32 = 1};
+    AmpPassOptions p2 = {.explain_nodes = (const char *const[]){"head"}, .n_explain_nodes = 1, .explain_out = c.f, .keep_fp32 = globs, .n_keep_fp32 = 1};
     convert(m, &p2);
     t = capture_end(&c);
     cr_assert_not_null(strstr(t, "--keep-fp32 'he*'"), "%s", t);

@@ -14,7 +14,11 @@ cast_cleanup) must give a model that
   test_data_set_0 --outputs DIR` on both) within fp16 tolerance (rtol 1e-2, atol 1e-3
   relative to the output's largest magnitude); the worst relative error is reported;
 - runs in onnxruntime;
-- is a fixed point: converting it again gives the same bytes.
+- is a fixed point: converting it again gives the same bytes;
+- carries the types of its intermediates (value_info), which onnx's strict shape
+  inference accepts (when it accepts the original), and with which `ampc OUT --passes
+  none --report` prints what `--report` printed during the conversion (whose first line
+  the success line's counts equal).
 The same with --precision bf16 (checker, verifier, idempotence). Also checks that the
 pass's opset table (passes/amp_opsets.c) agrees with onnx.defs.
 
@@ -106,6 +110,10 @@ def value_types(model):
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     types[n.output[0]] = a.t.data_type
     return types
+
+
+def report_lines(text):
+    return [x for x in text.splitlines() if not x.startswith("note:")]
 
 
 # What the loss-scaling pass adds to a training graph (its state, amp_found_inf, the new
@@ -249,7 +257,7 @@ def check_one(args, folder, tmp):
     work = tempfile.mkdtemp(dir=tmp)
     try:
         conv = os.path.join(work, "fp16.onnx")
-        p = run([args.ampc, model_file, "-o", conv])
+        p = run([args.ampc, model_file, "-o", conv, "--report"])
         if p.returncode:
             q = run([args.ampc, model_file, "-o", os.path.join(work, "none.onnx"), "--passes", "none", "-q"])
             if q.returncode:
@@ -260,10 +268,29 @@ def check_one(args, folder, tmp):
         m = re.search(r"(\d+) of (\d+) float nodes in 16 bits, (\d+) casts", p.stderr)
         if m:
             res.nodes16, res.float_nodes, res.casts = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        first = re.match(r"converted (\d+) of (\d+) float nodes using (\d+) casts", p.stdout)
+        if m and (not first or first.groups() != m.groups()):
+            res.failures.append(f"success line '{m.group(0)}' vs report '{p.stdout.splitlines()[0] if p.stdout else ''}'")
+        # The file alone reports what the conversion did: the types are in it. (Not the
+        # "note:" line: values of sequence or optional type cannot be written back.)
+        q = run([args.ampc, conv, "--passes", "none", "--report"])
+        if q.returncode or report_lines(q.stdout) != report_lines(p.stdout):
+            res.failures.append("--passes none --report of the output differs from --report of the conversion: " +
+                                (q.stdout.splitlines() or [""])[0] + " vs " + (p.stdout.splitlines() or [""])[0])
         v = run([args.ampc, "verify", conv])
         if v.returncode:
             res.failures.append(f"ampc verify: {v.stderr.strip()[:300]}")
         conv_m = onnx.load(conv)
+        try:
+            onnx.shape_inference.infer_shapes(orig, strict_mode=True)
+            orig_infers = True
+        except Exception:
+            orig_infers = False
+        if orig_infers:
+            try:
+                onnx.shape_inference.infer_shapes(conv_m, strict_mode=True)
+            except Exception as e:
+                res.failures.append(f"onnx strict shape inference: {str(e).strip().splitlines()[0][:300]}")
         try:
             onnx.checker.check_model(orig, full_check=True)
             orig_checks = True

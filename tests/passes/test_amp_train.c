@@ -80,7 +80,7 @@ Test(amp_train, rules_are_explained) {
     AmpModel *m = training_model();
     Captured c;
     capture_begin(&c);
-    AmpPassOptions po = {.explain_node = "loss/reshape", .explain_out = c.f};
+    AmpPassOptions po = {.explain_nodes = (const char *const[]){"loss/reshape"}, .n_explain_nodes = 1, .explain_out = c.f};
     convert(m, &po);
     const char *t = capture_end(&c);
     cr_assert_not_null(strstr(t, "the loss subgraph (the op computing 'loss'"), "%s", t);
@@ -91,7 +91,7 @@ Test(amp_train, rules_are_explained) {
     /* An update op of the 16-bit lists is kept fp32 by the binding rule. */
     AmpListEdit e[1] = {{AMP_OP_Sub, AMP_CLASS_ALLOW, false}};
     capture_begin(&c);
-    AmpPassOptions p2 = {.explain_node = "opt/update", .explain_out = c.f, .list_edits = e, .n_list_edits = 1};
+    AmpPassOptions p2 = {.explain_nodes = (const char *const[]){"opt/update"}, .n_explain_nodes = 1, .explain_out = c.f, .list_edits = e, .n_list_edits = 1};
     convert(m, &p2);
     t = capture_end(&c);
     cr_assert_not_null(strstr(t, "it produces 'W_new', which training_info binds"), "%s", t);

@@ -280,6 +280,21 @@ Test(cli_amp, explain_prints_the_chain_and_checks_the_name) {
     run_free(&p);
 }
 
+/* --explain is repeatable: every node named is explained, in the order given (the last one
+ * alone was, before); one unknown name among known ones is still a usage error. */
+Test(cli_amp, explain_is_repeatable) {
+    Run r = run_ampc(GRADS_MODEL, "--explain", "relu1/Relu", "--explain", "fc2/MatMul", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    const char *a = strstr(r.out, "node 'relu1/Relu' (Relu) in graph 'main': float16");
+    const char *b = strstr(r.out, "node 'fc2/MatMul' (MatMul) in graph 'main': float16");
+    cr_assert(a && b && a < b, "%s", r.out);
+    run_free(&r);
+    Run u = run_ampc(GRADS_MODEL, "--explain", "relu1/Relu", "--explain", "no/such/node", NULL);
+    expect_usage(&u, "'no/such/node'");
+    cr_assert_eq(u.out[0], '\0', "%s", u.out);
+    run_free(&u);
+}
+
 Test(cli_amp, weights_out_of_range_are_reported) {
     /* A MatMul whose weight holds 1e5: converted, the weight kept in fp32, one line. */
     char in[600], out[600];
