@@ -16,7 +16,7 @@ static void setup(void) {
     static const char *const vars[] = {"AMP_AUTO", "AMP_PRECISION", "AMP_LOG_PATH", "AMP_LOSS_SCALE",
                                        "AMP_ALLOWLIST_ADD", "AMP_ALLOWLIST_REMOVE", "AMP_INFERLIST_ADD",
                                        "AMP_INFERLIST_REMOVE", "AMP_CLEARLIST_ADD", "AMP_CLEARLIST_REMOVE",
-                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE"};
+                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE", "AMP_OPSET_UPGRADE"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
     char *base = tu_mkdtemp();
     cr_assert_not_null(base);
@@ -195,6 +195,21 @@ Test(amp_auto, settings_are_parsed_for_the_passes) {
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
     cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
     amp_auto_config_free(&c);
+}
+
+Test(amp_auto, opset_upgrade_setting) {
+    setenv("AMP_AUTO", "1", 1);
+    AmpAutoConfig c;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.opset_upgrade, AMP_OPSET_UPGRADE_AUTO, "auto by default");
+    amp_auto_config_free(&c);
+    setenv("AMP_OPSET_UPGRADE", "never", 1);
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.opset_upgrade, AMP_OPSET_UPGRADE_NEVER);
+    amp_auto_config_free(&c);
+    setenv("AMP_OPSET_UPGRADE", "sometimes", 1);
+    expect_usage("AMP_OPSET_UPGRADE");
 }
 
 Test(amp_auto, options_replace_the_environment) {
