@@ -61,6 +61,48 @@ AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
     return AMP_ELIGIBLE;
 }
 
+/* The float32 scalar (one element) a constant value holds: an initializer, or a Constant
+ * node's value / value_float. */
+static bool const_scalar(const AmpModel *m, const AmpValue *v, double *out) {
+    const AmpTensor *t = NULL;
+    if (v && v->initializer && !v->producer) t = v->initializer;
+    else if (v && v->producer && v->producer->op == AMP_OP_Constant) {
+        const AmpAttr *a = amp_node_attr(v->producer, "value_float");
+        if (a) return *out = a->f, true;
+        if ((a = amp_node_attr(v->producer, "value"))) t = a->t;
+    }
+    if (!t || t->dtype != AMP_DT_FLOAT || t->nelem != 1) return false;
+    AmpBytes b;
+    AmpStatus st;
+    amp_status_clear(&st);
+    if (amp_tensor_bytes((AmpModel *)m, (AmpTensor *)t, &b, &st) || b.len != 4) return false;
+    float f;
+    memcpy(&f, b.data, 4);
+    return *out = f, true;
+}
+
+/* The one node reading v, if it is one of `op` (Mul, Add, Tanh). */
+static const AmpNode *sole_reader(const AmpValue *v, AmpOpId op) {
+    return v && v->n_uses == 1 && v->uses[0].node->op == op ? v->uses[0].node : NULL;
+}
+
+/* Pow(x, 3) of the tanh form of GELU, as PyTorch exports GPT-2's NewGELU and
+ * nn.GELU(approximate="tanh"): tanh(k * (x + 0.044715 * Pow(x, 3))). Its Pow is infer, not
+ * deny: where x^3 overflows 16 bits (|x| > 40 in float16) the tanh is +-1 in any
+ * precision, and GELU's value x or 0, so the overflow changes nothing. */
+static bool gelu_cube(const AmpModel *m, const AmpNode *n) {
+    double e, c;
+    if (n->op != AMP_OP_Pow || n->n_inputs != 2 || n->n_outputs != 1 || !const_scalar(m, n->inputs[1], &e) || e != 3)
+        return false;
+    const AmpValue *x = n->inputs[0];
+    const AmpNode *mul = sole_reader(n->outputs[0], AMP_OP_Mul);
+    if (!mul || !const_scalar(m, mul->inputs[mul->inputs[0] == n->outputs[0] ? 1 : 0], &c)) return false;
+    const AmpNode *add = sole_reader(mul->outputs[0], AMP_OP_Add);
+    if (!add || (add->inputs[0] != x && add->inputs[1] != x)) return false;
+    const AmpNode *scale = sole_reader(add->outputs[0], AMP_OP_Mul);
+    return scale && sole_reader(scale->outputs[0], AMP_OP_Tanh);
+}
+
 /* Every node of g, then (in order) of the subgraphs of its nodes, as amp_model_walk
  * visits them; each node's class, eligibility and own rule (amp_own_rule) on the way (one
  * visit per node). */
@@ -86,6 +128,8 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
         x->from = x->down_from = AMP_NO_NODE;
         n->mark = (int)r->n;
         x->cls = (unsigned char)(n->op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : r->cls[n->op]);
+        if (x->cls == AMP_CLASS_DENY && r->cls[AMP_OP_Tanh] == AMP_CLASS_INFER && gelu_cube(r->m, n))
+            x->cls = AMP_CLASS_INFER;
         x->inelig = (unsigned char)amp_eligibility(r, n, (AmpOpClass)x->cls);
         AmpWhy why = amp_own_rule(n); /* here, while the node is at hand */
         if (why != AMP_WHY_NONE) x->flags = AMP_NF_FORCED, x->why = (unsigned char)why;

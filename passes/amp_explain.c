@@ -161,6 +161,9 @@ static uint32_t describe(const AmpRun *r, uint32_t i, FILE *f, bool first) {
         fprintf(f, "  because of %s: %s\n", node_name(x->node, nm, sizeof nm), prec);
     }
     list_line(r, x->node, f, pad);
+    if (x->node->op != AMP_OP_UNKNOWN && x->cls != r->cls[x->node->op]) /* amp_color.c's gelu_cube */
+        fprintf(f, "%s  but this one is infer: the cube in the tanh form of GELU, whose tanh is +-1 wherever the "
+                   "cube overflows\n", pad);
     if (x->inelig != AMP_ELIGIBLE && x->paint == AMP_PAINT_DENY)
         fprintf(f, "%s(it could not compute in %s anyway: %s)\n", pad, amp_dtype_name(r->dt),
                 amp_inelig_text(r, x->node, (AmpInelig)x->inelig, nm, sizeof nm));
