@@ -115,14 +115,32 @@ typedef struct Rng {
     const char *first; /* the first constant found beyond range, for the summary */
 } Rng;
 
-/* The first element of the float32 bytes b beyond range, or -1. */
+/* Whether float32 bits u (any sign) are finite and from `limit` up: one unsigned compare. */
+static inline bool past(uint32_t u, uint32_t limit) {
+    return (u & 0x7fffffffu) - limit < 0x7f800000u - limit;
+}
+
+/* The first element of the float32 bytes b beyond range, or -1. Every weight a model
+ * reads goes through here once, so blocks are tested without a branch per element (the
+ * loop vectorises), and only a block that has one is searched. */
 static long long beyond(const Rng *g, AmpBytes b) {
+    enum { BLOCK = 1024 };
     size_t n = b.len / 4;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, b.data + 4 * i, 4);
-        u &= 0x7fffffffu;
-        if (u >= g->limit && u < 0x7f800000u) return (long long)i;
+    const uint32_t limit = g->limit;
+    for (size_t at = 0; at < n; at += BLOCK) {
+        size_t end = n - at < BLOCK ? n : at + BLOCK;
+        uint32_t any = 0;
+        for (size_t i = at; i < end; i++) {
+            uint32_t u;
+            memcpy(&u, b.data + 4 * i, 4);
+            any |= past(u, limit);
+        }
+        if (!any) continue;
+        for (size_t i = at; i < end; i++) {
+            uint32_t u;
+            memcpy(&u, b.data + 4 * i, 4);
+            if (past(u, limit)) return (long long)i;
+        }
     }
     return -1;
 }
