@@ -44,7 +44,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import traceback
 
 try:
     import numpy as np
@@ -54,13 +53,12 @@ except ImportError as e:
     sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
+from ampc_testlib import Skip  # noqa: E402
 SETS = {"ort_mlp": 4, "ort_bert": 41}  # artifact set -> parameters (all trainable)
 LR = {"ort_mlp": 0.01, "ort_bert": 0.001}  # AdamW's learning rate (0.001: the artifacts' own)
 STEPS = 50
-
-
-class Skip(Exception):
-    pass
 
 
 def ort_python():
@@ -400,29 +398,7 @@ def main():
         ("ampc run --optimizer save and load state", test_ampc_run_save_load_state),
         ("--optimizer errors", test_import_errors),
     ]
-    passed = failed = 0
-    skips = []
-    for title, fn in tests:
-        try:
-            fn(ctx)
-        except Skip as e:
-            skips.append(f"{title}: {e}")
-            continue
-        except Exception as e:
-            failed += 1
-            print(f"FAIL {title}: {e}")
-            if args.verbose or not isinstance(e, AssertionError):
-                traceback.print_exc()
-            continue
-        passed += 1
-        if args.verbose:
-            print(f"ok   {title}")
-    for note in ctx.notes:
-        print(f"note: {note}")
-    for s in skips:
-        print(f"note: skipped {s}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
 
 
 if __name__ == "__main__":

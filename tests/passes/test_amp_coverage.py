@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 try:
     import numpy as np
@@ -33,6 +32,8 @@ except ImportError as e:
     sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
 CASES = {  # model -> (most casts, tables stored in 16 bits)
     "hf_bert": (5, ["m.bert.embeddings.word_embeddings.weight", "m.bert.embeddings.position_embeddings.weight"]),
     "hf_gpt2": (5, ["m.transformer.wte.weight", "m.transformer.wpe.weight"]),
@@ -107,20 +108,13 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ampc_coverage_")
-    passed = failed = 0
-    for name in list(CASES) + ["cube_alone"]:
-        try:
-            note = cube_alone(args.ampc, tmp) if name == "cube_alone" else check(args.ampc, tmp, name)
-        except Exception as e:
-            failed += 1
-            print(f"FAIL {name}: {e}")
-            if args.verbose or not isinstance(e, AssertionError):
-                traceback.print_exc()
-            continue
-        passed += 1
-        print(f"note: {note}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    notes = []
+
+    def case(name):
+        def fn(_ctx):
+            notes.append(cube_alone(args.ampc, tmp) if name == "cube_alone" else check(args.ampc, tmp, name))
+        return name, fn
+    return tl.run([case(n) for n in list(CASES) + ["cube_alone"]], None, verbose=args.verbose, notes=notes)
 
 
 if __name__ == "__main__":

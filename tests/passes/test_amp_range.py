@@ -23,7 +23,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 try:
     import numpy as np
@@ -37,6 +36,8 @@ except ImportError as e:
     sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
 FMIN = np.finfo(np.float32).min
 
 
@@ -231,21 +232,7 @@ def main():
         ("a constant within range changes nothing", test_in_range_constant_changes_nothing),
         ("BERT with a fully masked sequence", test_bert_fully_masked),
     ]
-    passed = failed = 0
-    for title, fn in tests:
-        try:
-            fn(ctx)
-        except Exception as e:
-            failed += 1
-            print(f"FAIL {title}: {e}")
-            if args.verbose or not isinstance(e, AssertionError):
-                traceback.print_exc()
-            continue
-        passed += 1
-        if args.verbose:
-            print(f"ok   {title}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tl.run(tests, ctx, verbose=args.verbose)
 
 
 if __name__ == "__main__":

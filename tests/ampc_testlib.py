@@ -1,0 +1,40 @@
+"""What the project's Python tests share: the runner that prints "N passed, M failed"
+last (ctest reads the exit status: 0, 1, or 77 for a skip), and Skip.
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import ampc_testlib as tl
+    sys.exit(tl.run([("title", fn), ...], ctx, verbose=args.verbose, notes=ctx.notes))
+"""
+import traceback
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (a missing package): reported, not failed."""
+
+
+def run(tests, ctx, verbose=False, notes=None):
+    """Runs each (title, fn) as fn(ctx); prints failures (with a traceback for crashes or
+    with verbose), the notes and skips, then the counts. Returns the exit status."""
+    passed = failed = 0
+    skips = []
+    for title, fn in tests:
+        try:
+            fn(ctx)
+        except Skip as e:
+            skips.append(f"{title}: {e}")
+            continue
+        except Exception as e:
+            failed += 1
+            print(f"FAIL {title}: {e}")
+            if verbose or not isinstance(e, AssertionError):
+                traceback.print_exc()
+            continue
+        passed += 1
+        if verbose:
+            print(f"ok   {title}")
+    for note in notes or []:
+        print(f"note: {note}")
+    for s in skips:
+        print(f"note: skipped {s}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
