@@ -420,6 +420,8 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
                             AmpStatus *st);
 /* Serialises to a malloc'd buffer (no external data); the caller frees *out. */
 AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st);
+/* The same with options (only value_info applies: bytes have no external data). */
+AmpCode amp_model_save_bytes_opt(AmpModel *m, const AmpSaveOptions *opt, uint8_t **out, size_t *len, AmpStatus *st);
 /* Serialises one tensor as a TensorProto (the form amp_tensor_load_bytes reads: a
  * conformance test's output_0.pb) to a malloc'd buffer, its data in the fields it has
  * (external data inline); the caller frees *out. */

@@ -287,10 +287,15 @@ out:
 }
 
 AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st) {
+    return amp_model_save_bytes_opt(m, NULL, out, len, st);
+}
+
+AmpCode amp_model_save_bytes_opt(AmpModel *m, const AmpSaveOptions *opt, uint8_t **out, size_t *len, AmpStatus *st) {
     *out = NULL;
     *len = 0;
     SaveCtx c;
     amp_save_init(&c, m, st);
+    c.value_info = opt && opt->value_info;
     model_buffer(&c, m, false);
     amp_save_model(&c);
     AmpCode rc = AMP_OK;

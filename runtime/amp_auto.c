@@ -197,13 +197,15 @@ static AmpCode log_close(const LogDir *d, const char *name, FILE *f, bool ok, Am
 }
 
 /* Writes <stem>.onnx (one file: a model over protobuf's 2 GB limit is an error here, as
- * external data would be a second file to create) and <stem>.txt (amp_print_model). */
+ * external data would be a second file to create; value_info as `ampc -o` writes it) and
+ * <stem>.txt (amp_print_model). */
 static AmpCode log_model(AmpModel *m, const LogDir *d, const char *stem, AmpStatus *st) {
     char name[32];
     snprintf(name, sizeof name, "%s.onnx", stem);
     uint8_t *bytes;
     size_t len;
-    AmpCode rc = amp_model_save_bytes(m, &bytes, &len, st);
+    AmpSaveOptions so = {.value_info = true};
+    AmpCode rc = amp_model_save_bytes_opt(m, &so, &bytes, &len, st);
     if (rc) {
         amp_status_prefix(st, "AMP_LOG_PATH: %s: ", name);
         return rc;

@@ -74,6 +74,13 @@ Test(amp_auto, on_rewrites_and_logs_before_and_after) {
     char *p = tu_path(logdir, "after.onnx");
     AmpModel *m = NULL;
     cr_assert_eq(amp_model_load_file(p, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    /* after.onnx lists the intermediate types, as `ampc -o` writes them: H is 16-bit. */
+    bool h16 = false;
+    for (size_t i = 0; i < m->graph->value_info.n; i++) {
+        const AmpValueInfo *vi = &m->graph->value_info.items[i];
+        if (strncmp(vi->value->name, "H", 1) == 0 && vi->loaded.dtype == AMP_DT_FLOAT16) h16 = true;
+    }
+    cr_assert(h16, "after.onnx has no float16 value_info for H (%zu entries)", m->graph->value_info.n);
     amp_model_free(m);
     free(p);
     p = tu_path(logdir, "before.txt");
