@@ -69,6 +69,11 @@ typedef struct AmpSessionOptions {
      * AMP_ERR_UNSUPPORTED naming the cap; the session stays usable. */
     uint64_t max_iterations;
     double timeout_seconds;
+    /* The largest tensor a run may hold, in bytes: an input given, or an intermediate or
+     * output a node would make, past it fails the run with AMP_ERR_UNSUPPORTED naming the
+     * cap and the size (0, or above 64 GiB: the executor's own 64 GiB cap). Initializers
+     * are the model's and are not checked; nor is scratch a kernel keeps to itself. */
+    uint64_t max_tensor_bytes;
     /* A node the backend has no kernel for runs on the CPU, with copies around it (the
      * default; amp_session_stats names those ops); no_fallback makes it an error at open. */
     bool no_fallback;

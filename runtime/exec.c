@@ -390,9 +390,10 @@ AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t 
     }
     /* One place for every kernel: a shape from a hostile model must not become a
      * giant allocation (sanitizers abort on those; an OOM killer would not ask). */
-    if (bytes > AMP_EXEC_MAX_OUTPUT_BYTES) {
-        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit",
-                 nname(a->n), a->n->op_type, index, bytes, (unsigned long long)AMP_EXEC_MAX_OUTPUT_BYTES);
+    if (bytes > amp_exec_max_bytes(e)) {
+        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit%s",
+                 nname(a->n), a->n->op_type, index, bytes, (unsigned long long)amp_exec_max_bytes(e),
+                 amp_exec_max_bytes_name(e));
         return NULL;
     }
     return place(a, index, dtype, rank, dims, nelem, bytes, st);
@@ -604,10 +605,11 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
         size_t bytes = 0;
         if (!shape || !amp_tensor_expected_bytes(shape->dtype, shape->nelem, &bytes))
             continue; /* the kernel asks, and the allocator names what is wrong (strings) */
-        if (bytes > AMP_EXEC_MAX_OUTPUT_BYTES) /* as exec_alloc: a converted kernel never asks */
+        if (bytes > amp_exec_max_bytes(e)) /* as exec_alloc: a converted kernel never asks */
             return amp_fail(st, AMP_ERR_UNSUPPORTED,
-                            "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit", nname(n),
-                            n->op_type, k, bytes, (unsigned long long)AMP_EXEC_MAX_OUTPUT_BYTES);
+                            "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit%s", nname(n),
+                            n->op_type, k, bytes, (unsigned long long)amp_exec_max_bytes(e),
+                            amp_exec_max_bytes_name(e));
         AmpBuf *b = place(a, k, shape->dtype, shape->rank, shape->dims, shape->nelem, bytes, st);
         if (!b) return st && st->code ? st->code : AMP_ERR_INTERNAL;
         outs[k] = *b;

@@ -34,6 +34,9 @@ typedef struct AmpExecOptions {
     uint64_t *rng;              /* shared RNG state (a session's); NULL: the executor's own */
     bool no_plan;               /* never build an arena: every intermediate is allocated alone */
     uint64_t max_iterations;    /* a Loop / Scan node stops past this many iterations (0: no cap) */
+    /* The largest tensor a node may make, in bytes (0, or over AMP_EXEC_MAX_OUTPUT_BYTES:
+     * that cap, 64 GiB): a larger output fails the run with AMP_ERR_UNSUPPORTED. */
+    uint64_t max_tensor_bytes;
     /* A CLOCK_MONOTONIC time in seconds past which a run stops between nodes (*deadline
      * 0: none); shared, like rng, by the executors of one session, which sets it per run. */
     const double *deadline;

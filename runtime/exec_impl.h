@@ -108,6 +108,19 @@ struct AmpExec {
 /* The largest single tensor the executor allocates (64 GiB). */
 #define AMP_EXEC_MAX_OUTPUT_BYTES (UINT64_C(64) << 30)
 
+/* The cap on one tensor this executor enforces: opt.max_tensor_bytes where set and lower,
+ * else AMP_EXEC_MAX_OUTPUT_BYTES. */
+static inline uint64_t amp_exec_max_bytes(const AmpExec *e) {
+    uint64_t cap = e->opt.max_tensor_bytes;
+    return cap && cap < AMP_EXEC_MAX_OUTPUT_BYTES ? cap : AMP_EXEC_MAX_OUTPUT_BYTES;
+}
+
+/* What names that cap in a message: the session option when it is the one in force. */
+static inline const char *amp_exec_max_bytes_name(const AmpExec *e) {
+    uint64_t cap = e->opt.max_tensor_bytes;
+    return cap && cap < AMP_EXEC_MAX_OUTPUT_BYTES ? " (max_tensor_bytes)" : "";
+}
+
 static inline const char *amp_exec_node_name(const AmpNode *n) {
     return n->name ? n->name : "";
 }

@@ -322,7 +322,7 @@ void amp_exec_plan_shapes(AmpExec *e) {
             if (!v || v->graph != e->g) continue;
             size_t bytes = 0;
             if (known[k] && out[k].rank <= AMP_MAX_RANK && amp_tensor_expected_bytes(out[k].dtype, out[k].nelem, &bytes) &&
-                bytes <= AMP_EXEC_MAX_OUTPUT_BYTES) {
+                bytes <= amp_exec_max_bytes(e)) {
                 e->pshape[v->id] = out[k];
                 e->pbytes[v->id] = bytes;
                 e->pknown[v->id] = true;

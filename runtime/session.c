@@ -109,11 +109,13 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
         if (!rc && (opt->tf32 || (tf32 && *tf32 && strcmp(tf32, "0") != 0))) amp_backend_cuda_allow_tf32(s->be, true);
     }
     s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
+    s->max_tensor_bytes = opt->max_tensor_bytes;
     AmpExecOptions eo = {.backend = s->be,
                          .fallback = opt->no_fallback || s->be == amp_backend_cpu() ? NULL : amp_backend_cpu(),
                          .rng = &s->rng,
                          .no_plan = opt->no_plan,
                          .max_iterations = opt->max_iterations,
+                         .max_tensor_bytes = opt->max_tensor_bytes,
                          .deadline = &s->deadline};
     if (!rc) rc = amp_exec_prepare(m, m->graph, &eo, &s->main, st);
     size_t n_alg = 0;

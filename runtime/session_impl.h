@@ -60,6 +60,7 @@ struct AmpSession {
     uint64_t rng, steps;
     double deadline;       /* this run's, on amp_exec_clock (0: no timeout) */
     double timeout;        /* AmpSessionOptions.timeout_seconds */
+    uint64_t max_tensor_bytes; /* AmpSessionOptions.max_tensor_bytes (0: the executor's own cap) */
     char fallback_ops[512]; /* amp_session_stats' text */
     bool amp_applied;
 };

@@ -213,6 +213,9 @@ AmpCode amp_session_check_inputs(const AmpSession *s, AmpMode mode, const AmpTen
         size_t bytes;
         if (!amp_tensor_expected_bytes(t->dtype, nelem, &bytes) || t->dtype == AMP_DT_STRING)
             return amp_fail(st, AMP_ERR_USAGE, "input '%s': dtype %s is not supported", t->name, amp_dtype_name(t->dtype));
+        if (s->max_tensor_bytes && bytes > s->max_tensor_bytes)
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "input '%s' takes %zu bytes, over the %llu-byte limit (max_tensor_bytes)",
+                            t->name, bytes, (unsigned long long)s->max_tensor_bytes);
         if (bytes && !t->data) return amp_fail(st, AMP_ERR_USAGE, "input '%s': no data", t->name);
         const AmpType *ty = &e->decl->type;
         if (ty->kind == AMP_TYPE_TENSOR) {

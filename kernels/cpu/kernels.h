@@ -229,6 +229,7 @@ AmpCode amp_cpu_lstm(AmpKernelCtx *k);
 /* shape.c */
 AmpCode amp_cpu_reshape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_cpu_unsqueeze_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cpu_depth_space_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

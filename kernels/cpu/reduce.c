@@ -61,6 +61,7 @@ static bool int_ordered(int dtype) {
  * (more than the rank is an error once the rank is known). */
 typedef struct ReduceAttrs {
     bool keep, noop;
+    bool from_input; /* the opset takes axes as input 1 (an unknown opset: where given) */
     size_t n_axes;
     int64_t axes[AMP_MAX_RANK];
 } ReduceAttrs;
@@ -70,6 +71,9 @@ AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
                      .noop = amp_node_attr_int(n, "noop_with_empty_axes", 0) != 0};
     int64_t since = n->op == AMP_OP_ReduceSum ? 13 : 18;
     const AmpAttr *ax = opset < since ? amp_node_attr(n, "axes") : NULL;
+    /* As the shape function reads it (amp_inf_from_input): an axes input at an opset
+     * before `since` is not the node's, and the output was sized without it. */
+    a.from_input = opset <= 0 || opset >= since;
     if (ax && ax->type == AMP_ATTR_INTS && ax->n_ints) {
         a.n_axes = ax->n_ints;
         for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
@@ -83,7 +87,7 @@ AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
 static AmpCode reduce_mask(AmpKernelCtx *k, const ReduceAttrs *attr, int rank, bool *mask) {
     int64_t axes[AMP_MAX_RANK];
     size_t n = 0;
-    const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *ax = attr->from_input && k->n_in > 1 ? k->in[1] : NULL;
     if (ax) {
         if (!amp_red_is_int(ax->dtype))
             return amp_red_fail(k, AMP_ERR_INPUT, "axes must be an integer tensor, not %s", amp_dtype_name(ax->dtype));

@@ -262,6 +262,19 @@ AmpCode amp_cpu_squeeze(AmpKernelCtx *k) {
     return x ? copy_as(k, x) : k->st->code;
 }
 
+/* Unsqueeze's axes are required: an attribute before opset 13, input 1 since. A node
+ * without them (an opset-11 attribute at opset 13, say) has no output shape, and this
+ * copy relies on one: refused when prepared, naming the node. */
+AmpCode amp_cpu_unsqueeze_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    *attrs = NULL;
+    if (opset <= 0) return AMP_OK;
+    if (opset >= 13 && !(n->n_inputs > 1 && n->inputs[1]))
+        return amp_sh_prep_fail(n, st, "no axes input (Unsqueeze takes its axes as input 1 since opset 13)");
+    if (opset < 13 && !amp_node_attr(n, "axes"))
+        return amp_sh_prep_fail(n, st, "no axes attribute (Unsqueeze takes its axes as input 1 only since opset 13)");
+    return AMP_OK;
+}
+
 AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "data");
     return x ? copy_as(k, x) : k->st->code;

@@ -242,6 +242,7 @@ const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
     /* shape: shape.c, gather.c, slice.c, resize.c; tensor: tensor.c */
     [AMP_OP_Reshape] = amp_cpu_reshape_prepare,
     [AMP_OP_Transpose] = amp_cpu_transpose_prepare,
+    [AMP_OP_Unsqueeze] = amp_cpu_unsqueeze_prepare,
     [AMP_OP_Concat] = amp_cpu_concat_prepare,
     [AMP_OP_Ms_ConcatTraining] = amp_cpu_concat_prepare,
     [AMP_OP_Split] = amp_cpu_split_prepare,

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Runs a fuzzer (fuzz_load, the loader; fuzz_convert, the conversion; fuzz_ort_checkpoint,
-# the checkpoint reader) for SECONDS on a scratch copy of the seed corpus (tests/fuzz/corpus
-# and the models of models/; the checkpoints of models/ort_* for the last) and prints
+# the checkpoint reader; fuzz_run, the executor) for SECONDS on a scratch copy of the seed
+# corpus (tests/fuzz/corpus and the models of models/, and for fuzz_run the node models of
+# the conformance data, $AMPC_TESTDATA/node; the checkpoints of models/ort_* for
+# fuzz_ort_checkpoint) and prints
 # its executions per second. Used by ctest (short runs) and by hand for long runs:
 #   tests/fuzz/run_fuzz.sh 600 [FUZZER] [WORKDIR]     (FUZZER: fuzz_load when not given)
 # Exit status: 0 when nothing was found, non-zero on a crash, leak, timeout or OOM (the
@@ -32,6 +34,11 @@ else
   for m in "$HERE"/../../models/*/model.onnx; do
     [ -f "$m" ] && cp "$m" "$WORK/corpus/models_$(basename "$(dirname "$m")").onnx"
   done
+  if [ "$NAME" = fuzz_run ]; then # the executor: the conformance data's node models too
+    for m in "${AMPC_TESTDATA:-/usr/share/libonnx-testdata/data}"/node/*/model.onnx; do
+      [ -f "$m" ] && cp "$m" "$WORK/corpus/node_$(basename "$(dirname "$m")").onnx"
+    done
+  fi
 fi
 LOG="$WORK/fuzz.log"
 

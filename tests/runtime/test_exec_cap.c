@@ -310,3 +310,87 @@ Test(exec_cap, broadcast_equal_one_byte_over_the_cap_fails) {
     amp_tensor_view_free(&y);
     amp_session_close(s);
 }
+
+/* ---- AmpSessionOptions.max_tensor_bytes: a lower cap of the session's own ---------------- */
+
+static AmpSession *open_capped(AmpModel *m, uint64_t cap) {
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    AmpSessionOptions o = {.ignore_env = true, .max_tensor_bytes = cap};
+    cr_assert_eq(rt_open(m, &o, &s, &st), AMP_OK, "open: %s", st.msg);
+    return s;
+}
+
+Test(exec_cap, max_tensor_bytes_caps_an_expand) {
+    AmpSession *s = open_capped(expand_model(), 1024);
+    float x = 1.5f;
+    const int64_t sd[1] = {3};
+    int64_t shape[3] = {16, 16, 2}; /* 512 floats: 2048 bytes */
+    AmpTensorView in[2] = {rt_view("x", AMP_DT_FLOAT, &x, 0, NULL), rt_view("shape", AMP_DT_INT64, shape, 1, sd)};
+    const char *want[] = {"node 'big/expand' (Expand)", "would take 2048 bytes",
+                          "over the 1024-byte limit (max_tensor_bytes)", NULL};
+    run_fails(s, in, 2, AMP_ERR_UNSUPPORTED, want);
+    run_fails(s, in, 2, AMP_ERR_UNSUPPORTED, want);
+    shape[2] = 1; /* exactly the cap */
+    const int64_t yd[3] = {16, 16, 1};
+    AmpTensorView y = run_ok(s, in, 2, 3, yd);
+    for (int i = 0; i < 256; i++) cr_assert_eq(((float *)y.data)[i], 1.5f);
+    amp_tensor_view_free(&y);
+    shape[2] = 2;
+    run_fails(s, in, 2, AMP_ERR_UNSUPPORTED, want);
+    amp_session_close(s);
+}
+
+/* An intermediate the plan sizes before the run (a broadcast Add feeding a Relu). */
+Test(exec_cap, max_tensor_bytes_caps_a_planned_intermediate) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "a", AMP_DT_FLOAT, "M,1");
+    rt_input(g, "b", AMP_DT_FLOAT, "1,N");
+    rt_node(g, "", "Add", "a,b", "t")->name = "wide/add";
+    rt_node(g, "", "Relu", "t", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "M,N");
+    AmpSession *s = open_capped(m, 4096);
+    float a[33] = {0}, b[32] = {0};
+    a[0] = 1;
+    int64_t ad[2] = {32, 1};
+    const int64_t bd[2] = {1, 32};
+    AmpTensorView in[2] = {rt_view("a", AMP_DT_FLOAT, a, 2, ad), rt_view("b", AMP_DT_FLOAT, b, 2, bd)};
+    const int64_t yd[2] = {32, 32};
+    for (int k = 0; k < 2; k++) { /* twice: the second from the plan */
+        AmpTensorView y = run_ok(s, in, 2, 2, yd);
+        cr_assert_eq(((float *)y.data)[0], 1.0f);
+        amp_tensor_view_free(&y);
+    }
+    ad[0] = 33; /* 33 x 32 floats: 4224 bytes */
+    in[0] = rt_view("a", AMP_DT_FLOAT, a, 2, ad);
+    const char *want[] = {"node 'wide/add' (Add)", "would take 4224 bytes", "over the 4096-byte limit (max_tensor_bytes)",
+                          NULL};
+    run_fails(s, in, 2, AMP_ERR_UNSUPPORTED, want);
+    run_fails(s, in, 2, AMP_ERR_UNSUPPORTED, want);
+    ad[0] = 32;
+    in[0] = rt_view("a", AMP_DT_FLOAT, a, 2, ad);
+    AmpTensorView y = run_ok(s, in, 2, 2, yd);
+    amp_tensor_view_free(&y);
+    amp_session_close(s);
+}
+
+/* An input over the cap is refused before anything runs; 0 leaves the executor's cap. */
+Test(exec_cap, max_tensor_bytes_caps_an_input) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "N");
+    rt_node(g, "", "Relu", "x", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "N");
+    AmpSession *s = open_capped(m, 1024);
+    float x[257] = {0};
+    int64_t xd[1] = {257};
+    AmpTensorView in[1] = {rt_view("x", AMP_DT_FLOAT, x, 1, xd)};
+    const char *want[] = {"input 'x' takes 1028 bytes", "over the 1024-byte limit (max_tensor_bytes)", NULL};
+    run_fails(s, in, 1, AMP_ERR_UNSUPPORTED, want);
+    xd[0] = 256;
+    in[0] = rt_view("x", AMP_DT_FLOAT, x, 1, xd);
+    AmpTensorView y = run_ok(s, in, 1, 1, xd);
+    amp_tensor_view_free(&y);
+    amp_session_close(s);
+}
