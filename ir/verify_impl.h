@@ -23,6 +23,7 @@ const char *amp_verify_attr_type_name(int t);
 AmpCode amp_verify_arity(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_cast(Ctx *c, const AmpGraph *g, const AmpNode *n);
+AmpCode amp_verify_legacy_broadcast(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_control_flow(Ctx *c, const AmpGraph *g, const AmpNode *n);
 
 #endif

@@ -64,6 +64,45 @@ AmpCode amp_verify_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     return AMP_OK;
 }
 
+/* Binary elementwise ops before opset 7 broadcast only with `broadcast=1`: B to A's shape,
+ * aligned at `axis` (default: B's dims are A's last ones). ampc's shape functions and
+ * kernels broadcast as opset 7 on does, which is the same when B is aligned with A's last
+ * dims and each of B's dims is 1 or A's. So a node aligned elsewhere is refused
+ * (unsupported), one whose known dims do not broadcast so is an error, and without
+ * `broadcast` the two inputs must have one shape where both are known. (Found by
+ * fuzz_run: the kernel and the shape function disagreed, an internal error.) */
+AmpCode amp_verify_legacy_broadcast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    switch (n->op) {
+    case AMP_OP_Add: case AMP_OP_Sub: case AMP_OP_Mul: case AMP_OP_Div: case AMP_OP_Pow:
+    case AMP_OP_And: case AMP_OP_Or: case AMP_OP_Equal: case AMP_OP_Greater: case AMP_OP_Less: break;
+    default: return AMP_OK;
+    }
+    int64_t v = amp_model_opset(g->model, n->domain ? n->domain : "");
+    if (v <= 0 || v >= 7 || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1]) return AMP_OK;
+    const AmpType *a = &n->inputs[0]->type, *b = &n->inputs[1]->type;
+    if (a->kind != AMP_TYPE_TENSOR || b->kind != AMP_TYPE_TENSOR || a->rank < 0 || b->rank < 0 ||
+        (a->rank && !a->dims) || (b->rank && !b->dims))
+        return AMP_OK;
+    bool bc = amp_node_attr_int(n, "broadcast", 0) != 0;
+    if (bc) {
+        int64_t axis = amp_node_attr_int(n, "axis", a->rank - b->rank);
+        if (b->rank > a->rank || axis != a->rank - b->rank)
+            return vfail(c, AMP_ERR_UNSUPPORTED, g, n, "%s-%lld with broadcast=1 aligns B at axis %lld, not with A's "
+                         "last dims, which ampc does not support; upgrade the model to opset 7 or later "
+                         "(onnx.version_converter)", n->op_type, (long long)v, (long long)axis);
+    } else if (a->rank != b->rank)
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s-%lld without broadcast=1 takes inputs of one shape, but '%s' and '%s' "
+                     "differ", n->op_type, (long long)v, n->inputs[0]->name, n->inputs[1]->name);
+    for (int i = 0; i < b->rank; i++) {
+        int64_t da = a->dims[a->rank - b->rank + i].value, db = b->dims[i].value;
+        if (da < 0 || db < 0 || da == db || (bc && db == 1)) continue;
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s-%lld: '%s' %s the shape of '%s' (its dim %d is %lld, against %lld)",
+                     n->op_type, (long long)v, n->inputs[1]->name, bc ? "does not broadcast to" : "does not have",
+                     n->inputs[0]->name, i, (long long)db, (long long)da);
+    }
+    return AMP_OK;
+}
+
 /* Cast: 'to' names a data type, and a declared output type agrees with it. */
 AmpCode amp_verify_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     if (n->op != AMP_OP_Cast) return AMP_OK; /* check_binding: op agrees with op_type */
