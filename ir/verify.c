@@ -465,6 +465,7 @@ static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
     if (!rc) rc = amp_verify_slot_dtypes(c, g, n);
     if (!rc) rc = amp_verify_cast(c, g, n);
     if (!rc) rc = amp_verify_legacy_broadcast(c, g, n);
+    if (!rc) rc = amp_verify_version_inputs(c, g, n);
     if (!rc) rc = amp_verify_control_flow(c, g, n);
     if (!rc) rc = check_outputs(c, f, n);
     return rc;

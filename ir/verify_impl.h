@@ -24,6 +24,7 @@ AmpCode amp_verify_arity(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_slot_dtypes(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_cast(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_legacy_broadcast(Ctx *c, const AmpGraph *g, const AmpNode *n);
+AmpCode amp_verify_version_inputs(Ctx *c, const AmpGraph *g, const AmpNode *n);
 AmpCode amp_verify_control_flow(Ctx *c, const AmpGraph *g, const AmpNode *n);
 
 #endif

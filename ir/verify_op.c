@@ -103,6 +103,38 @@ AmpCode amp_verify_legacy_broadcast(Ctx *c, const AmpGraph *g, const AmpNode *n)
     return AMP_OK;
 }
 
+/* Inputs an op's version does not have: the op table's arity is the widest over all
+ * opsets (TopK took k as an attribute before 10), so a node of an older version with the
+ * newer inputs passed it, and the kernel and the shape function then read different
+ * versions of the op (fuzz_run found it with TopK-9). And where the newer inputs are axes
+ * or k, they are int64. */
+typedef struct InputsSince {
+    AmpOpId op;
+    int since;    /* the opset that added input 1 */
+} InputsSince;
+
+AmpCode amp_verify_version_inputs(Ctx *c, const AmpGraph *g, const AmpNode *n) {
+    static const InputsSince rows[] = {
+        {AMP_OP_TopK, 10}, {AMP_OP_Squeeze, 13}, {AMP_OP_Unsqueeze, 13}, {AMP_OP_ReduceSum, 13},
+        {AMP_OP_ReduceMean, 18}, {AMP_OP_ReduceMax, 18}, {AMP_OP_ReduceMin, 18}, {AMP_OP_ReduceProd, 18},
+        {AMP_OP_ReduceL1, 18}, {AMP_OP_ReduceL2, 18}, {AMP_OP_ReduceLogSum, 18}, {AMP_OP_ReduceLogSumExp, 18},
+        {AMP_OP_ReduceSumSquare, 18},
+    };
+    const InputsSince *row = NULL;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows && !row; i++)
+        if (rows[i].op == n->op) row = &rows[i];
+    if (!row || n->n_inputs < 2 || !n->inputs[1]) return AMP_OK;
+    int64_t v = amp_model_opset(g->model, n->domain ? n->domain : "");
+    if (v > 0 && v < row->since)
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s-%lld takes one input (its second, '%s', came with opset %d)",
+                     n->op_type, (long long)v, n->inputs[1]->name, row->since);
+    const AmpType *t = &n->inputs[1]->type;
+    if (t->kind == AMP_TYPE_TENSOR && t->dtype != AMP_DT_UNDEFINED && t->dtype != AMP_DT_INT64)
+        return vfail(c, AMP_ERR_INPUT, g, n, "input 1 '%s' of %s is %s; it must be int64", n->inputs[1]->name,
+                     n->op_type, amp_dtype_name(t->dtype));
+    return AMP_OK;
+}
+
 /* Cast: 'to' names a data type, and a declared output type agrees with it. */
 AmpCode amp_verify_cast(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     if (n->op != AMP_OP_Cast) return AMP_OK; /* check_binding: op agrees with op_type */
