@@ -211,14 +211,19 @@ static bool has_update_path(Ls *l) {
     return found;
 }
 
+/* A com.microsoft gradient accumulator: InPlaceAccumulatorV2 (in the op table) or the
+ * older InPlaceAccumulator (not); input 1 is the value it adds. */
+static bool is_accumulator(const AmpNode *n) {
+    return n->op == AMP_OP_Ms_InPlaceAccumulatorV2 ||
+           (n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
+            strcmp(n->op_type, "InPlaceAccumulator") == 0);
+}
+
 /* Every value a gradient accumulator adds must be a gradient found above (and so be
  * unscaled): one that is not would go into the buffer still multiplied by the scale. */
 static AmpCode check_accumulated(Ls *l) {
     for (AmpNode *n = l->g->first; n; n = n->next) {
-        if (n->op != AMP_OP_Ms_InPlaceAccumulatorV2 &&
-            !(n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
-              strcmp(n->op_type, "InPlaceAccumulator") == 0))
-            continue;
+        if (!is_accumulator(n)) continue;
         AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
         bool found = !v;
         for (size_t i = 0; i < l->n_grads && !found; i++) found = l->grads[i] == v;
@@ -485,10 +490,7 @@ static AmpCode gate_optimizers(Ls *l) {
 static AmpCode gate_accumulators(Ls *l) {
     AmpValue *zero_f32 = NULL;
     for (AmpNode *n = l->g->first; n; n = n->next) {
-        bool v2 = n->op == AMP_OP_Ms_InPlaceAccumulatorV2;
-        if (!v2 && !(n->domain && strcmp(n->domain, "com.microsoft") == 0 && n->op_type &&
-                     strcmp(n->op_type, "InPlaceAccumulator") == 0))
-            continue;
+        if (!is_accumulator(n)) continue;
         AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
         if (!v) continue;
         if (!is_float(v))
