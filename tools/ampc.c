@@ -468,8 +468,9 @@ static int cmd_convert(const ConvertArgs *a) {
     ampc_phase_start(&tm, a->time);
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
-    /* The loader's checks, then the verifier on the input (timed apart). */
-    AmpLoadOptions lo = {.skip_verify = true};
+    /* The loader's checks, then the verifier on the input (timed apart). Weights stay in
+     * the input's mapping: nothing here runs the model. */
+    AmpLoadOptions lo = {.skip_verify = true, .borrow_raw = true};
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model_shown);
     ampc_phase_done(&tm, "load", "");
