@@ -342,6 +342,20 @@ AmpCode amp_infer_batchnorm(AmpInferCtx *c) {
     const AmpNode *n = c->n;
     AmpCode rc = amp_infer_same(c);
     if (rc) return rc;
+    /* One type per constraint: scale and bias (T1), mean and var (T2, the running
+     * outputs' type), and before opset 15 all five are X's (T). The kernel reads the
+     * statistics in var's type, the outputs are typed by mean's: fuzz_run found a model
+     * where they differed. */
+    static const int pairs[][2] = {{1, 2}, {3, 4}, {0, 1}, {0, 3}};
+    int n_pairs = c->opset > 0 && c->opset < 15 ? 4 : 2;
+    for (int k = 0; k < n_pairs; k++) {
+        int i = pairs[k][0], j = pairs[k][1];
+        int di = amp_inf_dtype(c, i), dj = amp_inf_dtype(c, j);
+        if (di != AMP_DT_UNDEFINED && dj != AMP_DT_UNDEFINED && di != dj)
+            return amp_inf_fail(n, c->st, "input %d '%s' is %s but input %d '%s' is %s: %s%s takes one type for both",
+                                j, n->inputs[j]->name, amp_dtype_name(dj), i, n->inputs[i]->name, amp_dtype_name(di),
+                                n->op_type, k >= 2 ? " before opset 15" : "");
+    }
     AmpInfShape x, ch;
     ch.rank = 1;
     ch.d[0] = amp_inf_shape(c, 0, &x) && x.rank >= 2 ? x.d[1] : amp_dim_unknown();

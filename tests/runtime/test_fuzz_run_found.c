@@ -124,3 +124,38 @@ Test(fuzz_run_found, squeeze13_with_more_axes_than_dims_is_a_clean_error) {
     free(x);
     free(axes);
 }
+
+/* BatchNormalization-15 takes mean and var of one type (T2): mean float32 and var float64
+ * had the running outputs typed by mean and computed by the kernel in var's type (an
+ * output of another type than the placed one, an internal error). The shape function
+ * refuses it now: the session opens (type inference is advisory there) and the run is
+ * an input error naming both inputs. */
+Test(fuzz_run_found, batchnorm_mean_and_var_of_two_types_is_bad_input) {
+    AmpModel *m = rt_model(15);
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "2,3");
+    rt_input(g, "s", AMP_DT_FLOAT, "3");
+    rt_input(g, "bias", AMP_DT_FLOAT, "3");
+    rt_input(g, "mean", AMP_DT_FLOAT, "3");
+    rt_input(g, "var", AMP_DT_DOUBLE, "3");
+    AmpNode *n = rt_node(g, "", "BatchNormalization", "x,s,bias,mean,var", "y,rm,rv");
+    n->name = "bn";
+    amp_node_add_attr(n, "training_mode", AMP_ATTR_INT)->i = 1;
+    rt_output(g, "y", AMP_DT_FLOAT, NULL);
+    rt_output(g, "rm", AMP_DT_FLOAT, NULL);
+    rt_output(g, "rv", AMP_DT_FLOAT, NULL);
+    AmpSession *s = open_ok(m);
+    float x[6] = {1, 2, 3, 4, 5, 6}, one[3] = {1, 1, 1}, zero[3] = {0};
+    double var[3] = {1, 1, 1};
+    const int64_t xd[2] = {2, 3}, cd[1] = {3};
+    AmpTensorView in[5] = {rt_view("x", AMP_DT_FLOAT, x, 2, xd), rt_view("s", AMP_DT_FLOAT, one, 1, cd),
+                           rt_view("bias", AMP_DT_FLOAT, zero, 1, cd), rt_view("mean", AMP_DT_FLOAT, zero, 1, cd),
+                           rt_view("var", AMP_DT_DOUBLE, var, 1, cd)};
+    const char *names[1] = {"y"};
+    AmpTensorView out[1] = {{0}};
+    AmpStatus st = {0};
+    AmpCode rc = amp_session_run(s, in, 5, names, 1, out, &st);
+    amp_session_close(s);
+    cr_assert_eq(rc, AMP_ERR_INPUT, "%s: %s", amp_code_name(rc), st.msg);
+    cr_assert_not_null(strstr(st.msg, "input 4 'var' is double but input 3 'mean' is float"), "%s", st.msg);
+}
