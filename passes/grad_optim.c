@@ -134,7 +134,8 @@ static void adam(Opt *x, AmpValue *p, AmpValue *g) {
 static void sgd(Opt *x, AmpValue *p, AmpValue *g, bool momentum) {
     AmpBuilder *b = &x->b;
     int dt = p->type.dtype;
-    if (x->k[K_WD] > 0) g = amp_build2(b, "Add", "grad_decayed", g, amp_build2(b, "Mul", "decay", konst(x, K_WD, dt), p));
+    if (x->k[K_WD] > 0)
+        g = amp_build2(b, "Add", "grad_decayed", g, amp_build2(b, "Mul", "decay", konst(x, K_WD, dt), p));
     AmpValue *buf = NULL;
     if (momentum) {
         char base[1024];
