@@ -18,7 +18,9 @@ typedef enum AmpGradLoss {
 } AmpGradLoss;
 
 typedef enum AmpGradOptimizer {
-    AMP_GRAD_OPT_SGD = 0, /* p_new = p - lr * p_grad, plain Mul and Sub */
+    AMP_GRAD_OPT_SGD = 0, /* torch.optim.SGD: p_new = p - lr * (p_grad + wd p) */
+    AMP_GRAD_OPT_MOMENTUM, /* torch.optim.SGD(momentum): buf = mu buf + g; p -= lr buf */
+    AMP_GRAD_OPT_ADAM,    /* torch.optim.Adam with bias correction; AdamW's decay with wd */
     AMP_GRAD_OPT_NONE     /* gradients as graph outputs, no training_info (tests) */
 } AmpGradOptimizer;
 
@@ -29,7 +31,11 @@ typedef struct AmpGradOptions {
     const char *labels;    /* the input holding labels (cross-entropy, int64 [N]) or the
                               target (mse, shaped like the output); NULL: "labels" / "target" */
     AmpGradOptimizer optimizer;
-    double lr;             /* SGD's learning rate; 0: 0.01 */
+    double lr;             /* the learning rate; 0: 0.01 (SGD, momentum), 0.001 (Adam) */
+    double momentum;       /* momentum's mu; 0: 0.9 */
+    double beta1, beta2, eps; /* Adam's; 0: 0.9, 0.999, 1e-8 */
+    double weight_decay;   /* 0: none; SGD/momentum add wd p to the gradient, Adam decays
+                              p by lr wd apart from it (AdamW) */
     const char *const *freeze; /* n_freeze fnmatch(3) globs: matching initializers stay fixed */
     size_t n_freeze;
 } AmpGradOptions;
@@ -37,7 +43,8 @@ typedef struct AmpGradOptions {
 /* What amp_grad_model did, for the summary line. */
 typedef struct AmpGradSummary {
     const char *loss;      /* the loss value's name */
-    size_t n_params;       /* parameters given a gradient and (SGD) an update binding */
+    size_t n_params;       /* parameters given a gradient and an update binding */
+    size_t n_state;        /* optimizer state tensors (moments, buffers, step) bound */
     size_t n_frozen;       /* float initializers --freeze matched */
     size_t n_unused;       /* trainable initializers the loss does not depend on */
     size_t n_nodes;        /* nodes added */

@@ -1,7 +1,6 @@
 /* `ampc grad`'s frame around the autodiff: the opset it needs, the loss appended to the
- * inference graph (cross-entropy, mse, or an output that is already one), and the
- * optimizer: SGD as plain Mul and Sub in a training_info algorithm whose update_bindings
- * give every parameter its new value. */
+ * inference graph (cross-entropy, mse, or an output that is already one), then the
+ * optimizer (grad_optim.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,41 +106,6 @@ static AmpCode add_loss(AmpModel *m, const AmpGradOptions *o, AmpValue **loss, A
     return AMP_OK;
 }
 
-/* training_info[new]: p_new = p - lr * p_grad for each parameter, bound p <- p_new. */
-static AmpCode add_sgd(AmpModel *m, const AmpGradOptions *o, const AmpGradParam *ps, size_t n, AmpGradSummary *sum,
-                       AmpStatus *st) {
-    AmpTrainingInfo *ti = amp_arena_calloc(&m->arena, m->n_training + 1, sizeof *ti);
-    AmpStrPair *binds = amp_arena_calloc(&m->arena, n ? n : 1, sizeof *binds);
-    AmpGraph *alg = amp_graph_new(m, m->graph);
-    if (!ti || !binds || !alg) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
-    if (m->n_training) memcpy(ti, m->training, m->n_training * sizeof *ti);
-    alg->name = "ampc_grad_sgd";
-    AmpBuilder b;
-    amp_builder_init(&b, alg, "sgd/");
-    AmpValue *lr[AMP_DT_BFLOAT16 + 1] = {0};
-    double rate = o->lr > 0 ? o->lr : 0.01;
-    char name[1024];
-    for (size_t i = 0; i < n && amp_builder_ok(&b); i++) {
-        AmpValue *p = ps[i].param;
-        int dt = p->type.dtype;
-        if (!lr[dt]) lr[dt] = amp_build_scalar(&b, "lr", dt, rate);
-        AmpValue *step = amp_build2(&b, "Mul", "step", lr[dt], ps[i].grad);
-        snprintf(name, sizeof name, "%s_new", p->name);
-        const char *out = amp_graph_lookup(m->graph, name) ? amp_graph_unique_name(m->graph, name) : name;
-        AmpValue *in[2] = {p, step};
-        AmpValue *nv = amp_build_end(&b, amp_build_start_named(&b, "Sub", out, in, 2, 1));
-        if (nv && !amp_graph_add_output(alg, nv)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
-        binds[i] = (AmpStrPair){p->name, nv ? nv->name : NULL};
-    }
-    AmpCode rc = amp_builder_status(&b, st);
-    if (rc) return rc;
-    ti[m->n_training] = (AmpTrainingInfo){.algorithm = alg, .n_update_bindings = n, .update_bindings = binds};
-    m->training = ti;
-    m->n_training++;
-    sum->n_nodes += b.n_nodes;
-    return AMP_OK;
-}
-
 AmpCode amp_grad_model(AmpModel *m, const AmpGradOptions *opt, AmpGradSummary *sum, AmpStatus *st) {
     static const AmpGradOptions defaults = {0};
     AmpGradSummary ignore;
@@ -166,8 +130,8 @@ AmpCode amp_grad_model(AmpModel *m, const AmpGradOptions *opt, AmpGradSummary *s
         return amp_fail(st, AMP_ERR_INPUT, "grad: loss '%s' depends on no trainable parameter (float initializers of "
                         "rank >= 1 not frozen)", loss->name);
     }
-    if (opt->optimizer == AMP_GRAD_OPT_SGD) {
-        rc = add_sgd(m, opt, ps, n, sum, st);
+    if (opt->optimizer != AMP_GRAD_OPT_NONE) {
+        rc = amp_grad_add_optimizer(m, opt, ps, n, sum, st);
     } else {
         for (size_t i = 0; i < n && !rc; i++)
             if (!amp_graph_add_output(m->graph, ps[i].grad)) rc = amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");

@@ -15,4 +15,8 @@ typedef struct AmpGradParam {
 AmpCode amp_grad_backward(AmpModel *m, AmpValue *loss, const AmpGradOptions *o, AmpGradSummary *sum,
                           AmpGradParam **params, size_t *n_params, AmpStatus *st);
 
+/* Appends o's optimizer (not NONE) over ps[0..n) as a new training_info (grad_optim.c). */
+AmpCode amp_grad_add_optimizer(AmpModel *m, const AmpGradOptions *o, const AmpGradParam *ps, size_t n,
+                               AmpGradSummary *sum, AmpStatus *st);
+
 #endif

@@ -3,7 +3,9 @@
 # (models/cnn_infer, or the model folder given as $1) and shows what happened: the verify
 # summary, the IR, onnx.checker plus onnxruntime on the converted model against the
 # reference outputs, ampc's own CPU executor running it, and a short training run of the
-# bundled MLP (models/mlp_train), in FP32 and then converted to fp16 with loss scaling.
+# bundled MLP (models/mlp_train), in FP32 and then converted to fp16 with loss scaling, and
+# `ampc grad` making a training graph of the bundled GPT-style PyTorch export, trained in
+# FP32 and in fp16.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -108,6 +110,17 @@ echo "== $AMPC models/mlp_train/model.onnx -o out/mlp_train_amp.onnx --growth-in
 "$AMPC" models/mlp_train/model.onnx -o out/mlp_train_amp.onnx --growth-interval 5
 echo "== $AMPC run out/mlp_train_amp.onnx --steps 20 (the same training in mixed precision)"
 "$AMPC" run out/mlp_train_amp.onnx --steps 20 --inputs models/mlp_train/test_data_set_0
+
+G=models/gpt_decoder
+echo
+echo "== $AMPC grad $G/model.onnx -o out/gpt_train.onnx (a PyTorch export of a GPT-2-style decoder -> training graph, Adam)"
+"$AMPC" grad "$G/model.onnx" -o out/gpt_train.onnx --optimizer adam --lr 1e-3 --freeze '*mask*'
+echo "== $AMPC out/gpt_train.onnx -o out/gpt_train_amp.onnx (fp16 + dynamic loss scaling)"
+"$AMPC" out/gpt_train.onnx -o out/gpt_train_amp.onnx
+for m in out/gpt_train.onnx out/gpt_train_amp.onnx; do
+  echo "== $AMPC run $m --steps 30 --inputs $G/train_data (every 10th step)"
+  "$AMPC" run "$m" --steps 30 --inputs "$G/train_data" | grep -E '^step (1|10|20|30):|^step time'
+done
 
 echo
 echo "demo: done; the converted model is $OUT"

@@ -591,6 +591,11 @@ static unsigned option_commands(int val) {
     case OPT_LOSS_OUTPUT:
     case OPT_LABELS:
     case OPT_FREEZE:
+    case OPT_MOMENTUM:
+    case OPT_BETA1:
+    case OPT_BETA2:
+    case OPT_EPS:
+    case OPT_WEIGHT_DECAY:
     case OPT_TRAIN_MODE: return CMD_GRAD;
     case OPT_STEPS:
     case OPT_LOAD_STATE:

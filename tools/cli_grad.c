@@ -11,6 +11,17 @@
 #include "ir.h"
 #include "run.h"
 
+/* A number in (lo, hi] (below hi when open) into *out, else a usage error naming --opt. */
+static int number(const char *arg, const char *opt, const char *want, double lo, double hi, bool open, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(v > lo) || v > hi || (open && v == hi))
+        return ampc_usage_error("grad: --%s '%s': expected %s", opt, arg, want);
+    *out = v;
+    return AMP_OK;
+}
+
 int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
     switch (val) {
     case OPT_OUTPUT: g->out = arg; return AMP_OK;
@@ -28,22 +39,23 @@ int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
     case OPT_LOSS_OUTPUT: g->opt.output = arg; return AMP_OK;
     case OPT_LABELS: g->opt.labels = arg; return AMP_OK;
     case OPT_OPTIMIZER:
-        if (strcmp(arg, "sgd") == 0) {
+        if (strcmp(arg, "sgd") == 0)
             g->opt.optimizer = AMP_GRAD_OPT_SGD;
-            return AMP_OK;
-        }
-        if (strcmp(arg, "momentum") == 0 || strcmp(arg, "adam") == 0)
-            return ampc_usage_error("grad: --optimizer %s: not supported yet (sgd is)", arg);
-        return ampc_usage_error("grad: --optimizer '%s': expected sgd", arg);
-    case OPT_LR: {
-        char *end;
-        errno = 0;
-        double lr = strtod(arg, &end);
-        if (errno || end == arg || *end || !(lr > 0) || lr > 1e30)
-            return ampc_usage_error("grad: --lr '%s': expected a number > 0", arg);
-        g->opt.lr = lr;
+        else if (strcmp(arg, "momentum") == 0)
+            g->opt.optimizer = AMP_GRAD_OPT_MOMENTUM;
+        else if (strcmp(arg, "adam") == 0)
+            g->opt.optimizer = AMP_GRAD_OPT_ADAM;
+        else
+            return ampc_usage_error("grad: --optimizer '%s': expected sgd, momentum or adam", arg);
         return AMP_OK;
-    }
+    case OPT_LR: return number(arg, "lr", "a number > 0", 0, 1e30, false, &g->opt.lr);
+    case OPT_MOMENTUM: return number(arg, "momentum", "a number in (0, 1)", 0, 1, true, &g->opt.momentum);
+    case OPT_BETA1: return number(arg, "beta1", "a number in (0, 1)", 0, 1, true, &g->opt.beta1);
+    case OPT_BETA2: return number(arg, "beta2", "a number in (0, 1)", 0, 1, true, &g->opt.beta2);
+    case OPT_EPS: return number(arg, "eps", "a number > 0", 0, 1e30, false, &g->opt.eps);
+    case OPT_WEIGHT_DECAY:
+        if (arg[0] == '-') return ampc_usage_error("grad: --weight-decay '%s': expected a number >= 0", arg);
+        return number(arg, "weight-decay", "a number >= 0", -1, 1e30, false, &g->opt.weight_decay);
     case OPT_FREEZE:
         if (g->opt.n_freeze == AMPC_GRAD_MAX_FREEZE)
             return ampc_usage_error("grad: more than %d --freeze globs", AMPC_GRAD_MAX_FREEZE);
@@ -60,6 +72,11 @@ int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
 int ampc_cmd_grad(GradArgs *g) {
     if (!g->out) return ampc_usage_error("grad: missing -o TRAIN (where the training model goes)");
     if (!*g->out) return ampc_usage_error("grad: -o: TRAIN is an empty path");
+    const AmpGradOptions *o = &g->opt;
+    if (o->momentum > 0 && o->optimizer != AMP_GRAD_OPT_MOMENTUM)
+        return ampc_usage_error("grad: --momentum is for --optimizer momentum");
+    if ((o->beta1 > 0 || o->beta2 > 0 || o->eps > 0) && o->optimizer != AMP_GRAD_OPT_ADAM)
+        return ampc_usage_error("grad: --beta1, --beta2 and --eps are for --optimizer adam");
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
     const char *shown = amp_model_path_shown(g->model);
@@ -75,7 +92,10 @@ int ampc_cmd_grad(GradArgs *g) {
         return rc;
     }
     if (!g->quiet) {
-        printf("grad: loss '%s', %zu parameters with gradients and SGD updates", sum.loss, sum.n_params);
+        static const char *const opt_names[] = {"SGD", "momentum", "Adam"};
+        printf("grad: loss '%s', %zu parameters with gradients and %s%s updates", sum.loss, sum.n_params,
+               opt_names[o->optimizer < 3 ? o->optimizer : 0], o->weight_decay > 0 ? " (weight decay)" : "");
+        if (sum.n_state) printf(", %zu optimizer state tensors", sum.n_state);
         if (sum.n_frozen) printf(", %zu frozen", sum.n_frozen);
         if (sum.n_unused) printf(", %zu the loss does not depend on (not bound)", sum.n_unused);
         if (sum.opset_to != sum.opset_from) printf(", ai.onnx opset %lld -> %lld", (long long)sum.opset_from,

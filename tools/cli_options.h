@@ -151,14 +151,24 @@
              "optimizer_model.onnx (AdamWOptimizer or SGDOptimizerV2): import them as one ONNX " \
              "training model (parameters from --checkpoint as initializers, the optimizer as "  \
              "standard ops in a training_info), then convert, run or bench it; for grad: the "  \
-             "optimizer to append, sgd (the default; momentum and adam: not supported yet, "    \
-             "exit 2)")                                                                         \
+             "optimizer to append, with torch.optim's arithmetic: sgd (the default), momentum " \
+             "(SGD with momentum) or adam (bias-corrected; its moments and step count are "     \
+             "state tensors bound like the parameters)")                                        \
     AMPC_OPT(CHECKPOINT, "checkpoint", 0, 1, "FILE",                                            \
              "with --optimizer: onnxruntime-training's checkpoint, the parameters' values (and " \
              "the optimizer's state once onnxruntime has saved one)")                           \
     AMPC_OPT(LR, "lr", 0, 1, "LR",                                                              \
              "with --optimizer: the learning rate (default: the checkpoint's, else 0.001 as "   \
-             "onnxruntime); for grad: SGD's learning rate (default 0.01)")                      \
+             "onnxruntime); for grad: the learning rate (default 0.01; adam 0.001)")           \
+    AMPC_OPT(MOMENTUM, "momentum", 0, 1, "MU",                                                  \
+             "grad --optimizer momentum: buf = MU buf + g, p -= lr buf (default 0.9)")          \
+    AMPC_OPT(BETA1, "beta1", 0, 1, "B1", "grad --optimizer adam: the first moment's decay (default 0.9)") \
+    AMPC_OPT(BETA2, "beta2", 0, 1, "B2",                                                        \
+             "grad --optimizer adam: the second moment's decay (default 0.999)")                \
+    AMPC_OPT(EPS, "eps", 0, 1, "EPS", "grad --optimizer adam: added to the denominator (default 1e-8)") \
+    AMPC_OPT(WEIGHT_DECAY, "weight-decay", 0, 1, "WD",                                          \
+             "grad: weight decay (default 0): sgd and momentum add WD*p to the gradient "       \
+             "(torch.optim.SGD), adam decays p by lr*WD apart from it (torch.optim.AdamW)")     \
     AMPC_OPT(ITERS, "iters", 0, 1, "N", "bench: N timed runs; default 20")                      \
     AMPC_OPT(WARMUP, "warmup", 0, 1, "W", "bench: W untimed runs first; default 3")            \
     AMPC_OPT(TRAIN, "train", 0, 0, "",                                                          \
