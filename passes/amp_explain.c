@@ -174,7 +174,8 @@ static uint32_t describe(const AmpRun *r, uint32_t i, FILE *f, bool first) {
                 amp_fuse_kind_name((AmpFuseKind)x->group), (long long)amp_model_opset(r->m, ""));
     const char *doc = x->node->doc_string;
     if (doc && strncmp(doc, AMP_FUSE_DOC, strlen(AMP_FUSE_DOC)) == 0)
-        fprintf(f, "%s%s (a decomposed %s found by the fuse_norm pass)\n", pad, doc, x->node->op_type);
+        fprintf(f, "%s%.*s (a decomposed %s found by the fuse_norm pass)\n", pad, (int)strcspn(doc, ":"), doc,
+                x->node->op_type);
     if (x->inelig != AMP_ELIGIBLE && x->paint == AMP_PAINT_DENY)
         fprintf(f, "%s(it could not compute in %s anyway: %s)\n", pad, amp_dtype_name(r->dt),
                 amp_inelig_text(r, x->node, (AmpInelig)x->inelig, nm, sizeof nm));
@@ -209,10 +210,32 @@ static void chain(const AmpRun *r, uint32_t i, FILE *f) {
     }
 }
 
+/* Whether a node fused by fuse_norm replaced one named `name` (its doc_string lists them). */
+static bool fused_from(const AmpNode *n, const char *name) {
+    const char *doc = n->doc_string;
+    if (!doc || strncmp(doc, AMP_FUSE_DOC, strlen(AMP_FUSE_DOC)) != 0 || !(doc = strstr(doc, ": "))) return false;
+    size_t len = strlen(name);
+    for (const char *p = doc + 2; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == len && strncmp(p, name, len) == 0) return true;
+        p += k;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return false;
+}
+
 void amp_explain(const AmpRun *r, const char *name, FILE *f) {
+    bool found = false;
     for (size_t i = 0; i < r->n; i++) {
         const AmpNode *n = r->ni[i].node;
-        if (n->name && strcmp(n->name, name) == 0) chain(r, (uint32_t)i, f);
+        if (n->name && strcmp(n->name, name) == 0) chain(r, (uint32_t)i, f), found = true;
+    }
+    for (size_t i = 0; !found && i < r->n; i++) {
+        const AmpNode *n = r->ni[i].node;
+        char nm[300];
+        if (!fused_from(n, name)) continue;
+        fprintf(f, "node '%s' was fused into %s:\n", name, node_name(n, nm, sizeof nm));
+        chain(r, (uint32_t)i, f);
     }
     fflush(f);
 }

@@ -38,8 +38,8 @@ bool amp_fuse_match(const AmpModel *m, AmpNode *root, AmpFuseGroup *g);
 /* "LayerNormalization", "Gelu" (erf), "Gelu (tanh)". */
 const char *amp_fuse_kind_name(AmpFuseKind k);
 
-/* The doc_string a fused node carries ("fused by ampc fuse_norm from N nodes"), which
- * --explain repeats. */
+/* How the doc_string of a fused node begins: "fused by ampc fuse_norm from N nodes: "
+ * and the names of those nodes, by which --explain finds it. */
 #define AMP_FUSE_DOC "fused by ampc fuse_norm"
 
 #endif

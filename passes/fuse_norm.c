@@ -12,8 +12,11 @@
 
 /* ---- matching ------------------------------------------------------------------- */
 
-/* The tensor a constant value holds: an initializer, or a Constant node's `value`. */
+/* The tensor a constant value holds: an initializer, or a Constant node's `value`, also
+ * through Identity nodes (PyTorch's exports share equal weights so). */
 static const AmpTensor *tensor_of(const AmpValue *v) {
+    for (int hops = 0; v && v->producer && v->producer->op == AMP_OP_Identity && hops < 8; hops++)
+        v = v->producer->n_inputs == 1 ? v->producer->inputs[0] : NULL;
     if (v && v->initializer && !v->producer) return v->initializer;
     if (v && v->producer && v->producer->op == AMP_OP_Constant) {
         const AmpAttr *a = amp_node_attr(v->producer, "value");
@@ -94,11 +97,14 @@ static bool mean_last_axis(const AmpModel *m, const AmpNode *rm, const AmpValue 
     return axis == -1 || (rank > 0 && axis == rank - 1);
 }
 
-/* gamma or beta: a float32 constant of one dimension, the normalised axis's length. */
+/* gamma or beta: a float32 constant, or graph input (onnxruntime-training's models take
+ * their weights so), of one dimension, the normalised axis's length. */
 static bool is_param(const AmpValue *v, const AmpValue *x) {
     const AmpTensor *t = tensor_of(v);
     int64_t c = last_dim(x);
-    return t && t->dtype == AMP_DT_FLOAT && t->ndims == 1 && (c < 0 || t->dims[0] == c);
+    if (t) return t->dtype == AMP_DT_FLOAT && t->ndims == 1 && (c < 0 || t->dims[0] == c);
+    return v && !v->producer && (v->flags & AMP_VALUE_INPUT) && v->type.kind == AMP_TYPE_TENSOR &&
+           v->type.dtype == AMP_DT_FLOAT && v->type.rank == 1 && (c < 0 || v->type.dims[0].value == c);
 }
 
 /* ReduceMean(x) -> Sub(x, mean) -> Pow(d, 2) | Mul(d, d) -> ReduceMean -> Add(eps) -> Sqrt
@@ -115,7 +121,8 @@ static bool match_ln(const AmpModel *m, AmpNode *rm1, AmpFuseGroup *g) {
     for (size_t u = 0; u < d->n_uses; u++) {
         AmpNode *c = d->uses[u].node;
         if (c->graph != sub->graph) return false;
-        bool square = (c->op == AMP_OP_Pow && d->uses[u].slot == 0 && c->n_inputs == 2 && is_const(m, c->inputs[1], 2)) ||
+        bool square = (c->op == AMP_OP_Pow && d->uses[u].slot == 0 && c->n_inputs == 2 &&
+                       is_const(m, c->inputs[1], 2)) ||
                       (c->op == AMP_OP_Mul && c->n_inputs == 2 && c->inputs[0] == d && c->inputs[1] == d);
         bool divide = (c->op == AMP_OP_Div && d->uses[u].slot == 0) || c->op == AMP_OP_Mul;
         if (square && (!sq || sq == c)) sq = c;
@@ -205,7 +212,8 @@ static bool match_gelu_tanh(const AmpModel *m, AmpNode *t, AmpFuseGroup *g) {
     AmpValue *in = t->n_inputs == 1 ? t->inputs[0] : NULL;
     AmpNode *mk = in ? in->producer : NULL;
     if (!mk || mk->op != AMP_OP_Mul || sole(in, AMP_OP_Tanh) != t || mk->n_inputs != 2) return false;
-    int k = is_const(m, mk->inputs[1], 0.7978845608028654) ? 0 : is_const(m, mk->inputs[0], 0.7978845608028654) ? 1 : -1;
+    const double k_pi = 0.7978845608028654; /* sqrt(2 / pi) */
+    int k = is_const(m, mk->inputs[1], k_pi) ? 0 : is_const(m, mk->inputs[0], k_pi) ? 1 : -1;
     AmpValue *inner = k < 0 ? NULL : mk->inputs[k];
     AmpNode *ad = inner ? inner->producer : NULL;
     if (!ad || ad->op != AMP_OP_Add || ad->n_inputs != 2 || sole(inner, AMP_OP_Mul) != mk) return false;
@@ -298,7 +306,37 @@ static const char *fused_name(AmpArena *a, const AmpNode *first, const char *op)
     return amp_arena_strdup(a, buf);
 }
 
-/* Replaces the group by one node; false (nothing changed) when it cannot. */
+/* "fused by ampc fuse_norm from 9 nodes: NAME, NAME, ...": --explain finds the node by
+ * the names of the nodes it replaced, which are the names the input model has. */
+static const char *fused_doc(AmpArena *a, const AmpFuseGroup *grp) {
+    size_t len = strlen(AMP_FUSE_DOC) + 32;
+    for (int i = 0; i < grp->n; i++) len += strlen(grp->nodes[i]->name ? grp->nodes[i]->name : "") + 2;
+    char *d = amp_arena_alloc(a, len);
+    if (!d) return NULL;
+    size_t at = (size_t)snprintf(d, len, "%s from %d nodes: ", AMP_FUSE_DOC, grp->n);
+    for (int i = 0; i < grp->n && at < len; i++)
+        at += (size_t)snprintf(d + at, len - at, "%s%s", i ? ", " : "", grp->nodes[i]->name ? grp->nodes[i]->name : "");
+    return d;
+}
+
+/* LayerNormalization: axis -1 and the epsilon; Gelu of the tanh form: approximate. */
+static bool set_attrs(AmpNode *r, const AmpFuseGroup *grp) {
+    AmpAttr *at;
+    if (grp->kind == AMP_FUSE_LAYERNORM) {
+        if (!(at = amp_node_add_attr(r, "axis", AMP_ATTR_INT))) return false;
+        at->i = -1;
+        if (!(at = amp_node_add_attr(r, "epsilon", AMP_ATTR_FLOAT))) return false;
+        at->f = (float)grp->eps;
+    } else if (grp->kind == AMP_FUSE_GELU_TANH) {
+        if (!(at = amp_node_add_attr(r, "approximate", AMP_ATTR_STRING))) return false;
+        char *s = amp_arena_strdup(&r->graph->model->arena, "tanh");
+        if (!s) return false;
+        at->s = (AmpBytes){(const uint8_t *)s, 4};
+    }
+    return true;
+}
+
+/* Replaces the group by one node (*made); *made NULL, nothing changed, when it cannot. */
 static AmpCode replace(Fuse *f, const AmpFuseGroup *grp, AmpNode **made, AmpStatus *st) {
     AmpGraph *g = grp->nodes[0]->graph;
     AmpArena *a = &f->m->arena;
@@ -314,22 +352,10 @@ static AmpCode replace(Fuse *f, const AmpFuseGroup *grp, AmpNode **made, AmpStat
     AmpNode *last = grp->nodes[grp->n - 1];
     int n_in = ln ? (grp->bias ? 3 : 2) : 1;
     AmpNode *r = amp_node_new(g, "", op, fused_name(a, grp->nodes[0], op), n_in, 1);
-    char doc[96];
-    snprintf(doc, sizeof doc, "%s from %d nodes", AMP_FUSE_DOC, grp->n);
-    if (!r || !(r->doc_string = amp_arena_strdup(a, doc)) || amp_node_set_input(r, 0, grp->x) ||
+    if (!r || !(r->doc_string = fused_doc(a, grp)) || amp_node_set_input(r, 0, grp->x) ||
         (ln && amp_node_set_input(r, 1, scale)) || (grp->bias && ln && amp_node_set_input(r, 2, grp->bias)))
         return amp_fail(st, AMP_ERR_INTERNAL, "fuse_norm: out of memory");
-    AmpAttr *at;
-    if (ln) {
-        if (!(at = amp_node_add_attr(r, "axis", AMP_ATTR_INT))) return amp_fail(st, AMP_ERR_INTERNAL, "fuse_norm: out of memory");
-        at->i = -1;
-        if (!(at = amp_node_add_attr(r, "epsilon", AMP_ATTR_FLOAT))) return amp_fail(st, AMP_ERR_INTERNAL, "fuse_norm: out of memory");
-        at->f = (float)grp->eps;
-    } else if (grp->kind == AMP_FUSE_GELU_TANH) {
-        if (!(at = amp_node_add_attr(r, "approximate", AMP_ATTR_STRING)) || !(at->s.data = (const uint8_t *)amp_arena_strdup(a, "tanh")))
-            return amp_fail(st, AMP_ERR_INTERNAL, "fuse_norm: out of memory");
-        at->s.len = 4;
-    }
+    if (!set_attrs(r, grp)) return amp_fail(st, AMP_ERR_INTERNAL, "fuse_norm: out of memory");
     amp_node_insert_before(last, r);
     /* The Constant nodes only the group read go with it. */
     AmpNode *consts[AMP_FUSE_MAX * 2];

@@ -103,7 +103,8 @@ static void fused_ln(AmpModel *m, int n_inputs) {
     cr_assert_float_eq(amp_node_attr_float(ln, "epsilon", 0), 1e-5f, 1e-9);
     cr_assert_str_eq(amp_node_attr_string(ln, "approximate", "-"), "-");
     cr_assert_not_null(ln->doc_string);
-    cr_assert(strstr(ln->doc_string, "fused by ampc fuse_norm from"));
+    cr_assert(strstr(ln->doc_string, "fused by ampc fuse_norm from ") == ln->doc_string, "%s", ln->doc_string);
+    cr_assert(strstr(ln->doc_string, " nodes: ln/rm1, ln/sub, ln/sq, ln/rm2,"), "%s", ln->doc_string);
 }
 
 Test(fuse_norm, layernorm_fused_at_opset_17) {

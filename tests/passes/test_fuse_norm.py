@@ -12,7 +12,8 @@ GELU with Pow(x, 3)) and models/ort_bert (onnxruntime-training's BERT, opset 14)
   bits and fewer casts than with the groups left to the op lists (83 of 172, 18 casts),
   and the logits within 2e-3 of FP32's (relative to the largest) in onnxruntime and in
   ampc's executor;
-- raised to opset 17 (`--opset-upgrade 17`), BERT's LayerNorms are fused and 16-bit.
+- raised to opset 17 (`--opset-upgrade 17`), BERT's LayerNorms are fused and 16-bit, and
+  `--explain` of a node that was fused names the node it went into.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx, numpy or onnxruntime is missing.
 
 usage: test_fuse_norm.py --ampc PATH [--testdata DIR] [--verbose]
@@ -82,6 +83,8 @@ def fusion_alone(exe, tmp, name, model, want_ops, gone):
         assert count.get(op, 0) == k, f"{name}: {count.get(op, 0)} {op} nodes, want {k}"
     for op in gone:
         assert op not in count, f"{name}: {count[op]} {op} nodes left"
+    left = [n.name for n in m.graph.node if "/LayerNorm/" in n.name and n.op_type != "LayerNormalization"]
+    assert not left and all(len(n.input) == 3 for n in m.graph.node if n.op_type == "LayerNormalization"), left
     if name == "hf_gpt2":
         assert all(n.attribute[0].s == b"tanh" for n in m.graph.node if n.op_type == "Gelu")
     assert "fuse_norm:" in r.stderr, r.stderr
@@ -139,6 +142,9 @@ def fused_17(exe, tmp):
     _, feeds, want = data("hf_bert14")
     err = rel(ort_out(out, feeds), want)
     assert err <= 2e-3, f"logits off by {err:.3g}"
+    r = ampc(exe, src, "--opset-upgrade", "17", "--explain", "/m/bert/embeddings/LayerNorm/Pow", "-o", os.devnull)
+    assert "was fused into '/m/bert/embeddings/LayerNorm/LayerNormalization'" in r.stdout, r.stdout
+    assert "fused by ampc fuse_norm from 9 nodes (" in r.stdout, r.stdout
     return f"hf_bert14 at opset 17: 5 LayerNormalization in float16, logits error {err:.2g}"
 
 
