@@ -1,7 +1,10 @@
 /* Data types: names, sizes, and the canonical byte form of a tensor's elements. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
+#include "half.h"
 #include "ir.h"
 
 static const struct {
@@ -93,7 +96,32 @@ static void put_le(uint8_t *dst, const void *src_vals, size_t n, size_t bytes, i
     }
 }
 
+void amp_tensor_narrow(const AmpTensor *t, size_t first, size_t n, uint16_t *dst) {
+    const uint8_t *src = t->narrow_from + 4 * first;
+    if (t->dtype == AMP_DT_BFLOAT16) amp_f32_bytes_to_bf16(dst, src, n);
+    else amp_f32_bytes_to_f16(dst, src, n);
+}
+
+/* Makes a deferred 16-bit weight's bytes, in memory the model owns. */
+static AmpCode narrow_now(AmpModel *m, AmpTensor *t, AmpStatus *st) {
+    size_t n = t->raw.len / 2;
+    uint16_t *dst = malloc(n ? n * sizeof *dst : 1);
+    if (!dst || !amp_model_own(m, dst)) {
+        free(dst);
+        return amp_fail(st, AMP_ERR_INTERNAL, "tensor '%s': out of memory", t->name ? t->name : "");
+    }
+    amp_advise_huge(dst, n * sizeof *dst);
+    amp_tensor_narrow(t, 0, n, dst);
+    t->raw.data = (const uint8_t *)dst;
+    t->narrow_from = NULL;
+    return AMP_OK;
+}
+
 AmpCode amp_tensor_bytes(AmpModel *m, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
+    if (t->narrow_from) {
+        AmpCode rc = narrow_now(m, t, st);
+        if (rc) return rc;
+    }
     if ((t->has & AMP_TENSOR_HAS_RAW) || t->is_external) {
         *out = t->raw;
         return AMP_OK;

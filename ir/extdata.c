@@ -157,7 +157,7 @@ static AmpCode open_beneath(const char *dir, const char *loc, int *out_fd, AmpSt
 
 static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatus *st) {
     for (AmpMapping *mp = m->mappings; mp; mp = mp->next)
-        if (strcmp(mp->location, loc) == 0) {
+        if (mp->location && strcmp(mp->location, loc) == 0) {
             *out = mp;
             return AMP_OK;
         }
@@ -220,6 +220,16 @@ AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64
     out->data = n ? mp->data + offset : NULL;
     out->len = n;
     return AMP_OK;
+}
+
+bool amp_extdata_keep(AmpModel *m, void *data, size_t len) {
+    AmpMapping *mp = calloc(1, sizeof *mp);
+    if (!mp) return false;
+    mp->data = data; /* location NULL: no external data file has this name */
+    mp->len = len;
+    mp->next = m->mappings;
+    m->mappings = mp;
+    return true;
 }
 
 void amp_extdata_unmap_all(AmpModel *m) {

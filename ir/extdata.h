@@ -14,6 +14,9 @@ AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64
  * component, no backslash or NUL tricks. The symlink check happens at map time. */
 AmpCode amp_extdata_check_location(const char *location, AmpStatus *st);
 
+/* Hands m the mapping [data, data + len) (the model file itself), unmapped with the
+ * external data files; false when out of memory (the caller still owns it). */
+bool amp_extdata_keep(AmpModel *m, void *data, size_t len);
 void amp_extdata_unmap_all(AmpModel *m);
 
 #endif

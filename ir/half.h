@@ -23,5 +23,7 @@ void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n);
  * result, as float32 bits (>= 0x7f800000: an inf or a NaN was among them). */
 uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n);
 uint32_t amp_f32_bytes_to_bf16(uint16_t *dst, const void *src, size_t n);
+/* The largest magnitude among n float32 values at src (as above), without converting. */
+uint32_t amp_f32_bytes_max(const void *src, size_t n);
 
 #endif

@@ -104,6 +104,12 @@ typedef struct AmpTensor {
     uint64_t nelem; /* product of dims, checked at load */
 
     AmpBytes raw; /* raw_data (HAS_RAW), or the bytes of external data once mapped */
+    /* Not NULL: a weight the amp pass stores in 16 bits (dtype float16 or bfloat16,
+     * HAS_RAW), whose raw.len bytes are not made yet (raw.data NULL): they are the rounding
+     * of the raw.len / 2 float32 values here (ONNX's raw layout, any alignment; memory the
+     * model holds). The saver converts them straight into the output; amp_tensor_bytes
+     * makes them for any other reader. */
+    const uint8_t *narrow_from;
     size_t n_float, n_int32, n_int64, n_double, n_uint64, n_string;
     float *float_data;
     int32_t *int32_data; /* also holds float16/bfloat16 bits, int8/16, bool */
@@ -121,8 +127,11 @@ typedef struct AmpTensor {
 } AmpTensor;
 
 /* The canonical element bytes of a tensor (little-endian, ONNX raw_data layout),
- * converting typed fields once into the arena if needed. */
+ * converting typed fields once into the arena if needed, and making a deferred 16-bit
+ * weight's bytes (narrow_from) once. */
 AmpCode amp_tensor_bytes(AmpModel *m, AmpTensor *t, AmpBytes *out, AmpStatus *st);
+/* Elements [first, first + n) of a deferred 16-bit weight (t->narrow_from) into dst. */
+void amp_tensor_narrow(const AmpTensor *t, size_t first, size_t n, uint16_t *dst);
 /* Bytes the elements take in canonical form (sub-byte types are packed). */
 bool amp_tensor_expected_bytes(int dtype, uint64_t nelem, size_t *out);
 
@@ -321,6 +330,11 @@ typedef struct AmpLoadOptions {
     /* The main graph's nodes are loaded by several threads from this many on; 0: the
      * default, AMP_LOAD_PARALLEL_MIN. The model is the same either way (tests set 1). */
     size_t parallel_min_nodes;
+    /* amp_model_load_file: tensors' raw_data stays in the file's mapping, which the model
+     * keeps, rather than being copied into the arena (the copy was a fifth of a BERT-base
+     * conversion). Those bytes may lie at any alignment: for readers that take them as
+     * bytes (the converter), not the runtime, whose kernels read them as typed arrays. */
+    bool borrow_raw;
 } AmpLoadOptions;
 
 /* From this many nodes on (a choice, not a measured break-even: the helpers' start and

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "extdata.h"
 #include "load_impl.h"
 #include "names.h"
 
@@ -526,8 +527,10 @@ static void ctx_free(LoadCtx *c) {
     amp_load_nest_free(c);
 }
 
-AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt,
-                             AmpModel **out, AmpStatus *st) {
+/* amp_model_load_bytes; with `borrow`, raw_data is left in `data`, which must outlive the
+ * model. */
+static AmpCode load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt, bool borrow,
+                          AmpModel **out, AmpStatus *st) {
     *out = NULL;
     if (len == 0) return amp_fail(st, AMP_ERR_INPUT, "the file is empty");
     const uint8_t *bytes = data;
@@ -548,6 +551,7 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
     c->total = len;
     c->threads = opt && opt->threads > 0 ? opt->threads : amp_threads();
     c->par_min = opt && opt->parallel_min_nodes ? opt->parallel_min_nodes : AMP_LOAD_PARALLEL_MIN;
+    c->borrow_raw = borrow;
     AmpCode rc = load_model(c, bytes, len);
     ctx_free(c);
     free(c);
@@ -559,6 +563,11 @@ AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, cons
     }
     *out = m;
     return AMP_OK;
+}
+
+AmpCode amp_model_load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt,
+                             AmpModel **out, AmpStatus *st) {
+    return load_bytes(data, len, dir, opt, false, out, st);
 }
 
 /* A stream longer than protobuf's limit for one message is not a model (and a device
@@ -686,8 +695,16 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
         else strcpy(dir, ".");
     }
 
-    AmpCode rc = amp_model_load_bytes(data, len, dir, opt, out, st);
-    release_input(data, len, std_in);
+    /* A file's mapping may be kept by the model (opt->borrow_raw); standard input's copy
+     * is not (what it would save is the read, done already). */
+    bool borrow = opt && opt->borrow_raw && !std_in && data;
+    AmpCode rc = load_bytes(data, len, dir, opt, borrow, out, st);
+    if (!rc && borrow && !amp_extdata_keep(*out, data, len)) {
+        amp_model_free(*out);
+        *out = NULL;
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    if (rc || !borrow) release_input(data, len, std_in);
     free(dir);
     if (rc) {
         amp_status_prefix(st, "%s: ", shown);

@@ -78,6 +78,7 @@ typedef struct LoadCtx {
     size_t cap_fields;
     int threads;          /* the most threads that load the main graph's nodes (load_par.c), */
     size_t par_min;       /* ... when it has at least this many */
+    bool borrow_raw;      /* raw_data stays in the input, which the model keeps */
 } LoadCtx;
 
 /* A message's bytes in the input. */

@@ -354,7 +354,7 @@ AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *wh
         nelem *= d;
     }
     t->nelem = nelem;
-    if (t->has & AMP_TENSOR_HAS_RAW) {
+    if ((t->has & AMP_TENSOR_HAS_RAW) && !c->borrow_raw) {
         /* The last raw_data is the one protobuf keeps. */
         if (!(t->raw.data = amp_arena_memdup(a, t->raw.data, t->raw.len))) return amp_load_oom(c);
     }

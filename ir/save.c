@@ -58,7 +58,7 @@ bool amp_wbuf_grow(AmpWBuf *b, size_t n) {
     return true;
 }
 
-void amp_wbuf_gap(AmpWBuf *b, const void *d, size_t len) {
+static void gap(AmpWBuf *b, const void *d, size_t len, const AmpTensor *narrow) {
     if (b->failed || !len) return;
     size_t total;
     if (!amp_add_size(b->len, b->gap_bytes, &total) || !amp_add_size(total, len, &total) ||
@@ -76,8 +76,28 @@ void amp_wbuf_gap(AmpWBuf *b, const void *d, size_t len) {
         b->gaps = g;
         b->cap_gaps = cap;
     }
-    b->gaps[b->n_gaps++] = (AmpWGap){b->len, d, len};
+    b->gaps[b->n_gaps++] = (AmpWGap){b->len, d, len, narrow};
     b->gap_bytes += len;
+}
+
+void amp_wbuf_gap(AmpWBuf *b, const void *d, size_t len) {
+    gap(b, d, len, NULL);
+}
+
+void amp_wbuf_gap_narrow(AmpWBuf *b, const AmpTensor *t) {
+    gap(b, NULL, t->raw.len, t);
+}
+
+bool amp_wbuf_put_narrow(AmpWBuf *b, const AmpTensor *t, bool (*put)(void *ctx, const void *d, size_t len),
+                         void *ctx) {
+    if (!b->chunk && !(b->chunk = malloc(AMP_WBUF_CHUNK * sizeof *b->chunk))) return false;
+    size_t n = t->raw.len / 2;
+    for (size_t at = 0; at < n; at += AMP_WBUF_CHUNK) {
+        size_t k = n - at < AMP_WBUF_CHUNK ? n - at : AMP_WBUF_CHUNK;
+        amp_tensor_narrow(t, at, k, b->chunk);
+        if (!put(ctx, b->chunk, k * sizeof *b->chunk)) return false;
+    }
+    return true;
 }
 
 void amp_msg_end_long(AmpWBuf *b, size_t start) {
@@ -102,6 +122,7 @@ void amp_wbuf_free(AmpWBuf *b) {
     if (b->mapped) amp_big_free(b->data, b->mapped);
     else free(b->data);
     free(b->gaps);
+    free(b->chunk);
     memset(b, 0, sizeof *b);
 }
 
@@ -192,18 +213,42 @@ static void put_pairs(SaveCtx *c, uint32_t num, const AmpStrPair *p, size_t n) {
 enum { T_DIMS = 1, T_DTYPE = 2, T_FLOAT = 4, T_INT32 = 5, T_STRING = 6, T_INT64 = 7, T_NAME = 8,
        T_RAW = 9, T_DOUBLE = 10, T_UINT64 = 11, T_DOC = 12, T_EXTERNAL = 13, T_LOCATION = 14 };
 
-/* Appends bytes to the external data file at a 64-byte aligned offset; the tensor's
+static bool put_file(void *f, const void *d, size_t len) {
+    return fwrite(d, 1, len, f) == len;
+}
+
+/* Appends t's bytes to the external data file at a 64-byte aligned offset; the tensor's
  * external_data entries say where. */
-static bool write_external(SaveCtx *c, AmpBytes bytes, char *off, char *len) {
+static bool write_external(SaveCtx *c, AmpTensor *t, char *off, char *len) {
     static const uint8_t zeros[64];
+    AmpBytes bytes = {NULL, t->raw.len};
+    if (!t->narrow_from && amp_tensor_bytes(c->m, t, &bytes, c->st)) return false;
     size_t pad = (size_t)((64 - c->data_off % 64) % 64);
     if (pad && fwrite(zeros, 1, pad, c->data_file) != pad) return false;
     c->data_off += pad;
-    if (bytes.len && fwrite(bytes.data, 1, bytes.len, c->data_file) != bytes.len) return false;
+    if (t->narrow_from ? !amp_wbuf_put_narrow(&c->b, t, put_file, c->data_file)
+                       : bytes.len && fwrite(bytes.data, 1, bytes.len, c->data_file) != bytes.len)
+        return false;
     snprintf(off, 24, "%llu", (unsigned long long)c->data_off);
     snprintf(len, 24, "%llu", (unsigned long long)bytes.len);
     c->data_off += bytes.len;
     return true;
+}
+
+/* A deferred 16-bit weight's bytes as field num: a gap, made when the buffer is written
+ * (the pass defers only big ones; a small one is made here). */
+static void put_narrow(SaveCtx *c, uint32_t num, const AmpTensor *t) {
+    size_t len = t->raw.len;
+    if (len >= AMP_WBUF_GAP_MIN) {
+        if (!amp_wbuf_room(&c->b, 20)) return;
+        amp_wbuf_varint_(&c->b, (uint64_t)num << 3 | AMP_WT_LEN);
+        amp_wbuf_varint_(&c->b, len);
+        amp_wbuf_gap_narrow(&c->b, t);
+        return;
+    }
+    uint16_t d[AMP_WBUF_GAP_MIN / 2];
+    amp_tensor_narrow(t, 0, len / 2, d);
+    amp_put_bytes(&c->b, num, d, len);
 }
 
 void amp_save_tensor(SaveCtx *c, AmpTensor *t, bool counted) {
@@ -220,9 +265,8 @@ void amp_save_tensor(SaveCtx *c, AmpTensor *t, bool counted) {
     if (t->has & AMP_TENSOR_HAS_DTYPE) amp_put_int32(&c->b, T_DTYPE, t->dtype);
     bool movable = t->dtype != AMP_DT_STRING && sized;
     if (c->data_file && movable && canon >= c->external_min && canon > 0) {
-        AmpBytes bytes;
         char off[24], len[24];
-        if (amp_tensor_bytes(c->m, t, &bytes, c->st) || !write_external(c, bytes, off, len)) {
+        if (!write_external(c, t, off, len)) {
             c->failed = true;
             return;
         }
@@ -256,7 +300,8 @@ void amp_save_tensor(SaveCtx *c, AmpTensor *t, bool counted) {
         UPTO(r, T_NAME);
         amp_put_str(&c->b, T_NAME, t->name);
         UPTO(r, T_RAW);
-        if (t->has & AMP_TENSOR_HAS_RAW) amp_put_bytes(&c->b, T_RAW, t->raw.data, t->raw.len);
+        if (t->narrow_from) put_narrow(c, T_RAW, t);
+        else if (t->has & AMP_TENSOR_HAS_RAW) amp_put_bytes(&c->b, T_RAW, t->raw.data, t->raw.len);
         UPTO(r, T_DOUBLE);
         put_fixed(c, T_DOUBLE, c->packed_double, t->double_data, t->n_double, 8);
         UPTO(r, T_UINT64);

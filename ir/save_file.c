@@ -26,16 +26,28 @@
 /* Room for the graph structure when AUTO decides on external data by tensor bytes. */
 #define AMP_AUTO_LIMIT (AMP_PROTO_MAX - ((size_t)64 << 20))
 
+static bool put_file(void *f, const void *d, size_t len) {
+    return fwrite(d, 1, len, f) == len;
+}
+
 /* Writes the buffer, gaps in their places. */
-static bool wbuf_write(const AmpWBuf *b, FILE *f) {
+static bool wbuf_write(AmpWBuf *b, FILE *f) {
     size_t pos = 0;
     for (size_t i = 0; i < b->n_gaps; i++) {
         const AmpWGap *g = &b->gaps[i];
         if (g->at > pos && fwrite(b->data + pos, 1, g->at - pos, f) != g->at - pos) return false;
-        if (fwrite(g->data, 1, g->len, f) != g->len) return false;
+        if (g->narrow ? !amp_wbuf_put_narrow(b, g->narrow, put_file, f) : fwrite(g->data, 1, g->len, f) != g->len)
+            return false;
         pos = g->at;
     }
     return b->len == pos || fwrite(b->data + pos, 1, b->len - pos, f) == b->len - pos;
+}
+
+static bool put_mem(void *ctx, const void *d, size_t len) {
+    uint8_t **at = ctx;
+    memcpy(*at, d, len);
+    *at += len;
+    return true;
 }
 
 /* The buffer as one malloc'd block (its own when there are no gaps). */
@@ -53,7 +65,12 @@ static uint8_t *wbuf_take(AmpWBuf *b, size_t *len) {
         const AmpWGap *g = &b->gaps[i];
         if (g->at > pos) memcpy(out + k, b->data + pos, g->at - pos);
         k += g->at - pos;
-        memcpy(out + k, g->data, g->len);
+        uint8_t *at = out + k;
+        if (!g->narrow) memcpy(at, g->data, g->len);
+        else if (!amp_wbuf_put_narrow(b, g->narrow, put_mem, &at)) {
+            free(out);
+            return NULL;
+        }
         k += g->len;
         pos = g->at;
     }

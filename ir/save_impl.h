@@ -34,5 +34,9 @@ void amp_save_model(SaveCtx *c);
 /* Encodes t's fields (a TensorProto without key and length) into c->b; `counted` tensors
  * count towards the AUTO external-data limit. */
 void amp_save_tensor(SaveCtx *c, AmpTensor *t, bool counted);
+/* Makes deferred 16-bit weight t's bytes a chunk at a time (b->chunk) and hands each to
+ * put; false when put fails or out of memory. */
+bool amp_wbuf_put_narrow(AmpWBuf *b, const AmpTensor *t, bool (*put)(void *ctx, const void *d, size_t len),
+                         void *ctx);
 
 #endif

@@ -732,12 +732,17 @@ static AmpCode verify_training(Ctx *c, Frame *main_frame) {
 AmpCode amp_verify_model_counted(AmpModel *m, size_t *n_nodes, AmpStatus *st) {
     Ctx c = {m, st, 0};
     if (!m || !m->graph) return amp_fail(st, AMP_ERR_INTERNAL, "verifier: model has no graph");
-    /* Operator set versions start at 1 (onnx.checker); a version of 0 or less would pick
-     * no op's definition, and every opset-dependent rule would read it as "unknown". */
-    for (size_t i = 0; i < m->n_opsets; i++)
-        if (m->opsets[i].has_version && m->opsets[i].version <= 0)
-            return amp_fail(st, AMP_ERR_INPUT, "opset_import of domain '%s' has version %lld; versions start at 1",
-                            m->opsets[i].domain ? m->opsets[i].domain : "", (long long)m->opsets[i].version);
+    /* Operator set versions start at 1 (onnx.checker); a version of 0 or less, or none
+     * (read as 0, as onnx.checker does), would pick no op's definition, and every
+     * opset-dependent rule would read it as "unknown" (fuzz_run: Dropout's mask type). */
+    for (size_t i = 0; i < m->n_opsets; i++) {
+        const char *dom = m->opsets[i].domain ? m->opsets[i].domain : "";
+        if (!m->opsets[i].has_version)
+            return amp_fail(st, AMP_ERR_INPUT, "opset_import of domain '%s' has no version; versions start at 1", dom);
+        if (m->opsets[i].version <= 0)
+            return amp_fail(st, AMP_ERR_INPUT, "opset_import of domain '%s' has version %lld; versions start at 1", dom,
+                            (long long)m->opsets[i].version);
+    }
     AmpCode rc = verify_graph(&c, NULL, m->graph);
     if (n_nodes) *n_nodes = rc ? 0 : c.n_nodes;
     return rc;

@@ -12,6 +12,8 @@
 
 #include "arena.h"
 
+struct AmpTensor;
+
 enum { AMP_WT_VARINT = 0, AMP_WT_I64 = 1, AMP_WT_LEN = 2, AMP_WT_I32 = 5 };
 
 /* protobuf's largest field number */
@@ -147,6 +149,8 @@ typedef struct AmpWGap {
     size_t at;
     const uint8_t *data;
     size_t len;
+    const struct AmpTensor *narrow; /* not NULL: the bytes are this deferred 16-bit weight's
+                                     * (AmpTensor.narrow_from), made as they are written */
 } AmpWGap;
 
 typedef struct AmpWBuf {
@@ -161,16 +165,22 @@ typedef struct AmpWBuf {
                     * written-in as the buffer grows (one call each step, not a page fault
                     * per 4 KiB as the encoding reaches them) */
     size_t mapped; /* how many bytes `data` maps when reserved or populated */
+    uint16_t *chunk; /* malloc'd when a deferred weight is written: AMP_WBUF_CHUNK elements */
     bool failed; /* a write did not fit: out of memory, or `over` */
     bool over;   /* ... because it would have passed `max` */
 } AmpWBuf;
 
 /* Data at least this big is left where it is (a gap), not copied. */
 enum { AMP_WBUF_GAP_MIN = 4096 };
+/* Deferred weights are converted this many elements at a time into `chunk`, which stays
+ * in the cache while it is written. */
+enum { AMP_WBUF_CHUNK = 1 << 16 };
 
 void amp_wbuf_free(AmpWBuf *b);
 /* len bytes at d belong here; they must stay valid until the buffer is written. */
 void amp_wbuf_gap(AmpWBuf *b, const void *d, size_t len);
+/* The raw.len bytes of deferred 16-bit weight t belong here, made when written. */
+void amp_wbuf_gap_narrow(AmpWBuf *b, const struct AmpTensor *t);
 
 /* Grows the buffer for n more bytes; false (and `failed`) when it cannot. */
 bool amp_wbuf_grow(AmpWBuf *b, size_t n);

@@ -217,6 +217,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     if ((rc = amp_rewrite(&r))) goto done;
     summary(&r);
 done:
+    amp_range_free(&r);
     free(r.ni);
     free(r.graphs);
     return rc;

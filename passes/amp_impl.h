@@ -97,6 +97,9 @@ typedef struct AmpRun {
     size_t n_float, n_16, n_casts, n_weights16, n_weights_kept;
     size_t n_range;           /* nodes kept float32 for values beyond the 16-bit range */
     const char *range_first;  /* the first such constant (amp_range.c's detail) */
+    /* What the range rule knows of the values it met, among them the largest magnitude of
+     * each float32 initializer read, which the weights rule then need not scan again. */
+    struct AmpRangeMap *scanned;
 } AmpRun;
 
 /* The node's index in r->ni, or AMP_NO_NODE for a node the pass made. */
@@ -124,6 +127,10 @@ AmpCode amp_color(AmpRun *r);                   /* the painting, in TF's order; 
 /* amp_range.c: readers of values beyond the 16-bit range are forced deny; how many, and
  * the first constant found beyond range (NULL: none). */
 AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
+/* The largest magnitude (float32 bits) of float32 initializer v, when the range rule
+ * scanned it; amp_range_free frees what it keeps. */
+bool amp_range_most(const AmpRun *r, const AmpValue *v, uint32_t *most);
+void amp_range_free(AmpRun *r);
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
 AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg); /* amp_weights.c: before rg->g is rewritten */

@@ -17,16 +17,20 @@
 #include <string.h>
 
 #include "amp_impl.h"
+#include "half.h"
 
 /* What a value is known to be: not yet looked at, within range, or beyond it. */
 typedef struct Entry {
     const AmpValue *v;
     const char *origin; /* NULL: within range; else the detail naming the constant */
+    bool scanned;       /* an initializer read: `most` is its largest magnitude */
+    uint32_t most;      /* as float32 bits (amp_f32_bytes_max) */
 } Entry;
 
 /* An open-addressing map from values to what they are (few entries are beyond range, but
- * every initializer read is remembered, so that it is scanned once). */
-typedef struct Map {
+ * every initializer read is remembered, so that it is scanned once; the weights rule
+ * reads their largest magnitudes after, AmpRun.scanned). */
+typedef struct AmpRangeMap {
     Entry *e;
     size_t cap, n;
 } Map;
@@ -46,7 +50,7 @@ static Entry *find(const Map *m, const AmpValue *v) {
     }
 }
 
-static bool put(Map *m, const AmpValue *v, const char *origin) {
+static bool put(Map *m, const AmpValue *v, const char *origin, const uint32_t *most) {
     if (2 * (m->n + 1) > m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 64;
         Entry *e = calloc(cap, sizeof *e);
@@ -63,7 +67,7 @@ static bool put(Map *m, const AmpValue *v, const char *origin) {
     size_t i = hash(v) & (m->cap - 1);
     while (m->e[i].v && m->e[i].v != v) i = (i + 1) & (m->cap - 1);
     if (!m->e[i].v) m->n++;
-    m->e[i] = (Entry){v, origin};
+    m->e[i] = (Entry){v, origin, most != NULL, most ? *most : 0};
     return true;
 }
 
@@ -157,11 +161,16 @@ static const char *origin_of(Rng *g, const char *what, const char *name, AmpByte
 }
 
 /* Whether float32 tensor t (named `name`, a `what`) has an element beyond range: the
- * detail, or NULL. *err on failure. */
-static const char *tensor_beyond(Rng *g, AmpTensor *t, const char *what, const char *name, AmpCode *err) {
+ * detail, or NULL; *most its largest magnitude. *err on failure. Its elements are
+ * searched only when the largest magnitude (a vectorized scan) is not below the limit
+ * (an inf or NaN alone is not beyond). */
+static const char *tensor_beyond(Rng *g, AmpTensor *t, const char *what, const char *name, uint32_t *most,
+                                 AmpCode *err) {
+    *most = 0;
     if (!t || t->dtype != AMP_DT_FLOAT) return NULL;
     AmpBytes b;
     if ((*err = amp_tensor_bytes(g->r->m, t, &b, g->r->st))) return NULL;
+    if ((*most = amp_f32_bytes_max(b.data, b.len / 4)) < g->limit) return NULL;
     long long at = beyond(g, b);
     return at < 0 ? NULL : origin_of(g, what, name, b, at);
 }
@@ -173,8 +182,11 @@ static const char *value_beyond(Rng *g, const AmpValue *v, AmpCode *err) {
     Entry *e = find(&g->map, v);
     if (e) return e->origin;
     if (!v->initializer || v->producer) return NULL;
-    const char *o = tensor_beyond(g, v->initializer, "initializer", v->name, err);
-    if (!*err && !put(&g->map, v, o)) *err = amp_fail(g->r->st, AMP_ERR_INTERNAL, "amp: out of memory");
+    uint32_t most;
+    const char *o = tensor_beyond(g, v->initializer, "initializer", v->name, &most, err);
+    bool f32 = v->initializer->dtype == AMP_DT_FLOAT;
+    if (!*err && !put(&g->map, v, o, f32 ? &most : NULL))
+        *err = amp_fail(g->r->st, AMP_ERR_INTERNAL, "amp: out of memory");
     return o;
 }
 
@@ -193,7 +205,9 @@ static AmpCode visit(Rng *g, uint32_t i) {
     const char *made = NULL; /* what the node's float outputs carry */
     if (n->op == AMP_OP_Constant || n->op == AMP_OP_ConstantOfShape) {
         const AmpAttr *a = amp_node_attr(n, "value");
-        if (a && a->t) made = tensor_beyond(g, a->t, "constant", n->outputs[0] ? n->outputs[0]->name : n->name, &err);
+        uint32_t most;
+        if (a && a->t)
+            made = tensor_beyond(g, a->t, "constant", n->outputs[0] ? n->outputs[0]->name : n->name, &most, &err);
         if (!made && n->op == AMP_OP_Constant && (a = amp_node_attr(n, "value_float")) != NULL) {
             float f = a->f;
             AmpBytes b = {(const uint8_t *)&f, 4};
@@ -217,7 +231,7 @@ static AmpCode visit(Rng *g, uint32_t i) {
     }
     if (err) return err;
     for (int o = 0; made && o < n->n_outputs; o++)
-        if (amp_is_f32(n->outputs[o]) && !put(&g->map, n->outputs[o], made))
+        if (amp_is_f32(n->outputs[o]) && !put(&g->map, n->outputs[o], made, NULL))
             return amp_fail(g->r->st, AMP_ERR_INTERNAL, "amp: out of memory");
     return AMP_OK;
 }
@@ -230,8 +244,23 @@ AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first) {
     /* r->ni is in amp_model_walk's order: a graph's nodes (in topological order) before
      * those of its subgraphs, which may read its values. */
     for (size_t i = 0; i < r->n && !rc; i++) rc = visit(&g, (uint32_t)i);
-    free(g.map.e);
     *n_forced = g.n_forced;
     *first = g.first;
+    r->scanned = malloc(sizeof *r->scanned);
+    if (r->scanned) *r->scanned = g.map;
+    else free(g.map.e); /* the weights rule scans again */
     return rc;
+}
+
+bool amp_range_most(const AmpRun *r, const AmpValue *v, uint32_t *most) {
+    const Entry *e = r->scanned ? find(r->scanned, v) : NULL;
+    if (!e || !e->scanned) return false;
+    *most = e->most;
+    return true;
+}
+
+void amp_range_free(AmpRun *r) {
+    if (r->scanned) free(r->scanned->e);
+    free(r->scanned);
+    r->scanned = NULL;
 }

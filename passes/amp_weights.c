@@ -39,27 +39,18 @@ static void report(const AmpRun *r, const char *fmt, ...) {
     r->opt->notify(r->opt->notify_ctx, line);
 }
 
-/* The n float32 values of b (ONNX's raw layout, any alignment) in the target type, in a
- * malloc'd buffer, converted and range-checked in one pass. NULL with *rc == AMP_OK when
- * one does not fit (|x| past the type's largest, or not finite): then the weight (`what`
+/* Whether the n float32 values of b (ONNX's raw layout, any alignment) fit the target
+ * type. When one does not (|x| past the type's largest, or not finite), the weight (`what`
  * names it: "weight 'W'", "constant 'c' (node 'n')") is counted and reported as kept in
- * float32. NULL with *rc set when out of memory. */
-static uint16_t *narrow(AmpRun *r, AmpBytes b, size_t n, const char *what, const char *name, const char *node,
-                        AmpCode *rc) {
-    *rc = AMP_OK;
-    uint16_t *dst = malloc(n ? n * sizeof *dst : 1);
-    if (!dst) {
-        *rc = amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting %s '%s'", what, name);
-        return NULL;
-    }
-    amp_advise_huge(dst, n * sizeof *dst);
-    uint32_t most = r->dt == AMP_DT_FLOAT16 ? amp_f32_bytes_to_f16(dst, b.data, n)
-                                            : amp_f32_bytes_to_bf16(dst, b.data, n);
+ * float32. */
+static bool fits(AmpRun *r, AmpBytes b, size_t n, const char *what, const char *name, const char *node,
+                 const AmpValue *v) {
+    uint32_t most;
+    if (!v || !amp_range_most(r, v, &most)) most = amp_f32_bytes_max(b.data, n);
     float worst;
     memcpy(&worst, &most, sizeof worst);
     bool finite = most < 0x7f800000u;
-    if (finite && worst <= max_magnitude(r->dt)) return dst;
-    free(dst);
+    if (finite && worst <= max_magnitude(r->dt)) return true;
     r->n_weights_kept++;
     char who[320];
     if (node)
@@ -71,20 +62,35 @@ static uint16_t *narrow(AmpRun *r, AmpBytes b, size_t n, const char *what, const
                amp_dtype_name(r->dt), (double)worst);
     else
         report(r, "%s has values that are not finite: kept in float32, cast where it is used", who);
-    return NULL;
+    return false;
 }
 
-/* Makes t hold dst (n values of the target type, which the model now owns) as raw data. */
-static AmpCode adopt(AmpRun *r, AmpValue *v, AmpTensor *t, uint16_t *dst, size_t n) {
-    if (!amp_model_own(r->m, dst)) {
-        free(dst);
-        return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting '%s'", v->name);
+/* 16-bit weights of at least this many bytes are not made in the pass: the saver converts
+ * them straight into the output (AmpTensor.narrow_from), so a conversion allocates and
+ * fills no second copy of the model's weights (the kernel zeroing those fresh pages was
+ * most of a BERT-base conversion). Smaller ones are made at once: the saver copies them
+ * into its buffer anyway, and readers such as --print find them at hand. */
+enum { DEFER_MIN_BYTES = 4096 };
+
+/* Makes t hold the n float32 values of src (memory the model holds) in the target type,
+ * as raw data: made now when small, else deferred. */
+static AmpCode adopt(AmpRun *r, AmpValue *v, AmpTensor *t, const uint8_t *src, size_t n) {
+    uint16_t *dst = NULL;
+    if (n * sizeof *dst < DEFER_MIN_BYTES) {
+        dst = malloc(n ? n * sizeof *dst : 1);
+        if (!dst || !amp_model_own(r->m, dst)) {
+            free(dst);
+            return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting '%s'", v->name);
+        }
+        if (r->dt == AMP_DT_FLOAT16) amp_f32_bytes_to_f16(dst, src, n);
+        else amp_f32_bytes_to_bf16(dst, src, n);
     }
     t->dtype = r->dt;
     t->has |= AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
     t->has &= ~(unsigned)AMP_TENSOR_HAS_LOCATION;
     t->raw.data = (const uint8_t *)dst;
     t->raw.len = n * sizeof *dst;
+    t->narrow_from = dst ? NULL : src;
     t->n_float = 0;
     t->float_data = NULL;
     t->is_external = false;
@@ -109,9 +115,7 @@ static AmpCode initializers(AmpRun *r, AmpGraph *g) {
         if (rc) return rc;
         size_t n = (size_t)t->nelem;
         if (b.len < n * sizeof(float)) continue; /* the loader checked; be safe */
-        uint16_t *dst = narrow(r, b, n, "weight", v->name, NULL, &rc);
-        if (rc) return rc;
-        if (dst && (rc = adopt(r, v, t, dst, n))) return rc;
+        if (fits(r, b, n, "weight", v->name, NULL, v) && (rc = adopt(r, v, t, b.data, n))) return rc;
     }
     return AMP_OK;
 }
@@ -150,8 +154,7 @@ static AmpCode constant_node(AmpRun *r, AmpGraph *g, AmpNode *n) {
         if (rc) return rc;
         cnt = (size_t)t->nelem;
         if (b.len < cnt * sizeof(float)) return AMP_OK; /* the loader checked; be safe */
-        uint16_t *dst = narrow(r, b, cnt, "constant", v->name, n->name ? n->name : "", &rc);
-        return dst ? adopt(r, v, t, dst, cnt) : rc;
+        return fits(r, b, cnt, "constant", v->name, n->name ? n->name : "", NULL) ? adopt(r, v, t, b.data, cnt) : AMP_OK;
     }
     bool one = a->type == AMP_ATTR_FLOAT && strcmp(a->name, "value_float") == 0;
     bool list = a->type == AMP_ATTR_FLOATS && strcmp(a->name, "value_floats") == 0;
@@ -159,23 +162,21 @@ static AmpCode constant_node(AmpRun *r, AmpGraph *g, AmpNode *n) {
     cnt = one ? 1 : a->n_floats;
     b.data = one ? (const uint8_t *)&a->f : (const uint8_t *)a->floats;
     b.len = cnt * sizeof(float);
-    AmpCode rc;
-    uint16_t *dst = narrow(r, b, cnt, "constant", v->name, n->name ? n->name : "", &rc);
-    if (!dst) return rc;
+    if (!fits(r, b, cnt, "constant", v->name, n->name ? n->name : "", NULL)) return AMP_OK;
     /* value_float (a scalar) and value_floats (1-D) have no 16-bit form: they become a
-     * `value` tensor of the same shape. */
+     * `value` tensor of the same shape (a deferred one reads `floats`, which stays in the
+     * arena). */
     t = amp_arena_calloc(&m->arena, 1, sizeof *t);
     int64_t *dims = amp_arena_calloc(&m->arena, 1, sizeof *dims);
     const char *name = amp_arena_strdup(&m->arena, "value");
-    if (!t || !dims || !name) {
-        free(dst);
+    if (!t || !dims || !name)
         return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory converting constant '%s'", v->name);
-    }
     t->ndims = one ? 0 : 1;
     dims[0] = (int64_t)cnt;
     t->dims = dims;
     t->nelem = cnt;
-    if ((rc = adopt(r, v, t, dst, cnt))) return rc;
+    AmpCode rc = adopt(r, v, t, b.data, cnt);
+    if (rc) return rc;
     a->name = name;
     a->type = AMP_ATTR_TENSOR;
     a->has = AMP_ATTR_HAS_TYPE;

@@ -1,11 +1,26 @@
 """What the project's Python tests share: the runner that prints "N passed, M failed"
-last (ctest reads the exit status: 0, 1, or 77 for a skip), and Skip.
+last (ctest reads the exit status: 0, 1, or 77 for a skip), Skip, and a temporary folder
+removed when the test ends (kept with AMPC_KEEP_TMP=1, to look at what failed).
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import ampc_testlib as tl
     sys.exit(tl.run([("title", fn), ...], ctx, verbose=args.verbose, notes=ctx.notes))
 """
+import atexit
+import os
+import shutil
+import tempfile
 import traceback
+
+
+def tempdir(prefix):
+    """A fresh folder under the system's temporary one, removed at exit."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("AMPC_KEEP_TMP"):
+        print(f"note: keeping {path}")
+    else:
+        atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 class Skip(Exception):

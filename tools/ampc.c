@@ -25,6 +25,7 @@
 #include "passes.h"
 #include "phases.h"
 #include "report.h"
+#include "cli_grad.h"
 #include "run.h"
 
 #ifndef AMPC_VERSION
@@ -152,6 +153,12 @@ static void print_help(FILE *f) {
             "                                     run inference, or N training steps; print each\n"
             "                                     step's loss (or the outputs), step time, memory;\n"
             "                                     a loss-scaled model: the scale, skipped steps\n"
+            "       ampc grad MODEL -o TRAIN [--loss cross-entropy|mse|NAME] [--loss-output NAME]\n"
+            "                      [--labels NAME] [--optimizer sgd] [--lr X] [--freeze GLOB]\n"
+            "                                     make a training graph from an FP32 inference\n"
+            "                                     model: loss, backward in standard ONNX ops, SGD\n"
+            "                                     update bindings (README: Training graphs from\n"
+            "                                     inference exports)\n"
             "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--inputs DIR] [--backend B]\n"
             "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
             "                      [--no-fallback] [--tf32]\n"
@@ -461,8 +468,9 @@ static int cmd_convert(const ConvertArgs *a) {
     ampc_phase_start(&tm, a->time);
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
-    /* The loader's checks, then the verifier on the input (timed apart). */
-    AmpLoadOptions lo = {.skip_verify = true};
+    /* The loader's checks, then the verifier on the input (timed apart). Weights stay in
+     * the input's mapping: nothing here runs the model. */
+    AmpLoadOptions lo = {.skip_verify = true, .borrow_raw = true};
     AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model_shown);
     ampc_phase_done(&tm, "load", "");
@@ -573,11 +581,17 @@ static int unknown_long(const char *arg) {
 }
 
 /* Which commands take each option (help and version: all). */
-enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4 };
+enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4, CMD_GRAD = 8 };
 
 static unsigned option_commands(int val) {
     switch (val) {
-    case OPT_LOSS: return CMD_RUN | CMD_CONVERT;
+    case OPT_LOSS: return CMD_RUN | CMD_CONVERT | CMD_GRAD;
+    case OPT_OUTPUT:
+    case OPT_QUIET: return CMD_CONVERT | CMD_GRAD;
+    case OPT_LOSS_OUTPUT:
+    case OPT_LABELS:
+    case OPT_FREEZE:
+    case OPT_TRAIN_MODE: return CMD_GRAD;
     case OPT_STEPS:
     case OPT_LOAD_STATE:
     case OPT_SAVE_STATE:
@@ -594,10 +608,10 @@ static unsigned option_commands(int val) {
     case OPT_WARMUP:
     case OPT_TRAIN: return CMD_BENCH;
     case OPT_OPTIMIZER:
-    case OPT_CHECKPOINT:
-    case OPT_LR:
+    case OPT_LR: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD;
+    case OPT_CHECKPOINT: return CMD_CONVERT | CMD_RUN | CMD_BENCH;
     case OPT_HELP:
-    case OPT_VERSION: return CMD_CONVERT | CMD_RUN | CMD_BENCH;
+    case OPT_VERSION: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD;
     default: return CMD_CONVERT;
     }
 }
@@ -605,6 +619,8 @@ static unsigned option_commands(int val) {
 /* "option '--steps' is only for 'ampc run MODEL'", or "... is not for 'ampc bench'". */
 static int wrong_command(const OptRow *r, unsigned cmd) {
     unsigned ok = option_commands(r->val);
+    if (ok == CMD_GRAD) return ampc_usage_error("option '--%s' is only for 'ampc grad MODEL'", r->name);
+    if (cmd == CMD_GRAD) return ampc_usage_error("option '--%s' is not for 'ampc grad'", r->name);
     if (ok & CMD_CONVERT)
         return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
     return ampc_usage_error("option '--%s' is only for %s%s%s", r->name, (ok & CMD_RUN) ? "'ampc run MODEL'" : "",
@@ -619,6 +635,7 @@ int main(int argc, char **argv) {
     unsigned cmd = CMD_CONVERT;
     if (argc >= 2 && strcmp(argv[1], "run") == 0) cmd = CMD_RUN;
     if (argc >= 2 && strcmp(argv[1], "bench") == 0) cmd = CMD_BENCH;
+    if (argc >= 2 && strcmp(argv[1], "grad") == 0) cmd = CMD_GRAD;
     if (cmd != CMD_CONVERT) argc--, argv++; /* parse "run ..." as if "run" were the program */
 
     /* ":" first: a missing argument returns ':' so the message is ours, not getopt's. */
@@ -634,6 +651,7 @@ int main(int argc, char **argv) {
 
     ConvertArgs a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO};
     RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3};
+    GradArgs ga = {0};
     bool help = false, version = false;
     opterr = 0;
     int ch;
@@ -655,7 +673,7 @@ int main(int argc, char **argv) {
         int val = r ? r->val : 0;
         if (r && !(option_commands(val) & cmd)) return wrong_command(r, cmd);
         if (cmd != CMD_CONVERT && val != OPT_HELP && val != OPT_VERSION) {
-            int rc = ampc_parse_run_value(val, optarg, &ra);
+            int rc = cmd == CMD_GRAD ? ampc_parse_grad_value(val, optarg, &ga) : ampc_parse_run_value(val, optarg, &ra);
             if (rc) return rc;
             continue;
         }
@@ -710,7 +728,7 @@ int main(int argc, char **argv) {
         return finish_stdout();
     }
 
-    const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : "";
+    const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : cmd == CMD_GRAD ? "grad: " : "";
     if (optind >= argc) return ampc_usage_error("%smissing MODEL", what);
     const char *model = argv[optind];
     if (optind + 1 < argc) return ampc_usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
@@ -726,6 +744,10 @@ int main(int argc, char **argv) {
                                 ra.ort_checkpoint ? "--checkpoint" : "--lr");
     if (ra.ort_optimizer && !ra.ort_checkpoint)
         return ampc_usage_error("%s--optimizer needs --checkpoint FILE: the parameters' values", what);
+    if (cmd == CMD_GRAD) {
+        ga.model = model;
+        return ampc_cmd_grad(&ga);
+    }
     if (cmd != CMD_CONVERT) {
         ra.model = model;
         return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);

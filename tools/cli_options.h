@@ -127,7 +127,20 @@
              "repeatable")                                                                      \
     AMPC_OPT(LOSS, "loss", 0, 1, "NAME",                                                        \
              "the loss value: for the amp pass, whose loss subgraph stays fp32; for run, the "  \
-             "loss output to print (default: the one scalar float output named like 'loss')")    \
+             "loss output to print (default: the one scalar float output named like 'loss'); "   \
+             "for grad: cross-entropy (the default: SoftmaxCrossEntropyLoss over the output and " \
+             "an int64 input 'labels' [N]), mse (the mean squared difference to a float input "  \
+             "'target' shaped like the output), or NAME, a scalar output that is the loss")      \
+    AMPC_OPT(LOSS_OUTPUT, "loss-output", 0, 1, "NAME",                                          \
+             "grad: the model output the loss reads (default: the first float output)")        \
+    AMPC_OPT(LABELS, "labels", 0, 1, "NAME",                                                    \
+             "grad: the input holding the labels (cross-entropy) or the target (mse); made if " \
+             "the model lacks it (default: 'labels' / 'target')")                              \
+    AMPC_OPT(FREEZE, "freeze", 0, 1, "GLOB",                                                    \
+             "grad: initializers whose name matches GLOB (fnmatch) get no gradient and no "     \
+             "update; repeatable (rank-0 initializers are constants anyway)")                   \
+    AMPC_OPT(TRAIN_MODE, "train-mode", 0, 0, "",                                                \
+             "grad: BatchNormalization and Dropout in training mode: not supported yet (exit 2)") \
     AMPC_OPT(LOAD_STATE, "load-state", 0, 1, "FILE",                                            \
              "run: start from the weights and optimizer state of a checkpoint FILE")            \
     AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \
@@ -137,13 +150,15 @@
              "MODEL is onnxruntime-training's training_model.onnx and FILE its "                \
              "optimizer_model.onnx (AdamWOptimizer or SGDOptimizerV2): import them as one ONNX " \
              "training model (parameters from --checkpoint as initializers, the optimizer as "  \
-             "standard ops in a training_info), then convert, run or bench it")                 \
+             "standard ops in a training_info), then convert, run or bench it; for grad: the "  \
+             "optimizer to append, sgd (the default; momentum and adam: not supported yet, "    \
+             "exit 2)")                                                                         \
     AMPC_OPT(CHECKPOINT, "checkpoint", 0, 1, "FILE",                                            \
              "with --optimizer: onnxruntime-training's checkpoint, the parameters' values (and " \
              "the optimizer's state once onnxruntime has saved one)")                           \
     AMPC_OPT(LR, "lr", 0, 1, "LR",                                                              \
              "with --optimizer: the learning rate (default: the checkpoint's, else 0.001 as "   \
-             "onnxruntime)")                                                                    \
+             "onnxruntime); for grad: SGD's learning rate (default 0.01)")                      \
     AMPC_OPT(ITERS, "iters", 0, 1, "N", "bench: N timed runs; default 20")                      \
     AMPC_OPT(WARMUP, "warmup", 0, 1, "W", "bench: W untimed runs first; default 3")            \
     AMPC_OPT(TRAIN, "train", 0, 0, "",                                                          \

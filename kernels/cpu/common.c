@@ -41,7 +41,9 @@ AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out) {
         out[i] = NULL;
         if (i >= k->n_out || i >= k->node->n_outputs || !k->node->outputs[i]) continue;
         if (!k->out || !k->out[i].data)
-            return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): output %d was not placed before the kernel ran",
+            return amp_fail(k->st, AMP_ERR_UNSUPPORTED,
+                            "node '%s' (%s): ampc cannot size output %d from these inputs (its shape function "
+                            "does not take them)",
                             k->node->name ? k->node->name : "", k->node->op_type, i);
         out[i] = &k->out[i];
     }

@@ -119,11 +119,13 @@ AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, Am
 }
 
 AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    if (opset >= 7) return AMP_OK;
     const AmpAttr *ax = amp_node_attr(n, "axis");
-    if (opset >= 7 || !amp_node_attr_int(n, "broadcast", 0) || !ax || ax->type != AMP_ATTR_INT) return AMP_OK;
     AmpEwLegacyBcast *a = malloc(sizeof *a);
     if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->axis = ax->i;
+    a->has_axis = ax && ax->type == AMP_ATTR_INT;
+    a->axis = a->has_axis ? ax->i : 0;
+    a->broadcast = amp_node_attr_int(n, "broadcast", 0) != 0;
     *attrs = a;
     return AMP_OK;
 }
@@ -131,11 +133,18 @@ AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attr
 AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view) {
     *view = *b;
     const AmpEwLegacyBcast *lb = k->attrs;
-    if (!lb) return AMP_OK; /* suffix alignment: numpy's rule */
-    int axis;
-    if (!amp_norm_axis(lb->axis, a->rank, &axis) || axis + b->rank > a->rank)
-        return amp_ew_err(k, AMP_ERR_INPUT, "axis %lld does not place a rank-%d B inside a rank-%d A",
-                          (long long)lb->axis, b->rank, a->rank);
+    if (!lb) return AMP_OK; /* opset 7+: numpy's rule */
+    int axis = a->rank - b->rank;
+    if (lb->broadcast && lb->has_axis && !amp_norm_axis(lb->axis, a->rank, &axis)) axis = -1;
+    if (axis < 0 || axis + b->rank > a->rank || (!lb->broadcast && a->rank != b->rank))
+        return amp_ew_err(k, AMP_ERR_INPUT, "a rank-%d B does not fit a rank-%d A %s", b->rank, a->rank,
+                          lb->broadcast ? "at the axis (broadcast=1 before opset 7)"
+                                        : "(without broadcast=1 before opset 7 the shapes are equal)");
+    for (int i = 0; i < b->rank; i++)
+        if (b->dims[i] != a->dims[axis + i] && !(lb->broadcast && b->dims[i] == 1))
+            return amp_ew_err(k, AMP_ERR_INPUT, "B's dim %d is %lld where A's is %lld (before opset 7 B %s A)", i,
+                              (long long)b->dims[i], (long long)a->dims[axis + i],
+                              lb->broadcast ? "broadcasts one way onto" : "has the shape of");
     view->rank = a->rank - axis;
     for (int i = b->rank; i < view->rank; i++) view->dims[i] = 1;
     return AMP_OK;

@@ -130,15 +130,18 @@ void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c);
  * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
 
-/* Before opset 7, binary ops broadcast B onto A only with broadcast=1, at `axis` when
- * given: amp_ew_prepare_legacy_bcast (kernels.h) keeps the axis in this struct, and
- * leaves attrs NULL where numpy's suffix alignment applies (opset 7+, broadcast=0, or no
- * axis). The axis is normalised against A's rank when the kernel runs. */
+/* Before opset 7, binary ops broadcast B onto A (one way: the result has A's shape) only
+ * with broadcast=1, at `axis` when given, else at A's last dims; without it the inputs
+ * have one shape. amp_ew_prepare_legacy_bcast (kernels.h) keeps that in this struct for
+ * nodes of those opsets and leaves attrs NULL from opset 7 (numpy's rule). The axis is
+ * normalised against A's rank when the kernel runs. */
 typedef struct AmpEwLegacyBcast {
     int64_t axis;
+    bool has_axis, broadcast;
 } AmpEwLegacyBcast;
 /* Returns in *view the B to use with numpy rules (b itself, or b's data with its dims
- * padded by trailing 1s so they line up at the axis that k->attrs holds). */
+ * padded by trailing 1s so they line up at the axis); before opset 7, B that does not
+ * fit A by the legacy rule is an input error (the shape function gives A's shape). */
 AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view);
 
 /* Any numeric element (float family, double, integers, bool) as double. */

@@ -47,8 +47,9 @@ void amp_buf_f32_commit(AmpBuf *b, float *tmp);
 
 /* The first n outputs as the executor placed them (AmpKernelCtx.out), for a kernel that
  * computes no shapes: out[i] NULL where the node does not list output i; a listed output
- * left unplaced (its shape unknown before the kernel ran) is AMP_ERR_INTERNAL naming the
- * node, since only data-dependent ops may size their outputs themselves. */
+ * left unplaced is AMP_ERR_UNSUPPORTED naming the node: with every input known, the op's
+ * shape function could not size it (inputs it does not take: 74 Squeeze axes on a rank-4
+ * tensor, say), and only data-dependent ops may size their outputs themselves. */
 AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out);
 /* AMP_ERR_INTERNAL naming the node and both shapes unless y, an output the executor
  * placed, has the dtype and dims (rank entries) the kernel's loops are written for: a

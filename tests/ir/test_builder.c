@@ -1,10 +1,13 @@
 /* The builder API's edge cases: an edit that runs out of memory (an arena limit makes it)
  * fails with AMP_ERR_INTERNAL and leaves the graph as it was; amp_graph_unique_name and
- * amp_graph_new_value give names that no value of the model has, in any graph. */
+ * amp_graph_new_value give names that no value of the model has, in any graph. And the
+ * graph builder of ir/builder.h: names under its prefix, types inferred as it builds, the
+ * first error kept, Reduce* and Unsqueeze in the form of the model's opset. */
 #include <criterion/criterion.h>
 
 #include <string.h>
 
+#include "builder.h"
 #include "ir.h"
 
 /* A model with graph inputs x and y (float [2]) and one Relu per name in `outs`, each
@@ -197,4 +200,92 @@ Test(builder, unique_name_of_a_loaded_model_with_subgraphs) {
     cr_assert_str_eq(amp_graph_unique_name(l->graph, "e"), "e_1");
     cr_assert_str_eq(amp_graph_unique_name(l->graph, "fresh"), "fresh");
     amp_model_free(l);
+}
+
+/* ---- the graph builder (ir/builder.h) --------------------------------------------------- */
+
+/* model_with's model, its opset set to `opset`, x typed float [2, 3]. */
+static AmpModel *typed_model(int64_t opset) {
+    static const char *const outs[] = {"r"};
+    AmpModel *m = model_with(outs, 1);
+    m->opsets[0].version = opset;
+    AmpValue *x = amp_graph_lookup(m->graph, "x");
+    x->type.rank = 2;
+    x->type.dims = amp_arena_calloc(&m->arena, 2, sizeof *x->type.dims);
+    x->type.dims[0].value = 2;
+    x->type.dims[1].value = 3;
+    return m;
+}
+
+Test(graph_builder, names_under_the_prefix_and_infers_types) {
+    AmpModel *m = typed_model(17);
+    AmpBuilder b;
+    amp_builder_init(&b, m->graph, "grad/");
+    AmpValue *x = amp_graph_lookup(m->graph, "x");
+    AmpValue *t = amp_build1(&b, "Tanh", "t", x);
+    AmpValue *t2 = amp_build1(&b, "Tanh", "t", t);
+    static const int64_t perm[2] = {1, 0};
+    AmpValue *tr = amp_build_transpose(&b, "T", t2, perm, 2);
+    AmpValue *two = amp_build_scalar(&b, "two", AMP_DT_FLOAT, 2.0);
+    AmpValue *y = amp_build2(&b, "Mul", "y", tr, two);
+    cr_assert(amp_builder_ok(&b));
+    cr_assert_str_eq(t->name, "grad/t");
+    cr_assert_str_eq(t2->name, "grad/t_1", "a second 't' gets a fresh, deterministic name");
+    cr_assert_str_eq(t2->producer->name, "grad/t_1", "the node takes its output's name");
+    cr_assert_eq(b.n_nodes, 5);
+    cr_assert_eq(tr->type.dtype, AMP_DT_FLOAT);
+    cr_assert_eq(tr->type.rank, 2);
+    cr_assert_eq(tr->type.dims[0].value, 3, "Transpose's output typed as it was built");
+    cr_assert_eq(y->type.rank, 2);
+    cr_assert_eq(y->type.dims[1].value, 2);
+    cr_assert_eq(m->graph->last, y->producer, "appended in order");
+    expect_valid(m);
+    amp_model_free(m);
+}
+
+Test(graph_builder, keeps_the_first_error) {
+    AmpModel *m = typed_model(17);
+    AmpBuilder b;
+    amp_builder_init(&b, m->graph, "p/");
+    AmpValue *x = amp_graph_lookup(m->graph, "x");
+    size_t nodes = m->graph->n_nodes;
+    /* "x" is taken: an exact name in use is the first error. */
+    AmpValue *in[1] = {x};
+    cr_assert_null(amp_build_end(&b, amp_build_start_named(&b, "Relu", "x", in, 1, 1)));
+    cr_assert(!amp_builder_ok(&b));
+    cr_assert(strstr(b.st.msg, "'x'"), "%s", b.st.msg);
+    cr_assert_null(amp_build_scalar(&b, "c", AMP_DT_STRING, 0), "later calls do nothing");
+    cr_assert_null(amp_build1(&b, "Relu", "r", x));
+    cr_assert(strstr(b.st.msg, "'x'"), "the first message stays: %s", b.st.msg);
+    cr_assert_eq(m->graph->n_nodes, nodes);
+    AmpStatus st = {AMP_OK, ""};
+    cr_assert_eq(amp_builder_status(&b, &st), AMP_ERR_INPUT);
+    cr_assert_str_eq(st.msg, b.st.msg);
+    amp_model_free(m);
+}
+
+/* Reduce*'s axes: an input from 13 (ReduceSum) or 18 (others), an attribute before. */
+Test(graph_builder, opset_correct_forms) {
+    static const int64_t axes[1] = {1};
+    const struct {
+        int64_t opset;
+        const char *op;
+        bool input;
+    } cases[] = {{12, "ReduceSum", false}, {13, "ReduceSum", true}, {17, "ReduceMean", false},
+                 {18, "ReduceMean", true}, {12, "Unsqueeze", false}, {13, "Unsqueeze", true}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        AmpModel *m = typed_model(cases[i].opset);
+        AmpBuilder b;
+        amp_builder_init(&b, m->graph, "");
+        AmpValue *x = amp_graph_lookup(m->graph, "x");
+        bool unsq = strcmp(cases[i].op, "Unsqueeze") == 0;
+        AmpValue *y = unsq ? amp_build_axes_op(&b, "Unsqueeze", "u", x, axes, 1)
+                           : amp_build_reduce(&b, cases[i].op, "r", x, axes, 1, 0);
+        cr_assert_not_null(y, "%s: %s", cases[i].op, b.st.msg);
+        AmpNode *n = y->producer;
+        cr_assert_eq(n->n_inputs == 2, cases[i].input, "%s at opset %lld", cases[i].op, (long long)cases[i].opset);
+        cr_assert_eq(amp_node_attr(n, "axes") != NULL, !cases[i].input);
+        cr_assert_eq(y->type.rank, unsq ? 3 : 1, "%s typed", cases[i].op);
+        amp_model_free(m);
+    }
 }

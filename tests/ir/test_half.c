@@ -83,8 +83,9 @@ Test(half, bf16_rounds_to_nearest_even) {
     cr_assert(isnan(amp_bf16_to_f32(amp_f32_to_bf16(from_bits(0x7f800001u)))), "signalling NaN stays NaN");
 }
 
-/* The bulk conversions (vectorized in optimized builds) give what the scalar ones give, read
- * float32 from unaligned bytes, and report the largest magnitude they met, as bits. */
+/* The bulk conversions (vectorized in optimized builds, by F16C where the CPU has it) give
+ * what the scalar ones give, read float32 from unaligned bytes, and report the largest
+ * magnitude they met, as bits (as amp_f32_bytes_max does). */
 Test(half, bulk_conversions_match_the_scalar_ones) {
     enum { STRIDE = 4099 };
     static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
@@ -117,6 +118,8 @@ Test(half, bulk_conversions_match_the_scalar_ones) {
             if ((src[i] & 0x7fffffffu) > want) want = src[i] & 0x7fffffffu;
         got = bf ? amp_f32_bytes_to_bf16(b, bytes + 1, n) : amp_f32_bytes_to_f16(b, bytes + 1, n);
         cr_assert_eq(got, want, "largest magnitude %08x, want %08x", got, want);
+        cr_assert_eq(amp_f32_bytes_max(bytes + 1, n), want, "amp_f32_bytes_max");
+        cr_assert_eq(amp_f32_bytes_max(fb + 3, 3), 0x477fe000u, "amp_f32_bytes_max of a few");
         if (bf)
             amp_f32_to_bf16_n(a, fsrc, n);
         else

@@ -755,6 +755,11 @@ Test(verify, opset_versions_start_at_one) {
     m->opsets[0] = (AmpOpset){"", 0, true};
     m->n_opsets = 1;
     expect_fail(m, AMP_ERR_INPUT, "opset_import of domain '' has version 0; versions start at 1");
+    m = valid_model(); /* no version at all reads as 0 (onnx.checker: no op registered) */
+    m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
+    m->opsets[0] = (AmpOpset){"", 0, false};
+    m->n_opsets = 1;
+    expect_fail(m, AMP_ERR_INPUT, "opset_import of domain '' has no version; versions start at 1");
     m = valid_model();
     m->opsets = amp_arena_calloc(&m->arena, 1, sizeof *m->opsets);
     m->opsets[0] = (AmpOpset){"", 17, true};

@@ -23,7 +23,6 @@ import glob
 import os
 import subprocess
 import sys
-import tempfile
 import traceback
 
 try:
@@ -36,6 +35,8 @@ except ImportError as e:
     sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
 MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("mlp_grads", "mlp_train", "cnn_infer")
 PARAMS = ("W1", "b1", "W2", "b2")
@@ -186,7 +187,7 @@ def same_model(a, b):
 class Ctx:
     def __init__(self, args):
         self.args = args
-        self.tmp = tempfile.mkdtemp(prefix="ampc_models_")
+        self.tmp = tl.tempdir("ampc_models_")
         self.notes = []
         self._run_help = None
 

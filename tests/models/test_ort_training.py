@@ -43,7 +43,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -76,7 +75,7 @@ class Ctx:
     def __init__(self, args):
         self.ampc = args.ampc
         self.verbose = args.verbose
-        self.tmp = tempfile.mkdtemp(prefix="ampc_ort_")
+        self.tmp = tl.tempdir("ampc_ort_")
         self.converted = {}
 
     def convert(self, name, *extra):

@@ -20,7 +20,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -107,7 +106,7 @@ def main():
     ap.add_argument("--testdata", help="unused; accepted like every python test")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ampc_coverage_")
+    tmp = tl.tempdir("ampc_coverage_")
     notes = []
 
     def case(name):

@@ -22,7 +22,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -82,7 +81,7 @@ def attention(mask_const="initializer", value=FMIN):
 class Ctx:
     def __init__(self, args):
         self.ampc = args.ampc
-        self.tmp = tempfile.mkdtemp(prefix="ampc_range_")
+        self.tmp = tl.tempdir("ampc_range_")
         self.n = 0
 
     def path(self, name):

@@ -24,7 +24,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import traceback
 
 try:
@@ -37,6 +36,8 @@ except ImportError as e:
     sys.exit(77)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
 MODELS = os.path.join(ROOT, "models")
 TRAIN_STEPS = 50
 
@@ -91,7 +92,7 @@ def losses(text):
 class Ctx:
     def __init__(self, args):
         self.ampc = args.ampc
-        self.tmp = tempfile.mkdtemp(prefix="ampc_loss_scale_")
+        self.tmp = tl.tempdir("ampc_loss_scale_")
         self.notes = []
 
     def path(self, name):

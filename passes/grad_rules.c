@@ -1,0 +1,160 @@
+/* The gradient rule table: one row per differentiable op, indexed by the op ids of
+ * ir/ops.def (a designated initializer names AMP_OP_<Id>, so a row for an op the table
+ * lacks does not compile), and the helpers the rule families share. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grad_impl.h"
+
+#define S(i) AMP_SLOT(i)
+
+static const AmpGradRule rules[AMP_OP__COUNT] = {
+    /* matrix products (grad_rules_math.c) */
+    [AMP_OP_MatMul] = {amp_grad_matmul, S(0) | S(1)},
+    [AMP_OP_Gemm] = {amp_grad_gemm, S(0) | S(1) | S(2)},
+    /* elementwise arithmetic, broadcasting summed back (grad_rules_math.c) */
+    [AMP_OP_Add] = {amp_grad_add, S(0) | S(1)},
+    [AMP_OP_Sub] = {amp_grad_sub, S(0) | S(1)},
+    [AMP_OP_Mul] = {amp_grad_mul, S(0) | S(1)},
+    [AMP_OP_Div] = {amp_grad_div, S(0) | S(1)},
+    [AMP_OP_Neg] = {amp_grad_neg, S(0)},
+    [AMP_OP_Pow] = {amp_grad_pow, S(0) | S(1)},
+    [AMP_OP_Relu] = {amp_grad_relu, S(0)},
+    [AMP_OP_Sigmoid] = {amp_grad_sigmoid, S(0)},
+    [AMP_OP_Tanh] = {amp_grad_tanh, S(0)},
+    [AMP_OP_Exp] = {amp_grad_exp, S(0)},
+    [AMP_OP_Log] = {amp_grad_log, S(0)},
+    [AMP_OP_Sqrt] = {amp_grad_sqrt, S(0)},
+    [AMP_OP_Erf] = {amp_grad_erf, S(0)},
+    [AMP_OP_Gelu] = {amp_grad_gelu, S(0)},
+    /* data movement (grad_rules_shape.c) */
+    [AMP_OP_Identity] = {amp_grad_identity, S(0)},
+    [AMP_OP_Cast] = {amp_grad_cast, S(0)},
+    [AMP_OP_Reshape] = {amp_grad_reshape, S(0)},
+    [AMP_OP_Flatten] = {amp_grad_reshape, S(0)},
+    [AMP_OP_Squeeze] = {amp_grad_reshape, S(0)},
+    [AMP_OP_Unsqueeze] = {amp_grad_reshape, S(0)},
+    [AMP_OP_Transpose] = {amp_grad_transpose, S(0)},
+    [AMP_OP_Concat] = {amp_grad_concat, AMP_SLOTS_ALL},
+    [AMP_OP_Gather] = {amp_grad_gather, S(0)},
+    [AMP_OP_ReduceSum] = {amp_grad_reduce_sum, S(0)},
+    [AMP_OP_ReduceMean] = {amp_grad_reduce_mean, S(0)},
+    /* normalisations and losses (grad_rules_nn.c) */
+    [AMP_OP_Softmax] = {amp_grad_softmax, S(0)},
+    [AMP_OP_LogSoftmax] = {amp_grad_log_softmax, S(0)},
+    [AMP_OP_LayerNormalization] = {amp_grad_layer_norm, S(0) | S(1) | S(2)},
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_grad_softmax_ce, S(0)},
+};
+
+const AmpGradRule *amp_grad_rule(AmpOpId op) {
+    return &rules[(unsigned)op < AMP_OP__COUNT ? op : AMP_OP_UNKNOWN];
+}
+
+bool amp_grad_has_rule(AmpOpId op) { return amp_grad_rule(op)->fn != NULL; }
+
+size_t amp_grad_rule_count(void) {
+    size_t n = 0;
+    for (int i = 0; i < AMP_OP__COUNT; i++) n += rules[i].fn != NULL;
+    return n;
+}
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+void amp_grad_unsupported(AmpGradCtx *c, const char *why) {
+    amp_builder_fail(c->b, AMP_ERR_UNSUPPORTED, "grad: %s node '%s': %s", c->n->op_type,
+                     c->n->name ? c->n->name : "", why);
+}
+
+int amp_grad_rank(AmpGradCtx *c, const AmpValue *v) {
+    if (v && v->type.kind == AMP_TYPE_TENSOR && v->type.rank >= 0) return v->type.rank;
+    char why[320];
+    snprintf(why, sizeof why, "the rank of '%s' is unknown (run shape inference on the export, or give its inputs "
+             "fixed ranks)", v ? v->name : "");
+    amp_grad_unsupported(c, why);
+    return -1;
+}
+
+AmpValue *amp_grad_scalar_like(AmpGradCtx *c, const AmpValue *v, double x) {
+    return amp_build_scalar(c->b, "c", v ? v->type.dtype : AMP_DT_FLOAT, x);
+}
+
+AmpValue *amp_grad_reshape_like(AmpGradCtx *c, AmpValue *g, AmpValue *x) {
+    AmpBuilder *b = c->b;
+    return amp_build2(b, "Reshape", "reshape", g, amp_build1(b, "Shape", "shape", x));
+}
+
+AmpValue *amp_grad_unbroadcast(AmpGradCtx *c, AmpValue *g, AmpValue *x) {
+    int rg = amp_grad_rank(c, g), rx = amp_grad_rank(c, x);
+    if (rg < 0 || rx < 0) return NULL;
+    if (rx > rg) {
+        amp_grad_unsupported(c, "an input has more axes than the output's gradient");
+        return NULL;
+    }
+    int64_t axes[64];
+    size_t n = 0;
+    for (int a = 0; a < rg && n < 64; a++) {
+        int i = a - (rg - rx); /* x's axis under output axis a, or < 0 */
+        if (i < 0) {
+            axes[n++] = a;
+            continue;
+        }
+        int64_t dx = x->type.dims[i].value, dg = g->type.dims[a].value;
+        /* A symbolic x dim is taken as equal to the output's (it cannot be 1 and broadcast
+         * unless the export says so). */
+        if (dx == 1 && dg != 1) axes[n++] = a;
+    }
+    if (!n) return g;
+    AmpValue *r = amp_build_reduce(c->b, "ReduceSum", "unbroadcast", g, axes, n, 1);
+    return rg == rx ? r : amp_grad_reshape_like(c, r, x);
+}
+
+AmpValue *amp_grad_swap_last(AmpGradCtx *c, AmpValue *v) {
+    int r = amp_grad_rank(c, v);
+    if (r < 2) {
+        if (r >= 0) amp_grad_unsupported(c, "a matrix operand of rank < 2");
+        return NULL;
+    }
+    int64_t perm[64];
+    for (int i = 0; i < r && i < 64; i++) perm[i] = i;
+    perm[r - 2] = r - 1, perm[r - 1] = r - 2;
+    return amp_build_transpose(c->b, "T", v, perm, (size_t)r);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+bool amp_grad_reduce_axes(AmpGradCtx *c, int rank, int64_t *axes, size_t *count, bool *all) {
+    AmpNode *n = c->n;
+    const AmpAttr *a = amp_node_attr(n, "axes");
+    *count = 0;
+    *all = false;
+    if (a) {
+        for (size_t i = 0; i < a->n_ints && i < 64; i++) axes[(*count)++] = a->ints[i];
+    } else if (n->n_inputs >= 2 && n->inputs[1]) {
+        if (!amp_value_const_ints(n->inputs[1], axes, 64, count) || *count > 64) {
+            amp_grad_unsupported(c, "its axes are computed, not constant");
+            return false;
+        }
+    }
+    if (!*count) {
+        if (amp_node_attr_int(n, "noop_with_empty_axes", 0)) {
+            amp_grad_unsupported(c, "noop_with_empty_axes with no axes");
+            return false;
+        }
+        *all = true;
+        for (int i = 0; i < rank; i++) axes[(*count)++] = i;
+        return true;
+    }
+    for (size_t i = 0; i < *count; i++) {
+        if (axes[i] < 0) axes[i] += rank;
+        if (axes[i] < 0 || axes[i] >= rank) {
+            amp_grad_unsupported(c, "an axis out of range");
+            return false;
+        }
+    }
+    qsort(axes, *count, sizeof *axes, cmp_i64);
+    return true;
+}

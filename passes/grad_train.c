@@ -1,0 +1,178 @@
+/* `ampc grad`'s frame around the autodiff: the opset it needs, the loss appended to the
+ * inference graph (cross-entropy, mse, or an output that is already one), and the
+ * optimizer: SGD as plain Mul and Sub in a training_info algorithm whose update_bindings
+ * give every parameter its new value. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builder.h"
+#include "grad_train.h"
+#include "passes.h"
+#include "training.h"
+
+/* ScatterND's reduction (the embedding gradient) is opset 16: an older model is raised
+ * to it by the opset_upgrade pass (which adapts the ops that changed on the way). */
+#define GRAD_MIN_OPSET 16
+
+static AmpCode raise_opset(AmpModel *m, AmpGradSummary *sum, AmpStatus *st) {
+    sum->opset_from = sum->opset_to = amp_model_opset(m, "");
+    if (sum->opset_from >= GRAD_MIN_OPSET) return AMP_OK;
+    if (sum->opset_from == 0)
+        return amp_fail(st, AMP_ERR_INPUT, "grad: the model imports no ai.onnx opset");
+    AmpPassOptions po = {.opset_upgrade_to = GRAD_MIN_OPSET};
+    AmpCode rc = amp_pass_opset_upgrade(m, &po, st);
+    if (rc) return rc;
+    sum->opset_to = amp_model_opset(m, "");
+    if (sum->opset_to < GRAD_MIN_OPSET)
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "grad: the model's ai.onnx opset %lld could not be raised to %d "
+                        "(ScatterND's reduction, for embedding gradients)", (long long)sum->opset_from, GRAD_MIN_OPSET);
+    return AMP_OK;
+}
+
+/* The output the loss reads: --output's, else the first float output. */
+static AmpCode loss_input(AmpGraph *g, const AmpGradOptions *o, AmpValue **out, AmpStatus *st) {
+    for (size_t i = 0; i < g->outputs.n; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        if (o->output ? strcmp(v->name, o->output) == 0 : amp_dtype_is_float(v->type.dtype)) {
+            *out = v;
+            if (v->type.kind != AMP_TYPE_TENSOR || !amp_dtype_is_float(v->type.dtype) || v->type.rank < 1)
+                return amp_fail(st, AMP_ERR_INPUT, "grad: output '%s' is not a float tensor of known rank", v->name);
+            return AMP_OK;
+        }
+    }
+    if (o->output) return amp_fail(st, AMP_ERR_USAGE, "grad: the model has no output '%s'", o->output);
+    return amp_fail(st, AMP_ERR_INPUT, "grad: the model has no float output to compute a loss from");
+}
+
+/* The graph input `name` of dtype and rank/dims `like` (NULL dims: [like's dim 0]), made
+ * unless there; one there of another dtype is an error. */
+static AmpCode data_input(AmpGraph *g, const char *name, int dtype, const AmpValue *like, bool whole, AmpValue **out,
+                          AmpStatus *st) {
+    AmpValue *v = amp_graph_lookup(g, name);
+    if (v && !(v->flags & AMP_VALUE_INPUT))
+        return amp_fail(st, AMP_ERR_INPUT, "grad: '%s' names a value that is not a graph input", name);
+    if (v) {
+        *out = v;
+        if (v->type.kind != AMP_TYPE_TENSOR || v->type.dtype != dtype)
+            return amp_fail(st, AMP_ERR_INPUT, "grad: input '%s' should be %s", name, amp_dtype_name(dtype));
+        return AMP_OK;
+    }
+    v = amp_graph_value(g, name);
+    if (!v || !amp_graph_add_input(g, v)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+    v->type = like->type;
+    v->type.dtype = dtype;
+    if (!whole) v->type.rank = 1; /* labels: [N], the logits' first dim */
+    *out = v;
+    return AMP_OK;
+}
+
+/* Appends the loss and returns it (a graph output). */
+static AmpCode add_loss(AmpModel *m, const AmpGradOptions *o, AmpValue **loss, AmpStatus *st) {
+    AmpGraph *g = m->graph;
+    if (o->loss == AMP_GRAD_LOSS_OUTPUT) {
+        AmpCode rc = amp_find_loss(m, o->loss_name, loss, st);
+        if (rc) return rc;
+        AmpValue *l = *loss;
+        bool one = l->type.kind == AMP_TYPE_TENSOR && l->type.rank >= 0;
+        for (int i = 0; one && i < l->type.rank; i++) one = l->type.dims[i].value == 1;
+        if (!one || !amp_dtype_is_float(l->type.dtype) || !(l->flags & AMP_VALUE_OUTPUT))
+            return amp_fail(st, AMP_ERR_INPUT, "grad: loss '%s' is not a float output of one element", l->name);
+        return AMP_OK;
+    }
+    AmpValue *y = NULL, *t = NULL;
+    AmpCode rc = loss_input(g, o, &y, st);
+    bool ce = o->loss == AMP_GRAD_LOSS_CROSS_ENTROPY;
+    const char *tname = o->labels ? o->labels : ce ? "labels" : "target";
+    if (!rc) rc = data_input(g, tname, ce ? AMP_DT_INT64 : y->type.dtype, y, !ce, &t, st);
+    if (rc) return rc;
+    AmpBuilder b;
+    amp_builder_init(&b, g, "loss/");
+    const char *name = amp_graph_lookup(g, "loss") ? amp_graph_unique_name(g, "loss") : "loss";
+    AmpValue *in[2];
+    AmpNode *n;
+    if (ce) {
+        in[0] = y, in[1] = t;
+        n = amp_build_start_named(&b, "SoftmaxCrossEntropyLoss", name, in, 2, 1);
+        amp_build_attr_string(&b, n, "reduction", "mean");
+    } else {
+        AmpValue *d = amp_build2(&b, "Sub", "diff", y, t);
+        in[0] = amp_build2(&b, "Mul", "sq", d, d);
+        n = amp_build_start_named(&b, "ReduceMean", name, in, 1, 1);
+        amp_build_attr_int(&b, n, "keepdims", 0);
+    }
+    *loss = amp_build_end(&b, n);
+    if ((rc = amp_builder_status(&b, st))) return rc;
+    if (!amp_graph_add_output(g, *loss)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+    return AMP_OK;
+}
+
+/* training_info[new]: p_new = p - lr * p_grad for each parameter, bound p <- p_new. */
+static AmpCode add_sgd(AmpModel *m, const AmpGradOptions *o, const AmpGradParam *ps, size_t n, AmpGradSummary *sum,
+                       AmpStatus *st) {
+    AmpTrainingInfo *ti = amp_arena_calloc(&m->arena, m->n_training + 1, sizeof *ti);
+    AmpStrPair *binds = amp_arena_calloc(&m->arena, n ? n : 1, sizeof *binds);
+    AmpGraph *alg = amp_graph_new(m, m->graph);
+    if (!ti || !binds || !alg) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+    if (m->n_training) memcpy(ti, m->training, m->n_training * sizeof *ti);
+    alg->name = "ampc_grad_sgd";
+    AmpBuilder b;
+    amp_builder_init(&b, alg, "sgd/");
+    AmpValue *lr[AMP_DT_BFLOAT16 + 1] = {0};
+    double rate = o->lr > 0 ? o->lr : 0.01;
+    char name[1024];
+    for (size_t i = 0; i < n && amp_builder_ok(&b); i++) {
+        AmpValue *p = ps[i].param;
+        int dt = p->type.dtype;
+        if (!lr[dt]) lr[dt] = amp_build_scalar(&b, "lr", dt, rate);
+        AmpValue *step = amp_build2(&b, "Mul", "step", lr[dt], ps[i].grad);
+        snprintf(name, sizeof name, "%s_new", p->name);
+        const char *out = amp_graph_lookup(m->graph, name) ? amp_graph_unique_name(m->graph, name) : name;
+        AmpValue *in[2] = {p, step};
+        AmpValue *nv = amp_build_end(&b, amp_build_start_named(&b, "Sub", out, in, 2, 1));
+        if (nv && !amp_graph_add_output(alg, nv)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+        binds[i] = (AmpStrPair){p->name, nv ? nv->name : NULL};
+    }
+    AmpCode rc = amp_builder_status(&b, st);
+    if (rc) return rc;
+    ti[m->n_training] = (AmpTrainingInfo){.algorithm = alg, .n_update_bindings = n, .update_bindings = binds};
+    m->training = ti;
+    m->n_training++;
+    sum->n_nodes += b.n_nodes;
+    return AMP_OK;
+}
+
+AmpCode amp_grad_model(AmpModel *m, const AmpGradOptions *opt, AmpGradSummary *sum, AmpStatus *st) {
+    static const AmpGradOptions defaults = {0};
+    AmpGradSummary ignore;
+    if (!opt) opt = &defaults;
+    if (!sum) sum = &ignore;
+    *sum = (AmpGradSummary){0};
+    if (!m->graph) return amp_fail(st, AMP_ERR_INPUT, "grad: the model has no graph");
+    if (m->n_training) return amp_fail(st, AMP_ERR_INPUT, "grad: the model is a training graph already (training_info)");
+    AmpCode rc = raise_opset(m, sum, st);
+    if (!rc) rc = amp_graph_toposort(m->graph, st);
+    if (!rc) rc = amp_infer_model(m, st);
+    AmpValue *loss = NULL;
+    if (!rc) rc = add_loss(m, opt, &loss, st);
+    if (rc) return rc;
+    sum->loss = loss->name;
+    AmpGradParam *ps = NULL;
+    size_t n = 0;
+    if ((rc = amp_grad_backward(m, loss, opt, sum, &ps, &n, st))) return rc;
+    sum->n_params = n;
+    if (!n) {
+        free(ps);
+        return amp_fail(st, AMP_ERR_INPUT, "grad: loss '%s' depends on no trainable parameter (float initializers of "
+                        "rank >= 1 not frozen)", loss->name);
+    }
+    if (opt->optimizer == AMP_GRAD_OPT_SGD) {
+        rc = add_sgd(m, opt, ps, n, sum, st);
+    } else {
+        for (size_t i = 0; i < n && !rc; i++)
+            if (!amp_graph_add_output(m->graph, ps[i].grad)) rc = amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+    }
+    free(ps);
+    m->types_inferred = false;
+    return rc;
+}
