@@ -21,10 +21,8 @@ usage: test_fuse_norm.py --ampc PATH [--testdata DIR] [--verbose]
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -154,7 +152,7 @@ def main():
     ap.add_argument("--testdata", help="unused; accepted like every python test")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ampc_fuse_norm_")
+    tmp = tl.tempdir("ampc_fuse_norm_")
     notes = []
     cases = [
         ("fusion_hf_bert14", lambda: fusion_alone(args.ampc, tmp, "hf_bert14", "model.onnx",
@@ -165,11 +163,8 @@ def main():
         ("coloured_at_opset_14", lambda: coloured(args.ampc, tmp)),
         ("fused_at_opset_17", lambda: fused_17(args.ampc, tmp)),
     ]
-    try:
-        return tl.run([(t, lambda _c, f=f: notes.append(f())) for t, f in cases], None, verbose=args.verbose,
-                      notes=notes)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return tl.run([(t, lambda _c, f=f: notes.append(f())) for t, f in cases], None, verbose=args.verbose,
+                  notes=notes)
 
 
 if __name__ == "__main__":
