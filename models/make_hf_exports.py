@@ -7,9 +7,11 @@ have them (models/README.md, "Transformer exports"):
                     one sequence padded), output logits [2, 2]
   models/hf_gpt2/   GPT2LMHeadModel: 2 layers, n_embd 64, 4 heads, vocabulary 128, 32
                     positions; input input_ids (int64 [2, 16]), output logits [2, 16, 128]
+  models/hf_bert14/ the BERT above, hidden 32, 2 heads, intermediate 64, at opset 14: the
+                    exporter writes LayerNorm decomposed (ReduceMean, Sub, Pow, ..., Add)
 
 Random weights (torch.manual_seed), eager attention, no dropout, opset 17 (one
-LayerNormalization op), constant folding off. Each folder has the conformance layout:
+LayerNormalization op; hf_bert14: 14), constant folding off. Each folder has the conformance layout:
 model.onnx and test_data_set_0/ (inputs, and the outputs onnxruntime computes in FP32).
 
 Needs torch and transformers (models/make_ort_artifacts.py's venv has them):
@@ -26,14 +28,14 @@ import numpy as np
 OPSET = 17
 
 
-def export(model, args, input_names, out_dir):
+def export(model, args, input_names, out_dir, opset=OPSET):
     import onnx
     import onnxruntime as ort
     import torch
     from onnx import numpy_helper
     f = io.BytesIO()
     torch.onnx.export(model, tuple(torch.from_numpy(a) for a in args), f, input_names=input_names,
-                      output_names=["logits"], opset_version=OPSET, do_constant_folding=False)
+                      output_names=["logits"], opset_version=opset, do_constant_folding=False)
     m = onnx.load_from_string(f.getvalue())
     m.producer_name = "pytorch " + torch.__version__.split("+")[0] + " via ampc models/make_hf_exports.py"
     if os.path.isdir(out_dir):
@@ -56,12 +58,12 @@ def export(model, args, input_names, out_dir):
     print(f"{out_dir}: {len(m.graph.node)} nodes, {size / 1024:.0f} KiB")
 
 
-def bert(root):
+def bert(root, name="hf_bert", hidden=64, heads=4, opset=OPSET):
     import torch
     import transformers
     torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=128, max_position_embeddings=16, num_labels=2,
+    cfg = transformers.BertConfig(vocab_size=128, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=heads,
+                                  intermediate_size=2 * hidden, max_position_embeddings=16, num_labels=2,
                                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                   attn_implementation="eager")
     model = transformers.BertForSequenceClassification(cfg).eval()
@@ -78,7 +80,7 @@ def bert(root):
     ids = rng.randint(1, 128, size=(2, 16)).astype(np.int64)
     mask = np.ones((2, 16), np.int64)
     mask[1, 10:] = 0
-    export(Logits(model), (ids, mask), ["input_ids", "attention_mask"], os.path.join(root, "hf_bert"))
+    export(Logits(model), (ids, mask), ["input_ids", "attention_mask"], os.path.join(root, name), opset)
 
 
 def gpt2(root):
@@ -109,6 +111,7 @@ def main():
     args = ap.parse_args()
     bert(args.root)
     gpt2(args.root)
+    bert(args.root, "hf_bert14", hidden=32, heads=2, opset=14)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "amp_impl.h"
+#include "fuse_impl.h"
 
 bool amp_float_slot(const AmpNode *n, int slot) {
     if (n->op == AMP_OP_UNKNOWN || slot < 0) return false;
@@ -61,46 +62,32 @@ AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
     return AMP_ELIGIBLE;
 }
 
-/* The float32 scalar (one element) a constant value holds: an initializer, or a Constant
- * node's value / value_float. */
-static bool const_scalar(const AmpModel *m, const AmpValue *v, double *out) {
-    const AmpTensor *t = NULL;
-    if (v && v->initializer && !v->producer) t = v->initializer;
-    else if (v && v->producer && v->producer->op == AMP_OP_Constant) {
-        const AmpAttr *a = amp_node_attr(v->producer, "value_float");
-        if (a) return *out = a->f, true;
-        if ((a = amp_node_attr(v->producer, "value"))) t = a->t;
+/* Decomposed LayerNorm and GELU (fuse_impl.h) that fuse_norm left so (the opset lacks
+ * the op) are coloured as that op: every node of a group takes the op's class, so the
+ * painting makes the group 16-bit or float32 as one (its values have readers only in
+ * it); a LayerNorm's statistics and division then stay float32 (amp_color's step 5), as
+ * LayerNormalization's stash_type keeps them. Nodes [first, end) of r->ni, one graph. */
+static void group_rule(AmpRun *r, size_t first, size_t end) {
+    for (size_t i = first; i < end; i++) {
+        AmpNode *n = r->ni[i].node;
+        AmpFuseGroup g;
+        if ((n->op != AMP_OP_ReduceMean && n->op != AMP_OP_Erf && n->op != AMP_OP_Tanh) || !amp_fuse_match(r->m, n, &g))
+            continue;
+        AmpOpClass c = r->cls[g.kind == AMP_FUSE_LAYERNORM ? AMP_OP_LayerNormalization : AMP_OP_Gelu];
+        bool ok = c == AMP_CLASS_INFER || c == AMP_CLASS_ALLOW;
+        for (int k = 0; ok && k < g.n; k++) {
+            uint32_t j = amp_idx(g.nodes[k]);
+            ok = j >= first && j < end && r->ni[j].node == g.nodes[k] && !r->ni[j].group &&
+                 amp_eligibility(r, g.nodes[k], c) == AMP_ELIGIBLE;
+        }
+        for (int k = 0; ok && k < g.n; k++) {
+            AmpNodeInfo *x = &r->ni[amp_idx(g.nodes[k])];
+            x->cls = (unsigned char)c;
+            x->inelig = AMP_ELIGIBLE;
+            x->group = (unsigned char)g.kind;
+            if (g.kind == AMP_FUSE_LAYERNORM && k < g.n_stats) x->flags |= AMP_NF_STATS;
+        }
     }
-    if (!t || t->dtype != AMP_DT_FLOAT || t->nelem != 1) return false;
-    AmpBytes b;
-    AmpStatus st;
-    amp_status_clear(&st);
-    if (amp_tensor_bytes((AmpModel *)m, (AmpTensor *)t, &b, &st) || b.len != 4) return false;
-    float f;
-    memcpy(&f, b.data, 4);
-    return *out = f, true;
-}
-
-/* The one node reading v, if it is one of `op` (Mul, Add, Tanh). */
-static const AmpNode *sole_reader(const AmpValue *v, AmpOpId op) {
-    return v && v->n_uses == 1 && v->uses[0].node->op == op ? v->uses[0].node : NULL;
-}
-
-/* Pow(x, 3) of the tanh form of GELU, as PyTorch exports GPT-2's NewGELU and
- * nn.GELU(approximate="tanh"): tanh(k * (x + 0.044715 * Pow(x, 3))). Its Pow is infer, not
- * deny: where x^3 overflows 16 bits (|x| > 40 in float16) the tanh is +-1 in any
- * precision, and GELU's value x or 0, so the overflow changes nothing. */
-static bool gelu_cube(const AmpModel *m, const AmpNode *n) {
-    double e, c;
-    if (n->op != AMP_OP_Pow || n->n_inputs != 2 || n->n_outputs != 1 || !const_scalar(m, n->inputs[1], &e) || e != 3)
-        return false;
-    const AmpValue *x = n->inputs[0];
-    const AmpNode *mul = sole_reader(n->outputs[0], AMP_OP_Mul);
-    if (!mul || !const_scalar(m, mul->inputs[mul->inputs[0] == n->outputs[0] ? 1 : 0], &c)) return false;
-    const AmpNode *add = sole_reader(mul->outputs[0], AMP_OP_Add);
-    if (!add || (add->inputs[0] != x && add->inputs[1] != x)) return false;
-    const AmpNode *scale = sole_reader(add->outputs[0], AMP_OP_Mul);
-    return scale && sole_reader(scale->outputs[0], AMP_OP_Tanh);
 }
 
 /* Every node of g, then (in order) of the subgraphs of its nodes, as amp_model_walk
@@ -128,8 +115,6 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
         x->from = x->down_from = AMP_NO_NODE;
         n->mark = (int)r->n;
         x->cls = (unsigned char)(n->op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : r->cls[n->op]);
-        if (x->cls == AMP_CLASS_DENY && r->cls[AMP_OP_Tanh] == AMP_CLASS_INFER && gelu_cube(r->m, n))
-            x->cls = AMP_CLASS_INFER;
         x->inelig = (unsigned char)amp_eligibility(r, n, (AmpOpClass)x->cls);
         AmpWhy why = amp_own_rule(n); /* here, while the node is at hand */
         if (why != AMP_WHY_NONE) x->flags = AMP_NF_FORCED, x->why = (unsigned char)why;
@@ -147,6 +132,7 @@ static AmpCode collect_graph(AmpRun *r, AmpGraph *g) {
             }
     }
     r->graphs[k_graph].n = r->n - r->graphs[k_graph].first;
+    if (!rc) group_rule(r, r->graphs[k_graph].first, r->n);
     r->graphs[k_graph].n_constants = n_constants;
     for (size_t k = 0; !rc && k < n_owners; k++)
         for (size_t i = 0; !rc && i < owners[k]->n_attrs; i++) {
@@ -407,6 +393,11 @@ AmpCode amp_color(AmpRun *r) {
         if (x->paint != AMP_PAINT_ALLOW || (x->flags & AMP_NF_CLEAR_SEEN)) continue;
         x->flags |= AMP_NF_CLEAR_SEEN;
         dfs(&d, (uint32_t)i, DIR_IN | DIR_OUT, enter_clear);
+    }
+    /* 5. A decomposed LayerNorm painted 16-bit keeps its statistics in float32. */
+    for (size_t i = 0; i < n; i++) {
+        AmpNodeInfo *x = &r->ni[i];
+        if ((x->flags & AMP_NF_STATS) && x->paint == AMP_PAINT_ALLOW) x->paint = AMP_PAINT_DENY, x->why = AMP_WHY_STATS;
     }
     free(d.stack);
     free_adj(&adj);

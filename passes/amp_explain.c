@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "amp_impl.h"
+#include "fuse_impl.h"
 
 static const char *node_name(const AmpNode *n, char *buf, size_t len) {
     if (n->name && *n->name)
@@ -125,6 +126,12 @@ static void paint_line(const AmpRun *r, const AmpNodeInfo *x, FILE *f, const cha
         fprintf(f, "%spainted allow: allow spreads through clear nodes, from %s\n", pad,
                 node_name(r->ni[x->from].node, a, sizeof a));
         break;
+    case AMP_WHY_STATS:
+        fprintf(f, "%spainted deny: its decomposed LayerNorm was painted %s as one node, whose statistics and "
+                   "division stay float32 (as LayerNormalization's stash_type keeps them): the 16-bit input is "
+                   "cast once, the normalised value cast back\n",
+                pad, amp_dtype_name(r->dt));
+        break;
     }
 }
 
@@ -161,9 +168,14 @@ static uint32_t describe(const AmpRun *r, uint32_t i, FILE *f, bool first) {
         fprintf(f, "  because of %s: %s\n", node_name(x->node, nm, sizeof nm), prec);
     }
     list_line(r, x->node, f, pad);
-    if (x->node->op != AMP_OP_UNKNOWN && x->cls != r->cls[x->node->op]) /* amp_color.c's gelu_cube */
-        fprintf(f, "%s  but this one is infer: the cube in the tanh form of GELU, whose tanh is +-1 wherever the "
-                   "cube overflows\n", pad);
+    if (x->group) /* amp_color.c's group_rule */
+        fprintf(f, "%s  here %s as part of a decomposed %s (the model's opset %lld has no such op): the "
+                   "group is coloured as one node of that op\n", pad, amp_op_class_name((AmpOpClass)x->cls),
+                amp_fuse_kind_name((AmpFuseKind)x->group), (long long)amp_model_opset(r->m, ""));
+    const char *doc = x->node->doc_string;
+    if (doc && strncmp(doc, AMP_FUSE_DOC, strlen(AMP_FUSE_DOC)) == 0)
+        fprintf(f, "%s%.*s (a decomposed %s found by the fuse_norm pass)\n", pad, (int)strcspn(doc, ":"), doc,
+                x->node->op_type);
     if (x->inelig != AMP_ELIGIBLE && x->paint == AMP_PAINT_DENY)
         fprintf(f, "%s(it could not compute in %s anyway: %s)\n", pad, amp_dtype_name(r->dt),
                 amp_inelig_text(r, x->node, (AmpInelig)x->inelig, nm, sizeof nm));
@@ -198,10 +210,32 @@ static void chain(const AmpRun *r, uint32_t i, FILE *f) {
     }
 }
 
+/* Whether a node fused by fuse_norm replaced one named `name` (its doc_string lists them). */
+static bool fused_from(const AmpNode *n, const char *name) {
+    const char *doc = n->doc_string;
+    if (!doc || strncmp(doc, AMP_FUSE_DOC, strlen(AMP_FUSE_DOC)) != 0 || !(doc = strstr(doc, ": "))) return false;
+    size_t len = strlen(name);
+    for (const char *p = doc + 2; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == len && strncmp(p, name, len) == 0) return true;
+        p += k;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return false;
+}
+
 void amp_explain(const AmpRun *r, const char *name, FILE *f) {
+    bool found = false;
     for (size_t i = 0; i < r->n; i++) {
         const AmpNode *n = r->ni[i].node;
-        if (n->name && strcmp(n->name, name) == 0) chain(r, (uint32_t)i, f);
+        if (n->name && strcmp(n->name, name) == 0) chain(r, (uint32_t)i, f), found = true;
+    }
+    for (size_t i = 0; !found && i < r->n; i++) {
+        const AmpNode *n = r->ni[i].node;
+        char nm[300];
+        if (!fused_from(n, name)) continue;
+        fprintf(f, "node '%s' was fused into %s:\n", name, node_name(n, nm, sizeof nm));
+        chain(r, (uint32_t)i, f);
     }
     fflush(f);
 }

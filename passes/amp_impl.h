@@ -30,7 +30,8 @@ typedef enum AmpWhy {
     AMP_WHY_DENY_FWD,   /* deny spread forward from `from` */
     AMP_WHY_BETWEEN,    /* downstream of allow (reached from `down_from`) and upstream of
                            the allow node reached through `from` */
-    AMP_WHY_CLEAR_PROP  /* allow spread through clear nodes from `from` */
+    AMP_WHY_CLEAR_PROP, /* allow spread through clear nodes from `from` */
+    AMP_WHY_STATS       /* the statistics of a decomposed LayerNorm painted 16-bit */
 } AmpWhy;
 
 /* Why a node cannot compute in 16 bits (0: it can). */
@@ -51,7 +52,8 @@ enum {
     AMP_NF_DOWN_ALLOW = 1u << 1, /* allow node, or clear/infer node downstream of one */
     AMP_NF_UP_ALLOW = 1u << 2,   /* visited going upstream from an allow node */
     AMP_NF_CLEAR_SEEN = 1u << 3, /* visited by the spread through clear nodes */
-    AMP_NF_FORCED = 1u << 4      /* painted deny by a rule above the lists */
+    AMP_NF_FORCED = 1u << 4,     /* painted deny by a rule above the lists */
+    AMP_NF_STATS = 1u << 5       /* computes a decomposed LayerNorm's statistics or division */
 };
 
 /* One node of the model (main graph, subgraphs, training graphs). */
@@ -64,6 +66,7 @@ typedef struct AmpNodeInfo {
     unsigned char why;        /* AmpWhy */
     unsigned char inelig;     /* AmpInelig */
     unsigned char flags;      /* AMP_NF_* */
+    unsigned char group;      /* AmpFuseKind of the decomposed op it is part of, or 0 */
 } AmpNodeInfo;
 
 typedef struct AmpCastMap AmpCastMap; /* (graph, value) -> its 16-bit copy; amp_cast.c */

@@ -14,6 +14,9 @@ static const AmpPass PASSES[] = {
                       "takes the 16-bit type (Conv: bf16 from 22), adapting the nodes whose op changed "
                       "on the way; a no-op when not needed, or with --opset-upgrade never",
      amp_pass_opset_upgrade},
+    {"fuse_norm", "LayerNorm and GELU written out as their formula (exports before opsets 17 and 20) become one "
+                  "LayerNormalization or Gelu node where the opset has it; below, the amp pass colours each "
+                  "group as that op", amp_pass_fuse_norm},
     {"amp", "automatic mixed precision: paints nodes allow/deny from the op lists and rules, "
             "makes allow nodes 16-bit with one Cast per value and type, stores weights of "
             "inference graphs in 16 bits", amp_pass_amp},
@@ -43,7 +46,7 @@ const AmpPass *amp_pass_at(size_t i) {
 }
 
 const char *amp_default_pipeline(void) {
-    return "infer,opset_upgrade,amp,loss_scale,cast_cleanup";
+    return "infer,opset_upgrade,fuse_norm,amp,loss_scale,cast_cleanup";
 }
 
 static void known_names(char *buf, size_t len) {
@@ -78,8 +81,9 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     }
     for (size_t i = 0; i < n; i++) {
         const AmpPass *p = passes[i];
-        /* The opset upgrade keeps the types inferred unless it changed the graph. */
-        bool keeps_types = p->run == amp_pass_opset_upgrade && m->types_inferred;
+        /* The opset upgrade keeps the types inferred unless it changed the graph; a fused
+         * node's output keeps the type of the value it makes. */
+        bool keeps_types = (p->run == amp_pass_opset_upgrade || p->run == amp_pass_fuse_norm) && m->types_inferred;
         rc = p->run(m, popt, st);
         m->types_inferred = !rc && (p->run == amp_pass_infer || (keeps_types && m->types_inferred));
         if (rc) {

@@ -131,6 +131,8 @@ AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *s
 AmpCode amp_pass_cast_cleanup(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 /* Raises the ai.onnx opset when the 16-bit type needs a newer one (opset_upgrade.c). */
 AmpCode amp_pass_opset_upgrade(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+/* Decomposed LayerNorm and GELU become the op where the opset has it (fuse_norm.c). */
+AmpCode amp_pass_fuse_norm(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 
 /* ---- the AMP op lists (amp_lists.c), shared by the CLI and AMP_AUTO ----------------- */
 

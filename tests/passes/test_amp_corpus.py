@@ -212,8 +212,8 @@ class Result:
 
 
 def gelu_cube(model, node):
-    """Whether node is the Pow(x, 3) of GELU's tanh form (passes/amp_color.c's gelu_cube,
-    which makes it infer): Pow -> Mul -> Add(x) -> Mul -> Tanh, one reader each."""
+    """Whether node may be the Pow(x, 3) of GELU's tanh form (which passes/amp_color.c's
+    group_rule colours as Gelu, infer): Pow -> Mul -> Add(x) -> Mul -> Tanh, one reader each."""
     if node.op_type != "Pow":
         return False
     readers = {}
