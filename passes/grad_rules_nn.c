@@ -1,5 +1,5 @@
 /* Gradient rules of the normalisations and the losses: Softmax, LogSoftmax,
- * LayerNormalization, SoftmaxCrossEntropyLoss. */
+ * LayerNormalization, BatchNormalization (inference form), SoftmaxCrossEntropyLoss. */
 #include <string.h>
 
 #include "grad_impl.h"
@@ -114,4 +114,45 @@ void amp_grad_softmax_ce(AmpGradCtx *c) {
         g = amp_build2(b, "Div", "sce_g", g, count);
     }
     c->gx[0] = amp_build2(b, "Mul", "sce_d", diff, g);
+}
+
+/* BatchNormalization in inference form (the running mean and var fixed: an export in
+ * eval mode): y = (x - mean) * rstd * scale + bias per channel (axis 1),
+ * rstd = 1 / sqrt(var + eps). dx = g * scale * rstd; dscale = sum of g * xhat and
+ * dbias = sum of g over every axis but the channels. The batch-statistics form
+ * (training_mode 1) has no rule yet. */
+void amp_grad_batch_norm(AmpGradCtx *c) {
+    if (!only_first_output(c)) return;
+    AmpNode *n = c->n;
+    if (amp_node_attr_int(n, "training_mode", 0)) {
+        amp_grad_unsupported(c, "training_mode 1 (batch statistics) has no gradient rule yet");
+        return;
+    }
+    AmpBuilder *b = B(c);
+    AmpValue *x = IN(c, 0), *g = G(c);
+    int r = amp_grad_rank(c, x);
+    if (r < 0) return;
+    if (r < 2 || r > 64 || n->n_inputs < 5) {
+        amp_grad_unsupported(c, "the input is not [N, C, ...] with its five inputs");
+        return;
+    }
+    int64_t spatial[64], axes[64];
+    size_t ns = 0, na = 0;
+    for (int i = 0; i < r; i++) {
+        if (i >= 2) spatial[ns++] = i - 1; /* a [C] vector made [C, 1, ...] */
+        if (i != 1) axes[na++] = i;
+    }
+    double eps = amp_node_attr_float(n, "epsilon", 1e-5f);
+    AmpValue *rstd = amp_build2(b, "Div", "bn_rstd", amp_grad_scalar_like(c, x, 1.0),
+                                amp_build1(b, "Sqrt", "bn_std", amp_build2(b, "Add", "bn_vareps", IN(c, 4), amp_grad_scalar_like(c, x, eps))));
+#define CH(v, what) (ns ? amp_build_axes_op(b, "Unsqueeze", what, v, spatial, ns) : (v))
+    if (amp_grad_wants(c, 0))
+        c->gx[0] = amp_build2(b, "Mul", "bn_dx", g, CH(amp_build2(b, "Mul", "bn_sr", IN(c, 1), rstd), "bn_src"));
+    if (amp_grad_wants(c, 1)) {
+        AmpValue *xhat = amp_build2(b, "Mul", "bn_xhat", amp_build2(b, "Sub", "bn_xc", x, CH(IN(c, 3), "bn_mean")),
+                                    CH(rstd, "bn_rstdc"));
+        c->gx[1] = amp_build_reduce(b, "ReduceSum", "bn_dscale", amp_build2(b, "Mul", "bn_gx", g, xhat), axes, na, 0);
+    }
+    if (amp_grad_wants(c, 2)) c->gx[2] = amp_build_reduce(b, "ReduceSum", "bn_dbias", g, axes, na, 0);
+#undef CH
 }
