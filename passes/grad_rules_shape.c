@@ -17,11 +17,12 @@ void amp_grad_cast(AmpGradCtx *c) {
 /* Reshape, Flatten, Squeeze, Unsqueeze: the gradient is g in the input's shape. */
 void amp_grad_reshape(AmpGradCtx *c) { c->gx[0] = amp_grad_reshape_like(c, G(c), IN(c, 0)); }
 
-/* By the inverse permutation (default perm: the axes reversed, its own inverse). */
+/* By the inverse permutation (default perm: the axes reversed, its own inverse). perm
+ * gives the rank where inference could not (a Reshape to a computed shape). */
 void amp_grad_transpose(AmpGradCtx *c) {
-    int r = amp_grad_rank(c, IN(c, 0));
-    if (r < 0) return;
     const AmpAttr *a = amp_node_attr(c->n, "perm");
+    int r = a && a->n_ints <= 64 ? (int)a->n_ints : amp_grad_rank(c, IN(c, 0));
+    if (r < 0) return;
     int64_t inv[64];
     if (r > 64 || (a && a->n_ints != (size_t)r)) {
         amp_grad_unsupported(c, "perm does not match the input's rank");

@@ -406,3 +406,27 @@ Test(grad_nn, gelu_tanh) {
     out_y(m);
     check(m, AMP_GRAD_LOSS_MSE, "Gelu approximate tanh");
 }
+
+/* A parameter read by 70 nodes (an exporter's one shared zero bias): its gradient sums
+ * 70 contributions, in a tree of Sums the executor runs (at most 64 inputs a node). */
+Test(grad_nn, many_readers_summed_in_a_tree) {
+    AmpModel *m = model();
+    P(m->graph, "x", -1, 1, 3);
+    P(m->graph, "w", -1, 1, 70, 3);
+    op(m, "Tanh", "x", "acc0");
+    char ins[64], out[16];
+    for (int i = 0; i < 70; i++) {
+        ints_init(m->graph, (snprintf(out, sizeof out, "i%d", i), out), 0, NULL, (int64_t[]){i});
+        snprintf(ins, sizeof ins, "w,i%d", i);
+        snprintf(out, sizeof out, "w%d", i);
+        op(m, "Gather", ins, out); /* row i of w: [3] */
+        snprintf(ins, sizeof ins, "x,w%d", i);
+        snprintf(out, sizeof out, "p%d", i);
+        op(m, "Mul", ins, out);
+        snprintf(ins, sizeof ins, "acc%d,p%d", i, i);
+        snprintf(out, sizeof out, i == 69 ? "y" : "acc%d", i + 1);
+        op(m, "Add", ins, out);
+    }
+    out_y(m);
+    check(m, AMP_GRAD_LOSS_MSE, "x read by 71 nodes");
+}
