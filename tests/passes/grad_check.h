@@ -90,7 +90,7 @@ static inline double check(AmpModel *m, AmpGradLoss loss, const char *what) {
     int64_t fdims[8], fn = 1;
     for (int i = 0; i < feed->type.rank; i++) fn *= fdims[i] = feed->type.dims[i].value;
     float fdata[512];
-    int64_t ldata[64];
+    int64_t ldata[512]; /* written for every feed element, read for labels */
     cr_assert(fn <= 64 || (loss == AMP_GRAD_LOSS_MSE && fn <= 512));
     for (int64_t i = 0; i < fn; i++) {
         fdata[i] = uni(-1, 1);
