@@ -162,14 +162,29 @@ static bool const_false(AmpValue *v) {
 }
 
 /* Dropout of an inference export (no training_mode input, or a constant false one) is the
- * identity; one that drops (training_mode true or computed) has no rule yet. */
+ * identity. One that drops (--train-mode makes it so, with its mask output):
+ * g * mask / (1 - ratio), the forward's own mask (g where training_mode is false at run
+ * time). */
 void amp_grad_dropout(AmpGradCtx *c) {
     AmpNode *n = c->n;
-    if (n->n_inputs > 2 && n->inputs[2] && !const_false(n->inputs[2])) {
-        amp_grad_unsupported(c, "training_mode may be true: dropping has no gradient rule yet");
+    if (n->n_inputs <= 2 || !n->inputs[2] || const_false(n->inputs[2])) {
+        c->gx[0] = G(c);
         return;
     }
-    c->gx[0] = G(c);
+    AmpValue *mask = n->n_outputs > 1 ? n->outputs[1] : NULL;
+    if (!mask) {
+        amp_grad_unsupported(c, "training_mode may be true and the mask is not an output (--train-mode adds it)");
+        return;
+    }
+    AmpBuilder *b = B(c);
+    AmpValue *x = IN(c, 0), *ratio = n->inputs[1] ? n->inputs[1] : amp_grad_scalar_like(c, x, 0.5);
+    if (ratio->type.dtype != x->type.dtype) ratio = amp_build_cast(b, "dropout_ratio", ratio, x->type.dtype);
+    AmpValue *one = amp_grad_scalar_like(c, x, 1.0);
+    /* A training_mode false at run time keeps everything unscaled (the mask all ones). */
+    AmpValue *win[3] = {n->inputs[2], amp_build2(b, "Sub", "dropout_p", one, ratio), one};
+    AmpValue *keep = amp_build_end(b, amp_build_start(b, "Where", "dropout_keep", win, 3, 1));
+    AmpValue *kept = amp_build2(b, "Mul", "dropout_gm", G(c), amp_build_cast(b, "dropout_mask", mask, x->type.dtype));
+    c->gx[0] = amp_build2(b, "Div", "dropout_d", kept, keep);
 }
 
 /* g with the reduced axes put back (size 1), then expanded to the input's shape. */

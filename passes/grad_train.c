@@ -107,11 +107,12 @@ static AmpCode add_loss(AmpModel *m, const AmpGradOptions *o, AmpValue **loss, A
     return AMP_OK;
 }
 
-/* training_info[new]: p_new = p - lr * p_grad for each parameter, bound p <- p_new. */
-static AmpCode add_sgd(AmpModel *m, const AmpGradOptions *o, const AmpGradParam *ps, size_t n, AmpGradSummary *sum,
-                       AmpStatus *st) {
+/* training_info[new]: p_new = p - lr * p_grad for each parameter, bound p <- p_new; each
+ * --train-mode running statistic bound to the forward's new value. */
+static AmpCode add_sgd(AmpModel *m, const AmpGradOptions *o, const AmpGradParam *ps, size_t n,
+                       const AmpGradState *state, size_t n_state, AmpGradSummary *sum, AmpStatus *st) {
     AmpTrainingInfo *ti = amp_arena_calloc(&m->arena, m->n_training + 1, sizeof *ti);
-    AmpStrPair *binds = amp_arena_calloc(&m->arena, n ? n : 1, sizeof *binds);
+    AmpStrPair *binds = amp_arena_calloc(&m->arena, n + n_state + 1, sizeof *binds);
     AmpGraph *alg = amp_graph_new(m, m->graph);
     if (!ti || !binds || !alg) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
     if (m->n_training) memcpy(ti, m->training, m->n_training * sizeof *ti);
@@ -133,9 +134,18 @@ static AmpCode add_sgd(AmpModel *m, const AmpGradOptions *o, const AmpGradParam 
         if (nv && !amp_graph_add_output(alg, nv)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
         binds[i] = (AmpStrPair){p->name, nv ? nv->name : NULL};
     }
+    /* --train-mode's running statistics: the forward's new values, bound as they are. */
+    for (size_t i = 0; i < n_state && amp_builder_ok(&b); i++) {
+        snprintf(name, sizeof name, "%s_new", state[i].init->name);
+        const char *out = amp_graph_lookup(m->graph, name) ? amp_graph_unique_name(m->graph, name) : name;
+        AmpValue *in[1] = {state[i].next};
+        AmpValue *nv = amp_build_end(&b, amp_build_start_named(&b, "Identity", out, in, 1, 1));
+        if (nv && !amp_graph_add_output(alg, nv)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+        binds[n + i] = (AmpStrPair){state[i].init->name, nv ? nv->name : NULL};
+    }
     AmpCode rc = amp_builder_status(&b, st);
     if (rc) return rc;
-    ti[m->n_training] = (AmpTrainingInfo){.algorithm = alg, .n_update_bindings = n, .update_bindings = binds};
+    ti[m->n_training] = (AmpTrainingInfo){.algorithm = alg, .n_update_bindings = n + n_state, .update_bindings = binds};
     m->training = ti;
     m->n_training++;
     sum->n_nodes += b.n_nodes;
@@ -153,26 +163,36 @@ AmpCode amp_grad_model(AmpModel *m, const AmpGradOptions *opt, AmpGradSummary *s
     AmpCode rc = raise_opset(m, sum, st);
     if (!rc) rc = amp_graph_toposort(m->graph, st);
     if (!rc) rc = amp_infer_model(m, st);
+    AmpGradState *state = NULL;
+    size_t n_state = 0;
+    if (!rc && opt->train_mode) rc = amp_grad_train_mode(m, &state, &n_state, st);
+    sum->n_state = n_state;
     AmpValue *loss = NULL;
     if (!rc) rc = add_loss(m, opt, &loss, st);
-    if (rc) return rc;
+    if (rc) {
+        free(state);
+        return rc;
+    }
     sum->loss = loss->name;
     AmpGradParam *ps = NULL;
     size_t n = 0;
-    if ((rc = amp_grad_backward(m, loss, opt, sum, &ps, &n, st))) return rc;
+    if ((rc = amp_grad_backward(m, loss, opt, sum, &ps, &n, st))) {
+        free(state);
+        return rc;
+    }
     sum->n_params = n;
     if (!n) {
-        free(ps);
+        free(ps), free(state);
         return amp_fail(st, AMP_ERR_INPUT, "grad: loss '%s' depends on no trainable parameter (float initializers of "
                         "rank >= 1 not frozen)", loss->name);
     }
     if (opt->optimizer == AMP_GRAD_OPT_SGD) {
-        rc = add_sgd(m, opt, ps, n, sum, st);
+        rc = add_sgd(m, opt, ps, n, state, n_state, sum, st);
     } else {
         for (size_t i = 0; i < n && !rc; i++)
             if (!amp_graph_add_output(m->graph, ps[i].grad)) rc = amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
     }
-    free(ps);
+    free(ps), free(state);
     m->types_inferred = false;
     return rc;
 }

@@ -9,6 +9,17 @@ typedef struct AmpGradParam {
     AmpValue *grad;  /* "<param>_grad" */
 } AmpGradParam;
 
+/* A running statistic --train-mode binds: the initializer, and the value of the new
+ * running value the forward computes (BatchNormalization's running_mean / running_var). */
+typedef struct AmpGradState {
+    AmpValue *init;
+    AmpValue *next;
+} AmpGradState;
+
+/* --train-mode (grad_mode.c): BatchNormalization and Dropout in m's main graph put in
+ * training mode; *state (malloc'd) lists what the optimizer binds. */
+AmpCode amp_grad_train_mode(AmpModel *m, AmpGradState **state, size_t *n_state, AmpStatus *st);
+
 /* The backward from `loss` (a value of m's main graph): every parameter the loss depends
  * on gets "<param>_grad"; *params (malloc'd, the caller frees) lists them in the graph's
  * value order. */

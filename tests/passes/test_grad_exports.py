@@ -13,6 +13,9 @@ one op (grad_encoder17) and decomposed (grad_encoder14). For each, the training 
 - converts with `ampc TRAIN -o AMP` (fp16) with every gradient unscaled;
 - grad_cnn trains with `ampc run --steps 3`: the loss falls (the encoders' exports compute
   shapes with Mod, which the CPU executor lacks).
+With --train-mode, a CNN with BatchNormalization and a seeded Dropout made here (onnx.helper)
+gets both in training mode, its running statistics bound as state; its gradients match
+central differences in onnxruntime, it converts, and `ampc run` trains it.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx, onnxruntime or numpy is missing.
 
 usage: test_grad_exports.py --ampc PATH [--testdata DIR] [--verbose]
@@ -56,11 +59,12 @@ def ampc(ctx, *args, rc=0):
 def grad(ctx, name):
     """The fixture's training graph (made once) and its parameters' names."""
     out = os.path.join(ctx.tmp, name + "_train.onnx")
-    if not os.path.exists(out):
+    if not os.path.exists(out):  # made here from a fixture (test_train_mode makes its own)
         r = ampc(ctx, "grad", os.path.join(FIXTURES, name + ".onnx"), "-o", out)
         assert "parameters with gradients" in r.stdout, r.stdout
     m = onnx.load(out)
-    params = [t.name for t in m.graph.initializer if t.data_type in FLOATS and len(t.dims) >= 1]
+    made = {o for n in m.graph.node for o in n.output}
+    params = [t.name for t in m.graph.initializer if t.name + "_grad" in made]
     return out, m, params
 
 
@@ -70,7 +74,7 @@ def feeds(m):
     for i in m.graph.input:
         dims = [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
         if i.type.tensor_type.elem_type == onnx.TensorProto.INT64:
-            f[i.name] = np.array([7], dtype=np.int64).reshape(dims)  # the label
+            f[i.name] = np.full(dims, 7, dtype=np.int64)  # the labels
         else:
             f[i.name] = rs.randn(*dims).astype(np.float32)
     return f
@@ -79,12 +83,11 @@ def feeds(m):
 def checked_and_bound(ctx, name):
     _, m, params = grad(ctx, name)
     onnx.checker.check_model(m, full_check=True)
-    assert params, "no parameters"
+    floats = [t.name for t in m.graph.initializer if t.data_type in FLOATS and len(t.dims) >= 1]
+    missing = sorted(set(floats) - set(params))
+    assert params and not missing, f"no gradient for {missing}"
     binds = {b.key for t in m.training_info for b in t.update_binding}
-    assert sorted(binds) == sorted(params), f"unbound: {sorted(set(params) - binds)}"
-    made = {o for n in m.graph.node for o in n.output}
-    missing = [p for p in params if p + "_grad" not in made]
-    assert not missing, f"no gradient for {missing}"
+    assert sorted(binds) == sorted(floats), f"unbound: {sorted(set(floats) - binds)}"
 
 
 def gradients_match_differences(ctx, name):
@@ -131,12 +134,52 @@ def test_cnn_trains(ctx):
     assert len(losses) == 3 and all(np.isfinite(losses)) and losses[2] < losses[0], r.stdout
 
 
+def bn_dropout_cnn(path):
+    """Conv -> BatchNormalization (running stats not 0/1) -> Relu -> Dropout (seed) ->
+    GlobalAveragePool -> Flatten -> Gemm, an eval-mode export's form, opset 17."""
+    rs = np.random.RandomState(4)
+    inits = [nh.from_array(a.astype(np.float32), n) for n, a in (
+        ("conv.weight", rs.randn(6, 3, 3, 3) * 0.3), ("bn.weight", rs.uniform(0.5, 1.5, 6)),
+        ("bn.bias", rs.randn(6) * 0.1), ("bn.running_mean", rs.randn(6) * 0.2),
+        ("bn.running_var", rs.uniform(0.5, 2, 6)), ("fc.weight", rs.randn(10, 6) * 0.3), ("fc.bias", np.zeros(10)))]
+    nodes = [h.make_node("Conv", ["input", "conv.weight"], ["c"], pads=[1, 1, 1, 1]),
+             h.make_node("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["b"]),
+             h.make_node("Relu", ["b"], ["r"]), h.make_node("Dropout", ["r"], ["d"], seed=5),
+             h.make_node("GlobalAveragePool", ["d"], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
+             h.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["out"], transB=1)]
+    g = h.make_graph(nodes, "bn_dropout", [h.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [2, 3, 6, 6])],
+                     [h.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [2, 10])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def test_train_mode(ctx):
+    src, out = os.path.join(ctx.tmp, "bn_dropout.onnx"), os.path.join(ctx.tmp, "bn_dropout_train.onnx")
+    bn_dropout_cnn(src)
+    r = ampc(ctx, "grad", src, "-o", out, "--train-mode")
+    assert "2 running statistics bound" in r.stdout, r.stdout
+    m = onnx.load(out)
+    onnx.checker.check_model(m, full_check=True)
+    bn = [n for n in m.graph.node if n.op_type == "BatchNormalization"]
+    assert len(bn) == 1 and len(bn[0].output) == 3, bn
+    assert any(a.name == "training_mode" and a.i == 1 for a in bn[0].attribute), bn[0]
+    drop = [n for n in m.graph.node if n.op_type == "Dropout"]
+    assert len(drop) == 1 and len(drop[0].input) == 3 and len(drop[0].output) == 2, drop
+    binds = {b.key: b.value for b in m.training_info[0].update_binding}
+    assert {"bn.running_mean", "bn.running_var", "conv.weight", "bn.weight", "fc.bias"} <= set(binds), binds
+    gradients_match_differences(ctx, "bn_dropout")
+    converts_unscaled(ctx, "bn_dropout")
+    r = ampc(ctx, "run", out, "--steps", "2")
+    losses = [float(v) for v in re.findall(r"step \d+: loss ([-0-9.e+]+)", r.stdout)]
+    assert len(losses) == 2 and all(np.isfinite(losses)), r.stdout
+
+
 def cases():
     tests = []
     for name in ("grad_cnn", "grad_encoder17", "grad_encoder14"):
         for f in (checked_and_bound, gradients_match_differences, converts_unscaled):
             tests.append((f"{f.__name__}_{name}", lambda ctx, f=f, name=name: f(ctx, name)))
-    return tests + [("cnn_trains", test_cnn_trains)]
+    return tests + [("cnn_trains", test_cnn_trains), ("train_mode", test_train_mode)]
 
 
 def main():

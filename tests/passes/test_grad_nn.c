@@ -251,20 +251,68 @@ Test(grad_nn, batch_norm_inference) {
     check(m, AMP_GRAD_LOSS_MSE, "BatchNormalization inference");
 }
 
-Test(grad_nn, batch_norm_training_mode_refused) {
+/* Training form (training_mode 1): the batch's statistics, which depend on x. */
+Test(grad_nn, batch_norm_training) {
     AmpModel *m = model();
-    P(m->graph, "x", -2, 2, 2, 3, 4);
-    P(m->graph, "scale", 0.5f, 1.5f, 3);
-    P(m->graph, "bias", -1, 1, 3);
-    P(m->graph, "mean", -0.5f, 0.5f, 3);
-    P(m->graph, "var", 0.5f, 2, 3);
-    AmpNode *n = op(m, "BatchNormalization", "x,scale,bias,mean,var", "y");
+    P(m->graph, "x", -2, 2, 3, 2, 3, 2);
+    P(m->graph, "scale", 0.5f, 1.5f, 2);
+    P(m->graph, "bias", -1, 1, 2);
+    P(m->graph, "running_mean", -0.5f, 0.5f, 2);
+    P(m->graph, "running_var", 0.5f, 2, 2);
+    AmpNode *n = op(m, "BatchNormalization", "x,scale,bias,running_mean,running_var", "y,rm,rv");
     attr_i(n, "training_mode", 1);
     out_y(m);
+    check(m, AMP_GRAD_LOSS_MSE, "BatchNormalization training");
+}
+
+/* Dropping with a seed (the same mask on every run, so differences see it): the mask's
+ * elements get g / (1 - ratio), the dropped ones nothing. */
+Test(grad_nn, dropout_training_mask) {
+    AmpModel *m = model();
+    P(m->graph, "x", -1, 1, 4, 5);
+    rt_scalar_f(m->graph, "ratio", 0.4f);
+    uint8_t on = 1;
+    rt_init(m->graph, "training", AMP_DT_BOOL, 0, NULL, &on);
+    AmpNode *n = op(m, "Dropout", "x,ratio,training", "y,mask");
+    attr_i(n, "seed", 3);
+    out_y(m);
+    check(m, AMP_GRAD_LOSS_MSE, "Dropout training (seeded mask)");
+}
+
+/* --train-mode: an eval export's BatchNormalization uses batch statistics, its running
+ * ones become state bound to the forward's new values; Dropout drops with its mask out. */
+Test(grad_nn, train_mode_rewrites_and_binds) {
+    AmpModel *m = model();
+    P(m->graph, "x", -2, 2, 3, 2, 4);
+    P(m->graph, "scale", 0.5f, 1.5f, 2);
+    P(m->graph, "bias", -1, 1, 2);
+    P(m->graph, "running_mean", -0.5f, 0.5f, 2);
+    P(m->graph, "running_var", 0.5f, 2, 2);
+    op(m, "BatchNormalization", "x,scale,bias,running_mean,running_var", "bn");
+    op(m, "Dropout", "bn", "y");
+    out_y(m);
     AmpStatus st = {0};
-    AmpGradOptions o = {.loss = AMP_GRAD_LOSS_MSE};
-    cr_assert_eq(amp_grad_model(m, &o, NULL, &st), AMP_ERR_UNSUPPORTED);
-    cr_assert(strstr(st.msg, "training_mode 1"), "%s", st.msg);
+    AmpGradOptions o = {.loss = AMP_GRAD_LOSS_MSE, .train_mode = true};
+    AmpGradSummary sum;
+    cr_assert_eq(amp_grad_model(m, &o, &sum, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(sum.n_params, 3);
+    cr_assert_eq(sum.n_state, 2);
+    int bn = 0, drop = 0;
+    for (AmpNode *n = m->graph->first; n; n = n->next) {
+        if (n->op == AMP_OP_BatchNormalization) {
+            bn++;
+            cr_assert_eq(amp_node_attr_int(n, "training_mode", 0), 1);
+            cr_assert_eq(n->n_outputs, 3);
+        }
+        if (n->op == AMP_OP_Dropout && n->n_inputs == 3) drop += n->n_outputs == 2 && n->outputs[1];
+    }
+    cr_assert_eq(bn, 1);
+    cr_assert_eq(drop, 1);
+    AmpTrainingInfo *ti = &m->training[0];
+    cr_assert_eq(ti->n_update_bindings, 5);
+    cr_assert_str_eq(ti->update_bindings[3].key, "running_mean");
+    cr_assert_str_eq(ti->update_bindings[4].key, "running_var");
+    cr_assert_eq(amp_verify_model(m, &st), AMP_OK, "%s", st.msg);
     amp_model_free(m);
 }
 
