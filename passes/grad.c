@@ -88,11 +88,24 @@ static AmpCode add_contrib(Ad *a, AmpValue *v, AmpValue *g, AmpStatus *st) {
     return AMP_OK;
 }
 
+/* Sum nodes take at most this many inputs: more (an exporter's one shared zero bias read
+ * by every layer) are summed in a tree, within the executor's limit on inputs. */
+#define SUM_FAN_IN 32
+
 /* v's whole gradient: its one contribution, or their Sum; named exactly `name` when
  * given (then an Identity for a single contribution), NULL when it has none. */
 static AmpValue *total(Ad *a, AmpValue *v, const char *name) {
     Contribs *c = &a->contrib[v->id];
     if (!c->n) return NULL;
+    while (c->n > SUM_FAN_IN) { /* each group of SUM_FAN_IN becomes one partial sum */
+        size_t k = 0;
+        for (size_t i = 0; i < c->n; i += SUM_FAN_IN) {
+            size_t m = c->n - i < SUM_FAN_IN ? c->n - i : SUM_FAN_IN;
+            c->v[k++] = m == 1 ? c->v[i]
+                               : amp_build_end(&a->b, amp_build_start(&a->b, "Sum", v->name, c->v + i, (int)m, 1));
+        }
+        c->n = k;
+    }
     if (c->n == 1 && !name) return c->v[0];
     const char *op = c->n == 1 ? "Identity" : "Sum";
     AmpNode *n = name ? amp_build_start_named(&a->b, op, name, c->v, (int)c->n, 1)

@@ -38,6 +38,8 @@ typedef struct AmpGradOptions {
                               p by lr wd apart from it (AdamW) */
     const char *const *freeze; /* n_freeze fnmatch(3) globs: matching initializers stay fixed */
     size_t n_freeze;
+    bool train_mode;       /* BatchNormalization on batch statistics (running ones bound
+                              as state), Dropout dropping: grad_mode.c */
 } AmpGradOptions;
 
 /* What amp_grad_model did, for the summary line. */
@@ -48,6 +50,7 @@ typedef struct AmpGradSummary {
     size_t n_frozen;       /* float initializers --freeze matched */
     size_t n_unused;       /* trainable initializers the loss does not depend on */
     size_t n_nodes;        /* nodes added */
+    size_t n_running;      /* running statistics bound (--train-mode) */
     int64_t opset_from, opset_to; /* the ai.onnx opset before and after (raised to 16) */
 } AmpGradSummary;
 

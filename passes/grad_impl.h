@@ -50,6 +50,17 @@ AmpValue *amp_grad_swap_last(AmpGradCtx *c, AmpValue *v);
  * when it reduces every axis. Axes come back normalised (>= 0) for rank. false: not
  * constant (error set). */
 bool amp_grad_reduce_axes(AmpGradCtx *c, int rank, int64_t *axes, size_t *count, bool *all);
+/* Copies every attribute of the rule's node onto n (a forward op run again in the backward). */
+void amp_grad_copy_attrs(AmpGradCtx *c, AmpNode *n);
+/* Zeros of v's shape and dtype. */
+AmpValue *amp_grad_zeros_like(AmpGradCtx *c, AmpValue *v);
+/* The element indices of x (int64, x's shape: 0, 1, ... in row-major order): a data
+ * movement op applied to it tells where each output element came from. */
+AmpValue *amp_grad_iota_like(AmpGradCtx *c, AmpValue *x);
+/* The adjoint of a data movement: g's elements added into zeros shaped like x at the flat
+ * indices `from` (shaped like g) says they came from (ScatterND, reduction "add", so an
+ * element read twice gets both). */
+AmpValue *amp_grad_scatter_back(AmpGradCtx *c, AmpValue *g, AmpValue *from, AmpValue *x);
 
 /* The rule functions, by family. */
 void amp_grad_matmul(AmpGradCtx *c);
@@ -68,6 +79,13 @@ void amp_grad_log(AmpGradCtx *c);
 void amp_grad_sqrt(AmpGradCtx *c);
 void amp_grad_erf(AmpGradCtx *c);
 void amp_grad_gelu(AmpGradCtx *c);
+void amp_grad_abs(AmpGradCtx *c);
+void amp_grad_reciprocal(AmpGradCtx *c);
+void amp_grad_leaky_relu(AmpGradCtx *c);
+void amp_grad_clip(AmpGradCtx *c);
+void amp_grad_hard_sigmoid(AmpGradCtx *c);
+void amp_grad_hard_swish(AmpGradCtx *c);
+void amp_grad_max_min(AmpGradCtx *c);
 void amp_grad_identity(AmpGradCtx *c);
 void amp_grad_cast(AmpGradCtx *c);
 void amp_grad_reshape(AmpGradCtx *c);
@@ -76,6 +94,19 @@ void amp_grad_concat(AmpGradCtx *c);
 void amp_grad_gather(AmpGradCtx *c);
 void amp_grad_reduce_sum(AmpGradCtx *c);
 void amp_grad_reduce_mean(AmpGradCtx *c);
+void amp_grad_reduce_max(AmpGradCtx *c);
+void amp_grad_split(AmpGradCtx *c);
+void amp_grad_slice(AmpGradCtx *c);
+void amp_grad_tile(AmpGradCtx *c);
+void amp_grad_expand(AmpGradCtx *c);
+void amp_grad_where(AmpGradCtx *c);
+void amp_grad_dropout(AmpGradCtx *c);
+void amp_grad_conv(AmpGradCtx *c);
+void amp_grad_conv_transpose(AmpGradCtx *c);
+void amp_grad_max_pool(AmpGradCtx *c);
+void amp_grad_average_pool(AmpGradCtx *c);
+void amp_grad_global_average_pool(AmpGradCtx *c);
+void amp_grad_batch_norm(AmpGradCtx *c);
 void amp_grad_softmax(AmpGradCtx *c);
 void amp_grad_log_softmax(AmpGradCtx *c);
 void amp_grad_layer_norm(AmpGradCtx *c);

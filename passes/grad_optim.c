@@ -44,15 +44,16 @@ static AmpValue *konst(Opt *x, int k, int dt) {
     return x->c[dt][k];
 }
 
-/* key <- op(a, b), the node's output an algorithm output named "<key>_new" (made unique);
- * returns it. */
+/* key <- op(a, b) (op(a) when unary: b NULL), the node's output an algorithm output named
+ * "<key>_new" (made unique); returns it. */
 static AmpValue *bind(Opt *x, AmpValue *key, const char *op, AmpValue *a, AmpValue *b) {
-    if (!key || !a || !b) return NULL; /* an earlier call failed: the builder has the error */
+    bool unary = strcmp(op, "Identity") == 0;
+    if (!key || !a || (!b && !unary)) return NULL; /* an earlier call failed: the builder has the error */
     char name[1024];
     snprintf(name, sizeof name, "%s_new", key->name);
     const char *out = amp_graph_lookup(x->g, name) ? amp_graph_unique_name(x->g, name) : name;
     AmpValue *in[2] = {a, b};
-    AmpValue *nv = out ? amp_build_end(&x->b, amp_build_start_named(&x->b, op, out, in, 2, 1)) : NULL;
+    AmpValue *nv = out ? amp_build_end(&x->b, amp_build_start_named(&x->b, op, out, in, unary ? 1 : 2, 1)) : NULL;
     if (!out) amp_builder_fail(&x->b, AMP_ERR_INTERNAL, "grad: out of memory");
     if (!nv) return NULL;
     if (!amp_graph_add_output(x->b.g, nv)) {
@@ -147,12 +148,12 @@ static void sgd(Opt *x, AmpValue *p, AmpValue *g, bool momentum) {
 }
 
 AmpCode amp_grad_add_optimizer(AmpModel *m, const AmpGradOptions *o, const AmpGradParam *ps, size_t n,
-                               AmpGradSummary *sum, AmpStatus *st) {
+                               const AmpGradState *state, size_t n_state, AmpGradSummary *sum, AmpStatus *st) {
     static const char *const names[] = {"sgd", "momentum", "adam"};
     int kind = o->optimizer == AMP_GRAD_OPT_MOMENTUM ? 1 : o->optimizer == AMP_GRAD_OPT_ADAM ? 2 : 0;
     size_t per = kind == 2 ? 3 : kind == 1 ? 2 : 1; /* bindings per parameter */
     AmpTrainingInfo *ti = amp_arena_calloc(&m->arena, m->n_training + 1, sizeof *ti);
-    Opt x = {.m = m, .g = m->graph, .binds = amp_arena_calloc(&m->arena, n * per + 1, sizeof(AmpStrPair))};
+    Opt x = {.m = m, .g = m->graph, .binds = amp_arena_calloc(&m->arena, n * per + n_state + 1, sizeof(AmpStrPair))};
     AmpGraph *alg = amp_graph_new(m, m->graph);
     if (!ti || !x.binds || !alg) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
     if (m->n_training) memcpy(ti, m->training, m->n_training * sizeof *ti);
@@ -174,6 +175,8 @@ AmpCode amp_grad_add_optimizer(AmpModel *m, const AmpGradOptions *o, const AmpGr
         if (kind == 2) adam(&x, ps[i].param, ps[i].grad);
         else sgd(&x, ps[i].param, ps[i].grad, kind == 1);
     }
+    for (size_t i = 0; i < n_state && amp_builder_ok(&x.b); i++) /* --train-mode: as the forward left them */
+        bind(&x, state[i].init, "Identity", state[i].next, NULL);
     AmpCode rc = amp_builder_status(&x.b, st);
     if (rc) return rc;
     ti[m->n_training] = (AmpTrainingInfo){.algorithm = alg, .n_update_bindings = x.n_binds,
@@ -181,6 +184,6 @@ AmpCode amp_grad_add_optimizer(AmpModel *m, const AmpGradOptions *o, const AmpGr
     m->training = ti;
     m->n_training++;
     sum->n_nodes += x.b.n_nodes;
-    sum->n_state = x.n_binds - n;
+    sum->n_state = x.n_binds - n - n_state;
     return AMP_OK;
 }

@@ -28,6 +28,14 @@ static const AmpGradRule rules[AMP_OP__COUNT] = {
     [AMP_OP_Sqrt] = {amp_grad_sqrt, S(0)},
     [AMP_OP_Erf] = {amp_grad_erf, S(0)},
     [AMP_OP_Gelu] = {amp_grad_gelu, S(0)},
+    [AMP_OP_Abs] = {amp_grad_abs, S(0)},
+    [AMP_OP_Reciprocal] = {amp_grad_reciprocal, S(0)},
+    [AMP_OP_LeakyRelu] = {amp_grad_leaky_relu, S(0)},
+    [AMP_OP_Clip] = {amp_grad_clip, S(0)},
+    [AMP_OP_HardSigmoid] = {amp_grad_hard_sigmoid, S(0)},
+    [AMP_OP_HardSwish] = {amp_grad_hard_swish, S(0)},
+    [AMP_OP_Max] = {amp_grad_max_min, AMP_SLOTS_ALL},
+    [AMP_OP_Min] = {amp_grad_max_min, AMP_SLOTS_ALL},
     /* data movement (grad_rules_shape.c) */
     [AMP_OP_Identity] = {amp_grad_identity, S(0)},
     [AMP_OP_Cast] = {amp_grad_cast, S(0)},
@@ -40,10 +48,25 @@ static const AmpGradRule rules[AMP_OP__COUNT] = {
     [AMP_OP_Gather] = {amp_grad_gather, S(0)},
     [AMP_OP_ReduceSum] = {amp_grad_reduce_sum, S(0)},
     [AMP_OP_ReduceMean] = {amp_grad_reduce_mean, S(0)},
+    [AMP_OP_ReduceMax] = {amp_grad_reduce_max, S(0)},
+    [AMP_OP_ReduceMin] = {amp_grad_reduce_max, S(0)},
+    [AMP_OP_Split] = {amp_grad_split, S(0)},
+    [AMP_OP_Slice] = {amp_grad_slice, S(0)},
+    [AMP_OP_Tile] = {amp_grad_tile, S(0)},
+    [AMP_OP_Expand] = {amp_grad_expand, S(0)},
+    [AMP_OP_Where] = {amp_grad_where, S(1) | S(2)},
+    [AMP_OP_Dropout] = {amp_grad_dropout, S(0)},
+    /* convolutions and pooling (grad_rules_conv.c) */
+    [AMP_OP_Conv] = {amp_grad_conv, S(0) | S(1) | S(2)},
+    [AMP_OP_ConvTranspose] = {amp_grad_conv_transpose, S(0) | S(1) | S(2)},
+    [AMP_OP_MaxPool] = {amp_grad_max_pool, S(0)},
+    [AMP_OP_AveragePool] = {amp_grad_average_pool, S(0)},
+    [AMP_OP_GlobalAveragePool] = {amp_grad_global_average_pool, S(0)},
     /* normalisations and losses (grad_rules_nn.c) */
     [AMP_OP_Softmax] = {amp_grad_softmax, S(0)},
     [AMP_OP_LogSoftmax] = {amp_grad_log_softmax, S(0)},
     [AMP_OP_LayerNormalization] = {amp_grad_layer_norm, S(0) | S(1) | S(2)},
+    [AMP_OP_BatchNormalization] = {amp_grad_batch_norm, S(0) | S(1) | S(2)},
     [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_grad_softmax_ce, S(0)},
 };
 
@@ -157,4 +180,41 @@ bool amp_grad_reduce_axes(AmpGradCtx *c, int rank, int64_t *axes, size_t *count,
     }
     qsort(axes, *count, sizeof *axes, cmp_i64);
     return true;
+}
+
+void amp_grad_copy_attrs(AmpGradCtx *c, AmpNode *n) {
+    if (!n || !amp_builder_ok(c->b)) return;
+    for (size_t i = 0; i < c->n->n_attrs; i++) {
+        const AmpAttr *a = &c->n->attrs[i];
+        AmpAttr *d = amp_node_add_attr(n, a->name, a->type);
+        if (!d) {
+            amp_builder_fail(c->b, AMP_ERR_INTERNAL, "grad: out of memory");
+            return;
+        }
+        *d = *a; /* the arrays live in the model's arena: shared */
+    }
+}
+
+AmpValue *amp_grad_zeros_like(AmpGradCtx *c, AmpValue *v) {
+    return amp_build_fill(c->b, "zeros", amp_build1(c->b, "Shape", "zeros_shape", v), v ? v->type.dtype : 0, 0.0);
+}
+
+AmpValue *amp_grad_iota_like(AmpGradCtx *c, AmpValue *x) {
+    AmpBuilder *b = c->b;
+    AmpValue *in[3] = {amp_build_scalar(b, "iota_0", AMP_DT_INT64, 0), amp_build1(b, "Size", "iota_n", x),
+                       amp_build_scalar(b, "iota_1", AMP_DT_INT64, 1)};
+    AmpValue *r = amp_build_end(b, amp_build_start(b, "Range", "iota_flat", in, 3, 1));
+    return amp_build2(b, "Reshape", "iota", r, amp_build1(b, "Shape", "iota_shape", x));
+}
+
+AmpValue *amp_grad_scatter_back(AmpGradCtx *c, AmpValue *g, AmpValue *from, AmpValue *x) {
+    AmpBuilder *b = c->b;
+    static const int64_t flat[1] = {-1}, col[2] = {-1, 1}, front[1] = {0};
+    AmpValue *n = amp_build_axes_op(b, "Unsqueeze", "scatter_n", amp_build1(b, "Size", "scatter_size", x), front, 1);
+    AmpValue *in[3] = {amp_build_fill(b, "scatter_zeros", n, x ? x->type.dtype : 0, 0.0),
+                       amp_build2(b, "Reshape", "scatter_idx", from, amp_build_ints(b, "scatter_col", col, 2)),
+                       amp_build2(b, "Reshape", "scatter_upd", g, amp_build_ints(b, "scatter_flat", flat, 1))};
+    AmpNode *s = amp_build_start(b, "ScatterND", "scatter", in, 3, 1);
+    amp_build_attr_string(b, s, "reduction", "add");
+    return amp_grad_reshape_like(c, amp_build_end(b, s), x);
 }

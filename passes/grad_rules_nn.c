@@ -1,5 +1,5 @@
 /* Gradient rules of the normalisations and the losses: Softmax, LogSoftmax,
- * LayerNormalization, SoftmaxCrossEntropyLoss. */
+ * LayerNormalization, BatchNormalization, SoftmaxCrossEntropyLoss. */
 #include <string.h>
 
 #include "grad_impl.h"
@@ -114,4 +114,57 @@ void amp_grad_softmax_ce(AmpGradCtx *c) {
         g = amp_build2(b, "Div", "sce_g", g, count);
     }
     c->gx[0] = amp_build2(b, "Mul", "sce_d", diff, g);
+}
+
+/* BatchNormalization: y = xhat * scale + bias per channel (axis 1), xhat = (x - mean) * rstd,
+ * rstd = 1 / sqrt(var + eps). In inference form (the running mean and var fixed: an export
+ * in eval mode) dx = g * scale * rstd. In training form (training_mode 1, --train-mode)
+ * mean and var are the batch's, so as LayerNormalization's over the batch and spatial
+ * axes: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * scale.
+ * Both: dscale = sum of g * xhat, dbias = sum of g over every axis but the channels. */
+void amp_grad_batch_norm(AmpGradCtx *c) {
+    if (!only_first_output(c)) return;
+    AmpNode *n = c->n;
+    bool train = amp_node_attr_int(n, "training_mode", 0) != 0;
+    AmpBuilder *b = B(c);
+    AmpValue *x = IN(c, 0), *g = G(c);
+    int r = amp_grad_rank(c, x);
+    if (r < 0) return;
+    if (r < 2 || r > 64 || n->n_inputs < 5) {
+        amp_grad_unsupported(c, "the input is not [N, C, ...] with its five inputs");
+        return;
+    }
+    int64_t spatial[64], axes[64];
+    size_t ns = 0, na = 0;
+    for (int i = 0; i < r; i++) {
+        if (i >= 2) spatial[ns++] = i - 1; /* a [C] vector made [C, 1, ...] */
+        if (i != 1) axes[na++] = i;
+    }
+#define CH(v, what) (ns ? amp_build_axes_op(b, "Unsqueeze", what, v, spatial, ns) : (v))
+    AmpValue *eps = amp_grad_scalar_like(c, x, amp_node_attr_float(n, "epsilon", 1e-5f)), *xc, *rstd;
+    if (train) {
+        xc = amp_build2(b, "Sub", "bn_xc", x, amp_build_reduce(b, "ReduceMean", "bn_bmean", x, axes, na, 1));
+        AmpValue *var = amp_build_reduce(b, "ReduceMean", "bn_bvar", amp_build2(b, "Mul", "bn_xc2", xc, xc), axes, na, 1);
+        rstd = amp_build2(b, "Div", "bn_rstd", amp_grad_scalar_like(c, x, 1.0),
+                          amp_build1(b, "Sqrt", "bn_std", amp_build2(b, "Add", "bn_vareps", var, eps)));
+    } else {
+        AmpValue *r1 = amp_build2(b, "Div", "bn_rstd", amp_grad_scalar_like(c, x, 1.0),
+                                  amp_build1(b, "Sqrt", "bn_std", amp_build2(b, "Add", "bn_vareps", IN(c, 4), eps)));
+        xc = amp_build2(b, "Sub", "bn_xc", x, CH(IN(c, 3), "bn_mean"));
+        rstd = CH(r1, "bn_rstdc");
+    }
+    AmpValue *xhat = amp_grad_wants(c, 1) || train ? amp_build2(b, "Mul", "bn_xhat", xc, rstd) : NULL;
+    if (amp_grad_wants(c, 0)) {
+        AmpValue *dxhat = amp_build2(b, "Mul", "bn_dxhat", g, CH(IN(c, 1), "bn_scale"));
+        if (train) {
+            AmpValue *m1 = amp_build_reduce(b, "ReduceMean", "bn_m1", dxhat, axes, na, 1);
+            AmpValue *m2 = amp_build_reduce(b, "ReduceMean", "bn_m2", amp_build2(b, "Mul", "bn_dxx", dxhat, xhat), axes, na, 1);
+            dxhat = amp_build2(b, "Sub", "bn_t", amp_build2(b, "Sub", "bn_t1", dxhat, m1), amp_build2(b, "Mul", "bn_t2", xhat, m2));
+        }
+        c->gx[0] = amp_build2(b, "Mul", "bn_dx", dxhat, rstd);
+    }
+    if (amp_grad_wants(c, 1))
+        c->gx[1] = amp_build_reduce(b, "ReduceSum", "bn_dscale", amp_build2(b, "Mul", "bn_gx", g, xhat), axes, na, 0);
+    if (amp_grad_wants(c, 2)) c->gx[2] = amp_build_reduce(b, "ReduceSum", "bn_dbias", g, axes, na, 0);
+#undef CH
 }

@@ -117,26 +117,36 @@ AmpCode amp_grad_model(AmpModel *m, const AmpGradOptions *opt, AmpGradSummary *s
     AmpCode rc = raise_opset(m, sum, st);
     if (!rc) rc = amp_graph_toposort(m->graph, st);
     if (!rc) rc = amp_infer_model(m, st);
+    AmpGradState *state = NULL;
+    size_t n_state = 0;
+    if (!rc) rc = amp_grad_train_mode(m, opt->train_mode, &state, &n_state, st);
+    sum->n_running = n_state;
     AmpValue *loss = NULL;
     if (!rc) rc = add_loss(m, opt, &loss, st);
-    if (rc) return rc;
+    if (rc) {
+        free(state);
+        return rc;
+    }
     sum->loss = loss->name;
     AmpGradParam *ps = NULL;
     size_t n = 0;
-    if ((rc = amp_grad_backward(m, loss, opt, sum, &ps, &n, st))) return rc;
+    if ((rc = amp_grad_backward(m, loss, opt, sum, &ps, &n, st))) {
+        free(state);
+        return rc;
+    }
     sum->n_params = n;
     if (!n) {
-        free(ps);
+        free(ps), free(state);
         return amp_fail(st, AMP_ERR_INPUT, "grad: loss '%s' depends on no trainable parameter (float initializers of "
                         "rank >= 1 not frozen)", loss->name);
     }
     if (opt->optimizer != AMP_GRAD_OPT_NONE) {
-        rc = amp_grad_add_optimizer(m, opt, ps, n, sum, st);
+        rc = amp_grad_add_optimizer(m, opt, ps, n, state, n_state, sum, st);
     } else {
         for (size_t i = 0; i < n && !rc; i++)
             if (!amp_graph_add_output(m->graph, ps[i].grad)) rc = amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
     }
-    free(ps);
+    free(ps), free(state);
     m->types_inferred = false;
     return rc;
 }

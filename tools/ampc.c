@@ -155,6 +155,7 @@ static void print_help(FILE *f) {
             "                                     a loss-scaled model: the scale, skipped steps\n"
             "       ampc grad MODEL -o TRAIN [--loss cross-entropy|mse|NAME] [--loss-output NAME]\n"
             "                      [--labels NAME] [--optimizer sgd] [--lr X] [--freeze GLOB]\n"
+            "                      [--train-mode]\n"
             "                                     make a training graph from an FP32 inference\n"
             "                                     model: loss, backward in standard ONNX ops, SGD\n"
             "                                     update bindings (README: Training graphs from\n"

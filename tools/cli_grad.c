@@ -63,8 +63,8 @@ int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
         g->opt.freeze = g->freeze;
         return AMP_OK;
     case OPT_TRAIN_MODE:
-        return ampc_usage_error("grad: --train-mode (BatchNormalization and Dropout in training mode): not "
-                                "supported yet");
+        g->opt.train_mode = true;
+        return AMP_OK;
     default: return ampc_usage_error("grad: internal: unhandled option %d", val);
     }
 }
@@ -98,6 +98,7 @@ int ampc_cmd_grad(GradArgs *g) {
         if (sum.n_state) printf(", %zu optimizer state tensors", sum.n_state);
         if (sum.n_frozen) printf(", %zu frozen", sum.n_frozen);
         if (sum.n_unused) printf(", %zu the loss does not depend on (not bound)", sum.n_unused);
+        if (sum.n_running) printf(", %zu running statistics bound (--train-mode)", sum.n_running);
         if (sum.opset_to != sum.opset_from) printf(", ai.onnx opset %lld -> %lld", (long long)sum.opset_from,
                                                    (long long)sum.opset_to);
         printf("; %zu nodes added -> %s\n", sum.n_nodes, amp_output_shown(g->out));

@@ -140,7 +140,8 @@
              "grad: initializers whose name matches GLOB (fnmatch) get no gradient and no "     \
              "update; repeatable (rank-0 initializers are constants anyway)")                   \
     AMPC_OPT(TRAIN_MODE, "train-mode", 0, 0, "",                                                \
-             "grad: BatchNormalization and Dropout in training mode: not supported yet (exit 2)") \
+             "grad: BatchNormalization on batch statistics (its running mean and var bound "  \
+             "as state) and Dropout dropping, with their gradients")                            \
     AMPC_OPT(LOAD_STATE, "load-state", 0, 1, "FILE",                                            \
              "run: start from the weights and optimizer state of a checkpoint FILE")            \
     AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \

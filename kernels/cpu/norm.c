@@ -14,6 +14,7 @@ typedef struct NormAttrs {
     double eps;               /* epsilon */
     double momentum;          /* BatchNormalization */
     bool train;               /* BatchNormalization: training_mode, or before opset 14 running stats listed */
+    bool mode_given;          /* BatchNormalization from opset 14: training_mode decides, not the step */
     int64_t groups;           /* GroupNormalization: num_groups */
     int64_t p;                /* LpNormalization */
     int64_t size;             /* LRN */
@@ -37,6 +38,7 @@ AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
             return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
                                      "spatial = 0 (per-activation statistics) is not implemented");
         a.momentum = amp_node_attr_float(n, "momentum", 0.9f);
+        a.mode_given = opset >= 14;
         if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
         for (int i = 1; opset < 14 && i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
         break;
@@ -329,9 +331,10 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     const NormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     double eps = na->eps, mom = na->momentum;
-    /* Batch statistics: a training step, training_mode (opset 14+), or before opset 14 a
-     * node that lists the running-stat outputs. */
-    bool train = k->training || na->train;
+    /* Batch statistics: from opset 14 as training_mode says (an eval-mode node in a
+     * training graph, `ampc grad` without --train-mode, keeps its running statistics);
+     * before, in a training step or where the node lists the running-stat outputs. */
+    bool train = na->mode_given ? na->train : k->training || na->train;
     const AmpBuf *x = in[0];
     /* Y, then running mean and var, saved mean and var (before opset 14), each typed as
      * input_mean or input_var, where the node lists them */

@@ -90,7 +90,8 @@ AmpCode amp_cuda_log_softmax(AmpKernelCtx *k) { return softmax_run(k, true); }
 typedef struct NormAttrs {
     int64_t axis;   /* LayerNormalization */
     float eps;      /* epsilon */
-    bool train;     /* BatchNormalization: training_mode, or before opset 14 running stats listed */
+    bool train;     /* BatchNormalization: training_mode, or running stats listed */
+    bool mode_given; /* BatchNormalization from opset 14: training_mode decides, not the step (as on the CPU) */
     int64_t groups; /* GroupNormalization */
 } NormAttrs;
 
@@ -105,6 +106,7 @@ AmpCode amp_cuda_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     case AMP_OP_BatchNormalization:
         if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
             return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
+        a.mode_given = opset >= 14;
         if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
         for (int i = 1; i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
         break;
@@ -242,7 +244,7 @@ AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
     if (rc) return rc;
     const NormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
-    if (k->training || na->train)
+    if (na->mode_given ? na->train : k->training || na->train)
         return amp_cuda_nr_fail(k, AMP_ERR_UNSUPPORTED, "training mode (batch statistics) is not implemented on CUDA");
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, in[0]->dtype, in[0]->rank, in[0]->dims)))
