@@ -203,8 +203,9 @@ static AmpValue *scalar(AmpBuilder *b, const char *exact, const char *what, int 
     uint8_t buf[8];
     size_t len = element(dtype, v, buf);
     if (!len) {
+        const char *pre = exact || !b->prefix ? "" : b->prefix, *label = exact ? exact : what ? what : "";
         amp_builder_fail(b, AMP_ERR_UNSUPPORTED, "no scalar constant of type %s (for '%s%s')", amp_dtype_name(dtype),
-                         exact ? "" : b->prefix, exact ? exact : what);
+                         pre, label);
         return NULL;
     }
     return constant(b, exact, what, dtype, 0, NULL, buf, len, 1);
