@@ -28,8 +28,11 @@ typedef struct AmpGradOptions {
     AmpGradLoss loss;
     const char *loss_name; /* LOSS_OUTPUT: the output that is the loss */
     const char *output;    /* the output the loss reads; NULL: the first float output */
-    const char *labels;    /* the input holding labels (cross-entropy, int64 [N]) or the
-                              target (mse, shaped like the output); NULL: "labels" / "target" */
+    const char *labels;    /* the input holding labels (cross-entropy, int64: the output's
+                              dims but the class axis) or the target (mse, shaped like the
+                              output); NULL: "labels" / "target" */
+    int class_axis;        /* cross-entropy: the output's class axis, 1 or -1 (0: -1, the
+                              last: [N, C] and [B, T, V] logits) */
     AmpGradOptimizer optimizer;
     double lr;             /* the learning rate; 0: 0.01 (SGD, momentum), 0.001 (Adam) */
     double momentum;       /* momentum's mu; 0: 0.9 */

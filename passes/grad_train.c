@@ -44,10 +44,11 @@ static AmpCode loss_input(AmpGraph *g, const AmpGradOptions *o, AmpValue **out, 
     return amp_fail(st, AMP_ERR_INPUT, "grad: the model has no float output to compute a loss from");
 }
 
-/* The graph input `name` of dtype and rank/dims `like` (NULL dims: [like's dim 0]), made
- * unless there; one there of another dtype is an error. */
-static AmpCode data_input(AmpGraph *g, const char *name, int dtype, const AmpValue *like, bool whole, AmpValue **out,
+/* The graph input `name` of dtype, shaped like `like` but without its axis `drop` (-1:
+ * none), made unless there; one there of another dtype is an error. */
+static AmpCode data_input(AmpModel *m, const char *name, int dtype, const AmpValue *like, int drop, AmpValue **out,
                           AmpStatus *st) {
+    AmpGraph *g = m->graph;
     AmpValue *v = amp_graph_lookup(g, name);
     if (v && !(v->flags & AMP_VALUE_INPUT))
         return amp_fail(st, AMP_ERR_INPUT, "grad: '%s' names a value that is not a graph input", name);
@@ -61,9 +62,40 @@ static AmpCode data_input(AmpGraph *g, const char *name, int dtype, const AmpVal
     if (!v || !amp_graph_add_input(g, v)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
     v->type = like->type;
     v->type.dtype = dtype;
-    if (!whole) v->type.rank = 1; /* labels: [N], the logits' first dim */
+    if (drop >= 0) {
+        AmpDim *d = amp_arena_calloc(&m->arena, (size_t)like->type.rank + 1, sizeof *d);
+        if (!d) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+        int r = 0;
+        for (int i = 0; i < like->type.rank; i++)
+            if (i != drop) d[r++] = like->type.dims[i];
+        v->type.rank = r;
+        v->type.dims = d;
+    }
     *out = v;
     return AMP_OK;
+}
+
+/* SoftmaxCrossEntropyLoss (mean) of logits y against labels t, named `name`: y's classes
+ * on axis 1 as the op takes them, or on the last axis of a rank >= 3 y ([B, T, V], a
+ * language model's logits), which is read as [B*T, V] against [B*T] labels, as
+ * torch.nn.functional.cross_entropy(y.view(-1, V), t.view(-1)) does. */
+static AmpNode *cross_entropy(AmpBuilder *b, const char *name, AmpValue *y, AmpValue *t, int axis) {
+    int r = y->type.rank;
+    AmpValue *in[2] = {y, t};
+    if (axis != 1) {
+        int64_t v = y->type.dims[r - 1].value;
+        if (v <= 0) {
+            amp_builder_fail(b, AMP_ERR_UNSUPPORTED, "grad: cross-entropy over the last axis of '%s' needs its size "
+                             "(the number of classes) to be static", y->name);
+            return NULL;
+        }
+        const int64_t to_rows[2] = {-1, v}, to_one[1] = {-1};
+        in[0] = amp_build2(b, "Reshape", "rows", y, amp_build_ints(b, "rows_shape", to_rows, 2));
+        in[1] = amp_build2(b, "Reshape", "row_labels", t, amp_build_ints(b, "labels_shape", to_one, 1));
+    }
+    AmpNode *n = amp_build_start_named(b, "SoftmaxCrossEntropyLoss", name, in, 2, 1);
+    amp_build_attr_string(b, n, "reduction", "mean");
+    return n;
 }
 
 /* Appends the loss and returns it (a graph output). */
@@ -81,19 +113,21 @@ static AmpCode add_loss(AmpModel *m, const AmpGradOptions *o, AmpValue **loss, A
     }
     AmpValue *y = NULL, *t = NULL;
     AmpCode rc = loss_input(g, o, &y, st);
-    bool ce = o->loss == AMP_GRAD_LOSS_CROSS_ENTROPY;
-    const char *tname = o->labels ? o->labels : ce ? "labels" : "target";
-    if (!rc) rc = data_input(g, tname, ce ? AMP_DT_INT64 : y->type.dtype, y, !ce, &t, st);
     if (rc) return rc;
+    bool ce = o->loss == AMP_GRAD_LOSS_CROSS_ENTROPY;
+    int axis = o->class_axis == 1 ? 1 : y->type.rank - 1;
+    if (ce && y->type.rank < 2)
+        return amp_fail(st, AMP_ERR_INPUT, "grad: cross-entropy reads logits of rank 2 or more ([N, C]); output '%s' "
+                        "has rank %d", y->name, y->type.rank);
+    const char *tname = o->labels ? o->labels : ce ? "labels" : "target";
+    if ((rc = data_input(m, tname, ce ? AMP_DT_INT64 : y->type.dtype, y, ce ? axis : -1, &t, st))) return rc;
     AmpBuilder b;
     amp_builder_init(&b, g, "loss/");
     const char *name = amp_graph_lookup(g, "loss") ? amp_graph_unique_name(g, "loss") : "loss";
     AmpValue *in[2];
     AmpNode *n;
     if (ce) {
-        in[0] = y, in[1] = t;
-        n = amp_build_start_named(&b, "SoftmaxCrossEntropyLoss", name, in, 2, 1);
-        amp_build_attr_string(&b, n, "reduction", "mean");
+        n = cross_entropy(&b, name, y, t, axis);
     } else {
         AmpValue *d = amp_build2(&b, "Sub", "diff", y, t);
         in[0] = amp_build2(&b, "Mul", "sq", d, d);

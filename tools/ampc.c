@@ -591,6 +591,7 @@ static unsigned option_commands(int val) {
     case OPT_OUTPUT:
     case OPT_QUIET: return CMD_CONVERT | CMD_GRAD;
     case OPT_LOSS_OUTPUT:
+    case OPT_CLASS_AXIS:
     case OPT_LABELS:
     case OPT_FREEZE:
     case OPT_MOMENTUM:

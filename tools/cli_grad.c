@@ -38,6 +38,11 @@ int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
         return AMP_OK;
     case OPT_LOSS_OUTPUT: g->opt.output = arg; return AMP_OK;
     case OPT_LABELS: g->opt.labels = arg; return AMP_OK;
+    case OPT_CLASS_AXIS:
+        if (strcmp(arg, "1") == 0) g->opt.class_axis = 1;
+        else if (strcmp(arg, "-1") == 0) g->opt.class_axis = -1;
+        else return ampc_usage_error("grad: --class-axis '%s': expected 1 or -1", arg);
+        return AMP_OK;
     case OPT_OPTIMIZER:
         if (strcmp(arg, "sgd") == 0)
             g->opt.optimizer = AMP_GRAD_OPT_SGD;

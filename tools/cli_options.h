@@ -129,10 +129,14 @@
              "the loss value: for the amp pass, whose loss subgraph stays fp32; for run, the "  \
              "loss output to print (default: the one scalar float output named like 'loss'); "   \
              "for grad: cross-entropy (the default: SoftmaxCrossEntropyLoss over the output and " \
-             "an int64 input 'labels' [N]), mse (the mean squared difference to a float input "  \
+             "an int64 input 'labels' shaped like the output less its class axis), mse (the mean squared difference to a float input "  \
              "'target' shaped like the output), or NAME, a scalar output that is the loss")      \
     AMPC_OPT(LOSS_OUTPUT, "loss-output", 0, 1, "NAME",                                          \
              "grad: the model output the loss reads (default: the first float output)")        \
+    AMPC_OPT(CLASS_AXIS, "class-axis", 0, 1, "K",                                               \
+             "grad --loss cross-entropy: the output's axis of classes, 1 or the last (-1, the "  \
+             "default): [N, C] or [B, T, V] logits (the labels then [B, T]) take -1, [N, C, H, W] " \
+             "ones 1 (labels [N, H, W])")                                                       \
     AMPC_OPT(LABELS, "labels", 0, 1, "NAME",                                                    \
              "grad: the input holding the labels (cross-entropy) or the target (mse); made if " \
              "the model lacks it (default: 'labels' / 'target')")                              \

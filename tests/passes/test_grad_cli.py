@@ -9,6 +9,8 @@ becomes a training graph that
 - `ampc MODEL -o OUT` converts to fp16 with every gradient unscaled, and `ampc run --steps
   50` on a learnable task makes the loss fall, in FP32 and in AMP;
 - with --loss mse and --freeze, the frozen parameter keeps no binding;
+- cross-entropy over [B, T, V] logits (classes last) and [N, C, L] (--class-axis 1)
+  matches numpy's loss and gradient;
 - an op without a rule on a parameter's path exits 3 naming the node, and is allowed off
   every parameter's path. The optimizers are test_grad_optim.py's.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx, onnxruntime or numpy is missing.
@@ -124,6 +126,56 @@ def test_onnxruntime_gradients(ctx):
     ctx.notes.append("onnxruntime runs the backward; gradients within 1e-5 of numpy's")
 
 
+def sequence_model(path, out_dims):
+    """x [2, 3, 4] -> MatMul W [4, 5] -> logits [2, 3, 5]; Transpose(0, 2, 1) to [2, 5, 3]
+    when out_dims says so (classes on axis 1, as a segmentation net's)."""
+    w = (np.random.RandomState(3).randn(4, 5) * 0.5).astype(np.float32)
+    nodes = [h.make_node("MatMul", ["x", "W"], ["z"])]
+    last = "z"
+    if out_dims == [2, 5, 3]:
+        nodes.append(h.make_node("Transpose", ["z"], ["zt"], perm=[0, 2, 1]))
+        last = "zt"
+    nodes.append(h.make_node("Identity", [last], ["logits"]))
+    g = h.make_graph(nodes, "seq", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4])],
+                     [h.make_tensor_value_info("logits", T.FLOAT, out_dims)], [nh.from_array(w, "W")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return w.astype(np.float64)
+
+
+def test_cross_entropy_class_axis(ctx):
+    """Logits [B, T, V] take labels [B, T] (classes last, the default); [N, C, L] with
+    --class-axis 1 take labels [N, L]; the loss is the mean over every position."""
+    x = np.random.RandomState(4).randn(2, 3, 4).astype(np.float32)
+    labels = np.array([[0, 4, 2], [1, 1, 3]], dtype=np.int64)
+    for dims, extra in (([2, 3, 5], []), ([2, 5, 3], ["--class-axis", "1"])):
+        src, out = os.path.join(ctx.tmp, "seq.onnx"), os.path.join(ctx.tmp, "seq_train.onnx")
+        w = sequence_model(src, dims)
+        ampc(ctx, "grad", src, "-o", out, *extra)
+        m = onnx.load(out)
+        onnx.checker.check_model(m, full_check=True)
+        lab = [i for i in m.graph.input if i.name == "labels"][0]
+        assert [d.dim_value for d in lab.type.tensor_type.shape.dim] == [2, 3], lab
+        del m.training_info[:]
+        m.graph.output.append(h.make_empty_tensor_value_info("W_grad"))
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        loss, gw = sess.run(["loss", "W_grad"], {"x": x, "labels": labels})
+        z = x.astype(np.float64) @ w  # [2, 3, 5]: classes last either way here
+        p = np.exp(z - z.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        want = -np.mean(np.log(np.take_along_axis(p, labels[..., None], -1)))
+        dz = p.copy()
+        np.put_along_axis(dz, labels[..., None], np.take_along_axis(dz, labels[..., None], -1) - 1, -1)
+        dz /= labels.size
+        want_gw = np.einsum("bti,btv->iv", x.astype(np.float64), dz)
+        assert abs(loss - want) < 1e-5, f"{dims}: loss {loss}, numpy's {want}"
+        assert np.max(np.abs(gw - want_gw)) < 1e-5, f"{dims}: W's gradient differs from numpy's"
+    r = ampc(ctx, "grad", src, "-o", out, "--class-axis", "2", rc=2)
+    assert "expected 1 or -1" in r.stderr, r.stderr
+    ctx.notes.append("cross-entropy over [B, T, V] (classes last) and [N, C, L] (--class-axis 1) logits")
+
+
 def losses(text):
     return [float(v) for v in re.findall(r"step \d+: loss ([-0-9.e+]+)", text)]
 
@@ -182,7 +234,7 @@ def main():
     ctx = Ctx()
     ctx.ampc, ctx.notes, ctx.tmp = args.ampc, [], tempfile.mkdtemp(prefix="ampc_grad_")
     tests = [(f.__name__[5:], f) for f in (test_checked_and_bound, test_onnxruntime_gradients, test_trains_fp32_and_amp,
-                                           test_mse_and_freeze, test_refusals)]
+                                           test_mse_and_freeze, test_refusals, test_cross_entropy_class_axis)]
     try:
         return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
     finally:
