@@ -1,4 +1,4 @@
-/* CPU kernels: binary arithmetic (Add, Sub, Mul, Div, Pow) and the variadic ops (Sum,
+/* CPU kernels: binary arithmetic (Add, Sub, Mul, Div, Pow, Mod) and the variadic ops (Sum,
  * Mean, Max, Min) with numpy broadcasting. Float
  * storage types compute in fp32 (double in double); integer + - * wrap like C unsigned. */
 #include <math.h>
@@ -177,6 +177,70 @@ AmpCode amp_ew_div(AmpKernelCtx *k) {
 }
 AmpCode amp_ew_pow(AmpKernelCtx *k) {
     return arith(k, OP_POW);
+}
+
+/* ---- Mod -------------------------------------------------------------------------- */
+
+AMP_EW_DEF_ROW2(row_fmod, fmodf(x, y), fmod(x, y))
+
+/* x mod y for integers: fmod's sign is the dividend's (C's %), else the divisor's
+ * (Python's %); false for y == 0. INT64_MIN % -1 is 0 (C would trap). */
+static bool int_mod(bool fmod_sign, bool u, int64_t x, int64_t y, int64_t *r) {
+    if (y == 0) return false;
+    if (u) {
+        *r = (int64_t)((uint64_t)x % (uint64_t)y);
+        return true;
+    }
+    int64_t m = y == -1 ? 0 : x % y;
+    if (!fmod_sign && m != 0 && (m < 0) != (y < 0)) m += y;
+    *r = m;
+    return true;
+}
+
+AmpCode amp_ew_prepare_mod(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    int64_t f = amp_node_attr_int(n, "fmod", 0);
+    if (f != 0 && f != 1)
+        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Mod): fmod is %lld; it is 0 or 1", n->name ? n->name : "",
+                        (long long)f);
+    int *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    *a = (int)f;
+    *attrs = a;
+    return AMP_OK;
+}
+
+/* Mod (opset 10+): floats need fmod = 1 (C's fmod); integers take either sign rule. */
+AmpCode amp_ew_mod(AmpKernelCtx *k) {
+    AmpCode rc = amp_ew_need(k, 2);
+    if (rc) return rc;
+    const AmpBuf *a = k->in[0], *b = k->in[1];
+    bool fmod_sign = k->attrs && *(const int *)k->attrs;
+    if ((rc = amp_ew_same_dtype(k, a, b))) return rc;
+    if (amp_ew_is_float(a->dtype)) {
+        if (!fmod_sign) return amp_ew_err(k, AMP_ERR_INPUT, "Mod of floats takes fmod = 1 (C's fmod)");
+        return amp_ew_binary_float(k, a, b, row_fmod_f, row_fmod_d, NULL);
+    }
+    if (!amp_ew_is_int(a->dtype)) return amp_kernel_bad_dtype(k, a->dtype);
+    const AmpBuf *ins[2] = {a, b};
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    AmpBuf *out;
+    if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims)) || (rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out)
+        return rc;
+    AmpEwPlan p;
+    amp_ew_plan(&p, rank, dims, 2, ins);
+    bool u = a->dtype == AMP_DT_UINT64;
+    AmpEwCursor c;
+    for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
+        for (int64_t i = 0; i < p.n; i++) {
+            int64_t r;
+            if (!int_mod(fmod_sign, u, amp_buf_get_i64(a, (uint64_t)(c.in[0] + i * p.step[0])),
+                         amp_buf_get_i64(b, (uint64_t)(c.in[1] + i * p.step[1])), &r))
+                return amp_ew_err(k, AMP_ERR_INPUT, "integer modulo by zero");
+            amp_ew_set_i64(out, c.out + (uint64_t)i, r);
+        }
+    return AMP_OK;
 }
 
 /* ---- variadic: Sum, Mean, Max, Min ------------------------------------------------ */

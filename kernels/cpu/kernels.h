@@ -90,6 +90,8 @@ AmpCode amp_ew_sub(AmpKernelCtx *k);
 AmpCode amp_ew_mul(AmpKernelCtx *k);
 AmpCode amp_ew_div(AmpKernelCtx *k);
 AmpCode amp_ew_pow(AmpKernelCtx *k);
+AmpCode amp_ew_mod(AmpKernelCtx *k);
+AmpCode amp_ew_prepare_mod(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_sum(AmpKernelCtx *k);
 AmpCode amp_ew_mean(AmpKernelCtx *k);
 AmpCode amp_ew_max(AmpKernelCtx *k);

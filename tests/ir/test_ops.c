@@ -98,7 +98,10 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
      * LRN (AlexNet, ZFNet, Inception v1), denied for LpNormalization's reason, a sum of
      * squares; the trigonometric functions (Sin and Cos make rotary embeddings), whose
      * argument keeps too few bits in 16, and those that are steep or grow like exp. */
-    "LRN", "Sin", "Cos", "Tan", "Asin", "Acos", "Atanh", "Acosh", "Sinh", "Cosh"};
+    "LRN", "Sin", "Cos", "Tan", "Asin", "Acos", "Atanh", "Acosh", "Sinh", "Cosh",
+    /* Mod (PyTorch exports compute index arithmetic with it): a remainder of rounded
+     * inputs can be off by a whole divisor */
+    "Mod"};
 /* never: DESIGN.md names no ops, only kinds (shape, integer, bool ops, control flow) */
 static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
     "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike"};

@@ -230,6 +230,35 @@ Test(elementwise, int_div_truncates_and_rejects_zero) {
     harness_free(h);
 }
 
+/* Mod: the divisor's sign by default (Python's %), the dividend's with fmod = 1 (C's
+ * fmod), INT64_MIN mod -1 is 0, a zero divisor an input error; floats only with fmod. */
+Test(elementwise, mod_signs_fmod_and_zero) {
+    Harness *h = harness("", "Mod", 13);
+    int64_t d[1] = {5};
+    int64_t a[5] = {-7, 7, -7, INT64_MIN, 6}, b[5] = {3, -3, -3, -1, 3};
+    AmpBuf A = mkbuf(AMP_DT_INT64, 1, d, a), B = mkbuf(AMP_DT_INT64, 1, d, b);
+    cr_assert_eq(run2(h, &A, &B), AMP_OK, "%s", h->st.msg);
+    const int64_t want[5] = {2, -2, -1, 0, 0}, want_fmod[5] = {-1, 1, -1, 0, 0};
+    for (int i = 0; i < 5; i++) cr_assert_eq(((int64_t *)h->out[0].data)[i], want[i], "%d", i);
+    b[4] = 0;
+    cr_assert_eq(run2(h, &A, &B), AMP_ERR_INPUT);
+    b[4] = 3;
+    float x[2] = {-7.5f, 7.5f}, y[2] = {2, -2};
+    int64_t d2[1] = {2};
+    AmpBuf X = mkbuf(AMP_DT_FLOAT, 1, d2, x), Y = mkbuf(AMP_DT_FLOAT, 1, d2, y);
+    cr_assert_eq(run2(h, &X, &Y), AMP_ERR_INPUT, "floats without fmod = 1");
+    harness_free(h);
+
+    h = harness("", "Mod", 13);
+    amp_node_add_attr(h->node, "fmod", AMP_ATTR_INT)->i = 1;
+    cr_assert_eq(run2(h, &A, &B), AMP_OK, "%s", h->st.msg);
+    for (int i = 0; i < 5; i++) cr_assert_eq(((int64_t *)h->out[0].data)[i], want_fmod[i], "%d", i);
+    cr_assert_eq(run2(h, &X, &Y), AMP_OK, "%s", h->st.msg);
+    cr_assert_float_eq(((float *)h->out[0].data)[0], -1.5f, 0);
+    cr_assert_float_eq(((float *)h->out[0].data)[1], 1.5f, 0);
+    harness_free(h);
+}
+
 Test(elementwise, int64_wraps_and_uint64_compares_unsigned) {
     Harness *h = harness("", "Add", 14);
     int64_t d[1] = {1};
