@@ -1,6 +1,7 @@
 /* `ampc grad`'s frame around the autodiff: the opset it needs, the loss appended to the
  * inference graph (cross-entropy, mse, or an output that is already one), then the
  * optimizer (grad_optim.c). */
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,13 @@ AmpCode amp_grad_model(AmpModel *m, const AmpGradOptions *opt, AmpGradSummary *s
         return rc;
     }
     sum->n_params = n;
+    /* --train-mode's running statistics are float initializers the loss does not
+     * differentiate, so the backward counted those not frozen as unused: they are bound. */
+    for (size_t i = 0; i < n_state; i++) {
+        bool frozen = false;
+        for (size_t k = 0; k < opt->n_freeze && !frozen; k++) frozen = fnmatch(opt->freeze[k], state[i].init->name, 0) == 0;
+        if (!frozen && sum->n_unused) sum->n_unused--;
+    }
     if (!n) {
         free(ps), free(state);
         return amp_fail(st, AMP_ERR_INPUT, "grad: loss '%s' depends on no trainable parameter (float initializers of "
