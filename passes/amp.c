@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "amp_impl.h"
+#include "calib.h"
 #include "precision.h"
 #include "report.h"
 #include "training.h"
@@ -180,10 +181,15 @@ static void summary(const AmpRun *r) {
         k += snprintf(line + k, sizeof line - (size_t)k, "; %zu node%s kept in float32 for values beyond %s's range "
                       "(from %s)", r->n_range, r->n_range == 1 ? "" : "s", amp_dtype_name(r->dt),
                       r->range_first ? r->range_first : "?");
+    if (k > 0 && (size_t)k < sizeof line && r->n_calib)
+        k += snprintf(line + k, sizeof line - (size_t)k, "; %zu node%s kept in float32 by measured ranges (first: %s)",
+                      r->n_calib, r->n_calib == 1 ? "" : "s", r->calib_first ? r->calib_first : "?");
     if (k > 0 && (size_t)k < sizeof line && r->training && r->loss)
         k += snprintf(line + k, sizeof line - (size_t)k, "; training graph, loss '%s'", r->loss->name);
     k = kept_fp32_clause(r, line, sizeof line, k);
     r->opt->notify(r->opt->notify_ctx, line);
+    if (r->training && r->opt->calib && r->dt == AMP_DT_FLOAT16)
+        amp_calib_underflow(r->opt->calib, r->m, 8, r->opt->notify, r->opt->notify_ctx);
 }
 
 AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
@@ -210,6 +216,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     if ((rc = training_rules(&r))) goto done;
     keep_fp32(&r);
     if ((rc = amp_range_rule(&r, &r.n_range, &r.range_first))) goto done;
+    if ((rc = amp_calib_rule(&r, &r.n_calib, &r.calib_first))) goto done;
     if ((rc = amp_color(&r))) goto done;
     for (size_t i = 0; opt->explain_out && i < opt->n_explain_nodes; i++)
         if (opt->explain_nodes[i]) amp_explain(&r, opt->explain_nodes[i], opt->explain_out);

@@ -113,6 +113,9 @@ static void paint_line(const AmpRun *r, const AmpNodeInfo *x, FILE *f, const cha
         fprintf(f, "%spainted deny: it reads a value computed from %s, beyond %s's range (it would become "
                    "infinite), so it computes in float32\n", pad, x->detail, amp_dtype_name(r->dt));
         break;
+    case AMP_WHY_CALIB:
+        fprintf(f, "%spainted deny: %s, so it computes in float32 (--calibration)\n", pad, x->detail);
+        break;
     case AMP_WHY_DENY_FWD:
         fprintf(f, "%spainted deny: deny spreads forward from %s through infer nodes and clear nodes upstream "
                    "of deny/infer nodes\n", pad, node_name(r->ni[x->from].node, a, sizeof a));

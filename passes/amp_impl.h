@@ -1,7 +1,8 @@
 /* The AMP pass's private state, shared by its files: amp.c (the entry: options, the
  * training rules, the summary), amp_color.c (painting nodes allow / deny), amp_cast.c
  * (casts and 16-bit types), amp_weights.c (weights stored in 16 bits), amp_explain.c
- * (--explain and the paint buckets), amp_opsets.c (which opsets take 16-bit types). */
+ * (--explain and the paint buckets), amp_opsets.c (which opsets take 16-bit types),
+ * amp_range.c and amp_calib.c (static and measured ranges). */
 #ifndef AMP_AMP_IMPL_H
 #define AMP_AMP_IMPL_H
 
@@ -26,6 +27,8 @@ typedef enum AmpWhy {
     AMP_WHY_LOSS_SCALE, /* a node of the loss-scaling pass (name "amp_loss_scale/...") */
     AMP_WHY_SEED,       /* reads the backward seed <loss>_grad (detail: its name) */
     AMP_WHY_RANGE,      /* reads a value beyond the 16-bit range (detail: the constant) */
+    AMP_WHY_CALIB,      /* reads or writes a value whose measured |x| passed the threshold
+                           (detail: "calibration: max |x| ... > ...") */
     AMP_WHY_TABLE,      /* a Gather from a weight table (embeddings) of an inference graph */
     AMP_WHY_DENY_FWD,   /* deny spread forward from `from` */
     AMP_WHY_BETWEEN,    /* downstream of allow (reached from `down_from`) and upstream of
@@ -97,6 +100,8 @@ typedef struct AmpRun {
     size_t n_float, n_16, n_casts, n_weights16, n_weights_kept;
     size_t n_range;           /* nodes kept float32 for values beyond the 16-bit range */
     const char *range_first;  /* the first such constant (amp_range.c's detail) */
+    size_t n_calib;           /* nodes kept float32 by measured ranges (amp_calib.c) */
+    const char *calib_first;  /* the first one's detail */
     /* What the range rule knows of the values it met, among them the largest magnitude of
      * each float32 initializer read, which the weights rule then need not scan again. */
     struct AmpRangeMap *scanned;
@@ -131,6 +136,9 @@ AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
  * scanned it; amp_range_free frees what it keeps. */
 bool amp_range_most(const AmpRun *r, const AmpValue *v, uint32_t *most);
 void amp_range_free(AmpRun *r);
+/* amp_calib.c: nodes reading or writing a value whose measured |x| (opt->calib) passes
+ * opt->calib_max_activation are forced deny; how many, and the first one's detail. */
+AmpCode amp_calib_rule(AmpRun *r, size_t *n_forced, const char **first);
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
 AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg); /* amp_weights.c: before rg->g is rewritten */

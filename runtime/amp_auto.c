@@ -1,9 +1,11 @@
-/* AMP_AUTO: parses AMP_BACKEND, AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_LOG_PATH and the eight list
+/* AMP_AUTO: parses AMP_BACKEND, AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_LOG_PATH,
+ * AMP_CALIBRATION (a statistics file of `ampc calibrate`, read at once) and the eight list
  * edit variables (AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE; parsed by passes/amp_lists.c,
  * which the CLI shares) once per open, then rewrites the model in memory with the AMP
  * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
 #include "amp_auto.h"
 #include "backend.h"
+#include "calib.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +72,7 @@ static AmpCode parse_opset_upgrade(const char *s, AmpOpsetUpgrade *out, AmpStatu
 void amp_auto_config_free(AmpAutoConfig *c) {
     free(c->edits);
     free(c->log_path);
+    amp_calib_free(c->calib);
     memset(c, 0, sizeof *c);
 }
 
@@ -110,6 +113,9 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     if (!rc) rc = amp_list_edits_check(c->edits, c->n_edits, st);
     const char *log = setting(o, o->log_path, "AMP_LOG_PATH");
     if (!rc && !is_blank(log) && !(c->log_path = strdup(log))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    const char *calib = setting(o, o->calibration, "AMP_CALIBRATION");
+    if (!rc && !is_blank(calib) && (rc = amp_calib_read(calib, &c->calib, st)))
+        amp_status_prefix(st, "AMP_CALIBRATION: ");
     if (rc) amp_auto_config_free(c);
     return rc;
 }
@@ -243,6 +249,7 @@ static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, boo
         .loss_scale_mode = c->loss_scale_mode,
         .loss_scale = c->loss_scale,
         .opset_upgrade = c->opset_upgrade,
+        .calib = c->calib,
     };
     FILE *paint = NULL;
     if (log) {

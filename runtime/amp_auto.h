@@ -20,6 +20,7 @@ typedef struct AmpAutoConfig {
     double loss_scale;
     AmpOpsetUpgrade opset_upgrade; /* AMP_OPSET_UPGRADE: auto (default) or never */
     char *log_path;        /* malloc'd; NULL: no log */
+    struct AmpCalibStats *calib; /* AMP_CALIBRATION's statistics (passes/calib.h), or NULL */
 } AmpAutoConfig;
 
 /* Reads and checks the settings: the backend (AMP_BACKEND=cpu|cuda|auto|sim when the

@@ -56,6 +56,8 @@ typedef struct AmpSessionOptions {
     const char *opset_upgrade; /* AMP_OPSET_UPGRADE: "auto" (default: raise the ai.onnx opset when
                                   the 16-bit type needs a newer one) or "never" */
     const char *log_path;   /* AMP_LOG_PATH: a folder for before.onnx, after.onnx and text dumps */
+    const char *calibration; /* AMP_CALIBRATION: statistics of `ampc calibrate`; values whose measured
+                                |x| passes 4096 keep their nodes float32 */
     /* AMP_ALLOWLIST_ADD, ..._REMOVE, and the same for INFERLIST, CLEARLIST, DENYLIST:
      * comma-separated op names ("MatMul,com.microsoft:FusedGemm"). */
     const char *allowlist_add, *allowlist_remove, *inferlist_add, *inferlist_remove;

@@ -331,6 +331,15 @@ Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v) {
     return NULL;
 }
 
+void amp_exec_set_hook(AmpExec *e, AmpExecHook fn, void *ctx) {
+    e->hook = fn;
+    e->hook_ctx = ctx;
+}
+
+AmpBackend *amp_exec_backend(const AmpExec *e) {
+    return e->be;
+}
+
 const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v) {
     Slot *s = amp_exec_find_slot((AmpExec *)e, v);
     return s && s->kind != SLOT_EMPTY ? &s->buf : NULL;
@@ -696,6 +705,7 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
         if (st && !strstr(st->msg, "node '")) amp_status_prefix(st, "node '%s' (%s): ", nname(n), n->op_type);
         return rc;
     }
+    if (e->hook && (rc = e->hook(e->hook_ctx, e, n, st))) return st && st->code ? st->code : rc;
     for (size_t j = e->dead_at[i]; j < e->dead_at[i + 1]; j++) amp_exec_slot_clear(e, &e->slots[e->dead[j]]);
     return AMP_OK;
 }

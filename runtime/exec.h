@@ -79,6 +79,14 @@ AmpCode amp_exec_initializer(AmpExec *e, const AmpValue *v, const AmpBuf **out, 
 
 void amp_exec_set_training(AmpExec *e, bool training);
 
+/* Called after each node of e's graph (not of its bodies) has run, while its inputs and
+ * outputs are held: read them with amp_exec_value (device buffers: copy out through
+ * amp_exec_backend). A nonzero return stops the run with that code (calibration and
+ * `ampc compare` read every value this way). */
+typedef AmpCode (*AmpExecHook)(void *ctx, AmpExec *e, const AmpNode *n, AmpStatus *st);
+void amp_exec_set_hook(AmpExec *e, AmpExecHook fn, void *ctx);
+AmpBackend *amp_exec_backend(const AmpExec *e);
+
 /* Runs the graph. Inputs (host memory) are matched to graph inputs by name; a graph input
  * that is also an initializer may be left out (its initializer is used). outputs[i]
  * receives graph output i copied out into malloc'd host memory the caller frees

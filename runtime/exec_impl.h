@@ -103,6 +103,8 @@ struct AmpExec {
     ValRead *vals_read;        /* graph inputs whose bytes the plan read */
     size_t n_vals_read, cap_vals_read;
     size_t live, peak;  /* intermediate bytes live now, and at most, in this run */
+    AmpExecHook hook;   /* after each node (amp_exec_set_hook), or NULL */
+    void *hook_ctx;
 };
 
 /* The largest single tensor the executor allocates (64 GiB). */

@@ -25,6 +25,7 @@
 #include "passes.h"
 #include "phases.h"
 #include "report.h"
+#include "cli_calib.h"
 #include "cli_grad.h"
 #include "run.h"
 
@@ -166,7 +167,16 @@ static void print_help(FILE *f) {
             "                      [--no-fallback] [--tf32]\n"
             "                                     time W+N inference runs (or training steps);\n"
             "                                     print the median, min, max and peak memory\n"
-            "       ampc --help | --version\n"
+            "       ampc calibrate MODEL -o STATS [--inputs DIR]... [--steps N] [--seed S]\n"
+            "                      [--dim NAME=VALUE] [--loss NAME] [--loss-scale-init S]\n"
+            "                                     run the FP32 graph on the CPU and record each\n"
+            "                                     value's range (training: gradients at the loss\n"
+            "                                     scale too); convert with --calibration STATS\n"
+            "       ampc compare FP32 AMP [--inputs DIR] [--top N] [--seed S] [--dim NAME=VALUE]\n"
+            "                                     run both once on the same inputs; print the\n"
+            "                                     outputs' error and the 16-bit nodes ranked by\n"
+            "                                     their own (local) error, with --keep-fp32 lines\n"
+                        "       ampc --help | --version\n"
             "\n"
             "options:\n",
             AMPC_VERSION);
@@ -583,13 +593,16 @@ static int unknown_long(const char *arg) {
 }
 
 /* Which commands take each option (help and version: all). */
-enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4, CMD_GRAD = 8 };
+enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4, CMD_GRAD = 8, CMD_CALIBRATE = 16, CMD_COMPARE = 32 };
+#define CMD_ALL (CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD | CMD_CALIBRATE | CMD_COMPARE)
 
 static unsigned option_commands(int val) {
     switch (val) {
-    case OPT_LOSS: return CMD_RUN | CMD_CONVERT | CMD_GRAD;
-    case OPT_OUTPUT:
+    case OPT_LOSS: return CMD_RUN | CMD_CONVERT | CMD_GRAD | CMD_CALIBRATE;
+    case OPT_OUTPUT: return CMD_CONVERT | CMD_GRAD | CMD_CALIBRATE;
     case OPT_QUIET: return CMD_CONVERT | CMD_GRAD;
+    case OPT_TOP: return CMD_COMPARE;
+    case OPT_LOSS_SCALE_INIT: return CMD_CONVERT | CMD_CALIBRATE;
     case OPT_LOSS_OUTPUT:
     case OPT_CLASS_AXIS:
     case OPT_LABELS:
@@ -600,18 +613,18 @@ static unsigned option_commands(int val) {
     case OPT_EPS:
     case OPT_WEIGHT_DECAY:
     case OPT_TRAIN_MODE: return CMD_GRAD;
-    case OPT_STEPS:
+    case OPT_STEPS: return CMD_RUN | CMD_CALIBRATE;
+    case OPT_INPUTS:
+    case OPT_SEED:
+    case OPT_DIM: return CMD_RUN | CMD_BENCH | CMD_CALIBRATE | CMD_COMPARE;
     case OPT_LOAD_STATE:
     case OPT_SAVE_STATE:
     case OPT_OUTPUTS: return CMD_RUN;
-    case OPT_INPUTS:
     case OPT_BACKEND:
-    case OPT_SEED:
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:
-    case OPT_TF32:
-    case OPT_DIM: return CMD_RUN | CMD_BENCH;
+    case OPT_TF32: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:
     case OPT_TRAIN: return CMD_BENCH;
@@ -619,7 +632,7 @@ static unsigned option_commands(int val) {
     case OPT_LR: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD;
     case OPT_CHECKPOINT: return CMD_CONVERT | CMD_RUN | CMD_BENCH;
     case OPT_HELP:
-    case OPT_VERSION: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD;
+    case OPT_VERSION: return CMD_ALL;
     default: return CMD_CONVERT;
     }
 }
@@ -627,12 +640,30 @@ static unsigned option_commands(int val) {
 /* "option '--steps' is only for 'ampc run MODEL'", or "... is not for 'ampc bench'". */
 static int wrong_command(const OptRow *r, unsigned cmd) {
     unsigned ok = option_commands(r->val);
+    if (ok == CMD_COMPARE) return ampc_usage_error("option '--%s' is only for 'ampc compare FP32 AMP'", r->name);
+    if (cmd == CMD_CALIBRATE || cmd == CMD_COMPARE)
+        return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_CALIBRATE ? "calibrate" : "compare");
     if (ok == CMD_GRAD) return ampc_usage_error("option '--%s' is only for 'ampc grad MODEL'", r->name);
     if (cmd == CMD_GRAD) return ampc_usage_error("option '--%s' is not for 'ampc grad'", r->name);
     if (ok & CMD_CONVERT)
         return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
-    return ampc_usage_error("option '--%s' is only for %s%s%s", r->name, (ok & CMD_RUN) ? "'ampc run MODEL'" : "",
-                       (ok & CMD_RUN) && (ok & CMD_BENCH) ? " and " : "", (ok & CMD_BENCH) ? "'ampc bench MODEL'" : "");
+    static const struct {
+        unsigned cmd;
+        const char *usage;
+    } cmds[] = {{CMD_RUN, "'ampc run MODEL'"},
+                {CMD_BENCH, "'ampc bench MODEL'"},
+                {CMD_CALIBRATE, "'ampc calibrate MODEL'"},
+                {CMD_COMPARE, "'ampc compare FP32 AMP'"}};
+    char list[256] = "";
+    size_t n = 0, k = 0, total = 0;
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) total += (ok & cmds[i].cmd) != 0;
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        if (!(ok & cmds[i].cmd)) continue;
+        int w = snprintf(list + k, sizeof list - k, "%s%s", !n ? "" : ++n == total ? " and " : ", ", cmds[i].usage);
+        if (!n) n = 1;
+        if (w > 0 && (size_t)w < sizeof list - k) k += (size_t)w;
+    }
+    return ampc_usage_error("option '--%s' is only for %s", r->name, list);
 }
 
 int main(int argc, char **argv) {
@@ -644,6 +675,8 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "run") == 0) cmd = CMD_RUN;
     if (argc >= 2 && strcmp(argv[1], "bench") == 0) cmd = CMD_BENCH;
     if (argc >= 2 && strcmp(argv[1], "grad") == 0) cmd = CMD_GRAD;
+    if (argc >= 2 && strcmp(argv[1], "calibrate") == 0) cmd = CMD_CALIBRATE;
+    if (argc >= 2 && strcmp(argv[1], "compare") == 0) cmd = CMD_COMPARE;
     if (cmd != CMD_CONVERT) argc--, argv++; /* parse "run ..." as if "run" were the program */
 
     /* ":" first: a missing argument returns ':' so the message is ours, not getopt's. */
@@ -660,6 +693,7 @@ int main(int argc, char **argv) {
     ConvertArgs a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO};
     RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3};
     GradArgs ga = {0};
+    CalibArgs ca = {.run = {.steps = 1, .backend = AMP_BACKEND_CPU}};
     bool help = false, version = false;
     opterr = 0;
     int ch;
@@ -681,7 +715,9 @@ int main(int argc, char **argv) {
         int val = r ? r->val : 0;
         if (r && !(option_commands(val) & cmd)) return wrong_command(r, cmd);
         if (cmd != CMD_CONVERT && val != OPT_HELP && val != OPT_VERSION) {
-            int rc = cmd == CMD_GRAD ? ampc_parse_grad_value(val, optarg, &ga) : ampc_parse_run_value(val, optarg, &ra);
+            int rc = cmd == CMD_GRAD                                ? ampc_parse_grad_value(val, optarg, &ga)
+                     : cmd == CMD_CALIBRATE || cmd == CMD_COMPARE ? ampc_parse_calib_value(val, optarg, &ca)
+                                                                   : ampc_parse_run_value(val, optarg, &ra);
             if (rc) return rc;
             continue;
         }
@@ -736,9 +772,18 @@ int main(int argc, char **argv) {
         return finish_stdout();
     }
 
-    const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : cmd == CMD_GRAD ? "grad: " : "";
-    if (optind >= argc) return ampc_usage_error("%smissing MODEL", what);
+    const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : cmd == CMD_GRAD ? "grad: "
+                     : cmd == CMD_CALIBRATE ? "calibrate: " : cmd == CMD_COMPARE ? "compare: " : "";
+    if (optind >= argc) return ampc_usage_error("%smissing %s", what, cmd == CMD_COMPARE ? "FP32" : "MODEL");
     const char *model = argv[optind];
+    if (cmd == CMD_COMPARE) {
+        if (optind + 1 >= argc) return ampc_usage_error("compare: missing AMP, the converted model");
+        if (optind + 2 < argc) return ampc_usage_error("compare: unexpected argument '%s'", argv[optind + 2]);
+        if (ca.n_dirs > 1) return ampc_usage_error("compare: one --inputs DIR");
+        ca.run.model = model;
+        ca.amp = argv[optind + 1];
+        return ampc_cmd_compare(&ca);
+    }
     if (optind + 1 < argc) return ampc_usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
     if (model[0] == '\0') return ampc_usage_error("%sMODEL is an empty path", what);
     const char *threads = getenv("AMP_THREADS");
@@ -752,6 +797,10 @@ int main(int argc, char **argv) {
                                 ra.ort_checkpoint ? "--checkpoint" : "--lr");
     if (ra.ort_optimizer && !ra.ort_checkpoint)
         return ampc_usage_error("%s--optimizer needs --checkpoint FILE: the parameters' values", what);
+    if (cmd == CMD_CALIBRATE) {
+        ca.run.model = model;
+        return ampc_cmd_calibrate(&ca);
+    }
     if (cmd == CMD_GRAD) {
         ga.model = model;
         return ampc_cmd_grad(&ga);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "run.h"
 
 static int usage(const char *fmt, ...) AMP_PRINTF(1, 2);
@@ -56,6 +57,20 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
             x->po.precision = AMP_DT_BFLOAT16;
         else
             return usage("--precision '%s': expected fp16 or bf16", arg);
+        return 0;
+    }
+    if (strcmp(name, "calibration") == 0) {
+        AmpStatus st = {AMP_OK, ""};
+        if (x->calib) return usage("--calibration: given twice");
+        if (amp_calib_read(arg, &x->calib, &st)) return status_error(&st);
+        x->po.calib = x->calib;
+        return 0;
+    }
+    if (strcmp(name, "calib-max-activation") == 0) {
+        double v;
+        if (parse_double(arg, &v) || !(v > 0))
+            return usage("--calib-max-activation '%s': expected a positive number", arg);
+        x->po.calib_max_activation = v;
         return 0;
     }
     if (strcmp(name, "level") == 0) {
@@ -253,6 +268,9 @@ void ampc_amp_free(AmpcAmp *x) {
     free(x->edits);
     free(x->keep);
     free(x->explain);
+    amp_calib_free(x->calib);
+    x->calib = NULL;
+    x->po.calib = NULL;
     x->edits = NULL;
     x->keep = NULL;
     x->explain = NULL;

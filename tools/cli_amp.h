@@ -2,7 +2,7 @@
  * edits (--allow/--infer/--clear/--deny, plus the AMP_ALLOWLIST_ADD ... variables, parsed by
  * passes/amp_lists.c as AMP_AUTO does), --keep-fp32, --keep-io-types / --no-keep-io-types,
  * --loss, --loss-scale (with --loss-scale-init, --growth-interval, --growth-factor and
- * --backoff-factor) and --explain, turned into the passes' AmpPassOptions. */
+ * --backoff-factor), --calibration and --calib-max-activation, and --explain, turned into the passes' AmpPassOptions. */
 #ifndef AMPC_TOOLS_CLI_AMP_H
 #define AMPC_TOOLS_CLI_AMP_H
 
@@ -24,6 +24,7 @@ typedef struct AmpcAmp {
     char summary[1024];     /* the amp and loss_scale passes' summaries, for the "wrote"
                                message */
     bool quiet;             /* -q: weight reports are not printed */
+    struct AmpCalibStats *calib; /* --calibration STATS, read when the option is (po.calib) */
 } AmpcAmp;
 
 /* Handles the option called `name` (its long name) with argument `arg`. Returns -1 when

@@ -9,7 +9,7 @@
     AMPC_OPT(OUTPUT, "output", 'o', 1, "OUT",                                                   \
              "write the converted model to OUT (atomically; OUT may be MODEL itself, a link, "     \
              "or a device such as /dev/null; '-' is standard output, when it is not a terminal "   \
-             "and nothing else prints there)")                                                  \
+             "and nothing else prints there); calibrate: the statistics file to write")                                                  \
     AMPC_OPT(PASSES, "passes", 0, 1, "LIST",                                                    \
              "comma-separated passes to run instead of the default pipeline; 'none' runs none") \
     AMPC_OPT(DUMP_AFTER, "dump-after", 0, 1, "PASS",                                            \
@@ -74,7 +74,8 @@
              "by update_binding) or inputs (plain graph inputs the caller feeds, reading back "   \
              "amp_loss_scale_new and amp_growth_tracker_new: for onnxruntime-training's Module)") \
     AMPC_OPT(LOSS_SCALE_INIT, "loss-scale-init", 0, 1, "S",                                     \
-             "dynamic loss scaling: the initial scale (default 65536)")                         \
+             "dynamic loss scaling: the initial scale (default 65536); calibrate: the scale "  \
+             "gradients are judged at")                         \
     AMPC_OPT(GROWTH_INTERVAL, "growth-interval", 0, 1, "N",                                     \
              "dynamic loss scaling: grow the scale after N steps without inf/NaN (default "     \
              "2000)")                                                                           \
@@ -83,6 +84,14 @@
     AMPC_OPT(BACKOFF_FACTOR, "backoff-factor", 0, 1, "F",                                       \
              "dynamic loss scaling: multiply the scale by 0 < F < 1 after a step with inf/NaN " \
              "gradients (default 0.5)")                                                         \
+    AMPC_OPT(CALIBRATION, "calibration", 0, 1, "STATS",                                         \
+             "measured ranges from 'ampc calibrate' (AMP_CALIBRATION for AMP_AUTO): nodes that "  \
+             "read or write a value whose recorded |x| passes --calib-max-activation stay fp32; " \
+             "a training graph's gradients that would underflow are reported with advice")      \
+    AMPC_OPT(CALIB_MAX_ACTIVATION, "calib-max-activation", 0, 1, "X",                           \
+             "with --calibration, fp16: the largest recorded |x| a 16-bit node may see (default 4096: " \
+             "65504/16, four binary orders of headroom; ModelOpt uses 512)")                     \
+    AMPC_OPT(TOP, "top", 0, 1, "N", "compare: list the N nodes of largest local error (default 10)") \
     AMPC_OPT(EXPLAIN, "explain", 0, 1, "NODE",                                                  \
              "print to stdout the chain of rules that set the precision of the node(s) named "  \
              "NODE (an unknown name is a usage error); repeatable: each NODE in turn")                                         \
@@ -94,9 +103,11 @@
              "one line per phase, in ms: wall, and the main thread's CPU; printed when the run " \
              "ends, so the times leave out their own printing")                                 \
     AMPC_OPT(STEPS, "steps", 0, 1, "N",                                                         \
-             "run: N training steps (or N inference runs); default 1")                          \
+             "run: N training steps (or N inference runs); calibrate: N steps or runs per "     \
+             "input set; default 1")                          \
     AMPC_OPT(INPUTS, "inputs", 0, 1, "DIR",                                                     \
-             "run, bench: input data, ONNX TensorProto files input_0.pb, input_1.pb, ... "      \
+             "run, bench, calibrate, compare: input data, ONNX TensorProto files input_0.pb, "  \
+             "input_1.pb, ... (calibrate: repeatable, one run per folder) "                     \
              "matched to the model's inputs by name, else by order; without it, "              \
              "deterministic random data")                                                       \
     AMPC_OPT(OUTPUTS, "outputs", 0, 1, "DIR",                                                   \
@@ -121,10 +132,10 @@
              "run, bench: stop (exit 3) a run or training step that takes longer than SECONDS " \
              "(checked between nodes and Loop iterations)")                                     \
     AMPC_OPT(SEED, "seed", 0, 1, "S",                                                           \
-             "run, bench: seed of the random inputs and of Dropout")                            \
+             "run, bench, calibrate, compare: seed of the random inputs and of Dropout")                            \
     AMPC_OPT(DIM, "dim", 0, 1, "NAME=VALUE",                                                    \
-             "run, bench: the size of symbolic dim NAME in random inputs (default 1); "         \
-             "repeatable")                                                                      \
+             "run, bench, calibrate, compare: the size of symbolic dim NAME in random inputs "         \
+             "(default 1); repeatable")                                                        \
     AMPC_OPT(LOSS, "loss", 0, 1, "NAME",                                                        \
              "the loss value: for the amp pass, whose loss subgraph stays fp32; for run, the "  \
              "loss output to print (default: the one scalar float output named like 'loss'); "   \

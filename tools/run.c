@@ -20,15 +20,9 @@
 #include "training.h"
 #include "ir.h"
 
-typedef struct Inputs {
-    AmpTensorView *t;
-    size_t n;
-    AmpModel *scratch; /* arena for tensors read from files */
-    void **owned;      /* random data buffers */
-    size_t n_owned;
-} Inputs;
+typedef RunInputs Inputs;
 
-static void inputs_free(Inputs *in) {
+void ampc_run_inputs_free(RunInputs *in) {
     for (size_t i = 0; i < in->n_owned; i++) free(in->owned[i]);
     free(in->owned);
     free(in->t);
@@ -308,7 +302,7 @@ static double now_ms(void) {
 /* The loss: --loss NAME, else the one scalar float output whose name contains "loss" (not
  * one of the loss-scaling pass's, "amp_loss_scale...");
  * -1 when there is none, -2 (with st set) when it is ambiguous or --loss names nothing. */
-static int find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
+int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
     AmpIoInfo info;
     int found = -1, n_found = 0;
     char names[512] = "";
@@ -405,7 +399,7 @@ static AmpCode write_outputs(const char *dir, const AmpTensorView *outs, size_t 
 
 /* ---- ampc run ------------------------------------------------------------------------------- */
 
-static AmpCode prepare_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, Inputs *in, AmpStatus *st) {
+AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st) {
     AmpCode rc = a->inputs ? load_dir(s, mode, a->inputs, in, st) : AMP_OK;
     return rc ? rc : fill_random(a, s, mode, in, st);
 }
@@ -438,7 +432,7 @@ int ampc_cmd_run(const RunArgs *a) {
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
     if (rc) return fail(&st, rc, a->model);
 
-    int loss = find_loss(a, s, &st);
+    int loss = ampc_find_loss(a, s, &st);
     bool training = loss >= 0 || amp_session_has_training_info(s);
     if (loss == -2 || (training && loss < 0)) {
         if (loss != -2)
@@ -461,7 +455,7 @@ int ampc_cmd_run(const RunArgs *a) {
     Inputs in = {0};
     const char *failed_file = a->model;
     if (a->load_state && (rc = amp_session_state_load(s, a->load_state, &st))) failed_file = a->load_state;
-    if (!rc) rc = prepare_inputs(a, s, mode, &in, &st);
+    if (!rc) rc = ampc_run_inputs(a, s, mode, &in, &st);
     struct stat sb; /* an --outputs that can never be a folder fails before the steps */
     if (!rc && a->outputs && stat(a->outputs, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
         rc = amp_fail(&st, AMP_ERR_INPUT, "--outputs %s: not a folder", a->outputs);
@@ -523,7 +517,7 @@ int ampc_cmd_run(const RunArgs *a) {
     }
     free(ms);
     free(outs);
-    inputs_free(&in);
+    ampc_run_inputs_free(&in);
     amp_session_close(s);
     return code;
 }
@@ -538,7 +532,7 @@ int ampc_cmd_bench(const RunArgs *a) {
     if (rc) return fail(&st, rc, a->model);
     AmpMode mode = a->train ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     Inputs in = {0};
-    rc = prepare_inputs(a, s, mode, &in, &st);
+    rc = ampc_run_inputs(a, s, mode, &in, &st);
     size_t n_out = amp_session_output_count(s, mode);
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
     double *ms = calloc((size_t)a->iters, sizeof *ms), *dev = calloc((size_t)a->iters, sizeof *dev);
@@ -591,7 +585,7 @@ int ampc_cmd_bench(const RunArgs *a) {
     free(ms);
     free(dev);
     free(outs);
-    inputs_free(&in);
+    ampc_run_inputs_free(&in);
     amp_session_close(s);
     return code;
 }

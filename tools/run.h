@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ampc.h"
+#include "ir.h"
+
 enum { AMPC_RUN_MAX_DIMS = 64 };
 
 typedef struct RunArgs {
@@ -31,6 +34,23 @@ typedef struct RunArgs {
     const char *ort_optimizer, *ort_checkpoint;
     double lr;           /* > 0 when given */
 } RunArgs;
+
+/* A step's inputs: from a->inputs (input_K.pb) and deterministic random data for the rest. */
+typedef struct RunInputs {
+    AmpTensorView *t;
+    size_t n;
+    AmpModel *scratch;        /* arena for tensors read from files */
+    void **owned;             /* random data buffers */
+    size_t n_owned;
+} RunInputs;
+
+/* Fills in (zeroed first by the caller) for mode: the files of a->inputs, when given, then
+ * random data shaped by the model (a->seed, a->dims) for every input still missing. */
+AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st);
+void ampc_run_inputs_free(RunInputs *in);
+/* The index of the loss among the training outputs (--loss NAME, else the one scalar float
+ * output named like a loss); -1 when none, -2 (st set) when ambiguous or not found. */
+int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st);
 
 /* Returns the exit code (an AmpCode); messages go to stderr via `say`. */
 int ampc_cmd_run(const RunArgs *a);

@@ -1,0 +1,28 @@
+/* Reading every value a session computes (private to the runtime and the tools): a hook
+ * called after each node of the main graph runs, the values it sees copied out as
+ * float32, and one node run alone on the CPU on inputs the caller gives. `ampc calibrate`
+ * records value ranges this way, `ampc compare` a node's local error. */
+#ifndef AMP_OBSERVE_H
+#define AMP_OBSERVE_H
+
+#include <stddef.h>
+
+#include "ampc.h"
+#include "exec.h"
+
+/* Calls fn after each node of s's main graph in every later run and training step (NULL:
+ * no more calls). */
+void amp_session_set_hook(AmpSession *s, AmpExecHook fn, void *ctx);
+
+/* Value v as e holds it (after its producer ran, inside a hook) copied out into *out as
+ * float32 (malloc'd data: free with amp_buf_free), converting float16 and bfloat16 (and
+ * double). AMP_ERR_UNSUPPORTED when it is no float value or e holds nothing for it. */
+AmpCode amp_exec_value_f32(AmpExec *e, const AmpValue *v, AmpBuf *out, AmpStatus *st);
+
+/* Runs node n of m alone on the CPU backend: in[i] are host buffers (NULL: input left
+ * out), out[i] host buffers the caller placed with the dtype and shape the node makes
+ * (data NULL: an output not wanted is not written). */
+AmpCode amp_run_node_alone(const AmpModel *m, const AmpNode *n, const AmpBuf *const *in, AmpBuf *out,
+                           AmpStatus *st);
+
+#endif
