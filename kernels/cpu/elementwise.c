@@ -116,20 +116,28 @@ static AmpCode int_binary(AmpKernelCtx *k, ArithOp op, const AmpBuf *a, const Am
     return AMP_OK;
 }
 
+/* Output 0 of a broadcasting binary op in a's dtype, placed and checked, and the loop plan
+ * over it: *out NULL (with AMP_OK) when the node does not list the output. */
+static AmpCode binary_out(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf **out, AmpEwPlan *p) {
+    const AmpBuf *ins[2] = {a, b};
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    AmpCode rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims);
+    if (rc || (rc = amp_ew_out(k, a->dtype, rank, dims, out)) || !*out) return rc;
+    amp_ew_plan(p, rank, dims, 2, ins);
+    return AMP_OK;
+}
+
 /* Pow whose exponent type differs from the base type (opset 12+: float base with an
  * integer exponent, integer base with a float exponent, ...). The output has the base
  * type; integer ** integer is exact, anything else goes through double. */
 static AmpCode pow_mixed(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b) {
     if (!amp_ew_is_float(a->dtype) && !amp_ew_is_int(a->dtype)) return amp_kernel_bad_dtype(k, a->dtype);
     if (!amp_ew_is_float(b->dtype) && !amp_ew_is_int(b->dtype)) return amp_kernel_bad_dtype(k, b->dtype);
-    const AmpBuf *ins[2] = {a, b};
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
-    AmpCode rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims);
     AmpBuf *out;
-    if (rc || (rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out) return rc;
     AmpEwPlan p;
-    amp_ew_plan(&p, rank, dims, 2, ins);
+    AmpCode rc = binary_out(k, a, b, &out, &p);
+    if (rc || !out) return rc;
     if (amp_ew_is_int(a->dtype) && amp_ew_is_int(b->dtype)) return int_binary(k, OP_POW, a, b, out, &p);
     AmpEwCursor c;
     for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
@@ -152,14 +160,9 @@ static AmpCode arith(AmpKernelCtx *k, ArithOp op) {
     if (amp_ew_is_float(a->dtype)) return amp_ew_binary_float(k, a, b, ROWS[op].f, ROWS[op].d, NULL);
     if ((rc = amp_ew_same_dtype(k, a, b))) return rc;
     if (!amp_ew_is_int(a->dtype)) return amp_kernel_bad_dtype(k, a->dtype);
-    const AmpBuf *ins[2] = {a, b};
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
     AmpBuf *out;
-    if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims)) || (rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out)
-        return rc;
     AmpEwPlan p;
-    amp_ew_plan(&p, rank, dims, 2, ins);
+    if ((rc = binary_out(k, a, b, &out, &p)) || !out) return rc;
     return int_binary(k, op, a, b, out, &p);
 }
 
@@ -222,14 +225,9 @@ AmpCode amp_ew_mod(AmpKernelCtx *k) {
         return amp_ew_binary_float(k, a, b, row_fmod_f, row_fmod_d, NULL);
     }
     if (!amp_ew_is_int(a->dtype)) return amp_kernel_bad_dtype(k, a->dtype);
-    const AmpBuf *ins[2] = {a, b};
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
     AmpBuf *out;
-    if ((rc = amp_ew_bcast_shape(k, 2, ins, &rank, dims)) || (rc = amp_ew_out(k, a->dtype, rank, dims, &out)) || !out)
-        return rc;
     AmpEwPlan p;
-    amp_ew_plan(&p, rank, dims, 2, ins);
+    if ((rc = binary_out(k, a, b, &out, &p)) || !out) return rc;
     bool u = a->dtype == AMP_DT_UINT64;
     AmpEwCursor c;
     for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
