@@ -43,6 +43,33 @@ static const char *prefixed(AmpBuilder *b, const char *what) {
     return s;
 }
 
+/* Places n (made by this builder) where b puts new nodes. */
+static void place(AmpBuilder *b, AmpNode *n) {
+    if (b->before)
+        amp_node_insert_before(b->before, n);
+    else
+        amp_node_append(b->g, n);
+    b->n_nodes++;
+}
+
+/* A node writing out0 (then n_out - 1 fresh values), named `name` (NULL: out0's name). */
+static AmpNode *start_at(AmpBuilder *b, const char *op, const char *name, AmpValue *out0, AmpValue *const *in,
+                         int n_in, int n_out) {
+    AmpGraph *g = b->g;
+    AmpNode *n = out0 ? amp_node_new(g, "", op, name ? name : out0->name, n_in, n_out) : NULL;
+    if (!n) return oom(b);
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && amp_node_set_input(n, i, in[i])) return oom(b);
+    amp_node_set_output(n, 0, out0);
+    for (int k = 1; k < n_out; k++) {
+        AmpValue *v = amp_graph_new_value(g, out0->name);
+        if (!v) return oom(b);
+        amp_node_set_output(n, k, v);
+    }
+    place(b, n);
+    return n;
+}
+
 static AmpNode *start(AmpBuilder *b, const char *op, const char *exact, const char *what, AmpValue *const *in,
                       int n_in, int n_out) {
     if (!amp_builder_ok(b)) return NULL;
@@ -58,22 +85,7 @@ static AmpNode *start(AmpBuilder *b, const char *op, const char *exact, const ch
         const char *base = prefixed(b, what);
         out0 = base ? amp_graph_new_value(g, base) : NULL;
     }
-    AmpNode *n = out0 ? amp_node_new(g, "", op, out0->name, n_in, n_out) : NULL;
-    if (!n) return oom(b);
-    for (int i = 0; i < n_in; i++)
-        if (in[i] && amp_node_set_input(n, i, in[i])) return oom(b);
-    amp_node_set_output(n, 0, out0);
-    for (int k = 1; k < n_out; k++) {
-        AmpValue *v = amp_graph_new_value(g, out0->name);
-        if (!v) return oom(b);
-        amp_node_set_output(n, k, v);
-    }
-    if (b->before)
-        amp_node_insert_before(b->before, n);
-    else
-        amp_node_append(g, n);
-    b->n_nodes++;
-    return n;
+    return start_at(b, op, NULL, out0, in, n_in, n_out);
 }
 
 AmpNode *amp_build_start(AmpBuilder *b, const char *op, const char *what, AmpValue *const *in, int n_in,
@@ -84,6 +96,23 @@ AmpNode *amp_build_start(AmpBuilder *b, const char *op, const char *what, AmpVal
 AmpNode *amp_build_start_named(AmpBuilder *b, const char *op, const char *name, AmpValue *const *in, int n_in,
                                int n_out) {
     return start(b, op, name, NULL, in, n_in, n_out);
+}
+
+AmpNode *amp_build_start_to(AmpBuilder *b, const char *op, const char *what, AmpValue *const *in, int n_in,
+                            AmpValue *out) {
+    if (!amp_builder_ok(b)) return NULL;
+    const char *name = prefixed(b, what);
+    return name ? start_at(b, op, name, out, in, n_in, 1) : oom(b);
+}
+
+void amp_builder_place_after(AmpBuilder *b, AmpNode *n) {
+    b->before = n ? n->next : b->g->first;
+}
+
+AmpValue *amp_build_value(AmpBuilder *b, const char *base) {
+    if (!amp_builder_ok(b)) return NULL;
+    AmpValue *v = base ? amp_graph_new_value(b->g, base) : NULL;
+    return v ? v : oom(b);
 }
 
 AmpValue *amp_build_end(AmpBuilder *b, AmpNode *n) {
@@ -146,12 +175,9 @@ AmpValue *amp_build2(AmpBuilder *b, const char *op, const char *what, AmpValue *
     return amp_build_end(b, amp_build_start(b, op, what, in, 2, 1));
 }
 
-/* A Constant whose `value` is a tensor of dtype, dims[0..rank), from `bytes` (copied). */
-static AmpValue *constant(AmpBuilder *b, const char *exact, const char *what, int dtype, int rank,
-                          const int64_t *dims, const void *bytes, size_t len, uint64_t nelem) {
-    AmpNode *n = start(b, "Constant", exact, what, NULL, 0, 1);
-    AmpAttr *a = attr(b, n, "value", AMP_ATTR_TENSOR);
-    if (!a) return NULL;
+/* A tensor of dtype, dims[0..rank), from `bytes` (copied), in the model's arena. */
+static AmpTensor *tensor(AmpBuilder *b, int dtype, int rank, const int64_t *dims, const void *bytes, size_t len,
+                         uint64_t nelem) {
     AmpArena *ar = &b->g->model->arena;
     AmpTensor *t = amp_arena_calloc(ar, 1, sizeof *t);
     int64_t *d = amp_arena_calloc(ar, rank ? (size_t)rank : 1, sizeof *d);
@@ -164,7 +190,15 @@ static AmpValue *constant(AmpBuilder *b, const char *exact, const char *what, in
     t->dims = d;
     t->nelem = nelem;
     t->raw = (AmpBytes){raw, len};
-    a->t = t;
+    return t;
+}
+
+/* A Constant whose `value` is that tensor. */
+static AmpValue *constant(AmpBuilder *b, const char *exact, const char *what, int dtype, int rank,
+                          const int64_t *dims, const void *bytes, size_t len, uint64_t nelem) {
+    AmpNode *n = start(b, "Constant", exact, what, NULL, 0, 1);
+    AmpAttr *a = attr(b, n, "value", AMP_ATTR_TENSOR);
+    if (!a || !(a->t = tensor(b, dtype, rank, dims, bytes, len, nelem))) return NULL;
     return amp_build_end(b, n);
 }
 
@@ -219,6 +253,22 @@ AmpValue *amp_build_scalar_named(AmpBuilder *b, const char *name, int dtype, dou
     return scalar(b, name, NULL, dtype, v);
 }
 
+AmpValue *amp_build_state(AmpBuilder *b, const char *name, int dtype, double v, bool with_init) {
+    if (!amp_builder_ok(b)) return NULL;
+    uint8_t buf[8];
+    size_t len = element(dtype, v, buf);
+    if (!len) {
+        amp_builder_fail(b, AMP_ERR_UNSUPPORTED, "no scalar state of type %s ('%s')", amp_dtype_name(dtype), name);
+        return NULL;
+    }
+    AmpValue *s = amp_graph_value(b->g, name);
+    AmpTensor *t = s && with_init ? tensor(b, dtype, 0, NULL, buf, len, 1) : NULL;
+    if (!s || (with_init && !t)) return oom(b);
+    s->type = (AmpType){.kind = AMP_TYPE_TENSOR, .dtype = dtype, .rank = 0, .dims = NULL};
+    if ((t && amp_graph_add_initializer(b->g, s, t)) || !amp_graph_add_input(b->g, s)) return oom(b);
+    return s;
+}
+
 AmpValue *amp_build_ints(AmpBuilder *b, const char *what, const int64_t *v, size_t count) {
     int64_t dim = (int64_t)count;
     return constant(b, NULL, what, AMP_DT_INT64, 1, &dim, v, count * sizeof *v, count);
@@ -244,18 +294,24 @@ AmpValue *amp_build_axes_op(AmpBuilder *b, const char *op, const char *what, Amp
     return amp_build_end(b, n);
 }
 
+/* Cast x to dtype into out, the node named `name`. */
+static AmpValue *cast(AmpBuilder *b, const char *name, AmpValue *x, AmpValue *out, int dtype) {
+    AmpNode *n = name && out ? amp_node_new_cast(b->g, name, x, out, dtype) : NULL;
+    if (!n) return oom(b);
+    place(b, n);
+    return amp_build_end(b, n);
+}
+
 AmpValue *amp_build_cast(AmpBuilder *b, const char *what, AmpValue *x, int dtype) {
     if (!amp_builder_ok(b)) return NULL;
     const char *base = prefixed(b, what);
     AmpValue *out = base ? amp_graph_new_value(b->g, base) : NULL;
-    AmpNode *n = out ? amp_node_new_cast(b->g, out->name, x, out, dtype) : NULL;
-    if (!n) return oom(b);
-    if (b->before)
-        amp_node_insert_before(b->before, n);
-    else
-        amp_node_append(b->g, n);
-    b->n_nodes++;
-    return amp_build_end(b, n);
+    return cast(b, out ? out->name : NULL, x, out, dtype);
+}
+
+AmpValue *amp_build_cast_to(AmpBuilder *b, const char *what, AmpValue *x, AmpValue *out, int dtype) {
+    if (!amp_builder_ok(b)) return NULL;
+    return cast(b, prefixed(b, what), x, out, dtype);
 }
 
 AmpValue *amp_build_transpose(AmpBuilder *b, const char *what, AmpValue *x, const int64_t *perm, size_t count) {

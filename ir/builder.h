@@ -2,7 +2,7 @@
  * value. It keeps the first error (every later call is a no-op returning NULL, so a rule
  * is a straight sequence of calls checked once at its end), names every node and value
  * under a prefix ("grad/...": unique in the model, deterministic), places each node before
- * a chosen node (or at the end of the graph), and infers the outputs' types as it builds
+ * a chosen node (or after one, or at the end of the graph), and infers the outputs' types as it builds
  * (ir/infer*.c), so the next call can read ranks and dims. Ops whose form changed with the
  * opset (Reduce* axes, Squeeze/Unsqueeze axes) are emitted in the form of the model's
  * ai.onnx opset. */
@@ -42,6 +42,17 @@ AmpNode *amp_build_start(AmpBuilder *b, const char *op, const char *what, AmpVal
  * model already uses is an error. */
 AmpNode *amp_build_start_named(AmpBuilder *b, const char *op, const char *name, AmpValue *const *in, int n_in,
                                int n_out);
+/* A node named prefix+what (as given: node names need not be unique) whose one output is
+ * `out`: a value the caller made (amp_build_value) or one keeping a name the model reads
+ * (its producer becomes this node). A type out has already is kept; inference refines it.
+ * out NULL (a value that could not be made) is an out-of-memory error. */
+AmpNode *amp_build_start_to(AmpBuilder *b, const char *op, const char *what, AmpValue *const *in, int n_in,
+                            AmpValue *out);
+/* A fresh, untyped value named from `base` (made unique in the model; no prefix). */
+AmpValue *amp_build_value(AmpBuilder *b, const char *base);
+/* New nodes go right after n, in the order they are made; n NULL: before the graph's first
+ * node (called again before each node, it puts each at the top). */
+void amp_builder_place_after(AmpBuilder *b, AmpNode *n);
 /* Types n's outputs (inference from its inputs and attributes); returns output 0, NULL
  * after an error. */
 AmpValue *amp_build_end(AmpBuilder *b, AmpNode *n);
@@ -61,6 +72,9 @@ AmpValue *amp_build2(AmpBuilder *b, const char *op, const char *what, AmpValue *
 AmpValue *amp_build_scalar(AmpBuilder *b, const char *what, int dtype, double v);
 /* The same named exactly `name` (a name in use is an error). */
 AmpValue *amp_build_scalar_named(AmpBuilder *b, const char *name, int dtype, double v);
+/* A scalar graph input `name` of dtype (a training step's state: a loss scale, a step
+ * count), made if absent; with_init, also an initializer holding v (else the caller feeds it). */
+AmpValue *amp_build_state(AmpBuilder *b, const char *name, int dtype, double v, bool with_init);
 /* ConstantOfShape(shape) filled with v of dtype. */
 AmpValue *amp_build_fill(AmpBuilder *b, const char *what, AmpValue *shape, int dtype, double v);
 /* A Constant holding a 1-D int64 tensor (shapes, axes, perms). */
@@ -75,6 +89,8 @@ AmpValue *amp_build_axes_op(AmpBuilder *b, const char *op, const char *what, Amp
                             size_t count);
 /* Cast to dtype (the `to` attribute in the opset's form). */
 AmpValue *amp_build_cast(AmpBuilder *b, const char *what, AmpValue *x, int dtype);
+/* The same into `out` (as amp_build_start_to), the node named prefix+what. */
+AmpValue *amp_build_cast_to(AmpBuilder *b, const char *what, AmpValue *x, AmpValue *out, int dtype);
 /* Transpose with perm (count entries). */
 AmpValue *amp_build_transpose(AmpBuilder *b, const char *what, AmpValue *x, const int64_t *perm, size_t count);
 

@@ -5,13 +5,15 @@
  * an inf or NaN; every update (weights, optimizer state) keeps its old value when it does;
  * and with dynamic scaling the scale and its growth tracker follow GradScaler's rule,
  * bound by update_binding. Inference graphs pass through unchanged. Every node added is
- * named "amp_loss_scale/..." so --report and --dump-dot show them as one group. */
+ * named "amp_loss_scale/..." so --report and --dump-dot show them as one group; they are
+ * made with ir/builder.h (placed, named and typed as they are made, the first error kept). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder.h"
 #include "passes.h"
 #include "training.h"
 
@@ -40,12 +42,24 @@ typedef struct Ls {
     AmpValue **grads; /* parameter gradients (malloc'd), in the main graph's value order */
     size_t n_grads;
     AmpValue *scale, *inv, *found, *tracker;
-    size_t n_nodes, n_gated;
+    AmpBuilder b;       /* the main graph's new nodes, named PREFIX... */
+    size_t n_nodes_alg; /* nodes added to algorithm graphs (each has a builder of its own) */
+    size_t n_gated;
     size_t n_gated_main; /* gates placed in the main graph: they read amp_found_inf, made last */
 } Ls;
 
 static AmpCode oom(Ls *l) {
     return amp_fail(l->st, AMP_ERR_INTERNAL, "loss_scale: out of memory");
+}
+
+/* b's first error, in l->st; AMP_OK while none. */
+static AmpCode built(Ls *l, const AmpBuilder *b) {
+    if (amp_builder_ok(b)) return AMP_OK;
+    if (l->st && !l->st->code) {
+        amp_builder_status(b, l->st);
+        amp_status_prefix(l->st, "loss_scale: ");
+    }
+    return b->st.code;
 }
 
 /* "a" followed by "b", in the model's arena (a few per gradient: no printf). */
@@ -58,93 +72,26 @@ static const char *cat(Ls *l, const char *a, const char *b) {
     return s;
 }
 
-static void scalar_type(AmpValue *v, int dtype) {
-    v->type = (AmpType){.kind = AMP_TYPE_TENSOR, .dtype = dtype, .rank = 0, .dims = NULL};
-}
-
 static bool is_float(const AmpValue *v) {
     int d = v->type.dtype;
     return v->type.kind == AMP_TYPE_TENSOR && (d == AMP_DT_FLOAT || d == AMP_DT_FLOAT16 || d == AMP_DT_BFLOAT16);
 }
 
-/* A fresh value of g named from `base`, typed like `like` but with `dtype` (like NULL: a
- * scalar). */
-static AmpValue *fresh(AmpGraph *g, const char *base, const AmpValue *like, int dtype) {
-    AmpValue *v = base ? amp_graph_new_value(g, base) : NULL;
-    if (!v) return NULL;
-    if (like) {
+/* A fresh value named from `base`, typed like `like` but with `dtype`: what an existing
+ * node writes instead of a value the pass takes over (its name kept for the new nodes). */
+static AmpValue *fresh(AmpBuilder *b, const char *base, const AmpValue *like, int dtype) {
+    AmpValue *v = amp_build_value(b, base);
+    if (v) {
         v->type = like->type;
         v->type.dtype = dtype;
-    } else
-        scalar_type(v, dtype);
+    }
     return v;
 }
 
-/* A node of the pass: op `op` in g, named PREFIX + what, reading in[0..n_in), writing out.
- * Not placed yet. */
-static AmpNode *node(Ls *l, AmpGraph *g, const char *op, const char *what, AmpValue *const *in, int n_in,
-                     AmpValue *out) {
-    const char *name = cat(l, PREFIX, what);
-    AmpNode *n = name ? amp_node_new(g, "", op, name, n_in, 1) : NULL;
-    if (!n) return NULL;
-    for (int i = 0; i < n_in; i++)
-        if (amp_node_set_input(n, i, in[i])) return NULL;
-    amp_node_set_output(n, 0, out);
-    l->n_nodes++;
-    return n;
-}
-
-/* A Cast node (not placed) named PREFIX + what: out = Cast(in, to). */
-static AmpNode *cast_node(Ls *l, const char *what, AmpValue *in, AmpValue *out, int to) {
-    const char *name = cat(l, PREFIX, what);
-    AmpNode *c = name ? amp_node_new_cast(l->g, name, in, out, to) : NULL;
-    if (c) l->n_nodes++;
-    return c;
-}
-
-/* A float32 or int64 scalar tensor holding v. */
-static AmpTensor *scalar_tensor(Ls *l, int dtype, double v) {
-    AmpTensor *t = amp_arena_alloc(&l->m->arena, sizeof *t);
-    uint8_t *b = amp_arena_alloc(&l->m->arena, 8);
-    if (!t || !b) return NULL;
-    size_t len;
-    if (dtype == AMP_DT_FLOAT) {
-        float f = (float)v;
-        memcpy(b, &f, len = sizeof f);
-    } else if (dtype == AMP_DT_BOOL) {
-        b[0] = v != 0;
-        len = 1;
-    } else {
-        int64_t i = (int64_t)v;
-        memcpy(b, &i, len = sizeof i);
-    }
-    t->dtype = dtype;
-    t->has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
-    t->nelem = 1;
-    t->raw = (AmpBytes){b, len};
-    return t;
-}
-
-/* A Constant node (placed at the top of g) whose output, named from `what`, holds v. */
-static AmpValue *constant(Ls *l, AmpGraph *g, const char *what, int dtype, double v) {
-    AmpValue *out = fresh(g, cat(l, PREFIX, what), NULL, dtype);
-    AmpNode *n = out ? node(l, g, "Constant", what, NULL, 0, out) : NULL;
-    AmpAttr *a = n ? amp_node_add_attr(n, "value", AMP_ATTR_TENSOR) : NULL;
-    if (!a || !(a->t = scalar_tensor(l, dtype, v))) return NULL;
-    amp_node_insert_after(NULL, n);
-    return out;
-}
-
-/* A state scalar: an initializer of the main graph, listed among its inputs (a caller
- * may feed it), holding v; with loss_scale_state_inputs, an input alone, which the caller
- * feeds (v is then only what the summary says to start from). */
-static AmpValue *state(Ls *l, const char *name, int dtype, double v) {
-    AmpValue *s = amp_graph_value(l->g, name);
-    AmpTensor *t = s && !l->opt->loss_scale_state_inputs ? scalar_tensor(l, dtype, v) : NULL;
-    if (!s || (!t && !l->opt->loss_scale_state_inputs)) return NULL;
-    scalar_type(s, dtype);
-    if ((t && amp_graph_add_initializer(l->g, s, t)) || !amp_graph_add_input(l->g, s)) return NULL;
-    return s;
+/* A scalar Constant of the main graph, placed at its top, its output named from `what`. */
+static AmpValue *constant(Ls *l, const char *what, int dtype, double v) {
+    amp_builder_place_after(&l->b, NULL);
+    return amp_build_scalar(&l->b, what, dtype, v);
 }
 
 /* ---- finding the parts of the training graph ------------------------------------------ */
@@ -269,41 +216,27 @@ static AmpCode find_parts(Ls *l) {
 
 /* ---- the rewrite ----------------------------------------------------------------------- */
 
-/* Places n after `after` (NULL: at the top of n's graph); returns n for chaining. */
-static AmpNode *place(AmpNode *after, AmpNode *n) {
-    amp_node_insert_after(after, n);
-    return n;
-}
-
 /* The seed's readers read seed × scale instead (in float32: a 16-bit seed is widened,
  * scaled and narrowed back; a scale past float16's range then overflows, which the
  * check catches and the scale backs off from). */
 static AmpCode scale_seed(Ls *l) {
+    AmpBuilder *b = &l->b;
     AmpValue *seed = l->seed;
     int dt = seed->type.dtype;
-    AmpValue *scaled = fresh(l->g, cat(l, seed->name, "_scaled"), seed, dt);
-    if (!scaled) return oom(l);
-    amp_value_replace_uses(seed, scaled, false);
-    AmpNode *at = seed->producer;
+    AmpValue *scaled = fresh(b, cat(l, seed->name, "_scaled"), seed, dt);
+    if (!scaled) return built(l, b);
+    if (amp_value_replace_uses(seed, scaled, false)) return oom(l);
+    amp_builder_place_after(b, seed->producer);
     AmpValue *x = seed;
     if (dt != AMP_DT_FLOAT) {
-        AmpValue *w = fresh(l->g, cat(l, seed->name, "_fp32"), seed, AMP_DT_FLOAT);
-        AmpNode *c = w ? cast_node(l, "seed_to_fp32", x, w, AMP_DT_FLOAT) : NULL;
-        if (!c) return oom(l);
-        at = place(at, c);
-        x = w;
+        AmpValue *w = amp_build_value(b, cat(l, seed->name, "_fp32"));
+        x = amp_build_cast_to(b, "seed_to_fp32", x, w, AMP_DT_FLOAT);
     }
-    AmpValue *prod = dt == AMP_DT_FLOAT ? scaled : fresh(l->g, cat(l, seed->name, "_scaled_fp32"), seed, AMP_DT_FLOAT);
+    AmpValue *prod = dt == AMP_DT_FLOAT ? scaled : amp_build_value(b, cat(l, seed->name, "_scaled_fp32"));
     AmpValue *in[2] = {x, l->scale};
-    AmpNode *mul = prod ? node(l, l->g, "Mul", "seed", in, 2, prod) : NULL;
-    if (!mul) return oom(l);
-    at = place(at, mul);
-    if (dt != AMP_DT_FLOAT) {
-        AmpNode *c = cast_node(l, "seed_to_16", prod, scaled, dt);
-        if (!c) return oom(l);
-        place(at, c);
-    }
-    return AMP_OK;
+    prod = amp_build_end(b, amp_build_start_to(b, "Mul", "seed", in, 2, prod));
+    if (dt != AMP_DT_FLOAT) amp_build_cast_to(b, "seed_to_16", prod, scaled, dt);
+    return built(l, b);
 }
 
 /* Gradient G keeps its name, now float32 and unscaled: its producer writes
@@ -311,59 +244,50 @@ static AmpCode scale_seed(Ls *l) {
  * scalar: ReduceSum(G × 0), 0 when every element is finite and NaN otherwise (inf × 0
  * and NaN × 0 are NaN, a finite x × 0 is ±0, and a sum of zeros is exactly 0). */
 static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
+    AmpBuilder *b = &l->b;
     AmpNode *p = gv->producer;
     int dt = gv->type.dtype;
-    AmpValue *scaled = fresh(l->g, cat(l, gv->name, "_scaled"), gv, dt);
-    if (!scaled) return oom(l);
+    AmpValue *scaled = fresh(b, cat(l, gv->name, "_scaled"), gv, dt);
+    if (!scaled) return built(l, b);
     amp_node_set_output(p, gv->producer_slot, scaled);
-    AmpNode *at = p;
+    amp_builder_place_after(b, p);
     AmpValue *x = scaled;
     if (dt != AMP_DT_FLOAT) {
-        AmpValue *w = fresh(l->g, cat(l, gv->name, "_scaled_fp32"), gv, AMP_DT_FLOAT);
-        AmpNode *c = w ? cast_node(l, cat(l, "to_fp32/", gv->name), x, w, AMP_DT_FLOAT) : NULL;
-        if (!c) return oom(l);
-        at = place(at, c);
-        x = w;
+        AmpValue *w = amp_build_value(b, cat(l, gv->name, "_scaled_fp32"));
+        x = amp_build_cast_to(b, cat(l, "to_fp32/", gv->name), x, w, AMP_DT_FLOAT);
     }
     gv->type.dtype = AMP_DT_FLOAT;
     AmpValue *in[2] = {x, l->inv};
-    AmpNode *mul = node(l, l->g, "Mul", cat(l, "unscale/", gv->name), in, 2, gv);
-    if (!mul) return oom(l);
-    at = place(at, mul);
-    AmpValue *z = fresh(l->g, cat(l, gv->name, "_times0"), gv, AMP_DT_FLOAT);
+    amp_build_end(b, amp_build_start_to(b, "Mul", cat(l, "unscale/", gv->name), in, 2, gv));
+    AmpValue *z = amp_build_value(b, cat(l, gv->name, "_times0"));
     AmpValue *in2[2] = {gv, zero};
-    AmpNode *m0 = z ? node(l, l->g, "Mul", cat(l, "check/", gv->name), in2, 2, z) : NULL;
-    AmpValue *s = m0 ? fresh(l->g, cat(l, gv->name, "_check"), NULL, AMP_DT_FLOAT) : NULL;
-    AmpNode *sum = s ? node(l, l->g, "ReduceSum", cat(l, "check_sum/", gv->name), &z, 1, s) : NULL;
-    AmpAttr *kd = sum ? amp_node_add_attr(sum, "keepdims", AMP_ATTR_INT) : NULL;
-    if (!kd) return oom(l);
-    kd->i = 0;
-    at = place(at, m0);
-    place(at, sum);
-    *check = s;
-    return AMP_OK;
+    z = amp_build_end(b, amp_build_start_to(b, "Mul", cat(l, "check/", gv->name), in2, 2, z));
+    AmpValue *s = amp_build_value(b, cat(l, gv->name, "_check"));
+    if (s) /* a scalar even where G's rank is unknown */
+        s->type = (AmpType){.kind = AMP_TYPE_TENSOR, .dtype = AMP_DT_FLOAT, .rank = 0, .dims = NULL};
+    AmpNode *sum = amp_build_start_to(b, "ReduceSum", cat(l, "check_sum/", gv->name), &z, 1, s);
+    amp_build_attr_int(b, sum, "keepdims", 0);
+    *check = amp_build_end(b, sum);
+    return built(l, b);
 }
 
 /* found = IsNaN(Sum(checks)). */
 static AmpCode found_inf(Ls *l) {
-    AmpValue *zero = constant(l, l->g, "zero", AMP_DT_FLOAT, 0.0);
+    AmpBuilder *b = &l->b;
+    AmpValue *zero = constant(l, "zero", AMP_DT_FLOAT, 0.0);
     AmpValue **checks = malloc(l->n_grads * sizeof *checks);
-    if (!zero || !checks) return free(checks), oom(l);
-    AmpCode rc = AMP_OK;
+    if (!checks) return oom(l);
+    AmpCode rc = built(l, b);
     for (size_t i = 0; i < l->n_grads && !rc; i++) rc = unscale(l, l->grads[i], zero, &checks[i]);
-    AmpValue *total = rc ? NULL : fresh(l->g, PREFIX "check_total", NULL, AMP_DT_FLOAT);
-    AmpNode *sum = total ? node(l, l->g, "Sum", "check_total", checks, (int)l->n_grads, total) : NULL;
+    b->before = NULL; /* the check goes at the end */
+    AmpNode *sum = rc ? NULL : amp_build_start(b, "Sum", "check_total", checks, (int)l->n_grads, 1);
+    AmpValue *total = amp_build_end(b, sum);
     free(checks);
-    if (rc) return rc;
-    if (!sum) return oom(l);
-    amp_node_append(l->g, sum);
-    l->found = amp_graph_value(l->g, FOUND_INF);
-    if (!l->found) return oom(l);
-    scalar_type(l->found, AMP_DT_BOOL);
-    AmpNode *isnan = node(l, l->g, "IsNaN", "found_inf", &total, 1, l->found);
-    if (!isnan || !amp_graph_add_output(l->g, l->found)) return oom(l);
-    amp_node_append(l->g, isnan);
-    return AMP_OK;
+    if (rc || !total) return built(l, b);
+    AmpValue *found = amp_graph_value(l->g, FOUND_INF);
+    l->found = amp_build_end(b, amp_build_start_to(b, "IsNaN", "found_inf", &total, 1, found));
+    if (l->found && !amp_graph_add_output(l->g, l->found)) return oom(l);
+    return built(l, b);
 }
 
 /* Whether a and b may be the same tensor type: no known element type, rank or dimension
@@ -417,34 +341,31 @@ static AmpCode check_update(Ls *l, const AmpValue *old, AmpValue *update) {
                     update->name, old->name);
 }
 
-/* value = Where(found, old, ungated), appended to g; name from `what`. The output takes
- * the type inference gives the gate (what converting the output again would find: the
- * gated value is often a graph output, whose type is saved). */
-static AmpNode *gate_node(Ls *l, AmpGraph *g, const char *what, AmpValue *old, AmpValue *ungated, AmpValue *out) {
+/* out = Where(found, old, ungated), placed where b places; the node named from `what`.
+ * out takes the type inference gives the gate (what converting the output again would
+ * find: the gated value is often a graph output, whose type is saved). NULL on error. */
+static AmpValue *gate_node(Ls *l, AmpBuilder *b, const char *what, AmpValue *old, AmpValue *ungated,
+                           AmpValue *out) {
     AmpValue *in[3] = {l->found, old, ungated};
-    AmpNode *n = node(l, g, "Where", cat(l, "gate/", what), in, 3, out);
-    if (!n) return NULL;
+    out = amp_build_end(b, amp_build_start_to(b, "Where", cat(l, "gate/", what), in, 3, out));
+    if (!out) return NULL;
     l->n_gated++;
-    if (g == l->g) l->n_gated_main++;
-    AmpStatus tmp;
-    amp_status_clear(&tmp);
-    (void)amp_infer_node(n, &tmp); /* check_update saw old and the update agree */
-    return n;
+    if (b->g == l->g) l->n_gated_main++;
+    return out;
 }
 
-/* v (made by a node of g) keeps its name but becomes Where(found, old, what it was):
- * with an inf or NaN among the gradients, the update keeps the old value. */
-static AmpCode gate_in_place(Ls *l, AmpGraph *g, AmpValue *v, AmpValue *old) {
+/* v (made by a node of b's graph) keeps its name but becomes Where(found, old, what it
+ * was): with an inf or NaN among the gradients, the update keeps the old value. */
+static AmpCode gate_in_place(Ls *l, AmpBuilder *b, AmpValue *v, AmpValue *old) {
     AmpCode rc = check_update(l, old, v);
     if (rc) return rc;
     AmpNode *p = v->producer;
-    AmpValue *ungated = fresh(g, cat(l, v->name, "_ungated"), v, v->type.dtype);
-    if (!ungated) return oom(l);
+    AmpValue *ungated = fresh(b, cat(l, v->name, "_ungated"), v, v->type.dtype);
+    if (!ungated) return built(l, b);
     amp_node_set_output(p, v->producer_slot, ungated);
-    AmpNode *w = gate_node(l, g, v->name, old, ungated, v);
-    if (!w) return oom(l);
-    place(p, w);
-    return AMP_OK;
+    amp_builder_place_after(b, p);
+    gate_node(l, b, v->name, old, ungated, v);
+    return built(l, b);
 }
 
 /* Outputs of the main graph's optimizers are the new weights and state: output group 0
@@ -472,7 +393,7 @@ static AmpCode gate_optimizers(Ls *l) {
             int grp = o / per, idx = o % per;
             AmpValue *old = n->inputs[2 + (grp ? grp + 1 : 0) * per + idx];
             if (!v || !old) continue;
-            AmpCode rc = gate_in_place(l, l->g, v, old);
+            AmpCode rc = gate_in_place(l, &l->b, v, old);
             if (rc) return rc;
         }
         n = next ? next->prev : l->g->last; /* skip the Where nodes just placed */
@@ -498,20 +419,19 @@ static AmpCode gate_accumulators(Ls *l) {
                             "loss_scale: accumulator '%s' (%s) adds '%s', whose type is not known to be a float "
                             "tensor, so it cannot be gated on " FOUND_INF "; convert with --loss-scale none",
                             n->name ? n->name : "", n->op_type, v->name);
-        if (!zero_f32 && !(zero_f32 = constant(l, l->g, "accumulator_zero", AMP_DT_FLOAT, 0.0))) return oom(l);
+        AmpBuilder *b = &l->b;
+        if (!zero_f32 && !(zero_f32 = constant(l, "accumulator_zero", AMP_DT_FLOAT, 0.0))) return built(l, b);
         AmpValue *zero = zero_f32;
         int dt = v->type.dtype;
-        AmpNode *at = n->prev;
+        b->before = n;
         if (dt != AMP_DT_FLOAT) { /* a 16-bit accumulation: its own zero */
-            zero = fresh(l->g, cat(l, v->name, "_zero"), NULL, dt);
-            AmpNode *c = zero ? cast_node(l, cat(l, "accumulator_zero/", v->name), zero_f32, zero, dt) : NULL;
-            if (!c) return oom(l);
-            at = place(at, c);
+            AmpValue *z = amp_build_value(b, cat(l, v->name, "_zero"));
+            zero = amp_build_cast_to(b, cat(l, "accumulator_zero/", v->name), zero_f32, z, dt);
         }
-        AmpValue *gated = fresh(l->g, cat(l, v->name, "_gated"), v, dt);
-        AmpNode *w = gated ? gate_node(l, l->g, v->name, zero, v, gated) : NULL;
-        if (!w || amp_node_set_input(n, 1, gated)) return oom(l);
-        place(at, w); /* before n; it reads amp_found_inf, made later: the toposort fixes it */
+        AmpValue *gated = zero ? fresh(b, cat(l, v->name, "_gated"), v, dt) : NULL;
+        /* before n; it reads amp_found_inf, made later: the toposort fixes it */
+        if (!(gated = gate_node(l, b, v->name, zero, v, gated))) return built(l, b);
+        if (amp_node_set_input(n, 1, gated)) return oom(l);
     }
     return AMP_OK;
 }
@@ -522,7 +442,11 @@ static AmpCode gate_accumulators(Ls *l) {
  * algorithm, which sees both. */
 static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
     AmpGraph *a = ti->algorithm;
-    for (size_t k = 0; a && k < ti->n_update_bindings; k++) {
+    if (!a) return AMP_OK;
+    AmpBuilder ab; /* the algorithm's nodes */
+    amp_builder_init(&ab, a, PREFIX);
+    AmpCode rc = AMP_OK;
+    for (size_t k = 0; !rc && k < ti->n_update_bindings; k++) {
         AmpStrPair *b = &ti->update_bindings[k];
         AmpValue *old = amp_training_key(l->m, ti, b->key);
         AmpValue *v = amp_graph_lookup(a, b->value);
@@ -532,21 +456,20 @@ static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
                             !old ? "the key is no initializer of the main graph or of the algorithm"
                                  : "the value is no value of the algorithm");
         if (v->producer && v->producer->graph == a) {
-            AmpCode rc = gate_in_place(l, a, v, old);
-            if (rc) return rc;
+            rc = gate_in_place(l, &ab, v, old);
             continue;
         }
         /* The bound value is no node's output here (an input, an outer value): gate a
          * copy, make it an output of the algorithm and bind that. */
-        AmpCode rc = check_update(l, old, v);
-        if (rc) return rc;
-        AmpValue *gated = fresh(a, cat(l, v->name, "_gated"), v, v->type.dtype);
-        AmpNode *w = gated ? gate_node(l, a, v->name, old, v, gated) : NULL;
-        if (!w || !amp_graph_add_output(a, gated)) return oom(l);
-        amp_node_append(a, w);
-        b->value = gated->name;
+        if ((rc = check_update(l, old, v))) break;
+        AmpValue *gated = fresh(&ab, cat(l, v->name, "_gated"), v, v->type.dtype);
+        ab.before = NULL;
+        if (!(gated = gate_node(l, &ab, v->name, old, v, gated))) rc = built(l, &ab);
+        else if (!amp_graph_add_output(a, gated)) rc = oom(l);
+        else b->value = gated->name;
     }
-    return AMP_OK;
+    l->n_nodes_alg += ab.n_nodes;
+    return rc;
 }
 
 /* GradScaler's update (torch._amp_update_scale_), in float32 like the scale itself:
@@ -556,31 +479,32 @@ static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
  *                                       : tracker = tracker + 1 */
 static AmpCode dynamic_update(Ls *l, AmpValue **scale_new, AmpValue **tracker_new) {
     AmpGraph *g = l->g;
-    AmpValue *one = constant(l, g, "one_i64", AMP_DT_INT64, 1);
-    AmpValue *zero = constant(l, g, "zero_i64", AMP_DT_INT64, 0);
-    AmpValue *interval = constant(l, g, "growth_interval", AMP_DT_INT64, (double)l->interval);
-    AmpValue *growth = constant(l, g, "growth_factor", AMP_DT_FLOAT, l->growth);
-    AmpValue *backoff = constant(l, g, "backoff_factor", AMP_DT_FLOAT, l->backoff);
-    AmpValue *inf = constant(l, g, "inf", AMP_DT_FLOAT, INFINITY);
-    if (!one || !zero || !interval || !growth || !backoff || !inf) return oom(l);
+    AmpBuilder *b = &l->b;
+    AmpValue *one = constant(l, "one_i64", AMP_DT_INT64, 1);
+    AmpValue *zero = constant(l, "zero_i64", AMP_DT_INT64, 0);
+    AmpValue *interval = constant(l, "growth_interval", AMP_DT_INT64, (double)l->interval);
+    AmpValue *growth = constant(l, "growth_factor", AMP_DT_FLOAT, l->growth);
+    AmpValue *backoff = constant(l, "backoff_factor", AMP_DT_FLOAT, l->backoff);
+    AmpValue *inf = constant(l, "inf", AMP_DT_FLOAT, INFINITY);
+    if (!inf) return built(l, b); /* after a failure every later call gives NULL */
     struct Step {
         const char *op, *out;
-        int dtype;
         AmpValue *in[3];
     };
     AmpValue *v[9];
     /* Each step reads values made by the steps before it (v[k]). */
     struct Step steps[] = {
-        {"Add", "tracker_plus1", AMP_DT_INT64, {l->tracker, one}},
-        {"Equal", "grow", AMP_DT_BOOL, {NULL, interval}},        /* v[0] == interval */
-        {"Mul", "grown", AMP_DT_FLOAT, {l->scale, growth}},
-        {"Less", "grown_finite", AMP_DT_BOOL, {NULL, inf}},      /* v[2] < inf */
-        {"Where", "scale_grown", AMP_DT_FLOAT, {NULL, NULL, l->scale}},
-        {"Where", "scale_clean", AMP_DT_FLOAT, {NULL, NULL, l->scale}},
-        {"Where", "tracker_clean", AMP_DT_INT64, {NULL, zero, NULL}},
-        {"Mul", "scale_backoff", AMP_DT_FLOAT, {l->scale, backoff}},
+        {"Add", "tracker_plus1", {l->tracker, one}},
+        {"Equal", "grow", {NULL, interval}},        /* v[0] == interval */
+        {"Mul", "grown", {l->scale, growth}},
+        {"Less", "grown_finite", {NULL, inf}},      /* v[2] < inf */
+        {"Where", "scale_grown", {NULL, NULL, l->scale}},
+        {"Where", "scale_clean", {NULL, NULL, l->scale}},
+        {"Where", "tracker_clean", {NULL, zero, NULL}},
+        {"Mul", "scale_backoff", {l->scale, backoff}},
     };
     enum { N_STEPS = sizeof steps / sizeof steps[0] };
+    b->before = NULL; /* appended */
     for (int k = 0; k < N_STEPS; k++) {
         struct Step *s = &steps[k];
         int n_in = strcmp(s->op, "Where") == 0 ? 3 : 2;
@@ -592,23 +516,15 @@ static AmpCode dynamic_update(Ls *l, AmpValue **scale_new, AmpValue **tracker_ne
         case 6: s->in[0] = v[1], s->in[2] = v[0]; break; /* grow ? 0 : tracker + 1 */
         default: break;
         }
-        v[k] = fresh(g, cat(l, PREFIX, s->out), NULL, s->dtype);
-        AmpNode *n = v[k] ? node(l, g, s->op, s->out, s->in, n_in, v[k]) : NULL;
-        if (!n) return oom(l);
-        amp_node_append(g, n);
+        if (!(v[k] = amp_build_end(b, amp_build_start(b, s->op, s->out, s->in, n_in, 1)))) return built(l, b);
     }
-    *scale_new = amp_graph_value(g, SCALE_NEW);
-    *tracker_new = amp_graph_value(g, TRACKER_NEW);
-    if (!*scale_new || !*tracker_new) return oom(l);
-    scalar_type(*scale_new, AMP_DT_FLOAT);
-    scalar_type(*tracker_new, AMP_DT_INT64);
+    AmpValue *sn = amp_graph_value(g, SCALE_NEW), *tn = amp_graph_value(g, TRACKER_NEW);
     AmpValue *in1[3] = {l->found, v[7], v[5]}; /* found ? scale * backoff : scale_clean */
     AmpValue *in2[3] = {l->found, zero, v[6]}; /* found ? 0 : tracker_clean */
-    AmpNode *w1 = node(l, g, "Where", "scale_new", in1, 3, *scale_new);
-    AmpNode *w2 = w1 ? node(l, g, "Where", "tracker_new", in2, 3, *tracker_new) : NULL;
-    if (!w2 || !amp_graph_add_output(g, *scale_new) || !amp_graph_add_output(g, *tracker_new)) return oom(l);
-    amp_node_append(g, w1);
-    amp_node_append(g, w2);
+    *scale_new = amp_build_end(b, amp_build_start_to(b, "Where", "scale_new", in1, 3, sn));
+    *tracker_new = amp_build_end(b, amp_build_start_to(b, "Where", "tracker_new", in2, 3, tn));
+    if (!*tracker_new) return built(l, b);
+    if (!amp_graph_add_output(g, *scale_new) || !amp_graph_add_output(g, *tracker_new)) return oom(l);
     return AMP_OK;
 }
 
@@ -630,7 +546,8 @@ static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
         if (!(ti->algorithm = amp_graph_new(m, m->graph))) return oom(l);
         ti->algorithm->name = "amp_loss_scale_update";
     }
-    AmpGraph *a = ti->algorithm;
+    AmpBuilder ab; /* the Identity nodes, in the algorithm */
+    amp_builder_init(&ab, ti->algorithm, PREFIX);
     AmpStrPair *b = amp_arena_grow(&m->arena, ti->update_bindings, ti->n_update_bindings, ti->n_update_bindings + 2,
                                    sizeof *b);
     if (!b) return oom(l);
@@ -643,29 +560,29 @@ static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
     const char *name[2];
     for (int k = 0; k < 2; k++) {
         const char *base = cat(l, key[k], "_updated");
-        if (!base || !(name[k] = amp_graph_unique_name(a, base))) return oom(l);
+        if (!base || !(name[k] = amp_graph_unique_name(ab.g, base))) return oom(l);
     }
     for (int k = 0; k < 2; k++) {
-        AmpValue *out = amp_graph_value(a, name[k]);
-        if (out) out->type = src[k]->type;
-        AmpNode *n = out ? node(l, a, "Identity", cat(l, "bind/", key[k]), &src[k], 1, out) : NULL;
-        if (!n || !amp_graph_add_output(a, out)) return oom(l);
-        amp_node_append(a, n);
+        AmpValue *out = amp_graph_value(ab.g, name[k]);
+        out = amp_build_end(&ab, amp_build_start_to(&ab, "Identity", cat(l, "bind/", key[k]), &src[k], 1, out));
+        if (!out) return built(l, &ab);
+        if (!amp_graph_add_output(ab.g, out)) return oom(l);
         b[ti->n_update_bindings++] = (AmpStrPair){key[k], out->name};
     }
+    l->n_nodes_alg += ab.n_nodes;
     return AMP_OK;
 }
 
 static AmpCode rewrite(Ls *l) {
-    l->scale = state(l, SCALE, AMP_DT_FLOAT, l->init);
-    if (l->dynamic) l->tracker = state(l, TRACKER, AMP_DT_INT64, 0);
-    if (!l->scale || (l->dynamic && !l->tracker)) return oom(l);
-    /* 1/scale once, in float32 (exact for GradScaler's powers of two). */
-    l->inv = fresh(l->g, PREFIX "inv_scale", NULL, AMP_DT_FLOAT);
-    AmpNode *rec = l->inv ? node(l, l->g, "Reciprocal", "inv_scale", &l->scale, 1, l->inv) : NULL;
-    if (!rec) return oom(l);
-    place(NULL, rec);
-    AmpCode rc = scale_seed(l);
+    AmpBuilder *b = &l->b;
+    bool init = !l->opt->loss_scale_state_inputs; /* else the caller feeds the state */
+    l->scale = amp_build_state(b, SCALE, AMP_DT_FLOAT, l->init, init);
+    if (l->dynamic) l->tracker = amp_build_state(b, TRACKER, AMP_DT_INT64, 0, init);
+    /* 1/scale once, in float32 (exact for GradScaler's powers of two), at the top. */
+    amp_builder_place_after(b, NULL);
+    l->inv = amp_build1(b, "Reciprocal", "inv_scale", l->scale);
+    AmpCode rc = built(l, b);
+    if (!rc) rc = scale_seed(l);
     if (!rc) rc = found_inf(l);
     if (!rc) rc = gate_optimizers(l);
     if (!rc) rc = gate_accumulators(l);
@@ -693,7 +610,8 @@ static void summary(const Ls *l) {
     snprintf(line, sizeof line,
              "loss_scale: %s scale %g, loss '%s', %zu gradients unscaled, %zu updates gated on " FOUND_INF
              ", %zu nodes added",
-             l->dynamic ? "dynamic" : "static", l->init, l->loss->name, l->n_grads, l->n_gated, l->n_nodes);
+             l->dynamic ? "dynamic" : "static", l->init, l->loss->name, l->n_grads, l->n_gated,
+             l->b.n_nodes + l->n_nodes_alg);
     l->opt->notify(l->opt->notify_ctx, line);
 }
 
@@ -707,6 +625,7 @@ AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *s
     /* Converted before: the check is there already. */
     if (amp_graph_lookup(m->graph, FOUND_INF)) return AMP_OK;
     Ls l = {.m = m, .g = m->graph, .opt = opt, .st = st, .dynamic = mode == AMP_LOSS_SCALE_DYNAMIC};
+    amp_builder_init(&l.b, m->graph, PREFIX);
     l.init = opt->loss_scale > 0 ? opt->loss_scale : DEFAULT_INIT;
     l.growth = opt->growth_factor > 0 ? opt->growth_factor : DEFAULT_GROWTH;
     l.backoff = opt->backoff_factor > 0 ? opt->backoff_factor : DEFAULT_BACKOFF;

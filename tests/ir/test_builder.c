@@ -2,7 +2,8 @@
  * fails with AMP_ERR_INTERNAL and leaves the graph as it was; amp_graph_unique_name and
  * amp_graph_new_value give names that no value of the model has, in any graph. And the
  * graph builder of ir/builder.h: names under its prefix, types inferred as it builds, the
- * first error kept, Reduce* and Unsqueeze in the form of the model's opset. */
+ * first error kept, Reduce* and Unsqueeze in the form of the model's opset; nodes into given
+ * values, placed after a node, and state scalars (passes/loss_scale.c). */
 #include <criterion/criterion.h>
 
 #include <string.h>
@@ -288,4 +289,107 @@ Test(graph_builder, opset_correct_forms) {
         cr_assert_eq(y->type.rank, unsq ? 3 : 1, "%s typed", cases[i].op);
         amp_model_free(m);
     }
+}
+
+/* A node named apart from its output: prefix + what names the node, the output is a value
+ * the caller made (no prefix, made unique) or one the model already reads, whose declared
+ * type stays and inference refines. */
+Test(graph_builder, node_into_a_given_value) {
+    AmpModel *m = typed_model(17);
+    AmpGraph *g = m->graph;
+    AmpBuilder b;
+    amp_builder_init(&b, g, "ls/");
+    AmpValue *x = amp_graph_lookup(g, "x");
+    AmpValue *v = amp_build_value(&b, "x");
+    cr_assert_str_eq(v->name, "x_1", "a fresh name, not under the prefix");
+    cr_assert_eq(v->type.kind, AMP_TYPE_NONE, "untyped until a node writes it");
+    AmpValue *in[1] = {x};
+    AmpValue *t = amp_build_end(&b, amp_build_start_to(&b, "Tanh", "tanh/x", in, 1, v));
+    cr_assert_eq(t, v);
+    cr_assert_str_eq(v->producer->name, "ls/tanh/x");
+    cr_assert_eq(v->type.rank, 2, "typed by inference");
+    cr_assert_eq(v->type.dims[1].value, 3);
+    /* A declared type is kept where inference knows less, refined where it knows more. */
+    AmpValue *w = amp_build_value(&b, "w");
+    AmpDim *d = amp_arena_calloc(&m->arena, 2, sizeof *d);
+    d[0] = (AmpDim){.value = -1, .param = "batch"};
+    d[1].value = -1;
+    w->type = (AmpType){.kind = AMP_TYPE_TENSOR, .dtype = AMP_DT_FLOAT, .rank = 2, .dims = d};
+    amp_build_end(&b, amp_build_start_to(&b, "Relu", "relu", &v, 1, w));
+    cr_assert(amp_builder_ok(&b), "%s", b.st.msg);
+    cr_assert_eq(w->type.dims[0].value, 2, "a known dim replaces a symbolic one");
+    cr_assert_eq(w->type.dims[1].value, 3);
+    /* The same name again: node names need not be unique, value names stay so. */
+    AmpValue *c = amp_build_cast_to(&b, "relu", w, amp_build_value(&b, "w"), AMP_DT_FLOAT16);
+    cr_assert_not_null(c, "%s", b.st.msg);
+    cr_assert_str_eq(c->name, "w_1");
+    cr_assert_str_eq(c->producer->name, "ls/relu");
+    cr_assert_eq(c->producer->op, AMP_OP_Cast);
+    cr_assert_eq(c->type.dtype, AMP_DT_FLOAT16);
+    cr_assert_eq(c->type.rank, 2);
+    cr_assert_eq(b.n_nodes, 3);
+    cr_assert_null(amp_build_start_to(&b, "Relu", "r", &x, 1, NULL), "no output value: an error");
+    cr_assert(!amp_builder_ok(&b));
+    amp_model_free(m);
+}
+
+/* amp_builder_place_after: after a node, in the order made; NULL: each at the top. */
+Test(graph_builder, places_after_a_node_and_at_the_top) {
+    static const char *const outs[] = {"r1", "r2"};
+    AmpModel *m = model_with(outs, 2);
+    AmpGraph *g = m->graph;
+    AmpNode *r1 = g->first, *r2 = r1->next;
+    AmpBuilder b;
+    amp_builder_init(&b, g, "p/");
+    amp_builder_place_after(&b, r1);
+    AmpValue *a = amp_build1(&b, "Neg", "a", r1->outputs[0]);
+    AmpValue *c = amp_build1(&b, "Neg", "c", a);
+    cr_assert_eq(r1->next, a->producer);
+    cr_assert_eq(a->producer->next, c->producer, "made after a: placed after a");
+    cr_assert_eq(c->producer->next, r2);
+    amp_builder_place_after(&b, r2); /* the last node: appended */
+    AmpValue *e = amp_build1(&b, "Neg", "e", r2->outputs[0]);
+    cr_assert_eq(g->last, e->producer);
+    amp_builder_place_after(&b, NULL);
+    AmpValue *k1 = amp_build_scalar(&b, "k1", AMP_DT_FLOAT, 1);
+    amp_builder_place_after(&b, NULL);
+    AmpValue *k2 = amp_build_scalar(&b, "k2", AMP_DT_FLOAT, 2);
+    cr_assert_eq(g->first, k2->producer, "each at the top: the later one first");
+    cr_assert_eq(k2->producer->next, k1->producer);
+    cr_assert_eq(k1->producer->next, r1);
+    expect_valid(m);
+    amp_model_free(m);
+}
+
+/* amp_build_state: a scalar graph input with an initializer, or an input alone. */
+Test(graph_builder, state_scalars) {
+    AmpModel *m = typed_model(17);
+    AmpGraph *g = m->graph;
+    AmpBuilder b;
+    amp_builder_init(&b, g, "s/");
+    size_t inputs = g->inputs.n;
+    AmpValue *s = amp_build_state(&b, "scale", AMP_DT_FLOAT, 256.0, true);
+    AmpValue *t = amp_build_state(&b, "steps", AMP_DT_INT64, 3, false);
+    cr_assert(amp_builder_ok(&b), "%s", b.st.msg);
+    cr_assert_str_eq(s->name, "scale", "the name as given");
+    cr_assert_eq(g->inputs.n, inputs + 2);
+    cr_assert_eq(g->inputs.items[inputs].value, s);
+    cr_assert_eq(g->inputs.items[inputs + 1].value, t);
+    cr_assert_eq(s->type.kind, AMP_TYPE_TENSOR);
+    cr_assert_eq(s->type.dtype, AMP_DT_FLOAT);
+    cr_assert_eq(s->type.rank, 0);
+    cr_assert(s->flags & AMP_VALUE_INITIALIZER);
+    cr_assert_eq(s->initializer->ndims, 0);
+    cr_assert_eq(s->initializer->raw.len, sizeof(float));
+    float f;
+    memcpy(&f, s->initializer->raw.data, sizeof f);
+    cr_assert_eq(f, 256.0f);
+    cr_assert_eq(t->type.dtype, AMP_DT_INT64);
+    cr_assert_eq(t->type.rank, 0);
+    cr_assert(!(t->flags & AMP_VALUE_INITIALIZER), "fed by the caller");
+    cr_assert_eq(b.n_nodes, 0, "no node");
+    expect_valid(m);
+    cr_assert_null(amp_build_state(&b, "str", AMP_DT_STRING, 0, true));
+    cr_assert(strstr(b.st.msg, "'str'"), "%s", b.st.msg);
+    amp_model_free(m);
 }
