@@ -47,13 +47,14 @@ static AmpValue *konst(Opt *x, int k, int dt) {
 /* key <- op(a, b) (op(a) when unary: b NULL), the node's output an algorithm output named
  * "<key>_new" (made unique); returns it. */
 static AmpValue *bind(Opt *x, AmpValue *key, const char *op, AmpValue *a, AmpValue *b) {
-    bool unary = strcmp(op, "Identity") == 0;
-    if (!key || !a || (!b && !unary)) return NULL; /* an earlier call failed: the builder has the error */
+    /* A NULL key or a: an earlier call failed (the builder has the error, and a b made NULL
+     * by such a failure builds nothing either: every call after an error is a no-op). */
+    if (!key || !a) return NULL;
     char name[1024];
     snprintf(name, sizeof name, "%s_new", key->name);
     const char *out = amp_graph_lookup(x->g, name) ? amp_graph_unique_name(x->g, name) : name;
     AmpValue *in[2] = {a, b};
-    AmpValue *nv = out ? amp_build_end(&x->b, amp_build_start_named(&x->b, op, out, in, unary ? 1 : 2, 1)) : NULL;
+    AmpValue *nv = out ? amp_build_end(&x->b, amp_build_start_named(&x->b, op, out, in, b ? 2 : 1, 1)) : NULL;
     if (!out) amp_builder_fail(&x->b, AMP_ERR_INTERNAL, "grad: out of memory");
     if (!nv) return NULL;
     if (!amp_graph_add_output(x->b.g, nv)) {
