@@ -137,7 +137,8 @@ AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
 bool amp_range_most(const AmpRun *r, const AmpValue *v, uint32_t *most);
 void amp_range_free(AmpRun *r);
 /* amp_calib.c: nodes reading or writing a value whose measured |x| (opt->calib) passes
- * opt->calib_max_activation are forced deny; how many, and the first one's detail. */
+ * opt->calib_max_activation, or stays below opt->calib_min_activation, are forced deny;
+ * how many, and the first one's detail. */
 AmpCode amp_calib_rule(AmpRun *r, size_t *n_forced, const char **first);
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */

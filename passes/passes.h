@@ -81,10 +81,13 @@ typedef struct AmpPassOptions {
     AmpOpsetUpgrade opset_upgrade; /* the opset_upgrade pass: auto (the default) or never */
     int opset_upgrade_to;          /* auto: raise to at least this opset too (0: only as needed) */
     /* Measured ranges (`ampc calibrate`, passes/calib.h): nodes reading or writing a value
-     * whose recorded |x| passes calib_max_activation (0: AMP_CALIB_DEFAULT_MAX) stay fp32;
-     * a training graph's gradients that would underflow are reported through notify. */
+     * whose recorded |x| passes calib_max_activation (0: AMP_CALIB_DEFAULT_MAX), or whose
+     * non-zero largest |x| is below calib_min_activation (0: AMP_CALIB_DEFAULT_MIN, float16's
+     * smallest normal; negative: no lower bound), stay fp32; a training graph's gradients
+     * that would underflow are reported through notify. */
     const struct AmpCalibStats *calib;
     double calib_max_activation;
+    double calib_min_activation;
     AmpNotifyFn notify;           /* weights kept in fp32, the one-line summary */
     void *notify_ctx;
 } AmpPassOptions;

@@ -73,6 +73,13 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
         x->po.calib_max_activation = v;
         return 0;
     }
+    if (strcmp(name, "calib-min-activation") == 0) {
+        double v;
+        if (parse_double(arg, &v) || !(v >= 0) || isinf(v))
+            return usage("--calib-min-activation '%s': expected a number >= 0 (0: off)", arg);
+        x->po.calib_min_activation = v > 0 ? v : -1;
+        return 0;
+    }
     if (strcmp(name, "level") == 0) {
         int l = amp_level_parse(arg);
         if (l < 0)

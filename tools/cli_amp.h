@@ -2,7 +2,7 @@
  * edits (--allow/--infer/--clear/--deny, plus the AMP_ALLOWLIST_ADD ... variables, parsed by
  * passes/amp_lists.c as AMP_AUTO does), --keep-fp32, --keep-io-types / --no-keep-io-types,
  * --loss, --loss-scale (with --loss-scale-init, --growth-interval, --growth-factor and
- * --backoff-factor), --calibration and --calib-max-activation, and --explain, turned into the passes' AmpPassOptions. */
+ * --backoff-factor), --calibration, --calib-max-activation and --calib-min-activation, and --explain, turned into the passes' AmpPassOptions. */
 #ifndef AMPC_TOOLS_CLI_AMP_H
 #define AMPC_TOOLS_CLI_AMP_H
 

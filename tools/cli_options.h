@@ -86,11 +86,16 @@
              "gradients (default 0.5)")                                                         \
     AMPC_OPT(CALIBRATION, "calibration", 0, 1, "STATS",                                         \
              "measured ranges from 'ampc calibrate' (AMP_CALIBRATION for AMP_AUTO): nodes that "  \
-             "read or write a value whose recorded |x| passes --calib-max-activation stay fp32; " \
+             "read or write a value whose recorded |x| passes --calib-max-activation, or stays " \
+             "below --calib-min-activation, stay fp32; "                                        \
              "a training graph's gradients that would underflow are reported with advice")      \
     AMPC_OPT(CALIB_MAX_ACTIVATION, "calib-max-activation", 0, 1, "X",                           \
              "with --calibration, fp16: the largest recorded |x| a 16-bit node may see (default 4096: " \
              "65504/16, four binary orders of headroom; ModelOpt uses 512)")                     \
+    AMPC_OPT(CALIB_MIN_ACTIVATION, "calib-min-activation", 0, 1, "X",                           \
+             "with --calibration, fp16: a value whose largest recorded |x| is non-zero but below X " \
+             "keeps its nodes fp32 (default 6.1e-5 = 2^-14, fp16's smallest normal: the whole "   \
+             "value would be subnormal); 0 turns this off")                                      \
     AMPC_OPT(TOP, "top", 0, 1, "N", "compare: list the N nodes of largest local error (default 10)") \
     AMPC_OPT(EXPLAIN, "explain", 0, 1, "NODE",                                                  \
              "print to stdout the chain of rules that set the precision of the node(s) named "  \
