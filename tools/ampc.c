@@ -441,7 +441,7 @@ int main(int argc, char **argv) {
     ConvertArgs a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO};
     RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3};
     GradArgs ga = {0};
-    CalibArgs ca = {.run = {.steps = 1, .backend = AMP_BACKEND_CPU}};
+    CalibArgs ca = {.run = {.steps = 1, .backend = AMP_BACKEND_AUTO}};
     bool help = false, version = false;
     opterr = 0;
     int ch;

@@ -1,5 +1,5 @@
-/* `ampc calibrate MODEL [--inputs DIR]... [--steps N] -o STATS`: runs the FP32 graph on the
- * CPU executor over sample inputs (each --inputs DIR in the conformance layout; random
+/* `ampc calibrate MODEL [--inputs DIR]... [--steps N] [--backend B] -o STATS`: runs the FP32
+ * graph (on CUDA where present, else the CPU: --backend as `ampc run`) over sample inputs (each --inputs DIR in the conformance layout; random
  * inputs shaped by the model without one) and records, per float value of the main graph,
  * its largest |x|, the shares of its non-zero elements below float16's smallest normal and
  * below what rounds to zero, and NaN/inf seen; per MatMul/Gemm/Conv/Reduce* node its
@@ -221,7 +221,7 @@ static AmpCode run_all(CalibArgs *ca, AmpSession *s, Calib *c, bool training, Am
 int ampc_cmd_calibrate(CalibArgs *ca) {
     if (!ca->out) return ampc_usage_error("calibrate: give -o STATS, the statistics file to write");
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = {.backend = AMP_BACKEND_CPU, .amp_auto = "0", .seed = ca->run.seed};
+    AmpSessionOptions so = {.backend = ca->run.backend, .amp_auto = "0", .seed = ca->run.seed};
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(ca->run.model, &so, &s, &st);
     if (rc) {

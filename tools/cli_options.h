@@ -121,7 +121,7 @@
              "K = 0, 1, ...: ONNX TensorProtos named after the outputs, data in raw_data; "     \
              "DIR is created if needed, each file is written atomically")                       \
     AMPC_OPT(BACKEND, "backend", 0, 1, "NAME",                                                  \
-             "run, bench: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, "   \
+             "run, bench, calibrate: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, " \
              "else CUDA when available, else the CPU; sim: the device simulator of the tests, " \
              "the CPU kernels behind memory the runtime cannot read)")                          \
     AMPC_OPT(NO_FALLBACK, "no-fallback", 0, 0, "",                                              \

@@ -206,7 +206,7 @@ unsigned ampc_option_commands(int val) {
     case OPT_LOAD_STATE:
     case OPT_SAVE_STATE:
     case OPT_OUTPUTS: return CMD_RUN;
-    case OPT_BACKEND:
+    case OPT_BACKEND: return CMD_RUN | CMD_BENCH | CMD_CALIBRATE;
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:

@@ -327,6 +327,12 @@ def test_train_underflow(ctx):
     assert vals["loss"][0] == "value", vals["loss"]
     r = ampc(ctx, train, "-o", os.devnull, "--calibration", low)
     assert "gradient 'W_grad' underflows" in r.stderr, r.stderr
+    # the device path (the simulator: the CPU kernels behind memory the runtime cannot
+    # read) records the same statistics, byte for byte
+    sim = os.path.join(ctx.tmp, "low_sim.stats")
+    ampc(ctx, "calibrate", train, "--loss-scale-init", "1", "--steps", "2", "-o", sim, "--backend", "sim")
+    with open(low, "rb") as a, open(sim, "rb") as b:
+        assert a.read() == b.read(), "calibrate --backend sim differs from the CPU"
     high = os.path.join(ctx.tmp, "high.stats")
     r = ampc(ctx, "calibrate", train, "--steps", "2", "-o", high)
     assert "no gradient underflows at loss scale 65536" in r.stdout, r.stdout
