@@ -57,6 +57,30 @@ Test(amp_color, allow_op_alone_is_16_bit_with_casts_at_the_boundary) {
     amp_model_free(m);
 }
 
+/* Shape and Size read only the shape: a 16-bit value needs no Cast back to float32 for
+ * them (torchvision's attention exports read the projections' shapes: ViT-B/16 had 50
+ * Casts, 24 of them full activations converted for a Shape), and a weight they read is
+ * still stored in 16 bits. */
+Test(amp_color, shape_and_size_read_16_bit_values_without_a_cast) {
+    AmpModel *m = model();
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "4,4");
+    w44(g, "W0"), w44(g, "W1");
+    nd(g, "MatMul", "mm0", "x,W0", "h");
+    nd(g, "Shape", "shape", "h", "s");
+    nd(g, "Size", "size", "W1", "n");
+    nd(g, "Reshape", "reshape", "h,s", "r");
+    nd(g, "MatMul", "mm1", "r,W1", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "4,4");
+    rt_output(g, "n", AMP_DT_INT64, "");
+    convert(m, NULL);
+    cr_assert(is16(m, "mm0") && is16(m, "reshape") && is16(m, "mm1"));
+    cr_assert_eq(in_dt(m, "shape", 0), AMP_DT_FLOAT16, "Shape reads the 16-bit h");
+    cr_assert_eq(in_dt(m, "size", 0), AMP_DT_FLOAT16, "W1 is stored in 16 bits, Size reads it");
+    cr_assert_eq(count_op(g, "Cast"), 2, "x in and y out only");
+    amp_model_free(m);
+}
+
 Test(amp_color, infer_between_allow_nodes_becomes_allow) {
     AmpModel *m = CHAIN("MatMul", "Add", "Sigmoid", "MatMul");
     convert(m, NULL);
