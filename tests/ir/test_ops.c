@@ -83,7 +83,9 @@ static const char *const CLEAR[] = {"Relu", "MaxPool", "GlobalMaxPool", "Reshape
     "ms:ConcatTraining",
     /* not in DESIGN.md's list, which predates them: no arithmetic (Trilu makes causal
      * masks; ThresholdedRelu is a Relu with a threshold) */
-    "Trilu", "ThresholdedRelu"};
+    "Trilu", "ThresholdedRelu",
+    /* not in DESIGN.md's list: as ArgMax, it only compares, and its 0/1 output is exact */
+    "Hardmax"};
 static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "LogSoftmax",
     "ReduceSum", "ReduceMean", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
     "ReduceLogSum", "ReduceLogSumExp", "CumSum", "SoftmaxCrossEntropyLoss",
