@@ -124,7 +124,8 @@ bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot
 bool amp_reads_shape_only(const AmpNode *n, int slot);
 
 /* amp_opsets.c: for every op, the first ai.onnx opset at which it takes `dtype` (float16
- * or bfloat16); 0 for ops the table does not list, INT32_MAX for never. */
+ * or bfloat16), from ops.def's OPSETS column: 0 (AMP_OPSET_ANY) for ops not checked,
+ * INT32_MAX (AMP_OPSET_NONE) for never. */
 void amp_op_min_opsets_16(int dtype, int out[AMP_OP__COUNT]);
 
 AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
