@@ -8,19 +8,15 @@
 
 #include "ampc.h"
 #include "ir.h"
+#include "options.h"
 #include "passes.h"
 
 typedef struct AmpAutoConfig {
     int backend;           /* AmpBackendKind: the option's, else AMP_BACKEND's when the option is auto */
     bool enabled;          /* AMP_AUTO=1 */
-    int precision;         /* AMP_DT_FLOAT16 or AMP_DT_BFLOAT16 */
-    AmpListEdit *edits;    /* malloc'd; additions first, then removals */
-    size_t n_edits;
-    AmpLossScaleMode loss_scale_mode;
-    double loss_scale;
-    AmpOpsetUpgrade opset_upgrade; /* AMP_OPSET_UPGRADE: auto (default) or never */
+    AmpOptions opts;       /* AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_CALIBRATION and the
+                              list edits, read by the option table the CLI shares (passes/options.c) */
     char *log_path;        /* malloc'd; NULL: no log */
-    struct AmpCalibStats *calib; /* AMP_CALIBRATION's statistics (passes/calib.h), or NULL */
 } AmpAutoConfig;
 
 /* Reads and checks the settings: the backend (AMP_BACKEND=cpu|cuda|auto|sim when the

@@ -154,8 +154,9 @@ Test(amp_auto, bad_auto_value) {
 
 Test(amp_auto, bad_loss_scale) {
     setenv("AMP_AUTO", "1", 1);
-    const char *bad[] = {"abc", "-4", "0", "inf", "12x"};
-    for (size_t i = 0; i < 5; i++) {
+    /* 1e39 passes float32's largest, which the scale is stored in (as --loss-scale says). */
+    const char *bad[] = {"abc", "-4", "0", "inf", "12x", "1e39"};
+    for (size_t i = 0; i < 6; i++) {
         setenv("AMP_LOSS_SCALE", bad[i], 1);
         expect_usage("AMP_LOSS_SCALE");
     }
@@ -183,24 +184,24 @@ Test(amp_auto, settings_are_parsed_for_the_passes) {
     AmpStatus st = {0};
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
     cr_assert(c.enabled);
-    cr_assert_eq(c.precision, AMP_DT_BFLOAT16);
-    cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_STATIC);
-    cr_assert_float_eq(c.loss_scale, 128, 0);
-    cr_assert_eq(c.n_edits, 4);
-    cr_assert_eq(c.edits[0].op, AMP_OP_Softmax);
-    cr_assert_eq(c.edits[0].list, AMP_CLASS_ALLOW);
-    cr_assert_not(c.edits[0].remove);
-    cr_assert_eq(c.edits[1].op, amp_op_lookup("com.microsoft", "FusedGemm"));
-    cr_assert_eq(c.edits[2].op, AMP_OP_Adam);
-    cr_assert_eq(c.edits[2].list, AMP_CLASS_INFER);
-    cr_assert_eq(c.edits[3].op, AMP_OP_Exp);
-    cr_assert_eq(c.edits[3].list, AMP_CLASS_DENY);
-    cr_assert(c.edits[3].remove, "removals come after additions");
+    cr_assert_eq(c.opts.po.precision, AMP_DT_BFLOAT16);
+    cr_assert_eq(c.opts.po.loss_scale_mode, AMP_LOSS_SCALE_STATIC);
+    cr_assert_float_eq(c.opts.po.loss_scale, 128, 0);
+    cr_assert_eq(c.opts.n_edits, 4);
+    cr_assert_eq(c.opts.edits[0].op, AMP_OP_Softmax);
+    cr_assert_eq(c.opts.edits[0].list, AMP_CLASS_ALLOW);
+    cr_assert_not(c.opts.edits[0].remove);
+    cr_assert_eq(c.opts.edits[1].op, amp_op_lookup("com.microsoft", "FusedGemm"));
+    cr_assert_eq(c.opts.edits[2].op, AMP_OP_Adam);
+    cr_assert_eq(c.opts.edits[2].list, AMP_CLASS_INFER);
+    cr_assert_eq(c.opts.edits[3].op, AMP_OP_Exp);
+    cr_assert_eq(c.opts.edits[3].list, AMP_CLASS_DENY);
+    cr_assert(c.opts.edits[3].remove, "removals come after additions");
     amp_auto_config_free(&c);
 
     setenv("AMP_LOSS_SCALE", "dynamic", 1);
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
+    cr_assert_eq(c.opts.po.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
     amp_auto_config_free(&c);
 }
 
@@ -209,13 +210,20 @@ Test(amp_auto, opset_upgrade_setting) {
     AmpAutoConfig c;
     AmpStatus st = {0};
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(c.opset_upgrade, AMP_OPSET_UPGRADE_AUTO, "auto by default");
+    cr_assert_eq(c.opts.po.opset_upgrade, AMP_OPSET_UPGRADE_AUTO, "auto by default");
     amp_auto_config_free(&c);
     setenv("AMP_OPSET_UPGRADE", "never", 1);
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(c.opset_upgrade, AMP_OPSET_UPGRADE_NEVER);
+    cr_assert_eq(c.opts.po.opset_upgrade, AMP_OPSET_UPGRADE_NEVER);
+    amp_auto_config_free(&c);
+    setenv("AMP_OPSET_UPGRADE", "17", 1); /* a number, as --opset-upgrade takes */
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.opts.po.opset_upgrade, AMP_OPSET_UPGRADE_AUTO);
+    cr_assert_eq(c.opts.po.opset_upgrade_to, 17);
     amp_auto_config_free(&c);
     setenv("AMP_OPSET_UPGRADE", "sometimes", 1);
+    expect_usage("AMP_OPSET_UPGRADE");
+    setenv("AMP_OPSET_UPGRADE", "23", 1);
     expect_usage("AMP_OPSET_UPGRADE");
 }
 
