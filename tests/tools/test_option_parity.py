@@ -4,8 +4,9 @@ AMP_AUTO's environment (`AMP_AUTO=1 AMP_PRECISION=X ampc run MODEL`) take the sa
 and refuse the same ones with the same message, as both are parsed by one table
 (passes/options.c). Each bad value below is refused by both doors with one exit code and
 one message, the door's name aside ("--precision 'X'" against "AMP_PRECISION='X'"); each
-good one is accepted by both. Also: the pass list takes spaces after its commas, and
---help names each option's variable.
+good one is accepted by both. Also: the pass list takes spaces after its commas,
+`ampc calibrate --loss-scale-init` is checked as the convert command's, and --help names
+each option's variable.
 Prints "N passed, M failed" last.
 
 usage: test_option_parity.py --ampc PATH [--testdata DIR] [--verbose]
@@ -114,6 +115,18 @@ def pass_list_spaces(ctx):
     assert r.returncode == 2 and "empty entry" in r.stderr, r.stderr
 
 
+def calibrate_scale(ctx):
+    """`ampc calibrate --loss-scale-init` is the convert command's option: one check (it took
+    1e39, past float32's largest, before)."""
+    stats = os.path.join(ctx["tmp"], "s.stats")
+    for value in ["1e39", "0", "x"]:
+        c = cli(ctx, "loss-scale-init", value)
+        k = subprocess.run([ctx["ampc"], "calibrate", MODEL, "-o", stats, "--loss-scale-init", value],
+                           capture_output=True, text=True, env=clean_env(), timeout=120)
+        assert c.returncode == 2 and k.returncode == 2, f"'{value}': {c.stderr}{k.stderr}"
+        assert message(c, "") == message(k, ""), f"'{value}': {c.stderr} / {k.stderr}"
+
+
 def help_names_variables(ctx):
     h = subprocess.run([ctx["ampc"], "--help"], capture_output=True, text=True, timeout=60).stdout
     flat = " ".join(h.split())
@@ -133,6 +146,7 @@ def main():
         ("bad values: both doors refuse them with one message", bad_values),
         ("good values: both doors take them", good_values),
         ("--passes trims spaces as the library does", pass_list_spaces),
+        ("calibrate's --loss-scale-init is convert's", calibrate_scale),
         ("--help names each option's variable", help_names_variables),
     ]
     return tl.run(tests, ctx, verbose=args.verbose)
