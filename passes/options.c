@@ -82,10 +82,13 @@ static bool set_opset_upgrade(AmpOptions *o, const AmpOption *d, const char *lab
     return true;
 }
 
-/* arg: the AmpOpClass; a row with no CLI name removes from the list. */
+/* A list row's arg: the AmpOpClass, with REMOVE for the removals. */
+enum { REMOVE = 0x100 };
+
 static bool set_list(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     if (!v[0]) return false;
-    return amp_list_edits_parse(label, v, (AmpOpClass)d->arg, !d->name, &o->edits, &o->n_edits, st) == AMP_OK;
+    return amp_list_edits_parse(label, v, (AmpOpClass)(d->arg & ~REMOVE), d->arg & REMOVE, &o->edits, &o->n_edits,
+                                st) == AMP_OK;
 }
 
 static bool set_keep_fp32(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
@@ -188,10 +191,10 @@ static const AmpOption OPTIONS[] = {
     {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, true},
     {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, true},
     {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, true},
-    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW, true},
-    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER, true},
-    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR, true},
-    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY, true},
+    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, true},
+    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, true},
+    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, true},
+    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, true},
     {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, false},
     {"keep-io-types", NULL, "nothing", set_keep_io, false, false},
     {"no-keep-io-types", NULL, "nothing", set_keep_io, true, false},

@@ -2,8 +2,8 @@
  * shared by the three doors that set them: the CLI (--precision), AMP_AUTO sessions'
  * environment (AMP_PRECISION) and the C API's AmpSessionOptions fields (read as their
  * variable). A value is accepted or refused here, whichever door it came by, and a refused
- * one gets one message, "LABEL 'VALUE': expected ..." (LABEL is the flag, or "VAR=" for a
- * variable), AMP_ERR_USAGE. Adding an option is one row there (and one in
+ * one gets one message, "--flag 'VALUE': expected ..." or "VAR='VALUE': expected ..." (the
+ * same but for the door's name), AMP_ERR_USAGE. Adding an option is one row there (and one in
  * tools/cli_options.h for its --help text). */
 #ifndef AMP_OPTIONS_H
 #define AMP_OPTIONS_H

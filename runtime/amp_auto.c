@@ -79,7 +79,7 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     c->backend = o->backend;
     const char *be = o->backend == AMP_BACKEND_AUTO ? setting(o, NULL, "AMP_BACKEND") : NULL;
     if (!is_blank(be) && (c->backend = amp_backend_parse(be)) < 0)
-        return amp_option_refuse(st, "AMP_BACKEND", be, "cpu, cuda, auto or sim");
+        return amp_option_refuse(st, "AMP_BACKEND", be, AMP_BACKEND_NAMES);
     AmpCode rc = parse_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"), &c->enabled, st);
     if (rc || !c->enabled) return rc;
     rc = amp_options_read_env(&c->opts, session_setting, (void *)o, false, st);

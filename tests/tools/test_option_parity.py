@@ -115,6 +115,20 @@ def pass_list_spaces(ctx):
     assert r.returncode == 2 and "empty entry" in r.stderr, r.stderr
 
 
+def backend(ctx):
+    """`ampc run --backend` and AMP_BACKEND (the runtime's own option) refuse alike too."""
+    for value in ["tpu", "CPU", ""]:
+        c = subprocess.run([ctx["ampc"], "run", MODEL, "--backend", value], capture_output=True, text=True,
+                           env=clean_env(), timeout=120)
+        if not value:  # a variable set empty is unset: only the flag refuses ''
+            assert c.returncode == 2 and "--backend ''" in c.stderr, c.stderr
+            continue
+        e = subprocess.run([ctx["ampc"], "run", MODEL, "--dim", "batch=1"], capture_output=True, text=True,
+                           env=clean_env(AMP_BACKEND=value), timeout=120)
+        assert c.returncode == 2 and e.returncode == 2, f"'{value}': {c.stderr}{e.stderr}"
+        assert message(c, "") == message(e, ""), f"'{value}': {c.stderr} / {e.stderr}"
+
+
 def calibrate_scale(ctx):
     """`ampc calibrate --loss-scale-init` is the convert command's option: one check (it took
     1e39, past float32's largest, before)."""
@@ -146,6 +160,7 @@ def main():
         ("bad values: both doors refuse them with one message", bad_values),
         ("good values: both doors take them", good_values),
         ("--passes trims spaces as the library does", pass_list_spaces),
+        ("--backend and AMP_BACKEND refuse alike", backend),
         ("calibrate's --loss-scale-init is convert's", calibrate_scale),
         ("--help names each option's variable", help_names_variables),
     ]
