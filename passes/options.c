@@ -233,6 +233,17 @@ AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, con
     return amp_option_refuse(st, label, v ? v : "", d->expect);
 }
 
+AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st) {
+    static const char *const yes[] = {"1", "true", "on", "yes"}, *const no[] = {"0", "false", "off", "no"};
+    *out = false;
+    if (!v || !*v) return AMP_OK;
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        if (is(v, yes[i])) return *out = true, AMP_OK;
+        if (is(v, no[i])) return AMP_OK;
+    }
+    return amp_option_refuse(st, label, v, meaning);
+}
+
 AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st) {
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const AmpOption *d = &OPTIONS[i];

@@ -51,6 +51,10 @@ AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, con
  * a variable), AMP_ERR_USAGE. For options outside the table (AMP_BACKEND, --backend) too. */
 AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const char *expect);
 
+/* A yes-or-no variable (AMP_AUTO, AMP_TF32): 1, true, on, yes or 0, false, off, no; blank
+ * (NULL or "") is no. Anything else is refused, saying `meaning` is expected ("1 (...) or 0"). */
+AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st);
+
 /* The environment's door: for each row with a variable (with cli_env_only, each row whose
  * cli_env is set), in table order, the value get(ctx, row) gives; NULL or "" is unset. */
 typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d);

@@ -1,4 +1,4 @@
-/* AMP_AUTO: reads AMP_BACKEND, AMP_AUTO and AMP_LOG_PATH, and the AMP options of the table
+/* AMP_AUTO: reads AMP_BACKEND, AMP_TF32, AMP_AUTO and AMP_LOG_PATH, and the AMP options of the table
  * the CLI shares (passes/options.c: AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE,
  * AMP_CALIBRATION, a statistics file of `ampc calibrate` read at once, and the eight list
  * edit variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE) once per open, then rewrites the model in memory with the AMP
@@ -24,17 +24,6 @@ static const char *setting(const AmpSessionOptions *o, const char *field, const 
 
 static bool is_blank(const char *s) {
     return !s || !*s;
-}
-
-static AmpCode parse_bool(const char *var, const char *s, bool *out, AmpStatus *st) {
-    static const char *const yes[] = {"1", "true", "on", "yes"}, *const no[] = {"0", "false", "off", "no"};
-    *out = false;
-    if (is_blank(s)) return AMP_OK;
-    for (size_t i = 0; i < 4; i++) {
-        if (strcmp(s, yes[i]) == 0) return *out = true, AMP_OK;
-        if (strcmp(s, no[i]) == 0) return AMP_OK;
-    }
-    return amp_option_refuse(st, var, s, "1 (rewrite the model in mixed precision) or 0");
 }
 
 /* The C API's field for each variable of the option table (they replace the variable). */
@@ -80,7 +69,11 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     const char *be = o->backend == AMP_BACKEND_AUTO ? setting(o, NULL, "AMP_BACKEND") : NULL;
     if (!is_blank(be) && (c->backend = amp_backend_parse(be)) < 0)
         return amp_option_refuse(st, "AMP_BACKEND", be, AMP_BACKEND_NAMES);
-    AmpCode rc = parse_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"), &c->enabled, st);
+    AmpCode rc = amp_option_bool("AMP_TF32", setting(o, NULL, "AMP_TF32"),
+                                 "1 (CUDA may use TF32 for float32 GEMMs and convolutions) or 0", &c->tf32, st);
+    if (!rc) rc = amp_option_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"),
+                                  "1 (rewrite the model in mixed precision) or 0", &c->enabled, st);
+    c->tf32 |= o->tf32;
     if (rc || !c->enabled) return rc;
     rc = amp_options_read_env(&c->opts, session_setting, (void *)o, false, st);
     if (!rc) rc = amp_options_finish(&c->opts, st);

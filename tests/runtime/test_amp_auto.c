@@ -16,7 +16,8 @@ static void setup(void) {
     static const char *const vars[] = {"AMP_AUTO", "AMP_PRECISION", "AMP_LOG_PATH", "AMP_LOSS_SCALE",
                                        "AMP_ALLOWLIST_ADD", "AMP_ALLOWLIST_REMOVE", "AMP_INFERLIST_ADD",
                                        "AMP_INFERLIST_REMOVE", "AMP_CLEARLIST_ADD", "AMP_CLEARLIST_REMOVE",
-                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE", "AMP_OPSET_UPGRADE"};
+                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE", "AMP_OPSET_UPGRADE", "AMP_TF32",
+                                       "AMP_CALIBRATION"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
     char *base = tu_mkdtemp();
     cr_assert_not_null(base);
@@ -203,6 +204,32 @@ Test(amp_auto, settings_are_parsed_for_the_passes) {
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
     cr_assert_eq(c.opts.po.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
     amp_auto_config_free(&c);
+}
+
+/* AMP_TF32 is yes or no as AMP_AUTO is: "false" turned TF32 on before (any value but "0"
+ * did), and a typo went unnoticed. Read with AMP_AUTO unset too, as AMP_BACKEND is. */
+Test(amp_auto, tf32_is_yes_or_no) {
+    AmpAutoConfig c;
+    AmpStatus st = {0};
+    const char *const on[] = {"1", "yes", "true"}, *const off[] = {"0", "false", "off", ""};
+    for (size_t i = 0; i < 3; i++) {
+        setenv("AMP_TF32", on[i], 1);
+        cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+        cr_assert(c.tf32, "AMP_TF32=%s", on[i]);
+        amp_auto_config_free(&c);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        setenv("AMP_TF32", off[i], 1);
+        cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+        cr_assert_not(c.tf32, "AMP_TF32=%s", off[i]);
+        amp_auto_config_free(&c);
+    }
+    AmpSessionOptions opt = {.tf32 = true};
+    cr_assert_eq(amp_auto_config(&opt, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert(c.tf32, "the option turns it on whatever the variable");
+    amp_auto_config_free(&c);
+    setenv("AMP_TF32", "maybe", 1);
+    expect_usage("AMP_TF32='maybe'");
 }
 
 Test(amp_auto, opset_upgrade_setting) {
