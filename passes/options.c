@@ -225,11 +225,9 @@ const AmpOption *amp_option_find(const char *name) {
 }
 
 AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
-    AmpStatus mine = {AMP_OK, ""};
-    if (!st) st = &mine;
-    st->code = AMP_OK;
-    if (d->set(o, d, label, v ? v : "", st)) return AMP_OK;
-    if (st->code != AMP_OK) return st->code;
+    AmpStatus own = {AMP_OK, ""}; /* the setter's own message, if it made one */
+    if (d->set(o, d, label, v ? v : "", &own)) return AMP_OK;
+    if (own.code != AMP_OK) return amp_fail(st, own.code, "%s", own.msg);
     return amp_option_refuse(st, label, v ? v : "", d->expect);
 }
 

@@ -59,6 +59,23 @@ static void known_names(char *buf, size_t len) {
     }
 }
 
+AmpCode amp_pipeline_check_dump(const AmpPass *const *passes, size_t n, const char *dump_after, AmpStatus *st) {
+    if (!dump_after) return AMP_OK;
+    char names[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(passes[i]->name, dump_after) == 0) return AMP_OK;
+        int k = used < sizeof names ? snprintf(names + used, sizeof names - used, "%s%s", i ? "," : "", passes[i]->name) : 0;
+        if (k > 0) used += (size_t)k;
+    }
+    if (!amp_pass_find(dump_after)) {
+        known_names(names, sizeof names);
+        return amp_fail(st, AMP_ERR_USAGE, "--dump-after: unknown pass '%s' (known passes: %s)", dump_after, names);
+    }
+    return amp_fail(st, AMP_ERR_USAGE, "--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
+                    n ? names : "none");
+}
+
 AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
                        const AmpPipelineOptions *opt, AmpStatus *st) {
     static const AmpPipelineOptions defaults = {0};
@@ -66,15 +83,9 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     static const AmpPassOptions pass_defaults = {0};
     const AmpPassOptions *popt = opt->pass ? opt->pass : &pass_defaults;
     const char *dump = opt->dump_after && *opt->dump_after ? opt->dump_after : NULL;
-    if (dump) {
-        bool listed = false;
-        for (size_t i = 0; i < n && !listed; i++) listed = strcmp(passes[i]->name, dump) == 0;
-        if (!listed)
-            return amp_fail(st, AMP_ERR_USAGE,
-                            "--dump-after '%s': no such pass in the pipeline", dump);
-    }
+    AmpCode rc = amp_pipeline_check_dump(passes, n, dump, st);
+    if (rc) return rc;
     FILE *out = opt->dump_to ? opt->dump_to : stdout;
-    AmpCode rc;
     if (opt->verify_each && (rc = amp_verify_model(m, st))) {
         amp_status_prefix(st, "input model: ");
         return rc;

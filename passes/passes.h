@@ -127,6 +127,10 @@ typedef struct AmpPipelineOptions {
  * empty entry or more than cap passes is AMP_ERR_USAGE naming it (and the known passes). */
 AmpCode amp_pipeline_parse(const char *list, const AmpPass **passes, size_t cap, size_t *n, AmpStatus *st);
 
+/* 0 when dump_after is NULL or one of the n passes, else AMP_ERR_USAGE saying whether it
+ * is no pass at all or one the pipeline lacks. */
+AmpCode amp_pipeline_check_dump(const AmpPass *const *passes, size_t n, const char *dump_after, AmpStatus *st);
+
 /* Runs `list` ("infer,dce"; "none" runs nothing; NULL is the default pipeline) over m.
  * The whole list is checked before anything runs: an unknown pass name, an empty entry,
  * or a dump_after naming no pass of the list is AMP_ERR_USAGE. A pass's failure comes back

@@ -89,7 +89,7 @@ static int fail_status(const AmpStatus *st, AmpCode code, const char *file) {
 
 /* ---- pass list ----------------------------------------------------------------- */
 
-/* Checks LIST before anything is loaded, with the library's parser (the one
+/* Checks LIST before anything is loaded, with the library's parser and check (the ones
  * amp_run_pipeline uses): every name must be a known pass, and `dump_after`, when given,
  * one of them. */
 static int check_pass_list(const char *list, const char *dump_after) {
@@ -98,14 +98,7 @@ static int check_pass_list(const char *list, const char *dump_after) {
     AmpStatus st = {AMP_OK, ""};
     if (amp_pipeline_parse(list, passes, sizeof passes / sizeof *passes, &n, &st))
         return ampc_usage_error("--passes: %s", st.msg);
-    bool dump_found = false;
-    for (size_t i = 0; dump_after && i < n; i++) dump_found |= strcmp(passes[i]->name, dump_after) == 0;
-    if (dump_after && !dump_found) {
-        if (!amp_pass_find(dump_after))
-            return ampc_usage_error("--dump-after: unknown pass '%s'", dump_after);
-        return ampc_usage_error("--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
-                           n ? list : "none");
-    }
+    if (amp_pipeline_check_dump(passes, n, dump_after, &st)) return ampc_usage_error("%s", st.msg);
     return AMP_OK;
 }
 

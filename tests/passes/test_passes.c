@@ -137,10 +137,15 @@ Test(pipeline, dump_after_must_name_a_pass_in_the_list) {
     AmpPipelineOptions o = {.dump_after = "infer"};
     amp_status_clear(&st);
     cr_assert_eq(amp_run_pipeline(m, "dce", &o, &st), AMP_ERR_USAGE);
-    cr_assert(strstr(st.msg, "'infer'"), "%s", st.msg);
+    cr_assert(strstr(st.msg, "pass 'infer' is not in the pipeline 'dce'"), "%s", st.msg);
     cr_assert_eq(m->graph->n_nodes, 3);
     amp_status_clear(&st);
     cr_assert_eq(amp_run_pipeline(m, "none", &o, &st), AMP_ERR_USAGE);
+    /* No pass at all is told apart (the CLI's check before loading is this one). */
+    o.dump_after = "bogus";
+    amp_status_clear(&st);
+    cr_assert_eq(amp_run_pipeline(m, "dce", &o, &st), AMP_ERR_USAGE);
+    cr_assert(strstr(st.msg, "unknown pass 'bogus' (known passes: infer, dce"), "%s", st.msg);
     amp_model_free(m);
 }
 
