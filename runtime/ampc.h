@@ -53,10 +53,12 @@ typedef enum AmpBackendKind {
 typedef struct AmpSessionOptions {
     AmpBackendKind backend; /* auto reads AMP_BACKEND (cpu, cuda, auto, sim) unless ignore_env */
     const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
-    const char *precision;  /* AMP_PRECISION: "fp16" (default) or "bf16" */
-    const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number */
+    /* The AMP fields take what their variable and CLI option take, checked by one table
+     * (passes/options.c); "" is the default (the variable is not read then). */
+    const char *precision;  /* AMP_PRECISION: "fp16" (default; "float16", "half") or "bf16" ("bfloat16") */
+    const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number up to 3.4e38 */
     const char *opset_upgrade; /* AMP_OPSET_UPGRADE: "auto" (default: raise the ai.onnx opset when
-                                  the 16-bit type needs a newer one) or "never" */
+                                  the 16-bit type needs a newer one), "never" or an opset N (7-22) */
     const char *log_path;   /* AMP_LOG_PATH: a folder for before.onnx, after.onnx and text dumps */
     const char *calibration; /* AMP_CALIBRATION: statistics of `ampc calibrate`; values whose measured
                                 |x| passes 4096 keep their nodes float32 */

@@ -16,6 +16,7 @@
 #include "calib.h"
 #include "cli_options.h"
 #include "observe.h"
+#include "options.h"
 
 /* What one value has shown so far. */
 typedef struct Acc {
@@ -270,11 +271,14 @@ int ampc_parse_calib_value(int val, const char *arg, CalibArgs *c) {
         c->dirs[c->n_dirs++] = arg;
         return 0;
     case OPT_OUTPUT: c->out = arg; return 0;
-    case OPT_LOSS_SCALE_INIT:
-        c->loss_scale = strtod(arg, &end);
-        if (*end || !(c->loss_scale > 0) || isinf(c->loss_scale))
-            return ampc_usage_error("--loss-scale-init '%s': expected a positive number", arg);
+    case OPT_LOSS_SCALE_INIT: { /* checked as the convert command checks it (passes/options.c) */
+        AmpOptions o = {0};
+        AmpStatus st = {AMP_OK, ""};
+        if (amp_option_set(&o, amp_option_find("loss-scale-init"), "--loss-scale-init", arg, &st))
+            return ampc_usage_error("%s", st.msg);
+        c->loss_scale = o.loss_scale_init;
         return 0;
+    }
     case OPT_TOP:
         c->top = strtol(arg, &end, 10);
         if (*end || c->top < 1) return ampc_usage_error("--top '%s': expected a whole number from 1", arg);

@@ -6,6 +6,7 @@
  * --keep-fp32, --explain, the paint buckets and idempotence. Training rules, subgraphs
  * and the regression cases are in test_amp_train.c. */
 #include "amp_test_util.h"
+#include "options.h"
 
 static AmpStatus st;
 
@@ -443,11 +444,18 @@ Test(amp_lists, env_and_parse_helpers) {
     cr_assert_eq(amp_list_edits_parse("--deny", "Nope", AMP_CLASS_DENY, false, &e, &n, &st), AMP_ERR_USAGE);
     cr_assert_not_null(strstr(st.msg, "'Nope'"));
     amp_status_clear(&st);
-    setenv("AMP_DENYLIST_ADD", "Exp", 1);
-    cr_assert_eq(amp_list_edits_from_env(&e, &n, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_list_edits_check(e, n, &st), AMP_ERR_USAGE);
-    cr_assert_not_null(strstr(st.msg, "Exp"), "%s", st.msg);
     free(e);
+    /* The variables, through the option table (passes/options.c): after the flags. */
+    AmpOptions o = {0};
+    cr_assert_eq(amp_option_set(&o, amp_option_find("deny"), "--deny", "Exp", &st), AMP_OK, "%s", st.msg);
+    setenv("AMP_ALLOWLIST_ADD", "Exp", 1);
+    cr_assert_eq(amp_options_read_env(&o, amp_option_getenv, NULL, true, &st), AMP_OK, "%s", st.msg);
+    unsetenv("AMP_ALLOWLIST_ADD");
+    cr_assert_eq(o.n_edits, 2);
+    cr_assert_eq(o.edits[1].list, AMP_CLASS_ALLOW);
+    cr_assert_eq(amp_options_finish(&o, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "Exp"), "%s", st.msg);
+    amp_options_free(&o);
 }
 
 Test(amp_lists, levels) {
