@@ -207,8 +207,8 @@ static const AmpOption OPTIONS[] = {
     {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, false},
     {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, false},
     {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, false},
-    {"calib-max-activation", NULL, "a positive number", set_calib_max, 0, false},
-    {"calib-min-activation", NULL, "a number >= 0 (0: off)", set_calib_min, 0, false},
+    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, false},
+    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, false},
 };
 #undef OPS
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };

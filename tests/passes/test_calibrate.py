@@ -221,6 +221,11 @@ def test_shrinking(ctx):
     off = os.path.join(ctx.tmp, "shrink_off.onnx")
     ampc(ctx, src, "-o", off, "--calibration", stats, "--calib-min-activation", "0")
     assert out_types(off)["head"] == T.FLOAT16
+    # AMP_AUTO reads the bound beside AMP_CALIBRATION: the output is lost with it off
+    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_CALIBRATION": stats})
+    assert np.abs(y - want).max() / scale < 1e-2, y
+    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_CALIBRATION": stats, "AMP_CALIB_MIN_ACTIVATION": "0"})
+    assert np.abs(y - want).max() / scale > 0.5, y
     bf16 = os.path.join(ctx.tmp, "shrink_bf16.onnx")
     ampc(ctx, src, "-o", bf16, "--calibration", stats, "--precision", "bf16")
     assert out_types(bf16)["head"] == T.BFLOAT16
