@@ -141,7 +141,9 @@ AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t 
 
 void amp_exec_slot_clear(AmpExec *e, Slot *s);
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v);
-/* The prepared executor of body `body` of e (created on first use). */
+/* exec_prepare.c: whether be runs n, asked with the input dtypes the model gives. */
+bool amp_exec_backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n);
+/* The prepared executor of body `body` of e (created on first use; exec_prepare.c). */
 AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st);
 /* Runs a body: inputs are device buffers (borrowed for the run), outputs[i] receives
  * output i as a device buffer the caller owns (free with amp_exec_buf_free). */
