@@ -188,4 +188,10 @@ AmpCode amp_load_par_node(AmpLoadPar *p, size_t i, const char *gwhere);
  * the model's, frees p. NULL: nothing. */
 void amp_load_par_end(AmpLoadPar *p);
 
+/* load.c: decodes a whole model from data[0..len) (dir: where external data lies); with
+ * `borrow`, raw_data is left in `data`, which must outlive the model. Verifies it unless
+ * opt->skip_verify. */
+AmpCode amp_load_bytes(const void *data, size_t len, const char *dir, const AmpLoadOptions *opt, bool borrow,
+                       AmpModel **out, AmpStatus *st);
+
 #endif
