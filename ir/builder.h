@@ -31,6 +31,9 @@ AmpCode amp_builder_fail(AmpBuilder *b, AmpCode code, const char *fmt, ...) AMP_
 /* The first error, copied into st (when st has none yet); AMP_OK when none. */
 AmpCode amp_builder_status(const AmpBuilder *b, AmpStatus *st);
 
+/* Names: a NULL `what` or `name` (one the caller could not make for want of memory) is an
+ * out-of-memory error, like any allocation the builder makes. */
+
 /* A node `op` reading in[0..n_in) (a NULL entry leaves that optional slot out: a value
  * an earlier call failed to make is never read, since that call recorded the error and
  * this one then does nothing), with n_out outputs named prefix+what ("_1", "_2"... when
