@@ -51,6 +51,7 @@ static void place(AmpBuilder *b, AmpNode *n) {
         amp_node_insert_before(b->before, n);
     else
         amp_node_append(b->g, n);
+    n->origin = (uint8_t)b->origin;
     b->n_nodes++;
 }
 

@@ -22,6 +22,7 @@ typedef struct AmpBuilder {
     AmpStatus st;       /* the first error (st.code AMP_OK while none) */
     int64_t opset;      /* the model's ai.onnx opset, read at init */
     size_t n_nodes;     /* nodes made so far */
+    AmpOrigin origin;   /* given to every node it makes (AMP_ORIGIN_MODEL after init) */
 } AmpBuilder;
 
 void amp_builder_init(AmpBuilder *b, AmpGraph *g, const char *prefix);
