@@ -59,6 +59,24 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 
+/* Integer storage types, int8 to uint64 (labels, axes, masks, integer data). */
+static inline bool amp_dtype_is_int(int dt) {
+    switch (dt) {
+    case AMP_DT_INT8:
+    case AMP_DT_INT16:
+    case AMP_DT_INT32:
+    case AMP_DT_INT64:
+    case AMP_DT_UINT8:
+    case AMP_DT_UINT16:
+    case AMP_DT_UINT32:
+    case AMP_DT_UINT64: return true;
+    default: return false;
+    }
+}
+/* Stores v as element i of an integer buffer (wrapping, as C's conversions do) or a bool
+ * one (v != 0); other types are left alone. */
+void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v);
+
 /* ---- every kernel, by family (table.c indexes them by op id) -------------------- */
 
 /* attention.c */
