@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "norm.h"
-#include "reduce.h" /* amp_cuda_nr_fail */
 
 _Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
 
