@@ -111,6 +111,8 @@ void amp_backend_close(AmpBackend *be);
 
 /* "cpu" / "cuda" / "auto" / "sim" -> choice; -1 when unknown. */
 int amp_backend_parse(const char *name);
+/* What amp_backend_parse takes, for the message that refuses a name (--backend, AMP_BACKEND). */
+#define AMP_BACKEND_NAMES "cpu, cuda, auto or sim"
 
 /* A device buffer of `bytes` filled from host memory (owned: free with be->free), or a
  * borrowed view when the backend reads host memory in place (*owned false). */

@@ -40,8 +40,8 @@ struct AmpInferCtx {
 void amp_inf_ctx_graph(AmpInferCtx *c, const AmpNode *n, int64_t opset, AmpStatus *st);
 
 /* Every infer function named in ops.def. */
-#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
-               max_out, infer, doc)                                                      \
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
+               infer, ...)                                                                    \
     AmpCode infer(AmpInferCtx *c);
 #include "ops.def"
 #undef AMP_OP

@@ -50,6 +50,7 @@ const char *amp_dtype_name(int dt);          /* "float16"; "dtype(99)" style for
 int amp_dtype_from_name(const char *name);   /* -1 when unknown */
 size_t amp_dtype_bits(int dt);               /* 0 for string/undefined/unknown */
 bool amp_dtype_is_float(int dt);             /* float, double, float16, bfloat16, float8 */
+bool amp_dtype_is_int(int dt);               /* int8 to int64, uint8 to uint64 (not bool) */
 
 /* A byte string owned by the model's arena (or borrowed from a mapping). */
 typedef struct AmpBytes {

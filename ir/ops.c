@@ -1,6 +1,6 @@
 /* The op table built from ops.def: per-op info, lookup by (domain, name) through a
  * small hash table (called once per node, so it must stay O(1)), class names, and the
- * expected attribute types from op_attrs.def for the verifier. */
+ * expected attribute types (ops.def's ATTRS column) for the verifier. */
 #include <assert.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -10,16 +10,28 @@
 #include "ir.h"
 #include "ops.h"
 
+#define ANY AMP_OPSET_ANY
+#define NONE AMP_OPSET_NONE
+#define OPSETS(fp16, bf16) fp16, bf16
+#define INPUTS(min, max) min, max
+#define OUTPUTS(min, max) min, max
+
 const AmpOpInfo amp_op_table[] = {
-    [AMP_OP_UNKNOWN] = {"", "", AMP_CLASS_NEVER, AMP_CLASS_NEVER, AMP_SLOTS_NONE, 0, -1, 0, -1,
-                        NULL, "not in the op table: kept as it is, types from the model"},
-#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
-               max_out, infer, doc)                                                      \
-    [AMP_OP_##id] = {domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in,  \
-                     min_out, max_out, infer, doc},
+    [AMP_OP_UNKNOWN] = {"", "", AMP_CLASS_NEVER, AMP_CLASS_NEVER, AMP_OPSET_ANY, AMP_OPSET_ANY,
+                        AMP_SLOTS_NONE, 0, -1, 0, -1, NULL,
+                        "not in the op table: kept as it is, types from the model"},
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
+               infer, cpu, attrs, doc)                                                         \
+    [AMP_OP_##id] = {domain, name, AMP_CLASS_##fp16_class, AMP_CLASS_##bf16_class, opsets,    \
+                     float_inputs, inputs, outputs, infer, doc},
 #include "ops.def"
 #undef AMP_OP
 };
+#undef OUTPUTS
+#undef INPUTS
+#undef OPSETS
+#undef NONE
+#undef ANY
 static_assert(sizeof amp_op_table / sizeof amp_op_table[0] == AMP_OP__COUNT, "ops.def and AmpOpId disagree");
 
 const char *amp_op_class_name(AmpOpClass c) {
@@ -33,8 +45,7 @@ const char *amp_op_class_name(AmpOpClass c) {
     return "unknown-class";
 }
 
-#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
-               max_out, infer, doc)
+#define AMP_OP(id, ...)
 #define AMP_SHAPE_FROM_DATA(id, why) [AMP_OP_##id] = true,
 static const bool SHAPE_FROM_DATA[AMP_OP__COUNT] = {
 #include "ops.def"
@@ -95,23 +106,28 @@ AmpOpId amp_op_lookup(const char *domain, const char *name) {
     return AMP_OP_UNKNOWN;
 }
 
-/* ---- attribute types (op_attrs.def) ---------------------------------------------- */
+/* ---- attribute types (ops.def's ATTRS column) ------------------------------------- */
 
 typedef struct AttrSpec {
     const char *name;
     int type; /* AmpAttrType */
 } AttrSpec;
 
+/* One NULL-terminated array per op (an op without attributes has only the NULL). */
 #define A(name, type) {name, AMP_ATTR_##type},
-#define AMP_ATTRS(op, ...) static const AttrSpec attrs_##op[] = {__VA_ARGS__{NULL, 0}};
-#include "op_attrs.def"
-#undef AMP_ATTRS
+#define ATTRS(...) __VA_ARGS__
+#define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
+               infer, cpu, attrs, doc)                                                         \
+    static const AttrSpec attrs_##id[] = {attrs{NULL, 0}};
+#include "ops.def"
+#undef AMP_OP
 
-#define AMP_ATTRS(op, ...) [AMP_OP_##op] = attrs_##op,
+#define AMP_OP(id, ...) [AMP_OP_##id] = attrs_##id,
 static const AttrSpec *const OP_ATTRS[AMP_OP__COUNT] = {
-#include "op_attrs.def"
+#include "ops.def"
 };
-#undef AMP_ATTRS
+#undef AMP_OP
+#undef ATTRS
 #undef A
 
 int amp_op_attr_type(AmpOpId id, const char *attr_name) {

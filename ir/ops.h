@@ -1,6 +1,6 @@
 /* The op table: one row per op the project knows, in ir/ops.def (an X-macro). Every
- * other part (AMP lists, type inference, kernels) keys on AmpOpId. Adding an op means
- * adding one row there plus its kernels. */
+ * other part (AMP lists, opsets, type inference, attributes, kernels, gradient rules)
+ * keys on AmpOpId. Adding an op means adding one row there plus its kernel body. */
 #ifndef AMP_OPS_H
 #define AMP_OPS_H
 
@@ -27,10 +27,17 @@ typedef enum AmpOpClass {
 /* Sets the types of the context's node's outputs from its inputs and attributes. */
 typedef AmpCode (*AmpInferFn)(AmpInferCtx *c);
 
-/* ops.def rows read:
- *   AMP_OP(Id, "domain", "Name", fp16 class, bf16 class, float input slots,
- *          min inputs, max inputs (-1 variadic), min outputs, max outputs, infer fn, "doc")
- * The infer functions are declared in ops.def's users (ops.c, infer.c). */
+/* ops.def rows read (its header comment says what each column means):
+ *   AMP_OP(Id, "domain", "Name", fp16 class, bf16 class, OPSETS(fp16, bf16),
+ *          INPUTS(min, max), OUTPUTS(min, max), float input slots, infer fn,
+ *          CPU(kernel[, prepare]) or NO_CPU, ATTRS(A("name", TYPE) ...), "doc")
+ * The infer functions are declared in infer_impl.h. A file that includes ops.def
+ * defines AMP_OP with these 13 parameters (or `id, ...`) and the helpers of the columns
+ * it expands; a column it does not expand needs none. */
+
+/* OPSETS(fp16, bf16) values: not checked, and no opset takes the type. */
+#define AMP_OPSET_ANY 0
+#define AMP_OPSET_NONE INT32_MAX
 
 /* Bit i set: input slot i carries float data that may change precision. */
 #define AMP_SLOTS_NONE 0u
@@ -39,9 +46,7 @@ typedef AmpCode (*AmpInferFn)(AmpInferCtx *c);
 
 typedef enum AmpOpId {
     AMP_OP_UNKNOWN = 0,
-#define AMP_OP(id, domain, name, fp16_class, bf16_class, float_inputs, min_in, max_in, min_out, \
-               max_out, infer, doc)                                                      \
-    AMP_OP_##id,
+#define AMP_OP(id, ...) AMP_OP_##id,
 #include "ops.def"
 #undef AMP_OP
     AMP_OP__COUNT
@@ -51,6 +56,7 @@ typedef struct AmpOpInfo {
     const char *domain; /* "" for ai.onnx, "com.microsoft", "ai.onnx.preview.training" */
     const char *name;
     AmpOpClass fp16_class, bf16_class;
+    int opset_fp16, opset_bf16; /* first ai.onnx opset taking the type; AMP_OPSET_ANY/NONE */
     uint32_t float_inputs;
     int min_inputs, max_inputs;   /* max -1: variadic */
     int min_outputs, max_outputs; /* max -1: variadic */

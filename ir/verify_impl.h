@@ -1,5 +1,5 @@
 /* Private to the verifier (verify.c walks the model, verify_op.c checks a node against its
- * op's rules). */
+ * op's rules, verify_train.c training_info's names and bindings). */
 #ifndef AMP_VERIFY_IMPL_H
 #define AMP_VERIFY_IMPL_H
 
@@ -18,6 +18,17 @@ AmpCode AMP_PRINTF(5, 6) amp_verify_fail(Ctx *c, AmpCode code, const AmpGraph *g
 
 /* An attribute type's name as ONNX spells it ("INTS"), or "invalid". */
 const char *amp_verify_attr_type_name(int t);
+
+/* strcmp over two `const char *` elements, for qsort and bsearch. */
+int amp_verify_cmp_str(const void *a, const void *b);
+/* The first name that occurs twice in names[0..n), or NULL (*oom set when it could not
+ * tell). */
+const char *amp_verify_find_duplicate(const char **names, size_t n, bool *oom);
+
+/* verify_train.c: training_info[i]'s algorithm output names and its two binding lists;
+ * then binding keys across every training_info. AMP_OK or the first problem. */
+AmpCode amp_verify_training_bindings(Ctx *c, size_t i);
+AmpCode amp_verify_keys_across(Ctx *c);
 
 /* verify_op.c: each AMP_OK, or the first problem recorded with amp_verify_fail. */
 AmpCode amp_verify_arity(Ctx *c, const AmpGraph *g, const AmpNode *n);

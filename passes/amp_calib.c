@@ -1,7 +1,9 @@
 /* Measured ranges in the amp pass (DESIGN.md rule 9, docs/calibration.md): the statistics
  * file `ampc calibrate` writes (calib.h), the rule that keeps float32 every node reading or
  * writing a value whose recorded |x| passes --calib-max-activation (ModelOpt AutoCast's
- * rule; its default is 512), and the advice on gradients that would underflow. */
+ * rule; its default is 512) or whose largest |x| stays below --calib-min-activation (the
+ * whole value would be subnormal in float16), and the advice on gradients that would
+ * underflow. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -189,18 +191,21 @@ size_t amp_calib_underflow(const AmpCalibStats *s, const AmpModel *m, size_t max
 
 /* ---- the rule ------------------------------------------------------------------------- */
 
-/* The forward value of n (an input or output carrying float data) with the largest recorded
- * |x| beyond `limit`, or NULL. */
-static const AmpCalibValue *beyond(const AmpCalibStats *s, const AmpNode *n, double limit) {
-    const AmpCalibValue *worst = NULL;
+/* The forward value of n (an input or output carrying float data) that decides the rule:
+ * the one with the largest recorded |x| beyond `over`, else the one with the smallest
+ * non-zero largest |x| below `under` (0: no lower bound); NULL when none. */
+static const AmpCalibValue *out_of_range(const AmpCalibStats *s, const AmpNode *n, double over, double under) {
+    const AmpCalibValue *high = NULL, *low = NULL;
     for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
         bool in = k < n->n_inputs;
         const AmpValue *v = in ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (!amp_is_f32(v) || (in && !amp_float_slot(n, k))) continue;
         const AmpCalibValue *c = amp_calib_find(s, v->name);
-        if (c && !c->grad && c->max_abs > limit && (!worst || c->max_abs > worst->max_abs)) worst = c;
+        if (!c || c->grad) continue;
+        if (c->max_abs > over && (!high || c->max_abs > high->max_abs)) high = c;
+        if (c->max_abs > 0 && c->max_abs < under && (!low || c->max_abs < low->max_abs)) low = c;
     }
-    return worst;
+    return high ? high : low;
 }
 
 AmpCode amp_calib_rule(AmpRun *r, size_t *n_forced, const char **first) {
@@ -208,14 +213,20 @@ AmpCode amp_calib_rule(AmpRun *r, size_t *n_forced, const char **first) {
     *n_forced = 0;
     *first = NULL;
     if (!s || r->dt != AMP_DT_FLOAT16) return AMP_OK; /* bfloat16 has float32's range */
-    double limit = r->opt->calib_max_activation > 0 ? r->opt->calib_max_activation : AMP_CALIB_DEFAULT_MAX;
+    double over = r->opt->calib_max_activation > 0 ? r->opt->calib_max_activation : AMP_CALIB_DEFAULT_MAX;
+    double under = r->opt->calib_min_activation < 0 ? 0
+                   : r->opt->calib_min_activation > 0 ? r->opt->calib_min_activation : AMP_CALIB_DEFAULT_MIN;
     for (size_t i = 0; i < r->n; i++) {
         AmpNodeInfo *x = &r->ni[i];
         if ((x->flags & AMP_NF_FORCED) || x->cls == AMP_CLASS_NEVER || x->node->op == AMP_OP_Cast) continue;
-        const AmpCalibValue *c = beyond(s, x->node, limit);
+        const AmpCalibValue *c = out_of_range(s, x->node, over, under);
         if (!c) continue;
         char buf[512];
-        snprintf(buf, sizeof buf, "calibration: max |x| %.3g > %g (value '%s')", c->max_abs, limit, c->name);
+        if (c->max_abs > over)
+            snprintf(buf, sizeof buf, "calibration: max |x| %.3g > %g (value '%s')", c->max_abs, over, c->name);
+        else
+            snprintf(buf, sizeof buf, "calibration: max |x| %.3g < %g, all subnormal in float16 (value '%s')",
+                     c->max_abs, under, c->name);
         const char *d = amp_arena_strdup(&r->m->arena, buf);
         if (!d) return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
         x->flags |= AMP_NF_FORCED;

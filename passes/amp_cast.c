@@ -187,7 +187,8 @@ static AmpCode settle_output(Rewrite *w, AmpNode *n, int o, const AmpType *old, 
     AmpValue *v = n->outputs[o];
     bool fp32_reader = false;
     for (size_t u = 0; u < v->n_uses && !fp32_reader; u++)
-        fp32_reader = !amp_reads_16(r, w->g, v->uses[u].node, v->uses[u].slot);
+        fp32_reader = !amp_reads_16(r, w->g, v->uses[u].node, v->uses[u].slot) &&
+                      !amp_reads_shape_only(v->uses[u].node, v->uses[u].slot);
     bool io_16 = r->opt->no_keep_io_types && w->g == r->m->graph;
     bool boundary = (v->flags & AMP_VALUE_OUTPUT) && !io_16;
     if (!fp32_reader && !boundary) return AMP_OK; /* 16 bits in place */

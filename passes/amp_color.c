@@ -23,6 +23,10 @@ bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot
            amp_float_slot(n, slot);
 }
 
+bool amp_reads_shape_only(const AmpNode *n, int slot) {
+    return slot == 0 && (n->op == AMP_OP_Shape || n->op == AMP_OP_Size);
+}
+
 /* ---- collecting nodes ------------------------------------------------------------ */
 
 /* Grows *p (of *cap elements of `size`) to hold `need`, doubling. */

@@ -119,9 +119,13 @@ static inline bool amp_is_f32(const AmpValue *v) {
 }
 /* Whether use (n, slot) reads its value as 16-bit data: n is painted allow, in `g`. */
 bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot);
+/* Whether n's input `slot` is read for its shape only (Shape, Size): any type serves, so a
+ * 16-bit value needs no Cast back to float32 for it. */
+bool amp_reads_shape_only(const AmpNode *n, int slot);
 
 /* amp_opsets.c: for every op, the first ai.onnx opset at which it takes `dtype` (float16
- * or bfloat16); 0 for ops the table does not list, INT32_MAX for never. */
+ * or bfloat16), from ops.def's OPSETS column: 0 (AMP_OPSET_ANY) for ops not checked,
+ * INT32_MAX (AMP_OPSET_NONE) for never. */
 void amp_op_min_opsets_16(int dtype, int out[AMP_OP__COUNT]);
 
 AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
@@ -137,12 +141,14 @@ AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
 bool amp_range_most(const AmpRun *r, const AmpValue *v, uint32_t *most);
 void amp_range_free(AmpRun *r);
 /* amp_calib.c: nodes reading or writing a value whose measured |x| (opt->calib) passes
- * opt->calib_max_activation are forced deny; how many, and the first one's detail. */
+ * opt->calib_max_activation, or stays below opt->calib_min_activation, are forced deny;
+ * how many, and the first one's detail. */
 AmpCode amp_calib_rule(AmpRun *r, size_t *n_forced, const char **first);
 AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c);
 AmpCode amp_rewrite(AmpRun *r);                 /* amp_cast.c */
 AmpCode amp_weights(AmpRun *r, const AmpRunGraph *rg); /* amp_weights.c: before rg->g is rewritten */
-/* Whether v has readers and every one is a 16-bit node of g reading float data. */
+/* Whether a 16-bit node of g reads v as float data and every other reader reads only its
+ * shape. */
 bool amp_read_only_by_16(const AmpRun *r, const AmpGraph *g, const AmpValue *v);
 void amp_explain(const AmpRun *r, const char *name, FILE *f); /* amp_explain.c */
 void amp_paint_buckets(const AmpRun *r, FILE *f);

@@ -1,6 +1,6 @@
 /* The AMP pass's four op lists as the user edits them: op names from the CLI (--allow ...)
- * and the AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE variables (the runtime's AMP_AUTO reads
- * the same ones), the check that no op is added to two lists, and the class of every op
+ * and the AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE variables (options.c reads them for
+ * both), the check that no op is added to two lists, and the class of every op
  * after the edits and the level (TensorFlow's TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL). */
 #include <stdlib.h>
 #include <string.h>
@@ -74,25 +74,6 @@ AmpCode amp_list_edits_parse(const char *what, const char *s, AmpOpClass list, b
                         "%s: unknown op%s %s (names are ONNX op types, e.g. MatMul or "
                         "com.microsoft:FusedGemm)",
                         what, n_unknown > 1 ? "s" : "", unknown);
-    return AMP_OK;
-}
-
-AmpCode amp_list_edits_from_env(AmpListEdit **edits, size_t *n, AmpStatus *st) {
-    static const struct {
-        const char *var;
-        AmpOpClass list;
-        bool remove;
-    } vars[] = {
-        {"AMP_ALLOWLIST_ADD", AMP_CLASS_ALLOW, false},   {"AMP_INFERLIST_ADD", AMP_CLASS_INFER, false},
-        {"AMP_CLEARLIST_ADD", AMP_CLASS_CLEAR, false},   {"AMP_DENYLIST_ADD", AMP_CLASS_DENY, false},
-        {"AMP_ALLOWLIST_REMOVE", AMP_CLASS_ALLOW, true}, {"AMP_INFERLIST_REMOVE", AMP_CLASS_INFER, true},
-        {"AMP_CLEARLIST_REMOVE", AMP_CLASS_CLEAR, true}, {"AMP_DENYLIST_REMOVE", AMP_CLASS_DENY, true},
-    };
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        AmpCode rc = amp_list_edits_parse(vars[i].var, getenv(vars[i].var), vars[i].list,
-                                          vars[i].remove, edits, n, st);
-        if (rc) return rc;
-    }
     return AMP_OK;
 }
 

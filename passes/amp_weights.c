@@ -22,10 +22,13 @@ static double max_magnitude(int dt) {
 }
 
 bool amp_read_only_by_16(const AmpRun *r, const AmpGraph *g, const AmpValue *v) {
-    if (!v->n_uses) return false;
-    for (size_t u = 0; u < v->n_uses; u++)
-        if (!amp_reads_16(r, g, v->uses[u].node, v->uses[u].slot)) return false;
-    return true;
+    bool any16 = false;
+    for (size_t u = 0; u < v->n_uses; u++) {
+        const AmpUse *x = &v->uses[u];
+        if (amp_reads_16(r, g, x->node, x->slot)) any16 = true;
+        else if (!amp_reads_shape_only(x->node, x->slot)) return false;
+    }
+    return any16;
 }
 
 static void report(const AmpRun *r, const char *fmt, ...) AMP_PRINTF(2, 3);

@@ -29,6 +29,10 @@
 #define AMP_CALIB_F16_ZERO 2.98023223876953125e-08 /* 2^-25: below it float16 rounds to 0 */
 /* The default of --calib-max-activation: 65504 / 16 (see docs/calibration.md). */
 #define AMP_CALIB_DEFAULT_MAX 4096.0
+/* The default of --calib-min-activation: float16's smallest normal. A value whose largest
+ * |x| is below it is subnormal throughout and keeps fewer than 10 bits even at its largest
+ * element (error relative to its own scale above float16's 2^-11). */
+#define AMP_CALIB_DEFAULT_MIN AMP_CALIB_F16_MIN_NORMAL
 
 typedef struct AmpCalibValue {
     char *name;

@@ -622,9 +622,7 @@ static void summary(const Ls *l) {
 AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     static const AmpPassOptions defaults = {0};
     if (!opt) opt = &defaults;
-    AmpLossScaleMode mode = opt->loss_scale_mode;
-    if (mode == AMP_LOSS_SCALE_DEFAULT)
-        mode = opt->precision == AMP_DT_BFLOAT16 ? AMP_LOSS_SCALE_NONE : AMP_LOSS_SCALE_DYNAMIC;
+    AmpLossScaleMode mode = amp_loss_scale_mode(opt);
     if (mode == AMP_LOSS_SCALE_NONE || !amp_is_training_graph(m, opt->loss)) return AMP_OK;
     /* Converted before: the check is there already. */
     if (amp_graph_lookup(m->graph, FOUND_INF)) return AMP_OK;

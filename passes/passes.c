@@ -59,6 +59,23 @@ static void known_names(char *buf, size_t len) {
     }
 }
 
+AmpCode amp_pipeline_check_dump(const AmpPass *const *passes, size_t n, const char *dump_after, AmpStatus *st) {
+    if (!dump_after) return AMP_OK;
+    char names[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(passes[i]->name, dump_after) == 0) return AMP_OK;
+        int k = used < sizeof names ? snprintf(names + used, sizeof names - used, "%s%s", i ? "," : "", passes[i]->name) : 0;
+        if (k > 0) used += (size_t)k;
+    }
+    if (!amp_pass_find(dump_after)) {
+        known_names(names, sizeof names);
+        return amp_fail(st, AMP_ERR_USAGE, "--dump-after: unknown pass '%s' (known passes: %s)", dump_after, names);
+    }
+    return amp_fail(st, AMP_ERR_USAGE, "--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
+                    n ? names : "none");
+}
+
 AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
                        const AmpPipelineOptions *opt, AmpStatus *st) {
     static const AmpPipelineOptions defaults = {0};
@@ -66,15 +83,9 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     static const AmpPassOptions pass_defaults = {0};
     const AmpPassOptions *popt = opt->pass ? opt->pass : &pass_defaults;
     const char *dump = opt->dump_after && *opt->dump_after ? opt->dump_after : NULL;
-    if (dump) {
-        bool listed = false;
-        for (size_t i = 0; i < n && !listed; i++) listed = strcmp(passes[i]->name, dump) == 0;
-        if (!listed)
-            return amp_fail(st, AMP_ERR_USAGE,
-                            "--dump-after '%s': no such pass in the pipeline", dump);
-    }
+    AmpCode rc = amp_pipeline_check_dump(passes, n, dump, st);
+    if (rc) return rc;
     FILE *out = opt->dump_to ? opt->dump_to : stdout;
-    AmpCode rc;
     if (opt->verify_each && (rc = amp_verify_model(m, st))) {
         amp_status_prefix(st, "input model: ");
         return rc;
@@ -111,53 +122,48 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     return AMP_OK;
 }
 
+AmpCode amp_pipeline_parse(const char *list, const AmpPass **passes, size_t cap, size_t *n, AmpStatus *st) {
+    *n = 0;
+    const char *p = list;
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p) return AMP_OK;
+    for (;;) {
+        /* One entry: [p, p + len), spaces around it trimmed. */
+        while (*p == ' ' || *p == '\t') p++;
+        size_t len = strcspn(p, ","), t = len;
+        while (t && (p[t - 1] == ' ' || p[t - 1] == '\t')) t--;
+        if (*n == 0 && !p[len] && t == 4 && strncmp(p, "none", 4) == 0) return AMP_OK;
+        char known[512]; /* for the messages below: built only when one is given */
+        if (!t) {
+            known_names(known, sizeof known);
+            return amp_fail(st, AMP_ERR_USAGE, "pass list '%s' has an empty entry (known passes: %s)", list, known);
+        }
+        char name[64];
+        const AmpPass *q = NULL;
+        if (t < sizeof name) {
+            memcpy(name, p, t);
+            name[t] = '\0';
+            q = amp_pass_find(name);
+        }
+        if (!q) {
+            known_names(known, sizeof known);
+            return amp_fail(st, AMP_ERR_USAGE, "unknown pass '%.*s' (known passes: %s, or 'none')",
+                            t > 64 ? 64 : (int)t, p, known);
+        }
+        if (*n == cap) return amp_fail(st, AMP_ERR_USAGE, "pass list has more than %zu entries", cap);
+        passes[(*n)++] = q;
+        if (!p[len]) return AMP_OK;
+        p += len + 1;
+    }
+}
+
 AmpCode amp_run_pipeline(AmpModel *m, const char *list, const AmpPipelineOptions *opt,
                          AmpStatus *st) {
-    if (!list) list = amp_default_pipeline();
-    size_t len = strlen(list);
-    char *buf = malloc(len + 1);
     const AmpPass **passes = malloc(MAX_PIPELINE * sizeof *passes);
-    AmpCode rc = AMP_OK;
+    if (!passes) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     size_t n = 0;
-    if (!buf || !passes) {
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        goto done;
-    }
-    memcpy(buf, list, len + 1);
-    /* Trim spaces around each name; "none" alone means an empty pipeline. */
-    char *start = buf;
-    for (;;) {
-        char *end = strchr(start, ',');
-        if (end) *end = '\0';
-        while (*start == ' ' || *start == '\t') start++;
-        char *tail = start + strlen(start);
-        while (tail > start && (tail[-1] == ' ' || tail[-1] == '\t')) *--tail = '\0';
-        if (n == 0 && !end && strcmp(start, "none") == 0) break;
-        char known[512]; /* for the messages below: built only when one is given */
-        if (!*start) {
-            known_names(known, sizeof known);
-            rc = amp_fail(st, AMP_ERR_USAGE, "pass list '%s' has an empty entry (known passes: %s)",
-                          list, known);
-            goto done;
-        }
-        const AmpPass *p = amp_pass_find(start);
-        if (!p) {
-            known_names(known, sizeof known);
-            rc = amp_fail(st, AMP_ERR_USAGE, "unknown pass '%s' (known passes: %s, or 'none')",
-                          start, known);
-            goto done;
-        }
-        if (n == MAX_PIPELINE) {
-            rc = amp_fail(st, AMP_ERR_USAGE, "pass list has more than %d entries", MAX_PIPELINE);
-            goto done;
-        }
-        passes[n++] = p;
-        if (!end) break;
-        start = end + 1;
-    }
-    rc = amp_run_passes(m, passes, n, opt, st);
-done:
-    free(buf);
+    AmpCode rc = amp_pipeline_parse(list ? list : amp_default_pipeline(), passes, MAX_PIPELINE, &n, st);
+    if (!rc) rc = amp_run_passes(m, passes, n, opt, st);
     free(passes);
     return rc;
 }

@@ -81,13 +81,20 @@ typedef struct AmpPassOptions {
     AmpOpsetUpgrade opset_upgrade; /* the opset_upgrade pass: auto (the default) or never */
     int opset_upgrade_to;          /* auto: raise to at least this opset too (0: only as needed) */
     /* Measured ranges (`ampc calibrate`, passes/calib.h): nodes reading or writing a value
-     * whose recorded |x| passes calib_max_activation (0: AMP_CALIB_DEFAULT_MAX) stay fp32;
-     * a training graph's gradients that would underflow are reported through notify. */
+     * whose recorded |x| passes calib_max_activation (0: AMP_CALIB_DEFAULT_MAX), or whose
+     * non-zero largest |x| is below calib_min_activation (0: AMP_CALIB_DEFAULT_MIN, float16's
+     * smallest normal; negative: no lower bound), stay fp32; a training graph's gradients
+     * that would underflow are reported through notify. */
     const struct AmpCalibStats *calib;
     double calib_max_activation;
+    double calib_min_activation;
     AmpNotifyFn notify;           /* weights kept in fp32, the one-line summary */
     void *notify_ctx;
 } AmpPassOptions;
+
+/* The loss scaling po asks for, its default decided here only: dynamic for fp16, none for
+ * bf16 (float32's range); never AMP_LOSS_SCALE_DEFAULT (options.c). */
+AmpLossScaleMode amp_loss_scale_mode(const AmpPassOptions *po);
 
 typedef struct AmpPass {
     const char *name; /* as written in a pipeline: "infer", "dce" */
@@ -113,6 +120,16 @@ typedef struct AmpPipelineOptions {
     void (*after_pass)(void *ctx, const char *pass_name);
     void *after_pass_ctx;
 } AmpPipelineOptions;
+
+/* The one pass-list parser (the CLI's --passes and amp_run_pipeline): LIST is
+ * comma-separated pass names, spaces around each trimmed; "none", or a LIST that is empty
+ * or blank, is the empty pipeline. Fills passes (cap entries) and *n. An unknown name, an
+ * empty entry or more than cap passes is AMP_ERR_USAGE naming it (and the known passes). */
+AmpCode amp_pipeline_parse(const char *list, const AmpPass **passes, size_t cap, size_t *n, AmpStatus *st);
+
+/* 0 when dump_after is NULL or one of the n passes, else AMP_ERR_USAGE saying whether it
+ * is no pass at all or one the pipeline lacks. */
+AmpCode amp_pipeline_check_dump(const AmpPass *const *passes, size_t n, const char *dump_after, AmpStatus *st);
 
 /* Runs `list` ("infer,dce"; "none" runs nothing; NULL is the default pipeline) over m.
  * The whole list is checked before anything runs: an unknown pass name, an empty entry,
@@ -149,9 +166,6 @@ AmpOpId amp_op_find_name(const char *name);
  * ("AMP_ALLOWLIST_ADD", "--allow"). Unknown names are AMP_ERR_USAGE naming them all. */
 AmpCode amp_list_edits_parse(const char *what, const char *s, AmpOpClass list, bool remove,
                              AmpListEdit **edits, size_t *n, AmpStatus *st);
-/* Reads the eight variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE (additions first, then
- * removals, as TensorFlow applies them), appending to *edits. */
-AmpCode amp_list_edits_from_env(AmpListEdit **edits, size_t *n, AmpStatus *st);
 /* An op added to two different lists is AMP_ERR_USAGE naming the op and both lists. */
 AmpCode amp_list_edits_check(const AmpListEdit *e, size_t n, AmpStatus *st);
 /* The class of every op after the edits and the level, for `precision`

@@ -1,15 +1,14 @@
-/* AMP_AUTO: parses AMP_BACKEND, AMP_AUTO, AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_LOG_PATH,
- * AMP_CALIBRATION (a statistics file of `ampc calibrate`, read at once) and the eight list
- * edit variables (AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE; parsed by passes/amp_lists.c,
- * which the CLI shares) once per open, then rewrites the model in memory with the AMP
+/* AMP_AUTO: reads AMP_BACKEND, AMP_TF32, AMP_AUTO and AMP_LOG_PATH, and the AMP options of the table
+ * the CLI shares (passes/options.c: AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE,
+ * AMP_CALIBRATION, a statistics file of `ampc calibrate` read at once, and the eight list
+ * edit variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE) once per open, then rewrites the model in memory with the AMP
  * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
 #include "amp_auto.h"
 #include "backend.h"
-#include "calib.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,52 +26,38 @@ static bool is_blank(const char *s) {
     return !s || !*s;
 }
 
-static AmpCode parse_bool(const char *var, const char *s, bool *out, AmpStatus *st) {
-    static const char *const yes[] = {"1", "true", "on", "yes"}, *const no[] = {"0", "false", "off", "no"};
-    *out = false;
-    if (is_blank(s)) return AMP_OK;
-    for (size_t i = 0; i < 4; i++) {
-        if (strcmp(s, yes[i]) == 0) return *out = true, AMP_OK;
-        if (strcmp(s, no[i]) == 0) return AMP_OK;
-    }
-    return amp_fail(st, AMP_ERR_USAGE, "%s='%.64s': expected 1 (rewrite the model in mixed precision) or 0", var, s);
-}
+/* The C API's field for each variable of the option table (they replace the variable). */
+static const struct {
+    const char *var;
+    size_t field; /* offsetof in AmpSessionOptions */
+} FIELDS[] = {
+    {"AMP_PRECISION", offsetof(AmpSessionOptions, precision)},
+    {"AMP_LOSS_SCALE", offsetof(AmpSessionOptions, loss_scale)},
+    {"AMP_OPSET_UPGRADE", offsetof(AmpSessionOptions, opset_upgrade)},
+    {"AMP_CALIBRATION", offsetof(AmpSessionOptions, calibration)},
+    {"AMP_ALLOWLIST_ADD", offsetof(AmpSessionOptions, allowlist_add)},
+    {"AMP_INFERLIST_ADD", offsetof(AmpSessionOptions, inferlist_add)},
+    {"AMP_CLEARLIST_ADD", offsetof(AmpSessionOptions, clearlist_add)},
+    {"AMP_DENYLIST_ADD", offsetof(AmpSessionOptions, denylist_add)},
+    {"AMP_ALLOWLIST_REMOVE", offsetof(AmpSessionOptions, allowlist_remove)},
+    {"AMP_INFERLIST_REMOVE", offsetof(AmpSessionOptions, inferlist_remove)},
+    {"AMP_CLEARLIST_REMOVE", offsetof(AmpSessionOptions, clearlist_remove)},
+    {"AMP_DENYLIST_REMOVE", offsetof(AmpSessionOptions, denylist_remove)},
+};
 
-static AmpCode parse_precision(const char *s, int *out, AmpStatus *st) {
-    *out = AMP_DT_FLOAT16;
-    if (is_blank(s) || strcmp(s, "fp16") == 0 || strcmp(s, "float16") == 0 || strcmp(s, "half") == 0)
-        return AMP_OK;
-    if (strcmp(s, "bf16") == 0 || strcmp(s, "bfloat16") == 0) return *out = AMP_DT_BFLOAT16, AMP_OK;
-    return amp_fail(st, AMP_ERR_USAGE, "AMP_PRECISION='%.64s': expected fp16 or bf16", s);
-}
-
-static AmpCode parse_loss_scale(const char *s, AmpLossScaleMode *mode, double *scale, AmpStatus *st) {
-    *mode = AMP_LOSS_SCALE_DEFAULT;
-    *scale = 0;
-    if (is_blank(s)) return AMP_OK;
-    if (strcmp(s, "dynamic") == 0) return *mode = AMP_LOSS_SCALE_DYNAMIC, AMP_OK;
-    if (strcmp(s, "none") == 0) return *mode = AMP_LOSS_SCALE_NONE, AMP_OK;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v <= 0)
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOSS_SCALE='%.64s': expected dynamic, none or a positive number", s);
-    *mode = AMP_LOSS_SCALE_STATIC;
-    *scale = v;
-    return AMP_OK;
-}
-
-static AmpCode parse_opset_upgrade(const char *s, AmpOpsetUpgrade *out, AmpStatus *st) {
-    *out = AMP_OPSET_UPGRADE_AUTO;
-    if (is_blank(s) || strcmp(s, "auto") == 0) return AMP_OK;
-    if (strcmp(s, "never") == 0) return *out = AMP_OPSET_UPGRADE_NEVER, AMP_OK;
-    return amp_fail(st, AMP_ERR_USAGE, "AMP_OPSET_UPGRADE='%.64s': expected auto or never", s);
+/* amp_options_read_env's get: the session option's field, else the variable. A variable of
+ * the table with no field here is read from the environment only. */
+static const char *session_setting(void *ctx, const AmpOption *d) {
+    const AmpSessionOptions *o = ctx;
+    for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++)
+        if (strcmp(FIELDS[i].var, d->env) == 0)
+            return setting(o, *(const char *const *)((const char *)o + FIELDS[i].field), d->env);
+    return setting(o, NULL, d->env);
 }
 
 void amp_auto_config_free(AmpAutoConfig *c) {
-    free(c->edits);
+    amp_options_free(&c->opts);
     free(c->log_path);
-    amp_calib_free(c->calib);
     memset(c, 0, sizeof *c);
 }
 
@@ -80,42 +65,20 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     static const AmpSessionOptions none = {0};
     if (!o) o = &none;
     memset(c, 0, sizeof *c);
-    c->precision = AMP_DT_FLOAT16;
     c->backend = o->backend;
     const char *be = o->backend == AMP_BACKEND_AUTO ? setting(o, NULL, "AMP_BACKEND") : NULL;
     if (!is_blank(be) && (c->backend = amp_backend_parse(be)) < 0)
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_BACKEND='%.64s': expected cpu, cuda, auto or sim", be);
-    AmpCode rc = parse_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"), &c->enabled, st);
+        return amp_option_refuse(st, "AMP_BACKEND", be, AMP_BACKEND_NAMES);
+    AmpCode rc = amp_option_bool("AMP_TF32", setting(o, NULL, "AMP_TF32"),
+                                 "1 (CUDA may use TF32 for float32 GEMMs and convolutions) or 0", &c->tf32, st);
+    if (!rc) rc = amp_option_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"),
+                                  "1 (rewrite the model in mixed precision) or 0", &c->enabled, st);
+    c->tf32 |= o->tf32;
     if (rc || !c->enabled) return rc;
-    if ((rc = parse_precision(setting(o, o->precision, "AMP_PRECISION"), &c->precision, st))) return rc;
-    if ((rc = parse_loss_scale(setting(o, o->loss_scale, "AMP_LOSS_SCALE"), &c->loss_scale_mode, &c->loss_scale, st)))
-        return rc;
-    if ((rc = parse_opset_upgrade(setting(o, o->opset_upgrade, "AMP_OPSET_UPGRADE"), &c->opset_upgrade, st)))
-        return rc;
-    const struct {
-        const char *field, *var;
-        AmpOpClass list;
-        bool remove;
-    } lists[] = {
-        /* Additions before removals, as TensorFlow applies them. */
-        {o->allowlist_add, "AMP_ALLOWLIST_ADD", AMP_CLASS_ALLOW, false},
-        {o->inferlist_add, "AMP_INFERLIST_ADD", AMP_CLASS_INFER, false},
-        {o->clearlist_add, "AMP_CLEARLIST_ADD", AMP_CLASS_CLEAR, false},
-        {o->denylist_add, "AMP_DENYLIST_ADD", AMP_CLASS_DENY, false},
-        {o->allowlist_remove, "AMP_ALLOWLIST_REMOVE", AMP_CLASS_ALLOW, true},
-        {o->inferlist_remove, "AMP_INFERLIST_REMOVE", AMP_CLASS_INFER, true},
-        {o->clearlist_remove, "AMP_CLEARLIST_REMOVE", AMP_CLASS_CLEAR, true},
-        {o->denylist_remove, "AMP_DENYLIST_REMOVE", AMP_CLASS_DENY, true},
-    };
-    for (size_t i = 0; !rc && i < sizeof lists / sizeof *lists; i++)
-        rc = amp_list_edits_parse(lists[i].var, setting(o, lists[i].field, lists[i].var), lists[i].list,
-                                  lists[i].remove, &c->edits, &c->n_edits, st);
-    if (!rc) rc = amp_list_edits_check(c->edits, c->n_edits, st);
+    rc = amp_options_read_env(&c->opts, session_setting, (void *)o, false, st);
+    if (!rc) rc = amp_options_finish(&c->opts, st);
     const char *log = setting(o, o->log_path, "AMP_LOG_PATH");
     if (!rc && !is_blank(log) && !(c->log_path = strdup(log))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    const char *calib = setting(o, o->calibration, "AMP_CALIBRATION");
-    if (!rc && !is_blank(calib) && (rc = amp_calib_read(calib, &c->calib, st)))
-        amp_status_prefix(st, "AMP_CALIBRATION: ");
     if (rc) amp_auto_config_free(c);
     return rc;
 }
@@ -242,15 +205,7 @@ static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, boo
     AmpCode rc;
     if (log && (rc = log_model(m, log, "before", st))) return rc;
     size_t nodes_before = count_nodes(m), casts_before = count_model_casts(m);
-    AmpPassOptions po = {
-        .precision = c->precision,
-        .list_edits = c->edits,
-        .n_list_edits = c->n_edits,
-        .loss_scale_mode = c->loss_scale_mode,
-        .loss_scale = c->loss_scale,
-        .opset_upgrade = c->opset_upgrade,
-        .calib = c->calib,
-    };
+    AmpPassOptions po = c->opts.po;
     FILE *paint = NULL;
     if (log) {
         if ((rc = log_create(log, "paint.txt", &paint, st))) return rc;
@@ -273,7 +228,8 @@ static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, boo
         if ((rc = log_create(log, "summary.txt", &f, st))) return rc;
         bool ok = fprintf(f, "pipeline: %s\nprecision: %s\nlist edits: %zu\nnodes: %zu before, %zu after\n"
                              "casts: %zu before, %zu after\n",
-                          list, amp_dtype_name(c->precision), c->n_edits, nodes_before, count_nodes(m),
+                          list, amp_dtype_name(c->opts.po.precision ? c->opts.po.precision : AMP_DT_FLOAT16),
+                          c->opts.n_edits, nodes_before, count_nodes(m),
                           casts_before, count_model_casts(m)) > 0;
         if ((rc = log_close(log, "summary.txt", f, ok, st))) return rc;
     }

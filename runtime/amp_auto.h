@@ -8,23 +8,20 @@
 
 #include "ampc.h"
 #include "ir.h"
+#include "options.h"
 #include "passes.h"
 
 typedef struct AmpAutoConfig {
     int backend;           /* AmpBackendKind: the option's, else AMP_BACKEND's when the option is auto */
+    bool tf32;             /* the tf32 option, or AMP_TF32=1 (read whether or not AMP_AUTO is) */
     bool enabled;          /* AMP_AUTO=1 */
-    int precision;         /* AMP_DT_FLOAT16 or AMP_DT_BFLOAT16 */
-    AmpListEdit *edits;    /* malloc'd; additions first, then removals */
-    size_t n_edits;
-    AmpLossScaleMode loss_scale_mode;
-    double loss_scale;
-    AmpOpsetUpgrade opset_upgrade; /* AMP_OPSET_UPGRADE: auto (default) or never */
+    AmpOptions opts;       /* AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_CALIBRATION and the
+                              list edits, read by the option table the CLI shares (passes/options.c) */
     char *log_path;        /* malloc'd; NULL: no log */
-    struct AmpCalibStats *calib; /* AMP_CALIBRATION's statistics (passes/calib.h), or NULL */
 } AmpAutoConfig;
 
 /* Reads and checks the settings: the backend (AMP_BACKEND=cpu|cuda|auto|sim when the
- * option says auto), then AMP_AUTO; with AMP_AUTO unset or 0 nothing else is read (so a
+ * option says auto), AMP_TF32 (yes or no, as AMP_AUTO), then AMP_AUTO; with AMP_AUTO unset or 0 nothing else is read (so a
  * stale variable cannot fail an open that rewrites nothing). A bad value is AMP_ERR_USAGE
  * naming the variable and the value; unknown op names in a list are named all at once. */
 AmpCode amp_auto_config(const AmpSessionOptions *opt, AmpAutoConfig *out, AmpStatus *st);

@@ -1,7 +1,9 @@
-/* ampc's public C API: open an ONNX model (optionally rewriting it in mixed precision in
- * memory, AMP_AUTO=1), run it with named inputs and outputs, run training steps that keep
- * weights and optimizer state resident, read, write, save and load that state bit-exactly,
- * close. Every fallible call returns an AmpCode and fills an AmpStatus with one line. */
+/* ampc's public C API, installed as <ampc/ampc.h> with the library libampc.a (build with
+ * `pkg-config --cflags --libs ampc`, or CMake's find_package(ampc) and ampc::ampc): open an
+ * ONNX model (optionally rewriting it in mixed precision in memory, AMP_AUTO=1), run it
+ * with named inputs and outputs, run training steps that keep weights and optimizer state
+ * resident, read, write, save and load that state bit-exactly, close. Every fallible call
+ * returns an AmpCode and fills an AmpStatus with one line. */
 #ifndef AMPC_H
 #define AMPC_H
 
@@ -37,10 +39,10 @@ size_t amp_tensor_view_bytes(const AmpTensorView *t);
 void amp_tensor_view_free(AmpTensorView *t);
 
 typedef enum AmpBackendKind {
-    AMP_BACKEND_AUTO = 0, /* AMP_BACKEND's choice when set, else CUDA when built with a device
-                             present, else the CPU (today: the CPU) */
+    AMP_BACKEND_AUTO = 0, /* AMP_BACKEND's choice when set, else CUDA when built with it and a
+                             device opens, else the CPU */
     AMP_BACKEND_CPU = 1,
-    AMP_BACKEND_CUDA = 2, /* AMP_ERR_UNSUPPORTED until the CUDA executor lands */
+    AMP_BACKEND_CUDA = 2, /* kernels/cuda; AMP_ERR_UNSUPPORTED without CUDA or a device */
     AMP_BACKEND_SIM = 3   /* the device simulator: the CPU kernels behind memory the runtime
                              cannot read, for tests (slower than the CPU; same results) */
 } AmpBackendKind;
@@ -51,10 +53,12 @@ typedef enum AmpBackendKind {
 typedef struct AmpSessionOptions {
     AmpBackendKind backend; /* auto reads AMP_BACKEND (cpu, cuda, auto, sim) unless ignore_env */
     const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
-    const char *precision;  /* AMP_PRECISION: "fp16" (default) or "bf16" */
-    const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number */
+    /* The AMP fields take what their variable and CLI option take, checked by one table
+     * (passes/options.c); "" is the default (the variable is not read then). */
+    const char *precision;  /* AMP_PRECISION: "fp16" (default; "float16", "half") or "bf16" ("bfloat16") */
+    const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number up to 3.4e38 */
     const char *opset_upgrade; /* AMP_OPSET_UPGRADE: "auto" (default: raise the ai.onnx opset when
-                                  the 16-bit type needs a newer one) or "never" */
+                                  the 16-bit type needs a newer one), "never" or an opset N (7-22) */
     const char *log_path;   /* AMP_LOG_PATH: a folder for before.onnx, after.onnx and text dumps */
     const char *calibration; /* AMP_CALIBRATION: statistics of `ampc calibrate`; values whose measured
                                 |x| passes 4096 keep their nodes float32 */

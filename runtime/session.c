@@ -105,8 +105,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
         size_t total = 0;
         if (amp_backend_cuda_memory(NULL, &s->dev_used_before, &total)) s->dev_used_before = 0;
         rc = amp_backend_open(cfg->backend, &s->be, st);
-        const char *tf32 = opt->ignore_env ? NULL : getenv("AMP_TF32");
-        if (!rc && (opt->tf32 || (tf32 && *tf32 && strcmp(tf32, "0") != 0))) amp_backend_cuda_allow_tf32(s->be, true);
+        if (!rc && cfg->tf32) amp_backend_cuda_allow_tf32(s->be, true);
     }
     s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
     s->max_tensor_bytes = opt->max_tensor_bytes;

@@ -89,47 +89,16 @@ static int fail_status(const AmpStatus *st, AmpCode code, const char *file) {
 
 /* ---- pass list ----------------------------------------------------------------- */
 
-/* Checks LIST ("none", "" or "a,b,c") before anything is loaded: every name must be a
- * known pass, and `dump_after`, when given, one of them. */
+/* Checks LIST before anything is loaded, with the library's parser and check (the ones
+ * amp_run_pipeline uses): every name must be a known pass, and `dump_after`, when given,
+ * one of them. */
 static int check_pass_list(const char *list, const char *dump_after) {
-    bool none = list[0] == '\0' || strcmp(list, "none") == 0;
-    bool dump_found = false;
-    if (!none) {
-        const char *p = list;
-        for (;;) {
-            const char *comma = strchr(p, ',');
-            size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            char name[256];
-            if (len == 0) return ampc_usage_error("--passes '%s': empty pass name", list);
-            if (len >= sizeof name)
-                return ampc_usage_error("--passes: pass name too long: '%.40s...'", p);
-            memcpy(name, p, len);
-            name[len] = '\0';
-            if (!amp_pass_find(name)) {
-                char known[1024] = "";
-                size_t k = 0;
-                for (size_t i = 0; i < amp_pass_count() && k < sizeof known; i++) {
-                    const AmpPass *q = amp_pass_at(i);
-                    if (!q) continue;
-                    int w = snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "",
-                                     q->name);
-                    if (w < 0) break;
-                    k += (size_t)w;
-                }
-                return ampc_usage_error("unknown pass '%s' in --passes (known: %s)", name,
-                                   known[0] ? known : "none");
-            }
-            if (dump_after && strcmp(name, dump_after) == 0) dump_found = true;
-            if (!comma) break;
-            p = comma + 1;
-        }
-    }
-    if (dump_after && !dump_found) {
-        if (!amp_pass_find(dump_after))
-            return ampc_usage_error("--dump-after: unknown pass '%s'", dump_after);
-        return ampc_usage_error("--dump-after: pass '%s' is not in the pipeline '%s'", dump_after,
-                           none ? "none" : list);
-    }
+    const AmpPass *passes[256];
+    size_t n = 0;
+    AmpStatus st = {AMP_OK, ""};
+    if (amp_pipeline_parse(list, passes, sizeof passes / sizeof *passes, &n, &st))
+        return ampc_usage_error("--passes: %s", st.msg);
+    if (amp_pipeline_check_dump(passes, n, dump_after, &st)) return ampc_usage_error("%s", st.msg);
     return AMP_OK;
 }
 
@@ -366,7 +335,7 @@ static int cmd_convert(const ConvertArgs *a) {
     }
     ampc_phase_done(&tm, NULL, NULL);
 
-    AmpPassOptions popt = amp_args.po; /* the amp pass's options (tools/cli_amp.c) */
+    AmpPassOptions popt = amp_args.o.po; /* the amp pass's options (tools/cli_amp.c) */
     AmpPipelineOptions pl = {.verify_each = false,
                              .dump_after = a->dump_after,
                              .dump_to = stdout,
@@ -421,105 +390,136 @@ static int cmd_convert(const ConvertArgs *a) {
 
 /* ---- main ---------------------------------------------------------------------- */
 
-int main(int argc, char **argv) {
-    /* A write past `ulimit -f` fails with EFBIG, reported and cleaned up like any failed
-     * write, instead of killing ampc with its temporary files left behind. */
-    signal(SIGXFSZ, SIG_IGN);
-    if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
-    unsigned cmd = CMD_CONVERT;
-    if (argc >= 2 && strcmp(argv[1], "run") == 0) cmd = CMD_RUN;
-    if (argc >= 2 && strcmp(argv[1], "bench") == 0) cmd = CMD_BENCH;
-    if (argc >= 2 && strcmp(argv[1], "grad") == 0) cmd = CMD_GRAD;
-    if (argc >= 2 && strcmp(argv[1], "calibrate") == 0) cmd = CMD_CALIBRATE;
-    if (argc >= 2 && strcmp(argv[1], "compare") == 0) cmd = CMD_COMPARE;
-    if (cmd != CMD_CONVERT) argc--, argv++; /* parse "run ..." as if "run" were the program */
+/* Everything the command line says, per command. */
+typedef struct Cli {
+    unsigned cmd; /* CMD_CONVERT, CMD_RUN, ... */
+    ConvertArgs a;
+    RunArgs ra;
+    GradArgs ga;
+    CalibArgs ca;
+    bool help, version;
+} Cli;
 
+/* The command named by argv[1] (CMD_CONVERT when none is). */
+static unsigned command_of(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        unsigned cmd;
+    } cmds[] = {{"run", CMD_RUN}, {"bench", CMD_BENCH}, {"grad", CMD_GRAD}, {"calibrate", CMD_CALIBRATE},
+                {"compare", CMD_COMPARE}};
+    for (size_t i = 0; argc >= 2 && i < sizeof cmds / sizeof *cmds; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].cmd;
+    return CMD_CONVERT;
+}
+
+/* The usage error for what getopt_long returned as '?' or ':'. */
+static int getopt_error(int ch, char **argv) {
+    const OptRow *r = optopt ? ampc_row_by_val(optopt) : NULL;
+    if (ch == '?') {
+        if (r) return ampc_usage_error("option '--%s' takes no argument", r->name);
+        if (optopt && optopt < OPT__FIRST) return ampc_usage_error("unknown option '-%c'", optopt);
+        return ampc_unknown_long(argv[optind - 1]);
+    }
+    if (r && r->short_name == optopt)
+        return ampc_usage_error("option '-%c' needs an argument (%s)", optopt, r->meta);
+    if (r) return ampc_usage_error("option '--%s' needs an argument (%s)", r->name, r->meta);
+    return ampc_usage_error("option '%s' needs an argument", argv[optind - 1]);
+}
+
+/* One option of the convert command (row r, value val). */
+static int convert_option(Cli *c, const OptRow *r, int val, const char *arg) {
+    ConvertArgs *a = &c->a;
+    switch (val) {
+    case OPT_OUTPUT: a->out = arg; return 0;
+    case OPT_PASSES: a->passes = arg; return 0;
+    case OPT_DUMP_AFTER: a->dump_after = arg; return 0;
+    case OPT_PRINT: a->print = true; return 0;
+    case OPT_REPORT: a->report = true; return 0;
+    case OPT_DUMP_DOT: a->dump_dot = arg; return 0;
+    case OPT_DOT_COLLAPSE: a->dot.collapse = true; return 0;
+    case OPT_DOT_INITIALIZERS: a->dot.initializers = true; return 0;
+    case OPT_NO_VERIFY: a->verify = false; return 0;
+    case OPT_NO_VALUE_INFO: a->value_info = false; return 0;
+    case OPT_QUIET: a->quiet = true; return 0;
+    case OPT_TIME: a->time = true; return 0;
+    case OPT_OPTIMIZER:
+    case OPT_CHECKPOINT:
+    case OPT_LR: return ampc_parse_run_value(val, arg, &c->ra);
+    case OPT_EXTERNAL_DATA:
+        if (strcmp(arg, "auto") == 0) a->external = AMP_SAVE_EXTERNAL_AUTO;
+        else if (strcmp(arg, "always") == 0) a->external = AMP_SAVE_EXTERNAL_ALWAYS;
+        else if (strcmp(arg, "never") == 0) a->external = AMP_SAVE_EXTERNAL_NEVER;
+        else return ampc_usage_error("--external-data '%s': expected auto, always or never", arg);
+        return 0;
+    default: {
+        /* The AMP options (--precision, --allow, ...: tools/cli_amp.c, passes/options.c). */
+        int rc = r ? ampc_amp_option(&amp_args, r->name, arg ? arg : "") : -1;
+        return rc < 0 ? ampc_usage_error("internal: unhandled option %d", val) : rc;
+    }
+    }
+}
+
+/* Reads every option into c; 0 or the exit code of a usage error (printed). */
+static int parse_options(Cli *c, int argc, char **argv) {
     /* ":" first: a missing argument returns ':' so the message is ours, not getopt's. */
     char shorts[2 * AMPC_N_OPTS + 2];
     ampc_short_opts(shorts);
-
-    ConvertArgs a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO};
-    RunArgs ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3};
-    GradArgs ga = {0};
-    CalibArgs ca = {.run = {.steps = 1, .backend = AMP_BACKEND_CPU}};
-    bool help = false, version = false;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, shorts, ampc_long_opts, NULL)) != -1) {
-        if (ch == '?') {
-            const OptRow *r = optopt ? ampc_row_by_val(optopt) : NULL;
-            if (r) return ampc_usage_error("option '--%s' takes no argument", r->name);
-            if (optopt && optopt < OPT__FIRST) return ampc_usage_error("unknown option '-%c'", optopt);
-            return ampc_unknown_long(argv[optind - 1]);
-        }
-        if (ch == ':') {
-            const OptRow *r = ampc_row_by_val(optopt);
-            if (r && r->short_name == optopt)
-                return ampc_usage_error("option '-%c' needs an argument (%s)", optopt, r->meta);
-            if (r) return ampc_usage_error("option '--%s' needs an argument (%s)", r->name, r->meta);
-            return ampc_usage_error("option '%s' needs an argument", argv[optind - 1]);
-        }
+        if (ch == '?' || ch == ':') return getopt_error(ch, argv);
         const OptRow *r = ampc_row_by_val(ch);
-        int val = r ? r->val : 0;
-        if (r && !(ampc_option_commands(val) & cmd)) return ampc_wrong_command(r, cmd);
-        if (cmd != CMD_CONVERT && val != OPT_HELP && val != OPT_VERSION) {
-            int rc = cmd == CMD_GRAD                                ? ampc_parse_grad_value(val, optarg, &ga)
-                     : cmd == CMD_CALIBRATE || cmd == CMD_COMPARE ? ampc_parse_calib_value(val, optarg, &ca)
-                                                                   : ampc_parse_run_value(val, optarg, &ra);
-            if (rc) return rc;
-            continue;
-        }
-        switch (val) {
-        case OPT_OUTPUT: a.out = optarg; break;
-        case OPT_PASSES: a.passes = optarg; break;
-        case OPT_DUMP_AFTER: a.dump_after = optarg; break;
-        case OPT_PRINT: a.print = true; break;
-        case OPT_REPORT: a.report = true; break;
-        case OPT_DUMP_DOT: a.dump_dot = optarg; break;
-        case OPT_DOT_COLLAPSE: a.dot.collapse = true; break;
-        case OPT_DOT_INITIALIZERS: a.dot.initializers = true; break;
-        case OPT_NO_VERIFY: a.verify = false; break;
-        case OPT_NO_VALUE_INFO: a.value_info = false; break;
-        case OPT_QUIET: a.quiet = true; break;
-        case OPT_TIME: a.time = true; break;
-        case OPT_HELP: help = true; break;
-        case OPT_VERSION: version = true; break;
-        case OPT_OPTIMIZER:
-        case OPT_CHECKPOINT:
-        case OPT_LR: {
-            int rc = ampc_parse_run_value(val, optarg, &ra);
-            if (rc) return rc;
-            break;
-        }
-        case OPT_EXTERNAL_DATA:
-            if (strcmp(optarg, "auto") == 0)
-                a.external = AMP_SAVE_EXTERNAL_AUTO;
-            else if (strcmp(optarg, "always") == 0)
-                a.external = AMP_SAVE_EXTERNAL_ALWAYS;
-            else if (strcmp(optarg, "never") == 0)
-                a.external = AMP_SAVE_EXTERNAL_NEVER;
-            else
-                return ampc_usage_error("--external-data '%s': expected auto, always or never",
-                                   optarg);
-            break;
-        default: {
-            /* The AMP options (--precision, --allow, ...: tools/cli_amp.c). */
-            int arc = r ? ampc_amp_option(&amp_args, r->name, optarg ? optarg : "") : -1;
-            if (arc > 0) return arc;
-            if (arc < 0) return ampc_usage_error("internal: unhandled option %d", ch);
-            break;
-        }
-        }
+        int val = r ? r->val : 0, rc = 0;
+        if (r && !(ampc_option_commands(val) & c->cmd)) return ampc_wrong_command(r, c->cmd);
+        if (val == OPT_HELP) c->help = true;
+        else if (val == OPT_VERSION) c->version = true;
+        else if (c->cmd == CMD_GRAD) rc = ampc_parse_grad_value(val, optarg, &c->ga);
+        else if (c->cmd == CMD_CALIBRATE || c->cmd == CMD_COMPARE) rc = ampc_parse_calib_value(val, optarg, &c->ca);
+        else if (c->cmd != CMD_CONVERT) rc = ampc_parse_run_value(val, optarg, &c->ra);
+        else rc = convert_option(c, r, val, optarg);
+        if (rc) return rc;
     }
-    if (help) {
-        ampc_print_help(stdout, AMPC_VERSION);
-        return finish_stdout();
-    }
-    if (version) {
-        printf("ampc %s\n", AMPC_VERSION);
-        return finish_stdout();
-    }
+    return 0;
+}
 
+/* The convert command's checks of its options as a whole, then the run. */
+static int convert(ConvertArgs *a, const RunArgs *ra) {
+    a->model_shown = amp_model_path_shown(a->model);
+    if (a->out && a->out[0] == '\0') return ampc_usage_error("-o: OUT is an empty path");
+    if (a->dump_dot && a->dump_dot[0] == '\0') return ampc_usage_error("--dump-dot: FILE is an empty path");
+    if (!a->dump_dot && (a->dot.collapse || a->dot.initializers))
+        return ampc_usage_error("--%s needs --dump-dot FILE", a->dot.collapse ? "dot-collapse" : "dot-initializers");
+    amp_args.quiet = a->quiet;
+    int arc = ampc_amp_finish(&amp_args);
+    if (arc) return arc;
+    if (!a->out && !a->print && !a->dump_after && !a->report && !a->dump_dot && !amp_args.n_explain)
+        return ampc_usage_error("nothing to do: give -o OUT to write the converted model "
+                           "(or --print / --dump-after PASS / --report / --dump-dot FILE / --explain "
+                           "NODE to only look at it)");
+    /* Standard output carries the text (--print, --report, --explain, --dump-after) or one
+     * file, never two things: a model or a picture with text in it is neither. */
+    const char *text = a->print ? "--print" : a->report ? "--report" : amp_args.n_explain ? "--explain"
+                     : a->dump_after ? "--dump-after" : NULL;
+    bool model_out = a->out && same_output(a->out, "-"), dot_out = a->dump_dot && same_output(a->dump_dot, "-");
+    if (a->out && a->dump_dot && same_output(a->out, a->dump_dot))
+        return ampc_usage_error("-o and --dump-dot name the same file ('%s')", a->out);
+    if ((model_out || dot_out) && text)
+        return ampc_usage_error("%s '%s' is standard output, where %s prints too: write it to a file",
+                           model_out ? "-o" : "--dump-dot", model_out ? a->out : a->dump_dot, text);
+    if (model_out && isatty(STDOUT_FILENO))
+        return ampc_usage_error("-o '%s': standard output is a terminal: redirect it to a file or a pipe", a->out);
+
+    const char *list = a->passes ? a->passes : amp_default_pipeline();
+    int rc = check_pass_list(list ? list : "none", a->dump_after);
+    if (rc != AMP_OK) return rc;
+    a->ort = ra;
+    return cmd_convert(a);
+}
+
+/* After the options: MODEL (and compare's AMP), the checks all commands share, then the
+ * command. */
+static int dispatch(Cli *c, int argc, char **argv) {
+    unsigned cmd = c->cmd;
     const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : cmd == CMD_GRAD ? "grad: "
                      : cmd == CMD_CALIBRATE ? "calibrate: " : cmd == CMD_COMPARE ? "compare: " : "";
     if (optind >= argc) return ampc_usage_error("%smissing %s", what, cmd == CMD_COMPARE ? "FP32" : "MODEL");
@@ -527,10 +527,10 @@ int main(int argc, char **argv) {
     if (cmd == CMD_COMPARE) {
         if (optind + 1 >= argc) return ampc_usage_error("compare: missing AMP, the converted model");
         if (optind + 2 < argc) return ampc_usage_error("compare: unexpected argument '%s'", argv[optind + 2]);
-        if (ca.n_dirs > 1) return ampc_usage_error("compare: one --inputs DIR");
-        ca.run.model = model;
-        ca.amp = argv[optind + 1];
-        return ampc_cmd_compare(&ca);
+        if (c->ca.n_dirs > 1) return ampc_usage_error("compare: one --inputs DIR");
+        c->ca.run.model = model;
+        c->ca.amp = argv[optind + 1];
+        return ampc_cmd_compare(&c->ca);
     }
     if (optind + 1 < argc) return ampc_usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
     if (model[0] == '\0') return ampc_usage_error("%sMODEL is an empty path", what);
@@ -540,52 +540,37 @@ int main(int argc, char **argv) {
         return ampc_usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
     int in_rc = check_stdin_model(model);
     if (in_rc) return in_rc;
-    if (!ra.ort_optimizer && (ra.ort_checkpoint || ra.lr > 0))
+    const RunArgs *ra = &c->ra;
+    if (!ra->ort_optimizer && (ra->ort_checkpoint || ra->lr > 0))
         return ampc_usage_error("%s%s is for onnxruntime-training artifacts, with --optimizer", what,
-                                ra.ort_checkpoint ? "--checkpoint" : "--lr");
-    if (ra.ort_optimizer && !ra.ort_checkpoint)
+                                ra->ort_checkpoint ? "--checkpoint" : "--lr");
+    if (ra->ort_optimizer && !ra->ort_checkpoint)
         return ampc_usage_error("%s--optimizer needs --checkpoint FILE: the parameters' values", what);
-    if (cmd == CMD_CALIBRATE) {
-        ca.run.model = model;
-        return ampc_cmd_calibrate(&ca);
+    switch (cmd) {
+    case CMD_CALIBRATE: c->ca.run.model = model; return ampc_cmd_calibrate(&c->ca);
+    case CMD_GRAD: c->ga.model = model; return ampc_cmd_grad(&c->ga);
+    case CMD_RUN: c->ra.model = model; return ampc_cmd_run(&c->ra);
+    case CMD_BENCH: c->ra.model = model; return ampc_cmd_bench(&c->ra);
+    default: c->a.model = model; return convert(&c->a, &c->ra);
     }
-    if (cmd == CMD_GRAD) {
-        ga.model = model;
-        return ampc_cmd_grad(&ga);
-    }
-    if (cmd != CMD_CONVERT) {
-        ra.model = model;
-        return cmd == CMD_RUN ? ampc_cmd_run(&ra) : ampc_cmd_bench(&ra);
-    }
-    a.model = model;
-    a.model_shown = amp_model_path_shown(model);
-    if (a.out && a.out[0] == '\0') return ampc_usage_error("-o: OUT is an empty path");
-    if (a.dump_dot && a.dump_dot[0] == '\0') return ampc_usage_error("--dump-dot: FILE is an empty path");
-    if (!a.dump_dot && (a.dot.collapse || a.dot.initializers))
-        return ampc_usage_error("--%s needs --dump-dot FILE", a.dot.collapse ? "dot-collapse" : "dot-initializers");
-    amp_args.quiet = a.quiet;
-    int arc = ampc_amp_finish(&amp_args);
-    if (arc) return arc;
-    if (!a.out && !a.print && !a.dump_after && !a.report && !a.dump_dot && !amp_args.n_explain)
-        return ampc_usage_error("nothing to do: give -o OUT to write the converted model "
-                           "(or --print / --dump-after PASS / --report / --dump-dot FILE / --explain "
-                           "NODE to only look at it)");
-    /* Standard output carries the text (--print, --report, --explain, --dump-after) or one
-     * file, never two things: a model or a picture with text in it is neither. */
-    const char *text = a.print ? "--print" : a.report ? "--report" : amp_args.n_explain ? "--explain"
-                     : a.dump_after ? "--dump-after" : NULL;
-    bool model_out = a.out && same_output(a.out, "-"), dot_out = a.dump_dot && same_output(a.dump_dot, "-");
-    if (a.out && a.dump_dot && same_output(a.out, a.dump_dot))
-        return ampc_usage_error("-o and --dump-dot name the same file ('%s')", a.out);
-    if ((model_out || dot_out) && text)
-        return ampc_usage_error("%s '%s' is standard output, where %s prints too: write it to a file",
-                           model_out ? "-o" : "--dump-dot", model_out ? a.out : a.dump_dot, text);
-    if (model_out && isatty(STDOUT_FILENO))
-        return ampc_usage_error("-o '%s': standard output is a terminal: redirect it to a file or a pipe", a.out);
+}
 
-    const char *list = a.passes ? a.passes : amp_default_pipeline();
-    int rc = check_pass_list(list ? list : "none", a.dump_after);
-    if (rc != AMP_OK) return rc;
-    a.ort = &ra;
-    return cmd_convert(&a);
+int main(int argc, char **argv) {
+    /* A write past `ulimit -f` fails with EFBIG, reported and cleaned up like any failed
+     * write, instead of killing ampc with its temporary files left behind. */
+    signal(SIGXFSZ, SIG_IGN);
+    if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
+    Cli c = {.cmd = command_of(argc, argv),
+              .a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO},
+              .ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3},
+              .ca = {.run = {.steps = 1, .backend = AMP_BACKEND_AUTO}}};
+    if (c.cmd != CMD_CONVERT) argc--, argv++; /* parse "run ..." as if "run" were the program */
+    int rc = parse_options(&c, argc, argv);
+    if (rc) return rc;
+    if (c.help || c.version) {
+        if (c.help) ampc_print_help(stdout, AMPC_VERSION);
+        else printf("ampc %s\n", AMPC_VERSION);
+        return finish_stdout();
+    }
+    return dispatch(&c, argc, argv);
 }

@@ -1,8 +1,7 @@
 /* The AMP options of `ampc MODEL -o OUT` (tools/cli_amp.c): --precision, --level, the list
- * edits (--allow/--infer/--clear/--deny, plus the AMP_ALLOWLIST_ADD ... variables, parsed by
- * passes/amp_lists.c as AMP_AUTO does), --keep-fp32, --keep-io-types / --no-keep-io-types,
- * --loss, --loss-scale (with --loss-scale-init, --growth-interval, --growth-factor and
- * --backoff-factor), --calibration and --calib-max-activation, and --explain, turned into the passes' AmpPassOptions. */
+ * edits, --keep-fp32, the loss scaling and calibration options, parsed by the library's
+ * option table (passes/options.c, which AMP_AUTO and the C API share; the CLI reads the
+ * AMP_ALLOWLIST_ADD ... list variables there too), and --explain, the CLI's own. */
 #ifndef AMPC_TOOLS_CLI_AMP_H
 #define AMPC_TOOLS_CLI_AMP_H
 
@@ -10,21 +9,16 @@
 #include <stddef.h>
 
 #include "ir.h"
+#include "options.h"
 #include "passes.h"
 
 typedef struct AmpcAmp {
-    AmpPassOptions po;      /* filled as options are read; list_edits/keep_fp32 point below */
-    AmpListEdit *edits;     /* malloc'd: command-line edits, then the environment's */
-    size_t n_edits;
-    const char **keep;      /* malloc'd --keep-fp32 globs */
-    size_t n_keep;
+    AmpOptions o;           /* as the library's option table reads them (o.po: the passes') */
     const char **explain;   /* malloc'd: each --explain NODE, in the order given */
     size_t n_explain;
-    double loss_scale_init; /* --loss-scale-init (0: not given) */
     char summary[1024];     /* the amp and loss_scale passes' summaries, for the "wrote"
                                message */
     bool quiet;             /* -q: weight reports are not printed */
-    struct AmpCalibStats *calib; /* --calibration STATS, read when the option is (po.calib) */
 } AmpcAmp;
 
 /* Handles the option called `name` (its long name) with argument `arg`. Returns -1 when

@@ -1,5 +1,5 @@
-/* `ampc calibrate MODEL [--inputs DIR]... [--steps N] -o STATS`: runs the FP32 graph on the
- * CPU executor over sample inputs (each --inputs DIR in the conformance layout; random
+/* `ampc calibrate MODEL [--inputs DIR]... [--steps N] [--backend B] -o STATS`: runs the FP32
+ * graph (on CUDA where present, else the CPU: --backend as `ampc run`) over sample inputs (each --inputs DIR in the conformance layout; random
  * inputs shaped by the model without one) and records, per float value of the main graph,
  * its largest |x|, the shares of its non-zero elements below float16's smallest normal and
  * below what rounds to zero, and NaN/inf seen; per MatMul/Gemm/Conv/Reduce* node its
@@ -16,6 +16,7 @@
 #include "calib.h"
 #include "cli_options.h"
 #include "observe.h"
+#include "options.h"
 
 /* What one value has shown so far. */
 typedef struct Acc {
@@ -221,7 +222,7 @@ static AmpCode run_all(CalibArgs *ca, AmpSession *s, Calib *c, bool training, Am
 int ampc_cmd_calibrate(CalibArgs *ca) {
     if (!ca->out) return ampc_usage_error("calibrate: give -o STATS, the statistics file to write");
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = {.backend = AMP_BACKEND_CPU, .amp_auto = "0", .seed = ca->run.seed};
+    AmpSessionOptions so = {.backend = ca->run.backend, .amp_auto = "0", .seed = ca->run.seed};
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(ca->run.model, &so, &s, &st);
     if (rc) {
@@ -270,11 +271,14 @@ int ampc_parse_calib_value(int val, const char *arg, CalibArgs *c) {
         c->dirs[c->n_dirs++] = arg;
         return 0;
     case OPT_OUTPUT: c->out = arg; return 0;
-    case OPT_LOSS_SCALE_INIT:
-        c->loss_scale = strtod(arg, &end);
-        if (*end || !(c->loss_scale > 0) || isinf(c->loss_scale))
-            return ampc_usage_error("--loss-scale-init '%s': expected a positive number", arg);
+    case OPT_LOSS_SCALE_INIT: { /* checked as the convert command checks it (passes/options.c) */
+        AmpOptions o = {0};
+        AmpStatus st = {AMP_OK, ""};
+        if (amp_option_set(&o, amp_option_find("loss-scale-init"), "--loss-scale-init", arg, &st))
+            return ampc_usage_error("%s", st.msg);
+        c->loss_scale = o.loss_scale_init;
         return 0;
+    }
     case OPT_TOP:
         c->top = strtol(arg, &end, 10);
         if (*end || c->top < 1) return ampc_usage_error("--top '%s': expected a whole number from 1", arg);

@@ -5,7 +5,8 @@
  * more, alone, on the FP32 graph's inputs cast to its input types (its local error only).
  * No bisection: one run of each model. Values are matched by name, through Casts either
  * side (ampc's `<name>_fp16` and `<name>_to_fp16`, onnxconverter-common's
- * `InsertedCast_*`), so models converted by other tools compare too. */
+ * `InsertedCast_*`), so models converted by other tools compare too. A float32 input the
+ * AMP model takes in 16 bits (converted with --no-keep-io-types) is rounded to its type. */
 #include "cli_calib.h"
 
 #include <math.h>
@@ -325,6 +326,20 @@ static void keep_line(const AmpNode *n, const AmpNode **done, size_t *n_done) {
     printf("  --keep-fp32 '%s'\n", n->name ? n->name : "");
 }
 
+/* Counts the 16-bit nodes of the bodies (If, Loop, Scan) below the main graph: compare
+ * keeps the FP32 values of the main graph only, so these are not compared. */
+static AmpCode count_body16(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)st;
+    if (!g->owner) return AMP_OK;
+    for (const AmpNode *n = g->first; n; n = n->next) {
+        bool any16 = false;
+        for (int k = 0; k < n->n_outputs && !any16; k++)
+            any16 = n->outputs[k] && n->outputs[k]->type.kind == AMP_TYPE_TENSOR && is16(n->outputs[k]->type.dtype);
+        *(size_t *)ctx += any16 && n->op != AMP_OP_Cast;
+    }
+    return AMP_OK;
+}
+
 /* The ranking, then the --keep-fp32 lines for the nodes of local error from 1e-2 up: the
  * node, and where most of its error is the rounding of its 16-bit inputs, their makers. */
 static void print_nodes(const Cmp *c, long top) {
@@ -332,6 +347,11 @@ static void print_nodes(const Cmp *c, long top) {
            "(max |y - fp32| / max |fp32|, the node alone on the FP32 inputs cast to its input types; in "
            "brackets the part its inputs' rounding makes, computed in float32), beside the error with what "
            "it inherited:\n", c->n, c->skipped);
+    size_t in_bodies = 0;
+    amp_graph_walk(c->amp->graph, count_body16, &in_bodies, NULL);
+    if (in_bodies)
+        printf("(%zu 16-bit nodes inside If/Loop/Scan bodies are not compared: compare keeps the FP32 values of the "
+               "main graph only; their errors show in the If/Loop/Scan node's outputs)\n", in_bodies);
     for (size_t i = 0; i < c->n && (long)i < top; i++) {
         const NodeErr *x = &c->errs[i];
         printf("%3zu. %s (%s) -> '%s': local %.3g (inputs' rounding %.3g), inherited+local %.3g, max |fp32| %.3g\n",
@@ -352,6 +372,29 @@ static void print_nodes(const Cmp *c, long top) {
         }
     }
     if (!worst) printf("no node's local error reaches 1e-2\n");
+}
+
+/* The inputs of the AMP run: in's tensors, each float32 one that the AMP model takes as
+ * float16 or bfloat16 rounded to that type (into bufs[i], which the caller frees). */
+static AmpCode amp_inputs(const AmpSession *as, const RunInputs *in, AmpTensorView *t, void **bufs,
+                          AmpStatus *st) {
+    size_t n_in = amp_session_input_count(as, AMP_MODE_RUN);
+    for (size_t i = 0; i < in->n; i++) {
+        t[i] = in->t[i];
+        AmpIoInfo io = {0};
+        int dt = 0;
+        for (size_t j = 0; j < n_in && !dt; j++)
+            if (amp_session_input_info(as, AMP_MODE_RUN, j, &io) && io.name && strcmp(io.name, t[i].name) == 0)
+                dt = io.dtype ? io.dtype : -1;
+        if (t[i].dtype != AMP_DT_FLOAT || !is16(dt)) continue;
+        size_t n = amp_tensor_view_bytes(&t[i]) / sizeof(float);
+        uint16_t *h = malloc(n * sizeof *h + 1);
+        if (!h) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        if (dt == AMP_DT_FLOAT16) amp_f32_to_f16_n(h, t[i].data, n);
+        else amp_f32_to_bf16_n(h, t[i].data, n);
+        bufs[i] = h, t[i].data = h, t[i].dtype = dt;
+    }
+    return AMP_OK;
 }
 
 static AmpCode open_cpu(const char *path, AmpSession **s, AmpStatus *st) {
@@ -387,10 +430,16 @@ int ampc_cmd_compare(CalibArgs *ca) {
         amp_session_set_hook(fs, keep_ref, &c.ref);
         rc = amp_session_run(fs, in.t, in.n, NULL, n_out, fo, &st);
     }
+    AmpTensorView *at = rc ? NULL : calloc(in.n + 1, sizeof *at);
+    void **bufs = rc ? NULL : calloc(in.n + 1, sizeof *bufs);
+    if (!rc && (!at || !bufs)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
+    if (!rc) rc = amp_inputs(as, &in, at, bufs, &st);
     if (!rc) {
         amp_session_set_hook(as, observe, &c);
-        rc = amp_session_run(as, in.t, in.n, NULL, n_out, ao, &st);
+        rc = amp_session_run(as, at, in.n, NULL, n_out, ao, &st);
     }
+    for (size_t i = 0; bufs && i < in.n; i++) free(bufs[i]);
+    free(bufs), free(at);
     if (!rc) {
         print_outputs(fo, ao, n_out);
         qsort(c.errs, c.n, sizeof *c.errs, by_local);

@@ -37,15 +37,16 @@
              "of every intermediate value whose type is known (entries the input had are kept "  \
              "either way)")                                                                     \
     AMPC_OPT(PRECISION, "precision", 0, 1, "TYPE",                                              \
-             "fp16 (the default) or bf16: the 16-bit type of the amp pass")                     \
+             "fp16 (the default; float16 and half are the same) or bf16 (bfloat16): the 16-bit "   \
+             "type of the amp pass")                     \
     AMPC_OPT(LEVEL, "level", 0, 1, "LEVEL",                                                     \
              "default, tensor-cores-only (only allow-list ops become 16-bit), "                 \
              "treat-infer-as-deny (infer-list ops stay fp32) or unsafe-force-all (every "       \
              "op of the four lists becomes 16-bit where it can)")                               \
     AMPC_OPT(OPSET_UPGRADE, "opset-upgrade", 0, 1, "MODE",                                      \
              "auto (the default), never or N: raise the model's ai.onnx opset when the 16-bit "    \
-             "type needs a newer one (bf16 Conv: 22), adapting the ops that changed on the way "\
-             "(AMP_OPSET_UPGRADE for AMP_AUTO); a number N (7-22) raises it to at least N")                                                \
+             "type needs a newer one (bf16 Conv: 22), adapting the ops that changed on the way; " \
+             "a number N (7-22) raises it to at least N")                                                \
     AMPC_OPT(ALLOW, "allow", 0, 1, "OPS",                                                       \
              "add ops (comma-separated ONNX op types: MatMul,com.microsoft:FusedGemm) to the "  \
              "allow list: always 16-bit; AMP_ALLOWLIST_ADD and the other list variables are "   \
@@ -66,7 +67,8 @@
     AMPC_OPT(NO_KEEP_IO_TYPES, "no-keep-io-types", 0, 0, "",                                    \
              "main-graph inputs read by 16-bit nodes and outputs they write become 16-bit")     \
     AMPC_OPT(LOSS_SCALE, "loss-scale", 0, 1, "MODE",                                            \
-             "dynamic, a number, or none: loss scaling of training graphs (GradScaler "         \
+             "dynamic, a number (up to float32's largest, 3.4e38), or none: loss scaling of "    \
+             "training graphs (GradScaler "                                                      \
              "semantics; a number is a static scale that keeps the gradient check); default "   \
              "dynamic for fp16, none for bf16; inference graphs are left as they are")          \
     AMPC_OPT(LOSS_SCALE_STATE, "loss-scale-state", 0, 1, "WHERE",                               \
@@ -85,12 +87,17 @@
              "dynamic loss scaling: multiply the scale by 0 < F < 1 after a step with inf/NaN " \
              "gradients (default 0.5)")                                                         \
     AMPC_OPT(CALIBRATION, "calibration", 0, 1, "STATS",                                         \
-             "measured ranges from 'ampc calibrate' (AMP_CALIBRATION for AMP_AUTO): nodes that "  \
-             "read or write a value whose recorded |x| passes --calib-max-activation stay fp32; " \
+             "measured ranges from 'ampc calibrate': nodes that "                                 \
+             "read or write a value whose recorded |x| passes --calib-max-activation, or stays " \
+             "below --calib-min-activation, stay fp32; "                                        \
              "a training graph's gradients that would underflow are reported with advice")      \
     AMPC_OPT(CALIB_MAX_ACTIVATION, "calib-max-activation", 0, 1, "X",                           \
              "with --calibration, fp16: the largest recorded |x| a 16-bit node may see (default 4096: " \
              "65504/16, four binary orders of headroom; ModelOpt uses 512)")                     \
+    AMPC_OPT(CALIB_MIN_ACTIVATION, "calib-min-activation", 0, 1, "X",                           \
+             "with --calibration, fp16: a value whose largest recorded |x| is non-zero but below X " \
+             "keeps its nodes fp32 (default 6.1e-5 = 2^-14, fp16's smallest normal: the whole "   \
+             "value would be subnormal); 0 turns this off")                                      \
     AMPC_OPT(TOP, "top", 0, 1, "N", "compare: list the N nodes of largest local error (default 10)") \
     AMPC_OPT(EXPLAIN, "explain", 0, 1, "NODE",                                                  \
              "print to stdout the chain of rules that set the precision of the node(s) named "  \
@@ -116,7 +123,7 @@
              "K = 0, 1, ...: ONNX TensorProtos named after the outputs, data in raw_data; "     \
              "DIR is created if needed, each file is written atomically")                       \
     AMPC_OPT(BACKEND, "backend", 0, 1, "NAME",                                                  \
-             "run, bench: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, "   \
+             "run, bench, calibrate: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, " \
              "else CUDA when available, else the CPU; sim: the device simulator of the tests, " \
              "the CPU kernels behind memory the runtime cannot read)")                          \
     AMPC_OPT(NO_FALLBACK, "no-fallback", 0, 0, "",                                              \

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli_usage.h"
+#include "options.h"
 #include "passes.h"
 #include "run.h"
 
@@ -113,7 +114,12 @@ void ampc_print_help(FILE *f, const char *version) {
         else
             snprintf(head, sizeof head, "    --%s%s%s", o->name, o->has_arg ? " " : "",
                      o->meta);
-        print_wrapped(f, head, o->help);
+        /* The variable of the library's option table that AMP_AUTO reads for it. */
+        const AmpOption *d = amp_option_find(o->name);
+        char help[1024];
+        snprintf(help, sizeof help, "%s%s%s%s", o->help, d && d->env ? " (AMP_AUTO: " : "", d && d->env ? d->env : "",
+                 d && d->env ? ")" : "");
+        print_wrapped(f, head, help);
     }
     const char *dflt = amp_default_pipeline();
     fprintf(f, "\npasses (default pipeline: %s):\n", (dflt && dflt[0]) ? dflt : "none");
@@ -136,9 +142,10 @@ void ampc_print_help(FILE *f, const char *version) {
             "model, converted by ampc or not.\n"
             "\n"
             "'ampc run' trains when the model has a training algorithm (ONNX training_info) or\n"
-            "an output named like a loss; it reads AMP_AUTO=1 (with AMP_PRECISION, AMP_LOG_PATH,\n"
-            "AMP_LOSS_SCALE, AMP_ALLOWLIST_ADD and the other list edits) and then rewrites the\n"
-            "model in mixed precision in memory before running it; without --backend it reads\n"
+            "an output named like a loss; it reads AMP_AUTO=1 (with AMP_LOG_PATH and the\n"
+            "variables named '(AMP_AUTO: VAR)' above, which take the values their option takes,\n"
+            "AMP_ALLOWLIST_REMOVE and the other removals too) and then rewrites the model in\n"
+            "mixed precision in memory before running it; without --backend it reads\n"
             "AMP_BACKEND (cpu, cuda, auto or sim). 'ampc bench' does the same but runs\n"
             "inference unless --train is given, and prints only the median, min and max time\n"
             "of the N timed runs (the W warm-up runs are not counted) and the peak memory.\n"
@@ -206,7 +213,7 @@ unsigned ampc_option_commands(int val) {
     case OPT_LOAD_STATE:
     case OPT_SAVE_STATE:
     case OPT_OUTPUTS: return CMD_RUN;
-    case OPT_BACKEND:
+    case OPT_BACKEND: return CMD_RUN | CMD_BENCH | CMD_CALIBRATE;
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:

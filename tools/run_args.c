@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "cli_options.h"
+#include "options.h"
 #include "run.h"
 #include "status.h"
 
@@ -51,8 +52,11 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
         return AMP_OK;
     }
     case OPT_BACKEND:
-        if ((r->backend = amp_backend_parse(arg)) < 0)
-            return ampc_usage_error("--backend '%s': expected cpu, cuda, auto or sim", arg);
+        if ((r->backend = amp_backend_parse(arg)) < 0) { /* AMP_BACKEND's message (runtime/amp_auto.c) */
+            AmpStatus st = {AMP_OK, ""};
+            amp_option_refuse(&st, "--backend", arg, AMP_BACKEND_NAMES);
+            return ampc_usage_error("%s", st.msg);
+        }
         return AMP_OK;
     case OPT_DIM: {
         const char *eq = strchr(arg, '=');

@@ -1,6 +1,6 @@
-/* CPU kernels: Softmax and LogSoftmax (opset < 13: the input flattened to 2-D at `axis`;
- * opset >= 13: along the one axis), and com.microsoft SoftmaxGrad_13. Each row's max is
- * subtracted before exp, and sums are kept in double. */
+/* CPU kernels: Softmax, LogSoftmax and Hardmax (opset < 13: the input flattened to 2-D at
+ * `axis`; opset >= 13: along the one axis), and com.microsoft SoftmaxGrad_13. Each row's
+ * max is subtracted before exp, and sums are kept in double. */
 #include <math.h>
 
 #include "reduce_impl.h"
@@ -12,7 +12,8 @@ typedef struct SoftmaxAttrs {
     bool per_axis;
 } SoftmaxAttrs;
 
-/* Softmax, LogSoftmax and com.microsoft SoftmaxGrad_13 (whose opset is its domain's). */
+/* Softmax, LogSoftmax, Hardmax and com.microsoft SoftmaxGrad_13 (whose opset is its
+ * domain's). */
 AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     SoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
     a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
@@ -41,7 +42,21 @@ static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const A
     return AMP_OK;
 }
 
-static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
+typedef enum SoftmaxKind { SOFTMAX, LOG_SOFTMAX, HARDMAX } SoftmaxKind;
+
+/* Hardmax of one row: 1 at the first largest element (the first NaN, as numpy's argmax
+ * and ONNX's reference), 0 elsewhere. */
+static void hardmax_row(const AmpFv *v, AmpFo *o, uint64_t base, uint64_t d, uint64_t inner) {
+    uint64_t best = 0;
+    double m = amp_fv_get(v, base);
+    for (uint64_t j = 1; j < d && !isnan(m); j++) {
+        double a = amp_fv_get(v, base + j * inner);
+        if (a > m || isnan(a)) m = a, best = j;
+    }
+    for (uint64_t j = 0; j < d; j++) amp_fo_set(o, base + j * inner, j == best ? 1.0 : 0.0);
+}
+
+static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
     const SoftmaxAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
@@ -65,6 +80,10 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
     for (uint64_t p = 0; p < outer; p++)
         for (uint64_t i = 0; i < inner; i++) {
             uint64_t base = p * D * inner + i;
+            if (kind == HARDMAX) {
+                hardmax_row(&v, &o, base, D, inner);
+                continue;
+            }
             double m = -INFINITY, sum = 0.0;
             for (uint64_t j = 0; j < D; j++) {
                 double a = amp_fv_get(&v, base + j * inner);
@@ -75,7 +94,7 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
             for (uint64_t j = 0; j < D; j++) {
                 uint64_t at = base + j * inner;
                 double z = amp_fv_get(&v, at) - m;
-                amp_fo_set(&o, at, log_out ? z - lsum : exp(z) / sum);
+                amp_fo_set(&o, at, kind == LOG_SOFTMAX ? z - lsum : exp(z) / sum);
             }
         }
     amp_fo_commit(&o);
@@ -84,11 +103,15 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
 }
 
 AmpCode amp_cpu_softmax(AmpKernelCtx *k) {
-    return softmax_run(k, false);
+    return softmax_run(k, SOFTMAX);
 }
 
 AmpCode amp_cpu_log_softmax(AmpKernelCtx *k) {
-    return softmax_run(k, true);
+    return softmax_run(k, LOG_SOFTMAX);
+}
+
+AmpCode amp_cpu_hardmax(AmpKernelCtx *k) {
+    return softmax_run(k, HARDMAX);
 }
 
 /* com.microsoft SoftmaxGrad_13 (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`

@@ -139,6 +139,42 @@ Test(reduce, softmax_errors) {
     outs_free(&o);
 }
 
+/* Hardmax: 1 at the first max of each row, rows as Softmax takes them (opset < 13: the
+ * 2-D coercion at axis, default 1; 13+: the one axis, default -1). */
+static void hardmax_expect(int64_t opset, int64_t axis, const float *x, int dtype, const float *want) {
+    int64_t d[2] = {2, 3};
+    uint16_t h[6];
+    for (int i = 0; i < 6; i++) h[i] = amp_f32_to_f16(x[i]);
+    AmpBuf bx = mkbuf(dtype, 2, d, dtype == AMP_DT_FLOAT16 ? (const void *)h : (const void *)x);
+    const AmpBuf *in[1] = {&bx};
+    AmpStatus st;
+    Outs o = {0};
+    Node t = mk("", "Hardmax", 1, 1);
+    if (axis != INT64_MIN) attr_int(t.n, "axis", axis);
+    cr_assert_eq(run(&t, opset, in, 1, &o, false, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(o.b[0].dtype, dtype);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(getf(&o.b[0], (uint64_t)i), want[i], "opset %lld axis %lld element %d: %g", (long long)opset,
+                     (long long)axis, i, getf(&o.b[0], (uint64_t)i));
+    amp_model_free(t.m);
+    outs_free(&o);
+}
+
+Test(reduce, hardmax_rows_by_opset_ties_and_nan) {
+    const float x[6] = {1, 5, 3, 4, 2, 6};
+    /* default axis: 1 (the rows of the 2-D coercion), -1 (the rows): the same here */
+    hardmax_expect(11, INT64_MIN, x, AMP_DT_FLOAT, (const float[]){0, 1, 0, 0, 0, 1});
+    hardmax_expect(13, INT64_MIN, x, AMP_DT_FLOAT, (const float[]){0, 1, 0, 0, 0, 1});
+    /* axis 0: one row of all 6 before opset 13, each column from 13 */
+    hardmax_expect(11, 0, x, AMP_DT_FLOAT, (const float[]){0, 0, 0, 0, 0, 1});
+    hardmax_expect(13, 0, x, AMP_DT_FLOAT, (const float[]){0, 1, 0, 1, 0, 1});
+    hardmax_expect(13, 0, x, AMP_DT_FLOAT16, (const float[]){0, 1, 0, 1, 0, 1});
+    /* ties: the first max; a NaN: the first NaN (numpy's argmax, ONNX's reference) */
+    const float tie[6] = {3, 1, 3, 2, NAN, NAN};
+    hardmax_expect(13, -1, tie, AMP_DT_FLOAT, (const float[]){1, 0, 0, 0, 1, 0});
+    hardmax_expect(13, -1, tie, AMP_DT_FLOAT16, (const float[]){1, 0, 0, 0, 1, 0});
+}
+
 /* ---- Reduce* ---------------------------------------------------------------------- */
 
 /* A bf16 running sum stalls at 256 (256 + 1 rounds back to 256); the kernel's doesn't. */

@@ -6,6 +6,7 @@
  * --keep-fp32, --explain, the paint buckets and idempotence. Training rules, subgraphs
  * and the regression cases are in test_amp_train.c. */
 #include "amp_test_util.h"
+#include "options.h"
 
 static AmpStatus st;
 
@@ -54,6 +55,30 @@ Test(amp_color, allow_op_alone_is_16_bit_with_casts_at_the_boundary) {
     cr_assert_str_eq(node_of(m, "n0")->outputs[0]->name, "y_fp16");
     cr_assert_eq(val_of(g, "y")->producer->op, AMP_OP_Cast);
     cr_assert_eq(count_op(g, "Cast"), 2);
+    amp_model_free(m);
+}
+
+/* Shape and Size read only the shape: a 16-bit value needs no Cast back to float32 for
+ * them (torchvision's attention exports read the projections' shapes: ViT-B/16 had 50
+ * Casts, 24 of them full activations converted for a Shape), and a weight they read is
+ * still stored in 16 bits. */
+Test(amp_color, shape_and_size_read_16_bit_values_without_a_cast) {
+    AmpModel *m = model();
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "4,4");
+    w44(g, "W0"), w44(g, "W1");
+    nd(g, "MatMul", "mm0", "x,W0", "h");
+    nd(g, "Shape", "shape", "h", "s");
+    nd(g, "Size", "size", "W1", "n");
+    nd(g, "Reshape", "reshape", "h,s", "r");
+    nd(g, "MatMul", "mm1", "r,W1", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "4,4");
+    rt_output(g, "n", AMP_DT_INT64, "");
+    convert(m, NULL);
+    cr_assert(is16(m, "mm0") && is16(m, "reshape") && is16(m, "mm1"));
+    cr_assert_eq(in_dt(m, "shape", 0), AMP_DT_FLOAT16, "Shape reads the 16-bit h");
+    cr_assert_eq(in_dt(m, "size", 0), AMP_DT_FLOAT16, "W1 is stored in 16 bits, Size reads it");
+    cr_assert_eq(count_op(g, "Cast"), 2, "x in and y out only");
     amp_model_free(m);
 }
 
@@ -419,11 +444,18 @@ Test(amp_lists, env_and_parse_helpers) {
     cr_assert_eq(amp_list_edits_parse("--deny", "Nope", AMP_CLASS_DENY, false, &e, &n, &st), AMP_ERR_USAGE);
     cr_assert_not_null(strstr(st.msg, "'Nope'"));
     amp_status_clear(&st);
-    setenv("AMP_DENYLIST_ADD", "Exp", 1);
-    cr_assert_eq(amp_list_edits_from_env(&e, &n, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_list_edits_check(e, n, &st), AMP_ERR_USAGE);
-    cr_assert_not_null(strstr(st.msg, "Exp"), "%s", st.msg);
     free(e);
+    /* The variables, through the option table (passes/options.c): after the flags. */
+    AmpOptions o = {0};
+    cr_assert_eq(amp_option_set(&o, amp_option_find("deny"), "--deny", "Exp", &st), AMP_OK, "%s", st.msg);
+    setenv("AMP_ALLOWLIST_ADD", "Exp", 1);
+    cr_assert_eq(amp_options_read_env(&o, amp_option_getenv, NULL, true, &st), AMP_OK, "%s", st.msg);
+    unsetenv("AMP_ALLOWLIST_ADD");
+    cr_assert_eq(o.n_edits, 2);
+    cr_assert_eq(o.edits[1].list, AMP_CLASS_ALLOW);
+    cr_assert_eq(amp_options_finish(&o, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "Exp"), "%s", st.msg);
+    amp_options_free(&o);
 }
 
 Test(amp_lists, levels) {

@@ -20,7 +20,7 @@ cast_cleanup) must give a model that
   none --report` prints what `--report` printed during the conversion (whose first line
   the success line's counts equal).
 The same with --precision bf16 (checker, verifier, idempotence). Also checks that the
-pass's opset table (passes/amp_opsets.c) agrees with onnx.defs.
+pass's opset table (ir/ops.def's OPSETS column) agrees with onnx.defs.
 
 Prints one line per model whose outputs were compared (every model with -v): nodes in 16
 bits, casts, the worst relative error in fp16 and bf16; then a summary and "N passed,
@@ -58,14 +58,47 @@ ort.set_default_logger_severity(4)
 
 # ---- the op table, read from ir/ops.def ---------------------------------------------
 
+def _split_top(text):
+    """text split at the commas outside parentheses and string literals."""
+    parts, depth, cur, quoted = [], 0, "", False
+    for c in text:
+        if quoted:
+            quoted = c != '"'
+        elif c == '"':
+            quoted = True
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        cur += c
+    return parts + [cur.strip()]
+
+
+def read_op_rows():
+    """ops.def's rows, each a dict of its columns (the header comment of ops.def names them)."""
+    text = open(os.path.join(ROOT, "ir", "ops.def")).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    rows = []
+    for m in re.finditer(r"^AMP_OP\(", text, re.M):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        f = _split_top(text[m.end():i - 1])
+        rows.append({"id": f[0], "domain": f[1].strip('"'), "name": f[2].strip('"'), "fp16": f[3], "bf16": f[4],
+                     "opsets": re.match(r"OPSETS\((\w+), (\w+)\)$", f[5]).groups(), "slots": f[8]})
+    return rows
+
+
 def read_op_table():
     """{(domain, name): (fp16 class, float slot mask, bf16 class)} from the X-macro rows."""
-    text = open(os.path.join(ROOT, "ir", "ops.def")).read()
     rows = {}
-    for m in re.finditer(r'^AMP_OP\((\w+), "([^"]*)", "(\w+)", AMP_CLASS_(\w+), AMP_CLASS_(\w+), ([^,]+),', text, re.M):
-        expr = m.group(6).replace("AMP_SLOTS_ALL", "0xFFFFFFFF").replace("AMP_SLOTS_NONE", "0")
+    for r in read_op_rows():
+        expr = " ".join(r["slots"].split()).replace("AMP_SLOTS_ALL", "0xFFFFFFFF").replace("AMP_SLOTS_NONE", "0")
         expr = re.sub(r"AMP_SLOT\((\d+)\)", r"(1 << \1)", expr)
-        rows[(m.group(2), m.group(3))] = (m.group(4), eval(expr) & 0xFFFFFFFF, m.group(5))  # noqa: S307 (our own file)
+        rows[(r["domain"], r["name"])] = (r["fp16"], eval(expr) & 0xFFFFFFFF, r["bf16"])  # noqa: S307 (our own file)
     return rows
 
 
@@ -586,14 +619,12 @@ def light_models(root):
 
 
 def check_opset_table():
-    """passes/amp_opsets.c against onnx.defs: the first opset taking float16/bfloat16."""
-    text = open(os.path.join(ROOT, "passes", "amp_opsets.c")).read()
-    ids = {}
-    for m in re.finditer(r'^AMP_OP\((\w+), "([^"]*)", "(\w+)"', open(os.path.join(ROOT, "ir", "ops.def")).read(), re.M):
-        ids[m.group(1)] = (m.group(2), m.group(3))
+    """ops.def's OPSETS column against onnx.defs: the first opset taking float16/bfloat16."""
     bad = []
-    for m in re.finditer(r"\{AMP_OP_(\w+), (\d+), (\d+)\}", text):
-        dom, name = ids[m.group(1)]
+    for r in read_op_rows():
+        if r["opsets"] == ("ANY", "ANY"):
+            continue
+        dom, name = r["domain"], r["name"]
         versions = sorted({s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == name and s.domain == dom})
 
         def first(t):
@@ -603,8 +634,9 @@ def check_opset_table():
                     return ver
             return 0
         want = (first("tensor(float16)"), first("tensor(bfloat16)"))
-        if want != (int(m.group(2)), int(m.group(3))):
-            bad.append(f"{name}: table {m.group(2)}/{m.group(3)}, onnx {want[0]}/{want[1]}")
+        have = tuple(0 if v == "NONE" else int(v) for v in r["opsets"])
+        if want != have:
+            bad.append(f"{name}: table {have[0]}/{have[1]}, onnx {want[0]}/{want[1]}")
     return bad
 
 

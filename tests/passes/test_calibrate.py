@@ -7,6 +7,10 @@
   output is inf/NaN; with it, the nodes that read or write values past the threshold stay
   float32 (and --explain names the statistic), the early blocks stay 16-bit, and the
   output is finite and close to FP32's; AMP_CALIBRATION does the same for AMP_AUTO;
+- a stream that shrinks with depth (x_{k+1} = (x_k W_k) / 16 over 8 blocks): its late
+  activations lie below float16's smallest normal, where they round to subnormals and then
+  to zero. Uncalibrated, the output is lost; calibrated, the nodes reading or writing
+  values below --calib-min-activation stay float32 and the output is close to FP32's;
 - a Sub that cancels two nearly equal MatMul outputs, among benign MatMuls: `ampc compare`
   ranks it first by local error (its readers inherit the error but add none), finds that
   error is its inputs' rounding and prints --keep-fp32 for it and the two MatMuls, which
@@ -158,6 +162,71 @@ def test_residual(ctx):
     ctx.notes.append(f"residual stream: output error {err:.2g} calibrated, inf/NaN before")
 
 
+def shrinking(tmp):
+    """The model, an input folder, and numpy's x_1..x_8 and output."""
+    rng = np.random.default_rng(3)
+    nodes, inits, ws = [], [nh.from_array(np.array(1 / 16, np.float32), "sixteenth")], []
+    x = "x"
+    for k in range(8):
+        w = (rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32)
+        ws.append(w)
+        inits.append(nh.from_array(w, f"W{k}"))
+        nodes += [h.make_node("MatMul", [x, f"W{k}"], [f"m{k}"], name=f"block{k}/matmul"),
+                  h.make_node("Mul", [f"m{k}", "sixteenth"], [f"x{k + 1}"], name=f"block{k}/shrink")]
+        x = f"x{k + 1}"
+    wout = (rng.standard_normal((D, 4)) / np.sqrt(D)).astype(np.float32)
+    inits.append(nh.from_array(wout, "Wout"))
+    nodes.append(h.make_node("MatMul", [x, "Wout"], ["y"], name="head"))
+    src = os.path.join(tmp, "shrink.onnx")
+    save(nodes, inits, [("x", [4, D])], [("y", [4, 4])], src)
+    xv = rng.uniform(-1, 1, (4, D)).astype(np.float32)
+    d = os.path.join(tmp, "shrink_in")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "input_0.pb"), "wb") as f:
+        f.write(nh.from_array(xv, "x").SerializeToString())
+    xs = [xv.astype(np.float64)]
+    for w in ws:
+        xs.append(xs[-1] @ w / 16)
+    return src, d, xs, xs[-1] @ wout
+
+
+def test_shrinking(ctx):
+    src, inp, xs, want = shrinking(ctx.tmp)
+    stats = os.path.join(ctx.tmp, "shrink.stats")
+    ampc(ctx, "calibrate", src, "--inputs", inp, "-o", stats)
+    vals, _ = stats_lines(stats)
+    tiny = [k for k in range(1, 9) if vals[f"x{k}"][1] < 2.0 ** -14]
+    assert tiny and tiny == list(range(tiny[0], 9)) and tiny[0] >= 3, [vals[f"x{k}"][1] for k in range(1, 9)]
+    assert vals["x8"][3] > 0.5, vals["x8"]  # most of x8 rounds to zero in float16
+
+    before = os.path.join(ctx.tmp, "shrink_amp.onnx")
+    after = os.path.join(ctx.tmp, "shrink_calib.onnx")
+    ampc(ctx, src, "-o", before, "-q")
+    r = ampc(ctx, src, "-o", after, "--calibration", stats)
+    assert "all subnormal in float16" in r.stderr, r.stderr
+    tb, ta = out_types(before), out_types(after)
+    first = tiny[0] - 1  # the block that writes the first tiny value
+    late = [f"block{first}/shrink", "block7/matmul", "head"]
+    assert all(tb[n] == T.FLOAT16 for n in late), {n: tb[n] for n in late}
+    assert all(ta[n] == T.FLOAT for n in late), {n: ta[n] for n in late}
+    assert ta["block0/matmul"] == T.FLOAT16 and ta["block0/shrink"] == T.FLOAT16, ta
+    yb, ya = run_output(ctx, before, inp), run_output(ctx, after, inp)
+    scale = np.abs(want).max()
+    eb, ea = np.abs(yb - want).max() / scale, np.abs(ya - want).max() / scale
+    assert eb > 0.5, f"the uncalibrated conversion should lose the output: error {eb:.3g}"
+    assert ea < 1e-2, f"calibrated output off by {ea:.3g}"
+    r = ampc(ctx, src, "--calibration", stats, "--explain", "head", "-o", os.devnull)
+    assert "all subnormal in float16 (value 'x8')" in r.stdout, r.stdout
+    # the lower bound can be turned off; bfloat16 has float32's range
+    off = os.path.join(ctx.tmp, "shrink_off.onnx")
+    ampc(ctx, src, "-o", off, "--calibration", stats, "--calib-min-activation", "0")
+    assert out_types(off)["head"] == T.FLOAT16
+    bf16 = os.path.join(ctx.tmp, "shrink_bf16.onnx")
+    ampc(ctx, src, "-o", bf16, "--calibration", stats, "--precision", "bf16")
+    assert out_types(bf16)["head"] == T.BFLOAT16
+    ctx.notes.append(f"shrinking stream: output error {eb:.2g} uncalibrated, {ea:.2g} calibrated")
+
+
 def cancel(tmp):
     rng = np.random.default_rng(1)
     wa = (rng.standard_normal((32, 32)) * 0.3).astype(np.float32)
@@ -212,6 +281,34 @@ def test_compare(ctx):
     assert len(names) == 3 and names[0] == "planted_sub", r.stdout
 
 
+def test_compare_io16_and_bodies(ctx):
+    """A model converted with --no-keep-io-types takes float16 inputs: compare rounds the
+    float32 inputs for it. Nodes inside an If's branches are counted as not compared."""
+    rng = np.random.default_rng(4)
+    w = lambda n: nh.from_array((rng.standard_normal((16, 16)) * 0.25).astype(np.float32), n)  # noqa: E731
+    branch = lambda name, wn: h.make_graph(  # noqa: E731
+        [h.make_node("MatMul", ["a", wn], [f"{name}_y"], name=f"{name}/matmul")], name, [],
+        [h.make_tensor_value_info(f"{name}_y", T.FLOAT, [4, 16])])
+    nodes = [h.make_node("MatMul", ["x", "W0"], ["a"], name="first"),
+             h.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+             h.make_node("Greater", ["s", "zero"], ["c"], name="cond"),
+             h.make_node("If", ["c"], ["b"], name="branch", then_branch=branch("then", "W1"),
+                         else_branch=branch("else", "W2")),
+             h.make_node("MatMul", ["b", "W3"], ["y"], name="last")]
+    inits = [w("W0"), w("W1"), w("W2"), w("W3"), nh.from_array(np.array(0, np.float32), "zero")]
+    src = os.path.join(ctx.tmp, "if.onnx")
+    save(nodes, inits, [("x", [4, 16])], [("y", [4, 16])], src)
+    amp = os.path.join(ctx.tmp, "if_io16.onnx")
+    ampc(ctx, src, "-o", amp, "-q", "--no-keep-io-types")
+    m = onnx.load(amp)
+    assert m.graph.input[0].type.tensor_type.elem_type == T.FLOAT16, m.graph.input[0]
+    r = ampc(ctx, "compare", src, amp)
+    rel = float(r.stdout.split("max rel ")[1].split(",")[0])
+    assert rel < 5e-3, r.stdout
+    assert {"first", "last"} <= set(ranked(r.stdout)), r.stdout
+    assert "(2 16-bit nodes inside If/Loop/Scan bodies are not compared" in r.stdout, r.stdout
+
+
 def test_train_underflow(ctx):
     rng = np.random.default_rng(2)
     nodes = [h.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
@@ -230,6 +327,12 @@ def test_train_underflow(ctx):
     assert vals["loss"][0] == "value", vals["loss"]
     r = ampc(ctx, train, "-o", os.devnull, "--calibration", low)
     assert "gradient 'W_grad' underflows" in r.stderr, r.stderr
+    # the device path (the simulator: the CPU kernels behind memory the runtime cannot
+    # read) records the same statistics, byte for byte
+    sim = os.path.join(ctx.tmp, "low_sim.stats")
+    ampc(ctx, "calibrate", train, "--loss-scale-init", "1", "--steps", "2", "-o", sim, "--backend", "sim")
+    with open(low, "rb") as a, open(sim, "rb") as b:
+        assert a.read() == b.read(), "calibrate --backend sim differs from the CPU"
     high = os.path.join(ctx.tmp, "high.stats")
     r = ampc(ctx, "calibrate", train, "--steps", "2", "-o", high)
     assert "no gradient underflows at loss scale 65536" in r.stdout, r.stdout
@@ -263,7 +366,8 @@ def main():
     args = ap.parse_args()
     ctx = Ctx()
     ctx.ampc, ctx.tmp, ctx.notes = args.ampc, tl.tempdir("ampc_calib_"), []
-    tests = [("residual stream", test_residual), ("compare", test_compare),
+    tests = [("residual stream", test_residual), ("shrinking stream", test_shrinking), ("compare", test_compare),
+             ("compare: 16-bit inputs, If bodies", test_compare_io16_and_bodies),
              ("training underflow", test_train_underflow), ("bad input", test_bad_input)]
     return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
 

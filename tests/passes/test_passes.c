@@ -118,10 +118,16 @@ Test(pipeline, unknown_pass_is_a_usage_error) {
 
 Test(pipeline, empty_entry_and_none_inside_a_list_are_usage_errors) {
     AmpModel *m = model_with_dead_chain();
-    const char *bad[] = {"", "dce,,dce", "dce,", "dce,none"};
+    const char *bad[] = {" , ", "dce,,dce", "dce,", "dce,none"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         amp_status_clear(&st);
         cr_assert_eq(amp_run_pipeline(m, bad[i], NULL, &st), AMP_ERR_USAGE, "'%s'", bad[i]);
+    }
+    /* An empty or blank list runs nothing, as `ampc --passes ''` does. */
+    const char *empty[] = {"", "  ", " none "};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        cr_assert_eq(amp_run_pipeline(m, empty[i], NULL, &st), AMP_OK, "'%s': %s", empty[i], st.msg);
+        cr_assert_eq(m->graph->n_nodes, 3);
     }
     amp_model_free(m);
 }
@@ -131,10 +137,15 @@ Test(pipeline, dump_after_must_name_a_pass_in_the_list) {
     AmpPipelineOptions o = {.dump_after = "infer"};
     amp_status_clear(&st);
     cr_assert_eq(amp_run_pipeline(m, "dce", &o, &st), AMP_ERR_USAGE);
-    cr_assert(strstr(st.msg, "'infer'"), "%s", st.msg);
+    cr_assert(strstr(st.msg, "pass 'infer' is not in the pipeline 'dce'"), "%s", st.msg);
     cr_assert_eq(m->graph->n_nodes, 3);
     amp_status_clear(&st);
     cr_assert_eq(amp_run_pipeline(m, "none", &o, &st), AMP_ERR_USAGE);
+    /* No pass at all is told apart (the CLI's check before loading is this one). */
+    o.dump_after = "bogus";
+    amp_status_clear(&st);
+    cr_assert_eq(amp_run_pipeline(m, "dce", &o, &st), AMP_ERR_USAGE);
+    cr_assert(strstr(st.msg, "unknown pass 'bogus' (known passes: infer, dce"), "%s", st.msg);
     amp_model_free(m);
 }
 

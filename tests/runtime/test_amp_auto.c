@@ -16,7 +16,8 @@ static void setup(void) {
     static const char *const vars[] = {"AMP_AUTO", "AMP_PRECISION", "AMP_LOG_PATH", "AMP_LOSS_SCALE",
                                        "AMP_ALLOWLIST_ADD", "AMP_ALLOWLIST_REMOVE", "AMP_INFERLIST_ADD",
                                        "AMP_INFERLIST_REMOVE", "AMP_CLEARLIST_ADD", "AMP_CLEARLIST_REMOVE",
-                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE", "AMP_OPSET_UPGRADE"};
+                                       "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE", "AMP_OPSET_UPGRADE", "AMP_TF32",
+                                       "AMP_CALIBRATION"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
     char *base = tu_mkdtemp();
     cr_assert_not_null(base);
@@ -154,8 +155,9 @@ Test(amp_auto, bad_auto_value) {
 
 Test(amp_auto, bad_loss_scale) {
     setenv("AMP_AUTO", "1", 1);
-    const char *bad[] = {"abc", "-4", "0", "inf", "12x"};
-    for (size_t i = 0; i < 5; i++) {
+    /* 1e39 passes float32's largest, which the scale is stored in (as --loss-scale says). */
+    const char *bad[] = {"abc", "-4", "0", "inf", "12x", "1e39"};
+    for (size_t i = 0; i < 6; i++) {
         setenv("AMP_LOSS_SCALE", bad[i], 1);
         expect_usage("AMP_LOSS_SCALE");
     }
@@ -183,25 +185,51 @@ Test(amp_auto, settings_are_parsed_for_the_passes) {
     AmpStatus st = {0};
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
     cr_assert(c.enabled);
-    cr_assert_eq(c.precision, AMP_DT_BFLOAT16);
-    cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_STATIC);
-    cr_assert_float_eq(c.loss_scale, 128, 0);
-    cr_assert_eq(c.n_edits, 4);
-    cr_assert_eq(c.edits[0].op, AMP_OP_Softmax);
-    cr_assert_eq(c.edits[0].list, AMP_CLASS_ALLOW);
-    cr_assert_not(c.edits[0].remove);
-    cr_assert_eq(c.edits[1].op, amp_op_lookup("com.microsoft", "FusedGemm"));
-    cr_assert_eq(c.edits[2].op, AMP_OP_Adam);
-    cr_assert_eq(c.edits[2].list, AMP_CLASS_INFER);
-    cr_assert_eq(c.edits[3].op, AMP_OP_Exp);
-    cr_assert_eq(c.edits[3].list, AMP_CLASS_DENY);
-    cr_assert(c.edits[3].remove, "removals come after additions");
+    cr_assert_eq(c.opts.po.precision, AMP_DT_BFLOAT16);
+    cr_assert_eq(c.opts.po.loss_scale_mode, AMP_LOSS_SCALE_STATIC);
+    cr_assert_float_eq(c.opts.po.loss_scale, 128, 0);
+    cr_assert_eq(c.opts.n_edits, 4);
+    cr_assert_eq(c.opts.edits[0].op, AMP_OP_Softmax);
+    cr_assert_eq(c.opts.edits[0].list, AMP_CLASS_ALLOW);
+    cr_assert_not(c.opts.edits[0].remove);
+    cr_assert_eq(c.opts.edits[1].op, amp_op_lookup("com.microsoft", "FusedGemm"));
+    cr_assert_eq(c.opts.edits[2].op, AMP_OP_Adam);
+    cr_assert_eq(c.opts.edits[2].list, AMP_CLASS_INFER);
+    cr_assert_eq(c.opts.edits[3].op, AMP_OP_Exp);
+    cr_assert_eq(c.opts.edits[3].list, AMP_CLASS_DENY);
+    cr_assert(c.opts.edits[3].remove, "removals come after additions");
     amp_auto_config_free(&c);
 
     setenv("AMP_LOSS_SCALE", "dynamic", 1);
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(c.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
+    cr_assert_eq(c.opts.po.loss_scale_mode, AMP_LOSS_SCALE_DYNAMIC);
     amp_auto_config_free(&c);
+}
+
+/* AMP_TF32 is yes or no as AMP_AUTO is: "false" turned TF32 on before (any value but "0"
+ * did), and a typo went unnoticed. Read with AMP_AUTO unset too, as AMP_BACKEND is. */
+Test(amp_auto, tf32_is_yes_or_no) {
+    AmpAutoConfig c;
+    AmpStatus st = {0};
+    const char *const on[] = {"1", "yes", "true"}, *const off[] = {"0", "false", "off", ""};
+    for (size_t i = 0; i < 3; i++) {
+        setenv("AMP_TF32", on[i], 1);
+        cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+        cr_assert(c.tf32, "AMP_TF32=%s", on[i]);
+        amp_auto_config_free(&c);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        setenv("AMP_TF32", off[i], 1);
+        cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+        cr_assert_not(c.tf32, "AMP_TF32=%s", off[i]);
+        amp_auto_config_free(&c);
+    }
+    AmpSessionOptions opt = {.tf32 = true};
+    cr_assert_eq(amp_auto_config(&opt, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert(c.tf32, "the option turns it on whatever the variable");
+    amp_auto_config_free(&c);
+    setenv("AMP_TF32", "maybe", 1);
+    expect_usage("AMP_TF32='maybe'");
 }
 
 Test(amp_auto, opset_upgrade_setting) {
@@ -209,13 +237,20 @@ Test(amp_auto, opset_upgrade_setting) {
     AmpAutoConfig c;
     AmpStatus st = {0};
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(c.opset_upgrade, AMP_OPSET_UPGRADE_AUTO, "auto by default");
+    cr_assert_eq(c.opts.po.opset_upgrade, AMP_OPSET_UPGRADE_AUTO, "auto by default");
     amp_auto_config_free(&c);
     setenv("AMP_OPSET_UPGRADE", "never", 1);
     cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(c.opset_upgrade, AMP_OPSET_UPGRADE_NEVER);
+    cr_assert_eq(c.opts.po.opset_upgrade, AMP_OPSET_UPGRADE_NEVER);
+    amp_auto_config_free(&c);
+    setenv("AMP_OPSET_UPGRADE", "17", 1); /* a number, as --opset-upgrade takes */
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.opts.po.opset_upgrade, AMP_OPSET_UPGRADE_AUTO);
+    cr_assert_eq(c.opts.po.opset_upgrade_to, 17);
     amp_auto_config_free(&c);
     setenv("AMP_OPSET_UPGRADE", "sometimes", 1);
+    expect_usage("AMP_OPSET_UPGRADE");
+    setenv("AMP_OPSET_UPGRADE", "23", 1);
     expect_usage("AMP_OPSET_UPGRADE");
 }
 

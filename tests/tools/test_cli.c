@@ -13,6 +13,7 @@
 #include "../ir/irtest_util.h"
 #include "cli_test_util.h"
 #include "ir.h"
+#include "options.h"
 #include "passes.h"
 
 TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
@@ -50,6 +51,21 @@ static const Opt opts[] = {
 #undef ROW
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
+
+/* Every row of the library's option table (passes/options.c) that names a CLI option has
+ * one in the CLI's table, and the binary takes it: a row no flag reaches would be dead. */
+Test(cli, option_table_rows_are_cli_options) {
+    for (size_t i = 0; amp_option_at(i); i++) {
+        const AmpOption *d = amp_option_at(i);
+        cr_assert(d->name || d->env, "row %zu names no door", i);
+        if (!d->name) continue;
+        bool found = false;
+        for (size_t k = 0; k < N_OPTS && !found; k++) found = strcmp(opts[k].name, d->name) == 0;
+        cr_assert(found, "options.c row '%s' is no option of tools/cli_options.h", d->name);
+        cr_assert_eq(amp_option_find(d->name), d);
+        if (d->env) cr_assert_eq(amp_option_find(d->env), d);
+    }
+}
 
 Test(cli, help_lists_every_option) {
     Run r = run_ampc("--help", NULL);

@@ -1,0 +1,291 @@
+/* The AMP options' one table (options.h): spellings, ranges and fields, so that the CLI,
+ * AMP_AUTO's environment and the C API accept and refuse the same values with the same
+ * message. */
+#include "options.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "opset_impl.h"
+
+_Static_assert(AMP_OPSET_UPGRADE_MIN_FROM == 7 && AMP_OPSET_UPGRADE_MAX == 22, "the opset-upgrade row says 7 to 22");
+
+AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const char *expect) {
+    bool var = label[0] != '-'; /* a variable: shown as the assignment */
+    return amp_fail(st, AMP_ERR_USAGE, "%s%s'%.64s%s': expected %s", label, var ? "=" : " ", v,
+                    strlen(v) > 64 ? "..." : "", expect);
+}
+
+/* ---- the values' forms ------------------------------------------------------------ */
+
+/* A whole finite number in [lo, hi]; open ends exclude the bound. */
+static bool real_in(const char *s, double lo, bool lo_open, double hi, bool hi_open, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) return false;
+    if (lo_open ? !(v > lo) : !(v >= lo)) return false;
+    if (hi_open ? !(v < hi) : !(v <= hi)) return false;
+    *out = v;
+    return true;
+}
+
+static bool int_in(const char *s, long long lo, long long hi, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool is(const char *s, const char *a) {
+    return strcmp(s, a) == 0;
+}
+
+/* ---- setters ------------------------------------------------------------------------ */
+
+static bool set_precision(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    /* torch's names too: torch.half, torch.float16, torch.bfloat16. */
+    if (is(v, "fp16") || is(v, "float16") || is(v, "half")) o->po.precision = AMP_DT_FLOAT16;
+    else if (is(v, "bf16") || is(v, "bfloat16")) o->po.precision = AMP_DT_BFLOAT16;
+    else return false;
+    return true;
+}
+
+static bool set_level(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    int l = amp_level_parse(v);
+    if (l < 0) return false;
+    o->po.level = (AmpLevel)l;
+    return true;
+}
+
+static bool set_opset_upgrade(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    long long n;
+    if (int_in(v, AMP_OPSET_UPGRADE_MIN_FROM, AMP_OPSET_UPGRADE_MAX, &n)) {
+        o->po.opset_upgrade = AMP_OPSET_UPGRADE_AUTO;
+        o->po.opset_upgrade_to = (int)n;
+    } else if (is(v, "auto") || is(v, "never")) {
+        o->po.opset_upgrade = is(v, "never") ? AMP_OPSET_UPGRADE_NEVER : AMP_OPSET_UPGRADE_AUTO;
+        o->po.opset_upgrade_to = 0;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* A list row's arg: the AmpOpClass, with REMOVE for the removals. */
+enum { REMOVE = 0x100 };
+
+static bool set_list(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    if (!v[0]) return false;
+    return amp_list_edits_parse(label, v, (AmpOpClass)(d->arg & ~REMOVE), d->arg & REMOVE, &o->edits, &o->n_edits,
+                                st) == AMP_OK;
+}
+
+static bool set_keep_fp32(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label;
+    if (!v[0]) return false;
+    const char **k = realloc(o->keep, (o->n_keep + 1) * sizeof *k);
+    if (!k) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory"), false;
+    o->keep = k;
+    o->keep[o->n_keep++] = v;
+    return true;
+}
+
+/* arg: the value of no_keep_io_types the flag sets. */
+static bool set_keep_io(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)label, (void)v, (void)st;
+    o->po.no_keep_io_types = d->arg;
+    return true;
+}
+
+static bool set_loss(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    if (!v[0]) return false;
+    o->po.loss = v;
+    return true;
+}
+
+static bool set_loss_scale(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    double x;
+    if (is(v, "dynamic")) o->po.loss_scale_mode = AMP_LOSS_SCALE_DYNAMIC;
+    else if (is(v, "none")) o->po.loss_scale_mode = AMP_LOSS_SCALE_NONE;
+    else if (real_in(v, 0, true, FLT_MAX, false, &x)) o->po.loss_scale_mode = AMP_LOSS_SCALE_STATIC, o->po.loss_scale = x;
+    else return false;
+    return true;
+}
+
+static bool set_scale_state(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    if (!is(v, "initializers") && !is(v, "inputs")) return false;
+    o->po.loss_scale_state_inputs = is(v, "inputs");
+    return true;
+}
+
+static bool set_scale_init(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return real_in(v, 0, true, FLT_MAX, false, &o->loss_scale_init);
+}
+
+static bool set_growth_interval(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    long long n;
+    if (!int_in(v, 1, INT32_MAX, &n)) return false;
+    o->po.growth_interval = n;
+    return true;
+}
+
+static bool set_growth_factor(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return real_in(v, 1, true, FLT_MAX, false, &o->po.growth_factor);
+}
+
+static bool set_backoff_factor(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return real_in(v, 0, true, 1, true, &o->po.backoff_factor);
+}
+
+static bool set_calibration(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d;
+    if (!v[0]) return false;
+    if (o->calib) return amp_fail(st, AMP_ERR_USAGE, "%s: given twice", label), false;
+    if (amp_calib_read(v, &o->calib, st)) return amp_status_prefix(st, "%s: ", label), false;
+    o->po.calib = o->calib;
+    return true;
+}
+
+static bool set_calib_max(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return real_in(v, 0, true, HUGE_VAL, false, &o->po.calib_max_activation);
+}
+
+/* 0 turns the lower bound off (the field's -1; its 0 is the default). */
+static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    double x;
+    if (!real_in(v, 0, false, HUGE_VAL, false, &x)) return false;
+    o->po.calib_min_activation = x > 0 ? x : -1;
+    return true;
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+#define OPS "op names, e.g. MatMul,Gemm or com.microsoft:FusedGemm"
+/* Order matters where the environment is read in it: list additions before removals, as
+ * TensorFlow applies them. */
+static const AmpOption OPTIONS[] = {
+    {"precision", "AMP_PRECISION", "fp16 (or float16, half) or bf16 (or bfloat16)", set_precision, 0, false},
+    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny or unsafe-force-all", set_level, 0, false},
+    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, false},
+    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, true},
+    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, true},
+    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, true},
+    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, true},
+    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, true},
+    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, true},
+    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, true},
+    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, true},
+    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, false},
+    {"keep-io-types", NULL, "nothing", set_keep_io, false, false},
+    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, false},
+    {"loss", NULL, "the name of the loss value", set_loss, 0, false},
+    {"loss-scale", "AMP_LOSS_SCALE", "dynamic, none or a positive number up to 3.4e38 (float32's largest)",
+     set_loss_scale, 0, false},
+    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, false},
+    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, false},
+    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, false},
+    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, false},
+    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, false},
+    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, false},
+    {"calib-max-activation", NULL, "a positive number", set_calib_max, 0, false},
+    {"calib-min-activation", NULL, "a number >= 0 (0: off)", set_calib_min, 0, false},
+};
+#undef OPS
+enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
+
+const AmpOption *amp_option_at(size_t i) {
+    return i < N_OPTIONS ? &OPTIONS[i] : NULL;
+}
+
+const AmpOption *amp_option_find(const char *name) {
+    for (size_t i = 0; name && i < N_OPTIONS; i++)
+        if ((OPTIONS[i].name && is(OPTIONS[i].name, name)) || (OPTIONS[i].env && is(OPTIONS[i].env, name)))
+            return &OPTIONS[i];
+    return NULL;
+}
+
+AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    AmpStatus own = {AMP_OK, ""}; /* the setter's own message, if it made one */
+    if (d->set(o, d, label, v ? v : "", &own)) return AMP_OK;
+    if (own.code != AMP_OK) return amp_fail(st, own.code, "%s", own.msg);
+    return amp_option_refuse(st, label, v ? v : "", d->expect);
+}
+
+AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st) {
+    static const char *const yes[] = {"1", "true", "on", "yes"}, *const no[] = {"0", "false", "off", "no"};
+    *out = false;
+    if (!v || !*v) return AMP_OK;
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        if (is(v, yes[i])) return *out = true, AMP_OK;
+        if (is(v, no[i])) return AMP_OK;
+    }
+    return amp_option_refuse(st, label, v, meaning);
+}
+
+AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st) {
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const AmpOption *d = &OPTIONS[i];
+        if (!d->env || (cli_env_only && !d->cli_env)) continue;
+        const char *v = get(ctx, d);
+        AmpCode rc = v && *v ? amp_option_set(o, d, d->env, v, st) : AMP_OK;
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}
+
+const char *amp_option_getenv(void *ctx, const AmpOption *d) {
+    (void)ctx;
+    return getenv(d->env);
+}
+
+AmpLossScaleMode amp_loss_scale_mode(const AmpPassOptions *po) {
+    if (po->loss_scale_mode != AMP_LOSS_SCALE_DEFAULT) return po->loss_scale_mode;
+    return po->precision == AMP_DT_BFLOAT16 ? AMP_LOSS_SCALE_NONE : AMP_LOSS_SCALE_DYNAMIC;
+}
+
+AmpCode amp_options_finish(AmpOptions *o, AmpStatus *st) {
+    AmpCode rc = amp_list_edits_check(o->edits, o->n_edits, st);
+    if (rc) return rc;
+    /* The dynamic-scaling settings mean nothing without dynamic scaling: say so. */
+    bool dyn_opts = o->loss_scale_init > 0 || o->po.growth_interval || o->po.growth_factor > 0 ||
+                    o->po.backoff_factor > 0;
+    if (dyn_opts && amp_loss_scale_mode(&o->po) != AMP_LOSS_SCALE_DYNAMIC)
+        return amp_fail(st, AMP_ERR_USAGE,
+                        "--loss-scale-init, --growth-interval, --growth-factor and --backoff-factor set "
+                        "dynamic loss scaling, which is off here (%s); add --loss-scale dynamic",
+                        o->po.loss_scale_mode == AMP_LOSS_SCALE_DEFAULT ? "bf16 needs none by default"
+                                                                        : "--loss-scale is not dynamic");
+    if (o->loss_scale_init > 0) o->po.loss_scale = o->loss_scale_init;
+    o->po.list_edits = o->edits;
+    o->po.n_list_edits = o->n_edits;
+    o->po.keep_fp32 = o->keep;
+    o->po.n_keep_fp32 = o->n_keep;
+    return AMP_OK;
+}
+
+void amp_options_free(AmpOptions *o) {
+    free(o->edits);
+    free(o->keep);
+    amp_calib_free(o->calib);
+    memset(o, 0, sizeof *o);
+}

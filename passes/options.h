@@ -1,0 +1,71 @@
+/* The AMP options in one table (options.c): each option's spellings, check and field,
+ * shared by the three doors that set them: the CLI (--precision), AMP_AUTO sessions'
+ * environment (AMP_PRECISION) and the C API's AmpSessionOptions fields (read as their
+ * variable). A value is accepted or refused here, whichever door it came by, and a refused
+ * one gets one message, "--flag 'VALUE': expected ..." or "VAR='VALUE': expected ..." (the
+ * same but for the door's name), AMP_ERR_USAGE. Adding an option is one row there (and one in
+ * tools/cli_options.h for its --help text). */
+#ifndef AMP_OPTIONS_H
+#define AMP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "passes.h"
+
+/* Options as read, and the storage their lists need. Zero-initialised means defaults. */
+typedef struct AmpOptions {
+    AmpPassOptions po;      /* what the passes read; list_edits and keep_fp32 are set by
+                               amp_options_finish to point below */
+    AmpListEdit *edits;     /* malloc'd, in the order given */
+    size_t n_edits;
+    const char **keep;      /* malloc'd --keep-fp32 globs (the strings are the caller's) */
+    size_t n_keep;
+    double loss_scale_init; /* --loss-scale-init (0: not given) */
+    struct AmpCalibStats *calib; /* --calibration / AMP_CALIBRATION, read when set (po.calib) */
+} AmpOptions;
+
+typedef struct AmpOption AmpOption;
+struct AmpOption {
+    const char *name;   /* the CLI's long option without "--"; NULL: environment only */
+    const char *env;    /* the AMP_AUTO variable; NULL: the CLI only */
+    const char *expect; /* what a refused value's message says is expected */
+    /* Stores v; false when v is refused (the message is then made from `expect`), or
+     * with st set (code != AMP_OK) when the setter made its own message. */
+    bool (*set)(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
+    int arg;      /* the setter's own datum (a list option's AmpOpClass, ...) */
+    bool cli_env; /* the CLI reads the variable too, after its flags (the list edits) */
+};
+
+/* The table, in order; NULL past the end. */
+const AmpOption *amp_option_at(size_t i);
+/* The row of CLI option `name` ("precision"), or of variable `name` ("AMP_PRECISION");
+ * NULL when none. */
+const AmpOption *amp_option_find(const char *name);
+
+/* Sets option d from value v, which came by `label` ("--precision" or "AMP_PRECISION").
+ * An empty v is refused like any bad value (the environment's doors skip blank values
+ * before: a variable set empty is unset). */
+AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
+/* The message of a refused value: "LABEL 'V': expected EXPECT" ("LABEL='V'" when LABEL is
+ * a variable), AMP_ERR_USAGE. For options outside the table (AMP_BACKEND, --backend) too. */
+AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const char *expect);
+
+/* A yes-or-no variable (AMP_AUTO, AMP_TF32): 1, true, on, yes or 0, false, off, no; blank
+ * (NULL or "") is no. Anything else is refused, saying `meaning` is expected ("1 (...) or 0"). */
+AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st);
+
+/* The environment's door: for each row with a variable (with cli_env_only, each row whose
+ * cli_env is set), in table order, the value get(ctx, row) gives; NULL or "" is unset. */
+typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d);
+AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st);
+/* The get of amp_options_read_env that reads the process's environment. */
+const char *amp_option_getenv(void *ctx, const AmpOption *d);
+
+/* After every option was set: checks what only the whole can tell (an op added to two
+ * lists; dynamic-scaling settings while scaling is not dynamic) and points po at the
+ * lists. AMP_ERR_USAGE with a message otherwise. */
+AmpCode amp_options_finish(AmpOptions *o, AmpStatus *st);
+void amp_options_free(AmpOptions *o);
+
+#endif
