@@ -33,8 +33,10 @@ static void *oom(AmpBuilder *b) {
     return NULL;
 }
 
-/* prefix + what, in the arena. */
+/* prefix + what, in the arena; NULL when out of memory, or when what is NULL (a name the
+ * caller could not make), which every caller reports as out of memory. */
 static const char *prefixed(AmpBuilder *b, const char *what) {
+    if (!what) return NULL;
     size_t np = strlen(b->prefix), nw = strlen(what);
     char *s = amp_arena_alloc(&b->g->model->arena, np + nw + 1);
     if (!s) return NULL;
@@ -49,6 +51,7 @@ static void place(AmpBuilder *b, AmpNode *n) {
         amp_node_insert_before(b->before, n);
     else
         amp_node_append(b->g, n);
+    n->origin = (uint8_t)b->origin;
     b->n_nodes++;
 }
 
@@ -76,7 +79,10 @@ static AmpNode *start(AmpBuilder *b, const char *op, const char *exact, const ch
     AmpGraph *g = b->g;
     AmpValue *out0;
     if (exact) {
-        if (amp_graph_lookup(g, exact) || strcmp(amp_graph_unique_name(g, exact), exact) != 0) {
+        bool taken = amp_graph_lookup(g, exact) != NULL;
+        const char *unique = taken ? NULL : amp_graph_unique_name(g, exact);
+        if (!taken && !unique) return oom(b);
+        if (taken || strcmp(unique, exact) != 0) {
             amp_builder_fail(b, AMP_ERR_INPUT, "cannot name a new value '%s': the model uses that name already", exact);
             return NULL;
         }

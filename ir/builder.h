@@ -22,6 +22,7 @@ typedef struct AmpBuilder {
     AmpStatus st;       /* the first error (st.code AMP_OK while none) */
     int64_t opset;      /* the model's ai.onnx opset, read at init */
     size_t n_nodes;     /* nodes made so far */
+    AmpOrigin origin;   /* given to every node it makes (AMP_ORIGIN_MODEL after init) */
 } AmpBuilder;
 
 void amp_builder_init(AmpBuilder *b, AmpGraph *g, const char *prefix);
@@ -30,6 +31,9 @@ static inline bool amp_builder_ok(const AmpBuilder *b) { return b->st.code == AM
 AmpCode amp_builder_fail(AmpBuilder *b, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 /* The first error, copied into st (when st has none yet); AMP_OK when none. */
 AmpCode amp_builder_status(const AmpBuilder *b, AmpStatus *st);
+
+/* Names: a NULL `what` or `name` (one the caller could not make for want of memory) is an
+ * out-of-memory error, like any allocation the builder makes. */
 
 /* A node `op` reading in[0..n_in) (a NULL entry leaves that optional slot out: a value
  * an earlier call failed to make is never read, since that call recorded the error and

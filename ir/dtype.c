@@ -58,6 +58,20 @@ bool amp_dtype_is_float(int dt) {
     return dt >= 0 && dt < AMP_DT__COUNT && DTYPES[dt].is_float;
 }
 
+bool amp_dtype_is_int(int dt) {
+    switch (dt) {
+    case AMP_DT_INT8:
+    case AMP_DT_INT16:
+    case AMP_DT_INT32:
+    case AMP_DT_INT64:
+    case AMP_DT_UINT8:
+    case AMP_DT_UINT16:
+    case AMP_DT_UINT32:
+    case AMP_DT_UINT64: return true;
+    default: return false;
+    }
+}
+
 bool amp_tensor_expected_bytes(int dtype, uint64_t nelem, size_t *out) {
     size_t bits = amp_dtype_bits(dtype);
     if (bits == 0) return false;

@@ -41,6 +41,34 @@ AmpCode amp_extdata_check_location(const char *loc, AmpStatus *st) {
     return AMP_OK;
 }
 
+enum { BENEATH_MAX_DEPTH = 128, BENEATH_MAX_LINKS = 40 };
+
+/* openat(dirfd, comp) failed with err: when comp is a symbolic link (ELOOP under
+ * O_NOFOLLOW, or ENOTDIR / EMLINK on some systems) to a relative target, *rest becomes
+ * target "/" what followed comp (rest + next), to resolve from dirfd; else the error. */
+static AmpCode follow_link(int dirfd, const char *comp, int err, const char *loc, int *links, char **rest,
+                           size_t next, AmpStatus *st) {
+    char target[PATH_MAX];
+    ssize_t tl = (err == ELOOP || err == ENOTDIR || err == EMLINK) ? readlinkat(dirfd, comp, target, sizeof target - 1)
+                                                                   : -1;
+    if (tl < 0) return amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(err));
+    target[tl] = '\0';
+    if (++*links > BENEATH_MAX_LINKS)
+        return amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(ELOOP));
+    if (tl == 0 || target[0] == '/')
+        return amp_fail(st, AMP_ERR_INPUT, "external data file '%s' resolves outside the model's folder", loc);
+    const char *after = *rest + next;
+    size_t al = strlen(after), need = (size_t)tl + 1 + al + 1;
+    char *nr = malloc(need);
+    if (!nr) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(nr, target, (size_t)tl);
+    nr[tl] = '/';
+    memcpy(nr + tl + 1, after, al + 1);
+    free(*rest);
+    *rest = nr;
+    return AMP_OK;
+}
+
 /* Opens `loc` beneath the folder `dir` and returns the descriptor in *out_fd. Every
  * component is opened with openat() relative to a descriptor already held, with
  * O_NOFOLLOW, so nothing is checked by name and then opened by name again: swapping a
@@ -49,8 +77,6 @@ AmpCode amp_extdata_check_location(const char *loc, AmpStatus *st) {
  * from the folder that holds it: an absolute target, or a ".." above the model's
  * folder, is refused. ".." pops our own stack of folder descriptors; the kernel never
  * resolves it. */
-enum { BENEATH_MAX_DEPTH = 128, BENEATH_MAX_LINKS = 40 };
-
 static AmpCode open_beneath(const char *dir, const char *loc, int *out_fd, AmpStatus *st) {
     int stack[BENEATH_MAX_DEPTH];
     int depth = 0, links = 0, fd = -1;
@@ -102,38 +128,7 @@ static AmpCode open_beneath(const char *dir, const char *loc, int *out_fd, AmpSt
                          : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
         int nfd = openat(stack[depth], comp, flags);
         if (nfd < 0) {
-            int err = errno;
-            char target[PATH_MAX];
-            ssize_t tl = (err == ELOOP || err == ENOTDIR || err == EMLINK)
-                             ? readlinkat(stack[depth], comp, target, sizeof target - 1)
-                             : -1;
-            if (tl < 0) {
-                rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(err));
-                break;
-            }
-            target[tl] = '\0';
-            if (++links > BENEATH_MAX_LINKS) {
-                rc = amp_fail(st, AMP_ERR_INPUT, "external data file '%s': %s", loc, strerror(ELOOP));
-                break;
-            }
-            if (tl == 0 || target[0] == '/') {
-                rc = amp_fail(st, AMP_ERR_INPUT,
-                              "external data file '%s' resolves outside the model's folder", loc);
-                break;
-            }
-            /* rest = target "/" what followed the link */
-            const char *after = rest + next;
-            size_t al = strlen(after), need = (size_t)tl + 1 + al + 1;
-            char *nr = malloc(need);
-            if (!nr) {
-                rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-                break;
-            }
-            memcpy(nr, target, (size_t)tl);
-            nr[tl] = '/';
-            memcpy(nr + tl + 1, after, al + 1);
-            free(rest);
-            rest = nr;
+            if ((rc = follow_link(stack[depth], comp, errno, loc, &links, &rest, next, st))) break;
             pos = 0;
             continue;
         }
@@ -166,7 +161,7 @@ static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatu
                         "tensor data is external ('%s') but the model was not loaded from a file", loc);
     AmpCode rc = amp_extdata_check_location(loc, st);
     if (rc) return rc;
-    int fd;
+    int fd = -1;
     rc = open_beneath(m->dir, loc, &fd, st);
     if (rc) return rc;
     struct stat sb;

@@ -61,11 +61,6 @@ static int tensor_ints(const AmpTensor *t, AmpInfVal *out, int max) {
     return (int)t->nelem;
 }
 
-static bool is_int_dtype(int dt) {
-    return dt == AMP_DT_INT64 || dt == AMP_DT_INT32 || dt == AMP_DT_INT16 || dt == AMP_DT_INT8 ||
-           dt == AMP_DT_UINT8 || dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
-}
-
 static int vdtype(AmpInferCtx *c, const AmpValue *v) {
     const AmpType *t = amp_inf_vtensor(c, v);
     return t ? t->dtype : AMP_DT_UNDEFINED;
@@ -148,7 +143,7 @@ static int eval_slice(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max,
 /* Add/Sub/Mul/Div of int vectors of equal length (or one of length 1). */
 static int eval_arith(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max, int *budget) {
     AmpInfVal a[AMP_INF_MAX_RANK], b[AMP_INF_MAX_RANK];
-    if (!is_int_dtype(vdtype(c, p->inputs[0])) || !amp_inf_has_input(p, 1)) return -1;
+    if (!amp_dtype_is_int(vdtype(c, p->inputs[0])) || !amp_inf_has_input(p, 1)) return -1;
     int na = eval(c, p->inputs[0], a, AMP_INF_MAX_RANK, budget);
     int nb = eval(c, p->inputs[1], b, AMP_INF_MAX_RANK, budget);
     if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1)) return -1;
@@ -209,7 +204,7 @@ static int eval(AmpInferCtx *c, const AmpValue *v, AmpInfVal *out, int max, int 
     case AMP_OP_Shape:
         return eval_shape(c, p, out, max);
     case AMP_OP_Cast:
-        if (!p->n_inputs || !is_int_dtype(vdtype(c, p->inputs[0]))) return -1;
+        if (!p->n_inputs || !amp_dtype_is_int(vdtype(c, p->inputs[0]))) return -1;
         {
             int64_t to = amp_node_attr_int(p, "to", 0);
             if (to != AMP_DT_INT64 && to != AMP_DT_INT32) return -1;
@@ -341,7 +336,7 @@ static int eval_doubles(AmpInferCtx *c, const AmpValue *v, double *out, int max,
     }
     AmpTensor *t = const_tensor_of(v);
     if (t) return tensor_doubles(t, out, max);
-    if (is_int_dtype(vdtype(c, v))) {
+    if (amp_dtype_is_int(vdtype(c, v))) {
         int64_t ints[AMP_INF_MAX_RANK];
         int k = amp_inf_const_ints(c, v, ints, max < AMP_INF_MAX_RANK ? max : AMP_INF_MAX_RANK);
         for (int i = 0; i < k; i++) out[i] = (double)ints[i];

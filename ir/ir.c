@@ -2,11 +2,13 @@
  * deletion and use replacement, and walks over a model's graphs. */
 #include "ir.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "extdata.h"
+#include "kernel.h"
 #include "names.h"
 
 /* ---- name maps: open addressing, grows at 3/4 load ---------------------------------
@@ -608,4 +610,28 @@ static AmpCode bind_ops(AmpGraph *g, void *ctx, AmpStatus *st) {
 
 void amp_graph_bind_ops(AmpGraph *g) {
     amp_graph_walk(g, bind_ops, NULL, NULL);
+}
+
+/* ---- kernels' errors (kernel.h) ------------------------------------------------------ */
+
+static AmpCode node_vfail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, va_list ap) {
+    char msg[sizeof st->msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return amp_fail(st, code, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "", msg);
+}
+
+AmpCode amp_node_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    AmpCode rc = node_vfail(n, st, code, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+AmpCode amp_kernel_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    AmpCode rc = node_vfail(k->node, k->st, code, fmt, ap);
+    va_end(ap);
+    return rc;
 }

@@ -50,6 +50,7 @@ const char *amp_dtype_name(int dt);          /* "float16"; "dtype(99)" style for
 int amp_dtype_from_name(const char *name);   /* -1 when unknown */
 size_t amp_dtype_bits(int dt);               /* 0 for string/undefined/unknown */
 bool amp_dtype_is_float(int dt);             /* float, double, float16, bfloat16, float8 */
+bool amp_dtype_is_int(int dt);               /* int8 to int64, uint8 to uint64 (not bool) */
 
 /* A byte string owned by the model's arena (or borrowed from a mapping). */
 typedef struct AmpBytes {
@@ -214,6 +215,15 @@ struct AmpValue {
     uint32_t name_len;  /* strlen(name): names are compared and written by the million */
 };
 
+/* Which pass made a node, for the passes and reports that treat another pass's nodes
+ * apart (the loss-scaling machinery is fp32 and one group in --report). Set by the pass
+ * (AmpBuilder.origin) and, on load, from the node's name (precision.h, amp_origin_of_name):
+ * files keep only the name, so they do not change. Read through amp_node_group. */
+typedef enum AmpOrigin {
+    AMP_ORIGIN_MODEL = 0,  /* the input model's own, or made by a pass others need not tell */
+    AMP_ORIGIN_LOSS_SCALE, /* the loss-scaling pass (passes/loss_scale.c) */
+} AmpOrigin;
+
 struct AmpNode {
     AmpGraph *graph;
     AmpNode *prev, *next; /* topological order */
@@ -227,6 +237,7 @@ struct AmpNode {
     AmpBytes rest;
     uint32_t id;   /* unique within the model, in creation order */
     int mark;      /* scratch for passes and the verifier */
+    uint8_t origin; /* AmpOrigin */
 };
 
 /* One entry of graph.input / graph.output / graph.value_info. The ValueInfoProto is

@@ -44,6 +44,12 @@ typedef struct AmpKernelCtx {
 
 typedef AmpCode (*AmpKernelFn)(AmpKernelCtx *k);
 
+/* The one form of a kernel's error, "node 'NAME' (Op): " and the message (ir.c): for a
+ * prepare function (node n), and for a running kernel (its node and status). The executor
+ * adds the same prefix to a kernel's message that lacks it. */
+AmpCode amp_node_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...) AMP_PRINTF(4, 5);
+AmpCode amp_kernel_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
+
 /* Parses and checks node n's attributes once, when the session is prepared: *attrs gets
  * a malloc'd struct the kernel reads as ctx->attrs on every call (the backend frees it
  * with free()). Attribute errors are AMP_ERR_INPUT naming the node. */

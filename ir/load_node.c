@@ -6,6 +6,7 @@
 
 #include "load_impl.h"
 #include "names.h"
+#include "precision.h"
 
 #define BIT(n) (1u << (n))
 /* The parts of pass 1 are inlined into each of their two callers (the serial pass 1 and
@@ -185,6 +186,7 @@ static AMP_INLINE AmpCode node_make(LoadCtx *c, AmpGraph *g, AmpNode *n, const N
         amp_copy(name, h->name.data, name_len);
         name[name_len] = '\0';
         n->name = name;
+        n->origin = (uint8_t)amp_origin_of_name(name); /* the name is the origin in a file */
     }
     AmpCode rc = intern_op(c, h, n);
     if (rc) return rc;

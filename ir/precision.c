@@ -131,7 +131,7 @@ void amp_count_model(const AmpModel *m, AmpFloatCounts *c) {
 /* ---- node groups --------------------------------------------------------------------- */
 
 static const AmpNodeGroup GROUPS[] = {
-    {"amp_loss_scale", "loss scaling"},
+    {AMP_ORIGIN_LOSS_SCALE, AMP_LOSS_SCALE_PREFIX, "loss scaling"},
 };
 enum { N_GROUPS = sizeof GROUPS / sizeof GROUPS[0] };
 static_assert((int)N_GROUPS <= (int)AMP_MAX_NODE_GROUPS, "raise AMP_MAX_NODE_GROUPS");
@@ -141,9 +141,16 @@ size_t amp_node_group_count(void) { return N_GROUPS; }
 const AmpNodeGroup *amp_node_group_at(size_t i) { return i < N_GROUPS ? &GROUPS[i] : NULL; }
 
 int amp_node_group(const AmpNode *n) {
-    if (!n->name) return -1;
+    if (n->origin == AMP_ORIGIN_MODEL) return -1;
     for (size_t i = 0; i < N_GROUPS; i++)
-        if ((!GROUPS[i].prefix[0] || n->name[0] == GROUPS[i].prefix[0]) && strncmp(n->name, GROUPS[i].prefix, strlen(GROUPS[i].prefix)) == 0)
-            return (int)i;
+        if (GROUPS[i].origin == n->origin) return (int)i;
     return -1;
+}
+
+AmpOrigin amp_origin_of_name(const char *name) {
+    if (!name) return AMP_ORIGIN_MODEL;
+    for (size_t i = 0; i < N_GROUPS; i++)
+        if (name[0] == GROUPS[i].prefix[0] && strncmp(name, GROUPS[i].prefix, strlen(GROUPS[i].prefix)) == 0)
+            return GROUPS[i].origin;
+    return AMP_ORIGIN_MODEL;
 }

@@ -57,12 +57,15 @@ AmpPrecision amp_count_node(const AmpNode *n, AmpFloatCounts *c, int *group);
 void amp_count_model(const AmpModel *m, AmpFloatCounts *c);
 
 /* Node groups: machinery ampc inserts that the report and the picture show as one
- * group rather than node by node. A node belongs to a group when its name starts with
- * the group's prefix; the first matching entry wins. The list is in precision.c (one
- * place): the loss-scaling pass (DESIGN.md, "Loss scaling") names every node it adds
- * "amp_loss_scale..." so that they land in the "loss scaling" group. */
+ * group rather than node by node: the nodes of one origin (AmpNode.origin, set by the pass
+ * that made them). In a file the origin is the name: the pass names every node it adds
+ * with the group's prefix (the loss-scaling pass, DESIGN.md "Loss scaling":
+ * "amp_loss_scale/..."), and the loader sets the origin from it. The list is in
+ * precision.c (one place). */
+#define AMP_LOSS_SCALE_PREFIX "amp_loss_scale"
 typedef struct AmpNodeGroup {
-    const char *prefix; /* node-name prefix */
+    AmpOrigin origin;
+    const char *prefix; /* node-name prefix of that origin's nodes in a file */
     const char *label;  /* shown in the report and as the cluster's label */
 } AmpNodeGroup;
 
@@ -70,7 +73,10 @@ enum { AMP_MAX_NODE_GROUPS = 8 }; /* room in reports; precision.c checks the lis
 
 size_t amp_node_group_count(void);
 const AmpNodeGroup *amp_node_group_at(size_t i); /* NULL past the end */
-/* The index of n's group, or -1 when it belongs to none. */
+/* The index of n's group (by its origin), or -1 when it belongs to none. */
 int amp_node_group(const AmpNode *n);
+/* The origin a loaded node named `name` has: that of the group whose prefix starts it
+ * (the first matching entry), else AMP_ORIGIN_MODEL. */
+AmpOrigin amp_origin_of_name(const char *name);
 
 #endif

@@ -67,14 +67,15 @@ static void force_readers(AmpRun *r, const AmpValue *v, const char *seed, int de
 /* The readers of the backward seed <loss>_grad begin the loss's backward: they stay
  * float32, as the loss does, since the loss-scaling pass multiplies the seed by the scale
  * (2^16 to start with: past float16's largest value, 65504). */
-static void force_seed_readers(AmpRun *r) {
+static AmpCode force_seed_readers(AmpRun *r) {
     size_t len = strlen(r->loss->name) + sizeof "_grad";
     char *name = malloc(len);
-    if (!name) return; /* a rule that cannot be applied for want of memory: colours only */
+    if (!name) return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
     snprintf(name, len, "%s_grad", r->loss->name);
     AmpValue *seed = amp_graph_lookup(r->m->graph, name);
     free(name);
     if (seed) force_readers(r, seed, seed->name, 0);
+    return AMP_OK;
 }
 
 static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {
@@ -102,8 +103,7 @@ static AmpCode training_rules(AmpRun *r) {
     }
     if (!r->training) return AMP_OK;
     AmpCode rc = amp_find_loss(m, r->opt->loss, &r->loss, r->st);
-    if (rc) return rc;
-    force_seed_readers(r);
+    if (rc || (rc = force_seed_readers(r))) return rc;
     return force_loss(r);
 }
 

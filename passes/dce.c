@@ -153,8 +153,8 @@ static AmpCode compact_uses(AmpGraph *g, void *ctx, AmpStatus *st) {
 AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     (void)opt;
     Dce d = {0};
-    amp_model_walk(m, count_uses, NULL, st);
-    amp_model_walk(m, find_roots, NULL, st);
+    AmpCode rc;
+    if ((rc = amp_model_walk(m, count_uses, NULL, st)) || (rc = amp_model_walk(m, find_roots, NULL, st))) return rc;
     for (size_t i = 0; i < m->n_training; i++) {
         const AmpTrainingInfo *ti = &m->training[i];
         /* Keys are initializers (of the main graph or of the algorithm: amp_training_key),
@@ -162,19 +162,17 @@ AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
         for (size_t k = 0; k < ti->n_update_bindings; k++) pin_name(ti->algorithm, ti->update_bindings[k].value);
         for (size_t k = 0; k < ti->n_init_bindings; k++) pin_name(ti->initialization, ti->init_bindings[k].value);
     }
-    amp_model_walk(m, find_dead, &d, st);
+    if ((rc = amp_model_walk(m, find_dead, &d, st))) goto done;
     while (d.work.n && !d.oom) {
         AmpNode *n = d.work.items[--d.work.n];
         if (n->mark == QUEUED) kill(&d, n);
     }
     if (d.oom) {
         /* Nothing has been edited yet: the model is as it was. */
-        free(d.work.items);
-        free(d.dead.items);
-        return amp_fail(st, AMP_ERR_INTERNAL, "dce: out of memory");
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "dce: out of memory");
+        goto done;
     }
-    if (d.dead.n) {
-        amp_model_walk(m, compact_uses, NULL, st);
+    if (d.dead.n && !(rc = amp_model_walk(m, compact_uses, NULL, st))) {
         for (size_t i = 0; i < d.dead.n; i++) {
             AmpNode *n = d.dead.items[i];
             /* The uses are gone already; clear the slots so delete finds nothing to drop. */
@@ -182,7 +180,8 @@ AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
             amp_node_delete(n);
         }
     }
+done:
     free(d.work.items);
     free(d.dead.items);
-    return AMP_OK;
+    return rc;
 }

@@ -17,12 +17,14 @@
 #include "passes.h"
 #include "training.h"
 
-#define PREFIX "amp_loss_scale/" /* every node this pass adds (ir/precision.c's group) */
-#define SCALE "amp_loss_scale"   /* state: float32 scalar, graph input with a value */
-#define TRACKER "amp_growth_tracker" /* state: int64 scalar, clean steps since a change */
-#define FOUND_INF "amp_found_inf"    /* output: bool scalar */
-#define SCALE_NEW "amp_loss_scale_new"
-#define TRACKER_NEW "amp_growth_tracker_new"
+/* The names are training.h's; every node this pass adds is named PREFIX... (the file's
+ * record of AMP_ORIGIN_LOSS_SCALE, ir/precision.c's group). */
+#define PREFIX AMP_LOSS_SCALE_PREFIX "/"
+#define SCALE AMP_LS_SCALE
+#define TRACKER AMP_LS_TRACKER
+#define FOUND_INF AMP_LS_FOUND_INF
+#define SCALE_NEW AMP_LS_SCALE_NEW
+#define TRACKER_NEW AMP_LS_TRACKER_NEW
 
 /* GradScaler's defaults (torch.amp.GradScaler). */
 #define DEFAULT_INIT 65536.0
@@ -373,7 +375,7 @@ static AmpCode gate_in_place(Ls *l, AmpBuilder *b, AmpValue *v, AmpValue *old) {
  * k + 1 (input group 1 is the gradients) — Adam, Momentum and Adagrad alike. */
 static AmpCode gate_optimizers(Ls *l) {
     for (AmpNode *n = l->g->first; n; n = n->next) {
-        if (!amp_is_optimizer(n) || (n->name && strncmp(n->name, PREFIX, strlen(PREFIX)) == 0)) continue;
+        if (!amp_is_optimizer(n) || n->origin == AMP_ORIGIN_LOSS_SCALE) continue;
         const char *d = n->domain ? n->domain : "";
         if (strcmp(d, AMP_TRAINING_DOMAIN) != 0)
             return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
@@ -445,6 +447,7 @@ static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
     if (!a) return AMP_OK;
     AmpBuilder ab; /* the algorithm's nodes */
     amp_builder_init(&ab, a, PREFIX);
+    ab.origin = AMP_ORIGIN_LOSS_SCALE;
     AmpCode rc = AMP_OK;
     for (size_t k = 0; !rc && k < ti->n_update_bindings; k++) {
         AmpStrPair *b = &ti->update_bindings[k];
@@ -548,6 +551,7 @@ static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
     }
     AmpBuilder ab; /* the Identity nodes, in the algorithm */
     amp_builder_init(&ab, ti->algorithm, PREFIX);
+    ab.origin = AMP_ORIGIN_LOSS_SCALE;
     AmpStrPair *b = amp_arena_grow(&m->arena, ti->update_bindings, ti->n_update_bindings, ti->n_update_bindings + 2,
                                    sizeof *b);
     if (!b) return oom(l);
@@ -624,6 +628,7 @@ AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *s
     if (amp_graph_lookup(m->graph, FOUND_INF)) return AMP_OK;
     Ls l = {.m = m, .g = m->graph, .opt = opt, .st = st, .dynamic = mode == AMP_LOSS_SCALE_DYNAMIC};
     amp_builder_init(&l.b, m->graph, PREFIX);
+    l.b.origin = AMP_ORIGIN_LOSS_SCALE;
     l.init = opt->loss_scale > 0 ? opt->loss_scale : DEFAULT_INIT;
     l.growth = opt->growth_factor > 0 ? opt->growth_factor : DEFAULT_GROWTH;
     l.backoff = opt->backoff_factor > 0 ? opt->backoff_factor : DEFAULT_BACKOFF;

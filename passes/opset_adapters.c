@@ -97,6 +97,7 @@ static AmpNode *rebuild(AmpNode *n, const char *op_type, int n_inputs, const cha
     r->attrs = attrs;
     r->doc_string = n->doc_string;
     r->rest = n->rest;
+    r->origin = n->origin;
     for (int i = 0; i < n_inputs && i < n->n_inputs; i++)
         if (n->inputs[i] && amp_node_set_input(r, i, n->inputs[i])) return NULL;
     AmpValue **outs = n->outputs;

@@ -30,6 +30,7 @@
 
 #include "ort_checkpoint.h"
 #include "passes.h"
+#include "training.h"
 
 #define BUFFER_SUFFIX "_grad.accumulation.buffer"
 #define PREFIX "ort_optimizer/"
@@ -423,7 +424,7 @@ static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
     if (!(ti->algorithm = x->a = amp_graph_new(x->m, g))) return oom(x);
     x->a->name = "ort_adamw";
     if (!(x->bind = amp_arena_calloc(&x->m->arena, 3 * x->n + 1, sizeof *x->bind))) return oom(x);
-    AmpValue *found = amp_graph_lookup(g, "amp_found_inf");
+    AmpValue *found = amp_graph_lookup(g, AMP_LS_FOUND_INF);
     x->found = found && found->graph == g && (found->flags & AMP_VALUE_OUTPUT) ? found : NULL;
     AmpCode rc = common(x);
     for (size_t i = 0; !rc && x->sgd && i < x->n; i++) rc = sgd(x, &x->params[i]);

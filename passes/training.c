@@ -92,7 +92,8 @@ AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus 
 }
 
 bool amp_is_loss_scale_name(const char *name) {
-    return name && (strncmp(name, "amp_loss_scale", 14) == 0 || strncmp(name, "amp_growth_tracker", 18) == 0);
+    return name && (strncmp(name, AMP_LS_SCALE, strlen(AMP_LS_SCALE)) == 0 ||
+                    strncmp(name, AMP_LS_TRACKER, strlen(AMP_LS_TRACKER)) == 0);
 }
 
 bool amp_is_optimizer(const AmpNode *n) {

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "ir.h"
+#include "precision.h"
 
 /* The domain of ONNX's training ops (Adam, Momentum, Adagrad, Gradient). */
 #define AMP_TRAINING_DOMAIN "ai.onnx.preview.training"
@@ -27,8 +28,17 @@ AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus 
  * *Optimizer. */
 bool amp_is_optimizer(const AmpNode *n);
 
-/* Values and nodes the loss-scaling pass makes are named "amp_loss_scale..." (and the
- * state "amp_growth_tracker..."): such an output is never the loss. */
+/* The names the loss-scaling pass (passes/loss_scale.c, DESIGN.md "Loss scaling") gives
+ * its state and outputs, in one place; its nodes are named AMP_LOSS_SCALE_PREFIX "/..."
+ * and carry AMP_ORIGIN_LOSS_SCALE. */
+#define AMP_LS_SCALE AMP_LOSS_SCALE_PREFIX       /* state: float32 scalar, input with a value */
+#define AMP_LS_TRACKER "amp_growth_tracker"      /* state: int64 scalar, clean steps */
+#define AMP_LS_FOUND_INF "amp_found_inf"         /* output: bool scalar */
+#define AMP_LS_SCALE_NEW AMP_LS_SCALE "_new"     /* outputs: the state after the step */
+#define AMP_LS_TRACKER_NEW AMP_LS_TRACKER "_new"
+
+/* Values the loss-scaling pass makes are named "amp_loss_scale..." (and the state
+ * "amp_growth_tracker..."): such an output is never the loss. */
 bool amp_is_loss_scale_name(const char *name);
 
 #endif

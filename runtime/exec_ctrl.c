@@ -71,6 +71,40 @@ static AmpCode stack(const AmpExec *e, AmpBuf *parts, size_t n_parts, int axis, 
     return rc;
 }
 
+/* Room for one more turn's scan outputs: each of the n_scan arrays grows to twice *cap
+ * (8 at first). */
+static AmpCode grow_scans(AmpBuf **scans, int n_scan, size_t *cap, AmpStatus *st) {
+    size_t c = *cap ? *cap * 2 : 8;
+    for (int s = 0; s < n_scan; s++) {
+        AmpBuf *p = realloc(scans[s], c * sizeof *p);
+        if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        scans[s] = p;
+    }
+    *cap = c;
+    return AMP_OK;
+}
+
+/* A Loop's outputs once the turns are over (rc: how they ended): the final loop-carried
+ * values, then each scan output stacked over the `iters` turns; everything is freed on
+ * failure. Returns the status. */
+static AmpCode loop_outputs(AmpExec *e, AmpNode *n, AmpCode rc, AmpBuf *carried, int n_carried, AmpBuf **scans,
+                            int n_scan, size_t iters, AmpStatus *st) {
+    for (int k = 0; k < n_carried; k++) {
+        if (!rc) amp_exec_take_output(e, n, k, &carried[k]);
+        else amp_exec_buf_free(e, &carried[k]);
+    }
+    for (int s = 0; s < n_scan; s++) {
+        if (!rc) {
+            AmpBuf stacked;
+            rc = stack(e, scans[s], iters, 0, false, &stacked, st);
+            if (!rc) amp_exec_take_output(e, n, n_carried + s, &stacked);
+        }
+        for (size_t i = 0; i < iters; i++) amp_exec_buf_free(e, &scans[s][i]);
+        free(scans[s]);
+    }
+    return rc;
+}
+
 AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
     const AmpAttr *ba = amp_node_attr(n, "body");
     if (!ba || !ba->g) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): no body", n->name ? n->name : "");
@@ -138,37 +172,14 @@ AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
             for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
             break;
         }
-        if (iters == cap) {
-            cap = cap ? cap * 2 : 8;
-            for (int s = 0; s < n_scan; s++) {
-                AmpBuf *p = realloc(scans[s], cap * sizeof *p);
-                if (!p) {
-                    rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-                    break;
-                }
-                scans[s] = p;
-            }
-            if (rc) {
-                for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
-                break;
-            }
+        if (iters == cap && (rc = grow_scans(scans, n_scan, &cap, st))) {
+            for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
+            break;
         }
         for (int s = 0; s < n_scan; s++) scans[s][iters] = bout[1 + n_carried + s];
         iters++;
     }
-    for (int k = 0; carried && k < n_carried; k++) {
-        if (!rc) amp_exec_take_output(e, n, k, &carried[k]);
-        else amp_exec_buf_free(e, &carried[k]);
-    }
-    for (int s = 0; scans && s < n_scan; s++) {
-        if (!rc) {
-            AmpBuf stacked;
-            rc = stack(e, scans[s], iters, 0, false, &stacked, st);
-            if (!rc) amp_exec_take_output(e, n, n_carried + s, &stacked);
-        }
-        for (size_t i = 0; i < iters; i++) amp_exec_buf_free(e, &scans[s][i]);
-        free(scans[s]);
-    }
+    if (carried && scans) rc = loop_outputs(e, n, rc, carried, n_carried, scans, n_scan, iters, st);
 done:
     amp_exec_buf_free(e, &iter_dev);
     amp_exec_buf_free(e, &cond_dev);
@@ -218,6 +229,39 @@ static int64_t attr_int_at(const AmpNode *n, const char *name, size_t i, int64_t
     return a && a->type == AMP_ATTR_INTS && i < a->n_ints ? a->ints[i] : dflt;
 }
 
+enum { SCAN_MAX_INPUTS = AMP_MAX_RANK * 8 };
+
+/* Scan's sequence length L and each scan input's axis (negative axes count from the end);
+ * every input must be present. */
+static AmpCode scan_axes(const AmpNode *n, const AmpBuf *const *in, int N, int M, int *axes, int64_t *L,
+                         AmpStatus *st) {
+    const char *nm = n->name ? n->name : "";
+    if (M > SCAN_MAX_INPUTS) return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (Scan): too many scan inputs", nm);
+    for (int j = 0; j < N + M; j++)
+        if (!in[j]) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): input %d is missing", nm, j);
+    for (int j = 0; j < M; j++) {
+        const AmpBuf *x = in[N + j];
+        if (x->rank < 1 || !amp_norm_axis(attr_int_at(n, "scan_input_axes", (size_t)j, 0), x->rank, &axes[j]))
+            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan axis for scan input %d", nm, j);
+        if (*L >= 0 && x->dims[axes[j]] != *L)
+            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): scan inputs disagree on the sequence length", nm);
+        *L = x->dims[axes[j]];
+    }
+    return AMP_OK;
+}
+
+/* The buffer one turn's slice of scan input x is copied into: (outer, L, inner) ->
+ * (outer, inner). */
+static AmpCode scan_slice(AmpExec *e, const AmpBuf *x, int axis, int64_t L, AmpBuf *sl, AmpStatus *st) {
+    sl->dtype = x->dtype;
+    sl->rank = x->rank - 1;
+    for (int d = 0, k = 0; d < x->rank; d++)
+        if (d != axis) sl->dims[k++] = x->dims[d];
+    sl->nelem = L ? x->nelem / (uint64_t)L : 0;
+    AmpBuf shape = *sl;
+    return amp_exec_alloc_like(e, &shape, sl, st);
+}
+
 /* Scan (opset 9 and later): N state variables, then M scan inputs sliced along their scan
  * axis each iteration; the body returns N new states and K per-iteration slices that are
  * stacked along each scan output's axis. */
@@ -234,24 +278,11 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
     if (K < 0 || body->inputs.n != (size_t)(N + M) || body->outputs.n != (size_t)(N + K))
         return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): body inputs/outputs do not match the node", nm);
 
-    /* Sequence length and each scan input's axis (negative axes count from the end). */
     int64_t L = -1;
-    int axes[AMP_MAX_RANK * 8];
-    if (M > (int)(sizeof axes / sizeof *axes))
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (Scan): too many scan inputs", nm);
-    for (int j = 0; j < N + M; j++)
-        if (!in[j]) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): input %d is missing", nm, j);
-    for (int j = 0; j < M; j++) {
-        const AmpBuf *x = in[N + j];
-        if (x->rank < 1 || !amp_norm_axis(attr_int_at(n, "scan_input_axes", (size_t)j, 0), x->rank, &axes[j]))
-            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan axis for scan input %d", nm, j);
-        if (L >= 0 && x->dims[axes[j]] != L)
-            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): scan inputs disagree on the sequence length", nm);
-        L = x->dims[axes[j]];
-    }
+    int axes[SCAN_MAX_INPUTS];
+    AmpCode rc = scan_axes(n, in, N, M, axes, &L, st);
     AmpExec *c;
-    AmpCode rc = amp_exec_get_child(e, body, &c, st);
-    if (rc) return rc;
+    if (rc || (rc = amp_exec_get_child(e, body, &c, st))) return rc;
 
     AmpNamedBuf *bin = calloc((size_t)(N + M) + 1, sizeof *bin);
     AmpBuf *state = calloc((size_t)N + 1, sizeof *state);  /* owned copies */
@@ -265,18 +296,7 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
     for (int k = 0; k < K && !rc; k++)
         if (!(scans[k] = calloc((size_t)L + 1, sizeof **scans))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     for (int k = 0; k < N && !rc; k++) rc = amp_exec_copy_buf(e, in[k], &state[k], st);
-    /* One slice buffer per scan input: (outer, L, inner) -> (outer, inner). */
-    for (int j = 0; j < M && !rc; j++) {
-        const AmpBuf *x = in[N + j];
-        AmpBuf *sl = &slice[j];
-        sl->dtype = x->dtype;
-        sl->rank = x->rank - 1;
-        for (int d = 0, k = 0; d < x->rank; d++)
-            if (d != axes[j]) sl->dims[k++] = x->dims[d];
-        sl->nelem = L ? x->nelem / (uint64_t)L : 0;
-        AmpBuf shape = *sl;
-        rc = amp_exec_alloc_like(e, &shape, sl, st);
-    }
+    for (int j = 0; j < M && !rc; j++) rc = scan_slice(e, in[N + j], axes[j], L, &slice[j], st);
     for (int64_t t = 0; !rc && t < L; t++) {
         if ((rc = amp_exec_check_iterations(e, n, (uint64_t)t, st)) || (rc = amp_exec_check_deadline(e, st))) break;
         for (int j = 0; j < M; j++) {

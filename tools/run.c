@@ -463,7 +463,7 @@ int ampc_cmd_run(const RunArgs *a) {
     }
 
     size_t n_out = amp_session_output_count(s, mode);
-    int scale_new = output_index(s, mode, "amp_loss_scale_new"), found_inf = output_index(s, mode, "amp_found_inf");
+    int scale_new = output_index(s, mode, AMP_LS_SCALE_NEW), found_inf = output_index(s, mode, AMP_LS_FOUND_INF);
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
     double *ms = calloc((size_t)a->steps, sizeof *ms);
     if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");

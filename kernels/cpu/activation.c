@@ -104,7 +104,7 @@ AmpCode amp_ew_relu(AmpKernelCtx *k) {
     bool u = amp_ew_is_unsigned(x->dtype);
     for (uint64_t i = 0; i < x->nelem; i++) {
         int64_t v = amp_buf_get_i64(x, i);
-        amp_ew_set_i64(out, i, !u && v < 0 ? 0 : v);
+        amp_buf_set_i64(out, i, !u && v < 0 ? 0 : v);
     }
     return AMP_OK;
 }
@@ -156,8 +156,7 @@ AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     if (strcmp(s, "none") == 0) p.mode = GELU_EXACT;
     else if (strcmp(s, "tanh") == 0) p.mode = GELU_TANH;
     else
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): approximate must be \"none\" or \"tanh\", not \"%.40s\"",
-                        n->name ? n->name : "", n->op_type, s);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "approximate must be \"none\" or \"tanh\", not \"%.40s\"", s);
     return params_out(p, attrs, st);
 }
 
@@ -233,7 +232,7 @@ AmpCode amp_ew_prelu(AmpKernelCtx *k) {
     int64_t dims[AMP_MAX_RANK];
     bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
     for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
-    if (!same) return amp_ew_err(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
+    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
     return amp_ew_binary_float(k, x, &slope, row_prelu_f, row_prelu_d, NULL);
 }
 
@@ -280,7 +279,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
         b->dims[0] != x->dims[x->rank - 1])
-        return amp_ew_err(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
         !x->nelem)
@@ -297,7 +296,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
     float *o = amp_buf_f32_out(dx, &t[3]);
     if (!g || !xv || !bv || !o) {
         free(t[0]), free(t[1]), free(t[2]), free(t[3]);
-        return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
     for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * gelu_grad_f(xv[i] + bv[i % h], GELU_EXACT);
     amp_buf_f32_commit(dx, t[3]);

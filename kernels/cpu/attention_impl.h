@@ -48,7 +48,6 @@ void amp_attn_cat_heads(float *dst, const float *past, int64_t P, const float *s
 void amp_attn_merge_heads(float *dst, const float *src, int64_t B, int64_t H, int64_t S, int64_t D);
 
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
-AmpCode amp_attn_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 AmpCode amp_attn_oom(AmpKernelCtx *k);
 /* *out = the product of n sizes; false when one is negative or the product is over
  * 2^40 elements (hostile shapes). */

@@ -32,8 +32,22 @@ void amp_buf_f32_commit(AmpBuf *b, float *tmp) {
 }
 
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype) {
-    return amp_fail(k->st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CPU kernel does not take %s",
-                    k->node->name ? k->node->name : "", k->node->op_type, amp_dtype_name(dtype));
+    return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(dtype));
+}
+
+void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v) {
+    switch (b->dtype) {
+    case AMP_DT_INT64: ((int64_t *)b->data)[i] = v; break;
+    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)v; break;
+    case AMP_DT_INT16: ((int16_t *)b->data)[i] = (int16_t)v; break;
+    case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)v; break;
+    case AMP_DT_UINT64: ((uint64_t *)b->data)[i] = (uint64_t)v; break;
+    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
+    case AMP_DT_UINT16: ((uint16_t *)b->data)[i] = (uint16_t)v; break;
+    case AMP_DT_UINT8: ((uint8_t *)b->data)[i] = (uint8_t)v; break;
+    case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
+    default: break;
+    }
 }
 
 AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out) {
@@ -41,10 +55,9 @@ AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out) {
         out[i] = NULL;
         if (i >= k->n_out || i >= k->node->n_outputs || !k->node->outputs[i]) continue;
         if (!k->out || !k->out[i].data)
-            return amp_fail(k->st, AMP_ERR_UNSUPPORTED,
-                            "node '%s' (%s): ampc cannot size output %d from these inputs (its shape function "
-                            "does not take them)",
-                            k->node->name ? k->node->name : "", k->node->op_type, i);
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
+                                   "ampc cannot size output %d from these inputs (its shape function does not "
+                                   "take them)", i);
         out[i] = &k->out[i];
     }
     return AMP_OK;
@@ -59,8 +72,7 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
     char got[160], exp[160];
     amp_buf_describe(y, got, sizeof got);
     amp_buf_describe(&want, exp, sizeof exp);
-    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): the output placed is %s, the kernel expects %s",
-                    k->node->name ? k->node->name : "", k->node->op_type, got, exp);
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
 }
 
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {

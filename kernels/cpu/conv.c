@@ -10,15 +10,6 @@
 
 #include "conv_impl.h"
 
-AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char msg[640];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
-}
-
 
 /* Attribute values are capped at INT32_MAX so that window arithmetic cannot overflow. */
 AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, int64_t min, int64_t *out) {
@@ -28,10 +19,10 @@ AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, in
         return AMP_OK;
     }
     if (a->type != AMP_ATTR_INTS || a->n_ints != (size_t)n)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "attribute %s must hold %d integers", name, n);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "attribute %s must hold %d integers", name, n);
     for (int i = 0; i < n; i++) {
         if (a->ints[i] < min || a->ints[i] > INT32_MAX)
-            return amp_conv_fail(k, AMP_ERR_INPUT, "attribute %s has an invalid value %lld", name,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "attribute %s has an invalid value %lld", name,
                                  (long long)a->ints[i]);
         out[i] = a->ints[i];
     }
@@ -52,14 +43,14 @@ static bool auto_pad_of(const char *s, AutoPad *out) {
 
 static AmpCode auto_pad(AmpKernelCtx *k, AutoPad *out) {
     const char *s = amp_node_attr_string(k->node, "auto_pad", "NOTSET");
-    if (!auto_pad_of(s, out)) return amp_conv_fail(k, AMP_ERR_INPUT, "unknown auto_pad '%s'", s);
+    if (!auto_pad_of(s, out)) return amp_kernel_fail(k, AMP_ERR_INPUT, "unknown auto_pad '%s'", s);
     return AMP_OK;
 }
 
 /* ---- attributes, parsed once at prepare --------------------------------------------- */
 
 const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k) {
-    if (!k->attrs) amp_conv_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     return k->attrs;
 }
 
@@ -74,8 +65,7 @@ static AmpCode ints_attr(const AmpNode *n, const char *name, int64_t min, AmpCon
     }
     for (size_t i = 0; i < a->n_ints; i++)
         if (a->ints[i] < min || a->ints[i] > INT32_MAX)
-            return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): attribute %s has an invalid value %lld",
-                            n->name ? n->name : "", n->op_type, name, (long long)a->ints[i]);
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "attribute %s has an invalid value %lld", name, (long long)a->ints[i]);
     out->n = a->n_ints > INT32_MAX ? INT32_MAX : (int)a->n_ints;
     for (size_t i = 0; i < a->n_ints && i < 2 * AMP_MAX_SPATIAL; i++) out->v[i] = a->ints[i];
     return AMP_OK;
@@ -90,7 +80,7 @@ AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     AutoPad pad = PAD_NOTSET;
     AmpCode rc = AMP_OK;
     if (!auto_pad_of(ap, &pad))
-        rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): unknown auto_pad '%s'", n->name ? n->name : "", n->op_type,
+        rc = amp_node_fail(n, st, AMP_ERR_INPUT, "unknown auto_pad '%s'",
                       ap);
     a->auto_pad = (int)pad;
     a->group = amp_node_attr_int(n, "group", 1);
@@ -108,12 +98,10 @@ AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     }
     if (!rc && pool) {
         if (!a->kernel_shape.n)
-            rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): attribute kernel_shape is required",
-                          n->name ? n->name : "", n->op_type);
+            rc = amp_node_fail(n, st, AMP_ERR_INPUT, "attribute kernel_shape is required");
         int64_t storage = amp_node_attr_int(n, "storage_order", 0);
         if (!rc && storage != 0 && storage != 1)
-            rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): storage_order must be 0 or 1 (got %lld)",
-                          n->name ? n->name : "", n->op_type, (long long)storage);
+            rc = amp_node_fail(n, st, AMP_ERR_INPUT, "storage_order must be 0 or 1 (got %lld)", (long long)storage);
         a->col_major = storage == 1;
         a->count_include_pad = amp_node_attr_int(n, "count_include_pad", 0) != 0;
         a->ceil_mode = amp_node_attr_int(n, "ceil_mode", 0) != 0;
@@ -132,7 +120,7 @@ AmpCode amp_conv_ints_of(AmpKernelCtx *k, const AmpConvInts *a, const char *name
         for (int i = 0; i < n; i++) out[i] = dflt;
         return AMP_OK;
     }
-    if (a->n != n) return amp_conv_fail(k, AMP_ERR_INPUT, "attribute %s must hold %d integers", name, n);
+    if (a->n != n) return amp_kernel_fail(k, AMP_ERR_INPUT, "attribute %s must hold %d integers", name, n);
     for (int i = 0; i < n; i++) out[i] = a->v[i];
     return AMP_OK;
 }
@@ -148,7 +136,7 @@ static AmpCode geom_fill(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, 
         g->in[i] = x->dims[i + 2];
         g->kern[i] = kern[i];
         if (kern[i] < 1 || kern[i] > INT32_MAX)
-            return amp_conv_fail(k, AMP_ERR_INPUT, "kernel size %lld is invalid", (long long)kern[i]);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel size %lld is invalid", (long long)kern[i]);
         int64_t eff = (g->kern[i] - 1) * g->dil[i] + 1, s = g->stride[i];
         if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
             /* Output ceil(in / stride); the extra pad goes at the end for SAME_UPPER. */
@@ -163,7 +151,7 @@ static AmpCode geom_fill(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, 
         g->pad1[i] = ap == PAD_VALID ? 0 : pads[n + i];
         int64_t span = g->in[i] + g->pad0[i] + g->pad1[i] - eff;
         if (span < 0)
-            return amp_conv_fail(k, AMP_ERR_INPUT, "window of %lld is larger than the padded input (%lld) on axis %d",
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "window of %lld is larger than the padded input (%lld) on axis %d",
                                  (long long)eff, (long long)(g->in[i] + g->pad0[i] + g->pad1[i]), i + 2);
         g->out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
         /* A ceil-mode window must start inside the input or the start padding. */
@@ -175,7 +163,7 @@ static AmpCode geom_fill(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, 
 AmpCode amp_conv_geom(AmpKernelCtx *k, const AmpBuf *x, const int64_t *kern, bool ceil_mode, AmpConvGeom *g) {
     memset(g, 0, sizeof *g);
     if (x->rank < 3)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
     int n = g->nsp = x->rank - 2;
     AutoPad ap = PAD_NOTSET;
     int64_t pads[2 * AMP_MAX_SPATIAL];
@@ -190,7 +178,7 @@ AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf
                             AmpConvGeom *g) {
     memset(g, 0, sizeof *g);
     if (x->rank < 3)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
     int n = g->nsp = x->rank - 2;
     int64_t pads[2 * AMP_MAX_SPATIAL];
     AmpCode rc;
@@ -209,7 +197,7 @@ static AmpCode kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBu
     for (int i = 0; i < nsp; i++) {
         kern[i] = w->dims[i + 2];
         if (attr[i] >= 0 && attr[i] != kern[i])
-            return amp_conv_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
     }
     return AMP_OK;
 }
@@ -282,12 +270,12 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
     int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt)) return amp_conv_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
     if (x->rank < 3 || w->rank != x->rank)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
     const AmpConvAttrs *at = amp_conv_prepared(k);
     if (!at) return k->st->code;
@@ -295,10 +283,10 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     int64_t group = at->group;
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
     if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
                              (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
     if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
     AmpCode rc = kernel_from_w(k, at, w, nsp, kern);
@@ -312,7 +300,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
         K > INT_MAX || Cg > INT_MAX || Mg > INT_MAX || O > INT_MAX || Cg * K > INT_MAX ||
         (uint64_t)(Cg * K) * (uint64_t)O > (UINT64_C(1) << 58))
-        return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
@@ -326,7 +314,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     if (!direct && rows) col = malloc((size_t)(rows * O) * sizeof *col); /* (Cg * K, O) */
     if (!X || !W || (b && !B) || !Y || (!direct && rows && !col)) {
         free(tx), free(tw), free(tb), free(ty), free(col);
-        return amp_conv_fail(k, AMP_ERR_INTERNAL, "out of memory");
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
     for (int64_t n = 0; n < N; n++)
         for (int64_t gi = 0; gi < group; gi++) {
@@ -424,22 +412,22 @@ static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const 
     if (have_os) {
         /* Spatial sizes; a full (N, C, ...) shape is accepted too. */
         int skip = os->n == n + 2 ? 2 : 0;
-        if (os->n != n + skip) return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape must hold %d integers", n);
+        if (os->n != n + skip) return amp_kernel_fail(k, AMP_ERR_INPUT, "output_shape must hold %d integers", n);
         for (int i = 0; i < n; i++) {
             oshape[i] = os->v[skip + i];
             if (oshape[i] < 0 || oshape[i] > INT32_MAX)
-                return amp_conv_fail(k, AMP_ERR_INPUT, "output_shape has an invalid value");
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "output_shape has an invalid value");
         }
     }
     for (int i = 0; i < n; i++) {
         g->in[i] = x->dims[i + 2];
         g->kern[i] = kern[i];
         if (kern[i] < 1 || kern[i] > INT32_MAX)
-            return amp_conv_fail(k, AMP_ERR_INPUT, "kernel size %lld is invalid", (long long)kern[i]);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel size %lld is invalid", (long long)kern[i]);
         if (g->in[i] > INT32_MAX) /* keeps stride * in within int64 */
-            return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "input size %lld is too large", (long long)g->in[i]);
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "input size %lld is too large", (long long)g->in[i]);
         if (opad[i] >= g->stride[i] && opad[i] >= g->dil[i])
-            return amp_conv_fail(k, AMP_ERR_INPUT, "output_padding %lld must be below the stride or dilation",
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "output_padding %lld must be below the stride or dilation",
                                  (long long)opad[i]);
         int64_t natural = g->stride[i] * (g->in[i] > 0 ? g->in[i] - 1 : 0) + opad[i] + (kern[i] - 1) * g->dil[i] + 1;
         if (have_os || ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
@@ -450,7 +438,7 @@ static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const 
             g->pad0[i] = ap == PAD_VALID ? 0 : pads[i];
             g->pad1[i] = ap == PAD_VALID ? 0 : pads[n + i];
             g->out[i] = natural - g->pad0[i] - g->pad1[i];
-            if (g->out[i] < 0) return amp_conv_fail(k, AMP_ERR_INPUT, "pads exceed the output on axis %d", i + 2);
+            if (g->out[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads exceed the output on axis %d", i + 2);
         }
         g->pad1[i] = natural - g->out[i] - g->pad0[i];
     }
@@ -462,12 +450,12 @@ static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const 
 AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
     int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt)) return amp_conv_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
     if (x->rank < 3 || w->rank != x->rank)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
     const AmpConvAttrs *at = amp_conv_prepared(k);
     if (!at) return k->st->code;
@@ -475,11 +463,11 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     int64_t group = at->group;
     int64_t N = x->dims[0], C = x->dims[1], Mg = w->dims[1];
     if (group < 1 || group > (C > 0 ? C : 1) || C % group || w->dims[0] != C || Mg > INT32_MAX)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
                              (long long)group, (long long)C, (long long)w->dims[0], (long long)Mg);
     int64_t M = Mg * group, Cg = C / group;
     if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
     AmpCode rc = kernel_from_w(k, at, w, nsp, kern);
@@ -493,7 +481,7 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
         K > INT_MAX || NI > INT_MAX || Cg > INT_MAX || Mg * K > INT_MAX ||
         (uint64_t)(Mg * K) * (uint64_t)NI > (UINT64_C(1) << 58))
-        return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "transposed convolution too large for the CPU kernel");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "transposed convolution too large for the CPU kernel");
     int64_t rows = Mg * K; /* the column matrix is (Mg * K, NI) */
     float *tx, *tw, *tb = NULL, *ty, *col = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
@@ -502,7 +490,7 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     if (rows && NI) col = malloc((size_t)(rows * NI) * sizeof *col);
     if (!X || !W || (b && !B) || !Y || (rows && NI && !col)) {
         free(tx), free(tw), free(tb), free(ty), free(col);
-        return amp_conv_fail(k, AMP_ERR_INTERNAL, "out of memory");
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {

@@ -17,7 +17,6 @@ typedef struct AmpConvGeom {
 } AmpConvGeom;
 
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
-AmpCode amp_conv_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
 
 /* ---- attributes, parsed once at prepare (Conv, ConvTranspose, MaxPool, AveragePool) */

@@ -87,17 +87,17 @@ AmpCode amp_ms_dropout_grad(AmpKernelCtx *k) {
     if (!amp_ew_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
     if (mask->dtype != AMP_DT_BOOL || mask->rank != dy->rank ||
         (dy->rank && memcmp(mask->dims, dy->dims, (size_t)dy->rank * sizeof *dy->dims)))
-        return amp_ew_err(k, AMP_ERR_INPUT, "mask must be bool with dY's shape");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "mask must be bool with dY's shape");
     double ratio = 0.5;
     if (r) {
         if (!amp_ew_is_float(r->dtype) || r->nelem != 1)
-            return amp_ew_err(k, AMP_ERR_INPUT, "ratio must be one float value");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio must be one float value");
         ratio = amp_ew_get_f64(r, 0);
     }
     if (t && (t->dtype != AMP_DT_BOOL || t->nelem != 1))
-        return amp_ew_err(k, AMP_ERR_INPUT, "training_mode must be one bool value");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "training_mode must be one bool value");
     bool train = !t || amp_buf_get_i64(t, 0) != 0;
-    if (train && !(ratio >= 0 && ratio < 1)) return amp_ew_err(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
+    if (train && !(ratio >= 0 && ratio < 1)) return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims)) ||
         !dy->nelem)
@@ -123,16 +123,16 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     const AmpBuf *r = k->opset >= 12 ? amp_ew_in(k, 1) : NULL, *t = k->opset >= 12 ? amp_ew_in(k, 2) : NULL;
     if (r) {
         if (!amp_ew_is_float(r->dtype) || r->nelem != 1)
-            return amp_ew_err(k, AMP_ERR_INPUT, "ratio must be one float value (%s with %llu elements)",
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio must be one float value (%s with %llu elements)",
                               amp_dtype_name(r->dtype), (unsigned long long)r->nelem);
         ratio = amp_ew_get_f64(r, 0);
     }
     if (t && (t->dtype != AMP_DT_BOOL || t->nelem != 1))
-        return amp_ew_err(k, AMP_ERR_INPUT, "training_mode must be one bool value");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "training_mode must be one bool value");
     bool model_training = t && amp_buf_get_i64(t, 0) != 0;
     bool train = (k->training || model_training) && ratio != 0;
     if (train && !(ratio > 0 && ratio < 1))
-        return amp_ew_err(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
 
     /* y: x's dtype and shape; the mask: x's shape, bool (x's dtype before opset 10).
      * Either may be left out of the node: the mask is drawn all the same, so that the
@@ -154,7 +154,7 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     Mt19937 *mt = NULL;
     uint64_t local = 0x9e3779b97f4a7c15ull, *xs = k->rng ? k->rng : &local;
     if (use_mt) {
-        if (!(mt = malloc(sizeof *mt))) return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+        if (!(mt = malloc(sizeof *mt))) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
         mt_seed(mt, (uint32_t)a->seed);
     }
     double scale = 1.0 / (1.0 - ratio);
@@ -166,7 +166,7 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
         yf = amp_buf_f32_out(y, &ty);
         if (!xf || !yf) {
             free(tx), free(ty), free(mt);
-            return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+            return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
         }
     }
     const double *xd = x->data;

@@ -39,7 +39,7 @@ static bool parse_term(AmpKernelCtx *k, const char *s, size_t len, int rank, int
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '.') {
             if (ell_at >= 0 || i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.') {
-                amp_gemm_fail(k, AMP_ERR_INPUT, "bad ellipsis in equation term '%.*s'", (int)len, s);
+                amp_kernel_fail(k, AMP_ERR_INPUT, "bad ellipsis in equation term '%.*s'", (int)len, s);
                 return false;
             }
             ell_at = letters;
@@ -47,7 +47,7 @@ static bool parse_term(AmpKernelCtx *k, const char *s, size_t len, int rank, int
         } else if (letter(s[i]) >= 0) {
             letters++;
         } else if (s[i] != ' ') {
-            amp_gemm_fail(k, AMP_ERR_INPUT, "equation character '%c' is not a label", s[i]);
+            amp_kernel_fail(k, AMP_ERR_INPUT, "equation character '%c' is not a label", s[i]);
             return false;
         }
     }
@@ -55,7 +55,7 @@ static bool parse_term(AmpKernelCtx *k, const char *s, size_t len, int rank, int
     if (rank >= 0) {
         ell = rank - letters;
         if (ell < 0 || (ell > 0 && ell_at < 0)) {
-            amp_gemm_fail(k, AMP_ERR_INPUT, "equation term '%.*s' does not match an input of rank %d", (int)len, s,
+            amp_kernel_fail(k, AMP_ERR_INPUT, "equation term '%.*s' does not match an input of rank %d", (int)len, s,
                           rank);
             return false;
         }
@@ -63,7 +63,7 @@ static bool parse_term(AmpKernelCtx *k, const char *s, size_t len, int rank, int
         ell = n_ell;
     }
     if (letters + ell > AMP_MAX_RANK) {
-        amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "equation term '%.*s' has over %d axes", (int)len, s, AMP_MAX_RANK);
+        amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "equation term '%.*s' has over %d axes", (int)len, s, AMP_MAX_RANK);
         return false;
     }
     t->rank = 0;
@@ -85,9 +85,9 @@ static AmpCode parse(AmpKernelCtx *k, const char *eqs, Eq *e) {
     memset(e, 0, sizeof *e);
     e->n_ops = k->n_in;
     if (k->n_in < 1 || k->n_in > MAX_OPS)
-        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "%d operands; 1 to %d are supported", k->n_in, MAX_OPS);
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "%d operands; 1 to %d are supported", k->n_in, MAX_OPS);
     for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_gemm_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
     const char *arrow = strstr(eqs, "->");
     size_t lhs_len = arrow ? (size_t)(arrow - eqs) : strlen(eqs);
     /* Pass 1: the widest ellipsis. Pass 2: the labels, right-aligning ellipsis dims. */
@@ -96,10 +96,10 @@ static AmpCode parse(AmpKernelCtx *k, const char *eqs, Eq *e) {
         for (int op = 0; op < e->n_ops; op++) {
             const char *end = memchr(p, ',', lhs_len - (size_t)(p - eqs));
             if (op == e->n_ops - 1) {
-                if (end) return amp_gemm_fail(k, AMP_ERR_INPUT, "equation '%s' has more terms than inputs", eqs);
+                if (end) return amp_kernel_fail(k, AMP_ERR_INPUT, "equation '%s' has more terms than inputs", eqs);
                 end = eqs + lhs_len;
             } else if (!end) {
-                return amp_gemm_fail(k, AMP_ERR_INPUT, "equation '%s' has fewer terms than inputs", eqs);
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "equation '%s' has fewer terms than inputs", eqs);
             }
             int ell;
             if (!parse_term(k, p, (size_t)(end - p), k->in[op]->rank, e->n_ell, &e->in[op], &ell))
@@ -116,7 +116,7 @@ static AmpCode parse(AmpKernelCtx *k, const char *eqs, Eq *e) {
             e->in_op[l][op] = true;
             if (e->size[l] < 0 || e->size[l] == 1) e->size[l] = d;
             else if (d != 1 && d != e->size[l])
-                return amp_gemm_fail(k, AMP_ERR_INPUT, "label '%c' has sizes %lld and %lld",
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "label '%c' has sizes %lld and %lld",
                                      l < 26 ? 'a' + l : l < N_LETTERS ? 'A' + l - 26 : '.', (long long)e->size[l],
                                      (long long)d);
         }
@@ -132,15 +132,15 @@ static AmpCode parse(AmpKernelCtx *k, const char *eqs, Eq *e) {
                 for (int a = 0; a < e->in[op].rank; a++) seen += e->in[op].lab[a] == l;
             if (seen != 1) continue;
             if (e->out.rank == AMP_MAX_RANK)
-                return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "output has over %d axes", AMP_MAX_RANK);
+                return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output has over %d axes", AMP_MAX_RANK);
             e->out.lab[e->out.rank++] = l;
         }
     }
     bool in_out[N_LABELS] = {false};
     for (int a = 0; a < e->out.rank; a++) {
         int l = e->out.lab[a];
-        if (in_out[l]) return amp_gemm_fail(k, AMP_ERR_INPUT, "output label repeated in '%s'", eqs);
-        if (e->size[l] < 0) return amp_gemm_fail(k, AMP_ERR_INPUT, "output label not in any input in '%s'", eqs);
+        if (in_out[l]) return amp_kernel_fail(k, AMP_ERR_INPUT, "output label repeated in '%s'", eqs);
+        if (e->size[l] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "output label not in any input in '%s'", eqs);
         in_out[l] = true;
     }
     for (int l = 0; l < N_LABELS; l++)
@@ -220,15 +220,15 @@ static AmpCode run_loop(AmpKernelCtx *k, const Eq *e, AmpBuf *y) {
     double *out = malloc((y->nelem ? y->nelem : 1) * sizeof *out);
     AmpCode rc = AMP_OK;
     for (int op = 0; op < e->n_ops && out; op++)
-        if (!(x[op] = to_f64(k->in[op]))) rc = amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    if (!out) rc = amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+        if (!(x[op] = to_f64(k->in[op]))) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (!out) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     if (!rc) {
         einsum_loop(e, k->in, (const double *const *)x, out);
         if (y->dtype == AMP_DT_DOUBLE) {
             if (y->nelem) memcpy(y->data, out, y->nelem * sizeof *out);
         } else {
             float *tmp, *f = amp_buf_f32_out(y, &tmp);
-            if (!f) rc = amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+            if (!f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
             else {
                 for (uint64_t i = 0; i < y->nelem; i++) f[i] = (float)out[i];
                 amp_buf_f32_commit(y, tmp);
@@ -329,7 +329,7 @@ static AmpCode run_gemm(AmpKernelCtx *k, const Eq *e, const Plan *p, AmpBuf *y) 
     float *C = malloc((y->nelem ? y->nelem : 1) * sizeof *C);   /* (batch, M, N) */
     if (!A || !B || !Y || !Ap || !Bp || !C) {
         free(ta), free(tb), free(ty), free(Ap), free(Bp), free(C);
-        return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
     permute(A, a->rank, a->dims, pa, Ap);
     permute(B, b->rank, b->dims, pb, Bp);
@@ -356,8 +356,7 @@ AmpCode amp_cpu_einsum_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
     (void)opset;
     const char *eqs = amp_node_attr_string(n, "equation", NULL);
     if (!eqs)
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): no equation attribute", n->name ? n->name : "",
-                        n->op_type);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "no equation attribute");
     size_t len = strlen(eqs);
     char *eq = malloc(len + 1);
     if (!eq) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
@@ -370,11 +369,11 @@ AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
     const char *eqs = amp_gemm_prepared(k);
     if (!eqs) return k->st->code;
     Eq *e = malloc(sizeof *e);
-    if (!e) return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (!e) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     AmpCode rc = parse(k, eqs, e);
     int dt = k->n_in > 0 && k->in[0] ? k->in[0]->dtype : AMP_DT_FLOAT;
     for (int op = 0; !rc && op < e->n_ops; op++)
-        if (k->in[op]->dtype != dt) rc = amp_gemm_fail(k, AMP_ERR_INPUT, "inputs have different types");
+        if (k->in[op]->dtype != dt) rc = amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (!rc && !amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) rc = amp_kernel_bad_dtype(k, dt);
     if (rc) {
         free(e);

@@ -110,8 +110,8 @@ static AmpCode int_binary(AmpKernelCtx *k, ArithOp op, const AmpBuf *a, const Am
             int64_t r;
             if (!int_op(op, u, amp_buf_get_i64(a, (uint64_t)(c.in[0] + i * p->step[0])),
                         amp_buf_get_i64(b, (uint64_t)(c.in[1] + i * p->step[1])), &r))
-                return amp_ew_err(k, AMP_ERR_INPUT, "integer division by zero");
-            amp_ew_set_i64(out, c.out + (uint64_t)i, r);
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "integer division by zero");
+            amp_buf_set_i64(out, c.out + (uint64_t)i, r);
         }
     return AMP_OK;
 }
@@ -221,7 +221,7 @@ AmpCode amp_ew_mod(AmpKernelCtx *k) {
     bool fmod_sign = k->attrs && *(const int *)k->attrs;
     if ((rc = amp_ew_same_dtype(k, a, b))) return rc;
     if (amp_ew_is_float(a->dtype)) {
-        if (!fmod_sign) return amp_ew_err(k, AMP_ERR_INPUT, "Mod of floats takes fmod = 1 (C's fmod)");
+        if (!fmod_sign) return amp_kernel_fail(k, AMP_ERR_INPUT, "Mod of floats takes fmod = 1 (C's fmod)");
         return amp_ew_binary_float(k, a, b, row_fmod_f, row_fmod_d, NULL);
     }
     if (!amp_ew_is_int(a->dtype)) return amp_kernel_bad_dtype(k, a->dtype);
@@ -235,8 +235,8 @@ AmpCode amp_ew_mod(AmpKernelCtx *k) {
             int64_t r;
             if (!int_mod(fmod_sign, u, amp_buf_get_i64(a, (uint64_t)(c.in[0] + i * p.step[0])),
                          amp_buf_get_i64(b, (uint64_t)(c.in[1] + i * p.step[1])), &r))
-                return amp_ew_err(k, AMP_ERR_INPUT, "integer modulo by zero");
-            amp_ew_set_i64(out, c.out + (uint64_t)i, r);
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "integer modulo by zero");
+            amp_buf_set_i64(out, c.out + (uint64_t)i, r);
         }
     return AMP_OK;
 }
@@ -247,7 +247,7 @@ AmpCode amp_ew_mod(AmpKernelCtx *k) {
  * accumulate in an fp32 (or double) output view, rounded to 16 bits once at the end. */
 static AmpCode variadic(AmpKernelCtx *k, ArithOp op, bool mean) {
     int n = k->n_in;
-    if (n < 1) return amp_ew_err(k, AMP_ERR_INPUT, "needs at least one input");
+    if (n < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs at least one input");
     AmpCode rc = amp_ew_need(k, n);
     if (rc) return rc;
     const AmpBuf *const *ins = k->in;
@@ -272,7 +272,7 @@ static AmpCode variadic(AmpKernelCtx *k, ArithOp op, bool mean) {
                 for (int64_t i = 0; i < p.n; i++) {
                     int64_t x = amp_buf_get_i64(ins[j], (uint64_t)(c.in[0] + i * p.step[0])), r = x;
                     if (j) int_op(op, u, amp_buf_get_i64(out, c.out + (uint64_t)i), x, &r); /* max/min only */
-                    amp_ew_set_i64(out, c.out + (uint64_t)i, r);
+                    amp_buf_set_i64(out, c.out + (uint64_t)i, r);
                 }
         }
         return AMP_OK;
@@ -294,13 +294,13 @@ static AmpCode variadic(AmpKernelCtx *k, ArithOp op, bool mean) {
     }
     float *to;
     float *o = amp_buf_f32_out(out, &to);
-    if (!o) return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+    if (!o) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     for (int j = 0; j < n; j++) {
         float *tx;
         const float *x = amp_buf_f32_in(ins[j], &tx);
         if (!x) {
             free(to);
-            return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+            return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
         }
         amp_ew_plan(&p, rank, dims, 1, &ins[j]);
         for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c)) {

@@ -10,29 +10,19 @@
 #include "elementwise_impl.h"
 #include "half.h"
 
-AmpCode amp_ew_err(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "",
-                    k->node->op_type ? k->node->op_type : "", msg);
-}
-
 const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i) {
     return i >= 0 && i < k->n_in ? k->in[i] : NULL;
 }
 
 AmpCode amp_ew_need(AmpKernelCtx *k, int n) {
     for (int i = 0; i < n; i++)
-        if (!amp_ew_in(k, i)) return amp_ew_err(k, AMP_ERR_INPUT, "input %d is missing", i);
+        if (!amp_ew_in(k, i)) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
     return AMP_OK;
 }
 
 AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b) {
     if (a->dtype == b->dtype) return AMP_OK;
-    return amp_ew_err(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
+    return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
                       amp_dtype_name(b->dtype));
 }
 
@@ -51,7 +41,7 @@ AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int 
     for (int i = 0; i < n; i++) {
         if (!amp_broadcast_shape(r, d, in[i]->rank, in[i]->dims, &r, dims)) {
             char s[128];
-            return amp_ew_err(k, AMP_ERR_INPUT, "input %d of shape %s does not broadcast with the others", i,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d of shape %s does not broadcast with the others", i,
                               shape_str(in[i], s, sizeof s));
         }
         memcpy(d, dims, (size_t)r * sizeof *d);
@@ -137,12 +127,12 @@ AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
     int axis = a->rank - b->rank;
     if (lb->broadcast && lb->has_axis && !amp_norm_axis(lb->axis, a->rank, &axis)) axis = -1;
     if (axis < 0 || axis + b->rank > a->rank || (!lb->broadcast && a->rank != b->rank))
-        return amp_ew_err(k, AMP_ERR_INPUT, "a rank-%d B does not fit a rank-%d A %s", b->rank, a->rank,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "a rank-%d B does not fit a rank-%d A %s", b->rank, a->rank,
                           lb->broadcast ? "at the axis (broadcast=1 before opset 7)"
                                         : "(without broadcast=1 before opset 7 the shapes are equal)");
     for (int i = 0; i < b->rank; i++)
         if (b->dims[i] != a->dims[axis + i] && !(lb->broadcast && b->dims[i] == 1))
-            return amp_ew_err(k, AMP_ERR_INPUT, "B's dim %d is %lld where A's is %lld (before opset 7 B %s A)", i,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "B's dim %d is %lld where A's is %lld (before opset 7 B %s A)", i,
                               (long long)b->dims[i], (long long)a->dims[axis + i],
                               lb->broadcast ? "broadcasts one way onto" : "has the shape of");
     view->rank = a->rank - axis;
@@ -200,21 +190,6 @@ void amp_ew_set_f64(AmpBuf *b, uint64_t i, double v) {
     case AMP_DT_UINT64:
         ((uint64_t *)b->data)[i] = isnan(v) || v <= 0 ? 0 : v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
         break;
-    case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-void amp_ew_set_i64(AmpBuf *b, uint64_t i, int64_t v) {
-    switch (b->dtype) {
-    case AMP_DT_INT64: ((int64_t *)b->data)[i] = v; break;
-    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)v; break;
-    case AMP_DT_INT16: ((int16_t *)b->data)[i] = (int16_t)v; break;
-    case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)v; break;
-    case AMP_DT_UINT64: ((uint64_t *)b->data)[i] = (uint64_t)v; break;
-    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
-    case AMP_DT_UINT16: ((uint16_t *)b->data)[i] = (uint16_t)v; break;
-    case AMP_DT_UINT8: ((uint8_t *)b->data)[i] = (uint8_t)v; break;
     case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
     default: break;
     }

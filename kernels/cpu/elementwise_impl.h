@@ -110,7 +110,6 @@ typedef void (*AmpEwMapD)(double *y, const double *x, uint64_t n, const AmpEwPar
 /* ---- helpers (elementwise.c) ------------------------------------------------------ */
 
 /* AMP_ERR_* failure naming the node and op, then the printf-style message. */
-AmpCode amp_ew_err(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 /* The k->in[i] if it is there, else NULL (also for i past the node's inputs). */
 const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i);
 /* Fails with AMP_ERR_INPUT unless inputs 0..n-1 are all present. */
@@ -150,7 +149,6 @@ double amp_ew_get_f64(const AmpBuf *b, uint64_t i);
  * toward zero and saturated to the type's range (NaN stores 0). */
 void amp_ew_set_f64(AmpBuf *b, uint64_t i, double v);
 /* Stores the low bits of v into element i of an integer or bool buffer. */
-void amp_ew_set_i64(AmpBuf *b, uint64_t i, int64_t v);
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */
 bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */

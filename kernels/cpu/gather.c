@@ -17,9 +17,9 @@ static bool is_index_type(int dt) {
 static AmpCode data_and_indices(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **idx, size_t *es) {
     *x = k->n_in > 0 ? k->in[0] : NULL;
     *idx = k->n_in > 1 ? k->in[1] : NULL;
-    if (!*x || !*idx) return amp_sh_fail(k, AMP_ERR_INPUT, "data and indices inputs are required");
+    if (!*x || !*idx) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices inputs are required");
     if (!is_index_type((*idx)->dtype))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "indices must be integers, not %s", amp_dtype_name((*idx)->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "indices must be integers, not %s", amp_dtype_name((*idx)->dtype));
     *es = amp_sh_esize(k, (*x)->dtype);
     return *es ? AMP_OK : k->st->code;
 }
@@ -35,7 +35,7 @@ static bool index_at(const AmpBuf *idx, uint64_t i, int64_t dim, int64_t *out) {
 }
 
 static AmpCode bad_index(AmpKernelCtx *k, const AmpBuf *idx, uint64_t i, int64_t dim) {
-    return amp_sh_fail(k, AMP_ERR_INPUT, "index %lld (at %llu) is out of range for an axis of size %lld",
+    return amp_kernel_fail(k, AMP_ERR_INPUT, "index %lld (at %llu) is out of range for an axis of size %lld",
                        (long long)amp_buf_get_i64(idx, i), (unsigned long long)i, (long long)dim);
 }
 
@@ -53,10 +53,10 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
     int axis;
     int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     int rank = x->rank - 1 + idx->rank;
     if (rank > AMP_MAX_RANK)
-        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
     int64_t dim = x->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
         if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);
@@ -87,9 +87,9 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
 AmpCode amp_ms_gather_grad(AmpKernelCtx *k) {
     const AmpBuf *shape = k->n_in > 0 ? k->in[0] : NULL, *idx = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *dy = k->n_in > 2 ? k->in[2] : NULL;
-    if (!shape || !idx || !dy) return amp_sh_fail(k, AMP_ERR_INPUT, "shape, indices and dY inputs are required");
+    if (!shape || !idx || !dy) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape, indices and dY inputs are required");
     if (!is_index_type(idx->dtype))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "indices must be integers, not %s", amp_dtype_name(idx->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "indices must be integers, not %s", amp_dtype_name(idx->dtype));
     if (!amp_is_f32_family(dy->dtype) && dy->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dy->dtype);
     AmpBuf *dx;
     AmpCode rc = amp_kernel_outputs(k, 1, &dx);
@@ -97,17 +97,17 @@ AmpCode amp_ms_gather_grad(AmpKernelCtx *k) {
     int axis;
     int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, dx->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
     /* dY is Gather's output: (dX[:axis], indices, dX[axis+1:]) */
     int64_t dims[AMP_MAX_RANK];
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = dx->dims[d];
     if (r + idx->rank + dx->rank - axis - 1 > AMP_MAX_RANK)
-        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
     for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
     for (int d = axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
     if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
     int64_t dim = dx->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
         if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);
@@ -131,7 +131,7 @@ AmpCode amp_ms_gather_grad(AmpKernelCtx *k) {
     float *o = amp_buf_f32_out(dx, &to);
     if (!g || !o) {
         free(tg), free(to);
-        return amp_sh_fail(k, AMP_ERR_INTERNAL, "out of memory");
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
     memset(o, 0, (size_t)dx->nelem * sizeof *o);
     const float *gp = g;
@@ -154,11 +154,11 @@ AmpCode amp_sh_gather_elements(AmpKernelCtx *k) {
     int r = x->rank, axis;
     int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, r, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
-    if (idx->rank != r) return amp_sh_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
+    if (idx->rank != r) return amp_kernel_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
     for (int d = 0; d < r; d++)
         if (d != axis && idx->dims[d] > x->dims[d])
-            return amp_sh_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
                                (long long)idx->dims[d], (long long)x->dims[d]);
     int64_t dim = x->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
@@ -217,17 +217,17 @@ AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
     if (rc) return rc;
     int r = x->rank, q = idx->rank;
     int64_t b = ((const GatherNdAttrs *)k->attrs)->batch_dims;
-    if (q < 1 || r < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
+    if (q < 1 || r < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
     if (b < 0 || b >= q || b >= r)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "batch_dims %lld is out of range", (long long)b);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "batch_dims %lld is out of range", (long long)b);
     int64_t m = idx->dims[q - 1];
     if (m < 1 || m > r - b)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit data of rank %d", (long long)m, r);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit data of rank %d", (long long)m, r);
     for (int d = 0; d < b; d++)
-        if (idx->dims[d] != x->dims[d]) return amp_sh_fail(k, AMP_ERR_INPUT, "batch dimension %d differs", d);
+        if (idx->dims[d] != x->dims[d]) return amp_kernel_fail(k, AMP_ERR_INPUT, "batch dimension %d differs", d);
     int rank = q - 1 + r - (int)b - (int)m;
     if (rank > AMP_MAX_RANK)
-        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
     /* y: (indices[:q-1], x[b+m:]) */
     int64_t dims[AMP_MAX_RANK];
     int n = 0;
@@ -347,7 +347,7 @@ AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs,
     else if (strcmp(rs, "mul") == 0) a.op = RED_MUL;
     else if (strcmp(rs, "max") == 0) a.op = RED_MAX;
     else if (strcmp(rs, "min") == 0) a.op = RED_MIN;
-    else return amp_sh_prep_fail(n, st, "unknown reduction '%s'", rs);
+    else return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown reduction '%s'", rs);
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
@@ -357,22 +357,22 @@ AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     const AmpBuf *u = k->n_in > 2 ? k->in[2] : NULL;
-    if (!u) return amp_sh_fail(k, AMP_ERR_INPUT, "updates input is required");
+    if (!u) return amp_kernel_fail(k, AMP_ERR_INPUT, "updates input is required");
     if (u->dtype != x->dtype)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "updates are %s, data %s", amp_dtype_name(u->dtype),
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "updates are %s, data %s", amp_dtype_name(u->dtype),
                            amp_dtype_name(x->dtype));
     int op = ((const ScatterAttrs *)k->attrs)->op;
     if (op != RED_NONE && !reduce_into(x->dtype, op, NULL, NULL, 0)) return amp_kernel_bad_dtype(k, x->dtype);
     int r = x->rank, q = idx->rank;
-    if (q < 1 || r < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
+    if (q < 1 || r < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
     int64_t m = idx->dims[q - 1];
     if (m < 1 || m > r)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit rank %d", (long long)m, r);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit rank %d", (long long)m, r);
     /* updates: (indices[:q-1], data[m:]) */
     bool ok = u->rank == q - 1 + r - (int)m;
     for (int d = 0; ok && d < q - 1; d++) ok = u->dims[d] == idx->dims[d];
     for (int d = (int)m; ok && d < r; d++) ok = u->dims[q - 1 + d - m] == x->dims[d];
-    if (!ok) return amp_sh_fail(k, AMP_ERR_INPUT, "updates shape is not indices.shape[:-1] + data.shape[m:]");
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "updates shape is not indices.shape[:-1] + data.shape[m:]");
     uint64_t tuples = amp_shape_nelem(q - 1, idx->dims), slice = amp_shape_nelem(r - (int)m, x->dims + m);
     int64_t off = 0;
     uint64_t bad = 0;

@@ -10,24 +10,15 @@
 
 #include "gemm_impl.h"
 
-AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char msg[640];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
-}
-
 static AmpCode oom(AmpKernelCtx *k) {
-    return amp_gemm_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
 
 /* ---- attributes, parsed once at prepare ------------------------------------------- */
 
 const void *amp_gemm_prepared(AmpKernelCtx *k) {
-    if (!k->attrs) amp_gemm_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     return k->attrs;
 }
 
@@ -56,23 +47,13 @@ AmpCode amp_cpu_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
 AmpCode amp_cpu_fused_matmul_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     if (amp_node_attr_int(n, "transBatchA", 0) || amp_node_attr_int(n, "transBatchB", 0))
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): transBatchA / transBatchB are not implemented",
-                        n->name ? n->name : "", n->op_type);
+        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "transBatchA / transBatchB are not implemented");
     return mm_attrs_out(n, attrs, st);
 }
 
+/* The integer types the product takes: 32 and 64 bits (onnxruntime's MatMul). */
 static bool is_int_mm(int dt) {
-    return dt == AMP_DT_INT32 || dt == AMP_DT_INT64 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
-}
-
-/* Stores v (two's-complement wrap) as element i of an int32/int64/uint32/uint64 buffer. */
-static void put_int(AmpBuf *b, uint64_t i, uint64_t v) {
-    switch (b->dtype) {
-    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)(uint32_t)v; break;
-    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
-    case AMP_DT_INT64: ((int64_t *)b->data)[i] = (int64_t)v; break;
-    default: ((uint64_t *)b->data)[i] = v; break;
-    }
+    return amp_dtype_is_int(dt) && amp_dtype_bits(dt) >= 32;
 }
 
 /* ---- batched matrix products ---------------------------------------------------- */
@@ -94,7 +75,7 @@ typedef struct MmShape {
 static AmpCode mm_shape(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, bool ta, bool tb, MmShape *s) {
     memset(s, 0, sizeof *s);
     if (a->rank < 1 || b->rank < 1)
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "inputs must have rank >= 1 (got %d and %d)", a->rank, b->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs must have rank >= 1 (got %d and %d)", a->rank, b->rank);
     int ra = a->rank, rb = b->rank;
     /* 1-D A is a row (1, K); 1-D B a column (K, 1); transposes apply to rank >= 2. */
     int64_t ar = ra == 1 ? 1 : a->dims[ra - 2], ac = a->dims[ra - 1];
@@ -105,12 +86,12 @@ static AmpCode mm_shape(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, bool 
     int64_t kb = tB ? bc : br;
     s->n = tB ? br : bc;
     if (ka != kb)
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
                              (long long)kb);
     s->kk = ka;
     int nba = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
     if (!amp_broadcast_shape(nba, a->dims, nbb, b->dims, &s->nb, s->batch))
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "batch dimensions do not broadcast");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "batch dimensions do not broadcast");
     amp_broadcast_strides(nba, a->dims, s->nb, s->batch, s->sa);
     amp_broadcast_strides(nbb, b->dims, s->nb, s->batch, s->sb);
     s->nbatch = amp_shape_nelem(s->nb, s->batch);
@@ -120,7 +101,7 @@ static AmpCode mm_shape(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, bool 
     if (ra > 1) s->out[s->out_rank++] = s->m;
     if (rb > 1) s->out[s->out_rank++] = s->n;
     if (s->m > INT_MAX || s->n > INT_MAX || s->kk > INT_MAX)
-        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
     return AMP_OK;
 }
 
@@ -202,16 +183,16 @@ static void mm_int(const MmShape *s, const AmpBuf *a, const AmpBuf *b, AmpBuf *y
                 for (int64_t p = 0; p < s->kk; p++)
                     acc += (uint64_t)amp_buf_get_i64(a, it.oa * ma + (uint64_t)(i * s->kk + p)) *
                            (uint64_t)amp_buf_get_i64(b, it.ob * mb + (uint64_t)(p * s->n + j));
-                put_int(y, bi * mc + (uint64_t)(i * s->n + j), acc);
+                amp_buf_set_i64(y, bi * mc + (uint64_t)(i * s->n + j), (int64_t)acc);
             }
 }
 
 /* MatMul and FusedMatMul: Y = alpha * op(A) @ op(B), batched with broadcasting. */
 static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
-    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs two inputs");
+    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs two inputs");
     const AmpBuf *a = k->in[0], *b = k->in[1];
     if (a->dtype != b->dtype)
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
                              amp_dtype_name(b->dtype));
     int dt = a->dtype;
     if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE && !(is_int_mm(dt) && !ta && !tb && alpha == 1.0f))
@@ -260,30 +241,30 @@ AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
  * placed output y (NULL: not listed, nothing to compute; float32 standing in for a
  * 16-bit output where `stand_in`). */
 static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool stand_in) {
-    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_gemm_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
+    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
     const AmpBuf *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
     int dt = a->dtype;
     if (b->dtype != dt || (c && c->dtype != dt))
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "inputs have different types");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
     if (a->rank != 2 || b->rank != 2)
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "A and B must be 2-D (got rank %d and %d)", a->rank, b->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "A and B must be 2-D (got rank %d and %d)", a->rank, b->rank);
     bool ta = at->ta, tb = at->tb;
     float alpha = at->alpha, beta = at->beta;
     int64_t m = ta ? a->dims[1] : a->dims[0], ka = ta ? a->dims[0] : a->dims[1];
     int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
     if (ka != kb)
-        return amp_gemm_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
                              (long long)kb);
     if (m > INT_MAX || n > INT_MAX || ka > INT_MAX)
-        return amp_gemm_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
     int64_t ydims[2] = {m, n}, cs[2] = {0, 0};
     if (c) {
-        if (c->rank > 2) return amp_gemm_fail(k, AMP_ERR_INPUT, "C has rank %d; at most 2", c->rank);
+        if (c->rank > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "C has rank %d; at most 2", c->rank);
         for (int i = 0; i < c->rank; i++) {
             int64_t want = ydims[2 - c->rank + i];
             if (c->dims[i] != 1 && c->dims[i] != want)
-                return amp_gemm_fail(k, AMP_ERR_INPUT, "C does not broadcast to (%lld, %lld)", (long long)m,
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "C does not broadcast to (%lld, %lld)", (long long)m,
                                      (long long)n);
         }
         amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);

@@ -6,7 +6,6 @@
 #include "kernels.h"
 
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
-AmpCode amp_gemm_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
 /* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
 const void *amp_gemm_prepared(AmpKernelCtx *k);

@@ -59,6 +59,10 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 
+/* Stores v as element i of an integer buffer (wrapping, as C's conversions do) or a bool
+ * one (v != 0); other types are left alone. */
+void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v);
+
 /* ---- every kernel: declared from ops.def's CPU column -------------------------------
  * CPU(kernel) or CPU(kernel, prepare) in the op's row declares both functions here and
  * puts them in table.c's two tables at the op's id: adding a kernel edits neither file.

@@ -60,7 +60,7 @@ static AmpCode compare(AmpKernelCtx *k, CmpOp op) {
         const float *x = amp_buf_f32_in(a, &ta), *y = amp_buf_f32_in(b, &tb);
         if (!x || !y) {
             free(ta), free(tb);
-            return amp_ew_err(k, AMP_ERR_INTERNAL, "out of memory");
+            return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
         }
         for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
             for (int64_t i = 0; i < p.n; i++)
@@ -161,7 +161,7 @@ AmpCode amp_ew_where(AmpKernelCtx *k) {
     if (rc) return rc;
     const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
     if (cond->dtype != AMP_DT_BOOL)
-        return amp_ew_err(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
     if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
     size_t bits = amp_dtype_bits(x->dtype);
     if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);

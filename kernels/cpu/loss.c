@@ -22,7 +22,7 @@ AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     if (strcmp(r, "none") == 0) a.red = LOSS_NONE;
     else if (strcmp(r, "sum") == 0) a.red = LOSS_SUM;
     else if (strcmp(r, "mean") == 0) a.red = LOSS_MEAN;
-    else return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
+    else return amp_node_fail(n, st, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
     const AmpAttr *ia = amp_node_attr(n, "ignore_index");
     a.has_ii = ia && ia->type == AMP_ATTR_INT;
     a.ii = a.has_ii ? ia->i : 0;
@@ -46,19 +46,19 @@ static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels,
     if (!attr) return k->st->code;
     a->x = x, a->labels = labels, a->w = w;
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (!amp_red_is_int(labels->dtype))
-        return amp_red_fail(k, AMP_ERR_INPUT, "labels must be integers, not %s", amp_dtype_name(labels->dtype));
-    if (x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
+    if (!amp_dtype_is_int(labels->dtype))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must be integers, not %s", amp_dtype_name(labels->dtype));
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
     bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
     for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
-    if (!ok) return amp_red_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
     a->n = (uint64_t)x->dims[0];
     a->c = (uint64_t)x->dims[1];
     a->dk = amp_shape_nelem(x->rank - 2, x->dims + 2);
     if (w) {
         if (!amp_red_is_float(w->dtype)) return amp_kernel_bad_dtype(k, w->dtype);
         if (w->rank != 1 || (uint64_t)w->dims[0] != a->c)
-            return amp_red_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)a->c);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)a->c);
     }
     a->red = attr->red;
     a->has_ii = attr->has_ii;
@@ -74,7 +74,7 @@ static AmpCode loss_label(AmpKernelCtx *k, const LossArgs *a, uint64_t at, int64
         return AMP_OK;
     }
     if (l < 0 || (uint64_t)l >= a->c)
-        return amp_red_fail(k, AMP_ERR_INPUT, "label %lld (element %llu) is outside [0, %llu)", (long long)l,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "label %lld (element %llu) is outside [0, %llu)", (long long)l,
                             (unsigned long long)at, (unsigned long long)a->c);
     *out = l;
     return AMP_OK;
@@ -87,7 +87,7 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *labels = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !labels) return amp_red_fail(k, AMP_ERR_INPUT, "scores and labels are required");
+    if (!x || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores and labels are required");
     LossArgs a;
     AmpCode rc = loss_args(k, x, labels, w, &a);
     if (rc) return rc;
@@ -170,17 +170,17 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
     const AmpBuf *labels = k->n_in > 2 ? k->in[2] : NULL;
     const AmpBuf *w = k->n_in > 3 ? k->in[3] : NULL;
     const AmpBuf *bias = k->n_in > 4 ? k->in[4] : NULL;
-    if (!dy || !lpb || !labels) return amp_red_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
+    if (!dy || !lpb || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
     LossArgs a;
     AmpCode rc = loss_args(k, lpb, labels, w, &a);
     if (rc) return rc;
     if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
     if (dy->nelem != (a.red == LOSS_NONE ? a.n * a.dk : 1))
-        return amp_red_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
                             a.red == LOSS_NONE ? "one per sample" : "a scalar");
     if (bias) {
         if (!amp_red_is_float(bias->dtype)) return amp_kernel_bad_dtype(k, bias->dtype);
-        if (bias->nelem != lpb->nelem) return amp_red_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
+        if (bias->nelem != lpb->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
     }
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;

@@ -59,39 +59,24 @@ static void ort_bias(const void *ctx, int64_t b, int64_t h, float *bias) {
     }
 }
 
-static bool is_int_mask(int dt) {
-    switch (dt) {
-    case AMP_DT_INT8:
-    case AMP_DT_INT16:
-    case AMP_DT_INT32:
-    case AMP_DT_INT64:
-    case AMP_DT_UINT8:
-    case AMP_DT_UINT16:
-    case AMP_DT_UINT32:
-    case AMP_DT_UINT64:
-    case AMP_DT_BOOL: return true;
-    default: return false;
-    }
-}
-
 /* Classifies the mask (int32 in the schema; any integer type is read) for B, S, T.
  * MultiHeadAttention does not take the (2B) form (onnxruntime rejects it). */
 static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b, OrtBias *o) {
     o->kind = MASK_NONE;
     if (!m) return AMP_OK;
-    if (!is_int_mask(m->dtype))
-        return amp_attn_fail(k, AMP_ERR_INPUT, "the mask must be int32 (got %s)", amp_dtype_name(m->dtype));
+    if (!amp_dtype_is_int(m->dtype) && m->dtype != AMP_DT_BOOL)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the mask must be int32 (got %s)", amp_dtype_name(m->dtype));
     o->mask = m;
     if (m->rank == 1 && m->dims[0] == B) o->kind = MASK_END;
     else if (m->rank == 1 && allow_2b && m->dims[0] == 2 * B) o->kind = MASK_END_START;
     else if (m->rank == 1 && m->dims[0] == 3 * B + 2)
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "the (3 * batch + 2) mask form is not implemented on the CPU");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "the (3 * batch + 2) mask form is not implemented on the CPU");
     else if (m->rank == 2 && m->dims[0] == B && m->dims[1] == T) o->kind = MASK_RAW2;
     else if (m->rank == 3 && m->dims[0] == B && m->dims[1] == S && m->dims[2] == T) o->kind = MASK_RAW3;
     else if (m->rank == 4)
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "a 4-D attention mask is not implemented on the CPU");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a 4-D attention mask is not implemented on the CPU");
     else
-        return amp_attn_fail(k, AMP_ERR_INPUT,
+        return amp_kernel_fail(k, AMP_ERR_INPUT,
                              "the mask (rank %d) must be (%lld)%s, (%lld, %lld) or (%lld, %lld, %lld)", m->rank,
                              (long long)B, allow_2b ? ", (2 * batch)" : "", (long long)B, (long long)T, (long long)B,
                              (long long)S, (long long)T);
@@ -102,10 +87,10 @@ static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S,
 static AmpCode bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
                            OrtBias *o) {
     if (!ab) return AMP_OK;
-    if (ab->dtype != dt) return amp_attn_fail(k, AMP_ERR_INPUT, "attention_bias must have the input's type");
+    if (ab->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "attention_bias must have the input's type");
     if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) || (ab->dims[1] != N && ab->dims[1] != 1) ||
         ab->dims[2] != S || ab->dims[3] != T)
-        return amp_attn_fail(k, AMP_ERR_INPUT, "attention_bias must be (%lld or 1, %lld or 1, %lld, %lld)",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "attention_bias must be (%lld or 1, %lld or 1, %lld, %lld)",
                              (long long)B, (long long)N, (long long)S, (long long)T);
     o->ab_sh = ab->dims[1] == 1 ? 0 : S * T;
     o->ab_sb = ab->dims[0] == 1 ? 0 : ab->dims[1] * S * T;
@@ -136,25 +121,23 @@ typedef struct OrtAttnAttrs {
 
 AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    const char *name = n->name ? n->name : "", *op = n->op_type ? n->op_type : "";
     OrtAttnAttrs a = {.num_heads = amp_node_attr_int(n, "num_heads", 0),
                       .causal = amp_node_attr_int(n, "unidirectional", 0) != 0,
                       .filter = amp_node_attr_float(n, "mask_filter_value", -10000.0f),
                       .scale = amp_node_attr_float(n, "scale", 0.0f)};
     if (n->op == AMP_OP_Ms_Attention) {
         if (amp_node_attr_int(n, "do_rotary", 0) || amp_node_attr_int(n, "past_present_share_buffer", 0))
-            return amp_fail(st, AMP_ERR_UNSUPPORTED,
-                            "node '%s' (%s): rotary embeddings and shared past/present buffers are not implemented",
-                            name, op);
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                 "rotary embeddings and shared past/present buffers are not implemented");
         const AmpAttr *qs = amp_node_attr(n, "qkv_hidden_sizes");
         if (qs && qs->type == AMP_ATTR_INTS && qs->n_ints) {
             if (qs->n_ints != 3)
-                return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): qkv_hidden_sizes must hold 3 integers", name, op);
+                return amp_node_fail(n, st, AMP_ERR_INPUT, "qkv_hidden_sizes must hold 3 integers");
             a.has_qkv = true;
             for (int i = 0; i < 3; i++) a.qkv[i] = qs->ints[i];
         }
     }
-    if (a.num_heads < 1) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): num_heads must be positive", name, op);
+    if (a.num_heads < 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_heads must be positive");
     OrtAttnAttrs *p = malloc(sizeof *p);
     if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     *p = a;
@@ -168,25 +151,27 @@ static float default_scale(const OrtAttnAttrs *a, int64_t head) {
 
 /* ---- com.microsoft Attention ------------------------------------------------------ */
 
-/* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
- * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
-AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
-    const OrtAttnAttrs *a = k->attrs;
-    const AmpBuf *in[7] = {NULL};
-    for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
-    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
-    if (!x || !w) return amp_attn_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
-    int dt = x->dtype;
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (w->dtype != dt || (bias && bias->dtype != dt) || (past && past->dtype != dt))
-        return amp_attn_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
-    if (in[6]) /* past_sequence_length: with a shared past/present buffer (refused at prepare) */
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED,
-                             "rotary embeddings and shared past/present buffers are not implemented");
-    if (k->n_out > 2) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
+/* The bias callback's state before the mask is read: sizes, causality, filter value. */
+static OrtBias ort_bias_init(const OrtAttnAttrs *a, int64_t B, int64_t S, int64_t T, int64_t P) {
+    OrtBias ob;
+    memset(&ob, 0, sizeof ob);
+    ob.B = B, ob.S = S, ob.T = T, ob.past = P;
+    ob.causal = a->causal;
+    ob.filter = a->filter;
+    return ob;
+}
+
+/* Attention's sizes: input (B, S, Din), weights (Din, Dq + Dk + Dv), N heads of H (Q, K)
+ * and Hv (V), a past of P steps. */
+typedef struct MsAttnDims {
+    int64_t N, B, S, Din, Dsum, Dq, Dk, Dv, H, Hv, P;
+} MsAttnDims;
+
+static AmpCode ms_attention_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x, const AmpBuf *w,
+                                 const AmpBuf *bias, const AmpBuf *past, MsAttnDims *d) {
     int64_t N = a->num_heads;
     if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
-        return amp_attn_fail(k, AMP_ERR_INPUT, "input must be (B, S, D) and weights (D, 3 * hidden)");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "input must be (B, S, D) and weights (D, 3 * hidden)");
     int64_t B = x->dims[0], S = x->dims[1], Din = x->dims[2], Dsum = w->dims[1], Dq, Dk, Dv;
     if (a->has_qkv) {
         Dq = a->qkv[0], Dk = a->qkv[1], Dv = a->qkv[2];
@@ -194,33 +179,54 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         Dq = Dk = Dv = Dsum / 3;
     }
     if (Dq < 1 || Dk != Dq || Dv < 1 || Dq > INT32_MAX || Dv > INT32_MAX || Dq + Dk + Dv != Dsum || Dq % N || Dv % N)
-        return amp_attn_fail(k, AMP_ERR_INPUT,
+        return amp_kernel_fail(k, AMP_ERR_INPUT,
                              "hidden sizes Q %lld, K %lld, V %lld must be positive multiples of num_heads %lld, Q and "
                              "K equal, summing to weights' %lld columns",
                              (long long)Dq, (long long)Dk, (long long)Dv, (long long)N, (long long)Dsum);
     int64_t H = Dq / N, Hv = Dv / N, P = 0;
     if (bias && (bias->rank != 1 || bias->dims[0] != Dsum))
-        return amp_attn_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)Dsum);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)Dsum);
     if (past) {
         if (past->rank != 5 || past->dims[0] != 2 || past->dims[1] != B || past->dims[2] != N || past->dims[4] != H ||
             H != Hv)
-            return amp_attn_fail(k, AMP_ERR_INPUT,
+            return amp_kernel_fail(k, AMP_ERR_INPUT,
                                  "past must be (2, %lld, %lld, P, %lld), with equal Q/K/V hidden sizes", (long long)B,
                                  (long long)N, (long long)H);
         P = past->dims[3];
     }
+    *d = (MsAttnDims){N, B, S, Din, Dsum, Dq, Dk, Dv, H, Hv, P};
+    return AMP_OK;
+}
+
+/* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
+ * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
+AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
+    const OrtAttnAttrs *a = k->attrs;
+    const AmpBuf *in[7] = {NULL};
+    for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
+    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
+    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
+    int dt = x->dtype;
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (w->dtype != dt || (bias && bias->dtype != dt) || (past && past->dtype != dt))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
+    if (in[6]) /* past_sequence_length: with a shared past/present buffer (refused at prepare) */
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
+                             "rotary embeddings and shared past/present buffers are not implemented");
+    if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
+    MsAttnDims d = {0};
+    AmpCode rc = ms_attention_dims(k, a, x, w, bias, past, &d);
+    if (rc) return rc;
+    int64_t N = d.N, B = d.B, S = d.S, Din = d.Din, Dsum = d.Dsum, Dq = d.Dq, Dk = d.Dk, Dv = d.Dv, H = d.H, Hv = d.Hv,
+            P = d.P;
     int64_t T = P + S, n;
-    OrtBias ob;
-    memset(&ob, 0, sizeof ob);
-    ob.B = B, ob.S = S, ob.T = T, ob.past = P;
-    ob.causal = a->causal;
-    ob.filter = a->filter;
-    AmpCode rc = mask_kind(k, mask, B, S, T, true, &ob);
+    OrtBias ob = ort_bias_init(a, B, S, T, P);
+    rc = mask_kind(k, mask, B, S, T, true, &ob);
     if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
     const int64_t sz1[3] = {B, S, Dsum}, sz2[4] = {B, N, S, T > H ? T : H}, sz3[5] = {2, B, N, T, H > Hv ? H : Hv};
     if (!amp_attn_size(3, sz1, &n) || !amp_attn_size(4, sz2, &n) || !amp_attn_size(5, sz3, &n) || B * S > INT_MAX ||
         Din > INT_MAX || Dsum > INT_MAX || T > INT_MAX)
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
 
     const int64_t ydims[3] = {B, S, Dv}, pdims[5] = {2, B, N, T, H};
     AmpBuf *out[2];
@@ -228,7 +234,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     AmpBuf *y = out[0], *pres = out[1];
     /* present holds K then V in (B, N, T, H) halves: V's head size must be H too. */
     if (pres && H != Hv)
-        return amp_attn_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
                              (long long)Dk, (long long)Dv);
     if (y && (rc = amp_kernel_check_out(k, y, dt, 3, ydims))) return rc;
     if (pres && (rc = amp_kernel_check_out(k, pres, dt, 5, pdims))) return rc;
@@ -288,6 +294,62 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
 
 /* ---- com.microsoft MultiHeadAttention ------------------------------------------- */
 
+/* MultiHeadAttention's sizes: query (B, S, D), N heads of H; key and value of L steps,
+ * (B, L, D) and (B, L, Dv) or per head (kv4: (B, N, L, H) and (B, N, L, Hv)); a past of P. */
+typedef struct MhaDims {
+    int64_t N, B, S, D, H, L, Dv, Hv, P;
+    bool kv4;
+} MhaDims;
+
+static AmpCode mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
+                        const AmpBuf *bias, const AmpBuf *pk, const AmpBuf *pv, MhaDims *d) {
+    int64_t N = a->num_heads;
+    if (q->rank != 3 || q->dims[2] % N)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "query must be (B, S, D) with D a multiple of num_heads");
+    int64_t B = q->dims[0], S = q->dims[1], D = q->dims[2], H = D / N, L, Dv, Hv, P = 0;
+    bool kv4 = kk->rank == 4;
+    if (kk->rank == 3 && v->rank == 3 && kk->dims[0] == B && kk->dims[2] == D && v->dims[0] == B &&
+        v->dims[1] == kk->dims[1] && v->dims[2] % N == 0) {
+        L = kk->dims[1], Dv = v->dims[2], Hv = Dv / N;
+    } else if (kv4 && v->rank == 4 && kk->dims[0] == B && kk->dims[1] == N && kk->dims[3] == H && v->dims[0] == B &&
+               v->dims[1] == N && v->dims[2] == kk->dims[2]) {
+        L = kk->dims[2], Hv = v->dims[3], Dv = N * Hv;
+    } else {
+        return amp_kernel_fail(k, AMP_ERR_INPUT,
+                             "key and value must be (B, L, %lld) and (B, L, Dv), or (B, %lld, L, %lld) "
+                             "and (B, %lld, L, Hv)",
+                             (long long)D, (long long)N, (long long)H, (long long)N);
+    }
+    if (bias && (bias->rank != 1 || bias->dims[0] != 2 * D + Dv))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)(2 * D + Dv));
+    if (!pk != !pv) return amp_kernel_fail(k, AMP_ERR_INPUT, "past_key and past_value must be given together");
+    if (pk) {
+        if (kv4) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "past_key with 4-D key is not implemented");
+        if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != B || pk->dims[1] != N || pk->dims[3] != H ||
+            pv->dims[0] != B || pv->dims[1] != N || pv->dims[2] != pk->dims[2] || pv->dims[3] != Hv)
+            return amp_kernel_fail(k, AMP_ERR_INPUT,
+                                 "past_key must be (%lld, %lld, P, %lld), past_value (%lld, %lld, P, %lld)",
+                                 (long long)B, (long long)N, (long long)H, (long long)B, (long long)N, (long long)Hv);
+        P = pk->dims[2];
+    }
+    *d = (MhaDims){N, B, S, D, H, L, Dv, Hv, P, kv4};
+    return AMP_OK;
+}
+
+/* The outputs as placed (NULL where not wanted): output (B, S, Dv), present key and value
+ * (B, N, T, H) and (B, N, T, Hv), qk (B, N, S, T). */
+static AmpCode mha_outputs(AmpKernelCtx *k, const MhaDims *d, int64_t T, int dt, AmpBuf **out) {
+    const int64_t ydims[3] = {d->B, d->S, d->Dv}, kd[4] = {d->B, d->N, T, d->H}, vd[4] = {d->B, d->N, T, d->Hv},
+                  qkd[4] = {d->B, d->N, d->S, T};
+    AmpCode rc;
+    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
+    for (int i = 0; i < 4; i++) {
+        const int64_t *dims = i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd;
+        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, i ? 4 : 3, dims))) return rc;
+    }
+    return AMP_OK;
+}
+
 /* query (B, S, D), key (B, L, D) or (B, N, L, H), value (B, L, Dv) or (B, N, L, Hv),
  * bias (D + D + Dv), key_padding_mask, attention_bias, past_key (B, N, P, H), past_value
  * -> output (B, S, Dv) [, present_key (B, N, T, H), present_value, qk (B, N, S, T)].
@@ -300,68 +362,35 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
     for (int i = 0; i < 10 && i < k->n_in; i++) in[i] = k->in[i];
     const AmpBuf *q = in[0], *kk = in[1], *v = in[2], *bias = in[3], *mask = in[4], *ab = in[5], *pk = in[6],
                  *pv = in[7];
-    if (!q) return amp_attn_fail(k, AMP_ERR_INPUT, "needs input query");
+    if (!q) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input query");
     int dt = q->dtype;
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
     if (in[8] || in[9])
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "past_sequence_length and cache_indirection are not implemented");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "past_sequence_length and cache_indirection are not implemented");
     if (q->rank == 5 || (kk && kk->rank == 5))
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "packed QKV / KV inputs are not implemented on the CPU");
-    if (!kk || !v) return amp_attn_fail(k, AMP_ERR_INPUT, "needs key and value");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "packed QKV / KV inputs are not implemented on the CPU");
+    if (!kk || !v) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs key and value");
     if (kk->dtype != dt || v->dtype != dt || (bias && bias->dtype != dt) || (pk && pk->dtype != dt) ||
         (pv && pv->dtype != dt))
-        return amp_attn_fail(k, AMP_ERR_INPUT, "key, value, bias and past must have query's type");
-    if (k->n_out > 4) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
-    int64_t N = a->num_heads;
-    if (q->rank != 3 || q->dims[2] % N)
-        return amp_attn_fail(k, AMP_ERR_INPUT, "query must be (B, S, D) with D a multiple of num_heads");
-    int64_t B = q->dims[0], S = q->dims[1], D = q->dims[2], H = D / N, L, Dv, Hv, P = 0;
-    bool kv4 = kk->rank == 4;
-    if (kk->rank == 3 && v->rank == 3 && kk->dims[0] == B && kk->dims[2] == D && v->dims[0] == B &&
-        v->dims[1] == kk->dims[1] && v->dims[2] % N == 0) {
-        L = kk->dims[1], Dv = v->dims[2], Hv = Dv / N;
-    } else if (kv4 && v->rank == 4 && kk->dims[0] == B && kk->dims[1] == N && kk->dims[3] == H && v->dims[0] == B &&
-               v->dims[1] == N && v->dims[2] == kk->dims[2]) {
-        L = kk->dims[2], Hv = v->dims[3], Dv = N * Hv;
-    } else {
-        return amp_attn_fail(k, AMP_ERR_INPUT,
-                             "key and value must be (B, L, %lld) and (B, L, Dv), or (B, %lld, L, %lld) "
-                             "and (B, %lld, L, Hv)",
-                             (long long)D, (long long)N, (long long)H, (long long)N);
-    }
-    if (bias && (bias->rank != 1 || bias->dims[0] != 2 * D + Dv))
-        return amp_attn_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)(2 * D + Dv));
-    if (!pk != !pv) return amp_attn_fail(k, AMP_ERR_INPUT, "past_key and past_value must be given together");
-    if (pk) {
-        if (kv4) return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "past_key with 4-D key is not implemented");
-        if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != B || pk->dims[1] != N || pk->dims[3] != H ||
-            pv->dims[0] != B || pv->dims[1] != N || pv->dims[2] != pk->dims[2] || pv->dims[3] != Hv)
-            return amp_attn_fail(k, AMP_ERR_INPUT,
-                                 "past_key must be (%lld, %lld, P, %lld), past_value (%lld, %lld, P, %lld)",
-                                 (long long)B, (long long)N, (long long)H, (long long)B, (long long)N, (long long)Hv);
-        P = pk->dims[2];
-    }
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "key, value, bias and past must have query's type");
+    if (k->n_out > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
+    MhaDims d = {0};
+    AmpCode rc = mha_dims(k, a, q, kk, v, bias, pk, pv, &d);
+    if (rc) return rc;
+    int64_t N = d.N, B = d.B, S = d.S, D = d.D, H = d.H, L = d.L, Dv = d.Dv, Hv = d.Hv, P = d.P;
+    bool kv4 = d.kv4;
     int64_t T = P + L, n;
-    OrtBias ob;
-    memset(&ob, 0, sizeof ob);
-    ob.B = B, ob.S = S, ob.T = T, ob.past = P;
-    ob.causal = a->causal;
-    ob.filter = a->filter;
-    AmpCode rc = mask_kind(k, mask, B, S, T, false, &ob);
+    OrtBias ob = ort_bias_init(a, B, S, T, P);
+    rc = mask_kind(k, mask, B, S, T, false, &ob);
     if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
     int64_t w1 = T > H ? T : H;
     const int64_t sz1[4] = {B, N, S, w1 > Hv ? w1 : Hv}, sz2[4] = {B, N, T, H > Hv ? H : Hv};
     if (!amp_attn_size(4, sz1, &n) || !amp_attn_size(4, sz2, &n) || S > INT_MAX || T > INT_MAX || H > INT_MAX ||
         Hv > INT_MAX)
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
 
-    const int64_t ydims[3] = {B, S, Dv}, kd[4] = {B, N, T, H}, vd[4] = {B, N, T, Hv}, qkd[4] = {B, N, S, T};
     AmpBuf *out[4];
-    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
-    for (int i = 0; i < 4; i++) {
-        const int64_t *dims = i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, i ? 4 : 3, dims))) return rc;
-    }
+    if ((rc = mha_outputs(k, &d, T, dt, out))) return rc;
     float *tq, *tk, *tv, *tb = NULL, *tab = NULL, *tpk = NULL, *tpv = NULL, *to[4] = {NULL};
     float *qh = NULL, *kh = NULL, *vh = NULL, *yh = NULL;
     const float *Q = amp_buf_f32_in(q, &tq), *K = amp_buf_f32_in(kk, &tk), *V = amp_buf_f32_in(v, &tv);

@@ -69,7 +69,6 @@ static const struct {
  * parameters. */
 AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    const char *nname = n->name ? n->name : "", *op = n->op_type ? n->op_type : "";
     const char *name = amp_node_attr_string(n, "activation", "");
     for (size_t i = 0; i < sizeof ACTS / sizeof *ACTS; i++)
         if (strcmp(name, ACTS[i].name) == 0) {
@@ -81,8 +80,7 @@ AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **at
             if (a.kind == ACT_SELU && !amp_node_attr(n, "activation_alpha")) a.alpha = ACTS[i].alpha;
             if (a.kind == ACT_SELU && !amp_node_attr(n, "activation_gamma")) a.gamma = ACTS[i].gamma;
             if (a.kind == ACT_CELU && a.alpha == 0.0)
-                return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): Celu's activation_alpha must be nonzero", nname,
-                                op);
+                return amp_node_fail(n, st, AMP_ERR_INPUT, "Celu's activation_alpha must be nonzero");
             FusedGemmAttrs *p = malloc(sizeof *p);
             if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
             p->gemm = amp_gemm_attrs(n);
@@ -90,8 +88,7 @@ AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **at
             *attrs = p;
             return AMP_OK;
         }
-    return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): activation '%.60s' is not one the CPU kernel implements",
-                    nname, op, name);
+    return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "activation '%.60s' is not one the CPU kernel implements", name);
 }
 
 static double softplus(double x) {
@@ -122,7 +119,7 @@ static double act_apply(const Act *a, double x) {
  * the result is rounded once. */
 AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
     const FusedGemmAttrs *fa = k->attrs;
-    if (!fa) return amp_attn_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+    if (!fa) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
     const Act *a = &fa->act;
     const AmpBuf *A = k->n_in > 0 ? k->in[0] : NULL;
     if (A && !amp_is_f32_family(A->dtype) && A->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, A->dtype);
@@ -171,8 +168,7 @@ AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **att
     (void)opset;
     int64_t group = amp_node_attr_int(n, "group", 1);
     if (group < 1)
-        return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): group %lld must be positive", n->name ? n->name : "",
-                        n->op_type ? n->op_type : "", (long long)group);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "group %lld must be positive", (long long)group);
     ConvGradAttrs *a = malloc(sizeof *a);
     if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     a->group = group;
@@ -184,19 +180,19 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     const ConvGradAttrs *a = k->attrs;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
-    if (!dy || !x || !w) return amp_attn_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
+    if (!dy || !x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
     int dt = x->dtype;
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (dy->dtype != dt || w->dtype != dt) return amp_attn_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (k->n_out > 3) return amp_attn_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
+    if (dy->dtype != dt || w->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
     if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
-        return amp_attn_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
                              x->rank, w->rank);
     int nsp = x->rank - 2;
     int64_t group = a->group;
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
     if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_attn_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
                              (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
     int64_t kern[AMP_MAX_SPATIAL], kattr[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
@@ -204,18 +200,18 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     for (int i = 0; i < nsp; i++) {
         kern[i] = w->dims[i + 2];
         if (kattr[i] >= 0 && kattr[i] != kern[i])
-            return amp_attn_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
     }
     AmpConvGeom g;
     if ((rc = amp_conv_geom(k, x, kern, false, &g))) return rc;
     bool shape_ok = dy->dims[0] == N && dy->dims[1] == M;
     for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g.out[i];
-    if (!shape_ok) return amp_attn_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
+    if (!shape_ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
         K > INT_MAX || Cg > INT_MAX || Mg > INT_MAX || O > INT_MAX || NI > INT_MAX || Cg * K > INT_MAX ||
         (uint64_t)(Cg * K) * (uint64_t)O > (UINT64_C(1) << 58))
-        return amp_attn_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K;
     const int64_t bdims[1] = {M};
     AmpBuf *out[3];
@@ -286,7 +282,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
  * executor holds tensors only. Registered so that a model reaching them fails with this
  * reason rather than a bare "no kernel": `--optimizer` imports them as standard ops. */
 AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k) {
-    return amp_attn_fail(k, AMP_ERR_UNSUPPORTED,
+    return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
                          "%s takes its weights, gradients and moments as tensor sequences, which the executor does "
                          "not support; give the optimizer model to --optimizer with the training model, which "
                          "imports it as standard ops", k->node && k->node->op_type ? k->node->op_type : "the optimizer");

@@ -27,7 +27,7 @@ AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     case AMP_OP_LayerNormalization: {
         int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
         if (stash != AMP_DT_FLOAT)
-            return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
                                      "stash_type %lld: only 1 (float32 statistics) is implemented", (long long)stash);
         a.axis = amp_node_attr_int(n, "axis", -1);
         break;
@@ -35,7 +35,7 @@ AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     case AMP_OP_Ms_LayerNormalizationGrad: a.axis = amp_node_attr_int(n, "axis", -1); break;
     case AMP_OP_BatchNormalization:
         if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
-            return amp_red_prep_fail(n, st, AMP_ERR_UNSUPPORTED,
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
                                      "spatial = 0 (per-activation statistics) is not implemented");
         a.momentum = amp_node_attr_float(n, "momentum", 0.9f);
         a.mode_given = opset >= 14;
@@ -44,17 +44,17 @@ AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
         break;
     case AMP_OP_GroupNormalization:
         a.groups = amp_node_attr_int(n, "num_groups", 0);
-        if (a.groups <= 0) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
+        if (a.groups <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
         break;
     case AMP_OP_LpNormalization:
         a.axis = amp_node_attr_int(n, "axis", -1);
         a.p = amp_node_attr_int(n, "p", 2);
         if (a.p != 1 && a.p != 2)
-            return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
         break;
     case AMP_OP_LRN:
         a.size = amp_node_attr_int(n, "size", 0);
-        if (a.size <= 0) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
+        if (a.size <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
         a.alpha = amp_node_attr_float(n, "alpha", 1e-4f);
         a.beta = amp_node_attr_float(n, "beta", 0.75f);
         a.bias = amp_node_attr_float(n, "bias", 1.0f);
@@ -113,7 +113,7 @@ static AmpCode param_map(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int 
     int64_t bd[AMP_MAX_RANK];
     bool ok = p->rank <= x->rank && amp_broadcast_shape(x->rank, x->dims, p->rank, p->dims, &r, bd) && r == x->rank;
     for (int i = 0; ok && i < r; i++) ok = bd[i] == x->dims[i];
-    if (!ok) return amp_red_fail(k, AMP_ERR_INPUT, "%s does not broadcast to X's shape", what);
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s does not broadcast to X's shape", what);
     amp_broadcast_strides(p->rank, p->dims, x->rank, x->dims, m->str);
     for (int d = 0; d < axis; d++) m->rows_vary |= m->str[d] != 0;
     m->colmap = malloc((cols ? cols : 1) * sizeof *m->colmap);
@@ -148,13 +148,13 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !sc) return amp_red_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    if (!x || !sc) return amp_kernel_fail(k, AMP_ERR_INPUT, "X and Scale are required");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     const NormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
     double eps = na->eps;
     uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
     ParamMap ms = {0}, mb = {0};
@@ -214,7 +214,7 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
 AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0] || !in[1] || !in[2]) return amp_red_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
+    if (!in[0] || !in[1] || !in[2]) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
     const AmpBuf *x = in[1];
     for (int i = 0; i < 5; i++)
         if (in[i] && !amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
@@ -222,13 +222,13 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
     uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
-    if (in[0]->nelem != x->nelem) return amp_red_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
-    if (in[2]->nelem != cols) return amp_red_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
+    if (in[0]->nelem != x->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
+    if (in[2]->nelem != cols) return amp_kernel_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
     for (int i = 3; i < 5; i++)
         if (in[i] && in[i]->nelem != rows)
-            return amp_red_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
     /* X_grad (like X), then scale_grad and bias_grad (like scale) where the node lists them */
     AmpBuf *out[3];
     AmpCode rc = amp_kernel_outputs(k, 3, out);
@@ -290,7 +290,7 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
 /* X is (N, C, d1..dk): n, c and s = d1 * .. * dk. */
 static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, uint64_t *n, uint64_t *c, uint64_t *s) {
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
     *n = (uint64_t)x->dims[0];
     *c = (uint64_t)x->dims[1];
     *s = amp_shape_nelem(x->rank - 2, x->dims + 2);
@@ -298,10 +298,10 @@ static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, uint64_t *n, uint64_t *c, 
 }
 
 static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, uint64_t len, const char *what) {
-    if (!p) return amp_red_fail(k, AMP_ERR_INPUT, "%s is required", what);
+    if (!p) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", what);
     if (!amp_red_is_float(p->dtype)) return amp_kernel_bad_dtype(k, p->dtype);
     if (p->rank != 1 || p->nelem != len)
-        return amp_red_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", what, (unsigned long long)len);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", what, (unsigned long long)len);
     return AMP_OK;
 }
 
@@ -322,7 +322,7 @@ static AmpCode store_vec(AmpKernelCtx *k, AmpBuf *b, uint64_t c, const double *v
 AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
+    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
     uint64_t N = 0, C = 0, S = 0;
     AmpCode rc = nchw(k, in[0], &N, &C, &S);
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
@@ -402,12 +402,12 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
 static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
     const AmpBuf *in[3];
     for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_red_fail(k, AMP_ERR_INPUT, "X is required");
+    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
     uint64_t N = 0, C = 0, S = 0;
     AmpCode rc = nchw(k, in[0], &N, &C, &S);
     if (rc) return rc;
     if (groups == 0 || C % groups)
-        return amp_red_fail(k, AMP_ERR_INPUT, "%llu channels do not split into %llu groups", (unsigned long long)C,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu channels do not split into %llu groups", (unsigned long long)C,
                             (unsigned long long)groups);
     uint64_t plen = per_group ? groups : C;
     if ((rc = check_vec(k, in[1], plen, "scale")) || (rc = check_vec(k, in[2], plen, "bias"))) return rc;
@@ -448,7 +448,7 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
 
 AmpCode amp_cpu_instancenorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     return group_norm(k, (uint64_t)x->dims[1], false);
 }
 
@@ -458,7 +458,7 @@ AmpCode amp_cpu_instancenorm(AmpKernelCtx *k) {
 AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
-    if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     const NormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int64_t g = na->groups; /* > 0: prepare checked */
@@ -491,14 +491,14 @@ static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v,
 /* y = x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives 0, not NaN. */
 AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     const NormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int64_t p = na->p; /* 1 or 2: prepare checked */
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
     AmpBuf *y;
     AmpFv v;
     AmpFo o;
@@ -532,7 +532,7 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
  * c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped to [0, C). */
 AmpCode amp_cpu_lrn(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x || x->rank < 2) return amp_red_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     const NormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;

@@ -18,7 +18,7 @@ typedef struct OptAttrs {
 static AmpCode req_float(const AmpNode *n, AmpStatus *st, const char *name, double *out) {
     const AmpAttr *a = amp_node_attr(n, name);
     if (!a || a->type != AMP_ATTR_FLOAT)
-        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "float attribute '%s' is required", name);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "float attribute '%s' is required", name);
     *out = a->f;
     return AMP_OK;
 }
@@ -45,10 +45,10 @@ static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, OptKind kind, OptAttrs
     if (!rc) rc = req_float(n, st, "norm_coefficient", &a->norm);
     if (rc) return rc;
     const char *mode = amp_node_attr_string(n, "mode", NULL);
-    if (!mode) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "attribute 'mode' is required");
+    if (!mode) return amp_node_fail(n, st, AMP_ERR_INPUT, "attribute 'mode' is required");
     if (strcmp(mode, "nesterov") == 0) a->nesterov = true;
     else if (strcmp(mode, "standard") != 0)
-        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
     return AMP_OK;
 }
 
@@ -74,10 +74,10 @@ static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, doub
                           const AmpBuf *const *in, AmpBuf *const *out) {
     int n_state = kind == OPT_ADAM ? 2 : 1, n_io = 2 + n_state;
     for (int j = 0; j < n_io; j++) {
-        if (!in[j]) return amp_red_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
+        if (!in[j]) return amp_kernel_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
         if (!amp_red_is_float(in[j]->dtype)) return amp_kernel_bad_dtype(k, in[j]->dtype);
         if (!same_shape(in[j], in[0]))
-            return amp_red_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
     }
     AmpFv v[4];
     AmpFo o[3];
@@ -129,16 +129,16 @@ static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
     int groups = kind == OPT_ADAM ? 4 : 3;
     int tensors = k->n_in - 2;
     if (tensors <= 0 || tensors % groups)
-        return amp_red_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs", groups,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs", groups,
                             k->n_in);
     int N = tensors / groups;
     if (k->n_out > (groups - 1) * N)
-        return amp_red_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, N);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, N);
     const AmpBuf *R = k->in[0], *T = k->in[1];
     if (!R || !amp_red_is_float(R->dtype) || R->nelem != 1)
-        return amp_red_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
-    if (!T || !amp_red_is_int(T->dtype) || T->nelem != 1)
-        return amp_red_fail(k, AMP_ERR_INPUT, "T must be an integer scalar");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
+    if (!T || !amp_dtype_is_int(T->dtype) || T->nelem != 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "T must be an integer scalar");
     const OptAttrs *a = amp_red_attrs(k);
     if (!a) return k->st->code;
     /* the outputs, X_new... then each state group, as placed (at most 3 groups of N) */
@@ -172,12 +172,12 @@ AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     const AmpBuf *buf = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *val = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *ow = k->n_in > 2 ? k->in[2] : NULL;
-    if (!buf || !val) return amp_red_fail(k, AMP_ERR_INPUT, "buffer and value are required");
+    if (!buf || !val) return amp_kernel_fail(k, AMP_ERR_INPUT, "buffer and value are required");
     if (!amp_red_is_float(buf->dtype)) return amp_kernel_bad_dtype(k, buf->dtype);
     if (!amp_red_is_float(val->dtype)) return amp_kernel_bad_dtype(k, val->dtype);
-    if (!same_shape(buf, val)) return amp_red_fail(k, AMP_ERR_INPUT, "buffer and value must have the same shape");
-    if (ow && (ow->nelem != 1 || !(amp_red_is_int(ow->dtype) || ow->dtype == AMP_DT_BOOL)))
-        return amp_red_fail(k, AMP_ERR_INPUT, "overwrite_flag must be one boolean");
+    if (!same_shape(buf, val)) return amp_kernel_fail(k, AMP_ERR_INPUT, "buffer and value must have the same shape");
+    if (ow && (ow->nelem != 1 || !(amp_dtype_is_int(ow->dtype) || ow->dtype == AMP_DT_BOOL)))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "overwrite_flag must be one boolean");
     bool overwrite = ow && amp_buf_get_i64(ow, 0) != 0;
     const int64_t one = 1;
     AmpBuf *outs[2];

@@ -49,7 +49,7 @@ static void store(AmpBuf *b, const double *v) {
 }
 
 static AmpCode oom(AmpKernelCtx *k) {
-    return amp_conv_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
 /* ---- windowed pools -------------------------------------------------------------- */
@@ -161,10 +161,10 @@ static void pool_planes(const AmpConvGeom *g, const PoolOpts *o, uint64_t planes
 
 static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_conv_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
     if (!pool_dtype(x->dtype, kind == POOL_MAX)) return amp_kernel_bad_dtype(k, x->dtype);
     if (x->rank < 3)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
     const AmpConvAttrs *a = amp_conv_prepared(k); /* kernel_shape is there: prepare checked */
     if (!a) return k->st->code;
     int nsp = x->rank - 2;
@@ -187,7 +187,7 @@ static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     int64_t ni;
     if (!shaped || !shaped->nelem) return AMP_OK;
     if (!amp_conv_size(nsp, g.in, &ni))
-        return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "input too large for the CPU kernel");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "input too large for the CPU kernel");
     double *xd = load(x), *yd = malloc(shaped->nelem * sizeof *yd);
     if (!xd || !yd) {
         free(xd), free(yd);
@@ -211,9 +211,9 @@ AmpCode amp_cpu_averagepool(AmpKernelCtx *k) {
 
 static AmpCode global_pool(AmpKernelCtx *k, PoolKind kind) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_conv_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
     if (!pool_dtype(x->dtype, false)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_conv_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
     int64_t ydims[AMP_MAX_RANK];
     for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
     AmpBuf *y;

@@ -17,23 +17,6 @@ typedef enum RedKind {
     RED_LOGSUMEXP
 } RedKind;
 
-/* ---- integer storage ------------------------------------------------------------ */
-
-static void store_i64(AmpBuf *b, uint64_t i, int64_t v) {
-    switch (b->dtype) {
-    case AMP_DT_INT64: ((int64_t *)b->data)[i] = v; break;
-    case AMP_DT_INT32: ((int32_t *)b->data)[i] = (int32_t)v; break;
-    case AMP_DT_INT16: ((int16_t *)b->data)[i] = (int16_t)v; break;
-    case AMP_DT_INT8: ((int8_t *)b->data)[i] = (int8_t)v; break;
-    case AMP_DT_UINT64: ((uint64_t *)b->data)[i] = (uint64_t)v; break;
-    case AMP_DT_UINT32: ((uint32_t *)b->data)[i] = (uint32_t)v; break;
-    case AMP_DT_UINT16: ((uint16_t *)b->data)[i] = (uint16_t)v; break;
-    case AMP_DT_UINT8: ((uint8_t *)b->data)[i] = (uint8_t)v; break;
-    case AMP_DT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
-    default: break;
-    }
-}
-
 /* The smallest and largest values of an integer type up to int64 (the identities of
  * max and min over an empty set). */
 static void int_range(int dtype, int64_t *lo, int64_t *hi) {
@@ -51,7 +34,7 @@ static void int_range(int dtype, int64_t *lo, int64_t *hi) {
 
 /* Integer types whose int64 reading orders correctly (uint64 only wraps right for sums). */
 static bool int_ordered(int dtype) {
-    return amp_red_is_int(dtype) && dtype != AMP_DT_UINT64;
+    return amp_dtype_is_int(dtype) && dtype != AMP_DT_UINT64;
 }
 
 /* ---- Reduce* --------------------------------------------------------------------- */
@@ -89,15 +72,15 @@ static AmpCode reduce_mask(AmpKernelCtx *k, const ReduceAttrs *attr, int rank, b
     size_t n = 0;
     const AmpBuf *ax = attr->from_input && k->n_in > 1 ? k->in[1] : NULL;
     if (ax) {
-        if (!amp_red_is_int(ax->dtype))
-            return amp_red_fail(k, AMP_ERR_INPUT, "axes must be an integer tensor, not %s", amp_dtype_name(ax->dtype));
-        if (ax->rank > 1) return amp_red_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
+        if (!amp_dtype_is_int(ax->dtype))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be an integer tensor, not %s", amp_dtype_name(ax->dtype));
+        if (ax->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
         if (ax->nelem > (uint64_t)rank)
-            return amp_red_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d", (unsigned long long)ax->nelem, rank);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d", (unsigned long long)ax->nelem, rank);
         for (uint64_t i = 0; i < ax->nelem; i++) axes[n++] = amp_buf_get_i64(ax, i);
     } else if (attr->n_axes) {
         if (attr->n_axes > (size_t)rank)
-            return amp_red_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
         for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
     }
     if (n == 0) {
@@ -108,8 +91,8 @@ static AmpCode reduce_mask(AmpKernelCtx *k, const ReduceAttrs *attr, int rank, b
     for (size_t i = 0; i < n; i++) {
         int d;
         if (!amp_norm_axis(axes[i], rank, &d))
-            return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
-        if (mask[d]) return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
+        if (mask[d]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
         mask[d] = true;
     }
     return AMP_OK;
@@ -241,7 +224,7 @@ static AmpCode reduce_int(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const 
     for (uint64_t j = 0; j < y->nelem; j++) {
         int64_t r = acc[j];
         if (kind == RED_MEAN) r = n_red ? r / (int64_t)n_red : 0; /* truncates, like a cast of the mean */
-        store_i64(y, j, r);
+        amp_buf_set_i64(y, j, r);
     }
     free(acc);
     return AMP_OK;
@@ -251,7 +234,7 @@ static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
     const ReduceAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
     bool int_ok = kind == RED_MAX || kind == RED_MIN ? int_ordered(x->dtype) || x->dtype == AMP_DT_BOOL
                   : kind == RED_L2 || kind == RED_LOGSUM || kind == RED_LOGSUMEXP
@@ -320,14 +303,14 @@ static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
     const ArgAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
     if (!is_float && !int_ordered(x->dtype) && x->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, x->dtype);
     int axis;
     if (!amp_norm_axis(attr->axis, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
                             x->rank);
-    if (x->dims[axis] == 0) return amp_red_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
+    if (x->dims[axis] == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
     bool keep = attr->keep, last = attr->last;
     int ro = 0;
     int64_t od[AMP_MAX_RANK];
@@ -387,15 +370,15 @@ AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
-    if (!x || !ax) return amp_red_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
-    if (!amp_red_is_int(ax->dtype) || ax->nelem != 1 || ax->rank > 1)
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis must be one integer (a 0-D or 1-element tensor)");
+    if (!x || !ax) return amp_kernel_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
+    if (!amp_dtype_is_int(ax->dtype) || ax->nelem != 1 || ax->rank > 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis must be one integer (a 0-D or 1-element tensor)");
     bool is_float = amp_red_is_float(x->dtype);
-    if (!is_float && !amp_red_is_int(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    if (!is_float && !amp_dtype_is_int(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     int64_t a = amp_buf_get_i64(ax, 0);
     int axis;
     if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     bool excl = attr->excl, rev = attr->rev;
     AmpBuf *y;
     AmpCode rc;
@@ -426,7 +409,7 @@ AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
                 } else {
                     uint64_t e = (uint64_t)amp_buf_get_i64(x, at);
                     if (!excl) is += e;
-                    store_i64(y, at, (int64_t)is);
+                    amp_buf_set_i64(y, at, (int64_t)is);
                     if (excl) is += e;
                 }
             }
@@ -493,24 +476,24 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
     const TopKAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
     bool is_float = amp_red_is_float(x->dtype);
     if (!is_float && !int_ordered(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     int64_t K;
     const AmpBuf *kb = k->n_in > 1 ? k->in[1] : NULL;
     if (k->opset >= 10 || kb) {
-        if (!kb || !amp_red_is_int(kb->dtype) || kb->nelem != 1 || kb->rank > 1)
-            return amp_red_fail(k, AMP_ERR_INPUT, "K must be a 1-element integer tensor");
+        if (!kb || !amp_dtype_is_int(kb->dtype) || kb->nelem != 1 || kb->rank > 1)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "K must be a 1-element integer tensor");
         K = amp_buf_get_i64(kb, 0);
     } else {
         K = attr->k;
     }
     int axis;
     if (!amp_norm_axis(attr->axis, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
                             x->rank);
     if (K < 0 || K > x->dims[axis])
-        return amp_red_fail(k, AMP_ERR_INPUT, "K = %lld is outside [0, %lld]", (long long)K, (long long)x->dims[axis]);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "K = %lld is outside [0, %lld]", (long long)K, (long long)x->dims[axis]);
     bool largest = attr->largest;
     int64_t od[AMP_MAX_RANK];
     memcpy(od, x->dims, sizeof od);
@@ -555,7 +538,7 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
             for (uint64_t j = 0; j < uk; j++) {
                 uint64_t at = (p * uk + j) * inner + i;
                 if (vals && is_float) amp_fo_set(&o, at, items[j].f);
-                else if (vals) store_i64(vals, at, items[j].i);
+                else if (vals) amp_buf_set_i64(vals, at, items[j].i);
                 if (idxs) ((int64_t *)idxs->data)[at] = items[j].idx;
             }
         }

@@ -13,19 +13,9 @@
 #include "kernels.h"
 
 /* An error naming the node and its op, then the formatted reason. */
-static inline AmpCode amp_red_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
-static inline AmpCode amp_red_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char why[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "",
-                    k->node->op_type ? k->node->op_type : "", why);
-}
 
 static inline AmpCode amp_red_oom(AmpKernelCtx *k) {
-    return amp_red_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
 /* ---- placed outputs and prepared attributes --------------------------------------- */
@@ -34,21 +24,11 @@ static inline AmpCode amp_red_oom(AmpKernelCtx *k) {
 /* The attributes the node's prepare function parsed (k->attrs), or NULL with st set:
  * a kernel run without its prepare is the runtime's error, not the model's. */
 static inline const void *amp_red_attrs(AmpKernelCtx *k) {
-    if (!k->attrs) amp_red_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     return k->attrs;
 }
 
 /* A prepare function's error: AMP_ERR_INPUT (or code) naming the node, as the kernels'. */
-static inline AmpCode amp_red_prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...)
-    AMP_PRINTF(4, 5);
-static inline AmpCode amp_red_prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *fmt, ...) {
-    char why[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return amp_fail(st, code, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "", why);
-}
 
 /* Hands a prepare function's struct (size bytes at p) over as a malloc'd copy in *attrs. */
 static inline AmpCode amp_red_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
@@ -145,19 +125,5 @@ static inline void amp_red_split(const AmpBuf *b, int axis, uint64_t *outer, uin
     *inner = amp_shape_nelem(b->rank - axis - 1, b->dims + axis + 1);
 }
 
-/* Integer storage types (labels, axes, K, integer data). */
-static inline bool amp_red_is_int(int dtype) {
-    switch (dtype) {
-    case AMP_DT_INT8:
-    case AMP_DT_INT16:
-    case AMP_DT_INT32:
-    case AMP_DT_INT64:
-    case AMP_DT_UINT8:
-    case AMP_DT_UINT16:
-    case AMP_DT_UINT32:
-    case AMP_DT_UINT64: return true;
-    default: return false;
-    }
-}
 
 #endif

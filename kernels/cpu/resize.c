@@ -100,9 +100,9 @@ static void build_axis(Axis *a, int mode, int nr, int ct, double scale, int64_t 
 /* Reads the float-typed scales / roi input into out[] (n values expected). */
 static AmpCode read_floats(AmpKernelCtx *k, const AmpBuf *b, const char *what, double *out, size_t n) {
     if (b->nelem != n)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %llu values, expected %zu", what, (unsigned long long)b->nelem, n);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %llu values, expected %zu", what, (unsigned long long)b->nelem, n);
     if (!amp_dtype_is_float(b->dtype) || !amp_sh_convertible(b->dtype))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "%s must be a float tensor, not %s", what, amp_dtype_name(b->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be a float tensor, not %s", what, amp_dtype_name(b->dtype));
     return amp_sh_convert(k, b->data, b->dtype, out, AMP_DT_DOUBLE, n);
 }
 
@@ -128,15 +128,15 @@ AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     const char *ms = amp_node_attr_string(n, "mode", "nearest");
     a.mode = lookup(ms, modes, 3);
     if (a.mode < 0 && strcmp(ms, "bilinear") == 0) a.mode = M_LINEAR;
-    if (a.mode < 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", ms);
+    if (a.mode < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", ms);
     if (opset < 11) { /* Resize-10: (X, scales); the Upsample semantics */
         a.ct = CT_ASYM, a.nr = NR_FLOOR;
     } else {
         const char *cs = amp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
         const char *ns = amp_node_attr_string(n, "nearest_mode", "round_prefer_floor");
         if ((a.ct = lookup(cs, cts, 7)) < 0)
-            return amp_sh_prep_fail(n, st, "unknown coordinate_transformation_mode '%s'", cs);
-        if ((a.nr = lookup(ns, nmodes, 4)) < 0) return amp_sh_prep_fail(n, st, "unknown nearest_mode '%s'", ns);
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown coordinate_transformation_mode '%s'", cs);
+        if ((a.nr = lookup(ns, nmodes, 4)) < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown nearest_mode '%s'", ns);
     }
     a.A = amp_node_attr_float(n, "cubic_coeff_a", -0.75f);
     a.exclude = amp_node_attr_int(n, "exclude_outside", 0) != 0;
@@ -144,22 +144,186 @@ AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     a.antialias = amp_node_attr_int(n, "antialias", 0) != 0;
     const char *policy = amp_node_attr_string(n, "keep_aspect_ratio_policy", "stretch");
     if ((a.policy = lookup(policy, policies, 3)) < 0)
-        return amp_sh_prep_fail(n, st, "unknown keep_aspect_ratio_policy '%s'", policy);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown keep_aspect_ratio_policy '%s'", policy);
     const AmpAttr *aa = amp_node_attr(n, "axes");
     if (aa && aa->n_ints) {
-        if (aa->n_ints > AMP_MAX_RANK) return amp_sh_prep_fail(n, st, "more axes than the rank");
+        if (aa->n_ints > AMP_MAX_RANK) return amp_node_fail(n, st, AMP_ERR_INPUT, "more axes than the rank");
         a.na = aa->n_ints;
         for (size_t i = 0; i < a.na; i++) a.axes[i] = aa->ints[i];
     }
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
+/* What the inputs ask for: per axis of X, the scale, the output size and the crop box
+ * (roi; 0 and 1 where there is none). */
+typedef struct ResizeGeom {
+    int r;     /* X's rank */
+    size_t na; /* resized axes */
+    int64_t axes[AMP_MAX_RANK];
+    double scale[AMP_MAX_RANK], r0[AMP_MAX_RANK], r1[AMP_MAX_RANK];
+    int64_t out[AMP_MAX_RANK];
+} ResizeGeom;
+
+/* The resized axes (attribute since opset 18, else all). */
+static AmpCode resize_axes(AmpKernelCtx *k, const ResizeAttrs *ra, ResizeGeom *g) {
+    g->na = (size_t)g->r;
+    if (!ra->na) {
+        for (int d = 0; d < g->r; d++) g->axes[d] = d;
+        return AMP_OK;
+    }
+    if (ra->na > (size_t)g->r) return amp_kernel_fail(k, AMP_ERR_INPUT, "more axes than the rank");
+    g->na = ra->na;
+    bool seen[AMP_MAX_RANK] = {false};
+    for (size_t i = 0; i < g->na; i++) {
+        int a;
+        if (!amp_norm_axis(ra->axes[i], g->r, &a) || seen[a])
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axes are out of range or repeated");
+        seen[a] = true;
+        g->axes[i] = a;
+    }
+    return AMP_OK;
+}
+
+/* Output sizes from sizes (with keep_aspect_ratio_policy). */
+static AmpCode resize_sizes(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, const AmpBuf *sizes,
+                            ResizeGeom *g) {
+    int64_t sz[AMP_MAX_RANK];
+    size_t n, na = g->na;
+    AmpCode rc;
+    if ((rc = amp_sh_ints(k, sizes, "sizes", sz, AMP_MAX_RANK, &n))) return rc;
+    if (n != na) return amp_kernel_fail(k, AMP_ERR_INPUT, "sizes has %zu values, expected %zu", n, na);
+    for (size_t i = 0; i < na; i++) {
+        int64_t d = g->axes[i];
+        if (sz[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "sizes[%zu] is %lld", i, (long long)sz[i]);
+        if (x->dims[d] == 0 && sz[i] != 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "cannot resize an empty axis");
+        g->out[d] = sz[i];
+        g->scale[d] = x->dims[d] ? (double)sz[i] / (double)x->dims[d] : 1.0;
+    }
+    bool larger = ra->policy == KA_NOT_LARGER, smaller = ra->policy == KA_NOT_SMALLER;
+    if (!larger && !smaller) return AMP_OK;
+    double s = g->scale[g->axes[0]];
+    for (size_t i = 1; i < na; i++) s = larger ? fmin(s, g->scale[g->axes[i]]) : fmax(s, g->scale[g->axes[i]]);
+    for (size_t i = 0; i < na; i++) {
+        double o = floor(s * (double)x->dims[g->axes[i]] + 0.5); /* round half up, as the reference */
+        if (!(o <= 9.0e15)) return amp_kernel_fail(k, AMP_ERR_INPUT, "output is too large");
+        g->scale[g->axes[i]] = s, g->out[g->axes[i]] = (int64_t)o;
+    }
+    return AMP_OK;
+}
+
+/* The geometry from exactly one of scales and sizes, and roi for tf_crop_and_resize. */
+static AmpCode resize_geom(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, const AmpBuf *roi,
+                           const AmpBuf *scales, const AmpBuf *sizes, ResizeGeom *g) {
+    g->r = x->rank;
+    AmpCode rc = resize_axes(k, ra, g);
+    if (rc) return rc;
+    double v[2 * AMP_MAX_RANK];
+    size_t na = g->na;
+    for (int d = 0; d < g->r; d++) g->scale[d] = 1, g->out[d] = x->dims[d], g->r0[d] = 0, g->r1[d] = 1;
+    if (scales) {
+        if ((rc = read_floats(k, scales, "scales", v, na))) return rc;
+        for (size_t i = 0; i < na; i++) {
+            int64_t d = g->axes[i];
+            if (!(v[i] > 0) || !isfinite(v[i])) return amp_kernel_fail(k, AMP_ERR_INPUT, "scales[%zu] is %g", i, v[i]);
+            double o = floor(v[i] * (double)x->dims[d]);
+            if (o > 9.0e15) return amp_kernel_fail(k, AMP_ERR_INPUT, "output is too large");
+            g->scale[d] = v[i], g->out[d] = (int64_t)o;
+        }
+    } else if ((rc = resize_sizes(k, ra, x, sizes, g))) {
+        return rc;
+    }
+    if (ra->ct == CT_CROP) {
+        if (!roi) return amp_kernel_fail(k, AMP_ERR_INPUT, "tf_crop_and_resize needs the roi input");
+        if ((rc = read_floats(k, roi, "roi", v, 2 * na))) return rc;
+        for (size_t i = 0; i < na; i++) g->r0[g->axes[i]] = v[i], g->r1[g->axes[i]] = v[na + i];
+    }
+    return AMP_OK;
+}
+
+/* Nearest: a byte copy per element (the extrapolation value outside a crop box). */
+static AmpCode resize_nearest(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const Axis *ax,
+                              const int64_t *out, size_t es) {
+    int r = x->rank, dt = x->dtype;
+    int64_t strides[AMP_MAX_RANK], c[AMP_MAX_RANK] = {0};
+    amp_sh_strides(r, x->dims, strides);
+    AmpCode rc = AMP_OK;
+    uint8_t ev[16] = {0}; /* the extrapolation value in x's dtype */
+    if (ra->ct == CT_CROP && ra->extrap != 0 && amp_sh_convertible(dt))
+        rc = amp_sh_convert(k, &ra->extrap, AMP_DT_FLOAT, ev, dt, 1);
+    const char *src = x->data;
+    char *dst = y->data;
+    for (uint64_t i = 0; !rc && i < y->nelem; i++, dst += es) {
+        int64_t off = 0;
+        bool outside = false;
+        for (int d = 0; d < r; d++) {
+            int64_t s = ax[d].idx[c[d]];
+            if (s < 0) outside = true;
+            off += s * strides[d];
+        }
+        memcpy(dst, outside ? (const char *)ev : src + (size_t)off * es, es);
+        for (int d = r - 1; d >= 0; d--) {
+            if (++c[d] < out[d]) break;
+            c[d] = 0;
+        }
+    }
+    return rc;
+}
+
+/* Linear and cubic: the weighted sum over every combination of taps, in double. */
+static AmpCode resize_interp(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const Axis *ax,
+                             const int64_t *out) {
+    int r = x->rank;
+    bool is_double = x->dtype == AMP_DT_DOUBLE;
+    int64_t strides[AMP_MAX_RANK], c[AMP_MAX_RANK] = {0};
+    amp_sh_strides(r, x->dims, strides);
+    float *ftmp = NULL, *otmp = NULL;
+    const float *xf = is_double ? NULL : amp_buf_f32_in(x, &ftmp);
+    float *yf = is_double ? NULL : amp_buf_f32_out(y, &otmp);
+    const double *xd = is_double ? x->data : NULL;
+    double *yd = is_double ? y->data : NULL;
+    if (!is_double && (!xf || !yf)) {
+        free(ftmp), free(otmp);
+        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    uint64_t combos = 1;
+    for (int d = 0; d < r; d++) combos *= (uint64_t)ax[d].taps;
+    for (uint64_t i = 0; i < y->nelem; i++) {
+        double acc = 0;
+        bool outside = false;
+        for (uint64_t t = 0; t < combos && !outside; t++) {
+            /* Tap t: one choice per axis, the last axis varying fastest. */
+            uint64_t rem = t;
+            double w = 1;
+            int64_t off = 0;
+            for (int d = r - 1; d >= 0; d--) {
+                int nt = ax[d].taps, j = (int)(rem % (uint64_t)nt);
+                rem /= (uint64_t)nt;
+                int64_t s = ax[d].idx[c[d] * nt + j];
+                if (s < 0) outside = true;
+                w *= ax[d].w[c[d] * nt + j];
+                off += s * strides[d];
+            }
+            if (!outside && w != 0) acc += w * (is_double ? xd[off] : (double)xf[off]);
+        }
+        if (outside) acc = ra->extrap;
+        if (is_double) yd[i] = acc;
+        else yf[i] = (float)acc;
+        for (int d = r - 1; d >= 0; d--) {
+            if (++c[d] < out[d]) break;
+            c[d] = 0;
+        }
+    }
+    free(ftmp);
+    if (!is_double) amp_buf_f32_commit(y, otmp);
+    return AMP_OK;
+}
+
 AmpCode amp_sh_resize(AmpKernelCtx *k) {
     const ResizeAttrs *ra = k->attrs;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no input X");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no input X");
     int r = x->rank;
-    int mode = ra->mode, ct = ra->ct, nr = ra->nr;
+    int mode = ra->mode, ct = ra->ct;
     const AmpBuf *roi = NULL, *scales, *sizes = NULL;
     if (k->opset < 11) { /* Resize-10: (X, scales) */
         scales = k->n_in > 1 ? k->in[1] : NULL;
@@ -171,82 +335,21 @@ AmpCode amp_sh_resize(AmpKernelCtx *k) {
     if (scales && scales->nelem == 0) scales = NULL; /* empty placeholders (opset 11-12) */
     if (sizes && sizes->nelem == 0) sizes = NULL;
     if (roi && roi->nelem == 0) roi = NULL;
-    if (!scales == !sizes) return amp_sh_fail(k, AMP_ERR_INPUT, "exactly one of scales and sizes must be given");
-    double A = ra->A;
-    bool exclude = ra->exclude, antialias = ra->antialias;
-    float extrap = ra->extrap;
-
-    /* The resized axes (attribute since opset 18, else all). */
-    int64_t axes[AMP_MAX_RANK];
-    size_t na = (size_t)r;
-    if (ra->na) {
-        if (ra->na > (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "more axes than the rank");
-        na = ra->na;
-        bool seen[AMP_MAX_RANK] = {false};
-        for (size_t i = 0; i < na; i++) {
-            int a;
-            if (!amp_norm_axis(ra->axes[i], r, &a) || seen[a])
-                return amp_sh_fail(k, AMP_ERR_INPUT, "axes are out of range or repeated");
-            seen[a] = true;
-            axes[i] = a;
-        }
-    } else {
-        for (int d = 0; d < r; d++) axes[d] = d;
-    }
-
-    double scale[AMP_MAX_RANK], r0[AMP_MAX_RANK], r1[AMP_MAX_RANK], v[2 * AMP_MAX_RANK];
-    int64_t out[AMP_MAX_RANK];
-    for (int d = 0; d < r; d++) scale[d] = 1, out[d] = x->dims[d], r0[d] = 0, r1[d] = 1;
-    AmpCode rc;
-    if (scales) {
-        if ((rc = read_floats(k, scales, "scales", v, na))) return rc;
-        for (size_t i = 0; i < na; i++) {
-            int64_t d = axes[i];
-            if (!(v[i] > 0) || !isfinite(v[i])) return amp_sh_fail(k, AMP_ERR_INPUT, "scales[%zu] is %g", i, v[i]);
-            double o = floor(v[i] * (double)x->dims[d]);
-            if (o > 9.0e15) return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
-            scale[d] = v[i], out[d] = (int64_t)o;
-        }
-    } else {
-        int64_t sz[AMP_MAX_RANK];
-        size_t n;
-        if ((rc = amp_sh_ints(k, sizes, "sizes", sz, AMP_MAX_RANK, &n))) return rc;
-        if (n != na) return amp_sh_fail(k, AMP_ERR_INPUT, "sizes has %zu values, expected %zu", n, na);
-        for (size_t i = 0; i < na; i++) {
-            int64_t d = axes[i];
-            if (sz[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "sizes[%zu] is %lld", i, (long long)sz[i]);
-            if (x->dims[d] == 0 && sz[i] != 0) return amp_sh_fail(k, AMP_ERR_INPUT, "cannot resize an empty axis");
-            out[d] = sz[i];
-            scale[d] = x->dims[d] ? (double)sz[i] / (double)x->dims[d] : 1.0;
-        }
-        bool larger = ra->policy == KA_NOT_LARGER, smaller = ra->policy == KA_NOT_SMALLER;
-        if (larger || smaller) {
-            double s = scale[axes[0]];
-            for (size_t i = 1; i < na; i++) s = larger ? fmin(s, scale[axes[i]]) : fmax(s, scale[axes[i]]);
-            for (size_t i = 0; i < na; i++) {
-                double o = floor(s * (double)x->dims[axes[i]] + 0.5); /* round half up, as the reference */
-                if (!(o <= 9.0e15)) return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
-                scale[axes[i]] = s, out[axes[i]] = (int64_t)o;
-            }
-        }
-    }
-    if (ct == CT_CROP) {
-        if (!roi) return amp_sh_fail(k, AMP_ERR_INPUT, "tf_crop_and_resize needs the roi input");
-        if ((rc = read_floats(k, roi, "roi", v, 2 * na))) return rc;
-        for (size_t i = 0; i < na; i++) r0[axes[i]] = v[i], r1[axes[i]] = v[na + i];
-    }
+    if (!scales == !sizes) return amp_kernel_fail(k, AMP_ERR_INPUT, "exactly one of scales and sizes must be given");
+    ResizeGeom g;
+    AmpCode rc = resize_geom(k, ra, x, roi, scales, sizes, &g);
+    if (rc) return rc;
 
     /* Interpolating modes compute in floating point. */
     int dt = x->dtype;
-    bool is_double = dt == AMP_DT_DOUBLE;
-    if (mode != M_NEAREST && !amp_is_f32_family(dt) && !is_double) return amp_kernel_bad_dtype(k, dt);
+    if (mode != M_NEAREST && !amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
     size_t es = amp_sh_esize(k, dt);
     if (!es) return k->st->code;
     for (int d = 0; d < r; d++)
-        if (antialias && mode != M_NEAREST && scale[d] < 1)
-            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
+        if (ra->antialias && mode != M_NEAREST && g.scale[d] < 1)
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
     AmpBuf *y;
-    if ((rc = amp_sh_out(k, dt, r, out, &y)) || !y) return rc;
+    if ((rc = amp_sh_out(k, dt, r, g.out, &y)) || !y) return rc;
     if (y->nelem == 0) return AMP_OK;
 
     /* Per-axis tables; axes left as they are (scale 1, same size, no crop) get one tap. */
@@ -255,10 +358,10 @@ AmpCode amp_sh_resize(AmpKernelCtx *k) {
     int taps = mode == M_NEAREST ? 1 : mode == M_LINEAR ? 2 : 4;
     size_t total = 0;
     for (int d = 0; d < r; d++) {
-        same[d] = fabs(scale[d] - 1) <= 1e-9 && out[d] == x->dims[d] &&
-                  (ct != CT_CROP || (fabs(r0[d]) <= 1e-9 && fabs(r1[d] - 1) <= 1e-9));
+        same[d] = fabs(g.scale[d] - 1) <= 1e-9 && g.out[d] == x->dims[d] &&
+                  (ct != CT_CROP || (fabs(g.r0[d]) <= 1e-9 && fabs(g.r1[d] - 1) <= 1e-9));
         ax[d].taps = same[d] ? 1 : taps;
-        total += (size_t)out[d] * (size_t)ax[d].taps;
+        total += (size_t)g.out[d] * (size_t)ax[d].taps;
     }
     int64_t *ibuf = malloc(total * sizeof *ibuf);
     double *wbuf = malloc(total * sizeof *wbuf);
@@ -269,79 +372,15 @@ AmpCode amp_sh_resize(AmpKernelCtx *k) {
     size_t at = 0;
     for (int d = 0; d < r; d++) {
         ax[d].idx = ibuf + at, ax[d].w = wbuf + at;
-        at += (size_t)out[d] * (size_t)ax[d].taps;
+        at += (size_t)g.out[d] * (size_t)ax[d].taps;
         if (same[d]) {
-            for (int64_t o = 0; o < out[d]; o++) ax[d].idx[o] = o, ax[d].w[o] = 1;
+            for (int64_t o = 0; o < g.out[d]; o++) ax[d].idx[o] = o, ax[d].w[o] = 1;
         } else {
-            build_axis(&ax[d], mode, nr, ct, scale[d], x->dims[d], out[d], r0[d], r1[d], A, exclude);
+            build_axis(&ax[d], mode, ra->nr, ct, g.scale[d], x->dims[d], g.out[d], g.r0[d], g.r1[d], ra->A,
+                       ra->exclude);
         }
     }
-
-    int64_t strides[AMP_MAX_RANK], c[AMP_MAX_RANK] = {0};
-    amp_sh_strides(r, x->dims, strides);
-    rc = AMP_OK;
-    if (mode == M_NEAREST) {
-        uint8_t ev[16] = {0}; /* the extrapolation value in x's dtype */
-        if (ct == CT_CROP && extrap != 0 && amp_sh_convertible(dt))
-            rc = amp_sh_convert(k, &extrap, AMP_DT_FLOAT, ev, dt, 1);
-        const char *src = x->data;
-        char *dst = y->data;
-        for (uint64_t i = 0; !rc && i < y->nelem; i++, dst += es) {
-            int64_t off = 0;
-            bool outside = false;
-            for (int d = 0; d < r; d++) {
-                int64_t s = ax[d].idx[c[d]];
-                if (s < 0) outside = true;
-                off += s * strides[d];
-            }
-            memcpy(dst, outside ? (const char *)ev : src + (size_t)off * es, es);
-            for (int d = r - 1; d >= 0; d--) {
-                if (++c[d] < out[d]) break;
-                c[d] = 0;
-            }
-        }
-    } else {
-        float *ftmp = NULL, *otmp = NULL;
-        const float *xf = is_double ? NULL : amp_buf_f32_in(x, &ftmp);
-        float *yf = is_double ? NULL : amp_buf_f32_out(y, &otmp);
-        const double *xd = is_double ? x->data : NULL;
-        double *yd = is_double ? y->data : NULL;
-        if (!is_double && (!xf || !yf)) {
-            free(ftmp), free(otmp);
-            free(ibuf), free(wbuf);
-            return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-        }
-        uint64_t combos = 1;
-        for (int d = 0; d < r; d++) combos *= (uint64_t)ax[d].taps;
-        for (uint64_t i = 0; i < y->nelem; i++) {
-            double acc = 0;
-            bool outside = false;
-            for (uint64_t t = 0; t < combos && !outside; t++) {
-                /* Tap t: one choice per axis, the last axis varying fastest. */
-                uint64_t rem = t;
-                double w = 1;
-                int64_t off = 0;
-                for (int d = r - 1; d >= 0; d--) {
-                    int nt = ax[d].taps, j = (int)(rem % (uint64_t)nt);
-                    rem /= (uint64_t)nt;
-                    int64_t s = ax[d].idx[c[d] * nt + j];
-                    if (s < 0) outside = true;
-                    w *= ax[d].w[c[d] * nt + j];
-                    off += s * strides[d];
-                }
-                if (!outside && w != 0) acc += w * (is_double ? xd[off] : (double)xf[off]);
-            }
-            if (outside) acc = extrap;
-            if (is_double) yd[i] = acc;
-            else yf[i] = (float)acc;
-            for (int d = r - 1; d >= 0; d--) {
-                if (++c[d] < out[d]) break;
-                c[d] = 0;
-            }
-        }
-        free(ftmp);
-        if (!is_double) amp_buf_f32_commit(y, otmp);
-    }
+    rc = mode == M_NEAREST ? resize_nearest(k, ra, x, y, ax, g.out, es) : resize_interp(k, ra, x, y, ax, g.out);
     free(ibuf), free(wbuf);
     return rc;
 }

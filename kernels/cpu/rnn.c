@@ -149,18 +149,8 @@ typedef struct RnnSpec {
     int64_t *lens;        // (batch): valid steps of each sequence, in [0, seq]
 } RnnSpec;
 
-static AmpCode rnn_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
-static AmpCode rnn_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "", k->node->op_type, msg);
-}
-
 static AmpCode oom(AmpKernelCtx *k) {
-    return rnn_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
 }
 
 /* Case-insensitive equality of an attribute string (not NUL-terminated) and a name. */
@@ -189,7 +179,7 @@ static AmpCode parse_acts(const AmpNode *node, AmpStatus *st, RnnKind kind, int 
     const AmpAttr *betas = amp_node_attr(node, "activation_beta");
     size_t n = names && names->type == AMP_ATTR_STRINGS ? names->n_strings : 0;
     if (n && n != (size_t)nacts && n != (size_t)(nacts * s->ndir))
-        return amp_red_prep_fail(node, st, AMP_ERR_INPUT, "activations lists %zu functions; expected %d per direction",
+        return amp_node_fail(node, st, AMP_ERR_INPUT, "activations lists %zu functions; expected %d per direction",
                                  n, nacts);
     size_t na = alphas && alphas->type == AMP_ATTR_FLOATS ? alphas->n_floats : 0;
     size_t nb = betas && betas->type == AMP_ATTR_FLOATS ? betas->n_floats : 0;
@@ -210,7 +200,7 @@ static AmpCode parse_acts(const AmpNode *node, AmpStatus *st, RnnKind kind, int 
             size_t e = 0;
             while (e < sizeof ACTS / sizeof *ACTS && !name_is(nm, ACTS[e].name)) e++;
             if (e == sizeof ACTS / sizeof *ACTS)
-                return amp_red_prep_fail(node, st, AMP_ERR_UNSUPPORTED, "unknown activation '%.*s'",
+                return amp_node_fail(node, st, AMP_ERR_UNSUPPORTED, "unknown activation '%.*s'",
                                          (int)(nm->len > 64 ? 64 : nm->len), nm->data ? (const char *)nm->data : "");
             a->kind = ACTS[e].kind;
             a->alpha = ACTS[e].takes_alpha && ia < na ? alphas->floats[ia++] : ACTS[e].alpha;
@@ -230,14 +220,14 @@ AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     else if (!strcmp(dir, "reverse")) a.ndir = 1, a.reverse = true;
     else if (!strcmp(dir, "bidirectional")) a.ndir = 2;
     else
-        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "direction '%s' is not forward, reverse or bidirectional", dir);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "direction '%s' is not forward, reverse or bidirectional", dir);
     int64_t layout = amp_node_attr_int(n, "layout", 0);
     if (layout != 0 && layout != 1)
-        return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "layout %lld is not 0 or 1", (long long)layout);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "layout %lld is not 0 or 1", (long long)layout);
     a.layout = (int)layout;
     const AmpAttr *clip = amp_node_attr(n, "clip");
     if (clip && clip->type == AMP_ATTR_FLOAT) {
-        if (!(clip->f > 0)) return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "clip %g is not positive", (double)clip->f);
+        if (!(clip->f > 0)) return amp_node_fail(n, st, AMP_ERR_INPUT, "clip %g is not positive", (double)clip->f);
         a.clip = clip->f;
     }
     a.lbr = amp_node_attr_int(n, "linear_before_reset", 0) != 0;
@@ -245,7 +235,7 @@ AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     const AmpAttr *hs = amp_node_attr(n, "hidden_size");
     if (hs && hs->type == AMP_ATTR_INT) {
         if (hs->i <= 0 || hs->i > INT_MAX / 4)
-            return amp_red_prep_fail(n, st, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)hs->i);
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)hs->i);
         a.has_hidden = true, a.hidden = hs->i;
     }
     AmpCode rc = parse_acts(n, st, kind, kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 2 : 3, &a);
@@ -264,12 +254,7 @@ static AmpCode check_opt(AmpKernelCtx *k, const AmpBuf *b, const char *what, int
         snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)b->dims[i]);
     for (int i = 0; i < rank; i++)
         snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)dims[i]);
-    return rnn_fail(k, AMP_ERR_INPUT, "%s has shape (%s); expected (%s)", what, got, want);
-}
-
-static bool is_int_dtype(int dt) {
-    return dt == AMP_DT_INT8 || dt == AMP_DT_INT16 || dt == AMP_DT_INT32 || dt == AMP_DT_INT64 || dt == AMP_DT_UINT8 ||
-           dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
+    return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has shape (%s); expected (%s)", what, got, want);
 }
 
 /* Takes the prepared attributes and checks every input's shape; fills s except the data
@@ -282,9 +267,9 @@ static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
     s->gates = kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 3 : 4;
     int max_in = kind == RNN_LSTM ? 8 : 6, max_out = kind == RNN_LSTM ? 3 : 2;
     if (k->n_in < 3 || !k->in[0] || !k->in[1] || !k->in[2])
-        return rnn_fail(k, AMP_ERR_INPUT, "X, W and R are required");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X, W and R are required");
     if (k->n_in > max_in || k->n_out > max_out)
-        return rnn_fail(k, AMP_ERR_INPUT, "%d inputs and %d outputs; at most %d and %d", k->n_in, k->n_out, max_in,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%d inputs and %d outputs; at most %d and %d", k->n_in, k->n_out, max_in,
                         max_out);
     const AmpBuf *x = k->in[0], *w = k->in[1], *r = k->in[2];
     if (!amp_is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
@@ -295,13 +280,13 @@ static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
     const int layout = s->layout;
 
     if (x->rank != 3 || w->rank != 3 || r->rank != 3)
-        return rnn_fail(k, AMP_ERR_INPUT, "X, W and R must have rank 3 (got %d, %d, %d)", x->rank, w->rank, r->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X, W and R must have rank 3 (got %d, %d, %d)", x->rank, w->rank, r->rank);
     s->seq = x->dims[layout ? 1 : 0];
     s->batch = x->dims[layout ? 0 : 1];
     s->input = x->dims[2];
     s->hidden = at->has_hidden ? at->hidden : r->dims[2];
     if (s->hidden <= 0 || s->hidden > INT_MAX / 4)
-        return rnn_fail(k, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)s->hidden);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)s->hidden);
     int64_t gh = s->gates * s->hidden, h = s->hidden;
     AmpCode rc;
     if ((rc = check_opt(k, w, "W", 3, (const int64_t[]){s->ndir, gh, s->input})) ||
@@ -311,7 +296,7 @@ static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
         (s->seq * s->batch != 0 && gh > RNN_MAX_ELEMS / (s->seq * s->batch)) ||
         (s->seq * s->batch != 0 && h * s->ndir > RNN_MAX_ELEMS / (s->seq * s->batch)) ||
         (s->batch != 0 && gh * s->ndir > RNN_MAX_ELEMS / s->batch))
-        return rnn_fail(k, AMP_ERR_UNSUPPORTED, "X of shape (%lld, %lld, %lld) is too large for this kernel",
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "X of shape (%lld, %lld, %lld) is too large for this kernel",
                         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2]);
 
     const AmpBuf *in[8] = {0};
@@ -324,8 +309,8 @@ static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
         return rc;
     const AmpBuf *sl = in[4];
     if (sl) {
-        if (!is_int_dtype(sl->dtype) || sl->rank != 1 || sl->dims[0] != s->batch)
-            return rnn_fail(k, AMP_ERR_INPUT, "sequence_lens must be an integer tensor of shape (%lld)",
+        if (!amp_dtype_is_int(sl->dtype) || sl->rank != 1 || sl->dims[0] != s->batch)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "sequence_lens must be an integer tensor of shape (%lld)",
                             (long long)s->batch);
     }
     return AMP_OK;
@@ -563,7 +548,7 @@ static AmpCode run_rnn(AmpKernelCtx *k, RnnKind kind) {
     for (int64_t b = 0; b < N; b++) {
         s.lens[b] = k->n_in > 4 && k->in[4] ? amp_buf_get_i64(k->in[4], (uint64_t)b) : T;
         if (s.lens[b] < 0 || s.lens[b] > T) {
-            rc = rnn_fail(k, AMP_ERR_INPUT, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
                           (long long)s.lens[b], (long long)T);
             goto done;
         }

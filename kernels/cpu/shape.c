@@ -10,16 +10,6 @@
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-AmpCode amp_sh_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "",
-                    k->node->op_type ? k->node->op_type : "", msg);
-}
-
 size_t amp_sh_esize(AmpKernelCtx *k, int dtype) {
     size_t bits = amp_dtype_bits(dtype);
     if (bits == 0 || bits % 8 != 0) {
@@ -44,18 +34,8 @@ AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y)
     char got[160];
     amp_buf_describe(*y, got, sizeof got);
     *y = NULL;
-    return amp_sh_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %llu elements of %s", got,
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %llu elements of %s", got,
                        (unsigned long long)nelem, amp_dtype_name(dtype));
-}
-
-AmpCode amp_sh_prep_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "",
-                    msg);
 }
 
 AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
@@ -77,10 +57,10 @@ AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t 
     case AMP_DT_UINT16:
     case AMP_DT_UINT8: break;
     default:
-        return amp_sh_fail(k, AMP_ERR_INPUT, "%s must be an integer tensor, not %s", what, amp_dtype_name(b->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be an integer tensor, not %s", what, amp_dtype_name(b->dtype));
     }
-    if (b->rank > 1) return amp_sh_fail(k, AMP_ERR_INPUT, "%s must be 1-D (it has rank %d)", what, b->rank);
-    if (b->nelem > max) return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %llu values, at most %zu allowed", what,
+    if (b->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D (it has rank %d)", what, b->rank);
+    if (b->nelem > max) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %llu values, at most %zu allowed", what,
                                            (unsigned long long)b->nelem, max);
     for (uint64_t i = 0; i < b->nelem; i++) out[i] = amp_buf_get_i64(b, i);
     *n = (size_t)b->nelem;
@@ -149,7 +129,7 @@ void amp_sh_strided_copy(void *dst, const void *src, size_t es, int rank, const 
 
 static const AmpBuf *need_in(AmpKernelCtx *k, int i, const char *what) {
     if (i < k->n_in && k->in[i]) return k->in[i];
-    amp_sh_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
+    amp_kernel_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
     return NULL;
 }
 
@@ -181,10 +161,9 @@ AmpCode amp_cpu_reshape_prepare(const AmpNode *n, int64_t opset, void **attrs, A
     ReshapeAttrs a = {.allowzero = amp_node_attr_int(n, "allowzero", 0) != 0};
     if (opset < 5) { /* Reshape-1: the shape was an attribute */
         const AmpAttr *sa = amp_node_attr(n, "shape");
-        if (!sa) return amp_sh_prep_fail(n, st, "no shape attribute");
+        if (!sa) return amp_node_fail(n, st, AMP_ERR_INPUT, "no shape attribute");
         if (sa->n_ints > AMP_MAX_RANK)
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): target rank %zu is over %d",
-                            n->name ? n->name : "", n->op_type, sa->n_ints, AMP_MAX_RANK);
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "target rank %zu is over %d", sa->n_ints, AMP_MAX_RANK);
         a.n = sa->n_ints;
         for (size_t i = 0; i < a.n; i++) a.shape[i] = sa->ints[i];
     }
@@ -207,7 +186,7 @@ AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
         const AmpBuf *s = need_in(k, 1, "shape");
         if (!s) return k->st->code;
         if (s->nelem > AMP_MAX_RANK)
-            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "target rank %llu is over %d", (unsigned long long)s->nelem,
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "target rank %llu is over %d", (unsigned long long)s->nelem,
                                AMP_MAX_RANK);
         AmpCode rc = amp_sh_ints(k, s, "shape", shape, AMP_MAX_RANK, &n);
         if (rc) return rc;
@@ -218,27 +197,27 @@ AmpCode amp_cpu_reshape(AmpKernelCtx *k) {
     for (size_t i = 0; i < n; i++) {
         int64_t v = shape[i];
         if (v == -1) {
-            if (infer >= 0) return amp_sh_fail(k, AMP_ERR_INPUT, "shape has more than one -1");
+            if (infer >= 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape has more than one -1");
             infer = (int)i;
             continue;
         }
-        if (v < -1) return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)v);
+        if (v < -1) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)v);
         if (v == 0 && !a->allowzero) {
             if ((int)i >= x->rank)
-                return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is 0 (copy) but the input has rank %d", i, x->rank);
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "shape[%zu] is 0 (copy) but the input has rank %d", i, x->rank);
             v = shape[i] = x->dims[i];
         }
         if (v == 0) has_zero = true;
-        if (!amp_sh_mul(known, v, &known)) return amp_sh_fail(k, AMP_ERR_INPUT, "shape is too large");
+        if (!amp_sh_mul(known, v, &known)) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape is too large");
     }
     if (infer >= 0) {
-        if (has_zero && a->allowzero) return amp_sh_fail(k, AMP_ERR_INPUT, "allowzero shape has both 0 and -1");
+        if (has_zero && a->allowzero) return amp_kernel_fail(k, AMP_ERR_INPUT, "allowzero shape has both 0 and -1");
         if (known == 0 || x->nelem % (uint64_t)known)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "cannot infer the -1 dimension for %llu elements",
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "cannot infer the -1 dimension for %llu elements",
                                (unsigned long long)x->nelem);
         shape[infer] = (int64_t)(x->nelem / (uint64_t)known);
     } else if ((uint64_t)known != x->nelem) {
-        return amp_sh_fail(k, AMP_ERR_INPUT, "shape holds %lld elements, the input %llu", (long long)known,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "shape holds %lld elements, the input %llu", (long long)known,
                            (unsigned long long)x->nelem);
     }
     if (amp_dtype_bits(x->dtype) == 0) return amp_kernel_bad_dtype(k, x->dtype);
@@ -269,9 +248,9 @@ AmpCode amp_cpu_unsqueeze_prepare(const AmpNode *n, int64_t opset, void **attrs,
     *attrs = NULL;
     if (opset <= 0) return AMP_OK;
     if (opset >= 13 && !(n->n_inputs > 1 && n->inputs[1]))
-        return amp_sh_prep_fail(n, st, "no axes input (Unsqueeze takes its axes as input 1 since opset 13)");
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "no axes input (Unsqueeze takes its axes as input 1 since opset 13)");
     if (opset < 13 && !amp_node_attr(n, "axes"))
-        return amp_sh_prep_fail(n, st, "no axes attribute (Unsqueeze takes its axes as input 1 only since opset 13)");
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "no axes attribute (Unsqueeze takes its axes as input 1 only since opset 13)");
     return AMP_OK;
 }
 
@@ -289,7 +268,7 @@ AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs,
         bool seen[AMP_MAX_RANK] = {false};
         for (size_t i = 0; i < t.n && t.n <= AMP_MAX_RANK; i++) {
             int64_t p = a->ints[i];
-            if (p < 0 || p >= (int64_t)t.n || seen[p]) return amp_sh_prep_fail(n, st, "perm is not a permutation");
+            if (p < 0 || p >= (int64_t)t.n || seen[p]) return amp_node_fail(n, st, AMP_ERR_INPUT, "perm is not a permutation");
             seen[p] = true;
             t.perm[i] = p;
         }
@@ -306,7 +285,7 @@ AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
     int r = x->rank;
     int64_t perm[AMP_MAX_RANK];
     if (a->n) {
-        if (a->n != (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
+        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
         memcpy(perm, a->perm, sizeof perm);
     } else {
         for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
@@ -326,7 +305,7 @@ AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
 
 AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     const AmpAttr *aa = amp_node_attr(n, "axis");
-    if (!aa && opset >= 4) return amp_sh_prep_fail(n, st, "no axis attribute");
+    if (!aa && opset >= 4) return amp_node_fail(n, st, AMP_ERR_INPUT, "no axis attribute");
     AxisAttrs a = {aa ? aa->i : 1}; /* Concat-1: axis 1 by default */
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
@@ -344,34 +323,34 @@ AmpCode amp_ms_concat_training(AmpKernelCtx *k) {
     const AmpBuf *x0 = k->in[0];
     int axis;
     if (!x0 || !amp_norm_axis(amp_node_attr_int(k->node, "axis", 0), x0->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis out of range");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis out of range");
     for (int i = 0; i < k->n_in; i++) ((int64_t *)len->data)[i] = k->in[i] ? k->in[i]->dims[axis] : 0;
     return AMP_OK;
 }
 
 AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     const AxisAttrs *aa = k->attrs;
-    if (k->n_in < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no inputs");
+    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
     for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_sh_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_sh_esize(k, x0->dtype);
     if (!es) return k->st->code;
     int axis;
     if (!amp_norm_axis(aa->axis, x0->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
     int64_t dims[AMP_MAX_RANK];
     memcpy(dims, x0->dims, sizeof dims);
     dims[axis] = 0;
     for (int i = 0; i < k->n_in; i++) {
         const AmpBuf *x = k->in[i];
         if (x->dtype != x0->dtype || x->rank != x0->rank)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
         for (int d = 0; d < x->rank; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
-                return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
         if (x->dims[axis] > INT64_MAX - dims[axis]) /* empty inputs may have any dims */
-            return amp_sh_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
         dims[axis] += x->dims[axis];
     }
     AmpBuf *y;
@@ -405,10 +384,10 @@ AmpCode amp_cpu_split_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     const AmpAttr *sa = amp_node_attr(n, "split");
     bool has_split = !split_input && opset < 13 && sa && sa->n_ints;
     if (has_split && sa->n_ints != (size_t)no)
-        return amp_sh_prep_fail(n, st, "split has %zu entries for %d outputs", sa->n_ints, no);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "split has %zu entries for %d outputs", sa->n_ints, no);
     if (!split_input && !has_split) {
         int64_t num = amp_node_attr_int(n, "num_outputs", no);
-        if (num != no) return amp_sh_prep_fail(n, st, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
+        if (num != no) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
     }
     size_t cnt = has_split ? (size_t)no : 0;
     SplitAttrs *a = malloc(sizeof *a + cnt * sizeof a->split[0]);
@@ -429,9 +408,9 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
     if (!es) return k->st->code;
     int axis;
     if (!amp_norm_axis(a->axis, x->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
     int no = k->n_out;
-    if (no < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no outputs");
+    if (no < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no outputs");
     int64_t dim = x->dims[axis];
     int64_t *sizes = malloc((size_t)no * sizeof *sizes);
     AmpBuf **outs = malloc((size_t)no * sizeof *outs);
@@ -444,10 +423,10 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
     if (k->n_in > 1 && k->in[1]) {
         rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
         if (!rc && n != (size_t)no)
-            rc = amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
+            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
     } else if (a->has_split) {
         if (a->n != (size_t)no)
-            rc = amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
+            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
         for (int i = 0; !rc && i < no; i++) sizes[i] = a->split[i];
     } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
         int64_t chunk = dim / no + (dim % no != 0);
@@ -456,18 +435,18 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
             sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
         }
     } else if (dim % no) {
-        rc = amp_sh_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim, no);
+        rc = amp_kernel_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim, no);
     } else {
         for (int i = 0; i < no; i++) sizes[i] = dim / no;
     }
     int64_t total = 0;
     for (int i = 0; !rc && i < no; i++) {
         if (sizes[i] < 0 || sizes[i] > dim - total)
-            rc = amp_sh_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i, (long long)sizes[i]);
+            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i, (long long)sizes[i]);
         else total += sizes[i];
     }
     if (!rc && total != dim)
-        rc = amp_sh_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
+        rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
     if (!rc) rc = amp_kernel_outputs(k, no, outs);
     int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
     int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
@@ -493,17 +472,17 @@ AmpCode amp_cpu_expand(AmpKernelCtx *k) {
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     if (s->nelem > AMP_MAX_RANK)
-        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "shape of rank %llu is over %d", (unsigned long long)s->nelem,
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "shape of rank %llu is over %d", (unsigned long long)s->nelem,
                            AMP_MAX_RANK);
     int64_t shape[AMP_MAX_RANK], dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
     size_t n;
     AmpCode rc = amp_sh_ints(k, s, "shape", shape, AMP_MAX_RANK, &n);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
-        if (shape[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)shape[i]);
+        if (shape[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)shape[i]);
     int r;
     if (!amp_broadcast_shape(x->rank, x->dims, (int)n, shape, &r, dims))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "input shape does not broadcast to the given shape");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "input shape does not broadcast to the given shape");
     amp_broadcast_strides(x->rank, x->dims, r, dims, strides);
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
@@ -523,23 +502,23 @@ AmpCode amp_cpu_tile(AmpKernelCtx *k) {
     if (k->opset < 6 && k->n_in > 2 && k->in[2]) { /* Tile-1: (input, tiles, axis) scalars */
         int64_t t, ax;
         if ((rc = amp_sh_ints(k, rb, "tiles", &t, 1, &n)) || n != 1)
-            return rc ? rc : amp_sh_fail(k, AMP_ERR_INPUT, "tiles must hold one value");
+            return rc ? rc : amp_kernel_fail(k, AMP_ERR_INPUT, "tiles must hold one value");
         if ((rc = amp_sh_ints(k, k->in[2], "axis", &ax, 1, &n)) || n != 1)
-            return rc ? rc : amp_sh_fail(k, AMP_ERR_INPUT, "axis must hold one value");
+            return rc ? rc : amp_kernel_fail(k, AMP_ERR_INPUT, "axis must hold one value");
         int a;
-        if (!amp_norm_axis(ax, r, &a)) return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range", (long long)ax);
+        if (!amp_norm_axis(ax, r, &a)) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range", (long long)ax);
         for (int i = 0; i < r; i++) rep[i] = i == a ? t : 1;
         n = (size_t)r;
     } else if ((rc = amp_sh_ints(k, rb, "repeats", rep, AMP_MAX_RANK, &n))) {
         return rc;
     }
-    if (n != (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "repeats has %zu entries for rank %d", n, r);
+    if (n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "repeats has %zu entries for rank %d", n, r);
     /* View the output as (rep0, d0, rep1, d1, ...): repeats read with stride 0. */
     int64_t dims[AMP_MAX_RANK], vd[AMP_SH_MAX_VIEW], vs[AMP_SH_MAX_VIEW], in_strides[AMP_MAX_RANK];
     amp_sh_strides(r, x->dims, in_strides);
     for (int i = 0; i < r; i++) {
-        if (rep[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "repeats[%d] is %lld", i, (long long)rep[i]);
-        if (!amp_sh_mul(x->dims[i], rep[i], &dims[i])) return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
+        if (rep[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "repeats[%d] is %lld", i, (long long)rep[i]);
+        if (!amp_sh_mul(x->dims[i], rep[i], &dims[i])) return amp_kernel_fail(k, AMP_ERR_INPUT, "output is too large");
         vd[2 * i] = rep[i], vs[2 * i] = 0;
         vd[2 * i + 1] = x->dims[i], vs[2 * i + 1] = in_strides[i];
     }
@@ -559,11 +538,11 @@ AmpCode amp_cpu_depth_space_prepare(const AmpNode *n, int64_t opset, void **attr
     (void)opset;
     BlockAttrs a = {.b = amp_node_attr_int(n, "blocksize", 0)};
     if (a.b < 1 || a.b > (INT64_C(1) << 31))
-        return amp_sh_prep_fail(n, st, "blocksize %lld is invalid", (long long)a.b);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "blocksize %lld is invalid", (long long)a.b);
     if (n->op == AMP_OP_DepthToSpace) {
         const char *mode = amp_node_attr_string(n, "mode", "DCR");
         a.crd = strcmp(mode, "CRD") == 0;
-        if (!a.crd && strcmp(mode, "DCR") != 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", mode);
+        if (!a.crd && strcmp(mode, "DCR") != 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", mode);
     }
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
@@ -575,16 +554,16 @@ static AmpCode depth_space(AmpKernelCtx *k, bool to_space) {
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
-    if (x->rank != 4) return amp_sh_fail(k, AMP_ERR_INPUT, "input must be 4-D (N, C, H, W), not rank %d", x->rank);
+    if (x->rank != 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "input must be 4-D (N, C, H, W), not rank %d", x->rank);
     int64_t b = a->b;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], dims[4], vd[6], vs[6];
     if (to_space) {
         if (C % (b * b))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "channels %lld are not a multiple of blocksize^2", (long long)C);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "channels %lld are not a multiple of blocksize^2", (long long)C);
         int64_t c = C / (b * b);
         dims[0] = N, dims[1] = c;
         if (!amp_sh_mul(H, b, &dims[2]) || !amp_sh_mul(W, b, &dims[3]))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "output is too large");
         /* Output walked as (N, c, H, b1, W, b2); the input channel is
          * DCR: (b1, b2, c), CRD: (c, b1, b2). */
         bool crd = a->crd;
@@ -593,10 +572,10 @@ static AmpCode depth_space(AmpKernelCtx *k, bool to_space) {
         int64_t d6[6] = {N, c, H, b, W, b}, s6[6] = {C * hw, sc, W, sb1, 1, sb2};
         memcpy(vd, d6, sizeof vd), memcpy(vs, s6, sizeof vs);
     } else {
-        if (H % b || W % b) return amp_sh_fail(k, AMP_ERR_INPUT, "height and width must be multiples of blocksize");
+        if (H % b || W % b) return amp_kernel_fail(k, AMP_ERR_INPUT, "height and width must be multiples of blocksize");
         int64_t h = H / b, w = W / b;
         dims[0] = N, dims[2] = h, dims[3] = w;
-        if (!amp_sh_mul(C, b * b, &dims[1])) return amp_sh_fail(k, AMP_ERR_INPUT, "output is too large");
+        if (!amp_sh_mul(C, b * b, &dims[1])) return amp_kernel_fail(k, AMP_ERR_INPUT, "output is too large");
         /* Output walked as (N, b1, b2, C, h, w), reading x[n, c, h*b + b1, w*b + b2]. */
         int64_t d6[6] = {N, b, b, C, h, w}, s6[6] = {C * H * W, W, 1, H * W, b * W, b};
         memcpy(vd, d6, sizeof vd), memcpy(vs, s6, sizeof vs);
@@ -634,13 +613,13 @@ AmpCode amp_cpu_trilu(AmpKernelCtx *k) {
     const TriluAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
-    if (x->rank < 2) return amp_sh_fail(k, AMP_ERR_INPUT, "the input must have rank 2 or more, not %d", x->rank);
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input must have rank 2 or more, not %d", x->rank);
     int64_t diag = 0;
     if (k->n_in > 1 && k->in[1]) {
         size_t n = 0;
         AmpCode rc = amp_sh_ints(k, k->in[1], "k", &diag, 1, &n);
         if (rc) return rc;
-        if (n != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "k must hold one value, not %zu", n);
+        if (n != 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "k must hold one value, not %zu", n);
     }
     bool upper = a->upper;
     if (amp_dtype_bits(x->dtype) == 0 || amp_dtype_bits(x->dtype) % 8) return amp_kernel_bad_dtype(k, x->dtype);

@@ -11,7 +11,6 @@
 #define AMP_SH_MAX_VIEW (2 * AMP_MAX_RANK)
 
 /* AMP_ERR_* failure whose message names the node and op. */
-AmpCode amp_sh_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
 /* Bytes per element of a dtype these kernels move, or 0 (with st set to
  * AMP_ERR_UNSUPPORTED) for strings, sub-byte and unknown types. */
@@ -28,7 +27,6 @@ AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y)
 /* ---- prepare (AmpKernelPrepareFn) helpers ---------------------------------------- */
 
 /* AMP_ERR_INPUT naming node n and its op, for attribute errors found at prepare. */
-AmpCode amp_sh_prep_fail(const AmpNode *n, AmpStatus *st, const char *fmt, ...) AMP_PRINTF(3, 4);
 /* *attrs = a malloc'd copy of the `size` bytes at p. */
 AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st);
 

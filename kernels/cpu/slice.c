@@ -25,7 +25,7 @@ static void int_list(const AmpNode *n, const char *name, IntList *out) {
 
 /* An attribute list into out[] (at most max values, else AMP_ERR_INPUT). */
 static AmpCode list_ints(AmpKernelCtx *k, const char *name, const IntList *l, int64_t *out, size_t max, size_t *n) {
-    if (l->n > max) return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
+    if (l->n > max) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
     memcpy(out, l->v, l->n * sizeof *out);
     *n = l->n;
     return AMP_OK;
@@ -40,7 +40,7 @@ AmpCode amp_sh_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     SliceAttrs a = {0};
     if (opset < 10) {
         if (!amp_node_attr(n, "starts") || !amp_node_attr(n, "ends"))
-            return amp_sh_prep_fail(n, st, "starts and ends attributes are required");
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "starts and ends attributes are required");
         int_list(n, "starts", &a.starts);
         int_list(n, "ends", &a.ends);
         int_list(n, "axes", &a.axes);
@@ -51,7 +51,7 @@ AmpCode amp_sh_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
 AmpCode amp_sh_slice(AmpKernelCtx *k) {
     const SliceAttrs *at = k->attrs;
     const AmpBuf *x = in_or_null(k, 0);
-    if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no data input");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no data input");
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
@@ -65,7 +65,7 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
             return rc;
     } else {
         const AmpBuf *bs = in_or_null(k, 1), *be = in_or_null(k, 2), *ba = in_or_null(k, 3), *bst = in_or_null(k, 4);
-        if (!bs || !be) return amp_sh_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
+        if (!bs || !be) return amp_kernel_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
         if ((rc = amp_sh_ints(k, bs, "starts", starts, (size_t)r, &ns)) ||
             (rc = amp_sh_ints(k, be, "ends", ends, (size_t)r, &ne)) ||
             (ba && (rc = amp_sh_ints(k, ba, "axes", axes, (size_t)r, &na))) ||
@@ -74,10 +74,10 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
         if (!ba) na = 0;
         if (!bst) nst = 0;
         if ((ba && na != ns) || (bst && nst != ns))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
     }
     if (ne != ns || (na && na != ns))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
     if (!na)
         for (size_t i = 0; i < ns; i++) axes[i] = (int64_t)i;
     if (!nst)
@@ -90,11 +90,11 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
     for (size_t i = 0; i < ns; i++) {
         int a;
         if (!amp_norm_axis(axes[i], r, &a))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_sh_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
+        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
         seen[a] = true;
         int64_t dim = x->dims[a], s = starts[i], e = ends[i], st = steps[i], n;
-        if (st == 0) return amp_sh_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
+        if (st == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
         if (s < 0) s += dim;
         if (e < 0) e += dim;
         if (st > 0) {
@@ -162,7 +162,7 @@ AmpCode amp_sh_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
     a.mode = -1;
     for (int i = 0; i < 4; i++)
         if (strcmp(ms, pad_modes[i]) == 0) a.mode = i;
-    if (a.mode < 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", ms);
+    if (a.mode < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", ms);
     if (opset < 11) {
         a.pads_name = amp_node_attr(n, "pads") ? "pads" : "paddings";
         const AmpAttr *pa = amp_node_attr(n, a.pads_name);
@@ -173,84 +173,64 @@ AmpCode amp_sh_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
-AmpCode amp_sh_pad(AmpKernelCtx *k) {
-    const PadAttrs *at = k->attrs;
-    const AmpBuf *x = in_or_null(k, 0);
-    if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "no data input");
-    size_t es = amp_sh_esize(k, x->dtype);
-    if (!es) return k->st->code;
+/* The padding of each axis (before[d], after[d]; negative crops) from the attributes
+ * (Pad-1, Pad-2) or the pads / axes inputs, and the constant, one element of x's dtype. */
+static AmpCode pad_amounts(AmpKernelCtx *k, const PadAttrs *at, const AmpBuf *x, size_t es, int64_t *before,
+                           int64_t *after, uint8_t *cval) {
     int r = x->rank;
-    int mode = at->mode;
-    const char *ms = pad_modes[mode];
-
     int64_t pads[2 * AMP_MAX_RANK], axes[AMP_MAX_RANK];
     size_t np = 0, na = 0;
-    uint8_t cval[16] = {0}; /* the constant, one element of x's dtype */
     AmpCode rc;
     if (k->opset < 11) { /* Pad-1 'paddings', Pad-2 'pads'; 'value' a float attribute */
         if (at->np > 2 * (size_t)r)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
                                2 * (size_t)r);
         np = at->np;
         memcpy(pads, at->pads, np * sizeof *pads);
         float v = at->value;
-        if (v != 0.0f && mode == PAD_CONSTANT) {
+        if (v != 0.0f && at->mode == PAD_CONSTANT) {
             if (!amp_sh_convertible(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
             if ((rc = amp_sh_convert(k, &v, AMP_DT_FLOAT, cval, x->dtype, 1))) return rc;
         }
     } else {
         const AmpBuf *bp = in_or_null(k, 1), *bc = in_or_null(k, 2), *ba = in_or_null(k, 3);
-        if (!bp) return amp_sh_fail(k, AMP_ERR_INPUT, "no pads input");
+        if (!bp) return amp_kernel_fail(k, AMP_ERR_INPUT, "no pads input");
         if ((rc = amp_sh_ints(k, bp, "pads", pads, 2 * (size_t)r, &np))) return rc;
         if (ba && (rc = amp_sh_ints(k, ba, "axes", axes, (size_t)r, &na))) return rc;
         if (bc && bc->nelem > 0) {
             if (bc->dtype != x->dtype)
-                return amp_sh_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
                                    amp_dtype_name(x->dtype));
             memcpy(cval, bc->data, es);
         }
         if (!ba) na = 0;
         else if (na == 0) ba = NULL; /* an empty axes list means none given */
         if (ba) {
-            if (np != 2 * na) return amp_sh_fail(k, AMP_ERR_INPUT, "pads has %zu values for %zu axes", np, na);
+            if (np != 2 * na) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for %zu axes", np, na);
         }
     }
     if (!na) {
-        if (np != 2 * (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "pads has %zu values for rank %d", np, r);
+        if (np != 2 * (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for rank %d", np, r);
         na = (size_t)r;
         for (int d = 0; d < r; d++) axes[d] = d;
     }
-    int64_t before[AMP_MAX_RANK] = {0}, after[AMP_MAX_RANK] = {0}, dims[AMP_MAX_RANK];
     bool seen[AMP_MAX_RANK] = {false};
     for (size_t i = 0; i < na; i++) {
         int a;
         if (!amp_norm_axis(axes[i], r, &a))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_sh_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
+        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
         seen[a] = true;
         before[a] = pads[i], after[a] = pads[i + na];
     }
-    const int64_t lim = INT64_C(1) << 61;
-    for (int d = 0; d < r; d++) {
-        if (before[d] > lim || before[d] < -lim || after[d] > lim || after[d] < -lim)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
-        /* |before + after| <= 2^62, but the axis itself may be up to INT64_MAX (empty) */
-        int64_t grow = before[d] + after[d];
-        if (grow > 0 && x->dims[d] > INT64_MAX - grow)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
-                               (long long)x->dims[d], (long long)grow);
-        dims[d] = x->dims[d] + grow;
-        if (dims[d] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
-        if (dims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", ms, d);
-    }
-    AmpBuf *y;
-    if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
-    if (y->nelem == 0) return AMP_OK;
-    if (r == 0) {
-        memcpy(y->data, x->data, es);
-        return AMP_OK;
-    }
+    return AMP_OK;
+}
+
+/* y (dims) from x: a row of the last axis at a time, each element from its source index
+ * per axis (pad_src), or the constant. */
+static AmpCode pad_copy(AmpKernelCtx *k, int mode, const AmpBuf *x, AmpBuf *y, const int64_t *dims,
+                        const int64_t *before, const uint8_t *cval, size_t es) {
+    int r = x->rank;
     /* map[d] (dims[d] entries): the source index along axis d for each output index,
      * -1 where the constant goes. */
     size_t total = 0;
@@ -286,4 +266,42 @@ AmpCode amp_sh_pad(AmpKernelCtx *k) {
     }
     free(map);
     return AMP_OK;
+}
+
+AmpCode amp_sh_pad(AmpKernelCtx *k) {
+    const PadAttrs *at = k->attrs;
+    const AmpBuf *x = in_or_null(k, 0);
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no data input");
+    size_t es = amp_sh_esize(k, x->dtype);
+    if (!es) return k->st->code;
+    int r = x->rank;
+    int mode = at->mode;
+    const char *ms = pad_modes[mode];
+
+    int64_t before[AMP_MAX_RANK] = {0}, after[AMP_MAX_RANK] = {0}, dims[AMP_MAX_RANK];
+    uint8_t cval[16] = {0}; /* the constant, one element of x's dtype */
+    AmpCode rc = pad_amounts(k, at, x, es, before, after, cval);
+    if (rc) return rc;
+    const int64_t lim = INT64_C(1) << 61;
+    for (int d = 0; d < r; d++) {
+        if (before[d] > lim || before[d] < -lim || after[d] > lim || after[d] < -lim)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
+        /* |before + after| <= 2^62, but the axis itself may be up to INT64_MAX (empty) */
+        int64_t grow = before[d] + after[d];
+        if (grow > 0 && x->dims[d] > INT64_MAX - grow)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
+                               (long long)x->dims[d], (long long)grow);
+        dims[d] = x->dims[d] + grow;
+        if (dims[d] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
+        if (dims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", ms, d);
+    }
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
+    if (y->nelem == 0) return AMP_OK;
+    if (r == 0) {
+        memcpy(y->data, x->data, es);
+        return AMP_OK;
+    }
+    return pad_copy(k, mode, x, y, dims, before, cval, es);
 }

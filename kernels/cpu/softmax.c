@@ -28,14 +28,14 @@ static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const A
     int axis;
     if (attr->per_axis) {
         if (!amp_norm_axis(a, x->rank, &axis))
-            return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
         amp_red_split(x, axis, outer, d, inner);
         return AMP_OK;
     }
     /* The 2-D coercion also takes axis == rank (a trailing dimension of 1). */
     if (a == x->rank) axis = x->rank;
     else if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_red_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     *outer = amp_shape_nelem(axis, x->dims);
     *d = amp_shape_nelem(x->rank - axis, x->dims + axis);
     *inner = 1;
@@ -60,7 +60,7 @@ static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
     const SoftmaxAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_red_fail(k, AMP_ERR_INPUT, "the input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     uint64_t outer, D, inner;
     AmpCode rc = softmax_layout(k, attr, x, &outer, &D, &inner);
@@ -121,12 +121,12 @@ AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
     if (!attr) return k->st->code;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *y = k->n_in > 1 ? k->in[1] : NULL;
-    if (!dy || !y) return amp_red_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+    if (!dy || !y) return amp_kernel_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
     if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
     if (!amp_red_is_float(y->dtype)) return amp_kernel_bad_dtype(k, y->dtype);
     bool same = dy->rank == y->rank;
     for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
-    if (!same) return amp_red_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
+    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
     uint64_t outer, D, inner;
     AmpCode rc = softmax_layout(k, attr, y, &outer, &D, &inner);
     if (rc) return rc;

@@ -139,7 +139,7 @@ AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int
 
 static const AmpBuf *input(AmpKernelCtx *k, int i, const char *what) {
     if (i < k->n_in && k->in[i]) return k->in[i];
-    amp_sh_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
+    amp_kernel_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
     return NULL;
 }
 
@@ -166,7 +166,7 @@ typedef struct CastAttrs {
 AmpCode amp_cpu_cast_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     const AmpAttr *a = amp_node_attr(n, "to");
-    if (!a) return amp_sh_prep_fail(n, st, "no 'to' attribute");
+    if (!a) return amp_node_fail(n, st, AMP_ERR_INPUT, "no 'to' attribute");
     CastAttrs c;
     if (a->type == AMP_ATTR_STRING) { /* Cast-1: a TensorProto type name ("FLOAT") */
         char name[32] = "";
@@ -174,10 +174,10 @@ AmpCode amp_cpu_cast_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
         for (size_t i = 0; i < len; i++) name[i] = (char)tolower(a->s.data[i]);
         name[len] = '\0';
         c.to = amp_dtype_from_name(name);
-        if (c.to < 0) return amp_sh_prep_fail(n, st, "unknown type '%s'", name);
+        if (c.to < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown type '%s'", name);
     } else {
         if (a->i <= AMP_DT_UNDEFINED || a->i >= AMP_DT__COUNT)
-            return amp_sh_prep_fail(n, st, "'to' is %lld, not a data type", (long long)a->i);
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "'to' is %lld, not a data type", (long long)a->i);
         c.to = (int)a->i;
     }
     return amp_sh_prep_out(&c, sizeof c, attrs, st);
@@ -198,16 +198,14 @@ AmpCode amp_cpu_cast_like(AmpKernelCtx *k) {
 /* The element bytes of node n's tensor attribute t (at least its expected size). */
 static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
     if (amp_dtype_bits(t->dtype) == 0 || amp_dtype_bits(t->dtype) % 8)
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CPU kernel does not take %s",
-                        n->name ? n->name : "", n->op_type, amp_dtype_name(t->dtype));
+        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(t->dtype));
     AmpModel *m = n->graph ? n->graph->model : NULL;
-    if (!m) return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): node has no model", n->name ? n->name : "",
-                            n->op_type);
+    if (!m) return amp_node_fail(n, st, AMP_ERR_INTERNAL, "node has no model");
     AmpCode rc = amp_tensor_bytes(m, t, out, st);
     if (rc) return rc;
     size_t need;
     if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
-        return amp_sh_prep_fail(n, st, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
     return AMP_OK;
 }
 
@@ -232,7 +230,7 @@ AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, 
         const AmpAttr *t = amp_node_attr(n, const_names[i]);
         if (t) c.a = t, c.which = i, count++;
     }
-    if (count != 1) return amp_sh_prep_fail(n, st, "exactly one value attribute is required (%d given)", count);
+    if (count != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
     if (c.which == 0 && c.a->t) {
         AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
         if (rc) return rc;
@@ -249,16 +247,16 @@ AmpCode amp_cpu_constant(AmpKernelCtx *k) {
     switch (c->which) {
     case 0: {
         AmpTensor *t = a->t;
-        if (!t) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
+        if (!t) return amp_kernel_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
         if (t->ndims > AMP_MAX_RANK)
-            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
         const AmpBytes bytes = c->bytes;
         int64_t dims[AMP_MAX_RANK];
         for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
         bool neg = false;
         for (size_t i = 0; i < t->ndims; i++) neg |= dims[i] < 0;
         if (neg || amp_shape_nelem((int)t->ndims, dims) != t->nelem)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
         if ((rc = amp_sh_out(k, t->dtype, (int)t->ndims, dims, &y)) || !y) return rc;
         size_t len = amp_buf_bytes(y);
         if (len) memcpy(y->data, bytes.data, len);
@@ -282,7 +280,7 @@ AmpCode amp_cpu_constant(AmpKernelCtx *k) {
         if ((rc = amp_sh_out(k, AMP_DT_INT64, 1, n1, &y)) || !y) return rc;
         if (a->n_ints) memcpy(y->data, a->ints, a->n_ints * sizeof(int64_t));
         return AMP_OK;
-    default: return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
+    default: return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
     }
 }
 
@@ -300,12 +298,11 @@ AmpCode amp_cpu_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void 
         AmpBytes bytes;
         AmpCode rc = tensor_attr_bytes(n, a->t, &bytes, st);
         if (rc) return rc;
-        if (a->t->nelem != 1) return amp_sh_prep_fail(n, st, "'value' must hold one element");
+        if (a->t->nelem != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "'value' must hold one element");
         f.dtype = a->t->dtype;
         size_t es = amp_dtype_bits(f.dtype) / 8;
         if (es > sizeof f.value)
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CPU kernel does not take %s",
-                            n->name ? n->name : "", n->op_type, amp_dtype_name(f.dtype));
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(f.dtype));
         memcpy(f.value, bytes.data, es);
     }
     return amp_sh_prep_out(&f, sizeof f, attrs, st);
@@ -316,14 +313,14 @@ AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
     const AmpBuf *s = input(k, 0, "shape");
     if (!s) return k->st->code;
     if (s->nelem > AMP_MAX_RANK)
-        return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %llu is over %d", (unsigned long long)s->nelem,
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %llu is over %d", (unsigned long long)s->nelem,
                            AMP_MAX_RANK);
     int64_t dims[AMP_MAX_RANK];
     size_t n;
     AmpCode rc = amp_sh_ints(k, s, "shape", dims, AMP_MAX_RANK, &n);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
-        if (dims[i] < 0) return amp_sh_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)dims[i]);
+        if (dims[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)dims[i]);
     size_t es = amp_sh_esize(k, f->dtype);
     if (!es) return k->st->code;
     AmpBuf *y;
@@ -390,8 +387,8 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
     static const char *const what[3] = {"start", "limit", "delta"};
     for (int i = 0; i < 3; i++) {
         if (!(b[i] = input(k, i, what[i]))) return k->st->code;
-        if (b[i]->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "%s must hold one element", what[i]);
-        if (b[i]->dtype != b[0]->dtype) return amp_sh_fail(k, AMP_ERR_INPUT, "start, limit and delta differ in type");
+        if (b[i]->nelem != 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element", what[i]);
+        if (b[i]->dtype != b[0]->dtype) return amp_kernel_fail(k, AMP_ERR_INPUT, "start, limit and delta differ in type");
     }
     int dt = b[0]->dtype;
     if (!amp_sh_convertible(dt) || dt == AMP_DT_BOOL) return amp_kernel_bad_dtype(k, dt);
@@ -401,9 +398,9 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
     if (v[0].kind == V_FLOAT) {
         double s = v[0].f, l = v[1].f, d = v[2].f;
         if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "start, limit and delta must be finite and delta non-zero");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "start, limit and delta must be finite and delta non-zero");
         double c = ceil((l - s) / d);
-        if (!(c < 9.0e15)) return amp_sh_fail(k, AMP_ERR_INPUT, "range is too long");
+        if (!(c < 9.0e15)) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
         n = c > 0 ? (int64_t)c : 0;
     } else {
         /* Integers: counts in unsigned arithmetic so no value pair overflows. */
@@ -411,10 +408,10 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
         uint64_t s = sg ? (uint64_t)v[0].i : v[0].u, l = sg ? (uint64_t)v[1].i : v[1].u;
         uint64_t d = sg ? (uint64_t)v[2].i : v[2].u;
         bool neg = sg && v[2].i < 0;
-        if (d == 0) return amp_sh_fail(k, AMP_ERR_INPUT, "delta is 0");
+        if (d == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "delta is 0");
         bool empty = sg ? (neg ? v[1].i >= v[0].i : v[1].i <= v[0].i) : l <= s;
         uint64_t c = empty ? 0 : neg ? (s - l - 1) / (0 - d) + 1 : (l - s - 1) / d + 1;
-        if (c > (UINT64_C(1) << 50)) return amp_sh_fail(k, AMP_ERR_INPUT, "range is too long");
+        if (c > (UINT64_C(1) << 50)) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
         n = (int64_t)c;
     }
     AmpBuf *y;
@@ -449,19 +446,19 @@ AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     if (!vb) return k->st->code;
     if (!amp_sh_convertible(idx->dtype)) return amp_kernel_bad_dtype(k, idx->dtype);
     if (!amp_sh_convertible(db->dtype)) return amp_kernel_bad_dtype(k, db->dtype);
-    if (db->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "depth must hold one element");
-    if (vb->nelem != 2) return amp_sh_fail(k, AMP_ERR_INPUT, "values must hold two elements (off, on)");
+    if (db->nelem != 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "depth must hold one element");
+    if (vb->nelem != 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "values must hold two elements (off, on)");
     size_t es = amp_sh_esize(k, vb->dtype);
     if (!es) return k->st->code;
     Val dv = load(db->dtype, db->data, 0);
     double depth_d = as_double(&dv);
-    if (!(depth_d >= 1 && depth_d < 9.0e15)) return amp_sh_fail(k, AMP_ERR_INPUT, "depth %g is invalid", depth_d);
+    if (!(depth_d >= 1 && depth_d < 9.0e15)) return amp_kernel_fail(k, AMP_ERR_INPUT, "depth %g is invalid", depth_d);
     int64_t depth = (int64_t)depth_d;
     int r = idx->rank + 1, axis;
-    if (r > AMP_MAX_RANK) return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
+    if (r > AMP_MAX_RANK) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
     int64_t a = ((const OneHotAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, r, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
     /* y: indices.shape with depth inserted at axis, viewed as (outer, depth, inner). */
     int64_t dims[AMP_MAX_RANK];
     for (int d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : idx->dims[j++];

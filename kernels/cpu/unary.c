@@ -57,7 +57,7 @@ static AmpCode int_or_float(AmpKernelCtx *k, IntUnary op, AmpEwMapF f, AmpEwMapD
     AmpBuf *out;
     if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
     bool u = x->dtype == AMP_DT_UINT64;
-    for (uint64_t i = 0; i < x->nelem; i++) amp_ew_set_i64(out, i, int_unary_op(op, u, amp_buf_get_i64(x, i)));
+    for (uint64_t i = 0; i < x->nelem; i++) amp_buf_set_i64(out, i, int_unary_op(op, u, amp_buf_get_i64(x, i)));
     return AMP_OK;
 }
 
@@ -159,10 +159,10 @@ static AmpCode clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf 
     *out = amp_ew_in(k, i);
     if (!*out) return AMP_OK;
     if ((*out)->dtype != x->dtype)
-        return amp_ew_err(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
                           amp_dtype_name((*out)->dtype), amp_dtype_name(x->dtype));
     if ((*out)->nelem != 1)
-        return amp_ew_err(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
                           (unsigned long long)(*out)->nelem);
     return AMP_OK;
 }
@@ -191,7 +191,7 @@ AmpCode amp_ew_clip(AmpKernelCtx *k) {
                 if (v < lo) v = lo;
                 if (v > hi) v = hi;
             }
-            amp_ew_set_i64(out, i, v);
+            amp_buf_set_i64(out, i, v);
         }
         return AMP_OK;
     }

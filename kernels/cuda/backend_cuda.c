@@ -78,47 +78,35 @@ typedef struct Cuda {
     double marked_ms;
 } Cuda;
 
-static const char *node_name(const AmpNode *n) {
-    return n && n->name ? n->name : "";
-}
-
-static const char *node_op(const AmpNode *n) {
-    return n && n->op_type ? n->op_type : "?";
-}
-
 AmpCode amp_cuda_check(AmpKernelCtx *k, int err, const char *what) {
     if (!err) return AMP_OK;
     (void)cudaGetLastError(); /* clear a sticky launch error so the next node reports its own */
-    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): %s: CUDA error %d: %s", node_name(k->node),
-                    node_op(k->node), what, err, cudaGetErrorString((cudaError_t)err));
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "%s: CUDA error %d: %s", what, err, cudaGetErrorString((cudaError_t)err));
 }
 
 AmpCode amp_cuda_check_blas(AmpKernelCtx *k, int status, const char *what) {
     if (status == CUBLAS_STATUS_SUCCESS) return AMP_OK;
-    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): %s: cuBLAS error %d: %s", node_name(k->node),
-                    node_op(k->node), what, status, cublasLtGetStatusString((cublasStatus_t)status));
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "%s: cuBLAS error %d: %s", what, status,
+                           cublasLtGetStatusString((cublasStatus_t)status));
 }
 
 AmpCode amp_cuda_check_dnn(AmpKernelCtx *k, int status, const char *what) {
     if (status == CUDNN_STATUS_SUCCESS) return AMP_OK;
     char detail[256] = "";
     cudnnGetLastErrorString(detail, sizeof detail);
-    return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): %s: cuDNN error %d: %s%s%s", node_name(k->node),
-                    node_op(k->node), what, status, cudnnGetErrorString((cudnnStatus_t)status),
-                    *detail ? ": " : "", detail);
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "%s: cuDNN error %d: %s%s%s", what, status,
+                           cudnnGetErrorString((cudnnStatus_t)status), *detail ? ": " : "", detail);
 }
 
 int amp_cuda_read_ints(AmpKernelCtx *k, int index, int64_t *out, int max) {
     AmpCudaCtx *c = amp_cuda_ctx(k);
     const AmpBuf *b = index < k->n_in ? k->in[index] : NULL;
     if (!b) {
-        amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): input %d is absent", node_name(k->node), node_op(k->node),
-                 index);
+        amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is absent", index);
         return -1;
     }
     if ((b->dtype != AMP_DT_INT64 && b->dtype != AMP_DT_INT32) || b->nelem > (uint64_t)max) {
-        amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): input %d must be int32 or int64 with at most %d elements",
-                 node_name(k->node), node_op(k->node), index, max);
+        amp_kernel_fail(k, AMP_ERR_INPUT, "input %d must be int32 or int64 with at most %d elements", index, max);
         return -1;
     }
     if (!b->nelem) return 0;
@@ -306,8 +294,7 @@ static AmpCode cuda_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, Amp
     out->impl = NULL;
     const AmpCudaOp *o = n->op >= 0 && n->op < AMP_OP__COUNT ? &amp_cuda_ops[n->op] : NULL;
     if (!o || !o->fn)
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CUDA backend has no kernel for it", node_name(n),
-                        node_op(n));
+        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CUDA backend has no kernel for it");
     out->fn = o->fn;
     void *attrs = NULL;
     AmpCode rc = o->prepare ? o->prepare(n, opset, &attrs, st) : AMP_OK;

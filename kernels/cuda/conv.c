@@ -122,8 +122,7 @@ static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, C
     if (s) {
         plan_free(p);
         if (s == CUDNN_STATUS_BAD_PARAM || s == CUDNN_STATUS_NOT_SUPPORTED)
-            return amp_fail(k->st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): cuDNN cannot run this geometry (%s: %s)",
-                            k->node->name ? k->node->name : "", k->node->op_type, what, cudnnGetErrorString(s));
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "cuDNN cannot run this geometry (%s: %s)", what, cudnnGetErrorString(s));
         return amp_cuda_check_dnn(k, s, what);
     }
     *out = p;
@@ -146,15 +145,15 @@ static AmpCode get_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, Co
 static AmpCode key_geometry(AmpKernelCtx *k, ConvKey *key, const AmpBuf *x, const AmpConvGeom *g,
                             const int64_t *kern, const AmpBuf *y) {
     int nsp = g->nsp;
-    if (nsp < 1 || nsp > 3) return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "cuDNN takes 1 to 3 spatial axes here");
+    if (nsp < 1 || nsp > 3) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "cuDNN takes 1 to 3 spatial axes here");
     int extra = nsp == 1; /* 1-D as 2-D */
     key->rank = nsp + 2 + extra;
     for (int i = 0; i < nsp; i++) {
         if (g->pad0[i] != g->pad1[i])
-            return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "asymmetric padding on axis %d (cuDNN pads both ends alike)",
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "asymmetric padding on axis %d (cuDNN pads both ends alike)",
                                  i + 2);
         if (g->pad0[i] > INT32_MAX || g->stride[i] > INT32_MAX || g->dil[i] > INT32_MAX)
-            return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "window too large for cuDNN");
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "window too large for cuDNN");
         key->pad[i] = (int)g->pad0[i];
         key->stride[i] = (int)g->stride[i];
         key->dil[i] = (int)g->dil[i];
@@ -163,7 +162,7 @@ static AmpCode key_geometry(AmpKernelCtx *k, ConvKey *key, const AmpBuf *x, cons
     if (extra) key->pad[1] = 0, key->stride[1] = 1, key->dil[1] = 1, key->w[3] = 1;
     for (int i = 0; i < key->rank; i++) {
         int64_t xv = i < x->rank ? x->dims[i] : 1, yv = i < y->rank ? y->dims[i] : 1;
-        if (xv > INT32_MAX || yv > INT32_MAX) return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "tensor too large for cuDNN");
+        if (xv > INT32_MAX || yv > INT32_MAX) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "tensor too large for cuDNN");
         key->x[i] = (int)xv;
         key->y[i] = (int)yv;
     }
@@ -173,21 +172,21 @@ static AmpCode key_geometry(AmpKernelCtx *k, ConvKey *key, const AmpBuf *x, cons
 AmpCode amp_cuda_conv(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_conv_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
     int dt = x->dtype;
     if (w->dtype != dt || (b && b->dtype != dt) || !amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
     if (x->rank < 3 || w->rank != x->rank)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                              w->rank);
     const AmpConvAttrs *at = amp_conv_prepared(k);
     if (!at) return k->st->code;
     int nsp = x->rank - 2;
     int64_t group = at->group, C = x->dims[1], M = w->dims[0];
     if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_conv_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
                              (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
     if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_conv_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     for (int i = 0; i < nsp; i++) kern[i] = w->dims[i + 2];
     AmpConvGeom g;
@@ -198,7 +197,7 @@ AmpCode amp_cuda_conv(AmpKernelCtx *k) {
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
     if (!y->nelem) return AMP_OK;
-    if (!x->nelem || !w->nelem) return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
+    if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     ConvKey key;
     memset(&key, 0, sizeof key); /* the key is compared bytewise */
     key.op = 0;
@@ -221,12 +220,12 @@ AmpCode amp_cuda_conv(AmpKernelCtx *k) {
 
 static AmpCode pool(AmpKernelCtx *k, bool max) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_conv_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
     int dt = x->dtype;
     if (!amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
     const AmpConvAttrs *at = amp_conv_prepared(k);
     if (!at) return k->st->code;
-    if (x->rank < 3) return amp_conv_fail(k, AMP_ERR_INPUT, "X must have rank >= 3");
+    if (x->rank < 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must have rank >= 3");
     int nsp = x->rank - 2;
     int64_t kern[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints_of(k, &at->kernel_shape, "kernel_shape", nsp, -1, kern);
@@ -234,7 +233,7 @@ static AmpCode pool(AmpKernelCtx *k, bool max) {
     AmpConvGeom g;
     if ((rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
     for (int i = 0; i < nsp; i++)
-        if (g.dil[i] != 1) return amp_conv_fail(k, AMP_ERR_UNSUPPORTED, "dilated pooling (cuDNN)");
+        if (g.dil[i] != 1) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dilated pooling (cuDNN)");
     int64_t ydims[AMP_MAX_RANK] = {x->dims[0], x->dims[1]};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;

@@ -154,7 +154,7 @@ AmpCode amp_cuda_prelu(AmpKernelCtx *k) {
     int64_t dims[AMP_MAX_RANK];
     bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
     for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
-    if (!same) return amp_ew_err(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
+    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
     if ((rc = amp_ew_same_dtype(k, x, &slope))) return rc;
     if (!dt_in(x->dtype, FLOATS)) return amp_kernel_bad_dtype(k, x->dtype);
     return binary_launch(k, AMP_CUDA_BIN_PRELU, x, &slope);
@@ -166,9 +166,9 @@ AmpCode amp_cuda_prelu(AmpKernelCtx *k) {
  * are rounded once, as the CPU's fp32 view does; nothing is read after out is written. */
 static AmpCode variadic(AmpKernelCtx *k, int op, bool mean) {
     int n = k->n_in;
-    if (n < 1) return amp_ew_err(k, AMP_ERR_INPUT, "needs at least one input");
+    if (n < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs at least one input");
     if (n > AMP_CUDA_EW_MAX_VAR)
-        return amp_ew_err(k, AMP_ERR_UNSUPPORTED, "%d inputs: the CUDA kernel takes at most %d", n, AMP_CUDA_EW_MAX_VAR);
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "%d inputs: the CUDA kernel takes at most %d", n, AMP_CUDA_EW_MAX_VAR);
     AmpCode rc = amp_ew_need(k, n);
     if (rc) return rc;
     const AmpBuf *const *ins = k->in;
@@ -290,7 +290,7 @@ static AmpCode unary(AmpKernelCtx *k, int op, unsigned ints, const AmpCudaEwPara
 /* The attributes an activation's CPU prepare parsed (AmpEwParams in k->attrs). */
 static AmpCode unary_attrs(AmpKernelCtx *k, int op) {
     const AmpEwParams *a = k->attrs;
-    if (!a) return amp_ew_err(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
     AmpCudaEwParams p;
     memset(&p, 0, sizeof p);
     p.alpha = a->alpha, p.beta = a->beta, p.gamma = a->gamma, p.mode = a->mode;
@@ -390,10 +390,10 @@ static AmpCode clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const void **
     *ptr = NULL;
     if (!b) return AMP_OK;
     if (b->dtype != x->dtype)
-        return amp_ew_err(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
                           amp_dtype_name(b->dtype), amp_dtype_name(x->dtype));
     if (b->nelem != 1)
-        return amp_ew_err(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
                           (unsigned long long)b->nelem);
     *ptr = b->data;
     return AMP_OK;
@@ -420,7 +420,7 @@ AmpCode amp_cuda_where(AmpKernelCtx *k) {
     if (rc) return rc;
     const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
     if (cond->dtype != AMP_DT_BOOL)
-        return amp_ew_err(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
     if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
     size_t bits = amp_dtype_bits(x->dtype);
     if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
@@ -463,7 +463,7 @@ AmpCode amp_cuda_cast(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
     const CastAttrs *a = k->attrs;
-    if (!a) return amp_ew_err(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
     return cast_to(k, k->in[0], a->to);
 }
 

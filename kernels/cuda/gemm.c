@@ -164,14 +164,12 @@ static AmpCode matmul_into(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
     else m = A->dims[A->rank - (ta ? 1 : 2)], ka = A->dims[A->rank - (ta ? 2 : 1)];
     if (B->rank == 1) kk = B->dims[0], n = 1, tb = false;
     else kk = B->dims[B->rank - (tb ? 1 : 2)], n = B->dims[B->rank - (tb ? 2 : 1)];
-    if (ka != kk) return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): inner dimensions %lld and %lld differ",
-                                  k->node->name ? k->node->name : "", k->node->op_type, (long long)ka, (long long)kk);
+    if (ka != kk) return amp_kernel_fail(k, AMP_ERR_INPUT, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kk);
     int rba = A->rank > 2 ? A->rank - 2 : 0, rbb = B->rank > 2 ? B->rank - 2 : 0;
     int rb = rba > rbb ? rba : rbb;
     int64_t bd[AMP_MAX_RANK], sa_b[AMP_MAX_RANK], sb_b[AMP_MAX_RANK];
     if (rb && !amp_broadcast_shape(rba, A->dims, rbb, B->dims, &rb, bd))
-        return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (%s): batch dimensions do not broadcast",
-                        k->node->name ? k->node->name : "", k->node->op_type);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "batch dimensions do not broadcast");
     /* the placed output: batch dims, then m (unless A was 1-D), then n (unless B was 1-D) */
     int64_t yd[AMP_MAX_RANK];
     int yr = 0;
@@ -226,8 +224,7 @@ AmpCode amp_cuda_matmul(AmpKernelCtx *k) {
 
 AmpCode amp_cuda_fused_matmul(AmpKernelCtx *k) {
     const AmpGemmAttrs *a = k->attrs;
-    if (!a) return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (%s): attributes not prepared",
-                            k->node->name ? k->node->name : "", k->node->op_type);
+    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes not prepared");
     return matmul_into(k, a->ta, a->tb, a->alpha);
 }
 

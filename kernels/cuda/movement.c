@@ -21,7 +21,7 @@ static const AmpBuf *in_or_null(AmpKernelCtx *k, int i) {
 
 static const AmpBuf *need_in(AmpKernelCtx *k, int i, const char *what) {
     const AmpBuf *b = in_or_null(k, i);
-    if (!b) amp_sh_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
+    if (!b) amp_kernel_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
     return b;
 }
 
@@ -43,7 +43,7 @@ static AmpCode copy_view(AmpKernelCtx *k, void *dst, int64_t doff, const void *s
 /* Reads integer input i (int32/int64, at most max values) into out; *n its count. */
 static AmpCode read_ints(AmpKernelCtx *k, int i, int64_t *out, int max, size_t *n) {
     int c = amp_cuda_read_ints(k, i, out, max);
-    if (c < 0) return k->st->code ? k->st->code : amp_sh_fail(k, AMP_ERR_INPUT, "cannot read input %d", i);
+    if (c < 0) return k->st->code ? k->st->code : amp_kernel_fail(k, AMP_ERR_INPUT, "cannot read input %d", i);
     *n = (size_t)c;
     return AMP_OK;
 }
@@ -75,7 +75,7 @@ AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
     int r = x->rank;
     int64_t perm[AMP_MAX_RANK];
     if (a->n) {
-        if (a->n != (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
+        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
         memcpy(perm, a->perm, sizeof perm);
     } else {
         for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
@@ -95,27 +95,27 @@ AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
 
 AmpCode amp_cuda_concat(AmpKernelCtx *k) {
     const AxisAttrs *aa = k->attrs;
-    if (k->n_in < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no inputs");
+    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
     for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_sh_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_cuda_mv_esize(k, x0->dtype);
     if (!es) return k->st->code;
     int axis;
     if (!amp_norm_axis(aa->axis, x0->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
     int64_t dims[AMP_MAX_RANK];
     memcpy(dims, x0->dims, sizeof dims);
     dims[axis] = 0;
     for (int i = 0; i < k->n_in; i++) {
         const AmpBuf *x = k->in[i];
         if (x->dtype != x0->dtype || x->rank != x0->rank)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
         for (int d = 0; d < x->rank; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
-                return amp_sh_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
         if (x->dims[axis] > INT64_MAX - dims[axis])
-            return amp_sh_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
         dims[axis] += x->dims[axis];
     }
     AmpBuf *y;
@@ -152,11 +152,11 @@ AmpCode amp_cuda_mv_split_prepare(const AmpNode *n, int64_t opset, void **attrs,
     const AmpAttr *sa = amp_node_attr(n, "split");
     bool has_split = !split_input && opset < 13 && sa && sa->n_ints;
     if (has_split && sa->n_ints != (size_t)no)
-        return amp_sh_prep_fail(n, st, "split has %zu entries for %d outputs", sa->n_ints, no);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "split has %zu entries for %d outputs", sa->n_ints, no);
     if (!split_input && !has_split) {
         int64_t num = amp_node_attr_int(n, "num_outputs", no);
         if (num != no)
-            return amp_sh_prep_fail(n, st, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
     }
     size_t cnt = has_split ? (size_t)no : 0;
     SplitAttrs *a = malloc(sizeof *a + cnt * sizeof a->split[0]);
@@ -183,11 +183,11 @@ static AmpCode split_sizes(AmpKernelCtx *k, const SplitAttrs *a, int64_t dim, in
             size_t n = 0;
             AmpCode rc = read_ints(k, 1, sizes, no, &n);
             if (rc) return rc;
-            if (n != (size_t)no) return amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
+            if (n != (size_t)no) return amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
         }
     } else if (a->has_split) {
         if (a->n != (size_t)no)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
         for (int i = 0; i < no; i++) sizes[i] = a->split[i];
     } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
         int64_t chunk = dim / no + (dim % no != 0);
@@ -196,7 +196,7 @@ static AmpCode split_sizes(AmpKernelCtx *k, const SplitAttrs *a, int64_t dim, in
             sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
         }
     } else if (dim % no) {
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim,
                            no);
     } else {
         for (int i = 0; i < no; i++) sizes[i] = dim / no;
@@ -204,12 +204,12 @@ static AmpCode split_sizes(AmpKernelCtx *k, const SplitAttrs *a, int64_t dim, in
     int64_t total = 0;
     for (int i = 0; i < no; i++) {
         if (sizes[i] < 0 || sizes[i] > dim - total)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i,
                                (long long)sizes[i]);
         total += sizes[i];
     }
     if (total != dim)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
     return AMP_OK;
 }
 
@@ -221,9 +221,9 @@ AmpCode amp_cuda_split(AmpKernelCtx *k) {
     if (!es) return k->st->code;
     int axis;
     if (!amp_norm_axis(a->axis, x->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
     int no = k->n_out;
-    if (no < 1) return amp_sh_fail(k, AMP_ERR_INPUT, "no outputs");
+    if (no < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no outputs");
     int64_t dim = x->dims[axis];
     int64_t *sizes = malloc((size_t)no * sizeof *sizes);
     AmpBuf **outs = malloc((size_t)no * sizeof *outs);
@@ -272,7 +272,7 @@ AmpCode amp_cuda_mv_slice_prepare(const AmpNode *n, int64_t opset, void **attrs,
     SliceAttrs a = {0};
     if (opset < 10) {
         if (!amp_node_attr(n, "starts") || !amp_node_attr(n, "ends"))
-            return amp_sh_prep_fail(n, st, "starts and ends attributes are required");
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "starts and ends attributes are required");
         int_list(n, "starts", &a.starts);
         int_list(n, "ends", &a.ends);
         int_list(n, "axes", &a.axes);
@@ -281,7 +281,7 @@ AmpCode amp_cuda_mv_slice_prepare(const AmpNode *n, int64_t opset, void **attrs,
 }
 
 static AmpCode list_ints(AmpKernelCtx *k, const char *name, const IntList *l, int64_t *out, size_t max, size_t *n) {
-    if (l->n > max) return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
+    if (l->n > max) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
     memcpy(out, l->v, l->n * sizeof *out);
     *n = l->n;
     return AMP_OK;
@@ -305,15 +305,15 @@ AmpCode amp_cuda_slice(AmpKernelCtx *k) {
     } else {
         bool ba = in_or_null(k, 3), bst = in_or_null(k, 4);
         if (!in_or_null(k, 1) || !in_or_null(k, 2))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
         if ((rc = read_ints(k, 1, starts, r, &ns)) || (rc = read_ints(k, 2, ends, r, &ne)) ||
             (ba && (rc = read_ints(k, 3, axes, r, &na))) || (bst && (rc = read_ints(k, 4, steps, r, &nst))))
             return rc;
         if ((ba && na != ns) || (bst && nst != ns))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
     }
     if (ne != ns || (na && na != ns))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
     if (!na)
         for (size_t i = 0; i < ns; i++) axes[i] = (int64_t)i;
     if (!nst)
@@ -325,11 +325,11 @@ AmpCode amp_cuda_slice(AmpKernelCtx *k) {
     for (size_t i = 0; i < ns; i++) {
         int a;
         if (!amp_norm_axis(axes[i], r, &a))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_sh_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
+        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
         seen[a] = true;
         int64_t dim = x->dims[a], s = starts[i], e = ends[i], st = steps[i], n;
-        if (st == 0) return amp_sh_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
+        if (st == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
         if (s < 0) s += dim;
         if (e < 0) e += dim;
         if (st > 0) {
@@ -369,7 +369,7 @@ static AmpCode placed_out(AmpKernelCtx *k, const AmpBuf *x, int rank, AmpBuf **y
         char got[160];
         amp_buf_describe(*y, got, sizeof got);
         *y = NULL;
-        return amp_sh_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s of rank %d", got,
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s of rank %d", got,
                            amp_dtype_name(x->dtype), rank);
     }
     return AMP_OK;
@@ -388,7 +388,7 @@ AmpCode amp_cuda_expand(AmpKernelCtx *k) {
     int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
     if (!amp_broadcast_shape(x->rank, x->dims, y->rank, y->dims, &r, dims) ||
         (rc = amp_kernel_check_out(k, y, x->dtype, r, dims)))
-        return rc ? rc : amp_sh_fail(k, AMP_ERR_INTERNAL, "the placed output does not broadcast from the input");
+        return rc ? rc : amp_kernel_fail(k, AMP_ERR_INTERNAL, "the placed output does not broadcast from the input");
     if (!y->nelem) return AMP_OK;
     amp_broadcast_strides(x->rank, x->dims, r, dims, strides);
     AmpCudaView v;
@@ -410,7 +410,7 @@ AmpCode amp_cuda_tile(AmpKernelCtx *k) {
     amp_sh_strides(r, x->dims, in_strides);
     for (int i = 0; i < r; i++) {
         if (x->dims[i] == 0 || y->dims[i] % x->dims[i])
-            return amp_sh_fail(k, AMP_ERR_INTERNAL, "the placed output's axis %d (%lld) is no multiple of the input's (%lld)",
+            return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the placed output's axis %d (%lld) is no multiple of the input's (%lld)",
                                i, (long long)y->dims[i], (long long)x->dims[i]);
         vd[2 * i] = y->dims[i] / x->dims[i], vs[2 * i] = 0;
         vd[2 * i + 1] = x->dims[i], vs[2 * i + 1] = in_strides[i];
@@ -444,7 +444,7 @@ static int pad_mode(const AmpNode *n) {
 
 AmpCode amp_cuda_mv_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     PadAttrs a = {.mode = pad_mode(n)};
-    if (a.mode < 0) return amp_sh_prep_fail(n, st, "unknown mode '%s'", amp_node_attr_string(n, "mode", ""));
+    if (a.mode < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", amp_node_attr_string(n, "mode", ""));
     if (opset < 11) {
         a.pads_name = amp_node_attr(n, "pads") ? "pads" : "paddings";
         const AmpAttr *pa = amp_node_attr(n, a.pads_name);
@@ -469,7 +469,7 @@ AmpCode amp_cuda_pad(AmpKernelCtx *k) {
     AmpCode rc;
     if (k->opset < 11) {
         if (at->np > 2 * (size_t)r)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
                                2 * (size_t)r);
         np = at->np;
         memcpy(pads, at->pads, np * sizeof *pads);
@@ -481,20 +481,20 @@ AmpCode amp_cuda_pad(AmpKernelCtx *k) {
     } else {
         const AmpBuf *bc = in_or_null(k, 2);
         bool ba = in_or_null(k, 3);
-        if (!in_or_null(k, 1)) return amp_sh_fail(k, AMP_ERR_INPUT, "no pads input");
+        if (!in_or_null(k, 1)) return amp_kernel_fail(k, AMP_ERR_INPUT, "no pads input");
         if ((rc = read_ints(k, 1, pads, 2 * r, &np))) return rc;
         if (ba && (rc = read_ints(k, 3, axes, r, &na))) return rc;
         if (bc && bc->nelem > 0) {
             if (bc->dtype != x->dtype)
-                return amp_sh_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
                                    amp_dtype_name(x->dtype));
             cval = bc->data;
         }
         if (ba && na == 0) ba = false; /* an empty axes list means none given */
-        if (ba && np != 2 * na) return amp_sh_fail(k, AMP_ERR_INPUT, "pads has %zu values for %zu axes", np, na);
+        if (ba && np != 2 * na) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for %zu axes", np, na);
     }
     if (!na) {
-        if (np != 2 * (size_t)r) return amp_sh_fail(k, AMP_ERR_INPUT, "pads has %zu values for rank %d", np, r);
+        if (np != 2 * (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for rank %d", np, r);
         na = (size_t)r;
         for (int d = 0; d < r; d++) axes[d] = d;
     }
@@ -504,25 +504,25 @@ AmpCode amp_cuda_pad(AmpKernelCtx *k) {
     for (size_t i = 0; i < na; i++) {
         int a;
         if (!amp_norm_axis(axes[i], r, &a))
-            return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_sh_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
+        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
         seen[a] = true;
         p.before[a] = pads[i], after[a] = pads[i + na];
     }
     const int64_t lim = INT64_C(1) << 61;
     for (int d = 0; d < r; d++) {
         if (p.before[d] > lim || p.before[d] < -lim || after[d] > lim || after[d] < -lim)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
         int64_t grow = p.before[d] + after[d];
         if (grow > 0 && x->dims[d] > INT64_MAX - grow)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
                                (long long)x->dims[d], (long long)grow);
         p.xdims[d] = x->dims[d];
         p.odims[d] = x->dims[d] + grow;
         if (p.odims[d] < 0)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
         if (p.odims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", pad_modes[mode], d);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", pad_modes[mode], d);
     }
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, r, p.odims, &y)) || !y || !y->nelem) return rc;

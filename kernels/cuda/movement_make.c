@@ -24,7 +24,7 @@ static bool present(const AmpNode *n, int i) {
 static AmpCode data_and_indices(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **idx, size_t *es) {
     *x = k->n_in > 0 ? k->in[0] : NULL;
     *idx = k->n_in > 1 ? k->in[1] : NULL;
-    if (!*x || !*idx) return amp_sh_fail(k, AMP_ERR_INPUT, "data and indices inputs are required");
+    if (!*x || !*idx) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices inputs are required");
     if (!amp_cuda_mv_int((*idx)->dtype)) return amp_kernel_bad_dtype(k, (*idx)->dtype);
     *es = amp_cuda_mv_esize(k, (*x)->dtype);
     return *es ? AMP_OK : k->st->code;
@@ -38,9 +38,9 @@ AmpCode amp_cuda_gather(AmpKernelCtx *k) {
     int axis;
     int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     int rank = x->rank - 1 + idx->rank;
-    if (rank > AMP_MAX_RANK) return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
+    if (rank > AMP_MAX_RANK) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
     int64_t dims[AMP_MAX_RANK];
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
@@ -48,7 +48,7 @@ AmpCode amp_cuda_gather(AmpKernelCtx *k) {
     for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
     int64_t dim = x->dims[axis];
     if (dim == 0 && idx->nelem) /* every index is outside an empty axis */
-        return amp_sh_fail(k, AMP_ERR_INPUT, "indices into an empty axis %d", axis);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "indices into an empty axis %d", axis);
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y || !y->nelem) return rc;
     int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
@@ -66,14 +66,14 @@ AmpCode amp_cuda_gather_elements(AmpKernelCtx *k) {
     int r = x->rank, axis;
     int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, r, &axis))
-        return amp_sh_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
-    if (idx->rank != r) return amp_sh_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
+    if (idx->rank != r) return amp_kernel_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
     for (int d = 0; d < r; d++)
         if (d != axis && idx->dims[d] > x->dims[d])
-            return amp_sh_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
                                (long long)idx->dims[d], (long long)x->dims[d]);
     if (x->dims[axis] == 0 && idx->nelem)
-        return amp_sh_fail(k, AMP_ERR_INPUT, "indices into an empty axis %d", axis);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "indices into an empty axis %d", axis);
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, r, idx->dims, &y)) || !y || !y->nelem) return rc;
     AmpCudaGatherElements g = {.rank = r, .axis = axis, .dim = x->dims[axis]};
@@ -102,7 +102,7 @@ AmpCode amp_cuda_mv_shape_prepare(const AmpNode *n, int64_t opset, void **attrs,
 AmpCode amp_cuda_shape(AmpKernelCtx *k) {
     const ShapeAttrs *a = k->attrs;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "input 0 (data) is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "input 0 (data) is missing");
     int64_t r = x->rank;
     int64_t start = a->start, end = a->has_end ? a->end : r;
     if (start < 0) start += r;
@@ -120,7 +120,7 @@ AmpCode amp_cuda_shape(AmpKernelCtx *k) {
 
 AmpCode amp_cuda_size(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_sh_fail(k, AMP_ERR_INPUT, "input 0 (data) is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "input 0 (data) is missing");
     AmpBuf *y;
     AmpCode rc = amp_sh_out(k, AMP_DT_INT64, 0, NULL, &y);
     if (rc || !y) return rc;
@@ -152,17 +152,15 @@ typedef struct ConstantAttrs {
 /* The element bytes of node n's tensor attribute t, at least as many as its shape needs. */
 static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
     if (!amp_cuda_mv_movable(t->dtype))
-        return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the CUDA kernel does not take %s",
-                        n->name ? n->name : "", n->op_type, amp_dtype_name(t->dtype));
+        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CUDA kernel does not take %s", amp_dtype_name(t->dtype));
     AmpModel *m = n->graph ? n->graph->model : NULL;
     if (!m)
-        return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): node has no model", n->name ? n->name : "",
-                        n->op_type);
+        return amp_node_fail(n, st, AMP_ERR_INTERNAL, "node has no model");
     AmpCode rc = amp_tensor_bytes(m, t, out, st);
     if (rc) return rc;
     size_t need;
     if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
-        return amp_sh_prep_fail(n, st, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
     return AMP_OK;
 }
 
@@ -174,7 +172,7 @@ AmpCode amp_cuda_mv_constant_prepare(const AmpNode *n, int64_t opset, void **att
         const AmpAttr *t = amp_node_attr(n, const_names[i]);
         if (t) c.a = t, c.which = i, count++;
     }
-    if (count != 1) return amp_sh_prep_fail(n, st, "exactly one value attribute is required (%d given)", count);
+    if (count != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
     if (c.which == 0 && c.a->t) {
         AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
         if (rc) return rc;
@@ -203,14 +201,14 @@ AmpCode amp_cuda_constant(AmpKernelCtx *k) {
     switch (c->which) {
     case 0: {
         const AmpTensor *t = a->t;
-        if (!t) return amp_sh_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
+        if (!t) return amp_kernel_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
         if (t->ndims > AMP_MAX_RANK)
-            return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
         int64_t dims[AMP_MAX_RANK];
         bool neg = false;
         for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i], neg |= dims[i] < 0;
         if (neg || amp_shape_nelem((int)t->ndims, dims) != t->nelem)
-            return amp_sh_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
         if ((rc = amp_sh_out(k, t->dtype, (int)t->ndims, dims, &y)) || !y) return rc;
         return put_bytes(k, y->data, c->bytes.data, amp_buf_bytes(y));
     }
@@ -228,7 +226,7 @@ AmpCode amp_cuda_constant(AmpKernelCtx *k) {
         n1[0] = (int64_t)a->n_ints;
         if ((rc = amp_sh_out(k, AMP_DT_INT64, 1, n1, &y)) || !y) return rc;
         return put_bytes(k, y->data, a->ints, a->n_ints * sizeof(int64_t));
-    default: return amp_sh_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
+    default: return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
     }
 }
 
@@ -259,7 +257,7 @@ AmpCode amp_cuda_mv_fill_prepare(const AmpNode *n, int64_t opset, void **attrs, 
         AmpBytes bytes;
         AmpCode rc = tensor_attr_bytes(n, a->t, &bytes, st);
         if (rc) return rc;
-        if (a->t->nelem != 1) return amp_sh_prep_fail(n, st, "'value' must hold one element");
+        if (a->t->nelem != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "'value' must hold one element");
         f.dtype = a->t->dtype;
         memcpy(&f.bits, bytes.data, amp_dtype_bits(f.dtype) / 8);
     }
@@ -298,9 +296,9 @@ AmpCode amp_cuda_range(AmpKernelCtx *k) {
     const AmpBuf *b[3];
     static const char *const what[3] = {"start", "limit", "delta"};
     for (int i = 0; i < 3; i++) {
-        if (!(b[i] = i < k->n_in ? k->in[i] : NULL)) return amp_sh_fail(k, AMP_ERR_INPUT, "no %s input", what[i]);
-        if (b[i]->nelem != 1) return amp_sh_fail(k, AMP_ERR_INPUT, "%s must hold one element", what[i]);
-        if (b[i]->dtype != b[0]->dtype) return amp_sh_fail(k, AMP_ERR_INPUT, "start, limit and delta differ in type");
+        if (!(b[i] = i < k->n_in ? k->in[i] : NULL)) return amp_kernel_fail(k, AMP_ERR_INPUT, "no %s input", what[i]);
+        if (b[i]->nelem != 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element", what[i]);
+        if (b[i]->dtype != b[0]->dtype) return amp_kernel_fail(k, AMP_ERR_INPUT, "start, limit and delta differ in type");
     }
     int dt = b[0]->dtype;
     if (!range_dtype(dt)) return amp_kernel_bad_dtype(k, dt);
@@ -308,7 +306,7 @@ AmpCode amp_cuda_range(AmpKernelCtx *k) {
     AmpCode rc = amp_kernel_outputs(k, 1, &y);
     if (rc || !y) return rc;
     if (y->rank != 1 || (rc = amp_kernel_check_out(k, y, dt, 1, y->dims)))
-        return rc ? rc : amp_sh_fail(k, AMP_ERR_INTERNAL, "the placed output has rank %d, not 1", y->rank);
+        return rc ? rc : amp_kernel_fail(k, AMP_ERR_INTERNAL, "the placed output has rank %d, not 1", y->rank);
     int err = amp_cuda_range_fill(y->data, dt, b[0]->data, b[2]->data, y->nelem, stream_of(k));
     return amp_cuda_check(k, err, "Range");
 }

@@ -6,12 +6,11 @@
 #include <string.h>
 
 #include "norm.h"
-#include "reduce.h" /* amp_cuda_nr_fail */
 
 _Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
 
 static const void *attrs_of(AmpKernelCtx *k) {
-    if (!k->attrs) amp_cuda_nr_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     return k->attrs;
 }
 
@@ -21,10 +20,6 @@ static AmpCode prep_out(const void *p, size_t size, void **attrs, AmpStatus *st)
     memcpy(q, p, size);
     *attrs = q;
     return AMP_OK;
-}
-
-static AmpCode prep_fail(const AmpNode *n, AmpStatus *st, AmpCode code, const char *why) {
-    return amp_fail(st, code, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "", why);
 }
 
 /* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
@@ -49,7 +44,7 @@ static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const A
     int axis;
     if (attr->per_axis) {
         if (!amp_norm_axis(a, x->rank, &axis))
-            return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
         *outer = (int64_t)amp_shape_nelem(axis, x->dims);
         *d = x->dims[axis];
         *inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
@@ -58,7 +53,7 @@ static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const A
     /* The 2-D coercion also takes axis == rank (a trailing dimension of 1). */
     if (a == x->rank) axis = x->rank;
     else if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     *outer = (int64_t)amp_shape_nelem(axis, x->dims);
     *d = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
     *inner = 1;
@@ -69,7 +64,7 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
     const SoftmaxAttrs *attr = attrs_of(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "the input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     int64_t outer = 0, d = 0, inner = 0;
     AmpCode rc = softmax_layout(k, attr, x, &outer, &d, &inner);
@@ -100,19 +95,19 @@ AmpCode amp_cuda_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     switch (n->op) {
     case AMP_OP_LayerNormalization:
         if (amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT) != AMP_DT_FLOAT)
-            return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "stash_type: only 1 (float32 statistics) is implemented");
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "stash_type: only 1 (float32 statistics) is implemented");
         a.axis = amp_node_attr_int(n, "axis", -1);
         break;
     case AMP_OP_BatchNormalization:
         if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
-            return prep_fail(n, st, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
         a.mode_given = opset >= 14;
         if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
         for (int i = 1; i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
         break;
     case AMP_OP_GroupNormalization:
         a.groups = amp_node_attr_int(n, "num_groups", 0);
-        if (a.groups <= 0) return prep_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
+        if (a.groups <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
         break;
     default: break; /* InstanceNormalization: epsilon only */
     }
@@ -160,7 +155,7 @@ static AmpCode param_strides(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, 
     int64_t bd[AMP_MAX_RANK];
     bool ok = p->rank <= x->rank && amp_broadcast_shape(x->rank, x->dims, p->rank, p->dims, &r, bd) && r == x->rank;
     for (int i = 0; ok && i < r; i++) ok = bd[i] == x->dims[i];
-    if (!ok) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%s does not broadcast to X's shape", what);
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s does not broadcast to X's shape", what);
     amp_broadcast_strides(p->rank, p->dims, x->rank, x->dims, str);
     return AMP_OK;
 }
@@ -171,7 +166,7 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !sc) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    if (!x || !sc) return amp_kernel_fail(k, AMP_ERR_INPUT, "X and Scale are required");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (sc->dtype != x->dtype) return amp_kernel_bad_dtype(k, sc->dtype);
     if (bi && bi->dtype != x->dtype) return amp_kernel_bad_dtype(k, bi->dtype);
@@ -179,7 +174,7 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
     if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis,
                                 x->rank);
     int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims), cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
     AmpCudaNormParam p;
@@ -216,7 +211,7 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
 /* X is (N, C, d1..dk), every parameter (1-D, len elements) of X's type. */
 static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, int64_t *n, int64_t *c, int64_t *s) {
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
     *n = x->dims[0];
     *c = x->dims[1];
     *s = (int64_t)amp_shape_nelem(x->rank - 2, x->dims + 2);
@@ -224,10 +219,10 @@ static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, int64_t *n, int64_t *c, in
 }
 
 static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int64_t len, const char *what) {
-    if (!p) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%s is required", what);
+    if (!p) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", what);
     if (p->dtype != x->dtype) return amp_kernel_bad_dtype(k, p->dtype);
     if (p->rank != 1 || p->nelem != (uint64_t)len)
-        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %lld elements", what, (long long)len);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %lld elements", what, (long long)len);
     return AMP_OK;
 }
 
@@ -236,7 +231,7 @@ static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int6
 AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X is required");
+    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
     int64_t N = 0, C = 0, S = 0;
     AmpCode rc = nchw(k, in[0], &N, &C, &S);
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
@@ -245,7 +240,7 @@ AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
     const NormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
     if (na->mode_given ? na->train : k->training || na->train)
-        return amp_cuda_nr_fail(k, AMP_ERR_UNSUPPORTED, "training mode (batch statistics) is not implemented on CUDA");
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "training mode (batch statistics) is not implemented on CUDA");
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, in[0]->dtype, in[0]->rank, in[0]->dims)))
         return rc;
@@ -260,12 +255,12 @@ AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
 static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
     const AmpBuf *in[3];
     for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X is required");
+    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
     int64_t N = 0, C = 0, S = 0;
     AmpCode rc = nchw(k, in[0], &N, &C, &S);
     if (rc) return rc;
     if (groups <= 0 || C % groups)
-        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%lld channels do not split into %lld groups", (long long)C,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%lld channels do not split into %lld groups", (long long)C,
                                 (long long)groups);
     int64_t plen = per_group ? groups : C;
     if ((rc = check_vec(k, in[1], in[0], plen, "scale")) || (rc = check_vec(k, in[2], in[0], plen, "bias"))) return rc;
@@ -293,7 +288,7 @@ static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
 
 AmpCode amp_cuda_instancenorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x || x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     return group_norm(k, x->dims[1], false);
 }
 
@@ -302,7 +297,7 @@ AmpCode amp_cuda_instancenorm(AmpKernelCtx *k) {
 AmpCode amp_cuda_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
-    if (!x || x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     const NormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
     int64_t g = na->groups, C = x->dims[1];

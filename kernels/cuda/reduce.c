@@ -12,18 +12,8 @@
 
 _Static_assert(AMP_CUDA_RED_MAX_RANK == AMP_MAX_RANK, "reduce.h's rank bound is AMP_MAX_RANK");
 
-AmpCode amp_cuda_nr_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
-    char why[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return amp_fail(k->st, code, "node '%s' (%s): %s", k->node->name ? k->node->name : "",
-                    k->node->op_type ? k->node->op_type : "", why);
-}
-
 static const void *attrs_of(AmpKernelCtx *k) {
-    if (!k->attrs) amp_cuda_nr_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     return k->attrs;
 }
 
@@ -75,9 +65,9 @@ static AmpCode reduce_mask(AmpKernelCtx *k, const RedAttrs *attr, int rank, bool
     const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
     if (ax) {
         if (ax->dtype != AMP_DT_INT32 && ax->dtype != AMP_DT_INT64) return amp_kernel_bad_dtype(k, ax->dtype);
-        if (ax->rank > 1) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
+        if (ax->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
         if (ax->nelem > (uint64_t)rank)
-            return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d",
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d",
                                     (unsigned long long)ax->nelem, rank);
         if (ax->nelem) {
             int got = amp_cuda_read_ints(k, 1, axes, AMP_MAX_RANK);
@@ -86,7 +76,7 @@ static AmpCode reduce_mask(AmpKernelCtx *k, const RedAttrs *attr, int rank, bool
         }
     } else if (attr->n_axes) {
         if (attr->n_axes > (size_t)rank)
-            return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
         for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
     }
     if (n == 0) {
@@ -97,8 +87,8 @@ static AmpCode reduce_mask(AmpKernelCtx *k, const RedAttrs *attr, int rank, bool
     for (size_t i = 0; i < n; i++) {
         int d;
         if (!amp_norm_axis(axes[i], rank, &d))
-            return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
-        if (mask[d]) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
+        if (mask[d]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
         mask[d] = true;
     }
     return AMP_OK;
@@ -154,7 +144,7 @@ static AmpCode reduce_run(AmpKernelCtx *k, int kind) {
     const RedAttrs *attr = attrs_of(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     bool mask[AMP_MAX_RANK];
     AmpCode rc = reduce_mask(k, attr, x->rank, mask);
@@ -218,13 +208,13 @@ static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
     const ArgAttrs *attr = attrs_of(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     int axis;
     if (!amp_norm_axis(attr->axis, x->rank, &axis))
-        return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
                                 x->rank);
-    if (x->dims[axis] == 0) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
+    if (x->dims[axis] == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
     int ro = 0;
     int64_t od[AMP_MAX_RANK];
     for (int d = 0; d < x->rank; d++) {
@@ -252,9 +242,9 @@ AmpCode amp_cuda_argmin(AmpKernelCtx *k) { return arg_run(k, false); }
  * (-inf for an empty plane; NaN propagates), as kernels/cpu/pool.c. */
 static AmpCode global_pool(AmpKernelCtx *k, int kind) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_cuda_nr_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
     int64_t ydims[AMP_MAX_RANK];
     for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
     AmpBuf *y;

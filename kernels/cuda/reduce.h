@@ -59,7 +59,6 @@ int amp_cuda_argreduce_launch(int is_max, int last, int dtype, const void *x, in
 #include "cuda_impl.h"
 
 /* AMP_ERR_* naming the node and its op, then the reason (norm.c uses it too). */
-AmpCode amp_cuda_nr_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
 
 AmpCode amp_cuda_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cuda_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

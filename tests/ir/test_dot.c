@@ -162,18 +162,50 @@ Test(precision, from_the_dtypes_of_float_slots_and_outputs) {
     amp_model_free(m);
 }
 
-Test(precision, groups_by_name_prefix) {
+/* A node's group is its origin (the pass that made it), not its name: in memory a name
+ * alone groups nothing; in a file the name is the origin, and loading restores it. */
+Test(precision, groups_by_origin) {
     AmpModel *m = rt_model(17);
+    rt_input(m->graph, "a", AMP_DT_FLOAT, "");
+    rt_input(m->graph, "b", AMP_DT_FLOAT, "");
     AmpNode *a = rt_node(m->graph, "", "Mul", "a,b", "c");
     a->name = "amp_loss_scale/mul";
+    a->origin = AMP_ORIGIN_LOSS_SCALE;
     AmpNode *o = rt_node(m->graph, "", "Mul", "a,b", "d");
     o->name = "amp_cast_0";
+    AmpNode *named = rt_node(m->graph, "", "Mul", "a,b", "e");
+    named->name = "amp_loss_scale_lookalike"; /* the user's own node, whatever its name */
+    rt_output(m->graph, "c", AMP_DT_FLOAT, "");
+    rt_output(m->graph, "d", AMP_DT_FLOAT, "");
+    rt_output(m->graph, "e", AMP_DT_FLOAT, "");
     cr_assert_geq(amp_node_group_count(), 1);
     int k = amp_node_group(a);
     cr_assert_geq(k, 0);
     cr_assert_str_eq(amp_node_group_at((size_t)k)->label, "loss scaling");
     cr_assert_eq(amp_node_group(o), -1);
+    cr_assert_eq(amp_node_group(named), -1);
     cr_assert_null(amp_node_group_at(amp_node_group_count()));
+    cr_assert_eq(amp_origin_of_name("amp_loss_scale/mul"), AMP_ORIGIN_LOSS_SCALE);
+    cr_assert_eq(amp_origin_of_name("amp_cast_0"), AMP_ORIGIN_MODEL);
+    cr_assert_eq(amp_origin_of_name(NULL), AMP_ORIGIN_MODEL);
+
+    /* Saved and loaded: the names are as they were, and the origin comes back from them. */
+    AmpStatus st = {0};
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    AmpModel *back = NULL;
+    cr_assert_eq(amp_model_load_bytes(bytes, len, NULL, NULL, &back, &st), AMP_OK, "%s", st.msg);
+    AmpNode *n = back->graph->first;
+    cr_assert(n && n->next && n->next->next);
+    cr_assert_str_eq(n->name, "amp_loss_scale/mul");
+    cr_assert_eq(n->origin, AMP_ORIGIN_LOSS_SCALE);
+    cr_assert_eq(amp_node_group(n), k);
+    cr_assert_eq(n->next->origin, AMP_ORIGIN_MODEL);
+    /* A file cannot tell this one from the pass's: the name is all it keeps. */
+    cr_assert_eq(n->next->next->origin, AMP_ORIGIN_LOSS_SCALE);
+    free(bytes);
+    amp_model_free(back);
     amp_model_free(m);
 }
 
@@ -321,9 +353,11 @@ Test(dot, training_graphs_and_groups_are_clusters) {
     rt_output(g, "loss", AMP_DT_FLOAT, "4");
     AmpGraph *alg = rt_training(m);
     AmpNode *s = rt_node(alg, "", "Mul", "loss,x", "scaled");
-    s->name = "amp_loss_scale/seed";
+    s->name = "amp_loss_scale/seed"; /* as the loss-scaling pass makes them */
+    s->origin = AMP_ORIGIN_LOSS_SCALE;
     AmpNode *t = rt_node(alg, "", "Add", "scaled,x", "z");
     t->name = "amp_loss_scale/next";
+    t->origin = AMP_ORIGIN_LOSS_SCALE;
     rt_node(alg, "", "Neg", "z", "w");
     rt_output(alg, "w", AMP_DT_FLOAT, "4");
     char *d = dot_text(m, NULL);

@@ -77,6 +77,7 @@ Test(report, fp16_graph_counts_by_hand) {
     typed(m, "sf", AMP_DT_FLOAT, "2");
     AmpNode *ls = rt_node(g, "", "Mul", "p,p", "scaled"); /* loss scaling: its own group */
     ls->name = "amp_loss_scale/mul";
+    ls->origin = AMP_ORIGIN_LOSS_SCALE;
     typed(m, "scaled", AMP_DT_FLOAT, "8,4");
 
     AmpReport r;
