@@ -2,7 +2,7 @@
  * interface shares (backend.h). The backends themselves live with their kernels. */
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 #ifdef AMPC_HAVE_CUDA /* the CUDA backend's functions are kernels/cuda/backend_cuda.c's */
 bool amp_backend_cuda_built(void) {

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ir.h"
-#include "kernel.h"
-#include "tensor.h"
+#include "ir/ir.h"
+#include "ir/kernel.h"
+#include "ir/tensor.h"
 
 /* The kernel chosen for one node at prepare time. */
 typedef struct AmpBackendKernel {

@@ -3,7 +3,7 @@
  * system offers them, so a model costs few page faults), freed all at once. */
 /* MADV_HUGEPAGE and MAP_ANONYMOUS are not POSIX. */
 #define _DEFAULT_SOURCE
-#include "arena.h"
+#include "ir/arena.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,12 +1,12 @@
 /* The graph builder (builder.h): nodes made, named, placed and typed one call at a time,
  * the first error kept. */
-#include "builder.h"
+#include "ir/builder.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "half.h"
+#include "ir/half.h"
 
 void amp_builder_init(AmpBuilder *b, AmpGraph *g, const char *prefix) {
     *b = (AmpBuilder){.g = g, .prefix = prefix ? prefix : ""};

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct AmpBuilder {
     AmpGraph *g;        /* the graph nodes go into */

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "half.h"
-#include "ir.h"
+#include "ir/arena.h"
+#include "ir/half.h"
+#include "ir/ir.h"
 
 static const struct {
     const char *name;

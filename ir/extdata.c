@@ -3,7 +3,7 @@
  * outside the file. */
 /* openat(), readlinkat() and O_NOFOLLOW are POSIX.1-2008. */
 #define _XOPEN_SOURCE 700
-#include "extdata.h"
+#include "ir/extdata.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 #ifndef AMP_EXTDATA_H
 #define AMP_EXTDATA_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* Maps (once per file per model) `location` relative to m->dir and returns the
  * `length` bytes at `offset`. length < 0 means "to the end of the file". */

@@ -1,5 +1,5 @@
 /* float16 / bfloat16 <-> float32 by bit manipulation (no hardware half type needed). */
-#include "half.h"
+#include "ir/half.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

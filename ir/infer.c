@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "infer_impl.h"
+#include "ir/infer_impl.h"
 
 /* Deeper nesting of If/Loop/Scan bodies is refused rather than risking the stack. */
 #define MAX_GRAPH_DEPTH 64

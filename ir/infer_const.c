@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "infer_impl.h"
+#include "ir/infer_impl.h"
 
 /* Each top-level read follows at most this many producers, so inference stays linear
  * in the graph whatever the shape arithmetic looks like. */

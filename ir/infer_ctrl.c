@@ -3,7 +3,7 @@
  * types the node's outputs from the body outputs. */
 #include <string.h>
 
-#include "infer_impl.h"
+#include "ir/infer_impl.h"
 
 static AmpGraph *graph_attr(const AmpNode *n, const char *name) {
     const AmpAttr *a = amp_node_attr(n, name);

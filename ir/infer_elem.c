@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "infer_impl.h"
+#include "ir/infer_impl.h"
 
 /* Output 0 is exactly input 0's type (unary math, activations, Identity, Clip,
  * CumSum, normalisations, ScatterND, the *Grad ops of com.microsoft). Sequences and

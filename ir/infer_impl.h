@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* ---- the context every infer function reads and writes through ----------------------
  * One function per op serves two callers:
@@ -43,7 +43,7 @@ void amp_inf_ctx_graph(AmpInferCtx *c, const AmpNode *n, int64_t opset, AmpStatu
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
                infer, ...)                                                                    \
     AmpCode infer(AmpInferCtx *c);
-#include "ops.def"
+#include "ir/ops.def"
 #undef AMP_OP
 
 /* Shapes of a higher rank than this are treated as unknown (ONNX models stay far below). */

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "infer_impl.h"
+#include "ir/infer_impl.h"
 
 static int dt0(AmpInferCtx *c) {
     return amp_inf_dtype(c, 0);

@@ -2,7 +2,7 @@
  * com.microsoft training and fused ops (attention, gradients, accumulators). */
 #include <string.h>
 
-#include "infer_impl.h"
+#include "ir/infer_impl.h"
 
 static AmpCode like_input(AmpInferCtx *c, int out, int in) {
     const AmpNode *n = c->n;

@@ -1,15 +1,15 @@
 /* The builder API: values and their name maps, nodes and their use lists, insertion,
  * deletion and use replacement, and walks over a model's graphs. */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "extdata.h"
-#include "kernel.h"
-#include "names.h"
+#include "ir/extdata.h"
+#include "ir/kernel.h"
+#include "ir/names.h"
 
 /* ---- name maps: open addressing, grows at 3/4 load ---------------------------------
  * Each slot keeps the name's hash, so a probe past another name costs no visit to that

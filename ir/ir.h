@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "arena.h"
-#include "ops.h"
-#include "status.h"
+#include "ir/arena.h"
+#include "ir/ops.h"
+#include "ampc/status.h"
 
 typedef struct AmpModel AmpModel;
 
@@ -543,5 +543,10 @@ AmpCode amp_infer_model(AmpModel *m, AmpStatus *st);
 AmpCode amp_infer_node(AmpNode *n, AmpStatus *st);
 
 void amp_print_model(FILE *f, const AmpModel *m);
+
+/* The FLOPs of one MatMul, Gemm, Conv or ConvTranspose node, as the amp summary and
+ * --report count them (ir/flops.c): 1 when counted into *flops; 0 for other ops; -1 when
+ * its shapes are not static. */
+int amp_node_flops(const AmpNode *n, double *flops);
 
 #endif

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ir.h"
-#include "tensor.h"
+#include "ir/ir.h"
+#include "ir/tensor.h"
 
 /* Gives output `index` of the running node its type and shape and returns the buffer
  * to fill (data allocated, contents undefined), or NULL with st set. Rank must be

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "load_impl.h"
-#include "names.h"
+#include "ir/load_impl.h"
+#include "ir/names.h"
 
 /* The newest ai.onnx opset whose operator semantics ampc knows. */
 #define AMP_MAX_ONNX_OPSET 23

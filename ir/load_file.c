@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "extdata.h"
-#include "load_impl.h"
+#include "ir/extdata.h"
+#include "ir/load_impl.h"
 
 /* A stream longer than protobuf's limit for one message is not a model (and a device
  * that never ends, /dev/zero, must not take all memory). */

@@ -4,9 +4,9 @@
 #ifndef AMP_LOAD_IMPL_H
 #define AMP_LOAD_IMPL_H
 
-#include "ir.h"
+#include "ir/ir.h"
 #include "onnx.pb-c.h"
-#include "wire.h"
+#include "ir/wire.h"
 
 /* Subgraph nesting deeper than this is treated as hostile. */
 #define AMP_MAX_GRAPH_DEPTH 64

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extdata.h"
-#include "load_impl.h"
+#include "ir/extdata.h"
+#include "ir/load_impl.h"
 
 /* A tensor with more elements than this is rejected before any size arithmetic. */
 #define AMP_MAX_NELEM (UINT64_C(1) << 60)

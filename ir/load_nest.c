@@ -6,7 +6,7 @@
  * use only what the IR models never come here. */
 #include <stdlib.h>
 
-#include "load_impl.h"
+#include "ir/load_impl.h"
 
 /* Messages nested deeper than this inside what protobuf-c unpacks are refused. */
 #define AMP_MAX_PROTO_DEPTH 256

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "load_impl.h"
-#include "names.h"
-#include "precision.h"
+#include "ir/load_impl.h"
+#include "ir/names.h"
+#include "ir/precision.h"
 
 #define BIT(n) (1u << (n))
 /* The parts of pass 1 are inlined into each of their two callers (the serial pass 1 and

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "load_impl.h"
-#include "names.h"
+#include "ir/load_impl.h"
+#include "ir/names.h"
 
 /* Nodes a helper takes at once: few, as the loading thread may wait for all of them. */
 enum { PAR_TAKE = 16 };

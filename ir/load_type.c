@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "load_impl.h"
+#include "ir/load_impl.h"
 
 #define BIT(n) (1u << (n))
 

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* A name's hash (inline: the loader hashes every name it reads). */
 static inline uint64_t amp_name_hash(const char *s, size_t len) {

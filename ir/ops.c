@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "infer_impl.h"
-#include "ir.h"
-#include "ops.h"
+#include "ir/infer_impl.h"
+#include "ir/ir.h"
+#include "ir/ops.h"
 
 #define ANY AMP_OPSET_ANY
 #define NONE AMP_OPSET_NONE
@@ -24,7 +24,7 @@ const AmpOpInfo amp_op_table[] = {
                infer, cpu, attrs, doc)                                                         \
     [AMP_OP_##id] = {domain, name, AMP_CLASS_##fp16_class, AMP_CLASS_##bf16_class, opsets,    \
                      float_inputs, inputs, outputs, infer, doc},
-#include "ops.def"
+#include "ir/ops.def"
 #undef AMP_OP
 };
 #undef OUTPUTS
@@ -48,7 +48,7 @@ const char *amp_op_class_name(AmpOpClass c) {
 #define AMP_OP(id, ...)
 #define AMP_SHAPE_FROM_DATA(id, why) [AMP_OP_##id] = true,
 static const bool SHAPE_FROM_DATA[AMP_OP__COUNT] = {
-#include "ops.def"
+#include "ir/ops.def"
 };
 #undef AMP_SHAPE_FROM_DATA
 #undef AMP_OP
@@ -119,12 +119,12 @@ typedef struct AttrSpec {
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
                infer, cpu, attrs, doc)                                                         \
     static const AttrSpec attrs_##id[] = {attrs{NULL, 0}};
-#include "ops.def"
+#include "ir/ops.def"
 #undef AMP_OP
 
 #define AMP_OP(id, ...) [AMP_OP_##id] = attrs_##id,
 static const AttrSpec *const OP_ATTRS[AMP_OP__COUNT] = {
-#include "ops.def"
+#include "ir/ops.def"
 };
 #undef AMP_OP
 #undef ATTRS

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "status.h"
+#include "ampc/status.h"
 
 struct AmpNode;
 /* The context an infer function reads its inputs' types from and writes its outputs'
@@ -47,7 +47,7 @@ typedef AmpCode (*AmpInferFn)(AmpInferCtx *c);
 typedef enum AmpOpId {
     AMP_OP_UNKNOWN = 0,
 #define AMP_OP(id, ...) AMP_OP_##id,
-#include "ops.def"
+#include "ir/ops.def"
 #undef AMP_OP
     AMP_OP__COUNT
 } AmpOpId;

@@ -18,7 +18,7 @@
  *   ParameterOptimizerState  0 param_name:string  1 momentums:[Tensor]
  *   Tensor            0 name:string  2 dims:[int64]  3 data_type:int32 (ONNX's numbering)
  *                     4 raw_data:[uint8]  6 external_data_offset:int64 (default -1) */
-#include "ort_checkpoint.h"
+#include "ir/ort_checkpoint.h"
 
 #include <errno.h>
 #include <inttypes.h>

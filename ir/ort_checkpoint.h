@@ -5,7 +5,7 @@
 #ifndef AMP_ORT_CHECKPOINT_H
 #define AMP_ORT_CHECKPOINT_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct AmpOrtParam {
     AmpTensor *value;        /* name, dtype, dims and raw bytes, in the model's arena */

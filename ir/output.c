@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* The longest file name (one path component) Linux's filesystems take. */
 #define AMP_NAME_MAX ((size_t)255)

@@ -4,7 +4,7 @@
 #include <assert.h>
 #include <string.h>
 
-#include "precision.h"
+#include "ir/precision.h"
 
 /* Bits: 1 float32 seen, 2 float16 seen, 4 bfloat16 seen. */
 static unsigned dtype_bits(const AmpValue *v) {

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef enum AmpPrecision {
     AMP_PREC_NONE = 0, /* no float32/float16/bfloat16 data (shape, integer, double ops) */

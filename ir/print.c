@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* Lists longer than this are cut ("... (N total)"); small constant tensors show data. */
 enum { MAX_LIST = 16, MAX_TENSOR_DATA = 8 };

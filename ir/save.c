@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "save_impl.h"
+#include "ir/save_impl.h"
 
 /* ---- the buffer ------------------------------------------------------------------ */
 

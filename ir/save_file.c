@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "save_impl.h"
+#include "ir/save_impl.h"
 
 /* protobuf's hard limit for one message. */
 #define AMP_PROTO_MAX ((size_t)INT32_MAX)

@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
-#include "ir.h"
-#include "wire.h"
+#include "ir/ir.h"
+#include "ir/wire.h"
 
 typedef struct SaveCtx {
     AmpModel *m;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer_impl.h"
-#include "shape.h"
+#include "ir/infer_impl.h"
+#include "ir/shape.h"
 
 /* Values whose types one node's inference reads besides its inputs: the producers
  * followed by amp_inf_value_ints (each read follows at most 64) for a few inputs. When

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ir.h"
-#include "tensor.h"
+#include "ir/ir.h"
+#include "ir/tensor.h"
 
 /* What the caller knows about the values a node reads: its inputs, and the values
  * reached while following producers for shape arithmetic (Shape(x) reads x's dims). */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor.h"
+#include "ir/tensor.h"
 
 uint64_t amp_shape_nelem(int rank, const int64_t *dims) {
     uint64_t n = 1;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* By default no more than this (a cap chosen, not measured: no machine with more CPUs has
  * timed the load yet). */

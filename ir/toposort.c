@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* Is `n` the node that should come before `user` because user (or a subgraph under it)
  * reads a value n produces? Collected by the callback for each such producer. */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "verify_impl.h"
+#include "ir/ir.h"
+#include "ir/verify_impl.h"
 
 /* Deeper nesting is refused rather than risking the C stack on a hostile model. */
 enum { MAX_DEPTH = 256 };

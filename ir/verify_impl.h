@@ -3,7 +3,7 @@
 #ifndef AMP_VERIFY_IMPL_H
 #define AMP_VERIFY_IMPL_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct Ctx {
     AmpModel *m;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir.h"
-#include "verify_impl.h"
+#include "ir/ir.h"
+#include "ir/verify_impl.h"
 
 static void arity_text(int lo, int hi, char *buf, size_t len) {
     if (hi < 0) snprintf(buf, len, "at least %d", lo);

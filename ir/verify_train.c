@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "verify_impl.h"
+#include "ir/ir.h"
+#include "ir/verify_impl.h"
 
 /* Sorted names of g's outputs, for binding look-ups (n log n, not bindings x outputs). */
 static const char **sorted_outputs(const AmpGraph *g) {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arena.h"
+#include "ir/arena.h"
 
 struct AmpTensor;
 

@@ -9,11 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
-#include "calib.h"
-#include "precision.h"
-#include "report.h"
-#include "training.h"
+#include "ir/precision.h"
+#include "passes/amp_impl.h"
+#include "passes/calib.h"
+#include "passes/training.h"
 
 /* ---- training rules (DESIGN.md "Training graphs — the contract") ------------------- */
 

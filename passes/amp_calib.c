@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
-#include "calib.h"
+#include "passes/amp_impl.h"
+#include "passes/calib.h"
 
 /* ---- the file ------------------------------------------------------------------------ */
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
+#include "passes/amp_impl.h"
 
 /* ---- (graph, value) -> 16-bit copy: open addressing on the pointer pair ---------------- */
 

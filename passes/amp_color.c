@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
-#include "fuse_impl.h"
+#include "passes/amp_impl.h"
+#include "passes/fuse_impl.h"
 
 bool amp_float_slot(const AmpNode *n, int slot) {
     if (n->op == AMP_OP_UNKNOWN || slot < 0) return false;

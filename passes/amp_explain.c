@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "amp_impl.h"
-#include "fuse_impl.h"
+#include "passes/amp_impl.h"
+#include "passes/fuse_impl.h"
 
 static const char *node_name(const AmpNode *n, char *buf, size_t len) {
     if (n->name && *n->name)

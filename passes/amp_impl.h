@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "passes.h"
-#include "uses.h"
+#include "passes/passes.h"
+#include "passes/uses.h"
 
 enum { AMP_NO_NODE = UINT32_MAX };
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
-#include "half.h"
+#include "passes/amp_impl.h"
+#include "ir/half.h"
 
 /* What a value is known to be: not yet looked at, within range, or beyond it. */
 typedef struct Entry {

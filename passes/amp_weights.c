@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
-#include "half.h"
+#include "passes/amp_impl.h"
+#include "ir/half.h"
 
 /* Largest finite magnitudes: float16 65504; bfloat16 0x7F7F (0x1.FEp127). Anything
  * beyond would round to infinity or lose its meaning. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
-#include "uses.h"
+#include "passes/passes.h"
+#include "passes/uses.h"
 
 static bool is_cast(const AmpNode *n) {
     return n->op == AMP_OP_Cast && n->n_inputs == 1 && n->n_outputs == 1 && n->inputs[0] && n->outputs[0];

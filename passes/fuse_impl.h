@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef enum AmpFuseKind {
     AMP_FUSE_NONE = 0,

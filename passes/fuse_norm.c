@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fuse_impl.h"
-#include "passes.h"
+#include "passes/fuse_impl.h"
+#include "passes/passes.h"
 
 /* ---- matching ------------------------------------------------------------------- */
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grad_impl.h"
-#include "grad_train.h"
+#include "passes/grad_impl.h"
+#include "passes/grad_train.h"
 
 #define PREFIX "grad/"
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef enum AmpGradLoss {
     AMP_GRAD_LOSS_CROSS_ENTROPY = 0, /* SoftmaxCrossEntropyLoss(output, labels), mean */

@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "builder.h"
-#include "grad.h"
+#include "ir/builder.h"
+#include "passes/grad.h"
 
 /* One backward step of node n. gy[k] is the gradient of output k (NULL: the loss does not
  * depend on it); the rule sets gx[i] for every input slot i whose bit is in `want` (only

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grad_impl.h"
+#include "passes/grad_impl.h"
 
 #define S(i) AMP_SLOT(i)
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "grad_impl.h"
+#include "passes/grad_impl.h"
 
 #define PI 3.14159265358979323846
 #define SQRT1_2 0.70710678118654752440

@@ -2,7 +2,7 @@
  * LayerNormalization, BatchNormalization, SoftmaxCrossEntropyLoss. */
 #include <string.h>
 
-#include "grad_impl.h"
+#include "passes/grad_impl.h"
 
 #define B(c) ((c)->b)
 #define IN(c, i) ((c)->n->inputs[i])

@@ -1,6 +1,6 @@
 /* Gradient rules of the ops that move data without arithmetic (reshapes, transposes,
  * concatenation, gathers) and of the sums and means over axes. */
-#include "grad_impl.h"
+#include "passes/grad_impl.h"
 
 #define B(c) ((c)->b)
 #define IN(c, i) ((c)->n->inputs[i])

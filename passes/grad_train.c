@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builder.h"
-#include "grad_train.h"
-#include "passes.h"
-#include "training.h"
+#include "ir/builder.h"
+#include "passes/grad_train.h"
+#include "passes/passes.h"
+#include "passes/training.h"
 
 /* ScatterND's reduction (the embedding gradient) is opset 16: an older model is raised
  * to it by the opset_upgrade pass (which adapts the ops that changed on the way). */

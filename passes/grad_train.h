@@ -2,7 +2,7 @@
 #ifndef AMP_GRAD_TRAIN_H
 #define AMP_GRAD_TRAIN_H
 
-#include "grad.h"
+#include "passes/grad.h"
 
 typedef struct AmpGradParam {
     AmpValue *param; /* a float initializer of the main graph */

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builder.h"
-#include "passes.h"
-#include "training.h"
+#include "ir/builder.h"
+#include "passes/passes.h"
+#include "passes/training.h"
 
 /* The names are training.h's; every node this pass adds is named PREFIX... (the file's
  * record of AMP_ORIGIN_LOSS_SCALE, ir/precision.c's group). */

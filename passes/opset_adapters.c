@@ -5,7 +5,7 @@
 #include <float.h>
 #include <string.h>
 
-#include "opset_impl.h"
+#include "passes/opset_impl.h"
 
 #define OOM(err) (*(err) = AMP_ERR_INTERNAL, "out of memory")
 

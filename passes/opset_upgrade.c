@@ -6,8 +6,8 @@
  * message names it, and the amp pass's summary counts what stays fp32. */
 #include <string.h>
 
-#include "amp_impl.h"
-#include "opset_impl.h"
+#include "passes/amp_impl.h"
+#include "passes/opset_impl.h"
 
 typedef struct Up {
     AmpModel *m;

@@ -1,7 +1,7 @@
 /* The AMP options' one table (options.h): spellings, ranges and fields, so that the CLI,
  * AMP_AUTO's environment and the C API accept and refuse the same values with the same
  * message. */
-#include "options.h"
+#include "passes/options.h"
 
 #include <errno.h>
 #include <float.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calib.h"
-#include "opset_impl.h"
+#include "passes/calib.h"
+#include "passes/opset_impl.h"
 
 _Static_assert(AMP_OPSET_UPGRADE_MIN_FROM == 7 && AMP_OPSET_UPGRADE_MAX == 22, "the opset-upgrade row says 7 to 22");
 

@@ -28,9 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ort_checkpoint.h"
-#include "passes.h"
-#include "training.h"
+#include "ir/ort_checkpoint.h"
+#include "passes/passes.h"
+#include "passes/training.h"
 
 #define BUFFER_SUFFIX "_grad.accumulation.buffer"
 #define PREFIX "ort_optimizer/"

@@ -1,7 +1,7 @@
 /* The pass manager: the single list of passes, pipeline parsing, and the loop that runs
  * passes with the verifier between them and --dump-after (as in QBE: one straight list,
  * a verifier between passes, a dump after any of them). */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

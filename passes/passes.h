@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* One edit of the AMP pass's op lists (AMP_ALLOWLIST_ADD=MatMul, ..._REMOVE, and the same
  * for INFER, CLEAR and DENY), as TensorFlow's auto mixed precision reads them: additions

@@ -1,11 +1,11 @@
 /* Training-graph facts shared by the passes (training.h): is this a training graph, which
  * value is the loss, which nodes are optimizers. */
-#include "training.h"
+#include "passes/training.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_impl.h"
+#include "passes/amp_impl.h"
 
 static bool ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);

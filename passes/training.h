@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-#include "ir.h"
-#include "precision.h"
+#include "ir/ir.h"
+#include "ir/precision.h"
 
 /* The domain of ONNX's training ops (Adam, Momentum, Adagrad, Gradient). */
 #define AMP_TRAINING_DOMAIN "ai.onnx.preview.training"

@@ -1,7 +1,7 @@
 /* Bulk use-list edits (uses.h): one sweep compacts the source list while each moved slot
  * is appended to the target (room for every use reserved first, so nothing can fail half
  * way and the use lists always match the nodes' inputs). */
-#include "uses.h"
+#include "passes/uses.h"
 
 AmpCode amp_uses_move(AmpValue *from, AmpValue *to, bool (*move)(void *ctx, const AmpUse *u),
                       void *ctx) {

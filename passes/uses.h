@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* Moves every use of `from` for which move(ctx, use) is true (NULL: every use) to `to`.
  * Graph output entries are not touched. Out of memory: AMP_ERR_INTERNAL, nothing moved. */

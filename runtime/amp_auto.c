@@ -3,8 +3,8 @@
  * AMP_CALIBRATION, a statistics file of `ampc calibrate` read at once, and the eight list
  * edit variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE) once per open, then rewrites the model in memory with the AMP
  * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
-#include "amp_auto.h"
-#include "backend.h"
+#include "runtime/amp_auto.h"
+#include "backend/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>

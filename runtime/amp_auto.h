@@ -6,10 +6,10 @@
 
 #include <stdbool.h>
 
-#include "ampc.h"
-#include "ir.h"
-#include "options.h"
-#include "passes.h"
+#include "ampc/ampc.h"
+#include "ir/ir.h"
+#include "passes/options.h"
+#include "passes/passes.h"
 
 typedef struct AmpAutoConfig {
     int backend;           /* AmpBackendKind: the option's, else AMP_BACKEND's when the option is auto */

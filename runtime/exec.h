@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backend.h"
-#include "ir.h"
-#include "tensor.h"
+#include "backend/backend.h"
+#include "ir/ir.h"
+#include "ir/tensor.h"
 
 typedef struct AmpExec AmpExec;
 

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <string.h>
 
-#include "exec_impl.h"
+#include "runtime/exec_impl.h"
 
 AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
     if (!in[0] || in[0]->nelem != 1)

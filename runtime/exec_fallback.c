@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec_impl.h"
+#include "runtime/exec_impl.h"
 
 #define nname amp_exec_node_name
 

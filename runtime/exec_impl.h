@@ -5,7 +5,7 @@
 #ifndef AMP_EXEC_IMPL_H
 #define AMP_EXEC_IMPL_H
 
-#include "exec.h"
+#include "runtime/exec.h"
 
 typedef enum SlotKind {
     SLOT_EMPTY = 0,

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec_impl.h"
-#include "half.h"
-#include "plan.h"
-#include "shape.h"
+#include "runtime/exec_impl.h"
+#include "ir/half.h"
+#include "runtime/plan.h"
+#include "ir/shape.h"
 
 #define nname amp_exec_node_name
 

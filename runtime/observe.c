@@ -1,12 +1,12 @@
 /* The session's node hook, values copied out as float32, and one node run alone on the
  * CPU (observe.h): what `ampc calibrate` and `ampc compare` read a run with. */
-#include "observe.h"
+#include "runtime/observe.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "session_impl.h"
+#include "ir/half.h"
+#include "runtime/session_impl.h"
 
 void amp_session_set_hook(AmpSession *s, AmpExecHook fn, void *ctx) {
     amp_exec_set_hook(s->main, fn, ctx);

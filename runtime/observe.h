@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#include "ampc.h"
-#include "exec.h"
+#include "ampc/ampc.h"
+#include "runtime/exec.h"
 
 /* Calls fn after each node of s's main graph in every later run and training step (NULL:
  * no more calls). */

@@ -1,7 +1,7 @@
 /* The memory planner (plan.h): largest buffers first, each at the lowest offset where it
  * fits beside the already placed buffers whose live intervals overlap its own. Simple
  * and within a few percent of the max-live bound on the graphs we run. */
-#include "plan.h"
+#include "runtime/plan.h"
 
 #include <stdint.h>
 #include <stdlib.h>

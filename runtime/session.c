@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_auto.h"
-#include "session_impl.h"
+#include "runtime/amp_auto.h"
+#include "runtime/session_impl.h"
 
 _Static_assert(AMP_TENSOR_MAX_RANK == AMP_MAX_RANK, "public and kernel rank limits differ");
 _Static_assert((int)AMP_BACKEND_AUTO == (int)AMP_BACKEND_CHOICE_AUTO && (int)AMP_BACKEND_CPU == (int)AMP_BACKEND_CHOICE_CPU &&

@@ -6,10 +6,10 @@
 #ifndef AMP_SESSION_IMPL_H
 #define AMP_SESSION_IMPL_H
 
-#include "ampc.h"
-#include "backend.h"
-#include "exec.h"
-#include "ir.h"
+#include "ampc/ampc.h"
+#include "backend/backend.h"
+#include "runtime/exec.h"
+#include "ir/ir.h"
 
 typedef struct StateEntry {
     const char *name;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session_impl.h"
+#include "runtime/session_impl.h"
 
 /* ---- index inputs -------------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session_impl.h"
+#include "runtime/session_impl.h"
 
 #ifndef AMPC_VERSION
 #define AMPC_VERSION "unknown"

@@ -16,19 +16,19 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "ampc.h"
-#include "backend.h"
-#include "cli_amp.h"
-#include "cli_options.h"
-#include "cli_usage.h"
-#include "dot.h"
-#include "ir.h"
-#include "passes.h"
-#include "phases.h"
-#include "report.h"
-#include "cli_calib.h"
-#include "cli_grad.h"
-#include "run.h"
+#include "ampc/ampc.h"
+#include "backend/backend.h"
+#include "tools/cli_amp.h"
+#include "tools/cli_options.h"
+#include "tools/cli_usage.h"
+#include "tools/dot.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+#include "tools/phases.h"
+#include "tools/report.h"
+#include "tools/cli_calib.h"
+#include "tools/cli_grad.h"
+#include "tools/run.h"
 
 #ifndef AMPC_VERSION
 #define AMPC_VERSION "unknown"
@@ -256,7 +256,7 @@ typedef struct ConvertArgs {
     AmpDotOptions dot;
 } ConvertArgs;
 
-/* --report on stdout, then --dump-dot FILE (ir/report.c, ir/dot.c). */
+/* --report on stdout, then --dump-dot FILE (tools/report.c, tools/dot.c). */
 static int inspect(const ConvertArgs *a, AmpModel *m) {
     AmpStatus st = {AMP_OK, ""};
     if (a->report) {

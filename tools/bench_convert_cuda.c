@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
+#include "kernels/cuda/convert.h"
 
 #define REPS 21
 

@@ -2,13 +2,13 @@
  * is read, by the library's table (a bad one is a usage error, exit 2), list edits from the
  * command line come before the environment's, and the pass's notices (weights kept in fp32, the summary)
  * come back through a callback. */
-#include "cli_amp.h"
+#include "tools/cli_amp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "run.h"
+#include "tools/run.h"
 
 static int status_error(const AmpStatus *st) {
     if (st->code == AMP_ERR_USAGE) return ampc_usage_error("%s", st->msg);

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ir.h"
-#include "options.h"
-#include "passes.h"
+#include "ir/ir.h"
+#include "passes/options.h"
+#include "passes/passes.h"
 
 typedef struct AmpcAmp {
     AmpOptions o;           /* as the library's option table reads them (o.po: the passes') */

@@ -6,17 +6,17 @@
  * reduction length. A training graph takes N steps, and its backward values (those
  * computed from the seed <loss>_grad) are judged at the loss scale the loss_scale pass
  * starts with. The file's format is passes/calib.h's (docs/calibration.md). */
-#include "cli_calib.h"
+#include "tools/cli_calib.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "calib.h"
-#include "cli_options.h"
-#include "observe.h"
-#include "options.h"
+#include "passes/calib.h"
+#include "tools/cli_options.h"
+#include "runtime/observe.h"
+#include "passes/options.h"
 
 /* What one value has shown so far. */
 typedef struct Acc {

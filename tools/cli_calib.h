@@ -4,7 +4,7 @@
 #ifndef AMPC_TOOLS_CLI_CALIB_H
 #define AMPC_TOOLS_CLI_CALIB_H
 
-#include "run.h"
+#include "tools/run.h"
 
 enum { AMPC_CALIB_MAX_DIRS = 64 };
 

@@ -7,15 +7,15 @@
  * side (ampc's `<name>_fp16` and `<name>_to_fp16`, onnxconverter-common's
  * `InsertedCast_*`), so models converted by other tools compare too. A float32 input the
  * AMP model takes in 16 bits (converted with --no-keep-io-types) is rounded to its type. */
-#include "cli_calib.h"
+#include "tools/cli_calib.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "observe.h"
+#include "ir/half.h"
+#include "runtime/observe.h"
 
 /* The FP32 run's float values, per value id of its main graph (data NULL: none). */
 typedef struct Ref {

@@ -1,15 +1,15 @@
 /* `ampc grad` (cli_grad.h): the inference model in, the training model out (passes/grad.h does the
  * work); options from the one table, cli_options.h. */
-#include "cli_grad.h"
+#include "tools/cli_grad.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_options.h"
-#include "ir.h"
-#include "run.h"
+#include "tools/cli_options.h"
+#include "ir/ir.h"
+#include "tools/run.h"
 
 /* A number in (lo, hi] (below hi when open) into *out, else a usage error naming --opt. */
 static int number(const char *arg, const char *opt, const char *want, double lo, double hi, bool open, double *out) {

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "grad.h"
+#include "passes/grad.h"
 
 enum { AMPC_GRAD_MAX_FREEZE = 64 };
 

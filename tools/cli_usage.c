@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli_usage.h"
-#include "options.h"
-#include "passes.h"
-#include "run.h"
+#include "tools/cli_usage.h"
+#include "passes/options.h"
+#include "passes/passes.h"
+#include "tools/run.h"
 
 static const OptRow opt_rows[] = {
 #define AMPC_ROW(id, name, sh, arg, meta, help) {OPT_##id, name, sh, arg, meta, help},

@@ -6,7 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli_options.h"
+#include "tools/cli_options.h"
 
 typedef struct OptRow {
     int val;

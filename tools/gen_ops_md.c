@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "ir/ops.h"
 
 static const char HEAD[] =
     "# The op table\n\n"

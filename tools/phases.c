@@ -1,6 +1,6 @@
 /* The conversion's phases: --time's timer and the verification beside the save
  * (phases.h). */
-#include "phases.h"
+#include "tools/phases.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "ir.h"
-#include "passes.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
 
 /* --time: one line per phase on stderr, like gcc's -ftime-report: wall time, and the
  * CPU time of the thread doing the work (the honest number on a busy machine). The

@@ -3,7 +3,7 @@
  * by name, else by order) or are deterministic random data shaped by the model (symbolic
  * dims from --dim, index inputs within their range). run prints a line per step, then timing
  * and memory, and writes the last step's outputs with --outputs DIR; bench prints timings. */
-#include "run.h"
+#include "tools/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ampc.h"
-#include "half.h"
-#include "training.h"
-#include "ir.h"
+#include "ampc/ampc.h"
+#include "ir/half.h"
+#include "passes/training.h"
+#include "ir/ir.h"
 
 typedef RunInputs Inputs;
 

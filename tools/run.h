@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ampc.h"
-#include "ir.h"
+#include "ampc/ampc.h"
+#include "ir/ir.h"
 
 enum { AMPC_RUN_MAX_DIMS = 64 };
 

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "cli_options.h"
-#include "options.h"
-#include "run.h"
-#include "status.h"
+#include "backend/backend.h"
+#include "tools/cli_options.h"
+#include "passes/options.h"
+#include "tools/run.h"
+#include "ampc/status.h"
 
 int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
     char *end = NULL;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise_impl.h"
+#include "kernels/cpu/elementwise_impl.h"
 
 #define INV_SQRT2 0.70710678118654752440
 #define SQRT_2_OVER_PI 0.79788456080286535588

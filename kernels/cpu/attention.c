@@ -2,7 +2,7 @@
  * masks, softcap, KV cache, qk_matmul_output) and the fp32 attention core that the
  * com.microsoft attention kernels (ms_attention.c) share. Q K^T and P V go through
  * cblas_sgemm; 16-bit tensors compute in fp32 and round on store; no double. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention_impl.h"
+#include "kernels/cpu/attention_impl.h"
 
 AmpCode amp_attn_oom(AmpKernelCtx *k) {
     return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");

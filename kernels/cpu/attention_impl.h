@@ -4,7 +4,7 @@
 #ifndef AMP_CPU_ATTENTION_IMPL_H
 #define AMP_CPU_ATTENTION_IMPL_H
 
-#include "kernels.h"
+#include "kernels/cpu/kernels.h"
 
 /* Fills bias (S, T), row i for query position i, for batch b and query head h: an
  * additive bias on the scaled scores; -INFINITY excludes a key. */

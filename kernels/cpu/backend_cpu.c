@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "blas.h"
-#include "kernels.h"
+#include "backend/backend.h"
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/kernels.h"
 
 static bool cpu_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)be, (void)opset, (void)in_dtypes;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "kernels.h"
+#include "backend/backend.h"
+#include "kernels/cpu/kernels.h"
 
 #define SIM_TAG ((uintptr_t)1 << 62)
 #define SIM_MAX_OUT 64

@@ -1,7 +1,7 @@
 /* OpenBLAS through dlopen (see blas.h): the soname the linker would have recorded first,
  * so Debian's alternatives pick the variant as they would for a linked binary, then the
  * file CMake found at configure time. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -9,7 +9,7 @@
 
 #include <cblas.h>
 
-#include "status.h"
+#include "ampc/status.h"
 
 /* Opens the library once (thread-safe); AMP_ERR_UNSUPPORTED naming what was tried when
  * it can't be found. Sessions call it before running; the wrappers below call it too. */

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "kernels.h"
+#include "ir/half.h"
+#include "kernels/cpu/kernels.h"
 
 const float *amp_buf_f32_in(const AmpBuf *b, float **tmp) {
     *tmp = NULL;

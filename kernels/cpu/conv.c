@@ -1,14 +1,14 @@
 /* CPU kernels: Conv (im2col + one cblas_sgemm per image and group) and ConvTranspose
  * (cblas_sgemm + col2im), N-D with groups, strides, dilations, pads and auto_pad; also
  * the window geometry pool.c shares. 16-bit tensors compute in fp32; no double. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_impl.h"
+#include "kernels/cpu/conv_impl.h"
 
 
 /* Attribute values are capped at INT32_MAX so that window arithmetic cannot overflow. */

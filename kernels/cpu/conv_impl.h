@@ -3,7 +3,7 @@
 #ifndef AMP_CPU_CONV_IMPL_H
 #define AMP_CPU_CONV_IMPL_H
 
-#include "kernels.h"
+#include "kernels/cpu/kernels.h"
 
 #define AMP_MAX_SPATIAL (AMP_MAX_RANK - 2)
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise_impl.h"
+#include "kernels/cpu/elementwise_impl.h"
 
 /* Which random stream draws the mask:
  * - in the executor's training step, its state k->rng (xorshift64*), so masks differ

@@ -2,12 +2,12 @@
  * labels of their own, right-aligned across operands). Two-operand contractions without
  * diagonals or broadcasting become a batched cblas_sgemm between permuted copies; every
  * other equation (diagonals, sums, traces, 1 or 3+ operands, double) runs as a loop. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm_impl.h"
+#include "kernels/cpu/gemm_impl.h"
 
 #define N_LETTERS 52                       /* a-z -> 0..25, A-Z -> 26..51 */
 #define N_LABELS (N_LETTERS + AMP_MAX_RANK) /* then the ellipsis dims */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise_impl.h"
+#include "kernels/cpu/elementwise_impl.h"
 
 typedef enum ArithOp { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN } ArithOp;
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise_impl.h"
-#include "half.h"
+#include "kernels/cpu/elementwise_impl.h"
+#include "ir/half.h"
 
 const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i) {
     return i >= 0 && i < k->n_in ? k->in[i] : NULL;

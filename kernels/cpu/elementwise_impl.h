@@ -5,7 +5,7 @@
 #ifndef AMP_CPU_ELEMENTWISE_IMPL_H
 #define AMP_CPU_ELEMENTWISE_IMPL_H
 
-#include "kernels.h"
+#include "kernels/cpu/kernels.h"
 
 #define AMP_EW_MAX_IN 3
 

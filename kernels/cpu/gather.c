@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "shape_impl.h"
+#include "ir/half.h"
+#include "kernels/cpu/shape_impl.h"
 
 static bool is_index_type(int dt) {
     return dt == AMP_DT_INT64 || dt == AMP_DT_INT32 || dt == AMP_DT_INT16 || dt == AMP_DT_INT8 ||

@@ -1,14 +1,14 @@
 /* CPU kernels: MatMul (numpy semantics), Gemm and com.microsoft FusedMatMul. Every 2-D
  * product goes through OpenBLAS (cblas_sgemm; cblas_dgemm for double): 16-bit inputs are
  * widened to fp32 and the result rounded to the output's type. Einsum is in einsum.c. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm_impl.h"
+#include "kernels/cpu/gemm_impl.h"
 
 static AmpCode oom(AmpKernelCtx *k) {
     return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");

@@ -3,7 +3,7 @@
 #ifndef AMP_CPU_GEMM_IMPL_H
 #define AMP_CPU_GEMM_IMPL_H
 
-#include "kernels.h"
+#include "kernels/cpu/kernels.h"
 
 /* amp_fail with "node 'NAME' (OP): " in front of the message. */
 

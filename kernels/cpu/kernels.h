@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir.h"
-#include "kernel.h" /* AmpKernelCtx, AmpKernelFn */
-#include "tensor.h" /* AmpBuf and its shape helpers */
+#include "ir/ir.h"
+#include "ir/kernel.h" /* AmpKernelCtx, AmpKernelFn */
+#include "ir/tensor.h" /* AmpBuf and its shape helpers */
 
 /* The CPU kernel of each op (table.c, from ops.def's CPU column, by op id); NULL where
  * the CPU has none. */
@@ -79,7 +79,7 @@ void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v);
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
                infer, cpu, ...)                                                                \
     cpu
-#include "ops.def"
+#include "ir/ops.def"
 #undef AMP_OP
 #undef NO_CPU
 #undef CPU

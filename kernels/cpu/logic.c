@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise_impl.h"
+#include "kernels/cpu/elementwise_impl.h"
 
 typedef enum CmpOp { CMP_EQ, CMP_LT, CMP_GT, CMP_LE, CMP_GE } CmpOp;
 

@@ -3,7 +3,7 @@
  * in [0, C) or ignore_index; log-softmax subtracts the max, sums are in double. */
 #include <math.h>
 
-#include "reduce_impl.h"
+#include "kernels/cpu/reduce_impl.h"
 
 typedef enum LossReduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } LossReduction;
 

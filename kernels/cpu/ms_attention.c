@@ -2,14 +2,14 @@
  * MultiHeadAttention (separate Q, K, V), with onnxruntime's CPU semantics: mask_index /
  * key_padding_mask 0 entries add mask_filter_value (-10000 by default, not -inf, so a
  * fully masked row is a plain softmax), causal positions get -FLT_MAX. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention_impl.h"
+#include "kernels/cpu/attention_impl.h"
 
 /* ---- onnxruntime's mask and bias --------------------------------------------------- */
 

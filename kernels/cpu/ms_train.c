@@ -2,16 +2,16 @@
  * the one rounding to 16 bits), ConvGrad (Conv's data, weight and bias gradients via
  * the conv family's im2col/col2im and cblas_sgemm) and AdamWOptimizer (unsupported:
  * its schema takes tensor sequences, which the executor does not represent). */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention_impl.h"
-#include "conv_impl.h"
-#include "gemm_impl.h"
-#include "half.h"
+#include "kernels/cpu/attention_impl.h"
+#include "kernels/cpu/conv_impl.h"
+#include "kernels/cpu/gemm_impl.h"
+#include "ir/half.h"
 
 /* ---- FusedGemm -------------------------------------------------------------------- */
 

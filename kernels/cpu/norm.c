@@ -4,7 +4,7 @@
  * LpNormalization and LRN. Statistics are two-pass in double, whatever the storage type. */
 #include <math.h>
 
-#include "reduce_impl.h"
+#include "kernels/cpu/reduce_impl.h"
 
 /* ---- attributes, parsed once at prepare ---------------------------------------------
  * One struct for the family; each op reads its own fields. An axis is kept as given

@@ -5,7 +5,7 @@
  * X... then the new state, group by group. */
 #include <math.h>
 
-#include "reduce_impl.h"
+#include "kernels/cpu/reduce_impl.h"
 
 typedef enum OptKind { OPT_ADAM, OPT_MOMENTUM, OPT_ADAGRAD } OptKind;
 

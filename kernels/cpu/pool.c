@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_impl.h"
-#include "half.h"
+#include "kernels/cpu/conv_impl.h"
+#include "ir/half.h"
 
 static bool pool_dtype(int dt, bool is_max) {
     return amp_is_f32_family(dt) || dt == AMP_DT_DOUBLE || (is_max && (dt == AMP_DT_INT8 || dt == AMP_DT_UINT8));

@@ -2,7 +2,7 @@
  * Softmax/LogSoftmax in softmax.c and the losses in loss.c). Float data is accumulated in double and rounded once on store; integers in int64. */
 #include <math.h>
 
-#include "reduce_impl.h"
+#include "kernels/cpu/reduce_impl.h"
 
 typedef enum RedKind {
     RED_SUM,

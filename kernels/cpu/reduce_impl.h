@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/cpu/kernels.h"
 
 /* An error naming the node and its op, then the formatted reason. */
 

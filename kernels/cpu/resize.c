@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shape_impl.h"
+#include "kernels/cpu/shape_impl.h"
 
 enum { M_NEAREST, M_LINEAR, M_CUBIC };
 enum { NR_PREFER_FLOOR, NR_PREFER_CEIL, NR_FLOOR, NR_CEIL };

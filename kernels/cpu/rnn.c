@@ -1,7 +1,7 @@
 /* CPU kernels for the recurrent ops RNN, GRU and LSTM (ONNX semantics, layouts 0 and 1).
  * Each direction projects the whole input sequence with one GEMM (X·W^T), then walks the
  * time steps with one GEMM per step (H·R^T) and the gate arithmetic, all in fp32. */
-#include "blas.h"
+#include "kernels/cpu/blas.h"
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce_impl.h" /* amp_red_attrs, the prepare helpers */
+#include "kernels/cpu/reduce_impl.h" /* amp_red_attrs, the prepare helpers */
 
 /* Scratch buffers past this many floats are refused (UNSUPPORTED) rather than tried, so a
  * hostile shape (an empty X of shape (2^40, 2^40, 0)) gives an error, not a giant malloc. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shape_impl.h"
+#include "kernels/cpu/shape_impl.h"
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 #ifndef AMP_CPU_SHAPE_IMPL_H
 #define AMP_CPU_SHAPE_IMPL_H
 
-#include "kernels.h"
+#include "kernels/cpu/kernels.h"
 
 /* Strided views in the helpers below may have up to twice the executor's rank (Tile
  * views a rank-r tensor as (repeat, dim) pairs). */

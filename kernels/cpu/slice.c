@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shape_impl.h"
+#include "kernels/cpu/shape_impl.h"
 
 static const AmpBuf *in_or_null(AmpKernelCtx *k, int i) {
     return i < k->n_in ? k->in[i] : NULL;

@@ -3,7 +3,7 @@
  * max is subtracted before exp, and sums are kept in double. */
 #include <math.h>
 
-#include "reduce_impl.h"
+#include "kernels/cpu/reduce_impl.h"
 
 /* axis as written (normalised against the input's rank); per_axis: opset >= 13 and
  * SoftmaxGrad_13 normalise along the one axis, older opsets over the 2-D coercion. */

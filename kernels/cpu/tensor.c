@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "shape_impl.h"
+#include "ir/half.h"
+#include "kernels/cpu/shape_impl.h"
 
 /* ---- the cast engine ------------------------------------------------------------------ */
 

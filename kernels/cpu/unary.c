@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "elementwise_impl.h"
+#include "kernels/cpu/elementwise_impl.h"
 
 AMP_EW_DEF_MAP(map_sqrt, sqrtf(x), sqrt(x))
 AMP_EW_DEF_MAP(map_exp, expf(x), exp(x))

@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "convert.h"
-#include "cuda_impl.h"
-#include "cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
+#include "backend/backend.h"
+#include "kernels/cuda/convert.h"
+#include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
 #define WORKSPACE_BYTES ((size_t)64 << 20)
 #define STAGE_MIN ((size_t)256 << 10)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 typedef struct Entry {
     int family;

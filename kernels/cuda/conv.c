@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv.h"
-#include "cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
-#include "conv_impl.h" /* the CPU's attributes and window geometry */
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
+#include "kernels/cpu/conv_impl.h" /* the CPU's attributes and window geometry */
 
 #define MAXD 5 /* tensors of rank 4 or 5: 1-D and 2-D windows as 2-D, 3-D as 3-D */
 

@@ -2,7 +2,7 @@
 #ifndef AMP_CUDA_CONV_H
 #define AMP_CUDA_CONV_H
 
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 AmpCode amp_cuda_conv(AmpKernelCtx *k);
 AmpCode amp_cuda_maxpool(AmpKernelCtx *k);

@@ -5,7 +5,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "convert.h"
+#include "kernels/cuda/convert.h"
 
 // Each direction has a scalar kernel, one element per thread per step, and a vector
 // kernel that moves several elements per thread per step in wide loads and stores: down

@@ -17,10 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir.h"
-#include "kernel.h"
-#include "kernels.h" /* the CPU helpers: amp_kernel_outputs, amp_kernel_check_out, ... */
-#include "tensor.h"
+#include "ir/ir.h"
+#include "ir/kernel.h"
+#include "kernels/cpu/kernels.h" /* the CPU helpers: amp_kernel_outputs, amp_kernel_check_out, ... */
+#include "ir/tensor.h"
 
 /* What a CUDA kernel receives as AmpKernelCtx.dev: the session's stream, library handles
  * and scratch, made once when the session opens. */

@@ -2,7 +2,7 @@
  * loader's search: LD_LIBRARY_PATH, the system's cache), then in the folders the build
  * found it in (AMPC_CUDA_LIBDIRS). */
 #define AMP_CUDA_LIBS_IMPL
-#include "cuda_libs.h"
+#include "kernels/cuda/cuda_libs.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -9,7 +9,7 @@
 #include <cublasLt.h>
 #include <cudnn.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 #define AMP_CUBLASLT_FUNCS(X) \
     X(cublasLtCreate) \

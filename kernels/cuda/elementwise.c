@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise.h"
-#include "elementwise_impl.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cpu/elementwise_impl.h"
 
 _Static_assert(AMP_CUDA_EW_RANK == AMP_CUDA_MAX_RANK, "elementwise.h's rank is AMP_MAX_RANK");
 /* elementwise.cu mirrors AmpCudaBcast's layout: int rank, dims[8], stride[3][8]. */

@@ -10,8 +10,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "convert.h"
-#include "elementwise.h"
+#include "kernels/cuda/convert.h"
+#include "kernels/cuda/elementwise.h"
 
 // The layout of cuda_impl.h's AmpCudaBcast (elementwise.c static-asserts its size).
 struct AmpCudaBcast {

@@ -89,7 +89,7 @@ int amp_cuda_ew_cast(int from, int to, void *out, const void *x, uint64_t n, voi
 /* ---- node-level kernels, prepares and supports predicates (elementwise.c) ----------- */
 
 #ifndef __cplusplus
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 AmpCode amp_cuda_add(AmpKernelCtx *k);
 AmpCode amp_cuda_sub(AmpKernelCtx *k);

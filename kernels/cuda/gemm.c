@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
-#include "cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
-#include "gemm_impl.h" /* AmpGemmAttrs and the CPU's prepare functions */
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
+#include "kernels/cpu/gemm_impl.h" /* AmpGemmAttrs and the CPU's prepare functions */
 
 /* One product's shape: Y[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * Y[b] (+ bias[n]),
  * b < batch, each operand stridden by its batch stride in elements (0: shared). */

@@ -4,7 +4,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "gemm.h"
+#include "kernels/cuda/gemm.h"
 
 template <typename T> __device__ inline float load_f(const T *p, int64_t i);
 template <> __device__ inline float load_f<float>(const float *p, int64_t i) { return p[i]; }

@@ -18,7 +18,7 @@ int amp_cuda_gemm_fill_c(void *y, const void *c, int dtype, int64_t m, int64_t n
 }
 
 #else
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 AmpCode amp_cuda_matmul(AmpKernelCtx *k);
 AmpCode amp_cuda_gemm(AmpKernelCtx *k);

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "movement.h"
+#include "kernels/cuda/movement.h"
 
 #define GRID_STRIDE(I, i, n) \
     for (I i = (I)(blockIdx.x * (size_t)blockDim.x + threadIdx.x); i < (n); i += (I)gridDim.x * blockDim.x)

@@ -91,7 +91,7 @@ int amp_cuda_upload(void *dst, const void *src, size_t bytes, void *stream);
 #ifndef __cplusplus
 #include <stdbool.h>
 
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 /* Whether a dtype moves as whole elements of 1, 2, 4 or 8 bytes. */
 static inline bool amp_cuda_mv_movable(int dtype) {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "movement.h"
-#include "shape_impl.h"
+#include "kernels/cuda/movement.h"
+#include "kernels/cpu/shape_impl.h"
 
 static void *stream_of(AmpKernelCtx *k) {
     return amp_cuda_ctx(k)->stream;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "norm.h"
+#include "kernels/cuda/norm.h"
 
 _Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
 

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "norm.h"
+#include "kernels/cuda/norm.h"
 
 #define FULL_MASK 0xffffffffu
 #define GRID_STRIDE(i, n) \

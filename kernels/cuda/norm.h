@@ -50,7 +50,7 @@ int amp_cuda_batchnorm_launch(int dtype, const void *x, const void *scale, const
 }
 
 #else
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 AmpCode amp_cuda_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cuda_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

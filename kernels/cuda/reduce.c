@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce.h"
+#include "kernels/cuda/reduce.h"
 
 _Static_assert(AMP_CUDA_RED_MAX_RANK == AMP_MAX_RANK, "reduce.h's rank bound is AMP_MAX_RANK");
 

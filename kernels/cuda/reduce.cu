@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "reduce.h"
+#include "kernels/cuda/reduce.h"
 
 #define FULL_MASK 0xffffffffu
 #define GRID_STRIDE(i, n) \

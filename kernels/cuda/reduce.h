@@ -56,7 +56,7 @@ int amp_cuda_argreduce_launch(int is_max, int last, int dtype, const void *x, in
 }
 
 #else
-#include "cuda_impl.h"
+#include "kernels/cuda/cuda_impl.h"
 
 /* AMP_ERR_* naming the node and its op, then the reason (norm.c uses it too). */
 

@@ -1,12 +1,12 @@
 /* The CUDA backend's kernels, one entry per op id (designated initializers), grouped by
  * family as kernels/cpu/table.c is: an op with no entry runs on the CPU fallback. */
-#include "cuda_impl.h"
-#include "conv.h"
-#include "elementwise.h"
-#include "gemm.h"
-#include "movement.h"
-#include "norm.h"
-#include "reduce.h"
+#include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/movement.h"
+#include "kernels/cuda/norm.h"
+#include "kernels/cuda/reduce.h"
 
 bool amp_cuda_is_float(int dtype) {
     return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;

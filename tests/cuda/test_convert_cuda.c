@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
-#include "half.h"
+#include "kernels/cuda/convert.h"
+#include "ir/half.h"
 
 #define N_SWEEP (1u << 20)
 

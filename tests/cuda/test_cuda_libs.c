@@ -6,7 +6,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "cuda_libs.h"
+#include "kernels/cuda/cuda_libs.h"
 
 Test(cuda_libs, every_function_is_found_and_callable) {
     AmpStatus st = {0};

@@ -34,9 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
-#include "half.h"
-#include "runtime/rt_util.h"
+#include "kernels/cuda/convert.h"
+#include "ir/half.h"
+#include "tests/runtime/rt_util.h"
 
 /* ---- the cases ------------------------------------------------------------------- */
 

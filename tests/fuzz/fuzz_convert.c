@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "passes.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

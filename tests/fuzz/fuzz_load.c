@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

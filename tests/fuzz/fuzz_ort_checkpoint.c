@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "ort_checkpoint.h"
+#include "ir/ir.h"
+#include "ir/ort_checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

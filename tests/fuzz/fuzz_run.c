@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ampc.h"
-#include "ir.h"
+#include "ampc/ampc.h"
+#include "ir/ir.h"
 
 #define FR_MAX_ITERATIONS 1000
 /* Small: the time limit is checked between nodes, and one kernel over a few million

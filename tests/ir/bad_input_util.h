@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "irtest_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 /* An assertion that sends Criterion nothing when it holds: the tests' loops make tens of
  * thousands of checks, and every cr_assert is an event for the runner. */

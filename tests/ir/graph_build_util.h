@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* The value `name` as seen from g: an existing one of g or an enclosing scope, else a
  * new one in g. */

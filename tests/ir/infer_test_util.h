@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_build_util.h"
-#include "ir.h"
+#include "tests/ir/graph_build_util.h"
+#include "ir/ir.h"
 
 /* ---- building graphs ------------------------------------------------------------ */
 

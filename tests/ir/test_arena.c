@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "ir/arena.h"
 
 static bool all_zero(const unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; i++)

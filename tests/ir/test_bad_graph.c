@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bad_input_util.h"
-#include "ir.h"
-#include "irtest_util.h"
+#include "tests/ir/bad_input_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 /* ---- tensors: dims and data --------------------------------------------------------- */
 

@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "builder.h"
-#include "ir.h"
+#include "ir/builder.h"
+#include "ir/ir.h"
 
 /* A model with graph inputs x and y (float [2]) and one Relu per name in `outs`, each
  * reading x. */

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ir.h"
-#include "irtest_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 enum { BIG_N = 4096 }; /* floats in W: 16 KiB, above the default 1024-byte threshold */
 

@@ -18,8 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ir.h"
-#include "irtest_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 /* ---- the interposer ------------------------------------------------------------------ */
 

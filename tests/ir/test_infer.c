@@ -2,7 +2,7 @@
  * differences, constants read from initializers and shape arithmetic, reductions,
  * normalisations and optimizers. Merging with declared types and If/Loop/Scan bodies are
  * test_infer_ctrl.c. */
-#include "infer_test_util.h"
+#include "tests/ir/infer_test_util.h"
 
 /* ---- elementwise ------------------------------------------------------------------ */
 

@@ -1,7 +1,7 @@
 /* Type inference, continued (test_infer.c has the ops): merging with declared types
  * (conflicts are errors that name node and value; what is declared is filled, not
  * replaced), unknown ops, If/Loop/Scan bodies and training graphs. */
-#include "infer_test_util.h"
+#include "tests/ir/infer_test_util.h"
 
 /* ---- merging with declared types ---------------------------------------------------- */
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "irtest_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 static const AmpLoadOptions SERIAL = {.threads = 1};
 /* Every graph in parallel, in chunks of one node and up (ir/load_par.c sizes them from

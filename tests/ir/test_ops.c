@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 static AmpOpId op(const char *domain, const char *name) {
     AmpOpId id = amp_op_lookup(domain, name);

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "ort_checkpoint.h"
+#include "ir/ir.h"
+#include "ir/ort_checkpoint.h"
 
 #define MLP AMPC_TEST_DIR "/../models/ort_mlp/"
 

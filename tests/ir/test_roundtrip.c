@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "irtest_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 #include "onnx.pb-c.h"
 
 /* ---- field-by-field equality of two protobuf-c messages ----------------------------- */

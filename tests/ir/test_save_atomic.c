@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ir.h"
-#include "irtest_util.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 enum { N = 2048 }; /* floats in W: 8 KiB, saved external */
 

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dot.h"
-#include "ir.h"
-#include "irtest_util.h"
+#include "tools/dot.h"
+#include "ir/ir.h"
+#include "tests/ir/irtest_util.h"
 
 typedef struct Fixture {
     char *dir;

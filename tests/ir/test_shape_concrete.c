@@ -18,12 +18,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "graph_build_util.h"
-#include "infer_test_util.h"
-#include "ops.h"
-#include "shape.h"
-#include "tensor.h"
-#include "test_file_util.h"
+#include "tests/ir/graph_build_util.h"
+#include "tests/ir/infer_test_util.h"
+#include "ir/ops.h"
+#include "ir/shape.h"
+#include "ir/tensor.h"
+#include "tests/test_file_util.h"
 
 /* ---- the walk's knowledge, per value of the main graph (by AmpValue.id) ---------------- */
 

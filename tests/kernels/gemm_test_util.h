@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "kernel_test_util.h"
-#include "kernels.h"
+#include "ir/half.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 
 /* ---- a model to hang nodes on, and a way to run one kernel ---------------------- */
 

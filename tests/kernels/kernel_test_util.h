@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "ir.h"
-#include "kernels.h"
-#include "shape.h"
+#include "ir/half.h"
+#include "ir/ir.h"
+#include "kernels/cpu/kernels.h"
+#include "ir/shape.h"
 
 #define I64(...) ((const int64_t[]){__VA_ARGS__})
 

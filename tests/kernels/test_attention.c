@@ -4,7 +4,7 @@
  * softcap, qk_matmul_output modes, nonpad_kv_seqlen), 3-D = 4-D layouts, 16-bit storage,
  * fully masked rows; com.microsoft Attention/MultiHeadAttention masks; ConvGrad against
  * direct loops; FusedGemm activations and single rounding; and the error paths. */
-#include "gemm_test_util.h"
+#include "tests/kernels/gemm_test_util.h"
 
 TestSuite(attention, .init = setup, .fini = teardown);
 

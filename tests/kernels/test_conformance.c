@@ -15,10 +15,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "test_file_util.h"
-#include "exec.h"
-#include "half.h"
-#include "kernel_test_util.h"
+#include "tests/test_file_util.h"
+#include "runtime/exec.h"
+#include "ir/half.h"
+#include "tests/kernels/kernel_test_util.h"
 
 typedef struct Counts {
     AmpBackend *be;

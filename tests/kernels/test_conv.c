@@ -2,7 +2,7 @@
  * ConvTranspose against naive direct loops written here over random 1-D/2-D/3-D shapes
  * with groups, strides, dilations and asymmetric pads; 16-bit storage rounding; auto_pad;
  * MaxPool indices in both storage orders; AveragePool's count_include_pad; error paths. */
-#include "gemm_test_util.h"
+#include "tests/kernels/gemm_test_util.h"
 
 TestSuite(conv, .init = setup, .fini = teardown);
 

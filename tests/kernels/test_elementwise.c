@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "ir.h"
-#include "kernel_test_util.h"
-#include "kernels.h"
+#include "ir/half.h"
+#include "ir/ir.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 
 /* ---- harness: one node, called through the registry with a test allocator ---------- */
 

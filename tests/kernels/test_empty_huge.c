@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_test_util.h"
-#include "kernels.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 
 static AmpModel *model;
 static Outs outs;

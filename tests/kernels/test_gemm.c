@@ -2,7 +2,7 @@
  * written here: 16-bit storage rounding, numpy broadcasting of batch dims and 1-D
  * promotion, Gemm transposes and C broadcasting, Einsum's GEMM lowering against its
  * general loop, and the error paths. Conv and pooling are in test_conv.c. */
-#include "gemm_test_util.h"
+#include "tests/kernels/gemm_test_util.h"
 
 /* ---- MatMul ---------------------------------------------------------------------- */
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "kernel_test_util.h"
-#include "kernels.h"
+#include "ir/half.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 
 enum { K_RNN, K_GRU, K_LSTM };
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "kernel_test_util.h"
-#include "kernels.h"
+#include "ir/half.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 
 /* ---- harness: one node, its outputs in `outs` (kernel_test_util.h) ------------------- */
 

@@ -254,7 +254,7 @@ def test_ampc_train(ctx):
                                  f"{straight[k][0]} straight through")
     a, meta_a = checkpoint_state(os.path.join(ctx.tmp, "ck100.onnx"))
     b, meta_b = checkpoint_state(os.path.join(ctx.tmp, "ck5050.onnx"))
-    # The state is what training_info binds (runtime/ampc.h): weights, momentum, step; not lr.
+    # The state is what training_info binds (include/ampc/ampc.h): weights, momentum, step; not lr.
     bound = {b.key for b in onnx.load(tm.model_path("mlp_train")).training_info[0].update_binding}
     if set(a) != bound:
         raise AssertionError(f"the checkpoint holds {sorted(a)}, update_binding binds {sorted(bound)}")

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/rt_util.h"
-#include "ir.h"
-#include "passes.h"
+#include "tests/runtime/rt_util.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
 
 /* A node named `name`: inputs and outputs as comma-separated names ("" = left out). */
 static inline AmpNode *nd(AmpGraph *g, const char *op, const char *name, const char *ins, const char *outs) {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grad.h"
-#include "runtime/rt_util.h"
+#include "passes/grad.h"
+#include "tests/runtime/rt_util.h"
 
 #define EPS 1e-2f
 #define ATOL 3e-4

@@ -5,8 +5,8 @@
  * outputs (--keep-io-types and not), weights stored in 16 bits, user lists and levels,
  * --keep-fp32, --explain, the paint buckets and idempotence. Training rules, subgraphs
  * and the regression cases are in test_amp_train.c. */
-#include "amp_test_util.h"
-#include "options.h"
+#include "tests/passes/amp_test_util.h"
+#include "passes/options.h"
 
 static AmpStatus st;
 

@@ -7,9 +7,9 @@
  * float32; a second conversion changes nothing; the report counts what the file holds. */
 #include <math.h>
 
-#include "amp_test_util.h"
-#include "half.h"
-#include "report.h"
+#include "tests/passes/amp_test_util.h"
+#include "ir/half.h"
+#include "tools/report.h"
 
 static AmpStatus st;
 

@@ -6,9 +6,9 @@
  * converts to the bytes a copying load gives, from inline and from external data. */
 #include <math.h>
 
-#include "../ir/irtest_util.h"
-#include "amp_test_util.h"
-#include "half.h"
+#include "tests/ir/irtest_util.h"
+#include "tests/passes/amp_test_util.h"
+#include "ir/half.h"
 
 enum { K = 64 }; /* W is K x K: 8 KiB in 16 bits, deferred; V is K x 2: made at once */
 

@@ -5,7 +5,7 @@
  * redundant Cast pairs, Resize scales / Range / shape and index inputs wrongly cast, an
  * existing Cast(to=float) mistyped, topological order broken by boundary casts, and
  * weights in external data. */
-#include "amp_test_util.h"
+#include "tests/passes/amp_test_util.h"
 
 static AmpStatus st;
 

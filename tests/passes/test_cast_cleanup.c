@@ -3,7 +3,7 @@
  * (same input, same type, same graph) become one; lossy trips (fp32 -> fp16 -> fp32) and
  * Casts whose output is a graph output stay; users' Casts keep their meaning; subgraphs are
  * cleaned too; a value with a large fan-out is handled in one sweep. */
-#include "amp_test_util.h"
+#include "tests/passes/amp_test_util.h"
 
 static AmpStatus st;
 

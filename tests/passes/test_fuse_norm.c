@@ -2,7 +2,7 @@
  * pattern's edge cases (a centred value read outside the group, eps as a Constant node or
  * an initializer, axes -1 or rank-1, a mean over another axis, Mul(d, d) and Reciprocal
  * forms, GELU's orders), on small graphs built here. */
-#include "amp_test_util.h"
+#include "tests/passes/amp_test_util.h"
 
 typedef struct LnForm {
     int64_t axes;       /* the ReduceMeans' axes */

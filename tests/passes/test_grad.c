@@ -3,7 +3,7 @@
  * gradients as outputs; the gradients the CPU executor computes from the built backward
  * must match central finite differences of the forward loss (float32: step 1e-2, so the
  * tolerance is loose). Each case prints the largest error it saw. */
-#include "grad_check.h"
+#include "tests/passes/grad_check.h"
 
 /* ---- matrix products ------------------------------------------------------------------ */
 

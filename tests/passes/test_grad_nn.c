@@ -2,7 +2,7 @@
  * Split, Slice, convolutions, pooling, BatchNormalization, selections (Where, Max/Min,
  * ReduceMax, Gather on another axis, Expand, Tile) and the piecewise activations, each
  * against central finite differences on shapes that exercise its attributes. */
-#include "grad_check.h"
+#include "tests/passes/grad_check.h"
 
 static void attr_s(AmpModel *m, AmpNode *n, const char *name, const char *v) {
     AmpAttr *a = amp_node_add_attr(n, name, AMP_ATTR_STRING);

@@ -7,8 +7,8 @@
  * errors for training graphs that do not fit the contract. */
 #include <math.h>
 
-#include "amp_test_util.h"
-#include "precision.h"
+#include "tests/passes/amp_test_util.h"
+#include "ir/precision.h"
 
 static AmpStatus st;
 

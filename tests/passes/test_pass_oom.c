@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grad.h"
-#include "ir.h"
-#include "passes.h"
+#include "passes/grad.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
 
 /* ---- the allocation hook ---------------------------------------------------------------- */
 

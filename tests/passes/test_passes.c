@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "passes.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
 
 /* ---- building graphs tersely ----------------------------------------------------- */
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ampc.h"
-#include "ir.h"
+#include "ampc/ampc.h"
+#include "ir/ir.h"
 
 static inline AmpModel *rt_model(int64_t opset) {
     AmpModel *m = amp_model_new();

@@ -5,9 +5,9 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "../ir/irtest_util.h"
-#include "amp_auto.h"
-#include "rt_util.h"
+#include "tests/ir/irtest_util.h"
+#include "runtime/amp_auto.h"
+#include "tests/runtime/rt_util.h"
 
 static const char *const names[] = {"before.onnx", "after.onnx", "before.txt",
                                     "after.txt",   "summary.txt", "paint.txt"};

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "rt_util.h"
+#include "tests/runtime/rt_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CAP_ASAN 1

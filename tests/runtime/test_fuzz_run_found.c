@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_util.h"
+#include "tests/runtime/rt_util.h"
 
 /* Unsqueeze-13 takes axes as an input; an axes attribute and no input: refused at open
  * with a clean error naming the node, not an output the kernel finds unplaced. */

@@ -8,10 +8,10 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "calib.h"
-#include "half.h"
-#include "observe.h"
-#include "rt_util.h"
+#include "passes/calib.h"
+#include "ir/half.h"
+#include "runtime/observe.h"
+#include "tests/runtime/rt_util.h"
 
 static AmpStatus st;
 

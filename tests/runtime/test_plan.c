@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "test_file_util.h"
-#include "exec.h"
-#include "plan.h"
+#include "tests/test_file_util.h"
+#include "runtime/exec.h"
+#include "runtime/plan.h"
 
 static void assert_valid(const AmpPlanItem *it, size_t n, size_t align, size_t arena) {
     for (size_t i = 0; i < n; i++) {

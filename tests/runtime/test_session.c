@@ -6,8 +6,8 @@
 #include <malloc.h>
 #include <math.h>
 
-#include "backend.h"
-#include "rt_util.h"
+#include "backend/backend.h"
+#include "tests/runtime/rt_util.h"
 
 static void *read_bytes(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");

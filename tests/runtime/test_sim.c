@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "exec.h"
-#include "rt_util.h"
+#include "backend/backend.h"
+#include "runtime/exec.h"
+#include "tests/runtime/rt_util.h"
 
 #define I64s(...) ((const int64_t[]){__VA_ARGS__})
 

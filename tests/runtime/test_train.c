@@ -7,8 +7,8 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "../ir/irtest_util.h"
-#include "rt_util.h"
+#include "tests/ir/irtest_util.h"
+#include "tests/runtime/rt_util.h"
 
 
 /* Main: loss = mean((X*W - T)^2); the algorithm: W_new = W - lr * (2/3) * D * X with

@@ -9,9 +9,9 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../ir/irtest_util.h"
-#include "passes.h"
-#include "rt_util.h"
+#include "tests/ir/irtest_util.h"
+#include "passes/passes.h"
+#include "tests/runtime/rt_util.h"
 
 #define MLP_TRAIN AMPC_TEST_DIR "/../models/mlp_train/model.onnx"
 enum { BATCH = 8, N_IN = 16, N_CLASS = 4, N_STEPS = 5 };

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/cli_options.h"
-#include "../ir/irtest_util.h"
-#include "cli_test_util.h"
-#include "ir.h"
-#include "options.h"
-#include "passes.h"
+#include "tools/cli_options.h"
+#include "tests/ir/irtest_util.h"
+#include "tests/tools/cli_test_util.h"
+#include "ir/ir.h"
+#include "passes/options.h"
+#include "passes/passes.h"
 
 TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 

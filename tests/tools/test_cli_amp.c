@@ -3,9 +3,9 @@
  * --level, --allow/--infer/--clear/--deny and the AMP_*LIST_* variables (an op in two
  * lists is a usage error naming it), --keep-fp32, --no-keep-io-types, --loss, --loss-scale,
  * --explain (an unknown node is exit 2), and weights out of fp16's range reported. */
-#include "../runtime/rt_util.h"
-#include "cli_test_util.h"
-#include "ir.h"
+#include "tests/runtime/rt_util.h"
+#include "tests/tools/cli_test_util.h"
+#include "ir/ir.h"
 
 TestSuite(cli_amp, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/rt_util.h"
-#include "cli_test_util.h"
-#include "ir.h"
+#include "tests/runtime/rt_util.h"
+#include "tests/tools/cli_test_util.h"
+#include "ir/ir.h"
 
 TestSuite(cli_inspect, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 

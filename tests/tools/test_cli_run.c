@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/rt_util.h"
-#include "backend.h"
-#include "cli_test_util.h"
-#include "ir.h"
+#include "tests/runtime/rt_util.h"
+#include "backend/backend.h"
+#include "tests/tools/cli_test_util.h"
+#include "ir/ir.h"
 
 TestSuite(cli_run, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 

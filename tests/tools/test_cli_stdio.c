@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli_test_util.h"
+#include "tests/tools/cli_test_util.h"
 
 TestSuite(cli_stdio, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 

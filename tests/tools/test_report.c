@@ -1,4 +1,4 @@
-/* The conversion report (ir/report.c) on graphs built here, its numbers worked out by
+/* The conversion report (tools/report.c) on graphs built here, its numbers worked out by
  * hand: float nodes and casts counted from the dtypes, FLOPs of MatMul/Gemm/Conv/
  * ConvTranspose with static shapes and their 16-bit share, the table, groups. */
 #include <criterion/criterion.h>
@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/rt_util.h"
-#include "ir.h"
-#include "report.h"
+#include "tests/runtime/rt_util.h"
+#include "ir/ir.h"
+#include "tools/report.h"
 
 static char *report_text(const AmpModel *m, AmpReport *r) {
     AmpStatus st = {AMP_OK, ""};

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct AmpDotOptions {
     /* Merge each maximal chain of nodes into one box "N nodes: Op1 → Op2 → …". Two

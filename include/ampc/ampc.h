@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h" /* AmpCode, AmpStatus */
+#include "ampc/status.h" /* AmpCode, AmpStatus */
 
 #ifdef __cplusplus
 extern "C" {

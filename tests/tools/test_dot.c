@@ -1,4 +1,4 @@
-/* The DOT printer (ir/dot.c) and node precisions (ir/precision.c) on graphs built here:
+/* The DOT printer (tools/dot.c) and node precisions (ir/precision.c) on graphs built here:
  * colours and cast labels around an fp16 MatMul, hostile names escaped, If bodies and
  * training graphs as clusters, groups, initializers, and --dot-collapse on 1000-node
  * graphs; every picture is also handed to Graphviz's `dot` when it is installed. */
@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../runtime/rt_util.h"
-#include "dot.h"
-#include "ir.h"
-#include "precision.h"
+#include "tests/runtime/rt_util.h"
+#include "tools/dot.h"
+#include "ir/ir.h"
+#include "ir/precision.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dot.h"
-#include "precision.h"
+#include "tools/dot.h"
+#include "ir/precision.h"
 
 #define ARROW "\xE2\x86\x92"    /* → */
 #define ELLIPSIS "\xE2\x80\xA6" /* … */

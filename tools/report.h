@@ -1,13 +1,13 @@
 /* The conversion report (ampc --report): how many float nodes are in 16 bits, how many
  * casts, what share of the matrix-product FLOPs runs in 16 bits, and a table per op
  * type. Read from the model's dtypes alone (precision.h), so it describes any model. */
-#ifndef AMP_REPORT_H
-#define AMP_REPORT_H
+#ifndef AMP_TOOLS_REPORT_H
+#define AMP_TOOLS_REPORT_H
 
 #include <stdio.h>
 
-#include "ir.h"
-#include "precision.h"
+#include "ir/ir.h"
+#include "ir/precision.h"
 
 typedef struct AmpOpCount {
     const char *domain, *op_type;
@@ -41,9 +41,6 @@ typedef struct AmpReport {
     size_t n_ops, cap_ops;
 } AmpReport;
 
-/* The FLOPs of one MatMul, Gemm, Conv or ConvTranspose node, as AmpReport counts them:
- * 1 when counted into *flops; 0 for other ops; -1 when its shapes are not static. */
-int amp_node_flops(const AmpNode *n, double *flops);
 
 /* Fills r (which amp_report_free releases, also after a failure); fails only when out
  * of memory. */
