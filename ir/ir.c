@@ -409,8 +409,11 @@ AmpAttr *amp_node_add_attr(AmpNode *n, const char *name, int type) {
     AmpAttr *attrs = amp_arena_grow(a, n->attrs, n->n_attrs, n->n_attrs + 1, sizeof *attrs);
     if (!attrs) return NULL;
     n->attrs = attrs;
+    const char *own = amp_arena_strdup(a, name);
+    if (!own) return NULL; /* out of memory: no attribute added */
     AmpAttr *at = &attrs[n->n_attrs++];
-    at->name = amp_arena_strdup(a, name);
+    *at = (AmpAttr){0};
+    at->name = own;
     at->type = type;
     at->has = AMP_ATTR_HAS_TYPE;
     if (type == AMP_ATTR_FLOAT) at->has |= AMP_ATTR_HAS_F;
