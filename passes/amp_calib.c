@@ -153,7 +153,10 @@ static int worse(const void *a, const void *b) {
 
 size_t amp_calib_underflow(const AmpCalibStats *s, const AmpModel *m, size_t max_lines, AmpNotifyFn fn, void *ctx) {
     const AmpCalibValue **u = malloc((s->n_v + 1) * sizeof *u);
-    if (!u) return 0;
+    if (!u) { /* the advice is lost, not the conversion: say so rather than nothing */
+        if (fn) fn(ctx, "calibration: out of memory: the gradients that underflow are not listed");
+        return 0;
+    }
     size_t n = 0;
     double top = 0; /* the largest unscaled gradient */
     for (size_t i = 0; i < s->n_v; i++) {
