@@ -190,7 +190,7 @@ AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf
 }
 
 /* Kernel size from W's spatial dims; a kernel_shape attribute must agree with them. */
-static AmpCode kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *w, int nsp, int64_t *kern) {
+AmpCode amp_conv_kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *w, int nsp, int64_t *kern) {
     int64_t attr[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, -1, attr);
     if (rc) return rc;
@@ -289,7 +289,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = kernel_from_w(k, at, w, nsp, kern);
+    AmpCode rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
     if (rc || (rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
     int64_t ydims[AMP_MAX_RANK] = {N, M};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
@@ -395,8 +395,8 @@ static int64_t floor_div2(int64_t v) {
  * is split with the larger half at the end for SAME_UPPER, at the start otherwise
  * (SAME_LOWER, NOTSET and VALID alike). With neither, the start pad is pads[i] (0 for
  * VALID) and the size the natural one less both pads. */
-static AmpCode convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
-                                  AmpConvGeom *g) {
+AmpCode amp_convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
+                               AmpConvGeom *g) {
     memset(g, 0, sizeof *g);
     int n = g->nsp = x->rank - 2;
     AutoPad ap = (AutoPad)a->auto_pad;
@@ -470,8 +470,8 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = kernel_from_w(k, at, w, nsp, kern);
-    if (rc || (rc = convtranspose_geom(k, at, x, kern, &g))) return rc;
+    AmpCode rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
+    if (rc || (rc = amp_convtranspose_geom(k, at, x, kern, &g))) return rc;
     int64_t ydims[AMP_MAX_RANK] = {N, M};
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;

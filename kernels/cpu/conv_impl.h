@@ -56,6 +56,15 @@ AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf
 AmpCode amp_conv_ints_of(AmpKernelCtx *k, const AmpConvInts *a, const char *name, int n, int64_t dflt,
                          int64_t *out);
 
+/* The kernel's spatial sizes: W's dims from axis 2, which kernel_shape (when given) must
+ * match. */
+AmpCode amp_conv_kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *w, int nsp, int64_t *kern);
+/* ConvTranspose's geometry (conv.c): g->in are X's spatial dims, g->out Y's, pad0/pad1
+ * the pads at each end (negative where output_shape asks for more than the natural
+ * size), as the ONNX spec and onnxruntime compute them; the CUDA kernel reuses it. */
+AmpCode amp_convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
+                               AmpConvGeom *g);
+
 /* Reads the node's INTS attribute of exactly n entries into out, or fills out with dflt
  * when absent; AMP_ERR_INPUT when it has another length or a value under `min`. With
  * amp_conv_geom, for a kernel that reads its attributes from the node when it runs

@@ -6,11 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/resize_impl.h"
 #include "kernels/cpu/shape_impl.h"
 
-enum { M_NEAREST, M_LINEAR, M_CUBIC };
-enum { NR_PREFER_FLOOR, NR_PREFER_CEIL, NR_FLOOR, NR_CEIL };
-enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_CROP };
 
 static int lookup(const char *s, const char *const *names, int n) {
     for (int i = 0; i < n; i++)
@@ -18,27 +16,20 @@ static int lookup(const char *s, const char *const *names, int n) {
     return -1;
 }
 
-/* One resized axis: for each output index, `taps` source indices (-1: the output
- * element is the extrapolation value) and their weights. */
-typedef struct Axis {
-    int taps;
-    int64_t *idx; /* (out, taps) */
-    double *w;    /* (out, taps) */
-} Axis;
 
 /* Source coordinate of output index o along an axis (ONNX reference formulas; `ow` is
  * scale * in, which need not be an integer). */
 static double source_coord(int ct, double o, double scale, int64_t in, int64_t out, double r0, double r1) {
     double ow = scale * (double)in;
     switch (ct) {
-    case CT_ALIGN: return ow == 1 ? 0.0 : o * (double)(in - 1) / (ow - 1);
-    case CT_ASYM: return o / scale;
-    case CT_CROP:
+    case AMP_RS_CT_ALIGN: return ow == 1 ? 0.0 : o * (double)(in - 1) / (ow - 1);
+    case AMP_RS_CT_ASYM: return o / scale;
+    case AMP_RS_CT_CROP:
         if (ow == 1) return (r1 - r0) * (double)(in - 1) / 2 + r0 * (double)(in - 1);
         return o * (r1 - r0) * (double)(in - 1) / (ow - 1) + r0 * (double)(in - 1);
-    case CT_PYTORCH: return ow == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
-    case CT_TF_NN: return (o + 0.5) / scale;
-    case CT_HALF_PIXEL_SYM: {
+    case AMP_RS_CT_PYTORCH: return ow == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
+    case AMP_RS_CT_TF_NN: return (o + 0.5) / scale;
+    case AMP_RS_CT_HALF_PIXEL_SYM: {
         double adj = (double)out / ow, center = (double)in / 2;
         return center * (1 - adj) + (o + 0.5) / scale - 0.5;
     }
@@ -51,13 +42,13 @@ static int64_t clampi(int64_t v, int64_t n) {
 }
 
 /* Fills one axis' taps and weights. */
-static void build_axis(Axis *a, int mode, int nr, int ct, double scale, int64_t in, int64_t out, double r0,
+static void build_axis(AmpResizeAxis *a, int mode, int nr, int ct, double scale, int64_t in, int64_t out, double r0,
                        double r1, double A, bool exclude) {
     for (int64_t o = 0; o < out; o++) {
         int64_t *ix = a->idx + o * a->taps;
         double *w = a->w + o * a->taps;
         double x = source_coord(ct, (double)o, scale, in, out, r0, r1);
-        if (ct == CT_CROP && (x < 0 || x > (double)(in - 1))) {
+        if (ct == AMP_RS_CT_CROP && (x < 0 || x > (double)(in - 1))) {
             for (int t = 0; t < a->taps; t++) ix[t] = -1, w[t] = 0;
             continue;
         }
@@ -66,15 +57,15 @@ static void build_axis(Axis *a, int mode, int nr, int ct, double scale, int64_t 
         x = fmax(-2.0, fmin(x, (double)in + 1));
         double fl = floor(x), ratio = x - fl;
         int64_t i0 = (int64_t)fl;
-        if (mode == M_NEAREST) {
+        if (mode == AMP_RS_NEAREST) {
             int64_t n = i0;
             if (ratio != 0) {
                 bool up =
-                    nr == NR_CEIL || (nr == NR_PREFER_FLOOR && ratio > 0.5) || (nr == NR_PREFER_CEIL && ratio >= 0.5);
+                    nr == AMP_RS_NR_CEIL || (nr == AMP_RS_NR_PREFER_FLOOR && ratio > 0.5) || (nr == AMP_RS_NR_PREFER_CEIL && ratio >= 0.5);
                 n = up ? i0 + 1 : i0;
             }
             ix[0] = clampi(n, in), w[0] = 1;
-        } else if (mode == M_LINEAR) {
+        } else if (mode == AMP_RS_LINEAR) {
             ix[0] = clampi(i0, in), ix[1] = clampi(i0 + 1, in);
             w[0] = 1 - ratio, w[1] = ratio;
         } else {
@@ -106,17 +97,6 @@ static AmpCode read_floats(AmpKernelCtx *k, const AmpBuf *b, const char *what, d
     return amp_sh_convert(k, b->data, b->dtype, out, AMP_DT_DOUBLE, n);
 }
 
-enum { KA_STRETCH, KA_NOT_LARGER, KA_NOT_SMALLER };
-
-/* Resize's attributes; the axes as given (checked against the rank in the kernel). */
-typedef struct ResizeAttrs {
-    int mode, ct, nr, policy;
-    double A; /* cubic_coeff_a */
-    bool exclude, antialias;
-    float extrap;
-    size_t na; /* axes given (0: all) */
-    int64_t axes[AMP_MAX_RANK];
-} ResizeAttrs;
 
 AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
@@ -124,13 +104,13 @@ AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
                                       "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
-    ResizeAttrs a = {0};
+    AmpResizeAttrs a = {0};
     const char *ms = amp_node_attr_string(n, "mode", "nearest");
     a.mode = lookup(ms, modes, 3);
-    if (a.mode < 0 && strcmp(ms, "bilinear") == 0) a.mode = M_LINEAR;
+    if (a.mode < 0 && strcmp(ms, "bilinear") == 0) a.mode = AMP_RS_LINEAR;
     if (a.mode < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", ms);
     if (opset < 11) { /* Resize-10: (X, scales); the Upsample semantics */
-        a.ct = CT_ASYM, a.nr = NR_FLOOR;
+        a.ct = AMP_RS_CT_ASYM, a.nr = AMP_RS_NR_FLOOR;
     } else {
         const char *cs = amp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
         const char *ns = amp_node_attr_string(n, "nearest_mode", "round_prefer_floor");
@@ -154,18 +134,9 @@ AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
-/* What the inputs ask for: per axis of X, the scale, the output size and the crop box
- * (roi; 0 and 1 where there is none). */
-typedef struct ResizeGeom {
-    int r;     /* X's rank */
-    size_t na; /* resized axes */
-    int64_t axes[AMP_MAX_RANK];
-    double scale[AMP_MAX_RANK], r0[AMP_MAX_RANK], r1[AMP_MAX_RANK];
-    int64_t out[AMP_MAX_RANK];
-} ResizeGeom;
 
 /* The resized axes (attribute since opset 18, else all). */
-static AmpCode resize_axes(AmpKernelCtx *k, const ResizeAttrs *ra, ResizeGeom *g) {
+static AmpCode resize_axes(AmpKernelCtx *k, const AmpResizeAttrs *ra, AmpResizeGeom *g) {
     g->na = (size_t)g->r;
     if (!ra->na) {
         for (int d = 0; d < g->r; d++) g->axes[d] = d;
@@ -185,8 +156,8 @@ static AmpCode resize_axes(AmpKernelCtx *k, const ResizeAttrs *ra, ResizeGeom *g
 }
 
 /* Output sizes from sizes (with keep_aspect_ratio_policy). */
-static AmpCode resize_sizes(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, const AmpBuf *sizes,
-                            ResizeGeom *g) {
+static AmpCode resize_sizes(AmpKernelCtx *k, const AmpResizeAttrs *ra, const AmpBuf *x, const AmpBuf *sizes,
+                            AmpResizeGeom *g) {
     int64_t sz[AMP_MAX_RANK];
     size_t n, na = g->na;
     AmpCode rc;
@@ -199,7 +170,7 @@ static AmpCode resize_sizes(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf
         g->out[d] = sz[i];
         g->scale[d] = x->dims[d] ? (double)sz[i] / (double)x->dims[d] : 1.0;
     }
-    bool larger = ra->policy == KA_NOT_LARGER, smaller = ra->policy == KA_NOT_SMALLER;
+    bool larger = ra->policy == AMP_RS_KA_NOT_LARGER, smaller = ra->policy == AMP_RS_KA_NOT_SMALLER;
     if (!larger && !smaller) return AMP_OK;
     double s = g->scale[g->axes[0]];
     for (size_t i = 1; i < na; i++) s = larger ? fmin(s, g->scale[g->axes[i]]) : fmax(s, g->scale[g->axes[i]]);
@@ -212,8 +183,8 @@ static AmpCode resize_sizes(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf
 }
 
 /* The geometry from exactly one of scales and sizes, and roi for tf_crop_and_resize. */
-static AmpCode resize_geom(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, const AmpBuf *roi,
-                           const AmpBuf *scales, const AmpBuf *sizes, ResizeGeom *g) {
+AmpCode amp_resize_geom(AmpKernelCtx *k, const AmpResizeAttrs *ra, const AmpBuf *x, const AmpBuf *roi,
+                        const AmpBuf *scales, const AmpBuf *sizes, AmpResizeGeom *g) {
     g->r = x->rank;
     AmpCode rc = resize_axes(k, ra, g);
     if (rc) return rc;
@@ -232,23 +203,26 @@ static AmpCode resize_geom(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf 
     } else if ((rc = resize_sizes(k, ra, x, sizes, g))) {
         return rc;
     }
-    if (ra->ct == CT_CROP) {
+    if (ra->ct == AMP_RS_CT_CROP) {
         if (!roi) return amp_kernel_fail(k, AMP_ERR_INPUT, "tf_crop_and_resize needs the roi input");
         if ((rc = read_floats(k, roi, "roi", v, 2 * na))) return rc;
         for (size_t i = 0; i < na; i++) g->r0[g->axes[i]] = v[i], g->r1[g->axes[i]] = v[na + i];
     }
+    for (int d = 0; d < g->r; d++)
+        if (ra->antialias && ra->mode != AMP_RS_NEAREST && g->scale[d] < 1)
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
     return AMP_OK;
 }
 
 /* Nearest: a byte copy per element (the extrapolation value outside a crop box). */
-static AmpCode resize_nearest(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const Axis *ax,
+static AmpCode resize_nearest(AmpKernelCtx *k, const AmpResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const AmpResizeAxis *ax,
                               const int64_t *out, size_t es) {
     int r = x->rank, dt = x->dtype;
     int64_t strides[AMP_MAX_RANK], c[AMP_MAX_RANK] = {0};
     amp_sh_strides(r, x->dims, strides);
     AmpCode rc = AMP_OK;
     uint8_t ev[16] = {0}; /* the extrapolation value in x's dtype */
-    if (ra->ct == CT_CROP && ra->extrap != 0 && amp_sh_convertible(dt))
+    if (ra->ct == AMP_RS_CT_CROP && ra->extrap != 0 && amp_sh_convertible(dt))
         rc = amp_sh_convert(k, &ra->extrap, AMP_DT_FLOAT, ev, dt, 1);
     const char *src = x->data;
     char *dst = y->data;
@@ -270,7 +244,7 @@ static AmpCode resize_nearest(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpB
 }
 
 /* Linear and cubic: the weighted sum over every combination of taps, in double. */
-static AmpCode resize_interp(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const Axis *ax,
+static AmpCode resize_interp(AmpKernelCtx *k, const AmpResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const AmpResizeAxis *ax,
                              const int64_t *out) {
     int r = x->rank;
     bool is_double = x->dtype == AMP_DT_DOUBLE;
@@ -318,69 +292,74 @@ static AmpCode resize_interp(AmpKernelCtx *k, const ResizeAttrs *ra, const AmpBu
     return AMP_OK;
 }
 
-AmpCode amp_sh_resize(AmpKernelCtx *k) {
-    const ResizeAttrs *ra = k->attrs;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no input X");
-    int r = x->rank;
-    int mode = ra->mode, ct = ra->ct;
-    const AmpBuf *roi = NULL, *scales, *sizes = NULL;
+AmpCode amp_resize_inputs(AmpKernelCtx *k, const AmpBuf **roi, const AmpBuf **scales, const AmpBuf **sizes) {
+    *roi = *sizes = NULL;
     if (k->opset < 11) { /* Resize-10: (X, scales) */
-        scales = k->n_in > 1 ? k->in[1] : NULL;
+        *scales = k->n_in > 1 ? k->in[1] : NULL;
     } else {
-        roi = k->n_in > 1 ? k->in[1] : NULL;
-        scales = k->n_in > 2 ? k->in[2] : NULL;
-        sizes = k->n_in > 3 ? k->in[3] : NULL;
+        *roi = k->n_in > 1 ? k->in[1] : NULL;
+        *scales = k->n_in > 2 ? k->in[2] : NULL;
+        *sizes = k->n_in > 3 ? k->in[3] : NULL;
     }
-    if (scales && scales->nelem == 0) scales = NULL; /* empty placeholders (opset 11-12) */
-    if (sizes && sizes->nelem == 0) sizes = NULL;
-    if (roi && roi->nelem == 0) roi = NULL;
-    if (!scales == !sizes) return amp_kernel_fail(k, AMP_ERR_INPUT, "exactly one of scales and sizes must be given");
-    ResizeGeom g;
-    AmpCode rc = resize_geom(k, ra, x, roi, scales, sizes, &g);
-    if (rc) return rc;
+    if (*scales && (*scales)->nelem == 0) *scales = NULL; /* empty placeholders (opset 11-12) */
+    if (*sizes && (*sizes)->nelem == 0) *sizes = NULL;
+    if (*roi && (*roi)->nelem == 0) *roi = NULL;
+    if (!*scales == !*sizes) return amp_kernel_fail(k, AMP_ERR_INPUT, "exactly one of scales and sizes must be given");
+    return AMP_OK;
+}
 
-    /* Interpolating modes compute in floating point. */
-    int dt = x->dtype;
-    if (mode != M_NEAREST && !amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
-    size_t es = amp_sh_esize(k, dt);
-    if (!es) return k->st->code;
-    for (int d = 0; d < r; d++)
-        if (ra->antialias && mode != M_NEAREST && g.scale[d] < 1)
-            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
-    AmpBuf *y;
-    if ((rc = amp_sh_out(k, dt, r, g.out, &y)) || !y) return rc;
-    if (y->nelem == 0) return AMP_OK;
-
-    /* Per-axis tables; axes left as they are (scale 1, same size, no crop) get one tap. */
-    Axis ax[AMP_MAX_RANK];
+/* Axes left as they are (scale 1, same size, no crop) get one tap. */
+AmpCode amp_resize_tables(AmpKernelCtx *k, const AmpResizeAttrs *ra, const AmpBuf *x, const AmpResizeGeom *g,
+                          AmpResizeAxis *ax, void **mem) {
+    int r = x->rank, mode = ra->mode, ct = ra->ct;
     bool same[AMP_MAX_RANK];
-    int taps = mode == M_NEAREST ? 1 : mode == M_LINEAR ? 2 : 4;
-    size_t total = 0;
+    int taps = mode == AMP_RS_NEAREST ? 1 : mode == AMP_RS_LINEAR ? 2 : 4;
+    size_t total = 1; /* never a zero-byte allocation */
     for (int d = 0; d < r; d++) {
-        same[d] = fabs(g.scale[d] - 1) <= 1e-9 && g.out[d] == x->dims[d] &&
-                  (ct != CT_CROP || (fabs(g.r0[d]) <= 1e-9 && fabs(g.r1[d] - 1) <= 1e-9));
+        same[d] = fabs(g->scale[d] - 1) <= 1e-9 && g->out[d] == x->dims[d] &&
+                  (ct != AMP_RS_CT_CROP || (fabs(g->r0[d]) <= 1e-9 && fabs(g->r1[d] - 1) <= 1e-9));
         ax[d].taps = same[d] ? 1 : taps;
-        total += (size_t)g.out[d] * (size_t)ax[d].taps;
+        total += (size_t)g->out[d] * (size_t)ax[d].taps;
     }
-    int64_t *ibuf = malloc(total * sizeof *ibuf);
-    double *wbuf = malloc(total * sizeof *wbuf);
-    if (!ibuf || !wbuf) {
-        free(ibuf), free(wbuf);
-        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    }
+    char *buf = malloc(total * (sizeof(int64_t) + sizeof(double)));
+    if (!buf) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    int64_t *ibuf = (int64_t *)buf;
+    double *wbuf = (double *)(buf + total * sizeof(int64_t));
     size_t at = 0;
     for (int d = 0; d < r; d++) {
         ax[d].idx = ibuf + at, ax[d].w = wbuf + at;
-        at += (size_t)g.out[d] * (size_t)ax[d].taps;
+        at += (size_t)g->out[d] * (size_t)ax[d].taps;
         if (same[d]) {
-            for (int64_t o = 0; o < g.out[d]; o++) ax[d].idx[o] = o, ax[d].w[o] = 1;
+            for (int64_t o = 0; o < g->out[d]; o++) ax[d].idx[o] = o, ax[d].w[o] = 1;
         } else {
-            build_axis(&ax[d], mode, ra->nr, ct, g.scale[d], x->dims[d], g.out[d], g.r0[d], g.r1[d], ra->A,
+            build_axis(&ax[d], mode, ra->nr, ct, g->scale[d], x->dims[d], g->out[d], g->r0[d], g->r1[d], ra->A,
                        ra->exclude);
         }
     }
-    rc = mode == M_NEAREST ? resize_nearest(k, ra, x, y, ax, g.out, es) : resize_interp(k, ra, x, y, ax, g.out);
-    free(ibuf), free(wbuf);
+    *mem = buf;
+    return AMP_OK;
+}
+
+AmpCode amp_sh_resize(AmpKernelCtx *k) {
+    const AmpResizeAttrs *ra = k->attrs;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no input X");
+    const AmpBuf *roi, *scales, *sizes;
+    AmpResizeGeom g;
+    AmpCode rc = amp_resize_inputs(k, &roi, &scales, &sizes);
+    if (rc || (rc = amp_resize_geom(k, ra, x, roi, scales, sizes, &g))) return rc;
+    /* Interpolating modes compute in floating point. */
+    int dt = x->dtype;
+    if (ra->mode != AMP_RS_NEAREST && !amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
+    size_t es = amp_sh_esize(k, dt);
+    if (!es) return k->st->code;
+    AmpBuf *y;
+    if ((rc = amp_sh_out(k, dt, x->rank, g.out, &y)) || !y) return rc;
+    if (y->nelem == 0) return AMP_OK;
+    AmpResizeAxis ax[AMP_MAX_RANK];
+    void *mem;
+    if ((rc = amp_resize_tables(k, ra, x, &g, ax, &mem))) return rc;
+    rc = ra->mode == AMP_RS_NEAREST ? resize_nearest(k, ra, x, y, ax, g.out, es) : resize_interp(k, ra, x, y, ax, g.out);
+    free(mem);
     return rc;
 }

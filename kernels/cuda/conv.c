@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_dnn.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "kernels/cpu/conv_impl.h" /* the CPU's attributes and window geometry */
 
@@ -48,11 +49,11 @@ static void plan_free(void *p) {
     free(x);
 }
 
-static cudnnDataType_t dnn_type(int dtype) {
+cudnnDataType_t amp_cuda_dnn_type(int dtype) {
     return dtype == AMP_DT_FLOAT16 ? CUDNN_DATA_HALF : dtype == AMP_DT_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
 
-static cudnnStatus_t packed(cudnnTensorDescriptor_t *d, cudnnDataType_t t, int rank, const int *dims) {
+cudnnStatus_t amp_cuda_dnn_packed(cudnnTensorDescriptor_t *d, cudnnDataType_t t, int rank, const int *dims) {
     int strides[MAXD];
     strides[rank - 1] = 1;
     for (int i = rank - 2; i >= 0; i--) strides[i] = strides[i + 1] * dims[i + 1];
@@ -65,14 +66,14 @@ static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, C
     AmpCudaCtx *c = amp_cuda_ctx(k);
     ConvPlan *p = calloc(1, sizeof *p);
     if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    cudnnDataType_t t = dnn_type(key->dtype);
+    cudnnDataType_t t = amp_cuda_dnn_type(key->dtype);
     int nsp = key->rank - 2;
-    cudnnStatus_t s = packed(&p->xd, t, key->rank, key->x);
-    if (!s) s = packed(&p->yd, t, key->rank, key->y);
+    cudnnStatus_t s = amp_cuda_dnn_packed(&p->xd, t, key->rank, key->x);
+    if (!s) s = amp_cuda_dnn_packed(&p->yd, t, key->rank, key->y);
     const char *what = "describing the tensors";
     if (!s && key->op == 0) {
         int bdims[MAXD] = {1, key->y[1], 1, 1, 1};
-        s = packed(&p->bd, t, key->rank, bdims);
+        s = amp_cuda_dnn_packed(&p->bd, t, key->rank, bdims);
         if (!s) s = cudnnCreateFilterDescriptor(&p->wd);
         if (!s) s = cudnnSetFilterNdDescriptor(p->wd, t, CUDNN_TENSOR_NCHW, key->rank, key->w);
         if (!s) s = cudnnCreateConvolutionDescriptor(&p->cd);

@@ -29,6 +29,7 @@
 
 #define AMP_CUDNN_FUNCS(X) \
     X(cudnnAddTensor) \
+    X(cudnnConvolutionBackwardData) \
     X(cudnnConvolutionForward) \
     X(cudnnCreate) \
     X(cudnnCreateConvolutionDescriptor) \
@@ -40,7 +41,9 @@
     X(cudnnDestroyFilterDescriptor) \
     X(cudnnDestroyPoolingDescriptor) \
     X(cudnnDestroyTensorDescriptor) \
+    X(cudnnFindConvolutionBackwardDataAlgorithmEx) \
     X(cudnnFindConvolutionForwardAlgorithmEx) \
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
     X(cudnnGetConvolutionForwardAlgorithm_v7) \
     X(cudnnGetConvolutionNdForwardOutputDim) \
     X(cudnnGetErrorString) \
@@ -86,6 +89,7 @@ AmpCode amp_cuda_libs_load(AmpStatus *st);
 #define cublasLtMatrixLayoutDestroy amp_cuda_libs.cublasLtMatrixLayoutDestroy
 #define cublasLtMatrixLayoutSetAttribute amp_cuda_libs.cublasLtMatrixLayoutSetAttribute
 #define cudnnAddTensor amp_cuda_libs.cudnnAddTensor
+#define cudnnConvolutionBackwardData amp_cuda_libs.cudnnConvolutionBackwardData
 #define cudnnConvolutionForward amp_cuda_libs.cudnnConvolutionForward
 #define cudnnCreate amp_cuda_libs.cudnnCreate
 #define cudnnCreateConvolutionDescriptor amp_cuda_libs.cudnnCreateConvolutionDescriptor
@@ -97,7 +101,9 @@ AmpCode amp_cuda_libs_load(AmpStatus *st);
 #define cudnnDestroyFilterDescriptor amp_cuda_libs.cudnnDestroyFilterDescriptor
 #define cudnnDestroyPoolingDescriptor amp_cuda_libs.cudnnDestroyPoolingDescriptor
 #define cudnnDestroyTensorDescriptor amp_cuda_libs.cudnnDestroyTensorDescriptor
+#define cudnnFindConvolutionBackwardDataAlgorithmEx amp_cuda_libs.cudnnFindConvolutionBackwardDataAlgorithmEx
 #define cudnnFindConvolutionForwardAlgorithmEx amp_cuda_libs.cudnnFindConvolutionForwardAlgorithmEx
+#define cudnnGetConvolutionBackwardDataAlgorithm_v7 amp_cuda_libs.cudnnGetConvolutionBackwardDataAlgorithm_v7
 #define cudnnGetConvolutionForwardAlgorithm_v7 amp_cuda_libs.cudnnGetConvolutionForwardAlgorithm_v7
 #define cudnnGetConvolutionNdForwardOutputDim amp_cuda_libs.cudnnGetConvolutionNdForwardOutputDim
 #define cudnnGetErrorString amp_cuda_libs.cudnnGetErrorString

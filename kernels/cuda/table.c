@@ -7,6 +7,7 @@
 #include "kernels/cuda/movement.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/reduce.h"
+#include "kernels/cuda/resize.h"
 
 bool amp_cuda_is_float(int dtype) {
     return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
@@ -24,8 +25,9 @@ bool amp_cuda_supports_float(const AmpNode *n, int64_t opset, const int *in_dtyp
 }
 
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
-    /* conv.c: cuDNN */
+    /* conv.c, conv_transpose.c: cuDNN */
     [AMP_OP_Conv] = {amp_cuda_conv, amp_cpu_conv_prepare, amp_cuda_supports_conv},
+    [AMP_OP_ConvTranspose] = {amp_cuda_conv_transpose, amp_cpu_conv_prepare, amp_cuda_supports_conv},
     [AMP_OP_MaxPool] = {amp_cuda_maxpool, amp_cpu_conv_prepare, amp_cuda_supports_pool},
     [AMP_OP_AveragePool] = {amp_cuda_averagepool, amp_cpu_conv_prepare, amp_cuda_supports_pool},
     /* elementwise.c: arithmetic, comparisons, activations, Where, Cast */
@@ -97,6 +99,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
                                 amp_cuda_supports_constant_of_shape},
     [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
+    /* resize.c: Resize with the CPU's geometry and tables */
+    [AMP_OP_Resize] = {amp_cuda_resize, amp_sh_resize_prepare, amp_cuda_supports_resize},
     /* norm.c: softmax and normalizations */
     [AMP_OP_Softmax] = {amp_cuda_softmax, amp_cuda_softmax_prepare, amp_cuda_supports_float},
     [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_cuda_softmax_prepare, amp_cuda_supports_float},

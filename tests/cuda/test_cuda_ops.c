@@ -1,13 +1,13 @@
-/* The CUDA backend against the CPU reference, op by op: each row of the tables below is
- * one op with its dtypes, input shapes and attributes; every (dtype, shapes) pair becomes
- * a one-node model that a CPU session and a CUDA session (no fallback: the node runs on
- * the GPU or the open fails) both run on the same deterministic random inputs, and the
- * outputs are compared: exactly for integers, bools and exact float ops (data movement,
- * Max, Floor, ...), else within a per-dtype tolerance. A case whose node the CUDA backend
- * refuses (AMP_ERR_UNSUPPORTED: at open, no kernel for it or its dtype; or when it runs, a
- * geometry the library cannot do, which a session with the fallback gives to the CPU) is
- * counted as "not on the GPU" and printed, never failed; a mismatch or any other error
- * fails.
+/* The CUDA backend against the CPU reference, op by op: each row of the tables
+ * (cuda_ops_cases.h) is one op with its dtypes, input shapes and attributes; every (dtype,
+ * shapes) pair becomes a one-node model that a CPU session and a CUDA session (no
+ * fallback: the node runs on the GPU or the open fails) both run on the same deterministic
+ * random inputs, and the outputs are compared: exactly for integers, bools and exact float
+ * ops (data movement, Max, Floor, ...), else within a per-dtype tolerance. A case whose
+ * node the CUDA backend refuses (AMP_ERR_UNSUPPORTED: at open, no kernel for it or its
+ * dtype; or when it runs, a geometry the library cannot do, which a session with the
+ * fallback gives to the CPU) is counted as "not on the GPU" and printed, never failed; a
+ * mismatch or any other error fails.
  * Each test prints one line per op: "op: N cases, M on GPU, K match", and after it which
  * dtype bindings were refused.
  *
@@ -38,232 +38,7 @@
 #include "ir/half.h"
 #include "tests/runtime/rt_util.h"
 
-/* ---- the cases ------------------------------------------------------------------- */
-
-typedef struct Case {
-    const char *op, *dts, *ins, *attrs;
-    char tol;        /* float outputs: 'X' exactly, 'E' elementwise tolerance, 'A' accumulating
-                        (GEMM, conv, reductions: relative to the largest |ref|); integer and
-                        bool outputs always compare exactly */
-    const char *gen; /* default value generator per input (see above); NULL: uniform [-3, 3] */
-    int opset;       /* 0: 18 */
-    int nout;        /* 0: 1 */
-} Case;
-
-/* Shapes: rank 0, empty, one element, odd, odd 2-D, an empty middle axis, ~1M odd. */
-#define UN "T[] | T[0] | T[1] | T[7] | T[33,65] | T[2,0,3] | T[1025,1023]"
-/* Two inputs broadcasting on every axis, both ways, up to rank 6. */
-#define BIN                                                                                          \
-    "T[] T[] | T[0] T[0] | T[7] T[7] | T[] T[33,65] | T[33,65] T[] | T[3,1,5] T[1,4,1] | "          \
-    "T[4,1] T[3,1,5] | T[1,1,1] T[2,3,4] | T[2,0,3] T[1,3] | T[2,1,3,1,2,1] T[1,2,1,3,1,2] | "      \
-    "T[1025,1023] T[1023] | T[1,1023] T[1025,1]"
-/* Variadic ops: one and three inputs. */
-#define VAR "T[7] | T[3,1,5] T[1,4,1] T[5] | T[] T[2,3] T[2,1] | T[0,3] T[1,3] T[1]"
-/* Reductions (opset 18: axes is an input); the full 1M reduction on positive data, so
- * that no cancellation makes the tolerance, relative to the result, meaningless (not for
- * the fp16 ReduceSum: it would overflow). */
-#define RED_BASE                                                                                     \
-    "T[33,65] | T[33,65] i64{1} | T[33,65] i64{0} | T[2,3,4] i64{0,2} | T[2,3,4] i64{-1} | T[7] | " \
-    "T[] | T[2,1,5] i64{1} | T[0,3] i64{1} | T[129,127]+ | T[1025,1023] i64{1} | T[1025,1023] i64{0}"
-#define RED RED_BASE " | T[1025,1023]+"
-#define RED_SMALL "T[33,65] i64{1} | T[2,3,4] i64{0,2} | T[7] | T[] | T[0,3] i64{1}"
-#define POOL "T[1,3,9,9] | T[2,4,33,17] | T[8,64,64,64]"
-
-static const Case elementwise[] = {
-    {"Add", "FLT INT", BIN, .tol = 'E'},
-    {"Sub", "FLT INT", BIN, .tol = 'E'},
-    {"Mul", "FLT INT", BIN, .tol = 'E'},
-    {"Div", "FLT INT", BIN, .tol = 'E', .gen = " ~"},
-    {"Pow", "FLT", BIN, .tol = 'E', .gen = "+"},
-    {"Max", "FLT INT", BIN " | " VAR, .tol = 'X'},
-    {"Min", "FLT INT", BIN " | " VAR, .tol = 'X'},
-    {"Sum", "FLT", BIN " | " VAR, .tol = 'E'},
-    {"Mean", "FLT", BIN " | " VAR, .tol = 'E'},
-    {"Equal", "ALL", BIN, .tol = 'X', .gen = "##"},
-    {"Less", "FLT INT", BIN, .tol = 'X', .gen = "##"},
-    {"Greater", "FLT INT", BIN, .tol = 'X', .gen = "##"},
-    {"And", "bool", BIN, .tol = 'X'},
-    {"Or", "bool", BIN, .tol = 'X'},
-    {"Not", "bool", UN, .tol = 'X'},
-    {"Sqrt", "FLT", UN, .tol = 'E', .gen = "+"},
-    {"Exp", "FLT", UN, .tol = 'E'},
-    {"Log", "FLT", UN, .tol = 'E', .gen = "+"},
-    {"Neg", "FLT INT", UN, .tol = 'X'},
-    {"Abs", "FLT INT", UN, .tol = 'X'},
-    {"Reciprocal", "FLT", UN, .tol = 'E', .gen = "~"},
-    {"Sign", "FLT INT", UN " | T[9]#", .tol = 'X'},
-    {"Ceil", "FLT", UN, .tol = 'X'},
-    {"Floor", "FLT", UN, .tol = 'X'},
-    {"Round", "FLT", UN " | T[33]#", .tol = 'X'},
-    {"Erf", "FLT", UN, .tol = 'E'},
-    {"Sin", "FLT", UN, .tol = 'E'},
-    {"Cos", "FLT", UN, .tol = 'E'},
-    {"Tanh", "FLT", UN, .tol = 'E'},
-    {"Sigmoid", "FLT", UN, .tol = 'E'},
-    {"Relu", "FLT INT", UN, .tol = 'X'},
-    {"LeakyRelu", "FLT", UN, "alpha=0.1", .tol = 'E'},
-    {"Elu", "FLT", UN, "alpha=0.7", .tol = 'E'},
-    {"Gelu", "FLT", UN, .tol = 'E', .opset = 20},
-    {"Gelu", "FLT", UN, "approximate=tanh", .tol = 'E', .opset = 20},
-    {"Softplus", "FLT", UN, .tol = 'E'},
-    {"HardSigmoid", "FLT", UN, "alpha=0.3 beta=0.4", .tol = 'E'},
-    {"HardSwish", "FLT", UN, .tol = 'E'},
-    {"PRelu", "FLT", "T[2,3,4,5] T[3,1,1] | T[2,3,4,5] T[5] | T[7] T[1] | T[33,65] T[65] | T[0,3] T[3] | "
-                         "T[] T[] | T[1025,1023] T[1023]", .tol = 'E'},
-    {"Clip", "FLT INT", "T[33,65] T(-1) T(1.5) | T[7] - T(0.5) | T[7] T(-0.5) | T[] T(0) T(1) | T[0] T(0) T(1) | "
-                        "T[7] | T[1025,1023] T(-2) T(2)", .tol = 'X'},
-    {"Clip", "FLT", "T[33,65]", "min=-1.0 max=1.5", .tol = 'X', .opset = 6},
-    {"Where", "ALL", "bool[3,1,5] T[1,4,1] T[5] | bool[] T[7] T[7] | bool[7] T[] T[] | bool[0] T[0] T[1] | "
-                     "bool[33,65] T[33,65] T[33,1] | bool[1025,1023] T[1025,1023] T[]", .tol = 'X'},
-    {"Expand", "ALL", "T[3,1] i64{2,3,4} | T[1] i64{7} | T[] i64{2,3} | T[3,1,5] i64{3,4,5} | T[1,4] i64{0,4} | "
-                      "T[2,3] i64{1} | T[1023] i64{1025,1}", .tol = 'X'},
-    {"Cast", "ALL>ALL", "T[] | T[0] | T[7] | T[33,65] | T[1025,1023]", "to=U", .tol = 'X'},
-    {"Cast", "FLT>FLT", "T[33,65]#", "to=U", .tol = 'X'},
-};
-
-static const Case movement[] = {
-    {"Identity", "ALL", UN, .tol = 'X'},
-    {"Reshape", "ALL", "T[2,3,4] i64{4,6} | T[2,3,4] i64{-1} | T[2,3,4] i64{0,-1} | T[2,3,4] i64{2,0,2,2} | "
-                       "T[] i64{1,1} | T[7] i64{7,1} | T[0,3] i64{0,1,3} | T[1025,1023] i64{1023,-1}", .tol = 'X'},
-    {"Reshape", "FLT", "T[0,3] i64{3,0}", "allowzero=1", .tol = 'X'},
-    {"Flatten", "ALL", "T[2,3,4] | T[0,3]", "axis=1", .tol = 'X'},
-    {"Flatten", "FLT", "T[2,3,4]", "axis=0", .tol = 'X'},
-    {"Flatten", "FLT", "T[2,3,4]", "axis=3", .tol = 'X'},
-    {"Flatten", "FLT", "T[2,3,4]", "axis=-1", .tol = 'X'},
-    {"Squeeze", "ALL", "T[1,3,1,5] | T[1,3,1,5] i64{0} | T[1,3,1,5] i64{-2} | T[1] | T[1,0,1] i64{0,2}", .tol = 'X'},
-    {"Squeeze", "FLT", "T[1,3,1,5]", "axes=[0]", .tol = 'X', .opset = 11},
-    {"Unsqueeze", "ALL", "T[3,5] i64{0} | T[3,5] i64{0,3} | T[3,5] i64{-1} | T[] i64{0} | T[0] i64{1}", .tol = 'X'},
-    {"Unsqueeze", "FLT", "T[3,5]", "axes=[0,3]", .tol = 'X', .opset = 11},
-    {"Transpose", "ALL", "T[33,65] | T[2,3,4] | T[0,3] | T[1025,1023]", .tol = 'X'},
-    {"Transpose", "ALL", "T[2,3,4] | T[33,17,65] | T[2,0,3]", "perm=[1,2,0]", .tol = 'X'},
-    {"Transpose", "FLT", "T[2,3,4,5] | T[3,7,5,9] | T[1,1,7,1]", "perm=[0,2,3,1]", .tol = 'X'},
-    {"Transpose", "FLT", "T[2,3,4,5,6,7]", "perm=[5,3,1,0,2,4]", .tol = 'X'},
-    {"Concat", "ALL", "T[2,3] T[4,3] | T[2,3] T[0,3] T[1,3] | T[7] | T[1025,1023] T[1,1023]", "axis=0", .tol = 'X'},
-    {"Concat", "ALL", "T[2,3,4] T[2,5,4] T[2,1,4] | T[2,0,4] T[2,2,4]", "axis=1", .tol = 'X'},
-    {"Concat", "FLT", "T[3,1] T[3,4] | T[33,65] T[33,7]", "axis=-1", .tol = 'X'},
-    {"Split", "ALL", "T[6,4] i64{2,4} | T[7,3] i64{0,7} | T[7,3] i64{3,4}", "axis=0", .tol = 'X', .nout = 2},
-    {"Split", "ALL", "T[2,9] | T[4,7]", "axis=1 num_outputs=3", .tol = 'X', .nout = 3},
-    {"Split", "FLT", "T[1025,1023] i64{1,511,511}", "axis=-1", .tol = 'X', .nout = 3},
-    {"Split", "FLT", "T[6,4]", "axis=0 split=[2,4]", .tol = 'X', .opset = 11, .nout = 2},
-    {"Split", "FLT", "T[6,4]", "axis=1", .tol = 'X', .opset = 13, .nout = 2},
-    {"Slice", "ALL", "T[10] i64{2} i64{7} | T[10] i64{-3} i64{9223372036854775807} | "
-                     "T[10] i64{8} i64{1} i64{0} i64{-2} | T[10] i64{-1} i64{-11} i64{0} i64{-1} | "
-                     "T[5,7] i64{1,2} i64{4,6} i64{0,1} i64{2,3} | T[5,7] i64{3} i64{3} i64{1} | "
-                     "T[2,3,4] i64{0,1} i64{-1,100} i64{2,1} | T[5,0] i64{0} i64{2} i64{0} | "
-                     "T[10] i32{1} i32{8} | T[1025,1023] i64{1,3} i64{-1,-3} i64{0,1} i64{2,3}", .tol = 'X'},
-    {"Gather", "ALL", "T[5,4] i64[3]@5 | T[5,4] i64[]@5 | T[5,4] i64[2,3]@5 | T[7] i64[0]@7 | T[5,4] i32[3]@5 | "
-                      "T[1025,1023] i64[513]@1025", "axis=0", .tol = 'X'},
-    {"Gather", "ALL", "T[3,5,4] i64[2,2]@5 | T[3,0,4] i64[0]@1", "axis=1", .tol = 'X'},
-    {"Gather", "FLT", "T[3,5,4] i64[6]@4", "axis=-1", .tol = 'X'},
-    {"GatherElements", "ALL", "T[3,4] i64[2,4]@3 | T[7] i64[7]@7 | T[33,65] i64[33,65]@33", "axis=0", .tol = 'X'},
-    {"GatherElements", "FLT", "T[3,4] i64[3,2]@4 | T[2,3,4] i64[2,3,9]@4 | T[3,4] i32[3,4]@4", "axis=-1", .tol = 'X'},
-    {"Pad", "ALL", "T[3,4] i64{1,2,0,1} | T[3,4] i64{0,0,0,0} | T[3,4] i64{1,1,1,1} T(2.5) | T[7] i64{3,0} | "
-                   "T[2,3,4] i64{1,1} - i64{1} | T[2,3,4] i64{-1,0,0,2,1,0} | T[0,3] i64{1,0,1,0} | "
-                   "T[1025,1023] i64{1,1,1,1}", "mode=constant", .tol = 'X'},
-    {"Pad", "FLT INT", "T[3,4] i64{2,1,2,3} | T[2,3,4] i64{0,1,1,0,1,2}", "mode=reflect", .tol = 'X'},
-    {"Pad", "FLT INT", "T[3,4] i64{2,1,2,3} | T[2,3,4] i64{0,1,1,0,1,2}", "mode=edge", .tol = 'X'},
-    {"Pad", "FLT", "T[3,4] i64{2,1,2,3} | T[2,3,4] i64{0,1,1,0,1,2}", "mode=wrap", .tol = 'X', .opset = 19},
-    {"Pad", "FLT", "T[3,4] i64{1,2,0,1} T(2.5)", "mode=constant", .tol = 'X', .opset = 11},
-    {"Pad", "FLT", "T[3,4]", "mode=constant pads=[1,2,0,1] value=2.5", .tol = 'X', .opset = 2},
-    {"Tile", "ALL", "T[2,3] i64{2,3} | T[7] i64{1} | T[2,3] i64{1,0} | T[3,1,5] i64{2,4,1} | T[1,1023] i64{1025,1}",
-     .tol = 'X'},
-    {"Shape", "ALL", "T[2,3,4] | T[] | T[0,5]", .tol = 'X'},
-    {"Shape", "f32", "T[2,3,4,5]", "start=1 end=-1", .tol = 'X'},
-    {"Shape", "f32", "T[2,3,4]", "start=-2", .tol = 'X'},
-    {"Size", "ALL", "T[2,3,4] | T[] | T[0,5]", .tol = 'X'},
-    {"ConstantOfShape", "ALL", "i64{2,3} | i64{} | i64{0,4} | i64{1025,1023}", "value=T(2.5)", .tol = 'X'},
-    {"ConstantOfShape", "f32", "i64{3,5}", .tol = 'X'},
-    {"Range", "f32 i32 i64", "T(1) T(20) T(3) | T(10) T(-3) T(-2) | T(0) T(0) T(1) | T(-5) T(1000000) T(7)", .tol = 'E'},
-    {"Range", "f32", "T(0) T(10) T(0.25) | T(-1) T(1000) T(0.37)", .tol = 'E'},
-};
-
-static const Case reduce_norm[] = {
-    {"Softmax", "FLT", "T[7] | T[33,65] | T[1,1025] | T[0,5] | T[2,3,4] | T[1025,1023]", .tol = 'A'},
-    {"Softmax", "FLT", "T[2,3,4] | T[33,65,3]", "axis=1", .tol = 'A'},
-    {"Softmax", "FLT", "T[33,65]", "axis=0", .tol = 'A'},
-    {"Softmax", "FLT", "T[2,3,4] | T[33,65]", "axis=1", .tol = 'A', .opset = 11}, /* coerced to 2-D */
-    {"LogSoftmax", "FLT", "T[7] | T[33,65] | T[1,1025] | T[0,5] | T[2,3,4] | T[1025,1023]", .tol = 'A'},
-    {"LogSoftmax", "FLT", "T[2,3,4] | T[33,65,3]", "axis=1", .tol = 'A'},
-    {"LogSoftmax", "FLT", "T[2,3,4] | T[33,65]", "axis=1", .tol = 'A', .opset = 11},
-    {"LayerNormalization", "FLT", "T[2,3,8] T[8] T[8] | T[33,65] T[65] | T[7,1025] T[1025] T[1025] | "
-                                  "T[0,4] T[4] T[4] | T[2,1] T[1] T[1]", .tol = 'A'},
-    {"LayerNormalization", "FLT", "T[2,3,4] T[3,4] T[3,4]", "axis=1 epsilon=0.001", .tol = 'A'},
-    {"BatchNormalization", "FLT", "T[2,3,4,5] T[3] T[3] T[3] T[3]+ | T[4,3] T[3] T[3] T[3] T[3]+ | "
-                                  "T[1,16,33] T[16] T[16] T[16] T[16]+ | T[0,3,2] T[3] T[3] T[3] T[3]+",
-     "epsilon=0.001", .tol = 'A'},
-    {"InstanceNormalization", "FLT", "T[2,3,4,5] T[3] T[3] | T[1,4,1025] T[4] T[4] | T[2,3,7] T[3] T[3]",
-     "epsilon=1e-5", .tol = 'A'},
-    {"ReduceSum", "FLT INT", RED_BASE, .tol = 'A'},
-    {"ReduceSum", "f32 bf16 INT", "T[1025,1023]+", .tol = 'A'},
-    {"ReduceSum", "FLT", RED_BASE, "keepdims=0", .tol = 'A'},
-    {"ReduceSum", "FLT", "T[3,4]", "noop_with_empty_axes=1", .tol = 'A'},
-    {"ReduceSum", "FLT", "T[33,65] i64{1} | T[2,3,4] i64{0,2}", .tol = 'A', .opset = 13},
-    {"ReduceSum", "FLT", "T[33,65] | T[2,3,4]", "axes=[1]", .tol = 'A', .opset = 11},
-    {"ReduceMean", "FLT", RED, .tol = 'A'},
-    {"ReduceMean", "FLT", RED_SMALL, "keepdims=0", .tol = 'A'},
-    {"ReduceMean", "FLT", "T[2,3,4]", "axes=[0,2] keepdims=0", .tol = 'A', .opset = 13},
-    {"ReduceMax", "FLT INT", RED, .tol = 'X'},
-    {"ReduceMax", "FLT", RED_SMALL, "keepdims=0", .tol = 'X'},
-    {"ReduceMax", "FLT INT", "T[2,3,4]", "axes=[-1]", .tol = 'X', .opset = 13},
-    {"ReduceMin", "FLT INT", RED, .tol = 'X'},
-    {"ReduceProd", "FLT", RED_SMALL, .tol = 'A', .gen = "p"},
-    {"ReduceL2", "FLT", RED, .tol = 'A'},
-    {"ReduceLogSumExp", "FLT", RED, .tol = 'A'},
-    {"ArgMax", "FLT INT", "T[7] | T[33,65] | T[2,3,4] | T[1025,1023]", .tol = 'X'},
-    {"ArgMax", "FLT INT", "T[33,65] | T[2,3,4] | T[1,1025]", "axis=-1", .tol = 'X'},
-    {"ArgMax", "FLT INT", "T[33,65] | T[2,3,4]", "axis=1", .tol = 'X', .gen = "#"},
-    {"ArgMax", "FLT INT", "T[33,65] | T[2,3,4]", "axis=1 keepdims=0 select_last_index=1", .tol = 'X', .gen = "#"},
-    {"ArgMin", "FLT INT", "T[7] | T[33,65] | T[2,3,4] | T[1025,1023]", .tol = 'X'},
-    {"ArgMin", "FLT INT", "T[33,65] | T[2,3,4]", "axis=1", .tol = 'X', .gen = "#"},
-    {"ArgMin", "FLT INT", "T[33,65] | T[2,3,4]", "axis=-1 keepdims=0 select_last_index=1", .tol = 'X', .gen = "#"},
-    {"GlobalAveragePool", "FLT", "T[2,3,4,5] | T[1,16,33] | T[2,3,2,3,4] | T[1,4,1,1] | T[1,8,1025] | T[4,64,56,56]",
-     .tol = 'A'},
-    {"GlobalMaxPool", "FLT", "T[2,3,4,5] | T[1,16,33] | T[2,3,2,3,4] | T[1,4,1,1] | T[1,8,1025] | T[4,64,56,56]",
-     .tol = 'X'},
-};
-
-static const Case gemm_conv[] = {
-    {"MatMul", "FLT", "T[33,65] T[65,17] | T[1,7] T[7,1] | T[7] T[7] | T[7] T[7,3] | T[5,7] T[7] | "
-                      "T[2,3,5,7] T[7,4] | T[1,5,7] T[4,7,3] | T[4,1,5,7] T[3,7,2] | T[3,0] T[0,4] | "
-                      "T[0,3] T[3,4] | T[1,1,64] T[1,64,1025] | T[256,1024] T[1024,256]", .tol = 'A'},
-    {"MatMul", "INT", "T[33,65] T[65,17] | T[2,3,5,7] T[7,4]", .tol = 'X', .gen = "##"},
-    {"Gemm", "FLT", "T[33,65] T[65,17] | T[33,65] T[65,17] T[17] | T[33,65] T[65,17] T[33,1] | "
-                    "T[33,65] T[65,17] T[] | T[33,65] T[65,17] T[33,17] | T[1,1] T[1,1] T[1] | T[0,5] T[5,3] T[3] | "
-                    "T[4,0] T[0,3] T[4,3] | T[512,768] T[768,384] T[384]", .tol = 'A'},
-    {"Gemm", "FLT", "T[65,33] T[65,17] T[17]", "transA=1", .tol = 'A'},
-    {"Gemm", "FLT", "T[33,65] T[17,65] T[1,17]", "transB=1 alpha=0.5 beta=2.0", .tol = 'A'},
-    {"Gemm", "FLT", "T[65,33] T[17,65] T[33,17]", "transA=1 transB=1 alpha=-1.5 beta=0.0", .tol = 'A'},
-    {"Conv", "FLT", "T[1,3,9,9] T[4,3,3,3] | T[2,3,9,9] T[4,3,3,3] T[4] | T[1,1,1,1] T[1,1,1,1] | "
-                    "T[1,8,33,17] T[16,8,1,1] T[16] | T[0,3,8,8] T[4,3,3,3]", .tol = 'A'},
-    {"Conv", "FLT", "T[2,4,11,13] T[6,4,3,5] T[6]", "pads=[1,2,1,2] strides=[2,1]", .tol = 'A'},
-    {"Conv", "FLT", "T[1,3,8,8] T[4,3,3,3]", "pads=[0,1,2,0]", .tol = 'A'},
-    {"Conv", "FLT", "T[1,4,15,15] T[4,2,3,3] T[4]", "group=2 dilations=[2,2] pads=[2,2,2,2]", .tol = 'A'},
-    {"Conv", "FLT", "T[2,8,17,17] T[8,1,3,3] T[8]", "group=8 pads=[1,1,1,1]", .tol = 'A'},
-    {"Conv", "FLT", "T[1,3,10,10] T[4,3,3,3]", "auto_pad=SAME_UPPER strides=[2,2]", .tol = 'A'},
-    {"Conv", "FLT", "T[2,3,33] T[5,3,3] T[5] | T[1,4,1025] T[4,4,7]", "pads=[3,3]", .tol = 'A'},
-    {"Conv", "FLT", "T[1,2,7,9,8] T[4,2,3,3,3] T[4]", "pads=[1,1,1,1,1,1] strides=[2,2,2]", .tol = 'A'},
-    {"Conv", "FLT", "T[8,64,32,32] T[64,64,3,3] T[64]", "pads=[1,1,1,1]", .tol = 'A'},
-    {"ConvTranspose", "FLT", "T[1,3,5,5] T[3,4,3,3] | T[2,3,5,5] T[3,4,3,3] T[4]", .tol = 'A'},
-    {"ConvTranspose", "FLT", "T[1,4,7,7] T[4,2,3,3] T[2]", "strides=[2,2] pads=[1,1,1,1] output_padding=[1,1]",
-     .tol = 'A'},
-    {"ConvTranspose", "FLT", "T[1,4,6,6] T[4,3,3,3] T[6]", "group=2 strides=[2,2] dilations=[2,1]", .tol = 'A'},
-    {"ConvTranspose", "FLT", "T[2,3,33] T[3,5,4] T[5]", "strides=[3]", .tol = 'A'},
-    {"ConvTranspose", "FLT", "T[1,2,3,4,5] T[2,3,2,2,2] T[3]", "strides=[2,2,2]", .tol = 'A'},
-    {"MaxPool", "FLT", POOL, "kernel_shape=[3,3]", .tol = 'X'},
-    {"MaxPool", "FLT", "T[1,3,10,11]", "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]", .tol = 'X'},
-    {"MaxPool", "FLT", "T[1,3,10,11]", "kernel_shape=[3,2] strides=[2,2] ceil_mode=1", .tol = 'X'},
-    {"MaxPool", "FLT", "T[1,2,11,11]", "kernel_shape=[2,2] dilations=[2,2]", .tol = 'X'},
-    {"MaxPool", "FLT", "T[2,3,33]", "kernel_shape=[4] strides=[3] pads=[1,2]", .tol = 'X'},
-    {"MaxPool", "FLT", "T[1,2,7,8,9]", "kernel_shape=[2,2,2] strides=[2,2,2]", .tol = 'X'},
-    {"AveragePool", "FLT", POOL, "kernel_shape=[3,3]", .tol = 'A'},
-    {"AveragePool", "FLT", "T[1,3,10,11]", "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]", .tol = 'A'},
-    {"AveragePool", "FLT", "T[1,3,10,11]", "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] count_include_pad=1",
-     .tol = 'A'},
-    {"AveragePool", "FLT", "T[1,3,10,11]", "kernel_shape=[3,2] strides=[2,2] pads=[0,1,0,1] ceil_mode=1",
-     .tol = 'A'},
-    {"AveragePool", "FLT", "T[2,3,33]", "kernel_shape=[4] strides=[3] pads=[1,2]", .tol = 'A'},
-    {"AveragePool", "FLT", "T[1,2,7,8,9]", "kernel_shape=[2,2,2] strides=[2,2,2]", .tol = 'A'},
-};
+#include "tests/cuda/cuda_ops_cases.h" /* the cases */
 
 /* ---- tolerances ------------------------------------------------------------------ */
 
@@ -752,6 +527,10 @@ Test(cuda_ops, movement, .timeout = 1200) {
 
 Test(cuda_ops, reduce_norm, .timeout = 1200) {
     RUN(reduce_norm);
+}
+
+Test(cuda_ops, resize, .timeout = 1200) {
+    RUN(resize);
 }
 
 Test(cuda_ops, gemm_conv_pool, .timeout = 1200) {
