@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "kernels/cuda/resize.h"
-#include "kernels/cpu/resize_impl.h"
 #include "kernels/cpu/shape_impl.h" /* amp_sh_out, amp_sh_esize, amp_sh_convert */
 
 #define SMALL (2 * AMP_MAX_RANK) /* the most values roi, scales or sizes may hold */
@@ -62,28 +61,42 @@ static AmpCode read_back(AmpKernelCtx *k, const AmpBuf *const *b, AmpBuf *hb, in
     return amp_cuda_check(k, err, "reading Resize's scales, sizes or roi back");
 }
 
-/* The tables in the workspace (int32 indices, then float weights 256 bytes aligned) and
- * the launch; ax and g from the CPU's code. */
+char *amp_cuda_resize_pack(int rank, const int64_t *xdims, const int64_t *out, const AmpResizeAxis *ax,
+                           bool interp, size_t max_entries, AmpCudaResize *p, size_t *bytes, size_t *woff) {
+    int taps[AMP_CUDA_RESIZE_RANK];
+    *bytes = 0;
+    for (int d = 0; d < rank && d < AMP_CUDA_RESIZE_RANK; d++) taps[d] = ax[d].taps;
+    size_t n = amp_cuda_resize_layout(rank, xdims, out, taps, max_entries, p);
+    if (!n) return NULL;
+    *woff = (n * sizeof(int32_t) + 255) & ~(size_t)255;
+    size_t total = interp ? *woff + n * sizeof(float) : n * sizeof(int32_t);
+    char *h = calloc(1, total);
+    if (!h) {
+        *bytes = 1;
+        return NULL;
+    }
+    int32_t *hi = (int32_t *)h;
+    float *hw = (float *)(h + *woff);
+    for (int d = 0; d < rank; d++)
+        for (int64_t e = 0; e < out[d] * ax[d].taps; e++) {
+            hi[p->tab[d] + e] = (int32_t)ax[d].idx[e]; /* in [-1, xdims[d]): the layout checked int32 */
+            if (interp) hw[p->tab[d] + e] = (float)ax[d].w[e];
+        }
+    *bytes = total;
+    return h;
+}
+
+/* The tables into the workspace and the launch; ax and g from the CPU's code. */
 static AmpCode launch(AmpKernelCtx *k, const AmpResizeAttrs *ra, const AmpBuf *x, AmpBuf *y, const AmpResizeGeom *g,
                       const AmpResizeAxis *ax, size_t es) {
     AmpCudaCtx *c = amp_cuda_ctx(k);
     AmpCudaResize p;
     memset(&p, 0, sizeof p);
-    int taps[AMP_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) taps[d] = ax[d].taps;
     bool interp = ra->mode != AMP_RS_NEAREST;
-    size_t n = amp_cuda_resize_layout(x->rank, x->dims, g->out, taps, c->workspace_bytes / 16, &p);
-    if (!n) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "Resize's tables do not fit the CUDA workspace");
-    size_t woff = (n * sizeof(int32_t) + 255) & ~(size_t)255, bytes = interp ? woff + n * sizeof(float) : n * 4;
-    char *h = calloc(1, bytes);
-    if (!h) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    int32_t *hi = (int32_t *)h;
-    float *hw = (float *)(h + woff);
-    for (int d = 0; d < x->rank; d++)
-        for (int64_t e = 0; e < g->out[d] * ax[d].taps; e++) {
-            hi[p.tab[d] + e] = (int32_t)ax[d].idx[e];
-            if (interp) hw[p.tab[d] + e] = (float)ax[d].w[e];
-        }
+    size_t bytes, woff = 0;
+    char *h = amp_cuda_resize_pack(x->rank, x->dims, g->out, ax, interp, c->workspace_bytes / 16, &p, &bytes, &woff);
+    if (!h && bytes) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    if (!h) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "Resize's tables do not fit the CUDA workspace");
     p.interp = interp;
     p.esize = (int)es;
     p.fkind = x->dtype == AMP_DT_FLOAT16 ? 1 : x->dtype == AMP_DT_BFLOAT16 ? 2 : 0;
@@ -114,6 +127,7 @@ AmpCode amp_cuda_resize(AmpKernelCtx *k) {
     const AmpBuf *dev[3];
     AmpCode rc = amp_resize_inputs(k, &dev[0], &dev[1], &dev[2]);
     if (rc) return rc;
+    if (ra->ct != AMP_RS_CT_CROP) dev[0] = NULL; /* roi is read only to crop */
     AmpBuf host[3];
     int64_t vals[3][SMALL];
     if ((rc = read_back(k, dev, host, vals))) return rc;

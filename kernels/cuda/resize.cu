@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/cuda/resize.h"
+#include "kernels/cuda/resize_elem.h"
 
 #define GRID_STRIDE(I, i, n) \
     for (I i = (I)(blockIdx.x * (size_t)blockDim.x + threadIdx.x); i < (n); i += (I)gridDim.x * blockDim.x)
@@ -32,15 +33,6 @@ template <> __device__ __forceinline__ float store_f<float>(float v) { return v;
 template <> __device__ __forceinline__ __half store_f<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 store_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-// The output coordinates of linear index i, last axis fastest.
-__device__ __forceinline__ void coords(uint64_t i, const AmpCudaResize &p, int64_t *c) {
-    for (int d = p.rank - 1; d >= 0; d--) {
-        uint64_t o = (uint64_t)p.out[d];
-        c[d] = (int64_t)(i % o);
-        i /= o;
-    }
-}
-
 // E: an unsigned integer of the element's byte size.
 template <typename E>
 __global__ void resize_nearest_kernel(E *__restrict__ y, const E *__restrict__ x, const int32_t *__restrict__ idx,
@@ -48,44 +40,27 @@ __global__ void resize_nearest_kernel(E *__restrict__ y, const E *__restrict__ x
     E ev;
     memcpy(&ev, &p.ev, sizeof ev); // the low bytes (little-endian, as the host wrote them)
     GRID_STRIDE(uint64_t, i, n) {
-        int64_t c[AMP_CUDA_RESIZE_RANK], off = 0;
-        coords(i, p, c);
-        bool outside = false;
-        for (int d = 0; d < p.rank; d++) {
-            int32_t s = idx[p.tab[d] + c[d]];
-            outside = outside || s < 0;
-            off += (int64_t)s * p.stride[d];
-        }
-        y[i] = outside ? ev : x[off];
+        int64_t c[AMP_CUDA_RESIZE_RANK], off;
+        float wt;
+        amp_cuda_resize_coords(i, &p, c);
+        y[i] = amp_cuda_resize_tap(&p, idx, NULL, c, 0, &off, &wt) ? x[off] : ev;
     }
 }
 
 template <typename T>
 __global__ void resize_interp_kernel(T *__restrict__ y, const T *__restrict__ x, const int32_t *__restrict__ idx,
                                      const float *__restrict__ w, AmpCudaResize p, uint64_t n) {
-    int combos = 1;
-    for (int d = 0; d < p.rank; d++) combos *= p.taps[d];
+    int combos = amp_cuda_resize_combos(&p);
     GRID_STRIDE(uint64_t, i, n) {
-        int64_t c[AMP_CUDA_RESIZE_RANK];
-        coords(i, p, c);
-        float acc = 0.f;
-        bool outside = false;
-        for (int t = 0; t < combos && !outside; t++) {
-            int rem = t; // tap t: one choice per axis, the last axis varying fastest
-            float wt = 1.f;
-            int64_t off = 0;
-            for (int d = p.rank - 1; d >= 0; d--) {
-                int nt = p.taps[d], j = rem % nt;
-                rem /= nt;
-                int64_t e = p.tab[d] + c[d] * nt + j;
-                int32_t s = idx[e];
-                outside = outside || s < 0;
-                wt *= w[e];
-                off += (int64_t)s * p.stride[d];
-            }
-            if (!outside && wt != 0.f) acc += wt * load_f(x, off);
+        int64_t c[AMP_CUDA_RESIZE_RANK], off;
+        amp_cuda_resize_coords(i, &p, c);
+        float acc = 0.f, wt;
+        bool inside = true;
+        for (int t = 0; t < combos && inside; t++) {
+            inside = amp_cuda_resize_tap(&p, idx, w, c, t, &off, &wt);
+            if (inside && wt != 0.f) acc += wt * load_f(x, off);
         }
-        y[i] = store_f<T>(outside ? p.extrap : acc);
+        y[i] = store_f<T>(inside ? acc : p.extrap);
     }
 }
 

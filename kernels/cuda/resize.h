@@ -41,6 +41,7 @@ int amp_cuda_resize_launch(void *y, const void *x, const int32_t *idx, const flo
 
 #ifndef __CUDACC__
 #include "kernels/cuda/cuda_impl.h"
+#include "kernels/cpu/resize_impl.h"
 
 AmpCode amp_cuda_resize(AmpKernelCtx *k);
 bool amp_cuda_supports_resize(const AmpNode *n, int64_t opset, const int *in_dtypes);
@@ -49,6 +50,13 @@ bool amp_cuda_supports_resize(const AmpNode *n, int64_t opset, const int *in_dty
  * fit int32 or the entries exceed max_entries: the kernel then refuses the node). */
 size_t amp_cuda_resize_layout(int rank, const int64_t *xdims, const int64_t *out, const int *taps,
                               size_t max_entries, AmpCudaResize *p);
+/* The tables of ax (the CPU's, for X of rank dims and an output of out) as the kernel
+ * reads them, in one host buffer of *bytes: int32 indices from 0, then (interp) float
+ * weights from *woff (256-byte aligned); p's layout filled. NULL with *bytes 0 when they
+ * need over max_entries entries or an index over int32, NULL with *bytes 1 when out of
+ * memory. */
+char *amp_cuda_resize_pack(int rank, const int64_t *xdims, const int64_t *out, const AmpResizeAxis *ax,
+                           bool interp, size_t max_entries, AmpCudaResize *p, size_t *bytes, size_t *woff);
 #endif
 
 #endif

@@ -1,9 +1,11 @@
 /* The host side of the CUDA ConvTranspose and Resize kernels, on the CPU (no GPU needed):
  * which ConvTranspose geometries (the CPU's amp_convtranspose_geom) cuDNN is given and
  * which fall back with AMP_ERR_UNSUPPORTED; Resize's table layout in the workspace; the
- * supports predicates of both ops; and the Resize geometry and tables the CUDA kernel
- * takes from the CPU's code. */
+ * supports predicates of both ops; the Resize geometry and tables the CUDA kernel takes
+ * from the CPU's code; and the Resize kernel's per-element arithmetic (resize_elem.h) run
+ * on the host against the CPU kernel. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 #include "kernels/cpu/resize_impl.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/resize.h"
+#include "kernels/cuda/resize_elem.h"
 #include "tests/kernels/kernel_test_util.h"
 
 static AmpModel *model;
@@ -50,8 +53,13 @@ static void set_attrs(AmpNode *n, const char *spec) {
         char *eq = strchr(t, '=');
         cr_assert_not_null(eq);
         *eq = 0;
-        if (!strcmp(t, "auto_pad") || !strcmp(t, "mode") || !strcmp(t, "coordinate_transformation_mode")) {
+        if (!strcmp(t, "auto_pad") || !strcmp(t, "mode") || !strcmp(t, "coordinate_transformation_mode") ||
+            !strcmp(t, "nearest_mode")) {
             attr_str(n, t, eq + 1);
+            continue;
+        }
+        if (!strcmp(t, "extrapolation_value") || !strcmp(t, "cubic_coeff_a")) {
+            attr_float(n, t, (float)atof(eq + 1));
             continue;
         }
         if (!strcmp(t, "group") || !strcmp(t, "antialias") || !strcmp(t, "exclude_outside")) {
@@ -239,4 +247,100 @@ Test(cuda_host, resize_tables_from_the_cpu) {
     /* antialiased downsampling: refused, the CPU does not do it either */
     cr_expect_eq(resize_plan("mode=linear antialias=1", 1, I64(8), (const float[]){0.5f}, &g, ax, &mem),
                  AMP_ERR_UNSUPPORTED);
+}
+
+/* ---- Resize: the CUDA kernel's arithmetic, run on the host, against the CPU kernel --- */
+
+/* resize.cu's two kernels over the packed tables, with resize_elem.h's functions, for
+ * float32 data (the kernels' own loops, a few lines, are the only part left to the GPU). */
+static void emulate(const AmpCudaResize *p, const char *tables, size_t woff, const float *x, float *y, uint64_t n) {
+    const int32_t *idx = (const int32_t *)tables;
+    const float *w = p->interp ? (const float *)(tables + woff) : NULL;
+    int combos = amp_cuda_resize_combos(p);
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t c[AMP_CUDA_RESIZE_RANK], off;
+        float wt, acc = 0.f, ev;
+        memcpy(&ev, &p->ev, sizeof ev);
+        amp_cuda_resize_coords(i, p, c);
+        if (!p->interp) {
+            y[i] = amp_cuda_resize_tap(p, idx, NULL, c, 0, &off, &wt) ? x[off] : ev;
+            continue;
+        }
+        bool inside = true;
+        for (int t = 0; t < combos && inside; t++) {
+            inside = amp_cuda_resize_tap(p, idx, w, c, t, &off, &wt);
+            if (inside && wt != 0.f) acc += wt * x[off];
+        }
+        y[i] = inside ? acc : p->extrap;
+    }
+}
+
+typedef struct RsCase {
+    const char *attrs;
+    int rank;
+    int64_t x[4];
+    float scales[4], roi[8]; /* roi: only with tf_crop_and_resize */
+} RsCase;
+
+Test(cuda_host, resize_kernel_arithmetic_matches_the_cpu) {
+    static const RsCase cases[] = {
+        {"mode=linear", 4, {2, 3, 5, 7}, {1, 1, 2, 0.6f}, {0}},
+        {"mode=linear coordinate_transformation_mode=align_corners", 2, {1, 9}, {3, 0.5f}, {0}},
+        {"mode=cubic", 4, {2, 3, 5, 7}, {1, 1, 2, 0.6f}, {0}},
+        {"mode=cubic exclude_outside=1 cubic_coeff_a=-0.5", 4, {1, 1, 9, 4}, {1, 1, 0.5f, 2.5f}, {0}},
+        {"mode=nearest nearest_mode=ceil coordinate_transformation_mode=pytorch_half_pixel", 3, {3, 5, 1},
+         {2.4f, 0.6f, 3}, {0}},
+        {"mode=nearest coordinate_transformation_mode=tf_half_pixel_for_nn", 1, {17}, {1.7f}, {0}},
+        {"mode=linear coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=2.5", 2, {5, 5},
+         {1.4f, 1.2f}, {-0.2f, 0.3f, 1.4f, 1.2f}},
+        {"mode=nearest coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=-7", 2, {5, 6},
+         {1.4f, 0.5f}, {-0.2f, 0.3f, 1.4f, 1.2f}},
+        {"mode=cubic coordinate_transformation_mode=half_pixel_symmetric", 2, {4, 6}, {2.5f, 0.7f}, {0}},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const RsCase *rc = &cases[ci];
+        AmpNode *n = mknode("Resize", 3);
+        set_attrs(n, rc->attrs);
+        bool crop = strstr(rc->attrs, "tf_crop_and_resize") != NULL;
+        float xs[4096];
+        uint64_t nx = amp_shape_nelem(rc->rank, rc->x);
+        cr_assert_leq(nx, 4096);
+        for (uint64_t i = 0; i < nx; i++) xs[i] = (float)((int)(i * 7919 % 61) - 30) / 10.0f;
+        int64_t sd[1] = {rc->rank}, rd[1] = {2 * rc->rank};
+        AmpBuf x = mkbuf(AMP_DT_FLOAT, rc->rank, rc->x, xs), sc = mkbuf(AMP_DT_FLOAT, 1, sd, rc->scales);
+        AmpBuf roi = mkbuf(AMP_DT_FLOAT, 1, rd, rc->roi);
+        const AmpBuf *in[3] = {&x, crop ? &roi : NULL, &sc};
+        Outs outs;
+        cr_assert_eq(kt_run(n, 19, 3, in, 1, &outs, &st), AMP_OK, "%s: %s", rc->attrs, st.msg);
+        /* the CUDA kernel's host side: the CPU's geometry and tables, packed */
+        void *ra = NULL;
+        cr_assert_eq(amp_sh_resize_prepare(n, 19, &ra, &st), AMP_OK);
+        AmpKernelCtx k = {.node = n, .opset = 19, .n_in = 3, .in = in, .attrs = ra, .st = &st};
+        AmpResizeGeom g;
+        AmpResizeAxis ax[AMP_MAX_RANK];
+        void *mem;
+        cr_assert_eq(amp_resize_geom(&k, ra, &x, crop ? &roi : NULL, &sc, NULL, &g), AMP_OK, "%s", st.msg);
+        cr_assert_eq(amp_resize_tables(&k, ra, &x, &g, ax, &mem), AMP_OK);
+        AmpCudaResize p;
+        memset(&p, 0, sizeof p);
+        size_t bytes, woff = 0;
+        bool interp = ((const AmpResizeAttrs *)ra)->mode != AMP_RS_NEAREST;
+        char *h = amp_cuda_resize_pack(rc->rank, rc->x, g.out, ax, interp, 1 << 20, &p, &bytes, &woff);
+        cr_assert_not_null(h, "%s", rc->attrs);
+        p.interp = interp;
+        p.extrap = ((const AmpResizeAttrs *)ra)->extrap;
+        if (!interp && crop) memcpy(&p.ev, &p.extrap, sizeof p.extrap); /* float32's bytes */
+        const AmpBuf *ref = &outs.b[0];
+        cr_assert_eq(ref->rank, rc->rank);
+        for (int d = 0; d < rc->rank; d++) cr_assert_eq(ref->dims[d], g.out[d], "%s: axis %d", rc->attrs, d);
+        float *y = calloc(ref->nelem ? ref->nelem : 1, sizeof *y);
+        emulate(&p, h, woff, xs, y, ref->nelem);
+        for (uint64_t i = 0; i < ref->nelem; i++) {
+            float r = ((const float *)ref->data)[i];
+            cr_expect(fabsf(y[i] - r) <= 1e-5f * (1 + fabsf(r)), "%s: element %llu: %g, the CPU %g", rc->attrs,
+                      (unsigned long long)i, y[i], r);
+        }
+        free(y), free(h), free(mem), free(ra);
+        outs_free(&outs);
+    }
 }
