@@ -38,8 +38,38 @@ static AmpCode replace(AmpBuilder *b, AmpNode *n, AmpNode *r, AmpStatus *st) {
     return AMP_OK;
 }
 
+/* PyTorch's exporter keeps one initializer for buffers of equal value (every BatchNorm's
+ * running_mean starts at 0) and gives each buffer an Identity of it. Training updates each
+ * BatchNorm's statistics apart: v, such an Identity's output read by nothing else, becomes
+ * an initializer of its own holding a copy of the shared data, and the Identity goes. */
+static AmpCode own_statistics(AmpModel *m, AmpValue *v, AmpStatus *st) {
+    AmpNode *id = v ? v->producer : NULL;
+    AmpValue *src = id && id->op == AMP_OP_Identity && id->n_inputs == 1 ? id->inputs[0] : NULL;
+    if (!src || !(src->flags & AMP_VALUE_INITIALIZER) || !src->initializer || v->n_uses != 1 ||
+        (v->flags & AMP_VALUE_OUTPUT) || v->graph != m->graph)
+        return AMP_OK; /* not that pattern: the caller's check decides */
+    const AmpTensor *from = src->initializer;
+    AmpBytes bytes;
+    if (amp_tensor_bytes(m, (AmpTensor *)from, &bytes, st)) return st->code;
+    AmpArena *ar = &m->arena;
+    AmpTensor *t = amp_arena_calloc(ar, 1, sizeof *t);
+    int64_t *dims = amp_arena_calloc(ar, from->ndims + 1, sizeof *dims);
+    void *raw = amp_arena_memdup(ar, bytes.data, bytes.len ? bytes.len : 1);
+    if (!t || !dims || !raw) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+    memcpy(dims, from->dims, from->ndims * sizeof *dims);
+    *t = (AmpTensor){.dtype = from->dtype, .has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW, .ndims = from->ndims,
+                     .dims = dims, .nelem = from->nelem, .raw = {raw, bytes.len}};
+    amp_node_delete(id);
+    if (amp_graph_add_initializer(m->graph, v, t)) return amp_fail(st, AMP_ERR_INTERNAL, "grad: out of memory");
+    return AMP_OK;
+}
+
 static AmpCode batch_norm(AmpBuilder *b, AmpNode *n, AmpGradState *state, size_t *n_state, AmpStatus *st) {
     if (n->n_inputs < 5 || amp_node_attr_int(n, "training_mode", 0)) return AMP_OK;
+    for (int i = 3; i < 5; i++) {
+        AmpCode rc = own_statistics(b->g->model, n->inputs[i], st);
+        if (rc) return rc;
+    }
     for (int i = 3; i < 5; i++)
         if (!n->inputs[i] || !(n->inputs[i]->flags & AMP_VALUE_INITIALIZER))
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "grad: --train-mode: BatchNormalization node '%s': its running "

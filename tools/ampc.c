@@ -550,7 +550,10 @@ static int dispatch(Cli *c, int argc, char **argv) {
     case CMD_CALIBRATE: c->ca.run.model = model; return ampc_cmd_calibrate(&c->ca);
     case CMD_GRAD: c->ga.model = model; return ampc_cmd_grad(&c->ga);
     case CMD_RUN: c->ra.model = model; return ampc_cmd_run(&c->ra);
-    case CMD_BENCH: c->ra.model = model; return ampc_cmd_bench(&c->ra);
+    case CMD_BENCH:
+        c->ra.model = model;
+        if (c->ra.plot && !c->ra.compare) return ampc_usage_error("--plot draws what --compare times: give both");
+        return c->ra.compare ? ampc_cmd_bench_compare(&c->ra) : ampc_cmd_bench(&c->ra);
     default: c->a.model = model; return convert(&c->a, &c->ra);
     }
 }

@@ -196,6 +196,12 @@
     AMPC_OPT(WARMUP, "warmup", 0, 1, "W", "bench: W untimed runs first; default 3")            \
     AMPC_OPT(TRAIN, "train", 0, 0, "",                                                          \
              "bench: time training steps (updates applied) instead of inference runs")          \
+    AMPC_OPT(COMPARE, "compare", 0, 0, "",                                                      \
+             "bench: open MODEL twice, as it is (FP32) and rewritten by AMP_AUTO (AMP_* say "     \
+             "how), time both interleaved on the same inputs and print a table: median and min " \
+             "time, throughput, peak memory, the GEMMs' TFLOP/s, AMP's speed-up")               \
+    AMPC_OPT(PLOT, "plot", 0, 1, "FILE",                                                        \
+             "bench --compare: also draw every timed run's time, FP32 and AMP, as a PNG")       \
     AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
     AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
 

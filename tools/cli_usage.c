@@ -87,7 +87,8 @@ static const char USAGE[] =
     "                                     model: loss, backward in standard ONNX ops, the\n"
     "                                     optimizer's update bindings (README: Training\n"
     "                                     graphs from inference exports)\n"
-    "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--inputs DIR] [--backend B]\n"
+    "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--compare [--plot FILE]]\n"
+    "                      [--inputs DIR] [--backend B]\n"
     "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
     "                      [--no-fallback] [--tf32]\n"
     "                                     time W+N inference runs (or training steps);\n"
@@ -225,7 +226,9 @@ unsigned ampc_option_commands(int val) {
     case OPT_TF32: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:
-    case OPT_TRAIN: return CMD_BENCH;
+    case OPT_TRAIN:
+    case OPT_COMPARE:
+    case OPT_PLOT: return CMD_BENCH;
     case OPT_OPTIMIZER:
     case OPT_LR: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD;
     case OPT_CHECKPOINT: return CMD_CONVERT | CMD_RUN | CMD_BENCH;

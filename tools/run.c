@@ -29,7 +29,7 @@ void ampc_run_inputs_free(RunInputs *in) {
     amp_model_free(in->scratch);
 }
 
-static int fail(const AmpStatus *st, AmpCode c, const char *file) {
+int ampc_run_fail(const AmpStatus *st, AmpCode c, const char *file) {
     const char *msg = st->msg[0] ? st->msg : amp_code_name(c);
     if (file && !strstr(msg, file)) ampc_say("%s: %s", file, msg);
     else ampc_say("%s", msg);
@@ -38,7 +38,7 @@ static int fail(const AmpStatus *st, AmpCode c, const char *file) {
 
 /* Whatever was printed reached standard output (a full disk or /dev/full says so here, at
  * the latest: the printing itself is not checked line by line). */
-static int stdout_done(void) {
+int ampc_stdout_done(void) {
     if (fflush(stdout) == 0 && !ferror(stdout)) return AMP_OK;
     ampc_say("writing to standard output failed: %s", strerror(errno));
     return AMP_ERR_INTERNAL;
@@ -288,12 +288,12 @@ static void print_output(const AmpTensorView *t) {
     printf(" (%zu value%s)\n", n, n == 1 ? "" : "s");
 }
 
-static int cmp_double(const void *a, const void *b) {
+int ampc_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-static double now_ms(void) {
+double ampc_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
@@ -404,7 +404,7 @@ AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, Run
     return rc ? rc : fill_random(a, s, mode, in, st);
 }
 
-static AmpSessionOptions session_options(const RunArgs *a) {
+AmpSessionOptions ampc_session_options(const RunArgs *a) {
     AmpSessionOptions so = {.backend = (AmpBackendKind)a->backend,
                             .seed = a->seed,
                             .max_iterations = a->max_iterations,
@@ -427,10 +427,10 @@ static int output_index(const AmpSession *s, AmpMode mode, const char *name) {
 
 int ampc_cmd_run(const RunArgs *a) {
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = session_options(a);
+    AmpSessionOptions so = ampc_session_options(a);
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
-    if (rc) return fail(&st, rc, a->model);
+    if (rc) return ampc_run_fail(&st, rc, a->model);
 
     int loss = ampc_find_loss(a, s, &st);
     bool training = loss >= 0 || amp_session_has_training_info(s);
@@ -438,7 +438,7 @@ int ampc_cmd_run(const RunArgs *a) {
         if (loss != -2)
             amp_fail(&st, AMP_ERR_USAGE, "the model trains but no output is named like a loss: choose one with --loss NAME");
         amp_session_close(s);
-        return fail(&st, st.code, a->model);
+        return ampc_run_fail(&st, st.code, a->model);
     }
     AmpMode mode = training ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     if (!a->ort_optimizer) /* onnxruntime-training's training model, run alone */
@@ -468,10 +468,10 @@ int ampc_cmd_run(const RunArgs *a) {
     double *ms = calloc((size_t)a->steps, sizeof *ms);
     if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
     for (long step = 0; !rc && step < a->steps; step++) {
-        double t0 = now_ms();
+        double t0 = ampc_now_ms();
         rc = training ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
                       : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
-        ms[step] = now_ms() - t0;
+        ms[step] = ampc_now_ms() - t0;
         if (rc) break;
         if (training) {
             const AmpTensorView *l = &outs[loss];
@@ -496,9 +496,9 @@ int ampc_cmd_run(const RunArgs *a) {
     if (!rc && a->save_state && (rc = amp_session_state_save(s, a->save_state, &st))) failed_file = a->save_state;
     int code = AMP_OK;
     if (rc) {
-        code = fail(&st, rc, failed_file);
+        code = ampc_run_fail(&st, rc, failed_file);
     } else {
-        qsort(ms, (size_t)a->steps, sizeof *ms, cmp_double);
+        qsort(ms, (size_t)a->steps, sizeof *ms, ampc_cmp_double);
         AmpSessionStats stats;
         amp_session_stats(s, &stats);
         printf("step time %.3f ms (median of %ld %s), peak memory %zu bytes (intermediates %zu + state %zu), "
@@ -513,7 +513,7 @@ int ampc_cmd_run(const RunArgs *a) {
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
                    (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
-        code = stdout_done();
+        code = ampc_stdout_done();
     }
     free(ms);
     free(outs);
@@ -526,10 +526,10 @@ int ampc_cmd_run(const RunArgs *a) {
 
 int ampc_cmd_bench(const RunArgs *a) {
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = session_options(a);
+    AmpSessionOptions so = ampc_session_options(a);
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
-    if (rc) return fail(&st, rc, a->model);
+    if (rc) return ampc_run_fail(&st, rc, a->model);
     AmpMode mode = a->train ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     Inputs in = {0};
     rc = ampc_run_inputs(a, s, mode, &in, &st);
@@ -539,10 +539,10 @@ int ampc_cmd_bench(const RunArgs *a) {
     if (!rc && (!outs || !ms || !dev)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
     /* Each run is timed around the session call alone: outputs are freed outside it. */
     for (long i = 0; !rc && i < a->warmup + a->iters; i++) {
-        double t0 = now_ms();
+        double t0 = ampc_now_ms();
         rc = a->train ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
                       : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
-        double t = now_ms() - t0;
+        double t = ampc_now_ms() - t0;
         if (rc) break;
         double dt = amp_session_device_ms(s);
         if (i >= a->warmup) ms[i - a->warmup] = t, dev[i - a->warmup] = dt;
@@ -550,10 +550,10 @@ int ampc_cmd_bench(const RunArgs *a) {
     }
     int code = AMP_OK;
     if (rc) {
-        code = fail(&st, rc, a->model);
+        code = ampc_run_fail(&st, rc, a->model);
     } else {
         size_t n = (size_t)a->iters;
-        qsort(ms, n, sizeof *ms, cmp_double);
+        qsort(ms, n, sizeof *ms, ampc_cmp_double);
         double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
         AmpSessionStats stats;
         amp_session_stats(s, &stats);
@@ -563,7 +563,7 @@ int ampc_cmd_bench(const RunArgs *a) {
         printf("time per %s: median %.4f ms, min %.4f ms, max %.4f ms\n", a->train ? "step" : "run", median, ms[0],
                ms[n - 1]);
         if (dev[0] >= 0) { /* a device that times its kernels */
-            qsort(dev, n, sizeof *dev, cmp_double);
+            qsort(dev, n, sizeof *dev, ampc_cmp_double);
             printf("device time per %s: median %.4f ms, min %.4f ms (the kernels alone: inputs in and outputs out "
                    "excluded)\n",
                    a->train ? "step" : "run", n % 2 ? dev[n / 2] : (dev[n / 2 - 1] + dev[n / 2]) / 2, dev[0]);
@@ -580,7 +580,7 @@ int ampc_cmd_bench(const RunArgs *a) {
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
                    (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
-        code = stdout_done();
+        code = ampc_stdout_done();
     }
     free(ms);
     free(dev);

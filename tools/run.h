@@ -29,6 +29,8 @@ typedef struct RunArgs {
     const char *outputs; /* run --outputs DIR: where the last step's outputs go, or NULL */
     long iters, warmup;  /* bench: timed runs (>= 1) and untimed runs before them (>= 0) */
     bool train;          /* bench --train: training steps instead of inference */
+    bool compare;        /* bench --compare: FP32 and AMP_AUTO sessions of MODEL, interleaved */
+    const char *plot;    /* bench --compare --plot FILE: their step times as a PNG */
     /* --optimizer, --checkpoint, --lr: MODEL is onnxruntime-training's training model,
      * imported with its optimizer model and checkpoint (passes/ort_import.c) */
     const char *ort_optimizer, *ort_checkpoint;
@@ -52,11 +54,23 @@ void ampc_run_inputs_free(RunInputs *in);
  * output named like a loss); -1 when none, -2 (st set) when ambiguous or not found. */
 int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st);
 
+/* Shared by run.c and bench_compare.c: the session options of a (AMP settings from the
+ * environment unless the caller sets them), the exit code of a failure (its message on
+ * stderr, prefixed by `file` unless it names it), stdout's final flush checked, a
+ * monotonic clock in ms, and qsort's comparison of doubles. */
+AmpSessionOptions ampc_session_options(const RunArgs *a);
+int ampc_run_fail(const AmpStatus *st, AmpCode c, const char *file);
+int ampc_stdout_done(void);
+double ampc_now_ms(void);
+int ampc_cmp_double(const void *a, const void *b);
+
 /* Returns the exit code (an AmpCode); messages go to stderr via `say`. */
 int ampc_cmd_run(const RunArgs *a);
 /* `ampc bench MODEL`: a.warmup untimed then a.iters timed runs (or training steps with
  * a.train); prints the median, min and max time per run and the peak memory. */
 int ampc_cmd_bench(const RunArgs *a);
+/* `ampc bench MODEL --compare` (tools/bench_compare.c). */
+int ampc_cmd_bench_compare(const RunArgs *a);
 
 /* Checks and stores the value `arg` of run/bench option `val` (an OPT_ of cli_options.h)
  * in r (run_args.c): AMP_OK, or AMP_ERR_USAGE with the message said. */

@@ -28,6 +28,11 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
         return AMP_OK;
     }
     case OPT_TRAIN: r->train = true; return AMP_OK;
+    case OPT_COMPARE: r->compare = true; return AMP_OK;
+    case OPT_PLOT:
+        if (!arg[0]) return ampc_usage_error("--plot: FILE is an empty path");
+        r->plot = arg;
+        return AMP_OK;
     case OPT_NO_FALLBACK: r->no_fallback = true; return AMP_OK;
     case OPT_TF32: r->tf32 = true; return AMP_OK;
     case OPT_SEED: {

@@ -198,15 +198,6 @@ static float *mask_values(AmpKernelCtx *k, const AmpBuf *m, AmpCode *rc) {
     return f;
 }
 
-/* ai.onnx Attention's attributes, parsed at prepare. */
-typedef struct OnnxAttnAttrs {
-    int64_t q_heads, kv_heads; /* q_num_heads, kv_num_heads: read for 3-D inputs only */
-    int qk_mode;               /* qk_matmul_output_mode, 0..3 */
-    bool causal;               /* is_causal */
-    bool has_scale;            /* scale given (a float); else 1 / sqrt(head size) */
-    float scale, softcap;
-} OnnxAttnAttrs;
-
 AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     if (amp_node_attr_int(n, "left_window_size", -1) >= 0 || amp_node_attr_int(n, "right_window_size", -1) >= 0)
@@ -228,13 +219,8 @@ AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **a
     return AMP_OK;
 }
 
-typedef struct AttnShape {
-    bool is3d;
-    int64_t B, Hq, Hkv, S, L, P, T, D, Dv;
-} AttnShape;
-
-static AmpCode attn_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk,
-                          const AmpBuf *v, const AmpBuf *pk, const AmpBuf *pv, AttnShape *s) {
+AmpCode amp_attn_onnx_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
+                            const AmpBuf *pk, const AmpBuf *pv, AttnShape *s) {
     memset(s, 0, sizeof *s);
     if (q->rank != kk->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "Q, K and V must all be 3-D or all 4-D (got ranks %d, %d, %d)", q->rank,
@@ -293,23 +279,21 @@ static AmpCode attn_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf 
     return AMP_OK;
 }
 
-/* Validates attn_mask against (B, Hq, S, T): right-aligned broadcasting over the first
- * three dims, the last dim at most T (a shorter one is padded with -inf). */
-static AmpCode mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s, OnnxBias *o) {
+AmpCode amp_attn_onnx_mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s, int64_t *Tm, int64_t ms[4]) {
     if (m->rank < 1 || m->rank > 4)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask must have rank 1 to 4 (got %d)", m->rank);
-    o->Tm = m->dims[m->rank - 1];
-    if (o->Tm > s->T)
+    *Tm = m->dims[m->rank - 1];
+    if (*Tm > s->T)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask's last dim %lld is over the total sequence length %lld",
-                             (long long)o->Tm, (long long)s->T);
-    int64_t full[4] = {s->B, s->Hq, s->S, o->Tm};
+                             (long long)*Tm, (long long)s->T);
+    int64_t full[4] = {s->B, s->Hq, s->S, *Tm};
     for (int i = 0; i < m->rank - 1; i++) {
         int64_t d = m->dims[i], want = full[4 - m->rank + i];
         if (d != 1 && d != want)
             return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask dim %d (%lld) does not broadcast to %lld", i,
                                  (long long)d, (long long)want);
     }
-    amp_broadcast_strides(m->rank, m->dims, 4, full, o->ms);
+    amp_broadcast_strides(m->rank, m->dims, 4, full, ms);
     return AMP_OK;
 }
 
@@ -321,7 +305,7 @@ static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AttnShap
     ob->S = s->S, ob->T = s->T, ob->offset = s->P;
     ob->causal = a->causal;
     AmpCode rc;
-    if (mask && (rc = mask_layout(k, mask, s, ob))) return rc;
+    if (mask && (rc = amp_attn_onnx_mask_layout(k, mask, s, &ob->Tm, ob->ms))) return rc;
     if (nonpad) {
         if (pk) return amp_kernel_fail(k, AMP_ERR_INPUT, "nonpad_kv_seqlen cannot be used with past_key/past_value");
         if (nonpad->dtype != AMP_DT_INT64 || nonpad->rank != 1 || nonpad->dims[0] != s->B)
@@ -333,7 +317,7 @@ static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AttnShap
 
 /* The outputs as placed (out[i] NULL where not wanted), checked against the shapes the
  * kernel writes: present key/value double as the K/V arrays the core reads. */
-static AmpCode attn_outputs(AmpKernelCtx *k, const AttnShape *s, const AmpBuf *q, const AmpBuf *v, AmpBuf **out) {
+AmpCode amp_attn_onnx_outputs(AmpKernelCtx *k, const AttnShape *s, const AmpBuf *q, const AmpBuf *v, AmpBuf **out) {
     int64_t ydims[4] = {s->B, s->S, s->Hq * s->Dv, 0};
     if (!s->is3d) ydims[0] = s->B, ydims[1] = s->Hq, ydims[2] = s->S, ydims[3] = s->Dv;
     const int64_t pkd[4] = {s->B, s->Hkv, s->T, s->D}, pvd[4] = {s->B, s->Hkv, s->T, s->Dv},
@@ -363,7 +347,7 @@ AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
     if (kk->dtype != q->dtype || (pk && pk->dtype != q->dtype) || (pv && pv->dtype != v->dtype))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "K and past_key must have Q's type, past_value V's");
     AttnShape s;
-    AmpCode rc = attn_shape(k, a, q, kk, v, pk, pv, &s);
+    AmpCode rc = amp_attn_onnx_shape(k, a, q, kk, v, pk, pv, &s);
     if (rc) return rc;
     OnnxBias ob;
     if ((rc = attn_bias(k, a, &s, mask, pk, nonpad, &ob))) return rc;
@@ -372,7 +356,7 @@ AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
     int qk_mode = a->qk_mode;
 
     AmpBuf *out[4];
-    if ((rc = attn_outputs(k, &s, q, v, out))) return rc;
+    if ((rc = amp_attn_onnx_outputs(k, &s, q, v, out))) return rc;
 
     float *tq, *tk, *tv, *tpk = NULL, *tpv = NULL, *tm = NULL, *qs = NULL, *ks = NULL, *vs = NULL, *ys = NULL;
     float *ty = NULL, *tpko = NULL, *tpvo = NULL, *tqk = NULL;

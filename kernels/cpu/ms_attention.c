@@ -13,25 +13,6 @@
 
 /* ---- onnxruntime's mask and bias --------------------------------------------------- */
 
-typedef enum MaskKind {
-    MASK_NONE,
-    MASK_END,       /* (B): valid key count; keys at or after it are masked (right padding) */
-    MASK_END_START, /* (2B): end positions, then start positions (left and right padding) */
-    MASK_RAW2,      /* (B, T): 1 attend, 0 masked */
-    MASK_RAW3       /* (B, S, T) */
-} MaskKind;
-
-typedef struct OrtBias {
-    MaskKind kind;
-    const AmpBuf *mask; /* integer mask, read with amp_buf_get_i64 */
-    float filter;       /* mask_filter_value */
-    bool causal;
-    int64_t past;    /* key j is causal-masked for query i when j > i + past */
-    const float *ab; /* attention_bias (B or 1, N or 1, S, T), or NULL */
-    int64_t ab_sb, ab_sh;
-    int64_t B, S, T;
-} OrtBias;
-
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi) {
     return v < lo ? lo : v > hi ? hi : v;
 }
@@ -61,7 +42,8 @@ static void ort_bias(const void *ctx, int64_t b, int64_t h, float *bias) {
 
 /* Classifies the mask (int32 in the schema; any integer type is read) for B, S, T.
  * MultiHeadAttention does not take the (2B) form (onnxruntime rejects it). */
-static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b, OrtBias *o) {
+AmpCode amp_attn_ort_mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b,
+                               OrtBias *o) {
     o->kind = MASK_NONE;
     if (!m) return AMP_OK;
     if (!amp_dtype_is_int(m->dtype) && m->dtype != AMP_DT_BOOL)
@@ -84,8 +66,8 @@ static AmpCode mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S,
 }
 
 /* attention_bias (B or 1, N or 1, S, T) of the input's type. */
-static AmpCode bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
-                           OrtBias *o) {
+AmpCode amp_attn_ort_bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
+                                 OrtBias *o) {
     if (!ab) return AMP_OK;
     if (ab->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "attention_bias must have the input's type");
     if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) || (ab->dims[1] != N && ab->dims[1] != 1) ||
@@ -108,16 +90,6 @@ static void add_head_bias(float *x, const float *bias, int64_t B, int64_t H, int
 }
 
 /* ---- attributes, parsed once at prepare ------------------------------------------ */
-
-/* com.microsoft Attention's and MultiHeadAttention's attributes. */
-typedef struct OrtAttnAttrs {
-    int64_t num_heads; /* >= 1 */
-    bool causal;       /* unidirectional */
-    float filter;      /* mask_filter_value */
-    float scale;       /* 0: 1 / sqrt(head size) */
-    bool has_qkv;      /* Attention: qkv_hidden_sizes given (3 entries); else thirds */
-    int64_t qkv[3];
-} OrtAttnAttrs;
 
 AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
@@ -145,14 +117,14 @@ AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **att
     return AMP_OK;
 }
 
-static float default_scale(const OrtAttnAttrs *a, int64_t head) {
+float amp_attn_ms_scale(const OrtAttnAttrs *a, int64_t head) {
     return a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)(head ? head : 1)));
 }
 
 /* ---- com.microsoft Attention ------------------------------------------------------ */
 
 /* The bias callback's state before the mask is read: sizes, causality, filter value. */
-static OrtBias ort_bias_init(const OrtAttnAttrs *a, int64_t B, int64_t S, int64_t T, int64_t P) {
+OrtBias amp_attn_ort_bias_init(const OrtAttnAttrs *a, int64_t B, int64_t S, int64_t T, int64_t P) {
     OrtBias ob;
     memset(&ob, 0, sizeof ob);
     ob.B = B, ob.S = S, ob.T = T, ob.past = P;
@@ -161,13 +133,7 @@ static OrtBias ort_bias_init(const OrtAttnAttrs *a, int64_t B, int64_t S, int64_
     return ob;
 }
 
-/* Attention's sizes: input (B, S, Din), weights (Din, Dq + Dk + Dv), N heads of H (Q, K)
- * and Hv (V), a past of P steps. */
-typedef struct MsAttnDims {
-    int64_t N, B, S, Din, Dsum, Dq, Dk, Dv, H, Hv, P;
-} MsAttnDims;
-
-static AmpCode ms_attention_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x, const AmpBuf *w,
+AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x, const AmpBuf *w,
                                  const AmpBuf *bias, const AmpBuf *past, MsAttnDims *d) {
     int64_t N = a->num_heads;
     if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
@@ -215,14 +181,14 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
                              "rotary embeddings and shared past/present buffers are not implemented");
     if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
     MsAttnDims d = {0};
-    AmpCode rc = ms_attention_dims(k, a, x, w, bias, past, &d);
+    AmpCode rc = amp_attn_ms_dims(k, a, x, w, bias, past, &d);
     if (rc) return rc;
     int64_t N = d.N, B = d.B, S = d.S, Din = d.Din, Dsum = d.Dsum, Dq = d.Dq, Dk = d.Dk, Dv = d.Dv, H = d.H, Hv = d.Hv,
             P = d.P;
     int64_t T = P + S, n;
-    OrtBias ob = ort_bias_init(a, B, S, T, P);
-    rc = mask_kind(k, mask, B, S, T, true, &ob);
-    if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
+    OrtBias ob = amp_attn_ort_bias_init(a, B, S, T, P);
+    rc = amp_attn_ort_mask_kind(k, mask, B, S, T, true, &ob);
+    if (rc || (rc = amp_attn_ort_bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
     const int64_t sz1[3] = {B, S, Dsum}, sz2[4] = {B, N, S, T > H ? T : H}, sz3[5] = {2, B, N, T, H > Hv ? H : Hv};
     if (!amp_attn_size(3, sz1, &n) || !amp_attn_size(4, sz2, &n) || !amp_attn_size(5, sz3, &n) || B * S > INT_MAX ||
         Din > INT_MAX || Dsum > INT_MAX || T > INT_MAX)
@@ -271,7 +237,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
                          .T = T,
                          .D = H,
                          .Dv = Hv,
-                         .scale = default_scale(a, H),
+                         .scale = amp_attn_ms_scale(a, H),
                          .q = qh,
                          .k = kvb,
                          .v = kvb + nkv,
@@ -294,14 +260,7 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
 
 /* ---- com.microsoft MultiHeadAttention ------------------------------------------- */
 
-/* MultiHeadAttention's sizes: query (B, S, D), N heads of H; key and value of L steps,
- * (B, L, D) and (B, L, Dv) or per head (kv4: (B, N, L, H) and (B, N, L, Hv)); a past of P. */
-typedef struct MhaDims {
-    int64_t N, B, S, D, H, L, Dv, Hv, P;
-    bool kv4;
-} MhaDims;
-
-static AmpCode mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
+AmpCode amp_attn_mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
                         const AmpBuf *bias, const AmpBuf *pk, const AmpBuf *pv, MhaDims *d) {
     int64_t N = a->num_heads;
     if (q->rank != 3 || q->dims[2] % N)
@@ -338,7 +297,7 @@ static AmpCode mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q,
 
 /* The outputs as placed (NULL where not wanted): output (B, S, Dv), present key and value
  * (B, N, T, H) and (B, N, T, Hv), qk (B, N, S, T). */
-static AmpCode mha_outputs(AmpKernelCtx *k, const MhaDims *d, int64_t T, int dt, AmpBuf **out) {
+AmpCode amp_attn_mha_outputs(AmpKernelCtx *k, const MhaDims *d, int64_t T, int dt, AmpBuf **out) {
     const int64_t ydims[3] = {d->B, d->S, d->Dv}, kd[4] = {d->B, d->N, T, d->H}, vd[4] = {d->B, d->N, T, d->Hv},
                   qkd[4] = {d->B, d->N, d->S, T};
     AmpCode rc;
@@ -375,14 +334,14 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "key, value, bias and past must have query's type");
     if (k->n_out > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
     MhaDims d = {0};
-    AmpCode rc = mha_dims(k, a, q, kk, v, bias, pk, pv, &d);
+    AmpCode rc = amp_attn_mha_dims(k, a, q, kk, v, bias, pk, pv, &d);
     if (rc) return rc;
     int64_t N = d.N, B = d.B, S = d.S, D = d.D, H = d.H, L = d.L, Dv = d.Dv, Hv = d.Hv, P = d.P;
     bool kv4 = d.kv4;
     int64_t T = P + L, n;
-    OrtBias ob = ort_bias_init(a, B, S, T, P);
-    rc = mask_kind(k, mask, B, S, T, false, &ob);
-    if (rc || (rc = bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
+    OrtBias ob = amp_attn_ort_bias_init(a, B, S, T, P);
+    rc = amp_attn_ort_mask_kind(k, mask, B, S, T, false, &ob);
+    if (rc || (rc = amp_attn_ort_bias_layout(k, ab, dt, B, N, S, T, &ob))) return rc;
     int64_t w1 = T > H ? T : H;
     const int64_t sz1[4] = {B, N, S, w1 > Hv ? w1 : Hv}, sz2[4] = {B, N, T, H > Hv ? H : Hv};
     if (!amp_attn_size(4, sz1, &n) || !amp_attn_size(4, sz2, &n) || S > INT_MAX || T > INT_MAX || H > INT_MAX ||
@@ -390,7 +349,7 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
 
     AmpBuf *out[4];
-    if ((rc = mha_outputs(k, &d, T, dt, out))) return rc;
+    if ((rc = amp_attn_mha_outputs(k, &d, T, dt, out))) return rc;
     float *tq, *tk, *tv, *tb = NULL, *tab = NULL, *tpk = NULL, *tpv = NULL, *to[4] = {NULL};
     float *qh = NULL, *kh = NULL, *vh = NULL, *yh = NULL;
     const float *Q = amp_buf_f32_in(q, &tq), *K = amp_buf_f32_in(kk, &tk), *V = amp_buf_f32_in(v, &tv);
@@ -435,7 +394,7 @@ AmpCode amp_cpu_ms_mha(AmpKernelCtx *k) {
                          .T = T,
                          .D = H,
                          .Dv = Hv,
-                         .scale = default_scale(a, H),
+                         .scale = amp_attn_ms_scale(a, H),
                          .q = qh,
                          .k = Kh,
                          .v = Vh,

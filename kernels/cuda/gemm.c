@@ -19,8 +19,11 @@
  * b < batch, each operand stridden by its batch stride in elements (0: shared). */
 typedef struct MmKey {
     int dtype, ta, tb, bias, tf32;
+    int ydtype; /* Y's dtype when not dtype (float32 scores of 16-bit inputs); 0: dtype */
     unsigned align_a, align_b, align_y, align_bias;
     int64_t m, n, k, batch, sa, sb, sy;
+    int64_t lda, ldb, ldy;    /* leading dims when not the dense ones; 0: dense */
+    size_t ws_bytes;          /* the workspace cuBLASLt may use; 0: the session's whole one */
 } MmKey;
 
 typedef struct MmPlan {
@@ -82,14 +85,16 @@ static AmpCode make_plan(AmpKernelCtx *k, const MmKey *key, MmPlan **out) {
         s = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     }
     /* our B: row-major (tb ? n x k : k x n); our A: row-major (ta ? k x m : m x k); Y: m x n */
-    if (!s) s = key->tb ? layout(&p->la, t, key->k, key->n, key->k, key->batch, key->sb)
-                        : layout(&p->la, t, key->n, key->k, key->n, key->batch, key->sb);
-    if (!s) s = key->ta ? layout(&p->lb, t, key->m, key->k, key->m, key->batch, key->sa)
-                        : layout(&p->lb, t, key->k, key->m, key->k, key->batch, key->sa);
-    if (!s) s = layout(&p->ly, t, key->n, key->m, key->n, key->batch, key->sy);
+    int64_t lda = key->lda ? key->lda : key->ta ? key->m : key->k, ldb = key->ldb ? key->ldb : key->tb ? key->k : key->n;
+    int64_t ldy = key->ldy ? key->ldy : key->n;
+    if (!s) s = key->tb ? layout(&p->la, t, key->k, key->n, ldb, key->batch, key->sb)
+                        : layout(&p->la, t, key->n, key->k, ldb, key->batch, key->sb);
+    if (!s) s = key->ta ? layout(&p->lb, t, key->m, key->k, lda, key->batch, key->sa)
+                        : layout(&p->lb, t, key->k, key->m, lda, key->batch, key->sa);
+    if (!s) s = layout(&p->ly, key->ydtype ? cuda_type(key->ydtype) : t, key->n, key->m, ldy, key->batch, key->sy);
     cublasLtMatmulPreference_t pref = NULL;
     if (!s) s = cublasLtMatmulPreferenceCreate(&pref);
-    size_t ws = c->workspace_bytes;
+    size_t ws = key->ws_bytes ? key->ws_bytes : c->workspace_bytes;
     uint32_t al_a = key->align_b, al_b = key->align_a, al_y = key->align_y; /* cuBLASLt's A is our B */
     if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
@@ -120,7 +125,7 @@ static AmpCode run_mm(AmpKernelCtx *k, MmKey key, const void *a, const void *b, 
     key.bias = bias != NULL;
     if (!key.align_a) key.align_a = batch_align(a, key.sa, esz);
     if (!key.align_b) key.align_b = batch_align(b, key.sb, esz);
-    if (!key.align_y) key.align_y = batch_align(y, key.sy, esz);
+    if (!key.align_y) key.align_y = batch_align(y, key.sy, key.ydtype ? dtype_size(key.ydtype) : esz);
     key.align_bias = bias ? amp_cuda_align(bias) : 0;
     MmPlan *p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_GEMM, &key, sizeof key);
     if (!p) {
@@ -135,8 +140,22 @@ static AmpCode run_mm(AmpKernelCtx *k, MmKey key, const void *a, const void *b, 
     if (bias) s = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     if (!s)
         s = cublasLtMatmul(c->lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, y, p->ly, y, p->ly, &p->algo,
-                           c->workspace, c->workspace_bytes, (cudaStream_t)c->stream);
+                           c->workspace, key.ws_bytes ? key.ws_bytes : c->workspace_bytes, (cudaStream_t)c->stream);
     return amp_cuda_check_blas(k, s, "cublasLtMatmul");
+}
+
+AmpCode amp_cuda_mm(AmpKernelCtx *k, const AmpCudaMm *mm) {
+    MmKey key = {.dtype = mm->dtype, .ta = mm->ta, .tb = mm->tb, .m = mm->m, .n = mm->n, .k = mm->k,
+                 .batch = mm->batch, .sa = mm->sa, .sb = mm->sb, .sy = mm->sy, .lda = mm->lda, .ldb = mm->ldb,
+                 .ldy = mm->ldy, .ydtype = mm->ydtype != mm->dtype ? mm->ydtype : 0, .ws_bytes = mm->ws_bytes};
+    /* the alignment a leading dim allows too (every row of a batch starts on one) */
+    size_t esz = dtype_size(mm->dtype), ysz = dtype_size(mm->ydtype ? mm->ydtype : mm->dtype);
+    unsigned la = batch_align(mm->a, mm->lda, esz), lb = batch_align(mm->b, mm->ldb, esz);
+    unsigned ly = batch_align(mm->y, mm->ldy, ysz);
+    key.align_a = batch_align(mm->a, mm->sa, esz) < la ? batch_align(mm->a, mm->sa, esz) : la;
+    key.align_b = batch_align(mm->b, mm->sb, esz) < lb ? batch_align(mm->b, mm->sb, esz) : lb;
+    key.align_y = batch_align(mm->y, mm->sy, ysz) < ly ? batch_align(mm->y, mm->sy, ysz) : ly;
+    return run_mm(k, key, mm->a, mm->b, mm->y, mm->bias, mm->alpha, mm->beta);
 }
 
 static int64_t prod(const int64_t *d, int n) {

@@ -1,6 +1,7 @@
 /* The CUDA backend's kernels, one entry per op id (designated initializers), grouped by
  * family as kernels/cpu/table.c is: an op with no entry runs on the CPU fallback. */
 #include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
@@ -127,4 +128,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_MatMul] = {amp_cuda_matmul, NULL, amp_cuda_supports_matmul},
     [AMP_OP_Gemm] = {amp_cuda_gemm, amp_cpu_gemm_prepare, amp_cuda_supports_matmul},
     [AMP_OP_Ms_FusedMatMul] = {amp_cuda_fused_matmul, amp_cpu_fused_matmul_prepare, amp_cuda_supports_fused_matmul},
+    /* attention.c, ms_attention.c: cuBLASLt products, an own softmax */
+    [AMP_OP_Attention] = {amp_cuda_attention, amp_cpu_onnx_attention_prepare, amp_cuda_supports_attention},
+    [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_attention},
+    [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_mha},
 };

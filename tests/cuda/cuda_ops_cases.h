@@ -281,4 +281,65 @@ static const Case resize[] = {
     {"Resize", "FLT", "T[2,16,128,96] - f32{1,1,2,2}", "mode=linear", .tol = 'A'},
 };
 
+/* ai.onnx Attention (opset 23): batch, head and sequence sizes 1 and odd; MHA, GQA
+ * (Hq = 2 Hkv) and MQA; 4-D and 3-D inputs; causal and not (S below, at and over T);
+ * bool masks (some rows fully masked: a last dim of 2 pads the rest with -inf) and
+ * additive ones, broadcast from every rank; past/present KV; softcap and scale; rows of
+ * more than 256 keys (several per thread). */
+#define ATT4 "T[1,1,1,8] T[1,1,1,8] T[1,1,1,8] | T[2,3,5,8] T[2,3,7,8] T[2,3,7,4] | " \
+             "T[3,4,7,16] T[3,2,9,16] T[3,2,9,5] | T[2,4,5,8] T[2,1,5,8] T[2,1,5,8] | " \
+             "T[1,2,9,16] T[1,2,4,16] T[1,2,4,16] | T[2,8,65,64] T[2,4,300,64] T[2,4,300,64]"
+#define ATT_MASK "T[2,3,5,8] T[2,3,7,8] T[2,3,7,6] bool[5,7] | T[2,3,5,8] T[2,3,7,8] T[2,3,7,6] bool[2,1,5,2] | " \
+                 "T[2,3,5,8] T[2,3,7,8] T[2,3,7,6] T[2,1,5,7] | T[2,3,5,8] T[2,3,7,8] T[2,3,7,6] T[7] | " \
+                 "T[2,4,5,8] T[2,2,7,8] T[2,2,7,6] bool[2,4,5,7] | T[1,2,3,8] T[1,1,3,8] T[1,1,3,8] T[1,1,3,3]"
+#define ATT_PAST "T[2,3,5,8] T[2,3,4,8] T[2,3,4,6] - T[2,3,6,8] T[2,3,6,6] | " \
+                 "T[1,4,1,16] T[1,2,1,16] T[1,2,1,16] - T[1,2,9,16] T[1,2,9,16] | " \
+                 "T[2,4,3,8] T[2,2,3,8] T[2,2,3,8] bool[2,1,3,10] T[2,2,7,8] T[2,2,7,8] | " \
+                 "T[2,3,5,8] T[2,3,7,8] T[2,3,7,6]"
+
+/* com.microsoft MultiHeadAttention: 3-D and 4-D (projected) key/value, the bias, every
+ * key_padding_mask form (end positions, (B, T), (B, S, T); int32), attention_bias
+ * broadcast, past/present, unidirectional, mask_filter_value. The GPU rounds Q, K, V to
+ * the input's type after the bias (and com.microsoft Attention after the projection), as
+ * onnxruntime's CUDA kernels do, where the CPU keeps them in fp32: small inputs (gen 's')
+ * keep the scores' error from that rounding within the tolerance. */
+#define MS_GEN "ssssssss"
+#define MHA "T[2,5,32] T[2,7,32] T[2,7,24] | T[1,1,8] T[1,1,8] T[1,1,8] | T[2,5,32] T[2,7,32] T[2,7,24] T[88] | " \
+            "T[2,5,32] T[2,4,7,8] T[2,4,7,6] T[88] | T[2,5,32] T[2,7,32] T[2,7,24] - i32[2]@8 | " \
+            "T[2,5,32] T[2,7,32] T[2,7,24] T[88] i32[2,7]# T[1,4,5,7] | " \
+            "T[3,5,32] T[3,7,32] T[3,7,32] - i32[3,5,7]# T[3,1,5,7] | T[2,65,64] T[2,300,64] T[2,300,64]"
+#define MHA_PAST "T[2,5,32] T[2,7,32] T[2,7,24] T[88] - - T[2,4,3,8] T[2,4,3,6] | " \
+                 "T[1,1,16] T[1,1,16] T[1,1,16] - i32[1]@12 - T[1,4,9,4] T[1,4,9,4] | T[2,5,32] T[2,4,7,8] T[2,4,7,6]"
+/* com.microsoft Attention: the fused projection with and without bias, the mask forms
+ * ((2B) start and end positions too), past/present, qkv_hidden_sizes. */
+#define MSA "T[2,5,16] T[16,48] T[48] | T[1,1,8] T[8,24] | T[2,5,16] T[16,48] T[48] i32[4]@8 | " \
+            "T[2,5,16] T[16,48] T[48] i32[2,5]# | T[2,5,16] T[16,48] T[48] i32[2,5,5]# - T[2,4,5,5] | " \
+            "T[2,129,64] T[64,192] T[192] i32[2]@140"
+
+static const Case attention[] = {
+    {"com.microsoft:MultiHeadAttention", "FLT", MHA, "num_heads=4", .tol = 'A', .gen = MS_GEN},
+    {"com.microsoft:MultiHeadAttention", "FLT", MHA, "num_heads=4 unidirectional=1 mask_filter_value=-50.0",
+     .tol = 'A', .gen = MS_GEN},
+    {"com.microsoft:MultiHeadAttention", "FLT", MHA_PAST, "num_heads=4 unidirectional=1 scale=0.4", .tol = 'A',
+     .gen = MS_GEN, .nout = 3},
+    {"com.microsoft:Attention", "FLT", MSA, "num_heads=4", .tol = 'A', .gen = MS_GEN},
+    {"com.microsoft:Attention", "FLT", MSA, "num_heads=4 unidirectional=1", .tol = 'A', .gen = MS_GEN},
+    {"com.microsoft:Attention", "FLT", "T[2,5,16] T[16,48] T[48] - T[2,2,4,3,4] | T[1,1,16] T[16,48] - i32[1]@9 "
+                                       "T[2,1,4,8,4]", "num_heads=4 unidirectional=1", .tol = 'A', .gen = MS_GEN,
+     .nout = 2},
+    {"com.microsoft:Attention", "FLT", "T[2,5,16] T[16,40] T[40] | T[2,5,16] T[16,40] T[40] i32[2,5]#",
+     "num_heads=4 qkv_hidden_sizes=[16,16,8]", .tol = 'A', .gen = MS_GEN},
+    {"Attention", "FLT", ATT4, .tol = 'A', .opset = 23},
+    {"Attention", "FLT", ATT4, "is_causal=1", .tol = 'A', .opset = 23},
+    {"Attention", "FLT", ATT_MASK, .tol = 'A', .opset = 23},
+    {"Attention", "FLT", ATT_MASK, "is_causal=1 softcap=2.5", .tol = 'A', .opset = 23},
+    {"Attention", "FLT", ATT_PAST, .tol = 'A', .opset = 23, .nout = 3},
+    {"Attention", "FLT", ATT_PAST, "is_causal=1 scale=0.3", .tol = 'A', .opset = 23, .nout = 3},
+    {"Attention", "FLT", "T[2,5,32] T[2,7,16] T[2,7,12] | T[1,1,8] T[1,1,4] T[1,1,6] | "
+                         "T[3,9,32] T[3,4,16] T[3,4,12] bool[9,4]",
+     "q_num_heads=4 kv_num_heads=2", .tol = 'A', .opset = 23},
+    {"Attention", "FLT", "T[2,5,32] T[2,7,16] T[2,7,12] T[2,4,5,7] T[2,2,3,8] T[2,2,3,6]",
+     "q_num_heads=4 kv_num_heads=2 is_causal=1", .tol = 'A', .opset = 23, .nout = 3},
+};
+
 #endif

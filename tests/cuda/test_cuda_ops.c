@@ -22,8 +22,9 @@
  *           "A>B" binds T to each of A and U to each of B (Cast).
  *   inputs  alternatives separated by '|', each a space-separated input list:
  *           T[3,1,5]  a graph input ([] rank 0), random data; a suffix picks the values:
- *                     + positive, ~ away from 0, # small integers, p near 1, @N indices
- *                     in [-N, N); with no suffix the row's .gen (one char per input)
+ *                     + positive, ~ away from 0, # small integers, p near 1, s small
+ *                     ([-0.5, 0.5)), @N indices in [-N, N); with no suffix the row's
+ *                     .gen (one char per input)
  *           i64{1,-1} a 1-D initializer; T(2.5) a rank-0 initializer; - absent.
  *   attrs   "axis=1 perm=[1,0] alpha=0.5 mode=reflect to=U value=T(2.5)": ints, floats
  *           (with a '.' or an exponent), lists, strings, a dtype (T, U), a 1-element
@@ -149,6 +150,7 @@ static double gen_value(int dt, char gen, int64_t bound) {
     case '~': return (urand() < 0.5 ? -1 : 1) * (fl ? 0.5 + 2.5 * u : 1 + floor(20 * u));
     case '#': return floor(9 * u) - 4;
     case 'p': return fl ? 0.5 + u : 1 + floor(2 * u);
+    case 's': return fl ? u - 0.5 : floor(9 * u) - 4;
     case '@': return floor(2 * (double)bound * u) - (double)bound;
     default: return fl ? 6 * u - 3 : floor(41 * u) - 20;
     }
@@ -305,7 +307,14 @@ static void build(const Case *c, const In *in, int n_in, int T, int U, uint8_t *
         size_t l = strlen(outs);
         snprintf(outs + l, sizeof outs - l, "%sy%d", i ? "," : "", i);
     }
-    AmpNode *n = rt_node(g, "", c->op, ins, outs);
+    /* "domain:Op" names an op of another domain (com.microsoft, opset 1) */
+    const char *colon = strchr(c->op, ':'), *op = colon ? colon + 1 : c->op;
+    char domain[64] = "";
+    if (colon) {
+        snprintf(domain, sizeof domain, "%.*s", (int)(colon - c->op), c->op);
+        m->opsets[m->n_opsets++] = (AmpOpset){amp_arena_strdup(&m->arena, domain), 1, true};
+    }
+    AmpNode *n = rt_node(g, domain, op, ins, outs);
     set_attrs(m, n, c->attrs, T, U);
     AmpStatus st = {0};
     amp_infer_model(m, &st); /* types the outputs where it can */
@@ -535,4 +544,8 @@ Test(cuda_ops, resize, .timeout = 1200) {
 
 Test(cuda_ops, gemm_conv_pool, .timeout = 1200) {
     RUN(gemm_conv);
+}
+
+Test(cuda_ops, attention, .timeout = 1200) {
+    RUN(attention);
 }

@@ -9,6 +9,8 @@ becomes a training graph that
 - `ampc MODEL -o OUT` converts to fp16 with every gradient unscaled, and `ampc run --steps
   50` on a learnable task makes the loss fall, in FP32 and in AMP;
 - with --loss mse and --freeze, the frozen parameter keeps no binding;
+- --train-mode on BatchNormalizations whose running statistics are Identity nodes of one
+  shared initializer (PyTorch's export of equal buffers) gives each its own statistics;
 - cross-entropy over [B, T, V] logits (classes last) and [N, C, L] (--class-axis 1)
   matches numpy's loss and gradient;
 - an op without a rule on a parameter's path exits 3 naming the node, and is allowed off
@@ -211,6 +213,51 @@ def test_mse_and_freeze(ctx):
     assert target and target[0].type.tensor_type.elem_type == T.FLOAT
 
 
+def bn_net(path):
+    """x [N, 2, 4, 4] -> (Conv -> BatchNormalization -> Relu) x 2 -> pool -> Gemm; both
+    BatchNormalizations read their running statistics through Identity nodes of ONE shared
+    initializer each (zeros, ones), as PyTorch's exporter writes buffers of equal value."""
+    rs = np.random.RandomState(3)
+    inits = [nh.from_array((rs.randn(2, 2, 1, 1) * 0.5).astype(np.float32), f"conv{k}.weight") for k in (1, 2)]
+    inits += [nh.from_array(np.ones(2, np.float32), f"bn{k}.weight") for k in (1, 2)]
+    inits += [nh.from_array(np.zeros(2, np.float32), f"bn{k}.bias") for k in (1, 2)]
+    inits += [nh.from_array(np.zeros(2, np.float32), "shared_zeros"), nh.from_array(np.ones(2, np.float32), "shared_ones"),
+              nh.from_array((rs.randn(3, 2) * 0.5).astype(np.float32), "fc.weight")]
+    nodes, x = [], "x"
+    for k in (1, 2):
+        nodes += [h.make_node("Conv", [x, f"conv{k}.weight"], [f"c{k}"], name=f"/conv{k}/Conv"),
+                  h.make_node("Identity", ["shared_zeros"], [f"bn{k}.running_mean"], name=f"Identity_m{k}"),
+                  h.make_node("Identity", ["shared_ones"], [f"bn{k}.running_var"], name=f"Identity_v{k}"),
+                  h.make_node("BatchNormalization", [f"c{k}", f"bn{k}.weight", f"bn{k}.bias", f"bn{k}.running_mean",
+                                                     f"bn{k}.running_var"], [f"b{k}"], name=f"/bn{k}/BatchNormalization"),
+                  h.make_node("Relu", [f"b{k}"], [f"r{k}"], name=f"/relu{k}/Relu")]
+        x = f"r{k}"
+    nodes += [h.make_node("GlobalAveragePool", [x], ["p"], name="/pool"), h.make_node("Flatten", ["p"], ["f"], name="/flat"),
+              h.make_node("Gemm", ["f", "fc.weight"], ["logits"], name="/fc/Gemm", transB=1)]
+    g = h.make_graph(nodes, "bn", [h.make_tensor_value_info("x", T.FLOAT, ["N", 2, 4, 4])],
+                     [h.make_tensor_value_info("logits", T.FLOAT, ["N", 3])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def test_shared_running_stats(ctx):
+    src, out = os.path.join(ctx.tmp, "bn.onnx"), os.path.join(ctx.tmp, "bn_train.onnx")
+    bn_net(src)
+    r = ampc(ctx, "grad", src, "-o", out, "--train-mode")
+    assert "4 running statistics bound" in r.stdout + r.stderr, r.stdout + r.stderr
+    m = onnx.load(out)
+    onnx.checker.check_model(m, full_check=True)
+    inits = {t.name for t in m.graph.initializer}
+    assert not [n for n in m.graph.node if n.op_type == "Identity" and n.input[0].startswith("shared_")]
+    stats = [f"bn{k}.running_{s}" for k in (1, 2) for s in ("mean", "var")]
+    assert all(s in inits for s in stats), sorted(inits)
+    bound = {b.key for ti in m.training_info for b in ti.update_binding}
+    assert all(s in bound for s in stats), sorted(bound)
+    r = ampc(ctx, "run", out, "--steps", "3")
+    assert len(losses(r.stdout)) == 3, r.stdout
+
+
 def test_refusals(ctx):
     src, out = os.path.join(ctx.tmp, "mlp_sin.onnx"), os.path.join(ctx.tmp, "never.onnx")
     mlp(src, extra="Sin")
@@ -234,7 +281,8 @@ def main():
     ctx = Ctx()
     ctx.ampc, ctx.notes, ctx.tmp = args.ampc, [], tempfile.mkdtemp(prefix="ampc_grad_")
     tests = [(f.__name__[5:], f) for f in (test_checked_and_bound, test_onnxruntime_gradients, test_trains_fp32_and_amp,
-                                           test_mse_and_freeze, test_refusals, test_cross_entropy_class_axis)]
+                                           test_mse_and_freeze, test_refusals, test_cross_entropy_class_axis,
+                                           test_shared_running_stats)]
     try:
         return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
     finally:
