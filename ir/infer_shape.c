@@ -535,11 +535,30 @@ AmpCode amp_infer_resize(AmpInferCtx *c) {
     int kc = amp_inf_has_input(n, scales_slot)
                  ? amp_inf_const_doubles(c, n->inputs[scales_slot], scales, AMP_INF_MAX_RANK)
                  : -1;
-    if (kz == ka && strcmp(policy, "stretch") == 0) {
+    bool larger = strcmp(policy, "not_larger") == 0, smaller = strcmp(policy, "not_smaller") == 0;
+    if (kz == ka && !larger && !smaller) {
         for (int i = 0; i < ka; i++) {
             int a = amp_inf_axis(axes[i], in.rank);
             if (a < 0) return amp_inf_fail(n, st, "axis out of range");
             s.d[a] = sizes[i] >= 0 ? amp_dim_of(sizes[i]) : amp_dim_unknown();
+        }
+    } else if (kz == ka && ka > 0) {
+        /* One scale for every resized axis, the smallest (not_larger) or largest
+         * (not_smaller) of sizes[i] / dim, and each output round(scale * dim), half up, as
+         * the reference and the CPU kernel (kernels/cpu/resize.c) compute it. */
+        double sc = 0;
+        bool known = true;
+        for (int i = 0; i < ka && known; i++) {
+            int a = amp_inf_axis(axes[i], in.rank);
+            if (a < 0) return amp_inf_fail(n, st, "axis out of range");
+            known = amp_dim_known(in.d[a]) && in.d[a].value > 0 && sizes[i] >= 0;
+            double r = known ? (double)sizes[i] / (double)in.d[a].value : 0;
+            sc = i == 0 ? r : larger ? fmin(sc, r) : fmax(sc, r);
+        }
+        for (int i = 0; i < ka; i++) {
+            int a = amp_inf_axis(axes[i], in.rank);
+            double v = known ? floor(sc * (double)in.d[a].value + 0.5) : -1;
+            s.d[a] = (v >= 0 && v < 9.0e15) ? amp_dim_of((int64_t)v) : amp_dim_unknown();
         }
     } else if (kc == ka && kc > 0) {
         for (int i = 0; i < ka; i++) {
