@@ -169,6 +169,7 @@ static uint32_t max_avx2(const uint8_t *p, size_t n) {
 #endif
 
 uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n) {
+    if (!n) return 0; /* src may be NULL: an empty tensor has no bytes */
 #ifdef AMP_HALF_X86
     if (have_avx2_f16c()) return narrow_f16c(dst, src, n);
 #endif
@@ -176,10 +177,12 @@ uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n) {
 }
 
 uint32_t amp_f32_bytes_to_bf16(uint16_t *dst, const void *src, size_t n) {
+    if (!n) return 0;
     return narrow_bytes(dst, src, n, bf16_of_bits);
 }
 
 uint32_t amp_f32_bytes_max(const void *src, size_t n) {
+    if (!n) return 0;
 #ifdef AMP_HALF_X86
     if (have_avx2_f16c()) return max_avx2(src, n);
 #endif
