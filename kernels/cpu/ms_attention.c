@@ -166,11 +166,9 @@ AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x
 
 /* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
  * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
-AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
-    const OrtAttnAttrs *a = k->attrs;
-    const AmpBuf *in[7] = {NULL};
-    for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
-    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
+AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *in[7], MsAttnDims *d) {
+    for (int i = 0; i < 7; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *past = in[4];
     if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
     int dt = x->dtype;
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
@@ -178,11 +176,20 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
     if (in[6]) /* past_sequence_length: with a shared past/present buffer (refused at prepare) */
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
-                             "rotary embeddings and shared past/present buffers are not implemented");
+                               "rotary embeddings and shared past/present buffers are not implemented");
     if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
-    MsAttnDims d = {0};
-    AmpCode rc = amp_attn_ms_dims(k, a, x, w, bias, past, &d);
+    *d = (MsAttnDims){0};
+    return amp_attn_ms_dims(k, a, x, w, bias, past, d);
+}
+
+AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
+    const OrtAttnAttrs *a = k->attrs;
+    const AmpBuf *in[7];
+    MsAttnDims d;
+    AmpCode rc = amp_attn_ms_inputs(k, a, in, &d);
     if (rc) return rc;
+    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
+    int dt = x->dtype;
     int64_t N = d.N, B = d.B, S = d.S, Din = d.Din, Dsum = d.Dsum, Dq = d.Dq, Dk = d.Dk, Dv = d.Dv, H = d.H, Hv = d.Hv,
             P = d.P;
     int64_t T = P + S, n;

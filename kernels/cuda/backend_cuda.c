@@ -98,6 +98,13 @@ AmpCode amp_cuda_check_dnn(AmpKernelCtx *k, int status, const char *what) {
                            cudnnGetErrorString((cudnnStatus_t)status), *detail ? ": " : "", detail);
 }
 
+AmpCode amp_cuda_check_dnn_geometry(AmpKernelCtx *k, int status, const char *what) {
+    if (status == CUDNN_STATUS_BAD_PARAM || status == CUDNN_STATUS_NOT_SUPPORTED)
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "cuDNN cannot run this geometry (%s: %s)", what,
+                               cudnnGetErrorString((cudnnStatus_t)status));
+    return amp_cuda_check_dnn(k, status, what);
+}
+
 int amp_cuda_read_ints(AmpKernelCtx *k, int index, int64_t *out, int max) {
     AmpCudaCtx *c = amp_cuda_ctx(k);
     const AmpBuf *b = index < k->n_in ? k->in[index] : NULL;

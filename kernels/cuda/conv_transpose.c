@@ -110,10 +110,7 @@ static AmpCode make_plan(AmpKernelCtx *k, const TKey *key, void *const *io, TPla
     }
     if (s) {
         plan_free(p);
-        if (s == CUDNN_STATUS_BAD_PARAM || s == CUDNN_STATUS_NOT_SUPPORTED)
-            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "cuDNN cannot run this geometry (%s: %s)", what,
-                                   cudnnGetErrorString(s));
-        return amp_cuda_check_dnn(k, s, what);
+        return amp_cuda_check_dnn_geometry(k, s, what);
     }
     *out = p;
     return AMP_OK;

@@ -47,6 +47,9 @@ AmpCode amp_cuda_check(AmpKernelCtx *k, int err, const char *what);
 /* The same for a cublasStatus_t and a cudnnStatus_t. */
 AmpCode amp_cuda_check_blas(AmpKernelCtx *k, int status, const char *what);
 AmpCode amp_cuda_check_dnn(AmpKernelCtx *k, int status, const char *what);
+/* The same, but a status saying cuDNN does not take the parameters (BAD_PARAM,
+ * NOT_SUPPORTED) is AMP_ERR_UNSUPPORTED: the executor then runs the node on the CPU. */
+AmpCode amp_cuda_check_dnn_geometry(AmpKernelCtx *k, int status, const char *what);
 
 /* The elements of integer input `index` (int32 or int64; a small tensor: Slice bounds,
  * Pad pads, a Tile's repeats) on the host: copied out of the device, waiting on the

@@ -92,21 +92,12 @@ static AmpCode project(AmpKernelCtx *k, const MsAttnDims *d, const AmpBuf *x, co
 AmpCode amp_cuda_ms_attention(AmpKernelCtx *k) {
     const OrtAttnAttrs *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes not prepared");
-    const AmpBuf *in[7] = {NULL};
-    for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
-    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
-    int dt = x->dtype;
-    if (!amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (w->dtype != dt || (bias && bias->dtype != dt) || (past && past->dtype != dt))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
-    if (in[6])
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
-                               "rotary embeddings and shared past/present buffers are not implemented");
-    if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
-    MsAttnDims d = {0};
-    AmpCode rc = amp_attn_ms_dims(k, a, x, w, bias, past, &d);
+    const AmpBuf *in[7];
+    MsAttnDims d;
+    AmpCode rc = amp_attn_ms_inputs(k, a, in, &d); /* the CPU kernel's checks */
     if (rc) return rc;
+    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
+    int dt = x->dtype;
     int64_t T = d.P + d.S;
     OrtBias ob = amp_attn_ort_bias_init(a, d.B, d.S, T, d.P);
     if ((rc = ort_mask(k, mask, ab, dt, d.N, true, &ob))) return rc;
