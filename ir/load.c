@@ -1,7 +1,9 @@
 /* ONNX -> IR. Decodes the protobuf wire format straight into the model's arena (no
- * message tree in between): models and graphs here, tensors, attributes and value infos
- * in load_msg.c, reading the file (mapped, or a stream read to its end) in load_file.c. Every length, dim and offset is checked on the way; whatever the IR does
- * not model (unknown fields included) is packed into `rest` blobs for the saver. */
+ * message tree in between): models and graphs here; tensors and attributes in
+ * load_msg.c, value infos in load_type.c; reading the file (mapped, or a stream read to
+ * its end) in load_file.c. Every length, dim and offset is checked on the way; whatever
+ * the IR does not model (unknown fields included) is packed into `rest` blobs for the
+ * saver. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
