@@ -133,7 +133,7 @@ static double median(const double *v, size_t n) {
     if (!c) return NAN;
     memcpy(c, v, n * sizeof *c);
     qsort(c, n, sizeof *c, ampc_cmp_double);
-    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    double m = ampc_median_sorted(c, n);
     free(c);
     return m;
 }

@@ -293,6 +293,10 @@ int ampc_cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+double ampc_median_sorted(const double *v, size_t n) {
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double ampc_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -554,7 +558,7 @@ int ampc_cmd_bench(const RunArgs *a) {
     } else {
         size_t n = (size_t)a->iters;
         qsort(ms, n, sizeof *ms, ampc_cmp_double);
-        double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+        double median = ampc_median_sorted(ms, n);
         AmpSessionStats stats;
         amp_session_stats(s, &stats);
         const char *what = a->train ? "training step" : "inference run";
@@ -566,7 +570,7 @@ int ampc_cmd_bench(const RunArgs *a) {
             qsort(dev, n, sizeof *dev, ampc_cmp_double);
             printf("device time per %s: median %.4f ms, min %.4f ms (the kernels alone: inputs in and outputs out "
                    "excluded)\n",
-                   a->train ? "step" : "run", n % 2 ? dev[n / 2] : (dev[n / 2 - 1] + dev[n / 2]) / 2, dev[0]);
+                   a->train ? "step" : "run", ampc_median_sorted(dev, n), dev[0]);
         }
         printf("peak memory %zu bytes (intermediates %zu + state %zu)\n", stats.intermediate_bytes + stats.state_bytes,
                stats.intermediate_bytes, stats.state_bytes);

@@ -57,11 +57,12 @@ int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st);
 /* Shared by run.c and bench_compare.c: the session options of a (AMP settings from the
  * environment unless the caller sets them), the exit code of a failure (its message on
  * stderr, prefixed by `file` unless it names it), stdout's final flush checked, a
- * monotonic clock in ms, and qsort's comparison of doubles. */
+ * monotonic clock in ms, the median of sorted values, and qsort's comparison of doubles. */
 AmpSessionOptions ampc_session_options(const RunArgs *a);
 int ampc_run_fail(const AmpStatus *st, AmpCode c, const char *file);
 int ampc_stdout_done(void);
 double ampc_now_ms(void);
+double ampc_median_sorted(const double *v, size_t n); /* v sorted, n >= 1 */
 int ampc_cmp_double(const void *a, const void *b);
 
 /* Returns the exit code (an AmpCode); messages go to stderr via `say`. */
