@@ -34,6 +34,14 @@ typedef struct AmpKernelCtx {
     const void *attrs;
     AmpAllocFn alloc;
     void *alloc_ctx;
+    /* NULL, or the fused update gate (runtime/fuse.c): a bool scalar, a buffer of the
+     * node's backend read where the kernel runs (never copied to the host), that the
+     * loss_scale pass's Where(amp_found_inf, old, new) gates read. Where it holds true the
+     * kernel writes every output as the input that output replaces (an optimizer:
+     * output group 0 <- input group 0 after R and T, group k >= 1 <- input group k + 1),
+     * i.e. the step is skipped; where false it runs as usual. Only ops
+     * amp_kernel_takes_gate() names receive one. */
+    const AmpBuf *gate;
     uint64_t *rng; /* state for ops that draw random numbers (Dropout in training mode) */
     bool training; /* a training step is running (Dropout masks, BatchNorm statistics) */
     /* The backend's state for its own kernels, set by its run_node: the CUDA backend's
@@ -43,6 +51,11 @@ typedef struct AmpKernelCtx {
 } AmpKernelCtx;
 
 typedef AmpCode (*AmpKernelFn)(AmpKernelCtx *k);
+
+/* Whether every backend's kernel of op honours AmpKernelCtx.gate (ai.onnx.preview.training
+ * Adam, Momentum, Adagrad): the executor folds the Where gates of such a node's outputs
+ * into it (ir/ops.c). */
+bool amp_kernel_takes_gate(AmpOpId op);
 
 /* The one form of a kernel's error, "node 'NAME' (Op): " and the message (ir.c): for a
  * prepare function (node n), and for a running kernel (its node and status). The executor

@@ -8,6 +8,7 @@
 
 #include "ir/infer_impl.h"
 #include "ir/ir.h"
+#include "ir/kernel.h"
 #include "ir/ops.h"
 
 #define ANY AMP_OPSET_ANY
@@ -55,6 +56,11 @@ static const bool SHAPE_FROM_DATA[AMP_OP__COUNT] = {
 
 bool amp_op_shape_from_data(AmpOpId op) {
     return (unsigned)op < AMP_OP__COUNT && SHAPE_FROM_DATA[op];
+}
+
+/* ir/kernel.h: the optimizers whose CPU and CUDA kernels read AmpKernelCtx.gate. */
+bool amp_kernel_takes_gate(AmpOpId op) {
+    return op == AMP_OP_Adam || op == AMP_OP_Momentum || op == AMP_OP_Adagrad;
 }
 
 /* ---- lookup: open addressing over FNV-1a of (domain, name) ----------------------

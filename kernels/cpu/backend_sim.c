@@ -162,7 +162,14 @@ static AmpCode sim_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *
         if (!is_dev(r.out[i].data)) return misuse(ctx->st, "the interpreter placed an output in host memory");
         r.out[i].data = to_host(r.out[i].data);
     }
+    AmpBuf gate;
+    if (ctx->gate) {
+        if (!is_dev(ctx->gate->data)) return misuse(ctx->st, "the interpreter gave a kernel a host buffer as its gate");
+        gate = *ctx->gate;
+        gate.data = to_host(gate.data);
+    }
     AmpKernelCtx host = *ctx;
+    host.gate = ctx->gate ? &gate : NULL;
     host.in = inp;
     host.out = ctx->out ? r.out : NULL;
     host.attrs = k->impl;
