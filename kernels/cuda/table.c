@@ -7,6 +7,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/movement.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/optim.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/resize.h"
 
@@ -132,4 +133,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Attention] = {amp_cuda_attention, amp_cpu_onnx_attention_prepare, amp_cuda_supports_attention},
     [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_attention},
     [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_mha},
+    /* optim.c: the optimizers, multi-tensor kernels honouring the fused update gate */
+    [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
 };
