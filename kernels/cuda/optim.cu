@@ -105,12 +105,14 @@ __global__ void __launch_bounds__(256)
     }
     __syncthreads();
     bool skip = s_skip;
+    AmpOptStep step = {0.0, 0.0, 0.0}; // in registers; s_step is unset when the step is skipped
+    if (!skip) step = s_step;
     for (int64_t c = blockIdx.x; c < tb.chunks; c += gridDim.x) {
         int i = amp_cuda_opt_find(&tb, c);
         int64_t b = (c - (i ? tb.chunk_end[i - 1] : 0)) * AMP_CUDA_OPT_CHUNK;
         int64_t e = b + AMP_CUDA_OPT_CHUNK < tb.nelem[i] ? b + AMP_CUDA_OPT_CHUNK : tb.nelem[i];
         if (!skip) {
-            update_range<F32>(nd, s_step, tb, i, b, e);
+            update_range<F32>(nd, step, tb, i, b, e);
             continue;
         }
         for (int j = 0; j < AMP_CUDA_OPT_OUT; j++) {
