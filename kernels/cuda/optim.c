@@ -84,7 +84,8 @@ static AmpCode opt_tensor(AmpKernelCtx *k, int n_state, const AmpBuf *const *in,
 /* R, T and the gate: where they lie and their types, into nd. */
 static AmpCode opt_scalars(AmpKernelCtx *k, AmpCudaOptNode *nd) {
     const AmpBuf *R = k->in[0], *T = k->in[1], *gate = k->gate;
-    if (!R || !opt_float(R->dtype) || R->nelem != 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
+    if (!R || !opt_float(R->dtype) || R->nelem != 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
     if (!T || !amp_dtype_is_int(T->dtype) || T->nelem != 1)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "T must be an integer scalar");
     if (T->dtype != AMP_DT_INT32 && T->dtype != AMP_DT_INT64) /* the CPU takes it: fall back */
@@ -114,8 +115,8 @@ static AmpCode opt_run(AmpKernelCtx *k) {
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, groups = 2 + n_state, tensors = k->n_in - 2;
     if (tensors <= 0 || tensors % groups)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs", groups,
-                               k->n_in);
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs",
+                               groups, k->n_in);
     int N = tensors / groups;
     if (k->n_out > (groups - 1) * N)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, N);

@@ -147,8 +147,8 @@ Test(optim, powi_agrees_with_pow) {
     for (int b = 0; b < 3; b++)
         for (int t = 0; t < 6; t++) {
             double want = pow(bases[b], (double)ts[t]), got = amp_opt_powi(bases[b], ts[t]);
-            cr_expect(fabs(got - want) <= 2.0 * (double)ts[t] * DBL_EPSILON * want, "%.17g^%lld: %.17g, pow %.17g", bases[b], (long long)ts[t], got,
-                      want);
+            cr_expect(fabs(got - want) <= 2.0 * (double)ts[t] * DBL_EPSILON * want, "%.17g^%lld: %.17g, pow %.17g",
+                      bases[b], (long long)ts[t], got, want);
         }
     cr_expect_eq(amp_opt_powi(0.5, 0), 1.0);
 }
