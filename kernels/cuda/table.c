@@ -8,6 +8,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/movement.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/optim.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/resize.h"
 
@@ -136,4 +137,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* fused.c: the executor's fused nodes (runtime/fuse.c) */
     [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_cpu_fused_prepare, amp_cuda_supports_fused},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},
+    /* optim.c: the optimizers, multi-tensor kernels honouring the fused update gate */
+    [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
 };

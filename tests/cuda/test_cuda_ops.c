@@ -549,3 +549,7 @@ Test(cuda_ops, gemm_conv_pool, .timeout = 1200) {
 Test(cuda_ops, attention, .timeout = 1200) {
     RUN(attention);
 }
+
+Test(cuda_ops, optim, .timeout = 1200) {
+    RUN(optim);
+}
