@@ -649,10 +649,9 @@ AmpCode amp_exec_fuse(AmpExec *e, AmpStatus *st) {
         for (size_t i = 0; i < f.n; i++)
             if (e->nodes[i]->id < f.n_pos) f.pos[e->nodes[i]->id] = (int)i;
         pin_all(&f);
-        const char *dbg = getenv("AMP_FUSE_DEBUG");
-        if (!dbg || strchr(dbg, 'g')) for (size_t i = 0; i < f.n; i++) fold_gates(&f, (int)i);
-        if (!dbg || strchr(dbg, 'u')) for (size_t i = 0; i < f.n; i++) fold_check(&f, (int)i);
-        if (!dbg || strchr(dbg, 'c')) rc = fuse_chains(&f);
+        for (size_t i = 0; i < f.n; i++) fold_gates(&f, (int)i);
+        for (size_t i = 0; i < f.n; i++) fold_check(&f, (int)i);
+        rc = fuse_chains(&f);
     }
     if (!rc && f.fused) {
         size_t w = 0;
