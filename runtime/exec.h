@@ -119,9 +119,11 @@ typedef struct AmpExecMemory {
 
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);
 
-/* The op types of e's nodes (bodies prepared so far included) that run on the fallback
- * backend, with their counts ("Relu x3, Conv x1"), into buf; "" when none. */
-void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len);
+/* The op types of the nodes of es[0..n) (bodies prepared so far included) that run on the
+ * fallback backend, with their counts ("Relu x3, Conv x1"), into buf; "" when none. */
+void amp_exec_fallback_ops(const AmpExec *const *es, size_t n, char *buf, size_t len);
+/* The same for the plans' fused nodes ("FusedElementwise x4, UnscaleCheck x1, Adam+gate x1"). */
+void amp_exec_fused_ops(const AmpExec *const *es, size_t n, char *buf, size_t len);
 
 void amp_exec_free(AmpExec *e);
 

@@ -106,22 +106,33 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
     return rc;
 }
 
-void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len) {
+/* The name node i of x is listed under, or NULL when it is not one `fused` (fused nodes
+ * and optimizers with a folded gate) or !`fused` (nodes on the fallback) lists. */
+static const char *listed_as(const AmpExec *x, size_t i, bool fused) {
+    const AmpNode *n = x->nodes[i];
+    const char *op = n->op_type ? n->op_type : "?";
+    if (!fused) return x->node_be[i] && x->node_be[i] != x->be ? op : NULL;
+    if (x->gate[i]) return n->op == AMP_OP_Adam ? "Adam+gate" : n->op == AMP_OP_Momentum ? "Momentum+gate" : "Adagrad+gate";
+    return n->domain && strcmp(n->domain, "ai.ampc") == 0 ? op : NULL;
+}
+
+/* Op types in first-met order, each with its count over the executors es[0..n) and
+ * their bodies. */
+static void list_ops(const AmpExec *const *es, size_t n, char *buf, size_t len, bool fused) {
     if (!len) return;
     buf[0] = '\0';
     size_t at = 0;
-    /* Op types in first-met order, each with its count over e and its bodies. */
     const AmpExec *stack[64];
     int sp = 0;
     const char *seen[64];
     size_t count[64];
     int n_seen = 0;
-    stack[sp++] = e;
+    for (size_t k = n; k-- > 0 && sp < 64;) stack[sp++] = es[k];
     while (sp) {
         const AmpExec *x = stack[--sp];
         for (size_t i = 0; i < x->n_nodes; i++) {
-            if (!x->node_be[i] || x->node_be[i] == x->be) continue;
-            const char *op = x->nodes[i]->op_type ? x->nodes[i]->op_type : "?";
+            const char *op = listed_as(x, i, fused);
+            if (!op) continue;
             int j = 0;
             while (j < n_seen && strcmp(seen[j], op) != 0) j++;
             if (j == n_seen && n_seen < 64) seen[n_seen] = op, count[n_seen++] = 0;
@@ -134,4 +145,12 @@ void amp_exec_fallback_ops(const AmpExec *e, char *buf, size_t len) {
         if (w < 0) break;
         at += (size_t)w;
     }
+}
+
+void amp_exec_fallback_ops(const AmpExec *const *es, size_t n, char *buf, size_t len) {
+    list_ops(es, n, buf, len, false);
+}
+
+void amp_exec_fused_ops(const AmpExec *const *es, size_t n, char *buf, size_t len) {
+    list_ops(es, n, buf, len, true);
 }

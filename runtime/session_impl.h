@@ -62,6 +62,7 @@ struct AmpSession {
     double timeout;        /* AmpSessionOptions.timeout_seconds */
     uint64_t max_tensor_bytes; /* AmpSessionOptions.max_tensor_bytes (0: the executor's own cap) */
     char fallback_ops[512]; /* amp_session_stats' text */
+    char fused_ops[256];    /* amp_session_stats' text */
     bool amp_applied;
 };
 

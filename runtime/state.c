@@ -386,9 +386,6 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     if (s->be && strcmp(s->be->name, "cuda") == 0 && !amp_backend_cuda_memory(s->be, &used, &total))
         out->device_bytes = used > s->dev_used_before ? used - s->dev_used_before : 0;
     out->kernel_syncs = amp_backend_cuda_syncs(s->be);
-    /* The text lives in the session; stats are read, not changed: hence the cast. */
-    char *ops = ((AmpSession *)s)->fallback_ops;
-    amp_exec_fallback_ops(s->main, ops, sizeof s->fallback_ops);
     for (size_t k = 0; k < s->n_alg; k++) {
         amp_exec_memory(s->alg[k].exec, &mm);
         out->values_sized += mm.values_sized;
@@ -397,15 +394,19 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
         out->fallback_nodes += mm.fallback_nodes;
         out->fused_nodes += mm.fused_nodes;
         out->absorbed_nodes += mm.absorbed_nodes;
-        size_t at = strlen(ops);
-        if (mm.fallback_nodes && at + 3 < sizeof s->fallback_ops) {
-            if (at) ops[at++] = ',', ops[at++] = ' ';
-            amp_exec_fallback_ops(s->alg[k].exec, ops + at, sizeof s->fallback_ops - at);
-        }
     }
+    /* The texts live in the session; stats are read, not changed: hence the casts. The
+     * main graph's executor, then each algorithm's. */
+    const AmpExec *es[1 + 16];
+    size_t n_es = 0;
+    es[n_es++] = s->main;
+    for (size_t k = 0; k < s->n_alg && n_es < sizeof es / sizeof *es; k++) es[n_es++] = s->alg[k].exec;
+    amp_exec_fallback_ops(es, n_es, ((AmpSession *)s)->fallback_ops, sizeof s->fallback_ops);
+    amp_exec_fused_ops(es, n_es, ((AmpSession *)s)->fused_ops, sizeof s->fused_ops);
     out->amp_applied = s->amp_applied;
     out->backend = s->be->name;
     out->fallback_ops = s->fallback_ops;
+    out->fused_ops = s->fused_ops;
 }
 
 double amp_session_device_ms(AmpSession *s) {

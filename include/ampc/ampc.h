@@ -212,6 +212,8 @@ typedef struct AmpSessionStats {
     const char *backend;       /* "cpu", "sim", "cuda" */
     size_t fused_nodes;        /* fused kernels in the plan (CUDA, sim: see no_fuse) ... */
     size_t absorbed_nodes;     /* ... and the model's nodes they run */
+    const char *fused_ops;     /* their kinds and counts, "FusedElementwise x4, UnscaleCheck x1,
+                                  Adam+gate x1" (main graph, then algorithms); valid as fallback_ops */
     size_t device_bytes;       /* CUDA: device memory the session holds now (cudaMemGetInfo's
                                   use against that before it opened: weights, arena, cached
                                   buffers, library workspaces); 0 elsewhere */

@@ -96,7 +96,7 @@ def run_steps(ctx, model, data, backend, tag, steps=None, load=None):
            "--seed", "7", *more)
     printed = [m.groups() for m in map(STEP.match, p.stdout.splitlines()) if m]
     assert len(printed) == steps, f"{tag} on {backend}: {len(printed)} steps printed:\n{p.stdout}"
-    fused = re.search(r"^fused: (\d+) nodes ran as (\d+) fused kernels?$", p.stdout, re.M)
+    fused = re.search(r"^fused: (\d+) nodes ran as (\d+) fused kernels? \((.*)\)$", p.stdout, re.M)
     with open(state, "rb") as f:
         return printed, f.read(), fused
 
@@ -125,6 +125,9 @@ def same_run(ctx, name, precision, must_fuse):
     assert not cpu_fused, "the CPU backend fuses nothing"
     if must_fuse:
         assert dev_fused and int(dev_fused.group(2)) > 0, f"{tag}: {ctx.device} fused nothing"
+        assert "UnscaleCheck" in dev_fused.group(3), f"{tag}: the gradient check was not fused: {dev_fused.group(3)}"
+        if name == "mlp_train":
+            assert "Momentum+gate" in dev_fused.group(3), f"{tag}: the gates stayed apart: {dev_fused.group(3)}"
     if ctx.device == "sim":
         for a, b in zip(cpu, dev):
             assert a == b, f"{tag}: step {a[0]}: cpu {a[1:]} vs sim {b[1:]}"
@@ -135,7 +138,8 @@ def same_run(ctx, name, precision, must_fuse):
             assert abs(x - y) <= ctx.rtol * max(abs(x), 1e-3), f"{tag}: step {a[0]}: cpu {x} vs {ctx.device} {y}"
             assert a[2] == b[2], f"{tag}: step {a[0]}: loss scale / skip differ: {a[2]!r} vs {b[2]!r}"
     if dev_fused:
-        ctx.notes.append(f"{tag}: {dev_fused.group(1)} nodes as {dev_fused.group(2)} fused kernels")
+        ctx.notes.append(f"{tag}: {dev_fused.group(1)} nodes as {dev_fused.group(2)} fused kernels "
+                         f"({dev_fused.group(3)})")
 
 
 def planted_nan(ctx):

@@ -380,7 +380,7 @@ Test(sim, a_kernel_refused_at_run_time_falls_back) {
             amp_exec_memory(e, &mem);
             cr_assert_eq(mem.fallback_nodes, 1, "run %d", run);
             char ops[64];
-            amp_exec_fallback_ops(e, ops, sizeof ops);
+            amp_exec_fallback_ops((const AmpExec *const[]){e}, 1, ops, sizeof ops);
             cr_assert_str_eq(ops, "Mul x1");
         }
         amp_exec_free(e);
