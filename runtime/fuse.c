@@ -402,36 +402,43 @@ static int opcode_of(const AmpNode *n) {
     return 0;
 }
 
-/* A tensor type of known dtype, rank and dims. */
-static bool static_type(const AmpType *t) {
+/* A tensor type of known dtype and rank whose every dim is a number or a name (a batch
+ * dimension "N": the same name is the same size in one run, which the kernels check). */
+static bool known_type(const AmpType *t) {
     if (t->kind != AMP_TYPE_TENSOR || t->rank < 0 || t->rank > AMP_MAX_RANK || !amp_fused_dt_ok(t->dtype)) return false;
     for (int d = 0; d < t->rank; d++)
-        if (t->dims[d].value < 0) return false;
+        if (t->dims[d].value < 0 && !t->dims[d].param) return false;
     return true;
 }
 
 static bool same_shape(const AmpType *a, const AmpType *b) {
     if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d].value != b->dims[d].value) return false;
+    for (int d = 0; d < a->rank; d++) {
+        const AmpDim *x = &a->dims[d], *y = &b->dims[d];
+        if (x->value >= 0 ? x->value != y->value : !y->param || y->value >= 0 || strcmp(x->param, y->param) != 0)
+            return false;
+    }
     return true;
 }
 
-static int64_t elems(const AmpType *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
-    return n;
+/* Whether t holds one element whatever the run (every dim a number). */
+static bool one_element(const AmpType *t) {
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d].value != 1) return false;
+    return true;
 }
 
 /* Node i may join a chain: it runs on the device, has an opcode, a static output shape,
- * and reads values of that shape or single elements (broadcast, of no higher rank). */
+ * and reads values of that shape or single elements (broadcast, of no higher rank). A
+ * shape may name its dims (a batch "N"): the kernels check, every run, that each input
+ * not broadcast has the shape input's very shape, so declared names that lie fail loudly. */
 static bool chainable(const Fuse *f, int i) {
     const AmpNode *n = f->e->nodes[i];
-    if (!on_device(f, i) || !opcode_of(n) || !static_type(&n->outputs[0]->type)) return false;
+    if (!on_device(f, i) || !opcode_of(n) || !known_type(&n->outputs[0]->type)) return false;
     const AmpType *s = &n->outputs[0]->type;
     for (int k = 0; k < n->n_inputs; k++) {
         const AmpType *t = &n->inputs[k]->type;
-        if (!static_type(t) || !(same_shape(t, s) || (elems(t) == 1 && t->rank <= s->rank))) return false;
+        if (!known_type(t) || !(same_shape(t, s) || (one_element(t) && t->rank <= s->rank))) return false;
     }
     return true;
 }

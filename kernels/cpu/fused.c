@@ -155,7 +155,7 @@ static void store(AmpBuf *b, uint64_t i, AmpFusedReg r) {
 
 /* Set t's inputs hold their dtypes and either the set's shape input's element count or
  * one element. */
-static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, uint64_t nelem) {
+static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, const AmpBuf *shape) {
     for (int i = 0; i < p->n_in; i++) {
         int at = t * p->n_in + i;
         const AmpBuf *b = at < k->n_in ? k->in[at] : NULL;
@@ -163,9 +163,13 @@ static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, uint6
         if (b->dtype != p->in_dtype[i])
             return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is %s, the program reads %s", at,
                                    amp_dtype_name(b->dtype), amp_dtype_name(p->in_dtype[i]));
-        if (b->nelem != nelem && b->nelem != 1)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d has %llu elements, not %llu or 1", at,
-                                   (unsigned long long)b->nelem, (unsigned long long)nelem);
+        bool same = b->rank == shape->rank && (!b->rank || !memcmp(b->dims, shape->dims, (size_t)b->rank * sizeof *b->dims));
+        if (b->nelem != 1 && !same)
+            return amp_kernel_fail(k, AMP_ERR_INPUT,
+                                   "input %d ('%s') is not shaped as input %d nor one element: the plan fused these "
+                                   "nodes from the model's declared shapes, which this run contradicts (--no-fuse, or "
+                                   "the session option no_fuse, runs them apart)",
+                                   at, k->node->inputs[at] ? k->node->inputs[at]->name : "", t * p->n_in + p->shape_input);
     }
     return AMP_OK;
 }
@@ -177,7 +181,7 @@ AmpCode amp_fused_check(AmpKernelCtx *k, const AmpFusedProg *p, AmpBuf **out) {
     for (int t = 0; t < p->tensors && !rc; t++) {
         const AmpBuf *shape = k->in[t * p->n_in + p->shape_input];
         if (!shape) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", t * p->n_in + p->shape_input);
-        rc = check_inputs(k, p, t, shape->nelem);
+        rc = check_inputs(k, p, t, shape);
         for (int o = 0; o < p->n_out && !rc; o++) {
             AmpBuf *y = out[t * p->n_out + o];
             if (y) rc = amp_kernel_check_out(k, y, p->out_dtype[o], shape->rank, shape->dims);
