@@ -373,7 +373,8 @@ static int opcode_of(const AmpNode *n) {
         {AMP_OP_Not, AMP_FOP_NOT, 1, 'b'}, {AMP_OP_And, AMP_FOP_AND, 2, 'b'}, {AMP_OP_Or, AMP_FOP_OR, 2, 'b'},
 {AMP_OP_Where, AMP_FOP_WHERE, 3, 'w'}, {AMP_OP_Cast, AMP_FOP_CAST, 1, 't'},
         {AMP_OP_IsNaN, AMP_FOP_ISNAN, 1, 'n'}, {AMP_OP_IsInf, AMP_FOP_ISINF, 1, 'n'},
-        {AMP_OP_Identity, AMP_FOP_IDENT, 1, 'i'},
+        {AMP_OP_Identity, AMP_FOP_IDENT, 1, 'i'}, {AMP_OP_Tanh, AMP_FOP_TANH, 1, 'f'},
+        {AMP_OP_Erf, AMP_FOP_ERF, 1, 'f'},
     };
     if (n->n_outputs != 1 || !n->outputs[0] || !attrs_ok(n)) return 0;
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {

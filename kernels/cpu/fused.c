@@ -32,7 +32,7 @@ static bool operands_ok(int op, int rc, const int *c, int n) {
         return n == 2 && c[0] == AMP_FCLASS_F && c[1] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
     case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_RELU:
         return n == 1 && c[0] == rc && rc != AMP_FCLASS_B;
-    case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_EXP: case AMP_FOP_LOG:
+    case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_EXP: case AMP_FOP_LOG: case AMP_FOP_TANH: case AMP_FOP_ERF:
         return n == 1 && c[0] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
     case AMP_FOP_EQ: case AMP_FOP_LT: case AMP_FOP_GT: case AMP_FOP_LE: case AMP_FOP_GE:
         return n == 2 && c[0] == c[1] && c[0] != AMP_FCLASS_B && rc == AMP_FCLASS_B;
@@ -53,6 +53,7 @@ static int arity(int op) {
     switch (op) {
     case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_RELU: case AMP_FOP_EXP:
     case AMP_FOP_LOG: case AMP_FOP_NOT: case AMP_FOP_CAST: case AMP_FOP_ISNAN: case AMP_FOP_ISINF: case AMP_FOP_IDENT:
+    case AMP_FOP_TANH: case AMP_FOP_ERF:
         return 1;
     case AMP_FOP_WHERE: return 3;
     default: return 2;

@@ -91,6 +91,8 @@ AMP_FUSED_FN AmpFusedReg amp_fused_step(const AmpFusedInstr *in, const AmpFusedR
     case AMP_FOP_RELU: if (fl) o.f = x.f < 0 ? 0.0f : x.f; else o.i = x.i < 0 ? 0 : x.i; break;
     case AMP_FOP_EXP: o.f = expf(x.f); break;
     case AMP_FOP_LOG: o.f = logf(x.f); break;
+    case AMP_FOP_TANH: o.f = tanhf(x.f); break;
+    case AMP_FOP_ERF: o.f = erff(x.f); break;
     case AMP_FOP_EQ: o.i = fl ? x.f == y.f : x.i == y.i; break;
     case AMP_FOP_LT: o.i = fl ? x.f < y.f : x.i < y.i; break;
     case AMP_FOP_GT: o.i = fl ? x.f > y.f : x.i > y.i; break;
