@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels/cuda/loss.h"
+#include "kernels/cuda/loss_elem.h"
 
 #define FULL_MASK 0xffffffffu
 #define GRID_STRIDE(i, n) \
@@ -48,24 +49,10 @@ __device__ __forceinline__ V block_red(V v, V *sh) {
     return MAX ? (V)warp_max((float)v) : warp_sum(v);
 }
 
-// The label of sample s: its class, -1 when ignored, -2 outside [0, c).
+// The label of sample s (amp_cuda_loss_label: a class, IGNORED or BAD).
 template <typename L>
 __device__ __forceinline__ int64_t label_of(const L *labels, int64_t s, int64_t c, bool has_ii, int64_t ii) {
-    int64_t l = (int64_t)labels[s];
-    if (has_ii && l == ii) return -1;
-    return l >= 0 && l < c ? l : -2;
-}
-
-// Sample s's loss and weight from its log-probability of the label (logp_l, read by the
-// caller only for a valid label).
-template <typename T>
-__device__ __forceinline__ void sample_loss(int64_t l, float logp_l, const T *w, float *li, float *wl) {
-    if (l == -1) *li = 0.0f, *wl = 0.0f;
-    else if (l == -2) *li = *wl = NAN;
-    else {
-        *wl = w ? ld(w, l) : 1.0f;
-        *li = -*wl * logp_l;
-    }
+    return amp_cuda_loss_label((int64_t)labels[s], c, has_ii, ii);
 }
 
 // ---- the per-sample kernel ---------------------------------------------------------------
@@ -121,7 +108,7 @@ __global__ void loss_kernel(const T *__restrict__ x, const L *__restrict__ label
         float logp = group_logp<T, MODE>(x, lp, base, p.c, p.dk, l, softmax, tid, nth, sh);
         if (tid == 0) {
             float li, wl;
-            sample_loss(l, logp, w, &li, &wl);
+            amp_cuda_loss_sample(l, logp, w && l >= 0 ? ld(w, l) : 1.0f, &li, &wl);
             if (out) st(out, s, li);
             acc_l += li, acc_w += wl;
         }
@@ -156,7 +143,7 @@ __global__ void weight_sum_kernel(const L *__restrict__ labels, const T *__restr
     double a = 0.0;
     GRID_STRIDE(s, p.n * p.dk) {
         int64_t l = label_of(labels, s, p.c, p.has_ii != 0, p.ii);
-        a += l == -1 ? 0.0 : l == -2 ? (double)NAN : w ? (double)ld(w, l) : 1.0;
+        a += l == AMP_CUDA_LOSS_IGNORED ? 0.0 : l == AMP_CUDA_LOSS_BAD ? (double)NAN : w ? (double)ld(w, l) : 1.0;
     }
     a = block_red<double, false>(a, shd);
     if (threadIdx.x == 0) partials[2 * blockIdx.x] = 0.0, partials[2 * blockIdx.x + 1] = a;
@@ -171,14 +158,8 @@ __global__ void loss_grad_kernel(const T *__restrict__ dy, const T *__restrict__
     GRID_STRIDE(i, p.n * cdk) {
         int64_t n = i / cdk, j = i % cdk / p.dk, d = i % p.dk, s = n * p.dk + d;
         int64_t l = label_of(labels, s, p.c, p.has_ii != 0, p.ii);
-        float r;
-        if (l == -1) r = 0.0f;
-        else if (l == -2) r = NAN;
-        else {
-            float g = ld(dy, p.red == RED_NONE ? s : 0) * (w ? ld(w, l) : 1.0f);
-            if (wsum) g = (float)((double)g / *wsum);
-            r = g * (expf(ld(lp, i)) - (j == l ? 1.0f : 0.0f));
-        }
+        float dyv = l >= 0 ? ld(dy, p.red == RED_NONE ? s : 0) : 0.0f, w_l = w && l >= 0 ? ld(w, l) : 1.0f;
+        float r = amp_cuda_loss_grad_elem(l, j, dyv, w_l, wsum, ld(lp, i));
         if (bias) r += ld(bias, i);
         st(dx, i, r);
     }
