@@ -57,7 +57,8 @@ static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels,
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (!is_label(labels->dtype))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must be int32 or int64, not %s", amp_dtype_name(labels->dtype));
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must be int32 or int64, not %s",
+                               amp_dtype_name(labels->dtype));
     if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
     bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
     for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
@@ -120,7 +121,8 @@ AmpCode amp_cuda_ms_sce_loss_grad(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
                                p.red == AMP_LOSS_NONE ? "one per sample" : "a scalar");
     if (bias && bias->dtype != lpb->dtype) return amp_kernel_bad_dtype(k, bias->dtype);
-    if (bias && bias->nelem != lpb->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
+    if (bias && bias->nelem != lpb->nelem)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
     if ((rc = amp_kernel_check_out(k, dx, lpb->dtype, lpb->rank, lpb->dims))) return rc;

@@ -80,7 +80,8 @@ AmpCode amp_cuda_ms_layernorm_grad(AmpKernelCtx *k) {
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
-    int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims), cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
+    int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims);
+    int64_t cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
     if (in[0]->nelem != x->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
     if (in[2]->nelem != (uint64_t)cols)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");

@@ -88,9 +88,13 @@ static void softmax_grad_typed(const void *dyv, const void *yv, void *dxv, int64
                                cudaStream_t s) {
     const T *dy = (const T *)dyv, *y = (const T *)yv;
     T *dx = (T *)dxv;
-    if (inner == 1 && d > 1024) softmax_grad_row_kernel<T, false><<<blocks_for(outer, 1), 512, 0, s>>>(dy, y, dx, outer, d);
-    else if (inner == 1 && d > 16) softmax_grad_row_kernel<T, true><<<blocks_for(outer, 8), 256, 0, s>>>(dy, y, dx, outer, d);
-    else softmax_grad_strided_kernel<T><<<blocks_for(outer * inner, 256), 256, 0, s>>>(dy, y, dx, outer * inner, d, inner);
+    if (inner == 1 && d > 1024)
+        softmax_grad_row_kernel<T, false><<<blocks_for(outer, 1), 512, 0, s>>>(dy, y, dx, outer, d);
+    else if (inner == 1 && d > 16)
+        softmax_grad_row_kernel<T, true><<<blocks_for(outer, 8), 256, 0, s>>>(dy, y, dx, outer, d);
+    else
+        softmax_grad_strided_kernel<T><<<blocks_for(outer * inner, 256), 256, 0, s>>>(dy, y, dx, outer * inner, d,
+                                                                                      inner);
 }
 
 extern "C" int amp_cuda_softmax_grad_launch(int dtype, const void *dy, const void *y, void *dx, int64_t outer,

@@ -206,7 +206,8 @@ Test(cuda_loss_elem, mean_of_no_sample_is_nan) {
     LData d = make_data(&c);
     for (int i = 0; i < 4; i++) d.lab[i] = 0;
     int64_t xd[2] = {4, 3}, ld_[1] = {4}, wd[1] = {3};
-    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, xd, d.x), lab = mkbuf(AMP_DT_INT64, 1, ld_, d.lab), w = mkbuf(AMP_DT_FLOAT, 1, wd, d.w);
+    AmpBuf x = mkbuf(AMP_DT_FLOAT, 2, xd, d.x), lab = mkbuf(AMP_DT_INT64, 1, ld_, d.lab);
+    AmpBuf w = mkbuf(AMP_DT_FLOAT, 1, wd, d.w);
     const AmpBuf *in[3] = {&x, &lab, &w};
     Outs o;
     AmpStatus st = {0};
