@@ -2,8 +2,9 @@
  * conv_grad.c, and norm.c's training BatchNormalization), on the CPU (no GPU needed): the
  * table entries (the CPU's prepare functions), the supports predicates (what falls back to
  * the CPU), the launch plans and workspace sizes the reductions' order depends on, the
- * training decision of BatchNormalization, and the refusals a kernel answers before it
- * touches the device. The numerics against the CPU kernels are tests/cuda/test_cuda_ops.c's
+ * training decision of BatchNormalization, the refusals a kernel answers before it
+ * touches the device, and that the bundled training graphs' loss and backward nodes (FP32
+ * and AMP) are all taken, none left to the CPU fallback. The numerics against the CPU kernels are tests/cuda/test_cuda_ops.c's
  * loss_train table (needs a GPU). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
+#include "passes/passes.h"
 #include "tests/runtime/rt_util.h"
 
 enum { F = AMP_DT_FLOAT, H = AMP_DT_FLOAT16, BF = AMP_DT_BFLOAT16, D = AMP_DT_DOUBLE };
@@ -277,4 +279,53 @@ Test(cuda_loss_host, layernorm_grad_checks_as_the_cpu) {
                  "statistics past the workspace: the CPU runs it");
     for (int i = 0; i < 3; i++) free(in[i].data), free(out[i].data);
     amp_model_free(m);
+}
+
+/* ---- the bundled training graphs: their loss and backward nodes are the GPU's ---------- */
+
+/* Whether op is one of this family's (the ops the tables above cover). */
+static bool family_op(AmpOpId op) {
+    return op == AMP_OP_SoftmaxCrossEntropyLoss || op == AMP_OP_NegativeLogLikelihoodLoss ||
+           op == AMP_OP_Ms_SoftmaxCrossEntropyLossGrad || op == AMP_OP_Ms_SoftmaxGrad_13 ||
+           op == AMP_OP_Ms_LayerNormalizationGrad || op == AMP_OP_Ms_ConvGrad || op == AMP_OP_BatchNormalization;
+}
+
+/* Counts the family's nodes of m's main graph that the CUDA predicates take, failing on
+ * one they refuse (it would run on the CPU fallback). */
+static int family_taken(AmpModel *m, const char *what) {
+    int taken = 0;
+    for (AmpNode *n = m->graph->first; n; n = n->next) {
+        if (!family_op(n->op)) continue;
+        int dts[16] = {0};
+        for (int i = 0; i < n->n_inputs && i < 16; i++) dts[i] = n->inputs[i] ? n->inputs[i]->type.dtype : 0;
+        bool ok = amp_cuda_ops[n->op].supports(n, amp_model_opset(m, n->domain), dts);
+        cr_expect(ok, "%s: node '%s' (%s) would fall back to the CPU", what, n->name, n->op_type);
+        taken += ok;
+    }
+    return taken;
+}
+
+Test(cuda_loss_host, bundled_training_graphs_run_their_losses_on_the_gpu) {
+    static const struct {
+        const char *path;
+        int min_nodes; /* the family's nodes in the graph */
+    } models[] = {
+        {AMPC_TEST_DIR "/../models/ort_bert/training_model.onnx", 9},
+        {AMPC_TEST_DIR "/../models/ort_mlp/training_model.onnx", 2},
+        {AMPC_TEST_DIR "/../models/mlp_train/model.onnx", 1},
+        {AMPC_TEST_DIR "/../models/resnet_cnn/model.onnx", 3}, /* BatchNormalization (inference export) */
+    };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+        for (int amp = 0; amp < 2; amp++) { /* FP32, then the default AMP pipeline (float16) */
+            AmpModel *m = NULL;
+            AmpStatus st = {0};
+            cr_assert_eq(amp_model_load_file(models[i].path, NULL, &m, &st), AMP_OK, "%s", st.msg);
+            cr_assert_eq(amp_run_pipeline(m, amp ? NULL : "infer", NULL, &st), AMP_OK, "%s: %s", models[i].path,
+                         st.msg);
+            char what[512];
+            snprintf(what, sizeof what, "%s (%s)", models[i].path, amp ? "AMP" : "FP32");
+            int taken = family_taken(m, what);
+            cr_expect_geq(taken, models[i].min_nodes, "%s: %d nodes of the family", what, taken);
+            amp_model_free(m);
+        }
 }
