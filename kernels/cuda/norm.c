@@ -1,8 +1,8 @@
 /* CUDA node-level kernels: Softmax and LogSoftmax, LayerNormalization,
- * BatchNormalization (inference and training), InstanceNormalization and GroupNormalization, for
- * float32, float16 and bfloat16 data with every float input of X's type. Attributes (the
- * CPU's prepare functions), layouts, checks and empty tensors as kernels/cpu/softmax.c and
- * norm.c. */
+ * BatchNormalization (inference and training), InstanceNormalization and
+ * GroupNormalization, for float32, float16 and bfloat16 data with every float input of X's
+ * type. Attributes (the CPU's prepare functions), layouts, checks and empty tensors as
+ * kernels/cpu/softmax.c and norm.c. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* CUDA normalisations: Softmax and LogSoftmax, LayerNormalization, BatchNormalization
- * (inference and training), InstanceNormalization and GroupNormalization (norm.cu: kernels and
- * launchers; norm.c: the node-level kernels). Float32, float16 and bfloat16 data;
+ * (inference and training), InstanceNormalization and GroupNormalization (norm.cu: kernels
+ * and launchers; norm.c: the node-level kernels). Float32, float16 and bfloat16 data;
  * statistics, sums and the arithmetic in float32, rounded once on store. */
 #ifndef AMP_CUDA_NORM_H
 #define AMP_CUDA_NORM_H
