@@ -29,7 +29,10 @@ __global__ void bias_grad_kernel(const T *__restrict__ dy, T *__restrict__ db, i
     int64_t cnt = n * o;
     for (int64_t ch = blockIdx.x; ch < m; ch += gridDim.x) {
         float a = 0.0f;
-        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) a += ld(dy, ((e / o) * m + ch) * o + e % o);
+        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+            int64_t q = e / o; // batch q, position e - q * o
+            a += ld(dy, (q * m + ch) * o + (e - q * o));
+        }
         a = warp_sum(a);
         int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
         __syncthreads(); // the previous channel's reads of sh are done

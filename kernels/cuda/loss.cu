@@ -150,13 +150,20 @@ __global__ void weight_sum_kernel(const L *__restrict__ labels, const T *__restr
 }
 
 // dx per element (n, j, d) of the scores' layout; wsum: the weight sum (MEAN) or NULL.
-template <typename T, typename L>
+// DK1: no d1..dk (one division per element instead of three).
+template <typename T, typename L, bool DK1>
 __global__ void loss_grad_kernel(const T *__restrict__ dy, const T *__restrict__ lp, const L *__restrict__ labels,
                                  const T *__restrict__ w, const T *__restrict__ bias, T *__restrict__ dx,
                                  const double *__restrict__ wsum, AmpCudaLoss p) {
     int64_t cdk = p.c * p.dk;
     GRID_STRIDE(i, p.n * cdk) {
-        int64_t n = i / cdk, j = i % cdk / p.dk, d = i % p.dk, s = n * p.dk + d;
+        int64_t s, j;
+        if (DK1) {
+            s = i / p.c, j = i - s * p.c;
+        } else {
+            int64_t n = i / cdk, r = i - n * cdk;
+            j = r / p.dk, s = n * p.dk + (r - j * p.dk);
+        }
         int64_t l = label_of(labels, s, p.c, p.has_ii != 0, p.ii);
         float dyv = l >= 0 ? ld(dy, p.red == RED_NONE ? s : 0) : 0.0f, w_l = w && l >= 0 ? ld(w, l) : 1.0f;
         float r = amp_cuda_loss_grad_elem(l, j, dyv, w_l, wsum, ld(lp, i));
@@ -207,8 +214,12 @@ static void grad_typed(const void *dy, const void *lp, const void *labels, const
     }
     int64_t total = p->n * p->c * p->dk, g = (total + 255) / 256;
     unsigned grid = (unsigned)(g < 1 ? 1 : g > 65535 * 4 ? 65535 * 4 : g);
-    loss_grad_kernel<T, L><<<grid, 256, 0, cs>>>((const T *)dy, (const T *)lp, (const L *)labels, (const T *)w,
-                                                 (const T *)bias, (T *)dx, wsum, *p);
+    if (p->dk == 1)
+        loss_grad_kernel<T, L, true><<<grid, 256, 0, cs>>>((const T *)dy, (const T *)lp, (const L *)labels,
+                                                           (const T *)w, (const T *)bias, (T *)dx, wsum, *p);
+    else
+        loss_grad_kernel<T, L, false><<<grid, 256, 0, cs>>>((const T *)dy, (const T *)lp, (const L *)labels,
+                                                            (const T *)w, (const T *)bias, (T *)dx, wsum, *p);
 }
 
 // Dispatches F<T, L>(args...) on the dtypes; false for a pair it does not take.

@@ -178,6 +178,12 @@ __global__ void batchnorm_kernel(const T *__restrict__ x, const T *__restrict__ 
 
 // ---- BatchNormalization (training) -------------------------------------------------------
 
+// Element e of channel ch's n * s elements (batch e / s, position e % s): one division.
+__device__ __forceinline__ int64_t bn_at(int64_t e, int64_t s, int64_t c, int64_t ch) {
+    int64_t q = e / s;
+    return (q * c + ch) * s + (e - q * s);
+}
+
 // A block per channel ch (grid-stride over channels): its n * s elements lie in n runs of
 // s at (i * c + ch) * s. Mean, then the population variance around it (two passes, the
 // CPU's order), then y; thread 0 stores the statistics. Deterministic: fixed block size,
@@ -191,11 +197,11 @@ __global__ void batchnorm_train_kernel(const T *__restrict__ x, const T *__restr
     int64_t cnt = n * s;
     for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
         float a = 0.0f;
-        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) a += ld(x, ((e / s) * c + ch) * s + e % s);
+        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) a += ld(x, bn_at(e, s, c, ch));
         float m = group_red<false, false>(a, sh) / (float)cnt; // NaN for an empty channel
         float q = 0.0f;
         for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
-            float d = ld(x, ((e / s) * c + ch) * s + e % s) - m;
+            float d = ld(x, bn_at(e, s, c, ch)) - m;
             q += d * d;
         }
         float v = group_red<false, false>(q, sh) / (float)cnt;
@@ -208,7 +214,7 @@ __global__ void batchnorm_train_kernel(const T *__restrict__ x, const T *__restr
         if (!y) continue;
         float ga = ld(sc, ch) / sqrtf(v + eps), gb = ld(bi, ch) - m * ga;
         for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
-            int64_t at = ((e / s) * c + ch) * s + e % s;
+            int64_t at = bn_at(e, s, c, ch);
             st(y, at, ld(x, at) * ga + gb);
         }
     }
