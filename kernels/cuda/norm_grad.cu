@@ -163,7 +163,8 @@ template <typename T>
 __global__ void lngrad_col_kernel(const T *__restrict__ dy, const T *__restrict__ x, const float *__restrict__ wm,
                                   const float *__restrict__ wi, float *__restrict__ part, int64_t rows, int64_t cols,
                                   int64_t chunks) {
-    int64_t ch = blockIdx.y, per = (rows + chunks - 1) / chunks, r0 = ch * per, r1 = r0 + per < rows ? r0 + per : rows;
+    int64_t ch = blockIdx.y, r0, r1;
+    amp_cuda_lngrad_range(ch, chunks, rows, &r0, &r1);
     GRID_STRIDE(c, cols) {
         float a = 0.0f, b = 0.0f;
         for (int64_t r = r0; r < r1; r++) {

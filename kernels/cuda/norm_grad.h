@@ -7,6 +7,20 @@
 
 #include <stdint.h>
 
+#ifdef __CUDACC__
+#define AMP_NG_FN __host__ __device__ __forceinline__
+#else
+#define AMP_NG_FN static inline
+#endif
+
+/* Row range [*r0, *r1) of chunk ch of `chunks` over rows (LayerNormalizationGrad's column
+ * sums): ceil(rows / chunks) rows each, the last ones short or empty. */
+AMP_NG_FN void amp_cuda_lngrad_range(int64_t ch, int64_t chunks, int64_t rows, int64_t *r0, int64_t *r1) {
+    int64_t per = (rows + chunks - 1) / chunks;
+    *r0 = ch * per < rows ? ch * per : rows;
+    *r1 = *r0 + per < rows ? *r0 + per : rows;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -178,6 +178,19 @@ Test(cuda_loss_host, layernorm_grad_chunks) {
     cr_expect_eq(ch, 64);
     cr_expect_leq(amp_cuda_lngrad_ws_floats(1 << 16, 768, ch) * sizeof(float), ws);
     cr_expect_eq(amp_cuda_lngrad_chunks(1 << 20, 8, 1024), 0, "the statistics alone do not fit");
+    /* the chunks' row ranges cover the rows once, in order */
+    static const int64_t rows[] = {0, 1, 31, 32, 33, 1000, 4097, 1 << 20};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int64_t chunks = amp_cuda_lngrad_chunks(rows[i], 64, big), next = 0;
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            int64_t r0, r1;
+            amp_cuda_lngrad_range(ch, chunks, rows[i], &r0, &r1);
+            cr_expect(r0 == next && r1 >= r0 && r1 <= rows[i], "rows %lld chunk %lld: [%lld, %lld)",
+                      (long long)rows[i], (long long)ch, (long long)r0, (long long)r1);
+            next = r1;
+        }
+        cr_expect_eq(next, rows[i], "rows %lld: covered up to %lld", (long long)rows[i], (long long)next);
+    }
 }
 
 Test(cuda_loss_host, conv_grad_refusal) {
