@@ -53,6 +53,10 @@ struct AmpBackend {
      * run, after its inputs are in place and before its outputs are read back, so that a
      * device can time the kernels alone (amp_backend_device_ms). */
     void (*mark)(AmpBackend *be, bool end);
+    /* The executor fuses nodes for this backend (runtime/fuse.c): a device, where a launch
+     * and a round trip through memory cost more than the arithmetic (CUDA), and the
+     * simulator, whose runs prove the fused kernels against the CPU's unfused ones. */
+    bool fuse;
     void *impl; /* the instance's own state */
 };
 

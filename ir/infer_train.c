@@ -202,3 +202,40 @@ AmpCode amp_infer_ms_conv_grad(AmpInferCtx *c) {
     b.d[0] = amp_inf_shape(c, 2, &w) && w.rank >= 1 ? w.d[0] : amp_dim_unknown();
     return amp_inf_set(c, 2, amp_inf_dtype(c, 2), &b);
 }
+
+/* ---- the executor's fused nodes (runtime/fuse.c; kernels/cpu/fused.c) ---------------- */
+
+/* ai.ampc FusedElementwise: every output has input `shape_input`'s shape and its own
+ * dtype from `out_dtypes`. */
+AmpCode amp_infer_fused_elementwise(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int64_t from = amp_node_attr_int(n, "shape_input", -1);
+    const AmpAttr *dts = amp_node_attr(n, "out_dtypes");
+    if (from < 0 || from >= n->n_inputs || !dts || dts->type != AMP_ATTR_INTS || dts->n_ints < (size_t)n->n_outputs)
+        return amp_inf_fail(n, c->st, "needs shape_input (an input) and out_dtypes (one per output)");
+    AmpInfShape s;
+    if (!amp_inf_shape(c, (int)from, &s)) return AMP_OK;
+    for (int o = 0; o < n->n_outputs; o++) {
+        AmpCode rc = amp_inf_set(c, o, (int)dts->ints[o], &s);
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}
+
+/* ai.ampc UnscaleCheck: (inv_scale, found_before?, X[N]) -> (G[N] float32 shaped as X,
+ * found bool scalar). */
+AmpCode amp_infer_unscale_check(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    int N = n->n_inputs - 2;
+    if (N < 1 || n->n_outputs != N + 1)
+        return amp_inf_fail(n, c->st, "expects (inv_scale, found, X[N]) -> (G[N], found), has %d inputs and %d outputs",
+                            n->n_inputs, n->n_outputs);
+    for (int j = 0; j < N; j++) {
+        AmpInfShape s;
+        if (!amp_inf_shape(c, 2 + j, &s)) continue;
+        AmpCode rc = amp_inf_set(c, j, AMP_DT_FLOAT, &s);
+        if (rc) return rc;
+    }
+    AmpInfShape scalar = {.rank = 0};
+    return amp_inf_set(c, N, AMP_DT_BOOL, &scalar);
+}

@@ -349,6 +349,9 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
                             n->op_type, n->inputs[k]->name);
         inbuf[k] = &in[k]->buf;
     }
+    if (e->gate[i] && (!in[n->n_inputs] || in[n->n_inputs]->kind == SLOT_EMPTY))
+        return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): its gate '%s' has no value at run time", nname(n),
+                        n->op_type, e->gate[i]->name);
     AmpCode rc;
     if (n->op == AMP_OP_If) {
         rc = amp_exec_run_if(e, n, inbuf, st);
@@ -366,6 +369,7 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
             .opset = e->opsets[i],
             .n_in = n->n_inputs,
             .in = inbuf,
+            .gate = e->gate[i] ? &in[n->n_inputs]->buf : NULL,
             .n_out = n->n_outputs,
             .out = outs,
             .alloc = amp_exec_alloc,

@@ -33,6 +33,10 @@ typedef struct AmpExecOptions {
     AmpBackend *fallback;
     uint64_t *rng;              /* shared RNG state (a session's); NULL: the executor's own */
     bool no_plan;               /* never build an arena: every intermediate is allocated alone */
+    /* No plan-level fusion (runtime/fuse.c): every node runs as the model has it. A hook
+     * that reads every value (amp_exec_set_hook) needs this: fused nodes do not make the
+     * values inside them. */
+    bool no_fuse;
     uint64_t max_iterations;    /* a Loop / Scan node stops past this many iterations (0: no cap) */
     /* The largest tensor a node may make, in bytes (0, or over AMP_EXEC_MAX_OUTPUT_BYTES:
      * that cap, 64 GiB): a larger output fails the run with AMP_ERR_UNSUPPORTED. */
@@ -109,6 +113,8 @@ typedef struct AmpExecMemory {
     size_t late_nodes;     /* last run: nodes sized when reached, from values made in the step */
     size_t syncs;          /* last run: small values copied out of the device for those shapes */
     size_t fallback_nodes; /* nodes run by the fallback backend (bodies once prepared included) */
+    size_t fused_nodes;    /* nodes of the plan that stand for several of the model's (fuse.c) */
+    size_t absorbed_nodes; /* the model's nodes they stand for */
 } AmpExecMemory;
 
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);

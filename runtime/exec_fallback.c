@@ -75,8 +75,16 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
         if (!(hout[n_out].data = fb->alloc(fb, amp_buf_bytes(&hout[n_out]))))
             rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
+    AmpBuf hgate = {0};
+    if (!rc && k->gate) { /* a folded update gate (fuse.c): one bool */
+        hgate = *k->gate;
+        size_t bytes = amp_buf_bytes(&hgate);
+        if (!(hgate.data = fb->alloc(fb, bytes))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        else if (bytes) rc = be->copy_out(be, hgate.data, k->gate->data, bytes, st);
+    }
     if (!rc) {
         AmpKernelCtx hk = *k;
+        hk.gate = k->gate ? &hgate : NULL;
         hk.in = hinp;
         hk.out = hout;
         hk.alloc = fallback_alloc;
@@ -93,6 +101,7 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
         if (k->out[o].data && hout[o].data) fb->free(fb, hout[o].data);
     for (int o = 0; o < 16; o++)
         if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
+    if (hgate.data) fb->free(fb, hgate.data);
     (void)n;
     return rc;
 }

@@ -48,6 +48,10 @@ struct AmpExec {
     AmpBackendKernel *kernels; /* per node; fn NULL for If / Loop (run here) */
     AmpBackend **node_be;      /* per node: the backend that runs it (be, or opt.fallback); NULL for If / Loop / Scan */
     size_t n_fallback;         /* nodes node_be gives to the fallback */
+    /* per node: the update gate folded into it (runtime/fuse.c), read as AmpKernelCtx.gate
+     * and counted as one more input; NULL for most */
+    const AmpValue **gate;
+    size_t n_fused, n_absorbed; /* fused nodes in the plan, and the model's nodes they replace */
     int64_t *opsets;           /* per node: the version imported for its domain */
     /* The launch list, built before the first run (and again when a later graph extends
      * lifetimes): node i reads the slots in_slots[in_at[i] .. in_at[i+1]) (NULL: an input
@@ -174,6 +178,17 @@ void amp_exec_plan_shapes(AmpExec *e);
 AmpCode amp_exec_late_shapes(AmpExec *e, size_t i, AmpBuf *out, bool *known, AmpStatus *st);
 void amp_exec_build_arena(AmpExec *e);
 void amp_exec_free_arena(AmpExec *e);
+
+/* fuse.c: the plan-level fusion, run by prepare before the kernels are chosen. */
+AmpCode amp_exec_fuse(AmpExec *e, AmpStatus *st);
+
+/* The values node i reads: its inputs, then its folded gate (the launch list's order). */
+static inline int amp_exec_n_reads(const AmpExec *e, size_t i) {
+    return e->nodes[i]->n_inputs + (e->gate[i] != NULL);
+}
+static inline const AmpValue *amp_exec_read(const AmpExec *e, size_t i, int k) {
+    return k < e->nodes[i]->n_inputs ? e->nodes[i]->inputs[k] : e->gate[i];
+}
 
 /* exec_fallback.c: runs node i, which e's backend lacks, on its fallback backend. */
 AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st);

@@ -23,8 +23,8 @@ AmpCode amp_exec_build_launches(AmpExec *e, AmpStatus *st) {
         if (n->n_inputs > 64 || n->n_outputs > 16)
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
                             nname(n), n->op_type);
-        n_in += (size_t)n->n_inputs;
-        n_dead += (size_t)n->n_inputs + (size_t)n->n_outputs;
+        n_in += (size_t)amp_exec_n_reads(e, i);
+        n_dead += (size_t)amp_exec_n_reads(e, i) + (size_t)n->n_outputs;
     }
     free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
     e->in_slots = calloc(n_in ? n_in : 1, sizeof *e->in_slots);
@@ -37,8 +37,8 @@ AmpCode amp_exec_build_launches(AmpExec *e, AmpStatus *st) {
         const AmpNode *n = e->nodes[i];
         e->in_at[i] = at;
         e->dead_at[i] = d;
-        for (int k = 0; k < n->n_inputs; k++) {
-            const AmpValue *v = n->inputs[k];
+        for (int k = 0; k < amp_exec_n_reads(e, i); k++) {
+            const AmpValue *v = amp_exec_read(e, i, k);
             Slot *s = v ? amp_exec_find_slot(e, v) : NULL;
             if (v && !s)
                 return amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): input '%s' is in no enclosing graph", nname(n),
@@ -48,9 +48,9 @@ AmpCode amp_exec_build_launches(AmpExec *e, AmpStatus *st) {
         /* What this node is the last to read (initializers stay), and what it makes that
          * nothing reads; each id once. */
         for (int pass = 0; pass < 2; pass++) {
-            int cnt = pass ? n->n_outputs : n->n_inputs;
+            int cnt = pass ? n->n_outputs : amp_exec_n_reads(e, i);
             for (int k = 0; k < cnt; k++) {
-                const AmpValue *v = pass ? n->outputs[k] : n->inputs[k];
+                const AmpValue *v = pass ? n->outputs[k] : amp_exec_read(e, i, k);
                 if (!v || v->graph != e->g || e->last[v->id] != (int)i) continue;
                 if (!pass && (e->vflags[v->id] & VAL_INIT)) continue;
                 bool seen = false;

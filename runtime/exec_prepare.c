@@ -131,7 +131,8 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->pbytes = calloc(nv, sizeof *e->pbytes);
     e->pknown = calloc(nv, sizeof *e->pknown);
     e->host_in = calloc(nv, sizeof *e->host_in);
-    if (!e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
+    e->gate = calloc(nn, sizeof *e->gate);
+    if (!e->gate || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
         !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
@@ -143,12 +144,30 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
         if (v->graph == g) e->vflags[v->id] |= VAL_OUTPUT, e->last[v->id] = end;
     }
 
+    /* The plan: each node with the backend that runs it, then fused (fuse.c), then each
+     * value's first and last use and each kernel prepared. */
     size_t i = 0;
     for (AmpNode *n = g->first; n; n = n->next, i++) {
         e->nodes[i] = n;
         e->opsets[i] = amp_model_opset(m, n->domain);
-        for (int k = 0; k < n->n_inputs; k++) {
-            AmpValue *v = n->inputs[k];
+        if (is_control_flow(n->op)) continue;
+        AmpBackend *nb = node_backend(e->be, e->opt.fallback, m, n);
+        if (!nb) { /* check_kernels said otherwise: a body met later, say */
+            amp_exec_free(e);
+            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the %s backend has no kernel for it", nname(n),
+                            n->op_type, e->be->name);
+        }
+        e->node_be[i] = nb;
+    }
+    AmpCode frc = amp_exec_fuse(e, st);
+    if (frc) {
+        amp_exec_free(e);
+        return frc;
+    }
+    for (i = 0; i < e->n_nodes; i++) {
+        AmpNode *n = e->nodes[i];
+        for (int k = 0; k < amp_exec_n_reads(e, i); k++) {
+            const AmpValue *v = amp_exec_read(e, i, k);
             if (v && v->graph == g && e->last[v->id] < (int)i) e->last[v->id] = (int)i;
         }
         for (int k = 0; k < n->n_outputs; k++)
@@ -158,13 +177,7 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
             for (size_t j = 0; j < n->attrs[k].n_graphs; j++) mark_outer_uses(e, n->attrs[k].graphs[j], (int)i);
         }
         if (is_control_flow(n->op)) continue;
-        AmpBackend *nb = node_backend(e->be, e->opt.fallback, m, n);
-        if (!nb) { /* check_kernels said otherwise: a body met later, say */
-            amp_exec_free(e);
-            return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the %s backend has no kernel for it", nname(n),
-                            n->op_type, e->be->name);
-        }
-        e->node_be[i] = nb;
+        AmpBackend *nb = e->node_be[i];
         e->n_fallback += nb != e->be;
         AmpCode rc = nb->prepare_node(nb, n, e->opsets[i], &e->kernels[i], st);
         if (rc) {
@@ -292,7 +305,7 @@ void amp_exec_free(AmpExec *e) {
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
     free(e->pshape), free(e->pbytes), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
-    free(e->host_in), free(e->vals_read);
+    free(e->host_in), free(e->vals_read), free(e->gate);
     free(e);
 }
 
@@ -306,6 +319,8 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
     out->late_nodes = e->n_late;
     out->syncs = e->n_syncs;
     out->fallback_nodes = e->n_fallback;
+    out->fused_nodes = e->n_fused;
+    out->absorbed_nodes = e->n_absorbed;
     for (const AmpExec *c = e->children; c; c = c->next_sibling) {
         AmpExecMemory cm;
         amp_exec_memory(c, &cm);
@@ -316,6 +331,8 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
         out->late_nodes += cm.late_nodes;
         out->syncs += cm.syncs;
         out->fallback_nodes += cm.fallback_nodes;
+        out->fused_nodes += cm.fused_nodes;
+        out->absorbed_nodes += cm.absorbed_nodes;
     }
 }
 

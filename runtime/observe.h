@@ -11,7 +11,9 @@
 #include "runtime/exec.h"
 
 /* Calls fn after each node of s's main graph in every later run and training step (NULL:
- * no more calls). */
+ * no more calls). Nodes as the session's plan has them: on a backend that fuses (CUDA,
+ * sim), a fused node stands for several of the model's and the values inside it are never
+ * made; open the session with no_fuse to see every node and value. */
 void amp_session_set_hook(AmpSession *s, AmpExecHook fn, void *ctx);
 
 /* Value v as e holds it (after its producer ran, inside a hook) copied out into *out as

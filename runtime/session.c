@@ -113,6 +113,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
                          .fallback = opt->no_fallback || s->be == amp_backend_cpu() ? NULL : amp_backend_cpu(),
                          .rng = &s->rng,
                          .no_plan = opt->no_plan,
+                         .no_fuse = opt->no_fuse,
                          .max_iterations = opt->max_iterations,
                          .max_tensor_bytes = opt->max_tensor_bytes,
                          .deadline = &s->deadline};

@@ -380,6 +380,8 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     out->values_dynamic = mm.values_dynamic;
     out->syncs = mm.syncs;
     out->fallback_nodes = mm.fallback_nodes;
+    out->fused_nodes = mm.fused_nodes;
+    out->absorbed_nodes = mm.absorbed_nodes;
     size_t used = 0, total = 0;
     if (s->be && strcmp(s->be->name, "cuda") == 0 && !amp_backend_cuda_memory(s->be, &used, &total))
         out->device_bytes = used > s->dev_used_before ? used - s->dev_used_before : 0;
@@ -393,6 +395,8 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
         out->values_dynamic += mm.values_dynamic;
         out->syncs += mm.syncs;
         out->fallback_nodes += mm.fallback_nodes;
+        out->fused_nodes += mm.fused_nodes;
+        out->absorbed_nodes += mm.absorbed_nodes;
         size_t at = strlen(ops);
         if (mm.fallback_nodes && at + 3 < sizeof s->fallback_ops) {
             if (at) ops[at++] = ',', ops[at++] = ' ';

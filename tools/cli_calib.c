@@ -222,7 +222,7 @@ static AmpCode run_all(CalibArgs *ca, AmpSession *s, Calib *c, bool training, Am
 int ampc_cmd_calibrate(CalibArgs *ca) {
     if (!ca->out) return ampc_usage_error("calibrate: give -o STATS, the statistics file to write");
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = {.backend = ca->run.backend, .amp_auto = "0", .seed = ca->run.seed};
+    AmpSessionOptions so = {.backend = ca->run.backend, .amp_auto = "0", .seed = ca->run.seed, .no_fuse = true};
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(ca->run.model, &so, &s, &st);
     if (rc) {

@@ -398,7 +398,7 @@ static AmpCode amp_inputs(const AmpSession *as, const RunInputs *in, AmpTensorVi
 }
 
 static AmpCode open_cpu(const char *path, AmpSession **s, AmpStatus *st) {
-    AmpSessionOptions so = {.backend = AMP_BACKEND_CPU, .amp_auto = "0"};
+    AmpSessionOptions so = {.backend = AMP_BACKEND_CPU, .amp_auto = "0", .no_fuse = true};
     AmpCode rc = amp_session_open(path, &so, s, st);
     if (rc) amp_status_prefix(st, "%s: ", path);
     return rc;

@@ -513,6 +513,9 @@ int ampc_cmd_run(const RunArgs *a) {
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
+        if (stats.fused_nodes)
+            printf("fused: %zu nodes ran as %zu fused kernel%s\n", stats.absorbed_nodes, stats.fused_nodes,
+                   stats.fused_nodes == 1 ? "" : "s");
         if (stats.device_bytes)
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
@@ -580,6 +583,9 @@ int ampc_cmd_bench(const RunArgs *a) {
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
+        if (stats.fused_nodes)
+            printf("fused: %zu nodes ran as %zu fused kernel%s\n", stats.absorbed_nodes, stats.fused_nodes,
+                   stats.fused_nodes == 1 ? "" : "s");
         if (stats.device_bytes)
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",

@@ -69,6 +69,11 @@ typedef struct AmpSessionOptions {
     bool ignore_env;        /* read no environment variable: NULL fields take defaults */
     uint64_t seed;          /* random state of Dropout and friends (0: a fixed default) */
     bool no_plan;           /* no memory arena: every intermediate allocated alone */
+    /* No fusion: on CUDA (and the simulator) the executor runs chains of elementwise nodes,
+     * the loss-scaling check and the update gates as fused kernels (docs/internals.md,
+     * "Fusion"), with results identical to the nodes they replace; this runs every node
+     * as the model has it. A node hook (ampc calibrate, compare) needs it. */
+    bool no_fuse;
     /* Caps on work (0: none). A Loop or Scan node past max_iterations iterations in one
      * run, or a run or training step past timeout_seconds (checked between nodes and
      * between iterations: one long kernel is not cut short), stops with
@@ -205,6 +210,8 @@ typedef struct AmpSessionStats {
     const char *fallback_ops;  /* their op types and counts, "Relu x3, Conv x1" ("" when none);
                                   valid until the next call or close */
     const char *backend;       /* "cpu", "sim", "cuda" */
+    size_t fused_nodes;        /* fused kernels in the plan (CUDA, sim: see no_fuse) ... */
+    size_t absorbed_nodes;     /* ... and the model's nodes they run */
     size_t device_bytes;       /* CUDA: device memory the session holds now (cudaMemGetInfo's
                                   use against that before it opened: weights, arena, cached
                                   buffers, library workspaces); 0 elsewhere */

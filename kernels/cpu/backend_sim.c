@@ -203,6 +203,7 @@ AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
     if (!s) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     s->be = (AmpBackend){
         .name = "sim",
+        .fuse = true,
         .supports = sim_supports,
         .alloc = sim_alloc,
         .free = sim_free,

@@ -1,19 +1,14 @@
 /* CPU kernels: the ai.onnx.preview.training optimizers Adam, Momentum (standard and
- * Nesterov) and Adagrad, exactly as the ONNX spec's pseudo code, and com.microsoft
- * InPlaceAccumulatorV2. Optimizer inputs are R (learning rate, scalar), T (update count,
- * int64 scalar), then N tensors per group (X..., G..., state...); outputs are the new
- * X... then the new state, group by group. */
+ * Nesterov) and Adagrad, as the ONNX spec's pseudo code (the per-element arithmetic in
+ * optim_impl.h, shared with the CUDA kernels), and com.microsoft InPlaceAccumulatorV2.
+ * Optimizer inputs are R (learning rate, scalar), T (update count, integer scalar), then
+ * N tensors per group (X..., G..., state...); outputs are the new X... then the new
+ * state, group by group. The optimizers honour the fused update gate (AmpKernelCtx.gate):
+ * where it holds true every output is a copy of the input it replaces. */
 #include <math.h>
 
+#include "kernels/cpu/optim_impl.h"
 #include "kernels/cpu/reduce_impl.h"
-
-typedef enum OptKind { OPT_ADAM, OPT_MOMENTUM, OPT_ADAGRAD } OptKind;
-
-/* Attributes of one optimizer node (double, as the spec's arithmetic). */
-typedef struct OptAttrs {
-    double alpha, beta, eps, norm, norm_post, decay;
-    bool nesterov;
-} OptAttrs;
 
 static AmpCode req_float(const AmpNode *n, AmpStatus *st, const char *name, double *out) {
     const AmpAttr *a = amp_node_attr(n, name);
@@ -23,9 +18,10 @@ static AmpCode req_float(const AmpNode *n, AmpStatus *st, const char *name, doub
     return AMP_OK;
 }
 
-static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, OptKind kind, OptAttrs *a) {
+static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, AmpOptAttrs *a) {
     memset(a, 0, sizeof *a);
-    if (kind == OPT_ADAM) {
+    a->kind = n->op == AMP_OP_Adam ? AMP_OPT_ADAM : n->op == AMP_OP_Momentum ? AMP_OPT_MOMENTUM : AMP_OPT_ADAGRAD;
+    if (a->kind == AMP_OPT_ADAM) {
         a->alpha = amp_node_attr_float(n, "alpha", 0.9f);
         a->beta = amp_node_attr_float(n, "beta", 0.999f);
         a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
@@ -33,7 +29,7 @@ static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, OptKind kind, OptAttrs
         a->norm_post = amp_node_attr_float(n, "norm_coefficient_post", 0.0f);
         return AMP_OK;
     }
-    if (kind == OPT_ADAGRAD) {
+    if (a->kind == AMP_OPT_ADAGRAD) {
         a->decay = amp_node_attr_float(n, "decay_factor", 0.0f);
         a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
         a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
@@ -46,18 +42,18 @@ static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, OptKind kind, OptAttrs
     if (rc) return rc;
     const char *mode = amp_node_attr_string(n, "mode", NULL);
     if (!mode) return amp_node_fail(n, st, AMP_ERR_INPUT, "attribute 'mode' is required");
-    if (strcmp(mode, "nesterov") == 0) a->nesterov = true;
+    if (strcmp(mode, "nesterov") == 0) a->nesterov = 1;
     else if (strcmp(mode, "standard") != 0)
         return amp_node_fail(n, st, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
     return AMP_OK;
 }
 
-/* Adam, Momentum and Adagrad (by the node's op). */
+/* Adam, Momentum and Adagrad (by the node's op): an AmpOptAttrs (optim_impl.h), which
+ * the CUDA kernels read too. */
 AmpCode amp_cpu_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    OptAttrs a;
-    OptKind kind = n->op == AMP_OP_Adam ? OPT_ADAM : n->op == AMP_OP_Momentum ? OPT_MOMENTUM : OPT_ADAGRAD;
-    AmpCode rc = opt_attrs(n, st, kind, &a);
+    AmpOptAttrs a;
+    AmpCode rc = opt_attrs(n, st, &a);
     return rc ? rc : amp_red_prep_out(&a, sizeof a, attrs, st);
 }
 
@@ -68,55 +64,54 @@ static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
     return true;
 }
 
+/* The gated step (the gate holds true): each listed output a copy of the input it
+ * replaces, bit for bit. */
+static AmpCode opt_copy(AmpKernelCtx *k, const AmpBuf *const *in, AmpBuf *const *out) {
+    for (int j = 0; j < 3; j++) {
+        const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
+        size_t bytes = 0;
+        if (!out[j] || !src || out[j]->data == src->data) continue;
+        if (!amp_tensor_expected_bytes(src->dtype, src->nelem, &bytes))
+            return amp_kernel_fail(k, AMP_ERR_INTERNAL, "no byte size for the copy of a gated update");
+        if (bytes) memcpy(out[j]->data, src->data, bytes);
+    }
+    return AMP_OK;
+}
+
 /* One optimised tensor: in[0] X, in[1] G, in[2..] the state (Momentum V, Adagrad H,
- * Adam V then H); out: X_new then the new state as placed (NULL: not listed). */
-static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, double r, int64_t t,
+ * Adam V then H); out: X_new then the new state as placed (NULL: not listed). skip: the
+ * gate holds true. */
+static AmpCode opt_tensor(AmpKernelCtx *k, const AmpOptAttrs *a, const AmpOptStep *step, bool skip,
                           const AmpBuf *const *in, AmpBuf *const *out) {
-    int n_state = kind == OPT_ADAM ? 2 : 1, n_io = 2 + n_state;
+    int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, n_io = 2 + n_state;
     for (int j = 0; j < n_io; j++) {
         if (!in[j]) return amp_kernel_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
         if (!amp_red_is_float(in[j]->dtype)) return amp_kernel_bad_dtype(k, in[j]->dtype);
         if (!same_shape(in[j], in[0]))
             return amp_kernel_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
     }
+    AmpCode rc = AMP_OK;
+    for (int j = 0; j < 1 + n_state && !rc; j++) {
+        /* X_new is shaped like X, each state output like its state input */
+        const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
+        if (out[j]) rc = amp_kernel_check_out(k, out[j], src->dtype, src->rank, src->dims);
+    }
+    if (rc || skip) return rc ? rc : opt_copy(k, in, out);
     AmpFv v[4];
     AmpFo o[3];
     memset(v, 0, sizeof v), memset(o, 0, sizeof o);
-    AmpCode rc = AMP_OK;
-    for (int j = 0; j < 1 + n_state && !rc; j++) {
-        AmpBuf *b = out[j];
-        if (!b) continue;
-        /* X_new is shaped like X, each state output like its state input */
-        const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
-        rc = amp_kernel_check_out(k, b, src->dtype, src->rank, src->dims);
-        if (!rc) rc = amp_fo_open(k, b, &o[j]);
-    }
+    for (int j = 0; j < 1 + n_state && !rc; j++)
+        if (out[j]) rc = amp_fo_open(k, out[j], &o[j]);
     for (int j = 0; j < n_io && !rc; j++) rc = amp_fv_open(k, in[j], &v[j]);
-    if (!rc) {
-        /* Adam's bias-corrected learning rate; Adagrad's decayed one */
-        double ra = r;
-        if (kind == OPT_ADAM && t > 0) ra = r * sqrt(1.0 - pow(a->beta, (double)t)) / (1.0 - pow(a->alpha, (double)t));
-        if (kind == OPT_ADAGRAD) ra = r / (1.0 + (double)t * a->decay);
-        double beta_adj = t > 0 ? a->beta : 1.0; /* Momentum: gradient coefficient 1 at first */
+    if (!rc)
         for (uint64_t i = 0; i < in[0]->nelem; i++) {
-            double x = amp_fv_get(&v[0], i), g = a->norm * x + amp_fv_get(&v[1], i);
-            double s1 = amp_fv_get(&v[2], i), xn, n1, n2 = 0.0;
-            if (kind == OPT_ADAM) {
-                n1 = a->alpha * s1 + (1.0 - a->alpha) * g;
-                n2 = a->beta * amp_fv_get(&v[3], i) + (1.0 - a->beta) * g * g;
-                xn = (1.0 - a->norm_post) * (x - ra * (n1 / (sqrt(n2) + a->eps)));
-            } else if (kind == OPT_MOMENTUM) {
-                n1 = a->alpha * s1 + beta_adj * g;
-                xn = a->nesterov ? x - r * (g + a->alpha * n1) : x - r * n1;
-            } else {
-                n1 = s1 + g * g;
-                xn = x - ra * g / (sqrt(n1) + a->eps);
-            }
+            double xn, n1, n2;
+            amp_opt_update(a, step, amp_fv_get(&v[0], i), amp_fv_get(&v[1], i), amp_fv_get(&v[2], i),
+                           n_state > 1 ? amp_fv_get(&v[3], i) : 0.0, &xn, &n1, &n2);
             if (out[0]) amp_fo_set(&o[0], i, xn);
             if (out[1]) amp_fo_set(&o[1], i, n1);
-            if (kind == OPT_ADAM && out[2]) amp_fo_set(&o[2], i, n2);
+            if (n_state > 1 && out[2]) amp_fo_set(&o[2], i, n2);
         }
-    }
     for (int j = 0; j < 3; j++) {
         if (!rc) amp_fo_commit(&o[j]);
         else amp_fo_discard(&o[j]);
@@ -125,8 +120,22 @@ static AmpCode opt_tensor(AmpKernelCtx *k, OptKind kind, const OptAttrs *a, doub
     return rc;
 }
 
-static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
-    int groups = kind == OPT_ADAM ? 4 : 3;
+/* The fused update gate's value (false without one); -1 with k->st set when it is not
+ * one bool. */
+static int opt_gate(AmpKernelCtx *k) {
+    const AmpBuf *g = k->gate;
+    if (!g) return 0;
+    if (g->dtype != AMP_DT_BOOL || g->nelem != 1 || !g->data) {
+        amp_kernel_fail(k, AMP_ERR_INPUT, "the update gate must be one bool");
+        return -1;
+    }
+    return ((const uint8_t *)g->data)[0] != 0;
+}
+
+static AmpCode opt_run(AmpKernelCtx *k) {
+    const AmpOptAttrs *a = amp_red_attrs(k);
+    if (!a) return k->st->code;
+    int groups = a->kind == AMP_OPT_ADAM ? 4 : 3;
     int tensors = k->n_in - 2;
     if (tensors <= 0 || tensors % groups)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs", groups,
@@ -139,8 +148,8 @@ static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
     if (!T || !amp_dtype_is_int(T->dtype) || T->nelem != 1)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "T must be an integer scalar");
-    const OptAttrs *a = amp_red_attrs(k);
-    if (!a) return k->st->code;
+    int skip = opt_gate(k);
+    if (skip < 0) return k->st->code;
     /* the outputs, X_new... then each state group, as placed (at most 3 groups of N) */
     AmpBuf **outs = malloc((size_t)(k->n_out > 0 ? k->n_out : 1) * sizeof *outs);
     if (!outs) return amp_red_oom(k);
@@ -150,16 +159,15 @@ static AmpCode opt_run(AmpKernelCtx *k, OptKind kind) {
         free(outs);
         return rc;
     }
-    double r = amp_fv_get(&vr, 0);
+    AmpOptStep step = amp_opt_step(a, amp_fv_get(&vr, 0), amp_buf_get_i64(T, 0));
     amp_fv_close(&vr);
-    int64_t t = amp_buf_get_i64(T, 0);
     for (int i = 0; i < N && !rc; i++) {
         const AmpBuf *in[4] = {NULL, NULL, NULL, NULL};
         AmpBuf *out[3] = {NULL, NULL, NULL};
         for (int g = 0; g < groups; g++) in[g] = k->in[2 + g * N + i];
         for (int g = 0; g < groups - 1; g++)
             if (g * N + i < k->n_out) out[g] = outs[g * N + i];
-        rc = opt_tensor(k, kind, a, r, t, in, out);
+        rc = opt_tensor(k, a, &step, skip, in, out);
     }
     free(outs);
     return rc;
@@ -205,6 +213,7 @@ AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     return rc;
 }
 
-AmpCode amp_cpu_adam(AmpKernelCtx *k) { return opt_run(k, OPT_ADAM); }
-AmpCode amp_cpu_momentum(AmpKernelCtx *k) { return opt_run(k, OPT_MOMENTUM); }
-AmpCode amp_cpu_adagrad(AmpKernelCtx *k) { return opt_run(k, OPT_ADAGRAD); }
+/* The op's kind is the prepared attributes' (amp_cpu_optimizer_prepare). */
+AmpCode amp_cpu_adam(AmpKernelCtx *k) { return opt_run(k); }
+AmpCode amp_cpu_momentum(AmpKernelCtx *k) { return opt_run(k); }
+AmpCode amp_cpu_adagrad(AmpKernelCtx *k) { return opt_run(k); }

@@ -478,6 +478,7 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
     if (!c) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     c->be = (AmpBackend){
         .name = "cuda",
+        .fuse = true,
         .supports = cuda_supports,
         .alloc = cuda_alloc,
         .free = cuda_free,

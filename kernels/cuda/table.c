@@ -5,11 +5,13 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_grad.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/fused.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
+#include "kernels/cuda/optim.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/resize.h"
 
@@ -144,4 +146,11 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare,
                                           amp_cuda_supports_layernorm_grad},
     [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_cpu_ms_conv_grad_prepare, amp_cuda_supports_conv_grad},
+    /* fused.c: the executor's fused nodes (runtime/fuse.c) */
+    [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_cpu_fused_prepare, amp_cuda_supports_fused},
+    [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},
+    /* optim.c: the optimizers, multi-tensor kernels honouring the fused update gate */
+    [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
 };

@@ -413,4 +413,38 @@ static const Case loss_train[] = {
     {"BatchNormalization", "FLT", "T[2,3,4,5] T[3] T[3] T[3] T[3]+", "training_mode=0", .tol = 'A', .opset = 15},
 };
 
+/* ---- optimizers (s17-optim) ---------------------------------------------------------- */
+
+/* ai.onnx.preview.training Adam, Momentum and Adagrad (R, T, then X..., G..., state...):
+ * odd sizes, scalars, empty tensors, ~1M elements (many chunks of one tensor); T = 0 (no
+ * bias correction, Momentum's first step) and later, as int64 and int32; R in float32 or
+ * the tensors' type; 16-bit X and G with float32 state; only some outputs listed. Adam's
+ * and Adagrad's squared-gradient state is drawn positive. (The fused update gate cannot
+ * be given through a model: tests/cuda/test_cuda_optim.c calls the kernels with it, over
+ * more tensors than one launch takes.) */
+#define OPT_A2 "f32(0.05) i64(3) T[7] T[33,65] T[7] T[33,65] T[7] T[33,65] T[7]+ T[33,65]+ | "             \
+               "T(0.01) i64(0) T[] T[0] T[] T[0] T[] T[0] T[]+ T[0]+ | "                                     \
+               "f32(0.001) i32(5) T[1025,1023] T[1] T[1025,1023] T[1] f32[1025,1023] f32[1] f32[1025,1023]+ " \
+               "f32[1]+"
+#define OPT_M4 "f32(0.1) i64(2) T[7] T[] T[33,65] T[0] T[7] T[] T[33,65] T[0] T[7] T[] T[33,65] T[0] | "     \
+               "T(0.1) i32(0) T[1] T[5] T[2,3] T[9] T[1] T[5] T[2,3] T[9] f32[1] f32[5] f32[2,3] f32[9]"
+#define OPT_G4 "f32(0.1) i64(2) T[7] T[] T[33,65] T[0] T[7] T[] T[33,65] T[0] T[7]+ T[]+ T[33,65]+ T[0]+ | " \
+               "T(0.1) i32(0) T[1] T[5] T[2,3] T[9] T[1] T[5] T[2,3] T[9] f32[1]+ f32[5]+ f32[2,3]+ f32[9]+"
+#define OPT_1M "f32(0.1) i64(4) T[1025,1023] T[1025,1023] T[1025,1023]+"
+#define OPT_ADAM_ATTRS "alpha=0.85 beta=0.995 epsilon=0.001 norm_coefficient=0.01 norm_coefficient_post=0.002"
+
+static const Case optim[] = {
+    {"ai.onnx.preview.training:Adam", "FLT f64", OPT_A2, OPT_ADAM_ATTRS, .tol = 'E', .nout = 6},
+    {"ai.onnx.preview.training:Adam", "FLT", OPT_A2, .tol = 'E', .nout = 2},
+    {"ai.onnx.preview.training:Momentum", "FLT f64", OPT_M4, "alpha=0.9 beta=0.5 norm_coefficient=0.01 mode=standard",
+     .tol = 'E', .nout = 8},
+    {"ai.onnx.preview.training:Momentum", "FLT", OPT_M4, "alpha=0.9 beta=1.0 norm_coefficient=0.0 mode=nesterov",
+     .tol = 'E', .nout = 5},
+    {"ai.onnx.preview.training:Momentum", "FLT", OPT_1M, "alpha=0.9 beta=0.5 norm_coefficient=0.01 mode=nesterov",
+     .tol = 'E', .nout = 2},
+    {"ai.onnx.preview.training:Adagrad", "FLT f64", OPT_G4, "decay_factor=0.1 epsilon=0.00001 norm_coefficient=0.003",
+     .tol = 'E', .nout = 8},
+    {"ai.onnx.preview.training:Adagrad", "FLT", OPT_1M, .tol = 'E', .nout = 2},
+};
+
 #endif

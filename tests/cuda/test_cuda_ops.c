@@ -555,3 +555,7 @@ Test(cuda_ops, attention, .timeout = 1200) {
 Test(cuda_ops, loss_train, .timeout = 1200) {
     RUN(loss_train);
 }
+
+Test(cuda_ops, optim, .timeout = 1200) {
+    RUN(optim);
+}

@@ -1,0 +1,48 @@
+/* The program of an ai.ampc FusedElementwise node: the contract between the executor's
+ * fusion (runtime/fuse.c writes it) and the kernels that run it (kernels/cpu/fused_impl.h,
+ * shared by the CPU and CUDA kernels). Attributes of the node:
+ *   program     INTS, 5 per instruction: opcode, result dtype (AmpDType), operands a, b, c
+ *               (registers: 0 .. n_inputs-1 are the inputs, n_inputs + j instruction j's
+ *               result; unused operands 0);
+ *   in_dtypes   INTS, the dtype each input holds;
+ *   outputs     INTS, the register each output stores; out_dtypes INTS, their dtypes;
+ *   shape_input INT, the input whose shape every output has (the others hold as many
+ *               elements, or one, broadcast).
+ * Plain C with no dependencies, so CUDA sources include it too. */
+#ifndef AMP_IR_FUSED_H
+#define AMP_IR_FUSED_H
+
+#include <stdint.h>
+
+/* Limits of one program (the node's attributes are checked against them at prepare). */
+enum { AMP_FUSED_MAX_IN = 16, AMP_FUSED_MAX_OUT = 8, AMP_FUSED_MAX_INSTR = 48 };
+#define AMP_FUSED_MAX_REG (AMP_FUSED_MAX_IN + AMP_FUSED_MAX_INSTR)
+
+/* The instructions. Operands name registers: 0 .. n_in-1 are the inputs, n_in + j the
+ * result of instruction j. */
+typedef enum AmpFusedOpcode {
+    AMP_FOP_ADD = 1, AMP_FOP_SUB, AMP_FOP_MUL, AMP_FOP_DIV, AMP_FOP_POW, AMP_FOP_MAX, AMP_FOP_MIN,
+    AMP_FOP_NEG, AMP_FOP_ABS, AMP_FOP_SQRT, AMP_FOP_RECIP, AMP_FOP_RELU, AMP_FOP_EXP, AMP_FOP_LOG,
+    AMP_FOP_EQ, AMP_FOP_LT, AMP_FOP_GT, AMP_FOP_LE, AMP_FOP_GE,
+    AMP_FOP_NOT, AMP_FOP_AND, AMP_FOP_OR, AMP_FOP_XOR,
+    AMP_FOP_WHERE, AMP_FOP_CAST, AMP_FOP_ISNAN, AMP_FOP_ISINF, AMP_FOP_IDENT,
+    AMP_FOP__COUNT
+} AmpFusedOpcode;
+
+typedef struct AmpFusedInstr {
+    uint8_t op;    /* AmpFusedOpcode */
+    uint8_t dtype; /* the result's AmpDType */
+    uint8_t a, b, c; /* operand registers (unused ones 0) */
+} AmpFusedInstr;
+
+/* A checked program (kernels/cpu/fused.c: amp_cpu_fused_prepare builds it from the node). */
+typedef struct AmpFusedProg {
+    int n_in, n_instr, n_out;
+    uint8_t in_dtype[AMP_FUSED_MAX_IN];   /* what each input must hold */
+    uint8_t out_reg[AMP_FUSED_MAX_OUT];   /* the register each output stores */
+    uint8_t out_dtype[AMP_FUSED_MAX_OUT];
+    int shape_input;                      /* the input whose shape every output has */
+    AmpFusedInstr ins[AMP_FUSED_MAX_INSTR];
+} AmpFusedProg;
+
+#endif

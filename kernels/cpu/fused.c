@@ -1,0 +1,243 @@
+/* CPU kernels of the executor's fused nodes (runtime/fuse.c): ai.ampc FusedElementwise, a
+ * chain of elementwise nodes as one program evaluated per element (fused_impl.h, shared
+ * with the CUDA kernel), and ai.ampc UnscaleCheck, the loss_scale pass's unscale and
+ * finiteness check of many gradients at once. They are the reference of the CUDA kernels
+ * and, run by the device simulator, give exactly the bytes of the nodes they replace. */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/half.h"
+#include "kernels/cpu/fused.h"
+#include "kernels/cpu/kernels.h"
+
+#define AMP_FUSED_ROUND_F16(x) amp_f16_to_f32(amp_f32_to_f16(x))
+#define AMP_FUSED_ROUND_BF16(x) amp_bf16_to_f32(amp_f32_to_bf16(x))
+#include "kernels/cpu/fused_impl.h"
+
+static_assert((int)AMP_FDT_FLOAT == (int)AMP_DT_FLOAT && (int)AMP_FDT_INT32 == (int)AMP_DT_INT32 &&
+                  (int)AMP_FDT_INT64 == (int)AMP_DT_INT64 && (int)AMP_FDT_BOOL == (int)AMP_DT_BOOL &&
+                  (int)AMP_FDT_FLOAT16 == (int)AMP_DT_FLOAT16 && (int)AMP_FDT_BFLOAT16 == (int)AMP_DT_BFLOAT16,
+              "fused_impl.h's dtype numbers are ir.h's");
+
+/* ---- the program: parsed and checked once ---------------------------------------- */
+
+/* The class each operand of op must have, given the result's class rc and the first
+ * operand's class c0: 0 when the combination is not a valid instruction. */
+static bool operands_ok(int op, int rc, const int *c, int n) {
+    switch (op) {
+    case AMP_FOP_ADD: case AMP_FOP_SUB: case AMP_FOP_MUL: case AMP_FOP_MAX: case AMP_FOP_MIN:
+        return n == 2 && c[0] == c[1] && c[0] == rc && rc != AMP_FCLASS_B;
+    case AMP_FOP_DIV: case AMP_FOP_POW:
+        return n == 2 && c[0] == AMP_FCLASS_F && c[1] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
+    case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_RELU:
+        return n == 1 && c[0] == rc && rc != AMP_FCLASS_B;
+    case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_EXP: case AMP_FOP_LOG:
+        return n == 1 && c[0] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
+    case AMP_FOP_EQ: case AMP_FOP_LT: case AMP_FOP_GT: case AMP_FOP_LE: case AMP_FOP_GE:
+        return n == 2 && c[0] == c[1] && c[0] != AMP_FCLASS_B && rc == AMP_FCLASS_B;
+    case AMP_FOP_NOT: return n == 1 && c[0] == AMP_FCLASS_B && rc == AMP_FCLASS_B;
+    case AMP_FOP_AND: case AMP_FOP_OR: case AMP_FOP_XOR:
+        return n == 2 && c[0] == AMP_FCLASS_B && c[1] == AMP_FCLASS_B && rc == AMP_FCLASS_B;
+    case AMP_FOP_WHERE: return n == 3 && c[0] == AMP_FCLASS_B && c[1] == rc && c[2] == rc;
+    case AMP_FOP_CAST:
+        return n == 1 && ((c[0] == AMP_FCLASS_F && rc == AMP_FCLASS_F) || (c[0] == AMP_FCLASS_B && rc != AMP_FCLASS_B));
+    case AMP_FOP_ISNAN: case AMP_FOP_ISINF: return n == 1 && c[0] == AMP_FCLASS_F && rc == AMP_FCLASS_B;
+    case AMP_FOP_IDENT: return n == 1 && c[0] == rc;
+    default: return false;
+    }
+}
+
+/* Operands each opcode reads. */
+static int arity(int op) {
+    switch (op) {
+    case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_RELU: case AMP_FOP_EXP:
+    case AMP_FOP_LOG: case AMP_FOP_NOT: case AMP_FOP_CAST: case AMP_FOP_ISNAN: case AMP_FOP_ISINF: case AMP_FOP_IDENT:
+        return 1;
+    case AMP_FOP_WHERE: return 3;
+    default: return 2;
+    }
+}
+
+static const AmpAttr *ints_attr(const AmpNode *n, const char *name) {
+    const AmpAttr *a = amp_node_attr(n, name);
+    return a && a->type == AMP_ATTR_INTS ? a : NULL;
+}
+
+static AmpCode bad(const AmpNode *n, AmpStatus *st, const char *what) {
+    return amp_node_fail(n, st, AMP_ERR_INPUT, "fused program: %s", what);
+}
+
+/* The instructions of `program` (5 ints each: opcode, dtype, operands a, b, c), checked:
+ * operands name earlier registers of the classes the opcode reads. */
+static AmpCode parse_instrs(const AmpNode *n, const AmpAttr *prog, AmpFusedProg *p, uint8_t *cls, AmpStatus *st) {
+    if (prog->n_ints % 5 || prog->n_ints / 5 > AMP_FUSED_MAX_INSTR) return bad(n, st, "too long or malformed");
+    p->n_instr = (int)(prog->n_ints / 5);
+    for (int j = 0; j < p->n_instr; j++) {
+        const int64_t *w = prog->ints + 5 * j;
+        int reg = p->n_in + j, rc = w[1] > 0 && w[1] < 64 ? amp_fused_class((int)w[1]) : 0;
+        int na = w[0] > 0 && w[0] < AMP_FOP__COUNT ? arity((int)w[0]) : 0, c[3] = {0, 0, 0};
+        if (!rc || !na) return bad(n, st, "an unknown opcode or dtype");
+        for (int k = 0; k < na; k++) {
+            if (w[2 + k] < 0 || w[2 + k] >= reg) return bad(n, st, "an operand that is not an earlier register");
+            c[k] = cls[w[2 + k]];
+        }
+        if (!operands_ok((int)w[0], rc, c, na)) return bad(n, st, "operands of the wrong kind for their opcode");
+        p->ins[j] = (AmpFusedInstr){(uint8_t)w[0], (uint8_t)w[1], (uint8_t)w[2], (uint8_t)(na > 1 ? w[3] : 0),
+                                    (uint8_t)(na > 2 ? w[4] : 0)};
+        cls[reg] = (uint8_t)rc;
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_fused_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const AmpAttr *prog = ints_attr(n, "program"), *ind = ints_attr(n, "in_dtypes"), *outs = ints_attr(n, "outputs"),
+                  *odt = ints_attr(n, "out_dtypes");
+    AmpFusedProg p;
+    memset(&p, 0, sizeof p);
+    p.n_in = n->n_inputs;
+    p.n_out = n->n_outputs;
+    p.shape_input = (int)amp_node_attr_int(n, "shape_input", -1);
+    if (!prog || !ind || !outs || !odt) return bad(n, st, "needs program, in_dtypes, outputs and out_dtypes");
+    if (p.n_in < 1 || p.n_in > AMP_FUSED_MAX_IN || p.n_out < 1 || p.n_out > AMP_FUSED_MAX_OUT ||
+        ind->n_ints != (size_t)p.n_in || outs->n_ints != (size_t)p.n_out || odt->n_ints != (size_t)p.n_out)
+        return bad(n, st, "input or output counts that do not match its attributes");
+    if (p.shape_input < 0 || p.shape_input >= p.n_in) return bad(n, st, "shape_input is not an input");
+    uint8_t cls[AMP_FUSED_MAX_REG];
+    for (int i = 0; i < p.n_in; i++) {
+        int c = ind->ints[i] > 0 && ind->ints[i] < 64 ? amp_fused_class((int)ind->ints[i]) : 0;
+        if (!c || !n->inputs[i]) return bad(n, st, "an input of a dtype it does not take, or left out");
+        p.in_dtype[i] = (uint8_t)ind->ints[i];
+        cls[i] = (uint8_t)c;
+    }
+    AmpCode rc = parse_instrs(n, prog, &p, cls, st);
+    if (rc) return rc;
+    for (int o = 0; o < p.n_out; o++) {
+        int64_t r = outs->ints[o];
+        if (r < 0 || r >= p.n_in + p.n_instr) return bad(n, st, "an output that is no register");
+        int dt = r < p.n_in ? p.in_dtype[r] : p.ins[r - p.n_in].dtype;
+        if (odt->ints[o] != dt) return bad(n, st, "an output dtype that is not its register's");
+        p.out_reg[o] = (uint8_t)r;
+        p.out_dtype[o] = (uint8_t)dt;
+    }
+    if (!(*attrs = malloc(sizeof p))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(*attrs, &p, sizeof p);
+    return AMP_OK;
+}
+
+/* ---- FusedElementwise ---------------------------------------------------------------- */
+
+static AmpFusedReg load(const AmpBuf *b, uint64_t i) {
+    AmpFusedReg r;
+    switch (b->dtype) {
+    case AMP_DT_FLOAT: r.f = ((const float *)b->data)[i]; break;
+    case AMP_DT_FLOAT16: r.f = amp_f16_to_f32(((const uint16_t *)b->data)[i]); break;
+    case AMP_DT_BFLOAT16: r.f = amp_bf16_to_f32(((const uint16_t *)b->data)[i]); break;
+    default: r.i = amp_buf_get_i64(b, i); break;
+    }
+    return r;
+}
+
+static void store(AmpBuf *b, uint64_t i, AmpFusedReg r) {
+    switch (b->dtype) {
+    case AMP_DT_FLOAT: ((float *)b->data)[i] = r.f; break;
+    case AMP_DT_FLOAT16: ((uint16_t *)b->data)[i] = amp_f32_to_f16(r.f); break;
+    case AMP_DT_BFLOAT16: ((uint16_t *)b->data)[i] = amp_f32_to_bf16(r.f); break;
+    default: amp_buf_set_i64(b, i, r.i); break;
+    }
+}
+
+/* Every input holds its dtype and either the shape input's element count or one element. */
+static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, uint64_t nelem) {
+    for (int i = 0; i < p->n_in; i++) {
+        const AmpBuf *b = i < k->n_in ? k->in[i] : NULL;
+        if (!b) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+        if (b->dtype != p->in_dtype[i])
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is %s, the program reads %s", i,
+                                   amp_dtype_name(b->dtype), amp_dtype_name(p->in_dtype[i]));
+        if (b->nelem != nelem && b->nelem != 1)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d has %llu elements, not %llu or 1", i,
+                                   (unsigned long long)b->nelem, (unsigned long long)nelem);
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_fused_check(AmpKernelCtx *k, const AmpFusedProg *p, AmpBuf **out) {
+    const AmpBuf *shape = p->shape_input < k->n_in ? k->in[p->shape_input] : NULL;
+    if (!shape) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", p->shape_input);
+    AmpCode rc = check_inputs(k, p, shape->nelem);
+    if (rc || (rc = amp_kernel_outputs(k, p->n_out, out))) return rc;
+    for (int o = 0; o < p->n_out; o++)
+        if (out[o] && (rc = amp_kernel_check_out(k, out[o], p->out_dtype[o], shape->rank, shape->dims))) return rc;
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
+    const AmpFusedProg *p = k->attrs;
+    AmpBuf *out[AMP_FUSED_MAX_OUT];
+    AmpCode rc = amp_fused_check(k, p, out);
+    if (rc) return rc;
+    uint64_t nelem = k->in[p->shape_input]->nelem;
+    uint8_t cls[AMP_FUSED_MAX_REG];
+    for (int i = 0; i < p->n_in; i++) cls[i] = (uint8_t)amp_fused_class(p->in_dtype[i]);
+    for (int j = 0; j < p->n_instr; j++) cls[p->n_in + j] = (uint8_t)amp_fused_class(p->ins[j].dtype);
+    AmpFusedReg r[AMP_FUSED_MAX_REG];
+    for (uint64_t e = 0; e < nelem; e++) {
+        for (int i = 0; i < p->n_in; i++) r[i] = load(k->in[i], k->in[i]->nelem == 1 ? 0 : e);
+        for (int j = 0; j < p->n_instr; j++) r[p->n_in + j] = amp_fused_step(&p->ins[j], r, cls);
+        for (int o = 0; o < p->n_out; o++)
+            if (out[o]) store(out[o], e, r[p->out_reg[o]]);
+    }
+    return AMP_OK;
+}
+
+/* ---- UnscaleCheck -------------------------------------------------------------------- */
+
+/* (inv_scale float32 scalar, found_before bool scalar or left out, X[N] float32/16-bit) ->
+ * (G[N] = float32(X) * inv_scale, found = found_before or any G not finite): what the
+ * loss_scale pass writes per gradient as [Cast,] Mul(X, inv) and ReduceSum(G * 0) (0, or
+ * NaN for an inf or NaN), summed over gradients and tested by IsNaN. */
+AmpCode amp_unscale_check_io(AmpKernelCtx *k, AmpBuf **out) {
+    int N = k->n_in - 2;
+    const AmpBuf *inv = k->n_in > 0 ? k->in[0] : NULL, *before = k->n_in > 1 ? k->in[1] : NULL;
+    if (N < 1 || k->n_out != N + 1 || !inv)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects (inv_scale, found, X[N]) -> (G[N], found)");
+    if (inv->dtype != AMP_DT_FLOAT || inv->nelem != 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inv_scale must be one float32");
+    if (before && (before->dtype != AMP_DT_BOOL || before->nelem != 1))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "found must be one bool");
+    AmpCode rc = amp_kernel_outputs(k, N + 1, out);
+    for (int j = 0; j <= N && !rc; j++) {
+        const AmpBuf *x = j < N ? k->in[2 + j] : NULL;
+        if (!out[j]) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "every output must be wanted");
+        if (j == N) return amp_kernel_check_out(k, out[N], AMP_DT_BOOL, 0, NULL);
+        if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "gradient %d is missing", j);
+        if (x->dtype != AMP_DT_FLOAT && x->dtype != AMP_DT_FLOAT16 && x->dtype != AMP_DT_BFLOAT16)
+            return amp_kernel_bad_dtype(k, x->dtype);
+        rc = amp_kernel_check_out(k, out[j], AMP_DT_FLOAT, x->rank, x->dims);
+    }
+    return rc;
+}
+
+AmpCode amp_cpu_unscale_check(AmpKernelCtx *k) {
+    int N = k->n_in - 2;
+    AmpBuf **out = malloc((size_t)(N > 0 ? N + 1 : 1) * sizeof *out);
+    if (!out) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = amp_unscale_check_io(k, out);
+    if (!rc) {
+        float s = ((const float *)k->in[0]->data)[0];
+        bool found = k->in[1] && ((const uint8_t *)k->in[1]->data)[0];
+        for (int j = 0; j < N; j++) {
+            const AmpBuf *x = k->in[2 + j];
+            float *g = out[j]->data;
+            for (uint64_t e = 0; e < x->nelem; e++) {
+                g[e] = load(x, e).f * s;
+                found |= !isfinite(g[e]);
+            }
+        }
+        ((uint8_t *)out[N]->data)[0] = found;
+    }
+    free(out);
+    return rc;
+}

@@ -1,0 +1,18 @@
+/* What the CPU and CUDA kernels of the fused nodes share beyond fused_impl.h: the checks
+ * of a run's inputs and outputs (kernels/cpu/fused.c), so both refuse the same things. */
+#ifndef AMP_CPU_FUSED_H
+#define AMP_CPU_FUSED_H
+
+#include "ir/fused.h"
+#include "kernels/cpu/kernels.h"
+
+/* FusedElementwise: every input present, of its dtype, holding the shape input's element
+ * count or one; out[0..n_out) the placed outputs (NULL where not wanted), of their dtypes
+ * and the shape input's shape. */
+AmpCode amp_fused_check(AmpKernelCtx *k, const AmpFusedProg *p, AmpBuf **out);
+
+/* UnscaleCheck: (inv_scale, found_before?, X[N]) checked, out[0..N] (G[N], found) placed
+ * with their shapes; out must hold N + 1 entries. */
+AmpCode amp_unscale_check_io(AmpKernelCtx *k, AmpBuf **out);
+
+#endif

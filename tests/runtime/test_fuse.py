@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""The executor's plan-level fusion (runtime/fuse.c) changes no bit of a training run.
+
+The device simulator fuses as CUDA does (chains of elementwise nodes, the loss-scaling
+check, the update gates) and runs the fused nodes' CPU reference kernels; the CPU backend
+runs every node as the model has it. So for every bundled training model (the
+training_info ones, and those `ampc grad` makes from models/*/train.json), FP32 and
+converted to float16 (dynamic loss scaling) and bfloat16, STEPS training steps on `sim`
+must print the CPU's losses and loss scales digit for digit and save the CPU's state byte
+for byte, and `sim` must say it fused nodes (the AMP graphs: the check, the gates and the
+scale's update all fuse). A planted NaN in the data makes a step skip on both, bit for bit.
+
+With --device cuda (a GPU; skips otherwise) the same steps on CUDA must agree with the
+CPU's losses within --rtol (GEMMs round differently there), the fused kernels running.
+
+Prints "N passed, M failed" last; exit 77 (skip) when numpy or onnx is missing.
+
+usage: test_fuse.py --ampc PATH [--testdata DIR] [--device sim|cuda] [--steps N] [--verbose]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper as nh
+except ImportError as e:
+    print(f"skip: {e}")
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
+
+MODELS = os.path.join(ROOT, "models")
+
+
+class Ctx:
+    def __init__(self, args):
+        self.ampc = args.ampc
+        self.device = args.device
+        self.steps = args.steps
+        self.rtol = args.rtol
+        self.tmp = tl.tempdir("ampc-fuse-")
+        self.notes = []
+        self.made = {}
+
+
+def sh(ctx, *argv, check=True):
+    p = subprocess.run([ctx.ampc, *argv], capture_output=True, text=True)
+    if check and p.returncode:
+        raise AssertionError(f"ampc {' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[-600:]}")
+    return p
+
+
+def training_model(ctx, name):
+    """(model path, inputs folder) of bundled model `name` as a training graph."""
+    if name in ctx.made:
+        return ctx.made[name]
+    d = os.path.join(MODELS, name)
+    spec = os.path.join(d, "train.json")
+    if os.path.exists(spec):
+        with open(spec) as f:
+            args = json.load(f)["grad"]
+        out = os.path.join(ctx.tmp, f"{name}_train.onnx")
+        sh(ctx, "grad", os.path.join(d, "model.onnx"), "-o", out, *args)
+        got = (out, os.path.join(d, "train_data"))
+    else:
+        got = (os.path.join(d, "model.onnx"), os.path.join(d, "test_data_set_0"))
+    ctx.made[name] = got
+    return got
+
+
+def converted(ctx, name, precision):
+    model, data = training_model(ctx, name)
+    if precision == "fp32":
+        return model, data
+    out = os.path.join(ctx.tmp, f"{name}_{precision}.onnx")
+    if not os.path.exists(out):
+        sh(ctx, model, "-o", out, "--precision", precision)
+    return out, data
+
+
+STEP = re.compile(r"^step (\d+): loss (\S+) \([^)]*\)(.*)$")
+
+
+def run_steps(ctx, model, data, backend, tag):
+    state = os.path.join(ctx.tmp, f"{tag}_{backend}.state")
+    p = sh(ctx, "run", model, "--steps", str(ctx.steps), "--inputs", data, "--backend", backend, "--save-state", state,
+           "--seed", "7")
+    steps = [m.groups() for m in map(STEP.match, p.stdout.splitlines()) if m]
+    assert len(steps) == ctx.steps, f"{tag} on {backend}: {len(steps)} steps printed:\n{p.stdout}"
+    fused = re.search(r"^fused: (\d+) nodes ran as (\d+) fused kernels?$", p.stdout, re.M)
+    with open(state, "rb") as f:
+        return steps, f.read(), fused
+
+
+def same_run(ctx, name, precision, must_fuse):
+    model, data = converted(ctx, name, precision)
+    tag = f"{name}_{precision}"
+    cpu, cpu_state, cpu_fused = run_steps(ctx, model, data, "cpu", tag)
+    dev, dev_state, dev_fused = run_steps(ctx, model, data, ctx.device, tag)
+    assert not cpu_fused, "the CPU backend fuses nothing"
+    if must_fuse:
+        assert dev_fused and int(dev_fused.group(2)) > 0, f"{tag}: {ctx.device} fused nothing"
+    if ctx.device == "sim":
+        for a, b in zip(cpu, dev):
+            assert a == b, f"{tag}: step {a[0]}: cpu {a[1:]} vs sim {b[1:]}"
+        assert cpu_state == dev_state, f"{tag}: the state after {ctx.steps} steps differs"
+    else:
+        for a, b in zip(cpu, dev):
+            x, y = float(a[1]), float(b[1])
+            assert abs(x - y) <= ctx.rtol * max(abs(x), 1e-3), f"{tag}: step {a[0]}: cpu {x} vs {ctx.device} {y}"
+            assert a[2] == b[2], f"{tag}: step {a[0]}: loss scale / skip differ: {a[2]!r} vs {b[2]!r}"
+    if dev_fused:
+        ctx.notes.append(f"{tag}: {dev_fused.group(1)} nodes as {dev_fused.group(2)} fused kernels")
+
+
+def planted_nan(ctx):
+    """A NaN in the first input: the step's gradients are NaN, the update is skipped and the
+    scale backs off on both backends, and the state stays bit for bit equal."""
+    model, data = converted(ctx, "mlp_train", "fp16")
+    bad = os.path.join(ctx.tmp, "nan_data")
+    os.makedirs(bad, exist_ok=True)
+    for f in sorted(os.listdir(data)):
+        t = onnx.TensorProto()
+        with open(os.path.join(data, f), "rb") as fh:
+            t.ParseFromString(fh.read())
+        a = nh.to_array(t).copy()
+        if f.startswith("input_0") and a.dtype.kind == "f":
+            a.flat[0] = np.nan
+        with open(os.path.join(bad, f), "wb") as fh:
+            fh.write(nh.from_array(a, t.name).SerializeToString())
+    cpu, cpu_state, _ = run_steps(ctx, model, bad, "cpu", "nan")
+    dev, dev_state, _ = run_steps(ctx, model, bad, ctx.device, "nan")
+    assert all("skipped" in s[2] for s in cpu), f"the NaN steps were not skipped: {cpu}"
+    assert [s[2] for s in cpu] == [s[2] for s in dev], f"skips differ: {cpu} vs {dev}"
+    if ctx.device == "sim":
+        assert cpu_state == dev_state, "the state after skipped steps differs"
+
+
+def cases():
+    out = []
+    for name in ("mlp_train", "mlp_cls", "amp_recipe", "gpt_decoder", "resnet_cnn"):
+        for precision in ("fp32", "fp16", "bf16"):
+            out.append((f"{name} {precision}: {'{device}'} = cpu",
+                        lambda c, n=name, p=precision: same_run(c, n, p, must_fuse=p == "fp16")))
+    out.append(("a NaN step is skipped alike", planted_nan))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ampc", required=True)
+    ap.add_argument("--testdata")
+    ap.add_argument("--device", default="sim", choices=["sim", "cuda"])
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--rtol", type=float, default=2e-2)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    ctx = Ctx(args)
+    if args.device == "cuda":
+        p = subprocess.run([args.ampc, "run", os.path.join(MODELS, "mlp_cls", "model.onnx"), "--backend", "cuda",
+                            "--dim", "batch=1"], capture_output=True, text=True)
+        if p.returncode:
+            print(f"skip: no CUDA device ({p.stderr.strip()[-200:]})")
+            return 77
+    tests = [(t.replace("{device}", args.device), fn) for t, fn in cases()]
+    return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
