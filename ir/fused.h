@@ -7,7 +7,11 @@
  *   in_dtypes   INTS, the dtype each input holds;
  *   outputs     INTS, the register each output stores; out_dtypes INTS, their dtypes;
  *   shape_input INT, the input whose shape every output has (the others hold as many
- *               elements, or one, broadcast).
+ *               elements, or one, broadcast);
+ *   tensors     INT (default 1): the program runs over that many sets of tensors in one
+ *               launch (the same arithmetic for every parameter of a model): the node's
+ *               inputs are `tensors` groups of len(in_dtypes), its outputs `tensors`
+ *               groups of len(outputs), set t's outputs shaped as its own shape input.
  * Plain C with no dependencies, so CUDA sources include it too. */
 #ifndef AMP_IR_FUSED_H
 #define AMP_IR_FUSED_H
@@ -37,7 +41,8 @@ typedef struct AmpFusedInstr {
 
 /* A checked program (kernels/cpu/fused.c: amp_cpu_fused_prepare builds it from the node). */
 typedef struct AmpFusedProg {
-    int n_in, n_instr, n_out;
+    int n_in, n_instr, n_out; /* per tensor set */
+    int tensors;              /* sets of tensors the node runs the program over */
     uint8_t in_dtype[AMP_FUSED_MAX_IN];   /* what each input must hold */
     uint8_t out_reg[AMP_FUSED_MAX_OUT];   /* the register each output stores */
     uint8_t out_dtype[AMP_FUSED_MAX_OUT];

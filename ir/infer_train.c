@@ -205,19 +205,24 @@ AmpCode amp_infer_ms_conv_grad(AmpInferCtx *c) {
 
 /* ---- the executor's fused nodes (runtime/fuse.c; kernels/cpu/fused.c) ---------------- */
 
-/* ai.ampc FusedElementwise: every output has input `shape_input`'s shape and its own
- * dtype from `out_dtypes`. */
+/* ai.ampc FusedElementwise (ir/fused.h): each output of tensor set t has the shape of
+ * set t's input `shape_input` and its own dtype from `out_dtypes`. */
 AmpCode amp_infer_fused_elementwise(AmpInferCtx *c) {
     const AmpNode *n = c->n;
-    int64_t from = amp_node_attr_int(n, "shape_input", -1);
+    int64_t from = amp_node_attr_int(n, "shape_input", -1), sets = amp_node_attr_int(n, "tensors", 1);
     const AmpAttr *dts = amp_node_attr(n, "out_dtypes");
-    if (from < 0 || from >= n->n_inputs || !dts || dts->type != AMP_ATTR_INTS || dts->n_ints < (size_t)n->n_outputs)
-        return amp_inf_fail(n, c->st, "needs shape_input (an input) and out_dtypes (one per output)");
-    AmpInfShape s;
-    if (!amp_inf_shape(c, (int)from, &s)) return AMP_OK;
-    for (int o = 0; o < n->n_outputs; o++) {
-        AmpCode rc = amp_inf_set(c, o, (int)dts->ints[o], &s);
-        if (rc) return rc;
+    if (sets < 1 || n->n_inputs % sets || n->n_outputs % sets || !dts || dts->type != AMP_ATTR_INTS ||
+        dts->n_ints != (size_t)(n->n_outputs / sets) || from < 0 || from >= n->n_inputs / sets)
+        return amp_inf_fail(n, c->st, "needs shape_input (an input), out_dtypes (one per output) and tensors "
+                                      "dividing its inputs and outputs");
+    int n_in = (int)(n->n_inputs / sets), n_out = (int)(n->n_outputs / sets);
+    for (int t = 0; t < sets; t++) {
+        AmpInfShape s;
+        if (!amp_inf_shape(c, t * n_in + (int)from, &s)) continue;
+        for (int o = 0; o < n_out; o++) {
+            AmpCode rc = amp_inf_set(c, t * n_out + o, (int)dts->ints[o], &s);
+            if (rc) return rc;
+        }
     }
     return AMP_OK;
 }

@@ -274,8 +274,8 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
  * (a data-dependent shape: NonZero; or one the node does not list) it asks ctx->alloc for. */
 static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
-    AmpBuf late[16];
-    bool known[16], have_late = false;
+    AmpBuf late[AMP_EXEC_MAX_OUT];
+    bool known[AMP_EXEC_MAX_OUT], have_late = false;
     for (int k = 0; k < n->n_outputs; k++) {
         outs[k].data = NULL;
         a->placed[k] = false;
@@ -339,7 +339,7 @@ static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
 
 static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
-    const AmpBuf *inbuf[64];
+    const AmpBuf *inbuf[AMP_EXEC_MAX_IN + 1];
     Slot **in = e->in_slots + e->in_at[i];
     for (int k = 0; k < n->n_inputs; k++) {
         inbuf[k] = NULL;
@@ -360,8 +360,8 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     } else if (n->op == AMP_OP_Scan) {
         rc = amp_exec_run_scan(e, n, inbuf, st);
     } else {
-        bool placed[16];
-        AmpBuf outs[16];
+        bool placed[AMP_EXEC_MAX_OUT];
+        AmpBuf outs[AMP_EXEC_MAX_OUT];
         AllocCtx ac = {e, n, scratch, placed};
         if ((rc = place_outputs(e, i, &ac, outs, st))) return rc;
         AmpKernelCtx k = {
@@ -465,7 +465,7 @@ static AmpCode run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBu
     e->fallback = false;
     e->n_late = e->n_syncs = 0;
 
-    AmpBuf scratch[16];
+    AmpBuf scratch[AMP_EXEC_MAX_OUT];
     memset(scratch, 0, sizeof scratch);
     bool mark = !on_device && e->be->mark; /* a graph the caller runs, not a body */
     if (mark) e->be->mark(e->be, false);

@@ -18,14 +18,14 @@ typedef struct FbAlloc {
     AllocCtx *ac;
     AmpBackend *fb;
     AmpBuf *hout;             /* host copies of the placed outputs */
-    AmpBuf shadow[16];        /* outputs the kernel asked for: host side ... */
-    AmpBuf *dev[16];          /* ... and the device buffer the executor gave it */
+    AmpBuf shadow[AMP_EXEC_MAX_OUT];        /* outputs the kernel asked for: host side ... */
+    AmpBuf *dev[AMP_EXEC_MAX_OUT];         /* ... and the device buffer the executor gave it */
 } FbAlloc;
 
 static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
     FbAlloc *f = ctx;
     const AmpNode *n = f->ac->n;
-    if (index < 0 || index >= 16 || index >= n->n_outputs) {
+    if (index < 0 || index >= AMP_EXEC_MAX_OUT || index >= n->n_outputs) {
         amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", nname(n), n->op_type, index,
                  n->n_outputs);
         return NULL;
@@ -54,8 +54,8 @@ static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const i
 AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st) {
     AmpBackend *fb = e->node_be[i], *be = e->be;
     const AmpNode *n = k->node;
-    AmpBuf hin[64], hout[16];
-    const AmpBuf *hinp[64];
+    AmpBuf hin[AMP_EXEC_MAX_IN], hout[AMP_EXEC_MAX_OUT];
+    const AmpBuf *hinp[AMP_EXEC_MAX_IN];
     FbAlloc fa = {.ac = ac, .fb = fb, .hout = hout};
     AmpCode rc = AMP_OK;
     int n_in = 0, n_out = 0;
@@ -93,13 +93,13 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
     }
     for (int o = 0; o < n_out && !rc; o++)
         if (k->out[o].data) rc = be->copy_in(be, k->out[o].data, hout[o].data, amp_buf_bytes(&hout[o]), st);
-    for (int o = 0; o < 16 && !rc; o++)
+    for (int o = 0; o < AMP_EXEC_MAX_OUT && !rc; o++)
         if (fa.dev[o]) rc = be->copy_in(be, fa.dev[o]->data, fa.shadow[o].data, amp_buf_bytes(fa.dev[o]), st);
     for (int j = 0; j < n_in; j++)
         if (hinp[j] && hin[j].data) fb->free(fb, hin[j].data);
     for (int o = 0; o < n_out; o++)
         if (k->out[o].data && hout[o].data) fb->free(fb, hout[o].data);
-    for (int o = 0; o < 16; o++)
+    for (int o = 0; o < AMP_EXEC_MAX_OUT; o++)
         if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
     if (hgate.data) fb->free(fb, hgate.data);
     (void)n;

@@ -111,6 +111,11 @@ struct AmpExec {
     void *hook_ctx;
 };
 
+/* The most inputs and outputs one node of a plan may have (a fused multi-tensor node has
+ * many; the arrays of a running node are on the stack). */
+#define AMP_EXEC_MAX_IN 64
+#define AMP_EXEC_MAX_OUT 64
+
 /* The largest single tensor the executor allocates (64 GiB). */
 #define AMP_EXEC_MAX_OUTPUT_BYTES (UINT64_C(64) << 30)
 

@@ -20,7 +20,7 @@ AmpCode amp_exec_build_launches(AmpExec *e, AmpStatus *st) {
     size_t n_in = 0, n_dead = 0;
     for (size_t i = 0; i < e->n_nodes; i++) {
         const AmpNode *n = e->nodes[i];
-        if (n->n_inputs > 64 || n->n_outputs > 16)
+        if (n->n_inputs > AMP_EXEC_MAX_IN || n->n_outputs > AMP_EXEC_MAX_OUT)
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs for the executor",
                             nname(n), n->op_type);
         n_in += (size_t)amp_exec_n_reads(e, i);
@@ -310,11 +310,11 @@ void amp_exec_plan_shapes(AmpExec *e) {
     }
     EnvCtx ec = {.e = e};
     AmpShapeEnv env = {.shape_of = env_shape_of, .ints_of = env_ints_of, .doubles_of = env_doubles_of, .user = &ec};
-    AmpBuf out[16];
-    bool known[16];
+    AmpBuf out[AMP_EXEC_MAX_OUT];
+    bool known[AMP_EXEC_MAX_OUT];
     for (size_t i = 0; i < e->n_nodes; i++) {
         const AmpNode *n = e->nodes[i];
-        if (n->n_outputs > 16) continue;
+        if (n->n_outputs > AMP_EXEC_MAX_OUT) continue;
         AmpStatus st = {0};
         if (amp_shape_node(n, e->opsets[i], &env, out, known, &st)) memset(known, 0, sizeof known);
         for (int k = 0; k < n->n_outputs; k++) {

@@ -22,7 +22,7 @@
 #include "ir/tensor.h"
 #include "runtime/exec_impl.h"
 
-enum { UC_MAX = 15 }; /* gradients per UnscaleCheck: 15 + 1 outputs, the executor's 16 */
+enum { UC_MAX = 62 }; /* gradients per UnscaleCheck: 62 + 2 inputs, the executor's AMP_EXEC_MAX_IN */
 
 typedef struct Fuse {
     AmpExec *e;
@@ -530,7 +530,7 @@ static bool chain_output(const Fuse *f, const Chains *cs, int chain, const AmpVa
 
 typedef struct Prog {
     const AmpValue *in[AMP_FUSED_MAX_IN];
-    int n_in, n_out;
+    int n_in, n_out, n_instr;
     int64_t code[5 * AMP_FUSED_MAX_INSTR], in_dt[AMP_FUSED_MAX_IN], outs[AMP_FUSED_MAX_OUT], out_dt[AMP_FUSED_MAX_OUT];
     AmpValue *out[AMP_FUSED_MAX_OUT];
     int shape_input;
@@ -560,6 +560,7 @@ static bool build_prog(const Fuse *f, const Chains *cs, int chain, Prog *p) {
             if (reg_of(f, c, p, n->inputs[k]) == -1) return false;
     }
     p->shape_input = -1;
+    p->n_instr = c->n;
     for (int k = 0; k < p->n_in && p->shape_input < 0; k++)
         if (same_shape(&p->in[k]->type, c->shape)) p->shape_input = k;
     if (p->shape_input < 0) return false;
@@ -582,28 +583,82 @@ static bool build_prog(const Fuse *f, const Chains *cs, int chain, Prog *p) {
     return p->n_out > 0;
 }
 
-static AmpNode *prog_node(Fuse *f, const Chain *c, const Prog *p) {
-    const AmpNode *last = f->e->nodes[c->members[c->n - 1]];
-    AmpNode *n = new_node(f, AMP_OP_Ampc_FusedElementwise, "FusedElementwise", "ai.ampc", last, p->n_in, p->n_out);
-    AmpAttr *a = n ? arena(f, 5 * sizeof *a) : NULL;
+/* A chain's program and where its fused node would run. */
+typedef struct Built {
+    int chain, last; /* its chain; the plan index of its last node */
+    Prog p;
+    bool used;
+} Built;
+
+static bool same_prog(const Built *a, const Built *b, const Chains *cs) {
+    const Prog *x = &a->p, *y = &b->p;
+    int n = x->n_instr;
+    return n == y->n_instr && x->n_in == y->n_in && x->n_out == y->n_out && x->shape_input == y->shape_input &&
+           !memcmp(x->code, y->code, 5 * (size_t)n * sizeof *x->code) &&
+           !memcmp(x->in_dt, y->in_dt, (size_t)x->n_in * sizeof *x->in_dt) &&
+           !memcmp(x->outs, y->outs, (size_t)x->n_out * sizeof *x->outs);
+}
+
+/* Whether chain b's outputs are read by nothing outside it at or before plan index pos. */
+static bool read_after(const Fuse *f, const Chains *cs, const Built *b, int pos) {
+    for (int o = 0; o < b->p.n_out; o++) {
+        const AmpValue *v = b->p.out[o];
+        for (size_t u = 0; u < v->n_uses; u++) {
+            const AmpNode *rd = v->uses[u].node;
+            int p = rd->graph == f->e->g ? pos_of(f, rd) : -1;
+            if (p >= 0 && p <= pos && cs->of[p] != b->chain) return false;
+        }
+    }
+    return true;
+}
+
+/* The FusedElementwise node running the programs of group[0..n) (one program, each over
+ * its own tensors: n sets). */
+static AmpNode *prog_node(Fuse *f, Built *const *group, int n) {
+    const Prog *p = &group[0]->p;
+    const AmpNode *like = f->e->nodes[group[n - 1]->last];
+    AmpNode *node = new_node(f, AMP_OP_Ampc_FusedElementwise, "FusedElementwise", "ai.ampc", like, n * p->n_in,
+                             n * p->n_out);
+    AmpAttr *a = node ? arena(f, 6 * sizeof *a) : NULL;
     if (!a) return NULL;
-    memcpy(n->inputs, p->in, (size_t)p->n_in * sizeof *n->inputs);
-    memcpy(n->outputs, p->out, (size_t)p->n_out * sizeof *n->outputs);
-    n->attrs = a;
-    n->n_attrs = 5;
-    bool ok = add_ints(f, &a[0], "program", p->code, 5 * (size_t)c->n) &&
+    for (int t = 0; t < n; t++) {
+        memcpy(node->inputs + t * p->n_in, group[t]->p.in, (size_t)p->n_in * sizeof *node->inputs);
+        memcpy(node->outputs + t * p->n_out, group[t]->p.out, (size_t)p->n_out * sizeof *node->outputs);
+    }
+    node->attrs = a;
+    node->n_attrs = 6;
+    bool ok = add_ints(f, &a[0], "program", p->code, 5 * (size_t)p->n_instr) &&
               add_ints(f, &a[1], "in_dtypes", p->in_dt, (size_t)p->n_in) &&
               add_ints(f, &a[2], "outputs", p->outs, (size_t)p->n_out) &&
               add_ints(f, &a[3], "out_dtypes", p->out_dt, (size_t)p->n_out);
-    a[4].name = "shape_input";
-    a[4].type = AMP_ATTR_INT;
-    a[4].has = AMP_ATTR_HAS_TYPE | AMP_ATTR_HAS_I;
-    a[4].i = p->shape_input;
-    return ok ? n : NULL;
+    a[4] = (AmpAttr){.name = "shape_input", .type = AMP_ATTR_INT, .has = AMP_ATTR_HAS_TYPE | AMP_ATTR_HAS_I,
+                     .i = p->shape_input};
+    a[5] = (AmpAttr){.name = "tensors", .type = AMP_ATTR_INT, .has = AMP_ATTR_HAS_TYPE | AMP_ATTR_HAS_I, .i = n};
+    return ok ? node : NULL;
 }
 
-/* Every chain of two nodes or more becomes a FusedElementwise node at its last member's
- * place. */
+/* Chains of one program gather into one node, as many as the executor's inputs and
+ * outputs allow, where each one's outputs are still read after the group runs (at the
+ * last of their places). */
+static int gather(const Fuse *f, const Chains *cs, Built *b, size_t n_b, size_t i, Built **group, int *pos) {
+    int max = AMP_EXEC_MAX_IN / b[i].p.n_in, n = 1;
+    if (AMP_EXEC_MAX_OUT / b[i].p.n_out < max) max = AMP_EXEC_MAX_OUT / b[i].p.n_out;
+    group[0] = &b[i];
+    *pos = b[i].last;
+    for (size_t j = i + 1; j < n_b && n < max; j++) {
+        if (b[j].used || !same_prog(&b[i], &b[j], cs)) continue;
+        int at = b[j].last > *pos ? b[j].last : *pos;
+        bool ok = read_after(f, cs, &b[j], at);
+        for (int k = 0; k < n && ok; k++) ok = read_after(f, cs, group[k], at);
+        if (!ok) continue;
+        group[n++] = &b[j];
+        *pos = at;
+    }
+    return n;
+}
+
+/* Every chain of two nodes or more becomes (with the chains of the same program) a
+ * FusedElementwise node. */
 static AmpCode fuse_chains(Fuse *f) {
     Chains cs = {0};
     cs.of = malloc((f->n ? f->n : 1) * sizeof *cs.of);
@@ -612,22 +667,35 @@ static AmpCode fuse_chains(Fuse *f) {
     bool ok = true;
     for (size_t i = 0; i < f->n && ok; i++)
         if (chainable(f, (int)i)) ok = chain_node(f, &cs, (int)i);
-    Prog p;
-    for (size_t k = 0; k < cs.n && ok; k++) {
+    Built *b = ok ? calloc(cs.n ? cs.n : 1, sizeof *b) : NULL;
+    size_t n_b = 0;
+    for (size_t k = 0; b && k < cs.n; k++) {
         const Chain *c = &cs.c[k];
-        if (c->dead || c->n < 2 || !build_prog(f, &cs, (int)k, &p)) continue;
-        AmpNode *n = prog_node(f, c, &p);
-        if (!n) {
+        if (c->dead || c->n < 2 || !build_prog(f, &cs, (int)k, &b[n_b].p)) continue;
+        b[n_b].chain = (int)k;
+        b[n_b++].last = c->members[c->n - 1];
+    }
+    Built *group[AMP_EXEC_MAX_OUT];
+    for (size_t i = 0; b && i < n_b; i++) {
+        if (b[i].used) continue;
+        int pos, n = gather(f, &cs, b, n_b, i, group, &pos);
+        AmpNode *node = prog_node(f, group, n);
+        if (!node) {
             ok = false;
             break;
         }
-        if (!device_takes(f, n)) continue;
-        for (int m = 0; m < c->n; m++) f->gone[c->members[m]] = true;
-        f->gone[c->members[c->n - 1]] = false;
-        f->repl[c->members[c->n - 1]] = n;
+        if (!device_takes(f, node)) continue;
+        for (int g = 0; g < n; g++) {
+            const Chain *c = &cs.c[group[g]->chain];
+            group[g]->used = true;
+            for (int m = 0; m < c->n; m++) f->gone[c->members[m]] = true;
+        }
+        f->gone[pos] = false;
+        f->repl[pos] = node;
         f->fused++;
     }
-    free(cs.c), free(cs.of);
+    ok = ok && b;
+    free(b), free(cs.c), free(cs.of);
     return ok ? AMP_OK : AMP_ERR_INTERNAL;
 }
 

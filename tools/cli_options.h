@@ -129,6 +129,10 @@
     AMPC_OPT(NO_FALLBACK, "no-fallback", 0, 0, "",                                              \
              "run, bench: a node the backend has no kernel for is an error (exit 3) instead of " \
              "running on the CPU with copies around it")                                        \
+    AMPC_OPT(NO_FUSE, "no-fuse", 0, 0, "",                                                      \
+             "run, bench: on CUDA (and sim), run every node as the model has it instead of "     \
+             "fusing elementwise chains, the loss-scaling check and the update gates into "     \
+             "fewer kernels (the results are the same; for comparing and debugging)")          \
     AMPC_OPT(TF32, "tf32", 0, 0, "",                                                            \
              "run, bench: on CUDA, float32 GEMMs and convolutions may use TF32 tensor cores "    \
              "(AMP_TF32=1 too); the default is a true FP32 baseline")                           \

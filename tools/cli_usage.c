@@ -74,7 +74,7 @@ static const char USAGE[] =
     "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
     "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
     "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
-    "                      [--no-fallback] [--tf32]\n"
+    "                      [--no-fallback] [--no-fuse] [--tf32]\n"
     "                      [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
     "                                     run inference, or N training steps; print each\n"
     "                                     step's loss (or the outputs), step time, memory;\n"
@@ -90,7 +90,7 @@ static const char USAGE[] =
     "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--compare [--plot FILE]]\n"
     "                      [--inputs DIR] [--backend B]\n"
     "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
-    "                      [--no-fallback] [--tf32]\n"
+    "                      [--no-fallback] [--no-fuse] [--tf32]\n"
     "                                     time W+N inference runs (or training steps);\n"
     "                                     print the median, min, max and peak memory\n"
     "       ampc calibrate MODEL -o STATS [--inputs DIR]... [--steps N] [--seed S]\n"
@@ -223,6 +223,7 @@ unsigned ampc_option_commands(int val) {
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:
+    case OPT_NO_FUSE:
     case OPT_TF32: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:

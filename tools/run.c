@@ -414,6 +414,7 @@ AmpSessionOptions ampc_session_options(const RunArgs *a) {
                             .max_iterations = a->max_iterations,
                             .timeout_seconds = a->timeout,
                             .no_fallback = a->no_fallback,
+                            .no_fuse = a->no_fuse,
                             .tf32 = a->tf32,
                             .ort_optimizer = a->ort_optimizer,
                             .ort_checkpoint = a->ort_checkpoint,

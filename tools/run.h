@@ -21,6 +21,7 @@ typedef struct RunArgs {
     uint64_t max_iterations; /* --max-iterations N, 0: no cap */
     double timeout;          /* --timeout SECONDS, 0: none */
     bool no_fallback;        /* --no-fallback */
+    bool no_fuse;            /* --no-fuse */
     bool tf32;               /* --tf32 */
     const char *loss;    /* --loss NAME, or NULL */
     const char *load_state, *save_state; /* checkpoint files, or NULL */

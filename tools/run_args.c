@@ -34,6 +34,7 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
         r->plot = arg;
         return AMP_OK;
     case OPT_NO_FALLBACK: r->no_fallback = true; return AMP_OK;
+    case OPT_NO_FUSE: r->no_fuse = true; return AMP_OK;
     case OPT_TF32: r->tf32 = true; return AMP_OK;
     case OPT_SEED: {
         unsigned long long v = strtoull(arg, &end, 0);

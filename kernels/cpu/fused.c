@@ -96,18 +96,23 @@ AmpCode amp_cpu_fused_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
                   *odt = ints_attr(n, "out_dtypes");
     AmpFusedProg p;
     memset(&p, 0, sizeof p);
-    p.n_in = n->n_inputs;
-    p.n_out = n->n_outputs;
+    int64_t sets = amp_node_attr_int(n, "tensors", 1);
+    if (sets < 1 || n->n_inputs % sets || n->n_outputs % sets) return bad(n, st, "tensors does not divide its inputs and outputs");
+    p.tensors = (int)sets;
+    p.n_in = n->n_inputs / p.tensors;
+    p.n_out = n->n_outputs / p.tensors;
     p.shape_input = (int)amp_node_attr_int(n, "shape_input", -1);
     if (!prog || !ind || !outs || !odt) return bad(n, st, "needs program, in_dtypes, outputs and out_dtypes");
     if (p.n_in < 1 || p.n_in > AMP_FUSED_MAX_IN || p.n_out < 1 || p.n_out > AMP_FUSED_MAX_OUT ||
         ind->n_ints != (size_t)p.n_in || outs->n_ints != (size_t)p.n_out || odt->n_ints != (size_t)p.n_out)
         return bad(n, st, "input or output counts that do not match its attributes");
     if (p.shape_input < 0 || p.shape_input >= p.n_in) return bad(n, st, "shape_input is not an input");
+    for (int i = 0; i < n->n_inputs; i++)
+        if (!n->inputs[i]) return bad(n, st, "an input left out");
     uint8_t cls[AMP_FUSED_MAX_REG];
     for (int i = 0; i < p.n_in; i++) {
         int c = ind->ints[i] > 0 && ind->ints[i] < 64 ? amp_fused_class((int)ind->ints[i]) : 0;
-        if (!c || !n->inputs[i]) return bad(n, st, "an input of a dtype it does not take, or left out");
+        if (!c) return bad(n, st, "an input of a dtype it does not take");
         p.in_dtype[i] = (uint8_t)ind->ints[i];
         cls[i] = (uint8_t)c;
     }
@@ -148,48 +153,62 @@ static void store(AmpBuf *b, uint64_t i, AmpFusedReg r) {
     }
 }
 
-/* Every input holds its dtype and either the shape input's element count or one element. */
-static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, uint64_t nelem) {
+/* Set t's inputs hold their dtypes and either the set's shape input's element count or
+ * one element. */
+static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, uint64_t nelem) {
     for (int i = 0; i < p->n_in; i++) {
-        const AmpBuf *b = i < k->n_in ? k->in[i] : NULL;
-        if (!b) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+        int at = t * p->n_in + i;
+        const AmpBuf *b = at < k->n_in ? k->in[at] : NULL;
+        if (!b) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", at);
         if (b->dtype != p->in_dtype[i])
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is %s, the program reads %s", i,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is %s, the program reads %s", at,
                                    amp_dtype_name(b->dtype), amp_dtype_name(p->in_dtype[i]));
         if (b->nelem != nelem && b->nelem != 1)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d has %llu elements, not %llu or 1", i,
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d has %llu elements, not %llu or 1", at,
                                    (unsigned long long)b->nelem, (unsigned long long)nelem);
     }
     return AMP_OK;
 }
 
 AmpCode amp_fused_check(AmpKernelCtx *k, const AmpFusedProg *p, AmpBuf **out) {
-    const AmpBuf *shape = p->shape_input < k->n_in ? k->in[p->shape_input] : NULL;
-    if (!shape) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", p->shape_input);
-    AmpCode rc = check_inputs(k, p, shape->nelem);
-    if (rc || (rc = amp_kernel_outputs(k, p->n_out, out))) return rc;
-    for (int o = 0; o < p->n_out; o++)
-        if (out[o] && (rc = amp_kernel_check_out(k, out[o], p->out_dtype[o], shape->rank, shape->dims))) return rc;
-    return AMP_OK;
+    if (k->n_in != p->tensors * p->n_in || k->n_out != p->tensors * p->n_out)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs or outputs that are not %d sets", p->tensors);
+    AmpCode rc = amp_kernel_outputs(k, k->n_out, out);
+    for (int t = 0; t < p->tensors && !rc; t++) {
+        const AmpBuf *shape = k->in[t * p->n_in + p->shape_input];
+        if (!shape) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", t * p->n_in + p->shape_input);
+        rc = check_inputs(k, p, t, shape->nelem);
+        for (int o = 0; o < p->n_out && !rc; o++) {
+            AmpBuf *y = out[t * p->n_out + o];
+            if (y) rc = amp_kernel_check_out(k, y, p->out_dtype[o], shape->rank, shape->dims);
+        }
+    }
+    return rc;
 }
 
 AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
     const AmpFusedProg *p = k->attrs;
-    AmpBuf *out[AMP_FUSED_MAX_OUT];
-    AmpCode rc = amp_fused_check(k, p, out);
-    if (rc) return rc;
-    uint64_t nelem = k->in[p->shape_input]->nelem;
+    AmpBuf *out[AMP_FUSED_MAX_OUT * 8], **outp = out;
+    if (k->n_out > (int)(sizeof out / sizeof out[0]) && !(outp = malloc((size_t)k->n_out * sizeof *outp)))
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = amp_fused_check(k, p, outp);
     uint8_t cls[AMP_FUSED_MAX_REG];
     for (int i = 0; i < p->n_in; i++) cls[i] = (uint8_t)amp_fused_class(p->in_dtype[i]);
     for (int j = 0; j < p->n_instr; j++) cls[p->n_in + j] = (uint8_t)amp_fused_class(p->ins[j].dtype);
-    AmpFusedReg r[AMP_FUSED_MAX_REG];
-    for (uint64_t e = 0; e < nelem; e++) {
-        for (int i = 0; i < p->n_in; i++) r[i] = load(k->in[i], k->in[i]->nelem == 1 ? 0 : e);
-        for (int j = 0; j < p->n_instr; j++) r[p->n_in + j] = amp_fused_step(&p->ins[j], r, cls);
-        for (int o = 0; o < p->n_out; o++)
-            if (out[o]) store(out[o], e, r[p->out_reg[o]]);
+    for (int t = 0; t < p->tensors && !rc; t++) {
+        const AmpBuf *const *in = k->in + t * p->n_in;
+        AmpBuf **o = outp + t * p->n_out;
+        uint64_t nelem = in[p->shape_input]->nelem;
+        AmpFusedReg r[AMP_FUSED_MAX_REG];
+        for (uint64_t e = 0; e < nelem; e++) {
+            for (int i = 0; i < p->n_in; i++) r[i] = load(in[i], in[i]->nelem == 1 ? 0 : e);
+            for (int j = 0; j < p->n_instr; j++) r[p->n_in + j] = amp_fused_step(&p->ins[j], r, cls);
+            for (int q = 0; q < p->n_out; q++)
+                if (o[q]) store(o[q], e, r[p->out_reg[q]]);
+        }
     }
-    return AMP_OK;
+    if (outp != out) free(outp);
+    return rc;
 }
 
 /* ---- UnscaleCheck -------------------------------------------------------------------- */

@@ -16,17 +16,26 @@ static unsigned char reg_class(int dtype) {
 
 AmpCode amp_cuda_fused_elementwise(AmpKernelCtx *k) {
     const AmpFusedProg *p = k->attrs;
-    AmpBuf *out[AMP_FUSED_MAX_OUT];
+    if (k->n_in > AMP_CUDA_FUSED_PTRS || k->n_out > AMP_CUDA_FUSED_PTRS || p->tensors > AMP_CUDA_FUSED_PTRS)
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "more than %d inputs or outputs", AMP_CUDA_FUSED_PTRS);
+    AmpBuf *out[AMP_CUDA_FUSED_PTRS];
     AmpCode rc = amp_fused_check(k, p, out);
     if (rc) return rc;
     AmpCudaFusedArgs a;
     memset(&a, 0, sizeof a);
-    a.n_in = p->n_in, a.n_instr = p->n_instr, a.n_out = p->n_out;
-    a.nelem = k->in[p->shape_input]->nelem;
-    for (int i = 0; i < p->n_in; i++) {
-        a.in_dtype[i] = p->in_dtype[i];
+    a.n_in = p->n_in, a.n_instr = p->n_instr, a.n_out = p->n_out, a.tensors = p->tensors;
+    for (int t = 0; t < p->tensors; t++) {
+        a.start[t] = a.total;
+        a.nelem[t] = k->in[t * p->n_in + p->shape_input]->nelem;
+        a.total += a.nelem[t];
+    }
+    for (int i = 0; i < k->n_in; i++) {
         a.in_bcast[i] = k->in[i]->nelem == 1;
         a.in[i] = k->in[i]->data;
+    }
+    for (int o = 0; o < k->n_out; o++) a.out[o] = out[o] ? out[o]->data : NULL;
+    for (int i = 0; i < p->n_in; i++) {
+        a.in_dtype[i] = p->in_dtype[i];
         a.cls[i] = reg_class(p->in_dtype[i]);
     }
     for (int j = 0; j < p->n_instr; j++) {
@@ -38,7 +47,6 @@ AmpCode amp_cuda_fused_elementwise(AmpKernelCtx *k) {
     for (int o = 0; o < p->n_out; o++) {
         a.out_reg[o] = p->out_reg[o];
         a.out_dtype[o] = p->out_dtype[o];
-        a.out[o] = out[o] ? out[o]->data : NULL;
     }
     return amp_cuda_check(k, amp_cuda_fused_elementwise_launch(&a, amp_cuda_ctx(k)->stream), "fused elementwise");
 }
@@ -67,5 +75,6 @@ AmpCode amp_cuda_unscale_check(AmpKernelCtx *k) {
 /* Taken whenever the executor made them: prepare and the checks above refuse the rest. */
 bool amp_cuda_supports_fused(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)opset, (void)in_dtypes;
-    return n->op != AMP_OP_Ampc_UnscaleCheck || n->n_inputs - 2 <= AMP_CUDA_UC_MAX;
+    if (n->op == AMP_OP_Ampc_UnscaleCheck) return n->n_inputs - 2 <= AMP_CUDA_UC_MAX;
+    return n->n_inputs <= AMP_CUDA_FUSED_PTRS && n->n_outputs <= AMP_CUDA_FUSED_PTRS;
 }

@@ -46,24 +46,34 @@ __device__ static void store(void *p, int dtype, uint64_t i, AmpFusedReg r) {
     }
 }
 
-// (nelem) per input (or 1, broadcast) -> (nelem) per output
+// Per set t: (nelem[t]) per input (or 1, broadcast) -> (nelem[t]) per output; the sets'
+// elements laid end to end over one grid-stride loop.
 __global__ void fused_elementwise_kernel(const AmpCudaFusedArgs a) {
-    GRID_STRIDE(e, a.nelem) {
+    GRID_STRIDE(g, a.total) {
+        int lo = 0, hi = a.tensors - 1; /* the last set starting at or before g */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (a.start[mid] <= g) lo = mid;
+            else hi = mid - 1;
+        }
+        const int t = lo;
+        const uint64_t e = g - a.start[t];
+        const int ib = t * a.n_in, ob = t * a.n_out;
         AmpFusedReg r[AMP_FUSED_MAX_REG];
-        for (int i = 0; i < a.n_in; i++) r[i] = load(a.in[i], a.in_dtype[i], a.in_bcast[i] ? 0 : e);
+        for (int i = 0; i < a.n_in; i++) r[i] = load(a.in[ib + i], a.in_dtype[i], a.in_bcast[ib + i] ? 0 : e);
         for (int j = 0; j < a.n_instr; j++) {
             AmpFusedInstr in = {a.code[j][0], a.code[j][1], a.code[j][2], a.code[j][3], a.code[j][4]};
             r[a.n_in + j] = amp_fused_step(&in, r, a.cls);
         }
         for (int o = 0; o < a.n_out; o++)
-            if (a.out[o]) store(a.out[o], a.out_dtype[o], e, r[a.out_reg[o]]);
+            if (a.out[ob + o]) store(a.out[ob + o], a.out_dtype[o], e, r[a.out_reg[o]]);
     }
 }
 
 extern "C" int amp_cuda_fused_elementwise_launch(const AmpCudaFusedArgs *a, void *stream) {
-    if (!a->nelem) return 0;
+    if (!a->total) return 0;
     const unsigned block = 256;
-    fused_elementwise_kernel<<<grid_for(a->nelem, block), block, 0, (cudaStream_t)stream>>>(*a);
+    fused_elementwise_kernel<<<grid_for(a->total, block), block, 0, (cudaStream_t)stream>>>(*a);
     return (int)cudaGetLastError();
 }
 

@@ -14,23 +14,27 @@
 extern "C" {
 #endif
 
-/* One program's launch: passed by value (under the 4 KiB of kernel parameters). */
+/* One program's launch over `tensors` sets: passed by value (under the 4 KiB of kernel
+ * parameters). Set t reads in[t * n_in + i] and writes out[t * n_out + o], over nelem[t]
+ * elements starting at element start[t] of the launch. */
+enum { AMP_CUDA_FUSED_PTRS = 64 };
 typedef struct AmpCudaFusedArgs {
-    int n_in, n_instr, n_out;
+    int n_in, n_instr, n_out, tensors;
     uint8_t in_dtype[AMP_FUSED_MAX_IN];
-    uint8_t in_bcast[AMP_FUSED_MAX_IN]; /* 1: a single element, read at index 0 */
     uint8_t cls[AMP_FUSED_MAX_REG];     /* each register's class (fused_impl.h) */
     uint8_t out_reg[AMP_FUSED_MAX_OUT], out_dtype[AMP_FUSED_MAX_OUT];
     uint8_t code[AMP_FUSED_MAX_INSTR][5]; /* op, dtype, a, b, c */
-    const void *in[AMP_FUSED_MAX_IN];
-    void *out[AMP_FUSED_MAX_OUT]; /* NULL: not wanted */
-    uint64_t nelem;
+    uint8_t in_bcast[AMP_CUDA_FUSED_PTRS]; /* 1: a single element, read at index 0 */
+    const void *in[AMP_CUDA_FUSED_PTRS];
+    void *out[AMP_CUDA_FUSED_PTRS]; /* NULL: not wanted */
+    uint64_t start[AMP_CUDA_FUSED_PTRS], nelem[AMP_CUDA_FUSED_PTRS];
+    uint64_t total;
 } AmpCudaFusedArgs;
 
 int amp_cuda_fused_elementwise_launch(const AmpCudaFusedArgs *a, void *stream);
 
 /* Gradients of one UnscaleCheck node (at most AMP_CUDA_UC_MAX). */
-enum { AMP_CUDA_UC_MAX = 15 };
+enum { AMP_CUDA_UC_MAX = 62 };
 typedef struct AmpCudaUnscaleArgs {
     int n;
     const void *x[AMP_CUDA_UC_MAX]; /* float32, float16 or bfloat16 (x_dtype) */

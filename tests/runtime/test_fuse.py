@@ -88,15 +88,33 @@ def converted(ctx, name, precision):
 STEP = re.compile(r"^step (\d+): loss (\S+) \([^)]*\)(.*)$")
 
 
-def run_steps(ctx, model, data, backend, tag):
+def run_steps(ctx, model, data, backend, tag, steps=None, load=None):
+    steps = steps or ctx.steps
     state = os.path.join(ctx.tmp, f"{tag}_{backend}.state")
-    p = sh(ctx, "run", model, "--steps", str(ctx.steps), "--inputs", data, "--backend", backend, "--save-state", state,
-           "--seed", "7")
-    steps = [m.groups() for m in map(STEP.match, p.stdout.splitlines()) if m]
-    assert len(steps) == ctx.steps, f"{tag} on {backend}: {len(steps)} steps printed:\n{p.stdout}"
+    more = ["--load-state", load] if load else []
+    p = sh(ctx, "run", model, "--steps", str(steps), "--inputs", data, "--backend", backend, "--save-state", state,
+           "--seed", "7", *more)
+    printed = [m.groups() for m in map(STEP.match, p.stdout.splitlines()) if m]
+    assert len(printed) == steps, f"{tag} on {backend}: {len(printed)} steps printed:\n{p.stdout}"
     fused = re.search(r"^fused: (\d+) nodes ran as (\d+) fused kernels?$", p.stdout, re.M)
     with open(state, "rb") as f:
-        return steps, f.read(), fused
+        return printed, f.read(), fused
+
+
+def state_moves(ctx):
+    """A state saved after 2 steps on the device, loaded on the CPU for 2 more, gives the
+    CPU's 4 straight steps (the checkpoint is the same file on every backend)."""
+    model, data = converted(ctx, "mlp_train", "fp16")
+    straight, straight_state, _ = run_steps(ctx, model, data, "cpu", "straight", steps=4)
+    run_steps(ctx, model, data, ctx.device, "half", steps=2)
+    later, later_state, _ = run_steps(ctx, model, data, "cpu", "later", steps=2,
+                                      load=os.path.join(ctx.tmp, f"half_{ctx.device}.state"))
+    if ctx.device == "sim":
+        assert [s[1:] for s in later] == [s[1:] for s in straight[2:]], f"{later} vs {straight[2:]}"
+        assert later_state == straight_state, "the state after 2 + 2 steps differs from 4 straight ones"
+    else:
+        for a, b in zip(later, straight[2:]):
+            assert abs(float(a[1]) - float(b[1])) <= ctx.rtol * max(abs(float(b[1])), 1e-3), f"{a} vs {b}"
 
 
 def same_run(ctx, name, precision, must_fuse):
@@ -150,6 +168,7 @@ def cases():
             out.append((f"{name} {precision}: {'{device}'} = cpu",
                         lambda c, n=name, p=precision: same_run(c, n, p, must_fuse=p == "fp16")))
     out.append(("a NaN step is skipped alike", planted_nan))
+    out.append(("a state saved on {device} continues on the CPU", state_moves))
     return out
 
 

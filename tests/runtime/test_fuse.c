@@ -1,0 +1,179 @@
+/* The executor's plan-level fusion (runtime/fuse.c) on small graphs: what fuses, what a
+ * value read in the middle of a chain keeps apart, one launch for the same program over
+ * two parameters, and the fused program's checks at prepare. Every run on the simulator
+ * (which fuses) is compared byte for byte with the CPU's (which does not).
+ * tests/runtime/test_fuse.py does the same over the bundled training models. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tests/runtime/rt_util.h"
+
+static AmpStatus st;
+
+typedef struct Got {
+    float y[2][4];
+    size_t fused, absorbed;
+} Got;
+
+/* Opens m's bytes on `be`, runs it on x (4 floats), keeps its (up to two) [4] outputs. */
+static Got run_on(const uint8_t *bytes, size_t len, AmpBackendKind be) {
+    AmpSessionOptions o = {.backend = be, .ignore_env = true};
+    AmpSession *s = NULL;
+    cr_assert_eq(amp_session_open_bytes(bytes, len, NULL, &o, &s, &st), AMP_OK, "%s", st.msg);
+    float x[4] = {1.5f, -2.0f, 0.25f, 9.0f};
+    AmpTensorView in = {.name = "x", .dtype = AMP_DT_FLOAT, .rank = 1, .dims = {4}, .data = x};
+    size_t n_out = amp_session_output_count(s, AMP_MODE_RUN);
+    AmpTensorView out[2];
+    memset(out, 0, sizeof out);
+    cr_assert_eq(amp_session_run(s, &in, 1, NULL, n_out, out, &st), AMP_OK, "%s", st.msg);
+    Got g;
+    memset(&g, 0, sizeof g);
+    for (size_t k = 0; k < n_out && k < 2; k++) {
+        size_t bytes = amp_tensor_view_bytes(&out[k]);
+        memcpy(g.y[k], out[k].data, bytes < sizeof g.y[k] ? bytes : sizeof g.y[k]);
+        amp_tensor_view_free(&out[k]);
+    }
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    g.fused = stats.fused_nodes;
+    g.absorbed = stats.absorbed_nodes;
+    amp_session_close(s);
+    return g;
+}
+
+/* Runs m on the CPU and on the simulator: the same bytes; returns the simulator's. */
+static Got both(AmpModel *m) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    Got cpu = run_on(bytes, len, AMP_BACKEND_CPU), sim = run_on(bytes, len, AMP_BACKEND_SIM);
+    free(bytes);
+    cr_assert_eq(cpu.fused, 0, "the CPU backend fuses nothing");
+    cr_assert_eq(memcmp(cpu.y, sim.y, sizeof cpu.y), 0, "the fused run differs from the CPU's");
+    return sim;
+}
+
+static AmpModel *base(void) {
+    AmpModel *m = rt_model(17);
+    rt_input(m->graph, "x", AMP_DT_FLOAT, "4");
+    rt_scalar_f(m->graph, "one", 1.0f);
+    rt_scalar_f(m->graph, "two", 2.0f);
+    return m;
+}
+
+Test(fuse, a_chain_runs_as_one_kernel) {
+    AmpModel *m = base();
+    AmpGraph *g = m->graph;
+    rt_node(g, "", "Add", "x,one", "a");
+    rt_node(g, "", "Mul", "a,two", "b");
+    rt_node(g, "", "Abs", "b", "c");
+    rt_node(g, "", "Sqrt", "c", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "4");
+    Got got = both(m);
+    cr_assert_eq(got.fused, 1);
+    cr_assert_eq(got.absorbed, 4);
+    cr_assert_float_eq(got.y[0][1], 1.41421354f, 1e-6);
+}
+
+/* a is read by a ReduceSum between Add and Mul: a fused Add+Mul would run after it. */
+Test(fuse, a_value_read_in_the_middle_keeps_the_chain_apart) {
+    AmpModel *m = base();
+    AmpGraph *g = m->graph;
+    rt_node(g, "", "Add", "x,one", "a");
+    rt_node(g, "", "ReduceSum", "a", "r");
+    rt_node(g, "", "Mul", "a,two", "y");
+    rt_node(g, "", "Mul", "y,r", "z");
+    rt_output(g, "y", AMP_DT_FLOAT, "4");
+    rt_output(g, "z", AMP_DT_FLOAT, "4");
+    Got got = both(m);
+    /* Add stays alone; the two Muls (r read as one element) fuse after the ReduceSum. */
+    cr_assert_eq(got.fused, 1);
+    cr_assert_eq(got.absorbed, 2);
+}
+
+/* The same, the reader after the chain: the chain fuses and writes a out for it. */
+Test(fuse, a_value_read_after_the_chain_is_written_out) {
+    AmpModel *m = base();
+    AmpGraph *g = m->graph;
+    rt_node(g, "", "Add", "x,one", "a");
+    rt_node(g, "", "Mul", "a,two", "y");
+    rt_node(g, "", "ReduceSum", "a", "r");
+    rt_node(g, "", "Identity", "r", "z");
+    rt_output(g, "y", AMP_DT_FLOAT, "4");
+    rt_output(g, "z", AMP_DT_FLOAT, "");
+    Got got = both(m);
+    cr_assert_eq(got.fused, 1);
+    cr_assert_eq(got.absorbed, 2);
+}
+
+/* Two parameters updated by the same arithmetic: one launch over both (tensors 2). */
+Test(fuse, one_program_over_two_parameters_is_one_node) {
+    AmpModel *m = base();
+    AmpGraph *g = m->graph;
+    const int64_t d4[1] = {4};
+    const float p1[4] = {1, 2, 3, 4}, p2[4] = {-1, 0.5f, 8, 0};
+    rt_init(g, "p1", AMP_DT_FLOAT, 1, d4, p1);
+    rt_init(g, "p2", AMP_DT_FLOAT, 1, d4, p2);
+    rt_node(g, "", "Mul", "x,two", "s1");
+    rt_node(g, "", "Sub", "p1,s1", "y1");
+    rt_node(g, "", "Mul", "x,one", "s2");
+    rt_node(g, "", "Sub", "p2,s2", "y2");
+    rt_output(g, "y1", AMP_DT_FLOAT, "4");
+    rt_output(g, "y2", AMP_DT_FLOAT, "4");
+    Got got = both(m);
+    cr_assert_eq(got.fused, 1, "%zu fused nodes", got.fused);
+    cr_assert_eq(got.absorbed, 4);
+    cr_assert_float_eq(got.y[1][3], -9.0f, 0);
+}
+
+/* The loss-scaling pattern: G = X * inv; found = IsNaN(Sum(ReduceSum(G * 0))) and an
+ * update gated on it: one UnscaleCheck, the gate fused with its arithmetic; found true
+ * when X holds an inf. */
+Test(fuse, the_gradient_check_is_one_node) {
+    AmpModel *m = base();
+    AmpGraph *g = m->graph;
+    rt_scalar_f(g, "inv", 0.5f);
+    rt_scalar_f(g, "zero", 0.0f);
+    rt_node(g, "", "Mul", "x,inv", "G");
+    rt_node(g, "", "Mul", "G,zero", "G0");
+    amp_node_add_attr(rt_node(g, "", "ReduceSum", "G0", "C"), "keepdims", AMP_ATTR_INT)->i = 0;
+    rt_node(g, "", "Sum", "C", "T");
+    rt_node(g, "", "IsNaN", "T", "found");
+    rt_node(g, "", "Mul", "G,two", "step");
+    rt_node(g, "", "Sub", "x,step", "new");
+    rt_node(g, "", "Where", "found,x,new", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "4");
+    rt_output(g, "G", AMP_DT_FLOAT, "4");
+    Got got = both(m);
+    cr_assert_eq(got.fused, 2, "%zu fused nodes", got.fused);
+    cr_assert_eq(got.absorbed, 8);
+}
+
+/* A FusedElementwise node in a file is run as written, its program checked first. */
+Test(fuse, a_bad_program_is_refused_at_open) {
+    AmpModel *m = base();
+    AmpGraph *g = m->graph;
+    AmpNode *n = rt_node(g, "ai.ampc", "FusedElementwise", "x", "y");
+    static const int64_t prog[5] = {1, 1, 0, 1, 0}; /* Add(r0, r1): r1 is this result */
+    static const int64_t in_dt[1] = {1}, outs[1] = {1}, out_dt[1] = {1};
+    const struct { const char *name; const int64_t *v; size_t n; } ints[4] = {
+        {"program", prog, 5}, {"in_dtypes", in_dt, 1}, {"outputs", outs, 1}, {"out_dtypes", out_dt, 1}};
+    for (int k = 0; k < 4; k++) {
+        AmpAttr *a = amp_node_add_attr(n, ints[k].name, AMP_ATTR_INTS);
+        a->ints = amp_arena_alloc(&m->arena, ints[k].n * sizeof *a->ints);
+        memcpy(a->ints, ints[k].v, ints[k].n * sizeof *a->ints);
+        a->n_ints = ints[k].n;
+    }
+    amp_node_add_attr(n, "shape_input", AMP_ATTR_INT)->i = 0;
+    rt_output(g, "y", AMP_DT_FLOAT, "4");
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    AmpSessionOptions o = {.backend = AMP_BACKEND_CPU, .ignore_env = true};
+    AmpSession *s = NULL;
+    cr_assert_neq(amp_session_open_bytes(bytes, len, NULL, &o, &s, &st), AMP_OK);
+    cr_assert(strstr(st.msg, "an operand that is not an earlier register"), "%s", st.msg);
+    free(bytes);
+}
