@@ -10,7 +10,7 @@
  *     kernel, up to UC_MAX gradients each, chained through their found flag);
  *   - chains of elementwise nodes of one static shape (optimizer arithmetic written as
  *     ONNX ops, the gates, the scale's update on scalars, casts) become ai.ampc
- *     FusedElementwise nodes (ir/fused.h).
+ *     FusedElementwise nodes (ir/fused_prog.h).
  * Only backends that ask for it (AmpBackend.fuse: CUDA, and the simulator, which runs the
  * CPU reference kernels of the fused ops and so proves them against the unfused CPU runs)
  * and only nodes that backend runs itself; AmpExecOptions.no_fuse turns it off (hooks that
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/fused.h"
+#include "ir/fused_prog.h"
 #include "ir/tensor.h"
 #include "runtime/exec_impl.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ir/half.h"
-#include "kernels/cpu/fused.h"
+#include "kernels/cpu/fused_check.h"
 #include "kernels/cpu/kernels.h"
 
 #define AMP_FUSED_ROUND_F16(x) amp_f16_to_f32(amp_f32_to_f16(x))

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ir/fused.h"
+#include "ir/fused_prog.h"
 
 #ifdef __CUDACC__
 #define AMP_FUSED_FN static __host__ __device__ inline

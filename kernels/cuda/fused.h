@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir/fused.h"
+#include "ir/fused_prog.h"
 
 #ifdef __cplusplus
 extern "C" {

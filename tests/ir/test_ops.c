@@ -105,11 +105,14 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
     "Mod"};
 /* never: DESIGN.md names no ops, only kinds (shape, integer, bool ops, control flow) */
 static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
-    "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike"};
+    "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike",
+    /* the executor's fused nodes (runtime/fuse.c): never in a model the passes see */
+    "ampc:FusedElementwise", "ampc:UnscaleCheck"};
 
 static AmpOpId op_spec(const char *spec) {
     if (!strncmp(spec, "ms:", 3)) return op("com.microsoft", spec + 3);
     if (!strncmp(spec, "tr:", 3)) return op("ai.onnx.preview.training", spec + 3);
+    if (!strncmp(spec, "ampc:", 5)) return op("ai.ampc", spec + 5);
     return op("", spec);
 }
 

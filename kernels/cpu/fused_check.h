@@ -1,9 +1,9 @@
 /* What the CPU and CUDA kernels of the fused nodes share beyond fused_impl.h: the checks
  * of a run's inputs and outputs (kernels/cpu/fused.c), so both refuse the same things. */
-#ifndef AMP_CPU_FUSED_H
-#define AMP_CPU_FUSED_H
+#ifndef AMP_CPU_FUSED_CHECK_H
+#define AMP_CPU_FUSED_CHECK_H
 
-#include "ir/fused.h"
+#include "ir/fused_prog.h"
 #include "kernels/cpu/kernels.h"
 
 /* FusedElementwise: every input present, of its dtype, holding the shape input's element

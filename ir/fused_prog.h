@@ -13,8 +13,8 @@
  *               inputs are `tensors` groups of len(in_dtypes), its outputs `tensors`
  *               groups of len(outputs), set t's outputs shaped as its own shape input.
  * Plain C with no dependencies, so CUDA sources include it too. */
-#ifndef AMP_IR_FUSED_H
-#define AMP_IR_FUSED_H
+#ifndef AMP_IR_FUSED_PROG_H
+#define AMP_IR_FUSED_PROG_H
 
 #include <stdint.h>
 
