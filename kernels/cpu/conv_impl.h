@@ -42,6 +42,13 @@ typedef struct AmpConvAttrs {
     bool ceil_mode, count_include_pad, col_major; /* pools; col_major: storage_order 1 */
 } AmpConvAttrs;
 
+/* com.microsoft ConvGrad's attributes (amp_cpu_ms_conv_grad_prepare, ms_train.c): the
+ * group, checked positive; the window attributes are read against X's rank when the kernel
+ * runs (amp_conv_ints, amp_conv_geom). The CUDA kernel reads the same struct. */
+typedef struct AmpConvGradAttrs {
+    int64_t group;
+} AmpConvGradAttrs;
+
 /* The prepare function of Conv, ConvTranspose, MaxPool and AveragePool: the attributes
  * each reads, into an AmpConvAttrs. */
 AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

@@ -3,25 +3,17 @@
  * in [0, C) or ignore_index; log-softmax subtracts the max, sums are in double. */
 #include <math.h>
 
+#include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
-
-typedef enum LossReduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } LossReduction;
-
-/* The attributes every loss kernel reads. */
-typedef struct LossAttrs {
-    LossReduction red;
-    bool has_ii;
-    int64_t ii; /* ignore_index */
-} LossAttrs;
 
 /* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLossGrad. */
 AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    LossAttrs a = {0};
+    AmpLossAttrs a = {0};
     const char *r = amp_node_attr_string(n, "reduction", "mean");
-    if (strcmp(r, "none") == 0) a.red = LOSS_NONE;
-    else if (strcmp(r, "sum") == 0) a.red = LOSS_SUM;
-    else if (strcmp(r, "mean") == 0) a.red = LOSS_MEAN;
+    if (strcmp(r, "none") == 0) a.red = AMP_LOSS_NONE;
+    else if (strcmp(r, "sum") == 0) a.red = AMP_LOSS_SUM;
+    else if (strcmp(r, "mean") == 0) a.red = AMP_LOSS_MEAN;
     else return amp_node_fail(n, st, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
     const AmpAttr *ia = amp_node_attr(n, "ignore_index");
     a.has_ii = ia && ia->type == AMP_ATTR_INT;
@@ -35,14 +27,14 @@ typedef struct LossArgs {
     const AmpBuf *labels; /* (N, d1..dk) */
     const AmpBuf *w;      /* (C) or NULL */
     uint64_t n, c, dk;    /* dk: the product of d1..dk (1 when k = 0) */
-    LossReduction red;
+    AmpLossReduction red;
     bool has_ii;
     int64_t ii; /* ignore_index */
 } LossArgs;
 
 static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels, const AmpBuf *w, LossArgs *a) {
     memset(a, 0, sizeof *a);
-    const LossAttrs *attr = amp_red_attrs(k);
+    const AmpLossAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     a->x = x, a->labels = labels, a->w = w;
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
@@ -96,7 +88,7 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     AmpBuf *outs[2];
     if ((rc = amp_kernel_outputs(k, softmax ? 2 : 1, outs))) return rc;
     AmpBuf *loss = outs[0], *lp = softmax ? outs[1] : NULL;
-    if ((loss && (rc = amp_kernel_check_out(k, loss, x->dtype, a.red == LOSS_NONE ? labels->rank : 0, labels->dims))) ||
+    if ((loss && (rc = amp_kernel_check_out(k, loss, x->dtype, a.red == AMP_LOSS_NONE ? labels->rank : 0, labels->dims))) ||
         (lp && (rc = amp_kernel_check_out(k, lp, x->dtype, x->rank, x->dims))))
         return rc;
     AmpFv vx, vw = {0};
@@ -138,14 +130,14 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
                 wsum += wl;
                 sum += li;
             }
-            if (loss && a.red == LOSS_NONE) amp_fo_set(&ol, s, li);
+            if (loss && a.red == AMP_LOSS_NONE) amp_fo_set(&ol, s, li);
         }
     if (rc) {
         amp_fo_discard(&ol), amp_fo_discard(&op);
         goto out;
     }
-    if (loss && a.red == LOSS_SUM) amp_fo_set(&ol, 0, sum);
-    else if (loss && a.red == LOSS_MEAN) amp_fo_set(&ol, 0, sum / wsum); /* NaN when every sample is ignored */
+    if (loss && a.red == AMP_LOSS_SUM) amp_fo_set(&ol, 0, sum);
+    else if (loss && a.red == AMP_LOSS_MEAN) amp_fo_set(&ol, 0, sum / wsum); /* NaN when every sample is ignored */
     if (loss) amp_fo_commit(&ol);
     if (lp) amp_fo_commit(&op);
 out:
@@ -175,9 +167,9 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
     AmpCode rc = loss_args(k, lpb, labels, w, &a);
     if (rc) return rc;
     if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
-    if (dy->nelem != (a.red == LOSS_NONE ? a.n * a.dk : 1))
+    if (dy->nelem != (a.red == AMP_LOSS_NONE ? a.n * a.dk : 1))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
-                            a.red == LOSS_NONE ? "one per sample" : "a scalar");
+                            a.red == AMP_LOSS_NONE ? "one per sample" : "a scalar");
     if (bias) {
         if (!amp_red_is_float(bias->dtype)) return amp_kernel_bad_dtype(k, bias->dtype);
         if (bias->nelem != lpb->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
@@ -205,8 +197,8 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
         bool ignored = a.has_ii && l == a.ii;
         double g = 0.0;
         if (!ignored) {
-            g = amp_fv_get(&vd, a.red == LOSS_NONE ? s : 0) * (w ? amp_fv_get(&vw, (uint64_t)l) : 1.0);
-            if (a.red == LOSS_MEAN) g /= wsum;
+            g = amp_fv_get(&vd, a.red == AMP_LOSS_NONE ? s : 0) * (w ? amp_fv_get(&vw, (uint64_t)l) : 1.0);
+            if (a.red == AMP_LOSS_MEAN) g /= wsum;
         }
         for (uint64_t c = 0; c < C; c++) {
             uint64_t at = base + c * dk;

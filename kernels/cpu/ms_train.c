@@ -158,18 +158,16 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
  * W), dB (M), for Y = Conv(X, W, B) with the node's strides, dilations, pads, auto_pad
  * and group. Per image and group, with col = im2col(X_g) (Cg * K, O):
  *   dW_g (Mg, Cg * K) += dY_g (Mg, O) @ col^T,   dX_g = col2im(W_g^T (Cg * K, Mg) @ dY_g). */
-/* ConvGrad's group, checked at prepare; the window attributes (kernel_shape, strides,
- * dilations, pads, auto_pad) are read against X's rank by the conv family's helpers. */
-typedef struct ConvGradAttrs {
-    int64_t group;
-} ConvGradAttrs;
+/* ConvGrad's group, checked at prepare (AmpConvGradAttrs, conv_impl.h); the window
+ * attributes (kernel_shape, strides, dilations, pads, auto_pad) are read against X's rank
+ * by the conv family's helpers. */
 
 AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     int64_t group = amp_node_attr_int(n, "group", 1);
     if (group < 1)
         return amp_node_fail(n, st, AMP_ERR_INPUT, "group %lld must be positive", (long long)group);
-    ConvGradAttrs *a = malloc(sizeof *a);
+    AmpConvGradAttrs *a = malloc(sizeof *a);
     if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     a->group = group;
     *attrs = a;
@@ -177,7 +175,7 @@ AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **att
 }
 
 AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
-    const ConvGradAttrs *a = k->attrs;
+    const AmpConvGradAttrs *a = k->attrs;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
     if (!dy || !x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");

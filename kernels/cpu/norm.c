@@ -4,25 +4,13 @@
  * LpNormalization and LRN. Statistics are two-pass in double, whatever the storage type. */
 #include <math.h>
 
+#include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
 
-/* ---- attributes, parsed once at prepare ---------------------------------------------
- * One struct for the family; each op reads its own fields. An axis is kept as given
- * (normalised against X's rank when the kernel runs). */
-typedef struct NormAttrs {
-    int64_t axis;             /* LayerNormalization(Grad), LpNormalization */
-    double eps;               /* epsilon */
-    double momentum;          /* BatchNormalization */
-    bool train;               /* BatchNormalization: training_mode, or before opset 14 running stats listed */
-    bool mode_given;          /* BatchNormalization from opset 14: training_mode decides, not the step */
-    int64_t groups;           /* GroupNormalization: num_groups */
-    int64_t p;                /* LpNormalization */
-    int64_t size;             /* LRN */
-    double alpha, beta, bias; /* LRN */
-} NormAttrs;
+/* ---- attributes, parsed once at prepare (AmpNormAttrs, norm_impl.h) ---------------- */
 
 AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    NormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
+    AmpNormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
     switch (n->op) {
     case AMP_OP_LayerNormalization: {
         int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
@@ -150,7 +138,7 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
     const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
     if (!x || !sc) return amp_kernel_fail(k, AMP_ERR_INPUT, "X and Scale are required");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
@@ -218,7 +206,7 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
     const AmpBuf *x = in[1];
     for (int i = 0; i < 5; i++)
         if (in[i] && !amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
@@ -328,13 +316,13 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], C, names[i]);
     if (rc) return rc;
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     double eps = na->eps, mom = na->momentum;
     /* Batch statistics: from opset 14 as training_mode says (an eval-mode node in a
      * training graph, `ampc grad` without --train-mode, keeps its running statistics);
      * before, in a training step or where the node lists the running-stat outputs. */
-    bool train = na->mode_given ? na->train : k->training || na->train;
+    bool train = amp_batchnorm_trains(na, k->training);
     const AmpBuf *x = in[0];
     /* Y, then running mean and var, saved mean and var (before opset 14), each typed as
      * input_mean or input_var, where the node lists them */
@@ -411,7 +399,7 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
                             (unsigned long long)groups);
     uint64_t plen = per_group ? groups : C;
     if ((rc = check_vec(k, in[1], plen, "scale")) || (rc = check_vec(k, in[2], plen, "bias"))) return rc;
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     double eps = na->eps;
     const AmpBuf *x = in[0];
@@ -459,7 +447,7 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int64_t g = na->groups; /* > 0: prepare checked */
     uint64_t C = (uint64_t)x->dims[1];
@@ -493,7 +481,7 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int64_t p = na->p; /* 1 or 2: prepare checked */
     int axis;
@@ -534,7 +522,7 @@ AmpCode amp_cpu_lrn(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const NormAttrs *na = amp_red_attrs(k);
+    const AmpNormAttrs *na = amp_red_attrs(k);
     if (!na) return k->st->code;
     int64_t size = na->size; /* > 0: prepare checked */
     double alpha = na->alpha, beta = na->beta, bias = na->bias;

@@ -3,26 +3,20 @@
  * max is subtracted before exp, and sums are kept in double. */
 #include <math.h>
 
+#include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
-
-/* axis as written (normalised against the input's rank); per_axis: opset >= 13 and
- * SoftmaxGrad_13 normalise along the one axis, older opsets over the 2-D coercion. */
-typedef struct SoftmaxAttrs {
-    int64_t axis;
-    bool per_axis;
-} SoftmaxAttrs;
 
 /* Softmax, LogSoftmax, Hardmax and com.microsoft SoftmaxGrad_13 (whose opset is its
  * domain's). */
 AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    SoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
+    AmpSoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
     a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
     return amp_red_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* The (outer, D, inner) layout the op normalises over: D along `axis` (per-axis
  * semantics), or everything from `axis` on (the opset < 13 2-D coercion, inner = 1). */
-static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
+static AmpCode softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
                               uint64_t *d, uint64_t *inner) {
     int64_t a = attr->axis;
     int axis;
@@ -57,7 +51,7 @@ static void hardmax_row(const AmpFv *v, AmpFo *o, uint64_t base, uint64_t d, uin
 }
 
 static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
-    const SoftmaxAttrs *attr = amp_red_attrs(k);
+    const AmpSoftmaxAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
@@ -117,7 +111,7 @@ AmpCode amp_cpu_hardmax(AmpKernelCtx *k) {
 /* com.microsoft SoftmaxGrad_13 (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`
  * (default -1, opset 13 per-axis semantics). */
 AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
-    const SoftmaxAttrs *attr = amp_red_attrs(k);
+    const AmpSoftmaxAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *y = k->n_in > 1 ? k->in[1] : NULL;

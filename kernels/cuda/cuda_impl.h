@@ -72,6 +72,7 @@ bool amp_cuda_cache_put(AmpCudaCtx *c, int family, const void *key, size_t key_l
 void amp_cuda_cache_free(struct AmpCudaCache *cache);
 
 enum { AMP_CUDA_CACHE_GEMM = 1, AMP_CUDA_CACHE_CONV = 2, AMP_CUDA_CACHE_POOL = 3, AMP_CUDA_CACHE_CONVT = 4 };
+enum { AMP_CUDA_CACHE_CONV_GRAD = 5 }; /* conv_grad.c: ConvGrad's descriptors and algorithms */
 
 /* The alignment of a device address in bytes, a power of two at most 256. */
 static inline unsigned amp_cuda_align(const void *p) {

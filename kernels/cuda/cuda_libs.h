@@ -30,6 +30,7 @@
 #define AMP_CUDNN_FUNCS(X) \
     X(cudnnAddTensor) \
     X(cudnnConvolutionBackwardData) \
+    X(cudnnConvolutionBackwardFilter) \
     X(cudnnConvolutionForward) \
     X(cudnnCreate) \
     X(cudnnCreateConvolutionDescriptor) \
@@ -42,8 +43,10 @@
     X(cudnnDestroyPoolingDescriptor) \
     X(cudnnDestroyTensorDescriptor) \
     X(cudnnFindConvolutionBackwardDataAlgorithmEx) \
+    X(cudnnFindConvolutionBackwardFilterAlgorithmEx) \
     X(cudnnFindConvolutionForwardAlgorithmEx) \
     X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
+    X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) \
     X(cudnnGetConvolutionForwardAlgorithm_v7) \
     X(cudnnGetConvolutionNdForwardOutputDim) \
     X(cudnnGetErrorString) \
@@ -90,6 +93,7 @@ AmpCode amp_cuda_libs_load(AmpStatus *st);
 #define cublasLtMatrixLayoutSetAttribute amp_cuda_libs.cublasLtMatrixLayoutSetAttribute
 #define cudnnAddTensor amp_cuda_libs.cudnnAddTensor
 #define cudnnConvolutionBackwardData amp_cuda_libs.cudnnConvolutionBackwardData
+#define cudnnConvolutionBackwardFilter amp_cuda_libs.cudnnConvolutionBackwardFilter
 #define cudnnConvolutionForward amp_cuda_libs.cudnnConvolutionForward
 #define cudnnCreate amp_cuda_libs.cudnnCreate
 #define cudnnCreateConvolutionDescriptor amp_cuda_libs.cudnnCreateConvolutionDescriptor
@@ -102,8 +106,10 @@ AmpCode amp_cuda_libs_load(AmpStatus *st);
 #define cudnnDestroyPoolingDescriptor amp_cuda_libs.cudnnDestroyPoolingDescriptor
 #define cudnnDestroyTensorDescriptor amp_cuda_libs.cudnnDestroyTensorDescriptor
 #define cudnnFindConvolutionBackwardDataAlgorithmEx amp_cuda_libs.cudnnFindConvolutionBackwardDataAlgorithmEx
+#define cudnnFindConvolutionBackwardFilterAlgorithmEx amp_cuda_libs.cudnnFindConvolutionBackwardFilterAlgorithmEx
 #define cudnnFindConvolutionForwardAlgorithmEx amp_cuda_libs.cudnnFindConvolutionForwardAlgorithmEx
 #define cudnnGetConvolutionBackwardDataAlgorithm_v7 amp_cuda_libs.cudnnGetConvolutionBackwardDataAlgorithm_v7
+#define cudnnGetConvolutionBackwardFilterAlgorithm_v7 amp_cuda_libs.cudnnGetConvolutionBackwardFilterAlgorithm_v7
 #define cudnnGetConvolutionForwardAlgorithm_v7 amp_cuda_libs.cudnnGetConvolutionForwardAlgorithm_v7
 #define cudnnGetConvolutionNdForwardOutputDim amp_cuda_libs.cudnnGetConvolutionNdForwardOutputDim
 #define cudnnGetErrorString amp_cuda_libs.cudnnGetErrorString

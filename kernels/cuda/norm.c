@@ -1,7 +1,8 @@
 /* CUDA node-level kernels: Softmax and LogSoftmax, LayerNormalization,
- * BatchNormalization (inference only), InstanceNormalization and GroupNormalization, for
- * float32, float16 and bfloat16 data with every float input of X's type. Attributes,
- * layouts, checks and empty tensors as kernels/cpu/softmax.c and norm.c. */
+ * BatchNormalization (inference and training), InstanceNormalization and
+ * GroupNormalization, for float32, float16 and bfloat16 data with every float input of X's
+ * type. Attributes (the CPU's prepare functions), layouts, checks and empty tensors as
+ * kernels/cpu/softmax.c and norm.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,32 +15,12 @@ static const void *attrs_of(AmpKernelCtx *k) {
     return k->attrs;
 }
 
-static AmpCode prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
-    void *q = malloc(size);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    memcpy(q, p, size);
-    *attrs = q;
-    return AMP_OK;
-}
-
 /* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
 
-/* axis as written; per_axis: opset >= 13 normalises along the one axis, older opsets over
- * the 2-D coercion at axis. */
-typedef struct SoftmaxAttrs {
-    int64_t axis;
-    bool per_axis;
-} SoftmaxAttrs;
+/* The attributes are the CPU's (amp_cpu_softmax_prepare: AmpSoftmaxAttrs). */
 
-AmpCode amp_cuda_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    SoftmaxAttrs a = {.per_axis = opset >= 13};
-    a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
-    return prep_out(&a, sizeof a, attrs, st);
-}
-
-/* The (outer, D, inner) layout (the CPU's softmax_layout). */
-static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer, int64_t *d,
-                              int64_t *inner) {
+AmpCode amp_cuda_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer,
+                                int64_t *d, int64_t *inner) {
     int64_t a = attr->axis;
     int axis;
     if (attr->per_axis) {
@@ -61,13 +42,13 @@ static AmpCode softmax_layout(AmpKernelCtx *k, const SoftmaxAttrs *attr, const A
 }
 
 static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
-    const SoftmaxAttrs *attr = attrs_of(k);
+    const AmpSoftmaxAttrs *attr = attrs_of(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     int64_t outer = 0, d = 0, inner = 0;
-    AmpCode rc = softmax_layout(k, attr, x, &outer, &d, &inner);
+    AmpCode rc = amp_cuda_softmax_layout(k, attr, x, &outer, &d, &inner);
     if (rc) return rc;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
@@ -82,52 +63,19 @@ AmpCode amp_cuda_log_softmax(AmpKernelCtx *k) { return softmax_run(k, true); }
 
 /* ---- attributes of the normalisations ---------------------------------------------------- */
 
-typedef struct NormAttrs {
-    int64_t axis;   /* LayerNormalization */
-    float eps;      /* epsilon */
-    bool train;     /* BatchNormalization: training_mode, or running stats listed */
-    bool mode_given; /* BatchNormalization from opset 14: training_mode decides, not the step (as on the CPU) */
-    int64_t groups; /* GroupNormalization */
-} NormAttrs;
-
-AmpCode amp_cuda_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    NormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
-    switch (n->op) {
-    case AMP_OP_LayerNormalization:
-        if (amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT) != AMP_DT_FLOAT)
-            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "stash_type: only 1 (float32 statistics) is implemented");
-        a.axis = amp_node_attr_int(n, "axis", -1);
-        break;
-    case AMP_OP_BatchNormalization:
-        if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
-            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "spatial = 0 (per-activation statistics) is not implemented");
-        a.mode_given = opset >= 14;
-        if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
-        for (int i = 1; i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
-        break;
-    case AMP_OP_GroupNormalization:
-        a.groups = amp_node_attr_int(n, "num_groups", 0);
-        if (a.groups <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
-        break;
-    default: break; /* InstanceNormalization: epsilon only */
-    }
-    return prep_out(&a, sizeof a, attrs, st);
-}
+/* The attributes are the CPU's (amp_cpu_norm_prepare: AmpNormAttrs). */
 
 /* Every float input of one type, and float32 statistics (stash_type 1). */
 bool amp_cuda_supports_layernorm(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     return amp_cuda_supports_float(n, opset, in_dtypes) && amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT) == AMP_DT_FLOAT;
 }
 
-/* Inference only: no training_mode, no running-statistics outputs listed, spatial. (A
- * training step, k->training, is refused by the kernel.) */
+/* Five inputs of one float type, spatial statistics; inference or training (batch
+ * statistics, the running-statistics outputs typed as the inputs). */
 bool amp_cuda_supports_batchnorm(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     if (!amp_cuda_supports_float(n, opset, in_dtypes) || n->n_inputs != 5) return false;
     for (int i = 0; i < 5; i++)
         if (!n->inputs[i]) return false;
-    for (int i = 1; i < n->n_outputs; i++)
-        if (n->outputs[i]) return false;
-    if (opset >= 14 && amp_node_attr_int(n, "training_mode", 0) != 0) return false;
     return !(opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0);
 }
 
@@ -170,7 +118,7 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (sc->dtype != x->dtype) return amp_kernel_bad_dtype(k, sc->dtype);
     if (bi && bi->dtype != x->dtype) return amp_kernel_bad_dtype(k, bi->dtype);
-    const NormAttrs *na = attrs_of(k);
+    const AmpNormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
     int axis;
     if (!amp_norm_axis(na->axis, x->rank, &axis))
@@ -202,7 +150,7 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
     void *y = out[0] && x->nelem ? out[0]->data : NULL;
     float *mean = out[1] ? out[1]->data : NULL, *inv = out[2] ? out[2]->data : NULL;
     int err = amp_cuda_rownorm_launch(x->dtype, x->data, sc->data, bi ? bi->data : NULL, y, mean, inv, rows, cols, &p,
-                                      na->eps, amp_cuda_ctx(k)->stream);
+                                      (float)na->eps, amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "layernorm kernel");
 }
 
@@ -226,8 +174,10 @@ static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int6
     return AMP_OK;
 }
 
-/* (X, scale, B, mean, var) -> Y, with the given statistics. Training (a training step,
- * training_mode, or running-statistics outputs listed) is the CPU's: refused here. */
+/* (X, scale, B, mean, var) -> Y, then running mean and var and (before opset 14) saved
+ * mean and var where listed: the CPU's amp_cpu_batchnorm. Training (amp_batchnorm_trains)
+ * takes the batch's statistics (population variance) and running = input * momentum +
+ * batch * (1 - momentum); inference the given ones, which the extra outputs repeat. */
 AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
@@ -237,16 +187,36 @@ AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], in[0], C, names[i]);
     if (rc) return rc;
-    const NormAttrs *na = attrs_of(k);
+    const AmpNormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
-    if (na->mode_given ? na->train : k->training || na->train)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "training mode (batch statistics) is not implemented on CUDA");
-    AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, in[0]->dtype, in[0]->rank, in[0]->dims)))
-        return rc;
-    if (!in[0]->nelem) return AMP_OK;
-    int err = amp_cuda_batchnorm_launch(in[0]->dtype, in[0]->data, in[1]->data, in[2]->data, in[3]->data, in[4]->data,
-                                        y->data, N, C, S, na->eps, amp_cuda_ctx(k)->stream);
+    const AmpBuf *x = in[0];
+    AmpBuf *out[5];
+    int64_t cd[1] = {C};
+    if ((rc = amp_kernel_outputs(k, 5, out))) return rc;
+    if (out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 5; i++)
+        if (out[i]) rc = amp_kernel_check_out(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
+    if (rc) return rc;
+    void *y = out[0] && x->nelem ? out[0]->data : NULL;
+    void *stats[4];
+    for (int i = 0; i < 4; i++) stats[i] = out[i + 1] ? out[i + 1]->data : NULL;
+    int err;
+    if (amp_batchnorm_trains(na, k->training))
+        err = amp_cuda_batchnorm_train_launch(x->dtype, x->data, in[1]->data, in[2]->data, in[3]->data, in[4]->data, y,
+                                              stats, N, C, S, (float)na->eps, (float)na->momentum,
+                                              amp_cuda_ctx(k)->stream);
+    else {
+        err = y ? amp_cuda_batchnorm_launch(x->dtype, x->data, in[1]->data, in[2]->data, in[3]->data, in[4]->data, y, N,
+                                            C, S, (float)na->eps, amp_cuda_ctx(k)->stream)
+                : 0;
+        /* the extra outputs of an inference node repeat the given statistics */
+        for (int i = 0; !err && i < 4; i++)
+            if (stats[i] && C) {
+                const AmpBuf *src = in[i % 2 ? 4 : 3];
+                AmpCode c2 = amp_cuda_copy(k, stats[i], src->data, amp_buf_bytes(src));
+                if (c2) return c2;
+            }
+    }
     return amp_cuda_check(k, err, "batchnorm kernel");
 }
 
@@ -264,7 +234,7 @@ static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
                                 (long long)groups);
     int64_t plen = per_group ? groups : C;
     if ((rc = check_vec(k, in[1], in[0], plen, "scale")) || (rc = check_vec(k, in[2], in[0], plen, "bias"))) return rc;
-    const NormAttrs *na = attrs_of(k);
+    const AmpNormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
     const AmpBuf *x = in[0];
     AmpBuf *y;
@@ -282,7 +252,7 @@ static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
         p.groups = groups, p.cpg = cpg, p.s = S;
     }
     int err = amp_cuda_rownorm_launch(x->dtype, x->data, in[1]->data, in[2]->data, y->data, NULL, NULL, N * groups,
-                                      cpg * S, &p, na->eps, amp_cuda_ctx(k)->stream);
+                                      cpg * S, &p, (float)na->eps, amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "group norm kernel");
 }
 
@@ -298,7 +268,7 @@ AmpCode amp_cuda_groupnorm(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
     if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    const NormAttrs *na = attrs_of(k);
+    const AmpNormAttrs *na = attrs_of(k);
     if (!na) return k->st->code;
     int64_t g = na->groups, C = x->dims[1];
     bool per_group = k->opset < 21;

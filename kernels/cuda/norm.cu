@@ -4,7 +4,8 @@
 // or short rows. The hot path (rows a multiple of 16 bytes, aligned, up to 16384
 // elements) loads each row once in 16-byte vectors kept in registers; the general kernels
 // read the row again on each pass (from L1/L2). Statistics in float32, two-pass variance
-// as kernels/cpu/norm.c. BatchNormalization (inference) is elementwise.
+// as kernels/cpu/norm.c. BatchNormalization: inference is elementwise, training a block
+// per channel (batch statistics, then y).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -172,6 +173,50 @@ __global__ void batchnorm_kernel(const T *__restrict__ x, const T *__restrict__ 
         int64_t ch = (i / s) % c;
         float a = ld(sc, ch) / sqrtf(ld(var, ch) + eps), b = ld(bi, ch) - ld(mu, ch) * a;
         st(y, i, ld(x, i) * a + b);
+    }
+}
+
+// ---- BatchNormalization (training) -------------------------------------------------------
+
+// Element e of channel ch's n * s elements (batch e / s, position e % s): one division.
+__device__ __forceinline__ int64_t bn_at(int64_t e, int64_t s, int64_t c, int64_t ch) {
+    int64_t q = e / s;
+    return (q * c + ch) * s + (e - q * s);
+}
+
+// A block per channel ch (grid-stride over channels): its n * s elements lie in n runs of
+// s at (i * c + ch) * s. Mean, then the population variance around it (two passes, the
+// CPU's order), then y; thread 0 stores the statistics. Deterministic: fixed block size,
+// fixed per-thread order, a fixed reduction tree.
+template <typename T>
+__global__ void batchnorm_train_kernel(const T *__restrict__ x, const T *__restrict__ sc, const T *__restrict__ bi,
+                                       const T *__restrict__ mu_in, const T *__restrict__ var_in, T *__restrict__ y,
+                                       T *rmean, T *rvar, T *smean, T *svar, int64_t n, int64_t c, int64_t s,
+                                       float eps, float mom) {
+    __shared__ float sh[32];
+    int64_t cnt = n * s;
+    for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        float a = 0.0f;
+        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) a += ld(x, bn_at(e, s, c, ch));
+        float m = group_red<false, false>(a, sh) / (float)cnt; // NaN for an empty channel
+        float q = 0.0f;
+        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+            float d = ld(x, bn_at(e, s, c, ch)) - m;
+            q += d * d;
+        }
+        float v = group_red<false, false>(q, sh) / (float)cnt;
+        if (threadIdx.x == 0) {
+            if (rmean) st(rmean, ch, ld(mu_in, ch) * mom + m * (1.0f - mom));
+            if (rvar) st(rvar, ch, ld(var_in, ch) * mom + v * (1.0f - mom));
+            if (smean) st(smean, ch, m);
+            if (svar) st(svar, ch, v);
+        }
+        if (!y) continue;
+        float ga = ld(sc, ch) / sqrtf(v + eps), gb = ld(bi, ch) - m * ga;
+        for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+            int64_t at = bn_at(e, s, c, ch);
+            st(y, at, ld(x, at) * ga + gb);
+        }
     }
 }
 
@@ -435,5 +480,26 @@ extern "C" int amp_cuda_batchnorm_launch(int dtype, const void *x, const void *s
     default: return (int)cudaErrorInvalidValue;
     }
 #undef BN
+    return (int)cudaGetLastError();
+}
+
+extern "C" int amp_cuda_batchnorm_train_launch(int dtype, const void *x, const void *scale, const void *bias,
+                                               const void *mean_in, const void *var_in, void *y, void *const *stats,
+                                               int64_t n, int64_t c, int64_t s, float eps, float momentum,
+                                               void *stream) {
+    if (c <= 0) return 0;
+    cudaStream_t cs = (cudaStream_t)stream;
+    unsigned g = blocks_for(c, 1);
+#define BNT(T)                                                                                                      \
+    batchnorm_train_kernel<T><<<g, 512, 0, cs>>>((const T *)x, (const T *)scale, (const T *)bias,                  \
+                                                 (const T *)mean_in, (const T *)var_in, (T *)y, (T *)stats[0],    \
+                                                 (T *)stats[1], (T *)stats[2], (T *)stats[3], n, c, s, eps, momentum)
+    switch (dtype) {
+    case DT_FLOAT: BNT(float); break;
+    case DT_FLOAT16: BNT(__half); break;
+    case DT_BFLOAT16: BNT(__nv_bfloat16); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+#undef BNT
     return (int)cudaGetLastError();
 }

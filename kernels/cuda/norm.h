@@ -1,6 +1,6 @@
 /* CUDA normalisations: Softmax and LogSoftmax, LayerNormalization, BatchNormalization
- * (inference), InstanceNormalization and GroupNormalization (norm.cu: kernels and
- * launchers; norm.c: the node-level kernels). Float32, float16 and bfloat16 data;
+ * (inference and training), InstanceNormalization and GroupNormalization (norm.cu: kernels
+ * and launchers; norm.c: the node-level kernels). Float32, float16 and bfloat16 data;
  * statistics, sums and the arithmetic in float32, rounded once on store. */
 #ifndef AMP_CUDA_NORM_H
 #define AMP_CUDA_NORM_H
@@ -46,14 +46,27 @@ int amp_cuda_rownorm_launch(int dtype, const void *x, const void *scale, const v
 int amp_cuda_batchnorm_launch(int dtype, const void *x, const void *scale, const void *bias, const void *mean,
                               const void *var, void *y, int64_t n, int64_t c, int64_t s, float eps, void *stream);
 
+/* Training BatchNormalization of x (n, c, s), a block per channel: the batch mean and
+ * population variance in float32 (two passes), y = (x - mean) * scale / sqrt(var + eps) +
+ * bias where y is not NULL, and stats[0..3] (each NULL or c elements of dtype): running
+ * mean = mean_in * momentum + mean * (1 - momentum), running var likewise, the batch mean
+ * and the batch var. An empty channel's statistics are NaN (0 / 0), as on the CPU. */
+int amp_cuda_batchnorm_train_launch(int dtype, const void *x, const void *scale, const void *bias,
+                                    const void *mean_in, const void *var_in, void *y, void *const *stats, int64_t n,
+                                    int64_t c, int64_t s, float eps, float momentum, void *stream);
+
 #ifdef __cplusplus
 }
 
 #else
 #include "kernels/cuda/cuda_impl.h"
+#include "kernels/cpu/norm_impl.h" /* the CPU's parsed attributes */
 
-AmpCode amp_cuda_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-AmpCode amp_cuda_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* The (outer, D, inner) layout Softmax, LogSoftmax and SoftmaxGrad_13 normalise over (the
+ * CPU's softmax_layout). */
+AmpCode amp_cuda_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer,
+                                int64_t *d, int64_t *inner);
+
 bool amp_cuda_supports_layernorm(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_batchnorm(const AmpNode *n, int64_t opset, const int *in_dtypes);
 

@@ -3,11 +3,14 @@
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_grad.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/fused.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/norm_grad.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/resize.h"
@@ -105,12 +108,12 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* resize.c: Resize with the CPU's geometry and tables */
     [AMP_OP_Resize] = {amp_cuda_resize, amp_sh_resize_prepare, amp_cuda_supports_resize},
     /* norm.c: softmax and normalizations */
-    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_cuda_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_cuda_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_cuda_norm_prepare, amp_cuda_supports_layernorm},
-    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_cuda_norm_prepare, amp_cuda_supports_batchnorm},
-    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_cuda_norm_prepare, amp_cuda_supports_float},
-    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_cuda_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_cpu_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_cpu_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_cpu_norm_prepare, amp_cuda_supports_layernorm},
+    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_cpu_norm_prepare, amp_cuda_supports_batchnorm},
+    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_cpu_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_cpu_norm_prepare, amp_cuda_supports_float},
     /* reduce.c: reductions */
     [AMP_OP_ReduceSum] = {amp_cuda_reduce_sum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
     [AMP_OP_ReduceMean] = {amp_cuda_reduce_mean, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
@@ -134,6 +137,15 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Attention] = {amp_cuda_attention, amp_cpu_onnx_attention_prepare, amp_cuda_supports_attention},
     [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_attention},
     [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_mha},
+    /* loss.c, norm_grad.c, conv_grad.c: losses and the backward ops of training graphs */
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cuda_sce_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cuda_nll_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cuda_ms_sce_loss_grad, amp_cpu_loss_prepare,
+                                               amp_cuda_supports_loss_grad},
+    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cuda_ms_softmax_grad, amp_cpu_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare,
+                                          amp_cuda_supports_layernorm_grad},
+    [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_cpu_ms_conv_grad_prepare, amp_cuda_supports_conv_grad},
     /* fused.c: the executor's fused nodes (runtime/fuse.c) */
     [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_cpu_fused_prepare, amp_cuda_supports_fused},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},

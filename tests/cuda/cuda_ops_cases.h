@@ -342,6 +342,77 @@ static const Case attention[] = {
      "q_num_heads=4 kv_num_heads=2 is_causal=1", .tol = 'A', .opset = 23, .nout = 3},
 };
 
+/* ---- losses and the backward ops of training graphs (kernels/cuda/loss.c, norm_grad.c,
+ * conv_grad.c, norm.c's training BatchNormalization) ------------------------------------
+ * Labels are %C (in [0, C)); ignore_index picks a class that occurs, so some samples are
+ * ignored. Many samples (5000) span several blocks of partial sums; C 2000 takes the
+ * block-per-sample kernel, d1..dk the thread-per-sample one. */
+#define SCE_INS(L)                                                                                           \
+    "T[8,5] " L "[8]%5 | T[8,5] " L "[8]%5 T[5]+ | T[2,4,3,5] " L "[2,3,5]%4 | T[2,4,3,5] " L "[2,3,5]%4 T[4]+ | " \
+    "T[4,2000] " L "[4]%2000 | T[5000,10] " L "[5000]%10 T[10]+ | T[1,3] " L "[1]%3"
+#define SCE_GRAD_INS(L)                                                                                       \
+    "T[] T[8,5] " L "[8]%5 | T[] T[8,5] " L "[8]%5 T[5]+ | T[] T[2,4,3,5] " L "[2,3,5]%4 T[4]+ | "            \
+    "T[] T[4,2000] " L "[4]%2000 | T[] T[5000,10] " L "[5000]%10 T[10]+ T[5000,10]"
+#define SCE_GRAD_NONE_INS(L)                                                                                  \
+    "T[8] T[8,5] " L "[8]%5 | T[8] T[8,5] " L "[8]%5 T[5]+ T[8,5] | T[2,3,5] T[2,4,3,5] " L "[2,3,5]%4 T[4]+"
+
+static const Case loss_train[] = {
+    {"SoftmaxCrossEntropyLoss", "FLT", SCE_INS("i64"), "reduction=mean", .tol = 'A', .opset = 13, .nout = 2},
+    {"SoftmaxCrossEntropyLoss", "FLT", SCE_INS("i32"), "reduction=sum", .tol = 'A', .opset = 13, .nout = 2},
+    {"SoftmaxCrossEntropyLoss", "FLT", SCE_INS("i64"), "reduction=none", .tol = 'A', .opset = 13, .nout = 2},
+    {"SoftmaxCrossEntropyLoss", "FLT", SCE_INS("i64"), "reduction=mean ignore_index=1", .tol = 'A', .opset = 13},
+    {"SoftmaxCrossEntropyLoss", "FLT", SCE_INS("i32"), "reduction=none ignore_index=2", .tol = 'A', .opset = 12,
+     .nout = 2},
+    {"SoftmaxCrossEntropyLoss", "FLT", "T[4,3] i64{0,0,0,0}", "reduction=mean ignore_index=0", .tol = 'A',
+     .opset = 13}, /* every sample ignored: NaN on both */
+    {"NegativeLogLikelihoodLoss", "FLT", SCE_INS("i64"), "reduction=mean", .tol = 'A', .opset = 13},
+    {"NegativeLogLikelihoodLoss", "FLT", SCE_INS("i32"), "reduction=sum ignore_index=3", .tol = 'A', .opset = 13},
+    {"NegativeLogLikelihoodLoss", "FLT", SCE_INS("i64"), "reduction=none", .tol = 'A', .opset = 22},
+    {"NegativeLogLikelihoodLoss", "FLT", SCE_INS("i64"), "reduction=mean ignore_index=1", .tol = 'A', .opset = 13},
+    {"com.microsoft:SoftmaxCrossEntropyLossGrad", "FLT", SCE_GRAD_INS("i64"), "reduction=mean", .tol = 'A'},
+    {"com.microsoft:SoftmaxCrossEntropyLossGrad", "FLT", SCE_GRAD_INS("i32"), "reduction=mean ignore_index=1",
+     .tol = 'A'},
+    {"com.microsoft:SoftmaxCrossEntropyLossGrad", "FLT", SCE_GRAD_INS("i64"), "reduction=sum ignore_index=2",
+     .tol = 'A'},
+    {"com.microsoft:SoftmaxCrossEntropyLossGrad", "FLT", SCE_GRAD_NONE_INS("i64"), "reduction=none ignore_index=0",
+     .tol = 'A'},
+    {"com.microsoft:SoftmaxGrad_13", "FLT",
+     "T[7] T[7] | T[33,65] T[33,65] | T[7,1025] T[7,1025] | T[0,5] T[0,5] | T[2,3,4] T[2,3,4] | "
+     "T[3,2000] T[3,2000]p",
+     .tol = 'A'},
+    {"com.microsoft:SoftmaxGrad_13", "FLT", "T[2,3,4] T[2,3,4] | T[33,65,3] T[33,65,3]", "axis=1", .tol = 'A'},
+    {"com.microsoft:SoftmaxGrad_13", "FLT", "T[33,65] T[33,65]", "axis=0", .tol = 'A'},
+    {"com.microsoft:LayerNormalizationGrad", "FLT",
+     "T[4,8] T[4,8] T[8] | T[2,3,8] T[2,3,8] T[8] f32[2,3,1] f32[2,3,1]+ | T[33,65] T[33,65] T[65] T[33,1] T[33,1]+ | "
+     "T[1000,64] T[1000,64] T[64] | T[3,2000] T[3,2000] T[2000] f32[3,1] f32[3,1]+ | T[0,8] T[0,8] T[8]",
+     .tol = 'A', .nout = 3},
+    {"com.microsoft:LayerNormalizationGrad", "FLT", "T[2,3,4] T[2,3,4] T[12]", "axis=1 epsilon=0.001", .tol = 'A',
+     .nout = 3},
+    {"com.microsoft:LayerNormalizationGrad", "FLT", "T[5,16] T[5,16] T[16]", .tol = 'A'}, /* X_grad alone */
+    {"com.microsoft:ConvGrad", "FLT",
+     "T[1,4,7,7] T[1,3,9,9] T[4,3,3,3] | T[2,5,33] T[2,3,33] T[5,3,1] | T[8,64,30,30] T[8,64,32,32] T[64,64,3,3] | "
+     "T[1,1,1,1] T[1,1,1,1] T[1,1,1,1]",
+     .tol = 'A', .nout = 3},
+    {"com.microsoft:ConvGrad", "FLT", "T[2,4,5,5] T[2,3,9,9] T[4,3,3,3]", "pads=[1,1,1,1] strides=[2,2]", .tol = 'A',
+     .nout = 3},
+    {"com.microsoft:ConvGrad", "FLT", "T[1,4,15,15] T[1,4,15,15] T[4,2,3,3]", "group=2 dilations=[2,2] pads=[2,2,2,2]",
+     .tol = 'A', .nout = 3},
+    {"com.microsoft:ConvGrad", "FLT", "T[2,8,17,17] T[2,8,17,17] T[8,1,3,3]", "group=8 pads=[1,1,1,1]", .tol = 'A',
+     .nout = 2},
+    {"com.microsoft:ConvGrad", "FLT", "T[2,5,33] T[2,3,33] T[5,3,3]", "pads=[1,1]", .tol = 'A', .nout = 3},
+    {"com.microsoft:ConvGrad", "FLT", "T[1,4,4,5,4] T[1,2,7,9,8] T[4,2,3,3,3]", "pads=[1,1,1,1,1,1] strides=[2,2,2]",
+     .tol = 'A', .nout = 3},
+    {"com.microsoft:ConvGrad", "FLT", "T[1,4,8,7] T[1,3,8,8] T[4,3,3,3]", "pads=[0,1,2,0]", .tol = 'A',
+     .nout = 3}, /* asymmetric: refused, runs on the CPU */
+    {"com.microsoft:ConvGrad", "FLT", "T[2,4,7,7] T[2,3,9,9] T[4,3,3,3]", .tol = 'A'}, /* dX alone */
+    {"BatchNormalization", "FLT", "T[2,3,4,5] T[3] T[3] T[3] T[3]+ | T[4,3] T[3] T[3] T[3] T[3]+ | "
+     "T[8,16,32,32] T[16] T[16] T[16] T[16]+ | T[0,3,2] T[3] T[3] T[3] T[3]+",
+     "training_mode=1 momentum=0.8", .tol = 'A', .opset = 15, .nout = 3},
+    {"BatchNormalization", "FLT", "T[2,3,4,5] T[3] T[3] T[3] T[3]+ | T[5,7,33] T[7] T[7] T[7] T[7]+",
+     "epsilon=0.001", .tol = 'A', .opset = 9, .nout = 5}, /* running stats listed: training before opset 14 */
+    {"BatchNormalization", "FLT", "T[2,3,4,5] T[3] T[3] T[3] T[3]+", "training_mode=0", .tol = 'A', .opset = 15},
+};
+
 /* ---- optimizers (s17-optim) ---------------------------------------------------------- */
 
 /* ai.onnx.preview.training Adam, Momentum and Adagrad (R, T, then X..., G..., state...):

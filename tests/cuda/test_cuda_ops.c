@@ -23,7 +23,8 @@
  *   inputs  alternatives separated by '|', each a space-separated input list:
  *           T[3,1,5]  a graph input ([] rank 0), random data; a suffix picks the values:
  *                     + positive, ~ away from 0, # small integers, p near 1, s small
- *                     ([-0.5, 0.5)), @N indices in [-N, N); with no suffix the row's
+ *                     ([-0.5, 0.5)), @N indices in [-N, N), %N class labels in
+ *                     [0, N); with no suffix the row's
  *                     .gen (one char per input)
  *           i64{1,-1} a 1-D initializer; T(2.5) a rank-0 initializer; - absent.
  *   attrs   "axis=1 perm=[1,0] alpha=0.5 mode=reflect to=U value=T(2.5)": ints, floats
@@ -152,6 +153,7 @@ static double gen_value(int dt, char gen, int64_t bound) {
     case 'p': return fl ? 0.5 + u : 1 + floor(2 * u);
     case 's': return fl ? u - 0.5 : floor(9 * u) - 4;
     case '@': return floor(2 * (double)bound * u) - (double)bound;
+    case '%': return floor((double)bound * u);
     default: return fl ? 6 * u - 3 : floor(41 * u) - 20;
     }
 }
@@ -213,7 +215,7 @@ static void parse_in(const char *tok, int T, int U, char gen, In *in) {
     }
     const char *suffix = end + 1;
     char g = *suffix ? *suffix : gen;
-    int64_t bound = g == '@' ? atoll(suffix + 1) : 0;
+    int64_t bound = g == '@' || g == '%' ? atoll(suffix + 1) : 0;
     for (uint64_t i = 0; i < in->n; i++) put(in->dt, in->data, i, gen_value(in->dt, g, bound));
 }
 
@@ -548,6 +550,10 @@ Test(cuda_ops, gemm_conv_pool, .timeout = 1200) {
 
 Test(cuda_ops, attention, .timeout = 1200) {
     RUN(attention);
+}
+
+Test(cuda_ops, loss_train, .timeout = 1200) {
+    RUN(loss_train);
 }
 
 Test(cuda_ops, optim, .timeout = 1200) {

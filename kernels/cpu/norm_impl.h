@@ -1,0 +1,51 @@
+/* The parsed attributes of the softmax, normalisation and loss families (softmax.c,
+ * norm.c, loss.c): what their CPU prepare functions hand the kernels in k->attrs. The
+ * CUDA kernels (kernels/cuda/norm*.c, loss.c) take the same prepare functions and read
+ * these structs, so both backends read a node alike. */
+#ifndef AMP_CPU_NORM_IMPL_H
+#define AMP_CPU_NORM_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Softmax, LogSoftmax, Hardmax, com.microsoft SoftmaxGrad_13 (amp_cpu_softmax_prepare):
+ * axis as written (normalised against the input's rank when the kernel runs); per_axis:
+ * opset >= 13 and SoftmaxGrad_13 normalise along the one axis, older opsets over the 2-D
+ * coercion at axis. */
+typedef struct AmpSoftmaxAttrs {
+    int64_t axis;
+    bool per_axis;
+} AmpSoftmaxAttrs;
+
+/* The normalisations (amp_cpu_norm_prepare): one struct for the family; each op reads
+ * its own fields. An axis is kept as given. */
+typedef struct AmpNormAttrs {
+    int64_t axis;             /* LayerNormalization(Grad), LpNormalization */
+    double eps;               /* epsilon */
+    double momentum;          /* BatchNormalization */
+    bool train;               /* BatchNormalization: training_mode, or before opset 14 running stats listed */
+    bool mode_given;          /* BatchNormalization from opset 14: training_mode decides, not the step */
+    int64_t groups;           /* GroupNormalization: num_groups */
+    int64_t p;                /* LpNormalization */
+    int64_t size;             /* LRN */
+    double alpha, beta, bias; /* LRN */
+} AmpNormAttrs;
+
+/* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, com.microsoft
+ * SoftmaxCrossEntropyLossGrad (amp_cpu_loss_prepare). */
+typedef enum AmpLossReduction { AMP_LOSS_NONE, AMP_LOSS_SUM, AMP_LOSS_MEAN } AmpLossReduction;
+
+typedef struct AmpLossAttrs {
+    AmpLossReduction red;
+    bool has_ii;
+    int64_t ii; /* ignore_index */
+} AmpLossAttrs;
+
+/* BatchNormalization computes batch statistics (training) rather than reading its
+ * running ones: from opset 14 as training_mode says, before in a training step or where
+ * the node lists the running-statistics outputs. */
+static inline bool amp_batchnorm_trains(const AmpNormAttrs *a, bool training_step) {
+    return a->mode_given ? a->train : training_step || a->train;
+}
+
+#endif

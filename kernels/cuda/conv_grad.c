@@ -1,0 +1,274 @@
+/* com.microsoft ConvGrad (dY, X, W) -> (dX, dW, dB) on CUDA: dX by
+ * cudnnConvolutionBackwardData, dW by cudnnConvolutionBackwardFilter (each only where the
+ * node lists it), dB by an own reduction (conv_grad.cu). The attributes and the window
+ * geometry are the CPU's (amp_cpu_ms_conv_grad_prepare's group, amp_conv_ints /
+ * amp_conv_geom on the node), and so are the checks. NCHW packed, 1-D as 2-D; 16-bit data
+ * with fp32 accumulation; float32 with FMA math (no TF32) unless the session allows TF32.
+ * The descriptors and both algorithms of each shape are made once and cached, each
+ * algorithm the fastest of cuDNN's timed once on the first run's buffers. A geometry cuDNN
+ * cannot do (asymmetric pads: auto_pad SAME with an odd total; sizes past int32) is
+ * AMP_ERR_UNSUPPORTED (amp_cuda_conv_grad_refusal) and runs on the CPU. */
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/conv_grad.h"
+#include "kernels/cuda/conv_dnn.h"
+#include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
+
+#define MAXD 5
+
+typedef struct GKey {
+    int dtype, rank, tf32, group, want_dx, want_dw;
+    int x[MAXD], w[MAXD], y[MAXD]; /* X, W, dY */
+    int pad[3], stride[3], dil[3];
+} GKey;
+
+typedef struct GPlan {
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd_data, cd_filter; /* each carries its algorithm's math type */
+    cudnnConvolutionBwdDataAlgo_t data_algo;
+    cudnnConvolutionBwdFilterAlgo_t filter_algo;
+    size_t data_ws, filter_ws;
+} GPlan;
+
+static void plan_free(void *p) {
+    GPlan *x = p;
+    if (!x) return;
+    if (x->xd) cudnnDestroyTensorDescriptor(x->xd);
+    if (x->yd) cudnnDestroyTensorDescriptor(x->yd);
+    if (x->wd) cudnnDestroyFilterDescriptor(x->wd);
+    if (x->cd_data) cudnnDestroyConvolutionDescriptor(x->cd_data);
+    if (x->cd_filter) cudnnDestroyConvolutionDescriptor(x->cd_filter);
+    free(x);
+}
+
+const char *amp_cuda_conv_grad_refusal(const AmpConvGeom *g) {
+    if (g->nsp < 1 || g->nsp > 3) return "cuDNN takes 1 to 3 spatial axes here";
+    for (int i = 0; i < g->nsp; i++) {
+        if (g->pad0[i] != g->pad1[i]) return "asymmetric padding (cuDNN pads both ends alike)";
+        if (g->in[i] > INT32_MAX || g->out[i] > INT32_MAX || g->pad0[i] > INT32_MAX || g->stride[i] > INT32_MAX ||
+            g->dil[i] > INT32_MAX || g->kern[i] > INT32_MAX)
+            return "too large for cuDNN";
+    }
+    return NULL;
+}
+
+/* A convolution descriptor of the key, with the math type strict or tensor-op. */
+static cudnnStatus_t conv_desc(const GKey *key, cudnnConvolutionDescriptor_t *cd) {
+    cudnnStatus_t s = cudnnCreateConvolutionDescriptor(cd);
+    if (!s) s = cudnnSetConvolutionNdDescriptor(*cd, key->rank - 2, key->pad, key->stride, key->dil,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+    if (!s) s = cudnnSetConvolutionGroupCount(*cd, key->group);
+    bool strict = key->dtype == AMP_DT_FLOAT && !key->tf32;
+    if (!s) s = cudnnSetConvolutionMathType(*cd, strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
+    return s;
+}
+
+/* The first algorithm that succeeded, fits the workspace and, for strict float32, uses no
+ * tensor cores; -1 when none. */
+#define PICK(perf, n, strict, ws_bytes, pick)                                                                    \
+    do {                                                                                                         \
+        pick = -1;                                                                                               \
+        for (int i_ = 0; i_ < (n) && pick < 0; i_++) {                                                           \
+            bool tc_ = perf[i_].mathType == CUDNN_TENSOR_OP_MATH ||                                              \
+                       perf[i_].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;                               \
+            if (perf[i_].status == CUDNN_STATUS_SUCCESS && perf[i_].memory <= (ws_bytes) && !((strict) && tc_)) \
+                pick = i_;                                                                                       \
+        }                                                                                                        \
+    } while (0)
+
+/* Backward data's algorithm, timed on io (dY, X, W, dX) when it can be. */
+static cudnnStatus_t find_data(AmpCudaCtx *c, const GKey *key, GPlan *p, void *const *io) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int n = 0, pick;
+    cudnnStatus_t s = conv_desc(key, &p->cd_data);
+    if (s) return s;
+    s = cudnnFindConvolutionBackwardDataAlgorithmEx(c->dnn, p->wd, io[2], p->yd, io[0], p->cd_data, p->xd, io[3],
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, c->workspace,
+                                                    c->workspace_bytes);
+    if (s) s = cudnnGetConvolutionBackwardDataAlgorithm_v7(c->dnn, p->wd, p->yd, p->cd_data, p->xd,
+                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
+    if (s) return s;
+    PICK(perf, n, key->dtype == AMP_DT_FLOAT && !key->tf32, c->workspace_bytes, pick);
+    if (pick < 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    p->data_algo = perf[pick].algo;
+    p->data_ws = perf[pick].memory;
+    return cudnnSetConvolutionMathType(p->cd_data, perf[pick].mathType);
+}
+
+/* Backward filter's algorithm, timed on io (dY, X, W, dX, dW). */
+static cudnnStatus_t find_filter(AmpCudaCtx *c, const GKey *key, GPlan *p, void *const *io) {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int n = 0, pick;
+    cudnnStatus_t s = conv_desc(key, &p->cd_filter);
+    if (s) return s;
+    s = cudnnFindConvolutionBackwardFilterAlgorithmEx(c->dnn, p->xd, io[1], p->yd, io[0], p->cd_filter, p->wd, io[4],
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, c->workspace,
+                                                      c->workspace_bytes);
+    if (s) s = cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->dnn, p->xd, p->yd, p->cd_filter, p->wd,
+                                                             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf);
+    if (s) return s;
+    PICK(perf, n, key->dtype == AMP_DT_FLOAT && !key->tf32, c->workspace_bytes, pick);
+    if (pick < 0) return CUDNN_STATUS_NOT_SUPPORTED;
+    p->filter_algo = perf[pick].algo;
+    p->filter_ws = perf[pick].memory;
+    return cudnnSetConvolutionMathType(p->cd_filter, perf[pick].mathType);
+}
+
+static AmpCode make_plan(AmpKernelCtx *k, const GKey *key, void *const *io, GPlan **out) {
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    GPlan *p = calloc(1, sizeof *p);
+    if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    cudnnDataType_t t = amp_cuda_dnn_type(key->dtype);
+    const char *what = "describing the tensors";
+    cudnnStatus_t s = amp_cuda_dnn_packed(&p->xd, t, key->rank, key->x);
+    if (!s) s = amp_cuda_dnn_packed(&p->yd, t, key->rank, key->y);
+    if (!s) s = cudnnCreateFilterDescriptor(&p->wd);
+    if (!s) s = cudnnSetFilterNdDescriptor(p->wd, t, CUDNN_TENSOR_NCHW, key->rank, key->w);
+    cudnnConvolutionDescriptor_t probe = NULL;
+    if (!s) s = conv_desc(key, &probe);
+    int ydims[MAXD]; /* the forward convolution of X must give dY's shape */
+    if (!s) s = cudnnGetConvolutionNdForwardOutputDim(probe, p->xd, p->wd, key->rank, ydims);
+    if (probe) cudnnDestroyConvolutionDescriptor(probe);
+    if (!s && memcmp(ydims, key->y, (size_t)key->rank * sizeof *ydims)) s = CUDNN_STATUS_BAD_PARAM;
+    if (!s) what = "choosing the algorithms";
+    if (!s && key->want_dx) s = find_data(c, key, p, io);
+    if (!s && key->want_dw) s = find_filter(c, key, p, io);
+    if (s) {
+        plan_free(p);
+        return amp_cuda_check_dnn_geometry(k, s, what);
+    }
+    *out = p;
+    return AMP_OK;
+}
+
+static AmpCode get_plan(AmpKernelCtx *k, const GKey *key, void *const *io, GPlan **p) {
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    if ((*p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_CONV_GRAD, key, sizeof *key))) return AMP_OK;
+    AmpCode rc = make_plan(k, key, io, p);
+    if (rc) return rc;
+    if (!amp_cuda_cache_put(c, AMP_CUDA_CACHE_CONV_GRAD, key, sizeof *key, *p, plan_free)) {
+        plan_free(*p);
+        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+    }
+    return AMP_OK;
+}
+
+/* The key of a geometry cuDNN takes (refusal checked); 1-D as 2-D. */
+static void fill_key(GKey *key, const AmpBuf *x, const AmpBuf *w, const AmpBuf *dy, const AmpConvGeom *g) {
+    int nsp = g->nsp, extra = nsp == 1;
+    key->rank = nsp + 2 + extra;
+    for (int i = 0; i < nsp; i++) {
+        key->pad[i] = (int)g->pad0[i];
+        key->stride[i] = (int)g->stride[i];
+        key->dil[i] = (int)g->dil[i];
+    }
+    if (extra) key->pad[1] = 0, key->stride[1] = 1, key->dil[1] = 1;
+    for (int i = 0; i < key->rank; i++) {
+        key->x[i] = i < x->rank ? (int)x->dims[i] : 1;
+        key->w[i] = i < w->rank ? (int)w->dims[i] : 1;
+        key->y[i] = i < dy->rank ? (int)dy->dims[i] : 1;
+    }
+}
+
+bool amp_cuda_supports_conv_grad(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    return n->n_inputs == 3 && n->n_outputs <= 3 && amp_cuda_supports_float(n, opset, in_dtypes);
+}
+
+/* The CPU's checks of amp_cpu_ms_conv_grad: types, ranks, group, kernel_shape against W,
+ * dY's shape against the forward convolution's; *g the geometry. */
+static AmpCode check_inputs(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, AmpConvGeom *g) {
+    const AmpConvGradAttrs *a = k->attrs;
+    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    int dt = x->dtype;
+    if (!amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (dy->dtype != dt || w->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
+    if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
+                               x->rank, w->rank);
+    int nsp = x->rank - 2;
+    int64_t C = x->dims[1], M = w->dims[0], group = a->group;
+    if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+                               (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
+    int64_t kern[AMP_MAX_SPATIAL], kattr[AMP_MAX_SPATIAL];
+    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
+    if (rc) return rc;
+    for (int i = 0; i < nsp; i++) {
+        kern[i] = w->dims[i + 2];
+        if (kattr[i] >= 0 && kattr[i] != kern[i])
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
+    }
+    if ((rc = amp_conv_geom(k, x, kern, false, g))) return rc;
+    bool shape_ok = dy->dims[0] == x->dims[0] && dy->dims[1] == M;
+    for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g->out[i];
+    if (!shape_ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
+    return AMP_OK;
+}
+
+/* Zeroes the listed outputs (the gradients of a convolution with no output position). */
+static AmpCode zero_outputs(AmpKernelCtx *k, AmpBuf *const *out) {
+    for (int i = 0; i < 3; i++)
+        if (out[i] && out[i]->nelem) {
+            int err = cudaMemsetAsync(out[i]->data, 0, amp_buf_bytes(out[i]), amp_cuda_ctx(k)->stream);
+            if (err) return amp_cuda_check(k, err, "zeroing a gradient");
+        }
+    return AMP_OK;
+}
+
+AmpCode amp_cuda_ms_conv_grad(AmpKernelCtx *k) {
+    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
+    if (!dy || !x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
+    AmpConvGeom g;
+    AmpCode rc = check_inputs(k, dy, x, w, &g);
+    if (rc) return rc;
+    const int64_t bdims[1] = {w->dims[0]};
+    AmpBuf *out[3];
+    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
+    for (int i = 0; i < 3; i++) { /* dX like X, dW like W, dB (M) */
+        const AmpBuf *like = i == 0 ? x : w;
+        if (out[i] && (rc = amp_kernel_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
+                                                 i == 2 ? bdims : like->dims)))
+            return rc;
+    }
+    if (!dy->nelem) return zero_outputs(k, out); /* no output position: every gradient is 0 */
+    if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
+    const char *why = amp_cuda_conv_grad_refusal(&g);
+    if (why) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "%s", why);
+    for (int i = 0; i < 2; i++)
+        if (x->dims[i] > INT32_MAX || w->dims[i] > INT32_MAX || dy->dims[i] > INT32_MAX)
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "tensor too large for cuDNN");
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    int err = 0;
+    if (out[2]) { /* dB: the sum of dY over every axis but the channel */
+        int64_t O = (int64_t)amp_shape_nelem(dy->rank - 2, dy->dims + 2);
+        err = amp_cuda_conv_bias_grad_launch(dy->dtype, dy->data, out[2]->data, dy->dims[0], dy->dims[1], O, c->stream);
+        if (err) return amp_cuda_check(k, err, "bias gradient kernel");
+    }
+    if (!out[0] && !out[1]) return AMP_OK;
+    GKey key;
+    memset(&key, 0, sizeof key); /* compared bytewise */
+    key.dtype = x->dtype;
+    key.tf32 = c->tf32;
+    key.group = (int)((const AmpConvGradAttrs *)k->attrs)->group;
+    key.want_dx = out[0] != NULL, key.want_dw = out[1] != NULL;
+    fill_key(&key, x, w, dy, &g);
+    GPlan *p;
+    void *io[5] = {(void *)dy->data, (void *)x->data, (void *)w->data, out[0] ? out[0]->data : NULL,
+                   out[1] ? out[1]->data : NULL};
+    if ((rc = get_plan(k, &key, io, &p))) return rc;
+    float one = 1.f, zero = 0.f;
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    if (out[0])
+        s = cudnnConvolutionBackwardData(c->dnn, &one, p->wd, w->data, p->yd, dy->data, p->cd_data, p->data_algo,
+                                         c->workspace, p->data_ws, &zero, p->xd, out[0]->data);
+    if (!s && out[1])
+        s = cudnnConvolutionBackwardFilter(c->dnn, &one, p->xd, x->data, p->yd, dy->data, p->cd_filter, p->filter_algo,
+                                           c->workspace, p->filter_ws, &zero, p->wd, out[1]->data);
+    return amp_cuda_check_dnn(k, s, "the convolution's gradients");
+}

@@ -1,0 +1,106 @@
+/* CUDA node-level kernels: com.microsoft SoftmaxGrad_13 and LayerNormalizationGrad, read as
+ * the CPU reads them (kernels/cpu/softmax.c, norm.c: their prepare functions, layouts and
+ * checks). The workspace plan of LayerNormalizationGrad (amp_cuda_lngrad_chunks) depends
+ * on the sizes alone, so its column sums add in one order on every run. */
+#include "kernels/cuda/norm_grad.h"
+#include "kernels/cuda/norm.h"
+
+/* ---- SoftmaxGrad_13 -------------------------------------------------------------------- */
+
+/* (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`. */
+AmpCode amp_cuda_ms_softmax_grad(AmpKernelCtx *k) {
+    const AmpSoftmaxAttrs *attr = k->attrs;
+    if (!attr) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *y = k->n_in > 1 ? k->in[1] : NULL;
+    if (!dy || !y) return amp_kernel_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+    if (!amp_cuda_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
+    if (y->dtype != dy->dtype) return amp_kernel_bad_dtype(k, y->dtype);
+    bool same = dy->rank == y->rank;
+    for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
+    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
+    int64_t outer = 0, d = 0, inner = 0;
+    AmpCode rc = amp_cuda_softmax_layout(k, attr, y, &outer, &d, &inner);
+    if (rc) return rc;
+    AmpBuf *dx;
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
+    if ((rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
+    if (!dy->nelem) return AMP_OK; /* no element, however many empty rows */
+    int err = amp_cuda_softmax_grad_launch(dy->dtype, dy->data, y->data, dx->data, outer, d, inner,
+                                           amp_cuda_ctx(k)->stream);
+    return amp_cuda_check(k, err, "softmax gradient kernel");
+}
+
+/* ---- LayerNormalizationGrad -------------------------------------------------------------- */
+
+size_t amp_cuda_lngrad_ws_floats(int64_t rows, int64_t cols, int64_t chunks) {
+    return 2 * (size_t)rows + 2 * (size_t)chunks * (size_t)cols;
+}
+
+int64_t amp_cuda_lngrad_chunks(int64_t rows, int64_t cols, size_t ws_bytes) {
+    int64_t ch = (rows + 31) / 32;
+    if (ch < 1) ch = 1;
+    if (ch > 512) ch = 512;
+    size_t cap = ws_bytes / sizeof(float);
+    while (ch > 1 && amp_cuda_lngrad_ws_floats(rows, cols, ch) > cap) ch /= 2;
+    return amp_cuda_lngrad_ws_floats(rows, cols, ch) > cap ? 0 : ch;
+}
+
+bool amp_cuda_supports_layernorm_grad(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    (void)opset;
+    if (n->n_inputs < 3 || n->n_inputs > 5) return false;
+    int dt = in_dtypes[1];
+    if (!amp_cuda_is_float(dt)) return false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (!n->inputs[i]) {
+            if (i < 3) return false;
+            continue;
+        }
+        if (in_dtypes[i] != dt && !(i >= 3 && in_dtypes[i] == AMP_DT_FLOAT)) return false;
+    }
+    /* both statistics or neither (the CPU recomputes them when one is missing), of one type */
+    bool m = n->n_inputs > 3 && n->inputs[3], v = n->n_inputs > 4 && n->inputs[4];
+    return !(m && v) || in_dtypes[3] == in_dtypes[4];
+}
+
+/* (Y_grad, X, scale, mean?, inv_std_dev?) -> (X_grad, scale_grad?, bias_grad?), rows split at
+ * `axis`; the CPU's checks (amp_cpu_ms_layernorm_grad). */
+AmpCode amp_cuda_ms_layernorm_grad(AmpKernelCtx *k) {
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0] || !in[1] || !in[2]) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
+    const AmpBuf *x = in[1];
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != x->dtype) return amp_kernel_bad_dtype(k, in[i]->dtype);
+    bool stats = in[3] && in[4];
+    if (stats && (in[3]->dtype != in[4]->dtype || (in[3]->dtype != x->dtype && in[3]->dtype != AMP_DT_FLOAT)))
+        return amp_kernel_bad_dtype(k, in[3]->dtype);
+    const AmpNormAttrs *na = k->attrs;
+    if (!na) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    int axis;
+    if (!amp_norm_axis(na->axis, x->rank, &axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+    int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims);
+    int64_t cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
+    if (in[0]->nelem != x->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
+    if (in[2]->nelem != (uint64_t)cols)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
+    for (int i = 3; i < 5; i++)
+        if (in[i] && in[i]->nelem != (uint64_t)rows)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
+    AmpBuf *out[3];
+    AmpCode rc = amp_kernel_outputs(k, 3, out);
+    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
+    for (int j = 1; !rc && j < 3; j++)
+        if (out[j]) rc = amp_kernel_check_out(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
+    if (rc) return rc;
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    int64_t chunks = amp_cuda_lngrad_chunks(rows, cols, c->workspace_bytes);
+    if (!chunks) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "the rows' statistics do not fit the workspace");
+    int err = amp_cuda_lngrad_launch(x->dtype, in[0]->data, x->data, in[2]->data, stats ? in[3]->data : NULL,
+                                     stats ? in[4]->data : NULL, stats && in[3]->dtype == AMP_DT_FLOAT,
+                                     out[0] && x->nelem ? out[0]->data : NULL, out[1] ? out[1]->data : NULL,
+                                     out[2] ? out[2]->data : NULL, rows, cols, (float)na->eps, chunks,
+                                     c->workspace, c->stream);
+    return amp_cuda_check(k, err, "layer norm gradient kernel");
+}
