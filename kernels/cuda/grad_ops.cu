@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/dropout_rng.h"
 #include "kernels/cuda/grad_ops.h"
+#include "kernels/cuda/maxpool_elem.h"
 
 // AmpDType numbers (ir/ir.h).
 enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11, DT_BFLOAT16 = 16 };
@@ -458,65 +459,40 @@ extern "C" int amp_cuda_gather_grad(int dtype, void *dx, const void *dy, const v
 
 // ---- MaxPool with Indices ------------------------------------------------------------------
 
-// The kernel offsets [lo, hi) whose input position start + j * dil lies in [0, limit).
-__device__ __forceinline__ void window_range(int64_t start, int64_t dil, int64_t kern, int64_t limit, int64_t *lo,
-                                             int64_t *hi) {
-    *lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
-    *hi = start >= limit ? 0 : (limit - 1 - start) / dil + 1;
-    if (*hi > kern) *hi = kern;
-    if (*hi < *lo) *hi = *lo;
+AMP_CUDA_MAXPOOL_ELEM(maxpool_elem_f32, float, to_f)
+AMP_CUDA_MAXPOOL_ELEM(maxpool_elem_f16, __half, to_f)
+AMP_CUDA_MAXPOOL_ELEM(maxpool_elem_bf16, __nv_bfloat16, to_f)
+
+__device__ __forceinline__ int64_t maxpool_elem(const AmpCudaPoolIdx *p, uint64_t i, const float *x, float *b) {
+    return maxpool_elem_f32(p, i, x, b);
+}
+__device__ __forceinline__ int64_t maxpool_elem(const AmpCudaPoolIdx *p, uint64_t i, const __half *x, float *b) {
+    return maxpool_elem_f16(p, i, x, b);
+}
+__device__ __forceinline__ int64_t maxpool_elem(const AmpCudaPoolIdx *p, uint64_t i, const __nv_bfloat16 *x,
+                                                float *b) {
+    return maxpool_elem_bf16(p, i, x, b);
 }
 
+// One thread per output: maxpool_elem.h's walk, Y (when wanted) and the flat index.
 template <typename T>
 __global__ void maxpool_indices_kernel(T *__restrict__ y, int64_t *__restrict__ idx, const T *__restrict__ x,
-                                       AmpCudaPoolIdx p, uint64_t n_out, uint64_t O, uint64_t NI) {
+                                       AmpCudaPoolIdx p, uint64_t n_out) {
     GRID_STRIDE(i, n_out) {
-        uint64_t plane = i / O, q = i % O;
-        int64_t start[AMP_CUDA_POOL_SPATIAL], lo[AMP_CUDA_POOL_SPATIAL], hi[AMP_CUDA_POOL_SPATIAL];
-        int64_t j[AMP_CUDA_POOL_SPATIAL];
-        uint64_t count = 1;
-        for (int d = p.nsp - 1; d >= 0; d--) { // output position, row-major
-            int64_t o = (int64_t)(q % (uint64_t)p.out[d]);
-            q /= (uint64_t)p.out[d];
-            start[d] = o * p.stride[d] - p.pad0[d];
-            window_range(start[d], p.dil[d], p.kern[d], p.in[d], &lo[d], &hi[d]);
-            count *= (uint64_t)(hi[d] - lo[d]);
-            j[d] = lo[d];
-        }
-        const T *xp = x + plane * NI;
-        float best = -INFINITY;
-        int64_t arg = -1;
-        for (uint64_t c = 0; c < count; c++) {
-            int64_t off = 0, coff = 0, cs = 1;
-            for (int d = 0; d < p.nsp; d++) {
-                int64_t ip = start[d] + j[d] * p.dil[d];
-                off = off * p.in[d] + ip;
-                coff += ip * cs;
-                cs *= p.in[d];
-            }
-            float v = to_f(xp[off]);
-            if (arg < 0 || v > best || (isnan(v) && !isnan(best))) { // first maximum; NaN sticks
-                best = v;
-                arg = p.col_major ? coff : off;
-            }
-            for (int d = p.nsp - 1; d >= 0; d--) { // next offset, the last axis fastest
-                if (++j[d] < hi[d]) break;
-                j[d] = lo[d];
-            }
-        }
+        float best;
+        int64_t arg = maxpool_elem(&p, i, x, &best);
         if (y) y[i] = from_f<T>(best);
-        idx[i] = arg < 0 ? -1 : (int64_t)(plane * NI) + arg;
+        idx[i] = arg;
     }
 }
 
 extern "C" int amp_cuda_maxpool_indices(int dtype, void *y, int64_t *idx, const void *x, const AmpCudaPoolIdx *p,
                                         void *stream) {
-    uint64_t O = 1, NI = 1;
-    for (int d = 0; d < p->nsp; d++) O *= (uint64_t)p->out[d], NI *= (uint64_t)p->in[d];
-    uint64_t n_out = p->planes * O;
+    uint64_t n_out = p->planes;
+    for (int d = 0; d < p->nsp; d++) n_out *= (uint64_t)p->out[d];
     if (!n_out) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     FLOAT_DISPATCH(dtype, maxpool_indices_kernel<T><<<grid_for(n_out), BLOCK, 0, s>>>((T *)y, idx, (const T *)x, *p,
-                                                                                     n_out, O, NI))
+                                                                                     n_out))
     return launched();
 }

@@ -111,11 +111,10 @@ int amp_cuda_gather_grad(int dtype, void *dx, const void *dy, const void *idx, i
                          int64_t dim, uint64_t nidx, uint64_t row, void *ws, size_t ws_bytes, void *stream);
 
 /* MaxPool with Indices over planes (N * C) of x (planes, in...) into y (planes, out...)
- * (NULL: not wanted) and idx (int64, y's shape): kernel/pool.c's pool_planes, one thread
- * per output: the window clipped to the input, its offsets walked in row-major order,
- * the first maximum wins and a NaN wins over numbers and sticks; idx is the flat input
- * index (plane * in-size + row-major offset, or the column-major one for storage_order
- * 1), -1 (and y -inf) for a window wholly in the padding. */
+ * (NULL: not wanted) and idx (int64, y's shape): one thread per output, each the walk of
+ * maxpool_elem.h (kernels/cpu/pool.c's: the first maximum wins, a NaN wins and sticks;
+ * idx the flat input index, row- or column-major (storage_order 1); -1 and y -inf for a
+ * window wholly in the padding). */
 #define AMP_CUDA_POOL_SPATIAL 6 /* = AMP_MAX_SPATIAL (checked in grad_ops_pool.c) */
 typedef struct AmpCudaPoolIdx {
     int nsp, col_major;
@@ -174,6 +173,9 @@ bool amp_cuda_supports_gather_grad(const AmpNode *n, int64_t opset, const int *i
 /* MaxPool with its Indices output wanted (grad_ops_pool.c; conv.c's MaxPool hands such a
  * node here): float data, any dilations and storage_order. */
 AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k);
+/* Its geometry from the CPU prepare's attributes and the CPU's window rules (also for the
+ * host test): the launch parameters and Y's dims. */
+AmpCode amp_cuda_maxpool_plan(AmpKernelCtx *k, const AmpBuf *x, AmpCudaPoolIdx *p, int64_t *ydims);
 bool amp_cuda_supports_maxpool_indices(const AmpNode *n, int64_t opset, const int *in_dtypes);
 /* Whether MaxPool node n lists its Indices output. */
 bool amp_cuda_pool_wants_indices(const AmpNode *n);

@@ -14,10 +14,7 @@ bool amp_cuda_pool_wants_indices(const AmpNode *n) {
     return n->n_outputs > 1 && n->outputs[1];
 }
 
-AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
-    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+AmpCode amp_cuda_maxpool_plan(AmpKernelCtx *k, const AmpBuf *x, AmpCudaPoolIdx *p, int64_t *ydims) {
     if (x->rank < 3)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
     const AmpConvAttrs *a = amp_conv_prepared(k);
@@ -25,11 +22,29 @@ AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k) {
     int nsp = x->rank - 2;
     int64_t kern[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, 0, kern);
-    if (rc) return rc;
     AmpConvGeom g;
-    if ((rc = amp_conv_geom_attrs(k, a, x, kern, &g))) return rc;
-    int64_t ydims[AMP_MAX_RANK] = {x->dims[0], x->dims[1]};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
+    if (rc || (rc = amp_conv_geom_attrs(k, a, x, kern, &g))) return rc;
+    memset(p, 0, sizeof *p);
+    p->nsp = nsp;
+    p->col_major = a->col_major;
+    p->planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
+    ydims[0] = x->dims[0], ydims[1] = x->dims[1];
+    for (int d = 0; d < nsp; d++) {
+        p->in[d] = g.in[d], p->out[d] = g.out[d], p->kern[d] = g.kern[d];
+        p->stride[d] = g.stride[d], p->dil[d] = g.dil[d], p->pad0[d] = g.pad0[d];
+        ydims[d + 2] = g.out[d];
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k) {
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    AmpCudaPoolIdx p;
+    int64_t ydims[AMP_MAX_RANK];
+    AmpCode rc = amp_cuda_maxpool_plan(k, x, &p, ydims);
+    if (rc) return rc;
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
     AmpBuf *y = out[0], *yi = out[1];
@@ -38,15 +53,6 @@ AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k) {
         return rc;
     if (!yi) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the Indices output is not placed");
     if (!yi->nelem) return AMP_OK;
-    AmpCudaPoolIdx p;
-    memset(&p, 0, sizeof p);
-    p.nsp = nsp;
-    p.col_major = a->col_major;
-    p.planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
-    for (int d = 0; d < nsp; d++) {
-        p.in[d] = g.in[d], p.out[d] = g.out[d], p.kern[d] = g.kern[d];
-        p.stride[d] = g.stride[d], p.dil[d] = g.dil[d], p.pad0[d] = g.pad0[d];
-    }
     return amp_cuda_check(k, amp_cuda_maxpool_indices(x->dtype, y ? y->data : NULL, yi->data, x->data, &p,
                                                       amp_cuda_ctx(k)->stream),
                           "MaxPool");

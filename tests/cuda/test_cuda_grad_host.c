@@ -2,16 +2,21 @@
  * CPU (no GPU needed): the table entries (the CUDA kernel with the CPU's prepare, so both
  * backends parse a node alike), the supports predicates (what runs on the GPU and what
  * goes to the CPU fallback), Dropout's refusal of the seeded MT19937 path before anything
- * is launched or drawn, GatherGrad's scratch chunking, and which MaxPool nodes take the
- * Indices kernel (grad_ops_pool.c). The numerics against the CPU
+ * is launched or drawn, GatherGrad's scratch chunking, which MaxPool nodes take the
+ * Indices kernel (grad_ops_pool.c), and that kernel's per-element walk (maxpool_elem.h,
+ * run here on the host with the launch parameters amp_cuda_maxpool_plan gives) against
+ * the CPU's MaxPool, Y and Indices exactly. The numerics against the CPU
  * kernels are test_cuda_ops.c's grad table (GPU only); Dropout's shared mask generator is
  * tests/kernels/test_dropout_rng.c. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/conv_impl.h"
 #include "kernels/cpu/dropout_rng.h"
 #include "kernels/cuda/grad_ops.h"
+#include "kernels/cuda/maxpool_elem.h"
 #include "tests/runtime/rt_util.h"
 
 enum {
@@ -161,6 +166,91 @@ Test(cuda_grad_host, maxpool_indices) {
     cr_assert_not(pool_takes(D, 2, 1), "double: the CPU's");
     cr_assert(pool_takes(H, 1, 1), "no Indices: cuDNN");
     cr_assert_not(pool_takes(H, 1, 2), "dilated without Indices: cuDNN cannot");
+}
+
+/* The kernel's element walk on the host, float32 data. */
+#define F32_ID(v) (v)
+AMP_CUDA_MAXPOOL_ELEM(host_maxpool_elem, float, F32_ID)
+
+/* A MaxPool node of the given int-list attributes ("name=a,b,..." separated by spaces;
+ * auto_pad=... a string), run by the CPU kernel on x (dims xd), and the host walk of
+ * every output under amp_cuda_maxpool_plan's parameters: both must agree exactly. */
+static void maxpool_agrees(int rank, const int64_t *xd, const char *spec) {
+    AmpModel *m = rt_model(12);
+    AmpNode *n = rt_node(m->graph, "", "MaxPool", "x", "y,i");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *sv = NULL, *t = strtok_r(buf, " ", &sv); t; t = strtok_r(NULL, " ", &sv)) {
+        char *v = strchr(t, '=');
+        *v++ = '\0';
+        if (!strcmp(t, "auto_pad")) {
+            AmpAttr *a = amp_node_add_attr(n, amp_arena_strdup(&m->arena, t), AMP_ATTR_STRING);
+            a->s.data = (const uint8_t *)amp_arena_strdup(&m->arena, v);
+            a->s.len = strlen(v);
+            continue;
+        }
+        int64_t vals[8];
+        size_t cnt = 0;
+        for (char *sv2 = NULL, *u = strtok_r(v, ",", &sv2); u; u = strtok_r(NULL, ",", &sv2)) vals[cnt++] = atoll(u);
+        bool list = strcmp(t, "ceil_mode") && strcmp(t, "storage_order");
+        AmpAttr *a = amp_node_add_attr(n, amp_arena_strdup(&m->arena, t), list ? AMP_ATTR_INTS : AMP_ATTR_INT);
+        if (!list) {
+            a->i = vals[0];
+            continue;
+        }
+        a->ints = amp_arena_calloc(&m->arena, cnt, sizeof *a->ints);
+        memcpy(a->ints, vals, cnt * sizeof *vals);
+        a->n_ints = cnt;
+    }
+    AmpStatus st = {0};
+    void *attrs = NULL;
+    cr_assert_eq(amp_cpu_conv_prepare(n, 12, &attrs, &st), AMP_OK, "%s: %s", spec, st.msg);
+    AmpBuf X = {.dtype = F, .rank = rank};
+    memcpy(X.dims, xd, (size_t)rank * sizeof *xd);
+    X.nelem = amp_shape_nelem(rank, xd);
+    float *x = malloc(X.nelem * sizeof *x);
+    uint64_t r = 0x1234567ull;
+    for (uint64_t i = 0; i < X.nelem; i++) { /* small integers: many ties; a few NaN */
+        r ^= r >> 12, r ^= r << 25, r ^= r >> 27;
+        uint64_t u = (r * 0x2545f4914f6cdd1dull) >> 40;
+        x[i] = u % 97 == 0 ? NAN : (float)(u % 7) - 5.0f;
+    }
+    X.data = x;
+    const AmpBuf *in[1] = {&X};
+    AmpBuf outs[2] = {{0}};
+    AmpKernelCtx k = {.node = n, .opset = 12, .n_in = 1, .in = in, .n_out = 2, .out = outs, .attrs = attrs, .st = &st};
+    AmpCudaPoolIdx p;
+    int64_t yd[AMP_MAX_RANK];
+    cr_assert_eq(amp_cuda_maxpool_plan(&k, &X, &p, yd), AMP_OK, "%s: %s", spec, st.msg);
+    uint64_t ny = amp_shape_nelem(rank, yd);
+    float *y = malloc((ny ? ny : 1) * sizeof *y);
+    int64_t *iy = malloc((ny ? ny : 1) * sizeof *iy);
+    outs[0] = (AmpBuf){.dtype = F, .rank = rank, .nelem = ny, .data = y};
+    outs[1] = (AmpBuf){.dtype = I64, .rank = rank, .nelem = ny, .data = iy};
+    memcpy(outs[0].dims, yd, sizeof outs[0].dims);
+    memcpy(outs[1].dims, yd, sizeof outs[1].dims);
+    cr_assert_eq(amp_cpu_maxpool(&k), AMP_OK, "%s: %s", spec, st.msg);
+    for (uint64_t i = 0; i < ny; i++) {
+        float best;
+        int64_t arg = host_maxpool_elem(&p, i, x, &best);
+        cr_assert_eq(arg, iy[i], "%s: output %llu index", spec, (unsigned long long)i);
+        cr_assert(isnan(y[i]) ? isnan(best) : best == y[i], "%s: output %llu: %g, CPU %g", spec,
+                  (unsigned long long)i, best, y[i]);
+    }
+    free(x), free(y), free(iy), free(attrs);
+    amp_model_free(m);
+}
+
+Test(cuda_grad_host, maxpool_elem_matches_the_cpu) {
+    const int64_t a[4] = {2, 4, 33, 17}, b[4] = {2, 3, 10, 11}, c[3] = {2, 3, 17}, d[5] = {1, 2, 5, 6, 7};
+    maxpool_agrees(4, a, "kernel_shape=3,3 strides=2,2");
+    maxpool_agrees(4, b, "kernel_shape=3,2 pads=1,0,2,1 ceil_mode=1");
+    maxpool_agrees(4, b, "kernel_shape=3,3 dilations=2,1 storage_order=1");
+    maxpool_agrees(4, b, "kernel_shape=2,2 dilations=3,2 pads=2,1,2,1 strides=3,1");
+    maxpool_agrees(3, c, "kernel_shape=2 auto_pad=SAME_UPPER");
+    maxpool_agrees(3, c, "kernel_shape=4 strides=3 auto_pad=SAME_LOWER storage_order=1");
+    maxpool_agrees(5, d, "kernel_shape=2,3,2 strides=1,2,2");
+    maxpool_agrees(5, d, "kernel_shape=2,2,2 pads=1,0,1,1,1,0 storage_order=1");
 }
 
 /* ---- Dropout's device path ------------------------------------------------------------------ */
