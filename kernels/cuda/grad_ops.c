@@ -143,7 +143,8 @@ AmpCode amp_cuda_dropout_node(AmpKernelCtx *k) {
         (mask && (rc = amp_kernel_check_out(k, mask, mask_dt, x->rank, x->dims))))
         return rc;
     uint64_t local = AMP_DROPOUT_GOLDEN, key = 0;
-    if (amp_dropout_draws(k->training, t != NULL, a->has_seed, x->nelem)) key = amp_dropout_key(k->rng ? k->rng : &local);
+    if (amp_dropout_draws(k->training, t != NULL, a->has_seed, x->nelem))
+        key = amp_dropout_key(k->rng ? k->rng : &local);
     if (!x->nelem) return AMP_OK;
     AmpCudaDropout p = {.ratio = ratio,
                         .ratio_dev = r ? r->data : NULL,
@@ -166,8 +167,8 @@ AmpCode amp_cuda_dropout_grad_node(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "mask must be bool with dY's shape");
     if ((rc = check_ratio(k, r)) || (rc = check_mode(k, t))) return rc;
     AmpBuf *dx;
-    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims)) ||
-        !dy->nelem)
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx ||
+        (rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims)) || !dy->nelem)
         return rc;
     return launched(k, amp_cuda_dropout_grad(dy->dtype, dx->data, dy->data, mask->data, dy->nelem, r ? r->data : NULL,
                                              r ? r->dtype : AMP_DT_FLOAT, t ? t->data : NULL, stream_of(k)));

@@ -336,6 +336,12 @@ __global__ void scatter_add_ordered_kernel(T *y, const T *__restrict__ u, const 
     }
 }
 
+// NONE: the slices copied as elements of E's size.
+template <typename E, typename IX>
+static void scatter_copy(void *y, const void *u, const IX *idx, const AmpCudaScatter &s, cudaStream_t st) {
+    scatter_kernel<E, IX, false><<<grid_for(s.tuples * s.slice), BLOCK, 0, st>>>((E *)y, (const E *)u, idx, s);
+}
+
 template <typename IX>
 static int scatter_ix(int red, int dtype, size_t es, void *y, const void *u, const IX *idx, const AmpCudaScatter &s,
                       cudaStream_t st) {
@@ -351,10 +357,10 @@ static int scatter_ix(int red, int dtype, size_t es, void *y, const void *u, con
         return launched();
     }
     switch (es) {
-    case 1: scatter_kernel<uint8_t, IX, false><<<grid_for(n), BLOCK, 0, st>>>((uint8_t *)y, (const uint8_t *)u, idx, s); break;
-    case 2: scatter_kernel<uint16_t, IX, false><<<grid_for(n), BLOCK, 0, st>>>((uint16_t *)y, (const uint16_t *)u, idx, s); break;
-    case 4: scatter_kernel<uint32_t, IX, false><<<grid_for(n), BLOCK, 0, st>>>((uint32_t *)y, (const uint32_t *)u, idx, s); break;
-    case 8: scatter_kernel<uint64_t, IX, false><<<grid_for(n), BLOCK, 0, st>>>((uint64_t *)y, (const uint64_t *)u, idx, s); break;
+    case 1: scatter_copy<uint8_t>(y, u, idx, s, st); break;
+    case 2: scatter_copy<uint16_t>(y, u, idx, s, st); break;
+    case 4: scatter_copy<uint32_t>(y, u, idx, s, st); break;
+    case 8: scatter_copy<uint64_t>(y, u, idx, s, st); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return launched();
@@ -440,7 +446,8 @@ static int gather_grad_ix(int dtype, void *dx, const void *dy, const IX *idx, ui
     switch (dtype) {
     case DT_FLOAT: return gather_grad_f32<IX>((float *)dx, (const float *)dy, idx, outer, dim, nidx, row, s);
     case DT_FLOAT16:
-        return gather_grad_16<__half, IX>((__half *)dx, (const __half *)dy, idx, outer, dim, nidx, row, ws, ws_bytes, s);
+        return gather_grad_16<__half, IX>((__half *)dx, (const __half *)dy, idx, outer, dim, nidx, row, ws, ws_bytes,
+                                          s);
     case DT_BFLOAT16:
         return gather_grad_16<__nv_bfloat16, IX>((__nv_bfloat16 *)dx, (const __nv_bfloat16 *)dy, idx, outer, dim, nidx,
                                                  row, ws, ws_bytes, s);

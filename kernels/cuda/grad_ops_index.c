@@ -112,7 +112,8 @@ AmpCode amp_cuda_scatter_nd_node(AmpKernelCtx *k) {
 /* (shape, indices, dY) -> dX of `shape` (placed), dY Gather's output for it (gather.c). */
 AmpCode amp_cuda_gather_grad_node(AmpKernelCtx *k) {
     const AmpBuf *idx = in_at(k, 1), *dy = in_at(k, 2);
-    if (!in_at(k, 0) || !idx || !dy) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape, indices and dY inputs are required");
+    if (!in_at(k, 0) || !idx || !dy)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "shape, indices and dY inputs are required");
     if (!is_index(idx->dtype))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "indices of %s", amp_dtype_name(idx->dtype));
     if (!is_f32_family(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);

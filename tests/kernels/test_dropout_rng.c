@@ -49,7 +49,8 @@ Test(dropout_rng, threshold_is_the_exact_double_compare) {
     for (int t = 0; t < 100000; t++) {
         uint64_t u = splitmix64_next(&s) >> 11;
         /* float ratios (as models give them), some exactly at u's value */
-        double r = t % 7 == 0 ? (double)(float)((double)u * 0x1p-53) : (double)(float)((splitmix64_next(&s) >> 11) * 0x1p-53);
+        double other = (double)(splitmix64_next(&s) >> 11) * 0x1p-53;
+        double r = (double)(float)(t % 7 == 0 ? (double)u * 0x1p-53 : other);
         bool want = (double)u * 0x1p-53 >= r;
         cr_assert_eq(u >= amp_dropout_threshold(r), want, "u %llu ratio %.17g", (unsigned long long)u, r);
     }
@@ -86,8 +87,8 @@ Test(dropout_rng, mask_statistics_over_a_million_elements) {
     cr_assert(fabs((double)kept - N * p) < 5 * sd, "kept %llu of %d (want %.0f +- %.0f)", (unsigned long long)kept, N,
               N * p, 5 * sd);
     double pp = p * p, sdp = sqrt(N * pp * (1 - pp));
-    cr_assert(fabs((double)pairs - N * pp) < 5 * sdp, "neighbour pairs kept %llu (want %.0f)", (unsigned long long)pairs,
-              N * pp);
+    cr_assert(fabs((double)pairs - N * pp) < 5 * sdp, "neighbour pairs kept %llu (want %.0f)",
+              (unsigned long long)pairs, N * pp);
     double pa = p * p + ratio * ratio, sda = sqrt(N * pa * (1 - pa));
     cr_assert(fabs((double)agree - N * pa) < 5 * sda, "two steps' masks agree on %llu (independent: %.0f)",
               (unsigned long long)agree, N * pa);
