@@ -5,11 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/dropout_rng.h"
 #include "kernels/cpu/elementwise_impl.h"
 
 /* Which random stream draws the mask:
- * - in the executor's training step, its state k->rng (xorshift64*), so masks differ
- *   from step to step and follow the session's seed;
+ * - in the executor's training step (or with a training_mode input and no seed), the
+ *   counter-based generator of dropout_rng.h: one key per call drawn from k->rng (so masks
+ *   differ from step to step and follow the session's seed and checkpoints), element i
+ *   decided by a hash of (key, i), which the CUDA kernel computes alike in parallel;
  * - when the model itself asks for training (training_mode = true) and gives a `seed`
  *   attribute, MT19937 seeded as numpy's RandomState(seed) with the same uniform draws,
  *   so the mask is the ONNX reference implementation's, and the same on every run.
@@ -48,26 +51,8 @@ static double mt_double(Mt19937 *s) {
     return (a * 67108864.0 + b) / 9007199254740992.0;
 }
 
-/* xorshift64* step: 53 bits in [0, 1). A zero state would stay zero, so it is replaced. */
-static double xs_double(uint64_t *s) {
-    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return (double)((x * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
-}
-
-/* The attributes: the ratio (an attribute before opset 12, then an optional input whose
- * default is 0.5) and the seed. */
-typedef struct DropoutAttrs {
-    double ratio;
-    bool has_seed;
-    int64_t seed;
-} DropoutAttrs;
-
 AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    DropoutAttrs *a = malloc(sizeof *a);
+    AmpDropoutAttrs *a = malloc(sizeof *a);
     if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     a->ratio = opset < 12 ? amp_node_attr_float(n, "ratio", 0.5f) : 0.5;
     const AmpAttr *seed = amp_node_attr(n, "seed");
@@ -115,7 +100,7 @@ AmpCode amp_ms_dropout_grad(AmpKernelCtx *k) {
 AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
-    const DropoutAttrs *a = k->attrs;
+    const AmpDropoutAttrs *a = k->attrs;
     const AmpBuf *x = k->in[0];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
 
@@ -135,8 +120,9 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
 
     /* y: x's dtype and shape; the mask: x's shape, bool (x's dtype before opset 10).
-     * Either may be left out of the node: the mask is drawn all the same, so that the
-     * random stream advances as it would with both. */
+     * Either may be left out of the node. The key is drawn by amp_dropout_draws' rule,
+     * which reads only host-known facts (not ratio's or training_mode's values), so the
+     * session's stream advances alike on every backend. */
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
     AmpBuf *y = out[0], *mask = out[1];
@@ -144,15 +130,16 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
         (mask && (rc = amp_kernel_check_out(k, mask, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims))))
         return rc;
 
+    bool use_mt = !k->training && a->has_seed;
+    uint64_t local = AMP_DROPOUT_GOLDEN, *xs = k->rng ? k->rng : &local, key = 0;
+    if (amp_dropout_draws(k->training, t != NULL, a->has_seed, x->nelem)) key = amp_dropout_key(xs);
     if (!train || !x->nelem) {
         if (y && x->nelem) memcpy(y->data, x->data, amp_buf_bytes(x));
         for (uint64_t i = 0; mask && i < mask->nelem; i++) amp_ew_set_f64(mask, i, 1.0);
         return AMP_OK;
     }
 
-    bool use_mt = !k->training && a->has_seed;
     Mt19937 *mt = NULL;
-    uint64_t local = 0x9e3779b97f4a7c15ull, *xs = k->rng ? k->rng : &local;
     if (use_mt) {
         if (!(mt = malloc(sizeof *mt))) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
         mt_seed(mt, (uint32_t)a->seed);
@@ -171,8 +158,9 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     }
     const double *xd = x->data;
     double *yd = y ? y->data : NULL;
+    uint64_t thr = amp_dropout_threshold(ratio);
     for (uint64_t i = 0; i < x->nelem; i++) {
-        bool keep = (use_mt ? mt_double(mt) : xs_double(xs)) >= ratio;
+        bool keep = use_mt ? mt_double(mt) >= ratio : amp_dropout_keep(key, i, thr);
         if (yf) yf[i] = keep ? xf[i] * (float)scale : 0.0f;
         else if (yd) yd[i] = keep ? xd[i] * scale : 0.0;
         if (mask) amp_ew_set_f64(mask, i, keep);

@@ -258,7 +258,13 @@ AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
 
 /* ---- ScatterND ------------------------------------------------------------------------ */
 
-enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+enum {
+    RED_NONE = AMP_SCATTER_NONE,
+    RED_ADD = AMP_SCATTER_ADD,
+    RED_MUL = AMP_SCATTER_MUL,
+    RED_MAX = AMP_SCATTER_MAX,
+    RED_MIN = AMP_SCATTER_MIN
+};
 
 static float red_f(int op, float a, float b) {
     switch (op) {
@@ -332,11 +338,6 @@ static bool reduce_into(int dt, int op, void *dst, const void *src, uint64_t n) 
     default: return false;
     }
 }
-
-/* ScatterND's reduction (RED_*). */
-typedef struct ScatterAttrs {
-    int op;
-} ScatterAttrs;
 
 AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;

@@ -69,4 +69,15 @@ typedef struct AxisAttrs {
     int64_t axis;
 } AxisAttrs;
 
+/* OneHot's axis, raw (normalised against the output's rank): tensor.c's prepare. */
+typedef struct OneHotAttrs {
+    int64_t axis;
+} OneHotAttrs;
+
+/* ScatterND's reduction (amp_sh_scatter_nd_prepare, gather.c); read by the CUDA kernel. */
+enum { AMP_SCATTER_NONE, AMP_SCATTER_ADD, AMP_SCATTER_MUL, AMP_SCATTER_MAX, AMP_SCATTER_MIN };
+typedef struct ScatterAttrs {
+    int op; /* AMP_SCATTER_* */
+} ScatterAttrs;
+
 #endif

@@ -429,11 +429,6 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
 
 /* ---- OneHot ----------------------------------------------------------------------------- */
 
-/* OneHot's axis, raw (normalised against the output's rank). */
-typedef struct OneHotAttrs {
-    int64_t axis;
-} OneHotAttrs;
-
 AmpCode amp_cpu_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     OneHotAttrs a = {amp_node_attr_int(n, "axis", -1)};

@@ -16,6 +16,7 @@
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_dnn.h"
+#include "kernels/cuda/grad_ops.h" /* MaxPool with Indices */
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "kernels/cpu/conv_impl.h" /* the CPU's attributes and window geometry */
 
@@ -251,7 +252,10 @@ static AmpCode pool(AmpKernelCtx *k, bool max) {
                               "the pooling");
 }
 
+/* With its Indices output listed, MaxPool runs grad_ops_pool.c's own kernel (cuDNN's
+ * pooling gives no argmax). */
 AmpCode amp_cuda_maxpool(AmpKernelCtx *k) {
+    if (amp_cuda_pool_wants_indices(k->node)) return amp_cuda_maxpool_with_indices(k);
     return pool(k, true);
 }
 
@@ -264,9 +268,11 @@ bool amp_cuda_supports_conv(const AmpNode *n, int64_t opset, const int *in_dtype
     return n->n_inputs >= 2 && amp_cuda_supports_float(n, opset, in_dtypes);
 }
 
-/* No Indices output (MaxPool's second), no dilations, no storage order to honour. */
+/* cuDNN: no dilations, no storage order to honour. MaxPool with its Indices output
+ * (own kernel, grad_ops_pool.c): float data, any window. */
 bool amp_cuda_supports_pool(const AmpNode *n, int64_t opset, const int *in_dtypes) {
-    if (n->n_outputs > 1 && n->outputs[1]) return false;
+    if (amp_cuda_pool_wants_indices(n))
+        return n->op == AMP_OP_MaxPool && amp_cuda_supports_maxpool_indices(n, opset, in_dtypes);
     const AmpAttr *d = amp_node_attr(n, "dilations");
     if (d) {
         for (size_t i = 0; i < d->n_ints; i++)

@@ -7,6 +7,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/fused.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
 #include "kernels/cuda/norm.h"
@@ -153,4 +154,18 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
     [AMP_OP_Momentum] = {amp_cuda_momentum, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
     [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    /* grad_ops.c, grad_ops_index.c: training ops (element-wise gradients, Dropout's counter-based
+     * mask, the accumulator, OneHot, ScatterND, GatherGrad) */
+    [AMP_OP_Ms_ReluGrad] = {amp_cuda_relu_grad, NULL, amp_cuda_supports_float},
+    [AMP_OP_Ms_SigmoidGrad] = {amp_cuda_sigmoid_grad, NULL, amp_cuda_supports_float},
+    [AMP_OP_Ms_TanhGrad] = {amp_cuda_tanh_grad, NULL, amp_cuda_supports_float},
+    [AMP_OP_Ms_GeluGrad] = {amp_cuda_gelu_grad, amp_ew_prepare_gelu, amp_cuda_supports_float},
+    [AMP_OP_Ms_BiasGelu] = {amp_cuda_bias_gelu, amp_ew_prepare_gelu, amp_cuda_supports_float},
+    [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_cuda_bias_gelu_grad_dx, NULL, amp_cuda_supports_float},
+    [AMP_OP_Ms_DropoutGrad] = {amp_cuda_dropout_grad_node, NULL, amp_cuda_supports_dropout_grad},
+    [AMP_OP_Dropout] = {amp_cuda_dropout_node, amp_ew_prepare_dropout, amp_cuda_supports_dropout},
+    [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cuda_accumulator, NULL, amp_cuda_supports_accumulator},
+    [AMP_OP_OneHot] = {amp_cuda_one_hot_node, amp_cpu_one_hot_prepare, amp_cuda_supports_one_hot},
+    [AMP_OP_ScatterND] = {amp_cuda_scatter_nd_node, amp_sh_scatter_nd_prepare, amp_cuda_supports_scatter_nd},
+    [AMP_OP_Ms_GatherGrad] = {amp_cuda_gather_grad_node, amp_sh_gather_prepare, amp_cuda_supports_gather_grad},
 };

@@ -447,4 +447,61 @@ static const Case optim[] = {
     {"ai.onnx.preview.training:Adagrad", "FLT", OPT_1M, .tol = 'E', .nout = 2},
 };
 
+/* ---- training ops (kernels/cuda/grad_ops.c, grad_ops_index.c) ---------------------------------
+ * Same-shape pairs and a bias over the last axis (the com.microsoft gradients' shape
+ * functions give input 0's shape, so no case broadcasts input 0). Dropout's mask is the
+ * counter-based one (kernels/cpu/dropout_rng.h): both sessions start from the same seed,
+ * so the CUDA mask must equal the CPU's bit for bit; the seeded training_mode row is the
+ * MT19937 path, which the CUDA kernel refuses (counted "not on GPU"). ScatterND none uses
+ * single tuples (duplicate indices leave either update on a GPU), add random duplicates:
+ * exact for 16 bits (ordered), within the accumulating tolerance for float32 (atomics).
+ * MaxPool's rows list Indices (cuDNN has no argmax: grad_ops_pool.c's own kernel). */
+#define GR2 "T[7] T[7] | T[] T[] | T[0] T[0] | T[33,65] T[33,65] | T[33,65] T[65] | T[1025,1023] T[1025,1023]"
+#define GATHER_GRAD                                                                                  \
+    "i64{5,4} i64[3]@5 T[3,4] | i64{5,4} i64[2,3]@5 T[2,3,4] | i64{7} i64[20]@7 T[20] | "             \
+    "i64{1000,64} i32[512]@1000 T[512,64] | i64{5,4} i64[0]@5 T[0,4]"
+#define SCATTER_ADD                                                                                  \
+    "T[5,4] i64[3,1]@5 T[3,4] | T[5,4] i64[6,2]@4 T[6] | T[1000,64] i64[512,1]@1000 T[512,64] | "    \
+    "T[2,3,4] i32[4,2]@2 T[4,4]"
+
+static const Case grad[] = {
+    {"com.microsoft:ReluGrad", "FLT", GR2, .tol = 'X'},
+    {"com.microsoft:SigmoidGrad", "FLT", GR2, .tol = 'E'},
+    {"com.microsoft:TanhGrad", "FLT", GR2, .tol = 'E'},
+    {"com.microsoft:GeluGrad", "FLT", GR2, .tol = 'E'},
+    {"com.microsoft:GeluGrad", "FLT", GR2, "approximate=tanh", .tol = 'E'},
+    {"com.microsoft:BiasGelu", "FLT", "T[7] T[7] | T[33,65] T[65] | T[2,3,64] T[64] | T[1025,1023] T[1023]", .tol = 'E'},
+    {"com.microsoft:BiasGelu", "FLT", "T[33,65] T[65]", "approximate=tanh", .tol = 'E'},
+    {"com.microsoft:BiasGeluGrad_dX", "FLT", "T[33,65] T[33,65] T[65] | T[2,3,64] T[2,3,64] T[64] | T[0,5] T[0,5] T[5] | "
+                                             "T[1025,1023] T[1025,1023] T[1023]", .tol = 'E'},
+    {"com.microsoft:DropoutGrad", "FLT", "T[33,65] bool[33,65] | T[33,65] bool[33,65] T(0.25) | "
+                                         "T[33,65] bool[33,65] T(0.25) bool(0) | T[7] bool[7] f32(0.3) bool(1) | "
+                                         "T[1025,1023] bool[1025,1023] f64(0.1)", .tol = 'X'},
+    {"Dropout", "FLT", "T[33,65] T(0.3) bool(1) | T[1025,1023] - bool(1) | T[7] T(0.5) bool(0) | T[33,65] | "
+                       "T[0,5] T(0.3) bool(1) | T[1025,1023] f32(0.9) bool(1)", .tol = 'X', .opset = 13, .nout = 2},
+    {"Dropout", "FLT", "T[33,65]", "ratio=0.3", .tol = 'X', .opset = 7, .nout = 2},
+    {"Dropout", "f32", "T[33,65] T(0.3) bool(1)", "seed=5", .tol = 'X', .opset = 13, .nout = 2},
+    {"com.microsoft:InPlaceAccumulatorV2", "FLT", "T[33,65] T[33,65] | T[33,65] T[33,65] bool(1) | "
+                                                  "T[33,65] T[33,65] bool(0) | T[7] T[7] i64(1) | f32[33,65] T[33,65] | "
+                                                  "T[1025,1023] T[1025,1023] | T[0,3] T[0,3]", .tol = 'X', .nout = 2},
+    {"OneHot", "FLT INT bool", "i64[3,5]@7 i64{7} T{0,1} | i32[4]@5 i64(5) T{3,1} | i64[2,3]@4 f32(4) T{0,1} | "
+                               "i64[0,3]@4 i64(4) T{0,1}", .tol = 'X'},
+    {"OneHot", "FLT", "i64[3,5]@7 i64(7) T{0,1} | i64[2,3,4]@6 i64(6) T{-1,1}", "axis=0", .tol = 'X'},
+    {"OneHot", "FLT", "i64[3,5]@7 i64(7) T{0,1}", "axis=1", .tol = 'X'},
+    {"ScatterND", "FLT INT bool", "T[4,3] i64{2} T[3] | T[4,3] i64{-1,2} T[] | T[2,3,4] i64{1} T[3,4] | "
+                                  "T[2,3,4] i32{1,-1} T[4]", .tol = 'X'},
+    {"ScatterND", "f16 bf16", SCATTER_ADD, "reduction=add", .tol = 'X'},
+    {"ScatterND", "f32", SCATTER_ADD, "reduction=add", .tol = 'A'},
+    {"ScatterND", "f32", "T[5,4] i64[3,1]@5 T[3,4]", "reduction=mul", .tol = 'E'},
+    {"com.microsoft:GatherGrad", "FLT", GATHER_GRAD, "axis=0", .tol = 'A'},
+    {"com.microsoft:GatherGrad", "FLT", "i64{3,5,4} i64[6]@5 T[3,6,4] | i64{3,5,4} i64[2,2]@5 T[3,2,2,4]", "axis=1",
+     .tol = 'A'},
+    /* MaxPool with Indices (grad_ops_pool.c): Y and the argmax exactly as the CPU's */
+    {"MaxPool", "FLT", "T[1,3,9,9] | T[2,4,33,17]", "kernel_shape=[3,3] strides=[2,2]", .tol = 'X', .nout = 2},
+    {"MaxPool", "FLT", "T[2,3,10,11]", "kernel_shape=[3,2] pads=[1,0,2,1] ceil_mode=1", .tol = 'X', .nout = 2},
+    {"MaxPool", "FLT", "T[2,3,10,11]", "kernel_shape=[3,3] dilations=[2,1] storage_order=1", .tol = 'X', .nout = 2},
+    {"MaxPool", "FLT", "T[2,3,17] | T[1,1,1]", "kernel_shape=[2] auto_pad=SAME_UPPER", .tol = 'X', .nout = 2},
+    {"MaxPool", "FLT", "T[1,2,5,6,7]", "kernel_shape=[2,3,2] strides=[1,2,2]", .tol = 'X', .nout = 2},
+};
+
 #endif

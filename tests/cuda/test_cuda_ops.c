@@ -559,3 +559,7 @@ Test(cuda_ops, loss_train, .timeout = 1200) {
 Test(cuda_ops, optim, .timeout = 1200) {
     RUN(optim);
 }
+
+Test(cuda_ops, grad, .timeout = 1200) {
+    RUN(grad);
+}
