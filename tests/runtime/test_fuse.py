@@ -4,7 +4,8 @@
 The device simulator fuses as CUDA does (chains of elementwise nodes, the loss-scaling
 check, the update gates) and runs the fused nodes' CPU reference kernels; the CPU backend
 runs every node as the model has it. So for every bundled training model (the
-training_info ones, and those `ampc grad` makes from models/*/train.json), FP32 and
+training_info ones, those `ampc grad` makes from models/*/train.json, and onnxruntime-
+training's sets, imported with their optimizer and checkpoint), FP32 and
 converted to float16 (dynamic loss scaling) and bfloat16, STEPS training steps on `sim`
 must print the CPU's losses and loss scales digit for digit and save the CPU's state byte
 for byte, and `sim` must say it fused nodes (the AMP graphs: the check, the gates and the
@@ -57,41 +58,51 @@ def sh(ctx, *argv, check=True):
     return p
 
 
+def ort_set(name):
+    d = os.path.join(MODELS, name)
+    return (os.path.join(d, "training_model.onnx"), ["--optimizer", os.path.join(d, "optimizer_model.onnx"),
+                                                      "--checkpoint", os.path.join(d, "checkpoint")],
+            os.path.join(d, "test_data_set_0"))
+
+
 def training_model(ctx, name):
-    """(model path, inputs folder) of bundled model `name` as a training graph."""
+    """(model path, extra `ampc run` arguments, inputs folder) of bundled model `name` as a
+    training graph: an onnxruntime-training set is imported by `ampc run` itself."""
     if name in ctx.made:
         return ctx.made[name]
     d = os.path.join(MODELS, name)
     spec = os.path.join(d, "train.json")
-    if os.path.exists(spec):
+    if name.startswith("ort_"):
+        got = ort_set(name)
+    elif os.path.exists(spec):
         with open(spec) as f:
             args = json.load(f)["grad"]
         out = os.path.join(ctx.tmp, f"{name}_train.onnx")
         sh(ctx, "grad", os.path.join(d, "model.onnx"), "-o", out, *args)
-        got = (out, os.path.join(d, "train_data"))
+        got = (out, [], os.path.join(d, "train_data"))
     else:
-        got = (os.path.join(d, "model.onnx"), os.path.join(d, "test_data_set_0"))
+        got = (os.path.join(d, "model.onnx"), [], os.path.join(d, "test_data_set_0"))
     ctx.made[name] = got
     return got
 
 
 def converted(ctx, name, precision):
-    model, data = training_model(ctx, name)
+    model, extra, data = training_model(ctx, name)
     if precision == "fp32":
-        return model, data
+        return model, extra, data
     out = os.path.join(ctx.tmp, f"{name}_{precision}.onnx")
     if not os.path.exists(out):
-        sh(ctx, model, "-o", out, "--precision", precision)
-    return out, data
+        sh(ctx, model, "-o", out, "--precision", precision, *extra)
+    return out, [], data
 
 
 STEP = re.compile(r"^step (\d+): loss (\S+) \([^)]*\)(.*)$")
 
 
-def run_steps(ctx, model, data, backend, tag, steps=None, load=None):
+def run_steps(ctx, model, data, backend, tag, steps=None, load=None, extra=()):
     steps = steps or ctx.steps
     state = os.path.join(ctx.tmp, f"{tag}_{backend}.state")
-    more = ["--load-state", load] if load else []
+    more = (["--load-state", load] if load else []) + list(extra)
     p = sh(ctx, "run", model, "--steps", str(steps), "--inputs", data, "--backend", backend, "--save-state", state,
            "--seed", "7", *more)
     printed = [m.groups() for m in map(STEP.match, p.stdout.splitlines()) if m]
@@ -104,7 +115,7 @@ def run_steps(ctx, model, data, backend, tag, steps=None, load=None):
 def state_moves(ctx):
     """A state saved after 2 steps on the device, loaded on the CPU for 2 more, gives the
     CPU's 4 straight steps (the checkpoint is the same file on every backend)."""
-    model, data = converted(ctx, "mlp_train", "fp16")
+    model, _, data = converted(ctx, "mlp_train", "fp16")
     straight, straight_state, _ = run_steps(ctx, model, data, "cpu", "straight", steps=4)
     run_steps(ctx, model, data, ctx.device, "half", steps=2)
     later, later_state, _ = run_steps(ctx, model, data, "cpu", "later", steps=2,
@@ -118,10 +129,10 @@ def state_moves(ctx):
 
 
 def same_run(ctx, name, precision, must_fuse):
-    model, data = converted(ctx, name, precision)
+    model, extra, data = converted(ctx, name, precision)
     tag = f"{name}_{precision}"
-    cpu, cpu_state, cpu_fused = run_steps(ctx, model, data, "cpu", tag)
-    dev, dev_state, dev_fused = run_steps(ctx, model, data, ctx.device, tag)
+    cpu, cpu_state, cpu_fused = run_steps(ctx, model, data, "cpu", tag, extra=extra)
+    dev, dev_state, dev_fused = run_steps(ctx, model, data, ctx.device, tag, extra=extra)
     assert not cpu_fused, "the CPU backend fuses nothing"
     if must_fuse:
         assert dev_fused and int(dev_fused.group(2)) > 0, f"{tag}: {ctx.device} fused nothing"
@@ -145,7 +156,7 @@ def same_run(ctx, name, precision, must_fuse):
 def planted_nan(ctx):
     """A NaN in the first input: the step's gradients are NaN, the update is skipped and the
     scale backs off on both backends, and the state stays bit for bit equal."""
-    model, data = converted(ctx, "mlp_train", "fp16")
+    model, _, data = converted(ctx, "mlp_train", "fp16")
     bad = os.path.join(ctx.tmp, "nan_data")
     os.makedirs(bad, exist_ok=True)
     for f in sorted(os.listdir(data)):
@@ -167,7 +178,7 @@ def planted_nan(ctx):
 
 def cases():
     out = []
-    for name in ("mlp_train", "mlp_cls", "amp_recipe", "gpt_decoder", "resnet_cnn"):
+    for name in ("mlp_train", "mlp_cls", "amp_recipe", "gpt_decoder", "resnet_cnn", "ort_mlp", "ort_bert"):
         for precision in ("fp32", "fp16", "bf16"):
             out.append((f"{name} {precision}: {'{device}'} = cpu",
                         lambda c, n=name, p=precision: same_run(c, n, p, must_fuse=p == "fp16")))
