@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "ir/ir.h"
 #include "ir/kernel.h"
@@ -101,6 +102,23 @@ double amp_backend_device_ms(AmpBackend *be);
 void amp_backend_cuda_allow_tf32(AmpBackend *be, bool on);
 /* The CUDA instance's part of amp_backend_device_ms. */
 double amp_backend_cuda_device_ms(AmpBackend *be);
+
+/* The dtype of each input of node n as m types it (AMP_DT_UNDEFINED when absent or not a
+ * tensor), what AmpBackend.supports reads: in `buf` when n has at most n_buf inputs, else
+ * in a malloc'd array (free it when the answer is not buf); NULL when out of memory. */
+static inline int *amp_backend_in_dtypes(const AmpNode *n, int *buf, int n_buf) {
+    int *dts = n->n_inputs <= n_buf ? buf : (int *)malloc((size_t)n->n_inputs * sizeof *dts);
+    for (int i = 0; dts && i < n->n_inputs; i++) {
+        const AmpValue *v = n->inputs[i];
+        dts[i] = v && v->type.kind == AMP_TYPE_TENSOR ? v->type.dtype : AMP_DT_UNDEFINED;
+    }
+    return dts;
+}
+
+/* Whether the CUDA backend has a kernel for node n of m (the node's opset and its input
+ * dtypes as m types them, as the executor asks); needs no device, so `ampc verify` lists
+ * what would run on the CPU fallback on any machine. False in a build without CUDA. */
+bool amp_backend_cuda_takes(const AmpModel *m, const AmpNode *n);
 
 /* Whether this build has the CUDA backend, and whether it has and a device is usable
  * (what `auto` picks CUDA on). */

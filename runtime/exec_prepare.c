@@ -37,15 +37,13 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
     }
 }
 
-/* Whether be runs n, asked with the input dtypes the model gives. */
+/* Whether be runs n, asked with the input dtypes the model gives (every input's: a
+ * Sum over every gradient or a multi-tensor optimizer has hundreds). */
 bool amp_exec_backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n) {
-    int dts[64];
-    int k = n->n_inputs < 64 ? n->n_inputs : 64;
-    for (int i = 0; i < k; i++) {
-        const AmpValue *v = n->inputs[i];
-        dts[i] = v && v->type.kind == AMP_TYPE_TENSOR ? v->type.dtype : AMP_DT_UNDEFINED;
-    }
-    return be->supports(be, n, amp_model_opset(m, n->domain), dts);
+    int buf[64], *dts = amp_backend_in_dtypes(n, buf, 64);
+    bool yes = dts && be->supports(be, n, amp_model_opset(m, n->domain), dts);
+    if (dts != buf) free(dts);
+    return yes;
 }
 
 /* The backend that runs n: be, else the fallback, else NULL (neither has a kernel). */

@@ -200,6 +200,59 @@ static bool same_output(const char *x, const char *y) {
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino && !discarding_device(&b);
 }
 
+/* ---- CUDA coverage (verify) ----------------------------------------------------- */
+
+/* Op types the CUDA backend has no kernel for, each with its node count. */
+typedef struct Coverage {
+    const AmpModel *m;
+    size_t nodes, taken;
+    const char *ops[128];
+    size_t count[128];
+    int n_ops;
+} Coverage;
+
+static AmpCode cover_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)st;
+    Coverage *c = ctx;
+    for (AmpNode *n = g->first; n; n = n->next) {
+        /* If / Loop / Scan are the executor's own (their bodies are walked as graphs). */
+        if (n->op == AMP_OP_If || n->op == AMP_OP_Loop || n->op == AMP_OP_Scan) continue;
+        c->nodes++;
+        if (amp_backend_cuda_takes(c->m, n)) {
+            c->taken++;
+            continue;
+        }
+        const char *op = n->op_type ? n->op_type : "?";
+        int j = 0;
+        while (j < c->n_ops && strcmp(c->ops[j], op) != 0) j++;
+        if (j == c->n_ops && c->n_ops < 128) c->ops[j] = op, c->count[c->n_ops++] = 0;
+        if (j < c->n_ops) c->count[j]++;
+    }
+    return AMP_OK;
+}
+
+/* "cuda: T of N nodes have kernels; the CPU fallback would run: Op xK, ..." (most nodes
+ * first), from the backend's supports check alone (no device needed). */
+static void print_cuda_coverage(AmpModel *m) {
+    if (!amp_backend_cuda_built()) {
+        printf("cuda: (CUDA not built)\n");
+        return;
+    }
+    Coverage c = {.m = m};
+    amp_model_walk(m, cover_graph, &c, NULL);
+    for (int i = 1; i < c.n_ops; i++) /* stable insertion sort, most nodes first */
+        for (int j = i; j > 0 && c.count[j] > c.count[j - 1]; j--) {
+            const char *o = c.ops[j];
+            size_t k = c.count[j];
+            c.ops[j] = c.ops[j - 1], c.count[j] = c.count[j - 1];
+            c.ops[j - 1] = o, c.count[j - 1] = k;
+        }
+    printf("cuda: %zu of %zu nodes have kernels", c.taken, c.nodes);
+    if (c.n_ops) printf("; the CPU fallback would run:");
+    for (int j = 0; j < c.n_ops; j++) printf("%s %s x%zu", j ? "," : "", c.ops[j], c.count[j]);
+    printf("\n");
+}
+
 /* ampc verify MODEL */
 static int cmd_verify(int argc, char **argv) {
     const char *path = NULL;
@@ -242,6 +295,7 @@ static int cmd_verify(int argc, char **argv) {
            shown, s.nodes, s.values, s.initializers, s.init_bytes, s.graphs);
     print_opsets(stdout, m);
     printf("\n");
+    print_cuda_coverage(m);
     amp_model_free(m);
     return finish_stdout();
 }

@@ -71,6 +71,7 @@ static const char USAGE[] =
     "                                     rewrite MODEL, show where 16 bits went\n"
     "       ampc verify MODEL             load, verify and type-check MODEL; print a "
     "summary\n"
+    "                                     and the nodes CUDA has no kernel for\n"
     "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
     "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
     "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"

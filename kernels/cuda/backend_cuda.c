@@ -295,6 +295,15 @@ static bool cuda_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const
     return o->fn && o->supports && o->supports(n, opset, in_dtypes);
 }
 
+/* Needs no device: the table's predicates read the node, its opset and its input dtypes
+ * as the model types them (the executor asks the same, amp_exec_backend_supports). */
+bool amp_backend_cuda_takes(const AmpModel *m, const AmpNode *n) {
+    int buf[64], *dts = amp_backend_in_dtypes(n, buf, 64);
+    bool yes = dts && cuda_supports(NULL, n, amp_model_opset(m, n->domain), dts);
+    if (dts != buf) free(dts);
+    return yes;
+}
+
 static AmpCode cuda_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
     (void)be;
     out->fn = NULL;

@@ -15,6 +15,7 @@
 #include "ir/ir.h"
 #include "passes/options.h"
 #include "passes/passes.h"
+#include "backend/backend.h"
 
 TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 120);
 
@@ -442,9 +443,12 @@ Test(cli, print_shows_the_ir) {
 Test(cli, verify_good_model) {
     Run r = run_ampc("verify", ADD_MODEL, NULL);
     cr_assert_eq(r.code, 0, "stderr: %s", r.err);
-    cr_assert_eq(count_lines(r.out), 1, "one summary line: %s", r.out);
+    cr_assert_eq(count_lines(r.out), 2, "a summary line and the CUDA coverage line: %s", r.out);
     cr_assert_not_null(strstr(r.out, "1 nodes"), "%s", r.out);
     cr_assert_not_null(strstr(r.out, "ai.onnx"), "%s", r.out);
+    /* The CUDA backend's kernels, told without a device: an Add has one. */
+    const char *cuda = amp_backend_cuda_built() ? "\ncuda: 1 of 1 nodes have kernels\n" : "\ncuda: (CUDA not built)\n";
+    cr_assert_not_null(strstr(r.out, cuda), "'%s' not in: %s", cuda + 1, r.out);
     run_free(&r);
 }
 

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Every node of the bundled training graphs has a CUDA kernel (issue 20: a whole training
+step on the GPU, no node on the CPU fallback with copies around it), but the known gaps.
+
+For every bundled training graph as users make it (the training_info one,
+models/mlp_train; those `ampc grad` makes from models/*/train.json; onnxruntime-training's
+sets imported with their optimizer and checkpoint), FP32 and converted to float16 (dynamic
+loss scaling) and bfloat16, `ampc verify` prints which op types the CUDA backend has no
+kernel for (its supports check, which needs no GPU). That list must equal KNOWN below for
+the case (empty for most): a kernel added makes its op leave the list, and the test says so
+until KNOWN shrinks too.
+
+Prints "N passed, M failed" last; exit 77 (skip) in a build without CUDA.
+
+usage: test_cuda_coverage.py --ampc PATH [--testdata DIR] [--verbose]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
+
+MODELS = os.path.join(ROOT, "models")
+NAMES = ("mlp_train", "mlp_cls", "amp_recipe", "gpt_decoder", "resnet_cnn", "ort_mlp", "ort_mlp_sgd", "ort_bert")
+# onnxruntime-training's sets: (folder, optimizer model)
+ORT = {"ort_mlp": ("ort_mlp", "optimizer_model.onnx"), "ort_mlp_sgd": ("ort_mlp", "optimizer_model_sgd.onnx"),
+       "ort_bert": ("ort_bert", "optimizer_model.onnx")}
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+# Why an op still runs on the CPU fallback on CUDA: {op: reason}; every op KNOWN names has
+# one.
+REASONS = {
+    # The loss-scaling check sums one value per gradient (IsNaN(Sum(...))); the CUDA
+    # variadic kernel takes at most 8 inputs (AMP_CUDA_EW_MAX_VAR) in its one launch.
+    "Sum": "more than 8 inputs",
+}
+
+# (model, precision) -> the op types that run on the CPU fallback there: {op: nodes}.
+# A case not named here must have none.
+KNOWN = {
+    ("gpt_decoder", "fp16"): {"Sum": 1},
+    ("resnet_cnn", "fp16"): {"Sum": 1},
+    ("ort_bert", "fp16"): {"Sum": 1},
+}
+
+
+class Ctx:
+    def __init__(self, args):
+        self.ampc = args.ampc
+        self.tmp = tl.tempdir("ampc-cuda-cover-")
+        self.made = {}
+        self.notes = []
+
+
+def sh(ctx, *argv):
+    p = subprocess.run([ctx.ampc, *argv], capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError(f"ampc {' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()[-600:]}")
+    return p
+
+
+def ort_args(name):
+    """`ampc` arguments importing onnxruntime-training's set `name` as one training model."""
+    folder, optimizer = ORT[name]
+    d = os.path.join(MODELS, folder)
+    return [os.path.join(d, "training_model.onnx"), "--optimizer", os.path.join(d, optimizer),
+            "--checkpoint", os.path.join(d, "checkpoint")]
+
+
+def training_model(ctx, name):
+    """Bundled model `name` as an FP32 ONNX training graph, made as a user makes it."""
+    if name in ctx.made:
+        return ctx.made[name]
+    d = os.path.join(MODELS, name)
+    out = os.path.join(ctx.tmp, f"{name}_train.onnx")
+    if name in ORT:  # FP32: imported, no pass run on it (what `ampc run --optimizer` runs)
+        sh(ctx, *ort_args(name), "--passes", "none", "-o", out)
+    elif os.path.exists(os.path.join(d, "train.json")):
+        with open(os.path.join(d, "train.json")) as f:
+            args = json.load(f)["grad"]
+        sh(ctx, "grad", os.path.join(d, "model.onnx"), "-o", out, *args)
+    else:
+        out = os.path.join(d, "model.onnx")
+    ctx.made[name] = out
+    return out
+
+
+def converted(ctx, name, precision):
+    if precision == "fp32":
+        return training_model(ctx, name)
+    out = os.path.join(ctx.tmp, f"{name}_{precision}.onnx")
+    if name in ORT:  # imported and converted in one command
+        sh(ctx, *ort_args(name), "-o", out, "--precision", precision)
+    else:
+        sh(ctx, training_model(ctx, name), "-o", out, "--precision", precision)
+    return out
+
+
+LINE = re.compile(r"^cuda: (\d+) of (\d+) nodes have kernels(?:; the CPU fallback would run: (.*))?$", re.M)
+
+
+def fallback(ctx, model):
+    """(kernels, nodes, {op: count}) from `ampc verify MODEL`'s CUDA line."""
+    p = sh(ctx, "verify", model)
+    m = LINE.search(p.stdout)
+    assert m, f"no CUDA coverage line in: {p.stdout}"
+    ops = {}
+    for item in (m.group(3) or "").split(", "):
+        if item:
+            op, count = item.rsplit(" x", 1)
+            ops[op] = int(count)
+    assert int(m.group(2)) - int(m.group(1)) == sum(ops.values()), p.stdout
+    return int(m.group(1)), int(m.group(2)), ops
+
+
+def coverage(ctx, name, precision):
+    taken, nodes, ops = fallback(ctx, converted(ctx, name, precision))
+    want = KNOWN.get((name, precision), {})
+    assert ops == want, (f"{name} {precision}: the CUDA backend lacks {ops or 'nothing'}, "
+                         f"KNOWN says {want or 'nothing'} (a kernel added: shrink KNOWN)")
+    ctx.notes.append(f"{name} {precision}: {taken} of {nodes} nodes have CUDA kernels")
+
+
+def reasons_given(ctx):
+    """Every known gap says why; no reason is left for an op no case lists."""
+    listed = {op for ops in KNOWN.values() for op in ops}
+    assert listed == set(REASONS), f"KNOWN lists {sorted(listed)}, REASONS explains {sorted(REASONS)}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ampc", required=True)
+    ap.add_argument("--testdata")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    ctx = Ctx(args)
+    p = subprocess.run([args.ampc, "verify", os.path.join(MODELS, "mlp_train", "model.onnx")],
+                       capture_output=True, text=True)
+    if "cuda: (CUDA not built)" in p.stdout:
+        print("skip: this ampc was built without CUDA")
+        return 77
+    tests = [("every known gap has its reason", reasons_given)]
+    for name in NAMES:
+        for precision in PRECISIONS:
+            tests.append((f"{name} {precision}", lambda c, n=name, pr=precision: coverage(c, n, pr)))
+    return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
