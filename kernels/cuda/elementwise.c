@@ -6,6 +6,8 @@
  * merged, as amp_ew_plan does) and passes the plan by value. Attributes come from the CPU
  * prepares, except Clip's. */
 #include <float.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,13 +164,40 @@ AmpCode amp_cuda_prelu(AmpKernelCtx *k) {
 
 /* ---- variadic: Sum, Mean, Max, Min ------------------------------------------------------ */
 
-/* One pass over every input (at most AMP_CUDA_EW_MAX_VAR): floats accumulate in fp32 and
- * are rounded once, as the CPU's fp32 view does; nothing is read after out is written. */
+size_t amp_cuda_ew_variadic_scratch(int dtype, int n_in, uint64_t nelem) {
+    bool half = dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
+    return half && n_in > AMP_CUDA_EW_MAX_VAR ? (size_t)nelem * sizeof(float) : 0;
+}
+
+/* Inputs [at, at + cnt) broadcast to rank/dims as one launch: from in[at] (at == 0) or
+ * the accumulator acc, into the accumulator (last false) or out. */
+static AmpCode variadic_chunk(AmpKernelCtx *k, int op, bool mean, int rank, const int64_t *dims, AmpBuf *out,
+                              void *acc, int at, int cnt, bool last) {
+    const AmpBuf *const *ins = k->in;
+    Plan p;
+    plan(&p, rank, dims, cnt, ins + at);
+    AmpCudaEwMulti m;
+    memset(&m, 0, sizeof m);
+    m.n_in = cnt;
+    m.rank = p.rank;
+    m.n_total = k->n_in;
+    memcpy(m.dims, p.dims, sizeof m.dims);
+    for (int j = 0; j < cnt; j++) {
+        memcpy(m.stride[j], p.stride[j], sizeof m.stride[j]);
+        m.in[j] = ins[at + j]->data;
+    }
+    m.acc_in = at ? acc : NULL;
+    m.acc_out = last ? NULL : acc;
+    return launched(k, amp_cuda_ew_variadic(op, out->dtype, mean, out->data, &m, out->nelem, stream_of(k)));
+}
+
+/* Every input in order, AMP_CUDA_EW_MAX_VAR per launch: floats accumulate in fp32 and are
+ * rounded once, as the CPU's fp32 view does (past one chunk, a 16-bit output keeps its
+ * fp32 sums in the session's workspace; float32 and integers in the output itself);
+ * nothing is read after out is written. */
 static AmpCode variadic(AmpKernelCtx *k, int op, bool mean) {
     int n = k->n_in;
     if (n < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs at least one input");
-    if (n > AMP_CUDA_EW_MAX_VAR)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "%d inputs: the CUDA kernel takes at most %d", n, AMP_CUDA_EW_MAX_VAR);
     AmpCode rc = amp_ew_need(k, n);
     if (rc) return rc;
     const AmpBuf *const *ins = k->in;
@@ -182,18 +211,20 @@ static AmpCode variadic(AmpKernelCtx *k, int op, bool mean) {
     if ((rc = amp_ew_bcast_shape(k, n, ins, &rank, dims)) || (rc = amp_ew_out(k, dt, rank, dims, &out)) || !out)
         return rc;
     if (!out->nelem) return AMP_OK;
-    Plan p;
-    plan(&p, rank, dims, n, ins);
-    AmpCudaEwMulti m;
-    memset(&m, 0, sizeof m);
-    m.n_in = n;
-    m.rank = p.rank;
-    memcpy(m.dims, p.dims, sizeof m.dims);
-    for (int j = 0; j < n; j++) {
-        memcpy(m.stride[j], p.stride[j], sizeof m.stride[j]);
-        m.in[j] = ins[j]->data;
+    size_t scratch = amp_cuda_ew_variadic_scratch(dt, n, out->nelem);
+    AmpCudaCtx *c = amp_cuda_ctx(k);
+    if (scratch > c->workspace_bytes)
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "%d inputs of %" PRIu64 " elements: the fp32 sums need %zu "
+                               "bytes, the workspace has %zu", n, out->nelem, scratch, c->workspace_bytes);
+    void *acc = scratch ? c->workspace : out->data;
+    for (int j = AMP_CUDA_EW_MAX_VAR; j < n && acc == out->data; j++) /* a later chunk would read the sums */
+        if (ins[j]->data == out->data)
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "input %d shares the output's memory", j);
+    for (int at = 0; at < n && !rc; at += AMP_CUDA_EW_MAX_VAR) {
+        int cnt = n - at < AMP_CUDA_EW_MAX_VAR ? n - at : AMP_CUDA_EW_MAX_VAR;
+        rc = variadic_chunk(k, op, mean, rank, dims, out, acc, at, cnt, at + cnt == n);
     }
-    return launched(k, amp_cuda_ew_variadic(op, dt, mean, out->data, &m, out->nelem, stream_of(k)));
+    return rc;
 }
 
 AmpCode amp_cuda_sum(AmpKernelCtx *k) {
@@ -497,12 +528,12 @@ bool amp_cuda_supports_float2(const AmpNode *n, int64_t opset, const int *in_dty
 
 bool amp_cuda_supports_sum(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)opset;
-    return same_dtype_in(n, in_dtypes, 1, AMP_CUDA_EW_MAX_VAR, FLOATS);
+    return same_dtype_in(n, in_dtypes, 1, INT_MAX, FLOATS);
 }
 
 bool amp_cuda_supports_maxmin(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)opset;
-    return same_dtype_in(n, in_dtypes, 1, AMP_CUDA_EW_MAX_VAR, FLOATS | INTS);
+    return same_dtype_in(n, in_dtypes, 1, INT_MAX, FLOATS | INTS);
 }
 
 bool amp_cuda_supports_compare(const AmpNode *n, int64_t opset, const int *in_dtypes) {

@@ -377,22 +377,31 @@ __device__ __forceinline__ int64_t multi_offset(const AmpCudaEwMulti &m, int j, 
     return off;
 }
 
-// In input order, as the CPU: acc = in[0]; acc = acc op in[j]; (Mean: acc / n_in).
+// In input order, as the CPU: acc = in[0]; acc = acc op in[j]; (Mean: acc / n_total). A
+// later chunk starts from the fp32 accumulator acc_in; a chunk before the last writes the
+// accumulator acc_out (which may be acc_in: each thread reads and writes its own element).
 template <typename T>
-__global__ void variadic_f_kernel(int op, bool mean, T *__restrict__ out, AmpCudaEwMulti m, uint64_t n) {
+__global__ void variadic_f_kernel(int op, bool mean, T *out, AmpCudaEwMulti m, uint64_t n) {
     GRID_STRIDE(i, n) {
-        float acc = to_f(((const T *)m.in[0])[multi_offset(m, 0, i)]);
-        for (int j = 1; j < m.n_in; j++) acc = bin_f(op, acc, to_f(((const T *)m.in[j])[multi_offset(m, j, i)]));
-        if (mean) acc /= (float)m.n_in;
+        int j = m.acc_in ? 0 : 1;
+        float acc = m.acc_in ? ((const float *)m.acc_in)[i] : to_f(((const T *)m.in[0])[multi_offset(m, 0, i)]);
+        for (; j < m.n_in; j++) acc = bin_f(op, acc, to_f(((const T *)m.in[j])[multi_offset(m, j, i)]));
+        if (m.acc_out) {
+            ((float *)m.acc_out)[i] = acc;
+            continue;
+        }
+        if (mean) acc /= (float)m.n_total;
         out[i] = from_f<T>(acc);
     }
 }
 
+// Max, Min of integers; the accumulator, when there is one, is the output itself.
 template <typename T>
-__global__ void variadic_i_kernel(int op, T *__restrict__ out, AmpCudaEwMulti m, uint64_t n) {
+__global__ void variadic_i_kernel(int op, T *out, AmpCudaEwMulti m, uint64_t n) {
     GRID_STRIDE(i, n) {
-        T acc = ((const T *)m.in[0])[multi_offset(m, 0, i)];
-        for (int j = 1; j < m.n_in; j++) {
+        int j = m.acc_in ? 0 : 1;
+        T acc = m.acc_in ? ((const T *)m.acc_in)[i] : ((const T *)m.in[0])[multi_offset(m, 0, i)];
+        for (; j < m.n_in; j++) {
             T v = ((const T *)m.in[j])[multi_offset(m, j, i)];
             acc = op == AMP_CUDA_BIN_MAX ? (acc > v ? acc : v) : (acc < v ? acc : v);
         }

@@ -20,7 +20,10 @@ extern "C" {
  * layout; elementwise.c checks the two agree). Output index space and per-operand strides. */
 struct AmpCudaBcast;
 
-/* The variadic ops' shape: up to AMP_CUDA_EW_MAX_VAR inputs, strides over the output. */
+/* The variadic ops' shape: up to AMP_CUDA_EW_MAX_VAR inputs per launch, strides over the
+ * output. More inputs run as several launches, chunk after chunk, through an accumulator
+ * laid out as the output (floats: fp32, so a 16-bit Sum still rounds once, as the CPU's
+ * fp32 view does; integers: the output's own type). */
 #define AMP_CUDA_EW_MAX_VAR 8
 #define AMP_CUDA_EW_RANK 8 /* = AMP_MAX_RANK (checked in elementwise.c) */
 typedef struct AmpCudaEwMulti {
@@ -29,6 +32,9 @@ typedef struct AmpCudaEwMulti {
     int64_t dims[AMP_CUDA_EW_RANK];
     int64_t stride[AMP_CUDA_EW_MAX_VAR][AMP_CUDA_EW_RANK];
     const void *in[AMP_CUDA_EW_MAX_VAR];
+    const void *acc_in; /* NULL: start from in[0]; else the earlier chunks' accumulator */
+    void *acc_out;      /* NULL: write out (Mean divides); else the accumulator, not divided */
+    int n_total;        /* every chunk's inputs: Mean's divisor */
 } AmpCudaEwMulti;
 
 /* Unary parameters: the activations' attributes (as AmpEwParams) and Clip's bounds, which
@@ -71,9 +77,14 @@ int amp_cuda_ew_unary(int op, int dtype, void *out, const void *x, uint64_t n, c
                       void *stream);
 /* bool out = test(x): ISNAN / ISINF (float family, p->mode directions), NOT (bool). */
 int amp_cuda_ew_test(int op, int dtype, uint8_t *out, const void *x, uint64_t n, int mode, void *stream);
-/* out = in[0] op in[1] op ... (op ADD, MAX or MIN; mean divides the sum by n_in), floats
- * accumulated in fp32 and rounded once; int32 / int64 MAX and MIN. */
+/* out = in[0] op in[1] op ... (op ADD, MAX or MIN; mean divides the sum by n_total),
+ * floats accumulated in fp32 and rounded once; int32 / int64 MAX and MIN. One chunk of at
+ * most AMP_CUDA_EW_MAX_VAR inputs (m->acc_in / acc_out chain the chunks). */
 int amp_cuda_ew_variadic(int op, int dtype, bool mean, void *out, const AmpCudaEwMulti *m, uint64_t n, void *stream);
+/* The device scratch a variadic op of n_in inputs of dtype over nelem outputs needs for its
+ * accumulator: 0 within one chunk, and for float32 and integers (their output is the
+ * accumulator); nelem fp32 for 16-bit floats over more than one chunk. */
+size_t amp_cuda_ew_variadic_scratch(int dtype, int n_in, uint64_t nelem);
 /* out = cond ? x : y, elements of esize bytes (1, 2, 4, 8); operands 0, 1, 2 of bc. */
 int amp_cuda_ew_where(int esize, void *out, const uint8_t *cond, const void *x, const void *y,
                       const struct AmpCudaBcast *bc, uint64_t n, void *stream);

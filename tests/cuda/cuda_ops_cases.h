@@ -24,6 +24,13 @@ typedef struct Case {
     "T[1025,1023] T[1023] | T[1,1023] T[1025,1]"
 /* Variadic ops: one and three inputs. */
 #define VAR "T[7] | T[3,1,5] T[1,4,1] T[5] | T[] T[2,3] T[2,1] | T[0,3] T[1,3] T[1]"
+/* Variadic ops over more inputs than one launch takes (AMP_CUDA_EW_MAX_VAR, 8). */
+#define VAR_MANY                                                                                      \
+    "T[] T[] T[] T[] T[] T[] T[] T[] T[] T[] T[] | "                                                  \
+    "T[33,65] T[65] T[33,1] T[] T[33,65] T[1,65] T[33,65] T[33,65] T[65] T[33,65] T[] T[33,1] "       \
+    "T[33,65] T[33,65] T[33,65] T[33,65] | "                                                          \
+    "T[1025,1023] T[1025,1023] T[1025,1023] T[1025,1023] T[1025,1023] T[1025,1023] T[1025,1023] "     \
+    "T[1025,1023] T[1025,1023]"
 /* Reductions (opset 18: axes is an input); the full 1M reduction on positive data, so
  * that no cancellation makes the tolerance, relative to the result, meaningless (not for
  * the fp16 ReduceSum: it would overflow). */
@@ -84,6 +91,13 @@ static const Case elementwise[] = {
                       "T[2,3] i64{1} | T[1023] i64{1025,1}", .tol = 'X'},
     {"Cast", "ALL>ALL", "T[] | T[0] | T[7] | T[33,65] | T[1025,1023]", "to=U", .tol = 'X'},
     {"Cast", "FLT>FLT", "T[33,65]#", "to=U", .tol = 'X'},
+    /* ---- s17-cov: variadic ops past one launch's 8 inputs (the loss-scaling check's Sum over
+     * every gradient's check), chained launches through the fp32 (integers: the output's)
+     * accumulator; 11 scalars as that Sum has, 16 broadcasting, 9 of ~1M (8 + 1) */
+    {"Sum", "FLT", VAR_MANY, .tol = 'E'},
+    {"Mean", "FLT", VAR_MANY, .tol = 'E'},
+    {"Max", "FLT INT", VAR_MANY, .tol = 'X'},
+    {"Min", "FLT INT", VAR_MANY, .tol = 'X'},
 };
 
 static const Case movement[] = {
