@@ -58,6 +58,9 @@ struct AmpBackend {
      * and a round trip through memory cost more than the arithmetic (CUDA), and the
      * simulator, whose runs prove the fused kernels against the CPU's unfused ones. */
     bool fuse;
+    /* copy_out calls so far, each a wait of the host on the device: counted by the device
+     * backends (CUDA, sim: one instance per session); the CPU's shared instance leaves it 0. */
+    size_t copies_out;
     void *impl; /* the instance's own state */
 };
 

@@ -272,6 +272,7 @@ static AmpCode begin(AmpSession *s, AmpMode mode, const AmpTensorView *inputs, s
     *idx = NULL;
     for (size_t j = 0; outputs && j < n_outputs; j++) memset(&outputs[j], 0, sizeof outputs[j]);
     if (!s) return amp_fail(st, AMP_ERR_USAGE, "no session");
+    s->reads_at = s->be->copies_out;
     if (n_outputs && !outputs) return amp_fail(st, AMP_ERR_USAGE, "no array for the outputs");
     size_t room = names ? n_outputs : s->io[mode].n_out;
     *named = calloc(n_inputs ? n_inputs : 1, sizeof **named);
@@ -300,6 +301,7 @@ AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inp
         rc = amp_exec_run(s->main, named, n_inputs, NULL, st);
     }
     if (!rc) rc = fetch_from(s, AMP_MODE_RUN, -1, idx, n_idx, outputs, st);
+    if (s) s->last_reads = s->be->copies_out - s->reads_at;
     return finish(rc, named, idx, outputs, n_outputs);
 }
 
@@ -325,5 +327,6 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
     }
     if (!rc) rc = fetch_from(s, AMP_MODE_TRAIN, -1, idx, n_idx, outputs, st);
     if (!rc) s->steps++;
+    if (s) s->last_reads = s->be->copies_out - s->reads_at;
     return finish(rc, named, idx, outputs, n_outputs);
 }

@@ -382,6 +382,7 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     out->fallback_nodes = mm.fallback_nodes;
     out->fused_nodes = mm.fused_nodes;
     out->absorbed_nodes = mm.absorbed_nodes;
+    out->host_reads = s->last_reads;
     size_t used = 0, total = 0;
     if (s->be && strcmp(s->be->name, "cuda") == 0 && !amp_backend_cuda_memory(s->be, &used, &total))
         out->device_bytes = used > s->dev_used_before ? used - s->dev_used_before : 0;

@@ -210,6 +210,10 @@ typedef struct AmpSessionStats {
     const char *fallback_ops;  /* their op types and counts, "Relu x3, Conv x1" ("" when none);
                                   valid until the next call or close */
     const char *backend;       /* "cpu", "sim", "cuda" */
+    size_t host_reads;         /* copies out of the device in the last run or training step:
+                                  the outputs asked for, and anything the step had to read back
+                                  (a CPU-fallback node's inputs, a shape or a loop condition
+                                  computed on the device); CUDA and sim, 0 on the CPU */
     size_t fused_nodes;        /* fused kernels in the plan (CUDA, sim: see no_fuse) ... */
     size_t absorbed_nodes;     /* ... and the model's nodes they run */
     const char *fused_ops;     /* their kinds and counts, "FusedElementwise x4, UnscaleCheck x1,

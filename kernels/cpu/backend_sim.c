@@ -69,7 +69,7 @@ static AmpCode sim_copy_in(AmpBackend *be, void *dst, const void *src, size_t by
 }
 
 static AmpCode sim_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
-    (void)be;
+    be->copies_out++;
     if (!bytes) return AMP_OK;
     if (is_dev(dst) || !is_dev(src)) return misuse(st, "copy_out needs a host destination and a device source");
     memcpy(dst, to_host(src), bytes);

@@ -9,11 +9,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels/cuda/device.cuh"
 #include "kernels/cuda/attention.h"
-
-#define FULL_MASK 0xffffffffu
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 // AmpDType numbers
 enum { DT_FLOAT = 1, DT_UINT8 = 2, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_FLOAT16 = 10, DT_BFLOAT16 = 16 };
@@ -35,12 +32,6 @@ template <> __device__ __forceinline__ int64_t mask_int(const __half *p, int64_t
 template <> __device__ __forceinline__ int64_t mask_int(const __nv_bfloat16 *p, int64_t i) {
     return (int64_t)__bfloat162float(p[i]);
 }
-__device__ __forceinline__ float ld(const float *p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float ld(const __half *p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float ld(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void st(float *p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 // v reduced over the block (max or sum); every thread gets the result. The leading sync
 // lets the previous call's readers of sh finish.

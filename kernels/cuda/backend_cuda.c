@@ -264,6 +264,7 @@ static AmpCode cuda_copy_in(AmpBackend *be, void *dst, const void *src, size_t b
 
 static AmpCode cuda_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
     Cuda *c = (Cuda *)be;
+    be->copies_out++;
     cudaStream_t s = c->ctx.stream;
     cudaError_t err = cudaSuccess;
     if (bytes < STAGE_MIN || !stage_for(c, bytes)) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kernels/cuda/device.cuh"
 #include "kernels/cuda/convert.h"
 #include "kernels/cuda/elementwise.h"
 
@@ -26,23 +27,10 @@ enum {
     DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11, DT_UINT32 = 12, DT_UINT64 = 13, DT_BFLOAT16 = 16
 };
 
-#define GRID_STRIDE(i, n) \
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
-
 static const unsigned BLOCK = 256;
 
-// Enough blocks for every element, at most 8 waves (as convert.cu's).
 static unsigned grid_for(uint64_t items) {
-    static unsigned max_blocks;
-    if (!max_blocks) {
-        int dev = 0, sms = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
-            sms = 132;
-        max_blocks = (unsigned)sms * 8 * (2048 / BLOCK);
-    }
-    uint64_t g = (items + BLOCK - 1) / BLOCK;
-    return (unsigned)(g < max_blocks ? (g ? g : 1) : max_blocks);
+    return amp_cuda_grid_for(items, BLOCK);
 }
 
 // ---- typed access: float storage types as fp32 -------------------------------------------
@@ -129,7 +117,7 @@ __device__ __forceinline__ T bin_i(int op, T x, T y) {
 template <typename T>
 __global__ void binary_f_kernel(int op, T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b,
                                 AmpCudaBcast bc, bool flat, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int64_t off[2];
         offsets<2>(bc, flat, n, i, off);
         out[i] = from_f<T>(bin_f(op, to_f(a[off[0]]), to_f(b[off[1]])));
@@ -139,7 +127,7 @@ __global__ void binary_f_kernel(int op, T *__restrict__ out, const T *__restrict
 template <typename T, typename U>
 __global__ void binary_i_kernel(int op, T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b,
                                 AmpCudaBcast bc, bool flat, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int64_t off[2];
         offsets<2>(bc, flat, n, i, off);
         out[i] = bin_i<T, U>(op, a[off[0]], b[off[1]]);
@@ -190,7 +178,7 @@ __device__ __forceinline__ int64_t cmp_val(uint8_t v) { return v; } // bool byte
 template <typename T>
 __global__ void compare_kernel(int op, uint8_t *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b,
                                AmpCudaBcast bc, bool flat, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int64_t off[2];
         offsets<2>(bc, flat, n, i, off);
         auto x = cmp_val(a[off[0]]), y = cmp_val(b[off[1]]);
@@ -288,7 +276,7 @@ template <typename T>
 __global__ void unary_f_kernel(int op, T *__restrict__ out, const T *__restrict__ x, uint64_t n, AmpCudaEwParams p) {
     // Clip's bounds: one element each, read on the device (no host sync)
     float lo = p.lo ? to_f(*(const T *)p.lo) : p.lo_f, hi = p.hi ? to_f(*(const T *)p.hi) : p.hi_f;
-    GRID_STRIDE(i, n) out[i] = from_f<T>(un_f(op, to_f(x[i]), p, lo, hi));
+    GRID_STRIDE_U64(i, n) out[i] = from_f<T>(un_f(op, to_f(x[i]), p, lo, hi));
 }
 
 // Integer Neg (wraps), Abs (wraps at INT_MIN), Sign, Relu, Clip.
@@ -296,7 +284,7 @@ template <typename T, typename U>
 __global__ void unary_i_kernel(int op, T *__restrict__ out, const T *__restrict__ x, uint64_t n, AmpCudaEwParams p) {
     const T t_min = (T)((U)1 << (sizeof(T) * 8 - 1)), t_max = (T)~t_min; // the type's limits: absent bounds
     T lo = p.lo ? *(const T *)p.lo : t_min, hi = p.hi ? *(const T *)p.hi : t_max;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         T v = x[i], r;
         switch (op) {
         case AMP_CUDA_UN_NEG: r = (T)((U)0 - (U)v); break;
@@ -332,14 +320,14 @@ extern "C" int amp_cuda_ew_unary(int op, int dtype, void *out, const void *x, ui
 
 template <typename T>
 __global__ void test_kernel(int op, uint8_t *__restrict__ out, const T *__restrict__ x, uint64_t n, int mode) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         float v = to_f(x[i]);
         out[i] = op == AMP_CUDA_TEST_ISNAN ? isnan(v) : isinf(v) && ((v > 0 ? 1 : 2) & mode) != 0;
     }
 }
 
 __global__ void not_kernel(uint8_t *__restrict__ out, const uint8_t *__restrict__ x, uint64_t n) {
-    GRID_STRIDE(i, n) out[i] = x[i] == 0;
+    GRID_STRIDE_U64(i, n) out[i] = x[i] == 0;
 }
 
 extern "C" int amp_cuda_ew_test(int op, int dtype, uint8_t *out, const void *x, uint64_t n, int mode, void *stream) {
@@ -382,7 +370,7 @@ __device__ __forceinline__ int64_t multi_offset(const AmpCudaEwMulti &m, int j, 
 // accumulator acc_out (which may be acc_in: each thread reads and writes its own element).
 template <typename T>
 __global__ void variadic_f_kernel(int op, bool mean, T *out, AmpCudaEwMulti m, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int j = m.acc_in ? 0 : 1;
         float acc = m.acc_in ? ((const float *)m.acc_in)[i] : to_f(((const T *)m.in[0])[multi_offset(m, 0, i)]);
         for (; j < m.n_in; j++) acc = bin_f(op, acc, to_f(((const T *)m.in[j])[multi_offset(m, j, i)]));
@@ -398,7 +386,7 @@ __global__ void variadic_f_kernel(int op, bool mean, T *out, AmpCudaEwMulti m, u
 // Max, Min of integers; the accumulator, when there is one, is the output itself.
 template <typename T>
 __global__ void variadic_i_kernel(int op, T *out, AmpCudaEwMulti m, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int j = m.acc_in ? 0 : 1;
         T acc = m.acc_in ? ((const T *)m.acc_in)[i] : ((const T *)m.in[0])[multi_offset(m, 0, i)];
         for (; j < m.n_in; j++) {
@@ -437,7 +425,7 @@ extern "C" int amp_cuda_ew_variadic(int op, int dtype, bool mean, void *out, con
 template <typename E>
 __global__ void where_kernel(E *__restrict__ out, const uint8_t *__restrict__ c, const E *__restrict__ x,
                              const E *__restrict__ y, AmpCudaBcast bc, bool flat, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int64_t off[3];
         offsets<3>(bc, flat, n, i, off);
         out[i] = c[off[0]] ? x[off[1]] : y[off[2]];
@@ -540,7 +528,7 @@ __device__ __forceinline__ void store_val(int dt, void *p, uint64_t i, const Val
 }
 
 __global__ void cast_kernel(int from, int to, void *__restrict__ out, const void *__restrict__ x, uint64_t n) {
-    GRID_STRIDE(i, n) store_val(to, out, i, load_val(from, x, i));
+    GRID_STRIDE_U64(i, n) store_val(to, out, i, load_val(from, x, i));
 }
 
 static bool castable(int dt) {

@@ -11,16 +11,8 @@
 #define AMP_FUSED_ROUND_F16(x) __half2float(__float2half_rn(x))
 #define AMP_FUSED_ROUND_BF16(x) __bfloat162float(__float2bfloat16_rn(x))
 #include "kernels/cpu/fused_impl.h"
+#include "kernels/cuda/device.cuh"
 #include "kernels/cuda/fused.h"
-
-#define GRID_STRIDE(i, n) \
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
-
-static unsigned grid_for(uint64_t items, unsigned block) {
-    uint64_t g = (items + block - 1) / block;
-    const uint64_t cap = 132 * 8; /* 8 waves of an H100's SMs: the grid-stride loop does the rest */
-    return (unsigned)(g < 1 ? 1 : g > cap ? cap : g);
-}
 
 __device__ static AmpFusedReg load(const void *p, int dtype, uint64_t i) {
     AmpFusedReg r;
@@ -49,7 +41,7 @@ __device__ static void store(void *p, int dtype, uint64_t i, AmpFusedReg r) {
 // Per set t: (nelem[t]) per input (or 1, broadcast) -> (nelem[t]) per output; the sets'
 // elements laid end to end over one grid-stride loop.
 __global__ void fused_elementwise_kernel(const AmpCudaFusedArgs a) {
-    GRID_STRIDE(g, a.total) {
+    GRID_STRIDE_U64(g, a.total) {
         int lo = 0, hi = a.tensors - 1; /* the last set starting at or before g */
         while (lo < hi) {
             int mid = (lo + hi + 1) / 2;
@@ -73,7 +65,7 @@ __global__ void fused_elementwise_kernel(const AmpCudaFusedArgs a) {
 extern "C" int amp_cuda_fused_elementwise_launch(const AmpCudaFusedArgs *a, void *stream) {
     if (!a->total) return 0;
     const unsigned block = 256;
-    fused_elementwise_kernel<<<grid_for(a->total, block), block, 0, (cudaStream_t)stream>>>(*a);
+    fused_elementwise_kernel<<<amp_cuda_grid_for(a->total, block), block, 0, (cudaStream_t)stream>>>(*a);
     return (int)cudaGetLastError();
 }
 
@@ -86,7 +78,7 @@ __global__ void found_init_kernel(uint8_t *found, const uint8_t *before) {
 __global__ void unscale_check_kernel(const AmpCudaUnscaleArgs a, uint64_t total) {
     const float inv = *a.inv;
     bool bad = false;
-    GRID_STRIDE(e, total) {
+    GRID_STRIDE_U64(e, total) {
         uint64_t i = e;
         int t = 0;
         while (t < a.n - 1 && i >= a.nelem[t]) i -= a.nelem[t++];
@@ -105,6 +97,6 @@ extern "C" int amp_cuda_unscale_check_launch(const AmpCudaUnscaleArgs *a, void *
     for (int t = 0; t < a->n; t++) total += a->nelem[t];
     if (err || !total) return (int)err;
     const unsigned block = 256;
-    unscale_check_kernel<<<grid_for(total, block), block, 0, s>>>(*a, total);
+    unscale_check_kernel<<<amp_cuda_grid_for(total, block), block, 0, s>>>(*a, total);
     return (int)cudaGetLastError();
 }

@@ -11,29 +11,17 @@
 #include <stdint.h>
 
 #include "kernels/cpu/dropout_rng.h"
+#include "kernels/cuda/device.cuh"
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/maxpool_elem.h"
 
 // AmpDType numbers (ir/ir.h).
 enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11, DT_BFLOAT16 = 16 };
 
-#define GRID_STRIDE(i, n) \
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
-
 static const unsigned BLOCK = 256;
 
-// Enough blocks for every item, at most 8 waves of the device.
 static unsigned grid_for(uint64_t items) {
-    static unsigned max_blocks;
-    if (!max_blocks) {
-        int dev = 0, sms = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
-            sms = 132;
-        max_blocks = (unsigned)sms * 8 * (2048 / BLOCK);
-    }
-    uint64_t g = (items + BLOCK - 1) / BLOCK;
-    return (unsigned)(g < max_blocks ? (g ? g : 1) : max_blocks);
+    return amp_cuda_grid_for(items, BLOCK);
 }
 
 static int launched() {
@@ -120,7 +108,7 @@ __device__ __forceinline__ void offsets2(const AmpCudaGradShape &s, uint64_t i, 
 template <typename T>
 __global__ void grad_binary_kernel(int op, int mode, T *__restrict__ out, const T *__restrict__ a,
                                    const T *__restrict__ b, AmpCudaGradShape sh, bool flat, uint64_t n) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         int64_t ia = (int64_t)i, ib = (int64_t)i;
         if (!flat) offsets2(sh, i, &ia, &ib);
         out[i] = from_f<T>(grad_f(op, mode, to_f(a[ia]), to_f(b[ib])));
@@ -141,7 +129,7 @@ extern "C" int amp_cuda_grad_binary(int op, int gelu_mode, int dtype, void *out,
 template <typename T>
 __global__ void bias_gelu_grad_kernel(T *__restrict__ dx, const T *__restrict__ dy, const T *__restrict__ x,
                                       const T *__restrict__ b, uint64_t n, uint64_t h) {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         float v = __fadd_rn(to_f(x[i]), to_f(b[i % h]));
         dx[i] = from_f<T>(__fmul_rn(to_f(dy[i]), gelu_grad(v, 0)));
     }
@@ -166,7 +154,7 @@ __global__ void dropout_kernel(T *__restrict__ y, void *__restrict__ mask, const
     bool bad = train && !(ratio > 0 && ratio < 1);
     float scale = (float)(1.0 / (1.0 - ratio));
     uint64_t thr = amp_dropout_threshold(bad ? 0.0 : ratio);
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         bool keep = !train || (!bad && amp_dropout_keep(p.key, i, thr));
         if (y) {
             float v = to_f(x[i]);
@@ -194,7 +182,7 @@ __global__ void dropout_grad_kernel(T *__restrict__ dx, const T *__restrict__ dy
     bool train = !mode_dev || *mode_dev;
     bool bad = train && !(ratio >= 0 && ratio < 1);
     double scale = 1.0 / (1.0 - ratio);
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         if (!train) dx[i] = dy[i];
         else if (bad) dx[i] = from_f<T>(__int_as_float(0x7fc00000));
         // the CPU's amp_ew_set_f64: the double product rounded to float, then to 16 bits
@@ -221,7 +209,7 @@ __global__ void accumulate_kernel(B *out, const B *buf, const V *__restrict__ va
     bool overwrite = flag_dev && load_scalar(flag_dev, flag_dtype) != 0;
     if (updated && blockIdx.x == 0 && threadIdx.x == 0) *updated = 1;
     if (!out) return;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         float v = to_f(val[i]);
         out[i] = from_f<B>(overwrite ? v : __fadd_rn(to_f(buf[i]), v));
     }
@@ -257,7 +245,7 @@ template <typename E, typename IX>
 __global__ void one_hot_kernel(E *__restrict__ y, const E *__restrict__ values, const IX *__restrict__ idx,
                                uint64_t n, int64_t depth, uint64_t inner) {
     E off = values[0], on = values[1];
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         uint64_t in = i % inner, t = i / inner;
         uint64_t d = t % (uint64_t)depth, o = t / (uint64_t)depth;
         int64_t v = (int64_t)idx[o * inner + in];
@@ -311,7 +299,7 @@ __device__ __forceinline__ int64_t tuple_slice(const IX *idx, uint64_t t, const 
 template <typename E, typename IX, bool ADD>
 __global__ void scatter_kernel(E *y, const E *__restrict__ u, const IX *__restrict__ idx, AmpCudaScatter s) {
     uint64_t n = s.tuples * s.slice;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         uint64_t t = i / s.slice, e = i % s.slice;
         int64_t off = tuple_slice(idx, t, s);
         if (off < 0) continue;
@@ -326,7 +314,7 @@ __global__ void scatter_kernel(E *y, const E *__restrict__ u, const IX *__restri
 template <typename T, typename IX>
 __global__ void scatter_add_ordered_kernel(T *y, const T *__restrict__ u, const IX *__restrict__ idx,
                                            AmpCudaScatter s) {
-    GRID_STRIDE(e, s.slice) {
+    GRID_STRIDE_U64(e, s.slice) {
         for (uint64_t t = 0; t < s.tuples; t++) {
             int64_t off = tuple_slice(idx, t, s);
             if (off < 0) continue;
@@ -383,7 +371,7 @@ __global__ void gather_grad_add_kernel(float *acc, const T *__restrict__ dy, con
                                        uint64_t outer, int64_t dim, uint64_t nidx, uint64_t row, int64_t r0,
                                        int64_t nr) {
     uint64_t n = outer * nidx * row;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         uint64_t e = i % row, t = i / row;
         uint64_t j = t % nidx, b = t / nidx;
         int64_t v = (int64_t)idx[j];
@@ -398,7 +386,7 @@ template <typename T>
 __global__ void gather_grad_store_kernel(T *dx, const float *__restrict__ acc, uint64_t outer, int64_t dim,
                                          uint64_t row, int64_t r0, int64_t nr) {
     uint64_t n = outer * (uint64_t)nr * row;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE_U64(i, n) {
         uint64_t e = i % row, t = i / row;
         uint64_t r = t % (uint64_t)nr, b = t / (uint64_t)nr;
         dx[(b * (uint64_t)dim + (uint64_t)r0 + r) * row + e] = from_f<T>(acc[i]);
@@ -485,7 +473,7 @@ __device__ __forceinline__ int64_t maxpool_elem(const AmpCudaPoolIdx *p, uint64_
 template <typename T>
 __global__ void maxpool_indices_kernel(T *__restrict__ y, int64_t *__restrict__ idx, const T *__restrict__ x,
                                        AmpCudaPoolIdx p, uint64_t n_out) {
-    GRID_STRIDE(i, n_out) {
+    GRID_STRIDE_U64(i, n_out) {
         float best;
         int64_t arg = maxpool_elem(&p, i, x, &best);
         if (y) y[i] = from_f<T>(best);

@@ -9,25 +9,10 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels/cuda/device.cuh"
 #include "kernels/cuda/norm_grad.h"
 
-#define FULL_MASK 0xffffffffu
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
 enum { DT_FLOAT = 1, DT_FLOAT16 = 10, DT_BFLOAT16 = 16 }; // AmpDType numbers
-
-__device__ __forceinline__ float ld(const float *p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float ld(const __half *p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float ld(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void st(float *p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
-    return v;
-}
 
 // v summed over the row's group (a warp, or the block through sh[32]); every thread of the
 // group gets it. Block form: called by every thread of the block.
