@@ -31,9 +31,54 @@ static AmpCode prep_out(const void *p, size_t size, void **attrs, AmpStatus *st)
  * as written; n_axes counts them all, the first AMP_MAX_RANK are kept. */
 typedef struct RedAttrs {
     bool keep, noop;
+    bool fixed; /* the axes input's values, read at prepare, are axes[0..n_axes) */
     size_t n_axes;
     int64_t axes[AMP_MAX_RANK];
 } RedAttrs;
+
+/* Whether an update_binding of m's training graphs names initializer `name`. */
+static bool rebound(const AmpModel *m, const char *name) {
+    for (size_t i = 0; m && i < m->n_training; i++)
+        for (size_t j = 0; j < m->training[i].n_update_bindings; j++)
+            if (m->training[i].update_bindings[j].key && strcmp(m->training[i].update_bindings[j].key, name) == 0)
+                return true;
+    return false;
+}
+
+int amp_cuda_reduce_fixed_axes(const AmpNode *n, int64_t *axes, int max) {
+    const AmpValue *v = n->n_inputs > 1 ? n->inputs[1] : NULL;
+    if (!v) return -1;
+    const AmpTensor *t = NULL;
+    if (v->producer && v->producer->op == AMP_OP_Constant) {
+        const AmpAttr *a = amp_node_attr(v->producer, "value");
+        const AmpAttr *ints = amp_node_attr(v->producer, "value_ints");
+        if (!a && ints && ints->type == AMP_ATTR_INTS && ints->n_ints <= (size_t)max) {
+            for (size_t i = 0; i < ints->n_ints; i++) axes[i] = ints->ints[i];
+            return (int)ints->n_ints;
+        }
+        t = a && a->type == AMP_ATTR_TENSOR ? a->t : NULL;
+    } else if (v->initializer && !(v->flags & AMP_VALUE_INPUT) && !rebound(v->graph->model, v->name)) {
+        t = v->initializer;
+    }
+    if (!t || t->ndims > 1 || t->nelem > (uint64_t)max || t->is_external) return -1;
+    int c = (int)t->nelem;
+    if (t->dtype == AMP_DT_INT64 && t->n_int64 == t->nelem) {
+        for (int i = 0; i < c; i++) axes[i] = t->int64_data[i];
+    } else if (t->dtype == AMP_DT_INT32 && t->n_int32 == t->nelem) {
+        for (int i = 0; i < c; i++) axes[i] = t->int32_data[i];
+    } else if ((t->dtype == AMP_DT_INT64 || t->dtype == AMP_DT_INT32) && t->raw.data &&
+               t->raw.len == t->nelem * (t->dtype == AMP_DT_INT64 ? 8u : 4u)) {
+        for (int i = 0; i < c; i++) { /* ONNX's raw layout: little-endian */
+            const uint8_t *b = t->raw.data + (size_t)i * (t->dtype == AMP_DT_INT64 ? 8 : 4);
+            uint64_t u = 0;
+            for (int k = t->dtype == AMP_DT_INT64 ? 7 : 3; k >= 0; k--) u = u << 8 | b[k];
+            axes[i] = t->dtype == AMP_DT_INT64 ? (int64_t)u : (int64_t)(int32_t)(uint32_t)u;
+        }
+    } else {
+        return -1;
+    }
+    return c;
+}
 
 AmpCode amp_cuda_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     RedAttrs a = {.keep = amp_node_attr_int(n, "keepdims", 1) != 0,
@@ -43,6 +88,10 @@ AmpCode amp_cuda_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, A
     if (ax && ax->type == AMP_ATTR_INTS && ax->n_ints) {
         a.n_axes = ax->n_ints;
         for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
+    } else if (opset >= since) {
+        int c = amp_cuda_reduce_fixed_axes(n, a.axes, AMP_MAX_RANK);
+        a.fixed = c >= 0;
+        a.n_axes = c > 0 ? (size_t)c : 0;
     }
     return prep_out(&a, sizeof a, attrs, st);
 }
@@ -56,9 +105,9 @@ bool amp_cuda_supports_reduce(const AmpNode *n, int64_t opset, const int *in_dty
     return true;
 }
 
-/* The reduced axes (the CPU's reduce_mask): the axes input where listed (read to the
- * host), else the attribute; none reduce everything, or nothing with
- * noop_with_empty_axes. */
+/* The reduced axes (the CPU's reduce_mask): the axes input where listed (read at prepare
+ * where the model fixes it, else read to the host here), else the attribute; none reduce
+ * everything, or nothing with noop_with_empty_axes. */
 static AmpCode reduce_mask(AmpKernelCtx *k, const RedAttrs *attr, int rank, bool *mask) {
     int64_t axes[AMP_MAX_RANK];
     size_t n = 0;
@@ -69,7 +118,9 @@ static AmpCode reduce_mask(AmpKernelCtx *k, const RedAttrs *attr, int rank, bool
         if (ax->nelem > (uint64_t)rank)
             return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d",
                                     (unsigned long long)ax->nelem, rank);
-        if (ax->nelem) {
+        if (attr->fixed) { /* read at prepare: no wait on the stream */
+            for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
+        } else if (ax->nelem) {
             int got = amp_cuda_read_ints(k, 1, axes, AMP_MAX_RANK);
             if (got < 0) return k->st->code;
             n = (size_t)got;

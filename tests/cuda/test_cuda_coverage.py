@@ -10,9 +10,14 @@ kernel for (its supports check, which needs no GPU). That list must equal KNOWN 
 the case (empty for most): a kernel added makes its op leave the list, and the test says so
 until KNOWN shrinks too.
 
+With --device cuda (a GPU; skips otherwise) each graph also trains 2 steps on CUDA, and
+`ampc run` must report no node on the fallback and no small input read back by a kernel
+(a wait on the stream inside the step); --device sim runs the same steps on the
+simulator (no GPU: it checks the graphs, their data and the harness).
+
 Prints "N passed, M failed" last; exit 77 (skip) in a build without CUDA.
 
-usage: test_cuda_coverage.py --ampc PATH [--testdata DIR] [--verbose]
+usage: test_cuda_coverage.py --ampc PATH [--testdata DIR] [--device sim|cuda] [--verbose]
 """
 import argparse
 import json
@@ -46,6 +51,7 @@ KNOWN = {}
 class Ctx:
     def __init__(self, args):
         self.ampc = args.ampc
+        self.device = args.device
         self.tmp = tl.tempdir("ampc-cuda-cover-")
         self.made = {}
         self.notes = []
@@ -112,12 +118,32 @@ def fallback(ctx, model):
     return int(m.group(1)), int(m.group(2)), ops
 
 
+def data_of(name):
+    """The folder of inputs a training step of bundled model `name` reads."""
+    d = os.path.join(MODELS, ORT[name][0] if name in ORT else name)
+    train = os.path.join(d, "train_data")
+    return train if os.path.isdir(train) and name not in ORT else os.path.join(d, "test_data_set_0")
+
+
+def steps_on_device(ctx, name, precision, model):
+    """2 training steps on ctx.device: nothing on the fallback, nothing read back mid-step."""
+    p = sh(ctx, "run", model, "--steps", "2", "--inputs", data_of(name), "--backend", ctx.device, "--seed", "7")
+    fell = re.search(r"^fallback: .*$", p.stdout, re.M)
+    assert not fell, f"{name} {precision} on {ctx.device}: {fell.group(0)}"
+    reads = re.search(r"(\d+) small inputs read back by kernels", p.stdout)
+    if ctx.device == "cuda":
+        assert reads and reads.group(1) == "0", f"{name} {precision}: kernels read back inputs: {p.stdout[-400:]}"
+
+
 def coverage(ctx, name, precision):
-    taken, nodes, ops = fallback(ctx, converted(ctx, name, precision))
+    model = converted(ctx, name, precision)
+    taken, nodes, ops = fallback(ctx, model)
     want = KNOWN.get((name, precision), {})
     assert ops == want, (f"{name} {precision}: the CUDA backend lacks {ops or 'nothing'}, "
                          f"KNOWN says {want or 'nothing'} (a kernel added: shrink KNOWN)")
     ctx.notes.append(f"{name} {precision}: {taken} of {nodes} nodes have CUDA kernels")
+    if ctx.device and not want:
+        steps_on_device(ctx, name, precision, model)
 
 
 def reasons_given(ctx):
@@ -130,6 +156,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ampc", required=True)
     ap.add_argument("--testdata")
+    ap.add_argument("--device", choices=["sim", "cuda"])
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     ctx = Ctx(args)
@@ -138,6 +165,12 @@ def main():
     if "cuda: (CUDA not built)" in p.stdout:
         print("skip: this ampc was built without CUDA")
         return 77
+    if args.device == "cuda":
+        p = subprocess.run([args.ampc, "run", os.path.join(MODELS, "mlp_cls", "model.onnx"), "--backend", "cuda",
+                            "--dim", "batch=1"], capture_output=True, text=True)
+        if p.returncode:
+            print(f"skip: no CUDA device ({p.stderr.strip()[-200:]})")
+            return 77
     tests = [("every known gap has its reason", reasons_given)]
     for name in NAMES:
         for precision in PRECISIONS:
