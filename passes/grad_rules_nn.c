@@ -101,10 +101,14 @@ void amp_grad_softmax_ce(AmpGradCtx *c) {
     static const int64_t one[1] = {1}, off_on[2] = {0, 1};
     AmpValue *depth = amp_build2(b, "Gather", "sce_depth", amp_build1(b, "Shape", "sce_shape", x),
                                  amp_build_scalar(b, "sce_axis", AMP_DT_INT64, 1));
-    AmpValue *oin[3] = {labels, depth, amp_build_ints(b, "sce_values", off_on, 2)};
+    /* OneHot takes its output type from the values: float ones make the [N, C, d...]
+     * one-hot float at once (an int64 one and its cast would take three times the bytes,
+     * the largest tensors of a language model's step: C is the vocabulary). */
+    AmpValue *values = amp_build_cast(b, "sce_values", amp_build_ints(b, "sce_values_i", off_on, 2), dt);
+    AmpValue *oin[3] = {labels, depth, values};
     AmpNode *oh = amp_build_start(b, "OneHot", "sce_onehot", oin, 3, 1);
     amp_build_attr_int(b, oh, "axis", 1);
-    AmpValue *onehot = amp_build_cast(b, "sce_onehot_f", amp_build_end(b, oh), dt);
+    AmpValue *onehot = amp_build_end(b, oh);
     AmpValue *diff = amp_build2(b, "Sub", "sce_diff", p, onehot);
     const char *red = amp_node_attr_string(n, "reduction", "mean");
     if (red && strcmp(red, "none") == 0) {

@@ -422,6 +422,22 @@ static bool same_shape(const AmpType *a, const AmpType *b) {
     return true;
 }
 
+static bool same_dim(const AmpDim *x, const AmpDim *y) {
+    return x->value >= 0 ? x->value == y->value : y->value < 0 && y->param && x->param && strcmp(x->param, y->param) == 0;
+}
+
+/* Whether t, leading 1s aside, is s's trailing dims (a bias [C] against [N, T, C]): its
+ * elements repeat along s's leading dims, so element e of s reads element e % |t|. */
+static bool suffix_of(const AmpType *t, const AmpType *s) {
+    int skip = 0;
+    while (skip < t->rank && t->dims[skip].value == 1) skip++;
+    int r = t->rank - skip;
+    if (r > s->rank) return false;
+    for (int d = 0; d < r; d++)
+        if (!same_dim(&t->dims[skip + d], &s->dims[s->rank - r + d])) return false;
+    return true;
+}
+
 /* Whether t holds one element whatever the run (every dim a number). */
 static bool one_element(const AmpType *t) {
     for (int d = 0; d < t->rank; d++)
@@ -430,7 +446,8 @@ static bool one_element(const AmpType *t) {
 }
 
 /* Node i may join a chain: it runs on the device, has an opcode, a static output shape,
- * and reads values of that shape or single elements (broadcast, of no higher rank). A
+ * and reads values of that shape, single elements, or its trailing dims (a bias; no
+ * higher rank: the output keeps the chain's shape). A
  * shape may name its dims (a batch "N"): the kernels check, every run, that each input
  * not broadcast has the shape input's very shape, so declared names that lie fail loudly. */
 static bool chainable(const Fuse *f, int i) {
@@ -439,7 +456,9 @@ static bool chainable(const Fuse *f, int i) {
     const AmpType *s = &n->outputs[0]->type;
     for (int k = 0; k < n->n_inputs; k++) {
         const AmpType *t = &n->inputs[k]->type;
-        if (!known_type(t) || !(same_shape(t, s) || (one_element(t) && t->rank <= s->rank))) return false;
+        if (!known_type(t) || !(same_shape(t, s) || (one_element(t) && t->rank <= s->rank) ||
+                                (t->rank <= s->rank && suffix_of(t, s))))
+            return false;
     }
     return true;
 }

@@ -154,8 +154,20 @@ static void store(AmpBuf *b, uint64_t i, AmpFusedReg r) {
     }
 }
 
-/* Set t's inputs hold their dtypes and either the set's shape input's element count or
- * one element. */
+/* Whether b's elements, repeated, make shape's: b is shape's trailing dims, leading 1s
+ * aside (shape itself, a bias over the last axes). */
+bool amp_fused_repeats(const AmpBuf *b, const AmpBuf *shape) {
+    int skip = 0;
+    while (skip < b->rank && b->dims[skip] == 1) skip++;
+    int r = b->rank - skip;
+    if (r > shape->rank) return false;
+    for (int d = 0; d < r; d++)
+        if (b->dims[skip + d] != shape->dims[shape->rank - r + d]) return false;
+    return b->nelem > 0 || shape->nelem == 0;
+}
+
+/* Set t's inputs hold their dtypes and either the set's shape input's elements, its
+ * trailing dims (repeated) or one element. */
 static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, const AmpBuf *shape) {
     for (int i = 0; i < p->n_in; i++) {
         int at = t * p->n_in + i;
@@ -164,8 +176,7 @@ static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, const
         if (b->dtype != p->in_dtype[i])
             return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is %s, the program reads %s", at,
                                    amp_dtype_name(b->dtype), amp_dtype_name(p->in_dtype[i]));
-        bool same = b->rank == shape->rank && (!b->rank || !memcmp(b->dims, shape->dims, (size_t)b->rank * sizeof *b->dims));
-        if (b->nelem != 1 && !same)
+        if (b->nelem != 1 && !amp_fused_repeats(b, shape))
             return amp_kernel_fail(k, AMP_ERR_INPUT,
                                    "input %d ('%s') is not shaped as input %d nor one element: the plan fused these "
                                    "nodes from the model's declared shapes, which this run contradicts (--no-fuse, or "
@@ -206,7 +217,7 @@ AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
         uint64_t nelem = in[p->shape_input]->nelem;
         AmpFusedReg r[AMP_FUSED_MAX_REG];
         for (uint64_t e = 0; e < nelem; e++) {
-            for (int i = 0; i < p->n_in; i++) r[i] = load(in[i], in[i]->nelem == 1 ? 0 : e);
+            for (int i = 0; i < p->n_in; i++) r[i] = load(in[i], in[i]->nelem == nelem ? e : e % in[i]->nelem);
             for (int j = 0; j < p->n_instr; j++) r[p->n_in + j] = amp_fused_step(&p->ins[j], r, cls);
             for (int q = 0; q < p->n_out; q++)
                 if (o[q]) store(o[q], e, r[p->out_reg[q]]);

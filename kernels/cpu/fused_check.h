@@ -11,6 +11,10 @@
  * and the shape input's shape. */
 AmpCode amp_fused_check(AmpKernelCtx *k, const AmpFusedProg *p, AmpBuf **out);
 
+/* Whether b's elements, repeated, make shape's (b is shape's trailing dims, leading 1s
+ * aside): element e of shape reads element e % |b| of b. */
+bool amp_fused_repeats(const AmpBuf *b, const AmpBuf *shape);
+
 /* UnscaleCheck: (inv_scale, found_before?, X[N]) checked, out[0..N] (G[N], found) placed
  * with their shapes; out must hold N + 1 entries. */
 AmpCode amp_unscale_check_io(AmpKernelCtx *k, AmpBuf **out);

@@ -30,7 +30,7 @@ AmpCode amp_cuda_fused_elementwise(AmpKernelCtx *k) {
         a.total += a.nelem[t];
     }
     for (int i = 0; i < k->n_in; i++) {
-        a.in_bcast[i] = k->in[i]->nelem == 1;
+        a.in_n[i] = k->in[i]->nelem;
         a.in[i] = k->in[i]->data;
     }
     for (int o = 0; o < k->n_out; o++) a.out[o] = out[o] ? out[o]->data : NULL;

@@ -14,6 +14,9 @@
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/fused.h"
 
+static_assert(sizeof(AmpCudaFusedArgs) <= 4096 && sizeof(AmpCudaUnscaleArgs) <= 4096,
+              "a launch's arguments are passed by value: 4 KiB at most");
+
 __device__ static AmpFusedReg load(const void *p, int dtype, uint64_t i) {
     AmpFusedReg r;
     switch (dtype) {
@@ -52,7 +55,10 @@ __global__ void fused_elementwise_kernel(const AmpCudaFusedArgs a) {
         const uint64_t e = g - a.start[t];
         const int ib = t * a.n_in, ob = t * a.n_out;
         AmpFusedReg r[AMP_FUSED_MAX_REG];
-        for (int i = 0; i < a.n_in; i++) r[i] = load(a.in[ib + i], a.in_dtype[i], a.in_bcast[ib + i] ? 0 : e);
+        for (int i = 0; i < a.n_in; i++) {
+            const uint64_t n = a.in_n[ib + i];
+            r[i] = load(a.in[ib + i], a.in_dtype[i], n == a.nelem[t] ? e : e % n);
+        }
         for (int j = 0; j < a.n_instr; j++) {
             AmpFusedInstr in = {a.code[j][0], a.code[j][1], a.code[j][2], a.code[j][3], a.code[j][4]};
             r[a.n_in + j] = amp_fused_step(&in, r, a.cls);

@@ -24,7 +24,7 @@ typedef struct AmpCudaFusedArgs {
     uint8_t cls[AMP_FUSED_MAX_REG];     /* each register's class (fused_impl.h) */
     uint8_t out_reg[AMP_FUSED_MAX_OUT], out_dtype[AMP_FUSED_MAX_OUT];
     uint8_t code[AMP_FUSED_MAX_INSTR][5]; /* op, dtype, a, b, c */
-    uint8_t in_bcast[AMP_CUDA_FUSED_PTRS]; /* 1: a single element, read at index 0 */
+    uint64_t in_n[AMP_CUDA_FUSED_PTRS]; /* each input's elements: element e reads e % in_n */
     const void *in[AMP_CUDA_FUSED_PTRS];
     void *out[AMP_CUDA_FUSED_PTRS]; /* NULL: not wanted */
     uint64_t start[AMP_CUDA_FUSED_PTRS], nelem[AMP_CUDA_FUSED_PTRS];

@@ -221,3 +221,46 @@ Test(fuse, a_training_step_reads_back_only_what_is_asked) {
     cr_assert_gt(stats.fused_nodes, 0);
     amp_session_close(s);
 }
+
+/* y = Relu(x + b) * s, x [N, 3] (N named), b [3]: one kernel, the bias repeated along N;
+ * the CPU's bytes for N = 2 and N = 5. */
+Test(fuse, a_bias_over_the_last_axis_fuses_for_any_batch) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "N,3");
+    const int64_t d3[1] = {3};
+    const float b[3] = {0.5f, -1.0f, 2.0f};
+    rt_init(g, "b", AMP_DT_FLOAT, 1, d3, b);
+    rt_scalar_f(g, "s", 3.0f);
+    rt_node(g, "", "Add", "x,b", "h");
+    rt_node(g, "", "Relu", "h", "r");
+    rt_node(g, "", "Mul", "r,s", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "N,3");
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    for (int n = 2; n <= 5; n += 3) {
+        float x[15], y[2][15];
+        for (int i = 0; i < 3 * n; i++) x[i] = (float)(i % 4) - 1.25f;
+        size_t fused = 0;
+        for (int k = 0; k < 2; k++) {
+            AmpSessionOptions o = {.backend = k ? device() : AMP_BACKEND_CPU, .ignore_env = true};
+            AmpSession *s = NULL;
+            cr_assert_eq(amp_session_open_bytes(bytes, len, NULL, &o, &s, &st), AMP_OK, "%s", st.msg);
+            AmpTensorView in = {.name = "x", .dtype = AMP_DT_FLOAT, .rank = 2, .dims = {n, 3}, .data = x};
+            AmpTensorView out;
+            cr_assert_eq(amp_session_run(s, &in, 1, NULL, 1, &out, &st), AMP_OK, "%s", st.msg);
+            memcpy(y[k], out.data, (size_t)(3 * n) * sizeof(float));
+            amp_tensor_view_free(&out);
+            AmpSessionStats stats;
+            amp_session_stats(s, &stats);
+            if (k) fused = stats.fused_nodes;
+            amp_session_close(s);
+        }
+        cr_assert_eq(fused, 1, "N = %d: %zu fused nodes", n, fused);
+        for (int i = 0; i < 3 * n; i++) cr_assert_float_eq(y[1][i], y[0][i], 1e-6f, "N = %d, [%d]", n, i);
+        cr_assert_float_eq(y[0][3 * n - 1], 3.0f * fmaxf((float)((3 * n - 1) % 4) - 1.25f + 2.0f, 0.0f), 1e-6f);
+    }
+    free(bytes);
+}
