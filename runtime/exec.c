@@ -337,9 +337,8 @@ static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
     return AMP_OK;
 }
 
-static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
+static AmpCode run_node_in(AmpExec *e, size_t i, AmpBuf *scratch, const AmpBuf **inbuf, AmpStatus *st) {
     AmpNode *n = e->nodes[i];
-    const AmpBuf *inbuf[AMP_EXEC_MAX_IN + 1];
     Slot **in = e->in_slots + e->in_at[i];
     for (int k = 0; k < n->n_inputs; k++) {
         inbuf[k] = NULL;
@@ -401,6 +400,18 @@ static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
     if (e->hook && (rc = e->hook(e->hook_ctx, e, n, st))) return st && st->code ? st->code : rc;
     for (size_t j = e->dead_at[i]; j < e->dead_at[i + 1]; j++) amp_exec_slot_clear(e, &e->slots[e->dead[j]]);
     return AMP_OK;
+}
+
+/* Node i with its inputs' array on the stack, or allocated for a node with more inputs
+ * (a variadic Sum over every gradient of a large model). */
+static AmpCode run_node(AmpExec *e, size_t i, AmpBuf *scratch, AmpStatus *st) {
+    const AmpBuf *stack_in[AMP_EXEC_MAX_IN], **inbuf = stack_in;
+    int n_in = e->nodes[i]->n_inputs;
+    if (n_in > AMP_EXEC_MAX_IN && !(inbuf = malloc((size_t)n_in * sizeof *inbuf)))
+        return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = run_node_in(e, i, scratch, inbuf, st);
+    if (inbuf != stack_in) free(inbuf);
+    return rc;
 }
 
 /* Hands graph output slot s over as *out: copied out to malloc'd host memory (to_host),

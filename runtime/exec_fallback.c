@@ -54,8 +54,17 @@ static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const i
 AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st) {
     AmpBackend *fb = e->node_be[i], *be = e->be;
     const AmpNode *n = k->node;
-    AmpBuf hin[AMP_EXEC_MAX_IN], hout[AMP_EXEC_MAX_OUT];
-    const AmpBuf *hinp[AMP_EXEC_MAX_IN];
+    AmpBuf hin_stack[AMP_EXEC_MAX_IN], hout[AMP_EXEC_MAX_OUT], *hin = hin_stack;
+    const AmpBuf *hinp_stack[AMP_EXEC_MAX_IN], **hinp = hinp_stack;
+    if (k->n_in > AMP_EXEC_MAX_IN) { /* a variadic node with many inputs */
+        hin = malloc((size_t)k->n_in * sizeof *hin);
+        hinp = malloc((size_t)k->n_in * sizeof *hinp);
+        if (!hin || !hinp) {
+            if (hin != hin_stack) free(hin);
+            free(hinp == hinp_stack ? NULL : hinp);
+            return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        }
+    }
     FbAlloc fa = {.ac = ac, .fb = fb, .hout = hout};
     AmpCode rc = AMP_OK;
     int n_in = 0, n_out = 0;
@@ -102,6 +111,7 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
     for (int o = 0; o < AMP_EXEC_MAX_OUT; o++)
         if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
     if (hgate.data) fb->free(fb, hgate.data);
+    if (hin != hin_stack) free(hin), free(hinp);
     (void)n;
     return rc;
 }

@@ -134,15 +134,31 @@ static AmpBuf *sim_run_alloc(void *ctx, int index, int dtype, int rank, const in
     return &r->out[index];
 }
 
+static AmpCode sim_run_in(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx, AmpBuf *in,
+                          const AmpBuf **inp);
+
+/* The kernel's inputs translated into arrays on the stack, or allocated for a node with
+ * many inputs. */
 static AmpCode sim_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx) {
     enum { MAX_IN = 64 };
     if (listed(((const Sim *)be)->refuses, ctx->node->op_type))
         return amp_fail(ctx->st, AMP_ERR_UNSUPPORTED, "device simulator: node '%s' (%s): refused (AMP_SIM_REFUSES)",
                         ctx->node->name ? ctx->node->name : "", ctx->node->op_type);
-    if (ctx->n_in > MAX_IN || ctx->n_out > SIM_MAX_OUT)
-        return misuse(ctx->st, "a node with more inputs or outputs than the simulator takes");
-    AmpBuf in[MAX_IN];
-    const AmpBuf *inp[MAX_IN];
+    if (ctx->n_out > SIM_MAX_OUT) return misuse(ctx->st, "a node with more outputs than the simulator takes");
+    AmpBuf in_stack[MAX_IN], *in = in_stack;
+    const AmpBuf *inp_stack[MAX_IN], **inp = inp_stack;
+    if (ctx->n_in > MAX_IN) {
+        in = malloc((size_t)ctx->n_in * sizeof *in);
+        inp = malloc((size_t)ctx->n_in * sizeof *inp);
+    }
+    AmpCode rc = in && inp ? sim_run_in(be, k, ctx, in, inp) : misuse(ctx->st, "out of memory");
+    if (in != in_stack) free(in), free(inp);
+    return rc;
+}
+
+static AmpCode sim_run_in(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx *ctx, AmpBuf *in,
+                          const AmpBuf **inp) {
+    (void)be;
     for (int i = 0; i < ctx->n_in; i++) {
         inp[i] = NULL;
         if (!ctx->in[i]) continue;

@@ -264,3 +264,67 @@ Test(fuse, a_bias_over_the_last_axis_fuses_for_any_batch) {
     }
     free(bytes);
 }
+
+/* The loss_scale pass's check over 70 gradients (a model with more parameters than the
+ * executor's 64 inputs per node on the stack): the CPU runs the 70-input Sum, the device
+ * fuses it into two chained UnscaleCheck nodes; the flag and every unscaled gradient
+ * agree, with and without an inf among the gradients. */
+Test(fuse, the_check_over_seventy_gradients) {
+    enum { N = 70 };
+    for (int planted = 0; planted < 2; planted++) {
+        AmpModel *m = base();
+        AmpGraph *g = m->graph;
+        rt_scalar_f(g, "inv", 0.25f);
+        rt_scalar_f(g, "zero", 0.0f);
+        char name[32], ins[64];
+        AmpNode *sum = amp_node_new(g, "", "Sum", "check_total", N, 1); /* rt_node takes 16 names */
+        for (int j = 0; j < N; j++) {
+            snprintf(name, sizeof name, "k%d", j);
+            rt_scalar_f(g, name, j == 33 && planted ? INFINITY : (float)j);
+            snprintf(ins, sizeof ins, "x,k%d", j);
+            snprintf(name, sizeof name, "X%d", j);
+            rt_node(g, "", "Mul", ins, name); /* a gradient: x * k_j */
+            snprintf(ins, sizeof ins, "X%d,inv", j);
+            snprintf(name, sizeof name, "G%d", j);
+            rt_node(g, "", "Mul", ins, name);
+            rt_output(g, name, AMP_DT_FLOAT, "4");
+            snprintf(ins, sizeof ins, "G%d,zero", j);
+            snprintf(name, sizeof name, "Z%d", j);
+            rt_node(g, "", "Mul", ins, name);
+            snprintf(ins, sizeof ins, "Z%d", j);
+            snprintf(name, sizeof name, "C%d", j);
+            amp_node_add_attr(rt_node(g, "", "ReduceSum", ins, name), "keepdims", AMP_ATTR_INT)->i = 0;
+            amp_node_set_input(sum, j, rt_val(g, name));
+        }
+        amp_node_set_output(sum, 0, amp_graph_value(g, "T"));
+        amp_node_append(g, sum);
+        rt_node(g, "", "IsNaN", "T", "found");
+        rt_output(g, "found", AMP_DT_BOOL, "");
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+        amp_model_free(m);
+        float x[4] = {1.5f, -2.0f, 0.25f, 9.0f};
+        AmpTensorView in = {.name = "x", .dtype = AMP_DT_FLOAT, .rank = 1, .dims = {4}, .data = x};
+        AmpTensorView out[2][N + 1];
+        size_t fused = 0;
+        for (int k = 0; k < 2; k++) {
+            AmpSessionOptions o = {.backend = k ? device() : AMP_BACKEND_CPU, .ignore_env = true};
+            AmpSession *s = NULL;
+            cr_assert_eq(amp_session_open_bytes(bytes, len, NULL, &o, &s, &st), AMP_OK, "%s", st.msg);
+            cr_assert_eq(amp_session_run(s, &in, 1, NULL, N + 1, out[k], &st), AMP_OK, "%s", st.msg);
+            AmpSessionStats stats;
+            amp_session_stats(s, &stats);
+            if (k) fused = stats.fused_nodes;
+            amp_session_close(s);
+        }
+        cr_assert_geq(fused, 2, "%zu fused nodes", fused);
+        cr_assert_eq(*(uint8_t *)out[0][N].data, planted, "the CPU's flag");
+        cr_assert_eq(*(uint8_t *)out[1][N].data, planted, "the device's flag");
+        for (int j = 0; j < N; j++)
+            cr_assert_eq(memcmp(out[0][j].data, out[1][j].data, 4 * sizeof(float)), 0, "gradient %d", j);
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j <= N; j++) amp_tensor_view_free(&out[k][j]);
+        free(bytes);
+    }
+}
