@@ -38,6 +38,11 @@ typedef struct Fuse {
     size_t fused;      /* fused nodes made */
 } Fuse;
 
+/* Types (the elementwise chains' section defines them). */
+static bool known_type(const AmpType *t);
+static bool same_shape(const AmpType *a, const AmpType *b);
+static bool one_element(const AmpType *t);
+
 /* ---- what reads what ------------------------------------------------------------------ */
 
 static int pos_of(const Fuse *f, const AmpNode *n) {
@@ -227,8 +232,12 @@ static bool uc_part(Fuse *f, const AmpValue *c, const AmpValue **inv, UcPart *p)
     AmpValue *g = z->inputs[0];
     int um = producer_at(f, g);
     const AmpNode *u = um >= 0 ? f->e->nodes[um] : NULL;
+    /* inv one float32 element; X and G of one known shape (the fused node gives G X's) */
+    const AmpValue *iv = u ? u->inputs[1] : NULL;
     if (!u || u->op != AMP_OP_Mul || u->n_inputs != 2 || u->n_attrs || g->type.dtype != AMP_DT_FLOAT ||
-        u->inputs[1]->type.dtype != AMP_DT_FLOAT || (*inv && u->inputs[1] != *inv))
+        !known_type(&iv->type) || iv->type.dtype != AMP_DT_FLOAT || !one_element(&iv->type) ||
+        !known_type(&g->type) || !known_type(&u->inputs[0]->type) || !same_shape(&g->type, &u->inputs[0]->type) ||
+        (*inv && iv != *inv))
         return false;
     *inv = u->inputs[1];
     p->n_nodes = 0;
@@ -239,7 +248,8 @@ static bool uc_part(Fuse *f, const AmpValue *c, const AmpValue **inv, UcPart *p)
     int cm = producer_at(f, p->x);
     const AmpNode *cast = cm >= 0 ? f->e->nodes[cm] : NULL;
     if (cast && cast->op == AMP_OP_Cast && sole_reader(f, p->x) == um && on_device(f, cm) && cast->inputs[0] &&
-        (cast->inputs[0]->type.dtype == AMP_DT_FLOAT16 || cast->inputs[0]->type.dtype == AMP_DT_BFLOAT16)) {
+        (cast->inputs[0]->type.dtype == AMP_DT_FLOAT16 || cast->inputs[0]->type.dtype == AMP_DT_BFLOAT16) &&
+        known_type(&cast->inputs[0]->type) && same_shape(&cast->inputs[0]->type, &g->type)) {
         p->x = cast->inputs[0];
         p->nodes[p->n_nodes++] = cm;
     } else if (p->x->type.dtype != AMP_DT_FLOAT) {
