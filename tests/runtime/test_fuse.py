@@ -126,6 +126,12 @@ def state_moves(ctx):
     else:
         for a, b in zip(later, straight[2:]):
             assert abs(float(a[1]) - float(b[1])) <= ctx.rtol * max(abs(float(b[1])), 1e-3), f"{a} vs {b}"
+    # ... and on the device itself, 2 + 2 steps continue exactly as 4 straight ones.
+    dev4, dev4_state, _ = run_steps(ctx, model, data, ctx.device, "dev4", steps=4)
+    again, again_state, _ = run_steps(ctx, model, data, ctx.device, "again", steps=2,
+                                      load=os.path.join(ctx.tmp, f"half_{ctx.device}.state"))
+    assert [s[1:] for s in again] == [s[1:] for s in dev4[2:]], f"{again} vs {dev4[2:]}"
+    assert again_state == dev4_state, f"the state after 2 + 2 steps on {ctx.device} differs from 4 straight ones"
 
 
 def same_run(ctx, name, precision, must_fuse):
@@ -183,7 +189,7 @@ def cases():
             out.append((f"{name} {precision}: {'{device}'} = cpu",
                         lambda c, n=name, p=precision: same_run(c, n, p, must_fuse=p == "fp16")))
     out.append(("a NaN step is skipped alike", planted_nan))
-    out.append(("a state saved on {device} continues on the CPU", state_moves))
+    out.append(("a state saved on {device} continues on the CPU, and on {device} exactly", state_moves))
     return out
 
 
