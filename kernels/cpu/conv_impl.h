@@ -49,6 +49,12 @@ typedef struct AmpConvGradAttrs {
     int64_t group;
 } AmpConvGradAttrs;
 
+/* ConvGrad's checks of (dY, X, W) for the CPU and CUDA kernels (ms_train.c): one dtype, at
+ * most 3 outputs, one rank >= 3, the group, kernel_shape against W (kern: W's spatial
+ * dims), dY shaped as the forward convolution's output (*g its geometry). */
+AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, int64_t *kern,
+                            AmpConvGeom *g);
+
 /* The prepare function of Conv, ConvTranspose, MaxPool and AveragePool: the attributes
  * each reads, into an AmpConvAttrs. */
 AmpCode amp_cpu_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

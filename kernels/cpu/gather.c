@@ -81,6 +81,23 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
+AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *dy, const AmpBuf *dx, int *axis) {
+    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
+    if (!amp_norm_axis(a, dx->rank, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
+    /* dY is Gather's output: (dX[:axis], indices, dX[axis+1:]) */
+    int64_t dims[AMP_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < *axis; d++) dims[r++] = dx->dims[d];
+    if (r + idx->rank + dx->rank - *axis - 1 > AMP_MAX_RANK)
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
+    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
+    for (int d = *axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
+    if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
+    return AMP_OK;
+}
+
 /* com.microsoft GatherGrad (shape, indices, dY) -> dX: zeros of `shape` (Gather's data),
  * into which each row of dY is added at its index along `axis`, in fp32 (fp64 for double)
  * and rounded once: rows that repeat an index (a token seen twice) sum. */
@@ -95,19 +112,7 @@ AmpCode amp_ms_gather_grad(AmpKernelCtx *k) {
     AmpCode rc = amp_kernel_outputs(k, 1, &dx);
     if (rc || !dx) return rc;
     int axis;
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, dx->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
-    /* dY is Gather's output: (dX[:axis], indices, dX[axis+1:]) */
-    int64_t dims[AMP_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < axis; d++) dims[r++] = dx->dims[d];
-    if (r + idx->rank + dx->rank - axis - 1 > AMP_MAX_RANK)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
-    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
-    for (int d = axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
-    if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
+    if ((rc = amp_gather_grad_check(k, idx, dy, dx, &axis))) return rc;
     int64_t dim = dx->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
         if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);

@@ -174,25 +174,21 @@ AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **att
     return AMP_OK;
 }
 
-AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
+AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, int64_t *kern,
+                            AmpConvGeom *g) {
     const AmpConvGradAttrs *a = k->attrs;
-    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
-    if (!dy || !x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
     int dt = x->dtype;
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
     if (dy->dtype != dt || w->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
     if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
-                             x->rank, w->rank);
+                               x->rank, w->rank);
     int nsp = x->rank - 2;
-    int64_t group = a->group;
-    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    int64_t C = x->dims[1], M = w->dims[0], group = a->group;
     if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                             (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
-    int64_t kern[AMP_MAX_SPATIAL], kattr[AMP_MAX_SPATIAL];
+                               (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
+    int64_t kattr[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
     if (rc) return rc;
     for (int i = 0; i < nsp; i++) {
@@ -200,11 +196,26 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         if (kattr[i] >= 0 && kattr[i] != kern[i])
             return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
     }
-    AmpConvGeom g;
-    if ((rc = amp_conv_geom(k, x, kern, false, &g))) return rc;
-    bool shape_ok = dy->dims[0] == N && dy->dims[1] == M;
-    for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g.out[i];
+    if ((rc = amp_conv_geom(k, x, kern, false, g))) return rc;
+    bool shape_ok = dy->dims[0] == x->dims[0] && dy->dims[1] == M;
+    for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g->out[i];
     if (!shape_ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
+    return AMP_OK;
+}
+
+AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
+    const AmpConvGradAttrs *a = k->attrs;
+    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
+    if (!dy || !x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
+    int dt = x->dtype;
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    int64_t kern[AMP_MAX_SPATIAL];
+    AmpConvGeom g;
+    AmpCode rc = amp_conv_grad_check(k, dy, x, w, kern, &g);
+    if (rc) return rc;
+    int nsp = x->rank - 2;
+    int64_t group = a->group, N = x->dims[0], C = x->dims[1], M = w->dims[0];
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
         K > INT_MAX || Cg > INT_MAX || Mg > INT_MAX || O > INT_MAX || NI > INT_MAX || Cg * K > INT_MAX ||

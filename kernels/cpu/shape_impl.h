@@ -65,6 +65,10 @@ typedef struct TransposeAttrs {
 
 /* An axis, raw (normalised against the input's rank in the kernel): Concat's (also
  * ConcatTraining's), Gather's and GatherElements' (also GatherGrad's). */
+/* GatherGrad's checks (gather.c; the CUDA kernel's too): *axis normalised for dX's rank,
+ * dY of dX's dtype and of the shape Gather gives for dX and the indices. */
+AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *dy, const AmpBuf *dx, int *axis);
+
 typedef struct AxisAttrs {
     int64_t axis;
 } AxisAttrs;

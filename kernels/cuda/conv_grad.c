@@ -178,36 +178,15 @@ bool amp_cuda_supports_conv_grad(const AmpNode *n, int64_t opset, const int *in_
     return n->n_inputs == 3 && n->n_outputs <= 3 && amp_cuda_supports_float(n, opset, in_dtypes);
 }
 
-/* The CPU's checks of amp_cpu_ms_conv_grad: types, ranks, group, kernel_shape against W,
- * dY's shape against the forward convolution's; *g the geometry. */
+/* Its dtype, then the CPU kernel's checks (amp_conv_grad_check: ranks, group, kernel_shape,
+ * dY's shape); *g the geometry. */
 static AmpCode check_inputs(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, AmpConvGeom *g) {
     const AmpConvGradAttrs *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     int dt = x->dtype;
     if (!amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (dy->dtype != dt || w->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
-    if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
-                               x->rank, w->rank);
-    int nsp = x->rank - 2;
-    int64_t C = x->dims[1], M = w->dims[0], group = a->group;
-    if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                               (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
-    int64_t kern[AMP_MAX_SPATIAL], kattr[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
-    if (rc) return rc;
-    for (int i = 0; i < nsp; i++) {
-        kern[i] = w->dims[i + 2];
-        if (kattr[i] >= 0 && kattr[i] != kern[i])
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
-    }
-    if ((rc = amp_conv_geom(k, x, kern, false, g))) return rc;
-    bool shape_ok = dy->dims[0] == x->dims[0] && dy->dims[1] == M;
-    for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g->out[i];
-    if (!shape_ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
-    return AMP_OK;
+    int64_t kern[AMP_MAX_SPATIAL];
+    return amp_conv_grad_check(k, dy, x, w, kern, g);
 }
 
 /* Zeroes the listed outputs (the gradients of a convolution with no output position). */

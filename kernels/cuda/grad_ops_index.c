@@ -121,18 +121,7 @@ AmpCode amp_cuda_gather_grad_node(AmpKernelCtx *k) {
     AmpCode rc = amp_kernel_outputs(k, 1, &dx);
     if (rc || !dx) return rc;
     int axis;
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, dx->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
-    int64_t dims[AMP_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < axis; d++) dims[r++] = dx->dims[d];
-    if (r + idx->rank + dx->rank - axis - 1 > AMP_MAX_RANK)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
-    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
-    for (int d = axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
-    if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
+    if ((rc = amp_gather_grad_check(k, idx, dy, dx, &axis))) return rc;
     if (!dx->nelem) return AMP_OK;
     uint64_t outer = amp_shape_nelem(axis, dx->dims), row = amp_shape_nelem(dx->rank - axis - 1, dx->dims + axis + 1);
     AmpCudaCtx *c = amp_cuda_ctx(k);
