@@ -67,14 +67,10 @@ static void force_readers(AmpRun *r, const AmpValue *v, const char *seed, int de
  * float32, as the loss does, since the loss-scaling pass multiplies the seed by the scale
  * (2^16 to start with: past float16's largest value, 65504). */
 static AmpCode force_seed_readers(AmpRun *r) {
-    size_t len = strlen(r->loss->name) + sizeof "_grad";
-    char *name = malloc(len);
-    if (!name) return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
-    snprintf(name, len, "%s_grad", r->loss->name);
-    AmpValue *seed = amp_graph_lookup(r->m->graph, name);
-    free(name);
-    if (seed) force_readers(r, seed, seed->name, 0);
-    return AMP_OK;
+    AmpValue *seed;
+    AmpCode rc = amp_find_seed(r->m, r->loss, &seed, r->st);
+    if (!rc && seed) force_readers(r, seed, seed->name, 0);
+    return rc;
 }
 
 static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {

@@ -17,10 +17,18 @@ bool amp_float_slot(const AmpNode *n, int slot) {
     return slot >= 32 ? mask == AMP_SLOTS_ALL : ((mask >> slot) & 1u) != 0;
 }
 
+bool amp_same_step(const AmpModel *m, const AmpGraph *in, const AmpGraph *g) {
+    if (in == g) return true;
+    if (g != m->graph) return false;
+    for (size_t k = 0; k < m->n_training; k++)
+        if (m->training[k].algorithm == in) return true;
+    return false;
+}
+
 bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot) {
     uint32_t i = amp_idx(n);
-    return n->graph == g && i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW &&
-           amp_float_slot(n, slot);
+    return i != AMP_NO_NODE && r->ni[i].paint == AMP_PAINT_ALLOW && amp_float_slot(n, slot) &&
+           amp_same_step(r->m, n->graph, g);
 }
 
 bool amp_reads_shape_only(const AmpNode *n, int slot) {
@@ -161,7 +169,7 @@ AmpCode amp_collect(AmpRun *r) {
 
 /* ---- neighbours ------------------------------------------------------------------
  * Neighbours of a node are its consumers (outputs) and producers (inputs) in the same
- * graph, through float32 values read at float data slots. They are listed once, before
+ * graph (a training algorithm and the main graph count as one: amp_same_step), through float32 values read at float data slots. They are listed once, before
  * the painting, in compact arrays (each step below walks the whole graph again): the
  * consumers in the order of the outputs and their use lists, the producers in input order. */
 
@@ -192,14 +200,16 @@ static bool build_adj(const AmpRun *r, Adj *a) {
             for (size_t u = 0; u < v->n_uses; u++) {
                 const AmpNode *c = v->uses[u].node;
                 uint32_t j = amp_idx(c);
-                if (c->graph == n->graph && j != AMP_NO_NODE && j != i && amp_float_slot(c, v->uses[u].slot) &&
+                if (amp_same_step(r->m, c->graph, n->graph) && j != AMP_NO_NODE && j != i && amp_float_slot(c, v->uses[u].slot) &&
                     !edge(&a->out, &a->n_out, &a->cap_out, j))
                     return false;
             }
         }
         for (int k = 0; k < n->n_inputs; k++) {
             const AmpValue *v = n->inputs[k];
-            if (!amp_is_f32(v) || !v->producer || v->producer->graph != n->graph || !amp_float_slot(n, k)) continue;
+            if (!amp_is_f32(v) || !v->producer || !amp_same_step(r->m, n->graph, v->producer->graph) ||
+                !amp_float_slot(n, k))
+                continue;
             uint32_t j = amp_idx(v->producer);
             if (j != AMP_NO_NODE && j != i && !edge(&a->in, &a->n_in, &a->cap_in, j)) return false;
         }

@@ -117,7 +117,13 @@ bool amp_float_slot(const AmpNode *n, int slot);
 static inline bool amp_is_f32(const AmpValue *v) {
     return v && v->type.kind == AMP_TYPE_TENSOR && v->type.dtype == AMP_DT_FLOAT;
 }
-/* Whether use (n, slot) reads its value as 16-bit data: n is painted allow, in `g`. */
+/* Whether a node of graph `in` reads values of g as if it were one of g's: the same graph,
+ * or g the main graph and `in` a training algorithm (ONNX runs a step as the main graph
+ * concatenated with the algorithm: the colouring spreads across, and a 16-bit value of
+ * the main graph serves the algorithm's 16-bit readers as it would serve its own). */
+bool amp_same_step(const AmpModel *m, const AmpGraph *in, const AmpGraph *g);
+/* Whether use (n, slot) reads its value as 16-bit data: n is painted allow, in `g` (or in a
+ * training algorithm, for g the main graph: a step runs them as one graph). */
 bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot);
 /* Whether n's input `slot` is read for its shape only (Shape, Size): any type serves, so a
  * 16-bit value needs no Cast back to float32 for it. */

@@ -34,7 +34,12 @@
 
 typedef struct Ls {
     AmpModel *m;
-    AmpGraph *g; /* the main graph */
+    AmpGraph *g; /* the main graph: the scale's state lives there */
+    /* The graph that holds the gradients, where they are unscaled and checked and the scale
+     * is updated: the main graph (the loss and backward there, as ampc grad and
+     * onnxruntime-training write them) or an algorithm (ONNX's own layout). */
+    AmpGraph *h;
+    AmpTrainingInfo *h_ti; /* h's training_info when h is an algorithm, else NULL */
     const AmpPassOptions *opt;
     AmpStatus *st;
     bool dynamic;
@@ -45,6 +50,7 @@ typedef struct Ls {
     size_t n_grads;
     AmpValue *scale, *inv, *found, *tracker;
     AmpBuilder b;       /* the main graph's new nodes, named PREFIX... */
+    AmpBuilder hb;      /* h's, when h is an algorithm (hbuilder: the one for h) */
     size_t n_nodes_alg; /* nodes added to algorithm graphs (each has a builder of its own) */
     size_t n_gated;
     size_t n_gated_main; /* gates placed in the main graph: they read amp_found_inf, made last */
@@ -90,40 +96,64 @@ static AmpValue *fresh(AmpBuilder *b, const char *base, const AmpValue *like, in
     return v;
 }
 
-/* A scalar Constant of the main graph, placed at its top, its output named from `what`. */
+/* The builder of h, the gradients' graph. */
+static AmpBuilder *hbuilder(Ls *l) {
+    return l->h == l->g ? &l->b : &l->hb;
+}
+
+/* A scalar Constant of h, placed at its top, its output named from `what`. */
 static AmpValue *constant(Ls *l, const char *what, int dtype, double v) {
-    amp_builder_place_after(&l->b, NULL);
-    return amp_build_scalar(&l->b, what, dtype, v);
+    AmpBuilder *b = hbuilder(l);
+    amp_builder_place_after(b, NULL);
+    return amp_build_scalar(b, what, dtype, v);
 }
 
 /* ---- finding the parts of the training graph ------------------------------------------ */
 
+/* The parameters' gradients: for each float initializer or graph input X of the main graph
+ * or an algorithm, the value X_grad a node of the training step makes (onnxruntime
+ * training's naming, DESIGN.md's contract). They must all be made in one graph, h. */
 static AmpCode find_grads(Ls *l) {
-    AmpGraph *g = l->g;
-    l->grads = malloc((g->n_values ? g->n_values : 1) * sizeof *l->grads);
+    AmpModel *m = l->m;
+    size_t cap = 1;
+    for (size_t k = 0; k <= m->n_training; k++) {
+        AmpGraph *g = k ? m->training[k - 1].algorithm : l->g;
+        if (g) cap += g->n_values;
+    }
+    l->grads = malloc(cap * sizeof *l->grads);
     if (!l->grads) return oom(l);
-    size_t n = g->n_values; /* values are added below the loop's reach: none are */
-    for (size_t i = 0; i < n; i++) {
-        AmpValue *p = g->values[i];
-        if (!(p->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)) || !is_float(p)) continue;
-        const char *gname = cat(l, p->name, "_grad");
-        if (!gname) return oom(l);
-        AmpValue *gv = amp_graph_lookup(g, gname);
-        if (!gv || gv->graph != g || gv == l->seed || !gv->producer) continue;
-        /* A gradient whose type is unknown would stay scaled: refuse rather than convert
-         * half-way (exit 0 means every gradient is unscaled). */
-        if (gv->type.kind != AMP_TYPE_TENSOR || gv->type.dtype == AMP_DT_UNDEFINED) {
-            const AmpNode *pn = gv->producer;
-            return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
-                            "loss_scale: gradient '%s' of '%s' has no known type (made by node '%s', %s%s%s, which "
-                            "ampc cannot type), so it could not be unscaled: the conversion would leave it %s too "
-                            "large; convert with --loss-scale none to leave the graph unscaled",
-                            gv->name, p->name, pn->name ? pn->name : "", pn->domain && *pn->domain ? pn->domain : "",
-                            pn->domain && *pn->domain ? "." : "", pn->op_type ? pn->op_type : "?",
-                            "the loss scale times");
+    for (size_t k = 0; k <= m->n_training; k++) {
+        AmpGraph *g = k ? m->training[k - 1].algorithm : l->g;
+        size_t n = g ? g->n_values : 0; /* values are added below the loop's reach: none are */
+        for (size_t i = 0; i < n; i++) {
+            AmpValue *p = g->values[i];
+            if (!(p->flags & (AMP_VALUE_INPUT | AMP_VALUE_INITIALIZER)) || !is_float(p)) continue;
+            const char *gname = cat(l, p->name, "_grad");
+            if (!gname) return oom(l);
+            AmpValue *gv = amp_step_lookup(m, gname);
+            if (!gv || gv == l->seed || !gv->producer) continue;
+            /* A gradient whose type is unknown would stay scaled: refuse rather than convert
+             * half-way (exit 0 means every gradient is unscaled). */
+            if (gv->type.kind != AMP_TYPE_TENSOR || gv->type.dtype == AMP_DT_UNDEFINED) {
+                const AmpNode *pn = gv->producer;
+                return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                                "loss_scale: gradient '%s' of '%s' has no known type (made by node '%s', %s%s%s, "
+                                "which ampc cannot type), so it could not be unscaled: the conversion would leave "
+                                "it %s too large; convert with --loss-scale none to leave the graph unscaled",
+                                gv->name, p->name, pn->name ? pn->name : "",
+                                pn->domain && *pn->domain ? pn->domain : "", pn->domain && *pn->domain ? "." : "",
+                                pn->op_type ? pn->op_type : "?", "the loss scale times");
+            }
+            if (!is_float(gv)) continue;
+            if (l->n_grads && gv->graph != l->grads[0]->graph)
+                return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                                "loss_scale: gradients '%s' and '%s' are made in different graphs (%s and %s): "
+                                "ampc unscales and checks the gradients in one graph; convert with --loss-scale "
+                                "none", l->grads[0]->name, gv->name,
+                                l->grads[0]->graph == l->g ? "the main graph" : "a training algorithm",
+                                gv->graph == l->g ? "the main graph" : "another training algorithm");
+            l->grads[l->n_grads++] = gv;
         }
-        if (!is_float(gv)) continue;
-        l->grads[l->n_grads++] = gv;
     }
     return AMP_OK;
 }
@@ -135,7 +165,7 @@ static AmpCode find_grads(Ls *l) {
 static bool has_update_path(Ls *l) {
     /* Each node is entered once and pushes its outputs: that bounds the stack. */
     size_t top = 0, cap = l->n_grads + 1;
-    for (AmpNode *n = l->g->first; n; n = n->next) cap += (size_t)n->n_outputs;
+    for (AmpNode *n = l->h->first; n; n = n->next) cap += (size_t)n->n_outputs;
     bool *seen = calloc(l->m->next_node_id + 1, sizeof *seen);
     AmpValue **stack = malloc(cap * sizeof *stack);
     if (!seen || !stack) {
@@ -146,10 +176,10 @@ static bool has_update_path(Ls *l) {
     bool found = false;
     while (top && !found) {
         AmpValue *v = stack[--top];
-        if (v->graph == l->g && (v->flags & AMP_VALUE_OUTPUT)) found = true;
+        if (v->graph == l->h && (v->flags & AMP_VALUE_OUTPUT)) found = true;
         for (size_t u = 0; u < v->n_uses && !found; u++) {
             AmpNode *n = v->uses[u].node;
-            if (n->graph != l->g || amp_is_optimizer(n)) found = true;
+            if (n->graph != l->h || amp_is_optimizer(n)) found = true;
             if (found || seen[n->id]) continue;
             seen[n->id] = true;
             for (int o = 0; o < n->n_outputs; o++)
@@ -171,18 +201,59 @@ static bool is_accumulator(const AmpNode *n) {
 /* Every value a gradient accumulator adds must be a gradient found above (and so be
  * unscaled): one that is not would go into the buffer still multiplied by the scale. */
 static AmpCode check_accumulated(Ls *l) {
-    for (AmpNode *n = l->g->first; n; n = n->next) {
-        if (!is_accumulator(n)) continue;
-        AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
-        bool found = !v;
-        for (size_t i = 0; i < l->n_grads && !found; i++) found = l->grads[i] == v;
-        if (!found)
-            return amp_fail(l->st, AMP_ERR_INPUT,
-                            "loss_scale: accumulator '%s' adds '%s', which is no parameter's gradient '<param>_grad' "
-                            "(a float initializer or graph input with that gradient), so it could not be unscaled: it "
-                            "would reach the buffer multiplied by the loss scale; convert with --loss-scale none",
-                            n->name ? n->name : "", v->name);
+    for (size_t k = 0; k <= l->m->n_training; k++) {
+        AmpGraph *g = k ? l->m->training[k - 1].algorithm : l->g;
+        for (AmpNode *n = g ? g->first : NULL; n; n = n->next) {
+            if (!is_accumulator(n)) continue;
+            if (n->graph != l->h)
+                return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                                "loss_scale: accumulator '%s' is in %s, the gradients in %s: it could not be gated "
+                                "on the gradient check; convert with --loss-scale none", n->name ? n->name : "",
+                                g == l->g ? "the main graph" : "a training algorithm",
+                                l->h == l->g ? "the main graph" : "a training algorithm");
+            AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
+            bool found = !v;
+            for (size_t i = 0; i < l->n_grads && !found; i++) found = l->grads[i] == v;
+            if (!found)
+                return amp_fail(l->st, AMP_ERR_INPUT,
+                                "loss_scale: accumulator '%s' adds '%s', which is no parameter's gradient "
+                                "'<param>_grad' (a float initializer or graph input with that gradient), so it could "
+                                "not be unscaled: it would reach the buffer multiplied by the loss scale; convert "
+                                "with --loss-scale none", n->name ? n->name : "", v->name);
+        }
     }
+    return AMP_OK;
+}
+
+/* h: the graph of the gradients. The seed is scaled where it is made (the scale, a
+ * main-graph state, is seen everywhere), which must be h or the main graph; gates are
+ * placed where amp_found_inf (made in h) can be read. */
+static AmpCode home(Ls *l) {
+    AmpModel *m = l->m;
+    l->h = l->grads[0]->graph;
+    l->h_ti = NULL;
+    for (size_t k = 0; k < m->n_training && l->h != l->g; k++)
+        if (m->training[k].algorithm == l->h) l->h_ti = &m->training[k];
+    if (l->seed->graph != l->g && l->seed->graph != l->h)
+        return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                        "loss_scale: the backward seed '%s' is made in one training algorithm and the gradients "
+                        "(first '%s') in another; convert with --loss-scale none", l->seed->name,
+                        l->grads[0]->name);
+    if (l->h == l->g) return AMP_OK;
+    for (AmpNode *n = l->g->first; n; n = n->next)
+        if (amp_is_optimizer(n) && n->origin != AMP_ORIGIN_LOSS_SCALE)
+            return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                            "loss_scale: optimizer '%s' is in the main graph, the gradients in a training algorithm: "
+                            "its update could not be gated on the gradient check; convert with --loss-scale none",
+                            n->name ? n->name : "");
+    for (size_t k = 0; k < m->n_training; k++)
+        if (&m->training[k] != l->h_ti && m->training[k].n_update_bindings)
+            return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
+                            "loss_scale: training_info[%zu] updates '%s', but the gradients are checked in another "
+                            "training algorithm, whose amp_found_inf it cannot read; convert with --loss-scale none",
+                            k, m->training[k].update_bindings[0].key);
+    amp_builder_init(&l->hb, l->h, PREFIX);
+    l->hb.origin = AMP_ORIGIN_LOSS_SCALE;
     return AMP_OK;
 }
 
@@ -192,21 +263,21 @@ static AmpCode find_parts(Ls *l) {
         amp_status_prefix(l->st, "loss_scale: ");
         return rc;
     }
-    const char *sname = cat(l, l->loss->name, "_grad");
-    if (!sname) return oom(l);
-    l->seed = amp_graph_lookup(l->g, sname);
-    if (!l->seed || l->seed->graph != l->g || !is_float(l->seed))
+    if ((rc = amp_find_seed(l->m, l->loss, &l->seed, l->st))) return rc;
+    if (!l->seed || !is_float(l->seed))
         return amp_fail(l->st, AMP_ERR_INPUT,
-                        "loss_scale: training graph with loss '%s', but no float backward seed '%s' (the gradient of "
-                        "the loss) in the main graph: name the loss with --loss NAME, or convert with --loss-scale "
-                        "none", l->loss->name, sname);
+                        "loss_scale: training graph with loss '%s', but no float backward seed '%s_grad' (the "
+                        "gradient of the loss) in the main graph or a training algorithm: name the loss with --loss "
+                        "NAME, or convert with --loss-scale none", l->loss->name, l->loss->name);
     if ((rc = find_grads(l))) return rc;
-    if ((rc = check_accumulated(l))) return rc;
     if (!l->n_grads)
         return amp_fail(l->st, AMP_ERR_INPUT,
                         "loss_scale: training graph with loss '%s', but no parameter gradient: none of the float "
-                        "initializers or graph inputs X has a computed 'X_grad' in the main graph (onnxruntime "
-                        "training's naming); convert with --loss-scale none to skip loss scaling", l->loss->name);
+                        "initializers or graph inputs X has a computed 'X_grad' in the main graph or a training "
+                        "algorithm (onnxruntime training's naming); convert with --loss-scale none to skip loss "
+                        "scaling", l->loss->name);
+    if ((rc = home(l))) return rc;
+    if ((rc = check_accumulated(l))) return rc;
     if (!has_update_path(l))
         return amp_fail(l->st, AMP_ERR_INPUT,
                         "loss_scale: training graph with loss '%s' and %zu gradients (first '%s'), but no update "
@@ -222,7 +293,7 @@ static AmpCode find_parts(Ls *l) {
  * scaled and narrowed back; a scale past float16's range then overflows, which the
  * check catches and the scale backs off from). */
 static AmpCode scale_seed(Ls *l) {
-    AmpBuilder *b = &l->b;
+    AmpBuilder *b = l->seed->graph == l->g ? &l->b : hbuilder(l);
     AmpValue *seed = l->seed;
     int dt = seed->type.dtype;
     AmpValue *scaled = fresh(b, cat(l, seed->name, "_scaled"), seed, dt);
@@ -246,7 +317,7 @@ static AmpCode scale_seed(Ls *l) {
  * scalar: ReduceSum(G × 0), 0 when every element is finite and NaN otherwise (inf × 0
  * and NaN × 0 are NaN, a finite x × 0 is ±0, and a sum of zeros is exactly 0). */
 static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
-    AmpBuilder *b = &l->b;
+    AmpBuilder *b = hbuilder(l);
     AmpNode *p = gv->producer;
     int dt = gv->type.dtype;
     AmpValue *scaled = fresh(b, cat(l, gv->name, "_scaled"), gv, dt);
@@ -275,7 +346,7 @@ static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
 
 /* found = IsNaN(Sum(checks)). */
 static AmpCode found_inf(Ls *l) {
-    AmpBuilder *b = &l->b;
+    AmpBuilder *b = hbuilder(l);
     AmpValue *zero = constant(l, "zero", AMP_DT_FLOAT, 0.0);
     AmpValue **checks = malloc(l->n_grads * sizeof *checks);
     if (!checks) return oom(l);
@@ -286,9 +357,9 @@ static AmpCode found_inf(Ls *l) {
     AmpValue *total = amp_build_end(b, sum);
     free(checks);
     if (rc || !total) return built(l, b);
-    AmpValue *found = amp_graph_value(l->g, FOUND_INF);
+    AmpValue *found = amp_graph_value(l->h, FOUND_INF);
     l->found = amp_build_end(b, amp_build_start_to(b, "IsNaN", "found_inf", &total, 1, found));
-    if (l->found && !amp_graph_add_output(l->g, l->found)) return oom(l);
+    if (l->found && !amp_graph_add_output(l->h, l->found)) return oom(l);
     return built(l, b);
 }
 
@@ -412,7 +483,7 @@ static AmpCode gate_optimizers(Ls *l) {
  * InPlaceAccumulator (old_sum + value) and for V2's optional buffer output. */
 static AmpCode gate_accumulators(Ls *l) {
     AmpValue *zero_f32 = NULL;
-    for (AmpNode *n = l->g->first; n; n = n->next) {
+    for (AmpNode *n = l->h->first; n; n = n->next) {
         if (!is_accumulator(n)) continue;
         AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
         if (!v) continue;
@@ -421,7 +492,7 @@ static AmpCode gate_accumulators(Ls *l) {
                             "loss_scale: accumulator '%s' (%s) adds '%s', whose type is not known to be a float "
                             "tensor, so it cannot be gated on " FOUND_INF "; convert with --loss-scale none",
                             n->name ? n->name : "", n->op_type, v->name);
-        AmpBuilder *b = &l->b;
+        AmpBuilder *b = hbuilder(l);
         if (!zero_f32 && !(zero_f32 = constant(l, "accumulator_zero", AMP_DT_FLOAT, 0.0))) return built(l, b);
         AmpValue *zero = zero_f32;
         int dt = v->type.dtype;
@@ -481,8 +552,8 @@ static AmpCode gate_bindings(Ls *l, AmpTrainingInfo *ti) {
  *                                          tracker = 0)
  *                                       : tracker = tracker + 1 */
 static AmpCode dynamic_update(Ls *l, AmpValue **scale_new, AmpValue **tracker_new) {
-    AmpGraph *g = l->g;
-    AmpBuilder *b = &l->b;
+    AmpGraph *g = l->h;
+    AmpBuilder *b = hbuilder(l);
     AmpValue *one = constant(l, "one_i64", AMP_DT_INT64, 1);
     AmpValue *zero = constant(l, "zero_i64", AMP_DT_INT64, 0);
     AmpValue *interval = constant(l, "growth_interval", AMP_DT_INT64, (double)l->interval);
@@ -532,12 +603,12 @@ static AmpCode dynamic_update(Ls *l, AmpValue **scale_new, AmpValue **tracker_ne
 }
 
 /* Binds amp_loss_scale <- the new scale and amp_growth_tracker <- the new tracker: through
- * Identity nodes in the last algorithm (update_binding values are algorithm outputs), or
- * in a training_info of its own when the model has none (then a training step is the
- * main graph plus this algorithm, as ONNX defines it). */
+ * Identity nodes in the gradients' algorithm, else the last algorithm (update_binding
+ * values are algorithm outputs), or in a training_info of its own when the model has none
+ * (then a training step is the main graph plus this algorithm, as ONNX defines it). */
 static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
     AmpModel *m = l->m;
-    AmpTrainingInfo *ti = NULL;
+    AmpTrainingInfo *ti = l->h_ti;
     for (size_t i = m->n_training; i-- > 0 && !ti;)
         if (m->training[i].algorithm) ti = &m->training[i];
     if (!ti) {
@@ -582,10 +653,13 @@ static AmpCode rewrite(Ls *l) {
     bool init = !l->opt->loss_scale_state_inputs; /* else the caller feeds the state */
     l->scale = amp_build_state(b, SCALE, AMP_DT_FLOAT, l->init, init);
     if (l->dynamic) l->tracker = amp_build_state(b, TRACKER, AMP_DT_INT64, 0, init);
-    /* 1/scale once, in float32 (exact for GradScaler's powers of two), at the top. */
+    AmpCode rc = built(l, b);
+    /* 1/scale once, in float32 (exact for GradScaler's powers of two), at the top of the
+     * gradients' graph. */
+    b = hbuilder(l);
     amp_builder_place_after(b, NULL);
     l->inv = amp_build1(b, "Reciprocal", "inv_scale", l->scale);
-    AmpCode rc = built(l, b);
+    if (!rc) rc = built(l, b);
     if (!rc) rc = scale_seed(l);
     if (!rc) rc = found_inf(l);
     if (!rc) rc = gate_optimizers(l);
@@ -615,7 +689,7 @@ static void summary(const Ls *l) {
              "loss_scale: %s scale %g, loss '%s', %zu gradients unscaled, %zu updates gated on " FOUND_INF
              ", %zu nodes added",
              l->dynamic ? "dynamic" : "static", l->init, l->loss->name, l->n_grads, l->n_gated,
-             l->b.n_nodes + l->n_nodes_alg);
+             l->b.n_nodes + (l->h != l->g ? l->hb.n_nodes : 0) + l->n_nodes_alg);
     l->opt->notify(l->opt->notify_ctx, line);
 }
 
@@ -625,8 +699,8 @@ AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *s
     AmpLossScaleMode mode = amp_loss_scale_mode(opt);
     if (mode == AMP_LOSS_SCALE_NONE || !amp_is_training_graph(m, opt->loss)) return AMP_OK;
     /* Converted before: the check is there already. */
-    if (amp_graph_lookup(m->graph, FOUND_INF)) return AMP_OK;
-    Ls l = {.m = m, .g = m->graph, .opt = opt, .st = st, .dynamic = mode == AMP_LOSS_SCALE_DYNAMIC};
+    if (amp_step_lookup(m, FOUND_INF)) return AMP_OK;
+    Ls l = {.m = m, .g = m->graph, .h = m->graph, .opt = opt, .st = st, .dynamic = mode == AMP_LOSS_SCALE_DYNAMIC};
     amp_builder_init(&l.b, m->graph, PREFIX);
     l.b.origin = AMP_ORIGIN_LOSS_SCALE;
     l.init = opt->loss_scale > 0 ? opt->loss_scale : DEFAULT_INIT;
@@ -644,7 +718,7 @@ AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *s
                         "(IsNaN, Where): convert with --loss-scale none", (long long)opset);
     static const char *const taken[] = {SCALE, TRACKER, SCALE_NEW, TRACKER_NEW};
     for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
-        if (amp_graph_lookup(m->graph, taken[i]))
+        if (amp_step_lookup(m, taken[i]))
             return amp_fail(st, AMP_ERR_INPUT,
                             "loss_scale: the model already has a value named '%s' but no '" FOUND_INF
                             "': it cannot be loss-scaled under ampc's names", taken[i]);

@@ -41,54 +41,113 @@ static bool scalar_like(const AmpType *t) {
     return true;
 }
 
+/* The graphs a training step runs, in order: the main graph, then each training_info's
+ * algorithm (ONNX: a step is the main graph concatenated with the algorithm). k = 0 is the
+ * main graph; NULL past the end (an algorithm left out counts, as NULL). */
+static size_t n_step_graphs(const AmpModel *m) {
+    return 1 + m->n_training;
+}
+static AmpGraph *step_graph(const AmpModel *m, size_t k) {
+    return k == 0 ? m->graph : m->training[k - 1].algorithm;
+}
+
+bool amp_is_step_graph(const AmpModel *m, const AmpGraph *g) {
+    for (size_t k = 0; g && k < n_step_graphs(m); k++)
+        if (step_graph(m, k) == g) return true;
+    return false;
+}
+
+AmpValue *amp_step_lookup(const AmpModel *m, const char *name) {
+    for (size_t k = 0; k < n_step_graphs(m); k++) {
+        AmpGraph *g = step_graph(m, k);
+        AmpValue *v = g ? amp_graph_lookup(g, name) : NULL;
+        if (v && amp_is_step_graph(m, v->graph)) return v;
+    }
+    return NULL;
+}
+
+AmpCode amp_find_seed(const AmpModel *m, const AmpValue *loss, AmpValue **seed, AmpStatus *st) {
+    size_t len = strlen(loss->name);
+    char small[256], *g = len + 6 <= sizeof small ? small : malloc(len + 6);
+    *seed = NULL;
+    if (!g) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(g, loss->name, len);
+    memcpy(g + len, "_grad", 6);
+    *seed = amp_step_lookup(m, g);
+    if (g != small) free(g);
+    return AMP_OK;
+}
+
+static bool loss_like(const AmpValue *v) {
+    return amp_is_f32(v) && strstr(v->name, "loss") && !amp_is_loss_scale_name(v->name) && scalar_like(&v->type);
+}
+
+/* The loss among graph g's outputs, by the rules of amp_find_loss, in *loss; NULL when g's
+ * outputs do not tell it. *n_named and *n_seeded count the candidates of each rule (for
+ * the message). */
+static AmpCode loss_of(const AmpModel *m, const AmpGraph *g, size_t *n_named, size_t *n_seeded, AmpValue **loss,
+                       AmpStatus *st) {
+    AmpValue *first = NULL, *seeded = NULL;
+    size_t found = 0, n_seed = 0;
+    for (size_t i = 0; i < g->outputs.n; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        if (!loss_like(v)) continue;
+        if (!found) first = v;
+        found++;
+    }
+    *n_named += found;
+    *loss = found == 1 ? first : NULL;
+    /* Several: one named exactly "loss" is the one. */
+    for (size_t i = 0; found > 1 && !*loss && i < g->outputs.n; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        if (strcmp(v->name, "loss") == 0 && amp_is_f32(v)) *loss = v;
+    }
+    if (*loss) return AMP_OK;
+    /* By its seed: the one scalar float output X whose gradient X_grad the training step
+     * holds (onnxruntime-training's graphs feed the seed to the loss's gradient op). */
+    for (size_t i = 0; i < g->outputs.n; i++) {
+        AmpValue *v = g->outputs.items[i].value;
+        if (!amp_is_f32(v) || amp_is_loss_scale_name(v->name) || !scalar_like(&v->type)) continue;
+        AmpValue *seed;
+        AmpCode rc = amp_find_seed(m, v, &seed, st);
+        if (rc) return rc;
+        if (seed) seeded = v, n_seed++;
+    }
+    *n_seeded += n_seed;
+    *loss = n_seed == 1 ? seeded : NULL;
+    return AMP_OK;
+}
+
 AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus *st) {
     *loss = NULL;
     if (name) {
-        AmpValue *v = amp_graph_lookup(m->graph, name);
-        if (!v) return amp_fail(st, AMP_ERR_USAGE, "--loss '%s': the main graph has no value of that name", name);
+        AmpValue *v = amp_step_lookup(m, name);
+        if (!v)
+            return amp_fail(st, AMP_ERR_USAGE, "--loss '%s': neither the main graph nor a training algorithm "
+                            "(training_info) has a value of that name", name);
         *loss = v;
         return AMP_OK;
     }
-    size_t found = 0;
-    for (size_t i = 0; i < m->graph->outputs.n; i++) {
-        AmpValue *v = m->graph->outputs.items[i].value;
-        if (amp_is_f32(v) && strstr(v->name, "loss") && !amp_is_loss_scale_name(v->name) && scalar_like(&v->type)) {
-            if (!found) *loss = v;
-            found++;
+    /* The main graph's outputs first (ampc grad's and onnxruntime-training's graphs hold the
+     * loss there), then each algorithm's (ONNX's own layout). */
+    size_t n_named = 0, n_seeded = 0;
+    for (size_t k = 0; k < n_step_graphs(m); k++) {
+        AmpGraph *g = step_graph(m, k);
+        size_t named = 0, seeded = 0;
+        AmpValue *v = NULL;
+        AmpCode rc = g ? loss_of(m, g, &named, &seeded, &v, st) : AMP_OK;
+        if (rc) return rc;
+        if (v) {
+            *loss = v;
+            return AMP_OK;
         }
+        n_named += named, n_seeded += seeded;
     }
-    if (found == 1) return AMP_OK;
-    /* Several: one named exactly "loss" is the one. */
-    AmpValue *exact = amp_graph_lookup(m->graph, "loss");
-    if (found > 1 && exact && exact->graph == m->graph && (exact->flags & AMP_VALUE_OUTPUT) && amp_is_f32(exact)) {
-        *loss = exact;
-        return AMP_OK;
-    }
-    /* By its seed: the one scalar float output X whose gradient X_grad the main graph
-     * holds (onnxruntime-training's graphs feed the seed to the loss's gradient op). */
-    AmpValue *seeded = NULL;
-    size_t n_seeded = 0;
-    for (size_t i = 0; i < m->graph->outputs.n; i++) {
-        AmpValue *v = m->graph->outputs.items[i].value;
-        if (!amp_is_f32(v) || amp_is_loss_scale_name(v->name) || !scalar_like(&v->type)) continue;
-        size_t len = strlen(v->name);
-        char *g = malloc(len + 6);
-        if (!g) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        memcpy(g, v->name, len);
-        memcpy(g + len, "_grad", 6);
-        AmpValue *seed = amp_graph_lookup(m->graph, g);
-        free(g);
-        if (seed && seed->graph == m->graph) seeded = v, n_seeded++;
-    }
-    if (n_seeded == 1) {
-        *loss = seeded;
-        return AMP_OK;
-    }
-    *loss = NULL;
     return amp_fail(st, AMP_ERR_INPUT,
-                    "training graph: %s scalar float output has a name containing \"loss\", and %s is the "
-                    "value of a seed X_grad in the graph, so the loss cannot be told: name the loss with --loss NAME",
-                    found ? "more than one" : "no", n_seeded ? "more than one" : "none");
+                    "training graph: %s scalar float output of the main graph or of a training algorithm has a "
+                    "name containing \"loss\", and %s is the value of a seed X_grad, so the loss cannot be told: "
+                    "name the loss (--loss NAME, a value of either graph)",
+                    n_named ? "more than one" : "no", n_seeded ? "more than one" : "none");
 }
 
 bool amp_is_loss_scale_name(const char *name) {

@@ -18,11 +18,22 @@
  * (`loss` non-NULL). */
 bool amp_is_training_graph(const AmpModel *m, const char *loss);
 
-/* The loss: the main-graph value named `name` when given (absent: AMP_ERR_USAGE naming
- * --loss); else the one scalar float32 output whose name contains "loss" (the
- * loss-scaling pass's own outputs aside), or among
- * several the one named exactly "loss"; else AMP_ERR_INPUT asking for --loss NAME. */
+/* The loss: the value named `name` when given, in the main graph or a training algorithm
+ * (absent: AMP_ERR_USAGE); else, looking at the main graph's outputs first and then each
+ * algorithm's (ONNX's own layout keeps the loss there): the one scalar float32 output
+ * whose name contains "loss" (the loss-scaling pass's own outputs aside), or among several
+ * the one named exactly "loss", or the one output X whose seed X_grad the training step
+ * holds; else AMP_ERR_INPUT asking for the loss's name. */
 AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus *st);
+
+/* A training step runs the main graph, then each training_info's algorithm, as one graph
+ * (ONNX's definition): whether g is one of them. */
+bool amp_is_step_graph(const AmpModel *m, const AmpGraph *g);
+/* The value of that name defined by the main graph or an algorithm (NULL: none). */
+AmpValue *amp_step_lookup(const AmpModel *m, const char *name);
+/* The backward seed of `loss`: the value <loss>_grad of the training step, or NULL in
+ * *seed (an error only when out of memory). */
+AmpCode amp_find_seed(const AmpModel *m, const AmpValue *loss, AmpValue **seed, AmpStatus *st);
 
 /* An optimizer op: ai.onnx.preview.training Adam/Momentum/Adagrad, or a com.microsoft
  * *Optimizer. */

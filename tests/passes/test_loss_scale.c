@@ -488,6 +488,79 @@ Test(loss_scale, sixteen_bit_gradients_are_unscaled_in_fp32) {
     }
 }
 
+/* ---- ONNX's own layout: the loss and backward in the algorithm ------------------------------
+ * tiny()'s step with the main graph as the inference graph (p = x * W, an output) and the
+ * loss, the seed, the backward and the update in training_info's algorithm. With
+ * `w_grad_in_main`, W_grad is made in the main graph while the algorithm holds another
+ * gradient: the two graphs cannot share one check. */
+static void assert_fails(AmpModel *m, const AmpPassOptions *po, AmpCode code, const char *needle);
+
+static AmpModel *tiny_spec(bool w_grad_in_main) {
+    AmpModel *m = model();
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "2");
+    static const int64_t d2[1] = {2};
+    const float w[2] = {0.5f, -0.25f}, v[2] = {0, 0};
+    rt_init(g, "W", AMP_DT_FLOAT, 1, d2, w);
+    rt_init(g, "U", AMP_DT_FLOAT, 1, d2, w);
+    nd(g, "Mul", "fwd/mul", "x,W", "p");
+    rt_output(g, "p", AMP_DT_FLOAT, "2");
+    if (w_grad_in_main) nd(g, "Mul", "bwd/main", "x,x", "W_grad");
+    AmpGraph *a = rt_training(m);
+    rt_init(a, "V", AMP_DT_FLOAT, 1, d2, v);
+    rt_scalar_f(a, "lr", 0.125f);
+    rt_scalar_f(a, "loss_grad", 1.0f);
+    AmpNode *r = nd(a, "ReduceSum", "loss/sum", "p", "loss");
+    attr_i(r, "keepdims", 0);
+    nd(a, "Mul", "bwd/mul", "x,loss_grad", w_grad_in_main ? "U_grad" : "W_grad");
+    nd(a, "Add", "opt/v", w_grad_in_main ? "V,U_grad" : "V,W_grad", "V_new");
+    nd(a, "Mul", "opt/step", "lr,V_new", "W_step");
+    nd(a, "Sub", "opt/w", "W,W_step", "W_new");
+    rt_output(a, "loss", AMP_DT_FLOAT, "");
+    rt_output(a, "V_new", AMP_DT_FLOAT, "2");
+    rt_output(a, "W_new", AMP_DT_FLOAT, "2");
+    rt_bindings(m, false, "W=W_new,V=V_new");
+    return m;
+}
+
+Test(loss_scale, onnx_layout_checks_and_updates_in_the_algorithm) {
+    AmpModel *m = tiny_spec(false);
+    size_t main_nodes = m->graph->n_nodes;
+    scaled(m, NULL);
+    AmpGraph *g = m->graph, *a = m->training[0].algorithm;
+    /* The main graph gains the scale's state only: its nodes stay the inference graph's. */
+    cr_assert_eq(g->n_nodes, main_nodes);
+    cr_assert(is_input(g, "amp_loss_scale") && is_input(g, "amp_growth_tracker"));
+    cr_assert(!is_output(g, "amp_found_inf"));
+    /* The check, the unscaling and the scale's update are the algorithm's. */
+    cr_assert(is_output(a, "amp_found_inf") && is_output(a, "amp_loss_scale_new"));
+    AmpValue *wg = val_of(a, "W_grad");
+    cr_assert_eq(wg->producer->op, AMP_OP_Mul);
+    cr_assert_str_eq(wg->producer->inputs[0]->name, "W_grad_scaled");
+    cr_assert_eq(val_of(a, "W_new")->producer->op, AMP_OP_Where);
+    cr_assert_eq(val_of(a, "V_new")->producer->op, AMP_OP_Where);
+    AmpValue *seed_reader = val_of(a, "loss_grad_scaled");
+    cr_assert_not_null(seed_reader->producer, "the seed is scaled in the algorithm");
+    cr_assert_not_null(bound_to(m, "amp_loss_scale"));
+    /* Converting again finds the check and changes nothing. */
+    size_t n_alg = a->n_nodes;
+    scaled(m, NULL);
+    cr_assert_eq(a->n_nodes, n_alg);
+    amp_model_free(m);
+}
+
+Test(loss_scale, onnx_layout_loss_named_in_the_algorithm) {
+    AmpModel *m = tiny_spec(false);
+    AmpPassOptions po = {.loss = "loss"};
+    scaled(m, &po);
+    cr_assert(is_output(m->training[0].algorithm, "amp_found_inf"));
+    amp_model_free(m);
+}
+
+Test(loss_scale, gradients_in_two_graphs_are_refused) {
+    assert_fails(tiny_spec(true), NULL, AMP_ERR_UNSUPPORTED, "are made in different graphs");
+}
+
 /* ---- training graphs that do not fit ------------------------------------------------------- */
 
 static void assert_fails(AmpModel *m, const AmpPassOptions *po, AmpCode code, const char *needle) {
@@ -554,7 +627,7 @@ Test(loss_scale, a_training_graph_that_does_not_fit_says_which_part_is_missing) 
     rt_output(g, "loss_a", AMP_DT_FLOAT, "");
     rt_output(g, "loss_b", AMP_DT_FLOAT, "");
     rt_output(g, "W_grad", AMP_DT_FLOAT, "2");
-    assert_fails(m, NULL, AMP_ERR_INPUT, "more than one scalar float output has a name containing \"loss\"");
+    assert_fails(m, NULL, AMP_ERR_INPUT, "more than one scalar float output of the main graph or of a training algorithm has a name containing \"loss\"");
 
     /* An update that computes another shape than its weight's, though declared as the
      * weight (found by fuzz_convert: the gate Where(found_inf, W, W_new) was made, and the
