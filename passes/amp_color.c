@@ -65,11 +65,10 @@ AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
             other = true;
     }
     if (!f32 || other) return AMP_INELIG_NO_F32;
-    /* Most nodes are of the default domain, whose opset is looked up once. */
-    bool dflt = !n->domain || !*n->domain;
-    int64_t opset = dflt && r->opset_default >= 0 ? r->opset_default : amp_model_opset(r->m, n->domain);
-    if (r->min_opset[n->op] > opset) return AMP_INELIG_OPSET;
+    /* The OPSETS column is in ai.onnx opsets for every op (a com.microsoft op runs its
+     * function body of ai.onnx ops where onnxruntime has no kernel), looked up once. */
     int64_t base = r->opset_default >= 0 ? r->opset_default : amp_model_opset(r->m, "");
+    if (r->min_opset[n->op] > base) return AMP_INELIG_OPSET;
     if (r->dt == AMP_DT_BFLOAT16 && base < 13) return AMP_INELIG_CAST_OPSET;
     return AMP_ELIGIBLE;
 }

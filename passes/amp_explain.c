@@ -26,8 +26,8 @@ const char *amp_inelig_text(const AmpRun *r, const AmpNode *n, AmpInelig why, ch
     case AMP_INELIG_TYPE: snprintf(buf, len, "a float data input is not float32 (only float32 changes)"); break;
     case AMP_INELIG_UNKNOWN: snprintf(buf, len, "a float data input has no known type"); break;
     case AMP_INELIG_OPSET:
-        snprintf(buf, len, "%s takes %s only from opset %d; the model imports %lld", n->op_type, dt,
-                 r->min_opset[n->op], (long long)amp_model_opset(r->m, n->domain));
+        snprintf(buf, len, "%s takes %s only from ai.onnx opset %d; the model imports %lld", n->op_type, dt,
+                 r->min_opset[n->op], (long long)amp_model_opset(r->m, ""));
         break;
     case AMP_INELIG_CAST_OPSET:
         snprintf(buf, len, "Cast to bfloat16 needs opset 13; the model imports %lld",

@@ -54,6 +54,7 @@ typedef struct Ls {
     size_t n_nodes_alg; /* nodes added to algorithm graphs (each has a builder of its own) */
     size_t n_gated;
     size_t n_gated_main; /* gates placed in the main graph: they read amp_found_inf, made last */
+    bool own_ti;         /* the scale's update is bound by a training_info the pass added */
 } Ls;
 
 static AmpCode oom(Ls *l) {
@@ -619,6 +620,7 @@ static AmpCode bind_state(Ls *l, AmpValue *scale_new, AmpValue *tracker_new) {
         memset(ti, 0, sizeof *ti);
         if (!(ti->algorithm = amp_graph_new(m, m->graph))) return oom(l);
         ti->algorithm->name = "amp_loss_scale_update";
+        l->own_ti = true;
     }
     AmpBuilder ab; /* the Identity nodes, in the algorithm */
     amp_builder_init(&ab, ti->algorithm, PREFIX);
@@ -684,12 +686,17 @@ static AmpCode rewrite(Ls *l) {
 
 static void summary(const Ls *l) {
     if (!l->opt->notify) return;
-    char line[512];
+    char line[1024];
     snprintf(line, sizeof line,
              "loss_scale: %s scale %g, loss '%s', %zu gradients unscaled, %zu updates gated on " FOUND_INF
-             ", %zu nodes added",
+             ", %zu nodes added%s",
              l->dynamic ? "dynamic" : "static", l->init, l->loss->name, l->n_grads, l->n_gated,
-             l->b.n_nodes + (l->h != l->g ? l->hb.n_nodes : 0) + l->n_nodes_alg);
+             l->b.n_nodes + (l->h != l->g ? l->hb.n_nodes : 0) + l->n_nodes_alg,
+             l->own_ti ? "; the scale's update is bound by a training_info of its own, which runtimes that run "
+                         "no training_info (onnxruntime, onnxruntime-training's Module) skip: there the scale "
+                         "restarts at its initial value every step (--loss-scale-state inputs lets the caller "
+                         "carry it)"
+                       : "");
     l->opt->notify(l->opt->notify_ctx, line);
 }
 

@@ -74,7 +74,9 @@
     AMPC_OPT(LOSS_SCALE_STATE, "loss-scale-state", 0, 1, "WHERE",                               \
              "initializers (the default: the scale and growth tracker are initializers, updated " \
              "by update_binding) or inputs (plain graph inputs the caller feeds, reading back "   \
-             "amp_loss_scale_new and amp_growth_tracker_new: for onnxruntime-training's Module)") \
+             "amp_loss_scale_new and amp_growth_tracker_new: for onnxruntime-training's Module, "  \
+             "which runs no training_info: with the default there the scale restarts at its "    \
+             "initial value every step)")                                                         \
     AMPC_OPT(LOSS_SCALE_INIT, "loss-scale-init", 0, 1, "S",                                     \
              "dynamic loss scaling: the initial scale (default 65536); calibrate: the scale "  \
              "gradients are judged at")                         \

@@ -47,6 +47,7 @@ import sys
 try:
     import numpy as np
     import onnx
+    from onnx import TensorProto, helper, numpy_helper
 except ImportError as e:
     print(f"skip: {e}")
     sys.exit(77)
@@ -102,6 +103,10 @@ def check_conversion(ctx, name, state_inputs):
     assert "training graph" in summary, f"not converted as a training graph: {summary}"
     assert f"{n} gradients unscaled" in summary, summary
     assert f"{n} updates gated on amp_found_inf" in summary, summary
+    # Without the state on inputs the scale's update lives in a training_info that
+    # onnxruntime's Module never runs: the summary says so (and only then).
+    warned = "onnxruntime-training's Module) skip: there the scale restarts" in summary
+    assert warned != state_inputs, f"state on inputs {state_inputs}, warning given {warned}: {summary}"
     m = onnx.load(path)
     g = m.graph
     prod = producers(g)
@@ -376,6 +381,67 @@ def test_import_errors(ctx):
                 f"{' '.join(cmd[1:])}: exit {r.returncode} (want {code}), {r.stderr.strip()!r} (want {msg!r})"
 
 
+def dropout_grad_model(path):
+    """onnxruntime-training's backward of Dropout at opset 14, as its gradient builder writes
+    it: x -> MatMul -> Dropout (mask) -> MatMul -> ReduceSum = loss; the backward through
+    com.microsoft DropoutGrad."""
+    rng = np.random.RandomState(0)
+    inits = [numpy_helper.from_array(f32(rng.randn(16, 32) * 0.3), "W1"),
+             numpy_helper.from_array(f32(rng.randn(32, 4) * 0.3), "W2"),
+             numpy_helper.from_array(np.array(0.1, np.float32), "ratio"),
+             numpy_helper.from_array(np.array(True), "train")]
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "W1"], ["h"], name="mm1"),
+             n("Dropout", ["h", "ratio", "train"], ["d", "mask"], name="drop"),
+             n("MatMul", ["d", "W2"], ["y"], name="mm2"),
+             n("ReduceSum", ["y"], ["loss"], name="sum", keepdims=0),
+             n("Constant", [], ["loss_grad"], name="seed", value=numpy_helper.from_array(np.array(1, np.float32))),
+             n("Shape", ["y"], ["ys"], name="ys"), n("Expand", ["loss_grad", "ys"], ["y_grad"], name="expand"),
+             n("Transpose", ["d"], ["dT"], name="t1", perm=[1, 0]),
+             n("MatMul", ["dT", "y_grad"], ["W2_grad"], name="g2"),
+             n("Transpose", ["W2"], ["W2T"], name="t2", perm=[1, 0]),
+             n("MatMul", ["y_grad", "W2T"], ["d_grad"], name="gd"),
+             n("DropoutGrad", ["d_grad", "mask", "ratio", "train"], ["h_grad"], name="dg", domain="com.microsoft"),
+             n("Transpose", ["x"], ["xT"], name="t3", perm=[1, 0]),
+             n("MatMul", ["xT", "h_grad"], ["W1_grad"], name="g1")]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "dropout_grad", [vi("x", TensorProto.FLOAT, [8, 16])],
+                          [vi("loss", TensorProto.FLOAT, []), vi("W1_grad", TensorProto.FLOAT, [16, 32]),
+                           vi("W2_grad", TensorProto.FLOAT, [32, 4])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def f32(a):
+    return np.asarray(a, dtype=np.float32)
+
+
+def test_bf16_dropout_grad_opset(ctx):
+    """bf16 must not give onnxruntime a model its opset rejects: its DropoutGrad runs a
+    function body whose ai.onnx Where takes bfloat16 only from opset 16. At opset 14 the
+    node stays float32; with --opset-upgrade 16 it goes to 16 bits. onnxruntime then
+    types the graph (its CPU build may still lack a bfloat16 MatMul kernel: that is
+    NOT_IMPLEMENTED, not an invalid graph)."""
+    py = ort_python()
+    src = os.path.join(ctx.tmp, "dropout_grad.onnx")
+    dropout_grad_model(src)
+    for extra, opset, want in (((), 14, TensorProto.FLOAT), (("--opset-upgrade", "16"), 16, TensorProto.BFLOAT16)):
+        out = os.path.join(ctx.tmp, f"dropout_grad_bf16_{opset}.onnx")
+        r = subprocess.run([ctx.ampc, src, "-o", out, "--precision", "bf16", *extra], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        m = onnx.load(out)
+        assert [o.version for o in m.opset_import if o.domain == ""] == [opset]
+        types = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.value_info) + list(m.graph.output)}
+        dg = [nd for nd in m.graph.node if nd.op_type == "DropoutGrad"][0]
+        assert types.get(dg.output[0]) == want, f"opset {opset}: DropoutGrad writes {types.get(dg.output[0])}"
+        code = ("import onnxruntime as ort, sys\n"
+                "try:\n    ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider'])\n"
+                "except Exception as e:\n    print(type(e).__name__, e)\n")
+        r = subprocess.run([py, "-c", code, out], capture_output=True, text=True)
+        assert "INVALID_GRAPH" not in r.stdout and "Type Error" not in r.stdout, f"opset {opset}: {r.stdout}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ampc", required=True)
@@ -396,6 +462,8 @@ def main():
         ("ampc run --optimizer skips overflowing steps", test_ampc_run_overflow_skips),
         ("ampc run --optimizer save and load state", test_ampc_run_save_load_state),
         ("--optimizer errors", test_import_errors),
+        ("bf16 keeps DropoutGrad float32 below opset 16 (onnxruntime's function body)",
+         test_bf16_dropout_grad_opset),
     ]
     return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
 
