@@ -33,7 +33,7 @@ static AmpCode take_state(AmpSession *s, AmpModel *m, AmpTensor *t, const AmpBuf
 }
 
 static const char *precision_name(int p) {
-    return p == AMP_DT_FLOAT16 ? "float16" : p == AMP_DT_BFLOAT16 ? "bfloat16" : "float32";
+    return p == AMP_DT_FLOAT16 ? "converted to float16" : "converted to bfloat16";
 }
 
 AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptions *opt, AmpStatus *st) {
@@ -58,7 +58,6 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
 
     /* The session's weights: every state entry that is a main-graph initializer (an
      * algorithm's own state, the optimizer's, goes with the algorithm). */
-    size_t n_weights = 0;
     for (size_t i = 0; !rc && i < s->n_state; i++) {
         const StateEntry *e = &s->state[i];
         if (e->value->graph != s->m->graph) continue;
@@ -68,7 +67,6 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
             break;
         }
         rc = take_state(s, m, v->initializer, &e->buf, st);
-        n_weights++;
     }
 
     AmpExportSummary sum;
@@ -85,13 +83,18 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
         rc = amp_model_save_file(m, path, &so, st);
     }
     if (!rc && opt->summary && opt->summary_len) {
-        size_t kept_init = m->graph->n_initializers;
+        /* The weights written that are the session's state (trained, or loaded). */
+        size_t n_weights = 0;
+        for (size_t i = 0; i < s->n_state; i++) {
+            AmpValue *v = amp_graph_lookup(m->graph, s->state[i].name);
+            n_weights += v && v->graph == m->graph && v->initializer;
+        }
         snprintf(opt->summary, opt->summary_len,
-                 "%s model, %zu output%s (%s%s%s), %zu nodes, %zu initializers (%zu weights from the session's state); "
+                 "%s, %zu output%s (%s%s%s), %zu nodes, %zu initializers (%zu of them the session's state); "
                  "removed %zu nodes, %zu outputs, %zu inputs, %zu initializers, %zu training_info%s%s",
-                 precision_name(prec), sum.n_outputs, sum.n_outputs == 1 ? "" : "s",
+                 prec ? precision_name(prec) : "not converted", sum.n_outputs, sum.n_outputs == 1 ? "" : "s",
                  m->graph->outputs.n ? m->graph->outputs.items[0].value->name : "", sum.n_outputs > 1 ? ", ..." : "",
-                 sum.scores ? ": the loss's scores" : "", m->graph->n_nodes, kept_init, n_weights, sum.nodes_removed,
+                 sum.scores ? ": the loss's scores" : "", m->graph->n_nodes, m->graph->n_initializers, n_weights, sum.nodes_removed,
                  sum.outputs_removed, sum.inputs_removed, sum.initializers_removed, sum.training_infos_removed,
                  sum.loss ? "; loss " : "", sum.loss ? sum.loss : "");
     }
