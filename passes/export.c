@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/half.h"
 #include "passes/passes.h"
 #include "passes/training.h"
 
@@ -316,6 +317,67 @@ AmpCode amp_export_model(AmpModel *m, const char *loss_name, AmpExportSummary *s
     for (size_t i = 0; i < g->value_info.n; i++)
         if (alive(g->value_info.items[i].value)) g->value_info.items[k++] = g->value_info.items[i];
     g->value_info.n = k;
+    return AMP_OK;
+}
+
+/* Whether every use of v is a Cast to dtype `to` in v's graph. */
+static bool only_cast_to(const AmpValue *v, int to) {
+    if (!v->n_uses) return false;
+    for (size_t u = 0; u < v->n_uses; u++) {
+        const AmpNode *c = v->uses[u].node;
+        if (c->op != AMP_OP_Cast || c->graph != v->graph || amp_node_attr_int(c, "to", 0) != to) return false;
+    }
+    return true;
+}
+
+AmpCode amp_export_fold_weight_casts(AmpModel *m, int dtype, size_t *n_folded, AmpStatus *st) {
+    AmpGraph *g = m->graph;
+    size_t folded = 0;
+    if (n_folded) *n_folded = 0;
+    if (dtype != AMP_DT_FLOAT16 && dtype != AMP_DT_BFLOAT16) return AMP_OK;
+    for (AmpNode *n = g->first, *next; n; n = next) {
+        next = n->next;
+        AmpValue *w = n->op == AMP_OP_Cast && n->n_inputs == 1 ? n->inputs[0] : NULL;
+        AmpValue *out = n->n_outputs == 1 ? n->outputs[0] : NULL;
+        if (!w || !out || w->graph != g || !w->initializer || w->initializer->dtype != AMP_DT_FLOAT ||
+            (w->flags & (AMP_VALUE_INPUT | AMP_VALUE_OUTPUT)) || (out->flags & AMP_VALUE_OUTPUT) ||
+            !only_cast_to(w, (int)dtype))
+            continue;
+        AmpTensor *src = w->initializer;
+        AmpBytes b;
+        AmpCode rc = amp_tensor_bytes(m, src, &b, st);
+        if (rc) return rc;
+        size_t nel = (size_t)src->nelem;
+        if (b.len < nel * sizeof(float)) continue;
+        uint16_t *dst = malloc(nel ? nel * sizeof *dst : 1);
+        AmpTensor *t = amp_arena_calloc(&m->arena, 1, sizeof *t);
+        if (!dst || !t || !amp_model_own(m, dst)) {
+            free(dst);
+            return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        }
+        /* What the Cast computes (round to nearest even), done once into the file. */
+        if (dtype == AMP_DT_FLOAT16) amp_f32_bytes_to_f16(dst, b.data, nel);
+        else amp_f32_bytes_to_bf16(dst, b.data, nel);
+        t->dtype = dtype;
+        t->has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
+        t->ndims = src->ndims;
+        t->dims = src->dims;
+        t->nelem = src->nelem;
+        t->raw = (AmpBytes){(const uint8_t *)dst, nel * sizeof *dst};
+        amp_node_delete(n);
+        if (amp_graph_add_initializer(g, out, t)) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        folded++;
+        /* The float32 weight goes once its last Cast has. */
+        if (!w->n_uses) {
+            size_t k = 0;
+            for (size_t i = 0; i < g->n_initializers; i++)
+                if (g->initializers[i] != src) g->initializers[k++] = g->initializers[i];
+            g->n_initializers = k;
+            w->initializer = NULL;
+            w->flags &= ~(unsigned)AMP_VALUE_INITIALIZER;
+        }
+    }
+    if (n_folded) *n_folded = folded;
     return AMP_OK;
 }
 

@@ -174,6 +174,11 @@ typedef struct AmpExportSummary {
 /* loss: the loss's name (NULL: found as the amp pass finds it); sum may be NULL. No
  * inference output left is AMP_ERR_INPUT naming why. */
 AmpCode amp_export_model(AmpModel *m, const char *loss, AmpExportSummary *sum, AmpStatus *st);
+/* A model converted already (a 16-bit forward reading float32 weights through Casts) made
+ * to store them in `dtype` (AMP_DT_FLOAT16 or AMP_DT_BFLOAT16): each float32 initializer
+ * that only Casts to dtype read becomes a dtype initializer (the Cast's rounding, done
+ * once), the Casts gone. *n_folded (may be NULL): how many. */
+AmpCode amp_export_fold_weight_casts(AmpModel *m, int dtype, size_t *n_folded, AmpStatus *st);
 /* The same as a pass ("export"; opt->loss names the loss). */
 AmpCode amp_pass_export(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 

@@ -71,10 +71,18 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
 
     AmpExportSummary sum;
     if (!rc) rc = amp_export_model(m, opt->loss, &sum, st);
+    /* The weights written that are the session's state (trained, or loaded). */
+    size_t n_weights = 0;
+    for (size_t i = 0; !rc && i < s->n_state; i++) {
+        AmpValue *v = amp_graph_lookup(m->graph, s->state[i].name);
+        n_weights += v && v->graph == m->graph && v->initializer;
+    }
     if (!rc && prec) {
         AmpPassOptions po = {.precision = prec};
         AmpPipelineOptions pl = {.pass = &po};
         rc = amp_run_pipeline(m, amp_default_pipeline(), &pl, st);
+        /* A forward the session held converted keeps float32 weights behind Casts. */
+        if (!rc) rc = amp_export_fold_weight_casts(m, prec, NULL, st);
     }
     if (!rc) rc = amp_verify_model(m, st);
     if (rc && !strstr(st->msg, "export")) amp_status_prefix(st, "export: ");
@@ -83,14 +91,8 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
         rc = amp_model_save_file(m, path, &so, st);
     }
     if (!rc && opt->summary && opt->summary_len) {
-        /* The weights written that are the session's state (trained, or loaded). */
-        size_t n_weights = 0;
-        for (size_t i = 0; i < s->n_state; i++) {
-            AmpValue *v = amp_graph_lookup(m->graph, s->state[i].name);
-            n_weights += v && v->graph == m->graph && v->initializer;
-        }
         snprintf(opt->summary, opt->summary_len,
-                 "%s, %zu output%s (%s%s%s), %zu nodes, %zu initializers (%zu of them the session's state); "
+                 "%s, %zu output%s (%s%s%s), %zu nodes, %zu initializers (%zu from the session's state); "
                  "removed %zu nodes, %zu outputs, %zu inputs, %zu initializers, %zu training_info%s%s",
                  prec ? precision_name(prec) : "not converted", sum.n_outputs, sum.n_outputs == 1 ? "" : "s",
                  m->graph->outputs.n ? m->graph->outputs.items[0].value->name : "", sum.n_outputs > 1 ? ", ..." : "",

@@ -261,6 +261,15 @@ def test_loss_scaled_fp16(ctx):
     # onnxruntime computes its float16 Gemm in float32 on the CPU: close, not equal.
     err = np.abs(theirs["logits"] - want["logits"]).max()
     assert err <= 1e-2 * max(1.0, np.abs(want["logits"]).max()), f"onnxruntime differs by {err}"
+    # --precision fp16 of it: the weights stored in 16 bits (the Casts' rounding, done
+    # once), the same outputs.
+    infer16 = path(ctx, "infer_amp16.onnx")
+    ampc(ctx, "export", amp, "-o", infer16, "--load-state", ckpt, "--precision", "fp16")
+    m = onnx.load(infer16)
+    check_inference(m)
+    assert all(t.data_type == onnx.TensorProto.FLOAT16 for t in m.graph.initializer), "16-bit weights"
+    mine, _ = export_outputs(ctx, infer16, data, "amp16")
+    assert np.array_equal(mine["logits"], want["logits"])
     # The ort artifacts converted, the loss-scale state on inputs.
     ort16 = path(ctx, "ort16.onnx")
     ampc(ctx, "-q", os.path.join(ORT_MLP, "training_model.onnx"), *ORT_ARGS, "--loss-scale-state", "inputs",
