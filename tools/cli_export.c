@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ampc/ampc.h"
 #include "tools/cli_options.h"
@@ -66,6 +67,8 @@ static int precision_of(const char *p) {
 int ampc_cmd_export(const ExportArgs *e, const RunArgs *ra) {
     if (!e->out) return ampc_usage_error("export: missing -o INFER (where the inference model goes)");
     if (!*e->out) return ampc_usage_error("export: -o: INFER is an empty path");
+    if (strcmp(e->out, "-") == 0 && isatty(STDOUT_FILENO))
+        return ampc_usage_error("export: -o '-': standard output is a terminal: redirect it to a file or a pipe");
     RunArgs r = *ra;
     r.model = e->model;
     r.backend = AMP_BACKEND_CPU; /* nothing runs: the state is read, not computed */

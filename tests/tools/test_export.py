@@ -17,8 +17,10 @@ ONNX's own layout (tests/models/spec_layout.py: the loss and backward in trainin
 onnxruntime-training's ort_mlp with --optimizer/--checkpoint (whose only output is the
 loss: the export's output is the scores the loss reads, checked against the session's
 loss by cross-entropy), and a loss-scaled fp16 training graph (`ampc TRAIN -o AMP`), whose
-export keeps its converted forward with FP32 weights and no loss-scaling machinery. Also
-the refusals: a checkpoint of another model, no inference output left, bad options.
+export keeps its converted forward with FP32 weights (16-bit ones with --precision fp16)
+and no loss-scaling machinery. `ampc grad --train-mode`'s export is the original
+inference model with the trained weights and running statistics. Also the refusals: a
+checkpoint of another model, no inference output left, bad options.
 Prints "N passed, M failed" last; exit 77 (skip) when onnx, onnxruntime or numpy is missing.
 
 usage: test_export.py --ampc PATH [--testdata DIR] [--verbose]
@@ -306,6 +308,35 @@ def test_precision(ctx):
     assert "converted to float16" in r.stderr or "converted to bfloat16" in r.stderr, r.stderr
 
 
+def test_train_mode(ctx):
+    """`ampc grad --train-mode` (BatchNormalization on batch statistics, its running ones
+    bound as state): the export is the original inference model with the trained weights
+    and running statistics, bit for bit on ampc's executor, BatchNormalization back in
+    inference mode."""
+    src = os.path.join(MODELS, "resnet_cnn", "model.onnx")
+    train = path(ctx, "train_tm.onnx")
+    ampc(ctx, "grad", src, "-o", train, "--train-mode", "--optimizer", "sgd", "--lr", "0.01")
+    data = os.path.join(MODELS, "resnet_cnn", "train_data")
+    ckpt, infer = train_and_export(ctx, train, data, "tm", steps=2)
+    m = onnx.load(infer)
+    check_inference(m)
+    bns = [n for n in m.graph.node if n.op_type == "BatchNormalization"]
+    assert bns and all(len(n.output) == 1 for n in bns)
+    assert all(a.i == 0 for n in bns for a in n.attribute if a.name == "training_mode")
+    ck = {t.name: nh.to_array(t) for t in onnx.load(ckpt).graph.initializer}
+    ref = onnx.load(src)
+    assert all(t.name in ck for t in ref.graph.initializer)
+    for t in ref.graph.initializer:
+        t.CopyFrom(nh.from_array(ck[t.name], t.name))
+    trained_ref = path(ctx, "ref_tm.onnx")
+    onnx.save(ref, trained_ref)
+    want, _ = export_outputs(ctx, trained_ref, data, "tm_ref")
+    mine, theirs = export_outputs(ctx, infer, data, "tm")
+    assert np.array_equal(mine["logits"], want["logits"])
+    err = np.abs(theirs["logits"] - want["logits"]).max()
+    assert err <= 1e-5 * max(1.0, np.abs(want["logits"]).max()), f"onnxruntime differs by {err}"
+
+
 def test_no_checkpoint_and_fp32_default(ctx):
     """Without --load-state: the model's own weights; an inference model exports as it is."""
     train = grad(ctx, "mlp_cls")
@@ -370,7 +401,7 @@ def main():
     ctx = Ctx()
     ctx.ampc, ctx.notes, ctx.tmp = os.path.abspath(args.ampc), [], tl.tempdir("ampc_export_")
     tests = [(f.__name__[5:], f) for f in (test_grad_mlp, test_grad_cnn, test_spec_layout_mlp, test_spec_layout_cnn,
-                                           test_ort_artifacts, test_loss_scaled_fp16, test_precision,
+                                           test_ort_artifacts, test_loss_scaled_fp16, test_precision, test_train_mode,
                                            test_no_checkpoint_and_fp32_default, test_refusals)]
     return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
 
