@@ -77,6 +77,16 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
         AmpValue *v = amp_graph_lookup(m->graph, s->state[i].name);
         n_weights += v && v->graph == m->graph && v->initializer;
     }
+    /* onnxruntime-training's models use LayerNormalization below opset 17 (its own
+     * kernel, ONNX's from 17, the same arithmetic): raised to 17, the export is standard. */
+    bool layer_norm = false;
+    for (AmpNode *n = m->graph->first; !rc && n && !layer_norm; n = n->next)
+        layer_norm = n->op == AMP_OP_LayerNormalization && amp_domain_is_default(n->domain);
+    if (!rc && layer_norm && amp_model_opset(m, "") < 17) {
+        AmpPassOptions po = {.opset_upgrade_to = 17};
+        AmpPipelineOptions pl = {.pass = &po};
+        rc = amp_run_pipeline(m, "infer,opset_upgrade", &pl, st);
+    }
     if (!rc && prec) {
         AmpPassOptions po = {.precision = prec};
         AmpPipelineOptions pl = {.pass = &po};
