@@ -104,7 +104,7 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
         snprintf(opt->summary, opt->summary_len,
                  "%s, %zu output%s (%s%s%s), %zu nodes, %zu initializers (%zu from the session's state); "
                  "removed %zu nodes, %zu outputs, %zu inputs, %zu initializers, %zu training_info%s%s",
-                 prec ? precision_name(prec) : "not converted", sum.n_outputs, sum.n_outputs == 1 ? "" : "s",
+                 prec ? precision_name(prec) : "no conversion", sum.n_outputs, sum.n_outputs == 1 ? "" : "s",
                  m->graph->outputs.n ? m->graph->outputs.items[0].value->name : "", sum.n_outputs > 1 ? ", ..." : "",
                  sum.scores ? ": the loss's scores" : "", m->graph->n_nodes, m->graph->n_initializers, n_weights, sum.nodes_removed,
                  sum.outputs_removed, sum.inputs_removed, sum.initializers_removed, sum.training_infos_removed,

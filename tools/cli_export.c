@@ -80,6 +80,11 @@ int ampc_cmd_export(const ExportArgs *e, const RunArgs *ra) {
     if (rc) return ampc_run_fail(&st, rc, shown);
     if (e->load_state && (rc = amp_session_state_load(s, e->load_state, &st))) {
         amp_session_close(s);
+        const char *env = getenv("AMP_AUTO");
+        if (strstr(st.msg, "'amp_loss_scale") && !(env && *env && strcmp(env, "0") != 0)) {
+            size_t n = strlen(st.msg);
+            snprintf(st.msg + n, sizeof st.msg - n, " (a checkpoint of an AMP_AUTO=1 run? export with AMP_AUTO=1 too)");
+        }
         return ampc_run_fail(&st, rc, e->load_state);
     }
     char line[512];
