@@ -28,7 +28,7 @@ static bool ends_with(const char *s, const char *suffix) {
 
 /* A value named as training state or a training output only. */
 static bool training_name(const char *name) {
-    return ends_with(name, "_grad") || amp_is_loss_scale_name(name) || strcmp(name, AMP_LS_FOUND_INF) == 0 ||
+    return ends_with(name, "_grad") || amp_is_loss_scale_name(name) ||
            strncmp(name, AMP_LS_FOUND_INF, strlen(AMP_LS_FOUND_INF)) == 0;
 }
 
@@ -291,6 +291,23 @@ AmpCode amp_export_model(AmpModel *m, const char *loss_name, AmpExportSummary *s
         if (to_inference(n)) sum->nodes_to_inference++;
     }
 
+    /* A parameter fed as a graph input (onnxruntime-training's training model, not
+     * imported) would leave the export without its weights. */
+    for (size_t i = 0; i < g->inputs.n; i++) {
+        AmpValue *v = g->inputs.items[i].value;
+        if (v->initializer || !v->n_uses) continue;
+        size_t len = strlen(v->name);
+        char *gn = malloc(len + 6);
+        if (!gn) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        memcpy(gn, v->name, len);
+        memcpy(gn + len, "_grad", 6);
+        bool param = amp_graph_lookup(g, gn) != NULL;
+        free(gn);
+        if (param)
+            return amp_fail(st, AMP_ERR_INPUT,
+                            "export: parameter '%s' is a graph input with no value (onnxruntime-training's training "
+                            "model: give --optimizer and --checkpoint, which hold the parameters' values)", v->name);
+    }
     /* Inputs and initializers nothing reads any more. */
     for (size_t i = g->inputs.n; i-- > 0;) {
         AmpValue *v = g->inputs.items[i].value;

@@ -387,6 +387,10 @@ def test_refusals(ctx):
     r = ampc(ctx, "export", mse, "-o", out, rc=1)
     assert "no inference output left" in r.stderr, r.stderr
     assert not os.path.exists(out)
+    # onnxruntime-training's training model without its checkpoint: parameters with no value.
+    r = ampc(ctx, "export", os.path.join(ORT_MLP, "training_model.onnx"), "-o", out, rc=1)
+    assert "give --optimizer and --checkpoint" in r.stderr, r.stderr
+    assert not os.path.exists(out)
     # Usage.
     r = ampc(ctx, "export", mlp, rc=2)
     assert "missing -o" in r.stderr, r.stderr
