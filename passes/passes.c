@@ -25,6 +25,9 @@ static const AmpPass PASSES[] = {
                    "update bound by update_binding; inference graphs pass through", amp_pass_loss_scale},
     {"cast_cleanup", "removes lossless Cast round trips (fp16->fp32->fp16) and duplicate Casts",
      amp_pass_cast_cleanup},
+    {"export", "a training model's inference model (ampc export): the main graph's forward cut to the "
+               "outputs that are not the loss, gradients or loss-scaling state; training_info, the "
+               "backward, unused inputs and initializers removed", amp_pass_export},
 };
 enum { N_PASSES = sizeof PASSES / sizeof PASSES[0] };
 

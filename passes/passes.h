@@ -156,6 +156,32 @@ AmpCode amp_pass_opset_upgrade(AmpModel *m, const AmpPassOptions *opt, AmpStatus
 /* Decomposed LayerNorm and GELU become the op where the opset has it (fuse_norm.c). */
 AmpCode amp_pass_fuse_norm(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 
+/* The inference model of a training model (export.c; `ampc export`, amp_session_export):
+ * the main graph's forward, cut to the inference outputs (the main outputs that are not the
+ * loss, a gradient, loss-scaling state or computed from them; when none is left, the
+ * scores the loss op reads), without training_info, with every node, graph input and
+ * initializer they do not need removed, and BatchNormalization / Dropout in their
+ * inference form. The weights are the model's initializers as they are. */
+typedef struct AmpExportSummary {
+    bool training;              /* the model was a training graph */
+    const char *loss;           /* the loss cut away (NULL: none in the main graph) */
+    const char *scores;         /* not NULL: the output is the loss op's scores, named so */
+    size_t n_outputs;           /* the inference outputs */
+    size_t outputs_removed, nodes_removed, inputs_removed, initializers_removed;
+    size_t training_infos_removed;
+    size_t nodes_to_inference;  /* BatchNormalization / Dropout made inference-form */
+} AmpExportSummary;
+/* loss: the loss's name (NULL: found as the amp pass finds it); sum may be NULL. No
+ * inference output left is AMP_ERR_INPUT naming why. */
+AmpCode amp_export_model(AmpModel *m, const char *loss, AmpExportSummary *sum, AmpStatus *st);
+/* A model converted already (a 16-bit forward reading float32 weights through Casts) made
+ * to store them in `dtype` (AMP_DT_FLOAT16 or AMP_DT_BFLOAT16): each float32 initializer
+ * that only Casts to dtype read becomes a dtype initializer (the Cast's rounding, done
+ * once), the Casts gone. *n_folded (may be NULL): how many. */
+AmpCode amp_export_fold_weight_casts(AmpModel *m, int dtype, size_t *n_folded, AmpStatus *st);
+/* The same as a pass ("export"; opt->loss names the loss). */
+AmpCode amp_pass_export(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+
 /* ---- the AMP op lists (amp_lists.c), shared by the CLI and AMP_AUTO ----------------- */
 
 /* "MatMul" (ai.onnx first, then com.microsoft and ai.onnx.preview.training) or

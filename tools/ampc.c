@@ -27,6 +27,7 @@
 #include "tools/phases.h"
 #include "tools/report.h"
 #include "tools/cli_calib.h"
+#include "tools/cli_export.h"
 #include "tools/cli_grad.h"
 #include "tools/run.h"
 
@@ -450,6 +451,7 @@ typedef struct Cli {
     ConvertArgs a;
     RunArgs ra;
     GradArgs ga;
+    ExportArgs ea;
     CalibArgs ca;
     bool help, version;
 } Cli;
@@ -460,7 +462,7 @@ static unsigned command_of(int argc, char **argv) {
         const char *name;
         unsigned cmd;
     } cmds[] = {{"run", CMD_RUN}, {"bench", CMD_BENCH}, {"grad", CMD_GRAD}, {"calibrate", CMD_CALIBRATE},
-                {"compare", CMD_COMPARE}};
+                {"compare", CMD_COMPARE}, {"export", CMD_EXPORT}};
     for (size_t i = 0; argc >= 2 && i < sizeof cmds / sizeof *cmds; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].cmd;
     return CMD_CONVERT;
@@ -528,6 +530,7 @@ static int parse_options(Cli *c, int argc, char **argv) {
         if (val == OPT_HELP) c->help = true;
         else if (val == OPT_VERSION) c->version = true;
         else if (c->cmd == CMD_GRAD) rc = ampc_parse_grad_value(val, optarg, &c->ga);
+        else if (c->cmd == CMD_EXPORT) rc = ampc_parse_export_value(val, optarg, &c->ea, &c->ra);
         else if (c->cmd == CMD_CALIBRATE || c->cmd == CMD_COMPARE) rc = ampc_parse_calib_value(val, optarg, &c->ca);
         else if (c->cmd != CMD_CONVERT) rc = ampc_parse_run_value(val, optarg, &c->ra);
         else rc = convert_option(c, r, val, optarg);
@@ -575,8 +578,10 @@ static int convert(ConvertArgs *a, const RunArgs *ra) {
 static int dispatch(Cli *c, int argc, char **argv) {
     unsigned cmd = c->cmd;
     const char *what = cmd == CMD_RUN ? "run: " : cmd == CMD_BENCH ? "bench: " : cmd == CMD_GRAD ? "grad: "
-                     : cmd == CMD_CALIBRATE ? "calibrate: " : cmd == CMD_COMPARE ? "compare: " : "";
-    if (optind >= argc) return ampc_usage_error("%smissing %s", what, cmd == CMD_COMPARE ? "FP32" : "MODEL");
+                     : cmd == CMD_CALIBRATE ? "calibrate: " : cmd == CMD_COMPARE ? "compare: "
+                     : cmd == CMD_EXPORT ? "export: " : "";
+    if (optind >= argc)
+        return ampc_usage_error("%smissing %s", what, cmd == CMD_COMPARE ? "FP32" : cmd == CMD_EXPORT ? "TRAIN" : "MODEL");
     const char *model = argv[optind];
     if (cmd == CMD_COMPARE) {
         if (optind + 1 >= argc) return ampc_usage_error("compare: missing AMP, the converted model");
@@ -603,6 +608,7 @@ static int dispatch(Cli *c, int argc, char **argv) {
     switch (cmd) {
     case CMD_CALIBRATE: c->ca.run.model = model; return ampc_cmd_calibrate(&c->ca);
     case CMD_GRAD: c->ga.model = model; return ampc_cmd_grad(&c->ga);
+    case CMD_EXPORT: c->ea.model = model; return ampc_cmd_export(&c->ea, &c->ra);
     case CMD_RUN: c->ra.model = model; return ampc_cmd_run(&c->ra);
     case CMD_BENCH:
         c->ra.model = model;

@@ -9,7 +9,8 @@
     AMPC_OPT(OUTPUT, "output", 'o', 1, "OUT",                                                   \
              "write the converted model to OUT (atomically; OUT may be MODEL itself, a link, "     \
              "or a device such as /dev/null; '-' is standard output, when it is not a terminal "   \
-             "and nothing else prints there); calibrate: the statistics file to write")                                                  \
+             "and nothing else prints there); calibrate: the statistics file to write; export: the "  \
+             "inference model to write")                                                  \
     AMPC_OPT(PASSES, "passes", 0, 1, "LIST",                                                    \
              "comma-separated passes to run instead of the default pipeline; 'none' runs none") \
     AMPC_OPT(DUMP_AFTER, "dump-after", 0, 1, "PASS",                                            \
@@ -38,7 +39,8 @@
              "either way)")                                                                     \
     AMPC_OPT(PRECISION, "precision", 0, 1, "TYPE",                                              \
              "fp16 (the default; float16 and half are the same) or bf16 (bfloat16): the 16-bit "   \
-             "type of the amp pass")                     \
+             "type of the amp pass; export: fp32 (the default: no conversion), fp16, bf16 or "  \
+             "auto (bf16 on a CPU with AVX512-BF16, else fp16)")                                \
     AMPC_OPT(LEVEL, "level", 0, 1, "LEVEL",                                                     \
              "default, tensor-cores-only (only allow-list ops become 16-bit), "                 \
              "treat-infer-as-deny (infer-list ops stay fp32) or unsafe-force-all (every "       \
@@ -154,7 +156,8 @@
              "loss output to print (default: the one scalar float output named like 'loss'); "   \
              "for grad: cross-entropy (the default: SoftmaxCrossEntropyLoss over the output and " \
              "an int64 input 'labels' shaped like the output less its class axis), mse (the mean squared difference to a float input "  \
-             "'target' shaped like the output), or NAME, a scalar output that is the loss")      \
+             "'target' shaped like the output), or NAME, a scalar output that is the loss; "    \
+             "for export: the loss output cut away with the backward")                          \
     AMPC_OPT(LOSS_OUTPUT, "loss-output", 0, 1, "NAME",                                          \
              "grad: the model output the loss reads (default: the first float output)")        \
     AMPC_OPT(CLASS_AXIS, "class-axis", 0, 1, "K",                                               \
@@ -171,7 +174,8 @@
              "grad: BatchNormalization on batch statistics (its running mean and var bound "  \
              "as state) and Dropout dropping, with their gradients")                            \
     AMPC_OPT(LOAD_STATE, "load-state", 0, 1, "FILE",                                            \
-             "run: start from the weights and optimizer state of a checkpoint FILE")            \
+             "run: start from the weights and optimizer state of a checkpoint FILE; export: "  \
+             "the weights to write (a checkpoint of 'ampc run --save-state')")                  \
     AMPC_OPT(SAVE_STATE, "save-state", 0, 1, "FILE",                                            \
              "run: after the steps, save the state (weights, optimizer and loss-scale state, "  \
              "step counter) to FILE, an ONNX file")                                              \
@@ -179,7 +183,7 @@
              "MODEL is onnxruntime-training's training_model.onnx and FILE its "                \
              "optimizer_model.onnx (AdamWOptimizer or SGDOptimizerV2): import them as one ONNX " \
              "training model (parameters from --checkpoint as initializers, the optimizer as "  \
-             "standard ops in a training_info), then convert, run or bench it; for grad: the "  \
+             "standard ops in a training_info), then convert, run, bench or export it; for grad: the " \
              "optimizer to append, with torch.optim's arithmetic: sgd (the default), momentum " \
              "(SGD with momentum) or adam (bias-corrected; its moments and step count are "     \
              "state tensors bound like the parameters)")                                        \

@@ -88,6 +88,12 @@ static const char USAGE[] =
     "                                     model: loss, backward in standard ONNX ops, the\n"
     "                                     optimizer's update bindings (README: Training\n"
     "                                     graphs from inference exports)\n"
+    "       ampc export TRAIN -o INFER [--load-state CKPT] [--precision fp32|fp16|bf16|auto]\n"
+    "                      [--loss NAME] [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
+    "                                     write the inference model of a training model:\n"
+    "                                     its forward only (no loss, backward, optimizer,\n"
+    "                                     loss scaling, training_info), the checkpoint's\n"
+    "                                     weights, converted by the amp pass on request\n"
     "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--compare [--plot FILE]]\n"
     "                      [--inputs DIR] [--backend B]\n"
     "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
@@ -198,9 +204,10 @@ int ampc_unknown_long(const char *arg) {
 
 unsigned ampc_option_commands(int val) {
     switch (val) {
-    case OPT_LOSS: return CMD_RUN | CMD_CONVERT | CMD_GRAD | CMD_CALIBRATE;
-    case OPT_OUTPUT: return CMD_CONVERT | CMD_GRAD | CMD_CALIBRATE;
-    case OPT_QUIET: return CMD_CONVERT | CMD_GRAD;
+    case OPT_LOSS: return CMD_RUN | CMD_CONVERT | CMD_GRAD | CMD_CALIBRATE | CMD_EXPORT;
+    case OPT_OUTPUT: return CMD_CONVERT | CMD_GRAD | CMD_CALIBRATE | CMD_EXPORT;
+    case OPT_QUIET: return CMD_CONVERT | CMD_GRAD | CMD_EXPORT;
+    case OPT_PRECISION: return CMD_CONVERT | CMD_EXPORT;
     case OPT_TOP: return CMD_COMPARE;
     case OPT_LOSS_SCALE_INIT: return CMD_CONVERT | CMD_CALIBRATE;
     case OPT_LOSS_OUTPUT:
@@ -217,7 +224,7 @@ unsigned ampc_option_commands(int val) {
     case OPT_INPUTS:
     case OPT_SEED:
     case OPT_DIM: return CMD_RUN | CMD_BENCH | CMD_CALIBRATE | CMD_COMPARE;
-    case OPT_LOAD_STATE:
+    case OPT_LOAD_STATE: return CMD_RUN | CMD_EXPORT;
     case OPT_SAVE_STATE:
     case OPT_OUTPUTS: return CMD_RUN;
     case OPT_BACKEND: return CMD_RUN | CMD_BENCH | CMD_CALIBRATE;
@@ -232,8 +239,8 @@ unsigned ampc_option_commands(int val) {
     case OPT_COMPARE:
     case OPT_PLOT: return CMD_BENCH;
     case OPT_OPTIMIZER:
-    case OPT_LR: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD;
-    case OPT_CHECKPOINT: return CMD_CONVERT | CMD_RUN | CMD_BENCH;
+    case OPT_LR: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD | CMD_EXPORT;
+    case OPT_CHECKPOINT: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_EXPORT;
     case OPT_HELP:
     case OPT_VERSION: return CMD_ALL;
     default: return CMD_CONVERT;
@@ -246,6 +253,7 @@ int ampc_wrong_command(const OptRow *r, unsigned cmd) {
     if (ok == CMD_COMPARE) return ampc_usage_error("option '--%s' is only for 'ampc compare FP32 AMP'", r->name);
     if (cmd == CMD_CALIBRATE || cmd == CMD_COMPARE)
         return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_CALIBRATE ? "calibrate" : "compare");
+    if (cmd == CMD_EXPORT) return ampc_usage_error("option '--%s' is not for 'ampc export'", r->name);
     if (ok == CMD_GRAD) return ampc_usage_error("option '--%s' is only for 'ampc grad MODEL'", r->name);
     if (cmd == CMD_GRAD) return ampc_usage_error("option '--%s' is not for 'ampc grad'", r->name);
     if (ok & CMD_CONVERT)
@@ -254,6 +262,7 @@ int ampc_wrong_command(const OptRow *r, unsigned cmd) {
         unsigned cmd;
         const char *usage;
     } cmds[] = {{CMD_RUN, "'ampc run MODEL'"},
+                {CMD_EXPORT, "'ampc export TRAIN'"},
                 {CMD_BENCH, "'ampc bench MODEL'"},
                 {CMD_CALIBRATE, "'ampc calibrate MODEL'"},
                 {CMD_COMPARE, "'ampc compare FP32 AMP'"}};

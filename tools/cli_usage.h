@@ -25,8 +25,8 @@ enum {
 };
 
 /* The commands, as bits: which of them takes an option (help and version: all). */
-enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4, CMD_GRAD = 8, CMD_CALIBRATE = 16, CMD_COMPARE = 32 };
-#define CMD_ALL (CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD | CMD_CALIBRATE | CMD_COMPARE)
+enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4, CMD_GRAD = 8, CMD_CALIBRATE = 16, CMD_COMPARE = 32, CMD_EXPORT = 64 };
+#define CMD_ALL (CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD | CMD_CALIBRATE | CMD_COMPARE | CMD_EXPORT)
 
 /* getopt_long's table, ending in a zero row. */
 extern const struct option ampc_long_opts[];

@@ -194,6 +194,30 @@ AmpCode amp_session_state_save(AmpSession *s, const char *path, AmpStatus *st);
  * unchanged. */
 AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st);
 
+/* ---- export: the trained model back out ------------------------------------------- */
+
+/* Zero-initialised options are the defaults. */
+typedef struct AmpExportOptions {
+    /* ONNX dtype of the export: 0 or 1 (float): FP32, no conversion (a model the session
+     * holds converted already keeps its 16-bit forward as it is); 10 (float16) or 16
+     * (bfloat16): the inference model goes through the ordinary conversion pipeline (the
+     * amp pass: 16-bit ops and weights, float32 inputs and outputs). */
+    int precision;
+    const char *loss;     /* the loss's name in the main graph; NULL: the one output named
+                             like a loss, as the amp pass finds it */
+    bool no_value_info;   /* write no value_info entries of ampc's own */
+    char *summary;        /* when not NULL: one line saying what was cut (summary_len bytes) */
+    size_t summary_len;
+} AmpExportOptions;
+
+/* Writes the session's model as the inference model a user deploys, with the session's
+ * current weights (after its training steps or a state_load): the main graph's forward
+ * only (no loss, backward, optimizer, loss-scaling state, training_info; graph inputs and
+ * initializers it does not read removed; passes/passes.h, amp_export_model), converted
+ * when opt->precision asks. Written atomically (external data beside it when over 2 GB).
+ * The session is unchanged. A model with no inference output left is AMP_ERR_INPUT. */
+AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptions *opt, AmpStatus *st);
+
 /* ---- reports ------------------------------------------------------------------------ */
 
 typedef struct AmpSessionStats {

@@ -1,0 +1,98 @@
+/* `ampc export TRAIN -o INFER [--load-state CKPT] [--precision fp32|fp16|bf16|auto]`
+ * (cli_export.h): opens TRAIN as `ampc run` does (the environment's AMP_AUTO included, so a
+ * checkpoint of such a run loads; onnxruntime-training's artifacts with --optimizer and
+ * --checkpoint), loads the checkpoint as --load-state does, and writes the inference model
+ * (amp_session_export: the forward only, the session's weights, converted on request). */
+#include "tools/cli_export.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ampc/ampc.h"
+#include "tools/cli_options.h"
+#include "tools/run.h"
+
+int ampc_parse_export_value(int val, const char *arg, ExportArgs *e, RunArgs *ra) {
+    switch (val) {
+    case OPT_OUTPUT: e->out = arg; return AMP_OK;
+    case OPT_QUIET: e->quiet = true; return AMP_OK;
+    case OPT_LOSS:
+        if (!*arg) return ampc_usage_error("export: --loss: NAME is empty");
+        e->loss = arg;
+        return AMP_OK;
+    case OPT_LOAD_STATE:
+        if (!*arg) return ampc_usage_error("--load-state: FILE is an empty path");
+        e->load_state = arg;
+        return AMP_OK;
+    case OPT_PRECISION:
+        if (strcmp(arg, "fp32") && strcmp(arg, "float32") && strcmp(arg, "fp16") && strcmp(arg, "float16") &&
+            strcmp(arg, "half") && strcmp(arg, "bf16") && strcmp(arg, "bfloat16") && strcmp(arg, "auto"))
+            return ampc_usage_error("export: --precision '%s': expected fp32, fp16, bf16 or auto", arg);
+        e->precision = arg;
+        return AMP_OK;
+    case OPT_OPTIMIZER:
+    case OPT_CHECKPOINT:
+    case OPT_LR: return ampc_parse_run_value(val, arg, ra);
+    default: return ampc_usage_error("export: internal: unhandled option %d", val);
+    }
+}
+
+/* Whether this machine's CPU has AVX512-BF16 (the "avx512_bf16" flag of /proc/cpuinfo). */
+static bool cpu_has_bf16(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[8192];
+    bool yes = false;
+    while (!yes && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0) {
+            for (char *p = strstr(line, "avx512_bf16"); p && !yes; p = strstr(p + 1, "avx512_bf16"))
+                yes = (p == line || p[-1] == ' ' || p[-1] == '\t') && (p[11] == ' ' || p[11] == '\n' || !p[11]);
+            break;
+        }
+    fclose(f);
+    return yes;
+}
+
+/* ONNX dtype of --precision: 0 (float32, no conversion), 10 or 16; auto: bfloat16 on a
+ * CPU with AVX512-BF16, else float16. */
+static int precision_of(const char *p) {
+    if (!p || !strcmp(p, "fp32") || !strcmp(p, "float32")) return 0;
+    if (!strcmp(p, "bf16") || !strcmp(p, "bfloat16")) return 16;
+    if (!strcmp(p, "auto")) return cpu_has_bf16() ? 16 : 10;
+    return 10;
+}
+
+int ampc_cmd_export(const ExportArgs *e, const RunArgs *ra) {
+    if (!e->out) return ampc_usage_error("export: missing -o INFER (where the inference model goes)");
+    if (!*e->out) return ampc_usage_error("export: -o: INFER is an empty path");
+    if (strcmp(e->out, "-") == 0 && isatty(STDOUT_FILENO))
+        return ampc_usage_error("export: -o '-': standard output is a terminal: redirect it to a file or a pipe");
+    RunArgs r = *ra;
+    r.model = e->model;
+    r.backend = AMP_BACKEND_CPU; /* nothing runs: the state is read, not computed */
+    AmpSessionOptions so = ampc_session_options(&r);
+    AmpStatus st = {AMP_OK, ""};
+    AmpSession *s = NULL;
+    const char *shown = amp_model_path_shown(e->model);
+    AmpCode rc = amp_session_open(e->model, &so, &s, &st);
+    if (rc) return ampc_run_fail(&st, rc, shown);
+    if (e->load_state && (rc = amp_session_state_load(s, e->load_state, &st))) {
+        amp_session_close(s);
+        const char *env = getenv("AMP_AUTO");
+        if (strstr(st.msg, "'amp_loss_scale") && !(env && *env && strcmp(env, "0") != 0)) {
+            size_t n = strlen(st.msg);
+            snprintf(st.msg + n, sizeof st.msg - n, " (a checkpoint of an AMP_AUTO=1 run? export with AMP_AUTO=1 too)");
+        }
+        return ampc_run_fail(&st, rc, e->load_state);
+    }
+    char line[512];
+    AmpExportOptions eo = {.precision = precision_of(e->precision), .loss = e->loss, .summary = line,
+                           .summary_len = sizeof line};
+    rc = amp_session_export(s, e->out, &eo, &st);
+    amp_session_close(s);
+    if (rc) return ampc_run_fail(&st, rc, shown);
+    if (!e->quiet) ampc_say("wrote %s: %s", amp_output_shown(e->out), line);
+    return AMP_OK;
+}
