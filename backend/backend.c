@@ -1,5 +1,6 @@
 /* Backend selection by name and choice, and the one upload helper every user of the
  * interface shares (backend.h). The backends themselves live with their kernels. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -45,6 +46,18 @@ AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *tota
     return AMP_ERR_UNSUPPORTED;
 }
 #endif
+
+bool amp_backend_takes(AmpBackend *be, const AmpModel *m, const AmpNode *n) {
+    int buf[64], *dts = amp_backend_in_dtypes(n, buf, 64);
+    bool yes = dts && be && be->supports(be, n, amp_model_opset(m, n->domain), dts);
+    if (dts != buf) free(dts);
+    return yes;
+}
+
+AmpNodePlace amp_backend_cuda_place(const AmpModel *m, const AmpNode *n) {
+    if (amp_backend_cuda_takes(m, n)) return AMP_PLACE_DEVICE;
+    return amp_backend_takes(amp_backend_cpu(), m, n) ? AMP_PLACE_FALLBACK : AMP_PLACE_NONE;
+}
 
 int amp_backend_parse(const char *name) {
     if (!name) return -1;

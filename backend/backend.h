@@ -123,6 +123,18 @@ static inline int *amp_backend_in_dtypes(const AmpNode *n, int *buf, int n_buf) 
  * what would run on the CPU fallback on any machine. False in a build without CUDA. */
 bool amp_backend_cuda_takes(const AmpModel *m, const AmpNode *n);
 
+/* Whether backend be has a kernel for node n of m: its supports check on the node's opset
+ * and every input's dtype as m types them. The one predicate the executor chooses a
+ * node's backend by (runtime/exec_prepare.c), and `ampc verify` reports by. */
+bool amp_backend_takes(AmpBackend *be, const AmpModel *m, const AmpNode *n);
+
+/* Where a CUDA session runs node n of m (If / Loop / Scan aside, which the executor runs
+ * itself): on the device, on the CPU fallback (copies around it), or nowhere, when
+ * neither backend has a kernel: then the session fails at open naming the node. On any
+ * machine, with no device: `ampc verify`'s claims, by the executor's own predicates. */
+typedef enum AmpNodePlace { AMP_PLACE_NONE = 0, AMP_PLACE_DEVICE, AMP_PLACE_FALLBACK } AmpNodePlace;
+AmpNodePlace amp_backend_cuda_place(const AmpModel *m, const AmpNode *n);
+
 /* Whether this build has the CUDA backend, and whether it has and a device is usable
  * (what `auto` picks CUDA on). */
 bool amp_backend_cuda_built(void);

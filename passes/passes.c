@@ -10,6 +10,9 @@
 static const AmpPass PASSES[] = {
     {"infer", "type and shape inference: fills every value's type it can", amp_pass_infer},
     {"dce", "dead code elimination: removes nodes whose outputs nothing uses", amp_pass_dce},
+    {"gradient", "ONNX's Gradient op (ai.onnx.preview.training) expanded into backward nodes by ampc grad's rules "
+                 "(the gradient of x named x_grad, the seed y_grad), in the main graph or a training algorithm; "
+                 "a no-op without one", amp_pass_gradient},
     {"opset_upgrade", "raises the model's ai.onnx opset to the lowest at which every allow-list op "
                       "takes the 16-bit type (Conv: bf16 from 22), adapting the nodes whose op changed "
                       "on the way; a no-op when not needed, or with --opset-upgrade never",
@@ -49,7 +52,7 @@ const AmpPass *amp_pass_at(size_t i) {
 }
 
 const char *amp_default_pipeline(void) {
-    return "infer,opset_upgrade,fuse_norm,amp,loss_scale,cast_cleanup";
+    return "gradient,infer,opset_upgrade,fuse_norm,amp,loss_scale,cast_cleanup";
 }
 
 static void known_names(char *buf, size_t len) {

@@ -182,6 +182,20 @@ AmpCode amp_export_fold_weight_casts(AmpModel *m, int dtype, size_t *n_folded, A
 /* The same as a pass ("export"; opt->loss names the loss). */
 AmpCode amp_pass_export(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 
+/* ONNX's Gradient op (ai.onnx.preview.training) expanded into backward nodes by the
+ * gradient rules of `ampc grad` (gradient.c); a model without one is left as it is. */
+AmpCode amp_pass_gradient(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+/* The same, saying how many Gradient nodes it expanded and how many nodes it made (either
+ * may be NULL). A Gradient is expanded in the main graph (the forward: the main graph) or
+ * in a training algorithm (the forward: the main graph, then the algorithm, as ONNX runs
+ * a training step); elsewhere it is AMP_ERR_UNSUPPORTED. An input that is not the value
+ * its symbol (xs[i], zs[i]) names is AMP_ERR_UNSUPPORTED naming the node. On failure m is
+ * to be dropped. */
+AmpCode amp_expand_gradients(AmpModel *m, size_t *n_expanded, size_t *n_nodes, AmpStatus *st);
+/* Whether m has a Gradient node anywhere, and whether n is one. */
+bool amp_model_has_gradient(AmpModel *m);
+bool amp_is_gradient_node(const AmpNode *n);
+
 /* ---- the AMP op lists (amp_lists.c), shared by the CLI and AMP_AUTO ----------------- */
 
 /* "MatMul" (ai.onnx first, then com.microsoft and ai.onnx.preview.training) or

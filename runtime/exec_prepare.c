@@ -40,10 +40,7 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
 /* Whether be runs n, asked with the input dtypes the model gives (every input's: a
  * Sum over every gradient or a multi-tensor optimizer has hundreds). */
 bool amp_exec_backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n) {
-    int buf[64], *dts = amp_backend_in_dtypes(n, buf, 64);
-    bool yes = dts && be->supports(be, n, amp_model_opset(m, n->domain), dts);
-    if (dts != buf) free(dts);
-    return yes;
+    return amp_backend_takes(be, m, n);
 }
 
 /* The backend that runs n: be, else the fallback, else NULL (neither has a kernel). */

@@ -96,7 +96,10 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
     }
     s->m = m;
     s->rng = opt->seed ? opt->seed : 0x9e3779b97f4a7c15ull;
-    AmpCode rc = amp_auto_apply(m, cfg, &s->amp_applied, st);
+    /* ONNX's Gradient op has no kernel: it becomes backward nodes first (passes/gradient.c),
+     * with AMP_AUTO or without (the pipeline's gradient pass then finds none left). */
+    AmpCode rc = amp_expand_gradients(m, NULL, NULL, st);
+    if (!rc) rc = amp_auto_apply(m, cfg, &s->amp_applied, st);
     if (!rc) {
         /* Types help the reports (index ranges, output shapes); a model inference cannot
          * type completely still runs. */

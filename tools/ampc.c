@@ -201,15 +201,40 @@ static bool same_output(const char *x, const char *y) {
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino && !discarding_device(&b);
 }
 
-/* ---- CUDA coverage (verify) ----------------------------------------------------- */
+/* ---- kernel coverage (verify) ------------------------------------------------------ */
 
-/* Op types the CUDA backend has no kernel for, each with its node count. */
+/* Op types with their node counts, most nodes first once sorted. */
+typedef struct OpCounts {
+    const char *ops[128];
+    size_t count[128];
+    int n;
+} OpCounts;
+
+static void count_op(OpCounts *c, const AmpNode *n) {
+    const char *op = n->op_type ? n->op_type : "?";
+    int j = 0;
+    while (j < c->n && strcmp(c->ops[j], op) != 0) j++;
+    if (j == c->n && c->n < 128) c->ops[j] = op, c->count[c->n++] = 0;
+    if (j < c->n) c->count[j]++;
+}
+
+static void print_counts(OpCounts *c) {
+    for (int i = 1; i < c->n; i++) /* stable insertion sort, most nodes first */
+        for (int j = i; j > 0 && c->count[j] > c->count[j - 1]; j--) {
+            const char *o = c->ops[j];
+            size_t k = c->count[j];
+            c->ops[j] = c->ops[j - 1], c->count[j] = c->count[j - 1];
+            c->ops[j - 1] = o, c->count[j - 1] = k;
+        }
+    for (int j = 0; j < c->n; j++) printf("%s %s x%zu", j ? "," : "", c->ops[j], c->count[j]);
+}
+
+/* Where a CUDA session would run each node (amp_backend_cuda_place: the executor's own
+ * predicates), and which nodes no backend has a kernel for. */
 typedef struct Coverage {
     const AmpModel *m;
     size_t nodes, taken;
-    const char *ops[128];
-    size_t count[128];
-    int n_ops;
+    OpCounts fallback, none;
 } Coverage;
 
 static AmpCode cover_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
@@ -219,38 +244,41 @@ static AmpCode cover_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
         /* If / Loop / Scan are the executor's own (their bodies are walked as graphs). */
         if (n->op == AMP_OP_If || n->op == AMP_OP_Loop || n->op == AMP_OP_Scan) continue;
         c->nodes++;
-        if (amp_backend_cuda_takes(c->m, n)) {
-            c->taken++;
-            continue;
+        switch (amp_backend_cuda_place(c->m, n)) {
+        case AMP_PLACE_DEVICE: c->taken++; break;
+        case AMP_PLACE_FALLBACK: count_op(&c->fallback, n); break;
+        case AMP_PLACE_NONE: count_op(&c->none, n); break;
         }
-        const char *op = n->op_type ? n->op_type : "?";
-        int j = 0;
-        while (j < c->n_ops && strcmp(c->ops[j], op) != 0) j++;
-        if (j == c->n_ops && c->n_ops < 128) c->ops[j] = op, c->count[c->n_ops++] = 0;
-        if (j < c->n_ops) c->count[j]++;
     }
     return AMP_OK;
 }
 
-/* "cuda: T of N nodes have kernels; the CPU fallback would run: Op xK, ..." (most nodes
- * first), from the backend's supports check alone (no device needed). */
+/* "cuda: T of N nodes have kernels; the CPU fallback would run: Op xK, ...; no backend has
+ * a kernel for: Op xK (ampc run fails)" (most nodes first), from the backends' supports
+ * checks alone (no device needed). Without CUDA: "cuda: (CUDA not built)", then, only
+ * when some node has no CPU kernel either, "cpu: no kernel for: Op xK (ampc run fails)". */
 static void print_cuda_coverage(AmpModel *m) {
-    if (!amp_backend_cuda_built()) {
-        printf("cuda: (CUDA not built)\n");
-        return;
-    }
     Coverage c = {.m = m};
     amp_model_walk(m, cover_graph, &c, NULL);
-    for (int i = 1; i < c.n_ops; i++) /* stable insertion sort, most nodes first */
-        for (int j = i; j > 0 && c.count[j] > c.count[j - 1]; j--) {
-            const char *o = c.ops[j];
-            size_t k = c.count[j];
-            c.ops[j] = c.ops[j - 1], c.count[j] = c.count[j - 1];
-            c.ops[j - 1] = o, c.count[j - 1] = k;
+    if (!amp_backend_cuda_built()) {
+        printf("cuda: (CUDA not built)\n");
+        if (c.none.n) {
+            printf("cpu: no kernel for:");
+            print_counts(&c.none);
+            printf(" (ampc run fails)\n");
         }
+        return;
+    }
     printf("cuda: %zu of %zu nodes have kernels", c.taken, c.nodes);
-    if (c.n_ops) printf("; the CPU fallback would run:");
-    for (int j = 0; j < c.n_ops; j++) printf("%s %s x%zu", j ? "," : "", c.ops[j], c.count[j]);
+    if (c.fallback.n) {
+        printf("; the CPU fallback would run:");
+        print_counts(&c.fallback);
+    }
+    if (c.none.n) {
+        printf("; no backend has a kernel for:");
+        print_counts(&c.none);
+        printf(" (ampc run fails)");
+    }
     printf("\n");
 }
 
@@ -296,7 +324,26 @@ static int cmd_verify(int argc, char **argv) {
            shown, s.nodes, s.values, s.initializers, s.init_bytes, s.graphs);
     print_opsets(stdout, m);
     printf("\n");
-    print_cuda_coverage(m);
+    /* ONNX's Gradient nodes: expanded here as `ampc run` and the conversion expand them
+     * (passes/gradient.c), so that the coverage below is of what would run. One that
+     * cannot be expanded stays, and is reported as having no kernel. */
+    if (amp_model_has_gradient(m)) {
+        size_t n_grad = 0, n_made = 0;
+        AmpStatus gst = {AMP_OK, ""};
+        if (amp_expand_gradients(m, &n_grad, &n_made, &gst) == AMP_OK) {
+            printf("gradient: %zu Gradient node%s expanded into %zu backward nodes (as ampc run and the conversion "
+                   "expand them)\n", n_grad, n_grad == 1 ? "" : "s", n_made);
+        } else {
+            printf("%s (not expanded: ampc run fails on it)\n", gst.msg);
+            amp_model_free(m); /* half expanded: the file's own graph again */
+            m = NULL;
+            if (amp_model_load_file(path, &lo, &m, &st) == AMP_OK) {
+                AmpStatus ignored = {AMP_OK, ""};
+                amp_infer_model(m, &ignored);
+            }
+        }
+    }
+    if (m) print_cuda_coverage(m);
     amp_model_free(m);
     return finish_stdout();
 }

@@ -33,11 +33,11 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
     return amp_option_set(&x->o, d, label, arg, &st) ? status_error(&st) : 0;
 }
 
-/* Notices from the passes: the amp and loss_scale summaries are kept for the "wrote" line,
+/* Notices from the passes: the gradient, amp and loss_scale summaries are kept for the "wrote" line,
  * the rest printed. */
 static void notify(void *ctx, const char *line) {
     AmpcAmp *x = ctx;
-    if (strncmp(line, "amp: ", 5) == 0 || strncmp(line, "loss_scale: ", 12) == 0) {
+    if (strncmp(line, "amp: ", 5) == 0 || strncmp(line, "loss_scale: ", 12) == 0 || strncmp(line, "gradient: ", 10) == 0) {
         size_t k = strlen(x->summary);
         snprintf(x->summary + k, sizeof x->summary - k, "%s%s", k ? "; " : "", line);
     }

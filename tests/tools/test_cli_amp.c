@@ -44,7 +44,7 @@ Test(cli_amp, default_pipeline_converts_and_says_so_in_one_line) {
     Run r = run_ampc(MATMUL_MODEL, "-o", out, NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
-    cr_assert_not_null(strstr(r.err, "passes: infer,opset_upgrade,fuse_norm,amp,loss_scale,cast_cleanup; "
+    cr_assert_not_null(strstr(r.err, "passes: gradient,infer,opset_upgrade,fuse_norm,amp,loss_scale,cast_cleanup; "
                                      "amp: float16: 1 of 1 float nodes in 16 bits"),
                        "%s", r.err);
     AmpModel *m = load(out);
