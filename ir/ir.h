@@ -519,6 +519,10 @@ typedef AmpCode (*AmpGraphFn)(AmpGraph *g, void *ctx, AmpStatus *st);
 AmpCode amp_graph_walk(AmpGraph *g, AmpGraphFn fn, void *ctx, AmpStatus *st);
 /* Same over the model: main graph, then each training_info's graphs. */
 AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
+/* Node names unique within each graph (node_names.c): a node named as an earlier node of
+ * its graph is renamed <name>_1, <name>_2, ... (the first that no node there has); how
+ * many were renamed in *renamed (may be NULL). Unnamed nodes stay unnamed. */
+AmpCode amp_model_unique_node_names(AmpModel *m, size_t *renamed, AmpStatus *st);
 
 /* The initializer a binding key of training_info ti names (update_binding and
  * initialization_binding alike): an initializer of ti's algorithm graph, else one of the

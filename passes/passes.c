@@ -125,7 +125,9 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     }
     /* Outside a pipeline anyone may edit the graph: the flag would soon be stale. */
     m->types_inferred = false;
-    return AMP_OK;
+    /* Passes name their nodes after what they replace: two such names may meet (two
+     * fused GELUs of one module scope). ONNX wants them unique; onnxruntime insists. */
+    return n ? amp_model_unique_node_names(m, NULL, st) : AMP_OK;
 }
 
 AmpCode amp_pipeline_parse(const char *list, const AmpPass **passes, size_t cap, size_t *n, AmpStatus *st) {
