@@ -127,7 +127,8 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     m->types_inferred = false;
     /* Passes name their nodes after what they replace: two such names may meet (two
      * fused GELUs of one module scope). ONNX wants them unique; onnxruntime insists. */
-    return n ? amp_model_unique_node_names(m, NULL, st) : AMP_OK;
+    if (n && (rc = amp_model_unique_node_names(m, NULL, st))) amp_status_prefix(st, "pass '%s': ", passes[n - 1]->name);
+    return rc;
 }
 
 AmpCode amp_pipeline_parse(const char *list, const AmpPass **passes, size_t cap, size_t *n, AmpStatus *st) {
