@@ -10,6 +10,7 @@
 
 #include "passes/amp_impl.h"
 #include "passes/fuse_impl.h"
+#include "passes/training.h"
 
 bool amp_float_slot(const AmpNode *n, int slot) {
     if (n->op == AMP_OP_UNKNOWN || slot < 0) return false;
@@ -18,11 +19,7 @@ bool amp_float_slot(const AmpNode *n, int slot) {
 }
 
 bool amp_same_step(const AmpModel *m, const AmpGraph *in, const AmpGraph *g) {
-    if (in == g) return true;
-    if (g != m->graph) return false;
-    for (size_t k = 0; k < m->n_training; k++)
-        if (m->training[k].algorithm == in) return true;
-    return false;
+    return in == g || (g == m->graph && amp_is_step_graph(m, in));
 }
 
 bool amp_reads_16(const AmpRun *r, const AmpGraph *g, const AmpNode *n, int slot) {
@@ -168,9 +165,10 @@ AmpCode amp_collect(AmpRun *r) {
 
 /* ---- neighbours ------------------------------------------------------------------
  * Neighbours of a node are its consumers (outputs) and producers (inputs) in the same
- * graph (a training algorithm and the main graph count as one: amp_same_step), through float32 values read at float data slots. They are listed once, before
- * the painting, in compact arrays (each step below walks the whole graph again): the
- * consumers in the order of the outputs and their use lists, the producers in input order. */
+ * graph (a training algorithm and the main graph count as one: amp_same_step), through
+ * float32 values read at float data slots. They are listed once, before the painting, in
+ * compact arrays (each step below walks the whole graph again): the consumers in the order
+ * of the outputs and their use lists, the producers in input order. */
 
 typedef struct Adj {
     uint32_t *off_out, *off_in; /* r->n + 1 each: node i's lists are [off[i], off[i + 1]) */
@@ -199,8 +197,8 @@ static bool build_adj(const AmpRun *r, Adj *a) {
             for (size_t u = 0; u < v->n_uses; u++) {
                 const AmpNode *c = v->uses[u].node;
                 uint32_t j = amp_idx(c);
-                if (amp_same_step(r->m, c->graph, n->graph) && j != AMP_NO_NODE && j != i && amp_float_slot(c, v->uses[u].slot) &&
-                    !edge(&a->out, &a->n_out, &a->cap_out, j))
+                if (amp_same_step(r->m, c->graph, n->graph) && j != AMP_NO_NODE && j != i &&
+                    amp_float_slot(c, v->uses[u].slot) && !edge(&a->out, &a->n_out, &a->cap_out, j))
                     return false;
             }
         }

@@ -32,12 +32,10 @@ static bool training_name(const char *name) {
            strncmp(name, AMP_LS_FOUND_INF, strlen(AMP_LS_FOUND_INF)) == 0;
 }
 
-/* A node of the backward or of the update (as training.c tells backward nodes, which it
- * keeps to itself): a gradient op, an accumulator, an optimizer, the loss-scaling pass's. */
+/* A node of the backward or of the update: a backward node (training.h), an optimizer, the
+ * loss-scaling pass's. */
 static bool training_node(const AmpNode *n) {
-    const char *op = n->op_type ? n->op_type : "";
-    return ends_with(op, "Grad") || strstr(op, "Grad_") || strncmp(op, "InPlaceAccumulator", 18) == 0 ||
-           amp_is_optimizer(n) || n->origin == AMP_ORIGIN_LOSS_SCALE;
+    return amp_is_backward_node(n) || amp_is_optimizer(n) || n->origin == AMP_ORIGIN_LOSS_SCALE;
 }
 
 typedef void (*GraphFn)(AmpGraph *g, void *ctx);

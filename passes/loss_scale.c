@@ -117,14 +117,14 @@ static AmpValue *constant(Ls *l, const char *what, int dtype, double v) {
 static AmpCode find_grads(Ls *l) {
     AmpModel *m = l->m;
     size_t cap = 1;
-    for (size_t k = 0; k <= m->n_training; k++) {
-        AmpGraph *g = k ? m->training[k - 1].algorithm : l->g;
+    for (size_t k = 0; k < amp_n_step_graphs(m); k++) {
+        AmpGraph *g = amp_step_graph(m, k);
         if (g) cap += g->n_values;
     }
     l->grads = malloc(cap * sizeof *l->grads);
     if (!l->grads) return oom(l);
-    for (size_t k = 0; k <= m->n_training; k++) {
-        AmpGraph *g = k ? m->training[k - 1].algorithm : l->g;
+    for (size_t k = 0; k < amp_n_step_graphs(m); k++) {
+        AmpGraph *g = amp_step_graph(m, k);
         size_t n = g ? g->n_values : 0; /* values are added below the loop's reach: none are */
         for (size_t i = 0; i < n; i++) {
             AmpValue *p = g->values[i];
@@ -202,8 +202,8 @@ static bool is_accumulator(const AmpNode *n) {
 /* Every value a gradient accumulator adds must be a gradient found above (and so be
  * unscaled): one that is not would go into the buffer still multiplied by the scale. */
 static AmpCode check_accumulated(Ls *l) {
-    for (size_t k = 0; k <= l->m->n_training; k++) {
-        AmpGraph *g = k ? l->m->training[k - 1].algorithm : l->g;
+    for (size_t k = 0; k < amp_n_step_graphs(l->m); k++) {
+        AmpGraph *g = amp_step_graph(l->m, k);
         for (AmpNode *n = g ? g->first : NULL; n; n = n->next) {
             if (!is_accumulator(n)) continue;
             if (n->graph != l->h)

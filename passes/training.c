@@ -12,11 +12,7 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* A backward node: a gradient op (com.microsoft's ReluGrad, GatherGrad, SoftmaxGrad_13,
- * BiasGeluGrad_dX, ...), a gradient accumulator, or a node that makes a value named like
- * a gradient (`*_grad`). ONNX's Gradient op is not one: it differentiates inside itself,
- * from no loss seed, so there is nothing to scale. */
-static bool is_backward(const AmpNode *n) {
+bool amp_is_backward_node(const AmpNode *n) {
     const char *op = n->op_type ? n->op_type : "";
     if (ends_with(op, "Grad") || strstr(op, "Grad_") || strncmp(op, "InPlaceAccumulator", 18) == 0) return true;
     for (int k = 0; k < n->n_outputs; k++)
@@ -30,7 +26,7 @@ bool amp_is_training_graph(const AmpModel *m, const char *loss) {
         if (ends_with(m->graph->outputs.items[i].value->name, "_grad")) return true;
     /* onnxruntime-training's graphs have neither: their gradients flow into accumulators */
     for (const AmpNode *n = m->graph->first; n; n = n->next)
-        if (is_backward(n)) return true;
+        if (amp_is_backward_node(n)) return true;
     return false;
 }
 
@@ -41,25 +37,23 @@ static bool scalar_like(const AmpType *t) {
     return true;
 }
 
-/* The graphs a training step runs, in order: the main graph, then each training_info's
- * algorithm (ONNX: a step is the main graph concatenated with the algorithm). k = 0 is the
- * main graph; NULL past the end (an algorithm left out counts, as NULL). */
-static size_t n_step_graphs(const AmpModel *m) {
+size_t amp_n_step_graphs(const AmpModel *m) {
     return 1 + m->n_training;
 }
-static AmpGraph *step_graph(const AmpModel *m, size_t k) {
+
+AmpGraph *amp_step_graph(const AmpModel *m, size_t k) {
     return k == 0 ? m->graph : m->training[k - 1].algorithm;
 }
 
 bool amp_is_step_graph(const AmpModel *m, const AmpGraph *g) {
-    for (size_t k = 0; g && k < n_step_graphs(m); k++)
-        if (step_graph(m, k) == g) return true;
+    for (size_t k = 0; g && k < amp_n_step_graphs(m); k++)
+        if (amp_step_graph(m, k) == g) return true;
     return false;
 }
 
 AmpValue *amp_step_lookup(const AmpModel *m, const char *name) {
-    for (size_t k = 0; k < n_step_graphs(m); k++) {
-        AmpGraph *g = step_graph(m, k);
+    for (size_t k = 0; k < amp_n_step_graphs(m); k++) {
+        AmpGraph *g = amp_step_graph(m, k);
         AmpValue *v = g ? amp_graph_lookup(g, name) : NULL;
         if (v && amp_is_step_graph(m, v->graph)) return v;
     }
@@ -131,8 +125,8 @@ AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus 
     /* The main graph's outputs first (ampc grad's and onnxruntime-training's graphs hold the
      * loss there), then each algorithm's (ONNX's own layout). */
     size_t n_named = 0, n_seeded = 0;
-    for (size_t k = 0; k < n_step_graphs(m); k++) {
-        AmpGraph *g = step_graph(m, k);
+    for (size_t k = 0; k < amp_n_step_graphs(m); k++) {
+        AmpGraph *g = amp_step_graph(m, k);
         size_t named = 0, seeded = 0;
         AmpValue *v = NULL;
         AmpCode rc = g ? loss_of(m, g, &named, &seeded, &v, st) : AMP_OK;

@@ -26,8 +26,17 @@ bool amp_is_training_graph(const AmpModel *m, const char *loss);
  * holds; else AMP_ERR_INPUT asking for the loss's name. */
 AmpCode amp_find_loss(AmpModel *m, const char *name, AmpValue **loss, AmpStatus *st);
 
+/* A backward node: a gradient op (com.microsoft's ReluGrad, GatherGrad, SoftmaxGrad_13,
+ * BiasGeluGrad_dX, ...), a gradient accumulator, or a node that makes a value named like
+ * a gradient (`*_grad`). ONNX's Gradient op is not one: it differentiates inside itself
+ * (the gradient pass expands it first). */
+bool amp_is_backward_node(const AmpNode *n);
+
 /* A training step runs the main graph, then each training_info's algorithm, as one graph
- * (ONNX's definition): whether g is one of them. */
+ * (ONNX's definition): graph k of amp_n_step_graphs(m), k = 0 the main graph (an algorithm
+ * left out is NULL); whether g is one of them. */
+size_t amp_n_step_graphs(const AmpModel *m);
+AmpGraph *amp_step_graph(const AmpModel *m, size_t k);
 bool amp_is_step_graph(const AmpModel *m, const AmpGraph *g);
 /* The value of that name defined by the main graph or an algorithm (NULL: none). */
 AmpValue *amp_step_lookup(const AmpModel *m, const char *name);
