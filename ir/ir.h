@@ -523,6 +523,10 @@ AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
  * its graph is renamed <name>_1, <name>_2, ... (the first that no node there has); how
  * many were renamed in *renamed (may be NULL). Unnamed nodes stay unnamed. */
 AmpCode amp_model_unique_node_names(AmpModel *m, size_t *renamed, AmpStatus *st);
+/* The first node name used twice in one graph (*name NULL: none), and that graph; an
+ * error only when out of memory. ONNX wants node names unique; onnxruntime refuses a file
+ * where they are not. */
+AmpCode amp_model_duplicate_node_name(AmpModel *m, const AmpGraph **graph, const char **name, AmpStatus *st);
 
 /* The initializer a binding key of training_info ti names (update_binding and
  * initialization_binding alike): an initializer of ti's algorithm graph, else one of the

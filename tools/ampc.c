@@ -324,6 +324,12 @@ static int cmd_verify(int argc, char **argv) {
            shown, s.nodes, s.values, s.initializers, s.init_bytes, s.graphs);
     print_opsets(stdout, m);
     printf("\n");
+    const AmpGraph *dup_g = NULL;
+    const char *dup = NULL;
+    if (amp_model_duplicate_node_name(m, &dup_g, &dup, &st) == AMP_OK && dup)
+        printf("warning: node name '%s' is used by more than one node of graph '%s': onnxruntime refuses such a "
+               "file (ampc's conversions give the later ones names of their own)\n",
+               dup, dup_g->name ? dup_g->name : "");
     /* ONNX's Gradient nodes: expanded here as `ampc run` and the conversion expand them
      * (passes/gradient.c), so that the coverage below is of what would run. One that
      * cannot be expanded stays, and is reported as having no kernel. */

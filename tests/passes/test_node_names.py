@@ -3,6 +3,8 @@
 refuses a file with two nodes of one name): two GELUs written out under one module scope
 (as torch.onnx.export names them: /m/Div, /m/Erf, ... and /m/Div_1, ...) fuse into two
 Gelu nodes whose names would both be /m/Gelu; the conversion names the second /m/Gelu_1.
+`ampc verify` warns of a file whose node names repeat (exit 0: onnx.checker accepts it),
+and converting that file names them apart.
 Checked for bf16 and fp16 with --opset-upgrade 20 (Gelu is opset 20): names unique in
 the output, onnxruntime loads the fp16 one, and converting the result again changes no
 name.
@@ -70,6 +72,27 @@ def main():
     src = os.path.join(tmp, "two_gelus.onnx")
     two_gelus(src)
     passed = failed = 0
+    try:
+        # A file with two nodes of one name: ampc verify says onnxruntime refuses it.
+        m = onnx.load(src)
+        m.graph.node[1].name = m.graph.node[0].name
+        dup = os.path.join(tmp, "dup.onnx")
+        onnx.save(m, dup)
+        r = subprocess.run([a.ampc, "verify", dup], capture_output=True, text=True)
+        assert r.returncode == 0 and "warning: node name '/m/MatMul' is used by more than one node" in r.stdout, \
+            r.stdout + r.stderr
+        r = subprocess.run([a.ampc, "verify", src], capture_output=True, text=True)
+        assert r.returncode == 0 and "warning: node name" not in r.stdout, r.stdout
+        out = os.path.join(tmp, "dup_fixed.onnx")
+        r = subprocess.run([a.ampc, dup, "-o", out, "-q"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([a.ampc, "verify", out], capture_output=True, text=True)
+        assert "warning: node name" not in r.stdout, r.stdout
+        passed += 1
+        print("ok   verify warns of duplicate node names; a conversion names them apart")
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print(f"FAIL verify and duplicate names: {e}")
     for prec, extra in (("bf16", ["--opset-upgrade", "20"]), ("fp16", ["--opset-upgrade", "20"])):
         try:
             out, again = os.path.join(tmp, f"{prec}.onnx"), os.path.join(tmp, f"{prec}_again.onnx")
