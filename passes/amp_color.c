@@ -71,17 +71,21 @@ AmpInelig amp_eligibility(const AmpRun *r, const AmpNode *n, AmpOpClass c) {
 }
 
 /* Decomposed LayerNorm and GELU (fuse_impl.h) that fuse_norm left so (the opset lacks
- * the op) are coloured as that op: every node of a group takes the op's class, so the
- * painting makes the group 16-bit or float32 as one (its values have readers only in
- * it); a LayerNorm's statistics and division then stay float32 (amp_color's step 5), as
- * LayerNormalization's stash_type keeps them. Nodes [first, end) of r->ni, one graph. */
+ * the op), and RMSNorm (no opset ampc runs has RMSNormalization), are coloured as that
+ * op (an RMSNorm as LayerNormalization): every node of a group takes the op's class, so
+ * the painting makes the group 16-bit or float32 as one (its values have readers only in
+ * it); a norm's statistics and division then stay float32 (amp_color's step 5), as
+ * LayerNormalization's stash_type keeps them: 16-bit in and out, float32 inside. Nodes [first, end) of r->ni, one graph. */
 static void group_rule(AmpRun *r, size_t first, size_t end) {
     for (size_t i = first; i < end; i++) {
         AmpNode *n = r->ni[i].node;
         AmpFuseGroup g;
-        if ((n->op != AMP_OP_ReduceMean && n->op != AMP_OP_Erf && n->op != AMP_OP_Tanh) || !amp_fuse_match(r->m, n, &g))
+        if ((n->op != AMP_OP_ReduceMean && n->op != AMP_OP_Erf && n->op != AMP_OP_Tanh && n->op != AMP_OP_Pow &&
+             n->op != AMP_OP_Mul) ||
+            !amp_fuse_match(r->m, n, &g))
             continue;
-        AmpOpClass c = r->cls[g.kind == AMP_FUSE_LAYERNORM ? AMP_OP_LayerNormalization : AMP_OP_Gelu];
+        bool norm = g.kind == AMP_FUSE_LAYERNORM || g.kind == AMP_FUSE_RMSNORM;
+        AmpOpClass c = r->cls[norm ? AMP_OP_LayerNormalization : AMP_OP_Gelu];
         bool ok = c == AMP_CLASS_INFER || c == AMP_CLASS_ALLOW;
         for (int k = 0; ok && k < g.n; k++) {
             uint32_t j = amp_idx(g.nodes[k]);
@@ -93,7 +97,7 @@ static void group_rule(AmpRun *r, size_t first, size_t end) {
             x->cls = (unsigned char)c;
             x->inelig = AMP_ELIGIBLE;
             x->group = (unsigned char)g.kind;
-            if (g.kind == AMP_FUSE_LAYERNORM && k < g.n_stats) x->flags |= AMP_NF_STATS;
+            if (norm && k < g.n_stats) x->flags |= AMP_NF_STATS;
         }
     }
 }

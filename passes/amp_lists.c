@@ -8,7 +8,7 @@
 #include "passes/passes.h"
 
 static const char *const LEVEL_NAMES[] = {"default", "tensor-cores-only", "treat-infer-as-deny",
-                                          "unsafe-force-all"};
+                                          "unsafe-force-all", "norms-16"};
 
 int amp_level_parse(const char *s) {
     for (size_t i = 0; s && i < sizeof LEVEL_NAMES / sizeof *LEVEL_NAMES; i++)
@@ -111,6 +111,7 @@ AmpCode amp_op_classes(int precision, const AmpListEdit *e, size_t n, AmpLevel l
         const AmpOpInfo *info = amp_op_info((AmpOpId)op);
         cls[op] = op == AMP_OP_UNKNOWN ? AMP_CLASS_NEVER : bf16 ? info->bf16_class : info->fp16_class;
     }
+    if (level == AMP_LEVEL_NORMS_16) cls[AMP_OP_LayerNormalization] = AMP_CLASS_INFER; /* edits still win */
     /* Additions move an op out of its default list; removals leave it in none. */
     for (size_t i = 0; i < n; i++)
         if (!e[i].remove && e[i].op > AMP_OP_UNKNOWN && e[i].op < AMP_OP__COUNT) cls[e[i].op] = e[i].list;

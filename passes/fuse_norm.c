@@ -158,6 +158,42 @@ static bool match_ln(const AmpModel *m, AmpNode *rm1, AmpFuseGroup *g) {
     return true;
 }
 
+/* Pow(x, 2) | Mul(x, x) -> ReduceMean -> Add(eps) -> Sqrt -> Div(x, s) | Mul(x, Reciprocal(s))
+ * | Mul(x, Div(1, s)) [-> Mul(gamma)]: RMSNorm as T5's and LLaMA's exports write it (the
+ * no-op Casts of `x.to(float32)` around it are not the group's: the fuse_norm pass drops
+ * them first). */
+static bool match_rms(const AmpModel *m, AmpNode *sq, AmpFuseGroup *g) {
+    AmpValue *x = sq->n_inputs == 2 ? sq->inputs[0] : NULL;
+    bool square = x && ((sq->op == AMP_OP_Pow && is_const(m, sq->inputs[1], 2)) ||
+                        (sq->op == AMP_OP_Mul && sq->inputs[1] == x));
+    if (!square || !add(g, sq)) return false;
+    AmpNode *rm = sole(sq->outputs[0], AMP_OP_ReduceMean);
+    if (!rm || !mean_last_axis(m, rm, x) || !add(g, rm)) return false;
+    AmpNode *ae = sole(rm->outputs[0], AMP_OP_Add);
+    if (!ae || !scalar_of(m, other(ae, rm->outputs[0]), &g->eps) || g->eps < 0 || !add(g, ae)) return false;
+    AmpNode *rt = sole(ae->outputs[0], AMP_OP_Sqrt);
+    if (!rt || !add(g, rt)) return false;
+    AmpValue *s = rt->outputs[0];
+    AmpNode *dv = sole(s, AMP_OP_Div), *nm = NULL;
+    if (dv && dv->n_inputs == 2 && dv->inputs[0] == x && dv->inputs[1] == s) {
+        nm = dv; /* x / s */
+    } else {
+        AmpNode *inv = dv && dv->n_inputs == 2 && dv->inputs[1] == s && is_const(m, dv->inputs[0], 1) ? dv
+                       : sole(s, AMP_OP_Reciprocal);
+        AmpNode *mul = inv ? sole(inv->outputs[0], AMP_OP_Mul) : NULL;
+        if (!mul || other(mul, inv->outputs[0]) != x || !add(g, inv)) return false;
+        nm = mul; /* x * (1 / s) */
+    }
+    if (!add(g, nm)) return false;
+    /* x's readers: the square and the normalisation (and anything outside the group). */
+    g->n_stats = g->n;
+    AmpValue *y = nm->outputs[0];
+    AmpNode *mg = sole(y, AMP_OP_Mul);
+    if (mg && is_param(other(mg, y), x) && add(g, mg)) g->scale = other(mg, y);
+    g->x = x;
+    return true;
+}
+
 /* ... A = Add(t, 1) -> x * A * 0.5, as (x * A) * 0.5, x * (A * 0.5) or (x * 0.5) * A. */
 static bool gelu_tail(const AmpModel *m, AmpFuseGroup *g, AmpNode *t, AmpValue *x) {
     AmpNode *a1 = sole(t->outputs[0], AMP_OP_Add);
@@ -242,6 +278,8 @@ bool amp_fuse_match(const AmpModel *m, AmpNode *root, AmpFuseGroup *g) {
     case AMP_OP_ReduceMean: ok = match_ln(m, root, g), g->kind = AMP_FUSE_LAYERNORM; break;
     case AMP_OP_Erf: ok = match_gelu_erf(m, root, g), g->kind = AMP_FUSE_GELU_ERF; break;
     case AMP_OP_Tanh: ok = match_gelu_tanh(m, root, g), g->kind = AMP_FUSE_GELU_TANH; break;
+    case AMP_OP_Pow:
+    case AMP_OP_Mul: ok = match_rms(m, root, g), g->kind = AMP_FUSE_RMSNORM; break;
     default: break;
     }
     for (int k = 0; ok && k < g->n; k++) ok = g->nodes[k]->graph == root->graph;
@@ -258,6 +296,7 @@ const char *amp_fuse_kind_name(AmpFuseKind k) {
     case AMP_FUSE_LAYERNORM: return "LayerNormalization";
     case AMP_FUSE_GELU_ERF: return "Gelu";
     case AMP_FUSE_GELU_TANH: return "Gelu (tanh)";
+    case AMP_FUSE_RMSNORM: return "RMSNorm";
     default: return "?";
     }
 }
@@ -268,6 +307,7 @@ typedef struct Fuse {
     AmpModel *m;
     bool ln, gelu;         /* the opset has the op */
     size_t n_ln, n_gelu;   /* groups fused */
+    size_t n_rms, n_casts; /* RMSNorm groups found, no-op Casts around them dropped */
     size_t n_left;         /* groups left decomposed (the opset lacks the op) */
     size_t n_nodes;        /* nodes they replaced */
 } Fuse;
@@ -377,13 +417,72 @@ static AmpCode replace(Fuse *f, const AmpFuseGroup *grp, AmpNode **made, AmpStat
     return AMP_OK;
 }
 
-static AmpCode fuse_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
-    Fuse *f = ctx;
+bool amp_fuse_noop_cast(const AmpNode *n) {
+    const AmpValue *x = n->op == AMP_OP_Cast && n->n_inputs == 1 ? n->inputs[0] : NULL;
+    return x && n->n_outputs == 1 && n->outputs[0] && x->type.kind == AMP_TYPE_TENSOR &&
+           amp_dtype_is_float(x->type.dtype) && amp_node_attr_int(n, "to", -1) == x->type.dtype;
+}
+
+/* Whether v is the output of an RMSNorm group: made by its normalisation or by gamma's Mul
+ * after it, so the group's square reads an input of v's producer, or of that node's
+ * producers. */
+static bool ends_rms(const AmpModel *m, const AmpValue *v) {
+    const AmpNode *p = v->producer;
+    for (int depth = 0; depth < 2 && p; depth++) {
+        const AmpNode *next = NULL;
+        for (int i = 0; i < p->n_inputs; i++) {
+            const AmpValue *in = p->inputs[i];
+            for (size_t u = 0; in && u < in->n_uses; u++) {
+                AmpNode *r = in->uses[u].node;
+                AmpFuseGroup grp;
+                if ((r->op == AMP_OP_Pow || r->op == AMP_OP_Mul) && amp_fuse_match(m, r, &grp) &&
+                    grp.kind == AMP_FUSE_RMSNORM && grp.out == v)
+                    return true;
+            }
+            if (in && in->producer && in->producer->op == AMP_OP_Mul) next = in->producer;
+        }
+        p = next;
+    }
+    return false;
+}
+
+/* The no-op Casts around RMSNorm groups go (their readers read the input): the one before
+ * the square and the normalisation (`x.to(float32)`) and the one after it. A Cast whose
+ * output is a graph output stays (the name is the interface). */
+static AmpCode drop_rms_casts(Fuse *f, AmpGraph *g, AmpStatus *st) {
     for (AmpNode *n = g->first, *next; n; n = next) {
         next = n->next;
-        if (n->op != AMP_OP_ReduceMean && n->op != AMP_OP_Erf && n->op != AMP_OP_Tanh) continue;
+        if (!amp_fuse_noop_cast(n) || (n->outputs[0]->flags & AMP_VALUE_OUTPUT)) continue;
+        AmpValue *y = n->outputs[0], *x = n->inputs[0];
+        bool around = false;
+        AmpFuseGroup grp;
+        for (size_t u = 0; u < y->n_uses && !around; u++) /* y starts a group */
+            around = amp_fuse_match(f->m, y->uses[u].node, &grp) && grp.kind == AMP_FUSE_RMSNORM && grp.x == y;
+        if (!around && x->producer) around = ends_rms(f->m, x);
+        if (!around) continue;
+        if (amp_value_replace_uses(y, x, false))
+            return amp_fail(st, AMP_ERR_INTERNAL, "fuse_norm: out of memory");
+        amp_node_delete(n);
+        f->n_casts++;
+    }
+    return AMP_OK;
+}
+
+static AmpCode fuse_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
+    Fuse *f = ctx;
+    AmpCode rc = drop_rms_casts(f, g, st);
+    if (rc) return rc;
+    for (AmpNode *n = g->first, *next; n; n = next) {
+        next = n->next;
+        if (n->op != AMP_OP_ReduceMean && n->op != AMP_OP_Erf && n->op != AMP_OP_Tanh && n->op != AMP_OP_Pow &&
+            n->op != AMP_OP_Mul)
+            continue;
         AmpFuseGroup grp;
         if (!amp_fuse_match(f->m, n, &grp)) continue;
+        if (grp.kind == AMP_FUSE_RMSNORM) { /* no RMSNormalization op: the amp pass colours it */
+            f->n_rms++;
+            continue;
+        }
         bool ln = grp.kind == AMP_FUSE_LAYERNORM;
         if (!(ln ? f->ln : f->gelu) || !amp_dtype_is_float(grp.x->type.dtype)) {
             f->n_left++;
@@ -405,14 +504,16 @@ static AmpCode fuse_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
 
 AmpCode amp_pass_fuse_norm(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     int64_t opset = amp_model_opset(m, "");
-    Fuse f = {m, opset >= 17, opset >= 20, 0, 0, 0, 0};
-    if (!f.ln && !f.gelu) return AMP_OK; /* the amp pass colours the groups as they are */
+    Fuse f = {.m = m, .ln = opset >= 17, .gelu = opset >= 20};
     AmpCode rc = amp_model_walk(m, fuse_graph, &f, st);
     if (rc) return rc;
-    if (opt && opt->notify && f.n_ln + f.n_gelu) {
-        char line[256];
-        snprintf(line, sizeof line, "fuse_norm: %zu LayerNormalization and %zu Gelu fused from %zu nodes", f.n_ln,
-                 f.n_gelu, f.n_nodes);
+    if (opt && opt->notify && f.n_ln + f.n_gelu + f.n_rms) {
+        char line[320];
+        int k = snprintf(line, sizeof line, "fuse_norm: %zu LayerNormalization and %zu Gelu fused from %zu nodes",
+                         f.n_ln, f.n_gelu, f.n_nodes);
+        if (f.n_rms && k > 0 && (size_t)k < sizeof line)
+            snprintf(line + k, sizeof line - (size_t)k, "; %zu RMSNorm found (coloured as a norm: float32 "
+                     "statistics), %zu no-op Casts around them dropped", f.n_rms, f.n_casts);
         opt->notify(opt->notify_ctx, line);
     }
     return AMP_OK;

@@ -185,7 +185,7 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
  * TensorFlow applies them. */
 static const AmpOption OPTIONS[] = {
     {"precision", "AMP_PRECISION", "fp16 (or float16, half) or bf16 (or bfloat16)", set_precision, 0, false},
-    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny or unsafe-force-all", set_level, 0, false},
+    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, false},
     {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, false},
     {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, true},
     {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, true},

@@ -26,14 +26,18 @@ typedef enum AmpLossScaleMode {
     AMP_LOSS_SCALE_NONE
 } AmpLossScaleMode;
 
-/* TensorFlow's TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL, applied after the list edits. */
+/* TensorFlow's TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL, applied after the list edits
+ * (norms-16, ampc's own, to the default lists before them). */
 typedef enum AmpLevel {
     AMP_LEVEL_DEFAULT = 0,
     AMP_LEVEL_TENSOR_CORES_ONLY,   /* only allow-list ops become 16-bit: infer and clear
                                       ops are in no list (fp32) */
     AMP_LEVEL_TREAT_INFER_AS_DENY, /* infer-list ops are deny */
-    AMP_LEVEL_UNSAFE_FORCE_ALL     /* every op of the four lists is allow (training rules,
+    AMP_LEVEL_UNSAFE_FORCE_ALL,    /* every op of the four lists is allow (training rules,
                                       --keep-fp32 and the dtype checks still hold) */
+    AMP_LEVEL_NORMS_16             /* LayerNormalization (and the decomposed LayerNorm and
+                                      RMSNorm groups coloured as it) in the infer list, not
+                                      deny: fewer casts, a 16-bit residual stream */
 } AmpLevel;
 
 /* "default", "tensor-cores-only", ... (-1 when unknown); and back. */
