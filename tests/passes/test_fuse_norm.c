@@ -1,7 +1,8 @@
 /* The fuse_norm pass and the amp pass's colouring of decomposed LayerNorm and GELU: the
  * pattern's edge cases (a centred value read outside the group, eps as a Constant node or
  * an initializer, axes -1 or rank-1, a mean over another axis, Mul(d, d) and Reciprocal
- * forms, GELU's orders), on small graphs built here. */
+ * forms, GELU's orders, RMSNorm), on small graphs built here. */
+#include "passes/fuse_impl.h"
 #include "tests/passes/amp_test_util.h"
 
 typedef struct LnForm {
@@ -155,13 +156,24 @@ Test(fuse_norm, below_opset_17_nothing_changes) {
     amp_model_free(m);
 }
 
-/* At opset 14 the group is coloured as LayerNormalization: its affine part 16-bit between
- * the MatMuls, its statistics float32. */
+/* At opset 14 the group is coloured as LayerNormalization: float32 by default, as the op
+ * is; with --level norms-16, its affine part 16-bit between the MatMuls, its statistics
+ * float32. */
 Test(fuse_norm, decomposed_layernorm_coloured_as_one_node) {
     for (int p = 0; p < 2; p++) {
         int dt = p ? AMP_DT_BFLOAT16 : AMP_DT_FLOAT16;
         AmpModel *m = ln_model(14, (LnForm){.axes = -1, .matmuls = true});
         run_ok(m, "infer,opset_upgrade,fuse_norm,amp,cast_cleanup,infer", dt);
+        const char *all[] = {"ln/rm1", "ln/sub", "ln/sq", "ln/rm2", "ln/add_eps", "ln/sqrt", "ln/div", "ln/gamma",
+                             "ln/beta"};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            cr_assert_eq(out_dt(m, all[i], 0), AMP_DT_FLOAT, "%s", all[i]);
+        amp_model_free(m);
+
+        m = ln_model(14, (LnForm){.axes = -1, .matmuls = true});
+        AmpPassOptions po = {.precision = dt, .level = AMP_LEVEL_NORMS_16};
+        cr_assert_eq(run_list(m, "infer,opset_upgrade,fuse_norm,amp,cast_cleanup,infer", &po, &st), AMP_OK, "%s",
+                     st.msg);
         cr_assert_eq(out_dt(m, "ln/gamma", 0), dt);
         cr_assert_eq(out_dt(m, "ln/beta", 0), dt);
         cr_assert_eq(in_dt(m, "mm_out", 0), dt);
@@ -238,4 +250,72 @@ Test(fuse_norm, gelu_with_a_wrong_constant_is_not_fused) {
     run_ok(m, "infer,fuse_norm", 0);
     cr_assert_eq(count_op(m->graph, "Gelu"), 0);
     amp_model_free(m);
+}
+
+/* ---- RMSNorm (T5, LLaMA) -----------------------------------------------------------------
+ * x [2, 8] -> MatMul -> h -> Cast(to float) c -> Pow(c, 2) -> ReduceMean -> Add(eps) ->
+ * Sqrt -> Div(1, s) -> Mul(c, r) -> Cast(to float) -> Mul(gamma) -> MatMul -> y: as
+ * LlamaRMSNorm's `x.to(float32)` ... `weight * x.to(input_dtype)` exports. */
+static AmpModel *rms_model(void) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    static const int64_t c8[1] = {8}, d88[2] = {8, 8};
+    static const float gv = 1.5f;
+    rt_input(g, "x", AMP_DT_FLOAT, "2,8");
+    weight(g, "W", 2, d88, NULL);
+    nd(g, "MatMul", "mm_in", "x,W", "h");
+    attr_i(nd(g, "Cast", "rms/cast_in", "h", "c"), "to", AMP_DT_FLOAT);
+    rt_scalar_f(g, "two", 2.0f);
+    nd(g, "Pow", "rms/pow", "c,two", "p");
+    axes(nd(g, "ReduceMean", "rms/mean", "p", "var"), -1);
+    rt_scalar_f(g, "eps", 1e-6f);
+    nd(g, "Add", "rms/add_eps", "var,eps", "ve");
+    nd(g, "Sqrt", "rms/sqrt", "ve", "s");
+    rt_scalar_f(g, "one", 1.0f);
+    nd(g, "Div", "rms/inv", "one,s", "r");
+    nd(g, "Mul", "rms/norm", "c,r", "n");
+    attr_i(nd(g, "Cast", "rms/cast_out", "n", "nc"), "to", AMP_DT_FLOAT);
+    weight(g, "gamma", 1, c8, &gv);
+    nd(g, "Mul", "rms/gamma", "gamma,nc", "ng");
+    weight(g, "W2", 2, d88, NULL);
+    nd(g, "MatMul", "mm_out", "ng,W2", "y");
+    rt_output(g, "y", AMP_DT_FLOAT, "2,8");
+    return m;
+}
+
+Test(fuse_norm, rmsnorm_found_its_noop_casts_dropped_and_coloured_as_a_norm) {
+    AmpModel *m = rms_model();
+    AmpFuseGroup grp;
+    cr_assert(amp_fuse_match(m, node_of(m, "rms/pow"), &grp));
+    cr_assert_eq(grp.kind, AMP_FUSE_RMSNORM);
+    cr_assert_eq(grp.n, 6); /* pow, mean, add, sqrt, div(1, s), mul(c, r): gamma is after the Cast */
+    run_ok(m, "infer,fuse_norm", 0);
+    cr_assert_eq(count_op(m->graph, "Cast"), 0, "the no-op Casts around the group go");
+    cr_assert(amp_fuse_match(m, node_of(m, "rms/pow"), &grp));
+    cr_assert_eq(grp.n, 7, "with gamma's Mul now");
+    cr_assert_eq(grp.n_stats, 6);
+    cr_assert_float_eq(grp.eps, 1e-6, 1e-12);
+    amp_model_free(m);
+
+    for (int p = 0; p < 2; p++) {
+        int dt = p ? AMP_DT_BFLOAT16 : AMP_DT_FLOAT16;
+        const char *stats[] = {"rms/pow", "rms/mean", "rms/add_eps", "rms/sqrt", "rms/inv", "rms/norm"};
+        /* Default: the whole norm float32, as LayerNormalization. */
+        m = rms_model();
+        run_ok(m, "infer,opset_upgrade,fuse_norm,amp,cast_cleanup,infer", dt);
+        for (size_t i = 0; i < sizeof stats / sizeof *stats; i++)
+            cr_assert_eq(out_dt(m, stats[i], 0), AMP_DT_FLOAT, "%s", stats[i]);
+        cr_assert_eq(out_dt(m, "rms/gamma", 0), AMP_DT_FLOAT);
+        amp_model_free(m);
+        /* norms-16: gamma's Mul 16-bit between the MatMuls, the statistics float32. */
+        m = rms_model();
+        AmpPassOptions po = {.precision = dt, .level = AMP_LEVEL_NORMS_16};
+        cr_assert_eq(run_list(m, "infer,opset_upgrade,fuse_norm,amp,cast_cleanup,infer", &po, &st), AMP_OK, "%s",
+                     st.msg);
+        for (size_t i = 0; i < sizeof stats / sizeof *stats; i++)
+            cr_assert_eq(out_dt(m, stats[i], 0), AMP_DT_FLOAT, "%s", stats[i]);
+        cr_assert_eq(out_dt(m, "rms/gamma", 0), dt);
+        cr_assert_eq(in_dt(m, "mm_out", 0), dt);
+        amp_model_free(m);
+    }
 }
