@@ -176,6 +176,9 @@ static void summary(const AmpRun *r) {
         k += snprintf(line + k, sizeof line - (size_t)k, "; %zu node%s kept in float32 for values beyond %s's range "
                       "(from %s)", r->n_range, r->n_range == 1 ? "" : "s", amp_dtype_name(r->dt),
                       r->range_first ? r->range_first : "?");
+    if (k > 0 && (size_t)k < sizeof line && r->n_ints)
+        k += snprintf(line + k, sizeof line - (size_t)k, "; %zu product%s of integers cast to float (positions) "
+                      "kept in float32 (%s)", r->n_ints, r->n_ints == 1 ? "" : "s", r->ints_first);
     if (k > 0 && (size_t)k < sizeof line && r->n_calib)
         k += snprintf(line + k, sizeof line - (size_t)k, "; %zu node%s kept in float32 by measured ranges (first: %s)",
                       r->n_calib, r->n_calib == 1 ? "" : "s", r->calib_first ? r->calib_first : "?");
@@ -211,6 +214,7 @@ AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st) {
     if ((rc = training_rules(&r))) goto done;
     keep_fp32(&r);
     if ((rc = amp_range_rule(&r, &r.n_range, &r.range_first))) goto done;
+    if ((rc = amp_integers_rule(&r, &r.n_ints, &r.ints_first))) goto done;
     if ((rc = amp_calib_rule(&r, &r.n_calib, &r.calib_first))) goto done;
     if ((rc = amp_color(&r))) goto done;
     for (size_t i = 0; opt->explain_out && i < opt->n_explain_nodes; i++)

@@ -27,6 +27,9 @@ typedef enum AmpWhy {
     AMP_WHY_LOSS_SCALE, /* a node of the loss-scaling pass (name "amp_loss_scale/...") */
     AMP_WHY_SEED,       /* reads the backward seed <loss>_grad (detail: its name) */
     AMP_WHY_RANGE,      /* reads a value beyond the 16-bit range (detail: the constant) */
+    AMP_WHY_INTEGERS,   /* a product reading integers cast to float (positions: rotary
+                           embeddings' angles), which 16 bits hold exactly only up to 2048
+                           (float16) or 256 (bfloat16) (detail: the Cast) */
     AMP_WHY_CALIB,      /* reads or writes a value whose measured |x| passed the threshold
                            (detail: "calibration: max |x| ... > ...") */
     AMP_WHY_TABLE,      /* a Gather from a weight table (embeddings) of an inference graph */
@@ -101,6 +104,8 @@ typedef struct AmpRun {
     size_t n_range;           /* nodes kept float32 for values beyond the 16-bit range */
     const char *range_first;  /* the first such constant (amp_range.c's detail) */
     size_t n_calib;           /* nodes kept float32 by measured ranges (amp_calib.c) */
+    size_t n_ints;            /* products of integers cast to float kept float32 */
+    const char *ints_first;   /* the first one's name */
     const char *calib_first;  /* the first one's detail */
     /* What the range rule knows of the values it met, among them the largest magnitude of
      * each float32 initializer read, which the weights rule then need not scan again. */
@@ -142,6 +147,9 @@ AmpCode amp_color(AmpRun *r);                   /* the painting, in TF's order; 
 /* amp_range.c: readers of values beyond the 16-bit range are forced deny; how many, and
  * the first constant found beyond range (NULL: none). */
 AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
+/* amp_range.c: allow-list nodes (MatMul, Gemm, ...) reading, as float data, integers cast
+ * to float (through data movement) are forced deny; how many (the first in *first). */
+AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first);
 /* The largest magnitude (float32 bits) of float32 initializer v, when the range rule
  * scanned it; amp_range_free frees what it keeps. */
 bool amp_range_most(const AmpRun *r, const AmpValue *v, uint32_t *most);
