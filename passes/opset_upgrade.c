@@ -44,8 +44,11 @@ static AmpCode need(AmpGraph *g, void *ctx, AmpStatus *st) {
     (void)st;
     Up *u = ctx;
     for (AmpNode *n = g->first; n; n = n->next) {
+        /* A node the amp pass keeps float32 by its own rule (the loss-scaling pass's, an
+         * optimizer: a model converted before) needs no 16-bit type: converting again
+         * must not raise the opset for it. */
         if (!is_default_domain(n) || n->op == AMP_OP_UNKNOWN || u->cls[n->op] != AMP_CLASS_ALLOW ||
-            !has_f32_data(n))
+            !has_f32_data(n) || amp_own_rule(n) != AMP_WHY_NONE)
             continue;
         int v = u->min_opset[n->op];
         if (u->dt == AMP_DT_BFLOAT16 && v < 13) v = 13; /* Cast takes bfloat16 from 13 on */

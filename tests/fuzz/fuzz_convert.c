@@ -170,6 +170,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     amp_model_free(m2);
     if (len1 != len2 || memcmp(out1, out2, len1) != 0) {
         fprintf(stderr, "fuzz_convert: converting the converted model changed it (%zu -> %zu bytes)\n", len1, len2);
+        const char *dump = getenv("AMPC_FUZZ_DUMP"); /* a folder: both conversions written there */
+        for (int k = 0; dump && k < 2; k++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/converted_%d.onnx", dump, k + 1);
+            FILE *f = fopen(path, "wb");
+            if (f) fwrite(k ? out2 : out1, 1, k ? len2 : len1, f), fclose(f);
+        }
         abort();
     }
     free(out1);
