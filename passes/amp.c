@@ -177,7 +177,7 @@ static void summary(const AmpRun *r) {
                       "(from %s)", r->n_range, r->n_range == 1 ? "" : "s", amp_dtype_name(r->dt),
                       r->range_first ? r->range_first : "?");
     if (k > 0 && (size_t)k < sizeof line && r->n_ints)
-        k += snprintf(line + k, sizeof line - (size_t)k, "; %zu product%s of integers cast to float (positions) "
+        k += snprintf(line + k, sizeof line - (size_t)k, "; %zu product%s of positions (rotary angles) "
                       "kept in float32 (%s)", r->n_ints, r->n_ints == 1 ? "" : "s", r->ints_first);
     if (k > 0 && (size_t)k < sizeof line && r->n_calib)
         k += snprintf(line + k, sizeof line - (size_t)k, "; %zu node%s kept in float32 by measured ranges (first: %s)",

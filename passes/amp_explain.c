@@ -114,9 +114,9 @@ static void paint_line(const AmpRun *r, const AmpNodeInfo *x, FILE *f, const cha
                    "infinite), so it computes in float32\n", pad, x->detail, amp_dtype_name(r->dt));
         break;
     case AMP_WHY_INTEGERS:
-        fprintf(f, "%spainted deny: it multiplies integers cast to float (positions, as rotary embeddings' "
-                   "angles are computed), which %s holds exactly only up to %d: the product's error would grow "
-                   "with the position, so it computes in float32\n", pad, amp_dtype_name(r->dt),
+        fprintf(f, "%spainted deny: it multiplies positions (a Range cast to float, or an arange constant: "
+                   "rotary embeddings' angles), integers %s holds exactly only up to %d: the product's error would "
+                   "grow with the position, so it computes in float32\n", pad, amp_dtype_name(r->dt),
                 r->dt == AMP_DT_FLOAT16 ? 2048 : 256);
         break;
     case AMP_WHY_CALIB:

@@ -27,9 +27,9 @@ typedef enum AmpWhy {
     AMP_WHY_LOSS_SCALE, /* a node of the loss-scaling pass (name "amp_loss_scale/...") */
     AMP_WHY_SEED,       /* reads the backward seed <loss>_grad (detail: its name) */
     AMP_WHY_RANGE,      /* reads a value beyond the 16-bit range (detail: the constant) */
-    AMP_WHY_INTEGERS,   /* a product reading integers cast to float (positions: rotary
-                           embeddings' angles), which 16 bits hold exactly only up to 2048
-                           (float16) or 256 (bfloat16) (detail: the Cast) */
+    AMP_WHY_INTEGERS,   /* a product reading positions (a Range cast to float, a folded
+                           arange: rotary embeddings' angles), which 16 bits hold exactly
+                           only up to 2048 (float16) or 256 (bfloat16) (detail: its name) */
     AMP_WHY_CALIB,      /* reads or writes a value whose measured |x| passed the threshold
                            (detail: "calibration: max |x| ... > ...") */
     AMP_WHY_TABLE,      /* a Gather from a weight table (embeddings) of an inference graph */
@@ -147,8 +147,9 @@ AmpCode amp_color(AmpRun *r);                   /* the painting, in TF's order; 
 /* amp_range.c: readers of values beyond the 16-bit range are forced deny; how many, and
  * the first constant found beyond range (NULL: none). */
 AmpCode amp_range_rule(AmpRun *r, size_t *n_forced, const char **first);
-/* amp_range.c: allow-list nodes (MatMul, Gemm, ...) reading, as float data, integers cast
- * to float (through data movement) are forced deny; how many (the first in *first). */
+/* amp_range.c: allow-list nodes (MatMul, Gemm, ...) reading positions as float data (a
+ * Range's integers moved and cast to float, or a constant arange past the 16-bit type's
+ * exact integers) are forced deny; how many (the first in *first). */
 AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first);
 /* The largest magnitude (float32 bits) of float32 initializer v, when the range rule
  * scanned it; amp_range_free frees what it keeps. */

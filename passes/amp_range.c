@@ -12,6 +12,7 @@
  *
  * Constants are Constant and ConstantOfShape nodes and initializers; an initializer is
  * scanned once, when a node first reads it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,15 +266,16 @@ void amp_range_free(AmpRun *r) {
     r->scanned = NULL;
 }
 
-/* ---- integers cast to float --------------------------------------------------------------
+/* ---- positions cast to float -------------------------------------------------------------
  * Rotary embeddings compute their angles as inv_freq x positions, the positions an int64
- * range cast to float (LLaMA's, Mistral's, Qwen's exports: a MatMul). float16 holds
- * integers exactly only up to 2048 and bfloat16 up to 256, and an angle's error is the
- * position times its rounding: at position 4096 a float16 angle is off by whole radians.
- * PyTorch's models compute them in float32 on purpose. So a product (an allow-list node)
- * reading such a value stays float32: a Cast from an integer type (a dynamic sequence
- * length), data movement of one, or a float32 constant of integers past the exact range
- * (positions the exporter folded); the Cos and Sin after it are deny already. */
+ * Range cast to float (LLaMA's, Mistral's, Qwen's exports: a MatMul), or a float32 arange
+ * the exporter folded into a constant. float16 holds integers exactly only up to 2048 and
+ * bfloat16 up to 256, and an angle's error is the position times its rounding: at
+ * position 4096 a float16 angle is off by whole radians. PyTorch's models compute them in
+ * float32 on purpose. So a product (an allow-list node) reading positions stays float32:
+ * a Range's integers through data movement and a Cast to float, or a constant arange
+ * (consecutive integers) past the exact range. Other integers cast to float (token ids as
+ * features, counts) are left to the lists. The Cos and Sin after it are deny already. */
 
 /* The float32 tensor a constant value holds (an initializer nothing computes, a Constant
  * node's `value`), or NULL. */
@@ -286,30 +288,30 @@ static AmpTensor *constant_tensor(const AmpValue *v) {
     return NULL;
 }
 
-/* Whether a float32 constant holds integers only, one of them past `exact` in magnitude
- * (positions an exporter folded: torch.arange(seq).float()). Stops at the first element
- * that is no integer, so a weight costs a few reads. */
-static bool integers_past(AmpRun *r, const AmpValue *v, double exact, AmpCode *err) {
+/* Whether a float32 constant is an arange (x, x + 1, x + 2, ...) reaching past `exact` in
+ * magnitude: positions torch.arange(seq).float() folded. Stops at the first element out
+ * of step, so a weight costs a read or two. */
+static bool arange_past(AmpRun *r, const AmpValue *v, double exact, AmpCode *err) {
     AmpTensor *t = constant_tensor(v);
     if (!t || t->dtype != AMP_DT_FLOAT || t->nelem < 2) return false;
     AmpBytes b;
     if ((*err = amp_tensor_bytes(r->m, t, &b, r->st))) return false;
-    bool past = false;
+    float first = 0, last = 0;
     for (size_t i = 0; i + 4 <= b.len; i += 4) {
         float f;
         memcpy(&f, b.data + i, 4);
-        if (f != f || f != (float)(int64_t)f) return false; /* NaN, inf or a fraction */
-        past |= f > exact || f < -exact;
+        if (!(f - f == 0) || f != floorf(f) || (i && f != last + 1)) return false; /* NaN, inf, a fraction, a gap */
+        if (!i) first = f;
+        last = f;
     }
-    return past;
+    return fabs((double)first) > exact || fabs((double)last) > exact;
 }
 
-/* Whether a node turns integers into float values: a Cast from an integer type, or data
- * movement (a clear-list op) of such values. */
-static bool from_integers(const AmpRun *r, const AmpValue *v, const uint8_t *mark) {
+/* Whether v (a value of a node in r->ni) is marked: positions, as integers or cast. */
+static bool marked(const AmpValue *v, const uint8_t *mark) {
     const AmpNode *p = v ? v->producer : NULL;
     uint32_t i = p ? amp_idx(p) : AMP_NO_NODE;
-    return i != AMP_NO_NODE && mark[i] && amp_is_f32(v) && r->ni[i].node == p;
+    return i != AMP_NO_NODE && mark[i];
 }
 
 AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first) {
@@ -318,36 +320,29 @@ AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first) {
     uint8_t *mark = calloc(r->n ? r->n : 1, 1);
     if (!mark) return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
     double exact = r->dt == AMP_DT_FLOAT16 ? 2048 : 256; /* integers the 16-bit type holds exactly */
-    for (size_t i = 0; i < r->n; i++) { /* r->ni: each graph's nodes in topological order */
+    AmpCode err = AMP_OK;
+    for (size_t i = 0; i < r->n && !err; i++) { /* r->ni: each graph's nodes in topological order */
         AmpNodeInfo *x = &r->ni[i];
         const AmpNode *n = x->node;
-        if (n->op == AMP_OP_Cast && n->n_inputs == 1 && n->inputs[0] &&
-            n->inputs[0]->type.kind == AMP_TYPE_TENSOR && amp_dtype_is_int(n->inputs[0]->type.dtype)) {
-            mark[i] = 1;
+        const AmpValue *in0 = n->n_inputs ? n->inputs[0] : NULL;
+        if (n->op == AMP_OP_Range || (n->op == AMP_OP_Cast && marked(in0, mark)) ||
+            (x->cls == AMP_CLASS_CLEAR && in0 &&
+             (marked(in0, mark) || (amp_is_f32(in0) && arange_past(r, in0, exact, &err))))) {
+            mark[i] = 1; /* positions: integers, cast, or moved */
             continue;
         }
+        if (x->cls != AMP_CLASS_ALLOW || (x->flags & AMP_NF_FORCED)) continue;
         bool reads = false;
-        AmpCode err = AMP_OK;
         for (int k = 0; k < n->n_inputs && !reads && !err; k++)
-            reads = amp_float_slot(n, k) && n->inputs[k] &&
-                    (from_integers(r, n->inputs[k], mark) ||
-                     (x->cls != AMP_CLASS_NEVER && x->cls != AMP_CLASS_DENY &&
-                      integers_past(r, n->inputs[k], exact, &err)));
-        if (err) {
-            free(mark);
-            return err;
-        }
+            reads = amp_float_slot(n, k) && n->inputs[k] && amp_is_f32(n->inputs[k]) &&
+                    (marked(n->inputs[k], mark) || arange_past(r, n->inputs[k], exact, &err));
         if (!reads) continue;
-        if (x->cls == AMP_CLASS_CLEAR) {
-            mark[i] = 1;
-        } else if (x->cls == AMP_CLASS_ALLOW && !(x->flags & AMP_NF_FORCED)) {
-            x->flags |= AMP_NF_FORCED;
-            x->why = AMP_WHY_INTEGERS;
-            x->detail = n->name ? n->name : n->op_type;
-            if (!*first) *first = x->detail;
-            (*n_forced)++;
-        }
+        x->flags |= AMP_NF_FORCED;
+        x->why = AMP_WHY_INTEGERS;
+        x->detail = n->name ? n->name : n->op_type;
+        if (!*first) *first = x->detail;
+        (*n_forced)++;
     }
     free(mark);
-    return AMP_OK;
+    return err;
 }
