@@ -442,7 +442,7 @@ int ampc_cmd_compare(CalibArgs *ca) {
     free(bufs), free(at);
     if (!rc) {
         print_outputs(fo, ao, n_out);
-        qsort(c.errs, c.n, sizeof *c.errs, by_local);
+        if (c.n) qsort(c.errs, c.n, sizeof *c.errs, by_local); /* qsort takes no NULL, even for 0 */
         print_nodes(&c, ca->top > 0 ? ca->top : 10);
         if (fflush(stdout) != 0) rc = amp_fail(&st, AMP_ERR_INTERNAL, "writing to standard output failed");
     }
