@@ -1,9 +1,10 @@
-/* The backend interface (DESIGN.md, "Runtime and executors"): everything the interpreter
- * needs from a device, and the only way the runtime reaches one. A backend is an instance
- * (a session opens its own: a CUDA backend holds a stream and library handles); its
- * buffers are device memory the interpreter never dereferences: bytes move only through
- * copy_in / copy_out / copy, and kernels run through prepare_node / run_node. CPU is the
- * reference; the device simulator ("sim", test-only) proves the interpreter keeps to this. */
+/* The backend interface (docs/design.md, "The runtime and the backend contract"):
+ * everything the interpreter needs from a device, and the only way the runtime reaches one.
+ * A backend is an instance (a session opens its own: a CUDA backend holds a stream and
+ * library handles); its buffers are device memory the interpreter never dereferences: bytes
+ * move only through copy_in / copy_out / copy, and kernels run through prepare_node /
+ * run_node. CPU is the reference; the device simulator ("sim", test-only) proves the
+ * interpreter keeps to this. */
 #ifndef AMP_BACKEND_H
 #define AMP_BACKEND_H
 

@@ -15,7 +15,8 @@ struct AmpNode;
  * types to (ir/infer_impl.h): the model's own values, or concrete shapes (ir/shape.h). */
 typedef struct AmpInferCtx AmpInferCtx;
 
-/* How the AMP pass treats an op (DESIGN.md, "AMP colouring"). */
+/* How the AMP pass treats an op (docs/design.md, "The colouring lists and the rules
+ * beside them"). */
 typedef enum AmpOpClass {
     AMP_CLASS_NEVER = 0, /* not touched: no float data, or unknown */
     AMP_CLASS_ALLOW,     /* always 16-bit */

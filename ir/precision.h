@@ -59,9 +59,9 @@ void amp_count_model(const AmpModel *m, AmpFloatCounts *c);
 /* Node groups: machinery ampc inserts that the report and the picture show as one
  * group rather than node by node: the nodes of one origin (AmpNode.origin, set by the pass
  * that made them). In a file the origin is the name: the pass names every node it adds
- * with the group's prefix (the loss-scaling pass, DESIGN.md "Loss scaling":
- * "amp_loss_scale/..."), and the loader sets the origin from it. The list is in
- * precision.c (one place). */
+ * with the group's prefix (the loss-scaling pass, docs/design.md "Loss scaling and the
+ * gradient check": "amp_loss_scale/..."), and the loader sets the origin from it. The
+ * list is in precision.c (one place). */
 #define AMP_LOSS_SCALE_PREFIX "amp_loss_scale"
 typedef struct AmpNodeGroup {
     AmpOrigin origin;

@@ -1,9 +1,10 @@
-/* The "amp" pass: automatic mixed precision (DESIGN.md "AMP colouring"). It infers types,
- * paints every node allow / deny from the op lists (after the user's edits and level),
- * the user's --keep-fp32 globs and the training rules, then rewrites the graph: 16-bit
- * nodes, one Cast per (value, type), weights stored in 16 bits for inference graphs.
- * The painting is amp_color.c, the rewrite amp_cast.c and amp_weights.c, the explanations
- * amp_explain.c; this file holds the entry and the training rules. */
+/* The "amp" pass: automatic mixed precision (docs/design.md, "The colouring lists and the
+ * rules beside them"). It infers types, paints every node allow / deny from the op lists
+ * (after the user's edits and level), the user's --keep-fp32 globs and the training rules,
+ * then rewrites the graph: 16-bit nodes, one Cast per (value, type), weights stored in 16
+ * bits for inference graphs. The painting is amp_color.c, the rewrite amp_cast.c and
+ * amp_weights.c, the explanations amp_explain.c; this file holds the entry and the training
+ * rules. */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include "passes/calib.h"
 #include "passes/training.h"
 
-/* ---- training rules (DESIGN.md "Training graphs — the contract") ------------------- */
+/* ---- training rules (docs/design.md, "The training-graph contract") --------------- */
 
 static void force(AmpRun *r, AmpNode *n, AmpWhy why, const char *detail) {
     uint32_t i = amp_idx(n);

@@ -1,9 +1,9 @@
-/* Measured ranges in the amp pass (DESIGN.md rule 9, docs/calibration.md): the statistics
- * file `ampc calibrate` writes (calib.h), the rule that keeps float32 every node reading or
- * writing a value whose recorded |x| passes --calib-max-activation (ModelOpt AutoCast's
- * rule; its default is 512) or whose largest |x| stays below --calib-min-activation (the
- * whole value would be subnormal in float16), and the advice on gradients that would
- * underflow. */
+/* Measured ranges in the amp pass (docs/design.md, "The colouring lists and the rules
+ * beside them", rule 9; docs/calibration.md): the statistics file `ampc calibrate` writes
+ * (calib.h), the rule that keeps float32 every node reading or writing a value whose
+ * recorded |x| passes --calib-max-activation (ModelOpt AutoCast's rule; its default is 512)
+ * or whose largest |x| stays below --calib-min-activation (the whole value would be
+ * subnormal in float16), and the advice on gradients that would underflow. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>

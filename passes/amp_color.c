@@ -1,10 +1,11 @@
-/* Painting (TensorFlow grappler's AutoMixedPrecision order, DESIGN.md "AMP colouring"):
- * paint allow; spread deny forward through infer nodes and through clear nodes upstream of
- * deny/infer nodes; clear/infer nodes both downstream and upstream of allow become allow;
- * allow spreads through clear nodes both ways. A node that cannot take the 16-bit type is
- * never entered. Every traversal is an explicit-stack DFS with a visited set, so the whole
- * painting is linear in nodes + edges. Edges join nodes of one graph through float32
- * values read at float data slots; values crossing a graph boundary keep their type. */
+/* Painting (TensorFlow grappler's AutoMixedPrecision order, docs/design.md, "The colouring
+ * lists and the rules beside them"): paint allow; spread deny forward through infer nodes
+ * and through clear nodes upstream of deny/infer nodes; clear/infer nodes both downstream
+ * and upstream of allow become allow; allow spreads through clear nodes both ways. A node
+ * that cannot take the 16-bit type is never entered. Every traversal is an explicit-stack
+ * DFS with a visited set, so the whole painting is linear in nodes + edges. Edges join
+ * nodes of one graph through float32 values read at float data slots; values crossing a
+ * graph boundary keep their type. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,9 +1,10 @@
-/* Values beyond the 16-bit range stay float32 (DESIGN.md "AMP colouring"; README). A
- * float32 constant with a finite element the target type cannot hold (it would round to
- * infinity: |x| >= 65520 for float16, past 0x1.FEp127 for bfloat16), and every value
- * computed from one by an op that carries its magnitude (Mul, Add, Where, Expand, Cast,
- * the data-movement ops, ...), make each node that reads them as float data deny, above
- * the lists, with the constant named for --explain.
+/* Values beyond the 16-bit range stay float32 (docs/design.md, "The colouring lists and the
+ * rules beside them", rule 8; docs/conversion.md). A float32 constant with a finite element
+ * the target type cannot hold (it would round to infinity: |x| >= 65520 for float16, past
+ * 0x1.FEp127 for bfloat16), and every value computed from one by an op that carries its
+ * magnitude (Mul, Add, Where, Expand, Cast, the data-movement ops, ...), make each node
+ * that reads them as float data deny, above the lists, with the constant named for
+ * --explain.
  *
  * The case that made this rule: Hugging Face's exports build the additive attention mask
  * as (1 - mask) * finfo(float32).min. Painted 16-bit, that constant becomes -inf; a row

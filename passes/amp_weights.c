@@ -1,12 +1,12 @@
-/* Weights of inference graphs stored in 16 bits (DESIGN.md rule 4): a float32
- * initializer that only 16-bit nodes of its own graph read is rewritten in place as
- * float16 (or bfloat16) raw_data under the same name, so the file shrinks and no Cast is
- * needed. A float32 Constant node read the same way is a weight too: its value (the
- * `value` tensor, or `value_float` / `value_floats`, which become a 16-bit `value`) is
- * rewritten in the same node under the same output name. One with a value the target type
- * cannot hold (|x| > 65504 for float16, or not finite) stays float32, is reported, and is
- * cast where it is used. Training graphs keep every weight in float32: the optimizer owns
- * the master copy. */
+/* Weights of inference graphs stored in 16 bits (docs/design.md, "The colouring lists and
+ * the rules beside them", rule 4): a float32 initializer that only 16-bit nodes of its own
+ * graph read is rewritten in place as float16 (or bfloat16) raw_data under the same name,
+ * so the file shrinks and no Cast is needed. A float32 Constant node read the same way is a
+ * weight too: its value (the `value` tensor, or `value_float` / `value_floats`, which
+ * become a 16-bit `value`) is rewritten in the same node under the same output name. One
+ * with a value the target type cannot hold (|x| > 65504 for float16, or not finite) stays
+ * float32, is reported, and is cast where it is used. Training graphs keep every weight in
+ * float32: the optimizer owns the master copy. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * from such a value to y ("active") get a gradient; a value read by several nodes gets
  * the Sum of their contributions. Node and helper value names start with "grad/"; the
  * gradient of x is named "<x>_grad" and the seed "<y>_grad" (a Constant 1 for a loss of
- * one element), as DESIGN.md's training contract says. `ampc grad` differentiates its
+ * one element), as docs/design.md's training-graph contract says. `ampc grad` differentiates its
  * loss over the main graph with respect to every trainable initializer
  * (amp_grad_backward); the gradient pass expands ONNX's Gradient op with it
  * (amp_grad_backward_wrt, passes/gradient.c). */

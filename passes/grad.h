@@ -1,7 +1,7 @@
 /* `ampc grad` (issue 23): a training graph from an FP32 inference graph, in standard ONNX
  * ops. grad.c appends a loss, the backward (reverse-mode autodiff from the scalar loss,
  * one rule per op: grad_rules*.c) and an optimizer bound by a TrainingInfoProto, as
- * DESIGN.md's training contract says (gradients `<param>_grad`, seed `<loss>_grad`), so
+ * docs/design.md's training-graph contract says (gradients `<param>_grad`, seed `<loss>_grad`), so
  * that `ampc MODEL -o OUT` (loss scaling) and `ampc run --steps N` take the result. */
 #ifndef AMP_GRAD_H
 #define AMP_GRAD_H

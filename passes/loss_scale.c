@@ -1,4 +1,4 @@
-/* The "loss_scale" pass (DESIGN.md "Loss scaling and the gradient check"): GradScaler's
+/* The "loss_scale" pass (docs/design.md, "Loss scaling and the gradient check"): GradScaler's
  * semantics written as standard ONNX nodes in a training graph, so the result runs
  * anywhere. The backward seed is multiplied by the scale; every parameter gradient is
  * unscaled in float32 under its own name; amp_found_inf says whether any gradient holds
@@ -113,7 +113,8 @@ static AmpValue *constant(Ls *l, const char *what, int dtype, double v) {
 
 /* The parameters' gradients: for each float initializer or graph input X of the main graph
  * or an algorithm, the value X_grad a node of the training step makes (onnxruntime
- * training's naming, DESIGN.md's contract). They must all be made in one graph, h. */
+ * training's naming, docs/design.md's training-graph contract). They must all be made in
+ * one graph, h. */
 static AmpCode find_grads(Ls *l) {
     AmpModel *m = l->m;
     size_t cap = 1;

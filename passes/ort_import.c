@@ -4,7 +4,7 @@
  * an InPlaceAccumulatorV2 buffer (parameters and buffers are graph inputs its Module
  * feeds), optimizer_model.onnx holds one com.microsoft AdamWOptimizer over tensor
  * sequences, and the checkpoint holds the parameters' values. The import makes of them
- * what DESIGN.md's training contract describes:
+ * what docs/design.md's training-graph contract describes:
  *
  * - every parameter named in the checkpoint becomes an initializer with its value (it is
  *   no longer a graph input);

@@ -1,5 +1,5 @@
-/* What makes a model a training graph, and which value is its loss (DESIGN.md, "Training
- * graphs — the contract"): one place, read by the AMP pass (the loss subgraph stays fp32)
+/* What makes a model a training graph, and which value is its loss (docs/design.md,
+ * "The training-graph contract"): one place, read by the AMP pass (the loss subgraph stays fp32)
  * and the loss-scaling pass (the seed it scales). */
 #ifndef AMP_TRAINING_H
 #define AMP_TRAINING_H
@@ -48,7 +48,8 @@ AmpCode amp_find_seed(const AmpModel *m, const AmpValue *loss, AmpValue **seed, 
  * *Optimizer. */
 bool amp_is_optimizer(const AmpNode *n);
 
-/* The names the loss-scaling pass (passes/loss_scale.c, DESIGN.md "Loss scaling") gives
+/* The names the loss-scaling pass (passes/loss_scale.c, docs/design.md "Loss scaling and the
+ * gradient check") gives
  * its state and outputs, in one place; its nodes are named AMP_LOSS_SCALE_PREFIX "/..."
  * and carry AMP_ORIGIN_LOSS_SCALE. */
 #define AMP_LS_SCALE AMP_LOSS_SCALE_PREFIX       /* state: float32 scalar, input with a value */

@@ -7,7 +7,7 @@ exporter, batch 1.
     .venv-ort-gen/bin/python tools/export_real_models.py OUT_DIR [NAME ...]
 
 Needs torch, torchvision and transformers (the venv of models/make_ort_artifacts.py plus
-torchvision==0.19.1). Writes OUT_DIR/<name>.onnx; the README's "Speed" and the notes of
+torchvision==0.19.1). Writes OUT_DIR/<name>.onnx; docs/speed.md and the notes of
 issue 24 quote conversions of these files.
 """
 import os

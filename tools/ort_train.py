@@ -13,7 +13,7 @@ Optimizer), as converted by ampc or as onnxruntime wrote it, with GradScaler's l
 The AMP part applies when the training model has an `amp_found_inf` output; convert with
 `ampc training_model.onnx --loss-scale-state inputs -o amp_training_model.onnx`, since
 onnxruntime's Module treats initializers as constants and could not carry the scale from
-one step to the next (README, "Training graphs from onnxruntime-training").
+one step to the next (docs/training.md, "Training graphs from onnxruntime-training").
 
     python3 tools/ort_train.py ARTIFACTS_DIR [--training-model FILE] [--steps N]
         [--lr LR] [--batches N] [--optimizer-model FILE] [--json OUT.json] [--grads OUT.npz]

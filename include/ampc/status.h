@@ -4,7 +4,8 @@
 #ifndef AMP_STATUS_H
 #define AMP_STATUS_H
 
-/* The values double as the CLI's exit codes (DESIGN.md, "Errors"). */
+/* The values double as the CLI's exit codes (docs/design.md, "Errors, memory and
+ * untrusted input"). */
 typedef enum AmpCode {
     AMP_OK = 0,
     AMP_ERR_INPUT = 1,       /* the model or data given is malformed */

@@ -8,7 +8,8 @@
  * - the main graph's inputs and outputs keep their element types (but with
  *   --no-keep-io-types);
  * - what converted saves, loads again, and converting that changes nothing, byte for
- *   byte (DESIGN.md: the pass is idempotent). */
+ *   byte (docs/design.md, "The colouring lists and the
+ *   rules beside them", rule 5: the pass is idempotent). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

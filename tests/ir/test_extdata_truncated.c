@@ -1,6 +1,6 @@
 /* External data files are memory-mapped, not copied (issue 26, point 10): a data file cut
  * short while a model that maps it is converted makes the pages past its new end unreadable.
- * What is documented (README, "What a conversion does"): the process may die of SIGBUS
+ * What is documented (docs/cli.md, "What a conversion does"): the process may die of SIGBUS
  * when such a page is read (by a pass, say), or the save fails with an I/O error (a big
  * tensor written from the mapping: write(2) reports EFAULT); either way OUT is never
  * written from a truncated mapping: it keeps its old contents, since the output is renamed

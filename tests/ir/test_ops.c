@@ -1,6 +1,7 @@
 /* The op table (ir/ops.def, ir/ops.c): every row is found again by lookup, classes and
- * float-input masks match DESIGN.md, attribute types and opsets are described. docs/ops.md
- * is checked by the test ops_md_current (tools/gen_ops_md.c). */
+ * float-input masks match the lists below (docs/design.md, "The colouring lists and the
+ * rules beside them"), attribute types and opsets are described. docs/ops.md is checked
+ * by the test ops_md_current (tools/gen_ops_md.c). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,8 @@ Test(ops, domains_and_ids) {
     cr_assert_eq(op("com.microsoft", "SoftmaxGrad_13"), AMP_OP_Ms_SoftmaxGrad_13);
 }
 
-/* DESIGN.md's default fp16 lists, copied verbatim ("ms:" = com.microsoft,
- * "tr:" = ai.onnx.preview.training). */
+/* The default fp16 lists: the design's starting map's, copied verbatim, with the changes
+ * since marked ("ms:" = com.microsoft, "tr:" = ai.onnx.preview.training). */
 static const char *const ALLOW[] = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Attention",
     "LSTM", "GRU", "RNN", "ms:FusedMatMul", "ms:FusedGemm", "ms:Attention", "ms:MultiHeadAttention",
     "ms:ConvGrad"};
@@ -64,10 +65,10 @@ static const char *const INFER[] = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "
     "Tanh", "Erf", "Gelu", "Softmax", "Elu", "Selu", "LeakyRelu", "PRelu", "HardSigmoid",
     "HardSwish", "Softsign", "AveragePool", "GlobalAveragePool", "Dropout", "Clip", "Where",
     "ms:SigmoidGrad", "ms:TanhGrad", "ms:GeluGrad", "ms:BiasGelu", "ms:SoftmaxGrad_13",
-    /* not in DESIGN.md's list, which predates them: smooth and bounded, or log-like, or
-     * no larger than the input */
+    /* not in the starting map's list, which predates them: smooth and bounded, or
+     * log-like, or no larger than the input */
     "Atan", "Asinh", "Celu", "Shrink",
-    /* not in DESIGN.md's list yet (noted on the issue): Dropout's backward, as Dropout */
+    /* not in the starting map's list (noted on the issue): Dropout's backward, as Dropout */
     "ms:DropoutGrad", "ms:BiasGeluGrad_dX"};
 static const char *const CLEAR[] = {"Relu", "MaxPool", "GlobalMaxPool", "Reshape", "Transpose",
     "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements",
@@ -75,12 +76,12 @@ static const char *const CLEAR[] = {"Relu", "MaxPool", "GlobalMaxPool", "Reshape
     "Sign", "Ceil", "Floor", "Round", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
     "IsInf", "IsNaN", "DepthToSpace", "SpaceToDepth", "Resize", "ReduceMax", "ReduceMin",
     "ArgMax", "ArgMin", "TopK", "ms:ReluGrad",
-    /* not in DESIGN.md's list yet (noted on the issue): Concat that also gives the lengths */
+    /* not in the starting map's list (noted on the issue): Concat that also gives the lengths */
     "ms:ConcatTraining",
-    /* not in DESIGN.md's list, which predates them: no arithmetic (Trilu makes causal
+    /* not in the starting map's list, which predates them: no arithmetic (Trilu makes causal
      * masks; ThresholdedRelu is a Relu with a threshold) */
     "Trilu", "ThresholdedRelu",
-    /* not in DESIGN.md's list: as ArgMax, it only compares, and its 0/1 output is exact */
+    /* not in the starting map's list: as ArgMax, it only compares, and its 0/1 output is exact */
     "Hardmax"};
 static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "LogSoftmax",
     "ReduceSum", "ReduceMean", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
@@ -89,9 +90,9 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
     "InstanceNormalization", "GroupNormalization", "LpNormalization", "tr:Adam", "tr:Momentum",
     "tr:Adagrad", "ms:SoftmaxCrossEntropyLossGrad", "ms:LayerNormalizationGrad",
     "ms:InPlaceAccumulatorV2", "ms:AdamWOptimizer", "ms:SGDOptimizerV2",
-    /* not in DESIGN.md's list yet (noted on the issue): Gather's backward scatter-adds rows */
+    /* not in the starting map's list (noted on the issue): Gather's backward scatter-adds rows */
     "ms:GatherGrad",
-    /* Not in DESIGN.md's list, which predates them (their reasons are in docs/ops.md):
+    /* Not in the starting map's list, which predates them (their reasons are in docs/ops.md):
      * LRN (AlexNet, ZFNet, Inception v1), denied for LpNormalization's reason, a sum of
      * squares; the trigonometric functions (Sin and Cos make rotary embeddings), whose
      * argument keeps too few bits in 16, and those that are steep or grow like exp. */
@@ -99,7 +100,7 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
     /* Mod (PyTorch exports compute index arithmetic with it): a remainder of rounded
      * inputs can be off by a whole divisor */
     "Mod"};
-/* never: DESIGN.md names no ops, only kinds (shape, integer, bool ops, control flow) */
+/* never: the design names no ops, only kinds (shape, integer, bool ops, control flow) */
 static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
     "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike",
     /* the executor's fused nodes (runtime/fuse.c): never in a model the passes see */
@@ -115,7 +116,7 @@ static AmpOpId op_spec(const char *spec) {
 static void check_list(const char *const *names, size_t n, AmpOpClass want) {
     for (size_t i = 0; i < n; i++) {
         const AmpOpInfo *in = amp_op_info(op_spec(names[i]));
-        cr_expect_eq(in->fp16_class, want, "%s is %s, DESIGN.md says %s", names[i],
+        cr_expect_eq(in->fp16_class, want, "%s is %s, the list says %s", names[i],
                      amp_op_class_name(in->fp16_class), amp_op_class_name(want));
     }
 }
@@ -132,7 +133,7 @@ Test(ops, fp16_classes_match_design) {
     size_t total = sizeof ALLOW / sizeof *ALLOW + sizeof INFER / sizeof *INFER +
                    sizeof CLEAR / sizeof *CLEAR + sizeof DENY / sizeof *DENY +
                    sizeof NEVER / sizeof *NEVER;
-    cr_expect_eq(total, (size_t)AMP_OP__COUNT - 1, "ops.def has ops DESIGN.md's lists lack");
+    cr_expect_eq(total, (size_t)AMP_OP__COUNT - 1, "ops.def has ops these lists lack");
 }
 
 /* bf16 only moves ops from deny to infer, and only the reductions/normalisations

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layering of DESIGN.md ("Layout") as a test: every #include "x.h" of the project's
+"""The layering of docs/design.md ("Layers") as a test: every #include "x.h" of the project's
 C, CUDA and header files names a header of a folder the including folder may use.
 
     ir/            -> ir

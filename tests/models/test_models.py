@@ -244,7 +244,8 @@ def test_files_up_to_date(ctx):
 
 
 def test_training_info(ctx):
-    """mlp_train follows ONNX's TrainingInfoProto rules and DESIGN.md's contract."""
+    """mlp_train follows ONNX's TrainingInfoProto rules and docs/design.md's training-graph
+    contract."""
     m = onnx.load(model_path("mlp_train"))
     if len(m.training_info) != 1:
         raise AssertionError(f"{len(m.training_info)} training_info entries, expected 1")
