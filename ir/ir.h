@@ -519,10 +519,11 @@ typedef AmpCode (*AmpGraphFn)(AmpGraph *g, void *ctx, AmpStatus *st);
 AmpCode amp_graph_walk(AmpGraph *g, AmpGraphFn fn, void *ctx, AmpStatus *st);
 /* Same over the model: main graph, then each training_info's graphs. */
 AmpCode amp_model_walk(AmpModel *m, AmpGraphFn fn, void *ctx, AmpStatus *st);
-/* Node names unique within each graph (node_names.c): a node named as an earlier node of
- * its graph is renamed <name>_1, <name>_2, ... (the first that no node there has); how
- * many were renamed in *renamed (may be NULL). Unnamed nodes stay unnamed. */
-AmpCode amp_model_unique_node_names(AmpModel *m, size_t *renamed, AmpStatus *st);
+/* Node names unique within each graph (node_names.c): a node of id first_new or later (made
+ * after that point) named as another node of its graph is renamed <name>_1, <name>_2, ...
+ * (the first that no node there has); the other nodes keep their names, repeated or not.
+ * How many were renamed in *renamed (may be NULL). Unnamed nodes stay unnamed. */
+AmpCode amp_model_unique_node_names(AmpModel *m, uint32_t first_new, size_t *renamed, AmpStatus *st);
 /* The first node name used twice in one graph (*name NULL: none), and that graph; an
  * error only when out of memory. ONNX wants node names unique; onnxruntime refuses a file
  * where they are not. */

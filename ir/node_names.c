@@ -1,8 +1,10 @@
 /* Node names unique within each graph (ONNX requires it; onnxruntime refuses a file with two
- * nodes of one name): after a pipeline, a node whose name an earlier node of its graph has
- * already is renamed <name>_1, <name>_2, ... (the first one that no node of the graph has).
- * Passes name the nodes they make after what they replace (a fused GELU after the first node
- * of its formula, a Cast after its value), so two such names can meet. Every pipeline runs
+ * nodes of one name): after a pipeline, a node it made whose name another node of its graph
+ * has already is renamed <name>_1, <name>_2, ... (the first one that no node of the graph
+ * has). Passes name the nodes they make after what they replace (a fused GELU after the
+ * first node of its formula, a Cast after its value), so two such names can meet. The
+ * model's own nodes keep their names, repeated or not: --keep-fp32 globs and --explain
+ * name them, and converting again must mean the same (ampc verify warns of repeats). Every pipeline runs
  * this over every node, so the common case (no name repeats) is one pass over the graph's
  * names into a table sized for them; the names of the whole graph are gathered only once a
  * repeat is found. */
@@ -74,6 +76,7 @@ static bool set_grow(NameSet *s) {
 
 typedef struct Renamer {
     bool fix;                  /* rename (else only find the first repeat) */
+    uint32_t first_new;        /* fix: nodes of this id and later are the pipeline's */
     size_t renamed;
     const AmpGraph *dup_graph; /* !fix: the first repeat found */
     const char *dup_name;
@@ -107,58 +110,58 @@ static void look_ahead(const NameSet *s, const AmpNode *n, Ahead *a) {
 #endif
 }
 
+/* One sweep of g's named nodes into `seen`: with `which` 0 every node, 1 the model's own
+ * (id below r->first_new), 2 the pipeline's. A name already seen is, when finding, the
+ * answer; when fixing (sweep 2 only), renamed. */
+static AmpCode sweep(Renamer *r, AmpGraph *g, NameSet *seen, NameSet *all, int which, AmpStatus *st) {
+    Ahead ring[AHEAD];
+    AmpNode *next = g->first; /* the node AHEAD places after the current one */
+    for (size_t k = 0; next && k < AHEAD; next = next->next, k++) look_ahead(seen, next, &ring[k]);
+    size_t at = 0;
+    for (AmpNode *n = g->first; n; n = n->next, at = (at + 1) % AHEAD) {
+        Ahead cur = ring[at];
+        if (next) look_ahead(seen, next, &ring[at]), next = next->next;
+        if (!cur.len || (which == 1 && n->id >= r->first_new) || (which == 2 && n->id < r->first_new)) continue;
+        if (!set_grow(seen)) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        if (!set_find(seen, n->name, cur.len, cur.h, true) || which == 1) continue;
+        if (!r->fix) {
+            r->dup_graph = g, r->dup_name = n->name;
+            return AMP_OK;
+        }
+        if (!all->slot) { /* the first repeat: every name of the graph, which no new name may take */
+            bool ok = set_init(all, g->n_nodes);
+            for (AmpNode *x = g->first; x && ok; x = x->next)
+                if (x->name && *x->name) {
+                    size_t l = strlen(x->name);
+                    ok = set_grow(all);
+                    if (ok) set_find(all, x->name, l, amp_name_hash(x->name, l), true);
+                }
+            if (!ok) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        }
+        const char *name = fresh_name(g, all, n, cur.len);
+        if (!name || !set_grow(seen)) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        n->name = name;
+        set_find(seen, name, strlen(name), amp_name_hash(name, strlen(name)), true);
+        r->renamed++;
+    }
+    return AMP_OK;
+}
+
 static AmpCode unique_in(AmpGraph *g, void *ctx, AmpStatus *st) {
     Renamer *r = ctx;
     if (r->dup_name) return AMP_OK;
     NameSet seen = {0}, all = {0};
     AmpCode rc = set_init(&seen, g->n_nodes) ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    Ahead ring[AHEAD];
-    AmpNode *next = g->first; /* the node AHEAD places after the current one */
-    for (size_t k = 0; next && k < AHEAD && !rc; next = next->next, k++) look_ahead(&seen, next, &ring[k]);
-    size_t at = 0;
-    for (AmpNode *n = g->first; n && !rc; n = n->next, at = (at + 1) % AHEAD) {
-        Ahead cur = ring[at];
-        if (next) look_ahead(&seen, next, &ring[at]), next = next->next;
-        if (!cur.len) continue;
-        size_t len = cur.len;
-        if (!set_grow(&seen)) {
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-            break;
-        }
-        if (!set_find(&seen, n->name, len, cur.h, true)) continue;
-        if (!r->fix) {
-            r->dup_graph = g, r->dup_name = n->name;
-            break;
-        }
-        if (!all.slot) { /* the first repeat: every name of the graph, which no new name may take */
-            bool ok = set_init(&all, g->n_nodes);
-            for (AmpNode *x = g->first; x && ok; x = x->next)
-                if (x->name && *x->name) {
-                    size_t l = strlen(x->name);
-                    ok = set_grow(&all);
-                    if (ok) set_find(&all, x->name, l, amp_name_hash(x->name, l), true);
-                }
-            if (!ok) {
-                rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-                break;
-            }
-        }
-        const char *name = fresh_name(g, &all, n, len);
-        if (!name || !set_grow(&seen)) {
-            rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-            break;
-        }
-        n->name = name;
-        set_find(&seen, name, strlen(name), amp_name_hash(name, strlen(name)), true);
-        r->renamed++;
-    }
+    if (!rc && !r->fix) rc = sweep(r, g, &seen, &all, 0, st);
+    if (!rc && r->fix) rc = sweep(r, g, &seen, &all, 1, st);
+    if (!rc && r->fix) rc = sweep(r, g, &seen, &all, 2, st);
     set_free(&all);
     set_free(&seen);
     return rc;
 }
 
-AmpCode amp_model_unique_node_names(AmpModel *m, size_t *renamed, AmpStatus *st) {
-    Renamer r = {.fix = true};
+AmpCode amp_model_unique_node_names(AmpModel *m, uint32_t first_new, size_t *renamed, AmpStatus *st) {
+    Renamer r = {.fix = true, .first_new = first_new};
     AmpCode rc = amp_model_walk(m, unique_in, &r, st);
     if (renamed) *renamed = r.renamed;
     return rc;

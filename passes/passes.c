@@ -92,6 +92,7 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     AmpCode rc = amp_pipeline_check_dump(passes, n, dump, st);
     if (rc) return rc;
     FILE *out = opt->dump_to ? opt->dump_to : stdout;
+    uint32_t first_new = m->next_node_id; /* the nodes the passes make have ids from here */
     if (opt->verify_each && (rc = amp_verify_model(m, st))) {
         amp_status_prefix(st, "input model: ");
         return rc;
@@ -127,7 +128,8 @@ AmpCode amp_run_passes(AmpModel *m, const AmpPass *const *passes, size_t n,
     m->types_inferred = false;
     /* Passes name their nodes after what they replace: two such names may meet (two
      * fused GELUs of one module scope). ONNX wants them unique; onnxruntime insists. */
-    if (n && (rc = amp_model_unique_node_names(m, NULL, st))) amp_status_prefix(st, "pass '%s': ", passes[n - 1]->name);
+    if (n && (rc = amp_model_unique_node_names(m, first_new, NULL, st)))
+        amp_status_prefix(st, "pass '%s': ", passes[n - 1]->name);
     return rc;
 }
 
