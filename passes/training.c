@@ -72,8 +72,11 @@ AmpCode amp_find_seed(const AmpModel *m, const AmpValue *loss, AmpValue **seed, 
     return AMP_OK;
 }
 
+/* A loss is computed: a graph input or initializer passed through as an output is none
+ * (and its X_grad is a parameter's gradient, not a seed). */
 static bool loss_like(const AmpValue *v) {
-    return amp_is_f32(v) && strstr(v->name, "loss") && !amp_is_loss_scale_name(v->name) && scalar_like(&v->type);
+    return amp_is_f32(v) && v->producer && strstr(v->name, "loss") && !amp_is_loss_scale_name(v->name) &&
+           scalar_like(&v->type);
 }
 
 /* The loss among graph g's outputs, by the rules of amp_find_loss, in *loss; NULL when g's
@@ -101,7 +104,7 @@ static AmpCode loss_of(const AmpModel *m, const AmpGraph *g, size_t *n_named, si
      * holds (onnxruntime-training's graphs feed the seed to the loss's gradient op). */
     for (size_t i = 0; i < g->outputs.n; i++) {
         AmpValue *v = g->outputs.items[i].value;
-        if (!amp_is_f32(v) || amp_is_loss_scale_name(v->name) || !scalar_like(&v->type)) continue;
+        if (!amp_is_f32(v) || !v->producer || amp_is_loss_scale_name(v->name) || !scalar_like(&v->type)) continue;
         AmpValue *seed;
         AmpCode rc = amp_find_seed(m, v, &seed, st);
         if (rc) return rc;
