@@ -115,9 +115,8 @@ static void paint_line(const AmpRun *r, const AmpNodeInfo *x, FILE *f, const cha
         break;
     case AMP_WHY_INTEGERS:
         fprintf(f, "%spainted deny: it multiplies positions (a Range cast to float, or an arange constant: "
-                   "rotary embeddings' angles), integers %s holds exactly only up to %d: the product's error would "
-                   "grow with the position, so it computes in float32\n", pad, amp_dtype_name(r->dt),
-                r->dt == AMP_DT_FLOAT16 ? 2048 : 256);
+                   "rotary embeddings' angles); in %s an angle's error grows with the position (whole radians "
+                   "by position 4096), so it computes in float32\n", pad, amp_dtype_name(r->dt));
         break;
     case AMP_WHY_CALIB:
         fprintf(f, "%spainted deny: %s, so it computes in float32 (--calibration)\n", pad, x->detail);

@@ -270,13 +270,16 @@ void amp_range_free(AmpRun *r) {
 /* ---- positions cast to float -------------------------------------------------------------
  * Rotary embeddings compute their angles as inv_freq x positions, the positions an int64
  * Range cast to float (LLaMA's, Mistral's, Qwen's exports: a MatMul), or a float32 arange
- * the exporter folded into a constant. float16 holds integers exactly only up to 2048 and
- * bfloat16 up to 256, and an angle's error is the position times its rounding: at
- * position 4096 a float16 angle is off by whole radians. PyTorch's models compute them in
- * float32 on purpose. So a product (an allow-list node) reading positions stays float32:
- * a Range's integers through data movement and a Cast to float, or a constant arange
- * (consecutive integers) past the exact range. Other integers cast to float (token ids as
- * features, counts) are left to the lists. The Cos and Sin after it are deny already. */
+ * the exporter folded into a constant. An angle's error is its rounding, relative to the
+ * angle: float16 keeps 11 bits, so at position 1000 an angle is off by about half a radian and
+ * at 4096 by whole radians (bfloat16: 8 bits, worse), whatever the integers' exactness;
+ * PyTorch's models compute them in float32 on purpose. So a product (an allow-list node)
+ * reading positions stays float32: a Range's integers through data movement and a Cast to
+ * float, or a constant arange (consecutive integers, at least AMP_ARANGE_MIN of them).
+ * It costs nothing: the product is tiny, and the angles go on to Cos and Sin, which are
+ * deny already (so keeping it float32 saves the two Casts around it). Other integers cast
+ * to float (token ids as features, counts) are left to the lists. */
+enum { AMP_ARANGE_MIN = 4 };
 
 /* The float32 tensor a constant value holds (an initializer nothing computes, a Constant
  * node's `value`), or NULL. */
@@ -289,23 +292,22 @@ static AmpTensor *constant_tensor(const AmpValue *v) {
     return NULL;
 }
 
-/* Whether a float32 constant is an arange (x, x + 1, x + 2, ...) reaching past `exact` in
- * magnitude: positions torch.arange(seq).float() folded. Stops at the first element out
- * of step, so a weight costs a read or two. */
-static bool arange_past(AmpRun *r, const AmpValue *v, double exact, AmpCode *err) {
+/* Whether a float32 constant is an arange (x, x + 1, x + 2, ...) of at least AMP_ARANGE_MIN
+ * elements: positions torch.arange(seq).float() folded. Stops at the first element out of
+ * step, so a weight costs a read or two. */
+static bool is_arange(AmpRun *r, const AmpValue *v, AmpCode *err) {
     AmpTensor *t = constant_tensor(v);
-    if (!t || t->dtype != AMP_DT_FLOAT || t->nelem < 2) return false;
+    if (!t || t->dtype != AMP_DT_FLOAT || t->nelem < AMP_ARANGE_MIN) return false;
     AmpBytes b;
     if ((*err = amp_tensor_bytes(r->m, t, &b, r->st))) return false;
-    float first = 0, last = 0;
+    float last = 0;
     for (size_t i = 0; i + 4 <= b.len; i += 4) {
         float f;
         memcpy(&f, b.data + i, 4);
         if (!(f - f == 0) || f != floorf(f) || (i && f != last + 1)) return false; /* NaN, inf, a fraction, a gap */
-        if (!i) first = f;
         last = f;
     }
-    return fabs((double)first) > exact || fabs((double)last) > exact;
+    return true;
 }
 
 /* Whether v (a value of a node in r->ni) is marked: positions, as integers or cast. */
@@ -320,7 +322,6 @@ AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first) {
     *first = NULL;
     uint8_t *mark = calloc(r->n ? r->n : 1, 1);
     if (!mark) return amp_fail(r->st, AMP_ERR_INTERNAL, "amp: out of memory");
-    double exact = r->dt == AMP_DT_FLOAT16 ? 2048 : 256; /* integers the 16-bit type holds exactly */
     AmpCode err = AMP_OK;
     for (size_t i = 0; i < r->n && !err; i++) { /* r->ni: each graph's nodes in topological order */
         AmpNodeInfo *x = &r->ni[i];
@@ -328,7 +329,7 @@ AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first) {
         const AmpValue *in0 = n->n_inputs ? n->inputs[0] : NULL;
         if (n->op == AMP_OP_Range || (n->op == AMP_OP_Cast && marked(in0, mark)) ||
             (x->cls == AMP_CLASS_CLEAR && in0 &&
-             (marked(in0, mark) || (amp_is_f32(in0) && arange_past(r, in0, exact, &err))))) {
+             (marked(in0, mark) || (amp_is_f32(in0) && is_arange(r, in0, &err))))) {
             mark[i] = 1; /* positions: integers, cast, or moved */
             continue;
         }
@@ -336,7 +337,7 @@ AmpCode amp_integers_rule(AmpRun *r, size_t *n_forced, const char **first) {
         bool reads = false;
         for (int k = 0; k < n->n_inputs && !reads && !err; k++)
             reads = amp_float_slot(n, k) && n->inputs[k] && amp_is_f32(n->inputs[k]) &&
-                    (marked(n->inputs[k], mark) || arange_past(r, n->inputs[k], exact, &err));
+                    (marked(n->inputs[k], mark) || is_arange(r, n->inputs[k], &err));
         if (!reads) continue;
         x->flags |= AMP_NF_FORCED;
         x->why = AMP_WHY_INTEGERS;

@@ -1,5 +1,6 @@
-/* The "cast_cleanup" pass: removes Cast round trips that lose nothing (x, float16 ->
- * float32 -> float16, is x again: the readers read x) and duplicate Casts (one input, one
+/* The "cast_cleanup" pass: removes Casts to the type their input already has, Cast round
+ * trips that lose nothing (x, float16 -> float32 -> float16, is x again: the readers read
+ * x) and duplicate Casts (one input, one
  * target type, one graph: the first one serves all), then the Casts those edits left
  * unused. A lossy trip (float32 -> float16 -> float32 rounds) is never removed, and a Cast
  * whose output is a graph output keeps it (the name is the interface). Linear: one sweep
@@ -161,6 +162,13 @@ static AmpCode clean_graph(Cleanup *c, AmpGraph *g, AmpStatus *st) {
         AmpValue *x = n->inputs[0], *y = n->outputs[0];
         int to = cast_to(n);
         if (to <= 0 || (y->flags & AMP_VALUE_OUTPUT)) continue;
+        /* A Cast to the type x already has (a model's own `.float()` on float32, or one a
+         * conversion made a no-op): its readers read x. */
+        if (dtype_of(x) == to) {
+            if (amp_uses_move(y, x, NULL, NULL)) c->oom = true;
+            else kill(c, n);
+            continue;
+        }
         /* A round trip: y = Cast(Cast(a, B), A) with a of type A and A -> B exact. (The
          * inner Cast cannot have been dropped: dropping moves every reader of its output.) */
         AmpNode *p = x->producer;

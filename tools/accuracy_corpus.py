@@ -9,6 +9,11 @@ it, to float16 and bfloat16; then reports per conversion:
   error       the outputs' largest max relative error against FP32 on the model's inputs,
               both run on ampc's CPU executor, which rounds to 16 bits after every 16-bit
               op (`ampc compare FP32 OUT --inputs DIR`): "emulated" rounding.
+Rows: "ampc" (the default), each --variant, with --autocast "autocast" (PyTorch autocast's
+CUDA recipe written as ampc lists: MatMul/Gemm/Conv in 16 bits, its float32 list denied,
+the other ops coloured by ampc's default lists, which follow their neighbours), and with --modelopt "ModelOpt" (its defaults: graph
+inputs and outputs become 16-bit, no boundary casts) and "ModelOpt io" (--keep_io_types:
+fp32 inputs and outputs, the contract ampc keeps by default).
 Prints a Markdown table. A benchmark, not a test: tests/models/test_llm_corpus.py holds the
 committed bounds.
 
@@ -24,6 +29,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
+
+
+# PyTorch autocast's float32 list (torch/csrc/autograd/autocast_mode: the ops that "autocast to
+# float32"), in ONNX op types; matmuls are ampc's default allow list already.
+AUTOCAST_FP32 = ("Softmax,LogSoftmax,LayerNormalization,GroupNormalization,Pow,Exp,Log,Reciprocal,"
+                 "ReduceSum,ReduceProd,ReduceL2,CumSum,Softplus,Tan,Sinh,Cosh,Asin,Acos")
 
 
 def report(ampc, path):
@@ -44,10 +55,10 @@ def error(ampc, src, dst, inputs):
 
 
 def convert(a, tool, args, prec, src, dst):
-    if tool == "ModelOpt":
+    if tool.startswith("ModelOpt"):
         low = {"fp16": "fp16", "bf16": "bf16"}[prec]
         cmd = [a.modelopt, "-m", "modelopt.onnx.autocast", "--onnx_path", src, "--output_path", dst,
-               "--low_precision_type", low]
+               "--low_precision_type", low] + (["--keep_io_types"] if tool == "ModelOpt io" else [])
     else:
         cmd = [a.ampc, src, "-o", dst, "-q", "--precision", prec] + args
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -60,11 +71,14 @@ def main():
     ap.add_argument("--modelopt", help="a python with nvidia-modelopt[onnx]")
     ap.add_argument("--variant", action="append", default=[], help="NAME=ARGS: ampc with these options too")
     ap.add_argument("--precision", default="fp16,bf16")
+    ap.add_argument("--autocast", action="store_true", help="add PyTorch autocast's recipe as a row")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     tools = [("ampc", [])] + [(v.split("=", 1)[0], shlex.split(v.split("=", 1)[1])) for v in a.variant]
+    if a.autocast:
+        tools.append(("autocast", ["--deny", AUTOCAST_FP32]))
     if a.modelopt:
-        tools.append(("ModelOpt", None))
+        tools += [("ModelOpt", None), ("ModelOpt io", None)]
     tmp = tempfile.mkdtemp(prefix="ampc_acc_")
     print("| model | tool | precision | casts | 16-bit nodes | 16-bit FLOPs | max rel error |")
     print("|---|---|---|---|---|---|---|")

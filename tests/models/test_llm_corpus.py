@@ -63,7 +63,9 @@ ort.set_default_logger_severity(4)
 # (model, variant) -> (max casts, min 16-bit nodes, max emulated error), from the table of
 # `test_llm_corpus.py --ampc build/ampc --measure` (which prints this dict): casts + 2,
 # 16-bit nodes - 2, error x 2 rounded up to two digits. Measured with LayerNormalization
-# float32 by default and the RMSNorm groups (CPU executor, x86-64, 2026-12-07). Lower a bound when a change improves on it (a note says when).
+# float32 by default and the RMSNorm groups (CPU executor, x86-64, 2026-12-07; hf_llama again
+# after products of positions stay float32 at any length). Lower a bound when a change
+# improves on it (a note says when).
 BOUNDS = {
     ('hf_bert', 'fp16'): (20, 81, 9.2e-04),
     ('hf_bert', 'fp16@20'): (20, 67, 9.2e-04),
@@ -77,10 +79,10 @@ BOUNDS = {
     ('hf_t5', 'fp16@20'): (41, 136, 1.3e-03),
     ('hf_t5', 'bf16'): (41, 136, 1.2e-02),
     ('hf_t5', 'fp16-norms16'): (41, 171, 1.4e-03),
-    ('hf_llama', 'fp16'): (21, 103, 1.4e-03),
-    ('hf_llama', 'fp16@20'): (21, 103, 1.4e-03),
-    ('hf_llama', 'bf16'): (21, 103, 1.4e-02),
-    ('hf_llama', 'fp16-norms16'): (21, 116, 1.4e-03),
+    ('hf_llama', 'fp16'): (19, 99, 1.4e-03),
+    ('hf_llama', 'fp16@20'): (19, 99, 1.4e-03),
+    ('hf_llama', 'bf16'): (19, 99, 1.4e-02),
+    ('hf_llama', 'fp16-norms16'): (19, 112, 1.4e-03),
     ('hf_vit', 'fp16'): (15, 86, 1.5e-03),
     ('hf_vit', 'fp16@20'): (15, 72, 1.3e-03),
     ('hf_vit', 'bf16'): (15, 72, 1.4e-02),

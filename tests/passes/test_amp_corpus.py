@@ -264,6 +264,41 @@ def gelu_cube(model, node):
     return True
 
 
+MOVES = ("Cast", "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Expand", "Concat", "Identity", "Flatten")
+
+
+def reads_positions(model, node):
+    """Whether node reads positions (rotary angles' integers: a Range, or a float arange of 4 or
+    more constants, through data movement): ampc keeps such products float32 (amp_range.c)."""
+    g = model.graph
+    prod = {o: n for n in g.node for o in n.output}
+    consts = {i.name: i for i in g.initializer}
+    for n in g.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    consts[n.output[0]] = a.t
+
+    def arange(t):
+        v = numpy_helper.to_array(t).ravel()
+        return v.dtype == np.float32 and v.size >= 4 and np.all(v == np.floor(v)) and np.all(np.diff(v) == 1)
+
+    todo, seen = list(node.input), set()
+    while todo:
+        v = todo.pop()
+        if not v or v in seen:
+            continue
+        seen.add(v)
+        if v in consts and arange(consts[v]):
+            return True
+        p = prod.get(v)
+        if p is not None and p.op_type == "Range":
+            return True
+        if p is not None and p.op_type in MOVES:
+            todo += list(p.input)
+    return False
+
+
 def structure_checks(res, orig, conv, tag):
     if io_types(orig) != io_types(conv):
         res.failures.append(f"{tag}: graph inputs/outputs changed: {io_types(orig)} -> {io_types(conv)}")
@@ -296,7 +331,8 @@ def structure_checks(res, orig, conv, tag):
                 not gelu_cube(orig, x):
             res.failures.append(f"{tag}: deny op {x.op_type} {x.name!r} computes in 16 bits")
         if tag == "fp16" and x.op_type in TENSOR_CORE_OPS and x.domain in ("", "ai.onnx") and \
-                all(t == TensorProto.FLOAT for t in was) and now[0] != TensorProto.FLOAT16:
+                all(t == TensorProto.FLOAT for t in was) and now[0] != TensorProto.FLOAT16 and \
+                not reads_positions(orig, x):
             res.failures.append(f"{tag}: {x.op_type} {x.name!r} has float32 data but stays float32")
 
 
