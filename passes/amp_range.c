@@ -275,7 +275,7 @@ void amp_range_free(AmpRun *r) {
  * at 4096 by whole radians (bfloat16: 8 bits, worse), whatever the integers' exactness;
  * PyTorch's models compute them in float32 on purpose. So a product (an allow-list node)
  * reading positions stays float32: a Range's integers through data movement and a Cast to
- * float, or a constant arange (consecutive integers, at least AMP_ARANGE_MIN of them).
+ * float, or a constant arange (consecutive integers along one axis, at least AMP_ARANGE_MIN).
  * It costs nothing: the product is tiny, and the angles go on to Cos and Sin, which are
  * deny already (so keeping it float32 saves the two Casts around it). Other integers cast
  * to float (token ids as features, counts) are left to the lists. */
@@ -293,11 +293,14 @@ static AmpTensor *constant_tensor(const AmpValue *v) {
 }
 
 /* Whether a float32 constant is an arange (x, x + 1, x + 2, ...) of at least AMP_ARANGE_MIN
- * elements: positions torch.arange(seq).float() folded. Stops at the first element out of
- * step, so a weight costs a read or two. */
+ * elements along one axis (every other dimension 1): positions torch.arange(seq).float()
+ * folded, as [S], [1, S] or [B=1, 1, S]. A weight matrix holding 1, 2, 3, ... is not one.
+ * Stops at the first element out of step, so a weight costs a read or two. */
 static bool is_arange(AmpRun *r, const AmpValue *v, AmpCode *err) {
     AmpTensor *t = constant_tensor(v);
     if (!t || t->dtype != AMP_DT_FLOAT || t->nelem < AMP_ARANGE_MIN) return false;
+    for (size_t d = 0; d < t->ndims; d++)
+        if (t->dims[d] != 1 && (uint64_t)t->dims[d] != t->nelem) return false; /* not a vector */
     AmpBytes b;
     if ((*err = amp_tensor_bytes(r->m, t, &b, r->st))) return false;
     float last = 0;

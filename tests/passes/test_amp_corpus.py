@@ -269,7 +269,7 @@ MOVES = ("Cast", "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Expand", "Conc
 
 def reads_positions(model, node):
     """Whether node reads positions (rotary angles' integers: a Range, or a float arange of 4 or
-    more constants, through data movement): ampc keeps such products float32 (amp_range.c)."""
+    more constants along one axis, through data movement): ampc keeps such products float32 (amp_range.c)."""
     g = model.graph
     prod = {o: n for n in g.node for o in n.output}
     consts = {i.name: i for i in g.initializer}
@@ -280,8 +280,10 @@ def reads_positions(model, node):
                     consts[n.output[0]] = a.t
 
     def arange(t):
-        v = numpy_helper.to_array(t).ravel()
-        return v.dtype == np.float32 and v.size >= 4 and np.all(v == np.floor(v)) and np.all(np.diff(v) == 1)
+        a = numpy_helper.to_array(t)
+        v = a.ravel()
+        return v.dtype == np.float32 and v.size >= 4 and max(a.shape) == v.size and \
+            np.all(v == np.floor(v)) and np.all(np.diff(v) == 1)
 
     todo, seen = list(node.input), set()
     while todo:
