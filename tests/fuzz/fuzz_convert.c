@@ -110,13 +110,13 @@ static void io_free(Io *io) {
 }
 
 /* Every input and output of `before` is one of `after` (same side, same name) with the
- * same element type, or any type where `before` had none (a Gradient node's outputs are
+ * same element type, or any type where `before` had none or UNDEFINED (a Gradient node's outputs are
  * typed once it is expanded); the names are the model's: they live as long as it does. */
 static void check_io(const Io *before, const Io *after) {
     for (size_t i = 0; i < before->n; i++) {
         size_t j = 0;
         while (j < after->n && (after->k[j] != before->k[i] || strcmp(after->name[j], before->name[i]) != 0)) j++;
-        if (j == after->n || (before->dtype[i] != -1 && after->dtype[j] != before->dtype[i])) {
+        if (j == after->n || (before->dtype[i] > 0 && after->dtype[j] != before->dtype[i])) {
             fprintf(stderr, "fuzz_convert: graph %s '%s' was %d, is %s%d\n", before->k[i] ? "output" : "input",
                     before->name[i], before->dtype[i], j == after->n ? "gone " : "", j == after->n ? 0 : after->dtype[j]);
             abort();
