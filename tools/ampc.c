@@ -62,14 +62,17 @@ void ampc_say(const char *fmt, ...) {
     say("%s", buf);
 }
 
-/* A usage error: the message and the hint to run --help, on one line. */
+/* The command word of this run ("run"), for the hint of a usage error; "" for a conversion. */
+static const char *usage_cmd = "";
+
+/* A usage error: the message and the hint to run the command's --help, on one line. */
 int ampc_usage_error(const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    say("%s (run 'ampc --help' for usage)", buf);
+    say("%s (run 'ampc %s%s--help' for usage)", buf, usage_cmd, usage_cmd[0] ? " " : "");
     return AMP_ERR_USAGE;
 }
 
@@ -289,7 +292,7 @@ static int cmd_verify(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!dashdash && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            ampc_print_help(stdout, AMPC_VERSION);
+            ampc_print_command_help(stdout, AMPC_VERSION, CMD_VERIFY);
             return finish_stdout();
         }
         if (!dashdash && strcmp(a, "--") == 0) {
@@ -511,14 +514,18 @@ typedef struct Cli {
 
 /* The command named by argv[1] (CMD_CONVERT when none is). */
 static unsigned command_of(int argc, char **argv) {
-    static const struct {
-        const char *name;
-        unsigned cmd;
-    } cmds[] = {{"run", CMD_RUN}, {"bench", CMD_BENCH}, {"grad", CMD_GRAD}, {"calibrate", CMD_CALIBRATE},
-                {"compare", CMD_COMPARE}, {"export", CMD_EXPORT}};
-    for (size_t i = 0; argc >= 2 && i < sizeof cmds / sizeof *cmds; i++)
-        if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].cmd;
-    return CMD_CONVERT;
+    unsigned cmd = argc >= 2 ? ampc_command_by_name(argv[1]) : 0;
+    return cmd ? cmd : CMD_CONVERT;
+}
+
+/* Whether argv[1], not a command, reads as a mistyped one rather than a MODEL: a bare
+ * word (letters and '-', no '.' or '/') that names no file, followed by more words. */
+static bool unknown_command(int argc, char **argv) {
+    if (argc < 3 || argv[1][0] == '-' || argv[1][0] == '\0' || ampc_command_by_name(argv[1])) return false;
+    for (const char *p = argv[1]; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || *p == '-')) return false;
+    struct stat sb;
+    return stat(argv[1], &sb) != 0;
 }
 
 /* The usage error for what getopt_long returned as '?' or ':'. */
@@ -675,7 +682,11 @@ int main(int argc, char **argv) {
     /* A write past `ulimit -f` fails with EFBIG, reported and cleaned up like any failed
      * write, instead of killing ampc with its temporary files left behind. */
     signal(SIGXFSZ, SIG_IGN);
+    if (argc >= 2 && ampc_command_by_name(argv[1])) usage_cmd = argv[1];
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
+    if (unknown_command(argc, argv))
+        return ampc_usage_error("unknown command '%s' (the commands: %s; or MODEL, a file, to convert it)", argv[1],
+                                ampc_command_names());
     Cli c = {.cmd = command_of(argc, argv),
               .a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO},
               .ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3},
@@ -684,7 +695,7 @@ int main(int argc, char **argv) {
     int rc = parse_options(&c, argc, argv);
     if (rc) return rc;
     if (c.help || c.version) {
-        if (c.help) ampc_print_help(stdout, AMPC_VERSION);
+        if (c.help) ampc_print_command_help(stdout, AMPC_VERSION, c.cmd);
         else printf("ampc %s\n", AMPC_VERSION);
         return finish_stdout();
     }

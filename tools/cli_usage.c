@@ -61,56 +61,88 @@ static void print_wrapped(FILE *f, const char *head, const char *text) {
     fputc('\n', f);
 }
 
-/* --help's first part: the commands (printf format: the version). */
-static const char USAGE[] =
-    "ampc %s: automatic mixed precision for ONNX models\n"
-    "\n"
-    "usage: ampc MODEL -o OUT [options]   rewrite MODEL and save it as OUT\n"
-    "       ampc MODEL --print [options]  rewrite MODEL and print the IR, save nothing\n"
-    "       ampc MODEL --report | --dump-dot FILE [options]\n"
-    "                                     rewrite MODEL, show where 16 bits went\n"
-    "       ampc verify MODEL             load, verify and type-check MODEL; print a "
-    "summary\n"
-    "                                     and the nodes CUDA has no kernel for\n"
-    "       ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
-    "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
-    "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
-    "                      [--no-fallback] [--no-fuse] [--tf32]\n"
-    "                      [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
-    "                                     run inference, or N training steps; print each\n"
-    "                                     step's loss (or the outputs), step time, memory;\n"
-    "                                     a loss-scaled model: the scale, skipped steps\n"
-    "       ampc grad MODEL -o TRAIN [--loss cross-entropy|mse|NAME] [--loss-output NAME]\n"
-    "                      [--labels NAME] [--optimizer sgd|momentum|adam] [--lr X]\n"
-    "                      [--momentum MU] [--beta1 B1] [--beta2 B2] [--eps E]\n"
-    "                      [--weight-decay WD] [--freeze GLOB] [--train-mode]\n"
-    "                                     make a training graph from an FP32 inference\n"
-    "                                     model: loss, backward in standard ONNX ops, the\n"
-    "                                     optimizer's update bindings (docs/grad.md)\n"
-    "       ampc export TRAIN -o INFER [--load-state CKPT] [--precision fp32|fp16|bf16|auto]\n"
-    "                      [--loss NAME] [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
-    "                                     write the inference model of a training model:\n"
-    "                                     its forward only (no loss, backward, optimizer,\n"
-    "                                     loss scaling, training_info), the checkpoint's\n"
-    "                                     weights, converted by the amp pass on request\n"
-    "       ampc bench MODEL [--iters N] [--warmup W] [--train] [--compare [--plot FILE]]\n"
-    "                      [--inputs DIR] [--backend B]\n"
-    "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
-    "                      [--no-fallback] [--no-fuse] [--tf32]\n"
-    "                                     time W+N inference runs (or training steps);\n"
-    "                                     print the median, min, max and peak memory\n"
-    "       ampc calibrate MODEL -o STATS [--inputs DIR]... [--steps N] [--seed S]\n"
-    "                      [--dim NAME=VALUE] [--loss NAME] [--loss-scale-init S] [--backend B]\n"
-    "                                     run the FP32 graph (CUDA where present) and record each\n"
-    "                                     value's range (training: gradients at the loss\n"
-    "                                     scale too); convert with --calibration STATS\n"
-    "       ampc compare FP32 AMP [--inputs DIR] [--top N] [--seed S] [--dim NAME=VALUE]\n"
-    "                                     run both once on the same inputs; print the\n"
-    "                                     outputs' error and the 16-bit nodes ranked by\n"
-    "                                     their own (local) error, with --keep-fp32 lines\n"
-    "       ampc --help | --version\n"
-    "\n"
-    "options:\n";
+/* The commands: the CMD_ bit, the name, the synopsis (as --help prints it, after "usage: "
+ * or its indent) and, for a command's own --help, the name its messages give it. */
+typedef struct CmdRow {
+    unsigned cmd;
+    const char *name, *synopsis, *called;
+} CmdRow;
+
+static const CmdRow cmd_rows[] = {
+    {CMD_CONVERT, "", /* the conversion: no command word */
+     "ampc MODEL -o OUT [options]   rewrite MODEL and save it as OUT\n"
+     "       ampc MODEL --print [options]  rewrite MODEL and print the IR, save nothing\n"
+     "       ampc MODEL --report | --dump-dot FILE [options]\n"
+     "                                     rewrite MODEL, show where 16 bits went\n",
+     "'ampc MODEL -o OUT'"},
+    {CMD_VERIFY, "verify",
+     "ampc verify MODEL             load, verify and type-check MODEL; print a summary\n"
+     "                                     and the nodes CUDA has no kernel for\n",
+     "'ampc verify MODEL'"},
+    {CMD_RUN, "run",
+     "ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
+     "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
+     "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
+     "                      [--no-fallback] [--no-fuse] [--tf32]\n"
+     "                      [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
+     "                                     run inference, or N training steps; print each\n"
+     "                                     step's loss (or the outputs), step time, memory;\n"
+     "                                     a loss-scaled model: the scale, skipped steps\n",
+     "'ampc run MODEL'"},
+    {CMD_GRAD, "grad",
+     "ampc grad MODEL -o TRAIN [--loss cross-entropy|mse|NAME] [--loss-output NAME]\n"
+     "                      [--labels NAME] [--optimizer sgd|momentum|adam] [--lr X]\n"
+     "                      [--momentum MU] [--beta1 B1] [--beta2 B2] [--eps E]\n"
+     "                      [--weight-decay WD] [--freeze GLOB] [--train-mode]\n"
+     "                                     make a training graph from an FP32 inference\n"
+     "                                     model: loss, backward in standard ONNX ops, the\n"
+     "                                     optimizer's update bindings (docs/grad.md)\n",
+     "'ampc grad MODEL'"},
+    {CMD_EXPORT, "export",
+     "ampc export TRAIN -o INFER [--load-state CKPT] [--precision fp32|fp16|bf16|auto]\n"
+     "                      [--loss NAME] [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
+     "                                     write the inference model of a training model:\n"
+     "                                     its forward only (no loss, backward, optimizer,\n"
+     "                                     loss scaling, training_info), the checkpoint's\n"
+     "                                     weights, converted by the amp pass on request\n",
+     "'ampc export TRAIN'"},
+    {CMD_BENCH, "bench",
+     "ampc bench MODEL [--iters N] [--warmup W] [--train] [--compare [--plot FILE]]\n"
+     "                      [--inputs DIR] [--backend B]\n"
+     "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
+     "                      [--no-fallback] [--no-fuse] [--tf32]\n"
+     "                                     time W+N inference runs (or training steps);\n"
+     "                                     print the median, min, max and peak memory\n",
+     "'ampc bench MODEL'"},
+    {CMD_CALIBRATE, "calibrate",
+     "ampc calibrate MODEL -o STATS [--inputs DIR]... [--steps N] [--seed S]\n"
+     "                      [--dim NAME=VALUE] [--loss NAME] [--loss-scale-init S] [--backend B]\n"
+     "                                     run the FP32 graph (CUDA where present) and record each\n"
+     "                                     value's range (training: gradients at the loss\n"
+     "                                     scale too); convert with --calibration STATS\n",
+     "'ampc calibrate MODEL'"},
+    {CMD_COMPARE, "compare",
+     "ampc compare FP32 AMP [--inputs DIR] [--top N] [--seed S] [--dim NAME=VALUE]\n"
+     "                                     run both once on the same inputs; print the\n"
+     "                                     outputs' error and the 16-bit nodes ranked by\n"
+     "                                     their own (local) error, with --keep-fp32 lines\n",
+     "'ampc compare FP32 AMP'"},
+};
+#define N_CMDS (sizeof cmd_rows / sizeof cmd_rows[0])
+
+static const CmdRow *cmd_row(unsigned cmd) {
+    for (size_t i = 0; i < N_CMDS; i++)
+        if (cmd_rows[i].cmd == cmd) return &cmd_rows[i];
+    return &cmd_rows[0];
+}
+
+unsigned ampc_command_by_name(const char *name) {
+    for (size_t i = 1; name && i < N_CMDS; i++)
+        if (strcmp(name, cmd_rows[i].name) == 0) return cmd_rows[i].cmd;
+    return 0;
+}
+
+const char *ampc_command_names(void) { return "verify, run, grad, export, bench, calibrate, compare"; }
 
 /* --help's last part, after the options and passes. */
 static const char ABOUT[] =
@@ -148,24 +180,26 @@ static const char ABOUT[] =
     "  3  unsupported: valid, but ampc does not implement it\n"
     "  4  internal: a bug in ampc, or the system failed (I/O, memory)\n";
 
+static void print_option(FILE *f, const OptRow *o) {
+    char head[64];
+    if (o->short_name)
+        snprintf(head, sizeof head, "-%c, --%s%s%s", o->short_name, o->name, o->has_arg ? " " : "", o->meta);
+    else
+        snprintf(head, sizeof head, "    --%s%s%s", o->name, o->has_arg ? " " : "", o->meta);
+    /* The variable of the library's option table that AMP_AUTO reads for it. */
+    const AmpOption *d = amp_option_find(o->name);
+    char help[1024];
+    snprintf(help, sizeof help, "%s%s%s%s", o->help, d && d->env ? " (AMP_AUTO: " : "", d && d->env ? d->env : "",
+             d && d->env ? ")" : "");
+    print_wrapped(f, head, help);
+}
+
 void ampc_print_help(FILE *f, const char *version) {
-    fprintf(f, USAGE, version);
-    for (size_t i = 0; i < N_OPTS; i++) {
-        const OptRow *o = &opt_rows[i];
-        char head[64];
-        if (o->short_name)
-            snprintf(head, sizeof head, "-%c, --%s%s%s", o->short_name, o->name,
-                     o->has_arg ? " " : "", o->meta);
-        else
-            snprintf(head, sizeof head, "    --%s%s%s", o->name, o->has_arg ? " " : "",
-                     o->meta);
-        /* The variable of the library's option table that AMP_AUTO reads for it. */
-        const AmpOption *d = amp_option_find(o->name);
-        char help[1024];
-        snprintf(help, sizeof help, "%s%s%s%s", o->help, d && d->env ? " (AMP_AUTO: " : "", d && d->env ? d->env : "",
-                 d && d->env ? ")" : "");
-        print_wrapped(f, head, help);
-    }
+    fprintf(f, "ampc %s: automatic mixed precision for ONNX models\n\n", version);
+    for (size_t i = 0; i < N_CMDS; i++) fprintf(f, "%s%s", i ? "       " : "usage: ", cmd_rows[i].synopsis);
+    fprintf(f, "       ampc COMMAND --help               one command's usage and options\n"
+               "       ampc --help | --version\n\noptions:\n");
+    for (size_t i = 0; i < N_OPTS; i++) print_option(f, &opt_rows[i]);
     const char *dflt = amp_default_pipeline();
     fprintf(f, "\npasses (default pipeline: %s):\n", (dflt && dflt[0]) ? dflt : "none");
     size_t np = amp_pass_count();
@@ -175,6 +209,22 @@ void ampc_print_help(FILE *f, const char *version) {
         if (p) print_wrapped(f, p->name, p->help ? p->help : "");
     }
     fputs(ABOUT, f);
+}
+
+void ampc_print_command_help(FILE *f, const char *version, unsigned cmd) {
+    if (cmd == CMD_CONVERT) {
+        ampc_print_help(f, version);
+        return;
+    }
+    const CmdRow *c = cmd_row(cmd);
+    fprintf(f, "ampc %s\n\nusage: %s\noptions:\n", version, c->synopsis);
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (opt_rows[i].val == OPT_HELP || (ampc_option_commands(opt_rows[i].val) & cmd)) print_option(f, &opt_rows[i]);
+    if (ampc_option_commands(OPT_PRECISION) & cmd || cmd == CMD_RUN || cmd == CMD_BENCH)
+        fprintf(f, "\nThe conversion's options and variables, the passes, the environment and the exit\n"
+                   "codes: 'ampc --help' and docs/cli.md.\n");
+    else
+        fprintf(f, "\nEverything else (the environment, the exit codes): 'ampc --help' and docs/cli.md.\n");
 }
 
 const OptRow *ampc_row_by_val(int val) {
@@ -249,30 +299,14 @@ unsigned ampc_option_commands(int val) {
 /* "option '--steps' is only for 'ampc run MODEL'", or "... is not for 'ampc bench'". */
 int ampc_wrong_command(const OptRow *r, unsigned cmd) {
     unsigned ok = ampc_option_commands(r->val);
-    if (ok == CMD_COMPARE) return ampc_usage_error("option '--%s' is only for 'ampc compare FP32 AMP'", r->name);
-    if (cmd == CMD_CALIBRATE || cmd == CMD_COMPARE)
-        return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_CALIBRATE ? "calibrate" : "compare");
-    if (cmd == CMD_EXPORT) return ampc_usage_error("option '--%s' is not for 'ampc export'", r->name);
-    if (ok == CMD_GRAD) return ampc_usage_error("option '--%s' is only for 'ampc grad MODEL'", r->name);
-    if (cmd == CMD_GRAD) return ampc_usage_error("option '--%s' is not for 'ampc grad'", r->name);
-    if (ok & CMD_CONVERT)
-        return ampc_usage_error("option '--%s' is not for 'ampc %s'", r->name, cmd == CMD_RUN ? "run" : "bench");
-    static const struct {
-        unsigned cmd;
-        const char *usage;
-    } cmds[] = {{CMD_RUN, "'ampc run MODEL'"},
-                {CMD_EXPORT, "'ampc export TRAIN'"},
-                {CMD_BENCH, "'ampc bench MODEL'"},
-                {CMD_CALIBRATE, "'ampc calibrate MODEL'"},
-                {CMD_COMPARE, "'ampc compare FP32 AMP'"}};
-    char list[256] = "";
+    char list[512] = "";
     size_t n = 0, k = 0, total = 0;
-    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) total += (ok & cmds[i].cmd) != 0;
-    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
-        if (!(ok & cmds[i].cmd)) continue;
-        int w = snprintf(list + k, sizeof list - k, "%s%s", !n ? "" : ++n == total ? " and " : ", ", cmds[i].usage);
-        if (!n) n = 1;
+    for (size_t i = 0; i < N_CMDS; i++) total += (ok & cmd_rows[i].cmd) != 0;
+    for (size_t i = 0; i < N_CMDS; i++) {
+        if (!(ok & cmd_rows[i].cmd)) continue;
+        n++;
+        int w = snprintf(list + k, sizeof list - k, "%s%s", n == 1 ? "" : n == total ? " and " : ", ", cmd_rows[i].called);
         if (w > 0 && (size_t)w < sizeof list - k) k += (size_t)w;
     }
-    return ampc_usage_error("option '--%s' is only for %s", r->name, list);
+    return ampc_usage_error("option '--%s' is not for %s: it is for %s", r->name, cmd_row(cmd)->called, list);
 }

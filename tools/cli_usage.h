@@ -25,7 +25,16 @@ enum {
 };
 
 /* The commands, as bits: which of them takes an option (help and version: all). */
-enum { CMD_CONVERT = 1, CMD_RUN = 2, CMD_BENCH = 4, CMD_GRAD = 8, CMD_CALIBRATE = 16, CMD_COMPARE = 32, CMD_EXPORT = 64 };
+enum {
+    CMD_CONVERT = 1,
+    CMD_RUN = 2,
+    CMD_BENCH = 4,
+    CMD_GRAD = 8,
+    CMD_CALIBRATE = 16,
+    CMD_COMPARE = 32,
+    CMD_EXPORT = 64,
+    CMD_VERIFY = 128 /* takes no option but --help */
+};
 #define CMD_ALL (CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD | CMD_CALIBRATE | CMD_COMPARE | CMD_EXPORT)
 
 /* getopt_long's table, ending in a zero row. */
@@ -35,6 +44,12 @@ extern const struct option ampc_long_opts[];
 void ampc_short_opts(char *out);
 /* `ampc --help`: usage, every option, the environment, exit codes. */
 void ampc_print_help(FILE *f, const char *version);
+/* `ampc COMMAND --help`: that command's synopsis and the options it takes (CMD_CONVERT:
+ * all of ampc_print_help). */
+void ampc_print_command_help(FILE *f, const char *version, unsigned cmd);
+/* The CMD_ bit of a command word ("run"), 0 when it names none; the words, for messages. */
+unsigned ampc_command_by_name(const char *name);
+const char *ampc_command_names(void);
 
 /* The row of an option (by its value or short letter), NULL when none. */
 const OptRow *ampc_row_by_val(int val);

@@ -144,6 +144,62 @@ Test(cli, no_arguments_is_usage_error) {
     run_free(&r);
 }
 
+/* `ampc COMMAND --help` prints that command's synopsis and exactly the options it takes
+ * (ampc_option_commands), not the whole manual; every command answers it. */
+Test(cli, each_command_has_its_own_help) {
+    static const struct {
+        const char *cmd, *synopsis, *has, *lacks;
+    } cases[] = {{"run", "ampc run MODEL", "--save-state", "--top"},
+                 {"bench", "ampc bench MODEL", "--iters", "--save-state"},
+                 {"grad", "ampc grad MODEL", "--freeze", "--steps"},
+                 {"export", "ampc export TRAIN", "--load-state", "--iters"},
+                 {"calibrate", "ampc calibrate MODEL", "--loss-scale-init", "--top"},
+                 {"compare", "ampc compare FP32 AMP", "--top", "--steps"},
+                 {"verify", "ampc verify MODEL", "--help", "--steps"}};
+    Run full = run_ampc("--help", NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Run r = run_ampc(cases[i].cmd, "--help", NULL);
+        cr_assert_eq(r.code, 0, "%s --help: %s", cases[i].cmd, r.err);
+        cr_expect_not_null(strstr(r.out, cases[i].synopsis), "%s --help: %s", cases[i].cmd, r.out);
+        cr_expect_not_null(strstr(r.out, cases[i].has), "%s --help lacks %s", cases[i].cmd, cases[i].has);
+        cr_expect_null(strstr(r.out, cases[i].lacks), "%s --help lists %s", cases[i].cmd, cases[i].lacks);
+        cr_expect_lt(strlen(r.out), strlen(full.out) / 2, "%s --help is most of the manual", cases[i].cmd);
+        run_free(&r);
+    }
+    run_free(&full);
+}
+
+/* A misplaced flag: one wording for every command, naming the commands that take it. */
+Test(cli, misplaced_flag_has_one_wording) {
+    static const struct {
+        const char *cmd, *flag, *arg, *want;
+    } cases[] = {
+        {"run", "--top", "3", "option '--top' is not for 'ampc run MODEL': it is for 'ampc compare FP32 AMP'"},
+        {"grad", "--steps", "3", "option '--steps' is not for 'ampc grad MODEL': it is for 'ampc run MODEL' and "
+                                 "'ampc calibrate MODEL'"},
+        {"compare", "--freeze", "x", "option '--freeze' is not for 'ampc compare FP32 AMP': it is for 'ampc grad MODEL'"},
+        {NULL, "--iters", "3", "option '--iters' is not for 'ampc MODEL -o OUT': it is for 'ampc bench MODEL'"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Run r = cases[i].cmd ? run_ampc(cases[i].cmd, ADD_MODEL, cases[i].flag, cases[i].arg, NULL)
+                             : run_ampc(ADD_MODEL, cases[i].flag, cases[i].arg, "-o", "x.onnx", NULL);
+        cr_assert_eq(r.code, 2, "%s", r.err);
+        assert_one_error_line(&r);
+        cr_expect_not_null(strstr(r.err, cases[i].want), "want \"%s\", got %s", cases[i].want, r.err);
+        run_free(&r);
+    }
+}
+
+/* A mistyped command is named as a command, not taken for a model (a MODEL path with a '.'
+ * or '/', or a bare word naming a file, still converts). */
+Test(cli, unknown_command_is_named) {
+    Run r = run_ampc("frobnicate", ADD_MODEL, NULL);
+    cr_assert_eq(r.code, 2);
+    assert_one_error_line(&r);
+    cr_assert_not_null(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "verify, run, grad"), "%s", r.err);
+    run_free(&r);
+}
+
 Test(cli, unknown_option_is_usage_error) {
     Run r = run_ampc("--bogus-option", ADD_MODEL, NULL);
     cr_assert_eq(r.code, 2);

@@ -397,7 +397,7 @@ def test_refusals(ctx):
     r = ampc(ctx, "export", mlp, "-o", out, "--precision", "fp8", rc=2)
     assert "expected fp32, fp16, bf16 or auto" in r.stderr, r.stderr
     r = ampc(ctx, "export", mlp, "-o", out, "--steps", "3", rc=2)
-    assert "not for 'ampc export'" in r.stderr, r.stderr
+    assert "not for 'ampc export TRAIN'" in r.stderr, r.stderr
     r = ampc(ctx, "export", mlp, "-o", out, "--loss", "nope", rc=2)
     assert "nope" in r.stderr, r.stderr
     r = ampc(ctx, "export", rc=2)

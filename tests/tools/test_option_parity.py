@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import ampc_testlib as tl  # noqa: E402
 
 MODEL = os.path.join(ROOT, "models", "cnn_infer", "model.onnx")
-HINT = " (run 'ampc --help' for usage)"
+HINT = re.compile(r" \(run 'ampc (?:[a-z]+ )?--help' for usage\)$")
 
 # (CLI option, variable, value): refused by both.
 BAD = [
@@ -82,8 +82,7 @@ def message(r, label):
     for prefix in (MODEL + ": ", os.path.relpath(MODEL) + ": "):
         if m.startswith(prefix):
             m = m[len(prefix):]
-    if m.endswith(HINT):
-        m = m[:-len(HINT)]
+    m = HINT.sub("", m)
     return re.sub(r"^(--[a-z0-9-]+ |[A-Z_]+=)'", "<OPT>'", re.sub(r"^(--[a-z0-9-]+|[A-Z_]+):", "<OPT>:", m))
 
 
