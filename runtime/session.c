@@ -8,10 +8,13 @@
 #include "runtime/session_impl.h"
 
 _Static_assert(AMP_TENSOR_MAX_RANK == AMP_MAX_RANK, "public and kernel rank limits differ");
-_Static_assert((int)AMP_BACKEND_AUTO == (int)AMP_BACKEND_CHOICE_AUTO && (int)AMP_BACKEND_CPU == (int)AMP_BACKEND_CHOICE_CPU &&
-                   (int)AMP_BACKEND_CUDA == (int)AMP_BACKEND_CHOICE_CUDA &&
-                   (int)AMP_BACKEND_SIM == (int)AMP_BACKEND_CHOICE_SIM,
-               "AmpBackendKind and AmpBackendChoice differ");
+
+/* The backend's copies out so far (0 where it counts none: the CPU). */
+static size_t host_reads(AmpBackend *be) {
+    AmpBackendStats bs;
+    amp_backend_stats(be, &bs);
+    return bs.host_reads;
+}
 
 size_t amp_tensor_view_bytes(const AmpTensorView *t) {
     if (!t || t->rank < 0 || t->rank > AMP_TENSOR_MAX_RANK) return 0;
@@ -105,10 +108,8 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
          * type completely still runs. */
         AmpStatus ignored = {0};
         amp_infer_model(m, &ignored);
-        size_t total = 0;
-        if (amp_backend_cuda_memory(NULL, &s->dev_used_before, &total)) s->dev_used_before = 0;
-        rc = amp_backend_open(cfg->backend, &s->be, st);
-        if (!rc && cfg->tf32) amp_backend_cuda_allow_tf32(s->be, true);
+        rc = amp_backend_open((AmpBackendKind)cfg->backend, &s->be, st);
+        if (!rc && cfg->tf32) amp_backend_set_option(s->be, AMP_BACKEND_OPT_TF32, true); /* where it has TF32 */
     }
     s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
     s->max_tensor_bytes = opt->max_tensor_bytes;
@@ -275,7 +276,7 @@ static AmpCode begin(AmpSession *s, AmpMode mode, const AmpTensorView *inputs, s
     *idx = NULL;
     for (size_t j = 0; outputs && j < n_outputs; j++) memset(&outputs[j], 0, sizeof outputs[j]);
     if (!s) return amp_fail(st, AMP_ERR_USAGE, "no session");
-    s->reads_at = s->be->copies_out;
+    s->reads_at = host_reads(s->be);
     if (n_outputs && !outputs) return amp_fail(st, AMP_ERR_USAGE, "no array for the outputs");
     size_t room = names ? n_outputs : s->io[mode].n_out;
     *named = calloc(n_inputs ? n_inputs : 1, sizeof **named);
@@ -304,7 +305,7 @@ AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inp
         rc = amp_exec_run(s->main, named, n_inputs, NULL, st);
     }
     if (!rc) rc = fetch_from(s, AMP_MODE_RUN, -1, idx, n_idx, outputs, st);
-    if (s) s->last_reads = s->be->copies_out - s->reads_at;
+    if (s) s->last_reads = host_reads(s->be) - s->reads_at;
     return finish(rc, named, idx, outputs, n_outputs);
 }
 
@@ -330,6 +331,6 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
     }
     if (!rc) rc = fetch_from(s, AMP_MODE_TRAIN, -1, idx, n_idx, outputs, st);
     if (!rc) s->steps++;
-    if (s) s->last_reads = s->be->copies_out - s->reads_at;
+    if (s) s->last_reads = host_reads(s->be) - s->reads_at;
     return finish(rc, named, idx, outputs, n_outputs);
 }

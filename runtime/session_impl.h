@@ -50,9 +50,8 @@ typedef struct Algo {
 struct AmpSession {
     AmpModel *m;
     AmpBackend *be;        /* the session's own instance, closed with it */
-    size_t reads_at;       /* be->copies_out when the current run or step began */
+    size_t reads_at;       /* the backend's host_reads (amp_backend_stats) when the current run or step began */
     size_t last_reads;     /* copies out of the device in the last run or step */
-    size_t dev_used_before; /* device memory in use before the backend opened (CUDA) */
     AmpExec *main;
     Algo *alg;
     size_t n_alg;

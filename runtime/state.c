@@ -383,10 +383,11 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     out->fused_nodes = mm.fused_nodes;
     out->absorbed_nodes = mm.absorbed_nodes;
     out->host_reads = s->last_reads;
-    size_t used = 0, total = 0;
-    if (s->be && strcmp(s->be->name, "cuda") == 0 && !amp_backend_cuda_memory(s->be, &used, &total))
-        out->device_bytes = used > s->dev_used_before ? used - s->dev_used_before : 0;
-    out->kernel_syncs = amp_backend_cuda_syncs(s->be);
+    AmpBackendMemory mem; /* a backend with device memory of its own: what it added */
+    if (!amp_backend_memory(s->be, &mem)) out->device_bytes = mem.used > mem.before ? mem.used - mem.before : 0;
+    AmpBackendStats bs;
+    amp_backend_stats(s->be, &bs);
+    out->kernel_syncs = bs.kernel_syncs;
     for (size_t k = 0; k < s->n_alg; k++) {
         amp_exec_memory(s->alg[k].exec, &mm);
         out->values_sized += mm.values_sized;

@@ -232,10 +232,11 @@ static void print_counts(OpCounts *c) {
     for (int j = 0; j < c->n; j++) printf("%s %s x%zu", j ? "," : "", c->ops[j], c->count[j]);
 }
 
-/* Where a CUDA session would run each node (amp_backend_cuda_place: the executor's own
- * predicates), and which nodes no backend has a kernel for. */
+/* Where a session on a device backend would run each node (amp_backend_place: the
+ * executor's own predicates), and which nodes no backend has a kernel for. */
 typedef struct Coverage {
     const AmpModel *m;
+    AmpBackendKind kind;
     size_t nodes, taken;
     OpCounts fallback, none;
 } Coverage;
@@ -247,7 +248,7 @@ static AmpCode cover_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
         /* If / Loop / Scan are the executor's own (their bodies are walked as graphs). */
         if (n->op == AMP_OP_If || n->op == AMP_OP_Loop || n->op == AMP_OP_Scan) continue;
         c->nodes++;
-        switch (amp_backend_cuda_place(c->m, n)) {
+        switch (amp_backend_place(c->kind, c->m, n)) {
         case AMP_PLACE_DEVICE: c->taken++; break;
         case AMP_PLACE_FALLBACK: count_op(&c->fallback, n); break;
         case AMP_PLACE_NONE: count_op(&c->none, n); break;
@@ -256,15 +257,16 @@ static AmpCode cover_graph(AmpGraph *g, void *ctx, AmpStatus *st) {
     return AMP_OK;
 }
 
-/* "cuda: T of N nodes have kernels; the CPU fallback would run: Op xK, ...; no backend has
- * a kernel for: Op xK (ampc run fails)" (most nodes first), from the backends' supports
- * checks alone (no device needed). Without CUDA: "cuda: (CUDA not built)", then, only
- * when some node has no CPU kernel either, "cpu: no kernel for: Op xK (ampc run fails)". */
-static void print_cuda_coverage(AmpModel *m) {
-    Coverage c = {.m = m};
+/* Per device kind (backend.h's kinds: CUDA), "cuda: T of N nodes have kernels; the CPU
+ * fallback would run: Op xK, ...; no backend has a kernel for: Op xK (ampc run fails)"
+ * (most nodes first), from the backends' supports checks alone (no device needed). A
+ * build without the device: "cuda: (CUDA not built)", then, only when some node has no
+ * CPU kernel either, "cpu: no kernel for: Op xK (ampc run fails)". */
+static void print_device_coverage(AmpModel *m, const AmpBackendKindInfo *dev) {
+    Coverage c = {.m = m, .kind = dev->kind};
     amp_model_walk(m, cover_graph, &c, NULL);
-    if (!amp_backend_cuda_built()) {
-        printf("cuda: (CUDA not built)\n");
+    if (!amp_backend_built(dev->kind)) {
+        printf("%s: (%s not built)\n", dev->name, dev->title);
         if (c.none.n) {
             printf("cpu: no kernel for:");
             print_counts(&c.none);
@@ -272,7 +274,7 @@ static void print_cuda_coverage(AmpModel *m) {
         }
         return;
     }
-    printf("cuda: %zu of %zu nodes have kernels", c.taken, c.nodes);
+    printf("%s: %zu of %zu nodes have kernels", dev->name, c.taken, c.nodes);
     if (c.fallback.n) {
         printf("; the CPU fallback would run:");
         print_counts(&c.fallback);
@@ -283,6 +285,13 @@ static void print_cuda_coverage(AmpModel *m) {
         printf(" (ampc run fails)");
     }
     printf("\n");
+}
+
+static void print_coverage(AmpModel *m) {
+    size_t n_kinds = 0;
+    const AmpBackendKindInfo *kinds = amp_backend_kinds(&n_kinds);
+    for (size_t i = 0; i < n_kinds; i++)
+        if (kinds[i].device) print_device_coverage(m, &kinds[i]);
 }
 
 /* ampc verify MODEL */
@@ -352,7 +361,7 @@ static int cmd_verify(int argc, char **argv) {
             }
         }
     }
-    if (m) print_cuda_coverage(m);
+    if (m) print_coverage(m);
     amp_model_free(m);
     return finish_stdout();
 }

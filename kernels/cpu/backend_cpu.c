@@ -86,6 +86,16 @@ static AmpBackend CPU = {
     .release_node = cpu_release,
 };
 
-AmpBackend *amp_backend_cpu(void) {
-    return &CPU;
+static AmpCode cpu_open(AmpBackend **out, AmpStatus *st) {
+    (void)st;
+    *out = &CPU;
+    return AMP_OK;
 }
+
+static bool cpu_takes(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    return cpu_supports(NULL, n, opset, in_dtypes);
+}
+
+/* The registry's entry (backend.h): every build has it; amp_backend_cpu() opens it. */
+const AmpBackendEntry amp_backend_entry_cpu = {
+    .name = "cpu", .kind = AMP_BACKEND_CPU, .open = cpu_open, .takes = cpu_takes};

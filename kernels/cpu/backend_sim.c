@@ -12,14 +12,16 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "kernels/cpu/backend_sim.h"
 #include "kernels/cpu/kernels.h"
 
 #define SIM_TAG ((uintptr_t)1 << 62)
 #define SIM_MAX_OUT 64
 
 typedef struct Sim {
-    AmpBackend be; /* first: the instance is the backend */
-    size_t live;   /* allocations not yet freed */
+    AmpBackend be;     /* first: the instance is the backend */
+    size_t live;       /* allocations not yet freed */
+    size_t host_reads; /* copy_out calls */
     char *lacks;   /* AMP_SIM_LACKS at open: ",Relu,Conv," (ops it claims to have no kernel for), or NULL */
     char *refuses; /* AMP_SIM_REFUSES: ops it takes at prepare but whose kernels answer
                       AMP_ERR_UNSUPPORTED when they run (a device kernel meeting a shape
@@ -69,7 +71,7 @@ static AmpCode sim_copy_in(AmpBackend *be, void *dst, const void *src, size_t by
 }
 
 static AmpCode sim_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
-    be->copies_out++;
+    ((Sim *)be)->host_reads++;
     if (!bytes) return AMP_OK;
     if (is_dev(dst) || !is_dev(src)) return misuse(st, "copy_out needs a host destination and a device source");
     memcpy(dst, to_host(src), bytes);
@@ -194,6 +196,10 @@ static AmpCode sim_run_in(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCt
     return k->fn(&host);
 }
 
+static void sim_stats(AmpBackend *be, AmpBackendStats *out) {
+    out->host_reads = ((const Sim *)be)->host_reads;
+}
+
 static void sim_destroy(AmpBackend *be) {
     free(((Sim *)be)->lacks);
     free(((Sim *)be)->refuses);
@@ -231,6 +237,7 @@ AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
         .run_node = sim_run,
         .release_node = sim_release,
         .destroy = sim_destroy,
+        .stats = sim_stats,
     };
     if (op_list(getenv("AMP_SIM_LACKS"), &s->lacks) || op_list(getenv("AMP_SIM_REFUSES"), &s->refuses)) {
         sim_destroy(&s->be);
@@ -243,3 +250,7 @@ AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
 size_t amp_backend_sim_live(const AmpBackend *be) {
     return be && be->destroy == sim_destroy ? ((const Sim *)be)->live : SIZE_MAX;
 }
+
+/* The registry's entry (backend.h). Its supports check needs an instance (AMP_SIM_LACKS is
+ * read at open). */
+const AmpBackendEntry amp_backend_entry_sim = {.name = "sim", .kind = AMP_BACKEND_SIM, .open = amp_backend_sim_open};

@@ -17,7 +17,10 @@
  * failed (an illegal address is otherwise reported by the next copy out, unnamed).
  * AMP_CUDA_PROFILE=1 times every node with CUDA events and prints, when the session
  * closes, the device time per op type (stderr). TF32 for float32 GEMMs and convolutions
- * is the session's choice (amp_backend_cuda_allow_tf32; AMP_TF32=1 or its tf32 option). */
+ * is the session's choice (the TF32 option of set_option; AMP_TF32=1 or its tf32 option).
+ *
+ * The registry finds this backend by amp_backend_entry_cuda (the build lists it when it
+ * compiles this folder); nothing outside this file names its functions. */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -56,6 +59,8 @@ typedef struct Cuda {
     AmpCudaCtx ctx;
     bool sync_each;
     size_t live;         /* allocations handed out and not freed */
+    size_t host_reads;   /* copy_out calls */
+    size_t used_before;  /* device memory in use (all processes) just before the instance opened */
     FreeBlock *cache;    /* freed blocks kept for reuse */
     size_t n_cache, cap_cache;
     /* the size of every live block, to cache it by size when freed */
@@ -77,77 +82,6 @@ typedef struct Cuda {
     size_t n_marks;
     double marked_ms;
 } Cuda;
-
-AmpCode amp_cuda_check(AmpKernelCtx *k, int err, const char *what) {
-    if (!err) return AMP_OK;
-    (void)cudaGetLastError(); /* clear a sticky launch error so the next node reports its own */
-    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "%s: CUDA error %d: %s", what, err, cudaGetErrorString((cudaError_t)err));
-}
-
-AmpCode amp_cuda_check_blas(AmpKernelCtx *k, int status, const char *what) {
-    if (status == CUBLAS_STATUS_SUCCESS) return AMP_OK;
-    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "%s: cuBLAS error %d: %s", what, status,
-                           cublasLtGetStatusString((cublasStatus_t)status));
-}
-
-AmpCode amp_cuda_check_dnn(AmpKernelCtx *k, int status, const char *what) {
-    if (status == CUDNN_STATUS_SUCCESS) return AMP_OK;
-    char detail[256] = "";
-    cudnnGetLastErrorString(detail, sizeof detail);
-    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "%s: cuDNN error %d: %s%s%s", what, status,
-                           cudnnGetErrorString((cudnnStatus_t)status), *detail ? ": " : "", detail);
-}
-
-AmpCode amp_cuda_check_dnn_geometry(AmpKernelCtx *k, int status, const char *what) {
-    if (status == CUDNN_STATUS_BAD_PARAM || status == CUDNN_STATUS_NOT_SUPPORTED)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "cuDNN cannot run this geometry (%s: %s)", what,
-                               cudnnGetErrorString((cudnnStatus_t)status));
-    return amp_cuda_check_dnn(k, status, what);
-}
-
-int amp_cuda_read_ints(AmpKernelCtx *k, int index, int64_t *out, int max) {
-    AmpCudaCtx *c = amp_cuda_ctx(k);
-    const AmpBuf *b = index < k->n_in ? k->in[index] : NULL;
-    if (!b) {
-        amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is absent", index);
-        return -1;
-    }
-    if ((b->dtype != AMP_DT_INT64 && b->dtype != AMP_DT_INT32) || b->nelem > (uint64_t)max) {
-        amp_kernel_fail(k, AMP_ERR_INPUT, "input %d must be int32 or int64 with at most %d elements", index, max);
-        return -1;
-    }
-    if (!b->nelem) return 0;
-    size_t esz = b->dtype == AMP_DT_INT64 ? 8 : 4;
-    int64_t tmp[AMP_MAX_RANK * 8];
-    void *host = b->nelem * esz <= sizeof tmp ? (void *)tmp : malloc(b->nelem * esz);
-    if (!host) {
-        amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-        return -1;
-    }
-    cudaStream_t s = c->stream;
-    int err = cudaMemcpyAsync(host, b->data, b->nelem * esz, cudaMemcpyDeviceToHost, s);
-    if (!err) err = cudaStreamSynchronize(s);
-    c->syncs++;
-    if (!err) {
-        for (uint64_t i = 0; i < b->nelem; i++) {
-            if (esz == 8) memcpy(&out[i], (char *)host + 8 * i, 8);
-            else {
-                int32_t v;
-                memcpy(&v, (char *)host + 4 * i, 4);
-                out[i] = v;
-            }
-        }
-    }
-    if (host != (void *)tmp) free(host);
-    if (amp_cuda_check(k, err, "reading a small input back")) return -1;
-    return (int)b->nelem;
-}
-
-AmpCode amp_cuda_copy(AmpKernelCtx *k, void *dst, const void *src, size_t bytes) {
-    if (!bytes || dst == src) return AMP_OK;
-    return amp_cuda_check(k, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, amp_cuda_ctx(k)->stream),
-                          "device copy");
-}
 
 /* ---- memory ------------------------------------------------------------------------ */
 
@@ -264,7 +198,7 @@ static AmpCode cuda_copy_in(AmpBackend *be, void *dst, const void *src, size_t b
 
 static AmpCode cuda_copy_out(AmpBackend *be, void *dst, const void *src, size_t bytes, AmpStatus *st) {
     Cuda *c = (Cuda *)be;
-    be->copies_out++;
+    c->host_reads++;
     cudaStream_t s = c->ctx.stream;
     cudaError_t err = cudaSuccess;
     if (bytes < STAGE_MIN || !stage_for(c, bytes)) {
@@ -296,13 +230,11 @@ static bool cuda_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const
     return o->fn && o->supports && o->supports(n, opset, in_dtypes);
 }
 
-/* Needs no device: the table's predicates read the node, its opset and its input dtypes
- * as the model types them (the executor asks the same, amp_exec_backend_supports). */
-bool amp_backend_cuda_takes(const AmpModel *m, const AmpNode *n) {
-    int buf[64], *dts = amp_backend_in_dtypes(n, buf, 64);
-    bool yes = dts && cuda_supports(NULL, n, amp_model_opset(m, n->domain), dts);
-    if (dts != buf) free(dts);
-    return yes;
+/* The registry's takes (amp_backend_kind_takes): needs no device, the table's predicates
+ * read the node, its opset and its input dtypes as the model types them (the executor
+ * asks the same, amp_exec_backend_supports). */
+static bool cuda_takes(const AmpNode *n, int64_t opset, const int *in_dtypes) {
+    return cuda_supports(NULL, n, opset, in_dtypes);
 }
 
 static AmpCode cuda_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {
@@ -408,10 +340,12 @@ static AmpCode cuda_run(AmpBackend *be, const AmpBackendKernel *k, AmpKernelCtx 
 /* The marks (backend.h): a ring of MARK_PAIRS event pairs made at open, so that a session
  * that never reads its device time does not grow; when the ring is full, its pairs are
  * read (a wait on the oldest) into marked_ms and it starts again. */
+static double cuda_device_ms(AmpBackend *be);
+
 static void cuda_mark(AmpBackend *be, bool end) {
     Cuda *c = (Cuda *)be;
     if (end != (c->n_marks % 2 == 1)) return; /* an end without a start, or a second start */
-    if (!end && c->n_marks == 2 * MARK_PAIRS) c->marked_ms = amp_backend_cuda_device_ms(be); /* kept */
+    if (!end && c->n_marks == 2 * MARK_PAIRS) c->marked_ms = cuda_device_ms(be); /* kept */
     if (cudaEventRecord(c->marks[c->n_marks], c->ctx.stream)) {
         (void)cudaGetLastError();
         return;
@@ -419,7 +353,7 @@ static void cuda_mark(AmpBackend *be, bool end) {
     c->n_marks++;
 }
 
-double amp_backend_cuda_device_ms(AmpBackend *be) {
+static double cuda_device_ms(AmpBackend *be) {
     Cuda *c = (Cuda *)be;
     double ms = c->marked_ms;
     for (size_t i = 0; i + 1 < c->n_marks; i += 2) {
@@ -471,21 +405,49 @@ static bool env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-void amp_backend_cuda_allow_tf32(AmpBackend *be, bool on) {
-    if (be && be->destroy == cuda_destroy) ((Cuda *)be)->ctx.tf32 = on;
+static bool cuda_set_option(AmpBackend *be, AmpBackendOption option, bool on) {
+    if (option != AMP_BACKEND_OPT_TF32) return false;
+    ((Cuda *)be)->ctx.tf32 = on;
+    return true;
 }
 
-bool amp_backend_cuda_usable(void) {
+static void cuda_stats(AmpBackend *be, AmpBackendStats *out) {
+    const Cuda *c = (const Cuda *)be;
+    out->host_reads = c->host_reads;
+    out->kernel_syncs = c->ctx.syncs;
+}
+
+/* Device memory in use (all processes) and the device's total, from cudaMemGetInfo. */
+static AmpCode device_memory(size_t *used, size_t *total) {
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return AMP_ERR_INTERNAL;
+    }
+    *used = tot - fr;
+    *total = tot;
+    return AMP_OK;
+}
+
+static AmpCode cuda_memory(AmpBackend *be, AmpBackendMemory *out) {
+    out->before = ((const Cuda *)be)->used_before;
+    return device_memory(&out->used, &out->total);
+}
+
+static bool cuda_usable(void) {
     return amp_cuda_device_available() != 0;
 }
 
-AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
+static AmpCode cuda_open(AmpBackend **out, AmpStatus *st) {
     *out = NULL;
     if (!amp_cuda_device_available())
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': no usable CUDA device (the driver reports none)");
+    size_t used_before = 0, total = 0;
+    if (device_memory(&used_before, &total)) used_before = 0;
     if (amp_cuda_libs_load(st)) return st->code;
     Cuda *c = calloc(1, sizeof *c);
     if (!c) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    c->used_before = used_before;
     c->be = (AmpBackend){
         .name = "cuda",
         .fuse = true,
@@ -501,6 +463,10 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
         .release_node = cuda_release,
         .destroy = cuda_destroy,
         .mark = cuda_mark,
+        .memory = cuda_memory,
+        .stats = cuda_stats,
+        .device_ms = cuda_device_ms,
+        .set_option = cuda_set_option,
     };
     c->sync_each = env_on("AMP_CUDA_SYNC");
     c->profile = env_on("AMP_CUDA_PROFILE");
@@ -531,18 +497,10 @@ AmpCode amp_backend_cuda_open(AmpBackend **out, AmpStatus *st) {
     return AMP_OK;
 }
 
-size_t amp_backend_cuda_syncs(const AmpBackend *be) {
-    return be && be->destroy == cuda_destroy ? ((const Cuda *)be)->ctx.syncs : 0;
-}
-
-AmpCode amp_backend_cuda_memory(const AmpBackend *be, size_t *used, size_t *total) {
-    (void)be;
-    size_t fr = 0, tot = 0;
-    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return AMP_ERR_INTERNAL;
-    }
-    *used = tot - fr;
-    *total = tot;
-    return AMP_OK;
-}
+/* The registry's entry (backend.h): `auto` opens it when a device is there. */
+const AmpBackendEntry amp_backend_entry_cuda = {.name = "cuda",
+                                                .kind = AMP_BACKEND_CUDA,
+                                                .open = cuda_open,
+                                                .usable = cuda_usable,
+                                                .takes = cuda_takes,
+                                                .automatic = true};

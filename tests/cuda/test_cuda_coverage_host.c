@@ -1,4 +1,4 @@
-/* What the CUDA backend takes, on the CPU (no GPU needed): amp_backend_cuda_takes (what
+/* What the CUDA backend takes, on the CPU (no GPU needed): amp_backend_kind_takes (what
  * `ampc verify` lists) reads a node's input dtypes as the model types them; the variadic
  * ops (Sum, Mean, Max, Min) take any number of inputs, past one launch's
  * AMP_CUDA_EW_MAX_VAR (the loss-scaling check sums one value per gradient), and the fp32
@@ -34,28 +34,28 @@ Test(cuda_coverage, variadic_any_arity) {
     static const int floats[] = {AMP_DT_FLOAT, AMP_DT_FLOAT16, AMP_DT_BFLOAT16};
     for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
         for (size_t f = 0; f < 3; f++) {
-            cr_assert(amp_backend_cuda_takes(m, node_of(m, "Sum", counts[c], floats[f])), "Sum of %d", counts[c]);
-            cr_assert(amp_backend_cuda_takes(m, node_of(m, "Mean", counts[c], floats[f])), "Mean of %d", counts[c]);
-            cr_assert(amp_backend_cuda_takes(m, node_of(m, "Max", counts[c], floats[f])), "Max of %d", counts[c]);
+            cr_assert(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Sum", counts[c], floats[f])), "Sum of %d", counts[c]);
+            cr_assert(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Mean", counts[c], floats[f])), "Mean of %d", counts[c]);
+            cr_assert(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Max", counts[c], floats[f])), "Max of %d", counts[c]);
         }
-        cr_assert(amp_backend_cuda_takes(m, node_of(m, "Min", counts[c], AMP_DT_INT64)), "int Min of %d", counts[c]);
+        cr_assert(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Min", counts[c], AMP_DT_INT64)), "int Min of %d", counts[c]);
         /* an integer Sum stays on the CPU (the CPU refuses it too), as do untyped inputs */
-        cr_assert_not(amp_backend_cuda_takes(m, node_of(m, "Sum", counts[c], AMP_DT_INT32)));
-        cr_assert_not(amp_backend_cuda_takes(m, node_of(m, "Sum", counts[c], AMP_DT_UNDEFINED)));
+        cr_assert_not(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Sum", counts[c], AMP_DT_INT32)));
+        cr_assert_not(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Sum", counts[c], AMP_DT_UNDEFINED)));
     }
     /* inputs of two dtypes: no kernel (the model is invalid; the CPU refuses it when it runs) */
     AmpNode *mixed = node_of(m, "Sum", 11, AMP_DT_FLOAT16);
     mixed->inputs[10]->type.dtype = AMP_DT_FLOAT;
-    cr_assert_not(amp_backend_cuda_takes(m, mixed));
+    cr_assert_not(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, mixed));
     amp_model_free(m);
 }
 
 Test(cuda_coverage, no_kernel) {
     AmpModel *m = rt_model(18);
-    cr_assert(amp_backend_cuda_takes(m, node_of(m, "Add", 2, AMP_DT_FLOAT16)));
-    cr_assert_not(amp_backend_cuda_takes(m, node_of(m, "NonZero", 1, AMP_DT_FLOAT)), "NonZero has no CUDA kernel");
+    cr_assert(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "Add", 2, AMP_DT_FLOAT16)));
+    cr_assert_not(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, node_of(m, "NonZero", 1, AMP_DT_FLOAT)), "NonZero has no CUDA kernel");
     AmpNode *odd = node_of(m, "NoSuchOp", 1, AMP_DT_FLOAT);
-    cr_assert_not(amp_backend_cuda_takes(m, odd));
+    cr_assert_not(amp_backend_kind_takes(AMP_BACKEND_CUDA, m, odd));
     amp_model_free(m);
 }
 

@@ -17,6 +17,7 @@
 
 #include "tests/test_file_util.h"
 #include "runtime/exec.h"
+#include "kernels/cpu/backend_sim.h"
 #include "ir/half.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -232,7 +233,7 @@ static void run_suite(const char *sub) {
     Counts c;
     memset(&c, 0, sizeof c);
     const char *be_name = getenv("AMP_BACKEND");
-    int choice = be_name && *be_name ? amp_backend_parse(be_name) : AMP_BACKEND_CHOICE_CPU;
+    int choice = be_name && *be_name ? amp_backend_parse(be_name) : AMP_BACKEND_CPU;
     AmpStatus st = {0};
     cr_assert(choice >= 0, "AMP_BACKEND='%s' is no backend", be_name);
     cr_assert(amp_backend_open(choice, &c.be, &st) == AMP_OK, "%s", st.msg);

@@ -18,8 +18,25 @@ allow, fails the test with the file and line.
 And every include names its header from the repository root ("ir/ir.h",
 "kernels/cpu/kernels.h", "tests/runtime/rt_util.h") or, for the public headers of
 include/, as "ampc/ampc.h" and "ampc/status.h" (every layer may use status.h; the runtime
-and tools ampc.h); only the generated "onnx.pb-c.h" is named bare. So two folders may hold
+and tools ampc.h, and backend/ its AmpBackendKind); only the generated "onnx.pb-c.h" is named bare. So two folders may hold
 headers of one name (a `kernels.h` per backend) without an include meaning either.
+
+And below the includes, the symbols (tests/layout/test_layers.py parses the sources: the
+functions and variables each .c / extern "C" .cu file defines with external linkage, and
+every identifier each file names; no build needed, so kernels/cuda is checked on a machine
+without CUDA):
+
+- calls across layers: a file may name a symbol defined in a layer it may include (the
+  table above), never one of a layer above it (a kernel calling the runtime, backend/
+  calling a backend it selects, a header of a lower layer declaring a higher layer's
+  function). ir/ops.def is data: its columns are named where a table expands them;
+- one definition per name: a function defined in two files (a stub sharing the real
+  function's name under #ifdef) fails;
+- import circles across files: file A names a symbol defined in B, or includes B's header
+  (b.h of b.c / b.cu), and B reaches A back the same way. Helpers several files share go
+  to a leaf file of their own. The circles that stand today are listed in KNOWN_CIRCLES
+  (issue 37), each to be split: a circle with a file outside every listed one fails.
+
 Prints "N passed, M failed" last.
 
 usage: test_layers.py [--ampc PATH] [--testdata DIR]   (both ignored: no build needed)
@@ -105,7 +122,295 @@ def unqualified(root):
     return problems
 
 
+# ---- symbols: definitions, uses, circles -------------------------------------------------
+
+TOKEN = re.compile(r'[A-Za-z_]\w*|->|\S')
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else", "case", "goto", "_Alignof",
+            "_Static_assert", "typedef", "struct", "union", "enum", "static", "extern", "inline", "const",
+            "volatile", "register", "void", "char", "short", "int", "long", "float", "double", "signed",
+            "unsigned", "_Bool", "bool", "defined", "__attribute__", "template", "namespace", "using"}
+
+
+def strip(text):
+    """The code of a C / CUDA file without comments, string and character literals, and
+    preprocessor lines (continued lines included); newlines kept."""
+    out, i, n = [], 0, len(text)
+    at_line_start = True
+    while i < n:
+        c = text[i]
+        if at_line_start and c in " \t":
+            out.append(c)
+            i += 1
+            continue
+        if at_line_start and c == "#":  # a directive, with its continuations
+            while i < n and text[i] != "\n":
+                if text[i] == "\\" and i + 1 < n and text[i + 1] == "\n":
+                    out.append("\n")
+                    i += 2
+                    continue
+                if text.startswith("/*", i):  # a comment inside a directive may span lines
+                    j = text.find("*/", i + 2)
+                    j = n if j < 0 else j + 2
+                    out.append("\n" * text.count("\n", i, j))
+                    i = j
+                    continue
+                i += 1
+            continue
+        at_line_start = False
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(" " + "\n" * text.count("\n", i, j))
+            i = j
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)  # an empty literal: extern "C" stays recognisable as extern ""
+            out.append("\n" * text.count("\n", i, j))
+            i = j + 1
+            continue
+        if c == "\n":
+            at_line_start = True
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def scan(path):
+    """(definitions, uses) of one file: the names of the functions and variables it defines
+    at file scope with external linkage (for .cu, only extern "C" functions), and every
+    identifier it names that is not a member (after . or ->), with its line."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        code = strip(f.read())
+    cu = path.endswith((".cu", ".cuh"))
+    header = path.endswith((".h", ".cuh", ".def"))
+    toks = []  # (token, line)
+    for lineno, line in enumerate(code.split("\n"), 1):
+        toks.extend((t, lineno) for t in TOKEN.findall(line))
+    defs, uses, decls = {}, [], set()
+    depth = 0
+    chunk = []  # tokens of the current file-scope declaration
+    paren = 0
+    prev = None
+    for t, line in toks:
+        if re.match(r'[A-Za-z_]', t) and prev not in (".", "->") and t not in KEYWORDS:
+            uses.append((t, line))
+        prev = t
+        if depth == 0:
+            if t == "(":
+                paren += 1
+            elif t == ")":
+                paren -= 1
+            if t == "{" and paren == 0:
+                name = declared(chunk, cu, function=True)
+                if name and not header:
+                    defs.setdefault(name, chunk[0][1] if chunk else line)
+                elif not name and not header:
+                    # an initializer: `T name[] = {` (variable)
+                    name = declared(chunk, cu, function=False)
+                    if name:
+                        defs.setdefault(name, chunk[0][1])
+                depth += 1
+                continue
+            if t == ";" and paren == 0:
+                if header:
+                    name = prototype(chunk)
+                    if name:
+                        decls.add(name)
+                if not header:
+                    name = declared(chunk, cu, function=False)
+                    if name:
+                        defs.setdefault(name, chunk[0][1])
+                chunk = []
+                continue
+            chunk.append((t, line))
+        else:
+            if t == "{":
+                depth += 1
+            elif t == "}":
+                depth -= 1
+                if depth == 0:
+                    # the end of a function body ends its declaration; an initializer's
+                    # `};` ends at the ';'
+                    if chunk and not any(x == "=" for x, _ in chunk):
+                        chunk = []
+    return defs, uses, decls
+
+
+def declared(chunk, cu, function):
+    """The name a file-scope declaration defines with external linkage, or None."""
+    words = [t for t, _ in chunk]
+    if not words or words[0] in ("typedef", "struct", "union", "enum") and "(" not in words and "=" not in words:
+        return None
+    if "static" in words or "typedef" in words:
+        return None
+    if cu and not (len(words) > 1 and words[0] == "extern" and words[1] == '""'):
+        return None
+    if function:
+        if "=" in words or "(" not in words:
+            return None
+        # the identifier before the first '(' that opens the parameter list
+        i = words.index("(")
+        while i > 0 and words[i - 1] == ")":  # a parenthesised declarator: rare, not ours
+            return None
+        name = words[i - 1] if i > 0 else None
+        return name if name and re.match(r'[A-Za-z_]\w*$', name) and name not in KEYWORDS else None
+    if "extern" in words and "=" not in words:
+        return None  # a declaration, not a definition
+    if "(" in words and ("=" not in words or words.index("(") < words.index("=")):
+        return None  # a function prototype (or a function pointer: left out)
+    end = words.index("=") if "=" in words else len(words)
+    head = words[:end]
+    if "[" in head:
+        head = head[:head.index("[")]
+    name = head[-1] if head else None
+    if name in ("struct", "union", "enum") or not name or not re.match(r'[A-Za-z_]\w*$', name) or name in KEYWORDS:
+        return None
+    if len(head) < 2:
+        return None
+    return name
+
+
+def prototype(chunk):
+    """The name a header's file-scope declaration declares (a function prototype or an
+    extern variable), or None."""
+    words = [t for t, _ in chunk]
+    if not words or words[0] in ("typedef", "static") or "static" in words:
+        return None
+    if "(" in words:
+        i = words.index("(")
+        name = words[i - 1] if i > 0 else None
+    elif words[0] == "extern":
+        head = words[:words.index("[")] if "[" in words else words
+        name = head[-1]
+    else:
+        return None
+    return name if name and re.match(r'[A-Za-z_]\w*$', name) and name not in KEYWORDS else None
+
+
+# The folder whose calls a folder may make: the include table (ALLOWED).
+CALLABLE = ALLOWED
+
+# Circles that stand today (issue 37, "Import circles"), each a set of files that reach one
+# another; a circle passes when all its files are in one set. Each is to be split by moving
+# the helpers its files share to a leaf file; remove the set then.
+KNOWN_CIRCLES = [
+    {"ir/ir.c", "ir/ops.c"},
+    {"ir/verify.c", "ir/verify_op.c", "ir/verify_train.c"},  # the verifier
+    {"ir/load.c", "ir/load_msg.c", "ir/load_nest.c", "ir/load_node.c", "ir/load_par.c", "ir/load_type.c"},  # the loader
+    {"passes/grad_rules.c", "passes/grad_rules_conv.c", "passes/grad_rules_math.c", "passes/grad_rules_nn.c",
+     "passes/grad_rules_shape.c"},
+    {"passes/amp.c", "passes/amp_calib.c", "passes/amp_cast.c", "passes/amp_color.c", "passes/amp_explain.c",
+     "passes/amp_lists.c", "passes/amp_range.c", "passes/amp_weights.c", "passes/cast_cleanup.c", "passes/dce.c",
+     "passes/export.c", "passes/fuse_norm.c", "passes/grad.c", "passes/grad_mode.c", "passes/grad_optim.c",
+     "passes/grad_train.c", "passes/gradient.c", "passes/infer_pass.c", "passes/loss_scale.c",
+     "passes/opset_upgrade.c", "passes/options.c", "passes/passes.c"},  # the passes through passes.h
+    # the CUDA kernels and their table (kernels naming the table's helpers)
+    {"kernels/cuda/attention.c", "kernels/cuda/conv.c", "kernels/cuda/conv_grad.c", "kernels/cuda/conv_transpose.c",
+     "kernels/cuda/gemm.c", "kernels/cuda/grad_ops_pool.c", "kernels/cuda/loss.c", "kernels/cuda/ms_attention.c",
+     "kernels/cuda/norm.c", "kernels/cuda/norm_grad.c", "kernels/cuda/reduce.c", "kernels/cuda/resize.c",
+     "kernels/cuda/table.c"},
+    {"runtime/exec.c", "runtime/exec_ctrl.c", "runtime/exec_fallback.c", "runtime/exec_plan.c",
+     "runtime/exec_prepare.c", "runtime/fuse.c"},  # the executor
+    {"tools/ampc.c", "tools/bench_compare.c", "tools/cli_amp.c", "tools/cli_calib.c", "tools/cli_compare.c",
+     "tools/cli_export.c", "tools/cli_grad.c", "tools/cli_usage.c", "tools/run.c", "tools/run_args.c"},  # ampc_say in ampc.c
+]
+
+
+def symbol_graph(root, files):
+    """(problems, circles) for files = [(layer, name)] under root: calls a layer may not
+    make, names defined twice, and the circles (lists of files, each sorted)."""
+    defs, uses, includes, own = {}, {}, {}, {}
+    problems = []
+    for layer, name in files:
+        path = f"{layer}/{name}"
+        d, u, _ = scan(os.path.join(root, path))
+        uses[path] = u
+        own[path] = set(d)
+        for sym, line in d.items():
+            if sym in defs and sym != "main":  # every program has its main
+                problems.append(f"{path}:{line}: {sym} is defined in {defs[sym]} too")
+            defs.setdefault(sym, path)
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            includes[path] = [m.group(1) for m in map(INCLUDE.match, f) if m]
+    edges = {p: set() for p in uses}
+    for path, u in uses.items():
+        layer = os.path.dirname(path)
+        allowed = CALLABLE[layer]
+        reported = set()
+        for sym, line in u:
+            q = defs.get(sym)
+            if not q or sym in own[path] or sym == "main":
+                continue
+            if path.endswith(".def"):
+                continue  # data, named where a table expands it
+            edges[path].add(q)
+            where = os.path.dirname(q)
+            if allowed is not None and where not in allowed and (sym, q) not in reported:
+                reported.add((sym, q))
+                problems.append(f"{path}:{line}: names {sym} of {q}, a layer {layer}/ may not call")
+    stem = lambda p: os.path.splitext(p)[0]
+    for path, incs in includes.items():
+        for inc in incs:
+            for ext in (".c", ".cu"):
+                q = stem(inc) + ext
+                if q in edges and stem(q) != stem(path):  # x.c and x.cu share x.h
+                    edges[path].add(q)
+    return problems, strongly_connected(edges)
+
+
+def strongly_connected(edges):
+    """The strongly connected components of more than one file (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def new_circles(circles, known):
+    return [c for c in circles if not any(set(c) <= k for k in known)]
+
+
 def main():
+    global ROOT
     files = list(layer_files())
     passed = failed = 0
     problems = check(files)
@@ -118,10 +423,24 @@ def main():
         print("FAIL", p)
     failed += bool(problems)
     passed += not problems
+    problems, circles = symbol_graph(ROOT, files)
+    for p in problems:
+        print("FAIL", p)
+    failed += bool(problems)
+    passed += not problems
+    fresh = new_circles(circles, KNOWN_CIRCLES)
+    for c in fresh:
+        print(f"FAIL an import circle of {len(c)} files:", " ".join(c))
+    failed += bool(fresh)
+    passed += not fresh
+    for k in KNOWN_CIRCLES:
+        if not any(set(c) <= k for c in circles):
+            print("note: a circle of KNOWN_CIRCLES is gone; remove it:", " ".join(sorted(k))[:200])
+    print(f"{len(circles)} import circles ({len(circles) - len(fresh)} known): largest "
+          f"{max((len(c) for c in circles), default=0)} files")
     # The check itself must be able to fail: a runtime file that includes a CPU kernel
     # header, and a kernel that includes a runtime header, are both caught.
     import tempfile
-    global ROOT
     real_root = ROOT
     with tempfile.TemporaryDirectory() as tmp:
         for layer in ("runtime", "kernels/cpu", "backend", "ir"):
@@ -162,6 +481,47 @@ def main():
     else:
         failed += 1
         print("FAIL the planted unqualified includes were not both found:", got)
+    # ... and so must the symbol checks: backend/ calling a backend it selects, a kernel
+    # calling the runtime, the runtime calling a kernel, a stub sharing a name, a circle
+    # through a header and one through calls; but not a runtime file calling backend/, a
+    # static function named alike in two files, or a .c and .cu sharing their header.
+    with tempfile.TemporaryDirectory() as tmp:
+        for layer in ("runtime", "kernels/cpu", "kernels/cuda", "backend", "ir"):
+            os.makedirs(os.path.join(tmp, layer))
+        planted = {
+            "backend/backend.h": "int amp_be_open(void);\n",
+            "backend/backend.c": '#include "backend/backend.h"\nint amp_cuda_open(void);\n'
+                                 'int amp_be_open(void) { return amp_cuda_open(); }\n',
+            "kernels/cuda/be_cuda.c": '#include "backend/backend.h"\nint amp_cuda_open(void) { return 1; }\n'
+                                      'static int helper(void) { return 2; }\n',
+            "kernels/cpu/k.c": "int amp_session_go(void);\nint amp_k(void) { return amp_session_go(); }\n"
+                               "static int helper(void) { return 3; }\n",
+            "runtime/s.c": '#include "backend/backend.h"\nint amp_k(void);\n'
+                           "int amp_session_go(void) { return amp_be_open() + amp_k(); }\n",
+            "runtime/stub.c": "int amp_cuda_open(void) { return 0; } /* a stub of the real one */\n",
+            "ir/a.c": '#include "ir/b.h"\nint amp_a(void) { return 1; }\n',
+            "ir/b.h": "int amp_b(void);\n",
+            "ir/b.c": "int amp_a(void);\nint amp_b(void) { return amp_a(); }\n",
+            "ir/c.h": "int amp_c(void);\n",
+            "ir/c.c": '#include "ir/c.h"\nint amp_c(void) { return 0; }\n',
+            "ir/c.cu": '#include "ir/c.h"\nextern "C" int amp_c_launch(void) { return amp_c(); }\n',
+        }
+        for path, text in planted.items():
+            with open(os.path.join(tmp, path), "w") as f:
+                f.write(text)
+        got, circ = symbol_graph(tmp, [(os.path.dirname(p), os.path.basename(p)) for p in sorted(planted)])
+    want = ["backend/backend.c:2: names amp_cuda_open of kernels/cuda/be_cuda.c",
+            "kernels/cpu/k.c:1: names amp_session_go of runtime/s.c",
+            "runtime/s.c:2: names amp_k of kernels/cpu/k.c",
+            "amp_cuda_open is defined in kernels/cuda/be_cuda.c too"]
+    circ_want = [["backend/backend.c", "kernels/cuda/be_cuda.c"], ["ir/a.c", "ir/b.c"],
+                 ["kernels/cpu/k.c", "runtime/s.c"]]
+    if len(got) == len(want) and all(any(w in g for g in got) for w in want) and sorted(circ) == circ_want \
+            and new_circles(circ, [{"ir/a.c", "ir/b.c"}]) == [circ_want[0], circ_want[2]]:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL the planted symbol violations were not found as planted:", got, circ)
     print(f"{len(files)} files checked")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

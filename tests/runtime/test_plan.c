@@ -125,7 +125,7 @@ static AmpBackend *test_backend(void) {
     static AmpBackend *be;
     if (be) return be;
     const char *name = getenv("AMP_BACKEND");
-    int choice = name && *name ? amp_backend_parse(name) : AMP_BACKEND_CHOICE_CPU;
+    int choice = name && *name ? amp_backend_parse(name) : AMP_BACKEND_CPU;
     AmpStatus st = {0};
     cr_assert(choice >= 0, "AMP_BACKEND='%s'", name);
     cr_assert_eq(amp_backend_open(choice, &be, &st), AMP_OK, "%s", st.msg);

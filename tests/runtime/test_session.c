@@ -74,7 +74,7 @@ static void check_conformance(const char *folder, size_t n_inputs) {
 
 /* What `auto` opens here: CUDA where this build has it and a device is usable. */
 static const char *auto_backend(void) {
-    return amp_backend_cuda_usable() ? "cuda" : "cpu";
+    return amp_backend_usable(AMP_BACKEND_CUDA) ? "cuda" : "cpu";
 }
 
 Test(session, conformance_add) {
@@ -244,7 +244,7 @@ Test(session, backends) {
     AmpStatus st = {0};
     AmpSessionStats stats;
     AmpSessionOptions o = {.backend = AMP_BACKEND_CUDA};
-    if (amp_backend_cuda_usable()) { /* a GPU: the CUDA backend opens */
+    if (amp_backend_usable(AMP_BACKEND_CUDA)) { /* a GPU: the CUDA backend opens */
         cr_assert_eq(rt_open(add_relu("2,3"), &o, &s, &st), AMP_OK, "%s", st.msg);
         amp_session_stats(s, &stats);
         cr_assert_str_eq(stats.backend, "cuda");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "kernels/cpu/backend_sim.h"
 #include "runtime/exec.h"
 #include "tests/runtime/rt_util.h"
 

@@ -1,4 +1,4 @@
-/* `ampc verify`'s claims about where a node would run (amp_backend_cuda_place: the device,
+/* `ampc verify`'s claims about where a node would run (amp_backend_place: the device,
  * the CPU fallback, or no backend) come from the executor's own predicate
  * (amp_backend_takes): for every op of the op table, a node of it with float inputs is
  * claimed for the fallback exactly when the executor's prepare on the CPU finds a kernel
@@ -57,7 +57,7 @@ Test(verify_claims, every_op_claim_matches_the_executor) {
         int n_in = info->min_inputs > 0 ? info->min_inputs : 1, n_out = info->min_outputs > 0 ? info->min_outputs : 1;
         AmpNode *n = NULL;
         AmpModel *m = one_node(info->domain, info->name, n_in, n_out, &n);
-        AmpNodePlace place = amp_backend_cuda_place(m, n);
+        AmpNodePlace place = amp_backend_place(AMP_BACKEND_CUDA, m, n);
         bool cpu = amp_backend_takes(amp_backend_cpu(), m, n);
         bool no_kernel = prepare_says_no_kernel(m);
         switch (place) {
@@ -73,7 +73,7 @@ Test(verify_claims, every_op_claim_matches_the_executor) {
                       no_kernel ? "agrees only in part" : "finds a kernel");
             break;
         }
-        if (!amp_backend_cuda_built()) cr_assert_neq(place, AMP_PLACE_DEVICE);
+        if (!amp_backend_built(AMP_BACKEND_CUDA)) cr_assert_neq(place, AMP_PLACE_DEVICE);
         amp_model_free(m);
     }
     printf("verify claims over %d ops: %zu on the device, %zu on the CPU fallback, %zu on no backend\n",
@@ -85,7 +85,7 @@ Test(verify_claims, gradient_has_no_kernel_until_expanded) {
     AmpNode *n = NULL;
     AmpModel *m = one_node("ai.onnx.preview.training", "Gradient", 1, 1, &n);
     cr_assert_eq(n->op, AMP_OP_UNKNOWN);
-    cr_assert_eq(amp_backend_cuda_place(m, n), AMP_PLACE_NONE);
+    cr_assert_eq(amp_backend_place(AMP_BACKEND_CUDA, m, n), AMP_PLACE_NONE);
     cr_assert(prepare_says_no_kernel(m));
     amp_model_free(m);
 }

@@ -503,7 +503,7 @@ Test(cli, verify_good_model) {
     cr_assert_not_null(strstr(r.out, "1 nodes"), "%s", r.out);
     cr_assert_not_null(strstr(r.out, "ai.onnx"), "%s", r.out);
     /* The CUDA backend's kernels, told without a device: an Add has one. */
-    const char *cuda = amp_backend_cuda_built() ? "\ncuda: 1 of 1 nodes have kernels\n" : "\ncuda: (CUDA not built)\n";
+    const char *cuda = amp_backend_built(AMP_BACKEND_CUDA) ? "\ncuda: 1 of 1 nodes have kernels\n" : "\ncuda: (CUDA not built)\n";
     cr_assert_not_null(strstr(r.out, cuda), "'%s' not in: %s", cuda + 1, r.out);
     run_free(&r);
 }

@@ -164,7 +164,7 @@ Test(cli_run, bench_usage_errors) {
     cr_assert_eq(t.code, 2);
     cr_assert_not_null(strstr(t.err, "ampc bench"), "%s", t.err);
     run_free(&t);
-    if (!amp_backend_cuda_usable()) { /* no device (or no CUDA build): exit 3, one line */
+    if (!amp_backend_usable(AMP_BACKEND_CUDA)) { /* no device (or no CUDA build): exit 3, one line */
         Run b = run_ampc("bench", ADD_MODEL, "--backend", "cuda", NULL);
         cr_assert_eq(b.code, 3, "%s", b.err);
         assert_one_error_line(&b);
@@ -212,7 +212,7 @@ Test(cli_run, run_bad_model_and_backend) {
     cr_assert_not_null(strstr(r.err, "garbage.onnx"), "%s", r.err);
     run_free(&r);
     Run c = run_ampc("run", ADD_MODEL, "--backend", "cuda", NULL);
-    if (amp_backend_cuda_usable()) { /* a GPU: it runs there */
+    if (amp_backend_usable(AMP_BACKEND_CUDA)) { /* a GPU: it runs there */
         cr_assert_eq(c.code, 0, "%s", c.err);
         cr_assert_not_null(strstr(c.out, "backend cuda"), "%s", c.out);
     } else {
