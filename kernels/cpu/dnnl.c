@@ -323,14 +323,16 @@ bool amp_dnnl_matmul(const AmpDnnlMatmul *p, const void *a, const void *b, const
     return ok;
 }
 
-/* Float32: below about this many multiply-adds OpenBLAS's sgemm was faster (measured on
- * the project's AMD EPYC, one thread; docs/speed.md). Bfloat16 has no OpenBLAS kernel:
- * the alternative is widening both inputs to float32 first, which oneDNN always beats. */
-enum { F32_MIN_MACS = 1 };
-
+/* Where OpenBLAS still wins (measured one thread, on the project's AMD EPYC with
+ * avx512_bf16; docs/speed.md): a oneDNN call costs about 2 us whatever its size (memory
+ * objects, the stream), so small products stay on OpenBLAS. Float32: oneDNN from 2^17
+ * multiply-adds (64^3: 1.35x OpenBLAS's speed, 48^3: 0.88x) with n >= 16 (256x4x1024:
+ * 0.60x). Bfloat16, against widening both inputs and sgemm: from 2^16 (48^3: 2.1x,
+ * 32^3: 0.8x). */
 bool amp_dnnl_wins(int dtype, int64_t m, int64_t n, int64_t k) {
-    if (dtype == AMP_DT_BFLOAT16) return true;
-    return (double)m * (double)n * (double)k >= (double)F32_MIN_MACS;
+    double macs = (double)m * (double)n * (double)k;
+    if (dtype == AMP_DT_BFLOAT16) return macs >= 65536.0;
+    return macs >= 131072.0 && n >= 16;
 }
 
 #endif

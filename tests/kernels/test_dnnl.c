@@ -147,6 +147,7 @@ Test(dnnl, batch_broadcast) {
 }
 
 /* ---- the kernels: MatMul and Gemm in bfloat16 go through oneDNN ------------------ */
+/* (sizes over amp_dnnl_wins's threshold, so that they do) */
 
 /* y (bfloat16) against the float32 product of the bfloat16 inputs, rounded once. */
 static void expect_bf16(const AmpBuf *y, const double *want, uint64_t n, double mag) {
@@ -160,7 +161,9 @@ static void expect_bf16(const AmpBuf *y, const double *want, uint64_t n, double 
 
 Test(dnnl, matmul_kernel_bf16_broadcast) {
     need_dnnl();
-    AmpBuf fa = fbuf(4, I64(3, 1, 7, 33)), fb = fbuf(3, I64(2, 33, 5));
+    enum { M = 33, K = 65, N = 40 };
+    cr_assert(amp_dnnl_wins(AMP_DT_BFLOAT16, 6 * M, N, K));
+    AmpBuf fa = fbuf(4, I64(3, 1, M, K)), fb = fbuf(3, I64(2, K, N));
     AmpBuf a = to16(&fa, AMP_DT_BFLOAT16), b = to16(&fb, AMP_DT_BFLOAT16);
     AmpBuf ra = from16(&a), rb = from16(&b);
     AmpNode *n = mknode("", "MatMul");
@@ -168,18 +171,18 @@ Test(dnnl, matmul_kernel_bf16_broadcast) {
     AmpStatus st;
     const AmpBuf *in[] = {&a, &b};
     cr_assert_eq(run(n, 2, in, 1, &o, &st), AMP_OK, "%s", st.msg);
-    expect_shape(&o.b[0], 4, I64(3, 2, 7, 5));
-    double want[3 * 2 * 7 * 5];
+    expect_shape(&o.b[0], 4, I64(3, 2, M, N));
+    static double want[3 * 2 * M * N];
     const float *A = ra.data, *B = rb.data;
     for (int i0 = 0; i0 < 3; i0++)
         for (int i1 = 0; i1 < 2; i1++)
-            for (int i = 0; i < 7; i++)
-                for (int j = 0; j < 5; j++) {
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
                     double s = 0;
-                    for (int q = 0; q < 33; q++) s += (double)A[(i0 * 7 + i) * 33 + q] * B[(i1 * 33 + q) * 5 + j];
-                    want[((i0 * 2 + i1) * 7 + i) * 5 + j] = s;
+                    for (int q = 0; q < K; q++) s += (double)A[(i0 * M + i) * K + q] * B[(i1 * K + q) * N + j];
+                    want[((i0 * 2 + i1) * M + i) * N + j] = s;
                 }
-    expect_bf16(&o.b[0], want, 210, 33);
+    expect_bf16(&o.b[0], want, 6 * M * N, K);
     outs_free(&o);
     free(fa.data), free(fb.data), free(a.data), free(b.data), free(ra.data), free(rb.data);
 }
@@ -188,7 +191,9 @@ Test(dnnl, matmul_kernel_bf16_broadcast) {
  * float32 output set to beta * C, the product accumulated into it, rounded once). */
 Test(dnnl, gemm_kernel_bf16) {
     need_dnnl();
-    AmpBuf fa = fbuf(2, I64(7, 33)), fb = fbuf(2, I64(5, 33)), fc = fbuf(1, I64(5)), fcc = fbuf(2, I64(7, 1));
+    enum { M = 33, K = 65, N = 40 };
+    cr_assert(amp_dnnl_wins(AMP_DT_BFLOAT16, M, N, K));
+    AmpBuf fa = fbuf(2, I64(M, K)), fb = fbuf(2, I64(N, K)), fc = fbuf(1, I64(N)), fcc = fbuf(2, I64(M, 1));
     AmpBuf a = to16(&fa, AMP_DT_BFLOAT16), b = to16(&fb, AMP_DT_BFLOAT16), c = to16(&fc, AMP_DT_BFLOAT16),
            cc = to16(&fcc, AMP_DT_BFLOAT16);
     AmpBuf ra = from16(&a), rb = from16(&b), rc = from16(&c), rcc = from16(&cc);
@@ -205,16 +210,16 @@ Test(dnnl, gemm_kernel_bf16) {
         AmpStatus st;
         const AmpBuf *in[] = {&a, &b, v ? &cc : &c};
         cr_assert_eq(run(n, 3, in, 1, &o, &st), AMP_OK, "%s", st.msg);
-        expect_shape(&o.b[0], 2, I64(7, 5));
-        double want[35];
-        for (int i = 0; i < 7; i++)
-            for (int j = 0; j < 5; j++) {
+        expect_shape(&o.b[0], 2, I64(M, N));
+        static double want[M * N];
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
                 double s = 0;
-                for (int q = 0; q < 33; q++) s += (double)A[i * 33 + q] * B[j * 33 + q];
+                for (int q = 0; q < K; q++) s += (double)A[i * K + q] * B[j * K + q];
                 /* beta * C is rounded to float32 first, as the kernel does */
-                want[i * 5 + j] = alpha * s + (v ? (double)(beta * CC[i]) : C[j]);
+                want[i * N + j] = alpha * s + (v ? (double)(beta * CC[i]) : C[j]);
             }
-        expect_bf16(&o.b[0], want, 35, 33);
+        expect_bf16(&o.b[0], want, M * N, K);
         outs_free(&o);
     }
     free(fa.data), free(fb.data), free(fc.data), free(fcc.data), free(a.data), free(b.data), free(c.data);
