@@ -8,7 +8,7 @@ APT_PACKAGES=(
   build-essential cmake pkg-config
   libprotobuf-c-dev protobuf-c-compiler
   libonnx-dev libonnx-testdata
-  libcriterion-dev libopenblas-dev
+  libcriterion-dev libopenblas-dev libdnnl-dev
   graphviz clang libclang-rt-14-dev valgrind
   python3-pip
 )

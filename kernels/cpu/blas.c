@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h"
+
 #ifndef AMPC_BLAS_SONAME
 #define AMPC_BLAS_SONAME "libopenblas.so.0"
 #endif
@@ -48,6 +50,13 @@ static void load_once(void) {
         dgemm = NULL;
         snprintf(why, sizeof why, "%s has no cblas_sgemm/cblas_dgemm", AMPC_BLAS_SONAME);
     }
+    /* AMP_THREADS, the CPU backend's thread knob, sets OpenBLAS's threads too (without
+     * it OpenBLAS keeps its own default: OPENBLAS_NUM_THREADS, else one per CPU). */
+    void (*set_threads)(int) = NULL;
+    int t;
+    if (sgemm && amp_threads_parse(getenv("AMP_THREADS"), &t) &&
+        sym(lib, "openblas_set_num_threads", &set_threads, sizeof set_threads))
+        set_threads(t);
     /* The library stays loaded for the life of the process, as a linked one would. */
 }
 

@@ -3,7 +3,8 @@
  * with dlopen the first time a session prepares a kernel, not when the process starts:
  * linking it would make every `ampc` conversion pay for OpenBLAS's start-up (its
  * thread pool, libgfortran's relocations: about 6 ms here) though converting never
- * multiplies a matrix. */
+ * multiplies a matrix. With AMP_THREADS set, OpenBLAS runs that many threads.
+ * MatMul and Gemm in float32 and bfloat16 go through oneDNN where it is there (dnnl.h). */
 #ifndef AMP_CPU_BLAS_H
 #define AMP_CPU_BLAS_H
 

@@ -1,7 +1,10 @@
-/* CPU kernels: MatMul (numpy semantics), Gemm and com.microsoft FusedMatMul. Every 2-D
- * product goes through OpenBLAS (cblas_sgemm; cblas_dgemm for double): 16-bit inputs are
+/* CPU kernels: MatMul (numpy semantics), Gemm and com.microsoft FusedMatMul. Float32
+ * and bfloat16 products go through oneDNN's matmul (dnnl.h: bfloat16 inputs as they are,
+ * float32 accumulation, the output written in its type) where it is there and wins;
+ * the rest through OpenBLAS (cblas_sgemm; cblas_dgemm for double): 16-bit inputs are
  * widened to fp32 and the result rounded to the output's type. Einsum is in einsum.c. */
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/dnnl.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,6 +175,28 @@ static void mm_f64(const MmShape *s, bool ta, bool tb, double alpha, const doubl
                     C + i * mc, n);
 }
 
+/* Through oneDNN, in the inputs' own type (float32 or bfloat16) into y's: false, having
+ * done nothing, where it is off, loses to OpenBLAS for this size, or has no primitive. */
+static bool mm_dnnl(const MmShape *s, bool ta, bool tb, float alpha, const AmpBuf *a, const AmpBuf *b, AmpBuf *y) {
+    int dt = a->dtype;
+    if ((dt != AMP_DT_FLOAT && dt != AMP_DT_BFLOAT16) || !s->nbatch || !s->m || !s->n || !s->kk ||
+        s->nb > AMP_DNNL_MAX_BATCH || !amp_dnnl_wins(dt, (int64_t)s->nbatch * s->m, s->n, s->kk) ||
+        !amp_dnnl_enabled())
+        return false;
+    AmpDnnlMatmul p = {.dt_ab = dt, .dt_dst = y->dtype, .m = s->m, .n = s->n, .k = s->kk, .ta = ta, .tb = tb,
+                       .alpha = alpha};
+    if (fold_batch(s, ta)) {
+        p.m = (int64_t)s->nbatch * s->m;
+    } else {
+        p.nb = s->nb;
+        for (int d = 0; d < s->nb; d++) {
+            p.batch_a[d] = s->sa[d] ? s->batch[d] : 1;
+            p.batch_b[d] = s->sb[d] ? s->batch[d] : 1;
+        }
+    }
+    return amp_dnnl_matmul(&p, a->data, b->data, NULL, y->data);
+}
+
 /* Integer MatMul (no BLAS for integers): products wrap modulo 2^64, then to the type. */
 static void mm_int(const MmShape *s, const AmpBuf *a, const AmpBuf *b, AmpBuf *y) {
     uint64_t mc = (uint64_t)(s->m * s->n), ma = (uint64_t)(s->m * s->kk), mb = (uint64_t)(s->kk * s->n);
@@ -210,6 +235,7 @@ static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
         mm_int(&s, a, b, y);
         return AMP_OK;
     }
+    if (mm_dnnl(&s, ta, tb, alpha, a, b, y)) return AMP_OK;
     float *ta_tmp, *tb_tmp, *ty_tmp;
     const float *A = amp_buf_f32_in(a, &ta_tmp);
     const float *B = amp_buf_f32_in(b, &tb_tmp);
@@ -235,6 +261,41 @@ AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
 }
 
 /* ---- Gemm ------------------------------------------------------------------------ */
+
+/* Gemm through oneDNN (see mm_dnnl): c, where given, is added as the primitive's bias
+ * when alpha and beta are 1 and c is a row, (N) or (1, N) (a Linear's); otherwise y's float32 view is set to beta * C first and
+ * the product added to it (a sum post-op), as the OpenBLAS path below does. */
+static bool gemm_dnnl(const AmpGemmAttrs *at, const AmpBuf *a, const AmpBuf *b, const AmpBuf *c, int64_t m,
+                      int64_t n, int64_t ka, AmpBuf *y) {
+    int dt = a->dtype;
+    if ((dt != AMP_DT_FLOAT && dt != AMP_DT_BFLOAT16) || !ka || !amp_dnnl_wins(dt, m, n, ka) || !amp_dnnl_enabled())
+        return false;
+    AmpDnnlMatmul p = {.dt_ab = dt, .dt_dst = y->dtype, .m = m, .n = n, .k = ka, .ta = at->ta, .tb = at->tb,
+                       .alpha = at->alpha};
+    if (!c) return amp_dnnl_matmul(&p, a->data, b->data, NULL, y->data);
+    if (at->alpha == 1.0f && at->beta == 1.0f && c->rank >= 1 && c->dims[c->rank - 1] == n &&
+        (c->rank == 1 || c->dims[0] == 1)) {
+        p.bias = true;
+        return amp_dnnl_matmul(&p, a->data, b->data, c->data, y->data);
+    }
+    int64_t ydims[2] = {m, n}, cs[2];
+    amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);
+    float *tc_tmp, *ty_tmp;
+    const float *C = amp_buf_f32_in(c, &tc_tmp);
+    float *Y = amp_buf_f32_out(y, &ty_tmp);
+    bool ok = C && Y;
+    if (ok) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) Y[i * n + j] = at->beta * C[i * cs[0] + j * cs[1]];
+        p.dt_dst = AMP_DT_FLOAT;
+        p.accumulate = true;
+        ok = amp_dnnl_matmul(&p, a->data, b->data, NULL, Y);
+    }
+    if (ok) amp_buf_f32_commit(y, ty_tmp);
+    else free(ty_tmp);
+    free(tc_tmp);
+    return ok;
+}
 
 /* Y (M, N) = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N)
  * (optional since opset 11; older opsets' `broadcast` attribute is implied). Y is the
@@ -287,6 +348,7 @@ static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool sta
                         (int)n);
         return AMP_OK;
     }
+    if (gemm_dnnl(at, a, b, use_c ? c : NULL, m, n, ka, y)) return AMP_OK;
     float *ta_tmp, *tb_tmp, *tc_tmp = NULL, *ty_tmp;
     const float *A = amp_buf_f32_in(a, &ta_tmp);
     const float *B = amp_buf_f32_in(b, &tb_tmp);
