@@ -22,7 +22,7 @@ const AmpOpInfo amp_op_table[] = {
                         AMP_SLOTS_NONE, 0, -1, 0, -1, NULL,
                         "not in the op table: kept as it is, types from the model"},
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
-               infer, cpu, attrs, doc)                                                         \
+               infer, attrs, doc)                                                              \
     [AMP_OP_##id] = {domain, name, AMP_CLASS_##fp16_class, AMP_CLASS_##bf16_class, opsets,    \
                      float_inputs, inputs, outputs, infer, doc},
 #include "ir/ops.def"
@@ -123,7 +123,7 @@ typedef struct AttrSpec {
 #define A(name, type) {name, AMP_ATTR_##type},
 #define ATTRS(...) __VA_ARGS__
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
-               infer, cpu, attrs, doc)                                                         \
+               infer, attrs, doc)                                                              \
     static const AttrSpec attrs_##id[] = {attrs{NULL, 0}};
 #include "ir/ops.def"
 #undef AMP_OP

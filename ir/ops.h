@@ -31,9 +31,10 @@ typedef AmpCode (*AmpInferFn)(AmpInferCtx *c);
 /* ops.def rows read (its header comment says what each column means):
  *   AMP_OP(Id, "domain", "Name", fp16 class, bf16 class, OPSETS(fp16, bf16),
  *          INPUTS(min, max), OUTPUTS(min, max), float input slots, infer fn,
- *          CPU(kernel[, prepare]) or NO_CPU, ATTRS(A("name", TYPE) ...), "doc")
- * The infer functions are declared in infer_impl.h. A file that includes ops.def
- * defines AMP_OP with these 13 parameters (or `id, ...`) and the helpers of the columns
+ *          ATTRS(A("name", TYPE) ...), "doc")
+ * The infer functions are declared in infer_impl.h; the kernels are in each backend's
+ * own table (kernels/cpu/table.c, kernels/cuda/table.c). A file that includes ops.def
+ * defines AMP_OP with these 12 parameters (or `id, ...`) and the helpers of the columns
  * it expands; a column it does not expand needs none. */
 
 /* OPSETS(fp16, bf16) values: not checked, and no opset takes the type. */

@@ -7,91 +7,24 @@
 #include <string.h>
 
 #include "kernels/cpu/elementwise_impl.h"
+#include "ops/scalar_math.h"
 
-#define INV_SQRT2 0.70710678118654752440
-#define SQRT_2_OVER_PI 0.79788456080286535588
-#define INV_SQRT_2PI 0.39894228040143267794
-#define GELU_C 0.044715
-
-enum { GELU_EXACT = 0, GELU_TANH = 1 };
-
-/* exp of -|x| only, so neither branch overflows. */
-static inline float sigmoid_f(float x) {
-    if (x >= 0) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-static inline double sigmoid_d(double x) {
-    if (x >= 0) return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
-/* log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)) */
-static inline float softplus_f(float x) {
-    return (x > 0 ? x : 0.0f) + log1pf(expf(-fabsf(x)));
-}
-static inline double softplus_d(double x) {
-    return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
-}
-
-/* Gelu: x * Phi(x) exactly (erf), or the tanh approximation. */
-static inline float gelu_f(float x, int mode) {
-    if (mode == GELU_TANH)
-        return 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI * (x + (float)GELU_C * x * x * x)));
-    return 0.5f * x * (1.0f + erff(x * (float)INV_SQRT2));
-}
-static inline double gelu_d(double x, int mode) {
-    if (mode == GELU_TANH) return 0.5 * x * (1.0 + tanh(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
-    return 0.5 * x * (1.0 + erf(x * INV_SQRT2));
-}
-
-/* d Gelu / dx: Phi(x) + x phi(x), or the derivative of the tanh form. */
-static inline float gelu_grad_f(float x, int mode) {
-    if (mode == GELU_TANH) {
-        float t = tanhf((float)SQRT_2_OVER_PI * (x + (float)GELU_C * x * x * x));
-        float du = (float)SQRT_2_OVER_PI * (1.0f + 3.0f * (float)GELU_C * x * x);
-        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-    }
-    return 0.5f * (1.0f + erff(x * (float)INV_SQRT2)) + x * (float)INV_SQRT_2PI * expf(-0.5f * x * x);
-}
-static inline double gelu_grad_d(double x, int mode) {
-    if (mode == GELU_TANH) {
-        double t = tanh(SQRT_2_OVER_PI * (x + GELU_C * x * x * x));
-        double du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_C * x * x);
-        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
-    }
-    return 0.5 * (1.0 + erf(x * INV_SQRT2)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
-}
-
-static inline float clamp01f(float v) {
-    return v < 0 ? 0.0f : v > 1 ? 1.0f : v;
-}
-static inline double clamp01d(double v) {
-    return v < 0 ? 0.0 : v > 1 ? 1.0 : v;
-}
-
-/* x < 0 (not x <= 0) keeps NaN as NaN and -0 as -0 */
-AMP_EW_DEF_MAP(map_relu, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)
-AMP_EW_DEF_MAP(map_leaky_relu, x < 0 ? p->alpha * x : x, x < 0 ? (double)p->alpha * x : x)
-AMP_EW_DEF_MAP(map_sigmoid, sigmoid_f(x), sigmoid_d(x))
+/* The math of each is ops/scalar_math.h's; the double forms take the float attributes
+ * widened. Shrink: alpha is lambd, beta bias. */
+AMP_EW_DEF_MAP(map_relu, amp_relu_f(x), amp_relu_d(x))
+AMP_EW_DEF_MAP(map_leaky_relu, amp_leaky_relu_f(x, p->alpha), amp_leaky_relu_d(x, p->alpha))
+AMP_EW_DEF_MAP(map_sigmoid, amp_sigmoid_f(x), amp_sigmoid_d(x))
 AMP_EW_DEF_MAP(map_tanh, tanhf(x), tanh(x))
-AMP_EW_DEF_MAP(map_gelu, gelu_f(x, p->mode), gelu_d(x, p->mode))
-AMP_EW_DEF_MAP(map_elu, x < 0 ? p->alpha * expm1f(x) : x, x < 0 ? (double)p->alpha * expm1(x) : x)
-/* Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
-AMP_EW_DEF_MAP(map_celu, x < 0 ? p->alpha * expm1f(x / p->alpha) : x,
-               x < 0 ? (double)p->alpha * expm1(x / (double)p->alpha) : x)
-/* ThresholdedRelu: x where x > alpha, else 0 */
-AMP_EW_DEF_MAP(map_thresholded_relu, x > p->alpha ? x : 0.0f, x > (double)p->alpha ? x : 0.0)
-/* Shrink: x - bias above lambd, x + bias below -lambd, else 0 (alpha: lambd, beta: bias) */
-AMP_EW_DEF_MAP(map_shrink, x > p->alpha ? x - p->beta : x < -p->alpha ? x + p->beta : 0.0f,
-               x > (double)p->alpha ? x - (double)p->beta : x < -(double)p->alpha ? x + (double)p->beta : 0.0)
-AMP_EW_DEF_MAP(map_selu, x <= 0 ? p->gamma * p->alpha * expm1f(x) : p->gamma * x,
-               x <= 0 ? (double)p->gamma * (double)p->alpha * expm1(x) : (double)p->gamma * x)
-AMP_EW_DEF_MAP(map_hard_sigmoid, clamp01f(p->alpha * x + p->beta), clamp01d((double)p->alpha * x + (double)p->beta))
-AMP_EW_DEF_MAP(map_hard_swish, x * clamp01f(x * (1.0f / 6.0f) + 0.5f), x * clamp01d(x / 6.0 + 0.5))
-AMP_EW_DEF_MAP(map_softsign, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)))
-AMP_EW_DEF_MAP(map_softplus, softplus_f(x), softplus_d(x))
+AMP_EW_DEF_MAP(map_gelu, amp_gelu_f(x, p->mode), amp_gelu_d(x, p->mode))
+AMP_EW_DEF_MAP(map_elu, amp_elu_f(x, p->alpha), amp_elu_d(x, p->alpha))
+AMP_EW_DEF_MAP(map_celu, amp_celu_f(x, p->alpha), amp_celu_d(x, p->alpha))
+AMP_EW_DEF_MAP(map_thresholded_relu, amp_thresholded_relu_f(x, p->alpha), amp_thresholded_relu_d(x, p->alpha))
+AMP_EW_DEF_MAP(map_shrink, amp_shrink_f(x, p->alpha, p->beta), amp_shrink_d(x, p->alpha, p->beta))
+AMP_EW_DEF_MAP(map_selu, amp_selu_f(x, p->alpha, p->gamma), amp_selu_d(x, p->alpha, p->gamma))
+AMP_EW_DEF_MAP(map_hard_sigmoid, amp_hard_sigmoid_f(x, p->alpha, p->beta), amp_hard_sigmoid_d(x, p->alpha, p->beta))
+AMP_EW_DEF_MAP(map_hard_swish, amp_hard_swish_f(x), amp_hard_swish_d(x))
+AMP_EW_DEF_MAP(map_softsign, amp_softsign_f(x), amp_softsign_d(x))
+AMP_EW_DEF_MAP(map_softplus, amp_softplus_f(x), amp_softplus_d(x))
 
 AmpCode amp_ew_relu(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
@@ -153,8 +86,8 @@ AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     (void)opset;
     const char *s = amp_node_attr_string(n, "approximate", "none");
     AmpEwParams p = {0};
-    if (strcmp(s, "none") == 0) p.mode = GELU_EXACT;
-    else if (strcmp(s, "tanh") == 0) p.mode = GELU_TANH;
+    if (strcmp(s, "none") == 0) p.mode = AMP_GELU_EXACT;
+    else if (strcmp(s, "tanh") == 0) p.mode = AMP_GELU_TANH;
     else
         return amp_node_fail(n, st, AMP_ERR_INPUT, "approximate must be \"none\" or \"tanh\", not \"%.40s\"", s);
     return params_out(p, attrs, st);
@@ -238,11 +171,11 @@ AmpCode amp_ew_prelu(AmpKernelCtx *k) {
 
 /* ---- com.microsoft gradients: (dY, Y or X) -> dX ------------------------------------- */
 
-AMP_EW_DEF_ROW2(row_sigmoid_grad, x * y * (1.0f - y), x * y * (1.0 - y))
-AMP_EW_DEF_ROW2(row_tanh_grad, x * (1.0f - y * y), x * (1.0 - y * y))
-AMP_EW_DEF_ROW2(row_relu_grad, y > 0 ? x : 0.0f, y > 0 ? x : 0.0)
-AMP_EW_DEF_ROW2(row_gelu_grad, x * gelu_grad_f(y, p->mode), x * gelu_grad_d(y, p->mode))
-AMP_EW_DEF_ROW2(row_bias_gelu, gelu_f(x + y, p->mode), gelu_d(x + y, p->mode))
+AMP_EW_DEF_ROW2(row_sigmoid_grad, amp_sigmoid_grad_f(x, y), amp_sigmoid_grad_d(x, y))
+AMP_EW_DEF_ROW2(row_tanh_grad, amp_tanh_grad_f(x, y), amp_tanh_grad_d(x, y))
+AMP_EW_DEF_ROW2(row_relu_grad, amp_relu_grad_f(x, y), amp_relu_grad_d(x, y))
+AMP_EW_DEF_ROW2(row_gelu_grad, x * amp_gelu_grad_f(y, p->mode), x * amp_gelu_grad_d(y, p->mode))
+AMP_EW_DEF_ROW2(row_bias_gelu, amp_gelu_f(x + y, p->mode), amp_gelu_d(x + y, p->mode))
 
 /* Inputs 0 and 1 through a row, output of input 0's type and the broadcast shape. */
 static AmpCode binary(AmpKernelCtx *k, AmpEwRowF f, AmpEwRowD d, const AmpEwParams *p) {
@@ -288,7 +221,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
     if (x->dtype == AMP_DT_DOUBLE) {
         const double *g = dy->data, *xv = x->data, *bv = b->data;
         double *o = dx->data;
-        for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * gelu_grad_d(xv[i] + bv[i % h], GELU_EXACT);
+        for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * amp_gelu_grad_d(xv[i] + bv[i % h], AMP_GELU_EXACT);
         return AMP_OK;
     }
     float *t[4] = {NULL};
@@ -298,7 +231,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
         free(t[0]), free(t[1]), free(t[2]), free(t[3]);
         return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
-    for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * gelu_grad_f(xv[i] + bv[i % h], GELU_EXACT);
+    for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * amp_gelu_grad_f(xv[i] + bv[i % h], AMP_GELU_EXACT);
     amp_buf_f32_commit(dx, t[3]);
     free(t[0]), free(t[1]), free(t[2]);
     return AMP_OK;

@@ -76,9 +76,9 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
 }
 
 AmpKernelFn amp_cpu_kernel(AmpOpId op) {
-    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernels[op] : NULL;
+    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_ops[op].run : NULL;
 }
 
 AmpKernelPrepareFn amp_cpu_kernel_prepare(AmpOpId op) {
-    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_kernel_prepares[op] : NULL;
+    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_ops[op].prepare : NULL;
 }

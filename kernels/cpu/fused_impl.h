@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ir/fused_prog.h"
+#include "ops/scalar_math.h"
 
 #ifdef __CUDACC__
 #define AMP_FUSED_FN static __host__ __device__ inline
@@ -88,7 +89,7 @@ AMP_FUSED_FN AmpFusedReg amp_fused_step(const AmpFusedInstr *in, const AmpFusedR
     case AMP_FOP_ABS: if (fl) o.f = fabsf(x.f); else o.i = amp_fused_wrap(x.i < 0 ? 0u - (uint64_t)x.i : (uint64_t)x.i, dt); break;
     case AMP_FOP_SQRT: o.f = sqrtf(x.f); break;
     case AMP_FOP_RECIP: o.f = 1.0f / x.f; break;
-    case AMP_FOP_RELU: if (fl) o.f = x.f < 0 ? 0.0f : x.f; else o.i = x.i < 0 ? 0 : x.i; break;
+    case AMP_FOP_RELU: if (fl) o.f = amp_relu_f(x.f); else o.i = x.i < 0 ? 0 : x.i; break;
     case AMP_FOP_EXP: o.f = expf(x.f); break;
     case AMP_FOP_LOG: o.f = logf(x.f); break;
     case AMP_FOP_TANH: o.f = tanhf(x.f); break;

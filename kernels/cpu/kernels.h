@@ -16,17 +16,19 @@
 #include "ir/kernel.h" /* AmpKernelCtx, AmpKernelFn */
 #include "ir/tensor.h" /* AmpBuf and its shape helpers */
 
-/* The CPU kernel of each op (table.c, from ops.def's CPU column, by op id); NULL where
- * the CPU has none. */
-extern const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT];
+/* The CPU kernel of an op and the function that parses its attributes once, at prepare
+ * (table.c, by op id): run NULL where the CPU has no kernel, prepare NULL where the
+ * kernel reads no attributes. */
+typedef struct AmpCpuOp {
+    AmpKernelFn run;
+    AmpKernelPrepareFn prepare;
+} AmpCpuOp;
+extern const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT];
 
 /* The kernel for an op, or NULL when the CPU backend has none (the executor's error
  * then names the op). Chosen once per node when the session is prepared. */
 AmpKernelFn amp_cpu_kernel(AmpOpId op);
-
-/* Kernels that parse their node's attributes once, at prepare (table.c, from the same
- * column, by op id); NULL where a kernel reads them itself. */
-extern const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT];
+/* Its prepare function, or NULL where the kernel reads its attributes itself. */
 AmpKernelPrepareFn amp_cpu_kernel_prepare(AmpOpId op);
 
 /* The CPU backend's prepare_node and release_node (backend_cpu.c), shared with the device
@@ -63,25 +65,101 @@ AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
  * one (v != 0); other types are left alone. */
 void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v);
 
-/* ---- every kernel: declared from ops.def's CPU column -------------------------------
- * CPU(kernel) or CPU(kernel, prepare) in the op's row declares both functions here and
- * puts them in table.c's two tables at the op's id: adding a kernel edits neither file.
- * AMP_CPU_ARG1_/2_/3_ pick an argument of the column, conforming C11 for one or two. */
-#define AMP_CPU_ARG1_(a, ...) a
-#define AMP_CPU_ARG2_(a, b, ...) b
-#define AMP_CPU_ARG3_(a, b, c, ...) c
-#define AMP_CPU_DECL1_(run) AmpCode run(AmpKernelCtx *k);
-#define AMP_CPU_DECL2_(run, prep) \
-    AmpCode run(AmpKernelCtx *k); \
-    AmpCode prep(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-#define CPU(...) AMP_CPU_ARG3_(__VA_ARGS__, AMP_CPU_DECL2_, AMP_CPU_DECL1_, -)(__VA_ARGS__)
-#define NO_CPU
-#define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
-               infer, cpu, ...)                                                                \
-    cpu
-#include "ir/ops.def"
-#undef AMP_OP
-#undef NO_CPU
-#undef CPU
+/* ---- every kernel of table.c, by the file that defines it ------------------------ */
+typedef AmpCode AmpCpuKernel(AmpKernelCtx *k);                                             /* AmpKernelFn */
+typedef AmpCode AmpCpuPrepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st); /* AmpKernelPrepareFn */
+
+/* gemm.c */
+AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul;
+AmpCpuPrepare amp_cpu_gemm_prepare, amp_cpu_fused_matmul_prepare;
+/* conv.c */
+AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose;
+AmpCpuPrepare amp_cpu_conv_prepare;
+/* einsum.c */
+AmpCpuKernel amp_cpu_einsum;
+AmpCpuPrepare amp_cpu_einsum_prepare;
+/* attention.c */
+AmpCpuKernel amp_cpu_onnx_attention;
+AmpCpuPrepare amp_cpu_onnx_attention_prepare;
+/* rnn.c */
+AmpCpuKernel amp_cpu_lstm, amp_cpu_gru, amp_cpu_rnn;
+AmpCpuPrepare amp_cpu_rnn_prepare;
+/* ms_train.c */
+AmpCpuKernel amp_cpu_ms_fused_gemm, amp_cpu_ms_conv_grad, amp_cpu_ms_adamw;
+AmpCpuPrepare amp_cpu_ms_fused_gemm_prepare, amp_cpu_ms_conv_grad_prepare;
+/* ms_attention.c */
+AmpCpuKernel amp_cpu_ms_attention, amp_cpu_ms_mha;
+AmpCpuPrepare amp_cpu_ms_attention_prepare;
+/* elementwise.c */
+AmpCpuKernel amp_ew_add, amp_ew_sub, amp_ew_mul, amp_ew_div, amp_ew_sum, amp_ew_mean, amp_ew_max, amp_ew_min,
+             amp_ew_pow, amp_ew_mod;
+AmpCpuPrepare amp_ew_prepare_mod;
+/* elementwise_common.c */
+AmpCpuPrepare amp_ew_prepare_legacy_bcast;
+/* unary.c */
+AmpCpuKernel amp_ew_sqrt, amp_ew_atan, amp_ew_asinh, amp_ew_erf, amp_ew_clip, amp_ew_abs, amp_ew_neg,
+             amp_ew_sign, amp_ew_ceil, amp_ew_floor, amp_ew_round, amp_ew_exp, amp_ew_log, amp_ew_reciprocal,
+             amp_ew_sin, amp_ew_cos, amp_ew_tan, amp_ew_asin, amp_ew_acos, amp_ew_atanh, amp_ew_acosh,
+             amp_ew_sinh, amp_ew_cosh;
+AmpCpuPrepare amp_ew_prepare_clip;
+/* activation.c */
+AmpCpuKernel amp_ew_sigmoid, amp_ew_tanh, amp_ew_gelu, amp_ew_elu, amp_ew_celu, amp_ew_shrink, amp_ew_selu,
+             amp_ew_leaky_relu, amp_ew_prelu, amp_ew_hard_sigmoid, amp_ew_hard_swish, amp_ew_softsign,
+             amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad, amp_ew_bias_gelu,
+             amp_ew_relu, amp_ew_thresholded_relu, amp_ew_relu_grad, amp_ew_softplus;
+AmpCpuPrepare amp_ew_prepare_gelu, amp_ew_prepare_alpha, amp_ew_prepare_shrink, amp_ew_prepare_selu,
+              amp_ew_prepare_hard_sigmoid;
+/* softmax.c */
+AmpCpuKernel amp_cpu_softmax, amp_cpu_ms_softmax_grad, amp_cpu_hardmax, amp_cpu_log_softmax;
+AmpCpuPrepare amp_cpu_softmax_prepare;
+/* pool.c */
+AmpCpuKernel amp_cpu_averagepool, amp_cpu_global_averagepool, amp_cpu_maxpool, amp_cpu_global_maxpool;
+/* dropout.c */
+AmpCpuKernel amp_ew_dropout, amp_ms_dropout_grad;
+AmpCpuPrepare amp_ew_prepare_dropout;
+/* logic.c */
+AmpCpuKernel amp_ew_where, amp_ew_equal, amp_ew_less, amp_ew_greater, amp_ew_less_equal, amp_ew_greater_equal,
+             amp_ew_isinf, amp_ew_isnan, amp_ew_not, amp_ew_and, amp_ew_or;
+AmpCpuPrepare amp_ew_prepare_isinf;
+/* shape.c */
+AmpCpuKernel amp_cpu_reshape, amp_cpu_transpose, amp_cpu_flatten, amp_cpu_squeeze, amp_cpu_unsqueeze,
+             amp_ms_concat_training, amp_cpu_concat, amp_cpu_split, amp_cpu_trilu, amp_cpu_expand,
+             amp_cpu_tile, amp_cpu_identity, amp_cpu_depth_to_space, amp_cpu_space_to_depth;
+AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_transpose_prepare, amp_cpu_unsqueeze_prepare,
+              amp_cpu_concat_prepare, amp_cpu_split_prepare, amp_cpu_trilu_prepare,
+              amp_cpu_depth_space_prepare;
+/* slice.c */
+AmpCpuKernel amp_sh_slice, amp_sh_pad;
+AmpCpuPrepare amp_sh_slice_prepare, amp_sh_pad_prepare;
+/* gather.c */
+AmpCpuKernel amp_sh_gather, amp_sh_gather_elements, amp_sh_gather_nd, amp_sh_scatter_nd, amp_ms_gather_grad;
+AmpCpuPrepare amp_sh_gather_prepare, amp_sh_gather_nd_prepare, amp_sh_scatter_nd_prepare;
+/* resize.c */
+AmpCpuKernel amp_sh_resize;
+AmpCpuPrepare amp_sh_resize_prepare;
+/* reduce.c */
+AmpCpuKernel amp_cpu_reduce_max, amp_cpu_reduce_min, amp_cpu_argmax, amp_cpu_argmin, amp_cpu_topk,
+             amp_cpu_reduce_sum, amp_cpu_reduce_mean, amp_cpu_reduce_prod, amp_cpu_reduce_sumsq,
+             amp_cpu_reduce_l1, amp_cpu_reduce_l2, amp_cpu_reduce_logsum, amp_cpu_reduce_logsumexp,
+             amp_cpu_cumsum;
+AmpCpuPrepare amp_cpu_reduce_prepare, amp_cpu_arg_prepare, amp_cpu_topk_prepare, amp_cpu_cumsum_prepare;
+/* loss.c */
+AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad;
+AmpCpuPrepare amp_cpu_loss_prepare;
+/* norm.c */
+AmpCpuKernel amp_cpu_layernorm, amp_cpu_batchnorm, amp_cpu_instancenorm, amp_cpu_groupnorm, amp_cpu_lpnorm,
+             amp_cpu_lrn, amp_cpu_ms_layernorm_grad;
+AmpCpuPrepare amp_cpu_norm_prepare;
+/* optim.c */
+AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumulator;
+AmpCpuPrepare amp_cpu_optimizer_prepare;
+/* tensor.c */
+AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_cpu_constant,
+             amp_cpu_constant_of_shape, amp_cpu_range, amp_cpu_one_hot, amp_cpu_non_zero;
+AmpCpuPrepare amp_cpu_shape_prepare, amp_cpu_cast_prepare, amp_cpu_constant_prepare,
+              amp_cpu_constant_of_shape_prepare, amp_cpu_one_hot_prepare;
+/* fused.c */
+AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check;
+AmpCpuPrepare amp_cpu_fused_prepare;
 
 #endif

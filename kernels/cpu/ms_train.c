@@ -12,6 +12,7 @@
 #include "kernels/cpu/conv_impl.h"
 #include "kernels/cpu/gemm_impl.h"
 #include "ir/half.h"
+#include "ops/scalar_math.h"
 
 /* ---- FusedGemm -------------------------------------------------------------------- */
 
@@ -91,10 +92,6 @@ AmpCode amp_cpu_ms_fused_gemm_prepare(const AmpNode *n, int64_t opset, void **at
     return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "activation '%.60s' is not one the CPU kernel implements", name);
 }
 
-static double softplus(double x) {
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
 static double act_apply(const Act *a, double x) {
     switch (a->kind) {
     case ACT_RELU: return x > 0 ? x : 0.0;
@@ -105,11 +102,11 @@ static double act_apply(const Act *a, double x) {
     case ACT_ELU: return x >= 0 ? x : a->alpha * expm1(x);
     case ACT_SELU: return a->gamma * (x > 0 ? x : a->alpha * expm1(x));
     case ACT_CELU: return fmax(0.0, x) + fmin(0.0, a->alpha * expm1(x / a->alpha));
-    case ACT_SOFTPLUS: return softplus(x);
+    case ACT_SOFTPLUS: return amp_softplus_d(x);
     case ACT_SOFTSIGN: return x / (1.0 + fabs(x));
     case ACT_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0;
     case ACT_SCALED_TANH: return a->alpha * tanh(a->beta * x);
-    case ACT_PARAMETRIC_SOFTPLUS: return a->alpha * softplus(a->beta * x);
+    case ACT_PARAMETRIC_SOFTPLUS: return a->alpha * amp_softplus_d(a->beta * x);
     }
     return x;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/reduce_impl.h" /* amp_red_attrs, the prepare helpers */
+#include "ops/scalar_math.h"
 
 /* Scratch buffers past this many floats are refused (UNSUPPORTED) rather than tried, so a
  * hostile shape (an empty X of shape (2^40, 2^40, 0)) gives an error, not a giant malloc. */
@@ -60,16 +61,6 @@ static const struct {
     {"softplus", ACT_SOFTPLUS, false, false, 0, 0},
 };
 
-static float sigmoidf(float x) {
-    if (x >= 0) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-
-static float softplusf(float x) {
-    return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x));
-}
-
 /* x[i] = act(clip(x[i])) for i < n; clip <= 0 means no clipping. */
 static void act_n(const RnnAct *a, float clip, float *x, int64_t n) {
     if (clip > 0)
@@ -77,7 +68,7 @@ static void act_n(const RnnAct *a, float clip, float *x, int64_t n) {
     const float al = a->alpha, be = a->beta;
     switch (a->kind) {
     case ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) x[i] = sigmoidf(x[i]);
+        for (int64_t i = 0; i < n; i++) x[i] = amp_sigmoid_f(x[i]);
         break;
     case ACT_TANH:
         for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
@@ -107,7 +98,7 @@ static void act_n(const RnnAct *a, float clip, float *x, int64_t n) {
         for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + fabsf(x[i]));
         break;
     case ACT_SOFTPLUS:
-        for (int64_t i = 0; i < n; i++) x[i] = softplusf(x[i]);
+        for (int64_t i = 0; i < n; i++) x[i] = amp_softplus_f(x[i]);
         break;
     }
 }

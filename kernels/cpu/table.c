@@ -1,26 +1,187 @@
-/* The CPU backend's kernels by op id, built from ops.def's CPU column: CPU(kernel) or
- * CPU(kernel, prepare) in the op's row (kernels.h declares them). An op with NO_CPU has
- * no CPU kernel; the executor then names it at prepare. */
+/* The CPU backend's kernels, one entry per op id (designated initializers), grouped by the
+ * file that defines the kernel: {kernel, prepare}, prepare being the function that parses
+ * the node's attributes once, at prepare (AmpKernelPrepareFn; absent where the kernel
+ * reads none). kernels.h declares them. An op with no entry has no CPU kernel: the
+ * executor names it at prepare (If, Loop, Scan: the executor runs their bodies itself).
+ * The CPU is the reference: every op in kernels/cuda/table.c has an entry here
+ * (tests/kernels/test_op_tables.c). */
 #include "kernels/cpu/kernels.h"
 
-#define NO_CPU NULL
-#define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
-               infer, cpu, ...)                                                                \
-    [AMP_OP_##id] = cpu,
-
-/* The kernel: the column's first function. */
-#define CPU(...) AMP_CPU_ARG1_(__VA_ARGS__, -)
-const AmpKernelFn amp_cpu_kernels[AMP_OP__COUNT] = {
-#include "ir/ops.def"
+const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
+    /* gemm.c */
+    [AMP_OP_MatMul] = {amp_cpu_matmul},
+    [AMP_OP_Gemm] = {amp_cpu_gemm, amp_cpu_gemm_prepare},
+    [AMP_OP_Ms_FusedMatMul] = {amp_cpu_fused_matmul, amp_cpu_fused_matmul_prepare},
+    /* conv.c */
+    [AMP_OP_Conv] = {amp_cpu_conv, amp_cpu_conv_prepare},
+    [AMP_OP_ConvTranspose] = {amp_cpu_conv_transpose, amp_cpu_conv_prepare},
+    /* einsum.c */
+    [AMP_OP_Einsum] = {amp_cpu_einsum, amp_cpu_einsum_prepare},
+    /* attention.c */
+    [AMP_OP_Attention] = {amp_cpu_onnx_attention, amp_cpu_onnx_attention_prepare},
+    /* rnn.c */
+    [AMP_OP_LSTM] = {amp_cpu_lstm, amp_cpu_rnn_prepare},
+    [AMP_OP_GRU] = {amp_cpu_gru, amp_cpu_rnn_prepare},
+    [AMP_OP_RNN] = {amp_cpu_rnn, amp_cpu_rnn_prepare},
+    /* ms_train.c */
+    [AMP_OP_Ms_FusedGemm] = {amp_cpu_ms_fused_gemm, amp_cpu_ms_fused_gemm_prepare},
+    [AMP_OP_Ms_ConvGrad] = {amp_cpu_ms_conv_grad, amp_cpu_ms_conv_grad_prepare},
+    [AMP_OP_Ms_AdamWOptimizer] = {amp_cpu_ms_adamw},
+    [AMP_OP_Ms_SGDOptimizerV2] = {amp_cpu_ms_adamw},
+    /* ms_attention.c */
+    [AMP_OP_Ms_Attention] = {amp_cpu_ms_attention, amp_cpu_ms_attention_prepare},
+    [AMP_OP_Ms_MultiHeadAttention] = {amp_cpu_ms_mha, amp_cpu_ms_attention_prepare},
+    /* elementwise.c */
+    [AMP_OP_Add] = {amp_ew_add, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Sub] = {amp_ew_sub, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Mul] = {amp_ew_mul, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Div] = {amp_ew_div, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Sum] = {amp_ew_sum},
+    [AMP_OP_Mean] = {amp_ew_mean},
+    [AMP_OP_Max] = {amp_ew_max},
+    [AMP_OP_Min] = {amp_ew_min},
+    [AMP_OP_Pow] = {amp_ew_pow, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Mod] = {amp_ew_mod, amp_ew_prepare_mod},
+    /* unary.c */
+    [AMP_OP_Sqrt] = {amp_ew_sqrt},
+    [AMP_OP_Atan] = {amp_ew_atan},
+    [AMP_OP_Asinh] = {amp_ew_asinh},
+    [AMP_OP_Erf] = {amp_ew_erf},
+    [AMP_OP_Clip] = {amp_ew_clip, amp_ew_prepare_clip},
+    [AMP_OP_Abs] = {amp_ew_abs},
+    [AMP_OP_Neg] = {amp_ew_neg},
+    [AMP_OP_Sign] = {amp_ew_sign},
+    [AMP_OP_Ceil] = {amp_ew_ceil},
+    [AMP_OP_Floor] = {amp_ew_floor},
+    [AMP_OP_Round] = {amp_ew_round},
+    [AMP_OP_Exp] = {amp_ew_exp},
+    [AMP_OP_Log] = {amp_ew_log},
+    [AMP_OP_Reciprocal] = {amp_ew_reciprocal},
+    [AMP_OP_Sin] = {amp_ew_sin},
+    [AMP_OP_Cos] = {amp_ew_cos},
+    [AMP_OP_Tan] = {amp_ew_tan},
+    [AMP_OP_Asin] = {amp_ew_asin},
+    [AMP_OP_Acos] = {amp_ew_acos},
+    [AMP_OP_Atanh] = {amp_ew_atanh},
+    [AMP_OP_Acosh] = {amp_ew_acosh},
+    [AMP_OP_Sinh] = {amp_ew_sinh},
+    [AMP_OP_Cosh] = {amp_ew_cosh},
+    /* activation.c */
+    [AMP_OP_Sigmoid] = {amp_ew_sigmoid},
+    [AMP_OP_Tanh] = {amp_ew_tanh},
+    [AMP_OP_Gelu] = {amp_ew_gelu, amp_ew_prepare_gelu},
+    [AMP_OP_Elu] = {amp_ew_elu, amp_ew_prepare_alpha},
+    [AMP_OP_Celu] = {amp_ew_celu, amp_ew_prepare_alpha},
+    [AMP_OP_Shrink] = {amp_ew_shrink, amp_ew_prepare_shrink},
+    [AMP_OP_Selu] = {amp_ew_selu, amp_ew_prepare_selu},
+    [AMP_OP_LeakyRelu] = {amp_ew_leaky_relu, amp_ew_prepare_alpha},
+    [AMP_OP_PRelu] = {amp_ew_prelu},
+    [AMP_OP_HardSigmoid] = {amp_ew_hard_sigmoid, amp_ew_prepare_hard_sigmoid},
+    [AMP_OP_HardSwish] = {amp_ew_hard_swish},
+    [AMP_OP_Softsign] = {amp_ew_softsign},
+    [AMP_OP_Ms_SigmoidGrad] = {amp_ew_sigmoid_grad},
+    [AMP_OP_Ms_TanhGrad] = {amp_ew_tanh_grad},
+    [AMP_OP_Ms_GeluGrad] = {amp_ew_gelu_grad, amp_ew_prepare_gelu},
+    [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_ms_bias_gelu_grad},
+    [AMP_OP_Ms_BiasGelu] = {amp_ew_bias_gelu, amp_ew_prepare_gelu},
+    [AMP_OP_Relu] = {amp_ew_relu},
+    [AMP_OP_ThresholdedRelu] = {amp_ew_thresholded_relu, amp_ew_prepare_alpha},
+    [AMP_OP_Ms_ReluGrad] = {amp_ew_relu_grad},
+    [AMP_OP_Softplus] = {amp_ew_softplus},
+    /* softmax.c */
+    [AMP_OP_Softmax] = {amp_cpu_softmax, amp_cpu_softmax_prepare},
+    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_cpu_softmax_prepare},
+    [AMP_OP_Hardmax] = {amp_cpu_hardmax, amp_cpu_softmax_prepare},
+    [AMP_OP_LogSoftmax] = {amp_cpu_log_softmax, amp_cpu_softmax_prepare},
+    /* pool.c */
+    [AMP_OP_AveragePool] = {amp_cpu_averagepool, amp_cpu_conv_prepare},
+    [AMP_OP_GlobalAveragePool] = {amp_cpu_global_averagepool},
+    [AMP_OP_MaxPool] = {amp_cpu_maxpool, amp_cpu_conv_prepare},
+    [AMP_OP_GlobalMaxPool] = {amp_cpu_global_maxpool},
+    /* dropout.c */
+    [AMP_OP_Dropout] = {amp_ew_dropout, amp_ew_prepare_dropout},
+    [AMP_OP_Ms_DropoutGrad] = {amp_ms_dropout_grad},
+    /* logic.c */
+    [AMP_OP_Where] = {amp_ew_where},
+    [AMP_OP_Equal] = {amp_ew_equal, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Less] = {amp_ew_less, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Greater] = {amp_ew_greater, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_LessOrEqual] = {amp_ew_less_equal, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_GreaterOrEqual] = {amp_ew_greater_equal, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_IsInf] = {amp_ew_isinf, amp_ew_prepare_isinf},
+    [AMP_OP_IsNaN] = {amp_ew_isnan},
+    [AMP_OP_Not] = {amp_ew_not},
+    [AMP_OP_And] = {amp_ew_and, amp_ew_prepare_legacy_bcast},
+    [AMP_OP_Or] = {amp_ew_or, amp_ew_prepare_legacy_bcast},
+    /* shape.c */
+    [AMP_OP_Reshape] = {amp_cpu_reshape, amp_cpu_reshape_prepare},
+    [AMP_OP_Transpose] = {amp_cpu_transpose, amp_cpu_transpose_prepare},
+    [AMP_OP_Flatten] = {amp_cpu_flatten},
+    [AMP_OP_Squeeze] = {amp_cpu_squeeze},
+    [AMP_OP_Unsqueeze] = {amp_cpu_unsqueeze, amp_cpu_unsqueeze_prepare},
+    [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_cpu_concat_prepare},
+    [AMP_OP_Concat] = {amp_cpu_concat, amp_cpu_concat_prepare},
+    [AMP_OP_Split] = {amp_cpu_split, amp_cpu_split_prepare},
+    [AMP_OP_Trilu] = {amp_cpu_trilu, amp_cpu_trilu_prepare},
+    [AMP_OP_Expand] = {amp_cpu_expand},
+    [AMP_OP_Tile] = {amp_cpu_tile},
+    [AMP_OP_Identity] = {amp_cpu_identity},
+    [AMP_OP_DepthToSpace] = {amp_cpu_depth_to_space, amp_cpu_depth_space_prepare},
+    [AMP_OP_SpaceToDepth] = {amp_cpu_space_to_depth, amp_cpu_depth_space_prepare},
+    /* slice.c */
+    [AMP_OP_Slice] = {amp_sh_slice, amp_sh_slice_prepare},
+    [AMP_OP_Pad] = {amp_sh_pad, amp_sh_pad_prepare},
+    /* gather.c */
+    [AMP_OP_Gather] = {amp_sh_gather, amp_sh_gather_prepare},
+    [AMP_OP_GatherElements] = {amp_sh_gather_elements, amp_sh_gather_prepare},
+    [AMP_OP_GatherND] = {amp_sh_gather_nd, amp_sh_gather_nd_prepare},
+    [AMP_OP_ScatterND] = {amp_sh_scatter_nd, amp_sh_scatter_nd_prepare},
+    [AMP_OP_Ms_GatherGrad] = {amp_ms_gather_grad, amp_sh_gather_prepare},
+    /* resize.c */
+    [AMP_OP_Resize] = {amp_sh_resize, amp_sh_resize_prepare},
+    /* reduce.c */
+    [AMP_OP_ReduceMax] = {amp_cpu_reduce_max, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceMin] = {amp_cpu_reduce_min, amp_cpu_reduce_prepare},
+    [AMP_OP_ArgMax] = {amp_cpu_argmax, amp_cpu_arg_prepare},
+    [AMP_OP_ArgMin] = {amp_cpu_argmin, amp_cpu_arg_prepare},
+    [AMP_OP_TopK] = {amp_cpu_topk, amp_cpu_topk_prepare},
+    [AMP_OP_ReduceSum] = {amp_cpu_reduce_sum, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceMean] = {amp_cpu_reduce_mean, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceProd] = {amp_cpu_reduce_prod, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceSumSquare] = {amp_cpu_reduce_sumsq, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceL1] = {amp_cpu_reduce_l1, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceL2] = {amp_cpu_reduce_l2, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceLogSum] = {amp_cpu_reduce_logsum, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_cpu_reduce_prepare},
+    [AMP_OP_CumSum] = {amp_cpu_cumsum, amp_cpu_cumsum_prepare},
+    /* loss.c */
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_cpu_loss_prepare},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cpu_nll_loss, amp_cpu_loss_prepare},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cpu_ms_sce_loss_grad, amp_cpu_loss_prepare},
+    /* norm.c */
+    [AMP_OP_LayerNormalization] = {amp_cpu_layernorm, amp_cpu_norm_prepare},
+    [AMP_OP_BatchNormalization] = {amp_cpu_batchnorm, amp_cpu_norm_prepare},
+    [AMP_OP_InstanceNormalization] = {amp_cpu_instancenorm, amp_cpu_norm_prepare},
+    [AMP_OP_GroupNormalization] = {amp_cpu_groupnorm, amp_cpu_norm_prepare},
+    [AMP_OP_LpNormalization] = {amp_cpu_lpnorm, amp_cpu_norm_prepare},
+    [AMP_OP_LRN] = {amp_cpu_lrn, amp_cpu_norm_prepare},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cpu_ms_layernorm_grad, amp_cpu_norm_prepare},
+    /* optim.c */
+    [AMP_OP_Adam] = {amp_cpu_adam, amp_cpu_optimizer_prepare},
+    [AMP_OP_Momentum] = {amp_cpu_momentum, amp_cpu_optimizer_prepare},
+    [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_cpu_optimizer_prepare},
+    [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cpu_ms_accumulator},
+    /* tensor.c */
+    [AMP_OP_Shape] = {amp_cpu_shape, amp_cpu_shape_prepare},
+    [AMP_OP_Size] = {amp_cpu_size},
+    [AMP_OP_Cast] = {amp_cpu_cast, amp_cpu_cast_prepare},
+    [AMP_OP_CastLike] = {amp_cpu_cast_like},
+    [AMP_OP_Constant] = {amp_cpu_constant, amp_cpu_constant_prepare},
+    [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_cpu_constant_of_shape_prepare},
+    [AMP_OP_Range] = {amp_cpu_range},
+    [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_cpu_one_hot_prepare},
+    [AMP_OP_NonZero] = {amp_cpu_non_zero},
+    /* fused.c */
+    [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_cpu_fused_prepare},
+    [AMP_OP_Ampc_UnscaleCheck] = {amp_cpu_unscale_check},
 };
-#undef CPU
-
-/* The kernels that parse their attributes once, at prepare (AmpKernelPrepareFn): the
- * column's second function, NULL where it names none. */
-#define CPU(...) AMP_CPU_ARG2_(__VA_ARGS__, NULL, -)
-const AmpKernelPrepareFn amp_cpu_kernel_prepares[AMP_OP__COUNT] = {
-#include "ir/ops.def"
-};
-#undef CPU
-#undef AMP_OP
-#undef NO_CPU

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kernels/cpu/elementwise_impl.h"
+#include "ops/scalar_math.h"
 
 AMP_EW_DEF_MAP(map_sqrt, sqrtf(x), sqrt(x))
 AMP_EW_DEF_MAP(map_exp, expf(x), exp(x))
@@ -13,8 +14,7 @@ AMP_EW_DEF_MAP(map_log, logf(x), log(x))
 AMP_EW_DEF_MAP(map_neg, -x, -x)
 AMP_EW_DEF_MAP(map_abs, fabsf(x), fabs(x))
 AMP_EW_DEF_MAP(map_reciprocal, 1.0f / x, 1.0 / x)
-/* NaN stays NaN, zeros give 0 */
-AMP_EW_DEF_MAP(map_sign, x > 0 ? 1.0f : x < 0 ? -1.0f : x == 0 ? 0.0f : x, x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x)
+AMP_EW_DEF_MAP(map_sign, amp_sign_f(x), amp_sign_d(x)) /* ops/scalar_math.h */
 AMP_EW_DEF_MAP(map_ceil, ceilf(x), ceil(x))
 AMP_EW_DEF_MAP(map_floor, floorf(x), floor(x))
 /* ONNX Round: halves to even, which is the default rounding mode */

@@ -13,6 +13,7 @@
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/convert.h"
 #include "kernels/cuda/elementwise.h"
+#include "ops/scalar_math.h"
 
 // The layout of cuda_impl.h's AmpCudaBcast (elementwise.c static-asserts its size).
 struct AmpCudaBcast {
@@ -219,27 +220,8 @@ extern "C" int amp_cuda_ew_compare(int op, int dtype, uint8_t *out, const void *
 
 // ---- unary math and activations ----------------------------------------------------------
 
-#define INV_SQRT2 0.70710678118654752440
-#define SQRT_2_OVER_PI 0.79788456080286535588
-#define GELU_C 0.044715
-
-// exp of -|x| only, so neither branch overflows (activation.c's sigmoid_f)
-__device__ __forceinline__ float sigmoid_f(float x) {
-    if (x >= 0) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-
-__device__ __forceinline__ float clamp01(float v) { return v < 0 ? 0.0f : v > 1 ? 1.0f : v; }
-
-__device__ __forceinline__ float gelu_f(float x, int mode) {
-    if (mode == 1) { // tanh approximation; x + C x^3 rounded as the CPU does (no FMA)
-        float c3 = __fmul_rn(__fmul_rn(__fmul_rn((float)GELU_C, x), x), x);
-        return 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI * __fadd_rn(x, c3)));
-    }
-    return 0.5f * x * (1.0f + erff(x * (float)INV_SQRT2));
-}
-
+// The activations' math is ops/scalar_math.h's, the CPU kernels' own (rounded as the CPU
+// rounds: no FMA where a product meets a sum).
 __device__ __forceinline__ float un_f(int op, float x, const AmpCudaEwParams &p, float lo, float hi) {
     switch (op) {
     case AMP_CUDA_UN_SQRT: return sqrtf(x);
@@ -248,7 +230,7 @@ __device__ __forceinline__ float un_f(int op, float x, const AmpCudaEwParams &p,
     case AMP_CUDA_UN_NEG: return -x;
     case AMP_CUDA_UN_ABS: return fabsf(x);
     case AMP_CUDA_UN_RECIPROCAL: return 1.0f / x;
-    case AMP_CUDA_UN_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x == 0 ? 0.0f : x; // NaN stays
+    case AMP_CUDA_UN_SIGN: return amp_sign_f(x);
     case AMP_CUDA_UN_CEIL: return ceilf(x);
     case AMP_CUDA_UN_FLOOR: return floorf(x);
     case AMP_CUDA_UN_ROUND: return rintf(x); // halves to even
@@ -256,15 +238,15 @@ __device__ __forceinline__ float un_f(int op, float x, const AmpCudaEwParams &p,
     case AMP_CUDA_UN_SIN: return sinf(x);
     case AMP_CUDA_UN_COS: return cosf(x);
     case AMP_CUDA_UN_TANH: return tanhf(x);
-    case AMP_CUDA_UN_SIGMOID: return sigmoid_f(x);
-    case AMP_CUDA_UN_RELU: return x < 0 ? 0.0f : x; // NaN and -0 kept
-    case AMP_CUDA_UN_LEAKY_RELU: return x < 0 ? p.alpha * x : x;
-    case AMP_CUDA_UN_ELU: return x < 0 ? p.alpha * expm1f(x) : x;
-    case AMP_CUDA_UN_SELU: return x <= 0 ? p.gamma * p.alpha * expm1f(x) : p.gamma * x;
-    case AMP_CUDA_UN_GELU: return gelu_f(x, p.mode);
-    case AMP_CUDA_UN_SOFTPLUS: return (x > 0 ? x : 0.0f) + log1pf(expf(-fabsf(x)));
-    case AMP_CUDA_UN_HARD_SIGMOID: return clamp01(__fadd_rn(__fmul_rn(p.alpha, x), p.beta));
-    case AMP_CUDA_UN_HARD_SWISH: return x * clamp01(__fadd_rn(__fmul_rn(x, 1.0f / 6.0f), 0.5f));
+    case AMP_CUDA_UN_SIGMOID: return amp_sigmoid_f(x);
+    case AMP_CUDA_UN_RELU: return amp_relu_f(x);
+    case AMP_CUDA_UN_LEAKY_RELU: return amp_leaky_relu_f(x, p.alpha);
+    case AMP_CUDA_UN_ELU: return amp_elu_f(x, p.alpha);
+    case AMP_CUDA_UN_SELU: return amp_selu_f(x, p.alpha, p.gamma);
+    case AMP_CUDA_UN_GELU: return amp_gelu_f(x, p.mode);
+    case AMP_CUDA_UN_SOFTPLUS: return amp_softplus_f(x);
+    case AMP_CUDA_UN_HARD_SIGMOID: return amp_hard_sigmoid_f(x, p.alpha, p.beta);
+    case AMP_CUDA_UN_HARD_SWISH: return amp_hard_swish_f(x);
     default: { // CLIP: lo > hi gives hi, NaN stays NaN
         float v = x < lo ? lo : x;
         return v > hi ? hi : v;

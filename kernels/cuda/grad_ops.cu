@@ -14,6 +14,7 @@
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/maxpool_elem.h"
+#include "ops/scalar_math.h"
 
 // AmpDType numbers (ir/ir.h).
 enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11, DT_BFLOAT16 = 16 };
@@ -60,36 +61,15 @@ __device__ __forceinline__ double load_scalar(const void *p, int dtype) {
     default: return (int)cudaErrorInvalidValue;                      \
     }
 
-// ---- Gelu and its derivative (kernels/cpu/activation.c's float forms) --------------------
-
-#define INV_SQRT2 0.70710678118654752440f
-#define SQRT_2_OVER_PI 0.79788456080286535588f
-#define INV_SQRT_2PI 0.39894228040143267794f
-#define GELU_C 0.044715f
-
-__device__ __forceinline__ float gelu(float x, int mode) {
-    if (mode == 1) return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x)));
-    return 0.5f * x * (1.0f + erff(x * INV_SQRT2));
-}
-
-__device__ __forceinline__ float gelu_grad(float x, int mode) {
-    if (mode == 1) {
-        float t = tanhf(SQRT_2_OVER_PI * (x + GELU_C * x * x * x));
-        float du = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_C * x * x);
-        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-    }
-    return 0.5f * (1.0f + erff(x * INV_SQRT2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x);
-}
-
-// ---- the two-operand gradients -------------------------------------------------------------
+// ---- the two-operand gradients (ops/scalar_math.h's math, the CPU kernels' own) -----------
 
 __device__ __forceinline__ float grad_f(int op, int mode, float a, float b) {
     switch (op) {
-    case AMP_CUDA_GR_RELU: return b > 0 ? a : 0.0f;
-    case AMP_CUDA_GR_SIGMOID: return __fmul_rn(__fmul_rn(a, b), __fsub_rn(1.0f, b));
-    case AMP_CUDA_GR_TANH: return __fmul_rn(a, __fsub_rn(1.0f, __fmul_rn(b, b)));
-    case AMP_CUDA_GR_GELU: return __fmul_rn(a, gelu_grad(b, mode));
-    default: return gelu(__fadd_rn(a, b), mode); // BIAS_GELU
+    case AMP_CUDA_GR_RELU: return amp_relu_grad_f(a, b);
+    case AMP_CUDA_GR_SIGMOID: return amp_sigmoid_grad_f(a, b);
+    case AMP_CUDA_GR_TANH: return amp_tanh_grad_f(a, b);
+    case AMP_CUDA_GR_GELU: return __fmul_rn(a, amp_gelu_grad_f(b, mode));
+    default: return amp_gelu_f(__fadd_rn(a, b), mode); // BIAS_GELU
     }
 }
 
@@ -131,7 +111,7 @@ __global__ void bias_gelu_grad_kernel(T *__restrict__ dx, const T *__restrict__ 
                                       const T *__restrict__ b, uint64_t n, uint64_t h) {
     GRID_STRIDE_U64(i, n) {
         float v = __fadd_rn(to_f(x[i]), to_f(b[i % h]));
-        dx[i] = from_f<T>(__fmul_rn(to_f(dy[i]), gelu_grad(v, 0)));
+        dx[i] = from_f<T>(__fmul_rn(to_f(dy[i]), amp_gelu_grad_erf_f(v)));
     }
 }
 

@@ -3,10 +3,12 @@
 C, CUDA and header files names a header of a folder the including folder may use.
 
     ir/            -> ir
+    ops/           -> ir, ops                (what every backend computes alike: the
+                                            scalar math of the elementwise functions)
     passes/        -> ir, passes
     backend/       -> ir, backend            (the backend interface)
-    kernels/cpu/   -> ir, backend, kernels/cpu
-    kernels/cuda/  -> ir, backend, kernels/cuda, kernels/cpu   (the CPU reference's attribute
+    kernels/cpu/   -> ir, ops, backend, kernels/cpu
+    kernels/cuda/  -> ir, ops, backend, kernels/cuda, kernels/cpu   (the CPU reference's attribute
                                             parsing, window geometry and output checks)
     runtime/       -> ir, passes, backend, runtime   (never a kernels/ header)
     tools/         -> anything
@@ -48,10 +50,11 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 ALLOWED = {
     "ir": {"ir"},
+    "ops": {"ir", "ops"},
     "passes": {"ir", "passes"},
     "backend": {"ir", "backend"},
-    "kernels/cpu": {"ir", "backend", "kernels/cpu"},
-    "kernels/cuda": {"ir", "backend", "kernels/cuda", "kernels/cpu"},
+    "kernels/cpu": {"ir", "ops", "backend", "kernels/cpu"},
+    "kernels/cuda": {"ir", "ops", "backend", "kernels/cuda", "kernels/cpu"},
     "runtime": {"ir", "passes", "backend", "runtime"},
     "tools": None,  # the command and its benchmarks may use every layer
 }
@@ -93,7 +96,7 @@ def check(files):
 
 
 GENERATED = {"onnx.pb-c.h"}
-QUALIFY_DIRS = ("ir", "passes", "backend", "kernels", "runtime", "tools", "tests", "include")
+QUALIFY_DIRS = ("ir", "ops", "passes", "backend", "kernels", "runtime", "tools", "tests", "include")
 
 
 def unqualified(root):
