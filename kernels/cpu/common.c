@@ -74,11 +74,3 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
     amp_buf_describe(&want, exp, sizeof exp);
     return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
 }
-
-AmpKernelFn amp_cpu_kernel(AmpOpId op) {
-    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_ops[op].run : NULL;
-}
-
-AmpKernelPrepareFn amp_cpu_kernel_prepare(AmpOpId op) {
-    return (unsigned)op < AMP_OP__COUNT ? amp_cpu_ops[op].prepare : NULL;
-}
