@@ -25,7 +25,10 @@ static void force(AmpRun *r, AmpNode *n, AmpWhy why, const char *detail) {
     r->ni[i].detail = detail;
 }
 
-/* The loss op and every node downstream of it, in any graph. */
+/* The loss op and every node downstream of its values, in any graph. A Shape or Size of a
+ * value reads only its shape (as ampc grad's ReduceMean backward reads Size(loss) for the
+ * mean's count): the walk stops there, or the whole backward pass behind that count would
+ * be "downstream of the loss" and stay float32. */
 static AmpCode force_loss(AmpRun *r) {
     AmpNode *p = r->loss->producer;
     if (!p) return AMP_OK;
@@ -40,7 +43,9 @@ static AmpCode force_loss(AmpRun *r) {
             const AmpValue *v = n->outputs[o];
             for (size_t u = 0; v && u < v->n_uses; u++) {
                 uint32_t j = amp_idx(v->uses[u].node);
-                if (j == AMP_NO_NODE || (r->ni[j].flags & AMP_NF_FORCED)) continue;
+                AmpOpId op = v->uses[u].node->op;
+                if (j == AMP_NO_NODE || (r->ni[j].flags & AMP_NF_FORCED) || op == AMP_OP_Shape || op == AMP_OP_Size)
+                    continue;
                 force(r, v->uses[u].node, AMP_WHY_LOSS, r->loss->name);
                 stack[top++] = j;
             }
