@@ -109,6 +109,95 @@ Test(plan, random_lifetimes) {
     }
 }
 
+/* The planner before its segment tree (a scan of every placed buffer per buffer, O(n^2)):
+ * the tree must find the same overlapping set, so every offset is the same. */
+static int cmp_ref_key(const void *pa, const void *pb) {
+    const size_t *a = pa, *b = pb; /* {size, first, index} */
+    if (a[0] != b[0]) return a[0] > b[0] ? -1 : 1;
+    if (a[1] != b[1]) return a[1] < b[1] ? -1 : 1;
+    return a[2] < b[2] ? -1 : a[2] > b[2];
+}
+
+static int cmp_ref_span(const void *pa, const void *pb) {
+    const size_t *a = pa, *b = pb;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+static size_t reference_plan(AmpPlanItem *it, size_t n, size_t align) {
+    size_t(*keys)[3] = malloc(n * sizeof *keys), (*spans)[2] = malloc(n * sizeof *spans), *placed = malloc(n * sizeof *placed);
+    for (size_t i = 0; i < n; i++) {
+        keys[i][0] = (it[i].size + align - 1) / align * align;
+        keys[i][1] = (size_t)(it[i].first + 1000000); /* ordered as the ints are */
+        keys[i][2] = i;
+        it[i].offset = 0;
+    }
+    qsort(keys, n, sizeof *keys, cmp_ref_key);
+    size_t np = 0, end = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t size = keys[k][0];
+        AmpPlanItem *x = &it[keys[k][2]];
+        if (!size) continue;
+        size_t ns = 0;
+        for (size_t j = 0; j < np; j++) {
+            const AmpPlanItem *o = &it[placed[j]];
+            if (o->first <= x->last && x->first <= o->last) {
+                spans[ns][0] = o->offset;
+                spans[ns++][1] = o->offset + (o->size + align - 1) / align * align;
+            }
+        }
+        qsort(spans, ns, sizeof *spans, cmp_ref_span);
+        size_t off = 0;
+        for (size_t j = 0; j < ns; j++) {
+            if (spans[j][0] >= off && spans[j][0] - off >= size) break;
+            if (spans[j][1] > off) off = spans[j][1];
+        }
+        x->offset = off;
+        if (off + size > end) end = off + size;
+        placed[np++] = keys[k][2];
+    }
+    free(keys), free(spans), free(placed);
+    return end;
+}
+
+Test(plan, same_offsets_as_the_quadratic_scan) {
+    uint64_t r = 777;
+    for (int round = 0; round < 300; round++) {
+        size_t n = 1 + (size_t)(round * 7 % 400);
+        AmpPlanItem *it = malloc(n * sizeof *it), *ref = malloc(n * sizeof *ref);
+        int horizon = 1 + round % 97, start = round % 3 ? 0 : -50; /* negative steps too */
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            int first = start + (int)((r >> 33) % (uint64_t)horizon);
+            int len = (int)((r >> 20) % (uint64_t)(round % 5 ? 6 : horizon)); /* short, or long lives */
+            size_t size = (r >> 45) % 7 == 0 ? 0 : (size_t)((r >> 40) % 5000);
+            it[i] = (AmpPlanItem){size, first, first + len, 0};
+        }
+        memcpy(ref, it, n * sizeof *it);
+        size_t arena;
+        cr_assert_eq(amp_plan_offsets(it, n, 64, &arena, NULL), AMP_OK);
+        cr_assert_eq(arena, reference_plan(ref, n, 64), "round %d: the arena differs", round);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(it[i].offset, ref[i].offset, "round %d item %zu: %zu, the scan gave %zu", round, i,
+                         it[i].offset, ref[i].offset);
+        free(it), free(ref);
+    }
+}
+
+/* A chain of a million buffers (each live from its producer to its reader) plans into two
+ * slots. Before the segment tree this took minutes; the time is not asserted (a benchmark's
+ * business: `ampc run` of tools/gen_graph.py's chain, docs/internals.md), only the result. */
+Test(plan, million_buffer_chain, .timeout = 120) {
+    size_t n = 1000000;
+    AmpPlanItem *it = malloc(n * sizeof *it);
+    for (size_t i = 0; i < n; i++) it[i] = (AmpPlanItem){4096, (int)i, (int)i + 1, 0};
+    size_t arena;
+    cr_assert_eq(amp_plan_offsets(it, n, 64, &arena, NULL), AMP_OK);
+    cr_assert_eq(arena, 2 * 4096);
+    cr_assert_eq(amp_plan_max_live(it, n, 64), 2 * 4096);
+    for (size_t i = 1; i < n; i++) cr_assert_neq(it[i].offset, it[i - 1].offset, "neighbours %zu share a slot", i);
+    free(it);
+}
+
 /* ---- the arena on real models ---------------------------------------------------------- */
 
 
