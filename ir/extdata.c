@@ -19,6 +19,8 @@ struct AmpMapping {
     char *location; /* as written in the model */
     const uint8_t *data;
     size_t len;
+    dev_t dev; /* the file's identity, to know it under another name */
+    ino_t ino;
 };
 
 AmpCode amp_extdata_check_location(const char *loc, AmpStatus *st) {
@@ -191,10 +193,20 @@ static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatu
     mp->location = locdup;
     mp->data = data;
     mp->len = len;
+    mp->dev = sb.st_dev;
+    mp->ino = sb.st_ino;
     mp->next = m->mappings;
     m->mappings = mp;
     *out = mp;
     return AMP_OK;
+}
+
+const char *amp_extdata_reads(const AmpModel *m, const char *path) {
+    struct stat sb;
+    if (!m || !m->mappings || !path || stat(path, &sb) != 0) return NULL;
+    for (const AmpMapping *mp = m->mappings; mp; mp = mp->next)
+        if (mp->dev == sb.st_dev && mp->ino == sb.st_ino) return mp->location;
+    return NULL;
 }
 
 AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64_t length,

@@ -13,6 +13,9 @@ AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64
 /* Checks that `location` is a plain relative path: not empty, not absolute, no ".."
  * component, no backslash or NUL tricks. The symlink check happens at map time. */
 AmpCode amp_extdata_check_location(const char *location, AmpStatus *st);
+/* The location (as the model writes it) of the external data file of m that `path` names,
+ * under this name or another (same device and inode), or NULL: a file m reads. */
+const char *amp_extdata_reads(const AmpModel *m, const char *path);
 
 /* Hands m the mapping [data, data + len) (the model file itself), unmapped with the
  * external data files; false when out of memory (the caller still owns it). */

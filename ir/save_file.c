@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ir/extdata.h"
 #include "ir/save_impl.h"
 
 /* protobuf's hard limit for one message. */
@@ -220,6 +221,19 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
     bool stream;
     AmpCode rc = amp_output_target(out_path, &path, &stream, st);
     if (rc) return rc;
+    /* No output replaces a file the model still reads: its external data (OUT named as
+     * one, or the data file OUT's name implies). Its own model file may be OUT: the model
+     * is whole in memory, and the rename leaves the old file to the mapping. */
+    const char *reads = stream ? NULL : amp_extdata_reads(m, path);
+    if (reads) {
+        rc = amp_fail(st, AMP_ERR_USAGE, "%s is the external data file '%s' the model reads: writing it would destroy "
+                      "the input; write the output elsewhere", amp_output_shown(out_path), reads);
+        free(path);
+        return rc;
+    }
+    struct stat in_sb, out_sb;
+    bool in_place = m->path && stat(m->path, &in_sb) == 0 && stat(path, &out_sb) == 0 && in_sb.st_dev == out_sb.st_dev &&
+                    in_sb.st_ino == out_sb.st_ino;
     SaveCtx c;
     amp_save_init(&c, m, st);
     c.external_min = opt->external_min_bytes;
@@ -245,6 +259,13 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         }
         if (external) {
             data_files_prepare(&df, path);
+            if ((reads = amp_extdata_reads(m, df.path[df.now]))) {
+                rc = amp_fail(st, AMP_ERR_USAGE,
+                              "%s: its data file %s is the external data file '%s' the model reads: writing it "
+                              "would destroy the input; write the output elsewhere (or convert in place: -o MODEL)",
+                              amp_output_shown(out_path), df.path[df.now], reads);
+                goto out;
+            }
             c.data_name = base_name(df.path[df.now]);
             if ((rc = amp_temp_open(&data, df.path[df.now], st))) goto out;
             c.data_file = data.f;
@@ -291,8 +312,10 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         /* The old model stays, with its own data; the new data file is nobody's. */
         if (data_renamed) unlink(df.path[df.now]);
         rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(e));
-    } else if (df.old >= 0) {
-        unlink(df.path[df.old]); /* the replaced model's data (never df.now) */
+    } else if (df.old >= 0 && (in_place || !amp_extdata_reads(m, df.path[df.old]))) {
+        /* The replaced model's data (never df.now); kept when another file, the input,
+         * still reads it. */
+        unlink(df.path[df.old]);
     }
 out:
     amp_temp_abort(&out);

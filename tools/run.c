@@ -430,8 +430,23 @@ static int output_index(const AmpSession *s, AmpMode mode, const char *name) {
     return -1;
 }
 
+/* Whether the paths a and b name one existing file (device and inode). */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int ampc_cmd_run(const RunArgs *a) {
     AmpStatus st = {AMP_OK, ""};
+    /* No output replaces a file the command was asked to read (--load-state may be the
+     * --save-state: it is read whole before the steps, and the save is atomic). */
+    const struct {
+        const char *path, *what;
+    } reads[] = {{a->model, "MODEL"}, {a->ort_optimizer, "--optimizer"}, {a->ort_checkpoint, "--checkpoint"}};
+    for (size_t i = 0; a->save_state && i < sizeof reads / sizeof *reads; i++)
+        if (same_file(a->save_state, reads[i].path))
+            return ampc_usage_error("--save-state '%s' is %s ('%s'), which this run reads: saving the state there "
+                                    "would destroy it; save it elsewhere", a->save_state, reads[i].what, reads[i].path);
     AmpSessionOptions so = ampc_session_options(a);
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
