@@ -5,6 +5,7 @@
  * and memory, and writes the last step's outputs with --outputs DIR; bench prints timings. */
 #include "tools/run.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -107,7 +108,31 @@ static AmpCode push(Inputs *in, const AmpTensorView *t, AmpStatus *st) {
     return AMP_OK;
 }
 
-/* input_K.pb for K = 0, 1, ... until one is missing. */
+/* After input_0.pb .. input_{n-1}.pb were read: any other input_*.pb in dir is refused (a
+ * gap: input_2.pb without input_1.pb; or a name not of the form input_N.pb), so no file
+ * given is silently left out. Other files (ONNX's output_N.pb beside them) are not inputs. */
+static AmpCode check_dir_rest(const char *dir, size_t n, AmpStatus *st) {
+    DIR *d = opendir(dir);
+    if (!d) return AMP_OK; /* the files were read: a folder that lists nothing is no gap */
+    AmpCode rc = AMP_OK;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (strncmp(name, "input_", 6) != 0) continue;
+        size_t len = strlen(name), k = 0, digits = 0;
+        while (name[6 + digits] >= '0' && name[6 + digits] <= '9') k = k * 10 + (size_t)(name[6 + digits++] - '0');
+        bool numbered = digits > 0 && digits < 10 && (digits == 1 || name[6] != '0') && strcmp(name + 6 + digits, ".pb") == 0;
+        if (numbered && k < n) continue;
+        if (numbered)
+            rc = amp_fail(st, AMP_ERR_USAGE, "--inputs %s: %s is there but input_%zu.pb is missing: inputs are "
+                          "input_0.pb, input_1.pb, ... with no gap", dir, name, n);
+        else if (len > 3 && strcmp(name + len - 3, ".pb") == 0)
+            rc = amp_fail(st, AMP_ERR_USAGE, "--inputs %s: %s is not named input_N.pb (N = 0, 1, ...)", dir, name);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* input_K.pb for K = 0, 1, ... until one is missing; then no other input_*.pb may be there. */
 static AmpCode load_dir(const AmpSession *s, AmpMode mode, const char *dir, Inputs *in, AmpStatus *st) {
     if (!(in->scratch = amp_model_new())) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     for (size_t k = 0;; k++) {
@@ -119,7 +144,11 @@ static AmpCode load_dir(const AmpSession *s, AmpMode mode, const char *dir, Inpu
         if (!bytes) {
             if (!missing) return st->code;
             if (k == 0) return amp_fail(st, AMP_ERR_USAGE, "--inputs %s: no input_0.pb there", dir);
-            return AMP_OK;
+            return check_dir_rest(dir, k, st);
+        }
+        if (len == 0) {
+            free(bytes);
+            return amp_fail(st, AMP_ERR_INPUT, "%s: an empty file, not a TensorProto", path);
         }
         AmpTensor *t = NULL;
         AmpCode rc = amp_tensor_load_bytes(in->scratch, bytes, len, &t, st);
