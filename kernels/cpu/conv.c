@@ -2,6 +2,7 @@
  * (cblas_sgemm + col2im), N-D with groups, strides, dilations, pads and auto_pad; also
  * the window geometry pool.c shares. 16-bit tensors compute in fp32; no double. */
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/dnnl.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,6 +220,38 @@ static int64_t prod(int n, const int64_t *d) {
     return p;
 }
 
+/* ---- oneDNN ------------------------------------------------------------------------- */
+
+bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int64_t group, const AmpConvGeom *g,
+                        bool bias, AmpDnnlConv *p) {
+    if ((dt != AMP_DT_FLOAT && dt != AMP_DT_BFLOAT16) || g->nsp < 1 || g->nsp > AMP_DNNL_MAX_SPATIAL || n < 1 ||
+        ic < 1 || oc < 1 || group < 1)
+        return false;
+    memset(p, 0, sizeof *p);
+    p->kind = kind, p->dt = p->dt_out = dt, p->nsp = g->nsp;
+    p->n = n, p->ic = ic, p->oc = oc, p->group = group, p->bias = bias;
+    /* Where oneDNN loses (measured one thread, docs/speed.md): it reorders the weights into
+     * its blocked layout on every call, which costs more than the product where each
+     * weight is used at few positions (n * positions under 64: ResNet's last stages at
+     * batch 2, 64x64); and a window larger than the positions it visits (the weight
+     * gradient `ampc grad` writes as a Conv of the batch-transposed input: ic = batch,
+     * a kernel the size of the activation) runs many times slower than im2col there. */
+    int64_t K = 1, pos = 1;
+    for (int i = 0; i < g->nsp; i++) K *= g->kern[i], pos *= kind == AMP_DNNL_DECONV_FWD ? g->in[i] : g->out[i];
+    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) && (n * pos < 64 || K > pos)) return false;
+    /* The same weight gradients where the window is small: ic = a training batch under 4
+     * over many "images" (channels): 10-50x slower on oneDNN than im2col. */
+    if (kind == AMP_DNNL_CONV_FWD && group == 1 && ic < 4 && n >= 16) return false;
+    for (int i = 0; i < g->nsp; i++) {
+        if (g->in[i] < 1 || g->out[i] < 1) return false;
+        p->in[i] = g->in[i], p->kern[i] = g->kern[i], p->out[i] = g->out[i];
+        p->stride[i] = g->stride[i], p->dil[i] = g->dil[i], p->pad0[i] = g->pad0[i], p->pad1[i] = g->pad1[i];
+        if (kind == AMP_DNNL_DECONV_FWD) /* the end pad without output_padding, as oneDNN counts it */
+            p->pad1[i] = (g->in[i] - 1) * g->stride[i] + (g->kern[i] - 1) * g->dil[i] + 1 - g->out[i] - g->pad0[i];
+    }
+    return true;
+}
+
 /* ---- Conv ------------------------------------------------------------------------ */
 
 /* col (cg * K, O) from x (cg, in...): row (c, j) holds, for every output position o,
@@ -302,6 +335,10 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         (uint64_t)(Cg * K) * (uint64_t)O > (UINT64_C(1) << 58))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
+    AmpDnnlConv dp;
+    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
+        amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data}))
+        return AMP_OK;
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
     bool direct = true;
@@ -483,6 +520,10 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
         (uint64_t)(Mg * K) * (uint64_t)NI > (UINT64_C(1) << 58))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "transposed convolution too large for the CPU kernel");
     int64_t rows = Mg * K; /* the column matrix is (Mg * K, NI) */
+    AmpDnnlConv dp;
+    if (amp_conv_dnnl_desc(AMP_DNNL_DECONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
+        amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data}))
+        return AMP_OK;
     float *tx, *tw, *tb = NULL, *ty, *col = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
     const float *B = b ? amp_buf_f32_in(b, &tb) : NULL;

@@ -3,6 +3,7 @@
 #ifndef AMP_CPU_CONV_IMPL_H
 #define AMP_CPU_CONV_IMPL_H
 
+#include "kernels/cpu/dnnl.h"
 #include "kernels/cpu/kernels.h"
 
 #define AMP_MAX_SPATIAL (AMP_MAX_RANK - 2)
@@ -101,5 +102,14 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
  * g->in are the source positions' dims and g->out y's (ConvTranspose; Conv's data
  * gradient with in/out swapped). */
 void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *y);
+
+/* oneDNN's description of a convolution of dtype dt (kind AMP_DNNL_CONV_FWD,
+ * AMP_DNNL_DECONV_FWD for ConvTranspose, or a backward) from its geometry g: for Conv and
+ * its backward X (n, ic, g->in...) -> Y (n, oc, g->out...); for ConvTranspose X (n, ic,
+ * g->in...) -> Y (n, oc, g->out...) as amp_convtranspose_geom made g. False where oneDNN
+ * does not take it (a type other than float32 and bfloat16, over 3 spatial dims, an empty
+ * tensor): the im2col path does it. */
+bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int64_t group, const AmpConvGeom *g,
+                        bool bias, AmpDnnlConv *p);
 
 #endif

@@ -48,4 +48,44 @@ bool amp_dnnl_matmul(const AmpDnnlMatmul *p, const void *a, const void *b, const
  * bfloat16) on this machine: below a measured size OpenBLAS's sgemm wins for float32. */
 bool amp_dnnl_wins(int dtype, int64_t m, int64_t n, int64_t k);
 
+/* ---- convolutions (conv.c's Conv and ConvTranspose, ms_train.c's ConvGrad) ---------- */
+
+enum {
+    AMP_DNNL_CONV_FWD,         /* dst = conv(src, wei) (+ bias): Conv */
+    AMP_DNNL_DECONV_FWD,       /* dst = deconv(src, wei) (+ bias): ConvTranspose */
+    AMP_DNNL_CONV_BWD_DATA,    /* diff_src = Conv's data gradient of diff_dst through wei */
+    AMP_DNNL_CONV_BWD_WEIGHTS, /* diff_wei (and diff_bias) from src and diff_dst */
+};
+enum { AMP_DNNL_MAX_SPATIAL = 3 };
+
+/* One convolution, every tensor in ONNX's plain layout (N, C, D1...), 1 to 3 spatial
+ * dims. The geometry is always the forward convolution's: src (n, ic, in...), weights
+ * (oc, ic / group, kern...), dst (n, oc, out...), output position o reading input
+ * positions o * stride - pad0 + j * dil (dil 1-based as in ONNX; pad1 the end pad, which
+ * may be negative). For AMP_DNNL_DECONV_FWD (ConvTranspose) src is X (n, ic, in...) and
+ * dst Y (n, oc, out...), weights ONNX's (ic, oc / group, kern...), and position i of X
+ * lands on i * stride - pad0 + j * dil of Y. */
+typedef struct AmpDnnlConv {
+    int kind;   /* AMP_DNNL_CONV_* */
+    int dt;     /* AMP_DT_FLOAT or AMP_DT_BFLOAT16: the inputs' type (bias included) */
+    int dt_out; /* the output's (every output's, for the backward weights) */
+    int nsp;
+    int64_t n, ic, oc, group;
+    int64_t in[AMP_DNNL_MAX_SPATIAL], kern[AMP_DNNL_MAX_SPATIAL], out[AMP_DNNL_MAX_SPATIAL];
+    int64_t stride[AMP_DNNL_MAX_SPATIAL], dil[AMP_DNNL_MAX_SPATIAL];
+    int64_t pad0[AMP_DNNL_MAX_SPATIAL], pad1[AMP_DNNL_MAX_SPATIAL];
+    bool bias; /* forward: a bias (oc) of dt; backward weights: diff_bias wanted */
+} AmpDnnlConv;
+
+/* The buffers of one call; the ones p's kind does not use are ignored. */
+typedef struct AmpDnnlConvIO {
+    const void *src, *wei, *bias, *diff_dst;
+    void *dst, *diff_src, *diff_wei, *diff_bias;
+} AmpDnnlConvIO;
+
+/* Computes p; false (outputs untouched, or partly written: the caller recomputes them all)
+ * where oneDNN is off or would run it with its reference implementation, which is slower
+ * than the im2col path the caller then takes. */
+bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io);
+
 #endif

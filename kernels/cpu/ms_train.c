@@ -228,6 +228,18 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
                                                i == 2 ? bdims : like->dims)))
             return rc;
     }
+    /* oneDNN's backward data (dX) and backward weights (dW, with dB) primitives where it
+     * takes the problem; otherwise im2col for all of them. */
+    AmpDnnlConv dp;
+    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_BWD_DATA, dt, N, C, M, group, &g, false, &dp) && (out[1] || !out[2])) {
+        bool done = !out[0] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.diff_dst = dy->data, .wei = w->data,
+                                                                   .diff_src = out[0]->data});
+        dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL;
+        done = done && (!out[1] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .diff_dst = dy->data,
+                                                                       .diff_wei = out[1]->data,
+                                                                       .diff_bias = out[2] ? out[2]->data : NULL}));
+        if (done) return AMP_OK;
+    }
     /* The 1x1, stride 1, unpadded case reads X itself as the column matrix. */
     bool direct = true;
     for (int i = 0; i < nsp; i++)
