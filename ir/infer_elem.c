@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/range.h"
 #include "ir/infer_impl.h"
 
 /* Output 0 is exactly input 0's type (unary math, activations, Identity, Clip,
@@ -236,16 +237,24 @@ AmpCode amp_infer_range(AmpInferCtx *c) {
     AmpInfShape s;
     s.rank = 1;
     s.d[0] = amp_dim_unknown();
-    double a, b, delta;
-    if (n->n_inputs >= 3 && amp_inf_const_doubles(c, n->inputs[0], &a, 1) == 1 &&
-        amp_inf_const_doubles(c, n->inputs[1], &b, 1) == 1 &&
-        amp_inf_const_doubles(c, n->inputs[2], &delta, 1) == 1 && delta != 0) {
-        double cnt = ceil((b - a) / delta);
-        if (cnt < 0) cnt = 0;
-        if (cnt < 9.0e15) s.d[0] = amp_dim_of((int64_t)cnt);
-    }
     int dt = amp_inf_dtype(c, 0);
     if (dt == AMP_DT_UNDEFINED) dt = amp_inf_dtype(c, 1);
+    bool integer = dt == AMP_DT_INT64 || dt == AMP_DT_INT32 || dt == AMP_DT_INT16 || dt == AMP_DT_INT8;
+    int64_t ia, ib, id;
+    double a, b, delta;
+    if (n->n_inputs < 3) {
+    } else if (integer) { /* exact: ops/range.h, as the kernels count */
+        if (amp_inf_const_ints(c, n->inputs[0], &ia, 1) == 1 && amp_inf_const_ints(c, n->inputs[1], &ib, 1) == 1 &&
+            amp_inf_const_ints(c, n->inputs[2], &id, 1) == 1 && id != 0) {
+            uint64_t cnt = amp_range_count_signed(ia, ib, id);
+            if (cnt <= (UINT64_C(1) << 50)) s.d[0] = amp_dim_of((int64_t)cnt);
+        }
+    } else if (amp_inf_const_doubles(c, n->inputs[0], &a, 1) == 1 && amp_inf_const_doubles(c, n->inputs[1], &b, 1) == 1 &&
+               amp_inf_const_doubles(c, n->inputs[2], &delta, 1) == 1 && delta != 0 && isfinite(a) && isfinite(b) &&
+               isfinite(delta)) {
+        int64_t cnt = amp_range_count_float(a, b, delta);
+        if (cnt >= 0) s.d[0] = amp_dim_of(cnt);
+    }
     return amp_inf_set(c, 0, dt, &s);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir/half.h"
+#include "ir/range.h"
 #include "kernels/cpu/shape_impl.h"
 
 /* ---- the cast engine ------------------------------------------------------------------ */
@@ -399,18 +400,11 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
         double s = v[0].f, l = v[1].f, d = v[2].f;
         if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
             return amp_kernel_fail(k, AMP_ERR_INPUT, "start, limit and delta must be finite and delta non-zero");
-        double c = ceil((l - s) / d);
-        if (!(c < 9.0e15)) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
-        n = c > 0 ? (int64_t)c : 0;
+        if ((n = amp_range_count_float(s, l, d)) < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
     } else {
-        /* Integers: counts in unsigned arithmetic so no value pair overflows. */
         bool sg = v[0].kind == V_INT;
-        uint64_t s = sg ? (uint64_t)v[0].i : v[0].u, l = sg ? (uint64_t)v[1].i : v[1].u;
-        uint64_t d = sg ? (uint64_t)v[2].i : v[2].u;
-        bool neg = sg && v[2].i < 0;
-        if (d == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "delta is 0");
-        bool empty = sg ? (neg ? v[1].i >= v[0].i : v[1].i <= v[0].i) : l <= s;
-        uint64_t c = empty ? 0 : neg ? (s - l - 1) / (0 - d) + 1 : (l - s - 1) / d + 1;
+        if (sg ? v[2].i == 0 : v[2].u == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "delta is 0");
+        uint64_t c = sg ? amp_range_count_signed(v[0].i, v[1].i, v[2].i) : amp_range_count_unsigned(v[0].u, v[1].u, v[2].u);
         if (c > (UINT64_C(1) << 50)) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
         n = (int64_t)c;
     }

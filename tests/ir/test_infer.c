@@ -131,6 +131,30 @@ Test(infer, constants) {
     amp_model_free(m);
 }
 
+/* Range counts exactly in integers (ir/range.h, shared with the kernel): near INT64_MAX the
+ * count in double was 0 where the kernel makes 2 elements; a negative delta counts down. */
+Test(infer, range_counts_exactly_at_the_int64_limits) {
+    AmpModel *m = model(17);
+    AmpGraph *g = m->graph;
+    init_i64(g, "s", -1, I64(INT64_MAX - 2));
+    init_i64(g, "l", -1, I64(INT64_MAX));
+    init_i64(g, "d", -1, I64(1));
+    init_i64(g, "s2", -1, I64(INT64_MAX));
+    init_i64(g, "l2", -1, I64(INT64_MIN));
+    init_i64(g, "d2", -1, I64(INT64_MIN));
+    init_i64(g, "e", -1, I64(5));
+    node(g, "Range", "near_max", "s,l,d", "r");
+    node(g, "Range", "down", "s2,l2,d2", "r2"); /* INT64_MAX, -1: two steps of INT64_MIN */
+    node(g, "Range", "empty", "l,s,d", "r3");
+    node(g, "Range", "backwards_empty", "e,l,d2", "r4");
+    infer_ok(m);
+    EXPECT_TYPE(g, "r", "int64[2]");
+    EXPECT_TYPE(g, "r2", "int64[2]");
+    EXPECT_TYPE(g, "r3", "int64[0]");
+    EXPECT_TYPE(g, "r4", "int64[0]");
+    amp_model_free(m);
+}
+
 /* ---- matrix products and convolutions --------------------------------------------- */
 
 Test(infer, matmul_broadcasting) {
