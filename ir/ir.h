@@ -353,12 +353,36 @@ typedef struct AmpLoadOptions {
 #define AMP_LOAD_PARALLEL_MIN 4096
 
 /* How many threads one job may use (a load; ampc's conversion, whose output is verified
- * on a second thread beside the save): AMP_THREADS from the environment when it is a whole
- * number from 1 (1: the calling thread alone; more than 64 counts as 64), else the CPUs
- * this process may run on, at most 8. */
+ * on a second thread beside the save): amp_threads_requested's count when there is one
+ * (1: the calling thread alone), else the CPUs this process may run on, at most 8. */
 int amp_threads(void);
-/* s as AMP_THREADS reads it, into *n; false when it is not a whole number from 1 (or NULL). */
+/* s as AMP_THREADS reads it, into *n; false when it is not a whole number from 1 (or NULL).
+ * More than 64 counts as 64. The one parser of the value: the options table's AMP_THREADS
+ * row (passes/options.c) refuses what it refuses. */
 bool amp_threads_parse(const char *s, int *n);
+/* The CPU backend's thread knob, process-wide: n from 1 (a session's threads option,
+ * `ampc run/bench --threads`) replaces AMP_THREADS; 0 goes back to the variable. */
+void amp_threads_set(int n);
+/* The count asked for: amp_threads_set's, else AMP_THREADS's when it is valid; false when
+ * neither (the libraries below then keep their own defaults: one thread per CPU the
+ * process may use). What the CPU kernels set OpenMP's and OpenBLAS's threads from. */
+bool amp_threads_requested(int *n);
+/* The CPUs this process may run on (sched_getaffinity), at least 1. */
+int amp_cpus_available(void);
+
+/* What the CPU computes 16-bit floats with (ir/host.c), the facts `--precision auto`
+ * decides by (passes/options.h, amp_precision_auto). */
+enum {
+    AMP_CPU_AVX512_BF16 = 1u << 0, /* bf16 dot products into float32 (VDPBF16PS) */
+    AMP_CPU_AMX_BF16 = 1u << 1,    /* AMX tiles of bf16 */
+    AMP_CPU_AVX512_FP16 = 1u << 2, /* fp16 arithmetic */
+    AMP_CPU_AMX_FP16 = 1u << 3     /* AMX tiles of fp16 */
+};
+/* This machine's (cpuid, where the operating system enables the registers); 0 off x86. */
+unsigned amp_cpu_features(void);
+/* "none", or a comma-separated list of avx512_bf16, amx_bf16, avx512_fp16, amx_fp16 (the
+ * names of Linux's /proc/cpuinfo flags), into *out; false otherwise. */
+bool amp_cpu_features_parse(const char *s, unsigned *out);
 
 /* A model from a regular file (mapped; anything else is refused, so that a FIFO or a
  * device cannot hang the load), or from standard input, "-", read to its end (such a

@@ -1,17 +1,21 @@
-/* How many threads one job may use (ir.h: amp_threads). */
+/* How many threads one job may use (ir.h: amp_threads), and the CPU backend's thread knob
+ * (amp_threads_set, amp_threads_requested). */
 /* sched_getaffinity and CPU_COUNT are GNU. */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "ir/ir.h"
 
-/* By default no more than this (a cap chosen, not measured: no machine with more CPUs has
- * timed the load yet). */
+/* By default a load uses no more than this (a cap chosen, not measured: no machine with
+ * more CPUs has timed the load yet). */
 enum { AMP_THREADS_MAX = 8 };
 /* AMP_THREADS asks for at most this many. */
 enum { AMP_THREADS_ENV_MAX = 64 };
+
+static atomic_int set_threads; /* amp_threads_set's count; 0: none */
 
 bool amp_threads_parse(const char *s, int *out) {
     if (!s || *s < '0' || *s > '9') return false;
@@ -22,15 +26,29 @@ bool amp_threads_parse(const char *s, int *out) {
     return true;
 }
 
-int amp_threads(void) {
-    int t;
-    if (amp_threads_parse(getenv("AMP_THREADS"), &t)) return t;
+void amp_threads_set(int n) {
+    atomic_store(&set_threads, n < 0 ? 0 : n > AMP_THREADS_ENV_MAX ? AMP_THREADS_ENV_MAX : n);
+}
+
+bool amp_threads_requested(int *n) {
+    int t = atomic_load(&set_threads);
+    if (t > 0) return *n = t, true;
+    return amp_threads_parse(getenv("AMP_THREADS"), n);
+}
+
+int amp_cpus_available(void) {
     long n = 0;
 #ifdef CPU_COUNT
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
 #endif
     if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    return n > AMP_THREADS_MAX ? AMP_THREADS_MAX : (int)n;
+    return n < 1 ? 1 : n > 1 << 20 ? 1 << 20 : (int)n;
+}
+
+int amp_threads(void) {
+    int t;
+    if (amp_threads_requested(&t)) return t;
+    int n = amp_cpus_available();
+    return n > AMP_THREADS_MAX ? AMP_THREADS_MAX : n;
 }

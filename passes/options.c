@@ -55,8 +55,22 @@ static bool set_precision(AmpOptions *o, const AmpOption *d, const char *label, 
     /* torch's names too: torch.half, torch.float16, torch.bfloat16. */
     if (is(v, "fp16") || is(v, "float16") || is(v, "half")) o->po.precision = AMP_DT_FLOAT16;
     else if (is(v, "bf16") || is(v, "bfloat16")) o->po.precision = AMP_DT_BFLOAT16;
+    else if (is(v, "auto")) o->po.precision = 0;
     else return false;
+    o->precision_auto = is(v, "auto"); /* the last value given wins */
     return true;
+}
+
+static bool set_cpu_features(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    if (!amp_cpu_features_parse(v, &o->cpu_features)) return false;
+    o->cpu_features_given = true;
+    return true;
+}
+
+static bool set_threads(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return amp_threads_parse(v, &o->threads);
 }
 
 static bool set_level(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
@@ -184,7 +198,10 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
 /* Order matters where the environment is read in it: list additions before removals, as
  * TensorFlow applies them. */
 static const AmpOption OPTIONS[] = {
-    {"precision", "AMP_PRECISION", "fp16 (or float16, half) or bf16 (or bfloat16)", set_precision, 0, false},
+    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, false},
+    /* A test hook: what auto decides on a CPU with these features (the CLI reads it too). */
+    {NULL, "AMP_CPU_FEATURES", "none or a comma-separated list of avx512_bf16, amx_bf16, avx512_fp16, amx_fp16",
+     set_cpu_features, 0, true},
     {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, false},
     {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, false},
     {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, true},
@@ -209,6 +226,9 @@ static const AmpOption OPTIONS[] = {
     {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, false},
     {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, false},
     {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, false},
+    /* The CPU backend's threads: sessions read it whether or not AMP_AUTO is on
+     * (runtime/amp_auto.c), `ampc run/bench --threads` replaces it. */
+    {NULL, "AMP_THREADS", "a whole number from 1", set_threads, 0, false},
 };
 #undef OPS
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
@@ -256,6 +276,29 @@ AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool 
 const char *amp_option_getenv(void *ctx, const AmpOption *d) {
     (void)ctx;
     return getenv(d->env);
+}
+
+int amp_precision_auto(AmpDeviceClass dev, unsigned f, const char **why) {
+    if (dev == AMP_DEVICE_GPU) {
+        *why = "a GPU computes fp16 on its tensor cores";
+        return AMP_DT_FLOAT16;
+    }
+    if (f & (AMP_CPU_AVX512_BF16 | AMP_CPU_AMX_BF16)) {
+        *why = f & AMP_CPU_AVX512_BF16 ? "the CPU has bf16 dot products (AVX512-BF16)"
+                                       : "the CPU has bf16 dot products (AMX-BF16)";
+        return AMP_DT_BFLOAT16;
+    }
+    *why = "the CPU has no bf16 dot products (AVX512-BF16, AMX-BF16): 16-bit values would only be widened to "
+           "float32 there, slower than float32 alone (fp16 too), so the graph stays float32";
+    return AMP_DT_FLOAT;
+}
+
+void amp_options_decide(AmpOptions *o, AmpDeviceClass dev) {
+    if (!o->precision_auto) return;
+    int dt = amp_precision_auto(dev, o->cpu_features_given ? o->cpu_features : amp_cpu_features(),
+                                &o->precision_why);
+    o->stay_fp32 = dt == AMP_DT_FLOAT;
+    o->po.precision = o->stay_fp32 ? 0 : dt;
 }
 
 AmpLossScaleMode amp_loss_scale_mode(const AmpPassOptions *po) {

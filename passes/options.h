@@ -23,6 +23,16 @@ typedef struct AmpOptions {
     size_t n_keep;
     double loss_scale_init; /* --loss-scale-init (0: not given) */
     struct AmpCalibStats *calib; /* --calibration / AMP_CALIBRATION, read when set (po.calib) */
+    /* --precision auto / AMP_PRECISION=auto: amp_options_decide picks the type for the
+     * device (po.precision stays 0 until then). */
+    bool precision_auto;
+    bool cpu_features_given; /* AMP_CPU_FEATURES (a test hook): cpu_features replaces the CPU's */
+    unsigned cpu_features;
+    /* After amp_options_decide: auto chose no 16-bit compute (the graph stays float32),
+     * and why it chose what it chose (a static sentence; NULL when auto was not asked). */
+    bool stay_fp32;
+    const char *precision_why;
+    int threads; /* AMP_THREADS (0: not given) */
 } AmpOptions;
 
 typedef struct AmpOption AmpOption;
@@ -61,6 +71,24 @@ typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d);
 AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st);
 /* The get of amp_options_read_env that reads the process's environment. */
 const char *amp_option_getenv(void *ctx, const AmpOption *d);
+
+/* The class of device a precision is chosen for: the CPU backend computes on this
+ * machine's CPU; every other backend (a GPU, or the simulator standing for one) is a GPU. */
+typedef enum AmpDeviceClass { AMP_DEVICE_CPU = 0, AMP_DEVICE_GPU = 1 } AmpDeviceClass;
+
+/* `--precision auto`'s one decision, for every door (ampc's conversion, `ampc export`,
+ * AMP_AUTO sessions): the 16-bit type the device runs fastest, given the CPU's features
+ * (ir.h: AMP_CPU_*, amp_cpu_features). A GPU: AMP_DT_FLOAT16 (tensor cores). A CPU with
+ * bf16 dot products (AVX512-BF16 or AMX-BF16): AMP_DT_BFLOAT16. A CPU without them:
+ * AMP_DT_FLOAT, no 16-bit compute at all, since 16-bit values would only be widened to
+ * float32 and multiplied there (fp16 too: the CPU kernels have no AVX512-FP16 or AMX-FP16
+ * path, so it gains nothing either). *why: one sentence saying so (static). */
+int amp_precision_auto(AmpDeviceClass dev, unsigned cpu_features, const char **why);
+
+/* When o asks for auto: decides it for dev (the CPU's features are AMP_CPU_FEATURES's when
+ * given, else this machine's) and sets po.precision, or stay_fp32, and precision_why.
+ * Before amp_options_finish (the loss-scale default follows the type). */
+void amp_options_decide(AmpOptions *o, AmpDeviceClass dev);
 
 /* After every option was set: checks what only the whole can tell (an op added to two
  * lists; dynamic-scaling settings while scaling is not dynamic) and points po at the

@@ -1,4 +1,4 @@
-/* AMP_AUTO: reads AMP_BACKEND, AMP_TF32, AMP_AUTO and AMP_LOG_PATH, and the AMP options of the table
+/* AMP_AUTO: reads AMP_BACKEND, AMP_TF32, AMP_THREADS, AMP_AUTO and AMP_LOG_PATH, and the AMP options of the table
  * the CLI shares (passes/options.c: AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE,
  * AMP_CALIBRATION, a statistics file of `ampc calibrate` read at once, and the eight list
  * edit variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE) once per open, then rewrites the model in memory with the AMP
@@ -74,13 +74,30 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     if (!rc) rc = amp_option_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"),
                                   "1 (rewrite the model in mixed precision) or 0", &c->enabled, st);
     c->tf32 |= o->tf32;
+    /* AMP_THREADS through its row of the table, whether or not AMP_AUTO is on. */
+    const char *th = o->threads > 0 ? NULL : setting(o, NULL, "AMP_THREADS");
+    if (!rc && o->threads < 0) rc = amp_fail(st, AMP_ERR_USAGE, "threads %d: expected a whole number from 1 (0: the default)", o->threads);
+    if (!rc && !is_blank(th)) rc = amp_option_set(&c->opts, amp_option_find("AMP_THREADS"), "AMP_THREADS", th, st);
+    c->threads = o->threads > 0 ? o->threads : c->opts.threads;
     if (rc || !c->enabled) return rc;
     rc = amp_options_read_env(&c->opts, session_setting, (void *)o, false, st);
+    /* Sessions default to auto: the type the device runs fastest, or none. */
+    if (!rc && !c->opts.po.precision) c->opts.precision_auto = true;
+    if (!rc) amp_options_decide(&c->opts, amp_auto_device_class(c->backend));
     if (!rc) rc = amp_options_finish(&c->opts, st);
     const char *log = setting(o, o->log_path, "AMP_LOG_PATH");
     if (!rc && !is_blank(log) && !(c->log_path = strdup(log))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     if (rc) amp_auto_config_free(c);
     return rc;
+}
+
+AmpDeviceClass amp_auto_device_class(int backend) {
+    if (backend == AMP_BACKEND_CPU) return AMP_DEVICE_CPU;
+    if (backend != AMP_BACKEND_AUTO) return AMP_DEVICE_GPU;
+    /* auto: the first automatic backend whose device is usable, else the CPU (backend.h) */
+    for (const AmpBackendEntry *const *e = amp_backend_registry; *e; e++)
+        if ((*e)->automatic && (*e)->kind != AMP_BACKEND_CPU && amp_backend_usable((*e)->kind)) return AMP_DEVICE_GPU;
+    return AMP_DEVICE_CPU;
 }
 
 const char *amp_auto_pipeline(void) {
@@ -226,9 +243,11 @@ static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, boo
         if ((rc = log_model(m, log, "after", st))) return rc;
         FILE *f;
         if ((rc = log_create(log, "summary.txt", &f, st))) return rc;
-        bool ok = fprintf(f, "pipeline: %s\nprecision: %s\nlist edits: %zu\nnodes: %zu before, %zu after\n"
+        bool ok = fprintf(f, "pipeline: %s\nprecision: %s%s%s%s\nlist edits: %zu\nnodes: %zu before, %zu after\n"
                              "casts: %zu before, %zu after\n",
                           list, amp_dtype_name(c->opts.po.precision ? c->opts.po.precision : AMP_DT_FLOAT16),
+                          c->opts.precision_why ? " (auto: " : "", c->opts.precision_why ? c->opts.precision_why : "",
+                          c->opts.precision_why ? ")" : "",
                           c->opts.n_edits, nodes_before, count_nodes(m),
                           casts_before, count_model_casts(m)) > 0;
         if ((rc = log_close(log, "summary.txt", f, ok, st))) return rc;
@@ -236,9 +255,24 @@ static AmpCode apply(AmpModel *m, const AmpAutoConfig *c, const LogDir *log, boo
     return AMP_OK;
 }
 
+/* The log's summary of a session auto kept in float32: nothing else is logged. */
+static AmpCode log_fp32(const AmpAutoConfig *c, AmpStatus *st) {
+    LogDir log;
+    AmpCode rc = log_dir_open(&log, c->log_path, st);
+    FILE *f = NULL;
+    if (!rc) rc = log_create(&log, "summary.txt", &f, st);
+    if (!rc) {
+        bool ok = fprintf(f, "pipeline: none\nprecision: fp32 (auto: %s)\n", c->opts.precision_why) > 0;
+        rc = log_close(&log, "summary.txt", f, ok, st);
+    }
+    log_dir_close(&log);
+    return rc;
+}
+
 AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpStatus *st) {
     *applied = false;
     if (!c->enabled) return AMP_OK;
+    if (c->opts.stay_fp32) return c->log_path ? log_fp32(c, st) : AMP_OK;
     if (!c->log_path) return apply(m, c, NULL, applied, st);
     LogDir log;
     AmpCode rc = log_dir_open(&log, c->log_path, st);

@@ -18,17 +18,26 @@ typedef struct AmpAutoConfig {
     AmpOptions opts;       /* AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_CALIBRATION and the
                               list edits, read by the option table the CLI shares (passes/options.c) */
     char *log_path;        /* malloc'd; NULL: no log */
+    int threads;           /* the threads option, else AMP_THREADS (0: neither; read whether or not AMP_AUTO is) */
 } AmpAutoConfig;
 
+/* The class of device a session on backend kind (auto: what amp_backend_open would pick)
+ * computes on, which `--precision auto` decides for: the CPU backend's is the CPU, any
+ * other's a GPU (passes/options.h, amp_precision_auto). */
+AmpDeviceClass amp_auto_device_class(int backend);
+
 /* Reads and checks the settings: the backend (AMP_BACKEND=cpu|cuda|auto|sim when the
- * option says auto), AMP_TF32 (yes or no, as AMP_AUTO), then AMP_AUTO; with AMP_AUTO unset or 0 nothing else is read (so a
- * stale variable cannot fail an open that rewrites nothing). A bad value is AMP_ERR_USAGE
+ * option says auto), AMP_TF32 (yes or no, as AMP_AUTO), AMP_THREADS (the threads option
+ * replaces it), then AMP_AUTO; with AMP_AUTO unset or 0 nothing else is read (so a
+ * stale variable cannot fail an open that rewrites nothing). With AMP_AUTO, the precision
+ * is auto unless set (AMP_PRECISION or the option), decided here for the backend's device
+ * class (opts.stay_fp32: no rewrite; opts.precision_why says why). A bad value is AMP_ERR_USAGE
  * naming the variable and the value; unknown op names in a list are named all at once. */
 AmpCode amp_auto_config(const AmpSessionOptions *opt, AmpAutoConfig *out, AmpStatus *st);
 void amp_auto_config_free(AmpAutoConfig *c);
 
 /* Runs the AMP pipeline (the default pipeline: infer, amp, cast_cleanup) over m when
- * enabled, verifies the result, and writes into log_path the before/after dumps, the
+ * enabled and auto did not choose float32 (then nothing runs and the log's summary says why), verifies the result, and writes into log_path the before/after dumps, the
  * paint buckets (paint.txt) and a summary. *applied says whether anything ran. */
 AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpStatus *st);
 

@@ -103,6 +103,15 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
      * with AMP_AUTO or without (the pipeline's gradient pass then finds none left). */
     AmpCode rc = amp_expand_gradients(m, NULL, NULL, st);
     if (!rc) rc = amp_auto_apply(m, cfg, &s->amp_applied, st);
+    if (cfg->enabled) {
+        s->amp_precision = cfg->opts.stay_fp32                          ? "fp32"
+                           : cfg->opts.po.precision == AMP_DT_BFLOAT16 ? "bf16"
+                                                                        : "fp16";
+        s->amp_precision_why = cfg->opts.precision_why;
+    }
+    /* The CPU backend's thread knob (process-wide: OpenMP's and OpenBLAS's threads are
+     * the process's); AMP_THREADS reaches it without this. */
+    if (opt->threads > 0) amp_threads_set(opt->threads);
     if (!rc) {
         /* Types help the reports (index ranges, output shapes); a model inference cannot
          * type completely still runs. */

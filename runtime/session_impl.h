@@ -65,6 +65,8 @@ struct AmpSession {
     char fallback_ops[512]; /* amp_session_stats' text */
     char fused_ops[256];    /* amp_session_stats' text */
     bool amp_applied;
+    const char *amp_precision; /* AmpSessionStats' (static strings) */
+    const char *amp_precision_why;
 };
 
 /* session_io.c */

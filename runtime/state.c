@@ -406,6 +406,8 @@ void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
     amp_exec_fallback_ops(es, n_es, ((AmpSession *)s)->fallback_ops, sizeof s->fallback_ops);
     amp_exec_fused_ops(es, n_es, ((AmpSession *)s)->fused_ops, sizeof s->fused_ops);
     out->amp_applied = s->amp_applied;
+    out->amp_precision = s->amp_precision ? s->amp_precision : "";
+    out->amp_precision_why = s->amp_precision_why ? s->amp_precision_why : "";
     out->backend = s->be->name;
     out->fallback_ops = s->fallback_ops;
     out->fused_ops = s->fused_ops;

@@ -417,6 +417,8 @@ static void leave_to_exit(AmpModel *m) {
 static int cmd_convert(const ConvertArgs *a) {
     const char *list = a->passes ? a->passes : amp_default_pipeline();
     if (!list || !list[0]) list = "none";
+    char fp32_list[512];
+    list = ampc_amp_pipeline(&amp_args, list, fp32_list, sizeof fp32_list);
 
     PhaseTimer tm;
     ampc_phase_start(&tm, a->time);
@@ -662,10 +664,12 @@ static int dispatch(Cli *c, int argc, char **argv) {
     }
     if (optind + 1 < argc) return ampc_usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
     if (model[0] == '\0') return ampc_usage_error("%sMODEL is an empty path", what);
+    /* AMP_THREADS through its row of the options table: refused as sessions refuse it. */
     const char *threads = getenv("AMP_THREADS");
-    int n_threads;
-    if (threads && !amp_threads_parse(threads, &n_threads))
-        return ampc_usage_error("AMP_THREADS='%s': not a whole number from 1", threads);
+    AmpOptions th = {0};
+    AmpStatus tst = {AMP_OK, ""};
+    if (threads && *threads && amp_option_set(&th, amp_option_find("AMP_THREADS"), "AMP_THREADS", threads, &tst))
+        return ampc_usage_error("%s", tst.msg);
     int in_rc = check_stdin_model(model);
     if (in_rc) return in_rc;
     const RunArgs *ra = &c->ra;

@@ -110,6 +110,10 @@ static AmpCode open_side(const RunArgs *a, int side, Side *x, AmpStatus *st) {
     if (side == AMP) {
         AmpSessionStats ss;
         amp_session_stats(x->s, &ss);
+        if (!ss.amp_applied && ss.amp_precision_why && ss.amp_precision_why[0])
+            return amp_fail(st, AMP_ERR_USAGE,
+                            "--compare: precision auto keeps the model float32 here (%s); set AMP_PRECISION to "
+                            "compare a 16-bit type anyway", ss.amp_precision_why);
         if (!ss.amp_applied)
             return amp_fail(st, AMP_ERR_USAGE, "--compare: AMP_AUTO's rewrite did not apply to the model");
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/amp_auto.h"
 #include "tools/run.h"
 
 static int status_error(const AmpStatus *st) {
@@ -47,8 +48,15 @@ static void notify(void *ctx, const char *line) {
 
 int ampc_amp_finish(AmpcAmp *x) {
     AmpStatus st = {AMP_OK, ""};
-    if (amp_options_read_env(&x->o, amp_option_getenv, NULL, true, &st) || amp_options_finish(&x->o, &st))
-        return status_error(&st);
+    if (amp_options_read_env(&x->o, amp_option_getenv, NULL, true, &st)) return status_error(&st);
+    /* auto: for the machine ampc runs on (a usable GPU, else this CPU), said first in the
+     * "wrote" line. */
+    amp_options_decide(&x->o, amp_auto_device_class(AMP_BACKEND_AUTO));
+    if (x->o.precision_why)
+        snprintf(x->summary, sizeof x->summary, "precision auto: %s (%s)",
+                 x->o.stay_fp32 ? "fp32, no amp pass" : x->o.po.precision == AMP_DT_BFLOAT16 ? "bf16" : "fp16",
+                 x->o.precision_why);
+    if (amp_options_finish(&x->o, &st)) return status_error(&st);
     x->o.po.notify = notify;
     x->o.po.notify_ctx = x;
     if (x->n_explain) {
@@ -96,6 +104,26 @@ int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, cons
         if (!found) return ampc_usage_error("--explain '%s': %s has no node of that name", name, path);
     }
     return 0;
+}
+
+const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, size_t len) {
+    if (!x->o.stay_fp32) return list;
+    /* No 16-bit compute: the passes that make it (amp) or serve it (loss_scale) are left out. */
+    size_t k = 0;
+    buf[0] = '\0';
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *name = p;
+        while (n && *name == ' ') name++, n--;
+        if (!((n == 3 && !strncmp(name, "amp", 3)) || (n == 10 && !strncmp(name, "loss_scale", 10)))) {
+            int w = snprintf(buf + k, len - k, "%s%.*s", k ? "," : "", (int)n, name);
+            if (w < 0 || (size_t)w >= len - k) return list; /* cannot happen: the list was checked */
+            k += (size_t)w;
+        }
+        p = name + n;
+        if (*p == ',') p++;
+    }
+    return k ? buf : "none";
 }
 
 void ampc_amp_free(AmpcAmp *x) {

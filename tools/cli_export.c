@@ -12,6 +12,8 @@
 
 #include "ampc/ampc.h"
 #include "tools/cli_options.h"
+#include "passes/options.h"
+#include "runtime/amp_auto.h"
 #include "tools/run.h"
 
 int ampc_parse_export_value(int val, const char *arg, ExportArgs *e, RunArgs *ra) {
@@ -39,29 +41,20 @@ int ampc_parse_export_value(int val, const char *arg, ExportArgs *e, RunArgs *ra
     }
 }
 
-/* Whether this machine's CPU has AVX512-BF16 (the "avx512_bf16" flag of /proc/cpuinfo). */
-static bool cpu_has_bf16(void) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return false;
-    char line[8192];
-    bool yes = false;
-    while (!yes && fgets(line, sizeof line, f))
-        if (strncmp(line, "flags", 5) == 0) {
-            for (char *p = strstr(line, "avx512_bf16"); p && !yes; p = strstr(p + 1, "avx512_bf16"))
-                yes = (p == line || p[-1] == ' ' || p[-1] == '\t') && (p[11] == ' ' || p[11] == '\n' || !p[11]);
-            break;
-        }
-    fclose(f);
-    return yes;
-}
-
-/* ONNX dtype of --precision: 0 (float32, no conversion), 10 or 16; auto: bfloat16 on a
- * CPU with AVX512-BF16, else float16. */
-static int precision_of(const char *p) {
+/* ONNX dtype of --precision: 0 (float32, no conversion), 10 or 16; auto: the options'
+ * one decision (passes/options.h, amp_precision_auto) for the machine export runs on
+ * (AMP_CPU_FEATURES, its test hook, read as the conversion reads it), said in *why. */
+static int precision_of(const char *p, const char **why, AmpStatus *st) {
+    *why = NULL;
     if (!p || !strcmp(p, "fp32") || !strcmp(p, "float32")) return 0;
     if (!strcmp(p, "bf16") || !strcmp(p, "bfloat16")) return 16;
-    if (!strcmp(p, "auto")) return cpu_has_bf16() ? 16 : 10;
-    return 10;
+    if (strcmp(p, "auto")) return 10;
+    AmpOptions o = {.precision_auto = true};
+    const char *f = getenv("AMP_CPU_FEATURES");
+    if (f && *f && amp_option_set(&o, amp_option_find("AMP_CPU_FEATURES"), "AMP_CPU_FEATURES", f, st)) return -1;
+    amp_options_decide(&o, amp_auto_device_class(AMP_BACKEND_AUTO));
+    *why = o.precision_why;
+    return o.stay_fp32 ? 0 : o.po.precision;
 }
 
 int ampc_cmd_export(const ExportArgs *e, const RunArgs *ra) {
@@ -88,11 +81,19 @@ int ampc_cmd_export(const ExportArgs *e, const RunArgs *ra) {
         return ampc_run_fail(&st, rc, e->load_state);
     }
     char line[512];
-    AmpExportOptions eo = {.precision = precision_of(e->precision), .loss = e->loss, .summary = line,
-                           .summary_len = sizeof line};
+    const char *why;
+    int precision = precision_of(e->precision, &why, &st);
+    if (precision < 0) {
+        amp_session_close(s);
+        return ampc_usage_error("%s", st.msg);
+    }
+    AmpExportOptions eo = {.precision = precision, .loss = e->loss, .summary = line, .summary_len = sizeof line};
     rc = amp_session_export(s, e->out, &eo, &st);
     amp_session_close(s);
     if (rc) return ampc_run_fail(&st, rc, shown);
-    if (!e->quiet) ampc_say("wrote %s: %s", amp_output_shown(e->out), line);
+    if (!e->quiet)
+        ampc_say("wrote %s: %s%s%s%s%s", amp_output_shown(e->out), why ? "precision auto: " : "",
+                 why ? (precision == 16 ? "bf16 (" : precision == 10 ? "fp16 (" : "fp32 (") : "", why ? why : "",
+                 why ? "); " : "", line);
     return AMP_OK;
 }

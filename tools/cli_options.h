@@ -38,9 +38,13 @@
              "of every intermediate value whose type is known (entries the input had are kept "  \
              "either way)")                                                                     \
     AMPC_OPT(PRECISION, "precision", 0, 1, "TYPE",                                              \
-             "fp16 (the default; float16 and half are the same) or bf16 (bfloat16): the 16-bit "   \
-             "type of the amp pass; export: fp32 (the default: no conversion), fp16, bf16 or "  \
-             "auto (bf16 on a CPU with AVX512-BF16, else fp16)")                                \
+             "fp16 (the default; float16 and half are the same), bf16 (bfloat16) or auto: the "  \
+             "16-bit type of the amp pass; auto is the type this machine runs fastest: fp16 "   \
+             "with a GPU, bf16 on a CPU with bf16 dot products (AVX512-BF16, AMX-BF16), and on " \
+             "a CPU without them none (the model stays float32: fp16 gains nothing on a CPU "   \
+             "without AVX512-FP16/AMX-FP16, whose fp16 kernels widen to float32), said in the " \
+             "summary line; AMP_AUTO sessions default to auto; export: fp32 (the default: no " \
+             "conversion), fp16, bf16 or auto")                                                 \
     AMPC_OPT(LEVEL, "level", 0, 1, "LEVEL",                                                     \
              "default, tensor-cores-only (only allow-list ops become 16-bit), "                 \
              "treat-infer-as-deny (infer-list ops stay fp32), unsafe-force-all (every "         \
@@ -142,6 +146,9 @@
     AMPC_OPT(TF32, "tf32", 0, 0, "",                                                            \
              "run, bench: on CUDA, float32 GEMMs and convolutions may use TF32 tensor cores "    \
              "(AMP_TF32=1 too); the default is a true FP32 baseline")                           \
+    AMPC_OPT(THREADS, "threads", 0, 1, "N",                                                     \
+             "run, bench: the CPU backend's threads (oneDNN's OpenMP threads and OpenBLAS's; "  \
+             "AMP_THREADS, which this flag replaces; default: the CPUs the process may use)")   \
     AMPC_OPT(MAX_ITERATIONS, "max-iterations", 0, 1, "N",                                      \
              "run, bench: stop (exit 3) when a Loop or Scan node runs more than N iterations "  \
              "in one run (default: no cap; a Loop's trip count can be 2^63)")                  \

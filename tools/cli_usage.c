@@ -83,7 +83,7 @@ static const CmdRow cmd_rows[] = {
      "ampc run MODEL [--steps N] [--inputs DIR] [--outputs DIR] [--backend B]\n"
      "                      [--seed S] [--dim NAME=VALUE] [--loss NAME] [--load-state FILE]\n"
      "                      [--save-state FILE] [--max-iterations N] [--timeout SECONDS]\n"
-     "                      [--no-fallback] [--no-fuse] [--tf32]\n"
+     "                      [--no-fallback] [--no-fuse] [--tf32] [--threads N]\n"
      "                      [--optimizer FILE --checkpoint FILE [--lr LR]]\n"
      "                                     run inference, or N training steps; print each\n"
      "                                     step's loss (or the outputs), step time, memory;\n"
@@ -110,7 +110,7 @@ static const CmdRow cmd_rows[] = {
      "ampc bench MODEL [--iters N] [--warmup W] [--train] [--compare [--plot FILE]]\n"
      "                      [--inputs DIR] [--backend B]\n"
      "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
-     "                      [--no-fallback] [--no-fuse] [--tf32]\n"
+     "                      [--no-fallback] [--no-fuse] [--tf32] [--threads N]\n"
      "                                     time W+N inference runs (or training steps);\n"
      "                                     print the median, min, max and peak memory\n",
      "'ampc bench MODEL'"},
@@ -172,6 +172,9 @@ static const char ABOUT[] =
     "of a main graph of 4096 nodes or more; a graph of 10000 nodes or more is verified\n"
     "on a second thread while it is saved. AMP_THREADS=N sets the most threads ampc\n"
     "may use (1: one thread, no helper). The result is the same whatever the number.\n"
+    "AMP_THREADS (or --threads N on run and bench, which wins) is also the CPU\n"
+    "backend's thread count: oneDNN's OpenMP threads and OpenBLAS's are set from it\n"
+    "(unset: their default, the CPUs the process may use).\n"
     "\n"
     "exit codes:\n"
     "  0  ok\n"
@@ -281,7 +284,8 @@ unsigned ampc_option_commands(int val) {
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:
     case OPT_NO_FUSE:
-    case OPT_TF32: return CMD_RUN | CMD_BENCH;
+    case OPT_TF32:
+    case OPT_THREADS: return CMD_RUN | CMD_BENCH;
     case OPT_ITERS:
     case OPT_WARMUP:
     case OPT_TRAIN:

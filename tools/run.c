@@ -432,6 +432,14 @@ static AmpCode write_outputs(const char *dir, const AmpTensorView *outs, size_t 
 
 /* ---- ampc run ------------------------------------------------------------------------------- */
 
+const char *ampc_amp_note(const AmpSessionStats *s, char *buf, size_t len) {
+    if (!s->amp_precision || !s->amp_precision[0]) return "";
+    bool why = s->amp_precision_why && s->amp_precision_why[0];
+    snprintf(buf, len, ", AMP_AUTO %s (%s%s%s)", s->amp_applied ? "rewrite applied" : "rewrote nothing",
+             s->amp_precision, why ? "; precision auto: " : "", why ? s->amp_precision_why : "");
+    return buf;
+}
+
 AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st) {
     AmpCode rc = a->inputs ? load_dir(s, mode, a->inputs, in, st) : AMP_OK;
     return rc ? rc : fill_random(a, s, mode, in, st);
@@ -447,7 +455,14 @@ AmpSessionOptions ampc_session_options(const RunArgs *a) {
                             .tf32 = a->tf32,
                             .ort_optimizer = a->ort_optimizer,
                             .ort_checkpoint = a->ort_checkpoint,
-                            .learning_rate = a->lr};
+                            .learning_rate = a->lr,
+                            .threads = a->threads};
+    /* The CPU kernels read AMP_THREADS (ir/threads.c); the flag wins over the variable. */
+    if (a->threads > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", a->threads);
+        setenv("AMP_THREADS", n, 1);
+    }
     return so;
 }
 
@@ -549,12 +564,13 @@ int ampc_cmd_run(const RunArgs *a) {
     } else {
         qsort(ms, (size_t)a->steps, sizeof *ms, ampc_cmp_double);
         AmpSessionStats stats;
+        char note[512];
         amp_session_stats(s, &stats);
         printf("step time %.3f ms (median of %ld %s), peak memory %zu bytes (intermediates %zu + state %zu), "
                "backend %s%s\n",
                ms[a->steps / 2], a->steps, training ? "training steps" : "runs",
                stats.intermediate_bytes + stats.state_bytes, stats.intermediate_bytes, stats.state_bytes,
-               stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
+               stats.backend, ampc_amp_note(&stats, note, sizeof note));
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
                    stats.fallback_nodes == 1 ? "" : "s", stats.backend, stats.fallback_ops);
@@ -608,10 +624,11 @@ int ampc_cmd_bench(const RunArgs *a) {
         qsort(ms, n, sizeof *ms, ampc_cmp_double);
         double median = ampc_median_sorted(ms, n);
         AmpSessionStats stats;
+        char note[512];
         amp_session_stats(s, &stats);
         const char *what = a->train ? "training step" : "inference run";
         printf("bench %s: %ld %s%s timed after %ld warm-up, backend %s%s\n", a->model, a->iters, what,
-               a->iters == 1 ? "" : "s", a->warmup, stats.backend, stats.amp_applied ? ", AMP_AUTO rewrite applied" : "");
+               a->iters == 1 ? "" : "s", a->warmup, stats.backend, ampc_amp_note(&stats, note, sizeof note));
         printf("time per %s: median %.4f ms, min %.4f ms, max %.4f ms\n", a->train ? "step" : "run", median, ms[0],
                ms[n - 1]);
         if (dev[0] >= 0) { /* a device that times its kernels */

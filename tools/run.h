@@ -23,6 +23,7 @@ typedef struct RunArgs {
     bool no_fallback;        /* --no-fallback */
     bool no_fuse;            /* --no-fuse */
     bool tf32;               /* --tf32 */
+    int threads;             /* --threads N (0: not given) */
     const char *loss;    /* --loss NAME, or NULL */
     const char *load_state, *save_state; /* checkpoint files, or NULL */
     const char *dims[AMPC_RUN_MAX_DIMS]; /* --dim NAME=VALUE, as given */
@@ -59,6 +60,9 @@ int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st);
  * environment unless the caller sets them), the exit code of a failure (its message on
  * stderr, prefixed by `file` unless it names it), stdout's final flush checked, a
  * monotonic clock in ms, the median of sorted values, and qsort's comparison of doubles. */
+/* ", AMP_AUTO rewrite applied (bf16; precision auto: WHY)" for the summary lines of run
+ * and bench, or "" without AMP_AUTO; in buf. */
+const char *ampc_amp_note(const AmpSessionStats *s, char *buf, size_t len);
 AmpSessionOptions ampc_session_options(const RunArgs *a);
 int ampc_run_fail(const AmpStatus *st, AmpCode c, const char *file);
 int ampc_stdout_done(void);

@@ -36,6 +36,14 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
     case OPT_NO_FALLBACK: r->no_fallback = true; return AMP_OK;
     case OPT_NO_FUSE: r->no_fuse = true; return AMP_OK;
     case OPT_TF32: r->tf32 = true; return AMP_OK;
+    case OPT_THREADS: { /* AMP_THREADS's row: one parser, one message but for the door's name */
+        AmpOptions o = {0};
+        AmpStatus st = {AMP_OK, ""};
+        if (amp_option_set(&o, amp_option_find("AMP_THREADS"), "--threads", arg, &st))
+            return ampc_usage_error("%s", st.msg);
+        r->threads = o.threads;
+        return AMP_OK;
+    }
     case OPT_SEED: {
         unsigned long long v = strtoull(arg, &end, 0);
         if (errno || end == arg || *end || arg[0] == '-')

@@ -55,7 +55,11 @@ typedef struct AmpSessionOptions {
     const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
     /* The AMP fields take what their variable and CLI option take, checked by one table
      * (passes/options.c); "" is the default (the variable is not read then). */
-    const char *precision;  /* AMP_PRECISION: "fp16" (default; "float16", "half") or "bf16" ("bfloat16") */
+    /* AMP_PRECISION: "auto" (the default: the 16-bit type the session's device runs fastest:
+     * fp16 on a GPU, bf16 on a CPU with bf16 dot products (AVX512-BF16, AMX-BF16), and on
+     * a CPU without them none: the model stays float32, amp_session_stats says why),
+     * "fp16" ("float16", "half") or "bf16" ("bfloat16") */
+    const char *precision;
     const char *loss_scale; /* AMP_LOSS_SCALE: "dynamic", "none" or a positive number up to 3.4e38 */
     const char *opset_upgrade; /* AMP_OPSET_UPGRADE: "auto" (default: raise the ai.onnx opset when
                                   the 16-bit type needs a newer one), "never" or an opset N (7-22) */
@@ -98,6 +102,12 @@ typedef struct AmpSessionOptions {
      * training_info; passes/passes.h amp_ort_import), before AMP_AUTO's rewrite. */
     const char *ort_optimizer, *ort_checkpoint;
     double learning_rate; /* with ort_optimizer: > 0 replaces the checkpoint's */
+    /* The CPU backend's threads (oneDNN's OpenMP and OpenBLAS): > 0 replaces AMP_THREADS;
+     * 0 reads AMP_THREADS (unless ignore_env), else the libraries' default, the CPUs the
+     * process may use. Process-wide, as those libraries' thread pools are: the last session
+     * opened with it sets it. A bad AMP_THREADS fails the open (AMP_ERR_USAGE). Added after
+     * every older field, so zero-initialised options keep meaning the defaults. */
+    int threads;
 } AmpSessionOptions;
 
 /* Opens a model file (external data beside it; "-": standard input, read to its end, with
@@ -247,6 +257,10 @@ typedef struct AmpSessionStats {
                                   buffers, library workspaces); 0 elsewhere */
     size_t kernel_syncs;       /* CUDA: small inputs its kernels read back (Slice bounds ...),
                                   over the session's life */
+    /* With AMP_AUTO: the type the rewrite used, "fp16" or "bf16", or "fp32" when precision
+     * auto kept the model float32 (amp_applied false); "" without AMP_AUTO. */
+    const char *amp_precision;
+    const char *amp_precision_why; /* why auto chose it (one sentence); "" when not auto */
 } AmpSessionStats;
 
 void amp_session_stats(const AmpSession *s, AmpSessionStats *out);

@@ -310,7 +310,7 @@ def main():
     def amp_auto():
         spec = models["momentum", "spec"]
         conv = t.convert(spec, t.path("auto_conv.onnx"), "fp16")
-        a = t.steps(spec, data, 5, env={"AMP_AUTO": "1"})
+        a = t.steps(spec, data, 5, env={"AMP_AUTO": "1", "AMP_PRECISION": "fp16"})
         b = t.steps(conv, data, 5)
         assert a == b, (a, b)
     t.check("AMP_AUTO=1 ampc run trains the spec model as its conversion does", amp_auto)

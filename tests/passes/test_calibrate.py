@@ -155,9 +155,9 @@ def test_residual(ctx):
     bf16 = os.path.join(ctx.tmp, "resid_bf16.onnx")  # bfloat16 has float32's range
     ampc(ctx, src, "-o", bf16, "--calibration", stats, "--precision", "bf16")
     assert out_types(bf16)["block7/matmul"] == T.BFLOAT16
-    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_CALIBRATION": stats})
+    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_PRECISION": "fp16", "AMP_CALIBRATION": stats})
     assert np.all(np.isfinite(y)) and np.abs(y - want).max() / np.abs(want).max() < 1e-2, y
-    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1"})
+    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_PRECISION": "fp16"})
     assert not np.all(np.isfinite(y)), y
     ctx.notes.append(f"residual stream: output error {err:.2g} calibrated, inf/NaN before")
 
@@ -222,9 +222,9 @@ def test_shrinking(ctx):
     ampc(ctx, src, "-o", off, "--calibration", stats, "--calib-min-activation", "0")
     assert out_types(off)["head"] == T.FLOAT16
     # AMP_AUTO reads the bound beside AMP_CALIBRATION: the output is lost with it off
-    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_CALIBRATION": stats})
+    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_PRECISION": "fp16", "AMP_CALIBRATION": stats})
     assert np.abs(y - want).max() / scale < 1e-2, y
-    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_CALIBRATION": stats, "AMP_CALIB_MIN_ACTIVATION": "0"})
+    y = run_output(ctx, src, inp, env={"AMP_AUTO": "1", "AMP_PRECISION": "fp16", "AMP_CALIBRATION": stats, "AMP_CALIB_MIN_ACTIVATION": "0"})
     assert np.abs(y - want).max() / scale > 0.5, y
     bf16 = os.path.join(ctx.tmp, "shrink_bf16.onnx")
     ampc(ctx, src, "-o", bf16, "--calibration", stats, "--precision", "bf16")

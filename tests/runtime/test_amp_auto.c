@@ -17,7 +17,7 @@ static void setup(void) {
                                        "AMP_ALLOWLIST_ADD", "AMP_ALLOWLIST_REMOVE", "AMP_INFERLIST_ADD",
                                        "AMP_INFERLIST_REMOVE", "AMP_CLEARLIST_ADD", "AMP_CLEARLIST_REMOVE",
                                        "AMP_DENYLIST_ADD", "AMP_DENYLIST_REMOVE", "AMP_OPSET_UPGRADE", "AMP_TF32",
-                                       "AMP_CALIBRATION"};
+                                       "AMP_CALIBRATION", "AMP_CPU_FEATURES", "AMP_THREADS"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
     char *base = tu_mkdtemp();
     cr_assert_not_null(base);
@@ -62,6 +62,7 @@ static bool logged(const char *name) {
 
 Test(amp_auto, on_rewrites_and_logs_before_and_after) {
     setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_PRECISION", "fp16", 1); /* the default is auto: this machine's choice */
     setenv("AMP_LOG_PATH", logdir, 1);
     AmpSession *s = NULL;
     AmpStatus st = {0};
@@ -293,6 +294,7 @@ Test(amp_auto, training_models_get_loss_scaling) {
     static const char *const modes[] = {NULL, "dynamic", "512", "none"};
     for (size_t k = 0; k < 4; k++) {
         setenv("AMP_AUTO", "1", 1);
+        setenv("AMP_PRECISION", "fp16", 1); /* fp16's default scaling is dynamic (auto may pick bf16: none) */
         if (modes[k]) setenv("AMP_LOSS_SCALE", modes[k], 1);
         AmpSession *s = NULL;
         AmpStatus st = {0};
@@ -308,4 +310,153 @@ Test(amp_auto, training_models_get_loss_scaling) {
         }
         amp_session_close(s);
     }
+}
+
+/* ---- precision auto (the default of AMP_AUTO sessions) and the thread knob ---------- */
+
+/* Whether /proc/cpuinfo lists flag `f` (Linux's word for the CPU feature). */
+static bool cpuinfo_has(const char *f) {
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    if (!fp) return false;
+    char line[16384];
+    bool yes = false;
+    size_t n = strlen(f);
+    while (!yes && fgets(line, sizeof line, fp)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        for (char *p = strstr(line, f); p && !yes; p = strstr(p + 1, f))
+            yes = (p[-1] == ' ' || p[-1] == '\t') && (p[n] == ' ' || p[n] == '\n' || !p[n]);
+        break;
+    }
+    fclose(fp);
+    return yes;
+}
+
+/* The one decision, as a function of the device class and the CPU's features. */
+Test(amp_auto, precision_auto_decides_by_device_and_cpu_features) {
+    const char *why = NULL;
+    cr_assert_eq(amp_precision_auto(AMP_DEVICE_GPU, 0, &why), AMP_DT_FLOAT16);
+    cr_assert_eq(amp_precision_auto(AMP_DEVICE_GPU, AMP_CPU_AVX512_BF16, &why), AMP_DT_FLOAT16);
+    cr_assert_eq(amp_precision_auto(AMP_DEVICE_CPU, AMP_CPU_AVX512_BF16, &why), AMP_DT_BFLOAT16);
+    cr_assert_not_null(strstr(why, "AVX512-BF16"), "%s", why);
+    cr_assert_eq(amp_precision_auto(AMP_DEVICE_CPU, AMP_CPU_AMX_BF16, &why), AMP_DT_BFLOAT16);
+    cr_assert_eq(amp_precision_auto(AMP_DEVICE_CPU, 0, &why), AMP_DT_FLOAT);
+    cr_assert_not_null(strstr(why, "stays float32"), "%s", why);
+    /* fp16 arithmetic alone gives the CPU kernels nothing: still float32 */
+    cr_assert_eq(amp_precision_auto(AMP_DEVICE_CPU, AMP_CPU_AVX512_FP16 | AMP_CPU_AMX_FP16, &why), AMP_DT_FLOAT);
+    /* This machine: cpuid agrees with the kernel's flags. */
+    unsigned f = amp_cpu_features();
+    cr_assert_eq(!!(f & AMP_CPU_AVX512_BF16), cpuinfo_has("avx512_bf16"), "features %#x", f);
+    cr_assert_eq(!!(f & AMP_CPU_AMX_BF16), cpuinfo_has("amx_bf16"), "features %#x", f);
+    unsigned parsed = 99;
+    cr_assert(amp_cpu_features_parse("none", &parsed) && parsed == 0);
+    cr_assert(amp_cpu_features_parse("amx_bf16,avx512_bf16", &parsed) &&
+              parsed == (AMP_CPU_AMX_BF16 | AMP_CPU_AVX512_BF16));
+    cr_assert(!amp_cpu_features_parse("avx512_bf16,", &parsed) && !amp_cpu_features_parse("sse", &parsed) &&
+              !amp_cpu_features_parse("", &parsed));
+}
+
+/* AMP_AUTO=1 with no AMP_PRECISION on the CPU backend: this machine's choice, said in the stats. */
+Test(amp_auto, sessions_default_to_auto) {
+    setenv("AMP_AUTO", "1", 1);
+    AmpSessionOptions o = {.backend = AMP_BACKEND_CPU};
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    bool bf16 = amp_cpu_features() & (AMP_CPU_AVX512_BF16 | AMP_CPU_AMX_BF16);
+    cr_assert_str_eq(stats.amp_precision, bf16 ? "bf16" : "fp32");
+    cr_assert_eq(stats.amp_applied, bf16);
+    cr_assert(stats.amp_precision_why[0], "auto says why");
+    amp_session_close(s);
+    /* ... and "auto" is a value of AMP_PRECISION and of the field too */
+    setenv("AMP_PRECISION", "auto", 1);
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.amp_precision, bf16 ? "bf16" : "fp32");
+    amp_session_close(s);
+    /* an explicit type wins, and no reason is given */
+    o.precision = "fp16";
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.amp_precision, "fp16");
+    cr_assert_str_eq(stats.amp_precision_why, "");
+    cr_assert(stats.amp_applied);
+    amp_session_close(s);
+}
+
+/* The test hook AMP_CPU_FEATURES stands for the CPU: with bf16 dot products bf16; with none,
+ * no rewrite at all, and the stats and the log's summary say why. */
+Test(amp_auto, auto_on_a_cpu_without_bf16_stays_fp32) {
+    setenv("AMP_AUTO", "1", 1);
+    setenv("AMP_CPU_FEATURES", "avx512_bf16", 1);
+    AmpSessionOptions o = {.backend = AMP_BACKEND_CPU};
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    AmpSessionStats stats;
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.amp_precision, "bf16");
+    cr_assert(stats.amp_applied);
+    amp_session_close(s);
+
+    setenv("AMP_CPU_FEATURES", "none", 1);
+    setenv("AMP_LOG_PATH", logdir, 1);
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.amp_precision, "fp32");
+    cr_assert(!stats.amp_applied);
+    cr_assert_not_null(strstr(stats.amp_precision_why, "no bf16 dot products"), "%s", stats.amp_precision_why);
+    /* the model is as it was: float32 throughout, no Cast */
+    const AmpModel *m = amp_session_model(s);
+    for (const AmpNode *n = m->graph->first; n; n = n->next) cr_assert_neq(n->op, AMP_OP_Cast);
+    amp_session_close(s);
+    char *p = tu_path(logdir, "summary.txt");
+    size_t len;
+    char *txt = (char *)tu_read(p, &len);
+    cr_assert_not_null(txt);
+    cr_assert_not_null(strstr(txt, "precision: fp32 (auto: the CPU has no bf16"), "%s", txt);
+    free(txt);
+    free(p);
+    cr_assert(!logged("after.onnx"), "nothing rewritten, nothing dumped");
+
+    /* the GPU-class backends (the simulator stands for one) keep fp16, whatever the CPU */
+    o.backend = AMP_BACKEND_SIM;
+    unsetenv("AMP_LOG_PATH");
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_stats(s, &stats);
+    cr_assert_str_eq(stats.amp_precision, "fp16");
+    amp_session_close(s);
+
+    /* a bad value is refused as every variable of the table is */
+    setenv("AMP_CPU_FEATURES", "sse9", 1);
+    o.backend = AMP_BACKEND_CPU;
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "AMP_CPU_FEATURES='sse9': expected"), "%s", st.msg);
+}
+
+/* AMP_THREADS: one parser and one message, for sessions as for ampc; ignore_env ignores
+ * it; the threads option replaces it. */
+Test(amp_auto, threads_one_knob) {
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    setenv("AMP_THREADS", "two", 1);
+    cr_assert_eq(open_mlp(NULL, &s, &st), AMP_ERR_USAGE);
+    cr_assert_str_eq(st.msg, "AMP_THREADS='two': expected a whole number from 1");
+    AmpSessionOptions o = {.ignore_env = true};
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg);
+    amp_session_close(s);
+    o = (AmpSessionOptions){.threads = 3};
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_OK, "%s", st.msg); /* the option wins over the bad variable */
+    int n = 0;
+    cr_assert(amp_threads_requested(&n) && n == 3, "%d", n);
+    cr_assert_eq(amp_threads(), 3);
+    amp_session_close(s);
+    o.threads = -2;
+    cr_assert_eq(open_mlp(&o, &s, &st), AMP_ERR_USAGE);
+    amp_threads_set(0);
+    setenv("AMP_THREADS", "1", 1);
+    cr_assert_eq(amp_threads(), 1);
+    unsetenv("AMP_THREADS");
+    cr_assert_eq(amp_threads(), amp_cpus_available() > 8 ? 8 : amp_cpus_available());
 }

@@ -251,7 +251,8 @@ Test(cli, two_models_is_usage_error) {
 
 /* Each test runs in a process of its own: the environment set here stays here. */
 Test(cli, bad_amp_threads_is_usage_error) {
-    static const char *const bad[] = {"two", "0", "-1", "", "3x"};
+    /* (set empty, a variable is unset: every AMP_* variable alike) */
+    static const char *const bad[] = {"two", "0", "-1", "3x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("AMP_THREADS", bad[i], 1);
         Run r = run_ampc(ADD_MODEL, "--print", NULL);
@@ -522,4 +523,66 @@ Test(cli, verify_bad_model) {
     cr_assert_eq(s.code, 2);
     assert_one_error_line(&s);
     run_free(&s);
+}
+
+/* `ampc MODEL -o OUT --precision auto` decides for this machine and says so in its "wrote"
+ * line; AMP_CPU_FEATURES (the test hook) stands for a CPU with or without bf16 dot products. */
+Test(cli, precision_auto_says_what_it_chose) {
+    char *dir = tu_mkdtemp();
+    char *out = tu_path(dir, "out.onnx");
+    bool bf16 = amp_cpu_features() & (AMP_CPU_AVX512_BF16 | AMP_CPU_AMX_BF16);
+    unsetenv("AMP_CPU_FEATURES");
+    Run r = run_ampc(ADD_MODEL, "-o", out, "--precision", "auto", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, bf16 ? "precision auto: bf16 (the CPU has bf16 dot products"
+                                          : "precision auto: fp32, no amp pass (the CPU has no bf16"),
+                       "%s", r.err);
+    run_free(&r);
+    setenv("AMP_CPU_FEATURES", "avx512_bf16", 1);
+    r = run_ampc(ADD_MODEL, "-o", out, "--precision", "auto", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "precision auto: bf16"), "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "amp: bfloat16"), "%s", r.err);
+    run_free(&r);
+    setenv("AMP_CPU_FEATURES", "none", 1);
+    r = run_ampc(ADD_MODEL, "-o", out, "--precision", "auto", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "precision auto: fp32, no amp pass (the CPU has no bf16 dot products"), "%s",
+                       r.err);
+    cr_assert_null(strstr(r.err, ",amp,"), "the amp pass ran: %s", r.err);
+    run_free(&r);
+    /* the test hook refuses what it does not know, as every variable does */
+    setenv("AMP_CPU_FEATURES", "avx9", 1);
+    r = run_ampc(ADD_MODEL, "-o", out, "--precision", "auto", NULL);
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "AMP_CPU_FEATURES='avx9': expected"), "%s", r.err);
+    run_free(&r);
+    unsetenv("AMP_CPU_FEATURES");
+    tu_rmtree(dir);
+    free(out);
+    free(dir);
+}
+
+/* --threads on run and bench: AMP_THREADS's parser and message, the flag's name aside;
+ * not a flag of the conversion. */
+Test(cli, threads_flag) {
+    Run r = run_ampc("bench", ADD_MODEL, "--threads", "0", NULL);
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "--threads '0': expected a whole number from 1"), "%s", r.err);
+    run_free(&r);
+    setenv("AMP_THREADS", "0", 1);
+    r = run_ampc("bench", ADD_MODEL, NULL);
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert_not_null(strstr(r.err, "AMP_THREADS='0': expected a whole number from 1"), "%s", r.err);
+    run_free(&r);
+    unsetenv("AMP_THREADS");
+    r = run_ampc("bench", ADD_MODEL, "--threads", "1", "--iters", "2", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run_free(&r);
+    r = run_ampc("run", ADD_MODEL, "--threads", "2", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run_free(&r);
+    r = run_ampc(ADD_MODEL, "--threads", "2", "-o", "/dev/null", NULL);
+    cr_assert_eq(r.code, 2, "--threads is not the conversion's: %s", r.err);
+    run_free(&r);
 }

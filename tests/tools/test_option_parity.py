@@ -47,6 +47,7 @@ GOOD = [
     ("precision", "AMP_PRECISION", "half"),  # refused by the flag before
     ("precision", "AMP_PRECISION", "bf16"),
     ("precision", "AMP_PRECISION", "bfloat16"),
+    ("precision", "AMP_PRECISION", "auto"),
     ("loss-scale", "AMP_LOSS_SCALE", "dynamic"),
     ("loss-scale", "AMP_LOSS_SCALE", "none"),
     ("loss-scale", "AMP_LOSS_SCALE", "3e38"),
