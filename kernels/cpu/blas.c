@@ -50,11 +50,12 @@ static void load_once(void) {
         dgemm = NULL;
         snprintf(why, sizeof why, "%s has no cblas_sgemm/cblas_dgemm", AMPC_BLAS_SONAME);
     }
-    /* AMP_THREADS, the CPU backend's thread knob, sets OpenBLAS's threads too (without
-     * it OpenBLAS keeps its own default: OPENBLAS_NUM_THREADS, else one per CPU). */
+    /* The CPU backend's thread knob (amp_threads_requested: a session's threads option,
+     * --threads, else AMP_THREADS) sets OpenBLAS's threads too, when it is first opened
+     * (without it OpenBLAS keeps its own default: OPENBLAS_NUM_THREADS, else one per CPU). */
     void (*set_threads)(int) = NULL;
     int t;
-    if (sgemm && amp_threads_parse(getenv("AMP_THREADS"), &t) &&
+    if (sgemm && amp_threads_requested(&t) &&
         sym(lib, "openblas_set_num_threads", &set_threads, sizeof set_threads))
         set_threads(t);
     /* The library stays loaded for the life of the process, as a linked one would. */

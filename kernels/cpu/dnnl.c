@@ -136,11 +136,12 @@ bool amp_dnnl_enabled(void) {
     return loaded;
 }
 
-/* The thread count primitives are made and run with: AMP_THREADS where set (and then
+/* The thread count primitives are made and run with: the CPU backend's knob where set (a
+ * session's threads option, --threads, else AMP_THREADS: amp_threads_requested; then
  * applied to this thread's OpenMP), else OpenMP's default; -1 where unknown. */
 static int threads_now(void) {
     int t;
-    if (amp_threads_parse(getenv("AMP_THREADS"), &t) && p_omp_set_num_threads) p_omp_set_num_threads(t);
+    if (amp_threads_requested(&t) && p_omp_set_num_threads) p_omp_set_num_threads(t);
     return p_omp_get_max_threads ? p_omp_get_max_threads() : -1;
 }
 
