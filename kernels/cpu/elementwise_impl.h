@@ -159,5 +159,9 @@ AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
                             const AmpEwParams *p);
 /* Output 0 = f(x) for x = input 0 (float family in fp32, or double). */
 AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p);
+/* The same, for maps that cost more than a table look-up (erf, exp, tanh...): float16 and
+ * bfloat16 inputs of many elements read a table of f over all 65536 patterns, made once
+ * by the block path's own conversions and f, so the bits are the same. */
+AmpCode amp_ew_unary_float_lut(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p);
 
 #endif
