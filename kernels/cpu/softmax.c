@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "ir/half.h"
+#include "kernels/cpu/simd.h"
 
 #include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
@@ -52,6 +53,18 @@ static void hardmax_row(const AmpFv *v, AmpFo *o, uint64_t base, uint64_t d, uin
     for (uint64_t j = 0; j < d; j++) amp_fo_set(o, base + j * inner, j == best ? 1.0 : 0.0);
 }
 
+/* sum + e, with e's NaN when both are NaN: the sum loop of softmax_run as GCC compiles
+ * it for x86-64 (ADDSD into the exp result), so a row holding NaNs of either sign gives
+ * the NaN it always gave. */
+static inline double add_to_sum(double sum, double e) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("addsd %1, %0" : "+x"(e) : "x"(sum));
+    return e;
+#else
+    return e + sum;
+#endif
+}
+
 /* Softmax and LogSoftmax of contiguous rows (inner == 1) of a float-family x: the loop
  * below, row by row (a 16-bit row widened into a float row, the results rounded to
  * float32 and then narrowed, as the whole-tensor views do) with each exp(z) computed
@@ -75,12 +88,13 @@ static AmpCode softmax_rows(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *y, uint64_
         for (uint64_t j = 0; j < D; j++)
             if ((double)a[j] > m) m = a[j];
         if (kind == LOG_SOFTMAX) {
-            for (uint64_t j = 0; j < D; j++) sum += exp((double)a[j] - m);
+            for (uint64_t j = 0; j < D; j++) sum = add_to_sum(sum, exp((double)a[j] - m));
             double lsum = log(sum);
             for (uint64_t j = 0; j < D; j++) o[j] = (float)(((double)a[j] - m) - lsum);
         } else {
-            for (uint64_t j = 0; j < D; j++) sum += e[j] = exp((double)a[j] - m);
-            for (uint64_t j = 0; j < D; j++) o[j] = (float)(e[j] / sum);
+            for (uint64_t j = 0; j < D; j++) sum = add_to_sum(sum, e[j] = exp((double)a[j] - m));
+            if (!amp_simd_div_f64_to_f32(o, e, sum, D))
+                for (uint64_t j = 0; j < D; j++) o[j] = (float)(e[j] / sum);
         }
         if (y->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n((uint16_t *)y->data + p * D, ry, D);
         else if (y->dtype == AMP_DT_BFLOAT16) amp_f32_to_bf16_n((uint16_t *)y->data + p * D, ry, D);
