@@ -246,12 +246,20 @@ AmpCode amp_ew_binary_float_op(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b
         return AMP_OK;
     }
     const int sa = plan.step[0], sb = plan.step[1];
-    /* 16-bit rows in one AVX-512 pass where it runs (simd.h: the same bits) */
-    if (op != AMP_SIMD_NONE && a->dtype != AMP_DT_FLOAT && amp_simd_have()) {
-        const uint16_t *x = a->data, *y = b->data;
-        uint16_t *o = out->data;
-        for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
-            amp_simd_row2_half(op, a->dtype, o + c.out, x + c.in[0], sa, y + c.in[1], sb, plan.n);
+    /* Rows in one AVX-512 pass where it runs (simd.h: the same bits). Not for one
+     * element of each (both steps 0), whose scalar operation is left as it was. */
+    if (op != AMP_SIMD_NONE && (sa || sb) && amp_simd_have()) {
+        if (a->dtype == AMP_DT_FLOAT) {
+            const float *x = a->data, *y = b->data;
+            float *o = out->data;
+            for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
+                amp_simd_row2_f32(op, o + c.out, x + c.in[0], sa, y + c.in[1], sb, plan.n);
+        } else {
+            const uint16_t *x = a->data, *y = b->data;
+            uint16_t *o = out->data;
+            for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
+                amp_simd_row2_half(op, a->dtype, o + c.out, x + c.in[0], sa, y + c.in[1], sb, plan.n);
+        }
         return AMP_OK;
     }
     float ta[BLK], tb[BLK], to[BLK];

@@ -40,11 +40,34 @@ AMP_AVX512 static inline __m256i narrow(__m512 f, int bf16) {
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(hi, _mm512_set1_epi32(0x40))));
 }
 
+/* x op y, the operands of Add and Mul swapped where the scalar rows (elementwise.c's
+ * AMP_EW_ROW2, as GCC compiles it for x86-64) have them the other way round: with x
+ * broadcast and y a row, the operation writes into y, so that when both are NaN the
+ * result is y's NaN (x86 keeps the first operand's). Sub and Div are x op y always. */
+static inline bool swapped(AmpSimdOp op, int sa, int sb) {
+    return !sa && sb && (op == AMP_SIMD_ADD || op == AMP_SIMD_MUL);
+}
+
+/* x + y and x * y with x the instruction's first source, whose NaN the result is when
+ * both are NaN: written out, since the compiler may swap the operands of the intrinsics
+ * (it takes + and * as commutative, NaN or not). */
+AMP_AVX512 static inline __m512 add_xy(__m512 x, __m512 y) {
+    __m512 r;
+    __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(x), "v"(y));
+    return r;
+}
+
+AMP_AVX512 static inline __m512 mul_xy(__m512 x, __m512 y) {
+    __m512 r;
+    __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(x), "v"(y));
+    return r;
+}
+
 AMP_AVX512 static inline __m512 apply(AmpSimdOp op, __m512 x, __m512 y) {
     switch (op) {
-    case AMP_SIMD_ADD: return _mm512_add_ps(x, y);
+    case AMP_SIMD_ADD: return add_xy(x, y);
     case AMP_SIMD_SUB: return _mm512_sub_ps(x, y);
-    case AMP_SIMD_MUL: return _mm512_mul_ps(x, y);
+    case AMP_SIMD_MUL: return mul_xy(x, y);
     default: return _mm512_div_ps(x, y);
     }
 }
@@ -55,17 +78,18 @@ AMP_AVX512 static inline __attribute__((always_inline)) void row2(AmpSimdOp op, 
                                                                   int sb, int64_t n) {
     const __m512 a0 = _mm512_set1_ps(bf16 ? amp_bf16_to_f32(a[0]) : amp_f16_to_f32(a[0]));
     const __m512 b0 = _mm512_set1_ps(bf16 ? amp_bf16_to_f32(b[0]) : amp_f16_to_f32(b[0]));
+    const bool sw = swapped(op, sa, sb);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 x = sa ? widen(_mm256_loadu_si256((const __m256i *)(const void *)(a + i)), bf16) : a0;
         __m512 y = sb ? widen(_mm256_loadu_si256((const __m256i *)(const void *)(b + i)), bf16) : b0;
-        _mm256_storeu_si256((__m256i *)(void *)(o + i), narrow(apply(op, x, y), bf16));
+        _mm256_storeu_si256((__m256i *)(void *)(o + i), narrow(sw ? apply(op, y, x) : apply(op, x, y), bf16));
     }
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
         __m512 x = sa ? widen(_mm256_maskz_loadu_epi16(m, a + i), bf16) : a0;
         __m512 y = sb ? widen(_mm256_maskz_loadu_epi16(m, b + i), bf16) : b0;
-        _mm256_mask_storeu_epi16(o + i, m, narrow(apply(op, x, y), bf16));
+        _mm256_mask_storeu_epi16(o + i, m, narrow(sw ? apply(op, y, x) : apply(op, x, y), bf16));
     }
 }
 
@@ -97,6 +121,43 @@ bool amp_simd_row2_half(AmpSimdOp op, int dtype, uint16_t *o, const uint16_t *a,
     return true;
 }
 
+/* float32 rows: the same operation, the operands in the scalar rows' order. */
+AMP_AVX512 static inline __attribute__((always_inline)) void row2_f32(AmpSimdOp op, float *o, const float *a, int sa,
+                                                                      const float *b, int sb, int64_t n) {
+    const __m512 a0 = _mm512_set1_ps(a[0]), b0 = _mm512_set1_ps(b[0]);
+    const bool sw = swapped(op, sa, sb);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = sa ? _mm512_loadu_ps(a + i) : a0;
+        __m512 y = sb ? _mm512_loadu_ps(b + i) : b0;
+        _mm512_storeu_ps(o + i, sw ? apply(op, y, x) : apply(op, x, y));
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        __m512 x = sa ? _mm512_maskz_loadu_ps(m, a + i) : a0;
+        __m512 y = sb ? _mm512_maskz_loadu_ps(m, b + i) : b0;
+        _mm512_mask_storeu_ps(o + i, m, sw ? apply(op, y, x) : apply(op, x, y));
+    }
+}
+
+#define ROW2_F32(NAME, OP)                                                                                 \
+    AMP_AVX512 static void NAME(float *o, const float *a, int sa, const float *b, int sb, int64_t n) { \
+        row2_f32(OP, o, a, sa, b, sb, n);                                                                  \
+    }
+ROW2_F32(add_f32, AMP_SIMD_ADD)
+ROW2_F32(sub_f32, AMP_SIMD_SUB)
+ROW2_F32(mul_f32, AMP_SIMD_MUL)
+ROW2_F32(div_f32, AMP_SIMD_DIV)
+
+typedef void (*Row2F)(float *, const float *, int, const float *, int, int64_t);
+static const Row2F ROWS_F32[5] = {NULL, add_f32, sub_f32, mul_f32, div_f32};
+
+bool amp_simd_row2_f32(AmpSimdOp op, float *o, const float *a, int sa, const float *b, int sb, int64_t n) {
+    if (op <= AMP_SIMD_NONE || op > AMP_SIMD_DIV || !amp_simd_have()) return false;
+    if (n > 0) ROWS_F32[op](o, a, sa, b, sb, n);
+    return true;
+}
+
 AMP_AVX512 static void div_f64_to_f32(float *o, const double *e, double s, uint64_t n) {
     const __m512d d = _mm512_set1_pd(s);
     uint64_t j = 0;
@@ -114,6 +175,11 @@ bool amp_simd_div_f64_to_f32(float *o, const double *e, double s, uint64_t n) {
 }
 
 #else
+
+bool amp_simd_row2_f32(AmpSimdOp op, float *o, const float *a, int sa, const float *b, int sb, int64_t n) {
+    (void)op, (void)o, (void)a, (void)sa, (void)b, (void)sb, (void)n;
+    return false;
+}
 
 bool amp_simd_div_f64_to_f32(float *o, const double *e, double s, uint64_t n) {
     (void)o, (void)e, (void)s, (void)n;

@@ -19,6 +19,9 @@ bool amp_simd_have(void);
 bool amp_simd_row2_half(AmpSimdOp op, int dtype, uint16_t *o, const uint16_t *a, int sa, const uint16_t *b, int sb,
                         int64_t n);
 
+/* The same for float32 rows. */
+bool amp_simd_row2_f32(AmpSimdOp op, float *o, const float *a, int sa, const float *b, int sb, int64_t n);
+
 /* o[j] = (float)(e[j] / s) for j < n (double division, then the rounding to float32 of
  * a cast); false (nothing done) where amp_simd_have() is false. */
 bool amp_simd_div_f64_to_f32(float *o, const double *e, double s, uint64_t n);
