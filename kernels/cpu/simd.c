@@ -158,6 +158,46 @@ bool amp_simd_row2_f32(AmpSimdOp op, float *o, const float *a, int sa, const flo
     return true;
 }
 
+AMP_AVX512 static inline __m512d add_pd_xy(__m512d x, __m512d y) {
+    __m512d r;
+    __asm__("vaddpd %2, %1, %0" : "=v"(r) : "v"(x), "v"(y));
+    return r;
+}
+
+AMP_AVX512 static inline __m512d mul_pd_xy(__m512d x, __m512d y) {
+    __m512d r;
+    __asm__("vmulpd %2, %1, %0" : "=v"(r) : "v"(x), "v"(y));
+    return r;
+}
+
+AMP_AVX512 static inline __m256 norm8(__m256 x, __m256 s, const float *b, __m256 bv, __m512d m, __m512d is) {
+    __m512d z = mul_pd_xy(mul_pd_xy(_mm512_sub_pd(_mm512_cvtps_pd(x), m), is), _mm512_cvtps_pd(s));
+    if (b) z = add_pd_xy(z, _mm512_cvtps_pd(bv));
+    return _mm512_cvtpd_ps(z);
+}
+
+AMP_AVX512 static void norm_row(float *o, const float *x, const float *s, const float *b, double m, double is,
+                                uint64_t n) {
+    const __m512d vm = _mm512_set1_pd(m), vis = _mm512_set1_pd(is);
+    uint64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 bv = b ? _mm256_loadu_ps(b + j) : _mm256_setzero_ps();
+        _mm256_storeu_ps(o + j, norm8(_mm256_loadu_ps(x + j), _mm256_loadu_ps(s + j), b, bv, vm, vis));
+    }
+    if (j < n) {
+        __mmask8 k = (__mmask8)((1u << (n - j)) - 1u);
+        __m256 bv = b ? _mm256_maskz_loadu_ps(k, b + j) : _mm256_setzero_ps();
+        __m256 r = norm8(_mm256_maskz_loadu_ps(k, x + j), _mm256_maskz_loadu_ps(k, s + j), b, bv, vm, vis);
+        _mm256_mask_storeu_ps(o + j, k, r);
+    }
+}
+
+bool amp_simd_norm_row(float *o, const float *x, const float *s, const float *b, double m, double is, uint64_t n) {
+    if (!amp_simd_have()) return false;
+    norm_row(o, x, s, b, m, is, n);
+    return true;
+}
+
 AMP_AVX512 static void div_f64_to_f32(float *o, const double *e, double s, uint64_t n) {
     const __m512d d = _mm512_set1_pd(s);
     uint64_t j = 0;
@@ -175,6 +215,11 @@ bool amp_simd_div_f64_to_f32(float *o, const double *e, double s, uint64_t n) {
 }
 
 #else
+
+bool amp_simd_norm_row(float *o, const float *x, const float *s, const float *b, double m, double is, uint64_t n) {
+    (void)o, (void)x, (void)s, (void)b, (void)m, (void)is, (void)n;
+    return false;
+}
 
 bool amp_simd_row2_f32(AmpSimdOp op, float *o, const float *a, int sa, const float *b, int sb, int64_t n) {
     (void)op, (void)o, (void)a, (void)sa, (void)b, (void)sb, (void)n;

@@ -22,6 +22,12 @@ bool amp_simd_row2_half(AmpSimdOp op, int dtype, uint16_t *o, const uint16_t *a,
 /* The same for float32 rows. */
 bool amp_simd_row2_f32(AmpSimdOp op, float *o, const float *a, int sa, const float *b, int sb, int64_t n);
 
+/* One LayerNormalization row: o[j] = (float)((((double)x[j] - m) * is) * s[j] + b[j])
+ * (no "+ b[j]" where b is NULL), each operation rounded in double, the accumulated value
+ * the first operand of each (the NaN kept when two meet, as norm.c's loop compiles);
+ * false (nothing done) where amp_simd_have() is false. */
+bool amp_simd_norm_row(float *o, const float *x, const float *s, const float *b, double m, double is, uint64_t n);
+
 /* o[j] = (float)(e[j] / s) for j < n (double division, then the rounding to float32 of
  * a cast); false (nothing done) where amp_simd_have() is false. */
 bool amp_simd_div_f64_to_f32(float *o, const double *e, double s, uint64_t n);

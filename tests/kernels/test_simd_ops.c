@@ -289,3 +289,57 @@ Test(simd_ops, softmax_rows_match_general_path) {
                 free(x), free(xt), free(y), free(yt);
             }
 }
+
+/* ---- LayerNormalization rows ------------------------------------------------------- */
+
+/* Y of LayerNormalization(X [3, 4, c2], Scale, B) at axis 1, Scale and B of shape sdims. */
+static float *run_layernorm(int64_t c2, const float *x, const float *s, const float *b, int srank,
+                            const int64_t *sdims) {
+    AmpModel *m = amp_model_new();
+    AmpNode *nd = node(m, "LayerNormalization", 3);
+    attr_int(nd, "axis", 1);
+    int64_t xd[3] = {3, 4, c2};
+    AmpBuf X = mkbuf(AMP_DT_FLOAT, 3, xd, x), S = mkbuf(AMP_DT_FLOAT, srank, sdims, s),
+           B = mkbuf(AMP_DT_FLOAT, srank, sdims, b);
+    const AmpBuf *in[3] = {&X, &S, &B};
+    Outs o;
+    AmpStatus st = {0};
+    cr_assert_eq(kt_run(nd, 17, 3, in, 1, &o, &st), AMP_OK, "%s", st.msg);
+    size_t n = (size_t)(12 * c2);
+    float *y = malloc((n ? n : 1) * sizeof *y);
+    cr_assert(y);
+    if (n) memcpy(y, o.b[0].data, n * sizeof *y);
+    outs_free(&o);
+    amp_model_free(m);
+    return y;
+}
+
+/* Scale and B of shape [4, c2] (the AVX-512 rows) against the same values as [1, c2]
+ * broadcast over the 4 (the general loop), with NaNs, infinities and subnormals. */
+Test(simd_ops, layernorm_rows_match_general_path) {
+    static const float sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, 3.0f};
+    static const int64_t c2s[] = {1, 4, 5, 250};
+    for (size_t ci = 0; ci < sizeof c2s / sizeof c2s[0]; ci++) {
+        int64_t c2 = c2s[ci], n = 12 * c2;
+        float *x = malloc((size_t)n * sizeof *x), *s = malloc((size_t)(4 * c2) * sizeof *s),
+              *b = malloc((size_t)(4 * c2) * sizeof *b);
+        cr_assert(x && s && b);
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = (float)(rnd16() % 2001) / 100.0f - 10.0f;
+            if (i < 4 * c2 && i % 5 == 2) x[i] = sp[(i / 5) % 8]; /* row 0 only: others stay finite */
+        }
+        for (int64_t j = 0; j < c2; j++) {
+            s[j] = (float)(rnd16() % 200) / 50.0f - 2.0f;
+            b[j] = (float)(rnd16() % 200) / 50.0f - 2.0f;
+            if (j % 7 == 3) s[j] = sp[(j / 7) % 8];
+            if (j % 11 == 4) b[j] = sp[(j / 11 + 3) % 8];
+        }
+        for (int64_t r = 1; r < 4; r++) memcpy(s + r * c2, s, (size_t)c2 * sizeof *s), memcpy(b + r * c2, b, (size_t)c2 * sizeof *b);
+        int64_t full[2] = {4, c2}, bcast[2] = {1, c2};
+        float *fast = run_layernorm(c2, x, s, b, 2, full), *slow = run_layernorm(c2, x, s, b, 2, bcast);
+        for (int64_t i = 0; i < n; i++)
+            cr_assert(!memcmp(&fast[i], &slow[i], sizeof *fast), "c2=%lld [%lld]: %a vs %a", (long long)c2,
+                      (long long)i, (double)fast[i], (double)slow[i]);
+        free(x), free(s), free(b), free(fast), free(slow);
+    }
+}
