@@ -244,15 +244,16 @@ AMP_AVX512 static void f16_to_f32_avx512(float *dst, const uint16_t *src, size_t
     }
 }
 
-/* f32 -> f16 by VCVTPS2PH with nearest-even rounding: f16_of_bits' bits (as narrow_f16c). */
+/* f32 -> f16 by VCVTPS2PH with nearest-even rounding: f16_of_bits' bits (as narrow_f16c).
+ * (The rounding is a macro: clang wants a constant expression there.) */
+#define HALF_RND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 AMP_AVX512 static void f32_to_f16_avx512(uint16_t *dst, const float *src, size_t n) {
-    const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), rnd));
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), HALF_RND));
     if (i < n) {
         __mmask16 m = tail_mask(n - i);
-        __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i), rnd);
+        __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i), HALF_RND);
         _mm256_mask_storeu_epi16(dst + i, m, h);
     }
 }
