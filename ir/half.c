@@ -74,16 +74,20 @@ uint16_t amp_f32_to_bf16(float f) {
     return bf16_of_bits(f32_bits(f));
 }
 
-void amp_f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
+void amp_f32_to_f16_n_scalar(uint16_t *dst, const float *src, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = f16_of_bits(f32_bits(src[i]));
 }
 
-void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
+void amp_f16_to_f32_n_scalar(float *dst, const uint16_t *src, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = f32_of_f16(src[i]);
 }
 
-void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n) {
+void amp_f32_to_bf16_n_scalar(uint16_t *dst, const float *src, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = bf16_of_bits(f32_bits(src[i]));
+}
+
+void amp_bf16_to_f32_n_scalar(float *dst, const uint16_t *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = bits_f32((uint32_t)src[i] << 16);
 }
 
 /* The float32 bits at p, which may be unaligned (hosts are little-endian, as ONNX's raw
@@ -166,6 +170,93 @@ static uint32_t max_avx2(const uint8_t *p, size_t n) {
     }
     return a;
 }
+
+/* Whether this CPU (and OS) has AVX-512 F, BW and VL: the n-element conversions then run
+ * 16 elements an instruction group, the tail under a mask. */
+static bool have_avx512(void) {
+    static atomic_int known; /* 0: not asked yet; 1 no, 2 yes */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (!k) {
+        k = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl")
+                ? 2
+                : 1;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k == 2;
+}
+
+#define AMP_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* The mask of the first m < 16 lanes. */
+static inline __mmask16 tail_mask(size_t m) {
+    return (__mmask16)((1u << m) - 1u);
+}
+
+/* bf16 -> f32: the 16 bits moved to the top of 32 (amp_bf16_to_f32). */
+AMP_AVX512 static void bf16_to_f32_avx512(float *dst, const uint16_t *src, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+        _mm512_storeu_si512((void *)(dst + i), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        __m256i h = _mm256_maskz_loadu_epi16(m, src + i);
+        _mm512_mask_storeu_epi32(dst + i, m, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+}
+
+/* f32 -> bf16 as bf16_of_bits, lane by lane: (u + 0x7fff + lowest kept bit) >> 16, a NaN
+ * (|u| > inf's bits) its top half with the quiet bit set. (Not VCVTNEPS2BF16: it flushes
+ * subnormal inputs to zero.) */
+AMP_AVX512 static inline __m512i bf16_lanes(__m512i u) {
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    __m512i hi = _mm512_srli_epi32(u, 16);
+    __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+    return _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+}
+
+AMP_AVX512 static void f32_to_bf16_avx512(uint16_t *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i r = bf16_lanes(_mm512_loadu_si512((const void *)(src + i)));
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_cvtepi32_epi16(r));
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        __m512i r = bf16_lanes(_mm512_maskz_loadu_epi32(m, src + i));
+        _mm512_mask_cvtepi32_storeu_epi16(dst + i, m, r);
+    }
+}
+
+/* f16 -> f32 by VCVTPH2PS: exact, subnormals included, a NaN kept with its payload and
+ * made quiet, as f32_of_f16. */
+AMP_AVX512 static void f16_to_f32_avx512(float *dst, const uint16_t *src, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+    }
+}
+
+/* f32 -> f16 by VCVTPS2PH with nearest-even rounding: f16_of_bits' bits (as narrow_f16c).
+ * (The rounding is a macro: clang wants a constant expression there.) */
+#define HALF_RND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+AMP_AVX512 static void f32_to_f16_avx512(uint16_t *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), HALF_RND));
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i), HALF_RND);
+        _mm256_mask_storeu_epi16(dst + i, m, h);
+    }
+}
 #endif
 
 uint32_t amp_f32_bytes_to_f16(uint16_t *dst, const void *src, size_t n) {
@@ -195,6 +286,52 @@ uint32_t amp_f32_bytes_max(const void *src, size_t n) {
     return most;
 }
 
+bool amp_half_have_avx512(void) {
+#ifdef AMP_HALF_X86
+    return have_avx512();
+#else
+    return false;
+#endif
+}
+
+/* The n-element conversions: AVX-512 where the CPU has it (same bits, tested against
+ * the scalar loops on every 16-bit pattern), else the scalar loops. */
+void amp_f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
+#ifdef AMP_HALF_X86
+    if (have_avx512()) {
+        f32_to_f16_avx512(dst, src, n);
+        return;
+    }
+#endif
+    amp_f32_to_f16_n_scalar(dst, src, n);
+}
+
+void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
+#ifdef AMP_HALF_X86
+    if (have_avx512()) {
+        f16_to_f32_avx512(dst, src, n);
+        return;
+    }
+#endif
+    amp_f16_to_f32_n_scalar(dst, src, n);
+}
+
+void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n) {
+#ifdef AMP_HALF_X86
+    if (have_avx512()) {
+        f32_to_bf16_avx512(dst, src, n);
+        return;
+    }
+#endif
+    amp_f32_to_bf16_n_scalar(dst, src, n);
+}
+
 void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = bits_f32((uint32_t)src[i] << 16);
+#ifdef AMP_HALF_X86
+    if (have_avx512()) {
+        bf16_to_f32_avx512(dst, src, n);
+        return;
+    }
+#endif
+    amp_bf16_to_f32_n_scalar(dst, src, n);
 }

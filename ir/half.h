@@ -5,6 +5,7 @@
 #ifndef AMP_HALF_H
 #define AMP_HALF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,14 @@ void amp_f32_to_f16_n(uint16_t *dst, const float *src, size_t n);
 void amp_f16_to_f32_n(float *dst, const uint16_t *src, size_t n);
 void amp_f32_to_bf16_n(uint16_t *dst, const float *src, size_t n);
 void amp_bf16_to_f32_n(float *dst, const uint16_t *src, size_t n);
+/* The same conversions by the portable scalar loops, which the four above use on CPUs
+ * without AVX-512 (F, BW, VL) and must match bit for bit on the others (the tests). */
+void amp_f32_to_f16_n_scalar(uint16_t *dst, const float *src, size_t n);
+void amp_f16_to_f32_n_scalar(float *dst, const uint16_t *src, size_t n);
+void amp_f32_to_bf16_n_scalar(uint16_t *dst, const float *src, size_t n);
+void amp_bf16_to_f32_n_scalar(float *dst, const uint16_t *src, size_t n);
+/* Whether the n-element conversions run the AVX-512 loops on this CPU. */
+bool amp_half_have_avx512(void);
 
 /* n float32 values read from src as ONNX stores them (little-endian, any alignment)
  * converted into dst, in one pass that also finds the largest magnitude among them: the

@@ -98,23 +98,23 @@ AmpCode amp_ew_leaky_relu(AmpKernelCtx *k) {
 }
 
 AmpCode amp_ew_sigmoid(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_sigmoid_f, map_sigmoid_d, NULL);
+    return amp_ew_unary_float_lut(k, map_sigmoid_f, map_sigmoid_d, NULL);
 }
 
 AmpCode amp_ew_tanh(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_tanh_f, map_tanh_d, NULL);
+    return amp_ew_unary_float_lut(k, map_tanh_f, map_tanh_d, NULL);
 }
 
 AmpCode amp_ew_gelu(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_gelu_f, map_gelu_d, k->attrs);
+    return amp_ew_unary_float_lut(k, map_gelu_f, map_gelu_d, k->attrs);
 }
 
 AmpCode amp_ew_elu(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_elu_f, map_elu_d, k->attrs);
+    return amp_ew_unary_float_lut(k, map_elu_f, map_elu_d, k->attrs);
 }
 
 AmpCode amp_ew_celu(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_celu_f, map_celu_d, k->attrs);
+    return amp_ew_unary_float_lut(k, map_celu_f, map_celu_d, k->attrs);
 }
 
 AmpCode amp_ew_thresholded_relu(AmpKernelCtx *k) {
@@ -126,7 +126,7 @@ AmpCode amp_ew_shrink(AmpKernelCtx *k) {
 }
 
 AmpCode amp_ew_selu(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_selu_f, map_selu_d, k->attrs);
+    return amp_ew_unary_float_lut(k, map_selu_f, map_selu_d, k->attrs);
 }
 
 AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k) {
@@ -142,7 +142,7 @@ AmpCode amp_ew_softsign(AmpKernelCtx *k) {
 }
 
 AmpCode amp_ew_softplus(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_softplus_f, map_softplus_d, NULL);
+    return amp_ew_unary_float_lut(k, map_softplus_f, map_softplus_d, NULL);
 }
 
 /* ---- PRelu -------------------------------------------------------------------------- */

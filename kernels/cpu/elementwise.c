@@ -30,6 +30,11 @@ static const struct {
     [OP_MIN] = {row_min_f, row_min_d},
 };
 
+/* The AVX-512 16-bit rows of the same ops (kernels/cpu/simd.h). */
+static const AmpSimdOp SIMD[] = {[OP_ADD] = AMP_SIMD_ADD, [OP_SUB] = AMP_SIMD_SUB, [OP_MUL] = AMP_SIMD_MUL,
+                                 [OP_DIV] = AMP_SIMD_DIV, [OP_POW] = AMP_SIMD_NONE, [OP_MAX] = AMP_SIMD_NONE,
+                                 [OP_MIN] = AMP_SIMD_NONE};
+
 /* ---- integers ---------------------------------------------------------------------- */
 
 static uint64_t upow(uint64_t b, uint64_t e) {
@@ -157,7 +162,7 @@ static AmpCode arith(AmpKernelCtx *k, ArithOp op) {
     if ((rc = amp_ew_legacy_bcast(k, a, k->in[1], &bv))) return rc;
     const AmpBuf *b = &bv;
     if (op == OP_POW && a->dtype != b->dtype) return pow_mixed(k, a, b);
-    if (amp_ew_is_float(a->dtype)) return amp_ew_binary_float(k, a, b, ROWS[op].f, ROWS[op].d, NULL);
+    if (amp_ew_is_float(a->dtype)) return amp_ew_binary_float_op(k, a, b, ROWS[op].f, ROWS[op].d, NULL, SIMD[op]);
     if ((rc = amp_ew_same_dtype(k, a, b))) return rc;
     if (!amp_ew_is_int(a->dtype)) return amp_kernel_bad_dtype(k, a->dtype);
     AmpBuf *out;

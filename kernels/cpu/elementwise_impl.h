@@ -6,6 +6,7 @@
 #define AMP_CPU_ELEMENTWISE_IMPL_H
 
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/simd.h"
 
 #define AMP_EW_MAX_IN 3
 
@@ -157,7 +158,15 @@ bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */
  * double), broadcast with numpy rules; output dtype = a's. rd NULL: double unsupported. */
 AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpEwRowF rf, AmpEwRowD rd,
                             const AmpEwParams *p);
+/* The same, where rf is one of the ops simd.h has (op): 16-bit rows then take its
+ * AVX-512 row when this CPU runs it. */
+AmpCode amp_ew_binary_float_op(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpEwRowF rf, AmpEwRowD rd,
+                               const AmpEwParams *p, AmpSimdOp op);
 /* Output 0 = f(x) for x = input 0 (float family in fp32, or double). */
 AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p);
+/* The same, for maps that cost more than a table look-up (erf, exp, tanh...): float16 and
+ * bfloat16 inputs of many elements read a table of f over all 65536 patterns, made once
+ * by the block path's own conversions and f, so the bits are the same. */
+AmpCode amp_ew_unary_float_lut(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
+#include "kernels/cpu/simd.h"
 
 /* ---- attributes, parsed once at prepare (AmpNormAttrs, norm_impl.h) ---------------- */
 
@@ -173,6 +174,10 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
         free(ms.colmap), free(mb.colmap);
         return rc;
     }
+    /* Rows in AVX-512 (simd.h: the same operations, order and bits) where every view is
+     * float32 and Scale and B run along the columns as they are. */
+    bool ident = v[0].f && v[1].f && (!bi || v[2].f) && o.f && amp_simd_have();
+    for (uint64_t c = 0; ident && c < cols; c++) ident = ms.colmap[c] == (int64_t)c && (!bi || mb.colmap[c] == (int64_t)c);
     for (uint64_t r = 0; r < rows; r++) {
         double m, var;
         moments(&v[0], r * cols, cols, 1, &m, &var);
@@ -181,6 +186,10 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
         if (inv) ((float *)inv->data)[r] = (float)is;
         if (!y) continue;
         int64_t so = param_row(&ms, x, axis, r), bo = bi ? param_row(&mb, x, axis, r) : 0;
+        if (ident) {
+            amp_simd_norm_row(o.f + r * cols, v[0].f + r * cols, v[1].f + so, bi ? v[2].f + bo : NULL, m, is, cols);
+            continue;
+        }
         for (uint64_t c = 0; c < cols; c++) {
             uint64_t at = r * cols + c;
             double z = (amp_fv_get(&v[0], at) - m) * is * amp_fv_get(&v[1], (uint64_t)(so + ms.colmap[c]));

@@ -3,6 +3,9 @@
  * max is subtracted before exp, and sums are kept in double. */
 #include <math.h>
 
+#include "ir/half.h"
+#include "kernels/cpu/simd.h"
+
 #include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
 
@@ -50,6 +53,56 @@ static void hardmax_row(const AmpFv *v, AmpFo *o, uint64_t base, uint64_t d, uin
     for (uint64_t j = 0; j < d; j++) amp_fo_set(o, base + j * inner, j == best ? 1.0 : 0.0);
 }
 
+/* sum + e, with e's NaN when both are NaN: the sum loop of softmax_run as GCC compiles
+ * it for x86-64 (ADDSD into the exp result), so a row holding NaNs of either sign gives
+ * the NaN it always gave. */
+static inline double add_to_sum(double sum, double e) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("addsd %1, %0" : "+x"(e) : "x"(sum));
+    return e;
+#else
+    return e + sum;
+#endif
+}
+
+/* Softmax and LogSoftmax of contiguous rows (inner == 1) of a float-family x: the loop
+ * below, row by row (a 16-bit row widened into a float row, the results rounded to
+ * float32 and then narrowed, as the whole-tensor views do) with each exp(z) computed
+ * once and kept in double; the same operations in the same order, so the same bits,
+ * without whole-tensor copies. */
+static AmpCode softmax_rows(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *y, uint64_t outer, uint64_t D,
+                            SoftmaxKind kind) {
+    bool f32 = x->dtype == AMP_DT_FLOAT;
+    double *e = malloc(D * sizeof *e);
+    float *rx = f32 ? NULL : malloc(D * sizeof *rx), *ry = f32 ? NULL : malloc(D * sizeof *ry);
+    if (!e || (!f32 && (!rx || !ry))) {
+        free(e), free(rx), free(ry);
+        return amp_red_oom(k);
+    }
+    for (uint64_t p = 0; p < outer; p++) {
+        const float *a = f32 ? (const float *)x->data + p * D : rx;
+        float *o = f32 ? (float *)y->data + p * D : ry;
+        if (x->dtype == AMP_DT_FLOAT16) amp_f16_to_f32_n(rx, (const uint16_t *)x->data + p * D, D);
+        else if (x->dtype == AMP_DT_BFLOAT16) amp_bf16_to_f32_n(rx, (const uint16_t *)x->data + p * D, D);
+        double m = -INFINITY, sum = 0.0;
+        for (uint64_t j = 0; j < D; j++)
+            if ((double)a[j] > m) m = a[j];
+        if (kind == LOG_SOFTMAX) {
+            for (uint64_t j = 0; j < D; j++) sum = add_to_sum(sum, exp((double)a[j] - m));
+            double lsum = log(sum);
+            for (uint64_t j = 0; j < D; j++) o[j] = (float)(((double)a[j] - m) - lsum);
+        } else {
+            for (uint64_t j = 0; j < D; j++) sum = add_to_sum(sum, e[j] = exp((double)a[j] - m));
+            if (!amp_simd_div_f64_to_f32(o, e, sum, D))
+                for (uint64_t j = 0; j < D; j++) o[j] = (float)(e[j] / sum);
+        }
+        if (y->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n((uint16_t *)y->data + p * D, ry, D);
+        else if (y->dtype == AMP_DT_BFLOAT16) amp_f32_to_bf16_n((uint16_t *)y->data + p * D, ry, D);
+    }
+    free(e), free(rx), free(ry);
+    return AMP_OK;
+}
+
 static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
     const AmpSoftmaxAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
@@ -64,6 +117,7 @@ static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
     if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     /* No element, however many empty rows ([2^40, 0]): nothing to do, in O(1). */
     if (!x->nelem) return AMP_OK;
+    if (kind != HARDMAX && inner == 1 && amp_is_f32_family(x->dtype)) return softmax_rows(k, x, y, outer, D, kind);
     AmpFv v;
     AmpFo o;
     if ((rc = amp_fv_open(k, x, &v))) return rc;

@@ -65,10 +65,10 @@ AmpCode amp_ew_sqrt(AmpKernelCtx *k) {
     return amp_ew_unary_float(k, map_sqrt_f, map_sqrt_d, NULL);
 }
 AmpCode amp_ew_exp(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_exp_f, map_exp_d, NULL);
+    return amp_ew_unary_float_lut(k, map_exp_f, map_exp_d, NULL);
 }
 AmpCode amp_ew_log(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_log_f, map_log_d, NULL);
+    return amp_ew_unary_float_lut(k, map_log_f, map_log_d, NULL);
 }
 AmpCode amp_ew_neg(AmpKernelCtx *k) {
     return int_or_float(k, INT_NEG, map_neg_f, map_neg_d);
@@ -92,40 +92,40 @@ AmpCode amp_ew_round(AmpKernelCtx *k) {
     return amp_ew_unary_float(k, map_round_f, map_round_d, NULL);
 }
 AmpCode amp_ew_erf(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_erf_f, map_erf_d, NULL);
+    return amp_ew_unary_float_lut(k, map_erf_f, map_erf_d, NULL);
 }
 AmpCode amp_ew_sin(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_sin_f, map_sin_d, NULL);
+    return amp_ew_unary_float_lut(k, map_sin_f, map_sin_d, NULL);
 }
 AmpCode amp_ew_cos(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_cos_f, map_cos_d, NULL);
+    return amp_ew_unary_float_lut(k, map_cos_f, map_cos_d, NULL);
 }
 AmpCode amp_ew_tan(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_tan_f, map_tan_d, NULL);
+    return amp_ew_unary_float_lut(k, map_tan_f, map_tan_d, NULL);
 }
 AmpCode amp_ew_asin(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_asin_f, map_asin_d, NULL);
+    return amp_ew_unary_float_lut(k, map_asin_f, map_asin_d, NULL);
 }
 AmpCode amp_ew_acos(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_acos_f, map_acos_d, NULL);
+    return amp_ew_unary_float_lut(k, map_acos_f, map_acos_d, NULL);
 }
 AmpCode amp_ew_atan(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_atan_f, map_atan_d, NULL);
+    return amp_ew_unary_float_lut(k, map_atan_f, map_atan_d, NULL);
 }
 AmpCode amp_ew_sinh(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_sinh_f, map_sinh_d, NULL);
+    return amp_ew_unary_float_lut(k, map_sinh_f, map_sinh_d, NULL);
 }
 AmpCode amp_ew_cosh(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_cosh_f, map_cosh_d, NULL);
+    return amp_ew_unary_float_lut(k, map_cosh_f, map_cosh_d, NULL);
 }
 AmpCode amp_ew_asinh(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_asinh_f, map_asinh_d, NULL);
+    return amp_ew_unary_float_lut(k, map_asinh_f, map_asinh_d, NULL);
 }
 AmpCode amp_ew_acosh(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_acosh_f, map_acosh_d, NULL);
+    return amp_ew_unary_float_lut(k, map_acosh_f, map_acosh_d, NULL);
 }
 AmpCode amp_ew_atanh(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_atanh_f, map_atanh_d, NULL);
+    return amp_ew_unary_float_lut(k, map_atanh_f, map_atanh_d, NULL);
 }
 
 /* ---- Clip ------------------------------------------------------------------------------ */
