@@ -237,26 +237,6 @@ AmpCode amp_inf_broadcast_into(const AmpNode *n, AmpInfShape *acc, const AmpInfS
     return AMP_OK;
 }
 
-void amp_inf_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
-                         int64_t *count) {
-    /* start/end are often INT64_MAX or INT64_MIN ("to the end"): clamp before any sum. */
-    if (start < 0) start = start < -dim ? -1 : start + dim;
-    if (end < 0) end = end < -dim ? -1 : end + dim;
-    *first = 0;
-    *count = 0;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > dim ? dim : start;
-        end = end < 0 ? 0 : end > dim ? dim : end;
-        if (end > start) *count = (end - start - 1) / step + 1;
-    } else if (step < 0) {
-        start = start > dim - 1 ? dim - 1 : start;
-        end = end > dim - 1 ? dim - 1 : end;
-        uint64_t mag = (uint64_t)(-(step + 1)) + 1; /* |step| without overflow */
-        if (start > end) *count = (int64_t)((uint64_t)(start - end - 1) / mag + 1);
-    }
-    *first = start;
-}
-
 /* ---- attributes ------------------------------------------------------------------------ */
 
 int amp_inf_attr_ints(const AmpNode *n, const char *name, int64_t *out, int max) {

@@ -133,7 +133,7 @@ static int eval_slice(AmpInferCtx *c, const AmpNode *p, AmpInfVal *out, int max,
     }
     if ((axes[0] != 0 && axes[0] != -1) || steps[0] == 0) return -1;
     int64_t first, count;
-    amp_inf_slice_range(nd, starts[0], ends[0], steps[0], &first, &count);
+    amp_slice_range(nd, starts[0], ends[0], steps[0], &first, &count);
     if (count > max) return -1;
     /* count elements lie inside [0, nd), so first + k * step stays in range */
     for (int64_t k = 0; k < count; k++) out[k] = data[first + k * steps[0]];

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "ir/tensor.h" /* amp_slice_range */
 
 /* ---- the context every infer function reads and writes through ----------------------
  * One function per op serves two callers:
@@ -141,10 +142,6 @@ bool amp_inf_from_input(const AmpNode *n, int64_t opset, int64_t since, int slot
 static inline bool amp_inf_small(int64_t v) {
     return v > -((int64_t)1 << 40) && v < ((int64_t)1 << 40);
 }
-/* The elements Slice takes from a dim of `dim` elements (ONNX clamping rules):
- * the first index and the count. */
-void amp_inf_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
-                         int64_t *count);
 
 /* ---- small constants ---- */
 /* The elements of a small int tensor value (at most max), following initializers,

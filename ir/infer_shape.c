@@ -341,7 +341,7 @@ AmpCode amp_infer_slice(AmpInferCtx *c) {
         if (known && step == 0) return amp_inf_fail(n, st, "step 0 on axis %d", a);
         int64_t first, count;
         if (known && amp_dim_known(in.d[a])) {
-            amp_inf_slice_range(in.d[a].value, starts[i], ends[i], step, &first, &count);
+            amp_slice_range(in.d[a].value, starts[i], ends[i], step, &first, &count);
             s.d[a] = amp_dim_of(count);
         } else
             s.d[a] = amp_dim_unknown();

@@ -69,6 +69,24 @@ bool amp_norm_axis(int64_t axis, int rank, int *out) {
     return true;
 }
 
+void amp_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *count) {
+    int64_t s = start, e = end, n = 0;
+    if (s < 0) s += dim; /* no overflow: dim >= 0 */
+    if (e < 0) e += dim;
+    if (step > 0) {
+        s = s < 0 ? 0 : s > dim ? dim : s;
+        e = e < 0 ? 0 : e > dim ? dim : e;
+        n = e > s ? 1 + (e - s - 1) / step : 0;
+    } else if (step < 0) {
+        s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+        e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+        uint64_t ast = (uint64_t)0 - (uint64_t)step; /* |step| without overflow at INT64_MIN */
+        n = s > e ? 1 + (int64_t)((uint64_t)(s - e - 1) / ast) : 0;
+    }
+    *first = n ? s : 0;
+    *count = n;
+}
+
 void amp_buf_free(AmpBuf *b) {
     free(b->data);
     b->data = NULL;

@@ -41,6 +41,15 @@ void amp_broadcast_strides(int rin, const int64_t *din, int rout, const int64_t 
 /* Normalises a possibly negative axis into [0, rank); false when out of range. */
 bool amp_norm_axis(int64_t axis, int rank, int *out);
 
+/* The elements Slice takes from an axis of `dim` elements, by the ONNX clamping rules
+ * (negative start / end count from the end; then, for a positive step, start and end
+ * clamped into [0, dim]; for a negative one start into [0, dim - 1], end into [-1, dim - 1]):
+ * *first the index of the first (0 where none is taken) and *count how many. start and end
+ * may be INT64_MIN / INT64_MAX ("to the end"); step 0 takes none. The one definition of
+ * Slice's clamping: the shape function (ir/infer_shape.c), the shape arithmetic
+ * (ir/infer_const.c) and every backend's kernel (ops/slice.c) call it. */
+void amp_slice_range(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first, int64_t *count);
+
 /* Host memory only: reads element i of an integer buffer (int8..int64, uint8..uint64,
  * bool) as int64. */
 int64_t amp_buf_get_i64(const AmpBuf *b, uint64_t i);

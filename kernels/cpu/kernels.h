@@ -73,8 +73,7 @@ typedef AmpCode AmpCpuPrepare(const AmpNode *n, int64_t opset, void **attrs, Amp
 AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul;
 AmpCpuPrepare amp_cpu_gemm_prepare, amp_cpu_fused_matmul_prepare;
 /* conv.c */
-AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose;
-AmpCpuPrepare amp_cpu_conv_prepare;
+AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose; /* prepare: amp_conv_prepare (ops/conv_geom.h) */
 /* einsum.c */
 AmpCpuKernel amp_cpu_einsum;
 AmpCpuPrepare amp_cpu_einsum_prepare;
@@ -86,7 +85,7 @@ AmpCpuKernel amp_cpu_lstm, amp_cpu_gru, amp_cpu_rnn;
 AmpCpuPrepare amp_cpu_rnn_prepare;
 /* ms_train.c */
 AmpCpuKernel amp_cpu_ms_fused_gemm, amp_cpu_ms_conv_grad, amp_cpu_ms_adamw;
-AmpCpuPrepare amp_cpu_ms_fused_gemm_prepare, amp_cpu_ms_conv_grad_prepare;
+AmpCpuPrepare amp_cpu_ms_fused_gemm_prepare; /* ConvGrad: amp_conv_grad_prepare (ops/conv_geom.h) */
 /* ms_attention.c */
 AmpCpuKernel amp_cpu_ms_attention, amp_cpu_ms_mha;
 AmpCpuPrepare amp_cpu_ms_attention_prepare;
@@ -130,7 +129,7 @@ AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_transpose_prepare, amp_cpu_unsque
               amp_cpu_depth_space_prepare;
 /* slice.c */
 AmpCpuKernel amp_sh_slice, amp_sh_pad;
-AmpCpuPrepare amp_sh_slice_prepare, amp_sh_pad_prepare;
+AmpCpuPrepare amp_sh_pad_prepare; /* Slice: amp_slice_prepare (ops/slice.h) */
 /* gather.c */
 AmpCpuKernel amp_sh_gather, amp_sh_gather_elements, amp_sh_gather_nd, amp_sh_scatter_nd, amp_ms_gather_grad;
 AmpCpuPrepare amp_sh_gather_prepare, amp_sh_gather_nd_prepare, amp_sh_scatter_nd_prepare;

@@ -155,51 +155,9 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
  * W), dB (M), for Y = Conv(X, W, B) with the node's strides, dilations, pads, auto_pad
  * and group. Per image and group, with col = im2col(X_g) (Cg * K, O):
  *   dW_g (Mg, Cg * K) += dY_g (Mg, O) @ col^T,   dX_g = col2im(W_g^T (Cg * K, Mg) @ dY_g). */
-/* ConvGrad's group, checked at prepare (AmpConvGradAttrs, conv_impl.h); the window
- * attributes (kernel_shape, strides, dilations, pads, auto_pad) are read against X's rank
- * by the conv family's helpers. */
-
-AmpCode amp_cpu_ms_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    int64_t group = amp_node_attr_int(n, "group", 1);
-    if (group < 1)
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "group %lld must be positive", (long long)group);
-    AmpConvGradAttrs *a = malloc(sizeof *a);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->group = group;
-    *attrs = a;
-    return AMP_OK;
-}
-
-AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, int64_t *kern,
-                            AmpConvGeom *g) {
-    const AmpConvGradAttrs *a = k->attrs;
-    int dt = x->dtype;
-    if (dy->dtype != dt || w->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
-    if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
-                               x->rank, w->rank);
-    int nsp = x->rank - 2;
-    int64_t C = x->dims[1], M = w->dims[0], group = a->group;
-    if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                               (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
-    int64_t kattr[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
-    if (rc) return rc;
-    for (int i = 0; i < nsp; i++) {
-        kern[i] = w->dims[i + 2];
-        if (kattr[i] >= 0 && kattr[i] != kern[i])
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
-    }
-    if ((rc = amp_conv_geom(k, x, kern, false, g))) return rc;
-    bool shape_ok = dy->dims[0] == x->dims[0] && dy->dims[1] == M;
-    for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g->out[i];
-    if (!shape_ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
-    return AMP_OK;
-}
-
+/* ConvGrad's group is checked at prepare (amp_conv_grad_prepare, ops/conv_geom.c); the
+ * window attributes (kernel_shape, strides, dilations, pads, auto_pad) are read against X's
+ * rank there too (amp_conv_grad_check). */
 AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     const AmpConvGradAttrs *a = k->attrs;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;

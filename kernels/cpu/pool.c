@@ -1,12 +1,13 @@
 /* CPU kernels: MaxPool (with its optional int64 Indices output), AveragePool,
- * GlobalAveragePool and GlobalMaxPool over N-D windows (geometry from conv.c). Values are
+ * GlobalAveragePool and GlobalMaxPool over N-D windows (geometry: ops/conv_geom.h). Values are
  * widened to double: exact for float32, 16-bit floats, int8 and uint8, and double comes
  * for free; sums accumulate in double and round once on store. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/conv_impl.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/conv_geom.h"
 #include "ir/half.h"
 
 static bool pool_dtype(int dt, bool is_max) {

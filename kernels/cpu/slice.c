@@ -1,55 +1,18 @@
-/* CPU kernels: Slice (numpy-style clamping, negative steps) and Pad (constant, reflect,
+/* CPU kernels: Slice (ONNX clamping, negative steps; the geometry is ops/slice.c's) and Pad (constant, reflect,
  * edge, wrap; negative pads crop). Both are dtype-generic byte copies; the attribute
  * forms of the old opsets (Slice-1, Pad-1/2) are read as well as the input forms. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu/shape_impl.h"
+#include "ops/slice.h"
 
 static const AmpBuf *in_or_null(AmpKernelCtx *k, int i) {
     return i < k->n_in ? k->in[i] : NULL;
 }
 
-/* An int list attribute as given: its length n, and its first AMP_MAX_RANK values (a
- * longer list fits no input; the kernel says so). */
-typedef struct IntList {
-    size_t n;
-    int64_t v[AMP_MAX_RANK];
-} IntList;
-
-static void int_list(const AmpNode *n, const char *name, IntList *out) {
-    const AmpAttr *a = amp_node_attr(n, name);
-    out->n = a ? a->n_ints : 0;
-    for (size_t i = 0; i < out->n && i < AMP_MAX_RANK; i++) out->v[i] = a->ints[i];
-}
-
-/* An attribute list into out[] (at most max values, else AMP_ERR_INPUT). */
-static AmpCode list_ints(AmpKernelCtx *k, const char *name, const IntList *l, int64_t *out, size_t max, size_t *n) {
-    if (l->n > max) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
-    memcpy(out, l->v, l->n * sizeof *out);
-    *n = l->n;
-    return AMP_OK;
-}
-
-/* Slice-1 (before opset 10): the starts, ends and axes attributes. */
-typedef struct SliceAttrs {
-    IntList starts, ends, axes;
-} SliceAttrs;
-
-AmpCode amp_sh_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    SliceAttrs a = {0};
-    if (opset < 10) {
-        if (!amp_node_attr(n, "starts") || !amp_node_attr(n, "ends"))
-            return amp_node_fail(n, st, AMP_ERR_INPUT, "starts and ends attributes are required");
-        int_list(n, "starts", &a.starts);
-        int_list(n, "ends", &a.ends);
-        int_list(n, "axes", &a.axes);
-    }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
-}
-
 AmpCode amp_sh_slice(AmpKernelCtx *k) {
-    const SliceAttrs *at = k->attrs;
+    const AmpSliceAttrs *at = k->attrs;
     const AmpBuf *x = in_or_null(k, 0);
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no data input");
     size_t es = amp_sh_esize(k, x->dtype);
@@ -57,69 +20,26 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
     int r = x->rank;
     int64_t starts[AMP_MAX_RANK], ends[AMP_MAX_RANK], axes[AMP_MAX_RANK], steps[AMP_MAX_RANK];
     size_t ns = 0, ne = 0, na = 0, nst = 0;
+    const AmpBuf *ba = NULL, *bst = NULL;
     AmpCode rc;
     if (k->opset < 10) { /* Slice-1: starts, ends, axes attributes */
-        if ((rc = list_ints(k, "starts", &at->starts, starts, (size_t)r, &ns)) ||
-            (rc = list_ints(k, "ends", &at->ends, ends, (size_t)r, &ne)) ||
-            (rc = list_ints(k, "axes", &at->axes, axes, (size_t)r, &na)))
-            return rc;
+        if ((rc = amp_slice_attr_bounds(k, at, r, starts, &ns, ends, &ne, axes, &na))) return rc;
     } else {
-        const AmpBuf *bs = in_or_null(k, 1), *be = in_or_null(k, 2), *ba = in_or_null(k, 3), *bst = in_or_null(k, 4);
+        const AmpBuf *bs = in_or_null(k, 1), *be = in_or_null(k, 2);
+        ba = in_or_null(k, 3), bst = in_or_null(k, 4);
         if (!bs || !be) return amp_kernel_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
         if ((rc = amp_sh_ints(k, bs, "starts", starts, (size_t)r, &ns)) ||
             (rc = amp_sh_ints(k, be, "ends", ends, (size_t)r, &ne)) ||
             (ba && (rc = amp_sh_ints(k, ba, "axes", axes, (size_t)r, &na))) ||
             (bst && (rc = amp_sh_ints(k, bst, "steps", steps, (size_t)r, &nst))))
             return rc;
-        if (!ba) na = 0;
-        if (!bst) nst = 0;
-        if ((ba && na != ns) || (bst && nst != ns))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
     }
-    if (ne != ns || (na && na != ns))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
-    if (!na)
-        for (size_t i = 0; i < ns; i++) axes[i] = (int64_t)i;
-    if (!nst)
-        for (size_t i = 0; i < ns; i++) steps[i] = 1;
-
-    /* Per axis: first element, element count, step (defaults: the whole axis). */
-    int64_t first[AMP_MAX_RANK] = {0}, count[AMP_MAX_RANK], step[AMP_MAX_RANK];
-    bool seen[AMP_MAX_RANK] = {false};
-    for (int d = 0; d < r; d++) count[d] = x->dims[d], step[d] = 1;
-    for (size_t i = 0; i < ns; i++) {
-        int a;
-        if (!amp_norm_axis(axes[i], r, &a))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-        seen[a] = true;
-        int64_t dim = x->dims[a], s = starts[i], e = ends[i], st = steps[i], n;
-        if (st == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        if (st > 0) {
-            s = s < 0 ? 0 : s > dim ? dim : s;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            n = e > s ? 1 + (e - s - 1) / st : 0;
-        } else {
-            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            uint64_t ast = (uint64_t)0 - (uint64_t)st; /* |st| without overflow at INT64_MIN */
-            n = s > e ? 1 + (int64_t)((uint64_t)(s - e - 1) / ast) : 0;
-        }
-        first[a] = n ? s : 0;
-        count[a] = n;
-        step[a] = n > 1 ? st : 1; /* with n >= 2, |st| < dim: no overflow below */
-    }
-    int64_t contig[AMP_MAX_RANK], strides[AMP_MAX_RANK], offset = 0;
-    amp_sh_strides(r, x->dims, contig);
-    for (int d = 0; d < r; d++) {
-        strides[d] = contig[d] * step[d];
-        offset += first[d] * contig[d];
-    }
+    AmpSliceGeom g;
+    if ((rc = amp_slice_geom(k, r, x->dims, starts, ns, ends, ne, axes, na, ba != NULL, steps, nst, bst != NULL, &g)))
+        return rc;
     AmpBuf *y;
-    if ((rc = amp_sh_out(k, x->dtype, r, count, &y)) || !y) return rc;
-    amp_sh_strided_copy(y->data, x->data, es, r, count, strides, offset);
+    if ((rc = amp_sh_out(k, x->dtype, r, g.count, &y)) || !y) return rc;
+    amp_sh_strided_copy(y->data, x->data, es, r, g.count, g.strides, g.offset);
     return AMP_OK;
 }
 

@@ -6,6 +6,8 @@
  * The CPU is the reference: every op in kernels/cuda/table.c has an entry here
  * (tests/kernels/test_op_tables.c). */
 #include "kernels/cpu/kernels.h"
+#include "ops/conv_geom.h" /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/slice.h"      /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* gemm.c */
@@ -13,8 +15,8 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Gemm] = {amp_cpu_gemm, amp_cpu_gemm_prepare},
     [AMP_OP_Ms_FusedMatMul] = {amp_cpu_fused_matmul, amp_cpu_fused_matmul_prepare},
     /* conv.c */
-    [AMP_OP_Conv] = {amp_cpu_conv, amp_cpu_conv_prepare},
-    [AMP_OP_ConvTranspose] = {amp_cpu_conv_transpose, amp_cpu_conv_prepare},
+    [AMP_OP_Conv] = {amp_cpu_conv, amp_conv_prepare},
+    [AMP_OP_ConvTranspose] = {amp_cpu_conv_transpose, amp_conv_prepare},
     /* einsum.c */
     [AMP_OP_Einsum] = {amp_cpu_einsum, amp_cpu_einsum_prepare},
     /* attention.c */
@@ -25,7 +27,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_RNN] = {amp_cpu_rnn, amp_cpu_rnn_prepare},
     /* ms_train.c */
     [AMP_OP_Ms_FusedGemm] = {amp_cpu_ms_fused_gemm, amp_cpu_ms_fused_gemm_prepare},
-    [AMP_OP_Ms_ConvGrad] = {amp_cpu_ms_conv_grad, amp_cpu_ms_conv_grad_prepare},
+    [AMP_OP_Ms_ConvGrad] = {amp_cpu_ms_conv_grad, amp_conv_grad_prepare},
     [AMP_OP_Ms_AdamWOptimizer] = {amp_cpu_ms_adamw, NULL},
     [AMP_OP_Ms_SGDOptimizerV2] = {amp_cpu_ms_adamw, NULL},
     /* ms_attention.c */
@@ -94,9 +96,9 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Hardmax] = {amp_cpu_hardmax, amp_cpu_softmax_prepare},
     [AMP_OP_LogSoftmax] = {amp_cpu_log_softmax, amp_cpu_softmax_prepare},
     /* pool.c */
-    [AMP_OP_AveragePool] = {amp_cpu_averagepool, amp_cpu_conv_prepare},
+    [AMP_OP_AveragePool] = {amp_cpu_averagepool, amp_conv_prepare},
     [AMP_OP_GlobalAveragePool] = {amp_cpu_global_averagepool, NULL},
-    [AMP_OP_MaxPool] = {amp_cpu_maxpool, amp_cpu_conv_prepare},
+    [AMP_OP_MaxPool] = {amp_cpu_maxpool, amp_conv_prepare},
     [AMP_OP_GlobalMaxPool] = {amp_cpu_global_maxpool, NULL},
     /* dropout.c */
     [AMP_OP_Dropout] = {amp_ew_dropout, amp_ew_prepare_dropout},
@@ -129,7 +131,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_DepthToSpace] = {amp_cpu_depth_to_space, amp_cpu_depth_space_prepare},
     [AMP_OP_SpaceToDepth] = {amp_cpu_space_to_depth, amp_cpu_depth_space_prepare},
     /* slice.c */
-    [AMP_OP_Slice] = {amp_sh_slice, amp_sh_slice_prepare},
+    [AMP_OP_Slice] = {amp_sh_slice, amp_slice_prepare},
     [AMP_OP_Pad] = {amp_sh_pad, amp_sh_pad_prepare},
     /* gather.c */
     [AMP_OP_Gather] = {amp_sh_gather, amp_sh_gather_prepare},

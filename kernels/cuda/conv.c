@@ -4,8 +4,8 @@
  * descriptors and the algorithm of each shape are made once and cached: the algorithm is
  * the fastest of cuDNN's, each timed once on the first run's buffers.
  *
- * The window geometry (strides, dilations, pads, auto_pad, output sizes) is the CPU's
- * (amp_conv_geom_attrs). cuDNN pads both ends of an axis alike: a geometry with more
+ * The window geometry (strides, dilations, pads, auto_pad, output sizes) is every
+ * backend's (ops/conv_geom.h: amp_conv_geom_attrs). cuDNN pads both ends of an axis alike: a geometry with more
  * padding at one end than the other (auto_pad SAME with an odd total, asymmetric pads,
  * ceil_mode windows that run past the end) is AMP_ERR_UNSUPPORTED here, and the
  * interpreter runs that node on the CPU instead. 1-D windows run as 2-D ones of width 1. */
@@ -18,7 +18,7 @@
 #include "kernels/cuda/conv_dnn.h"
 #include "kernels/cuda/grad_ops.h" /* MaxPool with Indices */
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
-#include "kernels/cpu/conv_impl.h" /* the CPU's attributes and window geometry */
+#include "ops/conv_geom.h" /* the attributes and window geometry every backend reads */
 
 #define MAXD 5 /* tensors of rank 4 or 5: 1-D and 2-D windows as 2-D, 3-D as 3-D */
 

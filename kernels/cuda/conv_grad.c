@@ -1,8 +1,8 @@
 /* com.microsoft ConvGrad (dY, X, W) -> (dX, dW, dB) on CUDA: dX by
  * cudnnConvolutionBackwardData, dW by cudnnConvolutionBackwardFilter (each only where the
  * node lists it), dB by an own reduction (conv_grad.cu). The attributes and the window
- * geometry are the CPU's (amp_cpu_ms_conv_grad_prepare's group, amp_conv_ints /
- * amp_conv_geom on the node), and so are the checks. NCHW packed, 1-D as 2-D; 16-bit data
+ * geometry are every backend's (ops/conv_geom.h: amp_conv_grad_prepare's group,
+ * amp_conv_grad_check on the node), and so are the checks. NCHW packed, 1-D as 2-D; 16-bit data
  * with fp32 accumulation; float32 with FMA math (no TF32) unless the session allows TF32.
  * The descriptors and both algorithms of each shape are made once and cached, each
  * algorithm the fastest of cuDNN's timed once on the first run's buffers. A geometry cuDNN

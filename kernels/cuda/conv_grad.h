@@ -17,9 +17,9 @@ int amp_cuda_conv_bias_grad_launch(int dtype, const void *dy, void *db, int64_t 
 
 #else
 #include "kernels/cuda/cuda_impl.h"
-#include "kernels/cpu/conv_impl.h"
+#include "ops/conv_geom.h"
 
-/* Why cuDNN cannot run the gradients of convolution geometry g (the CPU's amp_conv_geom),
+/* Why cuDNN cannot run the gradients of convolution geometry g (ops/conv_geom.h: amp_conv_geom),
  * or NULL when it can: the kernel's AMP_ERR_UNSUPPORTED message (the node then runs on the
  * CPU). cuDNN pads both ends of an axis alike. */
 const char *amp_cuda_conv_grad_refusal(const AmpConvGeom *g);

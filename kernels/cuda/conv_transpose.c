@@ -5,7 +5,8 @@
  * The descriptors and the algorithm of each shape are made once and cached; the algorithm
  * is the fastest of cuDNN's, each timed once on the first run's buffers.
  *
- * The output shape and pads are the CPU's (amp_convtranspose_geom). cuDNN pads both ends
+ * The output shape and pads are every backend's (ops/conv_geom.h:
+ * amp_convtranspose_geom). cuDNN pads both ends
  * alike, never negatively, and derives X's size from Y's as a forward convolution would:
  * asymmetric pads (auto_pad SAME with an odd total, output_shape), negative pads
  * (output_shape beyond the natural size) and output_padding at or above the stride are
@@ -19,7 +20,7 @@
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_dnn.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
-#include "kernels/cpu/conv_impl.h" /* the CPU's attributes and geometry */
+#include "ops/conv_geom.h" /* the attributes and geometry every backend reads */
 
 #define MAXD 5
 

@@ -1,11 +1,11 @@
 /* MaxPool with its Indices output on CUDA (launcher in grad_ops.cu): cuDNN's pooling has
  * no argmax, so a node that lists Indices (the forward `ampc grad`'s MaxPool backward
  * reads) runs this kernel, which computes Y and Indices together as kernels/cpu/pool.c
- * does. The window geometry is the CPU's (amp_conv_geom_attrs, from the CPU prepare's
- * attributes), so ceil_mode, auto_pad, dilations and storage_order read alike. */
+ * does. The window geometry is every backend's (ops/conv_geom.h: amp_conv_geom_attrs,
+ * from amp_conv_prepare's attributes), so ceil_mode, auto_pad, dilations and storage_order read alike. */
 #include <string.h>
 
-#include "kernels/cpu/conv_impl.h"
+#include "ops/conv_geom.h"
 #include "kernels/cuda/grad_ops.h"
 
 _Static_assert(AMP_CUDA_POOL_SPATIAL == AMP_MAX_SPATIAL, "grad_ops.h's spatial rank is AMP_MAX_SPATIAL");

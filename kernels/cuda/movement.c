@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/movement.h"
 #include "kernels/cpu/shape_impl.h"
+#include "ops/slice.h"
 
 static void *stream_of(AmpKernelCtx *k) {
     return amp_cuda_ctx(k)->stream;
@@ -252,43 +253,8 @@ AmpCode amp_cuda_split(AmpKernelCtx *k) {
 
 /* ---- Slice ---------------------------------------------------------------------------------- */
 
-typedef struct IntList {
-    size_t n;
-    int64_t v[AMP_MAX_RANK];
-} IntList;
-
-/* Slice-1 (before opset 10): the starts, ends and axes attributes. */
-typedef struct SliceAttrs {
-    IntList starts, ends, axes;
-} SliceAttrs;
-
-static void int_list(const AmpNode *n, const char *name, IntList *out) {
-    const AmpAttr *a = amp_node_attr(n, name);
-    out->n = a ? a->n_ints : 0;
-    for (size_t i = 0; i < out->n && i < AMP_MAX_RANK; i++) out->v[i] = a->ints[i];
-}
-
-AmpCode amp_cuda_mv_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    SliceAttrs a = {0};
-    if (opset < 10) {
-        if (!amp_node_attr(n, "starts") || !amp_node_attr(n, "ends"))
-            return amp_node_fail(n, st, AMP_ERR_INPUT, "starts and ends attributes are required");
-        int_list(n, "starts", &a.starts);
-        int_list(n, "ends", &a.ends);
-        int_list(n, "axes", &a.axes);
-    }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
-}
-
-static AmpCode list_ints(AmpKernelCtx *k, const char *name, const IntList *l, int64_t *out, size_t max, size_t *n) {
-    if (l->n > max) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", name, l->n, max);
-    memcpy(out, l->v, l->n * sizeof *out);
-    *n = l->n;
-    return AMP_OK;
-}
-
 AmpCode amp_cuda_slice(AmpKernelCtx *k) {
-    const SliceAttrs *at = k->attrs;
+    const AmpSliceAttrs *at = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
@@ -296,67 +262,26 @@ AmpCode amp_cuda_slice(AmpKernelCtx *k) {
     int r = x->rank;
     int64_t starts[AMP_MAX_RANK], ends[AMP_MAX_RANK], axes[AMP_MAX_RANK], steps[AMP_MAX_RANK];
     size_t ns = 0, ne = 0, na = 0, nst = 0;
+    bool ba = false, bst = false;
     AmpCode rc;
     if (k->opset < 10) {
-        if ((rc = list_ints(k, "starts", &at->starts, starts, (size_t)r, &ns)) ||
-            (rc = list_ints(k, "ends", &at->ends, ends, (size_t)r, &ne)) ||
-            (rc = list_ints(k, "axes", &at->axes, axes, (size_t)r, &na)))
-            return rc;
+        if ((rc = amp_slice_attr_bounds(k, at, r, starts, &ns, ends, &ne, axes, &na))) return rc;
     } else {
-        bool ba = in_or_null(k, 3), bst = in_or_null(k, 4);
+        ba = in_or_null(k, 3), bst = in_or_null(k, 4);
         if (!in_or_null(k, 1) || !in_or_null(k, 2))
             return amp_kernel_fail(k, AMP_ERR_INPUT, "starts and ends inputs are required");
         if ((rc = read_ints(k, 1, starts, r, &ns)) || (rc = read_ints(k, 2, ends, r, &ne)) ||
             (ba && (rc = read_ints(k, 3, axes, r, &na))) || (bst && (rc = read_ints(k, 4, steps, r, &nst))))
             return rc;
-        if ((ba && na != ns) || (bst && nst != ns))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
     }
-    if (ne != ns || (na && na != ns))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "starts, ends, axes and steps differ in length");
-    if (!na)
-        for (size_t i = 0; i < ns; i++) axes[i] = (int64_t)i;
-    if (!nst)
-        for (size_t i = 0; i < ns; i++) steps[i] = 1;
-    /* Per axis: first element, count and step, clamped exactly as the CPU's amp_sh_slice. */
-    int64_t first[AMP_MAX_RANK] = {0}, count[AMP_MAX_RANK], step[AMP_MAX_RANK];
-    bool seen[AMP_MAX_RANK] = {false};
-    for (int d = 0; d < r; d++) count[d] = x->dims[d], step[d] = 1;
-    for (size_t i = 0; i < ns; i++) {
-        int a;
-        if (!amp_norm_axis(axes[i], r, &a))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-        seen[a] = true;
-        int64_t dim = x->dims[a], s = starts[i], e = ends[i], st = steps[i], n;
-        if (st == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        if (st > 0) {
-            s = s < 0 ? 0 : s > dim ? dim : s;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            n = e > s ? 1 + (e - s - 1) / st : 0;
-        } else {
-            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            uint64_t ast = (uint64_t)0 - (uint64_t)st;
-            n = s > e ? 1 + (int64_t)((uint64_t)(s - e - 1) / ast) : 0;
-        }
-        first[a] = n ? s : 0;
-        count[a] = n;
-        step[a] = n > 1 ? st : 1;
-    }
-    int64_t contig[AMP_MAX_RANK], strides[AMP_MAX_RANK], offset = 0;
-    amp_sh_strides(r, x->dims, contig);
-    for (int d = 0; d < r; d++) {
-        strides[d] = contig[d] * step[d];
-        offset += first[d] * contig[d];
-    }
+    /* Per axis: first element, count and step, clamped as on every backend (ops/slice.c). */
+    AmpSliceGeom g;
+    if ((rc = amp_slice_geom(k, r, x->dims, starts, ns, ends, ne, axes, na, ba, steps, nst, bst, &g))) return rc;
     AmpBuf *y;
-    if ((rc = amp_sh_out(k, x->dtype, r, count, &y)) || !y || !y->nelem) return rc;
+    if ((rc = amp_sh_out(k, x->dtype, r, g.count, &y)) || !y || !y->nelem) return rc;
     AmpCudaView v;
-    dense_view(&v, r, count, strides);
-    return copy_view(k, y->data, 0, x->data, offset, es, &v);
+    dense_view(&v, r, g.count, g.strides);
+    return copy_view(k, y->data, 0, x->data, g.offset, es, &v);
 }
 
 /* ---- Expand, Tile: the target read from the placed output ------------------------------ */

@@ -128,7 +128,6 @@ AmpCode amp_cuda_constant_of_shape(AmpKernelCtx *k);
 AmpCode amp_cuda_range(AmpKernelCtx *k);
 
 AmpCode amp_cuda_mv_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-AmpCode amp_cuda_mv_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cuda_mv_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cuda_mv_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_cuda_mv_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);

@@ -10,6 +10,8 @@
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
+#include "ops/conv_geom.h" /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/slice.h"      /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
 #include "kernels/cuda/optim.h"
@@ -33,10 +35,10 @@ bool amp_cuda_supports_float(const AmpNode *n, int64_t opset, const int *in_dtyp
 
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* conv.c, conv_transpose.c: cuDNN */
-    [AMP_OP_Conv] = {amp_cuda_conv, amp_cpu_conv_prepare, amp_cuda_supports_conv},
-    [AMP_OP_ConvTranspose] = {amp_cuda_conv_transpose, amp_cpu_conv_prepare, amp_cuda_supports_conv},
-    [AMP_OP_MaxPool] = {amp_cuda_maxpool, amp_cpu_conv_prepare, amp_cuda_supports_pool},
-    [AMP_OP_AveragePool] = {amp_cuda_averagepool, amp_cpu_conv_prepare, amp_cuda_supports_pool},
+    [AMP_OP_Conv] = {amp_cuda_conv, amp_conv_prepare, amp_cuda_supports_conv},
+    [AMP_OP_ConvTranspose] = {amp_cuda_conv_transpose, amp_conv_prepare, amp_cuda_supports_conv},
+    [AMP_OP_MaxPool] = {amp_cuda_maxpool, amp_conv_prepare, amp_cuda_supports_pool},
+    [AMP_OP_AveragePool] = {amp_cuda_averagepool, amp_conv_prepare, amp_cuda_supports_pool},
     /* elementwise.c: arithmetic, comparisons, activations, Where, Cast */
     [AMP_OP_Add] = {amp_cuda_add, amp_ew_prepare_legacy_bcast, amp_cuda_supports_arith},
     [AMP_OP_Sub] = {amp_cuda_sub, amp_ew_prepare_legacy_bcast, amp_cuda_supports_arith},
@@ -94,7 +96,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Transpose] = {amp_cuda_transpose, amp_cpu_transpose_prepare, amp_cuda_supports_move},
     [AMP_OP_Concat] = {amp_cuda_concat, amp_cpu_concat_prepare, amp_cuda_supports_concat},
     [AMP_OP_Split] = {amp_cuda_split, amp_cuda_mv_split_prepare, amp_cuda_supports_split},
-    [AMP_OP_Slice] = {amp_cuda_slice, amp_cuda_mv_slice_prepare, amp_cuda_supports_slice},
+    [AMP_OP_Slice] = {amp_cuda_slice, amp_slice_prepare, amp_cuda_supports_slice},
     [AMP_OP_Expand] = {amp_cuda_expand, NULL, amp_cuda_supports_move},
     [AMP_OP_Tile] = {amp_cuda_tile, NULL, amp_cuda_supports_move},
     [AMP_OP_Pad] = {amp_cuda_pad, amp_cuda_mv_pad_prepare, amp_cuda_supports_pad},
@@ -146,7 +148,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cuda_ms_softmax_grad, amp_cpu_softmax_prepare, amp_cuda_supports_float},
     [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare,
                                           amp_cuda_supports_layernorm_grad},
-    [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_cpu_ms_conv_grad_prepare, amp_cuda_supports_conv_grad},
+    [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_conv_grad_prepare, amp_cuda_supports_conv_grad},
     /* fused.c: the executor's fused nodes (runtime/fuse.c) */
     [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_cpu_fused_prepare, amp_cuda_supports_fused},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/conv_impl.h"
+#include "ops/conv_geom.h"
 #include "kernels/cpu/dropout_rng.h"
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/maxpool_elem.h"
@@ -204,7 +204,7 @@ static void maxpool_agrees(int rank, const int64_t *xd, const char *spec) {
     }
     AmpStatus st = {0};
     void *attrs = NULL;
-    cr_assert_eq(amp_cpu_conv_prepare(n, 12, &attrs, &st), AMP_OK, "%s: %s", spec, st.msg);
+    cr_assert_eq(amp_conv_prepare(n, 12, &attrs, &st), AMP_OK, "%s: %s", spec, st.msg);
     AmpBuf X = {.dtype = F, .rank = rank};
     memcpy(X.dims, xd, (size_t)rank * sizeof *xd);
     X.nelem = amp_shape_nelem(rank, xd);

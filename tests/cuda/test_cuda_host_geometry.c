@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/conv_impl.h"
+#include "ops/conv_geom.h"
 #include "kernels/cpu/resize_impl.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/resize.h"
@@ -77,7 +77,7 @@ static const char *ct_refusal(const CtCase *c, AmpConvGeom *g) {
     AmpNode *n = mknode("ConvTranspose", 2);
     set_attrs(n, c->attrs);
     void *attrs = NULL;
-    cr_assert_eq(amp_cpu_conv_prepare(n, 17, &attrs, &st), AMP_OK, "%s: %s", c->what, st.msg);
+    cr_assert_eq(amp_conv_prepare(n, 17, &attrs, &st), AMP_OK, "%s: %s", c->what, st.msg);
     AmpBuf x = {.dtype = AMP_DT_FLOAT, .rank = c->rank}, w = {.dtype = AMP_DT_FLOAT, .rank = c->rank};
     memcpy(x.dims, c->x, sizeof c->x);
     memcpy(w.dims, c->w, sizeof c->w);

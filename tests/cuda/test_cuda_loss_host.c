@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/conv_impl.h"
+#include "ops/conv_geom.h"
 #include "kernels/cpu/norm_impl.h"
 #include "kernels/cuda/conv_grad.h"
 #include "kernels/cuda/loss.h"
@@ -56,7 +56,7 @@ Test(cuda_loss_host, table_entries_use_the_cpu_prepares) {
         {AMP_OP_Ms_SoftmaxCrossEntropyLossGrad, amp_cuda_ms_sce_loss_grad, amp_cpu_loss_prepare},
         {AMP_OP_Ms_SoftmaxGrad_13, amp_cuda_ms_softmax_grad, amp_cpu_softmax_prepare},
         {AMP_OP_Ms_LayerNormalizationGrad, amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare},
-        {AMP_OP_Ms_ConvGrad, amp_cuda_ms_conv_grad, amp_cpu_ms_conv_grad_prepare},
+        {AMP_OP_Ms_ConvGrad, amp_cuda_ms_conv_grad, amp_conv_grad_prepare},
         {AMP_OP_BatchNormalization, amp_cuda_batchnorm, amp_cpu_norm_prepare},
         {AMP_OP_Softmax, amp_cuda_softmax, amp_cpu_softmax_prepare},
         {AMP_OP_LayerNormalization, amp_cuda_layernorm, amp_cpu_norm_prepare},
@@ -68,7 +68,7 @@ Test(cuda_loss_host, table_entries_use_the_cpu_prepares) {
         cr_expect_not_null(e->supports);
     }
     /* the CPU's prepare is the CPU kernel's: both backends read the node alike */
-    cr_expect_eq(amp_cpu_kernel_prepare(AMP_OP_Ms_ConvGrad), amp_cpu_ms_conv_grad_prepare);
+    cr_expect_eq(amp_cpu_kernel_prepare(AMP_OP_Ms_ConvGrad), amp_conv_grad_prepare);
     cr_expect_eq(amp_cpu_kernel_prepare(AMP_OP_Ms_SoftmaxCrossEntropyLossGrad), amp_cpu_loss_prepare);
 }
 

@@ -383,6 +383,23 @@ Test(infer, slice_gather_expand_tile_pad) {
     amp_model_free(m);
 }
 
+/* Slice's clamping is the kernels' (amp_slice_range, ir/tensor.h): with a negative step a
+ * start before the axis clamps to 0, so x[-100:-200:-1] on 5 elements takes element 0, as
+ * the ONNX spec and the kernels say (the shape function used to give 0 elements). */
+Test(infer, slice_negative_step_clamps_like_the_kernel) {
+    AmpModel *m = model(13);
+    AmpGraph *g = m->graph;
+    input(g, "X", AMP_DT_FLOAT, "5,6");
+    init_i64(g, "starts", 2, I64(-100, 100));
+    init_i64(g, "ends", 2, I64(-200, -200));
+    init_i64(g, "axes", 2, I64(0, 1));
+    init_i64(g, "steps", 2, I64(-1, -2));
+    node(g, "Slice", "sl", "X,starts,ends,axes,steps", "s");
+    infer_ok(m);
+    EXPECT_TYPE(g, "s", "float[1,3]"); /* row 0; columns 5, 3, 1 */
+    amp_model_free(m);
+}
+
 Test(infer, resize_sizes_and_scales) {
     AmpModel *m = model(13);
     AmpGraph *g = m->graph;

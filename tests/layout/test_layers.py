@@ -4,12 +4,13 @@ C, CUDA and header files names a header of a folder the including folder may use
 
     ir/            -> ir
     ops/           -> ir, ops                (what every backend computes alike: the
-                                            scalar math of the elementwise functions)
+                                            scalar math of the elementwise functions,
+                                            attributes and geometry: conv windows, Slice)
     passes/        -> ir, passes
     backend/       -> ir, backend            (the backend interface)
     kernels/cpu/   -> ir, ops, backend, kernels/cpu
     kernels/cuda/  -> ir, ops, backend, kernels/cuda, kernels/cpu   (the CPU reference's attribute
-                                            parsing, window geometry and output checks)
+                                            parsing of the ops not yet in ops/, output checks)
     runtime/       -> ir, passes, backend, runtime   (never a kernels/ header)
     tools/         -> anything
 
