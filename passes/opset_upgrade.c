@@ -66,6 +66,18 @@ static AmpCode need(AmpGraph *g, void *ctx, AmpStatus *st) {
 
 /* Checks (apply false) or adapts (apply true) every node of g for the steps in
  * (from, target]. */
+/* A node with an attribute of no type (AttributeProto.type unset: IR versions before 2
+ * allow it), into *(const AmpNode **)ctx. The raised opset's IR version requires types. */
+static AmpCode untyped_attr(AmpGraph *g, void *ctx, AmpStatus *st) {
+    (void)st;
+    const AmpNode **found = ctx;
+    for (const AmpNode *n = g->first; n && !*found; n = n->next)
+        for (size_t i = 0; i < n->n_attrs && !*found; i++)
+            if (n->attrs[i].type == AMP_ATTR_UNDEFINED && !(n->attrs[i].ref_attr_name && *n->attrs[i].ref_attr_name))
+                *found = n;
+    return AMP_OK;
+}
+
 static AmpCode adapt(AmpGraph *g, void *ctx, AmpStatus *st) {
     Up *u = ctx;
     size_t n_steps;
@@ -149,8 +161,15 @@ AmpCode amp_pass_opset_upgrade(AmpModel *m, const AmpPassOptions *opt, AmpStatus
         u.why_op = "every op";
     }
     if (!u.target || u.target <= u.from) return AMP_OK;
+    const AmpNode *untyped = NULL;
+    if ((!(m->has & AMP_MODEL_HAS_IR_VERSION) || m->ir_version < 2) &&
+        (rc = amp_model_walk(m, untyped_attr, (void *)&untyped, st)))
+        return rc;
     if (u.from < AMP_OPSET_UPGRADE_MIN_FROM) {
         u.refused = "opsets before 7 broadcast differently";
+    } else if (untyped) {
+        u.refused = "an attribute has no type (IR version before 2), which the new opset's IR version requires";
+        u.refused_node = untyped;
     } else if (m->n_functions) {
         u.refused = "the model's local functions import their own opsets";
     } else if ((rc = amp_model_walk(m, adapt, &u, st))) {
