@@ -154,7 +154,14 @@ static AmpCode build_stats(const Calib *c, AmpCalibStats *s, AmpStatus *st) {
     }
     for (AmpNode *x = c->g->first; x; x = x->next) {
         if (x->id >= c->n_node_ids || c->reduce[x->id] <= 0) continue;
-        s->r[s->n_r] = (AmpCalibReduce){.node = strdup(x->name ? x->name : ""), .length = c->reduce[x->id]};
+        /* A node without a name (ONNX allows it; many exporters write none) is named by
+         * what it writes, so the line reads back ("reduce LENGTH NODE" needs a NODE). */
+        char unnamed[512];
+        const char *key = x->name && *x->name ? x->name : unnamed;
+        if (key == unnamed)
+            snprintf(unnamed, sizeof unnamed, "(unnamed %s writing %s)", x->op_type ? x->op_type : "node",
+                     x->n_outputs && x->outputs[0] && x->outputs[0]->name ? x->outputs[0]->name : "nothing");
+        s->r[s->n_r] = (AmpCalibReduce){.node = strdup(key), .length = c->reduce[x->id]};
         if (!s->r[s->n_r++].node) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
     return amp_calib_index(s, st);
