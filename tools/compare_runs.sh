@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Two ampc binaries, one answer: `ampc run` over the bundled models (fp32 and AMP_AUTO=1;
-# models/mlp_train for 20 training steps) with the first binary on the CPU and the second
-# on the CPU and on the device simulator, comparing what each prints (timings left out),
-# every --outputs file and the --save-state checkpoint, byte for byte. A refactor of the
-# executor must leave all of them the same. Prints one line per case; exit 1 if any
-# differs. (The second binary's extra 'fallback:' line, under AMP_SIM_LACKS, is ignored.)
+# models/mlp_train for 20 training steps), each binary on the CPU and each on the device
+# simulator, comparing what the two print on the same backend (timings left out), every
+# --outputs file and the --save-state checkpoint, byte for byte. A refactor of the
+# executor must leave all of them the same. (Old on the CPU against new on the simulator
+# is no comparison since AMP_AUTO's precision became `auto`: the simulator stands for a
+# CUDA device and picks float16, the CPU bfloat16.) Prints one line per case; exit 1 if
+# any differs. (A 'fallback:' line, under AMP_SIM_LACKS, is ignored.)
 #
 # usage: tools/compare_runs.sh OLD_AMPC NEW_AMPC
 set -uo pipefail
@@ -21,7 +23,7 @@ for m in models/cnn_infer models/mlp_grads models/mlp_train; do
   for auto in 0 1; do
     for be in cpu sim; do
       rm -rf "$T"/a_out "$T"/b_out "$T"/a.ckpt "$T"/b.ckpt
-      AMP_AUTO=$auto "$A" run $m/model.onnx --steps $steps --backend cpu --inputs $m/test_data_set_0 \
+      AMP_AUTO=$auto "$A" run $m/model.onnx --steps $steps --backend $be --inputs $m/test_data_set_0 \
         --outputs "$T"/a_out --save-state "$T"/a.ckpt 2>&1 | clean > "$T"/a.txt
       AMP_AUTO=$auto "$B" run $m/model.onnx --steps $steps --backend $be --inputs $m/test_data_set_0 \
         --outputs "$T"/b_out --save-state "$T"/b.ckpt 2>&1 | clean > "$T"/b.txt
@@ -29,7 +31,7 @@ for m in models/cnn_infer models/mlp_grads models/mlp_train; do
       cmp -s "$T"/a.txt "$T"/b.txt || r="PRINTS DIFFER"
       for f in "$T"/a_out/*; do cmp -s "$f" "$T/b_out/$(basename "$f")" || r="$r; $(basename "$f") DIFFERS"; done
       [ -f "$T"/a.ckpt ] && { cmp -s "$T"/a.ckpt "$T"/b.ckpt || r="$r; CHECKPOINT DIFFERS"; }
-      echo "$m AMP_AUTO=$auto, new on $be: $r ($(ls "$T"/a_out | wc -l) outputs, $(grep -c loss "$T"/a.txt) loss lines)"
+      echo "$m AMP_AUTO=$auto, both on $be: $r ($(ls "$T"/a_out | wc -l) outputs, $(grep -c loss "$T"/a.txt) loss lines)"
       [ "$r" = same ] || fail=1
     done
   done
