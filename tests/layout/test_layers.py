@@ -327,10 +327,16 @@ KNOWN_CIRCLES = [
 ]
 
 
-def symbol_graph(root, files):
+# `#define vfail amp_verify_fail`: a short name for a function, which the stripped code
+# names in its place.
+ALIAS = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$')
+
+
+def symbol_graph(root, files, why=None):
     """(problems, circles) for files = [(layer, name)] under root: calls a layer may not
-    make, names defined twice, and the circles (lists of files, each sorted)."""
-    defs, uses, includes, own = {}, {}, {}, {}
+    make, names defined twice, and the circles (lists of files, each sorted). why, a dict,
+    gets for each edge (a, b) the symbols (or "#include b.h") that make it."""
+    defs, uses, includes, own, aliases = {}, {}, {}, {}, {}
     problems = []
     for layer, name in files:
         path = f"{layer}/{name}"
@@ -342,19 +348,26 @@ def symbol_graph(root, files):
                 problems.append(f"{path}:{line}: {sym} is defined in {defs[sym]} too")
             defs.setdefault(sym, path)
         with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
-            includes[path] = [m.group(1) for m in map(INCLUDE.match, f) if m]
+            lines = f.readlines()
+        includes[path] = [m.group(1) for m in map(INCLUDE.match, lines) if m]
+        for m in filter(None, map(ALIAS.match, lines)):
+            aliases.setdefault(m.group(1), m.group(2))
+    why = {} if why is None else why
     edges = {p: set() for p in uses}
     for path, u in uses.items():
         layer = os.path.dirname(path)
         allowed = CALLABLE[layer]
         reported = set()
         for sym, line in u:
+            if sym not in defs and aliases.get(sym) in defs:
+                sym = aliases[sym]
             q = defs.get(sym)
             if not q or sym in own[path] or sym == "main":
                 continue
             if path.endswith(".def"):
                 continue  # data, named where a table expands it
             edges[path].add(q)
+            why.setdefault((path, q), set()).add(sym)
             where = os.path.dirname(q)
             if allowed is not None and where not in allowed and (sym, q) not in reported:
                 reported.add((sym, q))
@@ -366,6 +379,7 @@ def symbol_graph(root, files):
                 q = stem(inc) + ext
                 if q in edges and stem(q) != stem(path):  # x.c and x.cu share x.h
                     edges[path].add(q)
+                    why.setdefault((path, q), set()).add("#include " + inc)
     return problems, strongly_connected(edges)
 
 
@@ -427,7 +441,8 @@ def main():
         print("FAIL", p)
     failed += bool(problems)
     passed += not problems
-    problems, circles = symbol_graph(ROOT, files)
+    why = {}
+    problems, circles = symbol_graph(ROOT, files, why)
     for p in problems:
         print("FAIL", p)
     failed += bool(problems)
@@ -435,6 +450,9 @@ def main():
     fresh = new_circles(circles, KNOWN_CIRCLES)
     for c in fresh:
         print(f"FAIL an import circle of {len(c)} files:", " ".join(c))
+        for (a, b), syms in sorted(why.items()):
+            if a in c and b in c:  # what makes it: each edge inside it, with its symbols
+                print(f"    {a} -> {b}: {' '.join(sorted(syms))[:300]}")
     failed += bool(fresh)
     passed += not fresh
     for k in KNOWN_CIRCLES:
