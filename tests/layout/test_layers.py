@@ -305,7 +305,11 @@ CALLABLE = ALLOWED
 # another; a circle passes when all its files are in one set. Each is to be split by moving
 # the helpers its files share to a leaf file; remove the set then.
 KNOWN_CIRCLES = [
-    {"ir/load.c", "ir/load_msg.c", "ir/load_nest.c", "ir/load_node.c", "ir/load_par.c", "ir/load_type.c"},  # the loader
+    # The loader's one recursion, kept by design: a graph (load.c) loads its nodes (load_node.c,
+    # or load_par.c's threads), whose graph attributes (load_msg.c) are graphs again
+    # (amp_load_graph, which bounds the depth). Together 1600 lines, too many for one file; a
+    # function pointer for the way back would hide the recursion that bound guards.
+    {"ir/load.c", "ir/load_msg.c", "ir/load_node.c", "ir/load_par.c"},
     {"passes/grad_rules.c", "passes/grad_rules_conv.c", "passes/grad_rules_math.c", "passes/grad_rules_nn.c",
      "passes/grad_rules_shape.c"},
     {"passes/amp.c", "passes/amp_calib.c", "passes/amp_cast.c", "passes/amp_color.c", "passes/amp_explain.c",
