@@ -310,8 +310,6 @@ KNOWN_CIRCLES = [
     # (amp_load_graph, which bounds the depth). Together 1600 lines, too many for one file; a
     # function pointer for the way back would hide the recursion that bound guards.
     {"ir/load.c", "ir/load_msg.c", "ir/load_node.c", "ir/load_par.c"},
-    {"passes/grad_rules.c", "passes/grad_rules_conv.c", "passes/grad_rules_math.c", "passes/grad_rules_nn.c",
-     "passes/grad_rules_shape.c"},
     {"passes/amp.c", "passes/amp_calib.c", "passes/amp_cast.c", "passes/amp_color.c", "passes/amp_explain.c",
      "passes/amp_lists.c", "passes/amp_range.c", "passes/amp_weights.c", "passes/cast_cleanup.c", "passes/dce.c",
      "passes/export.c", "passes/fuse_norm.c", "passes/grad.c", "passes/grad_mode.c", "passes/grad_optim.c",
