@@ -310,11 +310,6 @@ KNOWN_CIRCLES = [
     # (amp_load_graph, which bounds the depth). Together 1600 lines, too many for one file; a
     # function pointer for the way back would hide the recursion that bound guards.
     {"ir/load.c", "ir/load_msg.c", "ir/load_node.c", "ir/load_par.c"},
-    {"passes/amp.c", "passes/amp_calib.c", "passes/amp_cast.c", "passes/amp_color.c", "passes/amp_explain.c",
-     "passes/amp_lists.c", "passes/amp_range.c", "passes/amp_weights.c", "passes/cast_cleanup.c", "passes/dce.c",
-     "passes/export.c", "passes/fuse_norm.c", "passes/grad.c", "passes/grad_mode.c", "passes/grad_optim.c",
-     "passes/grad_train.c", "passes/gradient.c", "passes/infer_pass.c", "passes/loss_scale.c",
-     "passes/opset_upgrade.c", "passes/options.c", "passes/passes.c"},  # the passes through passes.h
     # the CUDA kernels and their table (kernels naming the table's helpers)
     {"kernels/cuda/attention.c", "kernels/cuda/conv.c", "kernels/cuda/conv_grad.c", "kernels/cuda/conv_transpose.c",
      "kernels/cuda/gemm.c", "kernels/cuda/grad_ops_pool.c", "kernels/cuda/loss.c", "kernels/cuda/ms_attention.c",
