@@ -317,8 +317,6 @@ KNOWN_CIRCLES = [
      "kernels/cuda/table.c"},
     {"runtime/exec.c", "runtime/exec_ctrl.c", "runtime/exec_fallback.c", "runtime/exec_plan.c",
      "runtime/exec_prepare.c", "runtime/fuse.c"},  # the executor
-    {"tools/ampc.c", "tools/bench_compare.c", "tools/cli_amp.c", "tools/cli_calib.c", "tools/cli_compare.c",
-     "tools/cli_export.c", "tools/cli_grad.c", "tools/cli_usage.c", "tools/run.c", "tools/run_args.c"},  # ampc_say in ampc.c
 ]
 
 
