@@ -15,6 +15,7 @@
 #include "ir/ir.h"
 #include "ir/kernel.h" /* AmpKernelCtx, AmpKernelFn */
 #include "ir/tensor.h" /* AmpBuf and its shape helpers */
+#include "ops/kernel_out.h" /* amp_kernel_outputs, amp_kernel_check_out, amp_kernel_bad_dtype */
 
 /* The CPU kernel of an op and the function that parses its attributes once, at prepare
  * (table.c, by op id): run NULL where the CPU has no kernel, prepare NULL where the
@@ -47,20 +48,6 @@ const float *amp_buf_f32_in(const AmpBuf *b, float **tmp);
 float *amp_buf_f32_out(AmpBuf *b, float **tmp);
 void amp_buf_f32_commit(AmpBuf *b, float *tmp);
 
-/* The first n outputs as the executor placed them (AmpKernelCtx.out), for a kernel that
- * computes no shapes: out[i] NULL where the node does not list output i; a listed output
- * left unplaced is AMP_ERR_UNSUPPORTED naming the node: with every input known, the op's
- * shape function could not size it (inputs it does not take: 74 Squeeze axes on a rank-4
- * tensor, say), and only data-dependent ops may size their outputs themselves. */
-AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out);
-/* AMP_ERR_INTERNAL naming the node and both shapes unless y, an output the executor
- * placed, has the dtype and dims (rank entries) the kernel's loops are written for: a
- * shape function that disagrees with its kernel must not become an out-of-bounds write. */
-AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
-
-/* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
-AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
-
 /* Stores v as element i of an integer buffer (wrapping, as C's conversions do) or a bool
  * one (v != 0); other types are left alone. */
 void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v);
@@ -78,8 +65,7 @@ AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose; /* prepare: amp_conv_prepare 
 AmpCpuKernel amp_cpu_einsum;
 AmpCpuPrepare amp_cpu_einsum_prepare;
 /* attention.c */
-AmpCpuKernel amp_cpu_onnx_attention;
-AmpCpuPrepare amp_cpu_onnx_attention_prepare;
+AmpCpuKernel amp_cpu_onnx_attention; /* prepare: amp_onnx_attention_prepare (ops/attn_geom.h) */
 /* rnn.c */
 AmpCpuKernel amp_cpu_lstm, amp_cpu_gru, amp_cpu_rnn;
 AmpCpuPrepare amp_cpu_rnn_prepare;
@@ -87,14 +73,12 @@ AmpCpuPrepare amp_cpu_rnn_prepare;
 AmpCpuKernel amp_cpu_ms_fused_gemm, amp_cpu_ms_conv_grad, amp_cpu_ms_adamw;
 AmpCpuPrepare amp_cpu_ms_fused_gemm_prepare; /* ConvGrad: amp_conv_grad_prepare (ops/conv_geom.h) */
 /* ms_attention.c */
-AmpCpuKernel amp_cpu_ms_attention, amp_cpu_ms_mha;
-AmpCpuPrepare amp_cpu_ms_attention_prepare;
+AmpCpuKernel amp_cpu_ms_attention, amp_cpu_ms_mha; /* prepare: amp_ms_attention_prepare (ops/attn_geom.h) */
 /* elementwise.c */
 AmpCpuKernel amp_ew_add, amp_ew_sub, amp_ew_mul, amp_ew_div, amp_ew_sum, amp_ew_mean, amp_ew_max, amp_ew_min,
              amp_ew_pow, amp_ew_mod;
 AmpCpuPrepare amp_ew_prepare_mod;
-/* elementwise_common.c */
-AmpCpuPrepare amp_ew_prepare_legacy_bcast;
+/* prepare of the binary ops before opset 7: amp_ew_prepare_legacy_bcast (ops/ew_common.h) */
 /* unary.c */
 AmpCpuKernel amp_ew_sqrt, amp_ew_atan, amp_ew_asinh, amp_ew_erf, amp_ew_clip, amp_ew_abs, amp_ew_neg,
              amp_ew_sign, amp_ew_ceil, amp_ew_floor, amp_ew_round, amp_ew_exp, amp_ew_log, amp_ew_reciprocal,
@@ -106,20 +90,18 @@ AmpCpuKernel amp_ew_sigmoid, amp_ew_tanh, amp_ew_gelu, amp_ew_elu, amp_ew_celu, 
              amp_ew_leaky_relu, amp_ew_prelu, amp_ew_hard_sigmoid, amp_ew_hard_swish, amp_ew_softsign,
              amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad, amp_ew_bias_gelu,
              amp_ew_relu, amp_ew_thresholded_relu, amp_ew_relu_grad, amp_ew_softplus;
-AmpCpuPrepare amp_ew_prepare_gelu, amp_ew_prepare_alpha, amp_ew_prepare_shrink, amp_ew_prepare_selu,
-              amp_ew_prepare_hard_sigmoid;
+AmpCpuPrepare amp_ew_prepare_shrink; /* the others: amp_ew_prepare_alpha, ... (ops/ew_common.h) */
 /* softmax.c */
 AmpCpuKernel amp_cpu_softmax, amp_cpu_ms_softmax_grad, amp_cpu_hardmax, amp_cpu_log_softmax;
 AmpCpuPrepare amp_cpu_softmax_prepare;
 /* pool.c */
 AmpCpuKernel amp_cpu_averagepool, amp_cpu_global_averagepool, amp_cpu_maxpool, amp_cpu_global_maxpool;
 /* dropout.c */
-AmpCpuKernel amp_ew_dropout, amp_ms_dropout_grad;
-AmpCpuPrepare amp_ew_prepare_dropout;
+AmpCpuKernel amp_ew_dropout, amp_ms_dropout_grad; /* prepare: amp_ew_prepare_dropout (ops/dropout_rng.h) */
 /* logic.c */
 AmpCpuKernel amp_ew_where, amp_ew_equal, amp_ew_less, amp_ew_greater, amp_ew_less_equal, amp_ew_greater_equal,
              amp_ew_isinf, amp_ew_isnan, amp_ew_not, amp_ew_and, amp_ew_or;
-AmpCpuPrepare amp_ew_prepare_isinf;
+/* IsInf's prepare: amp_ew_prepare_isinf (ops/ew_common.h) */
 /* shape.c */
 AmpCpuKernel amp_cpu_reshape, amp_cpu_transpose, amp_cpu_flatten, amp_cpu_squeeze, amp_cpu_unsqueeze,
              amp_ms_concat_training, amp_cpu_concat, amp_cpu_split, amp_cpu_trilu, amp_cpu_expand,

@@ -1,13 +1,17 @@
 /* The CPU backend's kernels, one entry per op id (designated initializers), grouped by the
  * file that defines the kernel: {kernel, prepare}, prepare being the function that parses
  * the node's attributes once, at prepare (AmpKernelPrepareFn; absent where the kernel
- * reads none). kernels.h declares them. An op with no entry has no CPU kernel: the
- * executor names it at prepare (If, Loop, Scan: the executor runs their bodies itself).
+ * reads none). kernels.h declares them; the ops/ headers the prepares every backend
+ * shares. An op with no entry has no CPU kernel: the executor names it at prepare (If,
+ * Loop, Scan: the executor runs their bodies itself).
  * The CPU is the reference: every op in kernels/cuda/table.c has an entry here
  * (tests/kernels/test_op_tables.c). */
 #include "kernels/cpu/kernels.h"
-#include "ops/conv_geom.h" /* amp_conv_prepare, amp_conv_grad_prepare */
-#include "ops/slice.h"      /* amp_slice_prepare */
+#include "ops/attn_geom.h"   /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
+#include "ops/conv_geom.h"   /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
+#include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/slice.h"       /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* gemm.c */
@@ -20,7 +24,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* einsum.c */
     [AMP_OP_Einsum] = {amp_cpu_einsum, amp_cpu_einsum_prepare},
     /* attention.c */
-    [AMP_OP_Attention] = {amp_cpu_onnx_attention, amp_cpu_onnx_attention_prepare},
+    [AMP_OP_Attention] = {amp_cpu_onnx_attention, amp_onnx_attention_prepare},
     /* rnn.c */
     [AMP_OP_LSTM] = {amp_cpu_lstm, amp_cpu_rnn_prepare},
     [AMP_OP_GRU] = {amp_cpu_gru, amp_cpu_rnn_prepare},
@@ -31,8 +35,8 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_AdamWOptimizer] = {amp_cpu_ms_adamw, NULL},
     [AMP_OP_Ms_SGDOptimizerV2] = {amp_cpu_ms_adamw, NULL},
     /* ms_attention.c */
-    [AMP_OP_Ms_Attention] = {amp_cpu_ms_attention, amp_cpu_ms_attention_prepare},
-    [AMP_OP_Ms_MultiHeadAttention] = {amp_cpu_ms_mha, amp_cpu_ms_attention_prepare},
+    [AMP_OP_Ms_Attention] = {amp_cpu_ms_attention, amp_ms_attention_prepare},
+    [AMP_OP_Ms_MultiHeadAttention] = {amp_cpu_ms_mha, amp_ms_attention_prepare},
     /* elementwise.c */
     [AMP_OP_Add] = {amp_ew_add, amp_ew_prepare_legacy_bcast},
     [AMP_OP_Sub] = {amp_ew_sub, amp_ew_prepare_legacy_bcast},

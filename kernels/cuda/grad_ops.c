@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/dropout_rng.h"
+#include "ops/dropout_rng.h"
 #include "kernels/cpu/elementwise_impl.h"
 #include "kernels/cuda/grad_ops.h"
 

@@ -1,6 +1,6 @@
 /* CUDA training ops: com.microsoft's element-wise gradients (ReluGrad, SigmoidGrad,
  * TanhGrad, GeluGrad, BiasGelu, BiasGeluGrad_dX, DropoutGrad), Dropout with the
- * counter-based mask of kernels/cpu/dropout_rng.h, InPlaceAccumulatorV2 (grad_ops.c), and the
+ * counter-based mask of ops/dropout_rng.h, InPlaceAccumulatorV2 (grad_ops.c), and the
  * index-driven ones: OneHot, ScatterND (reduction none / add), GatherGrad (grad_ops_index.c),
  * and MaxPool's Indices output (grad_ops_pool.c), which `ampc grad`'s MaxPool backward reads.
  * The CPU kernels (kernels/cpu/activation.c, dropout.c, optim.c, tensor.c, gather.c) are

@@ -10,8 +10,11 @@
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
-#include "ops/conv_geom.h" /* amp_conv_prepare, amp_conv_grad_prepare */
-#include "ops/slice.h"      /* amp_slice_prepare */
+#include "ops/attn_geom.h"   /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
+#include "ops/conv_geom.h"   /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
+#include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/slice.h"       /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
 #include "kernels/cuda/optim.h"
@@ -137,9 +140,9 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Gemm] = {amp_cuda_gemm, amp_cpu_gemm_prepare, amp_cuda_supports_matmul},
     [AMP_OP_Ms_FusedMatMul] = {amp_cuda_fused_matmul, amp_cpu_fused_matmul_prepare, amp_cuda_supports_fused_matmul},
     /* attention.c, ms_attention.c: cuBLASLt products, an own softmax */
-    [AMP_OP_Attention] = {amp_cuda_attention, amp_cpu_onnx_attention_prepare, amp_cuda_supports_attention},
-    [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_attention},
-    [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_mha},
+    [AMP_OP_Attention] = {amp_cuda_attention, amp_onnx_attention_prepare, amp_cuda_supports_attention},
+    [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_ms_attention_prepare, amp_cuda_supports_ms_attention},
+    [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_ms_attention_prepare, amp_cuda_supports_ms_mha},
     /* loss.c, norm_grad.c, conv_grad.c: losses and the backward ops of training graphs */
     [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cuda_sce_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
     [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cuda_nll_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},

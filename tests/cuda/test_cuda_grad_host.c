@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ops/conv_geom.h"
-#include "kernels/cpu/dropout_rng.h"
+#include "ops/dropout_rng.h"
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/maxpool_elem.h"
 #include "tests/runtime/rt_util.h"
