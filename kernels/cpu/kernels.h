@@ -140,7 +140,6 @@ AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_c
 AmpCpuPrepare amp_cpu_shape_prepare, amp_cpu_cast_prepare, amp_cpu_constant_prepare,
               amp_cpu_constant_of_shape_prepare, amp_cpu_one_hot_prepare;
 /* fused.c */
-AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check;
-AmpCpuPrepare amp_cpu_fused_prepare;
+AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check; /* prepare: amp_fused_prepare (ops/fused_check.h) */
 
 #endif

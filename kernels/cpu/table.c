@@ -11,6 +11,7 @@
 #include "ops/conv_geom.h"   /* amp_conv_prepare, amp_conv_grad_prepare */
 #include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
 #include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
@@ -188,7 +189,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_cpu_one_hot_prepare},
     [AMP_OP_NonZero] = {amp_cpu_non_zero, NULL},
     /* fused.c */
-    [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_cpu_fused_prepare},
+    [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_fused_prepare},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cpu_unscale_check, NULL},
 };
 

@@ -2,7 +2,7 @@
  * checks are the CPU reference's (kernels/cpu/fused.c), the launches fused.cu's. */
 #include <string.h>
 
-#include "kernels/cpu/fused_check.h"
+#include "ops/fused_check.h"
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/fused.h"
 

@@ -14,6 +14,7 @@
 #include "ops/conv_geom.h"   /* amp_conv_prepare, amp_conv_grad_prepare */
 #include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
 #include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
@@ -153,7 +154,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
                                           amp_cuda_supports_layernorm_grad},
     [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_conv_grad_prepare, amp_cuda_supports_conv_grad},
     /* fused.c: the executor's fused nodes (runtime/fuse.c) */
-    [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_cpu_fused_prepare, amp_cuda_supports_fused},
+    [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_fused_prepare, amp_cuda_supports_fused},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},
     /* optim.c: the optimizers, multi-tensor kernels honouring the fused update gate */
     [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
