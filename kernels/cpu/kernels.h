@@ -57,8 +57,7 @@ typedef AmpCode AmpCpuKernel(AmpKernelCtx *k);                                  
 typedef AmpCode AmpCpuPrepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st); /* AmpKernelPrepareFn */
 
 /* gemm.c */
-AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul;
-AmpCpuPrepare amp_cpu_gemm_prepare, amp_cpu_fused_matmul_prepare;
+AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul; /* prepares: ops/gemm_attrs.h */
 /* conv.c */
 AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose; /* prepare: amp_conv_prepare (ops/conv_geom.h) */
 /* einsum.c */

@@ -12,13 +12,14 @@
 #include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
 #include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
+#include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* gemm.c */
     [AMP_OP_MatMul] = {amp_cpu_matmul, NULL},
-    [AMP_OP_Gemm] = {amp_cpu_gemm, amp_cpu_gemm_prepare},
-    [AMP_OP_Ms_FusedMatMul] = {amp_cpu_fused_matmul, amp_cpu_fused_matmul_prepare},
+    [AMP_OP_Gemm] = {amp_cpu_gemm, amp_gemm_prepare},
+    [AMP_OP_Ms_FusedMatMul] = {amp_cpu_fused_matmul, amp_fused_matmul_prepare},
     /* conv.c */
     [AMP_OP_Conv] = {amp_cpu_conv, amp_conv_prepare},
     [AMP_OP_ConvTranspose] = {amp_cpu_conv_transpose, amp_conv_prepare},

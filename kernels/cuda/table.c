@@ -15,6 +15,7 @@
 #include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
 #include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
+#include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
@@ -138,8 +139,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_GlobalMaxPool] = {amp_cuda_global_maxpool, NULL, amp_cuda_supports_float},
     /* gemm.c: cuBLASLt */
     [AMP_OP_MatMul] = {amp_cuda_matmul, NULL, amp_cuda_supports_matmul},
-    [AMP_OP_Gemm] = {amp_cuda_gemm, amp_cpu_gemm_prepare, amp_cuda_supports_matmul},
-    [AMP_OP_Ms_FusedMatMul] = {amp_cuda_fused_matmul, amp_cpu_fused_matmul_prepare, amp_cuda_supports_fused_matmul},
+    [AMP_OP_Gemm] = {amp_cuda_gemm, amp_gemm_prepare, amp_cuda_supports_matmul},
+    [AMP_OP_Ms_FusedMatMul] = {amp_cuda_fused_matmul, amp_fused_matmul_prepare, amp_cuda_supports_fused_matmul},
     /* attention.c, ms_attention.c: cuBLASLt products, an own softmax */
     [AMP_OP_Attention] = {amp_cuda_attention, amp_onnx_attention_prepare, amp_cuda_supports_attention},
     [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_ms_attention_prepare, amp_cuda_supports_ms_attention},
