@@ -1,5 +1,8 @@
-/* The output and dtype checks of every backend's kernels (ops/kernel_out.h). */
+/* The output and dtype checks of every backend's kernels, and the prepare functions'
+ * hand-over (ops/kernel_out.h). */
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ops/kernel_out.h"
 
@@ -30,4 +33,12 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
     amp_buf_describe(y, got, sizeof got);
     amp_buf_describe(&want, exp, sizeof exp);
     return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
+}
+
+AmpCode amp_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
+    void *q = malloc(size);
+    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    memcpy(q, p, size);
+    *attrs = q;
+    return AMP_OK;
 }

@@ -1,6 +1,8 @@
 /* The checks every backend's kernels make of the outputs the executor placed and of the
- * dtypes they take (ops/kernel_out.c): the CPU kernels (kernels/cpu) and the CUDA ones
- * (kernels/cuda) call these, so both refuse a node with the same message. */
+ * dtypes they take, and how a prepare function hands over its attributes
+ * (ops/kernel_out.c): the CPU kernels (kernels/cpu), the CUDA ones (kernels/cuda) and the
+ * prepare functions of ops/ call these, so both backends refuse a node with the same
+ * message. */
 #ifndef AMP_OPS_KERNEL_OUT_H
 #define AMP_OPS_KERNEL_OUT_H
 
@@ -21,5 +23,9 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
 
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
+
+/* A prepare function's (AmpKernelPrepareFn) result: *attrs = a malloc'd copy of the `size`
+ * bytes at p, the struct it parsed. */
+AmpCode amp_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st);
 
 #endif

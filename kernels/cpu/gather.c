@@ -42,7 +42,7 @@ static AmpCode bad_index(AmpKernelCtx *k, const AmpBuf *idx, uint64_t i, int64_t
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     AxisAttrs a = {amp_node_attr_int(n, "axis", 0)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_sh_gather(AmpKernelCtx *k) {
@@ -212,7 +212,7 @@ typedef struct GatherNdAttrs {
 AmpCode amp_sh_gather_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     GatherNdAttrs a = {amp_node_attr_int(n, "batch_dims", 0)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
@@ -354,7 +354,7 @@ AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs,
     else if (strcmp(rs, "max") == 0) a.op = RED_MAX;
     else if (strcmp(rs, "min") == 0) a.op = RED_MIN;
     else return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown reduction '%s'", rs);
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {

@@ -18,7 +18,7 @@ AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     const AmpAttr *ia = amp_node_attr(n, "ignore_index");
     a.has_ii = ia && ia->type == AMP_ATTR_INT;
     a.ii = a.has_ii ? ia->i : 0;
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* What every loss kernel checks first: shapes, labels, weights; and its attributes. */

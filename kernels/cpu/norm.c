@@ -50,7 +50,7 @@ AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
         break;
     default: break; /* InstanceNormalization: epsilon only */
     }
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Mean and (population) variance of n elements v[base + j * stride]. */

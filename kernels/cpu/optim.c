@@ -54,7 +54,7 @@ AmpCode amp_cpu_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs,
     (void)opset;
     AmpOptAttrs a;
     AmpCode rc = opt_attrs(n, st, &a);
-    return rc ? rc : amp_red_prep_out(&a, sizeof a, attrs, st);
+    return rc ? rc : amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 static bool same_shape(const AmpBuf *a, const AmpBuf *b) {

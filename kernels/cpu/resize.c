@@ -131,7 +131,7 @@ AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
         a.na = aa->n_ints;
         for (size_t i = 0; i < a.na; i++) a.axes[i] = aa->ints[i];
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 

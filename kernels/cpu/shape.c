@@ -38,14 +38,6 @@ AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y)
                        (unsigned long long)nelem, amp_dtype_name(dtype));
 }
 
-AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
-    void *q = malloc(size);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    memcpy(q, p, size);
-    *attrs = q;
-    return AMP_OK;
-}
-
 AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n) {
     switch (b->dtype) {
     case AMP_DT_INT64:
@@ -167,7 +159,7 @@ AmpCode amp_cpu_reshape_prepare(const AmpNode *n, int64_t opset, void **attrs, A
         a.n = sa->n_ints;
         for (size_t i = 0; i < a.n; i++) a.shape[i] = sa->ints[i];
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* The target is checked against the input here although the executor sized the output
@@ -273,7 +265,7 @@ AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs,
             t.perm[i] = p;
         }
     }
-    return amp_sh_prep_out(&t, sizeof t, attrs, st);
+    return amp_prep_out(&t, sizeof t, attrs, st);
 }
 
 AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
@@ -307,7 +299,7 @@ AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
     const AmpAttr *aa = amp_node_attr(n, "axis");
     if (!aa && opset >= 4) return amp_node_fail(n, st, AMP_ERR_INPUT, "no axis attribute");
     AxisAttrs a = {aa ? aa->i : 1}; /* Concat-1: axis 1 by default */
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* com.microsoft ConcatTraining: Concat, and (output 1, when wanted) each input's length
@@ -544,7 +536,7 @@ AmpCode amp_cpu_depth_space_prepare(const AmpNode *n, int64_t opset, void **attr
         a.crd = strcmp(mode, "CRD") == 0;
         if (!a.crd && strcmp(mode, "DCR") != 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", mode);
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* DepthToSpace (to_space) and SpaceToDepth on (N, C, H, W) as one 6-D strided copy. */
@@ -603,7 +595,7 @@ typedef struct TriluAttrs {
 AmpCode amp_cpu_trilu_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     TriluAttrs a = {amp_node_attr_int(n, "upper", 1) != 0};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Trilu: each matrix of the last two axes keeps its upper (upper = 1, the default) or

@@ -24,12 +24,6 @@ AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, Am
  * Unsqueeze): the shape is the shape function's; only dtype and element count must agree. */
 AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y);
 
-/* ---- prepare (AmpKernelPrepareFn) helpers ---------------------------------------- */
-
-/* AMP_ERR_INPUT naming node n and its op, for attribute errors found at prepare. */
-/* *attrs = a malloc'd copy of the `size` bytes at p. */
-AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st);
-
 /* Reads an integer tensor (scalar or 1-D) of at most `max` elements into out[]. */
 AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n);
 

@@ -14,7 +14,7 @@
 AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     AmpSoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
     a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* The (outer, D, inner) layout the op normalises over: D along `axis` (per-axis

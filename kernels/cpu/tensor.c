@@ -181,7 +181,7 @@ AmpCode amp_cpu_cast_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
             return amp_node_fail(n, st, AMP_ERR_INPUT, "'to' is %lld, not a data type", (long long)a->i);
         c.to = (int)a->i;
     }
-    return amp_sh_prep_out(&c, sizeof c, attrs, st);
+    return amp_prep_out(&c, sizeof c, attrs, st);
 }
 
 AmpCode amp_cpu_cast(AmpKernelCtx *k) {
@@ -236,7 +236,7 @@ AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, 
         AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
         if (rc) return rc;
     }
-    return amp_sh_prep_out(&c, sizeof c, attrs, st);
+    return amp_prep_out(&c, sizeof c, attrs, st);
 }
 
 AmpCode amp_cpu_constant(AmpKernelCtx *k) {
@@ -306,7 +306,7 @@ AmpCode amp_cpu_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void 
             return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(f.dtype));
         memcpy(f.value, bytes.data, es);
     }
-    return amp_sh_prep_out(&f, sizeof f, attrs, st);
+    return amp_prep_out(&f, sizeof f, attrs, st);
 }
 
 AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
@@ -350,7 +350,7 @@ AmpCode amp_cpu_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     (void)opset;
     const AmpAttr *e = amp_node_attr(n, "end");
     ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cpu_shape(AmpKernelCtx *k) {
@@ -426,7 +426,7 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
 AmpCode amp_cpu_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     OneHotAttrs a = {amp_node_attr_int(n, "axis", -1)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {

@@ -377,7 +377,7 @@ AmpCode amp_cuda_mv_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, A
         for (size_t i = 0; i < a.np && i < 2 * AMP_MAX_RANK; i++) a.pads[i] = pa->ints[i];
         a.value = amp_node_attr_float(n, "value", 0.0f);
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cuda_pad(AmpKernelCtx *k) {

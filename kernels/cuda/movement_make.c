@@ -96,7 +96,7 @@ AmpCode amp_cuda_mv_shape_prepare(const AmpNode *n, int64_t opset, void **attrs,
     (void)opset;
     const AmpAttr *e = amp_node_attr(n, "end");
     ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cuda_shape(AmpKernelCtx *k) {
@@ -177,7 +177,7 @@ AmpCode amp_cuda_mv_constant_prepare(const AmpNode *n, int64_t opset, void **att
         AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
         if (rc) return rc;
     }
-    return amp_sh_prep_out(&c, sizeof c, attrs, st);
+    return amp_prep_out(&c, sizeof c, attrs, st);
 }
 
 /* y = bytes host bytes: by value in the launch when small, else copied from the model's
@@ -261,7 +261,7 @@ AmpCode amp_cuda_mv_fill_prepare(const AmpNode *n, int64_t opset, void **attrs, 
         f.dtype = a->t->dtype;
         memcpy(&f.bits, bytes.data, amp_dtype_bits(f.dtype) / 8);
     }
-    return amp_sh_prep_out(&f, sizeof f, attrs, st);
+    return amp_prep_out(&f, sizeof f, attrs, st);
 }
 
 /* The output's shape is the shape input's values, which the shape function read: the
