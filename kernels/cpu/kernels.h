@@ -92,7 +92,7 @@ AmpCpuKernel amp_ew_sigmoid, amp_ew_tanh, amp_ew_gelu, amp_ew_elu, amp_ew_celu, 
 AmpCpuPrepare amp_ew_prepare_shrink; /* the others: amp_ew_prepare_alpha, ... (ops/ew_common.h) */
 /* softmax.c */
 AmpCpuKernel amp_cpu_softmax, amp_cpu_ms_softmax_grad, amp_cpu_hardmax, amp_cpu_log_softmax;
-AmpCpuPrepare amp_cpu_softmax_prepare;
+/* prepare: amp_softmax_prepare (ops/norm_attrs.h) */
 /* pool.c */
 AmpCpuKernel amp_cpu_averagepool, amp_cpu_global_averagepool, amp_cpu_maxpool, amp_cpu_global_maxpool;
 /* dropout.c */
@@ -124,12 +124,10 @@ AmpCpuKernel amp_cpu_reduce_max, amp_cpu_reduce_min, amp_cpu_argmax, amp_cpu_arg
              amp_cpu_cumsum;
 AmpCpuPrepare amp_cpu_reduce_prepare, amp_cpu_arg_prepare, amp_cpu_topk_prepare, amp_cpu_cumsum_prepare;
 /* loss.c */
-AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad;
-AmpCpuPrepare amp_cpu_loss_prepare;
+AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad; /* prepare: ops/norm_attrs.h */
 /* norm.c */
 AmpCpuKernel amp_cpu_layernorm, amp_cpu_batchnorm, amp_cpu_instancenorm, amp_cpu_groupnorm, amp_cpu_lpnorm,
-             amp_cpu_lrn, amp_cpu_ms_layernorm_grad;
-AmpCpuPrepare amp_cpu_norm_prepare;
+             amp_cpu_lrn, amp_cpu_ms_layernorm_grad; /* prepare: amp_norm_prepare (ops/norm_attrs.h) */
 /* optim.c */
 AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumulator;
 AmpCpuPrepare amp_cpu_optimizer_prepare;

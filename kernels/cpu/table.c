@@ -13,6 +13,7 @@
 #include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
+#include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
@@ -97,10 +98,10 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_ReluGrad] = {amp_ew_relu_grad, NULL},
     [AMP_OP_Softplus] = {amp_ew_softplus, NULL},
     /* softmax.c */
-    [AMP_OP_Softmax] = {amp_cpu_softmax, amp_cpu_softmax_prepare},
-    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_cpu_softmax_prepare},
-    [AMP_OP_Hardmax] = {amp_cpu_hardmax, amp_cpu_softmax_prepare},
-    [AMP_OP_LogSoftmax] = {amp_cpu_log_softmax, amp_cpu_softmax_prepare},
+    [AMP_OP_Softmax] = {amp_cpu_softmax, amp_softmax_prepare},
+    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_softmax_prepare},
+    [AMP_OP_Hardmax] = {amp_cpu_hardmax, amp_softmax_prepare},
+    [AMP_OP_LogSoftmax] = {amp_cpu_log_softmax, amp_softmax_prepare},
     /* pool.c */
     [AMP_OP_AveragePool] = {amp_cpu_averagepool, amp_conv_prepare},
     [AMP_OP_GlobalAveragePool] = {amp_cpu_global_averagepool, NULL},
@@ -163,17 +164,17 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_cpu_reduce_prepare},
     [AMP_OP_CumSum] = {amp_cpu_cumsum, amp_cpu_cumsum_prepare},
     /* loss.c */
-    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_cpu_loss_prepare},
-    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cpu_nll_loss, amp_cpu_loss_prepare},
-    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cpu_ms_sce_loss_grad, amp_cpu_loss_prepare},
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_loss_prepare},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cpu_nll_loss, amp_loss_prepare},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cpu_ms_sce_loss_grad, amp_loss_prepare},
     /* norm.c */
-    [AMP_OP_LayerNormalization] = {amp_cpu_layernorm, amp_cpu_norm_prepare},
-    [AMP_OP_BatchNormalization] = {amp_cpu_batchnorm, amp_cpu_norm_prepare},
-    [AMP_OP_InstanceNormalization] = {amp_cpu_instancenorm, amp_cpu_norm_prepare},
-    [AMP_OP_GroupNormalization] = {amp_cpu_groupnorm, amp_cpu_norm_prepare},
-    [AMP_OP_LpNormalization] = {amp_cpu_lpnorm, amp_cpu_norm_prepare},
-    [AMP_OP_LRN] = {amp_cpu_lrn, amp_cpu_norm_prepare},
-    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cpu_ms_layernorm_grad, amp_cpu_norm_prepare},
+    [AMP_OP_LayerNormalization] = {amp_cpu_layernorm, amp_norm_prepare},
+    [AMP_OP_BatchNormalization] = {amp_cpu_batchnorm, amp_norm_prepare},
+    [AMP_OP_InstanceNormalization] = {amp_cpu_instancenorm, amp_norm_prepare},
+    [AMP_OP_GroupNormalization] = {amp_cpu_groupnorm, amp_norm_prepare},
+    [AMP_OP_LpNormalization] = {amp_cpu_lpnorm, amp_norm_prepare},
+    [AMP_OP_LRN] = {amp_cpu_lrn, amp_norm_prepare},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cpu_ms_layernorm_grad, amp_norm_prepare},
     /* optim.c */
     [AMP_OP_Adam] = {amp_cpu_adam, amp_cpu_optimizer_prepare},
     [AMP_OP_Momentum] = {amp_cpu_momentum, amp_cpu_optimizer_prepare},

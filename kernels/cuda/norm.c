@@ -17,7 +17,7 @@ static const void *attrs_of(AmpKernelCtx *k) {
 
 /* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
 
-/* The attributes are the CPU's (amp_cpu_softmax_prepare: AmpSoftmaxAttrs). */
+/* The attributes are the CPU's (amp_softmax_prepare: AmpSoftmaxAttrs). */
 
 AmpCode amp_cuda_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer,
                                 int64_t *d, int64_t *inner) {
@@ -63,7 +63,7 @@ AmpCode amp_cuda_log_softmax(AmpKernelCtx *k) { return softmax_run(k, true); }
 
 /* ---- attributes of the normalisations ---------------------------------------------------- */
 
-/* The attributes are the CPU's (amp_cpu_norm_prepare: AmpNormAttrs). */
+/* The attributes are the CPU's (amp_norm_prepare: AmpNormAttrs). */
 
 /* Every float input of one type, and float32 statistics (stash_type 1). */
 bool amp_cuda_supports_layernorm(const AmpNode *n, int64_t opset, const int *in_dtypes) {

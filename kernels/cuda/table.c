@@ -16,6 +16,7 @@
 #include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
+#include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
@@ -116,12 +117,12 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* resize.c: Resize with the CPU's geometry and tables */
     [AMP_OP_Resize] = {amp_cuda_resize, amp_sh_resize_prepare, amp_cuda_supports_resize},
     /* norm.c: softmax and normalizations */
-    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_cpu_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_cpu_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_cpu_norm_prepare, amp_cuda_supports_layernorm},
-    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_cpu_norm_prepare, amp_cuda_supports_batchnorm},
-    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_cpu_norm_prepare, amp_cuda_supports_float},
-    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_cpu_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_norm_prepare, amp_cuda_supports_layernorm},
+    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_norm_prepare, amp_cuda_supports_batchnorm},
+    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_norm_prepare, amp_cuda_supports_float},
     /* reduce.c: reductions */
     [AMP_OP_ReduceSum] = {amp_cuda_reduce_sum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
     [AMP_OP_ReduceMean] = {amp_cuda_reduce_mean, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
@@ -146,12 +147,12 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_ms_attention_prepare, amp_cuda_supports_ms_attention},
     [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_ms_attention_prepare, amp_cuda_supports_ms_mha},
     /* loss.c, norm_grad.c, conv_grad.c: losses and the backward ops of training graphs */
-    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cuda_sce_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
-    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cuda_nll_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
-    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cuda_ms_sce_loss_grad, amp_cpu_loss_prepare,
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cuda_sce_loss, amp_loss_prepare, amp_cuda_supports_loss},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cuda_nll_loss, amp_loss_prepare, amp_cuda_supports_loss},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cuda_ms_sce_loss_grad, amp_loss_prepare,
                                                amp_cuda_supports_loss_grad},
-    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cuda_ms_softmax_grad, amp_cpu_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare,
+    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cuda_ms_softmax_grad, amp_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_norm_prepare,
                                           amp_cuda_supports_layernorm_grad},
     [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_conv_grad_prepare, amp_cuda_supports_conv_grad},
     /* fused.c: the executor's fused nodes (runtime/fuse.c) */
