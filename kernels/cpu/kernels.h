@@ -129,8 +129,7 @@ AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad; /* pr
 AmpCpuKernel amp_cpu_layernorm, amp_cpu_batchnorm, amp_cpu_instancenorm, amp_cpu_groupnorm, amp_cpu_lpnorm,
              amp_cpu_lrn, amp_cpu_ms_layernorm_grad; /* prepare: amp_norm_prepare (ops/norm_attrs.h) */
 /* optim.c */
-AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumulator;
-AmpCpuPrepare amp_cpu_optimizer_prepare;
+AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumulator; /* prepare: ops/optim_math.h */
 /* tensor.c */
 AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_cpu_constant,
              amp_cpu_constant_of_shape, amp_cpu_range, amp_cpu_one_hot, amp_cpu_non_zero;

@@ -14,6 +14,7 @@
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
+#include "ops/optim_math.h"   /* amp_optimizer_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
@@ -176,9 +177,9 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_LRN] = {amp_cpu_lrn, amp_norm_prepare},
     [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cpu_ms_layernorm_grad, amp_norm_prepare},
     /* optim.c */
-    [AMP_OP_Adam] = {amp_cpu_adam, amp_cpu_optimizer_prepare},
-    [AMP_OP_Momentum] = {amp_cpu_momentum, amp_cpu_optimizer_prepare},
-    [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_cpu_optimizer_prepare},
+    [AMP_OP_Adam] = {amp_cpu_adam, amp_optimizer_prepare},
+    [AMP_OP_Momentum] = {amp_cpu_momentum, amp_optimizer_prepare},
+    [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_optimizer_prepare},
     [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cpu_ms_accumulator, NULL},
     /* tensor.c */
     [AMP_OP_Shape] = {amp_cpu_shape, amp_cpu_shape_prepare},

@@ -17,6 +17,7 @@
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
+#include "ops/optim_math.h"   /* amp_optimizer_prepare */
 #include "ops/slice.h"       /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
@@ -159,9 +160,9 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_fused_prepare, amp_cuda_supports_fused},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},
     /* optim.c: the optimizers, multi-tensor kernels honouring the fused update gate */
-    [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
-    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
-    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adam] = {amp_cuda_adam, amp_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_optimizer_prepare, amp_cuda_supports_optimizer},
     /* grad_ops.c, grad_ops_index.c: training ops (element-wise gradients, Dropout's counter-based
      * mask, the accumulator, OneHot, ScatterND, GatherGrad) */
     [AMP_OP_Ms_ReluGrad] = {amp_cuda_relu_grad, NULL, amp_cuda_supports_float},
