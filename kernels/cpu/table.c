@@ -7,15 +7,18 @@
  * The CPU is the reference: every op in kernels/cuda/table.c has an entry here
  * (tests/kernels/test_op_tables.c). */
 #include "kernels/cpu/kernels.h"
-#include "ops/attn_geom.h"   /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
-#include "ops/conv_geom.h"   /* amp_conv_prepare, amp_conv_grad_prepare */
-#include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
-#include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/attn_geom.h"    /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
+#include "ops/cast_engine.h"  /* amp_cast_prepare */
+#include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/optim_math.h"   /* amp_optimizer_prepare */
-#include "ops/slice.h"       /* amp_slice_prepare */
+#include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
+#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* gemm.c */
@@ -125,12 +128,12 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Or] = {amp_ew_or, amp_ew_prepare_legacy_bcast},
     /* shape.c */
     [AMP_OP_Reshape] = {amp_cpu_reshape, amp_cpu_reshape_prepare},
-    [AMP_OP_Transpose] = {amp_cpu_transpose, amp_cpu_transpose_prepare},
+    [AMP_OP_Transpose] = {amp_cpu_transpose, amp_transpose_prepare},
     [AMP_OP_Flatten] = {amp_cpu_flatten, NULL},
     [AMP_OP_Squeeze] = {amp_cpu_squeeze, NULL},
     [AMP_OP_Unsqueeze] = {amp_cpu_unsqueeze, amp_cpu_unsqueeze_prepare},
-    [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_cpu_concat_prepare},
-    [AMP_OP_Concat] = {amp_cpu_concat, amp_cpu_concat_prepare},
+    [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_concat_prepare},
+    [AMP_OP_Concat] = {amp_cpu_concat, amp_concat_prepare},
     [AMP_OP_Split] = {amp_cpu_split, amp_cpu_split_prepare},
     [AMP_OP_Trilu] = {amp_cpu_trilu, amp_cpu_trilu_prepare},
     [AMP_OP_Expand] = {amp_cpu_expand, NULL},
@@ -184,12 +187,12 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* tensor.c */
     [AMP_OP_Shape] = {amp_cpu_shape, amp_cpu_shape_prepare},
     [AMP_OP_Size] = {amp_cpu_size, NULL},
-    [AMP_OP_Cast] = {amp_cpu_cast, amp_cpu_cast_prepare},
+    [AMP_OP_Cast] = {amp_cpu_cast, amp_cast_prepare},
     [AMP_OP_CastLike] = {amp_cpu_cast_like, NULL},
     [AMP_OP_Constant] = {amp_cpu_constant, amp_cpu_constant_prepare},
     [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_cpu_constant_of_shape_prepare},
     [AMP_OP_Range] = {amp_cpu_range, NULL},
-    [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_cpu_one_hot_prepare},
+    [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_one_hot_prepare},
     [AMP_OP_NonZero] = {amp_cpu_non_zero, NULL},
     /* fused.c */
     [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_fused_prepare},

@@ -1,5 +1,5 @@
 /* CUDA node kernels of the executor's fused nodes (runtime/fuse.c): the program and the
- * checks are the CPU reference's (kernels/cpu/fused.c), the launches fused.cu's. */
+ * checks are the CPU reference's (ops/fused_check.h, shared), the launches fused.cu's. */
 #include <string.h>
 
 #include "ops/fused_check.h"

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "kernels/cuda/movement.h"
-#include "kernels/cpu/shape_impl.h"
+#include "ops/cast_engine.h"
+#include "ops/sh_common.h"
 #include "ops/slice.h"
 
 static void *stream_of(AmpKernelCtx *k) {
@@ -64,8 +65,8 @@ AmpCode amp_cuda_identity(AmpKernelCtx *k) {
 
 /* ---- Transpose ------------------------------------------------------------------------ */
 
-/* Transpose's and Concat's attributes are the CPU's (TransposeAttrs, AxisAttrs in
- * shape_impl.h), parsed by the CPU's prepare functions (table.c). */
+/* Transpose's and Concat's attributes are every backend's (TransposeAttrs, AxisAttrs in
+ * ops/sh_common.h), parsed by amp_transpose_prepare and amp_concat_prepare (table.c). */
 
 AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
     const TransposeAttrs *a = k->attrs;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/cuda/movement.h"
-#include "kernels/cpu/shape_impl.h"
+#include "ops/sh_common.h"
 
 static void *stream_of(AmpKernelCtx *k) {
     return amp_cuda_ctx(k)->stream;
@@ -18,7 +18,7 @@ static bool present(const AmpNode *n, int i) {
 
 /* ---- Gather, GatherElements --------------------------------------------------------------- */
 
-/* The axis (AxisAttrs, shape_impl.h) is parsed by the CPU's prepare, amp_sh_gather_prepare. */
+/* The axis (AxisAttrs, ops/sh_common.h) is parsed by amp_sh_gather_prepare. */
 
 /* The data and indices inputs, checked; es the data's element size. */
 static AmpCode data_and_indices(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **idx, size_t *es) {

@@ -10,20 +10,23 @@
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
-#include "ops/attn_geom.h"   /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
-#include "ops/conv_geom.h"   /* amp_conv_prepare, amp_conv_grad_prepare */
-#include "ops/dropout_rng.h" /* amp_ew_prepare_dropout */
-#include "ops/ew_common.h"   /* amp_ew_prepare_legacy_bcast, the activations' prepares */
-#include "ops/fused_check.h"  /* amp_fused_prepare */
-#include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
-#include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
-#include "ops/optim_math.h"   /* amp_optimizer_prepare */
-#include "ops/slice.h"       /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/resize.h"
+#include "ops/attn_geom.h"    /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
+#include "ops/cast_engine.h"  /* amp_cast_prepare */
+#include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/fused_check.h"  /* amp_fused_prepare */
+#include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
+#include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
+#include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
+#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/slice.h"        /* amp_slice_prepare */
 
 bool amp_cuda_is_float(int dtype) {
     return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
@@ -92,7 +95,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_IsInf] = {amp_cuda_isinf, amp_ew_prepare_isinf, amp_cuda_supports_float},
     [AMP_OP_Clip] = {amp_cuda_clip, amp_cuda_clip_prepare, amp_cuda_supports_clip},
     [AMP_OP_Where] = {amp_cuda_where, NULL, amp_cuda_supports_where},
-    [AMP_OP_Cast] = {amp_cuda_cast, amp_cpu_cast_prepare, amp_cuda_supports_cast},
+    [AMP_OP_Cast] = {amp_cuda_cast, amp_cast_prepare, amp_cuda_supports_cast},
     [AMP_OP_CastLike] = {amp_cuda_cast_like, NULL, amp_cuda_supports_cast_like},
     /* movement.c, movement_make.c: data movement */
     [AMP_OP_Identity] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
@@ -100,8 +103,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Flatten] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
     [AMP_OP_Squeeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
     [AMP_OP_Unsqueeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
-    [AMP_OP_Transpose] = {amp_cuda_transpose, amp_cpu_transpose_prepare, amp_cuda_supports_move},
-    [AMP_OP_Concat] = {amp_cuda_concat, amp_cpu_concat_prepare, amp_cuda_supports_concat},
+    [AMP_OP_Transpose] = {amp_cuda_transpose, amp_transpose_prepare, amp_cuda_supports_move},
+    [AMP_OP_Concat] = {amp_cuda_concat, amp_concat_prepare, amp_cuda_supports_concat},
     [AMP_OP_Split] = {amp_cuda_split, amp_cuda_mv_split_prepare, amp_cuda_supports_split},
     [AMP_OP_Slice] = {amp_cuda_slice, amp_slice_prepare, amp_cuda_supports_slice},
     [AMP_OP_Expand] = {amp_cuda_expand, NULL, amp_cuda_supports_move},
@@ -115,7 +118,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
                                 amp_cuda_supports_constant_of_shape},
     [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
-    /* resize.c: Resize with the CPU's geometry and tables */
+    /* resize.c: Resize with the geometry and tables both backends share (ops/resize_geom.h) */
     [AMP_OP_Resize] = {amp_cuda_resize, amp_sh_resize_prepare, amp_cuda_supports_resize},
     /* norm.c: softmax and normalizations */
     [AMP_OP_Softmax] = {amp_cuda_softmax, amp_softmax_prepare, amp_cuda_supports_float},
@@ -174,7 +177,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_DropoutGrad] = {amp_cuda_dropout_grad_node, NULL, amp_cuda_supports_dropout_grad},
     [AMP_OP_Dropout] = {amp_cuda_dropout_node, amp_ew_prepare_dropout, amp_cuda_supports_dropout},
     [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cuda_accumulator, NULL, amp_cuda_supports_accumulator},
-    [AMP_OP_OneHot] = {amp_cuda_one_hot_node, amp_cpu_one_hot_prepare, amp_cuda_supports_one_hot},
+    [AMP_OP_OneHot] = {amp_cuda_one_hot_node, amp_one_hot_prepare, amp_cuda_supports_one_hot},
     [AMP_OP_ScatterND] = {amp_cuda_scatter_nd_node, amp_sh_scatter_nd_prepare, amp_cuda_supports_scatter_nd},
     [AMP_OP_Ms_GatherGrad] = {amp_cuda_gather_grad_node, amp_sh_gather_prepare, amp_cuda_supports_gather_grad},
 };

@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/conv_geom.h"
-#include "ops/norm_attrs.h"
+#include "kernels/cpu/kernels.h" /* amp_cpu_kernel_prepare: the CPU's table, the reference */
 #include "kernels/cuda/conv_grad.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
+#include "ops/conv_geom.h"
+#include "ops/norm_attrs.h"
 #include "passes/passes.h"
 #include "tests/runtime/rt_util.h"
 
