@@ -116,7 +116,7 @@ typedef struct AmpCudaOp {
 
 extern const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT];
 
-/* Common supports predicates (table.c). */
+/* Common supports predicates (supports.c). */
 bool amp_cuda_is_float(int dtype);     /* float32, float16, bfloat16 */
 /* Every present input is a float32/float16/bfloat16 of one dtype. */
 bool amp_cuda_supports_float(const AmpNode *n, int64_t opset, const int *in_dtypes);

@@ -155,7 +155,7 @@ AmpCode amp_cuda_one_hot_node(AmpKernelCtx *k);
 AmpCode amp_cuda_scatter_nd_node(AmpKernelCtx *k);
 AmpCode amp_cuda_gather_grad_node(AmpKernelCtx *k);
 
-/* (The element-wise gradients and BiasGelu* take table.c's amp_cuda_supports_float.) */
+/* (The element-wise gradients and BiasGelu* take supports.c's amp_cuda_supports_float.) */
 /* Dropout: float data; ratio a float type or double; training_mode bool. */
 bool amp_cuda_supports_dropout(const AmpNode *n, int64_t opset, const int *in_dtypes);
 /* DropoutGrad: float dY, bool mask, ratio a float type or double, training_mode bool. */

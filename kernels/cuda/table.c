@@ -28,21 +28,6 @@
 #include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
 #include "ops/slice.h"        /* amp_slice_prepare */
 
-bool amp_cuda_is_float(int dtype) {
-    return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
-}
-
-bool amp_cuda_supports_float(const AmpNode *n, int64_t opset, const int *in_dtypes) {
-    (void)opset;
-    int dt = AMP_DT_UNDEFINED;
-    for (int i = 0; i < n->n_inputs; i++) {
-        if (!n->inputs[i]) continue;
-        if (!amp_cuda_is_float(in_dtypes[i]) || (dt && in_dtypes[i] != dt)) return false;
-        dt = in_dtypes[i];
-    }
-    return dt != AMP_DT_UNDEFINED;
-}
-
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* conv.c, conv_transpose.c: cuDNN */
     [AMP_OP_Conv] = {amp_cuda_conv, amp_conv_prepare, amp_cuda_supports_conv},

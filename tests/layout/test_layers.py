@@ -316,11 +316,6 @@ KNOWN_CIRCLES = [
      "passes/export.c", "passes/fuse_norm.c", "passes/grad.c", "passes/grad_mode.c", "passes/grad_optim.c",
      "passes/grad_train.c", "passes/gradient.c", "passes/infer_pass.c", "passes/loss_scale.c",
      "passes/opset_upgrade.c", "passes/options.c", "passes/passes.c"},  # the passes through passes.h
-    # the CUDA kernels and their table (kernels naming the table's helpers)
-    {"kernels/cuda/attention.c", "kernels/cuda/conv.c", "kernels/cuda/conv_grad.c", "kernels/cuda/conv_transpose.c",
-     "kernels/cuda/gemm.c", "kernels/cuda/grad_ops_pool.c", "kernels/cuda/loss.c", "kernels/cuda/ms_attention.c",
-     "kernels/cuda/norm.c", "kernels/cuda/norm_grad.c", "kernels/cuda/reduce.c", "kernels/cuda/resize.c",
-     "kernels/cuda/table.c"},
     {"runtime/exec.c", "runtime/exec_ctrl.c", "runtime/exec_fallback.c", "runtime/exec_plan.c",
      "runtime/exec_prepare.c", "runtime/fuse.c"},  # the executor
     {"tools/ampc.c", "tools/bench_compare.c", "tools/cli_amp.c", "tools/cli_calib.c", "tools/cli_compare.c",
