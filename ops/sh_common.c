@@ -1,6 +1,4 @@
 /* The data-movement family's helpers and attributes, every backend's (ops/sh_common.h). */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ops/kernel_out.h"

@@ -2,9 +2,9 @@
  * grad_ops.cu): com.microsoft ReluGrad, SigmoidGrad, TanhGrad, GeluGrad, BiasGelu,
  * BiasGeluGrad_dX, DropoutGrad, InPlaceAccumulatorV2, and Dropout. Each checks what the
  * CPU kernel checks that the host can see (kernels/cpu/activation.c, dropout.c, optim.c)
- * with the helpers both share (ops/ew_common.h, ops/dropout_rng.h); the values of the small inputs (ratio, training_mode, the
- * accumulator's overwrite flag) stay on the device and are read by the kernels, so
- * nothing here waits on the stream. */
+ * with the helpers both share (ops/ew_common.h, ops/dropout_rng.h); the values of the
+ * small inputs (ratio, training_mode, the accumulator's overwrite flag) stay on the
+ * device and are read by the kernels, so nothing here waits on the stream. */
 #include <stdlib.h>
 #include <string.h>
 
