@@ -321,7 +321,7 @@ static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, Am
 static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
     AmpBackend *fb = e->opt.fallback;
     AmpNode *n = e->nodes[i];
-    if (!amp_exec_backend_supports(fb, e->m, n)) return st->code;
+    if (!amp_backend_takes(fb, e->m, n)) return st->code;
     AmpStatus keep = *st;
     AmpBackendKernel kern = {0};
     *st = (AmpStatus){0};

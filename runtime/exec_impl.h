@@ -150,8 +150,6 @@ AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t 
 
 void amp_exec_slot_clear(AmpExec *e, Slot *s);
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v);
-/* exec_prepare.c: whether be runs n, asked with the input dtypes the model gives. */
-bool amp_exec_backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n);
 /* The prepared executor of body `body` of e (created on first use; exec_prepare.c). */
 AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st);
 /* Runs a body: inputs are device buffers (borrowed for the run), outputs[i] receives
@@ -183,9 +181,6 @@ void amp_exec_plan_shapes(AmpExec *e);
 AmpCode amp_exec_late_shapes(AmpExec *e, size_t i, AmpBuf *out, bool *known, AmpStatus *st);
 void amp_exec_build_arena(AmpExec *e);
 void amp_exec_free_arena(AmpExec *e);
-
-/* fuse.c: the plan-level fusion, run by prepare before the kernels are chosen. */
-AmpCode amp_exec_fuse(AmpExec *e, AmpStatus *st);
 
 /* The values node i reads: its inputs, then its folded gate (the launch list's order). */
 static inline int amp_exec_n_reads(const AmpExec *e, size_t i) {

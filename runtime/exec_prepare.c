@@ -1,12 +1,14 @@
-/* The graph interpreter's prepare (exec.c runs what it prepares): each node's kernel chosen
- * once through the backend (or the CPU fallback), its attributes parsed, each value's last
- * use found (uses inside subgraphs count at their owner node); binding inputs, training
- * mode, memory figures and freeing. */
+/* The graph interpreter's prepare (exec.c runs what it prepares): each node's backend
+ * chosen (the device, or the CPU fallback), the plan fused as the fusion's plan step
+ * answers (fuse.h), each kernel chosen once through its backend, its attributes parsed,
+ * each value's last use found (uses inside subgraphs count at their owner node); binding
+ * inputs, training mode, memory figures and freeing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/exec_impl.h"
+#include "runtime/fuse.h"
 
 #define nname amp_exec_node_name
 
@@ -37,16 +39,12 @@ static void mark_outer_uses(AmpExec *e, const AmpGraph *sub, int at) {
     }
 }
 
-/* Whether be runs n, asked with the input dtypes the model gives (every input's: a
- * Sum over every gradient or a multi-tensor optimizer has hundreds). */
-bool amp_exec_backend_supports(AmpBackend *be, const AmpModel *m, const AmpNode *n) {
-    return amp_backend_takes(be, m, n);
-}
-
-/* The backend that runs n: be, else the fallback, else NULL (neither has a kernel). */
+/* The backend that runs n: be, else the fallback, else NULL (neither has a kernel). Each
+ * is asked with the input dtypes the model gives (amp_backend_takes: every input's, a Sum
+ * over every gradient or a multi-tensor optimizer has hundreds). */
 static AmpBackend *node_backend(AmpBackend *be, AmpBackend *fallback, const AmpModel *m, const AmpNode *n) {
-    if (amp_exec_backend_supports(be, m, n)) return be;
-    return fallback && fallback != be && amp_exec_backend_supports(fallback, m, n) ? fallback : NULL;
+    if (amp_backend_takes(be, m, n)) return be;
+    return fallback && fallback != be && amp_backend_takes(fallback, m, n) ? fallback : NULL;
 }
 
 /* Every node of g and of its bodies has a kernel (or is run here), else the first that
@@ -58,7 +56,7 @@ static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *b
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it%s",
                             nname(n), n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
                             n->op_type ? n->op_type : "", be->name,
-                            !fallback && be != amp_backend_cpu() && amp_exec_backend_supports(amp_backend_cpu(), m, n)
+                            !fallback && be != amp_backend_cpu() && amp_backend_takes(amp_backend_cpu(), m, n)
                                 ? " (the CPU has one: without --no-fallback it runs there)"
                                 : "");
         for (size_t k = 0; k < n->n_attrs; k++) {
@@ -91,10 +89,11 @@ static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *b
     return AMP_OK;
 }
 
-static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec *parent, AmpExec **out,
-                       AmpStatus *st) {
+/* A fresh executor of g, every array allocated, the graph outputs marked live to the end
+ * of the plan as the model has it; NULL when out of memory. */
+static AmpExec *new_exec(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec *parent) {
     AmpExec *e = calloc(1, sizeof *e);
-    if (!e) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    if (!e) return NULL;
     e->m = m;
     e->g = g;
     if (opt) e->opt = *opt;
@@ -127,10 +126,11 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
     e->pknown = calloc(nv, sizeof *e->pknown);
     e->host_in = calloc(nv, sizeof *e->host_in);
     e->gate = calloc(nn, sizeof *e->gate);
-    if (!e->gate || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first || !e->last || !e->init ||
-        !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
+    if (!e->gate || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first ||
+        !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize ||
+        !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
         amp_exec_free(e);
-        return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+        return NULL;
     }
     for (size_t i = 0; i < e->n_values; i++) e->first[i] = -1, e->last[i] = -1, e->off[i] = SIZE_MAX;
     int end = (int)e->n_nodes;
@@ -138,28 +138,57 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
         AmpValue *v = g->outputs.items[i].value;
         if (v->graph == g) e->vflags[v->id] |= VAL_OUTPUT, e->last[v->id] = end;
     }
+    return e;
+}
 
-    /* The plan: each node with the backend that runs it, then fused (fuse.c), then each
-     * value's first and last use and each kernel prepared. */
+/* The plan: each node of the graph, with the backend that runs it (none for If / Loop /
+ * Scan, which the executor runs). */
+static AmpCode choose_backends(AmpExec *e, AmpStatus *st) {
     size_t i = 0;
-    for (AmpNode *n = g->first; n; n = n->next, i++) {
+    for (AmpNode *n = e->g->first; n; n = n->next, i++) {
         e->nodes[i] = n;
-        e->opsets[i] = amp_model_opset(m, n->domain);
+        e->opsets[i] = amp_model_opset(e->m, n->domain);
         if (is_control_flow(n->op)) continue;
-        AmpBackend *nb = node_backend(e->be, e->opt.fallback, m, n);
-        if (!nb) { /* check_kernels said otherwise: a body met later, say */
-            amp_exec_free(e);
+        AmpBackend *nb = node_backend(e->be, e->opt.fallback, e->m, n);
+        if (!nb) /* check_kernels said otherwise: a body met later, say */
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): the %s backend has no kernel for it", nname(n),
                             n->op_type, e->be->name);
-        }
         e->node_be[i] = nb;
     }
-    AmpCode frc = amp_exec_fuse(e, st);
-    if (frc) {
-        amp_exec_free(e);
-        return frc;
+    return AMP_OK;
+}
+
+/* The plan-level fusion (fuse.h) decides which nodes run as one; the plan takes its
+ * answer as it is: absorbed nodes leave it, each fused node runs in its group's place (on
+ * the device, with the opset its domain imports), reading its folded gate. */
+static AmpCode fuse_plan(AmpExec *e, AmpStatus *st) {
+    if (e->opt.no_fuse) return AMP_OK;
+    AmpFuseRequest rq = {.m = e->m, .g = e->g, .nodes = e->nodes, .node_be = e->node_be, .n = e->n_nodes,
+                         .be = e->be, .max_in = AMP_EXEC_MAX_IN, .max_out = AMP_EXEC_MAX_OUT};
+    AmpFusePlan p;
+    AmpCode rc = amp_fuse_plan(&rq, &p, st);
+    if (!rc && p.fused) {
+        size_t w = 0;
+        for (size_t i = 0; i < p.n; i++) {
+            if (p.gone[i]) continue;
+            e->nodes[w] = p.repl[i] ? p.repl[i] : e->nodes[i];
+            e->node_be[w] = e->node_be[i];
+            e->opsets[w] = p.repl[i] ? amp_model_opset(e->m, e->nodes[w]->domain) : e->opsets[i];
+            e->gate[w] = p.gate[i];
+            w++;
+        }
+        e->n_fused = p.fused;
+        e->n_absorbed = p.n - w + p.fused;
+        e->n_nodes = w;
     }
-    for (i = 0; i < e->n_nodes; i++) {
+    amp_fuse_plan_free(&p);
+    return rc;
+}
+
+/* Each value's first and last use in the plan, and each node's kernel prepared. */
+static AmpCode prepare_kernels(AmpExec *e, AmpStatus *st) {
+    AmpGraph *g = e->g;
+    for (size_t i = 0; i < e->n_nodes; i++) {
         AmpNode *n = e->nodes[i];
         for (int k = 0; k < amp_exec_n_reads(e, i); k++) {
             const AmpValue *v = amp_exec_read(e, i, k);
@@ -175,24 +204,39 @@ static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpE
         AmpBackend *nb = e->node_be[i];
         e->n_fallback += nb != e->be;
         AmpCode rc = nb->prepare_node(nb, n, e->opsets[i], &e->kernels[i], st);
-        if (rc) {
-            amp_exec_free(e);
-            return rc;
-        }
+        if (rc) return rc;
     }
     /* A value nothing reads dies where it is made. */
     for (size_t k = 0; k < e->n_values; k++)
         if (e->first[k] >= 0 && e->last[k] < e->first[k]) e->last[k] = e->first[k];
-    /* Initializers: host views of the model's tensors, uploaded when first needed. */
-    for (size_t k = 0; k < g->n_values; k++) {
-        AmpValue *v = g->values[k];
-        if (!v->initializer || v->graph != g) continue;
-        AmpCode rc = amp_buf_from_tensor(m, v->initializer, &e->init[v->id], st);
-        if (rc) {
-            amp_exec_free(e);
-            return rc;
-        }
+    return AMP_OK;
+}
+
+/* Initializers: host views of the model's tensors, uploaded when first needed. */
+static AmpCode load_initializers(AmpExec *e, AmpStatus *st) {
+    for (size_t k = 0; k < e->g->n_values; k++) {
+        AmpValue *v = e->g->values[k];
+        if (!v->initializer || v->graph != e->g) continue;
+        AmpCode rc = amp_buf_from_tensor(e->m, v->initializer, &e->init[v->id], st);
+        if (rc) return rc;
         e->vflags[v->id] |= VAL_INIT;
+    }
+    return AMP_OK;
+}
+
+/* The plan: each node with the backend that runs it, then fused, then each value's first
+ * and last use and each kernel prepared. */
+static AmpCode prepare(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, AmpExec *parent, AmpExec **out,
+                       AmpStatus *st) {
+    AmpExec *e = new_exec(m, g, opt, parent);
+    if (!e) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = choose_backends(e, st);
+    if (!rc) rc = fuse_plan(e, st);
+    if (!rc) rc = prepare_kernels(e, st);
+    if (!rc) rc = load_initializers(e, st);
+    if (rc) {
+        amp_exec_free(e);
+        return rc;
     }
     *out = e;
     return AMP_OK;

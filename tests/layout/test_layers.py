@@ -312,7 +312,7 @@ KNOWN_CIRCLES = [
     # function pointer for the way back would hide the recursion that bound guards.
     {"ir/load.c", "ir/load_msg.c", "ir/load_node.c", "ir/load_par.c"},
     {"runtime/exec.c", "runtime/exec_ctrl.c", "runtime/exec_fallback.c", "runtime/exec_plan.c",
-     "runtime/exec_prepare.c", "runtime/fuse.c"},  # the executor
+     "runtime/exec_prepare.c"},  # the executor
 ]
 
 
