@@ -1,8 +1,9 @@
 /* The graph interpreter's run: values in slots indexed by AmpValue.id, each intermediate
- * freed after its last use (uses inside subgraphs count at their owner node), outputs
- * placed before each kernel runs, the run itself. Choosing the kernels once per node at
- * prepare is exec_prepare.c's, the step plan (launch list, shapes, arena) exec_plan.c's,
- * the CPU fallback exec_fallback.c's, If / Loop / Scan and the caps on work exec_ctrl.c's. */
+ * freed after its last use (uses inside subgraphs count at their owner node), the run
+ * itself. Choosing the kernels once per node at prepare is exec_prepare.c's, the step plan
+ * (launch list, shapes, arena) exec_plan.c's, placing outputs exec_alloc.c's, the CPU
+ * fallback exec_fallback.c's, If / Loop / Scan exec_ctrl.c's, slots, buffers and the
+ * clock exec_slot.c's. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,29 +12,7 @@
 
 #define nname amp_exec_node_name
 
-void amp_exec_slot_clear(AmpExec *e, Slot *s) {
-    if (s->kind == SLOT_EMPTY) return;
-    e->live = e->live > s->live_bytes ? e->live - s->live_bytes : 0;
-    if (s->kind == SLOT_OWNED || s->kind == SLOT_UPLOAD) e->be->free(e->be, s->buf.data);
-    s->kind = SLOT_EMPTY;
-    s->live_bytes = 0;
-    s->buf.data = NULL;
-}
-
-/* Slot s now holds an intermediate of `bytes` (SLOT_OWNED or SLOT_ARENA). */
-static void count_live(AmpExec *e, Slot *s, size_t bytes) {
-    s->live_bytes = bytes;
-    e->live += bytes;
-    if (e->live > e->peak) e->peak = e->live;
-}
-
 /* ---- running --------------------------------------------------------------------- */
-
-Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v) {
-    for (; e; e = e->parent)
-        if (v->graph == e->g) return v->id < e->n_values ? &e->slots[v->id] : NULL;
-    return NULL;
-}
 
 void amp_exec_set_hook(AmpExec *e, AmpExecHook fn, void *ctx) {
     e->hook = fn;
@@ -47,146 +26,6 @@ AmpBackend *amp_exec_backend(const AmpExec *e) {
 const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v) {
     Slot *s = amp_exec_find_slot((AmpExec *)e, v);
     return s && s->kind != SLOT_EMPTY ? &s->buf : NULL;
-}
-
-static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t *dims, uint64_t nelem, size_t bytes,
-                     AmpStatus *st);
-
-AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st) {
-    AllocCtx *a = ctx;
-    AmpExec *e = a->e;
-    if (index < 0 || index >= a->n->n_outputs) {
-        amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): kernel wrote output %d of %d", nname(a->n), a->n->op_type,
-                 index, a->n->n_outputs);
-        return NULL;
-    }
-    if (rank < 0 || rank > AMP_MAX_RANK) {
-        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output rank %d is over %d", nname(a->n), a->n->op_type,
-                 rank, AMP_MAX_RANK);
-        return NULL;
-    }
-    AmpValue *v = a->n->outputs[index];
-    bool mine = v && v->graph == e->g; /* always so: a node's outputs live in its graph */
-    const AmpBuf *plan = mine && e->pknown[v->id] ? &e->pshape[v->id] : NULL;
-    if (a->placed[index]) plan = &e->slots[v->id].buf; /* placed before the kernel ran */
-    uint64_t nelem = 1;
-    size_t bytes = 0;
-    if (plan) {
-        /* The step plan sized it: the kernel must agree (the shape was checked then). */
-        if (dtype != plan->dtype || rank != plan->rank || (rank && memcmp(dims, plan->dims, (size_t)rank * sizeof *dims))) {
-            AmpBuf want = {.dtype = dtype, .rank = rank};
-            for (int i = 0; i < rank; i++) want.dims[i] = dims[i];
-            char got[160], planned[160];
-            amp_buf_describe(&want, got, sizeof got);
-            amp_buf_describe(plan, planned, sizeof planned);
-            amp_fail(st, AMP_ERR_INTERNAL, "node '%s' (%s): the kernel made output %d '%s' %s, its shape function %s",
-                     nname(a->n), a->n->op_type, index, v->name, got, planned);
-            return NULL;
-        }
-        if (a->placed[index]) return &e->slots[v->id].buf;
-        nelem = plan->nelem;
-        amp_tensor_expected_bytes(dtype, nelem, &bytes);
-    } else {
-        for (int i = 0; i < rank; i++) {
-            if (dims[i] < 0 || (dims[i] && nelem > (UINT64_C(1) << 62) / (uint64_t)dims[i])) {
-                amp_fail(st, AMP_ERR_INPUT, "node '%s' (%s): output %d has an invalid or huge shape", nname(a->n),
-                         a->n->op_type, index);
-                return NULL;
-            }
-            nelem *= (uint64_t)dims[i];
-        }
-        if (!amp_tensor_expected_bytes(dtype, nelem, &bytes)) {
-            amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output of type %s is not supported", nname(a->n),
-                     a->n->op_type, amp_dtype_name(dtype));
-            return NULL;
-        }
-    }
-    /* One place for every kernel: a shape from a hostile model must not become a
-     * giant allocation (sanitizers abort on those; an OOM killer would not ask). */
-    if (bytes > amp_exec_max_bytes(e)) {
-        amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit%s",
-                 nname(a->n), a->n->op_type, index, bytes, (unsigned long long)amp_exec_max_bytes(e),
-                 amp_exec_max_bytes_name(e));
-        return NULL;
-    }
-    return place(a, index, dtype, rank, dims, nelem, bytes, st);
-}
-
-/* Gives output `index` of the running node its place: in the arena where the plan holds
- * one big enough, else a buffer of its own (and the arena is planned again next run). */
-static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t *dims, uint64_t nelem, size_t bytes,
-                     AmpStatus *st) {
-    AmpExec *e = a->e;
-    AmpValue *v = a->n->outputs[index];
-    bool mine = v && v->graph == e->g;
-    AmpBuf *b;
-    void *data = NULL;
-    SlotKind kind = SLOT_OWNED;
-    if (mine) {
-        Slot *s = &e->slots[v->id];
-        amp_exec_slot_clear(e, s);
-        size_t need = bytes ? bytes : 1; /* an empty tensor still gets a place: no re-planning */
-        if (need > e->rec[v->id]) e->rec[v->id] = need;
-        if (e->planned && e->off[v->id] != SIZE_MAX && bytes <= e->psize[v->id]) {
-            data = (char *)e->arena + e->off[v->id];
-            kind = SLOT_ARENA;
-        } else if (!e->opt.no_plan) {
-            e->fallback = true;
-        }
-        b = &s->buf;
-    } else {
-        b = &a->scratch[index];
-        if (b->data) e->be->free(e->be, b->data);
-        b->data = NULL;
-    }
-    if (!data && !(data = e->be->alloc(e->be, bytes))) {
-        amp_fail(st, AMP_ERR_INTERNAL, "out of memory for a %zu-byte output", bytes);
-        return NULL;
-    }
-    b->dtype = dtype;
-    b->rank = rank;
-    for (int i = 0; i < rank; i++) b->dims[i] = dims[i];
-    b->nelem = nelem;
-    b->data = data;
-    if (mine) {
-        e->slots[v->id].kind = kind;
-        count_live(e, &e->slots[v->id], bytes);
-    }
-    return b;
-}
-
-AmpCode amp_exec_alloc_like(const AmpExec *e, const AmpBuf *like, AmpBuf *dst, AmpStatus *st) {
-    *dst = *like;
-    size_t bytes = amp_buf_bytes(like);
-    if (!(dst->data = e->be->alloc(e->be, bytes)))
-        return amp_fail(st, AMP_ERR_INTERNAL, "out of device memory for %zu bytes", bytes);
-    return AMP_OK;
-}
-
-AmpCode amp_exec_copy_buf(const AmpExec *e, const AmpBuf *src, AmpBuf *dst, AmpStatus *st) {
-    AmpCode rc = amp_exec_alloc_like(e, src, dst, st);
-    size_t bytes = amp_buf_bytes(src);
-    if (!rc && bytes) rc = e->be->copy(e->be, dst->data, src->data, bytes, st);
-    if (rc) amp_exec_buf_free(e, dst);
-    return rc;
-}
-
-void amp_exec_buf_free(const AmpExec *e, AmpBuf *b) {
-    if (b->data) e->be->free(e->be, b->data);
-    b->data = NULL;
-}
-
-void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b) {
-    AmpValue *v = k < n->n_outputs ? n->outputs[k] : NULL;
-    if (!v) {
-        amp_exec_buf_free(e, b);
-        return;
-    }
-    Slot *s = amp_exec_find_slot(e, v);
-    amp_exec_slot_clear(e, s);
-    s->buf = *b;
-    s->kind = SLOT_OWNED;
-    count_live(e, s, amp_buf_bytes(b));
 }
 
 /* The device copy of initializer id, uploaded on first use. */
@@ -267,55 +106,6 @@ static AmpCode load_inputs(AmpExec *e, const AmpNamedBuf *inputs, size_t n_input
     return AMP_OK;
 }
 
-/* Places the outputs of node i whose shapes are known before its kernel runs: from the
- * plan, or, for a node the plan could not size (its shapes follow values made in this
- * step: a Reshape target computed from data, say), from its shape function now, reading
- * those values back. The kernel finds them in ctx->out; an output left without data there
- * (a data-dependent shape: NonZero; or one the node does not list) it asks ctx->alloc for. */
-static AmpCode place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, AmpStatus *st) {
-    AmpNode *n = e->nodes[i];
-    AmpBuf late[AMP_EXEC_MAX_OUT];
-    bool known[AMP_EXEC_MAX_OUT], have_late = false;
-    for (int k = 0; k < n->n_outputs; k++) {
-        outs[k].data = NULL;
-        a->placed[k] = false;
-        AmpValue *v = n->outputs[k];
-        if (!v || v->graph != e->g) continue;
-        const AmpBuf *shape = NULL;
-        if (e->pknown[v->id]) { /* the plan's: bytes known and under the cap */
-            AmpBuf *b = place(a, k, e->pshape[v->id].dtype, e->pshape[v->id].rank, e->pshape[v->id].dims,
-                              e->pshape[v->id].nelem, e->pbytes[v->id], st);
-            if (!b) return st && st->code ? st->code : AMP_ERR_INTERNAL;
-            outs[k] = *b;
-            a->placed[k] = true;
-            continue;
-        } else if (!amp_op_shape_from_data(n->op)) {
-            if (!have_late) {
-                /* The inputs are all there now: a shape function's error here is the
-                 * node's (inputs that do not broadcast, a target that does not fit). */
-                AmpCode rc = amp_exec_late_shapes(e, i, late, known, st);
-                if (rc) return rc;
-                have_late = true;
-                e->n_late++;
-            }
-            if (known[k]) shape = &late[k];
-        }
-        size_t bytes = 0;
-        if (!shape || !amp_tensor_expected_bytes(shape->dtype, shape->nelem, &bytes))
-            continue; /* the kernel asks, and the allocator names what is wrong (strings) */
-        if (bytes > amp_exec_max_bytes(e)) /* as exec_alloc: a converted kernel never asks */
-            return amp_fail(st, AMP_ERR_UNSUPPORTED,
-                            "node '%s' (%s): output %d would take %zu bytes, over the %llu-byte limit%s", nname(n),
-                            n->op_type, k, bytes, (unsigned long long)amp_exec_max_bytes(e),
-                            amp_exec_max_bytes_name(e));
-        AmpBuf *b = place(a, k, shape->dtype, shape->rank, shape->dims, shape->nelem, bytes, st);
-        if (!b) return st && st->code ? st->code : AMP_ERR_INTERNAL;
-        outs[k] = *b;
-        a->placed[k] = true;
-    }
-    return AMP_OK;
-}
-
 /* Gives node i to the fallback backend after its device kernel refused the shapes it met;
  * the run goes on (st cleared) unless the fallback cannot prepare the node either. */
 static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
@@ -335,6 +125,34 @@ static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
     e->node_be[i] = fb;
     e->n_fallback++;
     return AMP_OK;
+}
+
+/* Node i's kernel on the backend that runs it, its outputs placed (ac, outs). A device
+ * kernel that meets a case it does not take (a geometry cuDNN cannot run, known only from
+ * the shapes) hands the node to the fallback for good. */
+static AmpCode run_kernel(AmpExec *e, size_t i, AllocCtx *ac, const AmpBuf **inbuf, AmpBuf *outs, AmpStatus *st) {
+    AmpNode *n = e->nodes[i];
+    Slot **in = e->in_slots + e->in_at[i];
+    AmpKernelCtx k = {
+        .node = n,
+        .opset = e->opsets[i],
+        .n_in = n->n_inputs,
+        .in = inbuf,
+        .gate = e->gate[i] ? &in[n->n_inputs]->buf : NULL,
+        .n_out = n->n_outputs,
+        .out = outs,
+        .alloc = amp_exec_alloc,
+        .alloc_ctx = ac,
+        .rng = e->rng,
+        .training = e->opt.training,
+        .st = st,
+    };
+    if (e->node_be[i] != e->be) return amp_exec_run_fallback(e, i, &k, ac, st);
+    AmpCode rc = e->be->run_node(e->be, &e->kernels[i], &k);
+    if (rc == AMP_ERR_UNSUPPORTED && e->opt.fallback && e->opt.fallback != e->be &&
+        (rc = move_to_fallback(e, i, st)) == AMP_OK)
+        rc = amp_exec_run_fallback(e, i, &k, ac, st);
+    return rc;
 }
 
 static AmpCode run_node_in(AmpExec *e, size_t i, AmpBuf *scratch, const AmpBuf **inbuf, AmpStatus *st) {
@@ -362,31 +180,8 @@ static AmpCode run_node_in(AmpExec *e, size_t i, AmpBuf *scratch, const AmpBuf *
         bool placed[AMP_EXEC_MAX_OUT];
         AmpBuf outs[AMP_EXEC_MAX_OUT];
         AllocCtx ac = {e, n, scratch, placed};
-        if ((rc = place_outputs(e, i, &ac, outs, st))) return rc;
-        AmpKernelCtx k = {
-            .node = n,
-            .opset = e->opsets[i],
-            .n_in = n->n_inputs,
-            .in = inbuf,
-            .gate = e->gate[i] ? &in[n->n_inputs]->buf : NULL,
-            .n_out = n->n_outputs,
-            .out = outs,
-            .alloc = amp_exec_alloc,
-            .alloc_ctx = &ac,
-            .rng = e->rng,
-            .training = e->opt.training,
-            .st = st,
-        };
-        if (e->node_be[i] == e->be) {
-            rc = e->be->run_node(e->be, &e->kernels[i], &k);
-            /* A device kernel that meets a case it does not take (a geometry cuDNN cannot
-             * run, known only from the shapes) hands the node to the fallback for good. */
-            if (rc == AMP_ERR_UNSUPPORTED && e->opt.fallback && e->opt.fallback != e->be &&
-                (rc = move_to_fallback(e, i, st)) == AMP_OK)
-                rc = amp_exec_run_fallback(e, i, &k, &ac, st);
-        } else {
-            rc = amp_exec_run_fallback(e, i, &k, &ac, st);
-        }
+        if ((rc = amp_exec_place_outputs(e, i, &ac, outs, st))) return rc;
+        rc = run_kernel(e, i, &ac, inbuf, outs, st);
     }
     for (int k = 0; k < n->n_outputs; k++)
         if (scratch[k].data) e->be->free(e->be, scratch[k].data), scratch[k].data = NULL;

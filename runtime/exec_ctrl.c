@@ -2,9 +2,10 @@
  * child executors that read the enclosing values through the parent chain; Loop and Scan
  * carry state between iterations and stack their scan outputs. Every buffer here is a
  * device buffer: conditions and trip counts are read with copy_out, the loop counter is
- * written with copy_in, and slices and stacks are device-to-device copies. */
+ * written with copy_in, and slices and stacks are device-to-device copies. A body runs
+ * through amp_exec_run_body (exec.c), whose own If / Loop / Scan nodes come back here: the
+ * interpreter's recursion, the one circle of calls between the executor's files. */
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 
 #include "runtime/exec_impl.h"
@@ -192,18 +193,6 @@ AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t d
     if (!cap || done < cap) return AMP_OK;
     return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): more than %llu iterations (max_iterations, --max-iterations)",
                     n->name ? n->name : "", n->op_type, (unsigned long long)cap);
-}
-
-double amp_exec_clock(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st) {
-    const double *d = e->opt.deadline;
-    if (!d || *d <= 0 || amp_exec_clock() <= *d) return AMP_OK;
-    return amp_fail(st, AMP_ERR_UNSUPPORTED, "the run took longer than its time limit (timeout_seconds, --timeout)");
 }
 
 AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {

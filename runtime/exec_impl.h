@@ -1,4 +1,4 @@
-/* Private to the interpreter (exec.c, exec_ctrl.c): the executor's layout. Values live in
+/* Private to the interpreter (exec*.c): the executor's layout. Values live in
  * slots indexed by AmpValue.id; every slot holds a device buffer of the executor's backend:
  * borrowed (an initializer's, a bound state buffer's, a caller's), owned, or a place in the
  * planned arena. */
@@ -136,7 +136,7 @@ static inline const char *amp_exec_node_name(const AmpNode *n) {
     return n->name ? n->name : "";
 }
 
-/* What the allocator of a running node knows (exec.c). */
+/* What the allocator of a running node knows (exec_alloc.c). */
 typedef struct AllocCtx {
     AmpExec *e;
     AmpNode *n;
@@ -144,33 +144,47 @@ typedef struct AllocCtx {
     bool *placed;    /* per output: placed before the kernel ran (its slot holds it) */
 } AllocCtx;
 
-/* The AmpAllocFn of a running node (ctx: an AllocCtx): the placed output, checked against
- * the shape asked for, or a place for one the plan could not size (exec.c). */
-AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st);
+/* ---- exec_slot.c: what every part of the interpreter shares (it calls none of them) ---- */
 
+/* Empties slot s (freeing what it owns) and takes its bytes off the live count. */
 void amp_exec_slot_clear(AmpExec *e, Slot *s);
+/* Slot s now holds an intermediate of `bytes` (SLOT_OWNED or SLOT_ARENA). */
+void amp_exec_count_live(AmpExec *e, Slot *s, size_t bytes);
+/* v's slot in e or in the executor of the enclosing graph that holds it, or NULL. */
 Slot *amp_exec_find_slot(AmpExec *e, const AmpValue *v);
-/* The prepared executor of body `body` of e (created on first use; exec_prepare.c). */
-AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st);
-/* Runs a body: inputs are device buffers (borrowed for the run), outputs[i] receives
- * output i as a device buffer the caller owns (free with amp_exec_buf_free). */
-AmpCode amp_exec_run_body(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
-                          AmpStatus *st);
 /* A device buffer of e's backend shaped as `like` (contents undefined); NULL data on OOM. */
 AmpCode amp_exec_alloc_like(const AmpExec *e, const AmpBuf *like, AmpBuf *dst, AmpStatus *st);
 /* A device copy of device buffer src. */
 AmpCode amp_exec_copy_buf(const AmpExec *e, const AmpBuf *src, AmpBuf *dst, AmpStatus *st);
 /* Frees a device buffer made by the two above or handed out by amp_exec_run_body. */
 void amp_exec_buf_free(const AmpExec *e, AmpBuf *b);
-/* Reads element 0 of an integer or bool device buffer (copied out); AMP_ERR_INPUT when
- * it holds no element. `what` names it in messages. */
-AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st);
-/* AMP_ERR_UNSUPPORTED once the run's deadline (AmpExecOptions.deadline) has passed. */
-AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st);
-/* AMP_ERR_UNSUPPORTED naming node n once it has run more than the cap's iterations. */
-AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t done, AmpStatus *st);
 /* Stores a device buffer as output k of node n; takes b. */
 void amp_exec_take_output(AmpExec *e, AmpNode *n, int k, AmpBuf *b);
+/* AMP_ERR_UNSUPPORTED once the run's deadline (AmpExecOptions.deadline) has passed. */
+AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st);
+
+/* ---- exec_alloc.c: the places of a running node's outputs ---------------------------- */
+
+/* The AmpAllocFn of a running node (ctx: an AllocCtx): the placed output, checked against
+ * the shape asked for, or a place for one the plan could not size. */
+AmpBuf *amp_exec_alloc(void *ctx, int index, int dtype, int rank, const int64_t *dims, AmpStatus *st);
+/* Places the outputs of node i whose shapes are known before its kernel runs into outs. */
+AmpCode amp_exec_place_outputs(AmpExec *e, size_t i, AllocCtx *a, AmpBuf *outs, AmpStatus *st);
+
+/* ---- exec_prepare.c, exec.c, exec_ctrl.c ------------------------------------------------ */
+
+/* The prepared executor of body `body` of e (created on first use; exec_prepare.c). */
+AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus *st);
+/* Runs a body: inputs are device buffers (borrowed for the run), outputs[i] receives
+ * output i as a device buffer the caller owns (free with amp_exec_buf_free; exec.c). */
+AmpCode amp_exec_run_body(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
+                          AmpStatus *st);
+/* Reads element 0 of an integer or bool device buffer (copied out); AMP_ERR_INPUT when
+ * it holds no element. `what` names it in messages (exec_ctrl.c). */
+AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st);
+/* AMP_ERR_UNSUPPORTED naming node n once it has run more than the cap's iterations
+ * (exec_ctrl.c). */
+AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t done, AmpStatus *st);
 
 /* exec_plan.c: the launch list; whether the plan still fits this run's inputs (it
  * records their signature); the shapes of every intermediate before the run; those of

@@ -67,6 +67,15 @@ AmpCode amp_exec_build_launches(AmpExec *e, AmpStatus *st) {
 
 /* ---- the arena --------------------------------------------------------------------- */
 
+/* Gives the arena back; every value unplanned. */
+void amp_exec_free_arena(AmpExec *e) {
+    if (e->arena) e->be->free(e->be, e->arena);
+    e->arena = NULL;
+    e->arena_bytes = 0;
+    e->planned = false;
+    for (size_t i = 0; i < e->n_values; i++) e->off[i] = SIZE_MAX;
+}
+
 /* Plans the arena from the sizes the last run recorded. Failure only means no arena. */
 void amp_exec_build_arena(AmpExec *e) {
     amp_exec_free_arena(e);

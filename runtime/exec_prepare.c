@@ -316,14 +316,6 @@ void amp_exec_set_training(AmpExec *e, bool training) {
     set_training(e, training);
 }
 
-void amp_exec_free_arena(AmpExec *e) {
-    if (e->arena) e->be->free(e->be, e->arena);
-    e->arena = NULL;
-    e->arena_bytes = 0;
-    e->planned = false;
-    for (size_t i = 0; i < e->n_values; i++) e->off[i] = SIZE_MAX;
-}
-
 void amp_exec_free(AmpExec *e) {
     if (!e) return;
     AmpExec *c = e->children;
