@@ -106,85 +106,113 @@ static AmpCode loop_outputs(AmpExec *e, AmpNode *n, AmpCode rc, AmpBuf *carried,
     return rc;
 }
 
-AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
+/* A Loop node's body, its counts and its trip count and first condition (inputs M and
+ * cond, either absent: no limit, true), checked against the node. */
+static AmpCode loop_start(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpGraph **body, int64_t *max_trip,
+                          bool *cond, AmpStatus *st) {
     const AmpAttr *ba = amp_node_attr(n, "body");
     if (!ba || !ba->g) return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): no body", n->name ? n->name : "");
-    AmpGraph *body = ba->g;
+    *body = ba->g;
     int n_carried = n->n_inputs - 2;
-    if (n_carried < 0 || body->inputs.n != (size_t)n_carried + 2 || body->outputs.n < (size_t)n_carried + 1)
+    if (n_carried < 0 || (*body)->inputs.n != (size_t)n_carried + 2 || (*body)->outputs.n < (size_t)n_carried + 1)
         return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): body inputs/outputs do not match the node",
                         n->name ? n->name : "");
     for (int k = 0; k < n_carried; k++)
         if (!in[k + 2])
             return amp_fail(st, AMP_ERR_INPUT, "node '%s' (Loop): loop-carried input %d is missing",
                             n->name ? n->name : "", k);
-    int n_scan = (int)body->outputs.n - 1 - n_carried;
-    int64_t max_trip = INT64_MAX, c64 = 1;
-    AmpCode rc = in[0] ? amp_exec_read_i64(e, in[0], "the trip count M", &max_trip, st) : AMP_OK;
+    int64_t c64 = 1;
+    *max_trip = INT64_MAX;
+    AmpCode rc = in[0] ? amp_exec_read_i64(e, in[0], "the trip count M", max_trip, st) : AMP_OK;
     if (!rc && in[1]) rc = amp_exec_read_i64(e, in[1], "the condition", &c64, st);
     if (rc) {
         amp_status_prefix(st, "node '%s' (Loop): ", n->name ? n->name : "");
         return rc;
     }
-    bool cond = c64 != 0;
-    AmpExec *c;
-    if ((rc = amp_exec_get_child(e, body, &c, st))) return rc;
+    *cond = c64 != 0;
+    return AMP_OK;
+}
 
-    size_t nb = body->outputs.n;
-    AmpNamedBuf *bin = calloc((size_t)n_carried + 2, sizeof *bin);
-    AmpBuf *carried = calloc((size_t)n_carried + 1, sizeof *carried); /* owned copies */
-    AmpBuf *bout = calloc(nb, sizeof *bout);
-    AmpBuf **scans = calloc((size_t)n_scan + 1, sizeof *scans);
-    size_t cap = 0, iters = 0;
+/* A running Loop: its body's executor and what the turns carry. */
+typedef struct LoopRun {
+    AmpExec *e, *c;        /* the node's executor, the body's */
+    AmpGraph *body;
+    int n_carried, n_scan;
+    AmpNamedBuf *bin;      /* the body's inputs */
+    AmpBuf *carried;       /* owned copies of the loop-carried values */
+    AmpBuf *bout;          /* the body's outputs */
+    AmpBuf **scans;        /* per scan output: each turn's */
+    size_t cap, iters;
     /* The body's iteration number and condition inputs, device scalars written each turn. */
-    AmpBuf iter_dev = {.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1};
-    AmpBuf cond_dev = {.dtype = AMP_DT_BOOL, .rank = 0, .nelem = 1};
-    if (!bin || !carried || !bout || !scans) {
+    AmpBuf iter_dev, cond_dev;
+} LoopRun;
+
+/* Turn `it` of the body: the carried values become its outputs, the scan outputs are kept,
+ * *cond is the body's condition output. */
+static AmpCode loop_turn(LoopRun *r, int64_t it, bool *cond, AmpStatus *st) {
+    AmpExec *e = r->e;
+    int64_t iter_val = it, c64 = 0;
+    uint8_t cond_val = *cond;
+    AmpCode rc;
+    if ((rc = e->be->copy_in(e->be, r->iter_dev.data, &iter_val, sizeof iter_val, st)) ||
+        (rc = e->be->copy_in(e->be, r->cond_dev.data, &cond_val, sizeof cond_val, st)))
+        return rc;
+    r->bin[0].name = r->body->inputs.items[0].value->name;
+    r->bin[0].buf = r->iter_dev;
+    r->bin[1].name = r->body->inputs.items[1].value->name;
+    r->bin[1].buf = r->cond_dev;
+    for (int k = 0; k < r->n_carried; k++) {
+        r->bin[k + 2].name = r->body->inputs.items[k + 2].value->name;
+        r->bin[k + 2].buf = r->carried[k];
+    }
+    if ((rc = amp_exec_run_body(r->c, r->bin, (size_t)r->n_carried + 2, r->bout, st))) return rc;
+    rc = amp_exec_read_i64(e, &r->bout[0], "the body's condition output", &c64, st);
+    *cond = c64 != 0;
+    amp_exec_buf_free(e, &r->bout[0]);
+    for (int k = 0; k < r->n_carried; k++) {
+        amp_exec_buf_free(e, &r->carried[k]);
+        r->carried[k] = r->bout[k + 1];
+    }
+    if (!rc && r->iters == r->cap) rc = grow_scans(r->scans, r->n_scan, &r->cap, st);
+    if (rc) {
+        for (int s = 0; s < r->n_scan; s++) amp_exec_buf_free(e, &r->bout[1 + r->n_carried + s]);
+        return rc;
+    }
+    for (int s = 0; s < r->n_scan; s++) r->scans[s][r->iters] = r->bout[1 + r->n_carried + s];
+    r->iters++;
+    return AMP_OK;
+}
+
+AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
+    LoopRun r = {.e = e, .n_carried = n->n_inputs - 2};
+    int64_t max_trip = INT64_MAX;
+    bool cond = true;
+    AmpCode rc = loop_start(e, n, in, &r.body, &max_trip, &cond, st);
+    if (rc || (rc = amp_exec_get_child(e, r.body, &r.c, st))) return rc;
+    r.n_scan = (int)r.body->outputs.n - 1 - r.n_carried;
+    r.bin = calloc((size_t)r.n_carried + 2, sizeof *r.bin);
+    r.carried = calloc((size_t)r.n_carried + 1, sizeof *r.carried);
+    r.bout = calloc(r.body->outputs.n, sizeof *r.bout);
+    r.scans = calloc((size_t)r.n_scan + 1, sizeof *r.scans);
+    r.iter_dev = (AmpBuf){.dtype = AMP_DT_INT64, .rank = 0, .nelem = 1};
+    r.cond_dev = (AmpBuf){.dtype = AMP_DT_BOOL, .rank = 0, .nelem = 1};
+    if (!r.bin || !r.carried || !r.bout || !r.scans) {
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
         goto done;
     }
-    if ((rc = amp_exec_alloc_like(e, &iter_dev, &iter_dev, st)) || (rc = amp_exec_alloc_like(e, &cond_dev, &cond_dev, st)))
+    if ((rc = amp_exec_alloc_like(e, &r.iter_dev, &r.iter_dev, st)) ||
+        (rc = amp_exec_alloc_like(e, &r.cond_dev, &r.cond_dev, st)))
         goto done;
-    for (int k = 0; k < n_carried && !rc; k++) rc = amp_exec_copy_buf(e, in[k + 2], &carried[k], st);
+    for (int k = 0; k < r.n_carried && !rc; k++) rc = amp_exec_copy_buf(e, in[k + 2], &r.carried[k], st);
     for (int64_t it = 0; !rc && it < max_trip && cond; it++) {
         if ((rc = amp_exec_check_iterations(e, n, (uint64_t)it, st)) || (rc = amp_exec_check_deadline(e, st))) break;
-        int64_t iter_val = it;
-        uint8_t cond_val = cond;
-        if ((rc = e->be->copy_in(e->be, iter_dev.data, &iter_val, sizeof iter_val, st)) ||
-            (rc = e->be->copy_in(e->be, cond_dev.data, &cond_val, sizeof cond_val, st)))
-            break;
-        bin[0].name = body->inputs.items[0].value->name;
-        bin[0].buf = iter_dev;
-        bin[1].name = body->inputs.items[1].value->name;
-        bin[1].buf = cond_dev;
-        for (int k = 0; k < n_carried; k++) {
-            bin[k + 2].name = body->inputs.items[k + 2].value->name;
-            bin[k + 2].buf = carried[k];
-        }
-        if ((rc = amp_exec_run_body(c, bin, (size_t)n_carried + 2, bout, st))) break;
-        rc = amp_exec_read_i64(e, &bout[0], "the body's condition output", &c64, st);
-        cond = c64 != 0;
-        amp_exec_buf_free(e, &bout[0]);
-        for (int k = 0; k < n_carried; k++) {
-            amp_exec_buf_free(e, &carried[k]);
-            carried[k] = bout[k + 1];
-        }
-        if (rc) {
-            for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
-            break;
-        }
-        if (iters == cap && (rc = grow_scans(scans, n_scan, &cap, st))) {
-            for (int s = 0; s < n_scan; s++) amp_exec_buf_free(e, &bout[1 + n_carried + s]);
-            break;
-        }
-        for (int s = 0; s < n_scan; s++) scans[s][iters] = bout[1 + n_carried + s];
-        iters++;
+        rc = loop_turn(&r, it, &cond, st);
     }
-    if (carried && scans) rc = loop_outputs(e, n, rc, carried, n_carried, scans, n_scan, iters, st);
+    rc = loop_outputs(e, n, rc, r.carried, r.n_carried, r.scans, r.n_scan, r.iters, st);
 done:
-    amp_exec_buf_free(e, &iter_dev);
-    amp_exec_buf_free(e, &cond_dev);
-    free(bin), free(carried), free(bout), free(scans);
+    amp_exec_buf_free(e, &r.iter_dev);
+    amp_exec_buf_free(e, &r.cond_dev);
+    free(r.bin), free(r.carried), free(r.bout), free(r.scans);
     return rc;
 }
 
@@ -251,6 +279,52 @@ static AmpCode scan_slice(AmpExec *e, const AmpBuf *x, int axis, int64_t L, AmpB
     return amp_exec_alloc_like(e, &shape, sl, st);
 }
 
+/* Turn t's slice of every scan input in[N ..N+M) into slice[0..M): element t along its
+ * scan axis, or L - 1 - t for an input scanned backwards. */
+static AmpCode scan_inputs(AmpExec *e, const AmpNode *n, const AmpBuf *const *in, int N, int M, const int *axes,
+                           int64_t L, int64_t t, AmpBuf *slice, AmpStatus *st) {
+    AmpCode rc = AMP_OK;
+    for (int j = 0; j < M; j++) {
+        const AmpBuf *x = in[N + j];
+        int64_t at = attr_int_at(n, "scan_input_directions", (size_t)j, 0) ? L - 1 - t : t;
+        uint64_t outer = 1;
+        for (int d = 0; d < axes[j]; d++) outer *= (uint64_t)x->dims[d];
+        size_t inner = outer ? amp_buf_bytes(&slice[j]) / outer : 0;
+        for (uint64_t o = 0; o < outer && inner && !rc; o++)
+            rc = e->be->copy(e->be, (char *)slice[j].data + o * inner,
+                             (const char *)x->data + (o * (uint64_t)L + (uint64_t)at) * inner, inner, st);
+    }
+    return rc;
+}
+
+/* A Scan's outputs once the turns are over (rc: how they ended): the final states, then
+ * each scan output stacked over the L turns along its axis; everything is freed on
+ * failure. Returns the status. */
+static AmpCode scan_outputs(AmpExec *e, AmpNode *n, AmpCode rc, AmpBuf *state, int N, AmpBuf **scans, int K,
+                            int64_t L, AmpStatus *st) {
+    for (int k = 0; k < N; k++) {
+        if (!rc) amp_exec_take_output(e, n, k, &state[k]);
+        else amp_exec_buf_free(e, &state[k]);
+    }
+    for (int k = 0; k < K; k++) {
+        if (!scans[k]) continue;
+        if (!rc) {
+            AmpBuf stacked;
+            int rank = scans[k][0].rank + 1, axis = 0;
+            if (L > 0 && !amp_norm_axis(attr_int_at(n, "scan_output_axes", (size_t)k, 0), rank, &axis))
+                rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan_output_axes for output %d",
+                              n->name ? n->name : "", k);
+            if (!rc)
+                rc = stack(e, scans[k], (size_t)L, axis, attr_int_at(n, "scan_output_directions", (size_t)k, 0) != 0,
+                           &stacked, st);
+            if (!rc) amp_exec_take_output(e, n, N + k, &stacked);
+        }
+        for (int64_t t = 0; t < L; t++) amp_exec_buf_free(e, &scans[k][t]);
+        free(scans[k]);
+    }
+    return rc;
+}
+
 /* Scan (opset 9 and later): N state variables, then M scan inputs sliced along their scan
  * axis each iteration; the body returns N new states and K per-iteration slices that are
  * stacked along each scan output's axis. */
@@ -286,24 +360,13 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
         if (!(scans[k] = calloc((size_t)L + 1, sizeof **scans))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     for (int k = 0; k < N && !rc; k++) rc = amp_exec_copy_buf(e, in[k], &state[k], st);
     for (int j = 0; j < M && !rc; j++) rc = scan_slice(e, in[N + j], axes[j], L, &slice[j], st);
+    for (int j = 0; j < M; j++) bin[N + j].name = body->inputs.items[N + j].value->name;
+    for (int k = 0; k < N; k++) bin[k].name = body->inputs.items[k].value->name;
     for (int64_t t = 0; !rc && t < L; t++) {
         if ((rc = amp_exec_check_iterations(e, n, (uint64_t)t, st)) || (rc = amp_exec_check_deadline(e, st))) break;
-        for (int j = 0; j < M; j++) {
-            const AmpBuf *x = in[N + j];
-            int64_t at = attr_int_at(n, "scan_input_directions", (size_t)j, 0) ? L - 1 - t : t;
-            uint64_t outer = 1;
-            for (int d = 0; d < axes[j]; d++) outer *= (uint64_t)x->dims[d];
-            size_t inner = outer ? amp_buf_bytes(&slice[j]) / outer : 0;
-            for (uint64_t o = 0; o < outer && inner && !rc; o++)
-                rc = e->be->copy(e->be, (char *)slice[j].data + o * inner,
-                                 (const char *)x->data + (o * (uint64_t)L + (uint64_t)at) * inner, inner, st);
-            bin[N + j].name = body->inputs.items[N + j].value->name;
-            bin[N + j].buf = slice[j];
-        }
-        for (int k = 0; k < N; k++) {
-            bin[k].name = body->inputs.items[k].value->name;
-            bin[k].buf = state[k];
-        }
+        rc = scan_inputs(e, n, in, N, M, axes, L, t, slice, st);
+        for (int j = 0; j < M; j++) bin[N + j].buf = slice[j];
+        for (int k = 0; k < N; k++) bin[k].buf = state[k];
         if (rc || (rc = amp_exec_run_body(c, bin, (size_t)(N + M), bout, st))) break;
         for (int k = 0; k < N; k++) {
             amp_exec_buf_free(e, &state[k]);
@@ -311,25 +374,7 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
         }
         for (int k = 0; k < K; k++) scans[k][t] = bout[N + k];
     }
-    for (int k = 0; k < N; k++) {
-        if (!rc) amp_exec_take_output(e, n, k, &state[k]);
-        else amp_exec_buf_free(e, &state[k]);
-    }
-    for (int k = 0; k < K; k++) {
-        if (!scans[k]) continue;
-        if (!rc) {
-            AmpBuf stacked;
-            int rank = scans[k][0].rank + 1, axis = 0;
-            if (L > 0 && !amp_norm_axis(attr_int_at(n, "scan_output_axes", (size_t)k, 0), rank, &axis))
-                rc = amp_fail(st, AMP_ERR_INPUT, "node '%s' (Scan): bad scan_output_axes for output %d", nm, k);
-            if (!rc)
-                rc = stack(e, scans[k], (size_t)L, axis, attr_int_at(n, "scan_output_directions", (size_t)k, 0) != 0,
-                           &stacked, st);
-            if (!rc) amp_exec_take_output(e, n, N + k, &stacked);
-        }
-        for (int64_t t = 0; t < L; t++) amp_exec_buf_free(e, &scans[k][t]);
-        free(scans[k]);
-    }
+    rc = scan_outputs(e, n, rc, state, N, scans, K, L, st);
 done:
     for (int j = 0; slice && j < M; j++) amp_exec_buf_free(e, &slice[j]);
     free(bin), free(state), free(slice), free(bout), free(scans);

@@ -51,9 +51,29 @@ static AmpBuf *fallback_alloc(void *ctx, int index, int dtype, int rank, const i
     return &f->shadow[index];
 }
 
+/* A host copy, on the fallback fb, of device buffer src of be (dst->data NULL when out of
+ * memory). */
+static AmpCode to_host(AmpBackend *fb, AmpBackend *be, const AmpBuf *src, AmpBuf *dst, AmpStatus *st) {
+    *dst = *src;
+    size_t bytes = amp_buf_bytes(dst);
+    if (!(dst->data = fb->alloc(fb, bytes))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    return bytes ? be->copy_out(be, dst->data, src->data, bytes, st) : AMP_OK;
+}
+
+/* The kernel's outputs back on the device: the placed ones (hout[0..n_out)), then those
+ * it asked for. */
+static AmpCode copy_back(AmpBackend *be, const AmpKernelCtx *k, const AmpBuf *hout, int n_out, const FbAlloc *fa,
+                         AmpStatus *st) {
+    AmpCode rc = AMP_OK;
+    for (int o = 0; o < n_out && !rc; o++)
+        if (k->out[o].data) rc = be->copy_in(be, k->out[o].data, hout[o].data, amp_buf_bytes(&hout[o]), st);
+    for (int o = 0; o < AMP_EXEC_MAX_OUT && !rc; o++)
+        if (fa->dev[o]) rc = be->copy_in(be, fa->dev[o]->data, fa->shadow[o].data, amp_buf_bytes(fa->dev[o]), st);
+    return rc;
+}
+
 AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st) {
     AmpBackend *fb = e->node_be[i], *be = e->be;
-    const AmpNode *n = k->node;
     AmpBuf hin_stack[AMP_EXEC_MAX_IN], hout[AMP_EXEC_MAX_OUT], *hin = hin_stack;
     const AmpBuf *hinp_stack[AMP_EXEC_MAX_IN], **hinp = hinp_stack;
     if (k->n_in > AMP_EXEC_MAX_IN) { /* a variadic node with many inputs */
@@ -72,10 +92,7 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
         hinp[n_in] = NULL;
         hin[n_in].data = NULL;
         if (!k->in[n_in]) continue;
-        hin[n_in] = *k->in[n_in];
-        size_t bytes = amp_buf_bytes(&hin[n_in]);
-        if (!(hin[n_in].data = fb->alloc(fb, bytes))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        else if (bytes) rc = be->copy_out(be, hin[n_in].data, k->in[n_in]->data, bytes, st);
+        rc = to_host(fb, be, k->in[n_in], &hin[n_in], st);
         hinp[n_in] = &hin[n_in];
     }
     for (; n_out < k->n_out && !rc; n_out++) {
@@ -85,12 +102,7 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
             rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
     AmpBuf hgate = {0};
-    if (!rc && k->gate) { /* a folded update gate (fuse.c): one bool */
-        hgate = *k->gate;
-        size_t bytes = amp_buf_bytes(&hgate);
-        if (!(hgate.data = fb->alloc(fb, bytes))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-        else if (bytes) rc = be->copy_out(be, hgate.data, k->gate->data, bytes, st);
-    }
+    if (!rc && k->gate) rc = to_host(fb, be, k->gate, &hgate, st); /* a folded update gate (fuse.c): one bool */
     if (!rc) {
         AmpKernelCtx hk = *k;
         hk.gate = k->gate ? &hgate : NULL;
@@ -100,10 +112,7 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
         hk.alloc_ctx = &fa;
         rc = fb->run_node(fb, &e->kernels[i], &hk);
     }
-    for (int o = 0; o < n_out && !rc; o++)
-        if (k->out[o].data) rc = be->copy_in(be, k->out[o].data, hout[o].data, amp_buf_bytes(&hout[o]), st);
-    for (int o = 0; o < AMP_EXEC_MAX_OUT && !rc; o++)
-        if (fa.dev[o]) rc = be->copy_in(be, fa.dev[o]->data, fa.shadow[o].data, amp_buf_bytes(fa.dev[o]), st);
+    if (!rc) rc = copy_back(be, k, hout, n_out, &fa, st);
     for (int j = 0; j < n_in; j++)
         if (hinp[j] && hin[j].data) fb->free(fb, hin[j].data);
     for (int o = 0; o < n_out; o++)
@@ -112,7 +121,6 @@ AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *a
         if (fa.shadow[o].data) fb->free(fb, fa.shadow[o].data);
     if (hgate.data) fb->free(fb, hgate.data);
     if (hin != hin_stack) free(hin), free(hinp);
-    (void)n;
     return rc;
 }
 
