@@ -232,7 +232,7 @@ static bool cuda_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const
 
 /* The registry's takes (amp_backend_kind_takes): needs no device, the table's predicates
  * read the node, its opset and its input dtypes as the model types them (the executor
- * asks the same, amp_exec_backend_supports). */
+ * asks the same, amp_backend_takes). */
 static bool cuda_takes(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     return cuda_supports(NULL, n, opset, in_dtypes);
 }
