@@ -43,7 +43,7 @@ static bool attrs_ok(const AmpNode *n) {
 }
 
 /* The opcode node n becomes, with the dtypes its kernel reads checked as the fused
- * kernels check them (kernels/cpu/fused.c), or 0. */
+ * kernels check them (ops/fused_check.c), or 0. */
 static int opcode_of(const AmpNode *n) {
     static const struct { AmpOpId op; int code, arity; char kind; } map[] = {
         /* kind: 'a' float or int, 'f' float, 'c' compare (float or int -> bool), 'b' bool */
