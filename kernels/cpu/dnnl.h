@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ir/kernel.h"
+
 /* One matrix product: dst = alpha * op(A) @ op(B) (+ bias) (+ dst), batched.
  * A is (batch_a..., m, k) after op, stored row-major as (m, k), or (k, m) where ta;
  * B (batch_b..., k, n), stored (k, n), or (n, k) where tb; dst (batch..., m, n)
@@ -77,10 +79,14 @@ typedef struct AmpDnnlConv {
     bool bias; /* forward: a bias (oc) of dt; backward weights: diff_bias wanted */
 } AmpDnnlConv;
 
-/* The buffers of one call; the ones p's kind does not use are ignored. */
+/* The buffers of one call; the ones p's kind does not use are ignored. wei_pack, where
+ * the weights are a constant of the session (AmpKernelCtx.const_in), keeps them in the
+ * layout the primitive wants, reordered on the first call only; NULL: every call
+ * reorders them. */
 typedef struct AmpDnnlConvIO {
     const void *src, *wei, *bias, *diff_dst;
     void *dst, *diff_src, *diff_wei, *diff_bias;
+    AmpKernelPack *wei_pack;
 } AmpDnnlConvIO;
 
 /* Computes p; false (outputs untouched, or partly written: the caller recomputes them all)
