@@ -123,6 +123,57 @@ static void iter_init(RedIter *it, const AmpBuf *x, const int64_t *ostr) {
     it->ostr = ostr;
 }
 
+/* Whether x's storage order is the reduced axes (ostr 0) and then the kept ones, or the
+ * kept and then the reduced (axes of one element fit either): *lead for the first. */
+static bool split_2d(const AmpBuf *x, const int64_t *ostr, bool *lead) {
+    int changes = 0, first = -1, prev = -1;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->dims[d] == 1) continue;
+        int red = ostr[d] == 0;
+        if (first < 0) first = red;
+        if (prev >= 0 && red != prev) changes++;
+        prev = red;
+    }
+    *lead = first == 1;
+    return changes <= 1;
+}
+
+/* The sums (of the elements: Sum, Mean, LogSum; of their squares: SumSquare, L2) of
+ * float32 data laid out as [reduced, kept] (the bias
+ * gradient's sum over the batch: rows added into the accumulators, which vectorizes) or
+ * [kept, reduced] (each output's elements one after another): the same additions in the
+ * same order as the general walk, so the same result, without its per-element index
+ * bookkeeping. False for other layouts and kinds. */
+static bool sum_fast(RedKind kind, const AmpBuf *x, const int64_t *ostr, const float *f, double *acc) {
+    bool lead, sq = kind == RED_SUMSQ || kind == RED_L2;
+    if ((kind != RED_SUM && kind != RED_MEAN && kind != RED_LOGSUM && !sq) || !x->nelem || !split_2d(x, ostr, &lead))
+        return false;
+    uint64_t kept = 1;
+    for (int d = 0; d < x->rank; d++)
+        if (ostr[d]) kept *= (uint64_t)x->dims[d];
+    uint64_t red = x->nelem / kept;
+    if (lead) {
+        for (uint64_t r = 0; r < red; r++) {
+            const float *row = f + r * kept;
+            if (sq)
+                for (uint64_t j = 0; j < kept; j++) acc[j] += (double)row[j] * (double)row[j];
+            else
+                for (uint64_t j = 0; j < kept; j++) acc[j] += (double)row[j];
+        }
+    } else {
+        for (uint64_t j = 0; j < kept; j++) {
+            const float *row = f + j * red;
+            double s = acc[j];
+            if (sq)
+                for (uint64_t r = 0; r < red; r++) s += (double)row[r] * (double)row[r];
+            else
+                for (uint64_t r = 0; r < red; r++) s += (double)row[r];
+            acc[j] = s;
+        }
+    }
+    return true;
+}
+
 /* Float data: accumulators in double, one per output element. */
 static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const int64_t *ostr, uint64_t n_red,
                             AmpBuf *y) {
@@ -153,6 +204,7 @@ static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, cons
             if (!isnan(*m) && (isnan(a) || a > *m)) *m = a;
         }
     }
+    if (!mx && v.f && sum_fast(kind, x, ostr, v.f, acc)) goto done;
     iter_init(&it, x, ostr);
     for (uint64_t i = 0; i < x->nelem; i++, iter_next(&it)) {
         double a = amp_fv_get(&v, i);
@@ -174,6 +226,7 @@ static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, cons
         case RED_LOGSUMEXP: *s += isinf(mx[it.off]) ? 0.0 : exp(a - mx[it.off]); break;
         }
     }
+done:
     for (uint64_t j = 0; j < y->nelem; j++) {
         double r = acc[j];
         switch (kind) {
