@@ -687,6 +687,8 @@ static int dispatch(Cli *c, int argc, char **argv) {
     case CMD_BENCH:
         c->ra.model = model;
         if (c->ra.plot && !c->ra.compare) return ampc_usage_error("--plot draws what --compare times: give both");
+        if (c->ra.profile && c->ra.compare)
+            return ampc_usage_error("--profile times one session: give it without --compare (with AMP_AUTO=1 for the AMP one)");
         return c->ra.compare ? ampc_cmd_bench_compare(&c->ra) : ampc_cmd_bench(&c->ra);
     default: c->a.model = model; return convert(&c->a, &c->ra);
     }
