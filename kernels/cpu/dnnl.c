@@ -409,10 +409,21 @@ static bool md_plain(dnnl_memory_desc_t *md, int nd, const int64_t *d, int dt, b
     return p_dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides) == dnnl_success;
 }
 
-/* (n, c, sp...) */
+/* Dims d (nd of them) stored with the first two axes swapped: (d1, d0, d2...). */
+static bool md_swapped(dnnl_memory_desc_t *md, int nd, const int64_t *d, int dt) {
+    dnnl_dims_t dims, strides;
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 2; i--) dims[i] = d[i], strides[i] = s, s *= d[i];
+    dims[0] = d[0], dims[1] = d[1];
+    strides[0] = s, strides[1] = s * d[0];
+    return p_dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides) == dnnl_success;
+}
+
+/* (n, c, sp...); the user's of a swapped problem (n and c swapped in memory) */
 static bool md_act(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int64_t c, const int64_t *sp, int dt, bool any) {
     int64_t d[2 + AMP_DNNL_MAX_SPATIAL] = {p->n, c};
     for (int i = 0; i < p->nsp; i++) d[2 + i] = sp[i];
+    if (p->swapped && !any) return md_swapped(md, 2 + p->nsp, d, dt);
     return md_plain(md, 2 + p->nsp, d, dt, any);
 }
 
@@ -432,6 +443,7 @@ static bool md_wei(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int dt, bool an
     int64_t s = 1;
     for (int i = p->nsp - 1; i >= 0; i--) dims[gd + 2 + i] = p->kern[i], strides[gd + 2 + i] = s, s *= p->kern[i];
     if (any) return p_dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_dt(dt), dnnl_format_tag_any) == dnnl_success;
+    if (p->swapped) return !gd && md_swapped(md, nd, dims, dt); /* (ic, oc, k...) in memory */
     return p_dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides) == dnnl_success;
 }
 
@@ -717,6 +729,8 @@ bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io) {
         k.p.stride[i] = p->stride[i], k.p.dil[i] = p->dil[i], k.p.pad0[i] = p->pad0[i], k.p.pad1[i] = p->pad1[i];
     }
     k.p.bias = p->bias;
+    k.p.swapped = p->swapped && p->kind == AMP_DNNL_CONV_BWD_WEIGHTS && p->group == 1;
+    if (p->swapped && !k.p.swapped) return false;
     k.threads = threads_now();
     bool own;
     ConvEntry *e = conv_lookup(&k, &own);

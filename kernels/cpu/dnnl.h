@@ -77,6 +77,13 @@ typedef struct AmpDnnlConv {
     int64_t stride[AMP_DNNL_MAX_SPATIAL], dil[AMP_DNNL_MAX_SPATIAL];
     int64_t pad0[AMP_DNNL_MAX_SPATIAL], pad1[AMP_DNNL_MAX_SPATIAL];
     bool bias; /* forward: a bias (oc) of dt; backward weights: diff_bias wanted */
+    /* AMP_DNNL_CONV_BWD_WEIGHTS only: the tensors are stored with their first two axes
+     * swapped: src as (ic, n, in...), diff_dst as (oc, n, out...), diff_wei as (ic, oc,
+     * kern...). That is how a weight gradient reads when written as a plain Conv (`ampc
+     * grad`'s: Conv of the batch-transposed input by the batch-transposed output
+     * gradient, whose result is the transposed weight gradient), which the CPU's Conv
+     * hands to oneDNN's backward-weights this way. */
+    bool swapped;
 } AmpDnnlConv;
 
 /* The buffers of one call; the ones p's kind does not use are ignored. wei_pack, where

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "rt_util.h"
+#include "tests/runtime/rt_util.h"
 
 enum { C = 16, M = 16, HW = 6 };
 
