@@ -1,5 +1,5 @@
 /* The program of an ai.ampc FusedElementwise node: the contract between the executor's
- * fusion (runtime/fuse.c writes it) and the kernels that run it (kernels/cpu/fused_impl.h,
+ * fusion (runtime/fuse.c writes it) and the kernels that run it (ops/fused_eval.h,
  * shared by the CPU and CUDA kernels). Attributes of the node:
  *   program     INTS, 5 per instruction: opcode, result dtype (AmpDType), operands a, b, c
  *               (registers: 0 .. n_inputs-1 are the inputs, n_inputs + j instruction j's
@@ -40,7 +40,7 @@ typedef struct AmpFusedInstr {
     uint8_t a, b, c; /* operand registers (unused ones 0) */
 } AmpFusedInstr;
 
-/* A checked program (kernels/cpu/fused.c: amp_cpu_fused_prepare builds it from the node). */
+/* A checked program (kernels/cpu/fused.c: amp_fused_prepare builds it from the node). */
 typedef struct AmpFusedProg {
     int n_in, n_instr, n_out; /* per tensor set */
     int tensors;              /* sets of tensors the node runs the program over */

@@ -138,24 +138,7 @@ bool amp_tensor_expected_bytes(int dtype, uint64_t nelem, size_t *out);
 
 /* ---- attributes ----------------------------------------------------------------- */
 
-typedef enum AmpAttrType { /* ONNX AttributeProto.AttributeType */
-    AMP_ATTR_UNDEFINED = 0,
-    AMP_ATTR_FLOAT = 1,
-    AMP_ATTR_INT = 2,
-    AMP_ATTR_STRING = 3,
-    AMP_ATTR_TENSOR = 4,
-    AMP_ATTR_GRAPH = 5,
-    AMP_ATTR_FLOATS = 6,
-    AMP_ATTR_INTS = 7,
-    AMP_ATTR_STRINGS = 8,
-    AMP_ATTR_TENSORS = 9,
-    AMP_ATTR_GRAPHS = 10,
-    AMP_ATTR_SPARSE_TENSOR = 11,
-    AMP_ATTR_SPARSE_TENSORS = 12,
-    AMP_ATTR_TYPE_PROTO = 13,
-    AMP_ATTR_TYPE_PROTOS = 14
-} AmpAttrType;
-
+/* AmpAttrType is ops.h's: the op table's ATTRS column names those types. */
 typedef enum AmpAttrHas {
     AMP_ATTR_HAS_TYPE = 1u << 0,
     AMP_ATTR_HAS_F = 1u << 1,

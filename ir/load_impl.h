@@ -87,9 +87,37 @@ typedef struct Span {
     size_t len;
 } Span;
 
+
+/* ---- load_wire.c: single fields, for every message (calls nothing else of the loader) ---- */
+
 AmpCode amp_load_oom(LoadCtx *c);
 /* The input's encoding is malformed (a field of the wrong wire type, a bad packed array). */
 AmpCode amp_load_malformed(LoadCtx *c);
+
+/* A copy of string field f in the arena, cut at a NUL as protobuf-c reads it; NULL only
+ * when out of memory. */
+const char *amp_load_str(LoadCtx *c, const AmpWireField *f);
+
+/* The string fields numbered na and nb of message field mf, the last of each, into *a
+ * and *b (left alone when absent); other fields are skipped. */
+AmpCode amp_load_two_strs(LoadCtx *c, const AmpWireField *mf, uint32_t na, const char **a, uint32_t nb,
+                          const char **b);
+/* A StringStringEntryProto (key 1, value 2; anything else is dropped). */
+AmpCode amp_load_pair(LoadCtx *c, const AmpWireField *ef, AmpStrPair *out);
+/* The n StringStringEntryProtos of repeated field `num` of [msg, end), in file order. */
+AmpCode amp_load_pairs(LoadCtx *c, const uint8_t *msg, const uint8_t *end, uint32_t num, size_t n,
+                       AmpStrPair **out);
+
+/* The payload of singular message field `num` of [p, end), which occurs `count` >= 1
+ * times after `from`: the one payload, or (protobuf merges repeats) their concatenation,
+ * copied into the arena. */
+AmpCode amp_load_merged(LoadCtx *c, const uint8_t *from, const uint8_t *end, uint32_t num,
+                        size_t count, const uint8_t **data, size_t *len);
+
+/* The last `name` (field 1) of a message, as a span; false when it has none. */
+bool amp_load_name(const uint8_t *p, size_t len, uint32_t num, const char **name, size_t *n);
+
+/* ---- load_nest.c ---- */
 
 /* protobuf-c's unpacking of the `desc` message [p, p + len), after a walk that refuses
  * nesting deeper than protobuf-c's unbounded recursion may safely take (load_nest.c):
@@ -98,30 +126,15 @@ AmpCode amp_load_unpack(LoadCtx *c, const ProtobufCMessageDescriptor *desc, cons
                         ProtobufCMessage **out);
 void amp_load_nest_free(LoadCtx *c);
 
-/* The string fields numbered na and nb of message field mf, the last of each, into *a
- * and *b (left alone when absent); other fields are skipped. */
-AmpCode amp_load_two_strs(LoadCtx *c, const AmpWireField *mf, uint32_t na, const char **a, uint32_t nb,
-                          const char **b);
-
-/* A copy of string field f in the arena, cut at a NUL as protobuf-c reads it; NULL only
- * when out of memory. */
-const char *amp_load_str(LoadCtx *c, const AmpWireField *f);
+/* ---- the messages: load_msg.c (rest blobs, tensors, attributes), load_type.c (value
+ * infos), load.c (graphs). A graph's nodes load their graph attributes as graphs: the
+ * loader's one recursion (amp_load_graph bounds its depth). ---- */
 
 /* The rest blob of the message [p, end): its fields whose numbers are not in `modelled`
  * (a bit mask; numbers of 32 and up are never modelled) packed by protobuf-c as `desc`,
  * so they come back in canonical order with unknown fields last. */
 AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p,
                       const uint8_t *end, uint32_t modelled, AmpBytes *out);
-
-/* The payload of singular message field `num` of [p, end), which occurs `count` >= 1
- * times after `from`: the one payload, or (protobuf merges repeats) their concatenation,
- * copied into the arena. */
-AmpCode amp_load_merged(LoadCtx *c, const uint8_t *from, const uint8_t *end, uint32_t num,
-                        size_t count, const uint8_t **data, size_t *len);
-
-/* The n StringStringEntryProtos of repeated field `num` of [msg, end), in file order. */
-AmpCode amp_load_pairs(LoadCtx *c, const uint8_t *msg, const uint8_t *end, uint32_t num, size_t n,
-                       AmpStrPair **out);
 
 AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *where,
                         AmpTensor **out);
@@ -130,9 +143,6 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
 /* One ValueInfoProto kept in e (its bytes, its type parsed; the value takes the type if
  * it has none). */
 AmpCode amp_load_value_info(LoadCtx *c, AmpValueInfo *e, const uint8_t *p, size_t len);
-/* The last `name` (field 1) of a message, as a span; false when it has none. */
-bool amp_load_name(const uint8_t *p, size_t len, uint32_t num, const char **name, size_t *n);
-
 AmpCode amp_load_graph(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *parent, AmpNode *owner,
                        const char *where, AmpGraph **out);
 

@@ -13,22 +13,7 @@
 
 #define BIT(n) (1u << (n))
 
-AmpCode amp_load_oom(LoadCtx *c) {
-    return amp_fail(c->st, AMP_ERR_INTERNAL, "out of memory");
-}
-
-AmpCode amp_load_malformed(LoadCtx *c) {
-    if (c->tensor_file)
-        return amp_fail(c->st, AMP_ERR_INPUT, "not an ONNX TensorProto: the protobuf encoding is malformed");
-    return amp_fail(c->st, AMP_ERR_INPUT,
-                    "not an ONNX model: the protobuf encoding is malformed or truncated (%zu bytes)", c->total);
-}
-
-const char *amp_load_str(LoadCtx *c, const AmpWireField *f) {
-    return amp_arena_strndup(c->arena, (const char *)f->data, amp_wire_strlen(f));
-}
-
-/* ---- rest blobs and merged messages ---------------------------------------------- */
+/* ---- rest blobs ------------------------------------------------------------------ */
 
 static bool scratch_room(LoadCtx *c, size_t need) {
     if (need <= c->scratch_cap) return true;
@@ -70,46 +55,6 @@ AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const 
     }
     protobuf_c_message_free_unpacked(msg, NULL);
     return size && !buf ? amp_load_oom(c) : AMP_OK;
-}
-
-AmpCode amp_load_merged(LoadCtx *c, const uint8_t *from, const uint8_t *end, uint32_t num,
-                        size_t count, const uint8_t **data, size_t *len) {
-    AmpWireField f;
-    size_t total = 0;
-    const uint8_t *p = from;
-    while (amp_wire_next(&p, end, &f) > 0)
-        if (f.num == num) {
-            if (count == 1) {
-                *data = f.data;
-                *len = f.len;
-                return AMP_OK;
-            }
-            total += f.len;
-        }
-    uint8_t *buf = amp_arena_alloc_raw(c->arena, total);
-    if (!buf) return amp_load_oom(c);
-    size_t k = 0;
-    for (p = from; amp_wire_next(&p, end, &f) > 0;)
-        if (f.num == num) {
-            if (f.len) memcpy(buf + k, f.data, f.len);
-            k += f.len;
-        }
-    *data = buf;
-    *len = total;
-    return AMP_OK;
-}
-
-bool amp_load_name(const uint8_t *p, size_t len, uint32_t num, const char **name, size_t *n) {
-    const uint8_t *end = p + len;
-    AmpWireField f;
-    bool found = false;
-    while (amp_wire_next(&p, end, &f) > 0)
-        if (f.num == num && f.wt == AMP_WT_LEN) {
-            *name = (const char *)f.data;
-            *n = amp_wire_strlen(&f);
-            found = true;
-        }
-    return found;
 }
 
 /* ---- repeated scalars: unpacked (one record each) or packed (one payload) ---------- */
@@ -190,42 +135,6 @@ static size_t typed_count(const AmpTensor *t, uint64_t nelem, uint64_t *expect) 
     case AMP_DT_FLOAT4E2M1: *expect = (nelem + 1) / 2; return t->n_int32;
     default: *expect = nelem; return t->n_int32;
     }
-}
-
-AmpCode amp_load_two_strs(LoadCtx *c, const AmpWireField *mf, uint32_t na, const char **a, uint32_t nb,
-                          const char **b) {
-    const uint8_t *p = mf->data, *end = mf->data + mf->len;
-    AmpWireField f;
-    int r;
-    while ((r = amp_wire_next(&p, end, &f)) > 0) {
-        if (f.num != na && f.num != nb) continue;
-        if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
-        const char *s = amp_load_str(c, &f);
-        if (!s) return amp_load_oom(c);
-        *(f.num == na ? a : b) = s;
-    }
-    return r < 0 ? amp_load_malformed(c) : AMP_OK;
-}
-
-/* A StringStringEntryProto (key 1, value 2; anything else is dropped, as before). */
-static AmpCode load_pair(LoadCtx *c, const AmpWireField *ef, AmpStrPair *out) {
-    return amp_load_two_strs(c, ef, 1, &out->key, 2, &out->value);
-}
-
-AmpCode amp_load_pairs(LoadCtx *c, const uint8_t *msg, const uint8_t *end, uint32_t num, size_t n,
-                       AmpStrPair **out) {
-    if (!n) return AMP_OK;
-    AmpStrPair *pairs = amp_arena_calloc(c->arena, n, sizeof *pairs);
-    if (!pairs) return amp_load_oom(c);
-    *out = pairs;
-    AmpWireField f;
-    size_t k = 0;
-    while (k < n && amp_wire_next(&msg, end, &f) > 0) {
-        if (f.num != num) continue;
-        AmpCode rc = load_pair(c, &f, &pairs[k++]);
-        if (rc) return rc;
-    }
-    return AMP_OK;
 }
 
 enum { T_DIMS = 1, T_DTYPE = 2, T_FLOAT = 4, T_INT32 = 5, T_STRING = 6, T_INT64 = 7, T_NAME = 8,
@@ -319,7 +228,7 @@ static AmpCode tensor_arrays(LoadCtx *c, AmpTensor *t, const uint8_t *p, const u
             t->string_data[ks].len = f.len;
             if (!(t->string_data[ks++].data = amp_arena_memdup(a, f.data, f.len))) rc = amp_load_oom(c);
             break;
-        case T_EXTERNAL: rc = load_pair(c, &f, &t->external[ke++]); break;
+        case T_EXTERNAL: rc = amp_load_pair(c, &f, &t->external[ke++]); break;
         default: break;
         }
     }

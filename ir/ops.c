@@ -6,8 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 
+/* Not ir/ir.h: the graph code (ir.c) looks ops up here, so the table names nothing of
+ * it; infer_impl.h and kernel.h are here for the prototypes of what the table holds. */
 #include "ir/infer_impl.h"
-#include "ir/ir.h"
 #include "ir/kernel.h"
 #include "ir/ops.h"
 

@@ -86,6 +86,26 @@ const char *amp_op_class_name(AmpOpClass c);
  * after running it. */
 bool amp_op_shape_from_data(AmpOpId op);
 
+/* ONNX AttributeProto.AttributeType: ops.def's ATTRS column names one per attribute
+ * (A("axis", INT) is AMP_ATTR_INT), and AmpAttr.type (ir.h) holds one. */
+typedef enum AmpAttrType {
+    AMP_ATTR_UNDEFINED = 0,
+    AMP_ATTR_FLOAT = 1,
+    AMP_ATTR_INT = 2,
+    AMP_ATTR_STRING = 3,
+    AMP_ATTR_TENSOR = 4,
+    AMP_ATTR_GRAPH = 5,
+    AMP_ATTR_FLOATS = 6,
+    AMP_ATTR_INTS = 7,
+    AMP_ATTR_STRINGS = 8,
+    AMP_ATTR_TENSORS = 9,
+    AMP_ATTR_GRAPHS = 10,
+    AMP_ATTR_SPARSE_TENSOR = 11,
+    AMP_ATTR_SPARSE_TENSORS = 12,
+    AMP_ATTR_TYPE_PROTO = 13,
+    AMP_ATTR_TYPE_PROTOS = 14
+} AmpAttrType;
+
 /* The AttributeProto type (AmpAttrType value) an op's attribute must have, or -1 when
  * the op or the attribute is not described (then any type is accepted). */
 int amp_op_attr_type(AmpOpId id, const char *attr_name);

@@ -1,8 +1,6 @@
 /* The verifier: structural and type checks over a whole model (main graph, attribute
  * subgraphs, training graphs). It runs after load and after every pass in tests, stops at
  * the first problem, names the graph, node and value, and is linear in the model's size. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,80 +28,6 @@ typedef struct Frame {
     struct Frame *up;
     int depth;
 } Frame;
-
-
-/* ---- messages (built only on the error path) ------------------------------------- */
-
-static const char *ATTR_TYPE_NAMES[] = {
-    "UNDEFINED", "FLOAT",   "INT",     "STRING",        "TENSOR",         "GRAPH",
-    "FLOATS",    "INTS",    "STRINGS", "TENSORS",       "GRAPHS",         "SPARSE_TENSOR",
-    "SPARSE_TENSORS",       "TYPE_PROTO",               "TYPE_PROTOS"};
-enum { N_ATTR_TYPES = (int)(sizeof ATTR_TYPE_NAMES / sizeof ATTR_TYPE_NAMES[0]) };
-
-const char *amp_verify_attr_type_name(int t) {
-    return t >= 0 && t < N_ATTR_TYPES ? ATTR_TYPE_NAMES[t] : "invalid";
-}
-
-static const char *str_or(const char *s, const char *dflt) {
-    return s && *s ? s : dflt;
-}
-
-/* A name for a graph in messages: its own name, else where it hangs ("main",
- * "<owner node>.<attribute>", "training_info[i].algorithm"). */
-static void graph_label(const AmpModel *m, const AmpGraph *g, char *buf, size_t len) {
-    if (g->name && *g->name) {
-        snprintf(buf, len, "%s", g->name);
-        return;
-    }
-    if (g == m->graph) {
-        snprintf(buf, len, "main");
-        return;
-    }
-    for (size_t i = 0; i < m->n_training; i++) {
-        if (m->training[i].algorithm == g) {
-            snprintf(buf, len, "training_info[%zu].algorithm", i);
-            return;
-        }
-        if (m->training[i].initialization == g) {
-            snprintf(buf, len, "training_info[%zu].initialization", i);
-            return;
-        }
-    }
-    if (g->owner) {
-        const AmpNode *o = g->owner;
-        const char *attr = "?";
-        for (size_t i = 0; i < o->n_attrs; i++) {
-            const AmpAttr *a = &o->attrs[i];
-            bool here = a->g == g;
-            for (size_t k = 0; !here && k < a->n_graphs; k++) here = a->graphs[k] == g;
-            if (here) attr = str_or(a->name, "?");
-        }
-        snprintf(buf, len, "%s.%s", str_or(o->name, str_or(o->op_type, "?")), attr);
-        return;
-    }
-    snprintf(buf, len, "(unnamed)");
-}
-
-static void node_label(const AmpNode *n, char *buf, size_t len) {
-    const char *dom = amp_domain_is_default(n->domain) ? NULL : n->domain;
-    if (n->name && *n->name)
-        snprintf(buf, len, "node '%s' (%s%s%s)", n->name, dom ? dom : "", dom ? ":" : "",
-                 str_or(n->op_type, "?"));
-    else
-        snprintf(buf, len, "node #%lu (%s%s%s)", (unsigned long)n->id, dom ? dom : "",
-                 dom ? ":" : "", str_or(n->op_type, "?"));
-}
-
-AmpCode amp_verify_fail(Ctx *c, AmpCode code, const AmpGraph *g, const AmpNode *n, const char *fmt, ...) {
-    char gl[256], nl[320], msg[700];
-    graph_label(c->m, g, gl, sizeof gl);
-    if (n) node_label(n, nl, sizeof nl);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return amp_fail(c->st, code, "graph '%s': %s%s%s", gl, n ? nl : "", n ? ": " : "", msg);
-}
 
 /* ---- cycles: only on the error path, to tell a cycle from a misordered node ------- */
 
@@ -173,7 +97,7 @@ static AmpCode check_use(Ctx *c, Frame *f, AmpNode *n, int slot, AmpValue *v) {
     Frame *df = frame_of(f, v);
     if (!df) {
         char gl[256];
-        if (v->graph) graph_label(c->m, v->graph, gl, sizeof gl);
+        if (v->graph) amp_verify_graph_label(c->m, v->graph, gl, sizeof gl);
         return vfail(c, AMP_ERR_INPUT, g, n,
                      "input %d '%s' belongs to graph '%s', which does not enclose this one",
                      slot, v->name, v->graph ? gl : "(none)");
@@ -194,7 +118,7 @@ static AmpCode check_use(Ctx *c, Frame *f, AmpNode *n, int slot, AmpValue *v) {
                      "input %d '%s' is undefined: no node produces it and it is neither a graph "
                      "input nor an initializer", slot, v->name);
     char pl[320] = "?";
-    if (p) node_label(p, pl, sizeof pl);
+    if (p) amp_verify_node_label(p, pl, sizeof pl);
     if (df != f)
         return vfail(c, AMP_ERR_INPUT, g, n,
                      "input %d '%s' of an enclosing graph is used before it is defined there "
@@ -239,34 +163,6 @@ static AmpCode check_graph_outputs(Ctx *c, Frame *f) {
 }
 
 /* ---- attributes ------------------------------------------------------------------ */
-
-int amp_verify_cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The first name that occurs twice in names[0..n), or NULL. Sorts a copy when n is
- * large so a node with many attributes stays n log n. */
-const char *amp_verify_find_duplicate(const char **names, size_t n, bool *oom) {
-    *oom = false;
-    if (n <= 16) {
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = i + 1; j < n; j++)
-                if (strcmp(names[i], names[j]) == 0) return names[i];
-        return NULL;
-    }
-    const char **s = malloc(n * sizeof *s);
-    if (!s) {
-        *oom = true;
-        return NULL;
-    }
-    memcpy(s, names, n * sizeof *s);
-    qsort(s, n, sizeof *s, amp_verify_cmp_str);
-    const char *dup = NULL;
-    for (size_t i = 1; i < n && !dup; i++)
-        if (strcmp(s[i - 1], s[i]) == 0) dup = s[i];
-    free(s);
-    return dup;
-}
 
 /* Which payload an attribute of each type carries; everything else must be empty so
  * that exactly one field is set, as onnx.checker requires. */
@@ -323,7 +219,7 @@ static AmpCode check_attrs(Ctx *c, const AmpGraph *g, const AmpNode *n) {
         const AmpAttr *a = &n->attrs[i];
         if (!a->name || !*a->name)
             return vfail(c, AMP_ERR_INPUT, g, n, "attribute %zu has no name", i);
-        if (a->type < 0 || a->type >= N_ATTR_TYPES || (a->type == AMP_ATTR_UNDEFINED && typed))
+        if (a->type < 0 || a->type >= AMP_VERIFY_N_ATTR_TYPES || (a->type == AMP_ATTR_UNDEFINED && typed))
             return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has invalid type %d", a->name,
                          a->type);
         /* A reference to a function's attribute carries no value of its own. */
@@ -378,7 +274,7 @@ static AmpCode check_outputs(Ctx *c, Frame *f, AmpNode *n) {
                 return vfail(c, AMP_ERR_INTERNAL, g, n, "output %d '%s' has no producer link", i,
                              v->name);
             char pl[320];
-            node_label(v->producer, pl, sizeof pl);
+            amp_verify_node_label(v->producer, pl, sizeof pl);
             return vfail(c, AMP_ERR_INPUT, g, n, "output %d '%s' is also produced by %s", i,
                          v->name, pl);
         }

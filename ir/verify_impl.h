@@ -1,5 +1,6 @@
 /* Private to the verifier (verify.c walks the model, verify_op.c checks a node against its
- * op's rules, verify_train.c training_info's names and bindings). */
+ * op's rules, verify_train.c training_info's names and bindings; verify_common.c holds what
+ * they share). */
 #ifndef AMP_VERIFY_IMPL_H
 #define AMP_VERIFY_IMPL_H
 
@@ -11,11 +12,21 @@ typedef struct Ctx {
     size_t n_nodes; /* nodes walked, every graph */
 } Ctx;
 
+/* ---- verify_common.c: what the three files share ---- */
+
 /* Records "graph 'G': node 'N' (Op): <message>" (node may be NULL) and returns code. */
 AmpCode AMP_PRINTF(5, 6) amp_verify_fail(Ctx *c, AmpCode code, const AmpGraph *g, const AmpNode *n, const char *fmt,
                                          ...);
 #define vfail amp_verify_fail
 
+/* A name for graph g in messages: its own, else where it hangs ("main",
+ * "<owner node>.<attribute>", "training_info[i].algorithm"). */
+void amp_verify_graph_label(const AmpModel *m, const AmpGraph *g, char *buf, size_t len);
+/* ... and for node n: "node 'N' (Op)", or "node #id (domain:Op)" when it has no name. */
+void amp_verify_node_label(const AmpNode *n, char *buf, size_t len);
+
+/* The AttributeProto types known: 0 .. AMP_VERIFY_N_ATTR_TYPES - 1 (AmpAttrType). */
+enum { AMP_VERIFY_N_ATTR_TYPES = AMP_ATTR_TYPE_PROTOS + 1 };
 /* An attribute type's name as ONNX spells it ("INTS"), or "invalid". */
 const char *amp_verify_attr_type_name(int t);
 

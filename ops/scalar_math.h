@@ -1,6 +1,6 @@
 /* The scalar math of the elementwise functions, each defined once: the CPU kernels
  * (kernels/cpu/activation.c, unary.c, rnn.c, ms_train.c), the fused programs'
- * interpreter (kernels/cpu/fused_impl.h, run by the CPU and the CUDA kernel) and the CUDA
+ * interpreter (ops/fused_eval.h, run by the CPU and the CUDA kernel) and the CUDA
  * kernels (kernels/cuda/elementwise.cu, grad_ops.cu) all call these. Each formula is the
  * CPU reference's, operation for operation (order, float or double, libm calls), so the
  * CPU's results are what they were before the math moved here; a function's float form

@@ -4,7 +4,8 @@
  * then rewrites the graph: 16-bit nodes, one Cast per (value, type), weights stored in 16
  * bits for inference graphs. The painting is amp_color.c, the rewrite amp_cast.c and
  * amp_weights.c, the explanations amp_explain.c; this file holds the entry and the training
- * rules. */
+ * rules of the graph's structure (a node's own rule, which the painting's visit applies, is
+ * amp_color.c's). */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,15 +87,8 @@ static void force_bound(AmpRun *r, AmpGraph *g, const AmpStrPair *b, size_t n) {
     }
 }
 
-AmpWhy amp_own_rule(const AmpNode *n) {
-    if (amp_is_optimizer(n)) return AMP_WHY_OPTIMIZER;
-    /* The loss-scaling pass's own nodes (a model converted before): unscaling, the
-     * gradient check and the scale update are float32 by definition. */
-    return amp_node_group(n) >= 0 ? AMP_WHY_LOSS_SCALE : AMP_WHY_NONE;
-}
-
-/* The rules of the graph's structure (amp_own_rule's were applied by amp_collect, and
- * come first: a node keeps the first rule that forced it). */
+/* The rules of the graph's structure (amp_own_rule's were applied by amp_collect, in
+ * amp_color.c, and come first: a node keeps the first rule that forced it). */
 static AmpCode training_rules(AmpRun *r) {
     AmpModel *m = r->m;
     for (size_t i = 0; i < m->n_training; i++) {

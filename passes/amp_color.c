@@ -103,6 +103,13 @@ static void group_rule(AmpRun *r, size_t first, size_t end) {
     }
 }
 
+AmpWhy amp_own_rule(const AmpNode *n) {
+    if (amp_is_optimizer(n)) return AMP_WHY_OPTIMIZER;
+    /* The loss-scaling pass's own nodes (a model converted before): unscaling, the
+     * gradient check and the scale update are float32 by definition. */
+    return amp_node_group(n) >= 0 ? AMP_WHY_LOSS_SCALE : AMP_WHY_NONE;
+}
+
 /* Every node of g, then (in order) of the subgraphs of its nodes, as amp_model_walk
  * visits them; each node's class, eligibility and own rule (amp_own_rule) on the way (one
  * visit per node). */

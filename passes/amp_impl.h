@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 #include "passes/uses.h"
 
 enum { AMP_NO_NODE = UINT32_MAX };
@@ -140,8 +140,9 @@ bool amp_reads_shape_only(const AmpNode *n, int slot);
 void amp_op_min_opsets_16(int dtype, int out[AMP_OP__COUNT]);
 
 AmpCode amp_collect(AmpRun *r);                 /* amp_color.c: fills r->ni */
-/* amp.c: the rule above the lists that the node itself decides (an optimizer op, a node of
- * the loss-scaling pass), AMP_WHY_NONE for none; amp_collect applies it on its visit. */
+/* amp_color.c: the rule above the lists that the node itself decides (an optimizer op, a
+ * node of the loss-scaling pass), AMP_WHY_NONE for none; amp_collect applies it on its
+ * visit. */
 AmpWhy amp_own_rule(const AmpNode *n);
 AmpCode amp_color(AmpRun *r);                   /* the painting, in TF's order; out of memory is an error */
 /* amp_range.c: readers of values beyond the 16-bit range are forced deny; how many, and

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 
 static const char *const LEVEL_NAMES[] = {"default", "tensor-cores-only", "treat-infer-as-deny",
                                           "unsafe-force-all", "norms-16"};

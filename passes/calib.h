@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 #include "ampc/status.h"
 
 #define AMP_CALIB_F16_MIN_NORMAL 6.103515625e-05 /* 2^-14 */

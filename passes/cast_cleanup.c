@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 #include "passes/uses.h"
 
 static bool is_cast(const AmpNode *n) {

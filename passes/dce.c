@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 
 /* AmpNode.mark while the pass runs: >= 0, the number of live reasons to keep the node
  * (uses of its outputs, plus graph-output entries naming them), or one of these.

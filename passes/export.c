@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ir/half.h"
-#include "passes/passes.h"
+#include "passes/pass.h"
 #include "passes/training.h"
 
 static bool ends_with(const char *s, const char *suffix) {

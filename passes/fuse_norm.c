@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "passes/fuse_impl.h"
-#include "passes/passes.h"
+#include "passes/pass.h"
 
 /* ---- matching ------------------------------------------------------------------- */
 

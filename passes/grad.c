@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "passes/grad_impl.h"
-#include "passes/grad_train.h"
+#include "passes/grad_parts.h"
 
 #define PREFIX "grad/"
 

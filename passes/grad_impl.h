@@ -32,6 +32,8 @@ const AmpGradRule *amp_grad_rule(AmpOpId op);
 /* Whether the rule must give input i's gradient. */
 static inline bool amp_grad_wants(const AmpGradCtx *c, int i) { return (c->want >> i) & 1u; }
 
+/* ---- the helpers (grad_helpers.c) ---- */
+
 /* Fails the build with AMP_ERR_UNSUPPORTED naming the node: "<op> node 'n': <why>". */
 void amp_grad_unsupported(AmpGradCtx *c, const char *why);
 

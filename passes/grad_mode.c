@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "passes/grad_impl.h"
-#include "passes/grad_train.h"
+#include "passes/grad_parts.h"
 
 /* A copy of n with the given inputs and n_out outputs placed before it, its attributes
  * but `skip` copied (NULL when the builder failed). */

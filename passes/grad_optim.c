@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ir/builder.h"
-#include "passes/grad_train.h"
+#include "passes/grad_parts.h"
 
 enum { K_LR, K_MU, K_WD, K_DECAY, K_B1, K_1B1, K_B2, K_1B2, K_EPS, K_STEP_SIZE, K_BC2_SQRT, K_COUNT };
 

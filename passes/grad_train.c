@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "ir/builder.h"
-#include "passes/grad_train.h"
-#include "passes/passes.h"
+#include "passes/grad_parts.h"
+#include "passes/pass.h"
 #include "passes/training.h"
 
 /* ScatterND's reduction (the embedding gradient) is opset 16: an older model is raised

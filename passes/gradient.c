@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/grad_train.h"
-#include "passes/passes.h"
+#include "passes/grad_parts.h"
+#include "passes/pass.h"
 #include "passes/training.h"
 
 bool amp_is_gradient_node(const AmpNode *n) {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ir/builder.h"
-#include "passes/passes.h"
+#include "passes/pass.h"
 #include "passes/training.h"
 
 /* The names are training.h's; every node this pass adds is named PREFIX... (the file's

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 
 /* The highest ai.onnx opset the upgrade raises a model to: every step up to it is in the
  * table (opset_adapters.c), and onnxruntime runs it. */

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "passes/passes.h"
+#include "passes/pass.h"
 
 /* Options as read, and the storage their lists need. Zero-initialised means defaults. */
 typedef struct AmpOptions {

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "ir/ort_checkpoint.h"
-#include "passes/passes.h"
+#include "passes/pass.h"
 #include "passes/training.h"
 
 #define BUFFER_SUFFIX "_grad.accumulation.buffer"

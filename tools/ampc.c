@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +29,7 @@
 #include "tools/cli_calib.h"
 #include "tools/cli_export.h"
 #include "tools/cli_grad.h"
+#include "tools/cli_say.h"
 #include "tools/run.h"
 
 #ifndef AMPC_VERSION
@@ -37,45 +37,7 @@
 #endif
 
 
-/* ---- messages ------------------------------------------------------------------ */
-
-/* Prints "ampc: <message>" as exactly one line on stderr, whatever the message holds. */
-static void say(const char *fmt, ...) AMP_PRINTF(1, 2);
-static void say(const char *fmt, ...) {
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(buf);
-    for (size_t i = 0; i < n; i++)
-        if (buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') buf[i] = ' ';
-    while (n > 0 && buf[n - 1] == ' ') buf[--n] = '\0';
-    fprintf(stderr, "ampc: %s\n", buf);
-}
-
-void ampc_say(const char *fmt, ...) {
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    say("%s", buf);
-}
-
-/* The command word of this run ("run"), for the hint of a usage error; "" for a conversion. */
-static const char *usage_cmd = "";
-
-/* A usage error: the message and the hint to run the command's --help, on one line. */
-int ampc_usage_error(const char *fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    say("%s (run 'ampc %s%s--help' for usage)", buf, usage_cmd, usage_cmd[0] ? " " : "");
-    return AMP_ERR_USAGE;
-}
+/* ---- messages (ampc_say and ampc_usage_error: tools/cli_say.c) ------------------- */
 
 static int exit_code(AmpCode c) {
     return (c >= AMP_OK && c <= AMP_ERR_INTERNAL) ? (int)c : (int)AMP_ERR_INTERNAL;
@@ -86,9 +48,9 @@ static int exit_code(AmpCode c) {
 static int fail_status(const AmpStatus *st, AmpCode code, const char *file) {
     const char *msg = st->msg[0] ? st->msg : amp_code_name(code);
     if (file && !strstr(msg, file))
-        say("%s: %s", file, msg);
+        ampc_say("%s: %s", file, msg);
     else
-        say("%s", msg);
+        ampc_say("%s", msg);
     return exit_code(code);
 }
 
@@ -171,7 +133,7 @@ static void print_opsets(FILE *f, const AmpModel *m) {
 
 static int finish_stdout(void) {
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        say("writing to stdout failed: %s", strerror(errno));
+        ampc_say("writing to stdout failed: %s", strerror(errno));
         return AMP_ERR_INTERNAL;
     }
     return AMP_OK;
@@ -447,7 +409,7 @@ static int cmd_convert(const ConvertArgs *a) {
             ampc_phase_flush(&tm);
             return fail_status(&st, c, a->model_shown);
         }
-        if (!a->quiet) say("%s: %s", a->model_shown, line);
+        if (!a->quiet) ampc_say("%s: %s", a->model_shown, line);
         ampc_phase_done(&tm, "ort import", "");
     }
     int arc = ampc_amp_check_explain(&amp_args, m, a->model_shown, list);
@@ -501,7 +463,7 @@ static int cmd_convert(const ConvertArgs *a) {
         } else if (!a->quiet) {
             if (vj.started) nodes_after = vj.n_nodes;
             if (!a->verify) nodes_after = node_count(m);
-            say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", amp_output_shown(a->out), nodes_after,
+            ampc_say("wrote %s: %zu nodes (%zu before), passes: %s%s%s", amp_output_shown(a->out), nodes_after,
                 nodes_before, list, amp_args.summary[0] ? "; " : "", amp_args.summary);
         }
     }
@@ -713,7 +675,7 @@ int main(int argc, char **argv) {
      * write, instead of killing ampc with its temporary files left behind. */
     signal(SIGXFSZ, SIG_IGN);
     keep_freed_memory();
-    if (argc >= 2 && ampc_command_by_name(argv[1])) usage_cmd = argv[1];
+    if (argc >= 2 && ampc_command_by_name(argv[1])) ampc_usage_command(argv[1]);
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (unknown_command(argc, argv))
         return ampc_usage_error("unknown command '%s' (the commands: %s; or MODEL, a file, to convert it)", argv[1],

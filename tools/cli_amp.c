@@ -10,6 +10,7 @@
 
 #include "runtime/amp_auto.h"
 #include "tools/run.h"
+#include "tools/cli_say.h"
 
 static int status_error(const AmpStatus *st) {
     if (st->code == AMP_ERR_USAGE) return ampc_usage_error("%s", st->msg);

@@ -17,6 +17,7 @@
 #include "tools/cli_options.h"
 #include "runtime/observe.h"
 #include "passes/options.h"
+#include "tools/cli_say.h"
 
 /* What one value has shown so far. */
 typedef struct Acc {

@@ -16,6 +16,7 @@
 
 #include "ir/half.h"
 #include "runtime/observe.h"
+#include "tools/cli_say.h"
 
 /* The FP32 run's float values, per value id of its main graph (data NULL: none). */
 typedef struct Ref {

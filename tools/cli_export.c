@@ -15,6 +15,7 @@
 #include "passes/options.h"
 #include "runtime/amp_auto.h"
 #include "tools/run.h"
+#include "tools/cli_say.h"
 
 int ampc_parse_export_value(int val, const char *arg, ExportArgs *e, RunArgs *ra) {
     switch (val) {

@@ -10,6 +10,7 @@
 #include "tools/cli_options.h"
 #include "ir/ir.h"
 #include "tools/run.h"
+#include "tools/cli_say.h"
 
 /* A number in (lo, hi] (below hi when open) into *out, else a usage error naming --opt. */
 static int number(const char *arg, const char *opt, const char *want, double lo, double hi, bool open, double *out) {

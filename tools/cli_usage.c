@@ -8,6 +8,7 @@
 #include "passes/options.h"
 #include "passes/passes.h"
 #include "tools/run.h"
+#include "tools/cli_say.h"
 
 static const OptRow opt_rows[] = {
 #define AMPC_ROW(id, name, sh, arg, meta, help) {OPT_##id, name, sh, arg, meta, help},

@@ -21,6 +21,7 @@
 #include "ir/half.h"
 #include "passes/training.h"
 #include "ir/ir.h"
+#include "tools/cli_say.h"
 
 typedef RunInputs Inputs;
 

@@ -83,19 +83,4 @@ int ampc_cmd_bench_compare(const RunArgs *a);
  * in r (run_args.c): AMP_OK, or AMP_ERR_USAGE with the message said. */
 int ampc_parse_run_value(int val, const char *arg, RunArgs *r);
 
-/* A usage error: the message and the hint to run --help, on one line of stderr; returns
- * AMP_ERR_USAGE (defined in ampc.c). */
-int ampc_usage_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-/* Prints "ampc: <message>" as one line on stderr (defined in ampc.c). */
-void ampc_say(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
 #endif

@@ -10,6 +10,7 @@
 #include "passes/options.h"
 #include "tools/run.h"
 #include "ampc/status.h"
+#include "tools/cli_say.h"
 
 int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
     char *end = NULL;

@@ -44,53 +44,14 @@ AmpCode amp_ew_relu(AmpKernelCtx *k) {
 
 /* ---- attributes, parsed once at prepare (AmpKernelPrepareFn) ------------------------
  * Every activation with attributes reads them into one AmpEwParams: alpha, beta, gamma
- * as the op names them (Shrink: lambd, bias), mode for Gelu's approximation. */
-
-static AmpCode params_out(AmpEwParams p, void **attrs, AmpStatus *st) {
-    AmpEwParams *q = malloc(sizeof *q);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    *q = p;
-    *attrs = q;
-    return AMP_OK;
-}
-
-AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    float dflt = n->op == AMP_OP_LeakyRelu ? 0.01f : 1.0f; /* Elu, Celu, ThresholdedRelu: 1 */
-    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", dflt)}, attrs, st);
-}
+ * as the op names them (Shrink: lambd, bias), mode for Gelu's approximation. Those the
+ * CUDA kernels run too are parsed in ops/ew_common.c. */
 
 AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
-    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "lambd", 0.5f),
-                                    .beta = amp_node_attr_float(n, "bias", 0.0f)},
-                      attrs, st);
-}
-
-AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", 1.67326319217681884765625f),
-                                    .gamma = amp_node_attr_float(n, "gamma", 1.05070102214813232421875f)},
-                      attrs, st);
-}
-
-AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    return params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", 0.2f),
-                                    .beta = amp_node_attr_float(n, "beta", 0.5f)},
-                      attrs, st);
-}
-
-/* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
-AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    const char *s = amp_node_attr_string(n, "approximate", "none");
-    AmpEwParams p = {0};
-    if (strcmp(s, "none") == 0) p.mode = AMP_GELU_EXACT;
-    else if (strcmp(s, "tanh") == 0) p.mode = AMP_GELU_TANH;
-    else
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "approximate must be \"none\" or \"tanh\", not \"%.40s\"", s);
-    return params_out(p, attrs, st);
+    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "lambd", 0.5f),
+                                           .beta = amp_node_attr_float(n, "bias", 0.0f)},
+                             attrs, st);
 }
 
 AmpCode amp_ew_leaky_relu(AmpKernelCtx *k) {

@@ -17,16 +17,6 @@ AmpCode amp_attn_oom(AmpKernelCtx *k) {
 }
 
 
-bool amp_attn_size(int n, const int64_t *d, int64_t *out) {
-    uint64_t p = 1;
-    for (int i = 0; i < n; i++) {
-        if (d[i] < 0 || (d[i] && p > (UINT64_C(1) << 40) / (uint64_t)d[i])) return false;
-        p *= (uint64_t)d[i];
-    }
-    *out = (int64_t)p;
-    return true;
-}
-
 /* ---- the core ------------------------------------------------------------------- */
 
 /* In-place softmax of one row of n scores; a row with no finite maximum (every key
@@ -198,105 +188,6 @@ static float *mask_values(AmpKernelCtx *k, const AmpBuf *m, AmpCode *rc) {
     return f;
 }
 
-AmpCode amp_cpu_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    if (amp_node_attr_int(n, "left_window_size", -1) >= 0 || amp_node_attr_int(n, "right_window_size", -1) >= 0)
-        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "sliding-window attention (opset 25) is not implemented");
-    int64_t mode = amp_node_attr_int(n, "qk_matmul_output_mode", 0);
-    if (mode < 0 || mode > 3)
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
-    OnnxAttnAttrs *a = malloc(sizeof *a);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    const AmpAttr *sa = amp_node_attr(n, "scale");
-    *a = (OnnxAttnAttrs){.q_heads = amp_node_attr_int(n, "q_num_heads", 0),
-                         .kv_heads = amp_node_attr_int(n, "kv_num_heads", 0),
-                         .qk_mode = (int)mode,
-                         .causal = amp_node_attr_int(n, "is_causal", 0) != 0,
-                         .has_scale = sa && sa->type == AMP_ATTR_FLOAT,
-                         .scale = sa && sa->type == AMP_ATTR_FLOAT ? sa->f : 0.0f,
-                         .softcap = amp_node_attr_float(n, "softcap", 0.0f)};
-    *attrs = a;
-    return AMP_OK;
-}
-
-AmpCode amp_attn_onnx_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
-                            const AmpBuf *pk, const AmpBuf *pv, AttnShape *s) {
-    memset(s, 0, sizeof *s);
-    if (q->rank != kk->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "Q, K and V must all be 3-D or all 4-D (got ranks %d, %d, %d)", q->rank,
-                             kk->rank, v->rank);
-    s->is3d = q->rank == 3;
-    s->B = q->dims[0];
-    if (kk->dims[0] != s->B || v->dims[0] != s->B)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "Q, K and V have different batch sizes");
-    if (s->is3d) {
-        s->Hq = a->q_heads;
-        s->Hkv = a->kv_heads;
-        if (s->Hq < 1 || s->Hkv < 1)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "3-D inputs need positive q_num_heads and kv_num_heads");
-        if (q->dims[2] % s->Hq || kk->dims[2] % s->Hkv || v->dims[2] % s->Hkv)
-            return amp_kernel_fail(k, AMP_ERR_INPUT,
-                                 "hidden sizes (Q %lld, K %lld, V %lld) are not multiples of the head counts",
-                                 (long long)q->dims[2], (long long)kk->dims[2], (long long)v->dims[2]);
-        s->S = q->dims[1], s->L = kk->dims[1];
-        s->D = q->dims[2] / s->Hq, s->Dv = v->dims[2] / s->Hkv;
-        if (kk->dims[2] / s->Hkv != s->D)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "Q and K head sizes differ (%lld and %lld)", (long long)s->D,
-                                 (long long)(kk->dims[2] / s->Hkv));
-        if (v->dims[1] != s->L) return amp_kernel_fail(k, AMP_ERR_INPUT, "K and V have different sequence lengths");
-    } else {
-        s->Hq = q->dims[1], s->S = q->dims[2], s->D = q->dims[3];
-        s->Hkv = kk->dims[1], s->L = kk->dims[2], s->Dv = v->dims[3];
-        if (kk->dims[3] != s->D)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "Q and K head sizes differ (%lld and %lld)", (long long)s->D,
-                                 (long long)kk->dims[3]);
-        if (v->dims[1] != s->Hkv || v->dims[2] != s->L)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "V (B, %lld, %lld, Dv) does not match K's heads and length",
-                                 (long long)v->dims[1], (long long)v->dims[2]);
-        if (s->Hkv < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "K has no heads");
-    }
-    if (s->Hq % s->Hkv)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "q_num_heads %lld is not a multiple of kv_num_heads %lld",
-                             (long long)s->Hq, (long long)s->Hkv);
-    if (!pk != !pv) return amp_kernel_fail(k, AMP_ERR_INPUT, "past_key and past_value must be given together");
-    if (pk) {
-        if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != s->B || pk->dims[1] != s->Hkv || pk->dims[3] != s->D ||
-            pv->dims[0] != s->B || pv->dims[1] != s->Hkv || pv->dims[2] != pk->dims[2] || pv->dims[3] != s->Dv)
-            return amp_kernel_fail(k, AMP_ERR_INPUT,
-                                 "past_key must be (%lld, %lld, P, %lld) and past_value (%lld, %lld, P, %lld)",
-                                 (long long)s->B, (long long)s->Hkv, (long long)s->D, (long long)s->B,
-                                 (long long)s->Hkv, (long long)s->Dv);
-        s->P = pk->dims[2];
-    }
-    s->T = s->P + s->L;
-    int64_t n;
-    int64_t widest = s->T > s->D ? s->T : s->D;
-    const int64_t qd[4] = {s->B, s->Hq, s->S, widest > s->Dv ? widest : s->Dv};
-    const int64_t kd[4] = {s->B, s->Hkv, s->T, s->D > s->Dv ? s->D : s->Dv};
-    if (!amp_attn_size(4, qd, &n) || !amp_attn_size(4, kd, &n) || s->S > INT_MAX || s->T > INT_MAX || s->D > INT_MAX ||
-        s->Dv > INT_MAX)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
-    return AMP_OK;
-}
-
-AmpCode amp_attn_onnx_mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s, int64_t *Tm, int64_t ms[4]) {
-    if (m->rank < 1 || m->rank > 4)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask must have rank 1 to 4 (got %d)", m->rank);
-    *Tm = m->dims[m->rank - 1];
-    if (*Tm > s->T)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask's last dim %lld is over the total sequence length %lld",
-                             (long long)*Tm, (long long)s->T);
-    int64_t full[4] = {s->B, s->Hq, s->S, *Tm};
-    for (int i = 0; i < m->rank - 1; i++) {
-        int64_t d = m->dims[i], want = full[4 - m->rank + i];
-        if (d != 1 && d != want)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask dim %d (%lld) does not broadcast to %lld", i,
-                                 (long long)d, (long long)want);
-    }
-    amp_broadcast_strides(m->rank, m->dims, 4, full, ms);
-    return AMP_OK;
-}
-
 /* The bias callback's state: the causal offset, the mask's layout (its values are read
  * later), and nonpad_kv_seqlen. */
 static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AttnShape *s, const AmpBuf *mask,
@@ -311,24 +202,6 @@ static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AttnShap
         if (nonpad->dtype != AMP_DT_INT64 || nonpad->rank != 1 || nonpad->dims[0] != s->B)
             return amp_kernel_fail(k, AMP_ERR_INPUT, "nonpad_kv_seqlen must be int64 of shape (%lld)", (long long)s->B);
         ob->nonpad = nonpad;
-    }
-    return AMP_OK;
-}
-
-/* The outputs as placed (out[i] NULL where not wanted), checked against the shapes the
- * kernel writes: present key/value double as the K/V arrays the core reads. */
-AmpCode amp_attn_onnx_outputs(AmpKernelCtx *k, const AttnShape *s, const AmpBuf *q, const AmpBuf *v, AmpBuf **out) {
-    int64_t ydims[4] = {s->B, s->S, s->Hq * s->Dv, 0};
-    if (!s->is3d) ydims[0] = s->B, ydims[1] = s->Hq, ydims[2] = s->S, ydims[3] = s->Dv;
-    const int64_t pkd[4] = {s->B, s->Hkv, s->T, s->D}, pvd[4] = {s->B, s->Hkv, s->T, s->Dv},
-                  qkd[4] = {s->B, s->Hq, s->S, s->T};
-    if (k->n_out > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
-    for (int i = 0; i < 4; i++) {
-        const int64_t *dims = i == 0 ? ydims : i == 1 ? pkd : i == 2 ? pvd : qkd;
-        int rank = i == 0 && s->is3d ? 3 : 4, dt = i == 2 ? v->dtype : q->dtype;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, rank, dims))) return rc;
     }
     return AMP_OK;
 }

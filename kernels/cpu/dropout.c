@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/dropout_rng.h"
+#include "ops/dropout_rng.h"
 #include "kernels/cpu/elementwise_impl.h"
 
 /* Which random stream draws the mask:
@@ -49,17 +49,6 @@ static uint32_t mt_next(Mt19937 *s) {
 static double mt_double(Mt19937 *s) {
     uint32_t a = mt_next(s) >> 5, b = mt_next(s) >> 6;
     return (a * 67108864.0 + b) / 9007199254740992.0;
-}
-
-AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    AmpDropoutAttrs *a = malloc(sizeof *a);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->ratio = opset < 12 ? amp_node_attr_float(n, "ratio", 0.5f) : 0.5;
-    const AmpAttr *seed = amp_node_attr(n, "seed");
-    a->has_seed = seed && seed->type == AMP_ATTR_INT;
-    a->seed = a->has_seed ? seed->i : 0;
-    *attrs = a;
-    return AMP_OK;
 }
 
 /* com.microsoft DropoutGrad (dY, mask, ratio?, training_mode?) -> dX: in training,

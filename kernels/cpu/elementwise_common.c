@@ -12,46 +12,6 @@
 #include "kernels/cpu/elementwise_impl.h"
 #include "ir/half.h"
 
-const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i) {
-    return i >= 0 && i < k->n_in ? k->in[i] : NULL;
-}
-
-AmpCode amp_ew_need(AmpKernelCtx *k, int n) {
-    for (int i = 0; i < n; i++)
-        if (!amp_ew_in(k, i)) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
-    return AMP_OK;
-}
-
-AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b) {
-    if (a->dtype == b->dtype) return AMP_OK;
-    return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
-                      amp_dtype_name(b->dtype));
-}
-
-/* "[3,4,5]" into buf, for messages. */
-static const char *shape_str(const AmpBuf *b, char *buf, size_t n) {
-    size_t l = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < b->rank && l < n; i++)
-        l += (size_t)snprintf(buf + l, n - l, "%s%lld", i ? "," : "", (long long)b->dims[i]);
-    if (l < n) snprintf(buf + l, n - l, "]");
-    return buf;
-}
-
-AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int *rank, int64_t *dims) {
-    int r = 0;
-    int64_t d[AMP_MAX_RANK] = {0};
-    for (int i = 0; i < n; i++) {
-        if (!amp_broadcast_shape(r, d, in[i]->rank, in[i]->dims, &r, dims)) {
-            char s[128];
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d of shape %s does not broadcast with the others", i,
-                              shape_str(in[i], s, sizeof s));
-        }
-        memcpy(d, dims, (size_t)r * sizeof *d);
-    }
-    *rank = r;
-    return AMP_OK;
-}
-
 void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const AmpBuf *const *in) {
     int64_t full[AMP_EW_MAX_IN][AMP_MAX_RANK];
     memset(p, 0, sizeof *p);
@@ -104,58 +64,7 @@ void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c) {
 }
 
 
-AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
-    AmpCode rc = amp_kernel_outputs(k, 1, out);
-    if (rc || !*out) return rc;
-    return amp_kernel_check_out(k, *out, dtype, rank, dims);
-}
-
-AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    if (opset >= 7) return AMP_OK;
-    const AmpAttr *ax = amp_node_attr(n, "axis");
-    AmpEwLegacyBcast *a = malloc(sizeof *a);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->has_axis = ax && ax->type == AMP_ATTR_INT;
-    a->axis = a->has_axis ? ax->i : 0;
-    a->broadcast = amp_node_attr_int(n, "broadcast", 0) != 0;
-    *attrs = a;
-    return AMP_OK;
-}
-
-AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view) {
-    *view = *b;
-    const AmpEwLegacyBcast *lb = k->attrs;
-    if (!lb) return AMP_OK; /* opset 7+: numpy's rule */
-    int axis = a->rank - b->rank;
-    if (lb->broadcast && lb->has_axis && !amp_norm_axis(lb->axis, a->rank, &axis)) axis = -1;
-    if (axis < 0 || axis + b->rank > a->rank || (!lb->broadcast && a->rank != b->rank))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "a rank-%d B does not fit a rank-%d A %s", b->rank, a->rank,
-                          lb->broadcast ? "at the axis (broadcast=1 before opset 7)"
-                                        : "(without broadcast=1 before opset 7 the shapes are equal)");
-    for (int i = 0; i < b->rank; i++)
-        if (b->dims[i] != a->dims[axis + i] && !(lb->broadcast && b->dims[i] == 1))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "B's dim %d is %lld where A's is %lld (before opset 7 B %s A)", i,
-                              (long long)b->dims[i], (long long)a->dims[axis + i],
-                              lb->broadcast ? "broadcasts one way onto" : "has the shape of");
-    view->rank = a->rank - axis;
-    for (int i = b->rank; i < view->rank; i++) view->dims[i] = 1;
-    return AMP_OK;
-}
-
 /* ---- typed element access ---------------------------------------------------------- */
-
-bool amp_ew_is_unsigned(int dt) {
-    return dt == AMP_DT_UINT8 || dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
-}
-
-bool amp_ew_is_int(int dt) {
-    return dt == AMP_DT_INT8 || dt == AMP_DT_INT16 || dt == AMP_DT_INT32 || dt == AMP_DT_INT64 ||
-           amp_ew_is_unsigned(dt);
-}
-
-bool amp_ew_is_float(int dt) {
-    return amp_is_f32_family(dt) || dt == AMP_DT_DOUBLE;
-}
 
 double amp_ew_get_f64(const AmpBuf *b, uint64_t i) {
     switch (b->dtype) {

@@ -1,12 +1,13 @@
-/* Shared pieces of the elementwise kernel family (elementwise.c, unary.c, activation.c,
- * logic.c, dropout.c): the broadcast plan that walks up to three inputs against one
- * output shape row by row and typed element access (the kernels are declared in
- * kernels.h, with every family's). */
+/* Shared pieces of the CPU elementwise kernel family (elementwise.c, unary.c,
+ * activation.c, logic.c, dropout.c): the broadcast plan that walks up to three inputs
+ * against one output shape row by row and typed element access (the kernels are declared
+ * in kernels.h, with every family's). What the CUDA kernels share is ops/ew_common.h. */
 #ifndef AMP_CPU_ELEMENTWISE_IMPL_H
 #define AMP_CPU_ELEMENTWISE_IMPL_H
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
+#include "ops/ew_common.h" /* the checks, broadcast shapes and attributes every backend shares */
 
 #define AMP_EW_MAX_IN 3
 
@@ -31,13 +32,6 @@ typedef struct AmpEwCursor {
     uint64_t out;
     int64_t in[AMP_EW_MAX_IN];
 } AmpEwCursor;
-
-/* Parameters of the activations (alpha, beta, gamma as the ONNX attributes; mode: Gelu
- * approximation, IsInf directions). */
-typedef struct AmpEwParams {
-    float alpha, beta, gamma;
-    int mode;
-} AmpEwParams;
 
 /* Row functions for two float inputs: o[i] = f(a[i * sa], b[i * sb]) for i < n, with
  * sa, sb in {0, 1}. o may alias a (sa == 1). */
@@ -108,51 +102,18 @@ typedef void (*AmpEwMapD)(double *y, const double *x, uint64_t n, const AmpEwPar
         }                                                                                           \
     }
 
-/* ---- helpers (elementwise.c) ------------------------------------------------------ */
+/* ---- helpers (elementwise_common.c) ------------------------------------------------ */
 
-/* AMP_ERR_* failure naming the node and op, then the printf-style message. */
-/* The k->in[i] if it is there, else NULL (also for i past the node's inputs). */
-const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i);
-/* Fails with AMP_ERR_INPUT unless inputs 0..n-1 are all present. */
-AmpCode amp_ew_need(AmpKernelCtx *k, int n);
-/* Fails with AMP_ERR_INPUT unless a and b have the same dtype. */
-AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b);
-
-/* Broadcast shape of n inputs (numpy rules); AMP_ERR_INPUT naming the shapes if not. */
-AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int *rank, int64_t *dims);
 /* Plans the walk of n_in inputs (each broadcastable to the output shape) over it. */
 void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const AmpBuf *const *in);
 void amp_ew_start(const AmpEwPlan *p, AmpEwCursor *c);
 void amp_ew_next(const AmpEwPlan *p, AmpEwCursor *c);
-
-/* Output 0 as the executor placed it, checked to be what the kernel computes (dtype,
- * rank, dims; AMP_ERR_INTERNAL naming both if not, since the loops are bounded by the
- * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
-AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
-
-/* Before opset 7, binary ops broadcast B onto A (one way: the result has A's shape) only
- * with broadcast=1, at `axis` when given, else at A's last dims; without it the inputs
- * have one shape. amp_ew_prepare_legacy_bcast (kernels.h) keeps that in this struct for
- * nodes of those opsets and leaves attrs NULL from opset 7 (numpy's rule). The axis is
- * normalised against A's rank when the kernel runs. */
-typedef struct AmpEwLegacyBcast {
-    int64_t axis;
-    bool has_axis, broadcast;
-} AmpEwLegacyBcast;
-/* Returns in *view the B to use with numpy rules (b itself, or b's data with its dims
- * padded by trailing 1s so they line up at the axis); before opset 7, B that does not
- * fit A by the legacy rule is an input error (the shape function gives A's shape). */
-AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view);
 
 /* Any numeric element (float family, double, integers, bool) as double. */
 double amp_ew_get_f64(const AmpBuf *b, uint64_t i);
 /* Stores v into element i: floats rounded to the storage type, integers truncated
  * toward zero and saturated to the type's range (NaN stores 0). */
 void amp_ew_set_f64(AmpBuf *b, uint64_t i, double v);
-/* Stores the low bits of v into element i of an integer or bool buffer. */
-bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
-bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */
-bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */
 
 /* Output 0 = f(a, b) for float inputs of one dtype (float family computed in fp32, or
  * double), broadcast with numpy rules; output dtype = a's. rd NULL: double unsupported. */

@@ -39,12 +39,6 @@ static AmpCode bad_index(AmpKernelCtx *k, const AmpBuf *idx, uint64_t i, int64_t
                        (long long)amp_buf_get_i64(idx, i), (unsigned long long)i, (long long)dim);
 }
 
-AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    AxisAttrs a = {amp_node_attr_int(n, "axis", 0)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
-}
-
 AmpCode amp_sh_gather(AmpKernelCtx *k) {
     const AmpBuf *x, *idx;
     size_t es;
@@ -78,23 +72,6 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
             index_at(idx, j, dim, &v);
             if (row) memcpy(dst, src + ((size_t)o * (size_t)dim + (size_t)v) * row, row);
         }
-    return AMP_OK;
-}
-
-AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *dy, const AmpBuf *dx, int *axis) {
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, dx->rank, axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, dx->rank);
-    /* dY is Gather's output: (dX[:axis], indices, dX[axis+1:]) */
-    int64_t dims[AMP_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < *axis; d++) dims[r++] = dx->dims[d];
-    if (r + idx->rank + dx->rank - *axis - 1 > AMP_MAX_RANK)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dY's rank is over %d", AMP_MAX_RANK);
-    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
-    for (int d = *axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
-    if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
     return AMP_OK;
 }
 
@@ -212,7 +189,7 @@ typedef struct GatherNdAttrs {
 AmpCode amp_sh_gather_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     GatherNdAttrs a = {amp_node_attr_int(n, "batch_dims", 0)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_sh_gather_nd(AmpKernelCtx *k) {
@@ -342,19 +319,6 @@ static bool reduce_into(int dt, int op, void *dst, const void *src, uint64_t n) 
     case AMP_DT_UINT8: RED_INT(uint8_t)
     default: return false;
     }
-}
-
-AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    const char *rs = amp_node_attr_string(n, "reduction", "none");
-    ScatterAttrs a;
-    if (strcmp(rs, "none") == 0) a.op = RED_NONE;
-    else if (strcmp(rs, "add") == 0) a.op = RED_ADD;
-    else if (strcmp(rs, "mul") == 0) a.op = RED_MUL;
-    else if (strcmp(rs, "max") == 0) a.op = RED_MAX;
-    else if (strcmp(rs, "min") == 0) a.op = RED_MIN;
-    else return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown reduction '%s'", rs);
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {

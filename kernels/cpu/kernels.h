@@ -15,6 +15,7 @@
 #include "ir/ir.h"
 #include "ir/kernel.h" /* AmpKernelCtx, AmpKernelFn */
 #include "ir/tensor.h" /* AmpBuf and its shape helpers */
+#include "ops/kernel_out.h" /* amp_kernel_outputs, amp_kernel_check_out, amp_kernel_bad_dtype */
 
 /* The CPU kernel of an op and the function that parses its attributes once, at prepare
  * (table.c, by op id): run NULL where the CPU has no kernel, prepare NULL where the
@@ -47,20 +48,6 @@ const float *amp_buf_f32_in(const AmpBuf *b, float **tmp);
 float *amp_buf_f32_out(AmpBuf *b, float **tmp);
 void amp_buf_f32_commit(AmpBuf *b, float *tmp);
 
-/* The first n outputs as the executor placed them (AmpKernelCtx.out), for a kernel that
- * computes no shapes: out[i] NULL where the node does not list output i; a listed output
- * left unplaced is AMP_ERR_UNSUPPORTED naming the node: with every input known, the op's
- * shape function could not size it (inputs it does not take: 74 Squeeze axes on a rank-4
- * tensor, say), and only data-dependent ops may size their outputs themselves. */
-AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out);
-/* AMP_ERR_INTERNAL naming the node and both shapes unless y, an output the executor
- * placed, has the dtype and dims (rank entries) the kernel's loops are written for: a
- * shape function that disagrees with its kernel must not become an out-of-bounds write. */
-AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
-
-/* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
-AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
-
 /* Stores v as element i of an integer buffer (wrapping, as C's conversions do) or a bool
  * one (v != 0); other types are left alone. */
 void amp_buf_set_i64(AmpBuf *b, uint64_t i, int64_t v);
@@ -70,16 +57,14 @@ typedef AmpCode AmpCpuKernel(AmpKernelCtx *k);                                  
 typedef AmpCode AmpCpuPrepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st); /* AmpKernelPrepareFn */
 
 /* gemm.c */
-AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul;
-AmpCpuPrepare amp_cpu_gemm_prepare, amp_cpu_fused_matmul_prepare;
+AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul; /* prepares: ops/gemm_attrs.h */
 /* conv.c */
 AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose; /* prepare: amp_conv_prepare (ops/conv_geom.h) */
 /* einsum.c */
 AmpCpuKernel amp_cpu_einsum;
 AmpCpuPrepare amp_cpu_einsum_prepare;
 /* attention.c */
-AmpCpuKernel amp_cpu_onnx_attention;
-AmpCpuPrepare amp_cpu_onnx_attention_prepare;
+AmpCpuKernel amp_cpu_onnx_attention; /* prepare: amp_onnx_attention_prepare (ops/attn_geom.h) */
 /* rnn.c */
 AmpCpuKernel amp_cpu_lstm, amp_cpu_gru, amp_cpu_rnn;
 AmpCpuPrepare amp_cpu_rnn_prepare;
@@ -87,14 +72,12 @@ AmpCpuPrepare amp_cpu_rnn_prepare;
 AmpCpuKernel amp_cpu_ms_fused_gemm, amp_cpu_ms_conv_grad, amp_cpu_ms_adamw;
 AmpCpuPrepare amp_cpu_ms_fused_gemm_prepare; /* ConvGrad: amp_conv_grad_prepare (ops/conv_geom.h) */
 /* ms_attention.c */
-AmpCpuKernel amp_cpu_ms_attention, amp_cpu_ms_mha;
-AmpCpuPrepare amp_cpu_ms_attention_prepare;
+AmpCpuKernel amp_cpu_ms_attention, amp_cpu_ms_mha; /* prepare: amp_ms_attention_prepare (ops/attn_geom.h) */
 /* elementwise.c */
 AmpCpuKernel amp_ew_add, amp_ew_sub, amp_ew_mul, amp_ew_div, amp_ew_sum, amp_ew_mean, amp_ew_max, amp_ew_min,
              amp_ew_pow, amp_ew_mod;
 AmpCpuPrepare amp_ew_prepare_mod;
-/* elementwise_common.c */
-AmpCpuPrepare amp_ew_prepare_legacy_bcast;
+/* prepare of the binary ops before opset 7: amp_ew_prepare_legacy_bcast (ops/ew_common.h) */
 /* unary.c */
 AmpCpuKernel amp_ew_sqrt, amp_ew_atan, amp_ew_asinh, amp_ew_erf, amp_ew_clip, amp_ew_abs, amp_ew_neg,
              amp_ew_sign, amp_ew_ceil, amp_ew_floor, amp_ew_round, amp_ew_exp, amp_ew_log, amp_ew_reciprocal,
@@ -106,36 +89,32 @@ AmpCpuKernel amp_ew_sigmoid, amp_ew_tanh, amp_ew_gelu, amp_ew_elu, amp_ew_celu, 
              amp_ew_leaky_relu, amp_ew_prelu, amp_ew_hard_sigmoid, amp_ew_hard_swish, amp_ew_softsign,
              amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad, amp_ew_bias_gelu,
              amp_ew_relu, amp_ew_thresholded_relu, amp_ew_relu_grad, amp_ew_softplus;
-AmpCpuPrepare amp_ew_prepare_gelu, amp_ew_prepare_alpha, amp_ew_prepare_shrink, amp_ew_prepare_selu,
-              amp_ew_prepare_hard_sigmoid;
+AmpCpuPrepare amp_ew_prepare_shrink; /* the others: amp_ew_prepare_alpha, ... (ops/ew_common.h) */
 /* softmax.c */
 AmpCpuKernel amp_cpu_softmax, amp_cpu_ms_softmax_grad, amp_cpu_hardmax, amp_cpu_log_softmax;
-AmpCpuPrepare amp_cpu_softmax_prepare;
+/* prepare: amp_softmax_prepare (ops/norm_attrs.h) */
 /* pool.c */
 AmpCpuKernel amp_cpu_averagepool, amp_cpu_global_averagepool, amp_cpu_maxpool, amp_cpu_global_maxpool;
 /* dropout.c */
-AmpCpuKernel amp_ew_dropout, amp_ms_dropout_grad;
-AmpCpuPrepare amp_ew_prepare_dropout;
+AmpCpuKernel amp_ew_dropout, amp_ms_dropout_grad; /* prepare: amp_ew_prepare_dropout (ops/dropout_rng.h) */
 /* logic.c */
 AmpCpuKernel amp_ew_where, amp_ew_equal, amp_ew_less, amp_ew_greater, amp_ew_less_equal, amp_ew_greater_equal,
              amp_ew_isinf, amp_ew_isnan, amp_ew_not, amp_ew_and, amp_ew_or;
-AmpCpuPrepare amp_ew_prepare_isinf;
+/* IsInf's prepare: amp_ew_prepare_isinf (ops/ew_common.h) */
 /* shape.c */
 AmpCpuKernel amp_cpu_reshape, amp_cpu_transpose, amp_cpu_flatten, amp_cpu_squeeze, amp_cpu_unsqueeze,
              amp_ms_concat_training, amp_cpu_concat, amp_cpu_split, amp_cpu_trilu, amp_cpu_expand,
              amp_cpu_tile, amp_cpu_identity, amp_cpu_depth_to_space, amp_cpu_space_to_depth;
-AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_transpose_prepare, amp_cpu_unsqueeze_prepare,
-              amp_cpu_concat_prepare, amp_cpu_split_prepare, amp_cpu_trilu_prepare,
-              amp_cpu_depth_space_prepare;
+AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_unsqueeze_prepare, amp_cpu_split_prepare, amp_cpu_trilu_prepare,
+              amp_cpu_depth_space_prepare; /* Transpose, Concat: ops/sh_common.h */
 /* slice.c */
 AmpCpuKernel amp_sh_slice, amp_sh_pad;
 AmpCpuPrepare amp_sh_pad_prepare; /* Slice: amp_slice_prepare (ops/slice.h) */
 /* gather.c */
 AmpCpuKernel amp_sh_gather, amp_sh_gather_elements, amp_sh_gather_nd, amp_sh_scatter_nd, amp_ms_gather_grad;
-AmpCpuPrepare amp_sh_gather_prepare, amp_sh_gather_nd_prepare, amp_sh_scatter_nd_prepare;
+AmpCpuPrepare amp_sh_gather_nd_prepare; /* Gather, ScatterND: ops/sh_common.h */
 /* resize.c */
-AmpCpuKernel amp_sh_resize;
-AmpCpuPrepare amp_sh_resize_prepare;
+AmpCpuKernel amp_sh_resize; /* prepare: amp_sh_resize_prepare (ops/resize_geom.h) */
 /* reduce.c */
 AmpCpuKernel amp_cpu_reduce_max, amp_cpu_reduce_min, amp_cpu_argmax, amp_cpu_argmin, amp_cpu_topk,
              amp_cpu_reduce_sum, amp_cpu_reduce_mean, amp_cpu_reduce_prod, amp_cpu_reduce_sumsq,
@@ -143,22 +122,18 @@ AmpCpuKernel amp_cpu_reduce_max, amp_cpu_reduce_min, amp_cpu_argmax, amp_cpu_arg
              amp_cpu_cumsum;
 AmpCpuPrepare amp_cpu_reduce_prepare, amp_cpu_arg_prepare, amp_cpu_topk_prepare, amp_cpu_cumsum_prepare;
 /* loss.c */
-AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad;
-AmpCpuPrepare amp_cpu_loss_prepare;
+AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad; /* prepare: ops/norm_attrs.h */
 /* norm.c */
 AmpCpuKernel amp_cpu_layernorm, amp_cpu_batchnorm, amp_cpu_instancenorm, amp_cpu_groupnorm, amp_cpu_lpnorm,
-             amp_cpu_lrn, amp_cpu_ms_layernorm_grad;
-AmpCpuPrepare amp_cpu_norm_prepare;
+             amp_cpu_lrn, amp_cpu_ms_layernorm_grad; /* prepare: amp_norm_prepare (ops/norm_attrs.h) */
 /* optim.c */
-AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumulator;
-AmpCpuPrepare amp_cpu_optimizer_prepare;
+AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumulator; /* prepare: ops/optim_math.h */
 /* tensor.c */
 AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_cpu_constant,
              amp_cpu_constant_of_shape, amp_cpu_range, amp_cpu_one_hot, amp_cpu_non_zero;
-AmpCpuPrepare amp_cpu_shape_prepare, amp_cpu_cast_prepare, amp_cpu_constant_prepare,
-              amp_cpu_constant_of_shape_prepare, amp_cpu_one_hot_prepare;
+AmpCpuPrepare amp_cpu_shape_prepare, amp_cpu_constant_prepare, amp_cpu_constant_of_shape_prepare;
+/* Cast: amp_cast_prepare (ops/cast_engine.h); OneHot: amp_one_hot_prepare (ops/sh_common.h) */
 /* fused.c */
-AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check;
-AmpCpuPrepare amp_cpu_fused_prepare;
+AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check; /* prepare: amp_fused_prepare (ops/fused_check.h) */
 
 #endif

@@ -204,19 +204,6 @@ AmpCode amp_ew_where(AmpKernelCtx *k) {
 
 /* ---- IsInf, IsNaN ------------------------------------------------------------------- */
 
-/* IsInf's directions, in AmpEwParams.mode. */
-enum { INF_POS = 1, INF_NEG = 2 };
-
-AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    AmpEwParams *p = calloc(1, sizeof *p);
-    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    p->mode = (amp_node_attr_int(n, "detect_positive", 1) != 0 ? INF_POS : 0) |
-              (amp_node_attr_int(n, "detect_negative", 1) != 0 ? INF_NEG : 0);
-    *attrs = p;
-    return AMP_OK;
-}
-
 /* Output bool of x's shape: test(x[i]) with x read as double (exact for every float).
  * IsInf reads its directions from k->attrs; IsNaN has none. */
 static AmpCode float_test(AmpKernelCtx *k, bool is_nan) {
@@ -225,7 +212,7 @@ static AmpCode float_test(AmpKernelCtx *k, bool is_nan) {
     const AmpBuf *x = k->in[0];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     const AmpEwParams *a = k->attrs;
-    bool pos = !is_nan && (a->mode & INF_POS), neg = !is_nan && (a->mode & INF_NEG);
+    bool pos = !is_nan && (a->mode & AMP_EW_INF_POS), neg = !is_nan && (a->mode & AMP_EW_INF_NEG);
     AmpBuf *out;
     if ((rc = amp_ew_out(k, AMP_DT_BOOL, x->rank, x->dims, &out)) || !out) return rc;
     uint8_t *o = out->data;

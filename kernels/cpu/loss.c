@@ -3,23 +3,8 @@
  * in [0, C) or ignore_index; log-softmax subtracts the max, sums are in double. */
 #include <math.h>
 
-#include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
-
-/* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLossGrad. */
-AmpCode amp_cpu_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    AmpLossAttrs a = {0};
-    const char *r = amp_node_attr_string(n, "reduction", "mean");
-    if (strcmp(r, "none") == 0) a.red = AMP_LOSS_NONE;
-    else if (strcmp(r, "sum") == 0) a.red = AMP_LOSS_SUM;
-    else if (strcmp(r, "mean") == 0) a.red = AMP_LOSS_MEAN;
-    else return amp_node_fail(n, st, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
-    const AmpAttr *ia = amp_node_attr(n, "ignore_index");
-    a.has_ii = ia && ia->type == AMP_ATTR_INT;
-    a.ii = a.has_ii ? ia->i : 0;
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
-}
+#include "ops/norm_attrs.h" /* AmpLossAttrs (amp_loss_prepare) */
 
 /* What every loss kernel checks first: shapes, labels, weights; and its attributes. */
 typedef struct LossArgs {

@@ -40,45 +40,6 @@ static void ort_bias(const void *ctx, int64_t b, int64_t h, float *bias) {
     }
 }
 
-/* Classifies the mask (int32 in the schema; any integer type is read) for B, S, T.
- * MultiHeadAttention does not take the (2B) form (onnxruntime rejects it). */
-AmpCode amp_attn_ort_mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int64_t S, int64_t T, bool allow_2b,
-                               OrtBias *o) {
-    o->kind = MASK_NONE;
-    if (!m) return AMP_OK;
-    if (!amp_dtype_is_int(m->dtype) && m->dtype != AMP_DT_BOOL)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "the mask must be int32 (got %s)", amp_dtype_name(m->dtype));
-    o->mask = m;
-    if (m->rank == 1 && m->dims[0] == B) o->kind = MASK_END;
-    else if (m->rank == 1 && allow_2b && m->dims[0] == 2 * B) o->kind = MASK_END_START;
-    else if (m->rank == 1 && m->dims[0] == 3 * B + 2)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "the (3 * batch + 2) mask form is not implemented on the CPU");
-    else if (m->rank == 2 && m->dims[0] == B && m->dims[1] == T) o->kind = MASK_RAW2;
-    else if (m->rank == 3 && m->dims[0] == B && m->dims[1] == S && m->dims[2] == T) o->kind = MASK_RAW3;
-    else if (m->rank == 4)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a 4-D attention mask is not implemented on the CPU");
-    else
-        return amp_kernel_fail(k, AMP_ERR_INPUT,
-                             "the mask (rank %d) must be (%lld)%s, (%lld, %lld) or (%lld, %lld, %lld)", m->rank,
-                             (long long)B, allow_2b ? ", (2 * batch)" : "", (long long)B, (long long)T, (long long)B,
-                             (long long)S, (long long)T);
-    return AMP_OK;
-}
-
-/* attention_bias (B or 1, N or 1, S, T) of the input's type. */
-AmpCode amp_attn_ort_bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
-                                 OrtBias *o) {
-    if (!ab) return AMP_OK;
-    if (ab->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "attention_bias must have the input's type");
-    if (ab->rank != 4 || (ab->dims[0] != B && ab->dims[0] != 1) || (ab->dims[1] != N && ab->dims[1] != 1) ||
-        ab->dims[2] != S || ab->dims[3] != T)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "attention_bias must be (%lld or 1, %lld or 1, %lld, %lld)",
-                             (long long)B, (long long)N, (long long)S, (long long)T);
-    o->ab_sh = ab->dims[1] == 1 ? 0 : S * T;
-    o->ab_sb = ab->dims[0] == 1 ? 0 : ab->dims[1] * S * T;
-    return AMP_OK;
-}
-
 /* x (B, H, T, Dh) += bias (H * Dh) on rows [from, T) of every head. */
 static void add_head_bias(float *x, const float *bias, int64_t B, int64_t H, int64_t T, int64_t from, int64_t Dh) {
     for (int64_t b = 0; b < B; b++)
@@ -89,98 +50,7 @@ static void add_head_bias(float *x, const float *bias, int64_t B, int64_t H, int
             }
 }
 
-/* ---- attributes, parsed once at prepare ------------------------------------------ */
-
-AmpCode amp_cpu_ms_attention_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    OrtAttnAttrs a = {.num_heads = amp_node_attr_int(n, "num_heads", 0),
-                      .causal = amp_node_attr_int(n, "unidirectional", 0) != 0,
-                      .filter = amp_node_attr_float(n, "mask_filter_value", -10000.0f),
-                      .scale = amp_node_attr_float(n, "scale", 0.0f)};
-    if (n->op == AMP_OP_Ms_Attention) {
-        if (amp_node_attr_int(n, "do_rotary", 0) || amp_node_attr_int(n, "past_present_share_buffer", 0))
-            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
-                                 "rotary embeddings and shared past/present buffers are not implemented");
-        const AmpAttr *qs = amp_node_attr(n, "qkv_hidden_sizes");
-        if (qs && qs->type == AMP_ATTR_INTS && qs->n_ints) {
-            if (qs->n_ints != 3)
-                return amp_node_fail(n, st, AMP_ERR_INPUT, "qkv_hidden_sizes must hold 3 integers");
-            a.has_qkv = true;
-            for (int i = 0; i < 3; i++) a.qkv[i] = qs->ints[i];
-        }
-    }
-    if (a.num_heads < 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_heads must be positive");
-    OrtAttnAttrs *p = malloc(sizeof *p);
-    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    *p = a;
-    *attrs = p;
-    return AMP_OK;
-}
-
-float amp_attn_ms_scale(const OrtAttnAttrs *a, int64_t head) {
-    return a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)(head ? head : 1)));
-}
-
 /* ---- com.microsoft Attention ------------------------------------------------------ */
-
-/* The bias callback's state before the mask is read: sizes, causality, filter value. */
-OrtBias amp_attn_ort_bias_init(const OrtAttnAttrs *a, int64_t B, int64_t S, int64_t T, int64_t P) {
-    OrtBias ob;
-    memset(&ob, 0, sizeof ob);
-    ob.B = B, ob.S = S, ob.T = T, ob.past = P;
-    ob.causal = a->causal;
-    ob.filter = a->filter;
-    return ob;
-}
-
-AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x, const AmpBuf *w,
-                                 const AmpBuf *bias, const AmpBuf *past, MsAttnDims *d) {
-    int64_t N = a->num_heads;
-    if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "input must be (B, S, D) and weights (D, 3 * hidden)");
-    int64_t B = x->dims[0], S = x->dims[1], Din = x->dims[2], Dsum = w->dims[1], Dq, Dk, Dv;
-    if (a->has_qkv) {
-        Dq = a->qkv[0], Dk = a->qkv[1], Dv = a->qkv[2];
-    } else {
-        Dq = Dk = Dv = Dsum / 3;
-    }
-    if (Dq < 1 || Dk != Dq || Dv < 1 || Dq > INT32_MAX || Dv > INT32_MAX || Dq + Dk + Dv != Dsum || Dq % N || Dv % N)
-        return amp_kernel_fail(k, AMP_ERR_INPUT,
-                             "hidden sizes Q %lld, K %lld, V %lld must be positive multiples of num_heads %lld, Q and "
-                             "K equal, summing to weights' %lld columns",
-                             (long long)Dq, (long long)Dk, (long long)Dv, (long long)N, (long long)Dsum);
-    int64_t H = Dq / N, Hv = Dv / N, P = 0;
-    if (bias && (bias->rank != 1 || bias->dims[0] != Dsum))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)Dsum);
-    if (past) {
-        if (past->rank != 5 || past->dims[0] != 2 || past->dims[1] != B || past->dims[2] != N || past->dims[4] != H ||
-            H != Hv)
-            return amp_kernel_fail(k, AMP_ERR_INPUT,
-                                 "past must be (2, %lld, %lld, P, %lld), with equal Q/K/V hidden sizes", (long long)B,
-                                 (long long)N, (long long)H);
-        P = past->dims[3];
-    }
-    *d = (MsAttnDims){N, B, S, Din, Dsum, Dq, Dk, Dv, H, Hv, P};
-    return AMP_OK;
-}
-
-/* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
- * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
-AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *in[7], MsAttnDims *d) {
-    for (int i = 0; i < 7; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *past = in[4];
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
-    int dt = x->dtype;
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (w->dtype != dt || (bias && bias->dtype != dt) || (past && past->dtype != dt))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "weights, bias and past must have the input's type");
-    if (in[6]) /* past_sequence_length: with a shared past/present buffer (refused at prepare) */
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
-                               "rotary embeddings and shared past/present buffers are not implemented");
-    if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
-    *d = (MsAttnDims){0};
-    return amp_attn_ms_dims(k, a, x, w, bias, past, d);
-}
 
 AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
     const OrtAttnAttrs *a = k->attrs;
@@ -266,55 +136,6 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
 }
 
 /* ---- com.microsoft MultiHeadAttention ------------------------------------------- */
-
-AmpCode amp_attn_mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
-                        const AmpBuf *bias, const AmpBuf *pk, const AmpBuf *pv, MhaDims *d) {
-    int64_t N = a->num_heads;
-    if (q->rank != 3 || q->dims[2] % N)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "query must be (B, S, D) with D a multiple of num_heads");
-    int64_t B = q->dims[0], S = q->dims[1], D = q->dims[2], H = D / N, L, Dv, Hv, P = 0;
-    bool kv4 = kk->rank == 4;
-    if (kk->rank == 3 && v->rank == 3 && kk->dims[0] == B && kk->dims[2] == D && v->dims[0] == B &&
-        v->dims[1] == kk->dims[1] && v->dims[2] % N == 0) {
-        L = kk->dims[1], Dv = v->dims[2], Hv = Dv / N;
-    } else if (kv4 && v->rank == 4 && kk->dims[0] == B && kk->dims[1] == N && kk->dims[3] == H && v->dims[0] == B &&
-               v->dims[1] == N && v->dims[2] == kk->dims[2]) {
-        L = kk->dims[2], Hv = v->dims[3], Dv = N * Hv;
-    } else {
-        return amp_kernel_fail(k, AMP_ERR_INPUT,
-                             "key and value must be (B, L, %lld) and (B, L, Dv), or (B, %lld, L, %lld) "
-                             "and (B, %lld, L, Hv)",
-                             (long long)D, (long long)N, (long long)H, (long long)N);
-    }
-    if (bias && (bias->rank != 1 || bias->dims[0] != 2 * D + Dv))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be 1-D with %lld entries", (long long)(2 * D + Dv));
-    if (!pk != !pv) return amp_kernel_fail(k, AMP_ERR_INPUT, "past_key and past_value must be given together");
-    if (pk) {
-        if (kv4) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "past_key with 4-D key is not implemented");
-        if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != B || pk->dims[1] != N || pk->dims[3] != H ||
-            pv->dims[0] != B || pv->dims[1] != N || pv->dims[2] != pk->dims[2] || pv->dims[3] != Hv)
-            return amp_kernel_fail(k, AMP_ERR_INPUT,
-                                 "past_key must be (%lld, %lld, P, %lld), past_value (%lld, %lld, P, %lld)",
-                                 (long long)B, (long long)N, (long long)H, (long long)B, (long long)N, (long long)Hv);
-        P = pk->dims[2];
-    }
-    *d = (MhaDims){N, B, S, D, H, L, Dv, Hv, P, kv4};
-    return AMP_OK;
-}
-
-/* The outputs as placed (NULL where not wanted): output (B, S, Dv), present key and value
- * (B, N, T, H) and (B, N, T, Hv), qk (B, N, S, T). */
-AmpCode amp_attn_mha_outputs(AmpKernelCtx *k, const MhaDims *d, int64_t T, int dt, AmpBuf **out) {
-    const int64_t ydims[3] = {d->B, d->S, d->Dv}, kd[4] = {d->B, d->N, T, d->H}, vd[4] = {d->B, d->N, T, d->Hv},
-                  qkd[4] = {d->B, d->N, d->S, T};
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
-    for (int i = 0; i < 4; i++) {
-        const int64_t *dims = i == 0 ? ydims : i == 1 ? kd : i == 2 ? vd : qkd;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, i ? 4 : 3, dims))) return rc;
-    }
-    return AMP_OK;
-}
 
 /* query (B, S, D), key (B, L, D) or (B, N, L, H), value (B, L, Dv) or (B, N, L, Hv),
  * bias (D + D + Dv), key_padding_mask, attention_bias, past_key (B, N, P, H), past_value

@@ -4,54 +4,9 @@
  * LpNormalization and LRN. Statistics are two-pass in double, whatever the storage type. */
 #include <math.h>
 
-#include "kernels/cpu/norm_impl.h"
 #include "kernels/cpu/reduce_impl.h"
 #include "kernels/cpu/simd.h"
-
-/* ---- attributes, parsed once at prepare (AmpNormAttrs, norm_impl.h) ---------------- */
-
-AmpCode amp_cpu_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    AmpNormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
-    switch (n->op) {
-    case AMP_OP_LayerNormalization: {
-        int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
-        if (stash != AMP_DT_FLOAT)
-            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
-                                     "stash_type %lld: only 1 (float32 statistics) is implemented", (long long)stash);
-        a.axis = amp_node_attr_int(n, "axis", -1);
-        break;
-    }
-    case AMP_OP_Ms_LayerNormalizationGrad: a.axis = amp_node_attr_int(n, "axis", -1); break;
-    case AMP_OP_BatchNormalization:
-        if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
-            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
-                                     "spatial = 0 (per-activation statistics) is not implemented");
-        a.momentum = amp_node_attr_float(n, "momentum", 0.9f);
-        a.mode_given = opset >= 14;
-        if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
-        for (int i = 1; opset < 14 && i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
-        break;
-    case AMP_OP_GroupNormalization:
-        a.groups = amp_node_attr_int(n, "num_groups", 0);
-        if (a.groups <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
-        break;
-    case AMP_OP_LpNormalization:
-        a.axis = amp_node_attr_int(n, "axis", -1);
-        a.p = amp_node_attr_int(n, "p", 2);
-        if (a.p != 1 && a.p != 2)
-            return amp_node_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
-        break;
-    case AMP_OP_LRN:
-        a.size = amp_node_attr_int(n, "size", 0);
-        if (a.size <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
-        a.alpha = amp_node_attr_float(n, "alpha", 1e-4f);
-        a.beta = amp_node_attr_float(n, "beta", 0.75f);
-        a.bias = amp_node_attr_float(n, "bias", 1.0f);
-        break;
-    default: break; /* InstanceNormalization: epsilon only */
-    }
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
-}
+#include "ops/norm_attrs.h" /* AmpNormAttrs (amp_norm_prepare) */
 
 /* Mean and (population) variance of n elements v[base + j * stride]. */
 static void moments(const AmpFv *v, uint64_t base, uint64_t n, uint64_t stride, double *mean, double *var) {

@@ -1,61 +1,15 @@
 /* CPU kernels: the ai.onnx.preview.training optimizers Adam, Momentum (standard and
  * Nesterov) and Adagrad, as the ONNX spec's pseudo code (the per-element arithmetic in
- * optim_impl.h, shared with the CUDA kernels), and com.microsoft InPlaceAccumulatorV2.
+ * ops/optim_math.h, shared with the CUDA kernels, as their attributes are), and
+ * com.microsoft InPlaceAccumulatorV2.
  * Optimizer inputs are R (learning rate, scalar), T (update count, integer scalar), then
  * N tensors per group (X..., G..., state...); outputs are the new X... then the new
  * state, group by group. The optimizers honour the fused update gate (AmpKernelCtx.gate):
  * where it holds true every output is a copy of the input it replaces. */
 #include <math.h>
 
-#include "kernels/cpu/optim_impl.h"
 #include "kernels/cpu/reduce_impl.h"
-
-static AmpCode req_float(const AmpNode *n, AmpStatus *st, const char *name, double *out) {
-    const AmpAttr *a = amp_node_attr(n, name);
-    if (!a || a->type != AMP_ATTR_FLOAT)
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "float attribute '%s' is required", name);
-    *out = a->f;
-    return AMP_OK;
-}
-
-static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, AmpOptAttrs *a) {
-    memset(a, 0, sizeof *a);
-    a->kind = n->op == AMP_OP_Adam ? AMP_OPT_ADAM : n->op == AMP_OP_Momentum ? AMP_OPT_MOMENTUM : AMP_OPT_ADAGRAD;
-    if (a->kind == AMP_OPT_ADAM) {
-        a->alpha = amp_node_attr_float(n, "alpha", 0.9f);
-        a->beta = amp_node_attr_float(n, "beta", 0.999f);
-        a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
-        a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
-        a->norm_post = amp_node_attr_float(n, "norm_coefficient_post", 0.0f);
-        return AMP_OK;
-    }
-    if (a->kind == AMP_OPT_ADAGRAD) {
-        a->decay = amp_node_attr_float(n, "decay_factor", 0.0f);
-        a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
-        a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
-        return AMP_OK;
-    }
-    /* Momentum: every attribute is required. */
-    AmpCode rc = req_float(n, st, "alpha", &a->alpha);
-    if (!rc) rc = req_float(n, st, "beta", &a->beta);
-    if (!rc) rc = req_float(n, st, "norm_coefficient", &a->norm);
-    if (rc) return rc;
-    const char *mode = amp_node_attr_string(n, "mode", NULL);
-    if (!mode) return amp_node_fail(n, st, AMP_ERR_INPUT, "attribute 'mode' is required");
-    if (strcmp(mode, "nesterov") == 0) a->nesterov = 1;
-    else if (strcmp(mode, "standard") != 0)
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
-    return AMP_OK;
-}
-
-/* Adam, Momentum and Adagrad (by the node's op): an AmpOptAttrs (optim_impl.h), which
- * the CUDA kernels read too. */
-AmpCode amp_cpu_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    AmpOptAttrs a;
-    AmpCode rc = opt_attrs(n, st, &a);
-    return rc ? rc : amp_red_prep_out(&a, sizeof a, attrs, st);
-}
+#include "ops/optim_math.h"
 
 static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
     if (a->rank != b->rank) return false;
@@ -213,7 +167,7 @@ AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     return rc;
 }
 
-/* The op's kind is the prepared attributes' (amp_cpu_optimizer_prepare). */
+/* The op's kind is the prepared attributes' (amp_optimizer_prepare). */
 AmpCode amp_cpu_adam(AmpKernelCtx *k) { return opt_run(k); }
 AmpCode amp_cpu_momentum(AmpKernelCtx *k) { return opt_run(k); }
 AmpCode amp_cpu_adagrad(AmpKernelCtx *k) { return opt_run(k); }

@@ -61,7 +61,7 @@ AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
         a.n_axes = ax->n_ints;
         for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
     }
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* The reduced axes: the `axes` input (ReduceSum since opset 13, the others since 18)
@@ -349,7 +349,7 @@ AmpCode amp_cpu_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     ArgAttrs a = {.axis = amp_node_attr_int(n, "axis", 0),
                   .keep = amp_node_attr_int(n, "keepdims", 1) != 0,
                   .last = amp_node_attr_int(n, "select_last_index", 0) != 0};
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
@@ -415,7 +415,7 @@ AmpCode amp_cpu_cumsum_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
     (void)opset;
     CumSumAttrs a = {.excl = amp_node_attr_int(n, "exclusive", 0) != 0,
                      .rev = amp_node_attr_int(n, "reverse", 0) != 0};
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
@@ -522,7 +522,7 @@ AmpCode amp_cpu_topk_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
     TopKAttrs a = {.axis = amp_node_attr_int(n, "axis", -1),
                    .k = opset < 10 ? amp_node_attr_int(n, "k", -1) : -1,
                    .largest = amp_node_attr_int(n, "largest", 1) != 0};
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cpu_topk(AmpKernelCtx *k) {

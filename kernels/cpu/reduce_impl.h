@@ -28,17 +28,6 @@ static inline const void *amp_red_attrs(AmpKernelCtx *k) {
     return k->attrs;
 }
 
-/* A prepare function's error: AMP_ERR_INPUT (or code) naming the node, as the kernels'. */
-
-/* Hands a prepare function's struct (size bytes at p) over as a malloc'd copy in *attrs. */
-static inline AmpCode amp_red_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
-    void *q = malloc(size);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    memcpy(q, p, size);
-    *attrs = q;
-    return AMP_OK;
-}
-
 /* float32, float16, bfloat16 or double: the float types these kernels take. */
 static inline bool amp_red_is_float(int dtype) {
     return amp_is_f32_family(dtype) || dtype == AMP_DT_DOUBLE;

@@ -230,7 +230,7 @@ AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
         a.has_hidden = true, a.hidden = hs->i;
     }
     AmpCode rc = parse_acts(n, st, kind, kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 2 : 3, &a);
-    return rc ? rc : amp_red_prep_out(&a, sizeof a, attrs, st);
+    return rc ? rc : amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Checks an optional float input against a shape (rank dims); NULL buffer = not given. */

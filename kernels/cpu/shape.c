@@ -10,70 +10,6 @@
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-size_t amp_sh_esize(AmpKernelCtx *k, int dtype) {
-    size_t bits = amp_dtype_bits(dtype);
-    if (bits == 0 || bits % 8 != 0) {
-        amp_kernel_bad_dtype(k, dtype);
-        return 0;
-    }
-    return bits / 8;
-}
-
-
-AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **y) {
-    AmpCode rc = amp_kernel_outputs(k, 1, y);
-    if (rc || !*y) return rc;
-    if ((rc = amp_kernel_check_out(k, *y, dtype, rank, dims))) *y = NULL;
-    return rc;
-}
-
-AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y) {
-    AmpCode rc = amp_kernel_outputs(k, 1, y);
-    if (rc || !*y) return rc;
-    if ((*y)->dtype == dtype && (*y)->nelem == nelem) return AMP_OK;
-    char got[160];
-    amp_buf_describe(*y, got, sizeof got);
-    *y = NULL;
-    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %llu elements of %s", got,
-                       (unsigned long long)nelem, amp_dtype_name(dtype));
-}
-
-AmpCode amp_sh_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
-    void *q = malloc(size);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    memcpy(q, p, size);
-    *attrs = q;
-    return AMP_OK;
-}
-
-AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n) {
-    switch (b->dtype) {
-    case AMP_DT_INT64:
-    case AMP_DT_INT32:
-    case AMP_DT_INT16:
-    case AMP_DT_INT8:
-    case AMP_DT_UINT64:
-    case AMP_DT_UINT32:
-    case AMP_DT_UINT16:
-    case AMP_DT_UINT8: break;
-    default:
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be an integer tensor, not %s", what, amp_dtype_name(b->dtype));
-    }
-    if (b->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D (it has rank %d)", what, b->rank);
-    if (b->nelem > max) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %llu values, at most %zu allowed", what,
-                                           (unsigned long long)b->nelem, max);
-    for (uint64_t i = 0; i < b->nelem; i++) out[i] = amp_buf_get_i64(b, i);
-    *n = (size_t)b->nelem;
-    return AMP_OK;
-}
-
-void amp_sh_strides(int rank, const int64_t *dims, int64_t *strides) {
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= dims[i];
-    }
-}
 
 /* Copies `n` elements of size es from src (element stride `is`) to dense dst. */
 static void copy_row(char *dst, const char *src, size_t es, int64_t n, int64_t is) {
@@ -182,7 +118,7 @@ AmpCode amp_cpu_reshape_prepare(const AmpNode *n, int64_t opset, void **attrs, A
         a.n = sa->n_ints;
         for (size_t i = 0; i < a.n; i++) a.shape[i] = sa->ints[i];
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* The target is checked against the input here although the executor sized the output
@@ -274,23 +210,6 @@ AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
     return x ? copy_as(k, x) : k->st->code;
 }
 
-AmpCode amp_cpu_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    TransposeAttrs t = {0};
-    const AmpAttr *a = amp_node_attr(n, "perm");
-    if (a && a->n_ints) {
-        t.n = a->n_ints; /* over AMP_MAX_RANK: fits no input, the kernel says so */
-        bool seen[AMP_MAX_RANK] = {false};
-        for (size_t i = 0; i < t.n && t.n <= AMP_MAX_RANK; i++) {
-            int64_t p = a->ints[i];
-            if (p < 0 || p >= (int64_t)t.n || seen[p]) return amp_node_fail(n, st, AMP_ERR_INPUT, "perm is not a permutation");
-            seen[p] = true;
-            t.perm[i] = p;
-        }
-    }
-    return amp_sh_prep_out(&t, sizeof t, attrs, st);
-}
-
 AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
     const TransposeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
@@ -316,13 +235,6 @@ AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
     if (rc || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;
-}
-
-AmpCode amp_cpu_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    const AmpAttr *aa = amp_node_attr(n, "axis");
-    if (!aa && opset >= 4) return amp_node_fail(n, st, AMP_ERR_INPUT, "no axis attribute");
-    AxisAttrs a = {aa ? aa->i : 1}; /* Concat-1: axis 1 by default */
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* com.microsoft ConcatTraining: Concat, and (output 1, when wanted) each input's length
@@ -559,7 +471,7 @@ AmpCode amp_cpu_depth_space_prepare(const AmpNode *n, int64_t opset, void **attr
         a.crd = strcmp(mode, "CRD") == 0;
         if (!a.crd && strcmp(mode, "DCR") != 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", mode);
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* DepthToSpace (to_space) and SpaceToDepth on (N, C, H, W) as one 6-D strided copy. */
@@ -618,7 +530,7 @@ typedef struct TriluAttrs {
 AmpCode amp_cpu_trilu_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     TriluAttrs a = {amp_node_attr_int(n, "upper", 1) != 0};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* Trilu: each matrix of the last two axes keeps its upper (upper = 1, the default) or

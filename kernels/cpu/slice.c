@@ -90,7 +90,7 @@ AmpCode amp_sh_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
         for (size_t i = 0; i < a.np && i < 2 * AMP_MAX_RANK; i++) a.pads[i] = pa->ints[i];
         a.value = amp_node_attr_float(n, "value", 0.0f);
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 /* The padding of each axis (before[d], after[d]; negative crops) from the attributes

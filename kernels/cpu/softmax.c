@@ -6,16 +6,8 @@
 #include "ir/half.h"
 #include "kernels/cpu/simd.h"
 
-#include "kernels/cpu/norm_impl.h"
+#include "ops/norm_attrs.h"
 #include "kernels/cpu/reduce_impl.h"
-
-/* Softmax, LogSoftmax, Hardmax and com.microsoft SoftmaxGrad_13 (whose opset is its
- * domain's). */
-AmpCode amp_cpu_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    AmpSoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
-    a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
-    return amp_red_prep_out(&a, sizeof a, attrs, st);
-}
 
 /* The (outer, D, inner) layout the op normalises over: D along `axis` (per-axis
  * semantics), or everything from `axis` on (the opset < 13 2-D coercion, inner = 1). */

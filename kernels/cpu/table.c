@@ -1,26 +1,37 @@
 /* The CPU backend's kernels, one entry per op id (designated initializers), grouped by the
  * file that defines the kernel: {kernel, prepare}, prepare being the function that parses
  * the node's attributes once, at prepare (AmpKernelPrepareFn; absent where the kernel
- * reads none). kernels.h declares them. An op with no entry has no CPU kernel: the
- * executor names it at prepare (If, Loop, Scan: the executor runs their bodies itself).
+ * reads none). kernels.h declares them; the ops/ headers the prepares every backend
+ * shares. An op with no entry has no CPU kernel: the executor names it at prepare (If,
+ * Loop, Scan: the executor runs their bodies itself).
  * The CPU is the reference: every op in kernels/cuda/table.c has an entry here
  * (tests/kernels/test_op_tables.c). */
 #include "kernels/cpu/kernels.h"
-#include "ops/conv_geom.h" /* amp_conv_prepare, amp_conv_grad_prepare */
-#include "ops/slice.h"      /* amp_slice_prepare */
+#include "ops/attn_geom.h"    /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
+#include "ops/cast_engine.h"  /* amp_cast_prepare */
+#include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/fused_check.h"  /* amp_fused_prepare */
+#include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
+#include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
+#include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
+#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* gemm.c */
     [AMP_OP_MatMul] = {amp_cpu_matmul, NULL},
-    [AMP_OP_Gemm] = {amp_cpu_gemm, amp_cpu_gemm_prepare},
-    [AMP_OP_Ms_FusedMatMul] = {amp_cpu_fused_matmul, amp_cpu_fused_matmul_prepare},
+    [AMP_OP_Gemm] = {amp_cpu_gemm, amp_gemm_prepare},
+    [AMP_OP_Ms_FusedMatMul] = {amp_cpu_fused_matmul, amp_fused_matmul_prepare},
     /* conv.c */
     [AMP_OP_Conv] = {amp_cpu_conv, amp_conv_prepare},
     [AMP_OP_ConvTranspose] = {amp_cpu_conv_transpose, amp_conv_prepare},
     /* einsum.c */
     [AMP_OP_Einsum] = {amp_cpu_einsum, amp_cpu_einsum_prepare},
     /* attention.c */
-    [AMP_OP_Attention] = {amp_cpu_onnx_attention, amp_cpu_onnx_attention_prepare},
+    [AMP_OP_Attention] = {amp_cpu_onnx_attention, amp_onnx_attention_prepare},
     /* rnn.c */
     [AMP_OP_LSTM] = {amp_cpu_lstm, amp_cpu_rnn_prepare},
     [AMP_OP_GRU] = {amp_cpu_gru, amp_cpu_rnn_prepare},
@@ -31,8 +42,8 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_AdamWOptimizer] = {amp_cpu_ms_adamw, NULL},
     [AMP_OP_Ms_SGDOptimizerV2] = {amp_cpu_ms_adamw, NULL},
     /* ms_attention.c */
-    [AMP_OP_Ms_Attention] = {amp_cpu_ms_attention, amp_cpu_ms_attention_prepare},
-    [AMP_OP_Ms_MultiHeadAttention] = {amp_cpu_ms_mha, amp_cpu_ms_attention_prepare},
+    [AMP_OP_Ms_Attention] = {amp_cpu_ms_attention, amp_ms_attention_prepare},
+    [AMP_OP_Ms_MultiHeadAttention] = {amp_cpu_ms_mha, amp_ms_attention_prepare},
     /* elementwise.c */
     [AMP_OP_Add] = {amp_ew_add, amp_ew_prepare_legacy_bcast},
     [AMP_OP_Sub] = {amp_ew_sub, amp_ew_prepare_legacy_bcast},
@@ -91,10 +102,10 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_ReluGrad] = {amp_ew_relu_grad, NULL},
     [AMP_OP_Softplus] = {amp_ew_softplus, NULL},
     /* softmax.c */
-    [AMP_OP_Softmax] = {amp_cpu_softmax, amp_cpu_softmax_prepare},
-    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_cpu_softmax_prepare},
-    [AMP_OP_Hardmax] = {amp_cpu_hardmax, amp_cpu_softmax_prepare},
-    [AMP_OP_LogSoftmax] = {amp_cpu_log_softmax, amp_cpu_softmax_prepare},
+    [AMP_OP_Softmax] = {amp_cpu_softmax, amp_softmax_prepare},
+    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_softmax_prepare},
+    [AMP_OP_Hardmax] = {amp_cpu_hardmax, amp_softmax_prepare},
+    [AMP_OP_LogSoftmax] = {amp_cpu_log_softmax, amp_softmax_prepare},
     /* pool.c */
     [AMP_OP_AveragePool] = {amp_cpu_averagepool, amp_conv_prepare},
     [AMP_OP_GlobalAveragePool] = {amp_cpu_global_averagepool, NULL},
@@ -117,12 +128,12 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Or] = {amp_ew_or, amp_ew_prepare_legacy_bcast},
     /* shape.c */
     [AMP_OP_Reshape] = {amp_cpu_reshape, amp_cpu_reshape_prepare},
-    [AMP_OP_Transpose] = {amp_cpu_transpose, amp_cpu_transpose_prepare},
+    [AMP_OP_Transpose] = {amp_cpu_transpose, amp_transpose_prepare},
     [AMP_OP_Flatten] = {amp_cpu_flatten, NULL},
     [AMP_OP_Squeeze] = {amp_cpu_squeeze, NULL},
     [AMP_OP_Unsqueeze] = {amp_cpu_unsqueeze, amp_cpu_unsqueeze_prepare},
-    [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_cpu_concat_prepare},
-    [AMP_OP_Concat] = {amp_cpu_concat, amp_cpu_concat_prepare},
+    [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_concat_prepare},
+    [AMP_OP_Concat] = {amp_cpu_concat, amp_concat_prepare},
     [AMP_OP_Split] = {amp_cpu_split, amp_cpu_split_prepare},
     [AMP_OP_Trilu] = {amp_cpu_trilu, amp_cpu_trilu_prepare},
     [AMP_OP_Expand] = {amp_cpu_expand, NULL},
@@ -157,34 +168,34 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_cpu_reduce_prepare},
     [AMP_OP_CumSum] = {amp_cpu_cumsum, amp_cpu_cumsum_prepare},
     /* loss.c */
-    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_cpu_loss_prepare},
-    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cpu_nll_loss, amp_cpu_loss_prepare},
-    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cpu_ms_sce_loss_grad, amp_cpu_loss_prepare},
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_loss_prepare},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cpu_nll_loss, amp_loss_prepare},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cpu_ms_sce_loss_grad, amp_loss_prepare},
     /* norm.c */
-    [AMP_OP_LayerNormalization] = {amp_cpu_layernorm, amp_cpu_norm_prepare},
-    [AMP_OP_BatchNormalization] = {amp_cpu_batchnorm, amp_cpu_norm_prepare},
-    [AMP_OP_InstanceNormalization] = {amp_cpu_instancenorm, amp_cpu_norm_prepare},
-    [AMP_OP_GroupNormalization] = {amp_cpu_groupnorm, amp_cpu_norm_prepare},
-    [AMP_OP_LpNormalization] = {amp_cpu_lpnorm, amp_cpu_norm_prepare},
-    [AMP_OP_LRN] = {amp_cpu_lrn, amp_cpu_norm_prepare},
-    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cpu_ms_layernorm_grad, amp_cpu_norm_prepare},
+    [AMP_OP_LayerNormalization] = {amp_cpu_layernorm, amp_norm_prepare},
+    [AMP_OP_BatchNormalization] = {amp_cpu_batchnorm, amp_norm_prepare},
+    [AMP_OP_InstanceNormalization] = {amp_cpu_instancenorm, amp_norm_prepare},
+    [AMP_OP_GroupNormalization] = {amp_cpu_groupnorm, amp_norm_prepare},
+    [AMP_OP_LpNormalization] = {amp_cpu_lpnorm, amp_norm_prepare},
+    [AMP_OP_LRN] = {amp_cpu_lrn, amp_norm_prepare},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cpu_ms_layernorm_grad, amp_norm_prepare},
     /* optim.c */
-    [AMP_OP_Adam] = {amp_cpu_adam, amp_cpu_optimizer_prepare},
-    [AMP_OP_Momentum] = {amp_cpu_momentum, amp_cpu_optimizer_prepare},
-    [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_cpu_optimizer_prepare},
+    [AMP_OP_Adam] = {amp_cpu_adam, amp_optimizer_prepare},
+    [AMP_OP_Momentum] = {amp_cpu_momentum, amp_optimizer_prepare},
+    [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_optimizer_prepare},
     [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cpu_ms_accumulator, NULL},
     /* tensor.c */
     [AMP_OP_Shape] = {amp_cpu_shape, amp_cpu_shape_prepare},
     [AMP_OP_Size] = {amp_cpu_size, NULL},
-    [AMP_OP_Cast] = {amp_cpu_cast, amp_cpu_cast_prepare},
+    [AMP_OP_Cast] = {amp_cpu_cast, amp_cast_prepare},
     [AMP_OP_CastLike] = {amp_cpu_cast_like, NULL},
     [AMP_OP_Constant] = {amp_cpu_constant, amp_cpu_constant_prepare},
     [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_cpu_constant_of_shape_prepare},
     [AMP_OP_Range] = {amp_cpu_range, NULL},
-    [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_cpu_one_hot_prepare},
+    [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_one_hot_prepare},
     [AMP_OP_NonZero] = {amp_cpu_non_zero, NULL},
     /* fused.c */
-    [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_cpu_fused_prepare},
+    [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_fused_prepare},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cpu_unscale_check, NULL},
 };
 

@@ -1,8 +1,6 @@
 /* CPU kernels that make or retype tensors: Cast, CastLike, Constant, ConstantOfShape,
- * Shape, Size, Range, OneHot, NonZero; and the family's cast engine (amp_sh_convert),
- * which Pad and the rest share: every numeric dtype to every other, 16-bit floats
- * rounded to nearest even (directly from double, without double rounding). */
-#include <ctype.h>
+ * Shape, Size, Range, OneHot, NonZero. Cast converts with the cast engine every backend
+ * shares (ops/cast_engine.c), which Pad and the rest use too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,131 +8,6 @@
 #include "ir/half.h"
 #include "ir/range.h"
 #include "kernels/cpu/shape_impl.h"
-
-/* ---- the cast engine ------------------------------------------------------------------ */
-
-/* One element in a form that holds every source value exactly. */
-typedef enum { V_FLOAT, V_INT, V_UINT } ValKind;
-typedef struct Val {
-    ValKind kind;
-    double f;   /* V_FLOAT: float, double, float16, bfloat16 */
-    int64_t i;  /* V_INT: signed integers */
-    uint64_t u; /* V_UINT: unsigned integers, bool */
-} Val;
-
-bool amp_sh_convertible(int dt) {
-    switch (dt) {
-    case AMP_DT_FLOAT:
-    case AMP_DT_DOUBLE:
-    case AMP_DT_FLOAT16:
-    case AMP_DT_BFLOAT16:
-    case AMP_DT_BOOL:
-    case AMP_DT_INT8:
-    case AMP_DT_INT16:
-    case AMP_DT_INT32:
-    case AMP_DT_INT64:
-    case AMP_DT_UINT8:
-    case AMP_DT_UINT16:
-    case AMP_DT_UINT32:
-    case AMP_DT_UINT64: return true;
-    default: return false;
-    }
-}
-
-static Val load(int dt, const void *p, uint64_t i) {
-    Val v = {V_FLOAT, 0, 0, 0};
-    switch (dt) {
-    case AMP_DT_FLOAT: v.f = ((const float *)p)[i]; break;
-    case AMP_DT_DOUBLE: v.f = ((const double *)p)[i]; break;
-    case AMP_DT_FLOAT16: v.f = amp_f16_to_f32(((const uint16_t *)p)[i]); break;
-    case AMP_DT_BFLOAT16: v.f = amp_bf16_to_f32(((const uint16_t *)p)[i]); break;
-    case AMP_DT_INT8: v.kind = V_INT, v.i = ((const int8_t *)p)[i]; break;
-    case AMP_DT_INT16: v.kind = V_INT, v.i = ((const int16_t *)p)[i]; break;
-    case AMP_DT_INT32: v.kind = V_INT, v.i = ((const int32_t *)p)[i]; break;
-    case AMP_DT_INT64: v.kind = V_INT, v.i = ((const int64_t *)p)[i]; break;
-    case AMP_DT_UINT8: v.kind = V_UINT, v.u = ((const uint8_t *)p)[i]; break;
-    case AMP_DT_BOOL: v.kind = V_UINT, v.u = ((const uint8_t *)p)[i] != 0; break;
-    case AMP_DT_UINT16: v.kind = V_UINT, v.u = ((const uint16_t *)p)[i]; break;
-    case AMP_DT_UINT32: v.kind = V_UINT, v.u = ((const uint32_t *)p)[i]; break;
-    case AMP_DT_UINT64: v.kind = V_UINT, v.u = ((const uint64_t *)p)[i]; break;
-    default: break;
-    }
-    return v;
-}
-
-/* d rounded to float with round-to-odd: a later rounding of the result to fewer than 24
- * bits (float16, bfloat16) then equals rounding d directly. */
-static float to_odd_float(double d) {
-    float f = (float)d;
-    if (isnan(d) || isinf(d) || (double)f == d) return f;
-    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f); /* truncate toward zero */
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    bits |= 1;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static double as_double(const Val *v) {
-    return v->kind == V_FLOAT ? v->f : v->kind == V_INT ? (double)v->i : (double)v->u;
-}
-
-/* The integer a value becomes: floats truncate toward zero (NaN -> 0, saturating at
- * the 64-bit limits); the caller narrows it modulo 2^bits like numpy's astype. */
-static uint64_t as_bits64(const Val *v) {
-    if (v->kind == V_INT) return (uint64_t)v->i;
-    if (v->kind == V_UINT) return v->u;
-    double t = trunc(v->f);
-    if (isnan(t)) return 0;
-    if (t >= 18446744073709551616.0) return UINT64_MAX;
-    if (t >= 9223372036854775808.0) return (uint64_t)t;
-    if (t < -9223372036854775808.0) return (uint64_t)INT64_MIN;
-    return (uint64_t)(int64_t)t;
-}
-
-static void store(int dt, void *p, uint64_t i, const Val *v) {
-    switch (dt) {
-    case AMP_DT_FLOAT:
-        ((float *)p)[i] = v->kind == V_FLOAT ? (float)v->f : v->kind == V_INT ? (float)v->i : (float)v->u;
-        break;
-    case AMP_DT_DOUBLE: ((double *)p)[i] = as_double(v); break;
-    case AMP_DT_FLOAT16: ((uint16_t *)p)[i] = amp_f32_to_f16(to_odd_float(as_double(v))); break;
-    case AMP_DT_BFLOAT16: ((uint16_t *)p)[i] = amp_f32_to_bf16(to_odd_float(as_double(v))); break;
-    case AMP_DT_BOOL:
-        ((uint8_t *)p)[i] = v->kind == V_FLOAT ? v->f != 0 : v->kind == V_INT ? v->i != 0 : v->u != 0;
-        break;
-    case AMP_DT_INT8: ((int8_t *)p)[i] = (int8_t)as_bits64(v); break;
-    case AMP_DT_INT16: ((int16_t *)p)[i] = (int16_t)as_bits64(v); break;
-    case AMP_DT_INT32: ((int32_t *)p)[i] = (int32_t)as_bits64(v); break;
-    case AMP_DT_INT64: ((int64_t *)p)[i] = (int64_t)as_bits64(v); break;
-    case AMP_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)as_bits64(v); break;
-    case AMP_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)as_bits64(v); break;
-    case AMP_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)as_bits64(v); break;
-    case AMP_DT_UINT64: ((uint64_t *)p)[i] = as_bits64(v); break;
-    default: break;
-    }
-}
-
-AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int ddt, uint64_t n) {
-    if (!amp_sh_convertible(sdt)) return amp_kernel_bad_dtype(k, sdt);
-    if (!amp_sh_convertible(ddt)) return amp_kernel_bad_dtype(k, ddt);
-    if (n == 0) return AMP_OK;
-    if (sdt == ddt) {
-        memcpy(dst, src, (size_t)n * (amp_dtype_bits(sdt) / 8));
-        return AMP_OK;
-    }
-    /* The common float paths in bulk. */
-    if (sdt == AMP_DT_FLOAT && ddt == AMP_DT_FLOAT16) amp_f32_to_f16_n(dst, src, (size_t)n);
-    else if (sdt == AMP_DT_FLOAT && ddt == AMP_DT_BFLOAT16) amp_f32_to_bf16_n(dst, src, (size_t)n);
-    else if (sdt == AMP_DT_FLOAT16 && ddt == AMP_DT_FLOAT) amp_f16_to_f32_n(dst, src, (size_t)n);
-    else if (sdt == AMP_DT_BFLOAT16 && ddt == AMP_DT_FLOAT) amp_bf16_to_f32_n(dst, src, (size_t)n);
-    else
-        for (uint64_t i = 0; i < n; i++) {
-            Val v = load(sdt, src, i);
-            store(ddt, dst, i, &v);
-        }
-    return AMP_OK;
-}
 
 /* ---- Cast, CastLike --------------------------------------------------------------------- */
 
@@ -157,31 +30,6 @@ static AmpCode cast_to(AmpKernelCtx *k, const AmpBuf *x, int to) {
     if (!amp_sh_convertible(to)) return amp_kernel_bad_dtype(k, to);
     if ((rc = amp_sh_out(k, to, x->rank, x->dims, &y)) || !y) return rc;
     return amp_sh_convert(k, x->data, x->dtype, y->data, to, x->nelem);
-}
-
-/* Cast's target type. */
-typedef struct CastAttrs {
-    int to;
-} CastAttrs;
-
-AmpCode amp_cpu_cast_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    const AmpAttr *a = amp_node_attr(n, "to");
-    if (!a) return amp_node_fail(n, st, AMP_ERR_INPUT, "no 'to' attribute");
-    CastAttrs c;
-    if (a->type == AMP_ATTR_STRING) { /* Cast-1: a TensorProto type name ("FLOAT") */
-        char name[32] = "";
-        size_t len = a->s.len < sizeof name - 1 ? a->s.len : sizeof name - 1;
-        for (size_t i = 0; i < len; i++) name[i] = (char)tolower(a->s.data[i]);
-        name[len] = '\0';
-        c.to = amp_dtype_from_name(name);
-        if (c.to < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown type '%s'", name);
-    } else {
-        if (a->i <= AMP_DT_UNDEFINED || a->i >= AMP_DT__COUNT)
-            return amp_node_fail(n, st, AMP_ERR_INPUT, "'to' is %lld, not a data type", (long long)a->i);
-        c.to = (int)a->i;
-    }
-    return amp_sh_prep_out(&c, sizeof c, attrs, st);
 }
 
 AmpCode amp_cpu_cast(AmpKernelCtx *k) {
@@ -236,7 +84,7 @@ AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, 
         AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
         if (rc) return rc;
     }
-    return amp_sh_prep_out(&c, sizeof c, attrs, st);
+    return amp_prep_out(&c, sizeof c, attrs, st);
 }
 
 AmpCode amp_cpu_constant(AmpKernelCtx *k) {
@@ -306,7 +154,7 @@ AmpCode amp_cpu_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void 
             return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(f.dtype));
         memcpy(f.value, bytes.data, es);
     }
-    return amp_sh_prep_out(&f, sizeof f, attrs, st);
+    return amp_prep_out(&f, sizeof f, attrs, st);
 }
 
 AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
@@ -350,7 +198,7 @@ AmpCode amp_cpu_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     (void)opset;
     const AmpAttr *e = amp_node_attr(n, "end");
     ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cpu_shape(AmpKernelCtx *k) {
@@ -393,16 +241,16 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
     }
     int dt = b[0]->dtype;
     if (!amp_sh_convertible(dt) || dt == AMP_DT_BOOL) return amp_kernel_bad_dtype(k, dt);
-    Val v[3];
-    for (int i = 0; i < 3; i++) v[i] = load(dt, b[i]->data, 0);
+    AmpCastVal v[3];
+    for (int i = 0; i < 3; i++) v[i] = amp_cast_load(dt, b[i]->data, 0);
     int64_t n;
-    if (v[0].kind == V_FLOAT) {
+    if (v[0].kind == AMP_CV_FLOAT) {
         double s = v[0].f, l = v[1].f, d = v[2].f;
         if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
             return amp_kernel_fail(k, AMP_ERR_INPUT, "start, limit and delta must be finite and delta non-zero");
         if ((n = amp_range_count_float(s, l, d)) < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
     } else {
-        bool sg = v[0].kind == V_INT;
+        bool sg = v[0].kind == AMP_CV_INT;
         if (sg ? v[2].i == 0 : v[2].u == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "delta is 0");
         uint64_t c = sg ? amp_range_count_signed(v[0].i, v[1].i, v[2].i) : amp_range_count_unsigned(v[0].u, v[1].u, v[2].u);
         if (c > (UINT64_C(1) << 50)) return amp_kernel_fail(k, AMP_ERR_INPUT, "range is too long");
@@ -412,22 +260,16 @@ AmpCode amp_cpu_range(AmpKernelCtx *k) {
     AmpCode rc = amp_sh_out(k, dt, 1, &n, &y);
     if (rc || !y) return rc;
     for (int64_t i = 0; i < n; i++) {
-        Val e = v[0];
-        if (e.kind == V_FLOAT) e.f = v[0].f + (double)i * v[2].f;
-        else if (e.kind == V_INT) e.i = (int64_t)((uint64_t)v[0].i + (uint64_t)i * (uint64_t)v[2].i);
+        AmpCastVal e = v[0];
+        if (e.kind == AMP_CV_FLOAT) e.f = v[0].f + (double)i * v[2].f;
+        else if (e.kind == AMP_CV_INT) e.i = (int64_t)((uint64_t)v[0].i + (uint64_t)i * (uint64_t)v[2].i);
         else e.u = v[0].u + (uint64_t)i * v[2].u;
-        store(dt, y->data, (uint64_t)i, &e);
+        amp_cast_store(dt, y->data, (uint64_t)i, &e);
     }
     return AMP_OK;
 }
 
 /* ---- OneHot ----------------------------------------------------------------------------- */
-
-AmpCode amp_cpu_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    OneHotAttrs a = {amp_node_attr_int(n, "axis", -1)};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
-}
 
 AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     const AmpBuf *idx = input(k, 0, "indices"), *db = idx ? input(k, 1, "depth") : NULL;
@@ -439,8 +281,8 @@ AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     if (vb->nelem != 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "values must hold two elements (off, on)");
     size_t es = amp_sh_esize(k, vb->dtype);
     if (!es) return k->st->code;
-    Val dv = load(db->dtype, db->data, 0);
-    double depth_d = as_double(&dv);
+    AmpCastVal dv = amp_cast_load(db->dtype, db->data, 0);
+    double depth_d = amp_cast_as_double(&dv);
     if (!(depth_d >= 1 && depth_d < 9.0e15)) return amp_kernel_fail(k, AMP_ERR_INPUT, "depth %g is invalid", depth_d);
     int64_t depth = (int64_t)depth_d;
     int r = idx->rank + 1, axis;

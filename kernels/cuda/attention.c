@@ -1,7 +1,7 @@
 /* ai.onnx Attention (opset 23) on CUDA: MHA, GQA and MQA, 3-D or 4-D inputs, causal,
  * bool or additive attn_mask broadcasting, softcap, scale, past/present KV. The attributes
- * are the CPU's (amp_cpu_onnx_attention_prepare), and so are the shape checks
- * (amp_attn_onnx_shape, _mask_layout, _outputs). Per node:
+ * (amp_onnx_attention_prepare) and the shape checks (amp_attn_onnx_shape, _mask_layout,
+ * _outputs) are the CPU kernel's too (ops/attn_geom.h). Per node:
  *   1. Q (3-D), K and V (3-D, or with a past, or when present_* is wanted) into the heads
  *      layout: scratch, or the present outputs (the cache concatenation);
  *   2. scores (float32) = scale * Q K^T, one cuBLASLt strided batch over (batch, kv

@@ -14,7 +14,7 @@
 
 // AmpDType numbers
 enum { DT_FLOAT = 1, DT_UINT8 = 2, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_FLOAT16 = 10, DT_BFLOAT16 = 16 };
-// com.microsoft's mask kinds (kernels/cpu/attention_impl.h's MaskKind)
+// com.microsoft's mask kinds (ops/attn_geom.h's MaskKind)
 enum { MK_NONE, MK_END, MK_END_START, MK_RAW2, MK_RAW3 };
 
 // ai.onnx's mask as an additive value: bool false excludes the key; floats add themselves.

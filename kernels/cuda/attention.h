@@ -75,7 +75,7 @@ static inline unsigned amp_cuda_attn_softmax_blocks(int64_t rows) {
 
 #else
 #include "kernels/cuda/cuda_impl.h"
-#include "kernels/cpu/attention_impl.h" /* AttnShape, OnnxAttnAttrs: the CPU's parsing */
+#include "ops/attn_geom.h" /* AttnShape, OnnxAttnAttrs, OrtBias: the parsing and checks every backend shares */
 
 /* The part of the session's workspace cuBLASLt keeps for the two products; the
  * attention's scratch is the rest. */

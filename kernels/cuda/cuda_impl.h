@@ -8,8 +8,10 @@
  * except amp_cuda_read_ints (the small host values a few ops need; counted).
  *
  * The CPU kernels (kernels/cpu) are the reference every CUDA kernel is tested against;
- * the CUDA kernels reuse their attribute parsing (prepare functions) and helpers
- * (amp_kernel_outputs, amp_kernel_check_out, amp_kernel_bad_dtype). */
+ * what both backends share lies below them in ops/: the attribute parsing (prepare
+ * functions), the shape checks and geometry, and the output helpers (ops/kernel_out.h:
+ * amp_kernel_outputs, amp_kernel_check_out, amp_kernel_bad_dtype). No CUDA file includes
+ * a kernels/cpu header. */
 #ifndef AMP_CUDA_IMPL_H
 #define AMP_CUDA_IMPL_H
 
@@ -19,7 +21,7 @@
 
 #include "ir/ir.h"
 #include "ir/kernel.h"
-#include "kernels/cpu/kernels.h" /* the CPU helpers: amp_kernel_outputs, amp_kernel_check_out, ... */
+#include "ops/kernel_out.h" /* amp_kernel_outputs, amp_kernel_check_out, amp_kernel_bad_dtype */
 #include "ir/tensor.h"
 
 /* What a CUDA kernel receives as AmpKernelCtx.dev: the session's stream, library handles
@@ -114,7 +116,7 @@ typedef struct AmpCudaOp {
 
 extern const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT];
 
-/* Common supports predicates (table.c). */
+/* Common supports predicates (supports.c). */
 bool amp_cuda_is_float(int dtype);     /* float32, float16, bfloat16 */
 /* Every present input is a float32/float16/bfloat16 of one dtype. */
 bool amp_cuda_supports_float(const AmpNode *n, int64_t opset, const int *in_dtypes);

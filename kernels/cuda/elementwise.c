@@ -1,10 +1,10 @@
 /* CUDA node-level kernels of the elementwise family (launchers in elementwise.cu). Each
  * checks what the CPU kernel checks (kernels/cpu/elementwise.c, unary.c, activation.c,
- * logic.c, tensor.c's Cast) with the CPU's own helpers (amp_ew_*: broadcast shapes,
- * pre-opset-7 broadcasting, the placed output's shape), plans the broadcast on the host
- * (axes of size 1 dropped, axes along which every operand stays contiguous or broadcast
- * merged, as amp_ew_plan does) and passes the plan by value. Attributes come from the CPU
- * prepares, except Clip's. */
+ * logic.c, tensor.c's Cast) with the helpers both backends share (ops/ew_common.h,
+ * amp_ew_*: broadcast shapes, pre-opset-7 broadcasting, the placed output's shape), plans
+ * the broadcast on the host (axes of size 1 dropped, axes along which every operand stays
+ * contiguous or broadcast merged, as the CPU's amp_ew_plan does) and passes the plan by
+ * value. Attributes come from the shared prepares (ops/), except Clip's. */
 #include <float.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cpu/elementwise_impl.h"
+#include "ops/cast_engine.h" /* CastAttrs */
+#include "ops/ew_common.h"
 
 _Static_assert(AMP_CUDA_EW_RANK == AMP_CUDA_MAX_RANK, "elementwise.h's rank is AMP_MAX_RANK");
 /* elementwise.cu mirrors AmpCudaBcast's layout: int rank, dims[8], stride[3][8]. */
@@ -318,7 +319,7 @@ static AmpCode unary(AmpKernelCtx *k, int op, unsigned ints, const AmpCudaEwPara
     return launched(k, amp_cuda_ew_unary(op, x->dtype, out->data, x->data, x->nelem, p ? p : &none, stream_of(k)));
 }
 
-/* The attributes an activation's CPU prepare parsed (AmpEwParams in k->attrs). */
+/* The attributes an activation's prepare parsed (AmpEwParams in k->attrs, ops/ew_common.h). */
 static AmpCode unary_attrs(AmpKernelCtx *k, int op) {
     const AmpEwParams *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
@@ -483,12 +484,6 @@ static AmpCode cast_to(AmpKernelCtx *k, const AmpBuf *x, int to) {
     if (to == x->dtype) return amp_cuda_copy(k, y->data, x->data, amp_buf_bytes(x));
     return launched(k, amp_cuda_ew_cast(x->dtype, to, y->data, x->data, x->nelem, stream_of(k)));
 }
-
-/* amp_cpu_cast_prepare's struct (kernels/cpu/tensor.c's CastAttrs): the target dtype is
- * its first (only) member. */
-typedef struct CastAttrs {
-    int to;
-} CastAttrs;
 
 AmpCode amp_cuda_cast(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);

@@ -150,9 +150,9 @@ AmpCode amp_cuda_where(AmpKernelCtx *k);
 AmpCode amp_cuda_cast(AmpKernelCtx *k);
 AmpCode amp_cuda_cast_like(AmpKernelCtx *k);
 
-/* Clip's attribute bounds (before opset 11). The other ops reuse the CPU prepares
- * (amp_ew_prepare_legacy_bcast, _alpha, _selu, _hard_sigmoid, _gelu, _isinf,
- * amp_cpu_cast_prepare). */
+/* Clip's attribute bounds (before opset 11). The other ops take the prepares both
+ * backends share (ops/ew_common.h: amp_ew_prepare_legacy_bcast, _alpha, _selu,
+ * _hard_sigmoid, _gelu, _isinf; ops/cast_engine.h: amp_cast_prepare). */
 AmpCode amp_cuda_clip_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 bool amp_cuda_supports_arith(const AmpNode *n, int64_t opset, const int *in_dtypes);      /* Add Sub Mul */

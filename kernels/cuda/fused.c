@@ -1,8 +1,8 @@
 /* CUDA node kernels of the executor's fused nodes (runtime/fuse.c): the program and the
- * checks are the CPU reference's (kernels/cpu/fused.c), the launches fused.cu's. */
+ * checks are the CPU reference's (ops/fused_check.h, shared), the launches fused.cu's. */
 #include <string.h>
 
-#include "kernels/cpu/fused_check.h"
+#include "ops/fused_check.h"
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/fused.h"
 

@@ -1,5 +1,5 @@
 // Kernels of the executor's fused nodes: a fused elementwise program evaluated per element
-// with the CPU reference's own step function (kernels/cpu/fused_impl.h), and the
+// with the CPU reference's own step function (ops/fused_eval.h), and the
 // multi-tensor unscale and finiteness check of every gradient. Built with -fmad=false
 // (CMakeLists.txt): a product and a sum of two instructions stay two roundings, as on the
 // CPU.
@@ -10,7 +10,7 @@
 
 #define AMP_FUSED_ROUND_F16(x) __half2float(__float2half_rn(x))
 #define AMP_FUSED_ROUND_BF16(x) __bfloat162float(__float2bfloat16_rn(x))
-#include "kernels/cpu/fused_impl.h"
+#include "ops/fused_eval.h"
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/fused.h"
 

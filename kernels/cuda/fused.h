@@ -21,7 +21,7 @@ enum { AMP_CUDA_FUSED_PTRS = 64 };
 typedef struct AmpCudaFusedArgs {
     int n_in, n_instr, n_out, tensors;
     uint8_t in_dtype[AMP_FUSED_MAX_IN];
-    uint8_t cls[AMP_FUSED_MAX_REG];     /* each register's class (fused_impl.h) */
+    uint8_t cls[AMP_FUSED_MAX_REG];     /* each register's class (fused_eval.h) */
     uint8_t out_reg[AMP_FUSED_MAX_OUT], out_dtype[AMP_FUSED_MAX_OUT];
     uint8_t code[AMP_FUSED_MAX_INSTR][5]; /* op, dtype, a, b, c */
     uint64_t in_n[AMP_CUDA_FUSED_PTRS]; /* each input's elements: element e reads e % in_n */

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "kernels/cuda/gemm.h"
+#include "ops/gemm_attrs.h" /* AmpGemmAttrs */
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
-#include "kernels/cpu/gemm_impl.h" /* AmpGemmAttrs and the CPU's prepare functions */
 
 /* One product's shape: Y[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * Y[b] (+ bias[n]),
  * b < batch, each operand stridden by its batch stride in elements (0: shared). */

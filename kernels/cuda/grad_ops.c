@@ -2,15 +2,15 @@
  * grad_ops.cu): com.microsoft ReluGrad, SigmoidGrad, TanhGrad, GeluGrad, BiasGelu,
  * BiasGeluGrad_dX, DropoutGrad, InPlaceAccumulatorV2, and Dropout. Each checks what the
  * CPU kernel checks that the host can see (kernels/cpu/activation.c, dropout.c, optim.c)
- * with the CPU's helpers; the values of the small inputs (ratio, training_mode, the
- * accumulator's overwrite flag) stay on the device and are read by the kernels, so
- * nothing here waits on the stream. */
+ * with the helpers both share (ops/ew_common.h, ops/dropout_rng.h); the values of the
+ * small inputs (ratio, training_mode, the accumulator's overwrite flag) stay on the
+ * device and are read by the kernels, so nothing here waits on the stream. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/dropout_rng.h"
-#include "kernels/cpu/elementwise_impl.h"
 #include "kernels/cuda/grad_ops.h"
+#include "ops/dropout_rng.h"
+#include "ops/ew_common.h"
 
 _Static_assert(AMP_CUDA_GRAD_RANK == AMP_MAX_RANK, "grad_ops.h's rank is AMP_MAX_RANK");
 

@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/cpu/dropout_rng.h"
+#include "ops/dropout_rng.h"
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/maxpool_elem.h"

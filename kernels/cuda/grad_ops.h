@@ -1,6 +1,6 @@
 /* CUDA training ops: com.microsoft's element-wise gradients (ReluGrad, SigmoidGrad,
  * TanhGrad, GeluGrad, BiasGelu, BiasGeluGrad_dX, DropoutGrad), Dropout with the
- * counter-based mask of kernels/cpu/dropout_rng.h, InPlaceAccumulatorV2 (grad_ops.c), and the
+ * counter-based mask of ops/dropout_rng.h, InPlaceAccumulatorV2 (grad_ops.c), and the
  * index-driven ones: OneHot, ScatterND (reduction none / add), GatherGrad (grad_ops_index.c),
  * and MaxPool's Indices output (grad_ops_pool.c), which `ampc grad`'s MaxPool backward reads.
  * The CPU kernels (kernels/cpu/activation.c, dropout.c, optim.c, tensor.c, gather.c) are
@@ -155,7 +155,7 @@ AmpCode amp_cuda_one_hot_node(AmpKernelCtx *k);
 AmpCode amp_cuda_scatter_nd_node(AmpKernelCtx *k);
 AmpCode amp_cuda_gather_grad_node(AmpKernelCtx *k);
 
-/* (The element-wise gradients and BiasGelu* take table.c's amp_cuda_supports_float.) */
+/* (The element-wise gradients and BiasGelu* take supports.c's amp_cuda_supports_float.) */
 /* Dropout: float data; ratio a float type or double; training_mode bool. */
 bool amp_cuda_supports_dropout(const AmpNode *n, int64_t opset, const int *in_dtypes);
 /* DropoutGrad: float dY, bool mask, ratio a float type or double, training_mode bool. */
@@ -173,7 +173,7 @@ bool amp_cuda_supports_gather_grad(const AmpNode *n, int64_t opset, const int *i
 /* MaxPool with its Indices output wanted (grad_ops_pool.c; conv.c's MaxPool hands such a
  * node here): float data, any dilations and storage_order. */
 AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k);
-/* Its geometry from the CPU prepare's attributes and the CPU's window rules (also for the
+/* Its geometry from the shared prepare's attributes and window rules (ops/conv_geom.h; also for the
  * host test): the launch parameters and Y's dims. */
 AmpCode amp_cuda_maxpool_plan(AmpKernelCtx *k, const AmpBuf *x, AmpCudaPoolIdx *p, int64_t *ydims);
 bool amp_cuda_supports_maxpool_indices(const AmpNode *n, int64_t opset, const int *in_dtypes);

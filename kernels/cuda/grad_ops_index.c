@@ -7,8 +7,8 @@
  * output's (the executor sized it from the depth input). */
 #include <string.h>
 
-#include "kernels/cpu/shape_impl.h"
 #include "kernels/cuda/grad_ops.h"
+#include "ops/sh_common.h"
 
 static void *stream_of(AmpKernelCtx *k) {
     return amp_cuda_ctx(k)->stream;

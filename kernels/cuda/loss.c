@@ -1,13 +1,13 @@
 /* CUDA node-level kernels: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss and
- * com.microsoft SoftmaxCrossEntropyLossGrad, read as the CPU reads them (kernels/cpu/
- * loss.c: amp_cpu_loss_prepare's AmpLossAttrs, the same shape checks). The launch plan
+ * com.microsoft SoftmaxCrossEntropyLossGrad, read as the CPU reads them (amp_loss_prepare's
+ * AmpLossAttrs, ops/norm_attrs.h; kernels/cpu/loss.c's shape checks). The launch plan
  * (amp_cuda_loss_plan) depends on the sizes alone, so the reductions add in the same order
  * on every run; their partial sums live in the session workspace. One difference: a label
  * outside [0, C) that is not ignore_index makes its loss (and so a sum or mean) NaN, and
  * its gradient row NaN, where the CPU reports an error (checking it would wait on the
  * device). */
 #include "kernels/cuda/loss.h"
-#include "kernels/cpu/norm_impl.h" /* the CPU's parsed attributes */
+#include "ops/norm_attrs.h" /* AmpLossAttrs (amp_loss_prepare) */
 
 void amp_cuda_loss_plan(AmpCudaLoss *p) {
     int64_t ns = p->n * p->dk, g;

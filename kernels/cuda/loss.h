@@ -25,7 +25,7 @@ enum {
 /* A loss launch: the sizes, the attributes, and the grid (amp_cuda_loss_plan). */
 typedef struct AmpCudaLoss {
     int64_t n, c, dk;  /* samples are n * dk, each of c classes at stride dk */
-    int red;           /* AMP_LOSS_NONE / SUM / MEAN (kernels/cpu/norm_impl.h) */
+    int red;           /* AMP_LOSS_NONE / SUM / MEAN (ops/norm_attrs.h) */
     int has_ii;
     int64_t ii;        /* ignore_index */
     int mode;          /* AMP_CUDA_LOSS_* */

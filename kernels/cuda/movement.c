@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "kernels/cuda/movement.h"
-#include "kernels/cpu/shape_impl.h"
+#include "ops/cast_engine.h"
+#include "ops/sh_common.h"
 #include "ops/slice.h"
 
 static void *stream_of(AmpKernelCtx *k) {
@@ -64,8 +65,8 @@ AmpCode amp_cuda_identity(AmpKernelCtx *k) {
 
 /* ---- Transpose ------------------------------------------------------------------------ */
 
-/* Transpose's and Concat's attributes are the CPU's (TransposeAttrs, AxisAttrs in
- * shape_impl.h), parsed by the CPU's prepare functions (table.c). */
+/* Transpose's and Concat's attributes are every backend's (TransposeAttrs, AxisAttrs in
+ * ops/sh_common.h), parsed by amp_transpose_prepare and amp_concat_prepare (table.c). */
 
 AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
     const TransposeAttrs *a = k->attrs;
@@ -377,7 +378,7 @@ AmpCode amp_cuda_mv_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, A
         for (size_t i = 0; i < a.np && i < 2 * AMP_MAX_RANK; i++) a.pads[i] = pa->ints[i];
         a.value = amp_node_attr_float(n, "value", 0.0f);
     }
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cuda_pad(AmpKernelCtx *k) {

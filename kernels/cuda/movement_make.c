@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kernels/cuda/movement.h"
-#include "kernels/cpu/shape_impl.h"
+#include "ops/sh_common.h"
 
 static void *stream_of(AmpKernelCtx *k) {
     return amp_cuda_ctx(k)->stream;
@@ -18,7 +18,7 @@ static bool present(const AmpNode *n, int i) {
 
 /* ---- Gather, GatherElements --------------------------------------------------------------- */
 
-/* The axis (AxisAttrs, shape_impl.h) is parsed by the CPU's prepare, amp_sh_gather_prepare. */
+/* The axis (AxisAttrs, ops/sh_common.h) is parsed by amp_sh_gather_prepare. */
 
 /* The data and indices inputs, checked; es the data's element size. */
 static AmpCode data_and_indices(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **idx, size_t *es) {
@@ -96,7 +96,7 @@ AmpCode amp_cuda_mv_shape_prepare(const AmpNode *n, int64_t opset, void **attrs,
     (void)opset;
     const AmpAttr *e = amp_node_attr(n, "end");
     ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
-    return amp_sh_prep_out(&a, sizeof a, attrs, st);
+    return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
 AmpCode amp_cuda_shape(AmpKernelCtx *k) {
@@ -177,7 +177,7 @@ AmpCode amp_cuda_mv_constant_prepare(const AmpNode *n, int64_t opset, void **att
         AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
         if (rc) return rc;
     }
-    return amp_sh_prep_out(&c, sizeof c, attrs, st);
+    return amp_prep_out(&c, sizeof c, attrs, st);
 }
 
 /* y = bytes host bytes: by value in the launch when small, else copied from the model's
@@ -261,7 +261,7 @@ AmpCode amp_cuda_mv_fill_prepare(const AmpNode *n, int64_t opset, void **attrs, 
         f.dtype = a->t->dtype;
         memcpy(&f.bits, bytes.data, amp_dtype_bits(f.dtype) / 8);
     }
-    return amp_sh_prep_out(&f, sizeof f, attrs, st);
+    return amp_prep_out(&f, sizeof f, attrs, st);
 }
 
 /* The output's shape is the shape input's values, which the shape function read: the

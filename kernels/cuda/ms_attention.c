@@ -1,6 +1,6 @@
 /* com.microsoft Attention (the fused QKV projection, then attention) and
  * MultiHeadAttention on CUDA, with onnxruntime's CPU semantics as kernels/cpu/
- * ms_attention.c has them: its attribute parsing (amp_cpu_ms_attention_prepare), shape
+ * ms_attention.c has them: its attribute parsing (amp_ms_attention_prepare), shape
  * checks and mask classification are reused. The projection is one cuBLASLt product
  * with the bias in its epilogue; Q, K, V go to the heads layout (K and V after the past:
  * the present output, or scratch), MultiHeadAttention's biases are added there; the

@@ -1,8 +1,8 @@
 /* CUDA node-level kernels: Softmax and LogSoftmax, LayerNormalization,
  * BatchNormalization (inference and training), InstanceNormalization and
  * GroupNormalization, for float32, float16 and bfloat16 data with every float input of X's
- * type. Attributes (the CPU's prepare functions), layouts, checks and empty tensors as
- * kernels/cpu/softmax.c and norm.c. */
+ * type. Attributes (the prepare functions both backends share, ops/norm_attrs.h), layouts,
+ * checks and empty tensors as kernels/cpu/softmax.c and norm.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +17,7 @@ static const void *attrs_of(AmpKernelCtx *k) {
 
 /* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
 
-/* The attributes are the CPU's (amp_cpu_softmax_prepare: AmpSoftmaxAttrs). */
+/* The attributes are every backend's (amp_softmax_prepare: AmpSoftmaxAttrs, ops/norm_attrs.h). */
 
 AmpCode amp_cuda_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer,
                                 int64_t *d, int64_t *inner) {
@@ -63,7 +63,7 @@ AmpCode amp_cuda_log_softmax(AmpKernelCtx *k) { return softmax_run(k, true); }
 
 /* ---- attributes of the normalisations ---------------------------------------------------- */
 
-/* The attributes are the CPU's (amp_cpu_norm_prepare: AmpNormAttrs). */
+/* The attributes are every backend's (amp_norm_prepare: AmpNormAttrs, ops/norm_attrs.h). */
 
 /* Every float input of one type, and float32 statistics (stash_type 1). */
 bool amp_cuda_supports_layernorm(const AmpNode *n, int64_t opset, const int *in_dtypes) {

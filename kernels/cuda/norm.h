@@ -60,7 +60,7 @@ int amp_cuda_batchnorm_train_launch(int dtype, const void *x, const void *scale,
 
 #else
 #include "kernels/cuda/cuda_impl.h"
-#include "kernels/cpu/norm_impl.h" /* the CPU's parsed attributes */
+#include "ops/norm_attrs.h" /* AmpSoftmaxAttrs, AmpNormAttrs: every backend's parsed attributes */
 
 /* The (outer, D, inner) layout Softmax, LogSoftmax and SoftmaxGrad_13 normalise over (the
  * CPU's softmax_layout). */

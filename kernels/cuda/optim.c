@@ -140,7 +140,7 @@ static AmpCode opt_run(AmpKernelCtx *k) {
     return rc;
 }
 
-/* The op's kind is the prepared attributes' (amp_cpu_optimizer_prepare). */
+/* The op's kind is the prepared attributes' (amp_optimizer_prepare). */
 AmpCode amp_cuda_adam(AmpKernelCtx *k) { return opt_run(k); }
 AmpCode amp_cuda_momentum(AmpKernelCtx *k) { return opt_run(k); }
 AmpCode amp_cuda_adagrad(AmpKernelCtx *k) { return opt_run(k); }

@@ -3,7 +3,7 @@
 // parameters (read in place, never copied to local memory). Blocks stride over the
 // launch's chunks; a chunk's tensor is found by a binary search over the table's chunk
 // ends, and its threads stride over its elements (coalesced). The update is
-// amp_opt_update (kernels/cpu/optim_impl.h) in double, as the CPU kernel computes it, and
+// amp_opt_update (ops/optim_math.h) in double, as the CPU kernel computes it, and
 // each result is rounded as the CPU stores it: to float32, then to 16 bits. The first
 // thread of each block reads R, T and the gate from device memory and derives the step's
 // rates; where the gate holds true, every listed output becomes a bit copy of the input it

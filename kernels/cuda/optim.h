@@ -4,14 +4,14 @@
  * node has more tensors than one launch's table holds: the table (pointers, sizes, dtypes)
  * is passed by value, within the 4 KiB kernel-parameter limit. Blocks stride over the
  * launch's (tensor, chunk) pairs; each chunk is AMP_CUDA_OPT_CHUNK elements of one
- * tensor. The arithmetic is the CPU kernels' (kernels/cpu/optim_impl.h, in double, state
+ * tensor. The arithmetic is the CPU kernels' (ops/optim_math.h, in double, state
  * stored in its tensor's own type); R, T and the fused update gate are read on the device. */
 #ifndef AMP_CUDA_OPTIM_H
 #define AMP_CUDA_OPTIM_H
 
 #include <stdint.h>
 
-#include "kernels/cpu/optim_impl.h"
+#include "ops/optim_math.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,7 +1,7 @@
 /* Resize on CUDA, opsets 10 to 19: the node-level kernel. The small inputs (scales or
  * sizes, roi) are read back to the host (one wait on the stream, counted as
- * amp_cuda_read_ints' are); the CPU's own code then computes the output geometry and
- * every axis' source indices and weights (kernels/cpu/resize_impl.h), so both backends
+ * amp_cuda_read_ints' are); the code both backends share then computes the output
+ * geometry and every axis' source indices and weights (ops/resize_geom.h), so both backends
  * agree on shapes and samples: every mode (nearest with each nearest_mode, linear,
  * cubic), every coordinate_transformation_mode (tf_crop_and_resize too), scales or sizes,
  * axes and keep_aspect_ratio_policy. The tables go to the session's workspace (one
@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "kernels/cuda/resize.h"
-#include "kernels/cpu/shape_impl.h" /* amp_sh_out, amp_sh_esize, amp_sh_convert */
+#include "ops/cast_engine.h" /* amp_sh_convert */
+#include "ops/sh_common.h"   /* amp_sh_out, amp_sh_esize */
 
 #define SMALL (2 * AMP_MAX_RANK) /* the most values roi, scales or sizes may hold */
 

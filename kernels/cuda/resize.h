@@ -1,5 +1,5 @@
 /* Resize on CUDA (resize.c, resize.cu): the output geometry and every axis' source
- * indices and weights are the CPU's (kernels/cpu/resize_impl.h), computed on the host
+ * indices and weights are every backend's (ops/resize_geom.h), computed on the host
  * when the node runs and copied into the session's workspace; one kernel then gathers
  * (nearest: element bytes, any dtype) or sums the taps (linear, cubic: fp32 weights and
  * accumulation, 16-bit data converted on load and rounded on store). */
@@ -41,7 +41,7 @@ int amp_cuda_resize_launch(void *y, const void *x, const int32_t *idx, const flo
 
 #ifndef __CUDACC__
 #include "kernels/cuda/cuda_impl.h"
-#include "kernels/cpu/resize_impl.h"
+#include "ops/resize_geom.h"
 
 AmpCode amp_cuda_resize(AmpKernelCtx *k);
 bool amp_cuda_supports_resize(const AmpNode *n, int64_t opset, const int *in_dtypes);

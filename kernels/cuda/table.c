@@ -10,28 +10,23 @@
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/movement.h"
-#include "ops/conv_geom.h" /* amp_conv_prepare, amp_conv_grad_prepare */
-#include "ops/slice.h"      /* amp_slice_prepare */
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/resize.h"
-
-bool amp_cuda_is_float(int dtype) {
-    return dtype == AMP_DT_FLOAT || dtype == AMP_DT_FLOAT16 || dtype == AMP_DT_BFLOAT16;
-}
-
-bool amp_cuda_supports_float(const AmpNode *n, int64_t opset, const int *in_dtypes) {
-    (void)opset;
-    int dt = AMP_DT_UNDEFINED;
-    for (int i = 0; i < n->n_inputs; i++) {
-        if (!n->inputs[i]) continue;
-        if (!amp_cuda_is_float(in_dtypes[i]) || (dt && in_dtypes[i] != dt)) return false;
-        dt = in_dtypes[i];
-    }
-    return dt != AMP_DT_UNDEFINED;
-}
+#include "ops/attn_geom.h"    /* amp_onnx_attention_prepare, amp_ms_attention_prepare */
+#include "ops/cast_engine.h"  /* amp_cast_prepare */
+#include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
+#include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/fused_check.h"  /* amp_fused_prepare */
+#include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
+#include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
+#include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
+#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* conv.c, conv_transpose.c: cuDNN */
@@ -85,7 +80,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_IsInf] = {amp_cuda_isinf, amp_ew_prepare_isinf, amp_cuda_supports_float},
     [AMP_OP_Clip] = {amp_cuda_clip, amp_cuda_clip_prepare, amp_cuda_supports_clip},
     [AMP_OP_Where] = {amp_cuda_where, NULL, amp_cuda_supports_where},
-    [AMP_OP_Cast] = {amp_cuda_cast, amp_cpu_cast_prepare, amp_cuda_supports_cast},
+    [AMP_OP_Cast] = {amp_cuda_cast, amp_cast_prepare, amp_cuda_supports_cast},
     [AMP_OP_CastLike] = {amp_cuda_cast_like, NULL, amp_cuda_supports_cast_like},
     /* movement.c, movement_make.c: data movement */
     [AMP_OP_Identity] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
@@ -93,8 +88,8 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Flatten] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
     [AMP_OP_Squeeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
     [AMP_OP_Unsqueeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
-    [AMP_OP_Transpose] = {amp_cuda_transpose, amp_cpu_transpose_prepare, amp_cuda_supports_move},
-    [AMP_OP_Concat] = {amp_cuda_concat, amp_cpu_concat_prepare, amp_cuda_supports_concat},
+    [AMP_OP_Transpose] = {amp_cuda_transpose, amp_transpose_prepare, amp_cuda_supports_move},
+    [AMP_OP_Concat] = {amp_cuda_concat, amp_concat_prepare, amp_cuda_supports_concat},
     [AMP_OP_Split] = {amp_cuda_split, amp_cuda_mv_split_prepare, amp_cuda_supports_split},
     [AMP_OP_Slice] = {amp_cuda_slice, amp_slice_prepare, amp_cuda_supports_slice},
     [AMP_OP_Expand] = {amp_cuda_expand, NULL, amp_cuda_supports_move},
@@ -108,15 +103,15 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
                                 amp_cuda_supports_constant_of_shape},
     [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
-    /* resize.c: Resize with the CPU's geometry and tables */
+    /* resize.c: Resize with the geometry and tables both backends share (ops/resize_geom.h) */
     [AMP_OP_Resize] = {amp_cuda_resize, amp_sh_resize_prepare, amp_cuda_supports_resize},
     /* norm.c: softmax and normalizations */
-    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_cpu_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_cpu_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_cpu_norm_prepare, amp_cuda_supports_layernorm},
-    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_cpu_norm_prepare, amp_cuda_supports_batchnorm},
-    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_cpu_norm_prepare, amp_cuda_supports_float},
-    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_cpu_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_Softmax] = {amp_cuda_softmax, amp_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LogSoftmax] = {amp_cuda_log_softmax, amp_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_LayerNormalization] = {amp_cuda_layernorm, amp_norm_prepare, amp_cuda_supports_layernorm},
+    [AMP_OP_BatchNormalization] = {amp_cuda_batchnorm, amp_norm_prepare, amp_cuda_supports_batchnorm},
+    [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_norm_prepare, amp_cuda_supports_float},
+    [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_norm_prepare, amp_cuda_supports_float},
     /* reduce.c: reductions */
     [AMP_OP_ReduceSum] = {amp_cuda_reduce_sum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
     [AMP_OP_ReduceMean] = {amp_cuda_reduce_mean, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
@@ -134,28 +129,28 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_GlobalMaxPool] = {amp_cuda_global_maxpool, NULL, amp_cuda_supports_float},
     /* gemm.c: cuBLASLt */
     [AMP_OP_MatMul] = {amp_cuda_matmul, NULL, amp_cuda_supports_matmul},
-    [AMP_OP_Gemm] = {amp_cuda_gemm, amp_cpu_gemm_prepare, amp_cuda_supports_matmul},
-    [AMP_OP_Ms_FusedMatMul] = {amp_cuda_fused_matmul, amp_cpu_fused_matmul_prepare, amp_cuda_supports_fused_matmul},
+    [AMP_OP_Gemm] = {amp_cuda_gemm, amp_gemm_prepare, amp_cuda_supports_matmul},
+    [AMP_OP_Ms_FusedMatMul] = {amp_cuda_fused_matmul, amp_fused_matmul_prepare, amp_cuda_supports_fused_matmul},
     /* attention.c, ms_attention.c: cuBLASLt products, an own softmax */
-    [AMP_OP_Attention] = {amp_cuda_attention, amp_cpu_onnx_attention_prepare, amp_cuda_supports_attention},
-    [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_attention},
-    [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_cpu_ms_attention_prepare, amp_cuda_supports_ms_mha},
+    [AMP_OP_Attention] = {amp_cuda_attention, amp_onnx_attention_prepare, amp_cuda_supports_attention},
+    [AMP_OP_Ms_Attention] = {amp_cuda_ms_attention, amp_ms_attention_prepare, amp_cuda_supports_ms_attention},
+    [AMP_OP_Ms_MultiHeadAttention] = {amp_cuda_ms_mha, amp_ms_attention_prepare, amp_cuda_supports_ms_mha},
     /* loss.c, norm_grad.c, conv_grad.c: losses and the backward ops of training graphs */
-    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cuda_sce_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
-    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cuda_nll_loss, amp_cpu_loss_prepare, amp_cuda_supports_loss},
-    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cuda_ms_sce_loss_grad, amp_cpu_loss_prepare,
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cuda_sce_loss, amp_loss_prepare, amp_cuda_supports_loss},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_cuda_nll_loss, amp_loss_prepare, amp_cuda_supports_loss},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_cuda_ms_sce_loss_grad, amp_loss_prepare,
                                                amp_cuda_supports_loss_grad},
-    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cuda_ms_softmax_grad, amp_cpu_softmax_prepare, amp_cuda_supports_float},
-    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare,
+    [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cuda_ms_softmax_grad, amp_softmax_prepare, amp_cuda_supports_float},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_cuda_ms_layernorm_grad, amp_norm_prepare,
                                           amp_cuda_supports_layernorm_grad},
     [AMP_OP_Ms_ConvGrad] = {amp_cuda_ms_conv_grad, amp_conv_grad_prepare, amp_cuda_supports_conv_grad},
     /* fused.c: the executor's fused nodes (runtime/fuse.c) */
-    [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_cpu_fused_prepare, amp_cuda_supports_fused},
+    [AMP_OP_Ampc_FusedElementwise] = {amp_cuda_fused_elementwise, amp_fused_prepare, amp_cuda_supports_fused},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cuda_unscale_check, NULL, amp_cuda_supports_fused},
     /* optim.c: the optimizers, multi-tensor kernels honouring the fused update gate */
-    [AMP_OP_Adam] = {amp_cuda_adam, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
-    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
-    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_cpu_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adam] = {amp_cuda_adam, amp_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Momentum] = {amp_cuda_momentum, amp_optimizer_prepare, amp_cuda_supports_optimizer},
+    [AMP_OP_Adagrad] = {amp_cuda_adagrad, amp_optimizer_prepare, amp_cuda_supports_optimizer},
     /* grad_ops.c, grad_ops_index.c: training ops (element-wise gradients, Dropout's counter-based
      * mask, the accumulator, OneHot, ScatterND, GatherGrad) */
     [AMP_OP_Ms_ReluGrad] = {amp_cuda_relu_grad, NULL, amp_cuda_supports_float},
@@ -167,7 +162,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Ms_DropoutGrad] = {amp_cuda_dropout_grad_node, NULL, amp_cuda_supports_dropout_grad},
     [AMP_OP_Dropout] = {amp_cuda_dropout_node, amp_ew_prepare_dropout, amp_cuda_supports_dropout},
     [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cuda_accumulator, NULL, amp_cuda_supports_accumulator},
-    [AMP_OP_OneHot] = {amp_cuda_one_hot_node, amp_cpu_one_hot_prepare, amp_cuda_supports_one_hot},
+    [AMP_OP_OneHot] = {amp_cuda_one_hot_node, amp_one_hot_prepare, amp_cuda_supports_one_hot},
     [AMP_OP_ScatterND] = {amp_cuda_scatter_nd_node, amp_sh_scatter_nd_prepare, amp_cuda_supports_scatter_nd},
     [AMP_OP_Ms_GatherGrad] = {amp_cuda_gather_grad_node, amp_sh_gather_prepare, amp_cuda_supports_gather_grad},
 };

@@ -464,7 +464,7 @@ static const Case optim[] = {
 /* ---- training ops (kernels/cuda/grad_ops.c, grad_ops_index.c) ---------------------------------
  * Same-shape pairs and a bias over the last axis (the com.microsoft gradients' shape
  * functions give input 0's shape, so no case broadcasts input 0). Dropout's mask is the
- * counter-based one (kernels/cpu/dropout_rng.h): both sessions start from the same seed,
+ * counter-based one (ops/dropout_rng.h): both sessions start from the same seed,
  * so the CUDA mask must equal the CPU's bit for bit; the seeded training_mode row is the
  * MT19937 path, which the CUDA kernel refuses (counted "not on GPU"). ScatterND none uses
  * single tuples (duplicate indices leave either update on a GPU), add random duplicates:

@@ -74,15 +74,15 @@ Test(cuda_attention, refuses_what_it_lacks) {
 Test(cuda_attention, table_entry_uses_the_cpu_prepare) {
     const AmpCudaOp *op = &amp_cuda_ops[AMP_OP_Attention];
     cr_assert_eq(op->fn, amp_cuda_attention);
-    cr_assert_eq(op->prepare, amp_cpu_onnx_attention_prepare);
+    cr_assert_eq(op->prepare, amp_onnx_attention_prepare);
     cr_assert_eq(op->supports, amp_cuda_supports_attention);
     op = &amp_cuda_ops[AMP_OP_Ms_Attention];
     cr_assert_eq(op->fn, amp_cuda_ms_attention);
-    cr_assert_eq(op->prepare, amp_cpu_ms_attention_prepare);
+    cr_assert_eq(op->prepare, amp_ms_attention_prepare);
     cr_assert_eq(op->supports, amp_cuda_supports_ms_attention);
     op = &amp_cuda_ops[AMP_OP_Ms_MultiHeadAttention];
     cr_assert_eq(op->fn, amp_cuda_ms_mha);
-    cr_assert_eq(op->prepare, amp_cpu_ms_attention_prepare);
+    cr_assert_eq(op->prepare, amp_ms_attention_prepare);
     cr_assert_eq(op->supports, amp_cuda_supports_ms_mha);
 }
 

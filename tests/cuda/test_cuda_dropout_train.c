@@ -3,7 +3,7 @@
  * com.microsoft DropoutGrad(Y, mask) -> dX, trained four steps from the same seed by a CPU
  * session and by a device session without fallback (CUDA where a device is usable, else
  * the device simulator, so the harness runs everywhere). The counter-based mask
- * (kernels/cpu/dropout_rng.h) makes Y, mask and dX equal bit for bit on both, every step,
+ * (ops/dropout_rng.h) makes Y, mask and dX equal bit for bit on both, every step,
  * while the masks change from step to step; inference afterwards keeps everything. */
 #include <criterion/criterion.h>
 #include <stdlib.h>

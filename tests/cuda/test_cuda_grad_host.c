@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/conv_geom.h"
-#include "kernels/cpu/dropout_rng.h"
+#include "kernels/cpu/kernels.h" /* the CPU's prepares and MaxPool, the reference */
 #include "kernels/cuda/grad_ops.h"
 #include "kernels/cuda/maxpool_elem.h"
+#include "ops/conv_geom.h"
+#include "ops/dropout_rng.h"
 #include "tests/runtime/rt_util.h"
 
 enum {

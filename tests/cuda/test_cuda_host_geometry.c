@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ops/conv_geom.h"
-#include "kernels/cpu/resize_impl.h"
+#include "ops/resize_geom.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/resize.h"
 #include "kernels/cuda/resize_elem.h"

@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/conv_geom.h"
-#include "kernels/cpu/norm_impl.h"
+#include "kernels/cpu/kernels.h" /* amp_cpu_kernel_prepare: the CPU's table, the reference */
 #include "kernels/cuda/conv_grad.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_grad.h"
+#include "ops/conv_geom.h"
+#include "ops/norm_attrs.h"
 #include "passes/passes.h"
 #include "tests/runtime/rt_util.h"
 
@@ -51,15 +52,15 @@ Test(cuda_loss_host, table_entries_use_the_cpu_prepares) {
         AmpKernelFn fn;
         AmpKernelPrepareFn prep;
     } rows[] = {
-        {AMP_OP_SoftmaxCrossEntropyLoss, amp_cuda_sce_loss, amp_cpu_loss_prepare},
-        {AMP_OP_NegativeLogLikelihoodLoss, amp_cuda_nll_loss, amp_cpu_loss_prepare},
-        {AMP_OP_Ms_SoftmaxCrossEntropyLossGrad, amp_cuda_ms_sce_loss_grad, amp_cpu_loss_prepare},
-        {AMP_OP_Ms_SoftmaxGrad_13, amp_cuda_ms_softmax_grad, amp_cpu_softmax_prepare},
-        {AMP_OP_Ms_LayerNormalizationGrad, amp_cuda_ms_layernorm_grad, amp_cpu_norm_prepare},
+        {AMP_OP_SoftmaxCrossEntropyLoss, amp_cuda_sce_loss, amp_loss_prepare},
+        {AMP_OP_NegativeLogLikelihoodLoss, amp_cuda_nll_loss, amp_loss_prepare},
+        {AMP_OP_Ms_SoftmaxCrossEntropyLossGrad, amp_cuda_ms_sce_loss_grad, amp_loss_prepare},
+        {AMP_OP_Ms_SoftmaxGrad_13, amp_cuda_ms_softmax_grad, amp_softmax_prepare},
+        {AMP_OP_Ms_LayerNormalizationGrad, amp_cuda_ms_layernorm_grad, amp_norm_prepare},
         {AMP_OP_Ms_ConvGrad, amp_cuda_ms_conv_grad, amp_conv_grad_prepare},
-        {AMP_OP_BatchNormalization, amp_cuda_batchnorm, amp_cpu_norm_prepare},
-        {AMP_OP_Softmax, amp_cuda_softmax, amp_cpu_softmax_prepare},
-        {AMP_OP_LayerNormalization, amp_cuda_layernorm, amp_cpu_norm_prepare},
+        {AMP_OP_BatchNormalization, amp_cuda_batchnorm, amp_norm_prepare},
+        {AMP_OP_Softmax, amp_cuda_softmax, amp_softmax_prepare},
+        {AMP_OP_LayerNormalization, amp_cuda_layernorm, amp_norm_prepare},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const AmpCudaOp *e = &amp_cuda_ops[rows[i].op];
@@ -69,7 +70,7 @@ Test(cuda_loss_host, table_entries_use_the_cpu_prepares) {
     }
     /* the CPU's prepare is the CPU kernel's: both backends read the node alike */
     cr_expect_eq(amp_cpu_kernel_prepare(AMP_OP_Ms_ConvGrad), amp_conv_grad_prepare);
-    cr_expect_eq(amp_cpu_kernel_prepare(AMP_OP_Ms_SoftmaxCrossEntropyLossGrad), amp_cpu_loss_prepare);
+    cr_expect_eq(amp_cpu_kernel_prepare(AMP_OP_Ms_SoftmaxCrossEntropyLossGrad), amp_loss_prepare);
 }
 
 Test(cuda_loss_host, supports_losses) {
@@ -118,14 +119,14 @@ Test(cuda_loss_host, supports_conv_grad_and_batchnorm) {
     cr_expect(!takes("", "BatchNormalization", 15, 5, (int[]){H, F, F, F, F}, 3, "training_mode", 1), "mixed types");
 }
 
-/* BatchNormalization's training decision as the CPU's prepare parses it (norm_impl.h). */
+/* BatchNormalization's training decision as its prepare parses it (ops/norm_attrs.h). */
 static bool bn_trains(int64_t opset, int n_out, int64_t mode, bool step) {
     AmpModel *m = rt_model(opset);
     AmpNode *n = rt_node(m->graph, "", "BatchNormalization", INS[5], OUTS[n_out]);
     if (mode >= 0) amp_node_add_attr(n, "training_mode", AMP_ATTR_INT)->i = mode;
     void *attrs = NULL;
     AmpStatus st = {0};
-    cr_assert_eq(amp_cpu_norm_prepare(n, opset, &attrs, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_norm_prepare(n, opset, &attrs, &st), AMP_OK, "%s", st.msg);
     bool r = amp_batchnorm_trains(attrs, step);
     free(attrs);
     amp_model_free(m);

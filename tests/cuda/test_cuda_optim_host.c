@@ -172,7 +172,7 @@ Test(cuda_optim_host, table_entries_use_the_cpu_prepare) {
     for (int i = 0; i < 3; i++) {
         const AmpCudaOp *op = &amp_cuda_ops[ops[i]];
         cr_expect_eq(op->fn, fns[i]);
-        cr_expect_eq(op->prepare, amp_cpu_optimizer_prepare);
+        cr_expect_eq(op->prepare, amp_optimizer_prepare);
         cr_expect_eq(op->supports, amp_cuda_supports_optimizer);
         cr_expect(amp_kernel_takes_gate(ops[i]), "the executor folds gates into it");
     }

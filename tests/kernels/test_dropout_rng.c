@@ -1,4 +1,4 @@
-/* Dropout's counter-based mask (kernels/cpu/dropout_rng.h), which the CPU kernel and the
+/* Dropout's counter-based mask (ops/dropout_rng.h), which the CPU kernel and the
  * CUDA kernel (kernels/cuda/grad_ops.cu) share: the header against plain references
  * (splitmix64 run sequentially, xorshift64*, the threshold against a double compare),
  * the mask's statistics over 1M elements, the rule saying when a call draws its key, and
@@ -11,7 +11,7 @@
 
 #include "ir/half.h"
 #include "ir/ir.h"
-#include "kernels/cpu/dropout_rng.h"
+#include "ops/dropout_rng.h"
 #include "kernels/cpu/kernels.h"
 #include "tests/kernels/kernel_test_util.h"
 

@@ -3,14 +3,14 @@
  * a false gate gives the same bytes as no gate; a true one leaves every output a bit copy
  * of the input it replaces (a NaN gradient, -0, subnormals and NaN payloads in the
  * state included), whether the outputs are separate buffers or the inputs themselves;
- * a gate that is not one bool is refused. And the shared arithmetic (optim_impl.h): its
+ * a gate that is not one bool is refused. And the shared arithmetic (optim_math.h): its
  * powers agree with pow(). */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "kernels/cpu/optim_impl.h"
+#include "ops/optim_math.h"
 #include "tests/kernels/optim_test_util.h"
 
 enum { F = AMP_DT_FLOAT, H = AMP_DT_FLOAT16, B = AMP_DT_BFLOAT16, D = AMP_DT_DOUBLE };

@@ -1,10 +1,20 @@
-/* What the CPU and CUDA kernels of the fused nodes share beyond fused_impl.h: the checks
- * of a run's inputs and outputs (kernels/cpu/fused.c), so both refuse the same things. */
-#ifndef AMP_CPU_FUSED_CHECK_H
-#define AMP_CPU_FUSED_CHECK_H
+/* What the CPU and CUDA kernels of the fused nodes (kernels/cpu/fused.c,
+ * kernels/cuda/fused.c) share beyond the interpreter (ops/fused_eval.h): FusedElementwise's
+ * program parsed and checked once at prepare, and the checks of a run's inputs and outputs
+ * (ops/fused_check.c), so both backends take and refuse the same things. */
+#ifndef AMP_OPS_FUSED_CHECK_H
+#define AMP_OPS_FUSED_CHECK_H
+
+#include <stdbool.h>
 
 #include "ir/fused_prog.h"
-#include "kernels/cpu/kernels.h"
+#include "ir/ir.h"
+#include "ir/kernel.h"
+#include "ir/tensor.h"
+
+/* FusedElementwise's prepare function (AmpKernelPrepareFn) on every backend: the program,
+ * its operands' classes checked, into an AmpFusedProg. */
+AmpCode amp_fused_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* FusedElementwise: every input present, of its dtype, holding the shape input's element
  * count or one; out[0..n_out) the placed outputs (NULL where not wanted), of their dtypes

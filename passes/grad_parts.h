@@ -1,6 +1,9 @@
-/* Between the autodiff (grad.c) and the loss and optimizer around it (grad_train.c). */
-#ifndef AMP_GRAD_TRAIN_H
-#define AMP_GRAD_TRAIN_H
+/* The parts a training graph is made of, each in a file of its own: the forward's mode
+ * (grad_mode.c), the backward (grad.c), the optimizer (grad_optim.c). `ampc grad`
+ * (grad_train.c: the loss, then these) and the Gradient op's expansion (gradient.c) put
+ * them together; the parts call neither. */
+#ifndef AMP_GRAD_PARTS_H
+#define AMP_GRAD_PARTS_H
 
 #include "passes/grad.h"
 

@@ -1,14 +1,17 @@
-/* The parsed attributes of the softmax, normalisation and loss families (softmax.c,
- * norm.c, loss.c): what their CPU prepare functions hand the kernels in k->attrs. The
- * CUDA kernels (kernels/cuda/norm*.c, loss.c) take the same prepare functions and read
- * these structs, so both backends read a node alike. */
-#ifndef AMP_CPU_NORM_IMPL_H
-#define AMP_CPU_NORM_IMPL_H
+/* The attributes of the softmax, normalisation and loss families below every backend
+ * (ops/norm_attrs.c): what their prepare functions hand the kernels in k->attrs. The CPU
+ * kernels (kernels/cpu/softmax.c, norm.c, loss.c) and the CUDA ones (kernels/cuda/norm*.c,
+ * loss.c) take the same prepare functions and read these structs, so both backends read a
+ * node alike. */
+#ifndef AMP_OPS_NORM_ATTRS_H
+#define AMP_OPS_NORM_ATTRS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Softmax, LogSoftmax, Hardmax, com.microsoft SoftmaxGrad_13 (amp_cpu_softmax_prepare):
+#include "ir/ir.h"
+
+/* Softmax, LogSoftmax, Hardmax, com.microsoft SoftmaxGrad_13 (amp_softmax_prepare):
  * axis as written (normalised against the input's rank when the kernel runs); per_axis:
  * opset >= 13 and SoftmaxGrad_13 normalise along the one axis, older opsets over the 2-D
  * coercion at axis. */
@@ -16,8 +19,9 @@ typedef struct AmpSoftmaxAttrs {
     int64_t axis;
     bool per_axis;
 } AmpSoftmaxAttrs;
+AmpCode amp_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
-/* The normalisations (amp_cpu_norm_prepare): one struct for the family; each op reads
+/* The normalisations (amp_norm_prepare): one struct for the family; each op reads
  * its own fields. An axis is kept as given. */
 typedef struct AmpNormAttrs {
     int64_t axis;             /* LayerNormalization(Grad), LpNormalization */
@@ -30,9 +34,10 @@ typedef struct AmpNormAttrs {
     int64_t size;             /* LRN */
     double alpha, beta, bias; /* LRN */
 } AmpNormAttrs;
+AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, com.microsoft
- * SoftmaxCrossEntropyLossGrad (amp_cpu_loss_prepare). */
+ * SoftmaxCrossEntropyLossGrad (amp_loss_prepare). */
 typedef enum AmpLossReduction { AMP_LOSS_NONE, AMP_LOSS_SUM, AMP_LOSS_MEAN } AmpLossReduction;
 
 typedef struct AmpLossAttrs {
@@ -40,6 +45,7 @@ typedef struct AmpLossAttrs {
     bool has_ii;
     int64_t ii; /* ignore_index */
 } AmpLossAttrs;
+AmpCode amp_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* BatchNormalization computes batch statistics (training) rather than reading its
  * running ones: from opset 14 as training_mode says, before in a training step or where

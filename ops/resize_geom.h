@@ -1,9 +1,17 @@
-/* Resize's attributes, geometry and per-axis tables (resize.c), shared with the CUDA
- * kernel (kernels/cuda/resize.c) so that both backends size and sample alike. */
-#ifndef AMP_CPU_RESIZE_IMPL_H
-#define AMP_CPU_RESIZE_IMPL_H
+/* Resize below every backend (ops/resize_geom.c): its attributes, geometry and per-axis
+ * tables, which the CPU kernel (kernels/cpu/resize.c) and the CUDA one
+ * (kernels/cuda/resize.c) both compute with, so that both backends size and sample
+ * alike. */
+#ifndef AMP_OPS_RESIZE_GEOM_H
+#define AMP_OPS_RESIZE_GEOM_H
 
-#include "kernels/cpu/kernels.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+#include "ir/kernel.h"
+#include "ir/tensor.h"
 
 enum { AMP_RS_NEAREST, AMP_RS_LINEAR, AMP_RS_CUBIC };
 enum { AMP_RS_NR_PREFER_FLOOR, AMP_RS_NR_PREFER_CEIL, AMP_RS_NR_FLOOR, AMP_RS_NR_CEIL };
@@ -28,6 +36,8 @@ typedef struct AmpResizeAttrs {
     size_t na; /* axes given (0: all) */
     int64_t axes[AMP_MAX_RANK];
 } AmpResizeAttrs;
+/* Resize's prepare function (AmpKernelPrepareFn) on every backend. */
+AmpCode amp_sh_resize_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* What the inputs ask for: per axis of X, the scale, the output size and the crop box
  * (roi; 0 and 1 where there is none). */

@@ -1,13 +1,14 @@
-/* Dropout's counter-based mask, shared by the CPU kernel (kernels/cpu/dropout.c) and the
- * CUDA one (kernels/cuda/grad_ops.cu), so both backends drop the same elements bit for bit.
+/* Dropout below every backend: its attributes (amp_ew_prepare_dropout, ops/dropout_rng.c)
+ * and its counter-based mask, shared by the CPU kernel (kernels/cpu/dropout.c) and the CUDA
+ * one (kernels/cuda/grad_ops.c, .cu), so both backends drop the same elements bit for bit.
  * A training-step Dropout draws one 64-bit key per call from the session's random state
  * (amp_dropout_key: one xorshift64* step, so masks change from step to step and follow
  * the seed and checkpoints), and element i is decided by a stateless function of (key, i):
  * splitmix64 with the key as its state, i.e. Stafford's mix of key + (i + 1) * golden,
  * whose top 53 bits are a uniform integer u in [0, 2^53). The element is kept when
  * u >= ceil(ratio * 2^53), i.e. when u / 2^53 >= ratio (exact: no rounding anywhere). */
-#ifndef AMP_CPU_DROPOUT_RNG_H
-#define AMP_CPU_DROPOUT_RNG_H
+#ifndef AMP_OPS_DROPOUT_RNG_H
+#define AMP_OPS_DROPOUT_RNG_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -45,6 +46,8 @@ AMP_DR_FN bool amp_dropout_keep(uint64_t key, uint64_t i, uint64_t threshold) {
 }
 
 #ifndef __CUDACC__
+#include "ir/ir.h"
+
 /* Dropout's attributes as amp_ew_prepare_dropout parses them (read by both backends): the
  * ratio (an attribute before opset 12, then an optional input whose default is 0.5) and
  * the seed. */
@@ -53,6 +56,8 @@ typedef struct AmpDropoutAttrs {
     bool has_seed;
     int64_t seed;
 } AmpDropoutAttrs;
+/* Dropout's prepare function (AmpKernelPrepareFn) on every backend. */
+AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* The key of one Dropout call: one xorshift64* step of the session's state (a zero state,
  * which xorshift would keep, is replaced first), its 64-bit output. */

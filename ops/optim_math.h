@@ -1,13 +1,14 @@
-/* The ai.onnx.preview.training optimizers' attributes and per-element arithmetic, shared
- * by the CPU kernels (optim.c) and the CUDA ones (kernels/cuda/optim.cu), so that both
+/* The ai.onnx.preview.training optimizers' attributes (ops/optim_math.c parses them) and
+ * per-element arithmetic below every backend, shared by the CPU kernels
+ * (kernels/cpu/optim.c) and the CUDA ones (kernels/cuda/optim.c, .cu), so that both
  * backends compute each update with the same operations in the same order, in double:
  * under nvcc every product and sum is an explicitly rounded intrinsic (no fused
  * multiply-add the CPU would round twice; the host build is ISO C, where GCC does not
  * contract either), and the bias correction's powers are the same sequence of products
  * (amp_opt_powi) rather than each side's pow(). Division and square root are IEEE on
  * both. */
-#ifndef AMP_CPU_OPTIM_IMPL_H
-#define AMP_CPU_OPTIM_IMPL_H
+#ifndef AMP_OPS_OPTIM_MATH_H
+#define AMP_OPS_OPTIM_MATH_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -31,13 +32,20 @@
 
 typedef enum AmpOptKind { AMP_OPT_ADAM, AMP_OPT_MOMENTUM, AMP_OPT_ADAGRAD } AmpOptKind;
 
-/* One optimizer node's attributes, parsed once at prepare (amp_cpu_optimizer_prepare);
+/* One optimizer node's attributes, parsed once at prepare (amp_optimizer_prepare);
  * double, as the spec's arithmetic. */
 typedef struct AmpOptAttrs {
     int32_t kind;  /* AmpOptKind */
     int32_t nesterov; /* Momentum: mode "nesterov" */
     double alpha, beta, eps, norm, norm_post, decay;
 } AmpOptAttrs;
+
+#ifndef __CUDACC__
+#include "ir/ir.h"
+/* Adam's, Momentum's and Adagrad's prepare function (AmpKernelPrepareFn) on every
+ * backend: an AmpOptAttrs. */
+AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+#endif
 
 /* What one step's update reads besides the tensors: the learning rate r, the rate the
  * update applies (Adam: bias-corrected; Adagrad: decayed; Momentum: r) and Momentum's

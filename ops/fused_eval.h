@@ -1,13 +1,13 @@
-/* The executor's fused elementwise programs (runtime/fuse.c makes them, ai.ampc
- * FusedElementwise runs them): a straight list of elementwise instructions over registers,
- * evaluated per element. Shared by the CPU reference (kernels/cpu/fused.c) and the CUDA
- * kernel (kernels/cuda/fused.cu), so that both apply the same rules: a float instruction
+/* The interpreter of the executor's fused elementwise programs (runtime/fuse.c makes them,
+ * ai.ampc FusedElementwise runs them): a straight list of elementwise instructions over
+ * registers, evaluated per element. Shared by the CPU reference (kernels/cpu/fused.c) and
+ * the CUDA kernel (kernels/cuda/fused.cu), so that both apply the same rules: a float instruction
  * computes in float32 and rounds its result to its own dtype (float16 / bfloat16, round to
  * nearest even), exactly as the unfused CPU kernels store and reload each value; integer
  * + - * wrap as the CPU kernels do. Plain C, no libc beyond math.h: AMP_FUSED_FN marks the
  * functions host and device under nvcc. */
-#ifndef AMP_CPU_FUSED_IMPL_H
-#define AMP_CPU_FUSED_IMPL_H
+#ifndef AMP_OPS_FUSED_EVAL_H
+#define AMP_OPS_FUSED_EVAL_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -35,11 +35,11 @@ typedef union AmpFusedReg {
  * 16 bits (round to nearest even) -> float32, with ir/half.h on the host and CUDA's
  * __float2half_rn / __float2bfloat16_rn on the device. */
 #if !defined(AMP_FUSED_ROUND_F16) || !defined(AMP_FUSED_ROUND_BF16)
-#error "define AMP_FUSED_ROUND_F16 and AMP_FUSED_ROUND_BF16 before including fused_impl.h"
+#error "define AMP_FUSED_ROUND_F16 and AMP_FUSED_ROUND_BF16 before including fused_eval.h"
 #endif
 
 /* AmpDType numbers (ir/ir.h) the programs take; repeated here so the device code needs no
- * ir header (static_assert in kernels/cpu/fused.c keeps them in step). */
+ * ir header (static_assert in ops/fused_check.c keeps them in step). */
 enum { AMP_FDT_FLOAT = 1, AMP_FDT_INT32 = 6, AMP_FDT_INT64 = 7, AMP_FDT_BOOL = 9, AMP_FDT_FLOAT16 = 10,
        AMP_FDT_BFLOAT16 = 16 };
 

@@ -1,0 +1,155 @@
+/* The elementwise family's checks and attributes, every backend's (ops/ew_common.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ew_common.h"
+#include "ops/kernel_out.h"
+#include "ops/scalar_math.h" /* AMP_GELU_EXACT, AMP_GELU_TANH */
+
+/* ---- inputs, outputs, broadcasting -------------------------------------------------- */
+
+const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i) {
+    return i >= 0 && i < k->n_in ? k->in[i] : NULL;
+}
+
+AmpCode amp_ew_need(AmpKernelCtx *k, int n) {
+    for (int i = 0; i < n; i++)
+        if (!amp_ew_in(k, i)) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    return AMP_OK;
+}
+
+AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b) {
+    if (a->dtype == b->dtype) return AMP_OK;
+    return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
+                      amp_dtype_name(b->dtype));
+}
+
+/* "[3,4,5]" into buf, for messages. */
+static const char *shape_str(const AmpBuf *b, char *buf, size_t n) {
+    size_t l = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < b->rank && l < n; i++)
+        l += (size_t)snprintf(buf + l, n - l, "%s%lld", i ? "," : "", (long long)b->dims[i]);
+    if (l < n) snprintf(buf + l, n - l, "]");
+    return buf;
+}
+
+AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int *rank, int64_t *dims) {
+    int r = 0;
+    int64_t d[AMP_MAX_RANK] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!amp_broadcast_shape(r, d, in[i]->rank, in[i]->dims, &r, dims)) {
+            char s[128];
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d of shape %s does not broadcast with the others", i,
+                              shape_str(in[i], s, sizeof s));
+        }
+        memcpy(d, dims, (size_t)r * sizeof *d);
+    }
+    *rank = r;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
+    AmpCode rc = amp_kernel_outputs(k, 1, out);
+    if (rc || !*out) return rc;
+    return amp_kernel_check_out(k, *out, dtype, rank, dims);
+}
+
+AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    if (opset >= 7) return AMP_OK;
+    const AmpAttr *ax = amp_node_attr(n, "axis");
+    AmpEwLegacyBcast *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->has_axis = ax && ax->type == AMP_ATTR_INT;
+    a->axis = a->has_axis ? ax->i : 0;
+    a->broadcast = amp_node_attr_int(n, "broadcast", 0) != 0;
+    *attrs = a;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view) {
+    *view = *b;
+    const AmpEwLegacyBcast *lb = k->attrs;
+    if (!lb) return AMP_OK; /* opset 7+: numpy's rule */
+    int axis = a->rank - b->rank;
+    if (lb->broadcast && lb->has_axis && !amp_norm_axis(lb->axis, a->rank, &axis)) axis = -1;
+    if (axis < 0 || axis + b->rank > a->rank || (!lb->broadcast && a->rank != b->rank))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "a rank-%d B does not fit a rank-%d A %s", b->rank, a->rank,
+                          lb->broadcast ? "at the axis (broadcast=1 before opset 7)"
+                                        : "(without broadcast=1 before opset 7 the shapes are equal)");
+    for (int i = 0; i < b->rank; i++)
+        if (b->dims[i] != a->dims[axis + i] && !(lb->broadcast && b->dims[i] == 1))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "B's dim %d is %lld where A's is %lld (before opset 7 B %s A)", i,
+                              (long long)b->dims[i], (long long)a->dims[axis + i],
+                              lb->broadcast ? "broadcasts one way onto" : "has the shape of");
+    view->rank = a->rank - axis;
+    for (int i = b->rank; i < view->rank; i++) view->dims[i] = 1;
+    return AMP_OK;
+}
+
+/* ---- dtype classes ----------------------------------------------------------------- */
+
+bool amp_ew_is_unsigned(int dt) {
+    return dt == AMP_DT_UINT8 || dt == AMP_DT_UINT16 || dt == AMP_DT_UINT32 || dt == AMP_DT_UINT64;
+}
+
+bool amp_ew_is_int(int dt) {
+    return dt == AMP_DT_INT8 || dt == AMP_DT_INT16 || dt == AMP_DT_INT32 || dt == AMP_DT_INT64 ||
+           amp_ew_is_unsigned(dt);
+}
+
+bool amp_ew_is_float(int dt) {
+    return amp_is_f32_family(dt) || dt == AMP_DT_DOUBLE;
+}
+
+/* ---- the activations' and IsInf's attributes, parsed once at prepare ---------------- */
+
+AmpCode amp_ew_params_out(AmpEwParams p, void **attrs, AmpStatus *st) {
+    AmpEwParams *q = malloc(sizeof *q);
+    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    *q = p;
+    *attrs = q;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    float dflt = n->op == AMP_OP_LeakyRelu ? 0.01f : 1.0f; /* Elu, Celu, ThresholdedRelu: 1 */
+    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", dflt)}, attrs, st);
+}
+
+AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", 1.67326319217681884765625f),
+                                           .gamma = amp_node_attr_float(n, "gamma", 1.05070102214813232421875f)},
+                             attrs, st);
+}
+
+AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "alpha", 0.2f),
+                                           .beta = amp_node_attr_float(n, "beta", 0.5f)},
+                             attrs, st);
+}
+
+/* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
+AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const char *s = amp_node_attr_string(n, "approximate", "none");
+    AmpEwParams p = {0};
+    if (strcmp(s, "none") == 0) p.mode = AMP_GELU_EXACT;
+    else if (strcmp(s, "tanh") == 0) p.mode = AMP_GELU_TANH;
+    else
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "approximate must be \"none\" or \"tanh\", not \"%.40s\"", s);
+    return amp_ew_params_out(p, attrs, st);
+}
+
+AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpEwParams *p = calloc(1, sizeof *p);
+    if (!p) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    p->mode = (amp_node_attr_int(n, "detect_positive", 1) != 0 ? AMP_EW_INF_POS : 0) |
+              (amp_node_attr_int(n, "detect_negative", 1) != 0 ? AMP_EW_INF_NEG : 0);
+    *attrs = p;
+    return AMP_OK;
+}

@@ -1,0 +1,75 @@
+/* The elementwise family below every backend (ops/ew_common.c): the input, output and
+ * broadcast-shape checks (numpy's rule, and the one-way broadcast before opset 7) and the
+ * attributes of the activations, IsInf and the pre-opset-7 binary ops, parsed at prepare.
+ * The CPU kernels (kernels/cpu/elementwise.c, unary.c, activation.c, logic.c) and the CUDA
+ * ones (kernels/cuda/elementwise.c, grad_ops.c) check and read a node alike through these. */
+#ifndef AMP_OPS_EW_COMMON_H
+#define AMP_OPS_EW_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+#include "ir/kernel.h"
+#include "ir/tensor.h"
+
+/* The k->in[i] if it is there, else NULL (also for i past the node's inputs). */
+const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i);
+/* Fails with AMP_ERR_INPUT unless inputs 0..n-1 are all present. */
+AmpCode amp_ew_need(AmpKernelCtx *k, int n);
+/* Fails with AMP_ERR_INPUT unless a and b have the same dtype. */
+AmpCode amp_ew_same_dtype(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b);
+
+/* Broadcast shape of n inputs (numpy rules); AMP_ERR_INPUT naming the shapes if not. */
+AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int *rank, int64_t *dims);
+
+/* Output 0 as the executor placed it, checked to be what the kernel computes (dtype,
+ * rank, dims; AMP_ERR_INTERNAL naming both if not, since the loops are bounded by the
+ * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
+AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
+
+/* Before opset 7, binary ops broadcast B onto A (one way: the result has A's shape) only
+ * with broadcast=1, at `axis` when given, else at A's last dims; without it the inputs
+ * have one shape. amp_ew_prepare_legacy_bcast keeps that in this struct for
+ * nodes of those opsets and leaves attrs NULL from opset 7 (numpy's rule). The axis is
+ * normalised against A's rank when the kernel runs. */
+typedef struct AmpEwLegacyBcast {
+    int64_t axis;
+    bool has_axis, broadcast;
+} AmpEwLegacyBcast;
+/* Returns in *view the B to use with numpy rules (b itself, or b's data with its dims
+ * padded by trailing 1s so they line up at the axis); before opset 7, B that does not
+ * fit A by the legacy rule is an input error (the shape function gives A's shape). */
+AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpBuf *view);
+
+/* Its prepare function (AmpKernelPrepareFn) for Add, Sub, Mul, Div, Pow, the comparisons,
+ * And and Or on every backend. */
+AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* The dtype classes the kernels check their inputs against. */
+bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
+bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */
+bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */
+
+/* Parameters of the activations (alpha, beta, gamma as the ONNX attributes; mode: Gelu
+ * approximation, IsInf directions). */
+typedef struct AmpEwParams {
+    float alpha, beta, gamma;
+    int mode;
+} AmpEwParams;
+
+/* *attrs = a malloc'd copy of p (the activations' prepare functions). */
+AmpCode amp_ew_params_out(AmpEwParams p, void **attrs, AmpStatus *st);
+/* The prepare functions (AmpKernelPrepareFn) of the activations both backends run:
+ * LeakyRelu, Elu, Celu, ThresholdedRelu (alpha), Selu, HardSigmoid, Gelu and
+ * com.microsoft GeluGrad, BiasGelu (approximate). */
+AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* IsInf's directions, in AmpEwParams.mode, as its prepare function sets them. */
+enum { AMP_EW_INF_POS = 1, AMP_EW_INF_NEG = 2 };
+AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+#endif

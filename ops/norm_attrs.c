@@ -1,0 +1,73 @@
+/* The softmax, normalisation and loss families' attributes, every backend's
+ * (ops/norm_attrs.h). */
+#include <string.h>
+
+#include "ir/kernel.h" /* amp_node_fail */
+#include "ops/kernel_out.h"
+#include "ops/norm_attrs.h"
+
+/* Softmax, LogSoftmax, Hardmax and com.microsoft SoftmaxGrad_13 (whose opset is its
+ * domain's). */
+AmpCode amp_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    AmpSoftmaxAttrs a = {.per_axis = n->op == AMP_OP_Ms_SoftmaxGrad_13 || opset >= 13};
+    a.axis = amp_node_attr_int(n, "axis", a.per_axis ? -1 : 1);
+    return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    AmpNormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
+    switch (n->op) {
+    case AMP_OP_LayerNormalization: {
+        int64_t stash = amp_node_attr_int(n, "stash_type", AMP_DT_FLOAT);
+        if (stash != AMP_DT_FLOAT)
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                     "stash_type %lld: only 1 (float32 statistics) is implemented", (long long)stash);
+        a.axis = amp_node_attr_int(n, "axis", -1);
+        break;
+    }
+    case AMP_OP_Ms_LayerNormalizationGrad: a.axis = amp_node_attr_int(n, "axis", -1); break;
+    case AMP_OP_BatchNormalization:
+        if (opset < 9 && amp_node_attr_int(n, "spatial", 1) == 0)
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED,
+                                     "spatial = 0 (per-activation statistics) is not implemented");
+        a.momentum = amp_node_attr_float(n, "momentum", 0.9f);
+        a.mode_given = opset >= 14;
+        if (opset >= 14) a.train = amp_node_attr_int(n, "training_mode", 0) != 0;
+        for (int i = 1; opset < 14 && i < n->n_outputs; i++) a.train = a.train || n->outputs[i];
+        break;
+    case AMP_OP_GroupNormalization:
+        a.groups = amp_node_attr_int(n, "num_groups", 0);
+        if (a.groups <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_groups must be given and positive");
+        break;
+    case AMP_OP_LpNormalization:
+        a.axis = amp_node_attr_int(n, "axis", -1);
+        a.p = amp_node_attr_int(n, "p", 2);
+        if (a.p != 1 && a.p != 2)
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "p must be 1 or 2, not %lld", (long long)a.p);
+        break;
+    case AMP_OP_LRN:
+        a.size = amp_node_attr_int(n, "size", 0);
+        if (a.size <= 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "size must be given and positive");
+        a.alpha = amp_node_attr_float(n, "alpha", 1e-4f);
+        a.beta = amp_node_attr_float(n, "beta", 0.75f);
+        a.bias = amp_node_attr_float(n, "bias", 1.0f);
+        break;
+    default: break; /* InstanceNormalization: epsilon only */
+    }
+    return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+/* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLossGrad. */
+AmpCode amp_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpLossAttrs a = {0};
+    const char *r = amp_node_attr_string(n, "reduction", "mean");
+    if (strcmp(r, "none") == 0) a.red = AMP_LOSS_NONE;
+    else if (strcmp(r, "sum") == 0) a.red = AMP_LOSS_SUM;
+    else if (strcmp(r, "mean") == 0) a.red = AMP_LOSS_MEAN;
+    else return amp_node_fail(n, st, AMP_ERR_INPUT, "reduction '%s' is not none, sum or mean", r);
+    const AmpAttr *ia = amp_node_attr(n, "ignore_index");
+    a.has_ii = ia && ia->type == AMP_ATTR_INT;
+    a.ii = a.has_ii ? ia->i : 0;
+    return amp_prep_out(&a, sizeof a, attrs, st);
+}

@@ -1,0 +1,53 @@
+/* The optimizers' attributes, every backend's (ops/optim_math.h). */
+#include <string.h>
+
+#include "ir/kernel.h" /* amp_node_fail */
+#include "ops/kernel_out.h"
+#include "ops/optim_math.h"
+
+static AmpCode req_float(const AmpNode *n, AmpStatus *st, const char *name, double *out) {
+    const AmpAttr *a = amp_node_attr(n, name);
+    if (!a || a->type != AMP_ATTR_FLOAT)
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "float attribute '%s' is required", name);
+    *out = a->f;
+    return AMP_OK;
+}
+
+static AmpCode opt_attrs(const AmpNode *n, AmpStatus *st, AmpOptAttrs *a) {
+    memset(a, 0, sizeof *a);
+    a->kind = n->op == AMP_OP_Adam ? AMP_OPT_ADAM : n->op == AMP_OP_Momentum ? AMP_OPT_MOMENTUM : AMP_OPT_ADAGRAD;
+    if (a->kind == AMP_OPT_ADAM) {
+        a->alpha = amp_node_attr_float(n, "alpha", 0.9f);
+        a->beta = amp_node_attr_float(n, "beta", 0.999f);
+        a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
+        a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
+        a->norm_post = amp_node_attr_float(n, "norm_coefficient_post", 0.0f);
+        return AMP_OK;
+    }
+    if (a->kind == AMP_OPT_ADAGRAD) {
+        a->decay = amp_node_attr_float(n, "decay_factor", 0.0f);
+        a->eps = amp_node_attr_float(n, "epsilon", 1e-6f);
+        a->norm = amp_node_attr_float(n, "norm_coefficient", 0.0f);
+        return AMP_OK;
+    }
+    /* Momentum: every attribute is required. */
+    AmpCode rc = req_float(n, st, "alpha", &a->alpha);
+    if (!rc) rc = req_float(n, st, "beta", &a->beta);
+    if (!rc) rc = req_float(n, st, "norm_coefficient", &a->norm);
+    if (rc) return rc;
+    const char *mode = amp_node_attr_string(n, "mode", NULL);
+    if (!mode) return amp_node_fail(n, st, AMP_ERR_INPUT, "attribute 'mode' is required");
+    if (strcmp(mode, "nesterov") == 0) a->nesterov = 1;
+    else if (strcmp(mode, "standard") != 0)
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "mode '%s' is neither 'standard' nor 'nesterov'", mode);
+    return AMP_OK;
+}
+
+/* Adam, Momentum and Adagrad (by the node's op): an AmpOptAttrs (ops/optim_math.h), which
+ * both backends' kernels read. */
+AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpOptAttrs a;
+    AmpCode rc = opt_attrs(n, st, &a);
+    return rc ? rc : amp_prep_out(&a, sizeof a, attrs, st);
+}

@@ -1,0 +1,25 @@
+/* The command's messages, for every file of `ampc` (tools/cli_say.c): errors and notes are
+ * one line on stderr, "ampc: ..."; a usage error ends with the hint to run --help. */
+#ifndef AMPC_TOOLS_CLI_SAY_H
+#define AMPC_TOOLS_CLI_SAY_H
+
+/* Prints "ampc: <message>" as one line on stderr (newlines and tabs become spaces). */
+void ampc_say(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* The command word of this run ("run"), named in the hint of a usage error; none for a
+ * conversion. */
+void ampc_usage_command(const char *cmd);
+
+/* A usage error: the message and the hint to run --help, on one line of stderr; returns
+ * AMP_ERR_USAGE. */
+int ampc_usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+#endif
