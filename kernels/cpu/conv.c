@@ -166,7 +166,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
     AmpDnnlConv dp;
-    if (group == 1 && K > O && conv_as_weight_grad(x, w, y, &g)) return AMP_OK;
+    if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g)) return AMP_OK; /* (no bias there) */
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
     if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, wpack != NULL, &dp) &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
