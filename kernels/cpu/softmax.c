@@ -5,7 +5,7 @@
 
 #include "ir/half.h"
 #include "kernels/cpu/simd.h"
-#include "kernels/cpu/vmath.h"
+#include "ops/vmath.h"
 
 #include "ops/norm_attrs.h"
 #include "kernels/cpu/reduce_impl.h"

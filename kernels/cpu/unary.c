@@ -7,7 +7,7 @@
 
 #include "kernels/cpu/elementwise_impl.h"
 #include "ops/scalar_math.h"
-#include "kernels/cpu/vmath.h"
+#include "ops/vmath.h"
 
 AMP_EW_DEF_MAP(map_sqrt, sqrtf(x), sqrt(x))
 AMP_EW_DEF_MAP(map_exp, expf(x), exp(x))
@@ -20,7 +20,7 @@ AMP_EW_DEF_MAP(map_ceil, ceilf(x), ceil(x))
 AMP_EW_DEF_MAP(map_floor, floorf(x), floor(x))
 /* ONNX Round: halves to even, which is the default rounding mode */
 AMP_EW_DEF_MAP(map_round, nearbyintf(x), nearbyint(x))
-AMP_EW_DEF_MAP(map_erf, erff(x), erf(x))
+AMP_EW_DEF_MAP(map_erf, amp_vmath_erf1(x), erf(x))
 AMP_EW_DEF_MAP(map_sin, sinf(x), sin(x))
 AMP_EW_DEF_MAP(map_cos, cosf(x), cos(x))
 AMP_EW_DEF_MAP(map_tan, tanf(x), tan(x))

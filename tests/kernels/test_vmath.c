@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/vmath.h"
+#include "ops/vmath.h"
 
 /* Distance in ulp between two floats of the same sign class (monotone ordering). */
 static int64_t ulp_f(float a, float b) {

@@ -1,5 +1,7 @@
 /* glibc's libmvec under the CPU kernels' float rows (vmath.h). */
-#include "kernels/cpu/vmath.h"
+#include "ops/vmath.h"
+
+#include <math.h>
 
 #include "ir/half.h"
 
@@ -56,6 +58,11 @@ bool amp_vmath_erf_f32(float *y, const float *x, uint64_t n) {
     return true;
 }
 
+float amp_vmath_erf1(float x) {
+    float y;
+    return amp_vmath_erf_f32(&y, &x, 1) ? y : erff(x);
+}
+
 bool amp_vmath_exp_f64(double *y, const double *x, uint64_t n) {
     pthread_once(&mv.once, mv_open);
     if (!mv.exp) return false;
@@ -68,6 +75,10 @@ bool amp_vmath_exp_f64(double *y, const double *x, uint64_t n) {
 bool amp_vmath_erf_f32(float *y, const float *x, uint64_t n) {
     (void)y, (void)x, (void)n;
     return false;
+}
+
+float amp_vmath_erf1(float x) {
+    return erff(x);
 }
 
 bool amp_vmath_exp_f64(double *y, const double *x, uint64_t n) {
