@@ -180,8 +180,10 @@ static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
                 uint64_t at = (p * (uint64_t)H + (uint64_t)(start + j)) * (uint64_t)W;
                 const float *r = rows + j * W;
                 if (x->dtype == AMP_DT_FLOAT) r = (const float *)x->data + at;
-                else if (x->dtype == AMP_DT_BFLOAT16) amp_bf16_to_f32_n(rows + j * W, (const uint16_t *)x->data + at, (size_t)W);
-                else amp_f16_to_f32_n(rows + j * W, (const uint16_t *)x->data + at, (size_t)W);
+                else if (x->dtype == AMP_DT_BFLOAT16)
+                    amp_bf16_to_f32_n(rows + j * W, (const uint16_t *)x->data + at, (size_t)W);
+                else
+                    amp_f16_to_f32_n(rows + j * W, (const uint16_t *)x->data + at, (size_t)W);
                 for (int64_t w = 0; w < W; w++) fold[w] = r[w] > fold[w] || r[w] != r[w] ? r[w] : fold[w];
             }
             for (int64_t ow = 0; ow < OW; ow++) {

@@ -123,51 +123,51 @@ static void iter_init(RedIter *it, const AmpBuf *x, const int64_t *ostr) {
     it->ostr = ostr;
 }
 
-/* Whether x's storage order is the reduced axes (ostr 0) and then the kept ones, or the
- * kept and then the reduced (axes of one element fit either): *lead for the first. */
-static bool split_2d(const AmpBuf *x, const int64_t *ostr, bool *lead) {
-    int changes = 0, first = -1, prev = -1;
+/* x's storage order as three blocks: reduced axes (R1 elements), kept axes (K), reduced
+ * axes (R2) (ostr 0 marks a reduced axis; axes of one element fit anywhere; any block may
+ * be empty, 1); false for other orders (reduced, kept, reduced, kept...). */
+static bool split_3(const AmpBuf *x, const int64_t *ostr, uint64_t *R1, uint64_t *K, uint64_t *R2) {
+    uint64_t b[3] = {1, 1, 1};
+    int phase = 0;
     for (int d = 0; d < x->rank; d++) {
         if (x->dims[d] == 1) continue;
-        int red = ostr[d] == 0;
-        if (first < 0) first = red;
-        if (prev >= 0 && red != prev) changes++;
-        prev = red;
+        bool red = ostr[d] == 0;
+        if (phase == 0 && !red) phase = 1;
+        else if (phase == 1 && red) phase = 2;
+        else if (phase == 2 && !red) return false;
+        b[phase] *= (uint64_t)x->dims[d];
     }
-    *lead = first == 1;
-    return changes <= 1;
+    *R1 = b[0], *K = b[1], *R2 = b[2];
+    return true;
 }
 
 /* The sums (of the elements: Sum, Mean, LogSum; of their squares: SumSquare, L2) of
- * float32 data laid out as [reduced, kept] (the bias
- * gradient's sum over the batch: rows added into the accumulators, which vectorizes) or
- * [kept, reduced] (each output's elements one after another): the same additions in the
- * same order as the general walk, so the same result, without its per-element index
- * bookkeeping. False for other layouts and kinds. */
+ * float32 data laid out as [R1, K, R2] (split_3: the bias gradient's sum over the batch
+ * is [R, K, 1], BatchNormalization's statistics over (N, H, W) [N, C, HW]): each
+ * accumulator takes its elements in the general walk's order (storage order), so the
+ * same result, without its per-element index bookkeeping; rows added into the
+ * accumulators where R2 is 1 (vector code). False for other layouts and kinds. */
 static bool sum_fast(RedKind kind, const AmpBuf *x, const int64_t *ostr, const float *f, double *acc) {
-    bool lead, sq = kind == RED_SUMSQ || kind == RED_L2;
-    if ((kind != RED_SUM && kind != RED_MEAN && kind != RED_LOGSUM && !sq) || !x->nelem || !split_2d(x, ostr, &lead))
-        return false;
-    uint64_t kept = 1;
-    for (int d = 0; d < x->rank; d++)
-        if (ostr[d]) kept *= (uint64_t)x->dims[d];
-    uint64_t red = x->nelem / kept;
-    if (lead) {
-        for (uint64_t r = 0; r < red; r++) {
-            const float *row = f + r * kept;
+    bool sq = kind == RED_SUMSQ || kind == RED_L2;
+    uint64_t R1, K, R2;
+    bool sums = kind == RED_SUM || kind == RED_MEAN || kind == RED_LOGSUM || sq;
+    if (!sums || !x->nelem || !split_3(x, ostr, &R1, &K, &R2)) return false;
+    for (uint64_t r = 0; r < R1; r++) {
+        if (R2 == 1) {
+            const float *row = f + r * K;
             if (sq)
-                for (uint64_t j = 0; j < kept; j++) acc[j] += (double)row[j] * (double)row[j];
+                for (uint64_t j = 0; j < K; j++) acc[j] += (double)row[j] * (double)row[j];
             else
-                for (uint64_t j = 0; j < kept; j++) acc[j] += (double)row[j];
+                for (uint64_t j = 0; j < K; j++) acc[j] += (double)row[j];
+            continue;
         }
-    } else {
-        for (uint64_t j = 0; j < kept; j++) {
-            const float *row = f + j * red;
+        for (uint64_t j = 0; j < K; j++) {
+            const float *row = f + (r * K + j) * R2;
             double s = acc[j];
             if (sq)
-                for (uint64_t r = 0; r < red; r++) s += (double)row[r] * (double)row[r];
+                for (uint64_t i = 0; i < R2; i++) s += (double)row[i] * (double)row[i];
             else
-                for (uint64_t r = 0; r < red; r++) s += (double)row[r];
+                for (uint64_t i = 0; i < R2; i++) s += (double)row[i];
             acc[j] = s;
         }
     }
