@@ -638,3 +638,8 @@ AmpCode amp_kernel_fail(AmpKernelCtx *k, AmpCode code, const char *fmt, ...) {
     va_end(ap);
     return rc;
 }
+
+void amp_kernel_pack_clear(AmpKernelPack *pack) {
+    if (pack->data && pack->free_fn) pack->free_fn(pack->data);
+    pack->data = NULL, pack->free_fn = NULL;
+}

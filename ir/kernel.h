@@ -17,6 +17,18 @@
 typedef AmpBuf *(*AmpAllocFn)(void *alloc_ctx, int index, int dtype, int rank, const int64_t *dims,
                               AmpStatus *st);
 
+/* What a kernel derives from inputs that do not change while the session lives (oneDNN's
+ * weights reordered into its blocked layout, made on the first call): one slot per node,
+ * which the runtime empties (free_fn(data)) when the session closes or its initializers
+ * are bound to other buffers. */
+typedef struct AmpKernelPack {
+    void *data;
+    void (*free_fn)(void *data);
+} AmpKernelPack;
+
+/* Empties pack (ir.c). */
+void amp_kernel_pack_clear(AmpKernelPack *pack);
+
 typedef struct AmpKernelCtx {
     const AmpNode *node; /* attributes (amp_node_attr*), names for messages */
     int64_t opset;       /* version imported for the node's domain */
@@ -42,6 +54,11 @@ typedef struct AmpKernelCtx {
      * i.e. the step is skipped; where false it runs as usual. Only ops
      * amp_kernel_takes_gate() names receive one. */
     const AmpBuf *gate;
+    /* Bit k (k < 32) set: input k is an initializer of the model, neither bound to state
+     * nor given at run time: the same bytes at the same address for as long as *pack lives,
+     * so work derived from it may be kept there. NULL pack: nothing may be kept. */
+    uint32_t const_in;
+    AmpKernelPack *pack;
     uint64_t *rng; /* state for ops that draw random numbers (Dropout in training mode) */
     bool training; /* a training step is running (Dropout masks, BatchNorm statistics) */
     /* The backend's state for its own kernels, set by its run_node: the CUDA backend's

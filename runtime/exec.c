@@ -127,6 +127,23 @@ static AmpCode move_to_fallback(AmpExec *e, size_t i, AmpStatus *st) {
     return AMP_OK;
 }
 
+/* AmpKernelCtx.const_in of node i: its inputs (the first 32) that read this graph's
+ * initializers in the model's own bytes (not given at this run; state that shares them
+ * until it is set: setting state makes it a copy of its own, bound anew, which empties
+ * the packs). */
+static uint32_t const_inputs(const AmpExec *e, size_t i) {
+    const AmpNode *n = e->nodes[i];
+    Slot *const *in = e->in_slots + e->in_at[i];
+    uint32_t mask = 0;
+    for (int k = 0; k < n->n_inputs && k < 32; k++) {
+        if (!in[k] || in[k] < e->slots || in[k] >= e->slots + e->n_values) continue; /* an enclosing graph's */
+        size_t id = (size_t)(in[k] - e->slots);
+        if ((e->vflags[id] & VAL_INIT) && in[k]->buf.data && in[k]->buf.data == e->dinit[id].data)
+            mask |= UINT32_C(1) << k;
+    }
+    return mask;
+}
+
 /* Node i's kernel on the backend that runs it, its outputs placed (ac, outs). A device
  * kernel that meets a case it does not take (a geometry cuDNN cannot run, known only from
  * the shapes) hands the node to the fallback for good. */
@@ -143,6 +160,8 @@ static AmpCode run_kernel(AmpExec *e, size_t i, AllocCtx *ac, const AmpBuf **inb
         .out = outs,
         .alloc = amp_exec_alloc,
         .alloc_ctx = ac,
+        .const_in = const_inputs(e, i),
+        .pack = &e->packs[i],
         .rng = e->rng,
         .training = e->opt.training,
         .st = st,

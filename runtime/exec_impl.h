@@ -51,6 +51,7 @@ struct AmpExec {
     /* per node: the update gate folded into it (runtime/fuse.c), read as AmpKernelCtx.gate
      * and counted as one more input; NULL for most */
     const AmpValue **gate;
+    AmpKernelPack *packs;      /* per node: what its kernel keeps of constant inputs (AmpKernelCtx.pack) */
     size_t n_fused, n_absorbed; /* fused nodes in the plan, and the model's nodes they replace */
     int64_t *opsets;           /* per node: the version imported for its domain */
     /* The launch list, built before the first run (and again when a later graph extends

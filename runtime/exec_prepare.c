@@ -126,9 +126,10 @@ static AmpExec *new_exec(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, Am
     e->pknown = calloc(nv, sizeof *e->pknown);
     e->host_in = calloc(nv, sizeof *e->host_in);
     e->gate = calloc(nn, sizeof *e->gate);
-    if (!e->gate || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags || !e->first ||
-        !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off || !e->psize ||
-        !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
+    e->packs = calloc(nn, sizeof *e->packs);
+    if (!e->gate || !e->packs || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags ||
+        !e->first || !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off ||
+        !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return NULL;
     }
@@ -292,6 +293,11 @@ AmpCode amp_exec_get_child(AmpExec *e, AmpGraph *body, AmpExec **out, AmpStatus 
     return AMP_OK;
 }
 
+/* Empties what the kernels kept of constant inputs (AmpKernelCtx.pack). */
+static void clear_packs(AmpExec *e) {
+    for (size_t i = 0; e->packs && i < e->n_nodes; i++) amp_kernel_pack_clear(&e->packs[i]);
+}
+
 AmpCode amp_exec_bind(AmpExec *e, const AmpValue *v, const AmpBuf *buf, AmpStatus *st) {
     if (v->graph != e->g || v->id >= e->n_values || !(e->vflags[v->id] & VAL_INIT))
         return amp_fail(st, AMP_ERR_INTERNAL, "bind: '%s' is not an initializer of graph '%s'", v->name,
@@ -304,6 +310,7 @@ AmpCode amp_exec_bind(AmpExec *e, const AmpValue *v, const AmpBuf *buf, AmpStatu
     }
     e->bound[v->id] = buf;
     e->shapes_ready = false;
+    clear_packs(e); /* what kernels kept may be of the bytes this replaces */
     return AMP_OK;
 }
 
@@ -325,6 +332,7 @@ void amp_exec_free(AmpExec *e) {
         c = next;
     }
     for (size_t i = 0; e->slots && i < e->n_values; i++) amp_exec_slot_clear(e, &e->slots[i]);
+    clear_packs(e);
     for (size_t i = 0; e->kernels && e->node_be && i < e->n_nodes; i++) {
         AmpBackend *nb = e->node_be[i];
         if (nb && nb->release_node) nb->release_node(nb, &e->kernels[i]);
@@ -336,7 +344,7 @@ void amp_exec_free(AmpExec *e) {
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
     free(e->pshape), free(e->pbytes), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
-    free(e->host_in), free(e->vals_read), free(e->gate);
+    free(e->host_in), free(e->vals_read), free(e->gate), free(e->packs);
     free(e);
 }
 

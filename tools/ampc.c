@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -648,15 +649,32 @@ static int dispatch(Cli *c, int argc, char **argv) {
     case CMD_BENCH:
         c->ra.model = model;
         if (c->ra.plot && !c->ra.compare) return ampc_usage_error("--plot draws what --compare times: give both");
+        if (c->ra.profile && c->ra.compare)
+            return ampc_usage_error("--profile times one session: give it without --compare (with AMP_AUTO=1 for the AMP one)");
         return c->ra.compare ? ampc_cmd_bench_compare(&c->ra) : ampc_cmd_bench(&c->ra);
     default: c->a.model = model; return convert(&c->a, &c->ra);
     }
+}
+
+/* glibc hands every allocation over 128 KiB to mmap and every free heap top over 2x that
+ * back to the kernel, so a run or training step that allocates and frees the same
+ * megabytes each time (the outputs handed to the caller, a kernel's float32 copy of a
+ * 16-bit input) faulted them in again, zeroed by the kernel, every time: a quarter of an
+ * MLP training step on the CPU (measured with perf; docs/speed.md). ampc keeps freed
+ * memory up to 1 GiB for reuse instead, as PyTorch's and onnxruntime's CPU allocators
+ * keep theirs. The library leaves malloc alone: this is the program's choice. */
+static void keep_freed_memory(void) {
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 32 << 20); /* glibc's largest: bigger blocks still map */
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 }
 
 int main(int argc, char **argv) {
     /* A write past `ulimit -f` fails with EFBIG, reported and cleaned up like any failed
      * write, instead of killing ampc with its temporary files left behind. */
     signal(SIGXFSZ, SIG_IGN);
+    keep_freed_memory();
     if (argc >= 2 && ampc_command_by_name(argv[1])) ampc_usage_command(argv[1]);
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (unknown_command(argc, argv))

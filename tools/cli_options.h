@@ -221,6 +221,9 @@
              "time, throughput, peak memory, the GEMMs' TFLOP/s, AMP's speed-up")               \
     AMPC_OPT(PLOT, "plot", 0, 1, "FILE",                                                        \
              "bench --compare: also draw every timed run's time, FP32 and AMP, as a PNG")       \
+    AMPC_OPT(PROFILE, "profile", 0, 0, "",                                                      \
+             "bench: also print where the timed runs' time went, by op type and the slowest "   \
+             "nodes (host time between nodes: the CPU backend's kernel times)")                 \
     AMPC_OPT(HELP, "help", 'h', 0, "", "print this help and exit")                              \
     AMPC_OPT(VERSION, "version", 0, 0, "", "print the version and exit")
 

@@ -291,7 +291,8 @@ unsigned ampc_option_commands(int val) {
     case OPT_WARMUP:
     case OPT_TRAIN:
     case OPT_COMPARE:
-    case OPT_PLOT: return CMD_BENCH;
+    case OPT_PLOT:
+    case OPT_PROFILE: return CMD_BENCH;
     case OPT_OPTIMIZER:
     case OPT_LR: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_GRAD | CMD_EXPORT;
     case OPT_CHECKPOINT: return CMD_CONVERT | CMD_RUN | CMD_BENCH | CMD_EXPORT;

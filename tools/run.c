@@ -4,6 +4,7 @@
  * dims from --dim, index inputs within their range). run prints a line per step, then timing
  * and memory, and writes the last step's outputs with --outputs DIR; bench prints timings. */
 #include "tools/run.h"
+#include "tools/profile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -606,13 +607,18 @@ int ampc_cmd_bench(const RunArgs *a) {
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
     double *ms = calloc((size_t)a->iters, sizeof *ms), *dev = calloc((size_t)a->iters, sizeof *dev);
     if (!rc && (!outs || !ms || !dev)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
+    AmpcProfile *prof = NULL;
     /* Each run is timed around the session call alone: outputs are freed outside it. */
     for (long i = 0; !rc && i < a->warmup + a->iters; i++) {
+        if (i == a->warmup && a->profile && !(prof = ampc_profile_new(s)))
+            rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
+        if (prof) ampc_profile_begin_run(prof);
         double t0 = ampc_now_ms();
         rc = a->train ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
                       : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
         double t = ampc_now_ms() - t0;
         if (rc) break;
+        if (prof) ampc_profile_end_run(prof, t);
         double dt = amp_session_device_ms(s);
         if (i >= a->warmup) ms[i - a->warmup] = t, dev[i - a->warmup] = dt;
         for (size_t k = 0; k < n_out; k++) amp_tensor_view_free(&outs[k]);
@@ -653,8 +659,10 @@ int ampc_cmd_bench(const RunArgs *a) {
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
                    (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
+        if (prof) ampc_profile_print(stdout, prof, stats.backend, 15);
         code = ampc_stdout_done();
     }
+    ampc_profile_free(prof);
     free(ms);
     free(dev);
     free(outs);

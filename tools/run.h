@@ -33,6 +33,7 @@ typedef struct RunArgs {
     bool train;          /* bench --train: training steps instead of inference */
     bool compare;        /* bench --compare: FP32 and AMP_AUTO sessions of MODEL, interleaved */
     const char *plot;    /* bench --compare --plot FILE: their step times as a PNG */
+    bool profile;        /* bench --profile: time by op type and node */
     /* --optimizer, --checkpoint, --lr: MODEL is onnxruntime-training's training model,
      * imported with its optimizer model and checkpoint (passes/ort_import.c) */
     const char *ort_optimizer, *ort_checkpoint;

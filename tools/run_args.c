@@ -30,6 +30,7 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
     }
     case OPT_TRAIN: r->train = true; return AMP_OK;
     case OPT_COMPARE: r->compare = true; return AMP_OK;
+    case OPT_PROFILE: r->profile = true; return AMP_OK;
     case OPT_PLOT:
         if (!arg[0]) return ampc_usage_error("--plot: FILE is an empty path");
         r->plot = arg;

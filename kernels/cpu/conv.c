@@ -22,22 +22,26 @@ static int64_t prod(int n, const int64_t *d) {
 /* ---- oneDNN ------------------------------------------------------------------------- */
 
 bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int64_t group, const AmpConvGeom *g,
-                        bool bias, AmpDnnlConv *p) {
+                        bool bias, bool wei_const, AmpDnnlConv *p) {
     if ((dt != AMP_DT_FLOAT && dt != AMP_DT_BFLOAT16) || g->nsp < 1 || g->nsp > AMP_DNNL_MAX_SPATIAL || n < 1 ||
         ic < 1 || oc < 1 || group < 1)
         return false;
     memset(p, 0, sizeof *p);
     p->kind = kind, p->dt = p->dt_out = dt, p->nsp = g->nsp;
     p->n = n, p->ic = ic, p->oc = oc, p->group = group, p->bias = bias;
-    /* Where oneDNN loses (measured one thread, docs/speed.md): it reorders the weights into
-     * its blocked layout on every call, which costs more than the product where each
-     * weight is used at few positions (n * positions under 64: ResNet's last stages at
-     * batch 2, 64x64); and a window larger than the positions it visits (the weight
+    /* Where oneDNN loses (measured one thread, docs/speed.md): where it reorders the weights
+     * into its blocked layout on every call (weights that are not a constant of the
+     * session: a training step's), which costs more than the product where each weight is
+     * used at few positions (n * positions under 64: ResNet's last stages at batch 2,
+     * 64x64), in float32 (16-bit data the im2col path widens to float32 first, weights
+     * included, which costs as much as the reorder); and a window larger than the positions it visits (the weight
      * gradient `ampc grad` writes as a Conv of the batch-transposed input: ic = batch,
      * a kernel the size of the activation) runs many times slower than im2col there. */
     int64_t K = 1, pos = 1;
     for (int i = 0; i < g->nsp; i++) K *= g->kern[i], pos *= kind == AMP_DNNL_DECONV_FWD ? g->in[i] : g->out[i];
-    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) && (n * pos < 64 || K > pos)) return false;
+    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) &&
+        ((!wei_const && dt == AMP_DT_FLOAT && n * pos < 64) || K > pos))
+        return false;
     /* The same weight gradients where the window is small: ic = a training batch under 4
      * over many "images" (channels): 10-50x slower on oneDNN than im2col. */
     if (kind == AMP_DNNL_CONV_FWD && group == 1 && ic < 4 && n >= 16) return false;
@@ -52,6 +56,33 @@ bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int
 }
 
 /* ---- Conv ------------------------------------------------------------------------ */
+
+/* Y (C, M, P...) = Conv(X (C, N, H...), W (M, N, Q...)) with a window Q larger than the
+ * positions P it visits: the weight gradient of a convolution of stride s = this one's
+ * dilation and dilation d = this one's stride, as `ampc grad` writes it (X the forward
+ * input with batch and channels swapped, W the output gradient likewise, Y the weight
+ * gradient likewise). oneDNN's backward-weights primitive computes exactly that, reading
+ * the swapped layouts as they are; false where it does not take it. */
+static bool conv_as_weight_grad(const AmpBuf *x, const AmpBuf *w, AmpBuf *y, const AmpConvGeom *g) {
+    AmpDnnlConv p;
+    memset(&p, 0, sizeof p);
+    if (g->nsp > AMP_DNNL_MAX_SPATIAL) return false;
+    p.kind = AMP_DNNL_CONV_BWD_WEIGHTS, p.dt = x->dtype, p.dt_out = y->dtype, p.nsp = g->nsp, p.swapped = true;
+    p.n = x->dims[1], p.ic = x->dims[0], p.oc = w->dims[0], p.group = 1;
+    for (int i = 0; i < g->nsp; i++) {
+        p.in[i] = g->in[i], p.kern[i] = g->out[i], p.out[i] = g->kern[i];
+        p.stride[i] = g->dil[i], p.dil[i] = g->stride[i], p.pad0[i] = g->pad0[i];
+        /* the end pad that makes the forward problem's output exactly Q */
+        p.pad1[i] = (p.out[i] - 1) * p.stride[i] + (p.kern[i] - 1) * p.dil[i] + 1 - p.in[i] - p.pad0[i];
+        /* Pads as a convolution's (none negative, each under the window's extent) and no
+         * dilation (this Conv's stride 1: a weight gradient of an undilated convolution):
+         * oneDNN 2.6's backward weights miscomputes others (found by test_conv's random
+         * cases over several seeds). */
+        int64_t extent = (p.kern[i] - 1) * p.dil[i] + 1;
+        if (p.dil[i] != 1 || p.pad1[i] < 0 || p.pad0[i] >= extent || p.pad1[i] >= extent) return false;
+    }
+    return amp_dnnl_conv(&p, &(AmpDnnlConvIO){.src = x->data, .diff_dst = w->data, .diff_wei = y->data});
+}
 
 /* col (cg * K, O) from x (cg, in...): row (c, j) holds, for every output position o,
  * x[c, o * stride - pad0 + j * dil], or 0 where that falls in the padding. The last
@@ -135,8 +166,11 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
     AmpDnnlConv dp;
-    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
-        amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data}))
+    if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g)) return AMP_OK; /* (no bias there) */
+    AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
+    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, wpack != NULL, &dp) &&
+        amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
+                                            .wei_pack = wpack}))
         return AMP_OK;
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
@@ -260,8 +294,10 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "transposed convolution too large for the CPU kernel");
     int64_t rows = Mg * K; /* the column matrix is (Mg * K, NI) */
     AmpDnnlConv dp;
-    if (amp_conv_dnnl_desc(AMP_DNNL_DECONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
-        amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data}))
+    AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
+    if (amp_conv_dnnl_desc(AMP_DNNL_DECONV_FWD, dt, N, C, M, group, &g, b != NULL, wpack != NULL, &dp) &&
+        amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
+                                            .wei_pack = wpack}))
         return AMP_OK;
     float *tx, *tw, *tb = NULL, *ty, *col = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);

@@ -409,10 +409,21 @@ static bool md_plain(dnnl_memory_desc_t *md, int nd, const int64_t *d, int dt, b
     return p_dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides) == dnnl_success;
 }
 
-/* (n, c, sp...) */
+/* Dims d (nd of them) stored with the first two axes swapped: (d1, d0, d2...). */
+static bool md_swapped(dnnl_memory_desc_t *md, int nd, const int64_t *d, int dt) {
+    dnnl_dims_t dims, strides;
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 2; i--) dims[i] = d[i], strides[i] = s, s *= d[i];
+    dims[0] = d[0], dims[1] = d[1];
+    strides[0] = s, strides[1] = s * d[0];
+    return p_dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides) == dnnl_success;
+}
+
+/* (n, c, sp...); the user's of a swapped problem (n and c swapped in memory) */
 static bool md_act(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int64_t c, const int64_t *sp, int dt, bool any) {
     int64_t d[2 + AMP_DNNL_MAX_SPATIAL] = {p->n, c};
     for (int i = 0; i < p->nsp; i++) d[2 + i] = sp[i];
+    if (p->swapped && !any) return md_swapped(md, 2 + p->nsp, d, dt);
     return md_plain(md, 2 + p->nsp, d, dt, any);
 }
 
@@ -432,6 +443,7 @@ static bool md_wei(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int dt, bool an
     int64_t s = 1;
     for (int i = p->nsp - 1; i >= 0; i--) dims[gd + 2 + i] = p->kern[i], strides[gd + 2 + i] = s, s *= p->kern[i];
     if (any) return p_dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_dt(dt), dnnl_format_tag_any) == dnnl_success;
+    if (p->swapped) return !gd && md_swapped(md, nd, dims, dt); /* (ic, oc, k...) in memory */
     return p_dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_dt(dt), strides) == dnnl_success;
 }
 
@@ -616,6 +628,37 @@ static bool exec(Tls *t, dnnl_primitive_t prim, int n, const dnnl_exec_arg_t *ar
     return ok;
 }
 
+/* Constant weights in the primitive's layout (AmpDnnlConvIO.wei_pack): md, reordered
+ * from the user's bytes at `user`. */
+typedef struct WeiPack {
+    dnnl_memory_desc_t md;
+    const void *user;
+    void *buf;
+} WeiPack;
+
+static void wei_pack_free(void *p) {
+    WeiPack *w = p;
+    free(w->buf);
+    free(w);
+}
+
+/* The packed weights for argument a from `user` in pack: kept from an earlier call, or
+ * reordered now (*fresh) into a new buffer; NULL where they cannot be kept (no memory). */
+static WeiPack *wei_pack_get(AmpKernelPack *pack, const ConvArg *a, const void *user, bool *fresh) {
+    WeiPack *w = pack->free_fn == wei_pack_free ? pack->data : NULL;
+    *fresh = false;
+    if (w && w->user == user && p_dnnl_memory_desc_equal(&w->md, &a->prim)) return w;
+    amp_kernel_pack_clear(pack);
+    if (!(w = calloc(1, sizeof *w)) || !(w->buf = aligned_alloc(64, a->bytes))) {
+        free(w);
+        return NULL;
+    }
+    w->md = a->prim, w->user = user;
+    pack->data = w, pack->free_fn = wei_pack_free;
+    *fresh = true;
+    return w;
+}
+
 static bool conv_run(const ConvEntry *e, const AmpDnnlConvIO *io) {
     Tls *t = tls_get();
     if (!t) return false;
@@ -637,15 +680,19 @@ static bool conv_run(const ConvEntry *e, const AmpDnnlConvIO *io) {
                      io->dst,         io->diff_src,    io->diff_wei,     io->diff_bias};
     dnnl_memory_t um[4] = {NULL}, pm[4] = {NULL};
     dnnl_exec_arg_t args[4], r[2];
-    bool ok = true;
+    bool ok = true, packed_now = false;
     int n = 0;
     for (; n < e->nargs && ok; n++) {
         const ConvArg *a = &e->a[n];
         ok = user[a->io] && p_dnnl_memory_create(&um[n], &a->user, engine, user[a->io]) == dnnl_success;
+        bool fresh = true;
+        WeiPack *w = ok && a->reorder && a->io == CIO_WEI && io->wei_pack ? wei_pack_get(io->wei_pack, a, user[a->io], &fresh)
+                                                                           : NULL;
         if (ok && a->reorder)
-            ok = p_dnnl_memory_create(&pm[n], &a->prim, engine, (char *)t->ws + a->offset) == dnnl_success;
+            ok = p_dnnl_memory_create(&pm[n], &a->prim, engine, w ? w->buf : (char *)t->ws + a->offset) == dnnl_success;
         if (ok) args[n] = (dnnl_exec_arg_t){a->arg, a->reorder ? pm[n] : um[n]};
-        if (ok && a->reorder && !a->out) {
+        packed_now = packed_now || (w && fresh);
+        if (ok && a->reorder && !a->out && fresh) {
             r[0] = (dnnl_exec_arg_t){DNNL_ARG_FROM, um[n]};
             r[1] = (dnnl_exec_arg_t){DNNL_ARG_TO, pm[n]};
             ok = exec(t, a->reorder, 2, r, &a->rscratch, a->rscratch_bytes);
@@ -660,6 +707,7 @@ static bool conv_run(const ConvEntry *e, const AmpDnnlConvIO *io) {
         ok = exec(t, a->reorder, 2, r, &a->rscratch, a->rscratch_bytes);
     }
     ok = ok && p_dnnl_stream_wait(t->stream) == dnnl_success;
+    if (!ok && packed_now) amp_kernel_pack_clear(io->wei_pack); /* never keep a half-made pack */
     for (int i = 0; i < n; i++) {
         if (um[i]) p_dnnl_memory_destroy(um[i]);
         if (pm[i]) p_dnnl_memory_destroy(pm[i]);
@@ -681,6 +729,8 @@ bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io) {
         k.p.stride[i] = p->stride[i], k.p.dil[i] = p->dil[i], k.p.pad0[i] = p->pad0[i], k.p.pad1[i] = p->pad1[i];
     }
     k.p.bias = p->bias;
+    k.p.swapped = p->swapped && p->kind == AMP_DNNL_CONV_BWD_WEIGHTS && p->group == 1;
+    if (p->swapped && !k.p.swapped) return false;
     k.threads = threads_now();
     bool own;
     ConvEntry *e = conv_lookup(&k, &own);

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ir/kernel.h"
+
 /* One matrix product: dst = alpha * op(A) @ op(B) (+ bias) (+ dst), batched.
  * A is (batch_a..., m, k) after op, stored row-major as (m, k), or (k, m) where ta;
  * B (batch_b..., k, n), stored (k, n), or (n, k) where tb; dst (batch..., m, n)
@@ -75,12 +77,23 @@ typedef struct AmpDnnlConv {
     int64_t stride[AMP_DNNL_MAX_SPATIAL], dil[AMP_DNNL_MAX_SPATIAL];
     int64_t pad0[AMP_DNNL_MAX_SPATIAL], pad1[AMP_DNNL_MAX_SPATIAL];
     bool bias; /* forward: a bias (oc) of dt; backward weights: diff_bias wanted */
+    /* AMP_DNNL_CONV_BWD_WEIGHTS only: the tensors are stored with their first two axes
+     * swapped: src as (ic, n, in...), diff_dst as (oc, n, out...), diff_wei as (ic, oc,
+     * kern...). That is how a weight gradient reads when written as a plain Conv (`ampc
+     * grad`'s: Conv of the batch-transposed input by the batch-transposed output
+     * gradient, whose result is the transposed weight gradient), which the CPU's Conv
+     * hands to oneDNN's backward-weights this way. */
+    bool swapped;
 } AmpDnnlConv;
 
-/* The buffers of one call; the ones p's kind does not use are ignored. */
+/* The buffers of one call; the ones p's kind does not use are ignored. wei_pack, where
+ * the weights are a constant of the session (AmpKernelCtx.const_in), keeps them in the
+ * layout the primitive wants, reordered on the first call only; NULL: every call
+ * reorders them. */
 typedef struct AmpDnnlConvIO {
     const void *src, *wei, *bias, *diff_dst;
     void *dst, *diff_src, *diff_wei, *diff_bias;
+    AmpKernelPack *wei_pack;
 } AmpDnnlConvIO;
 
 /* Computes p; false (outputs untouched, or partly written: the caller recomputes them all)

@@ -143,15 +143,34 @@ AmpCode amp_ew_not(AmpKernelCtx *k) {
 /* ---- Where -------------------------------------------------------------------------- */
 
 /* out = cond ? x : y over the walk; T is an integer type of the element's size. */
+/* Row by row; each form of a row (every input along it, or X or Y one value) in a loop
+ * of its own, choosing by a bit mask so that GCC makes vector code of it: the general
+ * one, with its multiplied steps and a branch the data decides, ran at 4-5 ns an element
+ * (a ReLU gradient's Where, 7% of an MLP training step). T is unsigned. */
+#define WHERE_PICK(T, c, a, b) ((T)(((a) & (T)-(T)((c) != 0)) | ((b) & (T)~(T)-(T)((c) != 0))))
 #define WHERE_LOOP(T)                                                                          \
     do {                                                                                       \
         const uint8_t *cs = cond->data;                                                        \
         const T *xs = x->data, *ys = y->data;                                                  \
         T *os = out->data;                                                                     \
-        for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))                      \
-            for (int64_t i = 0; i < p.n; i++)                                                  \
-                os[c.out + (uint64_t)i] = cs[c.in[0] + i * p.step[0]] ? xs[c.in[1] + i * p.step[1]] \
-                                                                      : ys[c.in[2] + i * p.step[2]]; \
+        for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c)) {                     \
+            const uint8_t *cr = cs + c.in[0];                                                  \
+            const T *xr = xs + c.in[1], *yr = ys + c.in[2];                                    \
+            T *o = os + c.out;                                                                 \
+            int64_t n = p.n;                                                                   \
+            if (p.step[0] && p.step[1] && p.step[2]) {                                         \
+                for (int64_t i = 0; i < n; i++) o[i] = WHERE_PICK(T, cr[i], xr[i], yr[i]);      \
+            } else if (p.step[0] && p.step[1]) {                                               \
+                T yv = yr[0];                                                                  \
+                for (int64_t i = 0; i < n; i++) o[i] = WHERE_PICK(T, cr[i], xr[i], yv);         \
+            } else if (p.step[0] && p.step[2]) {                                               \
+                T xv = xr[0];                                                                  \
+                for (int64_t i = 0; i < n; i++) o[i] = WHERE_PICK(T, cr[i], xv, yr[i]);         \
+            } else {                                                                           \
+                for (int64_t i = 0; i < n; i++)                                                \
+                    o[i] = cr[i * p.step[0]] ? xr[i * p.step[1]] : yr[i * p.step[2]];          \
+            }                                                                                  \
+        }                                                                                      \
     } while (0)
 
 /* Where(condition, X, Y): condition bool; X and Y of one dtype, which the output has.

@@ -160,6 +160,52 @@ static void pool_planes(const AmpConvGeom *g, const PoolOpts *o, uint64_t planes
     }
 }
 
+/* MaxPool without Indices over 2-D planes of float32 or 16-bit floats, undilated: the
+ * same values as pool_planes (the maximum of the window's valid positions, NaN where one
+ * is NaN, -inf for a window of padding only), without widening the whole input to double
+ * first. Per output row the kernel rows are folded into one row by a NaN-keeping maximum
+ * (vector code), then each window of that row is read. False where it does not apply. */
+static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
+    if (g->nsp != 2 || g->dil[0] != 1 || g->dil[1] != 1 || !amp_is_f32_family(x->dtype)) return false;
+    int64_t H = g->in[0], W = g->in[1], OH = g->out[0], OW = g->out[1];
+    uint64_t planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
+    float *rows = malloc((size_t)(W * (g->kern[0] + 1)) * sizeof *rows), *fold = rows + W * g->kern[0];
+    if (!rows) return false;
+    for (uint64_t p = 0; p < planes; p++) {
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t start = oh * g->stride[0] - g->pad0[0], lo, hi;
+            window_range(start, 1, g->kern[0], H, &lo, &hi);
+            for (int64_t w = 0; w < W; w++) fold[w] = -INFINITY;
+            for (int64_t j = lo; j < hi; j++) {
+                uint64_t at = (p * (uint64_t)H + (uint64_t)(start + j)) * (uint64_t)W;
+                const float *r = rows + j * W;
+                if (x->dtype == AMP_DT_FLOAT) r = (const float *)x->data + at;
+                else if (x->dtype == AMP_DT_BFLOAT16)
+                    amp_bf16_to_f32_n(rows + j * W, (const uint16_t *)x->data + at, (size_t)W);
+                else
+                    amp_f16_to_f32_n(rows + j * W, (const uint16_t *)x->data + at, (size_t)W);
+                for (int64_t w = 0; w < W; w++) fold[w] = r[w] > fold[w] || r[w] != r[w] ? r[w] : fold[w];
+            }
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t s = ow * g->stride[1] - g->pad0[1], wl, wh;
+                window_range(s, 1, g->kern[1], W, &wl, &wh);
+                float best = -INFINITY;
+                for (int64_t j = wl; j < wh; j++) {
+                    float v = fold[s + j];
+                    best = v > best || v != v ? v : best;
+                }
+                if (best != best) best = NAN; /* pool_planes' NaN, whatever the input's was */
+                uint64_t yi = (p * (uint64_t)OH + (uint64_t)oh) * (uint64_t)OW + (uint64_t)ow;
+                if (y->dtype == AMP_DT_FLOAT) ((float *)y->data)[yi] = best;
+                else if (y->dtype == AMP_DT_BFLOAT16) ((uint16_t *)y->data)[yi] = amp_f32_to_bf16(best);
+                else ((uint16_t *)y->data)[yi] = amp_f32_to_f16(best);
+            }
+        }
+    }
+    free(rows);
+    return true;
+}
+
 static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
@@ -189,6 +235,7 @@ static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     if (!shaped || !shaped->nelem) return AMP_OK;
     if (!amp_conv_size(nsp, g.in, &ni))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "input too large for the CPU kernel");
+    if (kind == POOL_MAX && y && !yi && maxpool_2d(x, y, &g)) return AMP_OK;
     double *xd = load(x), *yd = malloc(shaped->nelem * sizeof *yd);
     if (!xd || !yd) {
         free(xd), free(yd);

@@ -123,6 +123,57 @@ static void iter_init(RedIter *it, const AmpBuf *x, const int64_t *ostr) {
     it->ostr = ostr;
 }
 
+/* x's storage order as three blocks: reduced axes (R1 elements), kept axes (K), reduced
+ * axes (R2) (ostr 0 marks a reduced axis; axes of one element fit anywhere; any block may
+ * be empty, 1); false for other orders (reduced, kept, reduced, kept...). */
+static bool split_3(const AmpBuf *x, const int64_t *ostr, uint64_t *R1, uint64_t *K, uint64_t *R2) {
+    uint64_t b[3] = {1, 1, 1};
+    int phase = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->dims[d] == 1) continue;
+        bool red = ostr[d] == 0;
+        if (phase == 0 && !red) phase = 1;
+        else if (phase == 1 && red) phase = 2;
+        else if (phase == 2 && !red) return false;
+        b[phase] *= (uint64_t)x->dims[d];
+    }
+    *R1 = b[0], *K = b[1], *R2 = b[2];
+    return true;
+}
+
+/* The sums (of the elements: Sum, Mean, LogSum; of their squares: SumSquare, L2) of
+ * float32 data laid out as [R1, K, R2] (split_3: the bias gradient's sum over the batch
+ * is [R, K, 1], BatchNormalization's statistics over (N, H, W) [N, C, HW]): each
+ * accumulator takes its elements in the general walk's order (storage order), so the
+ * same result, without its per-element index bookkeeping; rows added into the
+ * accumulators where R2 is 1 (vector code). False for other layouts and kinds. */
+static bool sum_fast(RedKind kind, const AmpBuf *x, const int64_t *ostr, const float *f, double *acc) {
+    bool sq = kind == RED_SUMSQ || kind == RED_L2;
+    uint64_t R1, K, R2;
+    bool sums = kind == RED_SUM || kind == RED_MEAN || kind == RED_LOGSUM || sq;
+    if (!sums || !x->nelem || !split_3(x, ostr, &R1, &K, &R2)) return false;
+    for (uint64_t r = 0; r < R1; r++) {
+        if (R2 == 1) {
+            const float *row = f + r * K;
+            if (sq)
+                for (uint64_t j = 0; j < K; j++) acc[j] += (double)row[j] * (double)row[j];
+            else
+                for (uint64_t j = 0; j < K; j++) acc[j] += (double)row[j];
+            continue;
+        }
+        for (uint64_t j = 0; j < K; j++) {
+            const float *row = f + (r * K + j) * R2;
+            double s = acc[j];
+            if (sq)
+                for (uint64_t i = 0; i < R2; i++) s += (double)row[i] * (double)row[i];
+            else
+                for (uint64_t i = 0; i < R2; i++) s += (double)row[i];
+            acc[j] = s;
+        }
+    }
+    return true;
+}
+
 /* Float data: accumulators in double, one per output element. */
 static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const int64_t *ostr, uint64_t n_red,
                             AmpBuf *y) {
@@ -153,6 +204,7 @@ static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, cons
             if (!isnan(*m) && (isnan(a) || a > *m)) *m = a;
         }
     }
+    if (!mx && v.f && sum_fast(kind, x, ostr, v.f, acc)) goto done;
     iter_init(&it, x, ostr);
     for (uint64_t i = 0; i < x->nelem; i++, iter_next(&it)) {
         double a = amp_fv_get(&v, i);
@@ -174,6 +226,7 @@ static AmpCode reduce_float(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, cons
         case RED_LOGSUMEXP: *s += isinf(mx[it.off]) ? 0.0 : exp(a - mx[it.off]); break;
         }
     }
+done:
     for (uint64_t j = 0; j < y->nelem; j++) {
         double r = acc[j];
         switch (kind) {

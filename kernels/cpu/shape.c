@@ -45,6 +45,21 @@ void amp_sh_strided_copy(void *dst, const void *src, size_t es, int rank, const 
     }
     uint64_t n = amp_shape_nelem(rank, dims);
     if (n == 0) return;
+    /* Adjacent axes the source walks as one (stride of the outer = the inner's extent)
+     * merge, which leaves the order alone and makes the rows longer: a batch-channel swap
+     * of (N, C, H, W) copies rows of H*W, not of W. */
+    int64_t md[AMP_SH_MAX_VIEW], ms[AMP_SH_MAX_VIEW];
+    int mr = 0;
+    for (int ax = 0; ax < rank; ax++) {
+        if (dims[ax] == 1) continue;
+        if (mr && ms[mr - 1] == dims[ax] * strides[ax]) {
+            md[mr - 1] *= dims[ax], ms[mr - 1] = strides[ax];
+        } else {
+            md[mr] = dims[ax], ms[mr] = strides[ax], mr++;
+        }
+    }
+    if (mr == 0) md[0] = 1, ms[0] = 1, mr = 1;
+    rank = mr, dims = md, strides = ms;
     int64_t inner = dims[rank - 1], is = strides[rank - 1];
     int64_t idx[AMP_SH_MAX_VIEW] = {0};
     int64_t base = offset;

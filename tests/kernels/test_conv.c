@@ -349,6 +349,42 @@ Test(conv, maxpool_ceil_mode_and_float16_exact) {
     free(x.data), free(xh.data);
 }
 
+/* MaxPool without Indices (the 2-D fast path) gives, byte for byte, the Y that MaxPool
+ * with Indices (the general path) gives: random 2-D geometries with pads, strides and
+ * ceil_mode, float32, float16 and bfloat16 data with NaNs and infinities planted. */
+Test(conv, maxpool_fast_path_matches_the_general_one) {
+    for (int t = 0; t < 60; t++) {
+        int64_t h = irand(1, 9), w = irand(1, 9), kh = irand(1, 3), kw = irand(1, 3);
+        int64_t p[4] = {irand(0, kh - 1), irand(0, kw - 1), irand(0, kh - 1), irand(0, kw - 1)};
+        if (h + p[0] + p[2] < kh) h = kh;
+        if (w + p[1] + p[3] < kw) w = kw;
+        AmpBuf x = fbuf(4, I64(2, 3, h, w));
+        float *xf = x.data;
+        for (uint64_t i = 0; i < x.nelem; i++)
+            if (irand(0, 9) == 0) xf[i] = irand(0, 2) == 0 ? NAN : irand(0, 1) ? INFINITY : -INFINITY;
+        int dts[3] = {AMP_DT_FLOAT, AMP_DT_FLOAT16, AMP_DT_BFLOAT16};
+        for (int d = 0; d < 3; d++) {
+            AmpBuf xd = d ? to16(&x, dts[d]) : x;
+            AmpNode *n = mknode("", "MaxPool");
+            attr_ints(n, "kernel_shape", 2, I64(kh, kw));
+            attr_ints(n, "strides", 2, I64(irand(1, 3), irand(1, 3)));
+            attr_ints(n, "pads", 4, p);
+            attr_int(n, "ceil_mode", irand(0, 1));
+            Outs fast, general;
+            AmpStatus st;
+            const AmpBuf *in[] = {&xd};
+            cr_assert_eq(run(n, 1, in, 1, &fast, &st), AMP_OK, "%s", st.msg);
+            cr_assert_eq(run(n, 1, in, 2, &general, &st), AMP_OK, "%s", st.msg);
+            cr_assert(amp_buf_same_shape(&fast.b[0], &general.b[0]));
+            cr_assert(memcmp(fast.b[0].data, general.b[0].data, amp_buf_bytes(&fast.b[0])) == 0,
+                      "case %d, dtype %d: the two paths differ", t, dts[d]);
+            outs_free(&fast), outs_free(&general);
+            if (d) free(xd.data);
+        }
+        free(x.data);
+    }
+}
+
 Test(conv, averagepool_count_include_pad) {
     AmpBuf x = pool_input();
     const AmpBuf *in[] = {&x};
