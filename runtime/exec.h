@@ -99,6 +99,15 @@ AmpBackend *amp_exec_backend(const AmpExec *e);
 AmpCode amp_exec_run(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
                      AmpStatus *st);
 
+/* Asks e to compute value v, made by one of its nodes, straight into *buf: the buffer of
+ * the state `old` that v replaces when the step ends (an update binding), so that no copy
+ * follows. True where it is safe, and then done: v's producer has one output and reads
+ * `old` only if it is elementwise (Add, Sub, Mul, Div, Where: each output element from the
+ * same element of that input), and nothing e runs after it reads `old`. *buf is read at
+ * every run (the state may move); a run where its type or shape is not v's places v as
+ * before. */
+bool amp_exec_write_into(AmpExec *e, const AmpValue *v, const AmpValue *old, const AmpBuf *buf);
+
 /* After a run: the device buffer of value v (a graph output, a value a later graph reads,
  * an initializer or an input), borrowed until the next run; NULL when it holds nothing. */
 const AmpBuf *amp_exec_value(const AmpExec *e, const AmpValue *v);

@@ -87,7 +87,13 @@ static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t 
         amp_exec_slot_clear(e, s);
         size_t need = bytes ? bytes : 1; /* an empty tensor still gets a place: no re-planning */
         if (need > e->rec[v->id]) e->rec[v->id] = need;
-        if (e->planned && e->off[v->id] != SIZE_MAX && bytes <= e->psize[v->id]) {
+        const AmpBuf *into = e->into ? e->into[v->id] : NULL;
+        if (into && into->data && into->dtype == dtype && into->rank == rank &&
+            (!rank || !memcmp(into->dims, dims, (size_t)rank * sizeof *dims))) {
+            data = into->data; /* amp_exec_write_into: the state buffer this value replaces */
+            kind = SLOT_BORROWED;
+            bytes = 0; /* state, not an intermediate */
+        } else if (e->planned && e->off[v->id] != SIZE_MAX && bytes <= e->psize[v->id]) {
             data = (char *)e->arena + e->off[v->id];
             kind = SLOT_ARENA;
         } else if (!e->opt.no_plan) {
@@ -113,6 +119,37 @@ static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t 
         amp_exec_count_live(e, &e->slots[v->id], bytes);
     }
     return b;
+}
+
+/* The ops whose kernels may write their output over an input of the output's shape:
+ * each output element is computed from the same element of that input (one output). */
+static bool elementwise_in_place(const AmpNode *n) {
+    return n->n_outputs == 1 && (n->op == AMP_OP_Add || n->op == AMP_OP_Sub || n->op == AMP_OP_Mul ||
+                                 n->op == AMP_OP_Div || n->op == AMP_OP_Where);
+}
+
+static bool has_body(const AmpNode *n) {
+    return n->op == AMP_OP_If || n->op == AMP_OP_Loop || n->op == AMP_OP_Scan;
+}
+
+bool amp_exec_write_into(AmpExec *e, const AmpValue *v, const AmpValue *old, const AmpBuf *buf) {
+    if (!v || v->graph != e->g || v->id >= e->n_values) return false;
+    size_t p = e->n_nodes;
+    for (size_t i = 0; i < e->n_nodes && p == e->n_nodes; i++)
+        for (int k = 0; k < e->nodes[i]->n_outputs; k++)
+            if (e->nodes[i]->outputs[k] == v) p = i;
+    if (p == e->n_nodes || e->nodes[p]->n_outputs != 1 || has_body(e->nodes[p])) return false;
+    for (int k = 0; k < e->nodes[p]->n_inputs; k++)
+        if (e->nodes[p]->inputs[k] == old && !elementwise_in_place(e->nodes[p])) return false;
+    /* nothing after the producer reads the old value (nor anything with a body, which might) */
+    for (size_t i = p + 1; i < e->n_nodes; i++) {
+        if (has_body(e->nodes[i])) return false;
+        for (int k = 0; k < e->nodes[i]->n_inputs; k++)
+            if (e->nodes[i]->inputs[k] == old) return false;
+    }
+    if (!e->into && !(e->into = calloc(e->n_values ? e->n_values : 1, sizeof *e->into))) return false;
+    e->into[v->id] = buf;
+    return true;
 }
 
 /* Places the outputs of node i whose shapes are known before its kernel runs: from the

@@ -52,6 +52,7 @@ struct AmpExec {
      * and counted as one more input; NULL for most */
     const AmpValue **gate;
     AmpKernelPack *packs;      /* per node: what its kernel keeps of constant inputs (AmpKernelCtx.pack) */
+    const AmpBuf **into;       /* per value id: the state buffer it is computed into (amp_exec_write_into), or NULL */
     size_t n_fused, n_absorbed; /* fused nodes in the plan, and the model's nodes they replace */
     int64_t *opsets;           /* per node: the version imported for its domain */
     /* The launch list, built before the first run (and again when a later graph extends

@@ -344,7 +344,7 @@ void amp_exec_free(AmpExec *e) {
     free(e->last), free(e->init), free(e->dinit), free(e->dinit_owned), free(e->bound), free(e->rec), free(e->off);
     free(e->psize), free(e->sig), free(e->in_slots), free(e->in_at), free(e->dead), free(e->dead_at);
     free(e->pshape), free(e->pbytes), free(e->pknown), free(e->outer_read), free(e->outer_shape), free(e->bound_ids);
-    free(e->host_in), free(e->vals_read), free(e->gate), free(e->packs);
+    free(e->host_in), free(e->vals_read), free(e->gate), free(e->packs), free(e->into);
     free(e);
 }
 

@@ -58,6 +58,25 @@ static AmpValue *graph_output(const AmpGraph *g, const char *name) {
     return NULL;
 }
 
+/* Each update binding whose new value the algorithm can compute straight into the state
+ * buffer it replaces does so (amp_exec_write_into): the step then applies it without a
+ * copy (apply_updates finds the source is the destination). A value bound to two keys, or
+ * state the session does not own (the model's own bytes), keeps the copy. */
+static void plan_in_place_updates(AmpSession *s) {
+    for (size_t k = 0; k < s->n_alg; k++) {
+        const AmpTrainingInfo *ti = s->alg[k].ti;
+        for (size_t j = 0; j < ti->n_update_bindings; j++) {
+            const AmpStrPair *b = &ti->update_bindings[j];
+            StateEntry *e = amp_session_find_state(s, b->key);
+            AmpValue *v = graph_output(ti->algorithm, b->value);
+            bool twice = false;
+            for (size_t i = 0; i < ti->n_update_bindings; i++)
+                twice |= i != j && strcmp(ti->update_bindings[i].value, b->value) == 0;
+            if (e && e->owned && v && !twice) amp_exec_write_into(s->alg[k].exec, v, e->value, &e->buf);
+        }
+    }
+}
+
 /* Runs each training_info's initialization graph once and applies its bindings. */
 static AmpCode run_initialization(AmpSession *s, const AmpExecOptions *eo, AmpStatus *st) {
     for (size_t i = 0; i < s->m->n_training; i++) {
@@ -144,6 +163,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
         else s->n_alg++;
     }
     if (!rc) rc = amp_session_build_state(s, st);
+    if (!rc) plan_in_place_updates(s);
     if (!rc) rc = run_initialization(s, &eo, st);
     /* Every weight on the device now, once: a backend without room for them fails the
      * open, not the first step. */
