@@ -58,13 +58,33 @@ static AmpValue *graph_output(const AmpGraph *g, const char *name) {
     return NULL;
 }
 
+/* Whether value v's declared type is exactly the state's: dtype and every dim known. */
+static bool declared_as(const AmpValue *v, const AmpBuf *state) {
+    if (v->type.kind != AMP_TYPE_TENSOR || v->type.dtype != state->dtype || v->type.rank != state->rank) return false;
+    for (int i = 0; i < state->rank; i++)
+        if (v->type.dims[i].value != state->dims[i]) return false;
+    return true;
+}
+
 /* Each update binding whose new value the algorithm can compute straight into the state
  * buffer it replaces does so (amp_exec_write_into): the step then applies it without a
- * copy (apply_updates finds the source is the destination). A value bound to two keys, or
- * state the session does not own (the model's own bytes), keeps the copy. */
+ * copy (apply_updates finds the source is the destination). A step that fails leaves the
+ * state as it was, so this is done only where no failure can come after such a write but
+ * the kernels' own (out of memory): every update binding of the algorithm declared with
+ * its state's exact type (apply_updates' checks cannot fail), and no timeout set. A value
+ * bound to two keys, or state the session does not own (the model's own bytes), keeps
+ * the copy. */
 static void plan_in_place_updates(AmpSession *s) {
+    if (s->timeout > 0) return;
     for (size_t k = 0; k < s->n_alg; k++) {
         const AmpTrainingInfo *ti = s->alg[k].ti;
+        bool typed = true;
+        for (size_t j = 0; j < ti->n_update_bindings && typed; j++) {
+            StateEntry *e = amp_session_find_state(s, ti->update_bindings[j].key);
+            AmpValue *v = graph_output(ti->algorithm, ti->update_bindings[j].value);
+            typed = e && v && declared_as(v, &e->buf);
+        }
+        if (!typed) continue;
         for (size_t j = 0; j < ti->n_update_bindings; j++) {
             const AmpStrPair *b = &ti->update_bindings[j];
             StateEntry *e = amp_session_find_state(s, b->key);

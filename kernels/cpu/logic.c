@@ -28,6 +28,32 @@ static inline bool cmp_i(CmpOp op, bool u, int64_t x, int64_t y) {
     return op == CMP_EQ ? x == y : op == CMP_LT ? x < y : op == CMP_GT ? x > y : op == CMP_LE ? x <= y : x >= y;
 }
 
+/* One row of a float32 comparison, o[i] = x[i * sx] op y[i * sy] (sx, sy 0 or 1), with
+ * the op and the steps chosen outside the loops, so that they are vector code: the
+ * general loop (a switch and multiplied steps an element) made a ReLU gradient's Greater
+ * 1 ns an element. The comparisons of float32 are those of cmp_f's doubles. */
+#define CMP_ROWS(OPER)                                                                     \
+    do {                                                                                   \
+        if (sx && sy)                                                                      \
+            for (int64_t i = 0; i < n; i++) o[i] = x[i] OPER y[i];                         \
+        else if (sx)                                                                       \
+            for (int64_t i = 0; i < n; i++) o[i] = x[i] OPER y[0];                         \
+        else if (sy)                                                                       \
+            for (int64_t i = 0; i < n; i++) o[i] = x[0] OPER y[i];                         \
+        else                                                                               \
+            for (int64_t i = 0; i < n; i++) o[i] = x[0] OPER y[0];                         \
+    } while (0)
+
+static void cmp_row_f32(CmpOp op, uint8_t *o, const float *x, int sx, const float *y, int sy, int64_t n) {
+    switch (op) {
+    case CMP_EQ: CMP_ROWS(==); break;
+    case CMP_LT: CMP_ROWS(<); break;
+    case CMP_GT: CMP_ROWS(>); break;
+    case CMP_LE: CMP_ROWS(<=); break;
+    case CMP_GE: CMP_ROWS(>=); break;
+    }
+}
+
 /* Shape, output (bool unless out_dtype says) and plan for two broadcast inputs; *out
  * NULL (and no plan) when the node does not list the output. */
 static AmpCode setup2(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, int out_dtype, AmpBuf **out, AmpEwPlan *p) {
@@ -63,8 +89,7 @@ static AmpCode compare(AmpKernelCtx *k, CmpOp op) {
             return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
         }
         for (amp_ew_start(&p, &c); c.out < p.nelem; amp_ew_next(&p, &c))
-            for (int64_t i = 0; i < p.n; i++)
-                o[c.out + (uint64_t)i] = cmp_f(op, x[c.in[0] + i * p.step[0]], y[c.in[1] + i * p.step[1]]);
+            cmp_row_f32(op, o + c.out, x + c.in[0], p.step[0], y + c.in[1], p.step[1], p.n);
         free(ta), free(tb);
     } else if (dt == AMP_DT_DOUBLE) {
         const double *x = a->data, *y = b->data;
