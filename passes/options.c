@@ -195,43 +195,47 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define OPS "op names, e.g. MatMul,Gemm or com.microsoft:FusedGemm"
+/* The conversion's variables: `ampc MODEL -o OUT` reads them as AMP_AUTO sessions do. */
+#define CONV (AMP_DOOR_CONVERT | AMP_DOOR_AMP)
 /* Order matters where the environment is read in it: list additions before removals, as
  * TensorFlow applies them. */
 static const AmpOption OPTIONS[] = {
-    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, false},
+    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, CONV},
     /* A test hook: what auto decides on a CPU with these features (the CLI reads it too). */
     {NULL, "AMP_CPU_FEATURES", "none or a comma-separated list of avx512_bf16, amx_bf16, avx512_fp16, amx_fp16",
-     set_cpu_features, 0, true},
-    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, false},
-    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, false},
-    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, true},
-    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, true},
-    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, true},
-    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, true},
-    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, true},
-    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, true},
-    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, true},
-    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, true},
-    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, false},
-    {"keep-io-types", NULL, "nothing", set_keep_io, false, false},
-    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, false},
-    {"loss", NULL, "the name of the loss value", set_loss, 0, false},
+     set_cpu_features, 0, CONV},
+    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, 0},
+    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, CONV},
+    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, CONV},
+    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, CONV},
+    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, CONV},
+    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, CONV},
+    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, CONV},
+    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, CONV},
+    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, CONV},
+    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, CONV},
+    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0},
+    {"keep-io-types", NULL, "nothing", set_keep_io, false, 0},
+    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0},
+    {"loss", NULL, "the name of the loss value", set_loss, 0, 0},
     {"loss-scale", "AMP_LOSS_SCALE", "dynamic, none or a positive number up to 3.4e38 (float32's largest)",
-     set_loss_scale, 0, false},
-    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, false},
-    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, false},
-    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, false},
-    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, false},
-    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, false},
-    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, false},
-    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, false},
-    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, false},
+     set_loss_scale, 0, CONV},
+    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0},
+    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0},
+    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, 0},
+    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0},
+    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0},
+    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, CONV},
+    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, CONV},
+    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, CONV},
     /* The CPU backend's threads: sessions read it whether or not AMP_AUTO is on
      * (runtime/amp_auto.c), `ampc run/bench --threads` replaces it. */
-    {NULL, "AMP_THREADS", "a whole number from 1", set_threads, 0, false},
+    {NULL, "AMP_THREADS", "a whole number from 1", set_threads, 0, 0},
 };
 #undef OPS
+#undef CONV
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
+_Static_assert(N_OPTIONS <= 64, "AmpOptions.given has a bit per row");
 
 const AmpOption *amp_option_at(size_t i) {
     return i < N_OPTIONS ? &OPTIONS[i] : NULL;
@@ -246,7 +250,7 @@ const AmpOption *amp_option_find(const char *name) {
 
 AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     AmpStatus own = {AMP_OK, ""}; /* the setter's own message, if it made one */
-    if (d->set(o, d, label, v ? v : "", &own)) return AMP_OK;
+    if (d->set(o, d, label, v ? v : "", &own)) return o->given |= (uint64_t)1 << (d - OPTIONS), AMP_OK;
     if (own.code != AMP_OK) return amp_fail(st, own.code, "%s", own.msg);
     return amp_option_refuse(st, label, v ? v : "", d->expect);
 }
@@ -262,10 +266,11 @@ AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, b
     return amp_option_refuse(st, label, v, meaning);
 }
 
-AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st) {
+AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsigned door, AmpStatus *st) {
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const AmpOption *d = &OPTIONS[i];
-        if (!d->env || (cli_env_only && !d->cli_env)) continue;
+        if (!d->env || !(d->doors & door)) continue;
+        if ((o->given >> i & 1) && d->set != set_list) continue; /* its flag wins */
         const char *v = get(ctx, d);
         AmpCode rc = v && *v ? amp_option_set(o, d, d->env, v, st) : AMP_OK;
         if (rc) return rc;

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "passes/pass.h"
 
@@ -33,6 +34,7 @@ typedef struct AmpOptions {
     bool stay_fp32;
     const char *precision_why;
     int threads; /* AMP_THREADS (0: not given) */
+    uint64_t given; /* bit i: row i of the table was set (by a flag, a field or a variable) */
 } AmpOptions;
 
 typedef struct AmpOption AmpOption;
@@ -43,8 +45,15 @@ struct AmpOption {
     /* Stores v; false when v is refused (the message is then made from `expect`), or
      * with st set (code != AMP_OK) when the setter made its own message. */
     bool (*set)(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
-    int arg;      /* the setter's own datum (a list option's AmpOpClass, ...) */
-    bool cli_env; /* the CLI reads the variable too, after its flags (the list edits) */
+    int arg;          /* the setter's own datum (a list option's AmpOpClass, ...) */
+    unsigned doors;   /* AMP_DOOR_*: who reads the variable */
+};
+
+/* Who reads a row's variable (AmpOption.doors). A flag given wins over its variable, which
+ * is then not read; the list edits add up instead (the flags' first, then the variables'). */
+enum {
+    AMP_DOOR_CONVERT = 1u << 0, /* `ampc MODEL -o OUT`, after its flags */
+    AMP_DOOR_AMP = 1u << 1,     /* sessions with AMP_AUTO on (runtime/amp_auto.c) */
 };
 
 /* The table, in order; NULL past the end. */
@@ -65,10 +74,11 @@ AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const
  * (NULL or "") is no. Anything else is refused, saying `meaning` is expected ("1 (...) or 0"). */
 AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st);
 
-/* The environment's door: for each row with a variable (with cli_env_only, each row whose
- * cli_env is set), in table order, the value get(ctx, row) gives; NULL or "" is unset. */
+/* The environment's door: for each row whose variable `door` (an AMP_DOOR_ bit) reads, in
+ * table order, the value get(ctx, row) gives; NULL or "" is unset. A row already set (by
+ * its flag) is skipped, but for the list edits, which add up. */
 typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d);
-AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st);
+AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsigned door, AmpStatus *st);
 /* The get of amp_options_read_env that reads the process's environment. */
 const char *amp_option_getenv(void *ctx, const AmpOption *d);
 

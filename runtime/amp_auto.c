@@ -80,7 +80,7 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     if (!rc && !is_blank(th)) rc = amp_option_set(&c->opts, amp_option_find("AMP_THREADS"), "AMP_THREADS", th, st);
     c->threads = o->threads > 0 ? o->threads : c->opts.threads;
     if (rc || !c->enabled) return rc;
-    rc = amp_options_read_env(&c->opts, session_setting, (void *)o, false, st);
+    rc = amp_options_read_env(&c->opts, session_setting, (void *)o, AMP_DOOR_AMP, st);
     /* Sessions default to auto: the type the device runs fastest, or none. */
     if (!rc && !c->opts.po.precision) c->opts.precision_auto = true;
     if (!rc) amp_options_decide(&c->opts, amp_auto_device_class(c->backend));
