@@ -128,6 +128,15 @@ const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, siz
     return k ? buf : "none";
 }
 
+int ampc_command_env(void) {
+    AmpOptions o = {0};
+    AmpStatus st = {AMP_OK, ""};
+    int rc = amp_options_read_env(&o, amp_option_getenv, NULL, AMP_DOOR_COMMAND, &st) ? status_error(&st) : 0;
+    if (!rc && o.threads > 0) amp_threads_set(o.threads);
+    amp_options_free(&o);
+    return rc;
+}
+
 void ampc_amp_free(AmpcAmp *x) {
     amp_options_free(&x->o);
     free(x->explain);

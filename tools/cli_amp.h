@@ -37,5 +37,8 @@ int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, cons
  * chose no 16-bit compute (written into buf then). */
 const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, size_t len);
 void ampc_amp_free(AmpcAmp *x);
+/* The variables every command reads (those of AMP_DOOR_COMMAND: AMP_THREADS, which sets
+ * the thread knob), by the table: 0, or the exit code of a usage error (printed). */
+int ampc_command_env(void);
 
 #endif

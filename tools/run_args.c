@@ -66,13 +66,14 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
         r->timeout = v;
         return AMP_OK;
     }
-    case OPT_BACKEND:
-        if ((r->backend = amp_backend_parse(arg)) < 0) { /* AMP_BACKEND's message (runtime/amp_auto.c) */
-            AmpStatus st = {AMP_OK, ""};
-            amp_option_refuse(&st, "--backend", arg, AMP_BACKEND_NAMES);
+    case OPT_BACKEND: { /* AMP_BACKEND's row: one parser, one message */
+        AmpOptions o = {0};
+        AmpStatus st = {AMP_OK, ""};
+        if (amp_option_set(&o, amp_option_find("AMP_BACKEND"), "--backend", arg, &st))
             return ampc_usage_error("%s", st.msg);
-        }
+        r->backend = amp_backend_parse(o.run.backend);
         return AMP_OK;
+    }
     case OPT_DIM: {
         const char *eq = strchr(arg, '=');
         long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
