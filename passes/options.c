@@ -265,50 +265,105 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
  * applies them. */
 static const AmpOption OPTIONS[] = {
     /* The sessions' own settings (runtime/amp_auto.c). */
-    {"backend", "AMP_BACKEND", "cpu, cuda, auto or sim", set_backend, 0, AMP_DOOR_SESSION},
+    {"backend", "AMP_BACKEND", "cpu, cuda, auto or sim", set_backend, 0, AMP_DOOR_SESSION, .example = "sim",
+     .refused = "tpu",
+     .doc = "the backend of a session whose backend option says `auto` (`ampc run`, `bench`, `calibrate` without "
+            "`--backend`): `sim` is the device simulator, which the tests use to prove the runtime never reads "
+            "device memory"},
     {"tf32", "AMP_TF32", YES_NO("CUDA may use TF32 for float32 GEMMs and convolutions"), set_yes_no, AT(run.tf32),
-     AMP_DOOR_SESSION},
-    {NULL, "AMP_AUTO", YES_NO("rewrite the model in mixed precision"), set_yes_no, AT(run.amp_auto), AMP_DOOR_SESSION},
+     AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     .doc = "CUDA: float32 GEMMs and convolutions may use TF32 tensor cores (`--tf32`, the session option `tf32`); "
+            "the default is a true FP32 baseline"},
+    {NULL, "AMP_AUTO", YES_NO("rewrite the model in mixed precision"), set_yes_no, AT(run.amp_auto), AMP_DOOR_SESSION,
+     .example = "1", .refused = "maybe",
+     .doc = "the session runs the AMP pipeline (the default pipeline) over the FP32 graph in memory when it opens "
+            "it, the variables `AMP_AUTO` sessions read saying how (the session option `amp_auto`); unset or 0, "
+            "none of those is read and nothing is rewritten"},
     /* The CPU backend's threads and the most a load may use: sessions read it whether or
      * not AMP_AUTO is on, ampc for every command; `ampc run/bench --threads` replaces it. */
-    {"threads", "AMP_THREADS", "a whole number from 1", set_threads, 0, AMP_DOOR_SESSION | AMP_DOOR_COMMAND},
+    {"threads", "AMP_THREADS", "a whole number from 1", set_threads, 0, AMP_DOOR_SESSION | AMP_DOOR_COMMAND,
+     .example = "2", .refused = "two",
+     .doc = "the CPU backend's thread count, oneDNN's OpenMP threads and OpenBLAS's (see "
+            "[speed.md](speed.md#threads); unset: the CPUs the process may use), and the most threads a load or an "
+            "`ampc` conversion may use (unset: those CPUs, at most 8; 1: the calling thread alone; with two or "
+            "more a big model's memory is faulted in beside its load, and `ampc` verifies a converted graph of "
+            "10000 nodes or more beside its save). More than 64 counts as 64; the model is the same whatever N"},
     {NULL, "AMP_CUDA_SYNC", YES_NO("wait for the device after every node"), set_yes_no, AT(run.cuda_sync),
-     AMP_DOOR_SESSION},
+     AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     .doc = "CUDA, for debugging: wait for the device after every node, so that a kernel's failure names its node"},
     {NULL, "AMP_CUDA_PROFILE", YES_NO("time every node, print the device time per op at close"), set_yes_no,
-     AT(run.cuda_profile), AMP_DOOR_SESSION},
-    {NULL, "AMP_SIM_LACKS", "op types, e.g. Relu,Conv", set_op_types, AT(run.sim_lacks), AMP_DOOR_SESSION},
-    {NULL, "AMP_SIM_REFUSES", "op types, e.g. Mul", set_op_types, AT(run.sim_refuses), AMP_DOOR_SESSION},
-    {NULL, "AMP_DNNL", YES_NO("the CPU kernels may use oneDNN, the default"), set_dnnl, 0, AMP_DOOR_SESSION},
-    {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP},
+     AT(run.cuda_profile), AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     .doc = "CUDA: time every node with CUDA events and print, when the session closes, the device time per op "
+            "type (stderr), each node's first call (planning, loading kernels) left out"},
+    {NULL, "AMP_SIM_LACKS", "comma-separated op types", set_op_types, AT(run.sim_lacks), AMP_DOOR_SESSION,
+     .example = "Gemm,Relu", .refused = "NoSuchOp",
+     .doc = "the device simulator, for the tests of the fallback: op types it claims to have no kernel for, which "
+            "run on the CPU fallback with copies around them"},
+    {NULL, "AMP_SIM_REFUSES", "comma-separated op types", set_op_types, AT(run.sim_refuses), AMP_DOOR_SESSION,
+     .example = "Gemm", .refused = "NoSuchOp",
+     .doc = "the device simulator: op types whose kernels it takes at prepare but which refuse when they run, as a "
+            "CUDA kernel does for a geometry its library cannot run (the node moves to the CPU fallback for good)"},
+    {NULL, "AMP_DNNL", YES_NO("the CPU kernels may use oneDNN, the default"), set_dnnl, 0, AMP_DOOR_SESSION,
+     .example = "0", .refused = "maybe",
+     .doc = "0: the CPU kernels use OpenBLAS for everything, not oneDNN. Process-wide, as the library is: it counts "
+            "when a session sets it before oneDNN's first use"},
+    {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .example = "amp_log",
+     .refused = "/proc/ampc-log",
+     .doc = "a folder (made if needed) for `before.onnx`, `after.onnx`, `before.txt`, `after.txt`, `summary.txt` "
+            "and `paint.txt` (the four op lists in force, then the nodes of each paint bucket); each is created "
+            "anew (a file or symbolic link of that name is replaced, never written through), the folder itself may "
+            "not be a symbolic link, and a folder that cannot be made or written fails the open (the session "
+            "option `log_path`)"},
     /* The conversion's options. */
-    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, CONV},
+    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, CONV,
+     .example = "bf16", .refused = "fp8",
+     .doc = "the 16-bit type, as `--precision` (sessions default to `auto`: [Precision auto](cli.md#precision-auto); "
+            "the session option `precision`)"},
     /* A test hook: what auto decides on a CPU with these features (the CLI reads it too). */
     {NULL, "AMP_CPU_FEATURES", "none or a comma-separated list of avx512_bf16, amx_bf16, avx512_fp16, amx_fp16",
-     set_cpu_features, 0, CONV | AMP_DOOR_EXPORT},
-    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, 0},
-    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, CONV},
-    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, CONV},
-    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, CONV},
-    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, CONV},
-    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, CONV},
-    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, CONV},
-    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, CONV},
-    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, CONV},
-    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, CONV},
-    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0},
-    {"keep-io-types", NULL, "nothing", set_keep_io, false, 0},
-    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0},
-    {"loss", NULL, "the name of the loss value", set_loss, 0, 0},
+     set_cpu_features, 0, CONV | AMP_DOOR_EXPORT, .example = "avx512_bf16", .refused = "sse9",
+     .doc = "a test hook: what `auto` takes the CPU to have, instead of what cpuid says"},
+    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, 0,
+     .doc = NULL},
+    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, CONV,
+     .example = "never", .refused = "23", .doc = "as `--opset-upgrade` (the session option `opset_upgrade`)"},
+    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, CONV, .example = "Relu", .refused = "NoSuchOp",
+     .doc = "ops added to the allow list, as `--allow` (the session option `allowlist_add`)"},
+    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, CONV, .example = "Relu", .refused = "NoSuchOp",
+     .doc = "ops added to the infer list, as `--infer`"},
+    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, CONV, .example = "Gemm", .refused = "NoSuchOp",
+     .doc = "ops added to the clear list, as `--clear`"},
+    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, CONV, .example = "Gemm", .refused = "NoSuchOp",
+     .doc = "ops added to the deny list, as `--deny`"},
+    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, CONV, .example = "Gemm",
+     .refused = "NoSuchOp",
+     .doc = "ops taken out of the allow list, after every addition (an op removed from its list is in none)"},
+    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, CONV, .example = "Add",
+     .refused = "NoSuchOp", .doc = "ops taken out of the infer list"},
+    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, CONV, .example = "Relu",
+     .refused = "NoSuchOp", .doc = "ops taken out of the clear list"},
+    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, CONV, .example = "Exp",
+     .refused = "NoSuchOp", .doc = "ops taken out of the deny list"},
+    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0, .doc = NULL},
+    {"keep-io-types", NULL, "nothing", set_keep_io, false, 0, .doc = NULL},
+    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0, .doc = NULL},
+    {"loss", NULL, "the name of the loss value", set_loss, 0, 0, .doc = NULL},
     {"loss-scale", "AMP_LOSS_SCALE", "dynamic, none or a positive number up to 3.4e38 (float32's largest)",
-     set_loss_scale, 0, CONV},
-    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0},
-    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0},
-    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, 0},
-    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0},
-    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0},
-    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, CONV},
-    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, CONV},
-    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, CONV},
+     set_loss_scale, 0, CONV, .example = "1024", .refused = "foo",
+     .doc = "loss scaling of training graphs, as `--loss-scale` (the session option `loss_scale`)"},
+    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0, .doc = NULL},
+    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0, .doc = NULL},
+    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, 0, .doc = NULL},
+    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0, .doc = NULL},
+    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0, .doc = NULL},
+    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, CONV,
+     .example = "model.stats", .refused = "/nonexistent/ampc.stats",
+     .doc = "measured ranges, as `--calibration` (the session option `calibration`); a file that cannot be read is "
+            "an error"},
+    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, CONV,
+     .example = "0.5", .refused = "-1", .doc = "as `--calib-max-activation`"},
+    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, CONV,
+     .example = "0.5", .refused = "x", .doc = "as `--calib-min-activation`"},
 };
 #undef OPS
 #undef CONV
@@ -319,6 +374,10 @@ _Static_assert(N_OPTIONS <= 64, "AmpOptions.given has a bit per row");
 
 const AmpOption *amp_option_at(size_t i) {
     return i < N_OPTIONS ? &OPTIONS[i] : NULL;
+}
+
+bool amp_option_adds_up(const AmpOption *d) {
+    return d->set == set_list;
 }
 
 const AmpOption *amp_option_find(const char *name) {
@@ -339,7 +398,7 @@ AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsig
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const AmpOption *d = &OPTIONS[i];
         if (!d->env || !(d->doors & door)) continue;
-        if ((o->given >> i & 1) && d->set != set_list) continue; /* its flag wins */
+        if ((o->given >> i & 1) && !amp_option_adds_up(d)) continue; /* its flag wins */
         const char *v = get(ctx, d);
         AmpCode rc = v && *v ? amp_option_set(o, d, d->env, v, st) : AMP_OK;
         if (rc) return rc;

@@ -67,6 +67,10 @@ struct AmpOption {
     bool (*set)(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
     int arg;          /* the setter's own datum (a list option's AmpOpClass, ...) */
     unsigned doors;   /* AMP_DOOR_*: who reads the variable */
+    /* A variable's entry in docs/env.md (tools/gen_cli_md.c): what it does (markdown); and a
+     * value it takes and one it refuses, for that page and the test that walks the table
+     * (tests/tools/test_env_doors.py). NULL for the CLI's own options. */
+    const char *doc, *example, *refused;
 };
 
 /* Who reads a row's variable (AmpOption.doors). A flag given wins over its variable, which
@@ -85,6 +89,9 @@ const AmpOption *amp_option_at(size_t i);
  * NULL when none. */
 const AmpOption *amp_option_find(const char *name);
 
+/* Whether d's values add up (the list edits: flags' and variable's alike) rather than the
+ * last one winning (a flag given then wins over the variable). */
+bool amp_option_adds_up(const AmpOption *d);
 /* Sets option d from value v, which came by `label` ("--precision" or "AMP_PRECISION").
  * An empty v is refused like any bad value (the environment's doors skip blank values
  * before: a variable set empty is unset). */

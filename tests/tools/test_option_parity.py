@@ -178,7 +178,7 @@ def help_names_variables(ctx):
     h = subprocess.run([ctx["ampc"], "--help"], capture_output=True, text=True, timeout=60).stdout
     flat = " ".join(h.split())
     for flag, var, _ in BAD + GOOD:
-        assert f"(AMP_AUTO: {var})" in flat, f"--help does not name {var}"
+        assert f"(variable: {var})" in flat, f"--help does not name {var}"
     assert "half" in flat and "bfloat16" in flat, "--help gives the precision's spellings"
 
 
