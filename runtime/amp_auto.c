@@ -148,16 +148,16 @@ static AmpCode log_dir_open(LogDir *d, const char *path, AmpStatus *st) {
     d->path = path;
     d->fd = -1;
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot create the folder: %s", path, strerror(errno));
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH='%s': cannot create the folder: %s", path, strerror(errno));
     d->fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (d->fd < 0) {
         int err = errno;
         struct stat sb; /* only to name the error: Linux says ENOTDIR for a link, others ELOOP */
         if (err == ELOOP || (err == ENOTDIR && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)))
             return amp_fail(st, AMP_ERR_USAGE,
-                            "AMP_LOG_PATH '%s' is a symbolic link, which is not followed; name the folder itself",
+                            "AMP_LOG_PATH='%s' is a symbolic link, which is not followed; name the folder itself",
                             path);
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot open the folder: %s", path, strerror(err));
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH='%s': cannot open the folder: %s", path, strerror(err));
     }
     return AMP_OK;
 }
