@@ -21,6 +21,7 @@
 
 #include "passes/options.h"
 #include "tools/cli_usage.h"
+#include "tools/gen_md.h"
 
 /* ---- env.md ----------------------------------------------------------------------------- */
 
@@ -127,26 +128,6 @@ static const struct {
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = NULL;
-    size_t len = 0, cap = 0, n;
-    char buf[4096];
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (len + n + 1 > cap) {
-            char *t = realloc(s, cap = 2 * (len + n + 1));
-            if (!t) break;
-            s = t;
-        }
-        memcpy(s + len, buf, n);
-        len += n;
-    }
-    fclose(f);
-    if (s) s[len] = '\0';
-    return s ? s : calloc(1, 1);
-}
-
 /* cli.md as the tables give it: `have` with each generated part rendered anew; NULL (with
  * a message) when a part's markers are missing. */
 static char *render_cli(const char *have, const char *path) {
@@ -186,19 +167,6 @@ static char *render_whole(void (*render)(FILE *f)) {
     return out;
 }
 
-/* 0 when `have` is `want`; else 1, naming the first differing line. */
-static int check(const char *path, const char *have, const char *want) {
-    if (strcmp(have, want) == 0) return 0;
-    size_t i = 0, line = 1, start = 0;
-    for (; have[i] && have[i] == want[i]; i++)
-        if (have[i] == '\n') line++, start = i + 1;
-    const char *nl = strchr(want + start, '\n');
-    fprintf(stderr, "%s differs from the option tables at line %zu; they give:\n%.*s\n"
-                    "(regenerate it: cmake --build build --target cli_md)\n",
-            path, line, nl ? (int)(nl - want - start) : (int)strlen(want + start), want + start);
-    return 1;
-}
-
 static int write_file(const char *path, const char *s) {
     FILE *f = fopen(path, "wb");
     int bad = !f || fputs(s, f) < 0;
@@ -236,7 +204,7 @@ int main(int argc, char **argv) {
     char env_path[4096], cli_path[4096];
     snprintf(env_path, sizeof env_path, "%s/env.md", dir);
     snprintf(cli_path, sizeof cli_path, "%s/cli.md", dir);
-    char *cli_have = slurp(cli_path), *env_have = slurp(env_path);
+    char *cli_have = gen_md_read(cli_path), *env_have = gen_md_read(env_path);
     if (!cli_have) {
         fprintf(stderr, "gen_cli_md: cannot read %s\n", cli_path);
         free(env_have);
@@ -245,8 +213,8 @@ int main(int argc, char **argv) {
     char *cli = render_cli(cli_have, cli_path), *env = render_whole(render_env);
     int rc = !cli || !env;
     if (!rc && checking) {
-        rc = check(cli_path, cli_have, cli);
-        rc |= check(env_path, env_have ? env_have : "", env);
+        rc = gen_md_check(cli_path, cli_have, cli, "the option tables", "cli_md");
+        rc |= gen_md_check(env_path, env_have ? env_have : "", env, "passes/options.c", "cli_md");
     } else if (!rc) {
         rc = write_file(cli_path, cli) | write_file(env_path, env);
     }

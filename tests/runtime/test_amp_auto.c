@@ -36,21 +36,8 @@ static void teardown(void) {
 
 TestSuite(amp_auto, .init = setup, .fini = teardown);
 
-static AmpModel *mlp(void) {
-    AmpModel *m = rt_model(17);
-    AmpGraph *g = m->graph;
-    const int64_t wd[2] = {3, 2};
-    const float w[6] = {1, 2, 3, 4, 5, 6};
-    rt_input(g, "X", AMP_DT_FLOAT, "2,3");
-    rt_init(g, "W", AMP_DT_FLOAT, 2, wd, w);
-    rt_node(g, "", "MatMul", "X,W", "H");
-    rt_node(g, "", "Relu", "H", "Y");
-    rt_output(g, "Y", AMP_DT_FLOAT, "2,2");
-    return m;
-}
-
 static AmpCode open_mlp(const AmpSessionOptions *o, AmpSession **s, AmpStatus *st) {
-    return rt_open(mlp(), o, s, st);
+    return rt_open(rt_matmul_relu(), o, s, st);
 }
 
 static bool logged(const char *name) {

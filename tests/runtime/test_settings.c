@@ -20,19 +20,6 @@ static void unset_all(void) {
 
 TestSuite(settings, .init = unset_all);
 
-static AmpModel *mlp(void) {
-    AmpModel *m = rt_model(17);
-    AmpGraph *g = m->graph;
-    const int64_t wd[2] = {3, 2};
-    const float w[6] = {1, 2, 3, 4, 5, 6};
-    rt_input(g, "X", AMP_DT_FLOAT, "2,3");
-    rt_init(g, "W", AMP_DT_FLOAT, 2, wd, w);
-    rt_node(g, "", "MatMul", "X,W", "H");
-    rt_node(g, "", "Relu", "H", "Y");
-    rt_output(g, "Y", AMP_DT_FLOAT, "2,2");
-    return m;
-}
-
 /* The yes-or-no variables: one parser, one set of spellings, one message. */
 Test(settings, yes_or_no_variables_parse_alike) {
     static const char *const vars[] = {"AMP_AUTO", "AMP_TF32", "AMP_CUDA_SYNC", "AMP_CUDA_PROFILE", "AMP_DNNL"};
@@ -91,13 +78,13 @@ Test(settings, sim_lists_reach_the_backend) {
     AmpSessionOptions o = {.backend = AMP_BACKEND_SIM};
     AmpSession *s = NULL;
     AmpStatus st = {0};
-    cr_assert_eq(rt_open(mlp(), &o, &s, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(rt_open(rt_matmul_relu(), &o, &s, &st), AMP_OK, "%s", st.msg);
     AmpSessionStats stats;
     amp_session_stats(s, &stats);
     cr_assert_eq(stats.fallback_nodes, 2, "%s", stats.fallback_ops);
     amp_session_close(s);
     setenv("AMP_SIM_LACKS", "MatMul,NoSuchOp", 1);
-    cr_assert_eq(rt_open(mlp(), &o, &s, &st), AMP_ERR_USAGE);
+    cr_assert_eq(rt_open(rt_matmul_relu(), &o, &s, &st), AMP_ERR_USAGE);
     cr_assert_not_null(strstr(st.msg, "AMP_SIM_LACKS: unknown op 'NoSuchOp'"), "%s", st.msg);
 }
 
@@ -111,11 +98,11 @@ Test(settings, ignore_env_reads_no_variable) {
     AmpSession *s = NULL;
     AmpStatus st = {0};
     AmpSessionOptions plain = {.backend = AMP_BACKEND_SIM};
-    cr_assert_eq(rt_open(mlp(), &plain, &s, &st), AMP_ERR_USAGE, "a refused variable fails a plain open");
+    cr_assert_eq(rt_open(rt_matmul_relu(), &plain, &s, &st), AMP_ERR_USAGE, "a refused variable fails a plain open");
     setenv("AMP_SIM_LACKS", "MatMul,Relu", 1);
     setenv("AMP_THREADS", "3", 1);
     AmpSessionOptions o = {.backend = AMP_BACKEND_SIM, .ignore_env = true};
-    cr_assert_eq(rt_open(mlp(), &o, &s, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(rt_open(rt_matmul_relu(), &o, &s, &st), AMP_OK, "%s", st.msg);
     AmpSessionStats stats;
     amp_session_stats(s, &stats);
     cr_assert_eq(stats.fallback_nodes, 0, "AMP_SIM_LACKS reached an ignore_env session: %s", stats.fallback_ops);
@@ -133,7 +120,7 @@ Test(settings, threads_and_dnnl_reach_the_knobs) {
     AmpSessionOptions o = {.backend = AMP_BACKEND_CPU};
     AmpSession *s = NULL;
     AmpStatus st = {0};
-    cr_assert_eq(rt_open(mlp(), &o, &s, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(rt_open(rt_matmul_relu(), &o, &s, &st), AMP_OK, "%s", st.msg);
     int n = 0;
     cr_assert(amp_threads_requested(&n) && n == 3, "%d", n);
     cr_assert(amp_dnnl_set_off_asked());

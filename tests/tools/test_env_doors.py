@@ -19,7 +19,6 @@ Prints "N passed, M failed" last.
 
 usage: test_env_doors.py --ampc PATH [--testdata DIR] [--verbose]
 """
-import argparse
 import os
 import re
 import shutil
@@ -163,11 +162,7 @@ def flags_win(ctx):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ampc", required=True)
-    ap.add_argument("--testdata", help="unused; accepted like every python test")
-    ap.add_argument("--verbose", action="store_true")
-    args = ap.parse_args()
+    args = tl.args(__doc__)
     ampc = os.path.abspath(args.ampc)
     tmp = tl.tempdir("ampc_env_doors_")
     stats = os.path.join(tmp, STATS)
