@@ -45,10 +45,11 @@ bool amp_backend_usable(AmpBackendKind kind) {
 }
 
 AmpBackend *amp_backend_cpu(void) {
+    static const AmpBackendSettings defaults = {0}; /* the shared instance has none of its own */
     const AmpBackendEntry *e = amp_backend_find(AMP_BACKEND_CPU);
     AmpBackend *be = NULL;
     AmpStatus quiet = {0};
-    if (!e || e->open(&be, &quiet)) abort(); /* every build has the CPU, and it always opens */
+    if (!e || e->open(&defaults, &be, &quiet)) abort(); /* every build has the CPU, and it always opens */
     return be;
 }
 
@@ -66,10 +67,6 @@ void amp_backend_stats(AmpBackend *be, AmpBackendStats *out) {
 
 double amp_backend_device_ms(AmpBackend *be) {
     return be && be->device_ms ? be->device_ms(be) : -1;
-}
-
-bool amp_backend_set_option(AmpBackend *be, AmpBackendOption option, bool on) {
-    return be && be->set_option && be->set_option(be, option, on);
 }
 
 /* ---- what runs where ------------------------------------------------------------------- */
@@ -104,15 +101,17 @@ int amp_backend_parse(const char *name) {
     return -1;
 }
 
-AmpCode amp_backend_open(AmpBackendKind kind, AmpBackend **out, AmpStatus *st) {
+AmpCode amp_backend_open(AmpBackendKind kind, const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st) {
+    static const AmpBackendSettings defaults = {0};
     *out = NULL;
+    if (!set) set = &defaults;
     const AmpBackendKindInfo *info = kind_info(kind);
     if (!info) return amp_fail(st, AMP_ERR_USAGE, "unknown backend %d (expected %s)", (int)kind, AMP_BACKEND_NAMES);
     if (kind == AMP_BACKEND_AUTO) {
         for (const AmpBackendEntry *const *e = amp_backend_registry; *e; e++) {
             if (!(*e)->automatic || !entry_usable(*e)) continue;
             AmpStatus quiet = {0};
-            if ((*e)->open(out, &quiet) == AMP_OK) return AMP_OK;
+            if ((*e)->open(set, out, &quiet) == AMP_OK) return AMP_OK;
             *out = NULL;
         }
         *out = amp_backend_cpu(); /* no device, or it would not open: the CPU */
@@ -122,7 +121,7 @@ AmpCode amp_backend_open(AmpBackendKind kind, AmpBackend **out, AmpStatus *st) {
     if (!e)
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend '%s': this ampc was built without %s (%s); use 'cpu' or 'auto'",
                         info->name, info->title, info->missing ? info->missing : "not in this build");
-    return e->open(out, st);
+    return e->open(set, out, st);
 }
 
 void amp_backend_close(AmpBackend *be) {

@@ -37,10 +37,19 @@ typedef struct AmpBackendStats {
                             bounds ...), each a wait */
 } AmpBackendStats;
 
-/* Options a session may set on its instance (AmpBackend.set_option). */
-typedef enum AmpBackendOption {
-    AMP_BACKEND_OPT_TF32 = 1 /* float32 GEMMs and convolutions may use TF32 tensor cores */
-} AmpBackendOption;
+/* What the opener of a backend hands it: the settings of a session's options and
+ * variables, read by the options table (passes/options.c, runtime/amp_auto.c), so that no
+ * backend reads the environment and a session with ignore_env is not reached by it. Zero:
+ * the defaults; each backend reads the fields it has. (The CPU's settings are the
+ * process's, as its libraries' thread pools are: ir.h's knobs, amp_threads_set and
+ * amp_dnnl_set_off.) */
+typedef struct AmpBackendSettings {
+    bool tf32;           /* CUDA: float32 GEMMs and convolutions may use TF32 tensor cores */
+    bool sync_each;      /* CUDA: wait after every node, naming the node of a failing kernel */
+    bool profile;        /* CUDA: time every node, print the device time per op at close */
+    const char *lacks;   /* the simulator: op types it claims to have no kernel for ("Relu,Conv") */
+    const char *refuses; /* the simulator: op types whose kernels refuse when they run */
+} AmpBackendSettings;
 
 typedef struct AmpBackend AmpBackend;
 struct AmpBackend {
@@ -89,9 +98,6 @@ struct AmpBackend {
     /* The device time of the kernels between the marks since the last call, in ms (waits
      * for them; amp_backend_device_ms). */
     double (*device_ms)(AmpBackend *be);
-    /* Sets an option of the instance; false when it has no such option
-     * (amp_backend_set_option). */
-    bool (*set_option)(AmpBackend *be, AmpBackendOption option, bool on);
     void *impl; /* the instance's own state */
 };
 
@@ -105,9 +111,9 @@ struct AmpBackend {
 typedef struct AmpBackendEntry {
     const char *name;     /* "cpu", "sim", "cuda": AmpBackend.name of its instances */
     AmpBackendKind kind;  /* the AmpSessionOptions.backend that asks for it */
-    /* Opens an instance (or hands out a shared one: the CPU's); AMP_ERR_UNSUPPORTED when
-     * no device is usable. */
-    AmpCode (*open)(AmpBackend **out, AmpStatus *st);
+    /* Opens an instance with the settings given (or hands out a shared one: the CPU's);
+     * AMP_ERR_UNSUPPORTED when no device is usable. */
+    AmpCode (*open)(const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st);
     /* Whether a device is there to open (NULL: always). */
     bool (*usable)(void);
     /* Its supports check with no instance and no device (what `ampc verify` reports by),
@@ -151,8 +157,6 @@ void amp_backend_stats(AmpBackend *be, AmpBackendStats *out);
 /* The device time of the kernels between the marks since the last call, in ms; -1 for a
  * backend that does not time its kernels. */
 double amp_backend_device_ms(AmpBackend *be);
-/* Sets an option on the instance; false (nothing done) where it has no such option. */
-bool amp_backend_set_option(AmpBackend *be, AmpBackendOption option, bool on);
 
 /* The dtype of each input of node n as m types it (AMP_DT_UNDEFINED when absent or not a
  * tensor), what AmpBackend.supports reads: in `buf` when n has at most n_buf inputs, else
@@ -185,10 +189,11 @@ bool amp_backend_takes(AmpBackend *be, const AmpModel *m, const AmpNode *n);
 typedef enum AmpNodePlace { AMP_PLACE_NONE = 0, AMP_PLACE_DEVICE, AMP_PLACE_FALLBACK } AmpNodePlace;
 AmpNodePlace amp_backend_place(AmpBackendKind kind, const AmpModel *m, const AmpNode *n);
 
-/* Opens the backend of kind: auto is the first automatic entry whose device is usable
- * and opens (CUDA), else the CPU; a kind the build lacks, or whose device is not there,
- * is AMP_ERR_UNSUPPORTED. An unknown kind is AMP_ERR_USAGE. */
-AmpCode amp_backend_open(AmpBackendKind kind, AmpBackend **out, AmpStatus *st);
+/* Opens the backend of kind with settings `set` (NULL: the defaults): auto is the first
+ * automatic entry whose device is usable and opens (CUDA), else the CPU; a kind the build
+ * lacks, or whose device is not there, is AMP_ERR_UNSUPPORTED. An unknown kind is
+ * AMP_ERR_USAGE. */
+AmpCode amp_backend_open(AmpBackendKind kind, const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st);
 void amp_backend_close(AmpBackend *be);
 
 /* "cpu" / "cuda" / "auto" / "sim" -> kind; -1 when unknown. */

@@ -339,17 +339,21 @@ typedef struct AmpLoadOptions {
  * on a second thread beside the save): amp_threads_requested's count when there is one
  * (1: the calling thread alone), else the CPUs this process may run on, at most 8. */
 int amp_threads(void);
-/* s as AMP_THREADS reads it, into *n; false when it is not a whole number from 1 (or NULL).
- * More than 64 counts as 64. The one parser of the value: the options table's AMP_THREADS
- * row (passes/options.c) refuses what it refuses. */
-bool amp_threads_parse(const char *s, int *n);
-/* The CPU backend's thread knob, process-wide: n from 1 (a session's threads option,
- * `ampc run/bench --threads`) replaces AMP_THREADS; 0 goes back to the variable. */
+/* The thread knob, process-wide: n from 1 (more than 64 counts as 64), 0: none. Set by
+ * whoever read AMP_THREADS through the options table (passes/options.c) or was given a
+ * count: a session (its threads option, else the variable unless ignore_env), ampc for
+ * each command (`run/bench --threads` replacing the variable). Nothing below reads the
+ * environment itself. */
 void amp_threads_set(int n);
-/* The count asked for: amp_threads_set's, else AMP_THREADS's when it is valid; false when
- * neither (the libraries below then keep their own defaults: one thread per CPU the
- * process may use). What the CPU kernels set OpenMP's and OpenBLAS's threads from. */
+/* The knob's count; false when none was set (the libraries below then keep their own
+ * defaults: one thread per CPU the process may use). What the CPU kernels set OpenMP's and
+ * OpenBLAS's threads from. */
 bool amp_threads_requested(int *n);
+/* The CPU kernels' other knob, process-wide: oneDNN off, OpenBLAS for everything (a
+ * session's AMP_DNNL=0). It counts if set before oneDNN's first use (the library, once
+ * opened, stays); amp_dnnl_set_off_asked is what kernels/cpu/dnnl.c reads then. */
+void amp_dnnl_set_off(void);
+bool amp_dnnl_set_off_asked(void);
 /* The CPUs this process may run on (sched_getaffinity), at least 1. */
 int amp_cpus_available(void);
 

@@ -1,10 +1,10 @@
-/* How many threads one job may use (ir.h: amp_threads), and the CPU backend's thread knob
- * (amp_threads_set, amp_threads_requested). */
+/* How many threads one job may use (ir.h: amp_threads), and the CPU backend's process-wide
+ * knobs, set by whoever read their variables through the options table: its threads
+ * (amp_threads_set, amp_threads_requested) and whether it may use oneDNN (amp_dnnl_set_off). */
 /* sched_getaffinity and CPU_COUNT are GNU. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "ir/ir.h"
@@ -12,28 +12,29 @@
 /* By default a load uses no more than this (a cap chosen, not measured: no machine with
  * more CPUs has timed the load yet). */
 enum { AMP_THREADS_MAX = 8 };
-/* AMP_THREADS asks for at most this many. */
-enum { AMP_THREADS_ENV_MAX = 64 };
+/* The knob holds at most this many. */
+enum { AMP_THREADS_ASKED_MAX = 64 };
 
 static atomic_int set_threads; /* amp_threads_set's count; 0: none */
 
-bool amp_threads_parse(const char *s, int *out) {
-    if (!s || *s < '0' || *s > '9') return false;
-    char *end;
-    long n = strtol(s, &end, 10);
-    if (*end != '\0' || n < 1) return false;
-    *out = n > AMP_THREADS_ENV_MAX ? AMP_THREADS_ENV_MAX : (int)n;
-    return true;
-}
-
 void amp_threads_set(int n) {
-    atomic_store(&set_threads, n < 0 ? 0 : n > AMP_THREADS_ENV_MAX ? AMP_THREADS_ENV_MAX : n);
+    atomic_store(&set_threads, n < 0 ? 0 : n > AMP_THREADS_ASKED_MAX ? AMP_THREADS_ASKED_MAX : n);
 }
 
 bool amp_threads_requested(int *n) {
     int t = atomic_load(&set_threads);
-    if (t > 0) return *n = t, true;
-    return amp_threads_parse(getenv("AMP_THREADS"), n);
+    if (t > 0) *n = t;
+    return t > 0;
+}
+
+static atomic_bool dnnl_off;
+
+void amp_dnnl_set_off(void) {
+    atomic_store(&dnnl_off, true);
+}
+
+bool amp_dnnl_set_off_asked(void) {
+    return atomic_load(&dnnl_off);
 }
 
 int amp_cpus_available(void) {

@@ -1,6 +1,6 @@
-/* The AMP options' one table (options.h): spellings, ranges and fields, so that the CLI,
- * AMP_AUTO's environment and the C API accept and refuse the same values with the same
- * message. */
+/* The AMP options' and variables' one table (options.h): spellings, ranges and fields, so
+ * that the CLI, the environment and the C API accept and refuse the same values with the
+ * same message. One parser per kind of value: yes_no, amp_parse_whole, amp_parse_real, op names. */
 #include "passes/options.h"
 
 #include <errno.h>
@@ -23,8 +23,7 @@ AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const
 
 /* ---- the values' forms ------------------------------------------------------------ */
 
-/* A whole finite number in [lo, hi]; open ends exclude the bound. */
-static bool real_in(const char *s, double lo, bool lo_open, double hi, bool hi_open, double *out) {
+bool amp_parse_real(const char *s, double lo, bool lo_open, double hi, bool hi_open, double *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
@@ -35,17 +34,29 @@ static bool real_in(const char *s, double lo, bool lo_open, double hi, bool hi_o
     return true;
 }
 
-static bool int_in(const char *s, long long lo, long long hi, long long *out) {
+bool amp_parse_whole(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (!(s[0] >= '0' && s[0] <= '9')) return false; /* strtoull would take spaces, '+' and '-' */
     char *end = NULL;
     errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
 }
 
 static bool is(const char *s, const char *a) {
     return strcmp(s, a) == 0;
+}
+
+/* Yes or no: 1, true, on, yes (1) or 0, false, off, no (0), as written; -1 for anything
+ * else. Every yes-or-no variable is read by this. */
+static int yes_no(const char *v) {
+    static const char *const yes[] = {"1", "true", "on", "yes"}, *const no[] = {"0", "false", "off", "no"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        if (is(v, yes[i])) return 1;
+        if (is(v, no[i])) return 0;
+    }
+    return -1;
 }
 
 /* ---- setters ------------------------------------------------------------------------ */
@@ -70,7 +81,56 @@ static bool set_cpu_features(AmpOptions *o, const AmpOption *d, const char *labe
 
 static bool set_threads(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    return amp_threads_parse(v, &o->threads);
+    uint64_t n;
+    if (!amp_parse_whole(v, 1, UINT64_MAX, &n)) return false;
+    o->threads = n > INT32_MAX ? INT32_MAX : (int)n; /* the knob takes 64 at most (ir/threads.c) */
+    return true;
+}
+
+/* The rows of the runtime's own settings store into a field of AmpOptions at offset
+ * d->arg: a yes or no (bool), a text (const char *). */
+static bool set_yes_no(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)label, (void)st;
+    int y = yes_no(v);
+    if (y >= 0) *(bool *)((char *)o + d->arg) = y;
+    return y >= 0;
+}
+
+static bool set_text(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)label, (void)st;
+    if (!v[0]) return false;
+    *(const char **)((char *)o + d->arg) = v;
+    return true;
+}
+
+/* AMP_DNNL: yes (the default) or no. */
+static bool set_dnnl(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    int y = yes_no(v);
+    if (y >= 0) o->run.no_dnnl = !y;
+    return y >= 0;
+}
+
+/* A backend's name, as backend/backend.c's amp_backend_parse takes it (its names and these
+ * are held equal by tests/runtime/test_amp_auto.c). */
+static bool set_backend(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    static const char *const names[] = {"auto", "cpu", "cuda", "sim"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (is(v, names[i])) return o->run.backend = names[i], true;
+    return false;
+}
+
+/* Op types (the simulator's lists), checked as the list edits check theirs; stored as
+ * given, at offset d->arg. */
+static bool set_op_types(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    AmpListEdit *e = NULL;
+    size_t n = 0;
+    AmpCode rc = amp_list_edits_parse(label, v, AMP_CLASS_DENY, false, &e, &n, st);
+    free(e);
+    if (rc || !n) return false;
+    *(const char **)((char *)o + d->arg) = v;
+    return true;
 }
 
 static bool set_level(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
@@ -83,8 +143,8 @@ static bool set_level(AmpOptions *o, const AmpOption *d, const char *label, cons
 
 static bool set_opset_upgrade(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    long long n;
-    if (int_in(v, AMP_OPSET_UPGRADE_MIN_FROM, AMP_OPSET_UPGRADE_MAX, &n)) {
+    uint64_t n;
+    if (amp_parse_whole(v, AMP_OPSET_UPGRADE_MIN_FROM, AMP_OPSET_UPGRADE_MAX, &n)) {
         o->po.opset_upgrade = AMP_OPSET_UPGRADE_AUTO;
         o->po.opset_upgrade_to = (int)n;
     } else if (is(v, "auto") || is(v, "never")) {
@@ -134,7 +194,7 @@ static bool set_loss_scale(AmpOptions *o, const AmpOption *d, const char *label,
     double x;
     if (is(v, "dynamic")) o->po.loss_scale_mode = AMP_LOSS_SCALE_DYNAMIC;
     else if (is(v, "none")) o->po.loss_scale_mode = AMP_LOSS_SCALE_NONE;
-    else if (real_in(v, 0, true, FLT_MAX, false, &x)) o->po.loss_scale_mode = AMP_LOSS_SCALE_STATIC, o->po.loss_scale = x;
+    else if (amp_parse_real(v, 0, true, FLT_MAX, false, &x)) o->po.loss_scale_mode = AMP_LOSS_SCALE_STATIC, o->po.loss_scale = x;
     else return false;
     return true;
 }
@@ -148,25 +208,25 @@ static bool set_scale_state(AmpOptions *o, const AmpOption *d, const char *label
 
 static bool set_scale_init(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    return real_in(v, 0, true, FLT_MAX, false, &o->loss_scale_init);
+    return amp_parse_real(v, 0, true, FLT_MAX, false, &o->loss_scale_init);
 }
 
 static bool set_growth_interval(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    long long n;
-    if (!int_in(v, 1, INT32_MAX, &n)) return false;
+    uint64_t n;
+    if (!amp_parse_whole(v, 1, INT32_MAX, &n)) return false;
     o->po.growth_interval = n;
     return true;
 }
 
 static bool set_growth_factor(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    return real_in(v, 1, true, FLT_MAX, false, &o->po.growth_factor);
+    return amp_parse_real(v, 1, true, FLT_MAX, false, &o->po.growth_factor);
 }
 
 static bool set_backoff_factor(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    return real_in(v, 0, true, 1, true, &o->po.backoff_factor);
+    return amp_parse_real(v, 0, true, 1, true, &o->po.backoff_factor);
 }
 
 static bool set_calibration(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
@@ -180,14 +240,14 @@ static bool set_calibration(AmpOptions *o, const AmpOption *d, const char *label
 
 static bool set_calib_max(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
-    return real_in(v, 0, true, HUGE_VAL, false, &o->po.calib_max_activation);
+    return amp_parse_real(v, 0, true, HUGE_VAL, false, &o->po.calib_max_activation);
 }
 
 /* 0 turns the lower bound off (the field's -1; its 0 is the default). */
 static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     (void)d, (void)label, (void)st;
     double x;
-    if (!real_in(v, 0, false, HUGE_VAL, false, &x)) return false;
+    if (!amp_parse_real(v, 0, false, HUGE_VAL, false, &x)) return false;
     o->po.calib_min_activation = x > 0 ? x : -1;
     return true;
 }
@@ -195,46 +255,130 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define OPS "op names, e.g. MatMul,Gemm or com.microsoft:FusedGemm"
-/* Order matters where the environment is read in it: list additions before removals, as
- * TensorFlow applies them. */
+/* The conversion's variables: `ampc MODEL -o OUT` reads them as AMP_AUTO sessions do. */
+#define CONV (AMP_DOOR_CONVERT | AMP_DOOR_AMP)
+/* A yes-or-no variable's values, after what 1 means. */
+#define YES_NO(meaning) "1 (" meaning ") or 0 (true, on, yes and false, off, no too)"
+#define AT(field) (int)offsetof(AmpOptions, field)
+/* Order matters where the environment is read in it: a session's own settings first (what
+ * it read before reading any AMP option), list additions before removals, as TensorFlow
+ * applies them. */
 static const AmpOption OPTIONS[] = {
-    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, false},
+    /* The sessions' own settings (runtime/amp_auto.c). */
+    {"backend", "AMP_BACKEND", "cpu, cuda, auto or sim", set_backend, 0, AMP_DOOR_SESSION, .example = "sim",
+     .refused = "tpu",
+     .doc = "the backend of a session whose backend option says `auto` (`ampc run`, `bench`, `calibrate` without "
+            "`--backend`): `sim` is the device simulator, which the tests use to prove the runtime never reads "
+            "device memory"},
+    {"tf32", "AMP_TF32", YES_NO("CUDA may use TF32 for float32 GEMMs and convolutions"), set_yes_no, AT(run.tf32),
+     AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     .doc = "CUDA: float32 GEMMs and convolutions may use TF32 tensor cores (`--tf32`, the session option `tf32`); "
+            "the default is a true FP32 baseline"},
+    {NULL, "AMP_AUTO", YES_NO("rewrite the model in mixed precision"), set_yes_no, AT(run.amp_auto), AMP_DOOR_SESSION,
+     .example = "1", .refused = "maybe",
+     .doc = "the session runs the AMP pipeline (the default pipeline) over the FP32 graph in memory when it opens "
+            "it, the variables `AMP_AUTO` sessions read saying how (the session option `amp_auto`); unset or 0, "
+            "none of those is read and nothing is rewritten"},
+    /* The CPU backend's threads and the most a load may use: sessions read it whether or
+     * not AMP_AUTO is on, ampc for every command; `ampc run/bench --threads` replaces it. */
+    {"threads", "AMP_THREADS", "a whole number from 1", set_threads, 0, AMP_DOOR_SESSION | AMP_DOOR_COMMAND,
+     .example = "2", .refused = "two",
+     .doc = "the CPU backend's thread count, oneDNN's OpenMP threads and OpenBLAS's (see "
+            "[speed.md](speed.md#threads); unset: the CPUs the process may use), and the most threads a load or an "
+            "`ampc` conversion may use (unset: those CPUs, at most 8; 1: the calling thread alone; with two or "
+            "more a big model's memory is faulted in beside its load, and `ampc` verifies a converted graph of "
+            "10000 nodes or more beside its save). More than 64 counts as 64; the model is the same whatever N"},
+    {NULL, "AMP_CUDA_SYNC", YES_NO("wait for the device after every node"), set_yes_no, AT(run.cuda_sync),
+     AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     .doc = "CUDA, for debugging: wait for the device after every node, so that a kernel's failure names its node"},
+    {NULL, "AMP_CUDA_PROFILE", YES_NO("time every node, print the device time per op at close"), set_yes_no,
+     AT(run.cuda_profile), AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     .doc = "CUDA: time every node with CUDA events and print, when the session closes, the device time per op "
+            "type (stderr), each node's first call (planning, loading kernels) left out"},
+    {NULL, "AMP_SIM_LACKS", "comma-separated op types", set_op_types, AT(run.sim_lacks), AMP_DOOR_SESSION,
+     .example = "MatMul,Relu", .refused = "NoSuchOp",
+     .doc = "the device simulator, for the tests of the fallback: op types it claims to have no kernel for, which "
+            "run on the CPU fallback with copies around them"},
+    {NULL, "AMP_SIM_REFUSES", "comma-separated op types", set_op_types, AT(run.sim_refuses), AMP_DOOR_SESSION,
+     .example = "MatMul", .refused = "NoSuchOp",
+     .doc = "the device simulator: op types whose kernels it takes at prepare but which refuse when they run, as a "
+            "CUDA kernel does for a geometry its library cannot run (the node moves to the CPU fallback for good)"},
+    {NULL, "AMP_DNNL", YES_NO("the CPU kernels may use oneDNN, the default"), set_dnnl, 0, AMP_DOOR_SESSION,
+     .example = "0", .refused = "maybe",
+     .doc = "0: the CPU kernels use OpenBLAS for everything, not oneDNN. Process-wide, as the library is: it counts "
+            "when a session sets it before oneDNN's first use"},
+    {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .example = "amp_log",
+     .refused = "/proc/ampc-log",
+     .doc = "a folder (made if needed) for `before.onnx`, `after.onnx`, `before.txt`, `after.txt`, `summary.txt` "
+            "and `paint.txt` (the four op lists in force, then the nodes of each paint bucket); each is created "
+            "anew (a file or symbolic link of that name is replaced, never written through), the folder itself may "
+            "not be a symbolic link, and a folder that cannot be made or written fails the open (the session "
+            "option `log_path`)"},
+    /* The conversion's options. */
+    {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, CONV,
+     .example = "bf16", .refused = "fp8",
+     .doc = "the 16-bit type, as `--precision` (sessions default to `auto`: [Precision auto](cli.md#precision-auto); "
+            "the session option `precision`)"},
     /* A test hook: what auto decides on a CPU with these features (the CLI reads it too). */
     {NULL, "AMP_CPU_FEATURES", "none or a comma-separated list of avx512_bf16, amx_bf16, avx512_fp16, amx_fp16",
-     set_cpu_features, 0, true},
-    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, false},
-    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, false},
-    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, true},
-    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, true},
-    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, true},
-    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, true},
-    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, true},
-    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, true},
-    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, true},
-    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, true},
-    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, false},
-    {"keep-io-types", NULL, "nothing", set_keep_io, false, false},
-    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, false},
-    {"loss", NULL, "the name of the loss value", set_loss, 0, false},
+     set_cpu_features, 0, CONV | AMP_DOOR_EXPORT, .example = "avx512_bf16", .refused = "sse9",
+     .doc = "a test hook: what `auto` takes the CPU to have, instead of what cpuid says"},
+    {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, 0,
+     .doc = NULL},
+    {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, CONV,
+     .example = "22", .refused = "23", .doc = "as `--opset-upgrade` (the session option `opset_upgrade`)"},
+    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, CONV, .example = "Add", .refused = "NoSuchOp",
+     .doc = "ops added to the allow list, as `--allow` (the session option `allowlist_add`)"},
+    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, CONV, .example = "Transpose", .refused = "NoSuchOp",
+     .doc = "ops added to the infer list, as `--infer`"},
+    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, CONV, .example = "MatMul", .refused = "NoSuchOp",
+     .doc = "ops added to the clear list, as `--clear`"},
+    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, CONV, .example = "MatMul", .refused = "NoSuchOp",
+     .doc = "ops added to the deny list, as `--deny`"},
+    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, CONV, .example = "MatMul",
+     .refused = "NoSuchOp",
+     .doc = "ops taken out of the allow list, after every addition (an op removed from its list is in none)"},
+    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, CONV, .example = "Add",
+     .refused = "NoSuchOp", .doc = "ops taken out of the infer list"},
+    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, CONV, .example = "Relu",
+     .refused = "NoSuchOp", .doc = "ops taken out of the clear list"},
+    {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, CONV,
+     .example = "SoftmaxCrossEntropyLoss",
+     .refused = "NoSuchOp", .doc = "ops taken out of the deny list"},
+    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0, .doc = NULL},
+    {"keep-io-types", NULL, "nothing", set_keep_io, false, 0, .doc = NULL},
+    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0, .doc = NULL},
+    {"loss", NULL, "the name of the loss value", set_loss, 0, 0, .doc = NULL},
     {"loss-scale", "AMP_LOSS_SCALE", "dynamic, none or a positive number up to 3.4e38 (float32's largest)",
-     set_loss_scale, 0, false},
-    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, false},
-    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, false},
-    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, false},
-    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, false},
-    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, false},
-    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, false},
-    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, false},
-    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, false},
-    /* The CPU backend's threads: sessions read it whether or not AMP_AUTO is on
-     * (runtime/amp_auto.c), `ampc run/bench --threads` replaces it. */
-    {NULL, "AMP_THREADS", "a whole number from 1", set_threads, 0, false},
+     set_loss_scale, 0, CONV, .example = "1024", .refused = "foo",
+     .doc = "loss scaling of training graphs, as `--loss-scale` (the session option `loss_scale`)"},
+    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0, .doc = NULL},
+    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0, .doc = NULL},
+    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, 0, .doc = NULL},
+    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0, .doc = NULL},
+    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0, .doc = NULL},
+    {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, CONV,
+     .example = "model.stats", .refused = "/nonexistent/ampc.stats",
+     .doc = "measured ranges, as `--calibration` (the session option `calibration`); a file that cannot be read is "
+            "an error"},
+    {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, CONV,
+     .example = "0.5", .refused = "-1", .doc = "as `--calib-max-activation`"},
+    {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, CONV,
+     .example = "1", .refused = "x", .doc = "as `--calib-min-activation`"},
 };
 #undef OPS
+#undef CONV
+#undef YES_NO
+#undef AT
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
+_Static_assert(N_OPTIONS <= 64, "AmpOptions.given has a bit per row");
 
 const AmpOption *amp_option_at(size_t i) {
     return i < N_OPTIONS ? &OPTIONS[i] : NULL;
+}
+
+bool amp_option_adds_up(const AmpOption *d) {
+    return d->set == set_list;
 }
 
 const AmpOption *amp_option_find(const char *name) {
@@ -246,26 +390,16 @@ const AmpOption *amp_option_find(const char *name) {
 
 AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
     AmpStatus own = {AMP_OK, ""}; /* the setter's own message, if it made one */
-    if (d->set(o, d, label, v ? v : "", &own)) return AMP_OK;
+    if (d->set(o, d, label, v ? v : "", &own)) return o->given |= (uint64_t)1 << (d - OPTIONS), AMP_OK;
     if (own.code != AMP_OK) return amp_fail(st, own.code, "%s", own.msg);
     return amp_option_refuse(st, label, v ? v : "", d->expect);
 }
 
-AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st) {
-    static const char *const yes[] = {"1", "true", "on", "yes"}, *const no[] = {"0", "false", "off", "no"};
-    *out = false;
-    if (!v || !*v) return AMP_OK;
-    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
-        if (is(v, yes[i])) return *out = true, AMP_OK;
-        if (is(v, no[i])) return AMP_OK;
-    }
-    return amp_option_refuse(st, label, v, meaning);
-}
-
-AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st) {
+AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsigned door, AmpStatus *st) {
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const AmpOption *d = &OPTIONS[i];
-        if (!d->env || (cli_env_only && !d->cli_env)) continue;
+        if (!d->env || !(d->doors & door)) continue;
+        if ((o->given >> i & 1) && !amp_option_adds_up(d)) continue; /* its flag wins */
         const char *v = get(ctx, d);
         AmpCode rc = v && *v ? amp_option_set(o, d, d->env, v, st) : AMP_OK;
         if (rc) return rc;

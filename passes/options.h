@@ -1,17 +1,37 @@
-/* The AMP options in one table (options.c): each option's spellings, check and field,
- * shared by the three doors that set them: the CLI (--precision), AMP_AUTO sessions'
- * environment (AMP_PRECISION) and the C API's AmpSessionOptions fields (read as their
+/* The AMP options and every AMP_* variable in one table (options.c): each one's spellings,
+ * check and field, shared by the doors that set them: the CLI (--precision), the
+ * environment (AMP_PRECISION, read by `ampc MODEL -o OUT`, by sessions, by every ampc
+ * command: AmpOption.doors) and the C API's AmpSessionOptions fields (read as their
  * variable). A value is accepted or refused here, whichever door it came by, and a refused
  * one gets one message, "--flag 'VALUE': expected ..." or "VAR='VALUE': expected ..." (the
- * same but for the door's name), AMP_ERR_USAGE. Adding an option is one row there (and one in
- * tools/cli_options.h for its --help text). */
+ * same but for the door's name), AMP_ERR_USAGE. Nothing else reads the environment: the
+ * layers below (the backends, the CPU kernels, ir/threads.c) are handed the values.
+ * Adding an option is one row there (and one in tools/cli_options.h for its --help text).
+ *
+ * The table sits in passes/, the lowest layer both its readers (the runtime and the
+ * command) reach; the values of the runtime's own variables are only checked and stored
+ * here (AMP_BACKEND's words are backend/backend.c's, which a test holds them to). */
 #ifndef AMP_OPTIONS_H
 #define AMP_OPTIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "passes/pass.h"
+
+/* The sessions' own settings, read by the same table (runtime/amp_auto.c hands them on to
+ * the session, the backend it opens and the CPU kernels). Strings are the caller's. */
+typedef struct AmpRunOptions {
+    const char *backend;  /* AMP_BACKEND's word: "auto", "cpu", "cuda" or "sim"; NULL: not given */
+    bool amp_auto;        /* AMP_AUTO */
+    bool tf32;            /* AMP_TF32 */
+    bool cuda_sync;       /* AMP_CUDA_SYNC */
+    bool cuda_profile;    /* AMP_CUDA_PROFILE */
+    const char *sim_lacks, *sim_refuses; /* AMP_SIM_LACKS, AMP_SIM_REFUSES: op types */
+    bool no_dnnl;         /* AMP_DNNL=0 */
+    const char *log_path; /* AMP_LOG_PATH */
+} AmpRunOptions;
 
 /* Options as read, and the storage their lists need. Zero-initialised means defaults. */
 typedef struct AmpOptions {
@@ -32,7 +52,9 @@ typedef struct AmpOptions {
      * and why it chose what it chose (a static sentence; NULL when auto was not asked). */
     bool stay_fp32;
     const char *precision_why;
-    int threads; /* AMP_THREADS (0: not given) */
+    int threads; /* AMP_THREADS (0: not given; more than 64 counts as 64 where it is used) */
+    AmpRunOptions run;
+    uint64_t given; /* bit i: row i of the table was set (by a flag, a field or a variable) */
 } AmpOptions;
 
 typedef struct AmpOption AmpOption;
@@ -43,8 +65,22 @@ struct AmpOption {
     /* Stores v; false when v is refused (the message is then made from `expect`), or
      * with st set (code != AMP_OK) when the setter made its own message. */
     bool (*set)(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
-    int arg;      /* the setter's own datum (a list option's AmpOpClass, ...) */
-    bool cli_env; /* the CLI reads the variable too, after its flags (the list edits) */
+    int arg;          /* the setter's own datum (a list option's AmpOpClass, ...) */
+    unsigned doors;   /* AMP_DOOR_*: who reads the variable */
+    /* A variable's entry in docs/env.md (tools/gen_cli_md.c): what it does (markdown); and a
+     * value it takes and one it refuses, for that page and the test that walks the table
+     * (tests/tools/test_env_doors.py). NULL for the CLI's own options. */
+    const char *doc, *example, *refused;
+};
+
+/* Who reads a row's variable (AmpOption.doors). A flag given wins over its variable, which
+ * is then not read; the list edits add up instead (the flags' first, then the variables'). */
+enum {
+    AMP_DOOR_CONVERT = 1u << 0, /* `ampc MODEL -o OUT`, after its flags */
+    AMP_DOOR_AMP = 1u << 1,     /* sessions with AMP_AUTO on (runtime/amp_auto.c) */
+    AMP_DOOR_SESSION = 1u << 2, /* every session, at open, AMP_AUTO or not */
+    AMP_DOOR_COMMAND = 1u << 3, /* every ampc command, before it runs (tools/cli_amp.c) */
+    AMP_DOOR_EXPORT = 1u << 4,  /* `ampc export`, for its --precision auto */
 };
 
 /* The table, in order; NULL past the end. */
@@ -53,22 +89,28 @@ const AmpOption *amp_option_at(size_t i);
  * NULL when none. */
 const AmpOption *amp_option_find(const char *name);
 
+/* Whether d's values add up (the list edits: flags' and variable's alike) rather than the
+ * last one winning (a flag given then wins over the variable). */
+bool amp_option_adds_up(const AmpOption *d);
 /* Sets option d from value v, which came by `label` ("--precision" or "AMP_PRECISION").
  * An empty v is refused like any bad value (the environment's doors skip blank values
  * before: a variable set empty is unset). */
 AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
+/* The table's parsers of numbers, which the command's own flags use too (tools/cli_values.c):
+ * a real number, finite, in [lo, hi] (an open end excludes its bound); a whole number
+ * written in decimal digits (no sign, no space), in [lo, hi]. False when s is anything
+ * else. */
+bool amp_parse_real(const char *s, double lo, bool lo_open, double hi, bool hi_open, double *out);
+bool amp_parse_whole(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 /* The message of a refused value: "LABEL 'V': expected EXPECT" ("LABEL='V'" when LABEL is
  * a variable), AMP_ERR_USAGE. For options outside the table (AMP_BACKEND, --backend) too. */
 AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const char *expect);
 
-/* A yes-or-no variable (AMP_AUTO, AMP_TF32): 1, true, on, yes or 0, false, off, no; blank
- * (NULL or "") is no. Anything else is refused, saying `meaning` is expected ("1 (...) or 0"). */
-AmpCode amp_option_bool(const char *label, const char *v, const char *meaning, bool *out, AmpStatus *st);
-
-/* The environment's door: for each row with a variable (with cli_env_only, each row whose
- * cli_env is set), in table order, the value get(ctx, row) gives; NULL or "" is unset. */
+/* The environment's door: for each row whose variable `door` (an AMP_DOOR_ bit) reads, in
+ * table order, the value get(ctx, row) gives; NULL or "" is unset. A row already set (by
+ * its flag) is skipped, but for the list edits, which add up. */
 typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d);
-AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, bool cli_env_only, AmpStatus *st);
+AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsigned door, AmpStatus *st);
 /* The get of amp_options_read_env that reads the process's environment. */
 const char *amp_option_getenv(void *ctx, const AmpOption *d);
 

@@ -1,8 +1,11 @@
-/* AMP_AUTO: reads AMP_BACKEND, AMP_TF32, AMP_THREADS, AMP_AUTO and AMP_LOG_PATH, and the AMP options of the table
- * the CLI shares (passes/options.c: AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE,
- * AMP_CALIBRATION, a statistics file of `ampc calibrate` read at once, and the eight list
- * edit variables AMP_ALLOWLIST_ADD ... AMP_DENYLIST_REMOVE) once per open, then rewrites the model in memory with the AMP
- * pipeline, so an FP32 model trains in mixed precision with no file and no code changed. */
+/* A session's settings: the variables of every session (AMP_BACKEND, AMP_TF32, AMP_AUTO,
+ * AMP_THREADS, AMP_CUDA_*, AMP_SIM_*, AMP_DNNL) and, with AMP_AUTO on, those of the AMP
+ * options (AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_CALIBRATION, a statistics
+ * file of `ampc calibrate` read at once, the eight list edit variables AMP_ALLOWLIST_ADD ...
+ * AMP_DENYLIST_REMOVE, AMP_LOG_PATH), each read once per open by the options table the CLI
+ * shares (passes/options.c), the session's options replacing them; then AMP_AUTO rewrites
+ * the model in memory with the AMP pipeline, so an FP32 model trains in mixed precision
+ * with no file and no code changed. */
 #include "runtime/amp_auto.h"
 #include "backend/backend.h"
 
@@ -15,22 +18,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A setting: the option's value when given, else the environment's (unless ignored). */
-static const char *setting(const AmpSessionOptions *o, const char *field, const char *var) {
-    if (field) return field;
-    if (o && o->ignore_env) return NULL;
-    return getenv(var);
-}
-
-static bool is_blank(const char *s) {
-    return !s || !*s;
-}
-
-/* The C API's field for each variable of the option table (they replace the variable). */
+/* The C API's string field for each variable of the option table that has one (the field,
+ * when not NULL, replaces the variable). */
 static const struct {
     const char *var;
     size_t field; /* offsetof in AmpSessionOptions */
 } FIELDS[] = {
+    {"AMP_AUTO", offsetof(AmpSessionOptions, amp_auto)},
+    {"AMP_LOG_PATH", offsetof(AmpSessionOptions, log_path)},
     {"AMP_PRECISION", offsetof(AmpSessionOptions, precision)},
     {"AMP_LOSS_SCALE", offsetof(AmpSessionOptions, loss_scale)},
     {"AMP_OPSET_UPGRADE", offsetof(AmpSessionOptions, opset_upgrade)},
@@ -45,14 +40,18 @@ static const struct {
     {"AMP_DENYLIST_REMOVE", offsetof(AmpSessionOptions, denylist_remove)},
 };
 
-/* amp_options_read_env's get: the session option's field, else the variable. A variable of
- * the table with no field here is read from the environment only. */
+/* amp_options_read_env's get: the session option's field, else the variable (unless
+ * ignore_env). The backend, tf32 and threads options, when set, replace their variable
+ * too; a variable of the table with no field is read from the environment only. */
 static const char *session_setting(void *ctx, const AmpOption *d) {
     const AmpSessionOptions *o = ctx;
-    for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++)
-        if (strcmp(FIELDS[i].var, d->env) == 0)
-            return setting(o, *(const char *const *)((const char *)o + FIELDS[i].field), d->env);
-    return setting(o, NULL, d->env);
+    for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++) {
+        const char *field = *(const char *const *)((const char *)o + FIELDS[i].field);
+        if (strcmp(FIELDS[i].var, d->env) == 0 && field) return field;
+    }
+    bool replaced = (!strcmp(d->env, "AMP_BACKEND") && o->backend != AMP_BACKEND_AUTO) ||
+                    (!strcmp(d->env, "AMP_TF32") && o->tf32) || (!strcmp(d->env, "AMP_THREADS") && o->threads > 0);
+    return o->ignore_env || replaced ? NULL : amp_option_getenv(NULL, d);
 }
 
 void amp_auto_config_free(AmpAutoConfig *c) {
@@ -65,28 +64,34 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
     static const AmpSessionOptions none = {0};
     if (!o) o = &none;
     memset(c, 0, sizeof *c);
-    c->backend = o->backend;
-    const char *be = o->backend == AMP_BACKEND_AUTO ? setting(o, NULL, "AMP_BACKEND") : NULL;
-    if (!is_blank(be) && (c->backend = amp_backend_parse(be)) < 0)
-        return amp_option_refuse(st, "AMP_BACKEND", be, AMP_BACKEND_NAMES);
-    AmpCode rc = amp_option_bool("AMP_TF32", setting(o, NULL, "AMP_TF32"),
-                                 "1 (CUDA may use TF32 for float32 GEMMs and convolutions) or 0", &c->tf32, st);
-    if (!rc) rc = amp_option_bool("AMP_AUTO", setting(o, o->amp_auto, "AMP_AUTO"),
-                                  "1 (rewrite the model in mixed precision) or 0", &c->enabled, st);
-    c->tf32 |= o->tf32;
-    /* AMP_THREADS through its row of the table, whether or not AMP_AUTO is on. */
-    const char *th = o->threads > 0 ? NULL : setting(o, NULL, "AMP_THREADS");
-    if (!rc && o->threads < 0) rc = amp_fail(st, AMP_ERR_USAGE, "threads %d: expected a whole number from 1 (0: the default)", o->threads);
-    if (!rc && !is_blank(th)) rc = amp_option_set(&c->opts, amp_option_find("AMP_THREADS"), "AMP_THREADS", th, st);
+    if (o->threads < 0)
+        return amp_fail(st, AMP_ERR_USAGE, "threads %d: expected a whole number from 1 (0: the default)", o->threads);
+    /* Every session's own settings, AMP_AUTO or not. */
+    AmpCode rc = amp_options_read_env(&c->opts, session_setting, (void *)o, AMP_DOOR_SESSION, st);
+    if (rc) {
+        amp_auto_config_free(c);
+        return rc;
+    }
+    const AmpRunOptions *r = &c->opts.run;
+    c->backend = o->backend != AMP_BACKEND_AUTO || !r->backend ? (int)o->backend : amp_backend_parse(r->backend);
+    if (c->backend < 0) return amp_fail(st, AMP_ERR_INTERNAL, "AMP_BACKEND '%s': no such backend", r->backend);
+    c->tf32 = o->tf32 || r->tf32;
+    c->enabled = r->amp_auto;
     c->threads = o->threads > 0 ? o->threads : c->opts.threads;
-    if (rc || !c->enabled) return rc;
-    rc = amp_options_read_env(&c->opts, session_setting, (void *)o, false, st);
+    c->be = (AmpBackendSettings){.tf32 = c->tf32,
+                                 .sync_each = r->cuda_sync,
+                                 .profile = r->cuda_profile,
+                                 .lacks = r->sim_lacks,
+                                 .refuses = r->sim_refuses};
+    c->no_dnnl = r->no_dnnl;
+    if (!c->enabled) return AMP_OK;
+    rc = amp_options_read_env(&c->opts, session_setting, (void *)o, AMP_DOOR_AMP, st);
     /* Sessions default to auto: the type the device runs fastest, or none. */
     if (!rc && !c->opts.po.precision) c->opts.precision_auto = true;
     if (!rc) amp_options_decide(&c->opts, amp_auto_device_class(c->backend));
     if (!rc) rc = amp_options_finish(&c->opts, st);
-    const char *log = setting(o, o->log_path, "AMP_LOG_PATH");
-    if (!rc && !is_blank(log) && !(c->log_path = strdup(log))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    const char *log = c->opts.run.log_path;
+    if (!rc && log && !(c->log_path = strdup(log))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     if (rc) amp_auto_config_free(c);
     return rc;
 }
@@ -143,16 +148,16 @@ static AmpCode log_dir_open(LogDir *d, const char *path, AmpStatus *st) {
     d->path = path;
     d->fd = -1;
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot create the folder: %s", path, strerror(errno));
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH='%s': cannot create the folder: %s", path, strerror(errno));
     d->fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (d->fd < 0) {
         int err = errno;
         struct stat sb; /* only to name the error: Linux says ENOTDIR for a link, others ELOOP */
         if (err == ELOOP || (err == ENOTDIR && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)))
             return amp_fail(st, AMP_ERR_USAGE,
-                            "AMP_LOG_PATH '%s' is a symbolic link, which is not followed; name the folder itself",
+                            "AMP_LOG_PATH='%s' is a symbolic link, which is not followed; name the folder itself",
                             path);
-        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH '%s': cannot open the folder: %s", path, strerror(err));
+        return amp_fail(st, AMP_ERR_USAGE, "AMP_LOG_PATH='%s': cannot open the folder: %s", path, strerror(err));
     }
     return AMP_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "ampc/ampc.h"
+#include "backend/backend.h"
 #include "ir/ir.h"
 #include "passes/options.h"
 #include "passes/passes.h"
@@ -19,6 +20,11 @@ typedef struct AmpAutoConfig {
                               list edits, read by the option table the CLI shares (passes/options.c) */
     char *log_path;        /* malloc'd; NULL: no log */
     int threads;           /* the threads option, else AMP_THREADS (0: neither; read whether or not AMP_AUTO is) */
+    /* What the session hands the backend it opens (tf32 and AMP_CUDA_SYNC, AMP_CUDA_PROFILE,
+     * AMP_SIM_LACKS, AMP_SIM_REFUSES; read whether or not AMP_AUTO is). Its strings live as
+     * long as the options and the environment they came from. */
+    AmpBackendSettings be;
+    bool no_dnnl;          /* AMP_DNNL=0: the CPU kernels' process-wide knob (amp_dnnl_set_off) */
 } AmpAutoConfig;
 
 /* The class of device a session on backend kind (auto: what amp_backend_open would pick)
@@ -26,10 +32,12 @@ typedef struct AmpAutoConfig {
  * other's a GPU (passes/options.h, amp_precision_auto). */
 AmpDeviceClass amp_auto_device_class(int backend);
 
-/* Reads and checks the settings: the backend (AMP_BACKEND=cpu|cuda|auto|sim when the
- * option says auto), AMP_TF32 (yes or no, as AMP_AUTO), AMP_THREADS (the threads option
- * replaces it), then AMP_AUTO; with AMP_AUTO unset or 0 nothing else is read (so a
- * stale variable cannot fail an open that rewrites nothing). With AMP_AUTO, the precision
+/* Reads and checks the settings, by the options table (every variable of AMP_DOOR_SESSION,
+ * the session's options replacing theirs; none with ignore_env): the backend
+ * (AMP_BACKEND=cpu|cuda|auto|sim when the option says auto), AMP_TF32, AMP_AUTO,
+ * AMP_THREADS (the threads option replaces it), the backend's settings; with AMP_AUTO
+ * unset or 0 nothing else is read (so a stale AMP option cannot fail an open that
+ * rewrites nothing). With AMP_AUTO (AMP_DOOR_AMP), the precision
  * is auto unless set (AMP_PRECISION or the option), decided here for the backend's device
  * class (opts.stay_fp32: no rewrite; opts.precision_why says why). A bad value is AMP_ERR_USAGE
  * naming the variable and the value; unknown op names in a list are named all at once. */

@@ -148,16 +148,12 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
                                                                         : "fp16";
         s->amp_precision_why = cfg->opts.precision_why;
     }
-    /* The CPU backend's thread knob (process-wide: OpenMP's and OpenBLAS's threads are
-     * the process's); AMP_THREADS reaches it without this. */
-    if (opt->threads > 0) amp_threads_set(opt->threads);
     if (!rc) {
         /* Types help the reports (index ranges, output shapes); a model inference cannot
          * type completely still runs. */
         AmpStatus ignored = {0};
         amp_infer_model(m, &ignored);
-        rc = amp_backend_open((AmpBackendKind)cfg->backend, &s->be, st);
-        if (!rc && cfg->tf32) amp_backend_set_option(s->be, AMP_BACKEND_OPT_TF32, true); /* where it has TF32 */
+        rc = amp_backend_open((AmpBackendKind)cfg->backend, &cfg->be, &s->be, st);
     }
     s->timeout = opt->timeout_seconds > 0 ? opt->timeout_seconds : 0;
     s->max_tensor_bytes = opt->max_tensor_bytes;
@@ -198,11 +194,22 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
     return AMP_OK;
 }
 
+/* The session's settings (amp_auto_config), and the CPU's knobs set from them (process-wide:
+ * OpenMP's, OpenBLAS's and oneDNN's threads and the library itself are the process's),
+ * before the load, which uses the thread count. */
+static AmpCode read_settings(const AmpSessionOptions *opt, AmpAutoConfig *cfg, AmpStatus *st) {
+    AmpCode rc = amp_auto_config(opt, cfg, st);
+    if (rc) return rc;
+    if (cfg->threads > 0) amp_threads_set(cfg->threads);
+    if (cfg->no_dnnl) amp_dnnl_set_off();
+    return AMP_OK;
+}
+
 AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSession **out, AmpStatus *st) {
     *out = NULL;
     if (!path || !*path) return amp_fail(st, AMP_ERR_USAGE, "amp_session_open: no path");
     AmpAutoConfig cfg;
-    AmpCode rc = amp_auto_config(opt, &cfg, st);
+    AmpCode rc = read_settings(opt, &cfg, st);
     if (rc) return rc;
     AmpModel *m = NULL;
     rc = amp_model_load_file(path, NULL, &m, st);
@@ -221,7 +228,7 @@ AmpCode amp_session_open_bytes(const void *data, size_t len, const char *dir, co
     *out = NULL;
     if (!data && len) return amp_fail(st, AMP_ERR_USAGE, "amp_session_open_bytes: no data");
     AmpAutoConfig cfg;
-    AmpCode rc = amp_auto_config(opt, &cfg, st);
+    AmpCode rc = read_settings(opt, &cfg, st);
     if (rc) return rc;
     AmpModel *m = NULL;
     rc = amp_model_load_bytes(data, len, dir, NULL, &m, st);

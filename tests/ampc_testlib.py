@@ -1,16 +1,28 @@
 """What the project's Python tests share: the runner that prints "N passed, M failed"
-last (ctest reads the exit status: 0, 1, or 77 for a skip), Skip, and a temporary folder
-removed when the test ends (kept with AMPC_KEEP_TMP=1, to look at what failed).
+last (ctest reads the exit status: 0, 1, or 77 for a skip), Skip, a temporary folder
+removed when the test ends (kept with AMPC_KEEP_TMP=1, to look at what failed), and the
+command line they take (args).
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import ampc_testlib as tl
     sys.exit(tl.run([("title", fn), ...], ctx, verbose=args.verbose, notes=ctx.notes))
 """
+import argparse
 import atexit
 import os
 import shutil
 import tempfile
 import traceback
+
+
+def args(doc):
+    """The command line every python test takes (ctest passes --ampc and --testdata), parsed;
+    doc: the test's docstring, whose first line describes it."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--ampc", required=True)
+    ap.add_argument("--testdata", help="unused here; accepted like every python test")
+    ap.add_argument("--verbose", action="store_true")
+    return ap.parse_args()
 
 
 def tempdir(prefix):

@@ -277,7 +277,9 @@ static int cmd_verify(int argc, char **argv) {
         path = a;
     }
     if (!path) return ampc_usage_error("verify: missing MODEL");
-    int in_rc = check_stdin_model(path);
+    int in_rc = ampc_command_env(); /* AMP_THREADS: the load's threads */
+    if (in_rc) return in_rc;
+    in_rc = check_stdin_model(path);
     if (in_rc) return in_rc;
     const char *shown = amp_model_path_shown(path);
 
@@ -628,11 +630,8 @@ static int dispatch(Cli *c, int argc, char **argv) {
     if (optind + 1 < argc) return ampc_usage_error("%sunexpected argument '%s'", what, argv[optind + 1]);
     if (model[0] == '\0') return ampc_usage_error("%sMODEL is an empty path", what);
     /* AMP_THREADS through its row of the options table: refused as sessions refuse it. */
-    const char *threads = getenv("AMP_THREADS");
-    AmpOptions th = {0};
-    AmpStatus tst = {AMP_OK, ""};
-    if (threads && *threads && amp_option_set(&th, amp_option_find("AMP_THREADS"), "AMP_THREADS", threads, &tst))
-        return ampc_usage_error("%s", tst.msg);
+    int env_rc = ampc_command_env();
+    if (env_rc) return env_rc;
     int in_rc = check_stdin_model(model);
     if (in_rc) return in_rc;
     const RunArgs *ra = &c->ra;

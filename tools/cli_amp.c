@@ -1,6 +1,7 @@
 /* The AMP options of the convert command (cli_amp.h): each option's value is checked as it
- * is read, by the library's table (a bad one is a usage error, exit 2), list edits from the
- * command line come before the environment's, and the pass's notices (weights kept in fp32, the summary)
+ * is read, by the library's table (a bad one is a usage error, exit 2); the conversion's
+ * variables (AMP_PRECISION, ...) are read after the flags, which win (list edits add up:
+ * the command line's first), and the pass's notices (weights kept in fp32, the summary)
  * come back through a callback. */
 #include "tools/cli_amp.h"
 
@@ -49,7 +50,7 @@ static void notify(void *ctx, const char *line) {
 
 int ampc_amp_finish(AmpcAmp *x) {
     AmpStatus st = {AMP_OK, ""};
-    if (amp_options_read_env(&x->o, amp_option_getenv, NULL, true, &st)) return status_error(&st);
+    if (amp_options_read_env(&x->o, amp_option_getenv, NULL, AMP_DOOR_CONVERT, &st)) return status_error(&st);
     /* auto: for the machine ampc runs on (a usable GPU, else this CPU), said first in the
      * "wrote" line. */
     amp_options_decide(&x->o, amp_auto_device_class(AMP_BACKEND_AUTO));
@@ -125,6 +126,15 @@ const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, siz
         if (*p == ',') p++;
     }
     return k ? buf : "none";
+}
+
+int ampc_command_env(void) {
+    AmpOptions o = {0};
+    AmpStatus st = {AMP_OK, ""};
+    int rc = amp_options_read_env(&o, amp_option_getenv, NULL, AMP_DOOR_COMMAND, &st) ? status_error(&st) : 0;
+    if (!rc && o.threads > 0) amp_threads_set(o.threads);
+    amp_options_free(&o);
+    return rc;
 }
 
 void ampc_amp_free(AmpcAmp *x) {

@@ -1,7 +1,8 @@
 /* The AMP options of `ampc MODEL -o OUT` (tools/cli_amp.c): --precision, --level, the list
  * edits, --keep-fp32, the loss scaling and calibration options, parsed by the library's
  * option table (passes/options.c, which AMP_AUTO and the C API share; the CLI reads the
- * AMP_ALLOWLIST_ADD ... list variables there too), and --explain, the CLI's own. */
+ * conversion's variables, AMP_PRECISION ... AMP_DENYLIST_REMOVE, there too, as AMP_AUTO
+ * sessions do), and --explain, the CLI's own. */
 #ifndef AMPC_TOOLS_CLI_AMP_H
 #define AMPC_TOOLS_CLI_AMP_H
 
@@ -24,8 +25,9 @@ typedef struct AmpcAmp {
 /* Handles the option called `name` (its long name) with argument `arg`. Returns -1 when
  * it is not an AMP option, else 0 or the exit code of a usage error (already printed). */
 int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg);
-/* After all options: reads the list-edit variables, checks that no op is in two lists,
- * points po at the edits and globs. 0 or an exit code (message printed). */
+/* After all options: reads the conversion's variables (those of AMP_DOOR_CONVERT; a flag
+ * given wins over its variable, list edits add up), decides auto, checks that no op is in
+ * two lists, points po at the edits and globs. 0 or an exit code (message printed). */
 int ampc_amp_finish(AmpcAmp *x);
 /* With --explain NODE (each one given): 0 when m has a node of each name (in any graph),
  * else 2 with a message naming the first missing NODE and `path`; also 2 when `pipeline`
@@ -35,5 +37,8 @@ int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, cons
  * chose no 16-bit compute (written into buf then). */
 const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, size_t len);
 void ampc_amp_free(AmpcAmp *x);
+/* The variables every command reads (those of AMP_DOOR_COMMAND: AMP_THREADS, which sets
+ * the thread knob), by the table: 0, or the exit code of a usage error (printed). */
+int ampc_command_env(void);
 
 #endif

@@ -18,6 +18,7 @@
 #include "runtime/observe.h"
 #include "passes/options.h"
 #include "tools/cli_say.h"
+#include "tools/cli_values.h"
 
 /* What one value has shown so far. */
 typedef struct Acc {
@@ -271,7 +272,6 @@ int ampc_cmd_calibrate(CalibArgs *ca) {
 }
 
 int ampc_parse_calib_value(int val, const char *arg, CalibArgs *c) {
-    char *end;
     switch (val) {
     case OPT_INPUTS:
         if (!arg[0]) return ampc_usage_error("--inputs: DIR is an empty path");
@@ -281,16 +281,16 @@ int ampc_parse_calib_value(int val, const char *arg, CalibArgs *c) {
     case OPT_OUTPUT: c->out = arg; return 0;
     case OPT_LOSS_SCALE_INIT: { /* checked as the convert command checks it (passes/options.c) */
         AmpOptions o = {0};
-        AmpStatus st = {AMP_OK, ""};
-        if (amp_option_set(&o, amp_option_find("loss-scale-init"), "--loss-scale-init", arg, &st))
-            return ampc_usage_error("%s", st.msg);
+        int rc = ampc_flag_table("loss-scale-init", val, arg, &o);
         c->loss_scale = o.loss_scale_init;
-        return 0;
+        return rc;
     }
-    case OPT_TOP:
-        c->top = strtol(arg, &end, 10);
-        if (*end || c->top < 1) return ampc_usage_error("--top '%s': expected a whole number from 1", arg);
-        return 0;
+    case OPT_TOP: {
+        uint64_t n = 0;
+        int rc = ampc_flag_whole(val, arg, &n);
+        if (!rc) c->top = (long)n;
+        return rc;
+    }
     default: return ampc_parse_run_value(val, arg, &c->run);
     }
 }

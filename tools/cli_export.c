@@ -51,8 +51,7 @@ static int precision_of(const char *p, const char **why, AmpStatus *st) {
     if (!strcmp(p, "bf16") || !strcmp(p, "bfloat16")) return 16;
     if (strcmp(p, "auto")) return 10;
     AmpOptions o = {.precision_auto = true};
-    const char *f = getenv("AMP_CPU_FEATURES");
-    if (f && *f && amp_option_set(&o, amp_option_find("AMP_CPU_FEATURES"), "AMP_CPU_FEATURES", f, st)) return -1;
+    if (amp_options_read_env(&o, amp_option_getenv, NULL, AMP_DOOR_EXPORT, st)) return -1;
     amp_options_decide(&o, amp_auto_device_class(AMP_BACKEND_AUTO));
     *why = o.precision_why;
     return o.stay_fp32 ? 0 : o.po.precision;
@@ -74,8 +73,11 @@ int ampc_cmd_export(const ExportArgs *e, const RunArgs *ra) {
     if (rc) return ampc_run_fail(&st, rc, shown);
     if (e->load_state && (rc = amp_session_state_load(s, e->load_state, &st))) {
         amp_session_close(s);
-        const char *env = getenv("AMP_AUTO");
-        if (strstr(st.msg, "'amp_loss_scale") && !(env && *env && strcmp(env, "0") != 0)) {
+        AmpAutoConfig cfg; /* whether this session rewrote the model, as its open read it */
+        AmpStatus ignored = {AMP_OK, ""};
+        bool amp = amp_auto_config(&so, &cfg, &ignored) == AMP_OK && cfg.enabled;
+        amp_auto_config_free(&cfg);
+        if (strstr(st.msg, "'amp_loss_scale") && !amp) {
             size_t n = strlen(st.msg);
             snprintf(st.msg + n, sizeof st.msg - n, " (a checkpoint of an AMP_AUTO=1 run? export with AMP_AUTO=1 too)");
         }

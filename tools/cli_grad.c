@@ -2,7 +2,6 @@
  * work); options from the one table, cli_options.h. */
 #include "tools/cli_grad.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +10,7 @@
 #include "ir/ir.h"
 #include "tools/run.h"
 #include "tools/cli_say.h"
-
-/* A number in (lo, hi] (below hi when open) into *out, else a usage error naming --opt. */
-static int number(const char *arg, const char *opt, const char *want, double lo, double hi, bool open, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (errno || end == arg || *end || !(v > lo) || v > hi || (open && v == hi))
-        return ampc_usage_error("grad: --%s '%s': expected %s", opt, arg, want);
-    *out = v;
-    return AMP_OK;
-}
+#include "tools/cli_values.h"
 
 int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
     switch (val) {
@@ -54,14 +43,13 @@ int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
         else
             return ampc_usage_error("grad: --optimizer '%s': expected sgd, momentum or adam", arg);
         return AMP_OK;
-    case OPT_LR: return number(arg, "lr", "a number > 0", 0, 1e30, false, &g->opt.lr);
-    case OPT_MOMENTUM: return number(arg, "momentum", "a number in (0, 1)", 0, 1, true, &g->opt.momentum);
-    case OPT_BETA1: return number(arg, "beta1", "a number in (0, 1)", 0, 1, true, &g->opt.beta1);
-    case OPT_BETA2: return number(arg, "beta2", "a number in (0, 1)", 0, 1, true, &g->opt.beta2);
-    case OPT_EPS: return number(arg, "eps", "a number > 0", 0, 1e30, false, &g->opt.eps);
-    case OPT_WEIGHT_DECAY:
-        if (arg[0] == '-') return ampc_usage_error("grad: --weight-decay '%s': expected a number >= 0", arg);
-        return number(arg, "weight-decay", "a number >= 0", -1, 1e30, false, &g->opt.weight_decay);
+    /* The numbers: their rows of tools/cli_values.c, as every command taking them checks them. */
+    case OPT_LR: return ampc_flag_real(val, arg, &g->opt.lr);
+    case OPT_MOMENTUM: return ampc_flag_real(val, arg, &g->opt.momentum);
+    case OPT_BETA1: return ampc_flag_real(val, arg, &g->opt.beta1);
+    case OPT_BETA2: return ampc_flag_real(val, arg, &g->opt.beta2);
+    case OPT_EPS: return ampc_flag_real(val, arg, &g->opt.eps);
+    case OPT_WEIGHT_DECAY: return ampc_flag_real(val, arg, &g->opt.weight_decay);
     case OPT_FREEZE:
         if (g->opt.n_freeze == AMPC_GRAD_MAX_FREEZE)
             return ampc_usage_error("grad: more than %d --freeze globs", AMPC_GRAD_MAX_FREEZE);

@@ -160,10 +160,12 @@ static const char ABOUT[] =
     "\n"
     "'ampc run' trains when the model has a training algorithm (ONNX training_info) or\n"
     "an output named like a loss; it reads AMP_AUTO=1 (with AMP_LOG_PATH and the\n"
-    "variables named '(AMP_AUTO: VAR)' above, which take the values their option takes,\n"
+    "variables named '(variable: VAR)' above, which take the values their option takes,\n"
     "AMP_ALLOWLIST_REMOVE and the other removals too) and then rewrites the model in\n"
     "mixed precision in memory before running it; without --backend it reads\n"
-    "AMP_BACKEND (cpu, cuda, auto or sim). 'ampc bench' does the same but runs\n"
+    "AMP_BACKEND (cpu, cuda, auto or sim). 'ampc MODEL -o OUT' reads the conversion's\n"
+    "variables too, after its flags, which win. Every AMP_* variable, who reads it and\n"
+    "what it takes: docs/env.md. 'ampc bench' does the same as 'ampc run' but runs\n"
     "inference unless --train is given, and prints only the median, min and max time\n"
     "of the N timed runs (the W warm-up runs are not counted) and the peak memory.\n"
     "Timings of a shared machine vary: compare ratios taken in one go.\n"
@@ -190,19 +192,36 @@ static void print_option(FILE *f, const OptRow *o) {
         snprintf(head, sizeof head, "-%c, --%s%s%s", o->short_name, o->name, o->has_arg ? " " : "", o->meta);
     else
         snprintf(head, sizeof head, "    --%s%s%s", o->name, o->has_arg ? " " : "", o->meta);
-    /* The variable of the library's option table that AMP_AUTO reads for it. */
+    /* The variable of the library's option table that stands for it (docs/env.md). */
     const AmpOption *d = amp_option_find(o->name);
     char help[1024];
-    snprintf(help, sizeof help, "%s%s%s%s", o->help, d && d->env ? " (AMP_AUTO: " : "", d && d->env ? d->env : "",
+    snprintf(help, sizeof help, "%s%s%s%s", o->help, d && d->env ? " (variable: " : "", d && d->env ? d->env : "",
              d && d->env ? ")" : "");
     print_wrapped(f, head, help);
 }
 
-void ampc_print_help(FILE *f, const char *version) {
-    fprintf(f, "ampc %s: automatic mixed precision for ONNX models\n\n", version);
+void ampc_print_usage(FILE *f) {
     for (size_t i = 0; i < N_CMDS; i++) fprintf(f, "%s%s", i ? "       " : "usage: ", cmd_rows[i].synopsis);
     fprintf(f, "       ampc COMMAND --help               one command's usage and options\n"
-               "       ampc --help | --version\n\noptions:\n");
+               "       ampc --help | --version\n");
+}
+
+void ampc_option_command_names(int val, char *buf, size_t len) {
+    unsigned ok = ampc_option_commands(val);
+    size_t k = 0;
+    buf[0] = '\0';
+    if (ok == CMD_ALL) snprintf(buf, len, "all");
+    for (size_t i = 0; i < N_CMDS && ok != CMD_ALL; i++) {
+        if (!(ok & cmd_rows[i].cmd)) continue;
+        int w = snprintf(buf + k, len - k, "%s%s", k ? ", " : "", cmd_rows[i].name[0] ? cmd_rows[i].name : "convert");
+        if (w > 0 && (size_t)w < len - k) k += (size_t)w;
+    }
+}
+
+void ampc_print_help(FILE *f, const char *version) {
+    fprintf(f, "ampc %s: automatic mixed precision for ONNX models\n\n", version);
+    ampc_print_usage(f);
+    fprintf(f, "\noptions:\n");
     for (size_t i = 0; i < N_OPTS; i++) print_option(f, &opt_rows[i]);
     const char *dflt = amp_default_pipeline();
     fprintf(f, "\npasses (default pipeline: %s):\n", (dflt && dflt[0]) ? dflt : "none");

@@ -44,6 +44,10 @@ extern const struct option ampc_long_opts[];
 void ampc_short_opts(char *out);
 /* `ampc --help`: usage, every option, the environment, exit codes. */
 void ampc_print_help(FILE *f, const char *version);
+/* Its usage lines: every command's synopsis ("usage: ampc MODEL -o OUT ..."). */
+void ampc_print_usage(FILE *f);
+/* The commands that take option val, by name ("convert, run, bench"; "all"), into buf. */
+void ampc_option_command_names(int val, char *buf, size_t len);
 /* `ampc COMMAND --help`: that command's synopsis and the options it takes (CMD_CONVERT:
  * all of ampc_print_help). */
 void ampc_print_command_help(FILE *f, const char *version, unsigned cmd);

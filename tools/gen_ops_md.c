@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir/ops.h"
+#include "tools/gen_md.h"
 
 static const char HEAD[] =
     "# The op table\n\n"
@@ -64,36 +65,6 @@ static char *render(void) {
     return s;
 }
 
-/* 0 when the file at path holds exactly want; else 1, naming the first differing line. */
-static int check(const char *path, const char *want) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "gen_ops_md: cannot read %s\n", path);
-        return 1;
-    }
-    size_t cap = strlen(want) + 2, n;
-    char *have = malloc(cap);
-    if (!have) {
-        fclose(f);
-        return 1;
-    }
-    n = fread(have, 1, cap - 1, f);
-    fclose(f);
-    have[n] = '\0';
-    int rc = strcmp(have, want) != 0;
-    if (rc) {
-        size_t i = 0, line = 1, start = 0;
-        for (; have[i] && have[i] == want[i]; i++)
-            if (have[i] == '\n') line++, start = i + 1;
-        const char *nl = strchr(want + start, '\n');
-        fprintf(stderr, "%s differs from ir/ops.def at line %zu; the table gives:\n%.*s\n"
-                "(regenerate it: cmake --build build --target ops_md)\n",
-                path, line, nl ? (int)(nl - want - start) : (int)strlen(want + start), want + start);
-    }
-    free(have);
-    return rc;
-}
-
 int main(int argc, char **argv) {
     int checking = argc == 3 && strcmp(argv[1], "--check") == 0;
     if (argc != 2 + checking) {
@@ -107,7 +78,10 @@ int main(int argc, char **argv) {
     }
     int rc = 0;
     if (checking) {
-        rc = check(argv[2], md);
+        char *have = gen_md_read(argv[2]);
+        if (!have) fprintf(stderr, "gen_ops_md: cannot read %s\n", argv[2]);
+        rc = !have || gen_md_check(argv[2], have, md, "ir/ops.def", "ops_md");
+        free(have);
     } else {
         FILE *f = fopen(argv[1], "wb");
         int bad = !f || fputs(md, f) < 0;

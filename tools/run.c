@@ -459,12 +459,6 @@ AmpSessionOptions ampc_session_options(const RunArgs *a) {
                             .ort_checkpoint = a->ort_checkpoint,
                             .learning_rate = a->lr,
                             .threads = a->threads};
-    /* The CPU kernels read AMP_THREADS (ir/threads.c); the flag wins over the variable. */
-    if (a->threads > 0) {
-        char n[16];
-        snprintf(n, sizeof n, "%d", a->threads);
-        setenv("AMP_THREADS", n, 1);
-    }
     return so;
 }
 

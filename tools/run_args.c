@@ -1,6 +1,7 @@
 /* The values of 'ampc run' and 'ampc bench' options (--steps, --seed, --backend, --dim,
- * --timeout, ...), checked and stored in RunArgs; a bad one is a usage error. */
-#include <errno.h>
+ * --timeout, ...), checked and stored in RunArgs; a bad one is a usage error. Numbers are
+ * checked by their row of tools/cli_values.c, --threads and --backend by their variable's
+ * row of the options table (passes/options.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +12,21 @@
 #include "tools/run.h"
 #include "ampc/status.h"
 #include "tools/cli_say.h"
+#include "tools/cli_values.h"
 
 int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
-    char *end = NULL;
-    errno = 0;
+    uint64_t n = 0;
+    AmpOptions o = {0};
+    int rc;
     switch (val) {
     case OPT_STEPS:
     case OPT_ITERS:
-    case OPT_WARMUP: {
-        long n = strtol(arg, &end, 10), least = val == OPT_WARMUP ? 0 : 1;
-        const char *name = val == OPT_STEPS ? "steps" : val == OPT_ITERS ? "iters" : "warmup";
-        if (errno || end == arg || *end || n < least || n > 100000000)
-            return ampc_usage_error("--%s '%s': expected a whole number of at least %ld", name, arg, least);
-        if (val == OPT_STEPS) r->steps = n;
-        else if (val == OPT_ITERS) r->iters = n;
-        else r->warmup = n;
+    case OPT_WARMUP:
+        if ((rc = ampc_flag_whole(val, arg, &n))) return rc;
+        if (val == OPT_STEPS) r->steps = (long)n;
+        else if (val == OPT_ITERS) r->iters = (long)n;
+        else r->warmup = (long)n;
         return AMP_OK;
-    }
     case OPT_TRAIN: r->train = true; return AMP_OK;
     case OPT_COMPARE: r->compare = true; return AMP_OK;
     case OPT_PROFILE: r->profile = true; return AMP_OK;
@@ -38,46 +37,20 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
     case OPT_NO_FALLBACK: r->no_fallback = true; return AMP_OK;
     case OPT_NO_FUSE: r->no_fuse = true; return AMP_OK;
     case OPT_TF32: r->tf32 = true; return AMP_OK;
-    case OPT_THREADS: { /* AMP_THREADS's row: one parser, one message but for the door's name */
-        AmpOptions o = {0};
-        AmpStatus st = {AMP_OK, ""};
-        if (amp_option_set(&o, amp_option_find("AMP_THREADS"), "--threads", arg, &st))
-            return ampc_usage_error("%s", st.msg);
+    case OPT_THREADS: /* AMP_THREADS's row: one parser, one message but for the door's name */
+        if ((rc = ampc_flag_table("AMP_THREADS", val, arg, &o))) return rc;
         r->threads = o.threads;
         return AMP_OK;
-    }
-    case OPT_SEED: {
-        unsigned long long v = strtoull(arg, &end, 0);
-        if (errno || end == arg || *end || arg[0] == '-')
-            return ampc_usage_error("--seed '%s': expected a non-negative whole number", arg);
-        r->seed = (uint64_t)v;
-        return AMP_OK;
-    }
-    case OPT_MAX_ITERATIONS: {
-        unsigned long long v = strtoull(arg, &end, 10);
-        if (errno || end == arg || *end || arg[0] == '-' || v == 0)
-            return ampc_usage_error("--max-iterations '%s': expected a whole number of at least 1", arg);
-        r->max_iterations = (uint64_t)v;
-        return AMP_OK;
-    }
-    case OPT_TIMEOUT: {
-        double v = strtod(arg, &end);
-        if (errno || end == arg || *end || !(v > 0) || v > 1e9)
-            return ampc_usage_error("--timeout '%s': expected a number of seconds above 0", arg);
-        r->timeout = v;
-        return AMP_OK;
-    }
-    case OPT_BACKEND:
-        if ((r->backend = amp_backend_parse(arg)) < 0) { /* AMP_BACKEND's message (runtime/amp_auto.c) */
-            AmpStatus st = {AMP_OK, ""};
-            amp_option_refuse(&st, "--backend", arg, AMP_BACKEND_NAMES);
-            return ampc_usage_error("%s", st.msg);
-        }
+    case OPT_SEED: return ampc_flag_whole(val, arg, &r->seed);
+    case OPT_MAX_ITERATIONS: return ampc_flag_whole(val, arg, &r->max_iterations);
+    case OPT_TIMEOUT: return ampc_flag_real(val, arg, &r->timeout);
+    case OPT_BACKEND: /* AMP_BACKEND's row */
+        if ((rc = ampc_flag_table("AMP_BACKEND", val, arg, &o))) return rc;
+        r->backend = amp_backend_parse(o.run.backend);
         return AMP_OK;
     case OPT_DIM: {
         const char *eq = strchr(arg, '=');
-        long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
-        if (!eq || eq == arg || errno || end == eq + 1 || *end || v < 0)
+        if (!eq || eq == arg || !amp_parse_whole(eq + 1, 0, INT64_MAX, &n))
             return ampc_usage_error("--dim '%s': expected NAME=VALUE with a whole VALUE of at least 0", arg);
         if (r->n_dims >= AMPC_RUN_MAX_DIMS) return ampc_usage_error("--dim: at most %d of them", AMPC_RUN_MAX_DIMS);
         r->dims[r->n_dims++] = arg;
@@ -102,13 +75,7 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
         if (val == OPT_OPTIMIZER) r->ort_optimizer = arg;
         else r->ort_checkpoint = arg;
         return AMP_OK;
-    case OPT_LR: {
-        double v = strtod(arg, &end);
-        if (errno || end == arg || *end || !(v > 0) || v > 1e6)
-            return ampc_usage_error("--lr '%s': expected a learning rate above 0", arg);
-        r->lr = v;
-        return AMP_OK;
-    }
+    case OPT_LR: return ampc_flag_real(val, arg, &r->lr);
     default: return ampc_usage_error("internal: unhandled option %d", val);
     }
 }

@@ -86,8 +86,8 @@ static AmpBackend CPU = {
     .release_node = cpu_release,
 };
 
-static AmpCode cpu_open(AmpBackend **out, AmpStatus *st) {
-    (void)st;
+static AmpCode cpu_open(const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st) {
+    (void)set, (void)st; /* one shared instance: its one process-wide setting, no_dnnl, is read by dnnl.c */
     *out = &CPU;
     return AMP_OK;
 }

@@ -22,8 +22,8 @@ typedef struct Sim {
     AmpBackend be;     /* first: the instance is the backend */
     size_t live;       /* allocations not yet freed */
     size_t host_reads; /* copy_out calls */
-    char *lacks;   /* AMP_SIM_LACKS at open: ",Relu,Conv," (ops it claims to have no kernel for), or NULL */
-    char *refuses; /* AMP_SIM_REFUSES: ops it takes at prepare but whose kernels answer
+    char *lacks;   /* settings' lacks at open: ",Relu,Conv," (ops it claims to have no kernel for), or NULL */
+    char *refuses; /* settings' refuses: ops it takes at prepare but whose kernels answer
                       AMP_ERR_UNSUPPORTED when they run (a device kernel meeting a shape
                       it cannot do), or NULL */
 } Sim;
@@ -207,19 +207,19 @@ static void sim_destroy(AmpBackend *be) {
 }
 
 /* ",A,B," from an environment list "A,B" (NULL when unset or empty); false on OOM. */
-static bool op_list(const char *env, char **out) {
+static bool op_list(const char *names, char **out) {
     *out = NULL;
-    if (!env || !*env) return false;
-    size_t len = strlen(env);
+    if (!names || !*names) return false;
+    size_t len = strlen(names);
     if (!(*out = malloc(len + 3))) return true;
     (*out)[0] = ',';
-    memcpy(*out + 1, env, len);
+    memcpy(*out + 1, names, len);
     (*out)[len + 1] = ',';
     (*out)[len + 2] = '\0';
     return false;
 }
 
-AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
+AmpCode amp_backend_sim_open(const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st) {
     *out = NULL;
     Sim *s = calloc(1, sizeof *s);
     if (!s) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
@@ -239,7 +239,7 @@ AmpCode amp_backend_sim_open(AmpBackend **out, AmpStatus *st) {
         .destroy = sim_destroy,
         .stats = sim_stats,
     };
-    if (op_list(getenv("AMP_SIM_LACKS"), &s->lacks) || op_list(getenv("AMP_SIM_REFUSES"), &s->refuses)) {
+    if (op_list(set->lacks, &s->lacks) || op_list(set->refuses, &s->refuses)) {
         sim_destroy(&s->be);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
@@ -251,6 +251,6 @@ size_t amp_backend_sim_live(const AmpBackend *be) {
     return be && be->destroy == sim_destroy ? ((const Sim *)be)->live : SIZE_MAX;
 }
 
-/* The registry's entry (backend.h). Its supports check needs an instance (AMP_SIM_LACKS is
- * read at open). */
+/* The registry's entry (backend.h). Its supports check needs an instance (the ops it lacks
+ * are the open's settings). */
 const AmpBackendEntry amp_backend_entry_sim = {.name = "sim", .kind = AMP_BACKEND_SIM, .open = amp_backend_sim_open};

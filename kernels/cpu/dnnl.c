@@ -114,8 +114,7 @@ static bool sym(void *lib, const char *name, void *fn_out, size_t fn_size) {
 }
 
 static void load_once(void) {
-    const char *off = getenv("AMP_DNNL");
-    if (off && strcmp(off, "0") == 0) return;
+    if (amp_dnnl_set_off_asked()) return; /* AMP_DNNL=0, handed down by a session (ir/threads.c) */
     const char *tried[] = {AMPC_DNNL_SONAME, AMPC_DNNL_PATH};
     void *lib = NULL;
     for (size_t i = 0; i < 2 && !lib; i++) lib = dlopen(tried[i], RTLD_NOW | RTLD_LOCAL);

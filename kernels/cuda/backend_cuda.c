@@ -13,11 +13,12 @@
  * pinned staging buffer (DMA from pinned memory runs at the bus's speed; from pageable
  * memory the driver stages it in small pieces).
  *
- * AMP_CUDA_SYNC=1 waits for the stream after every node and names the node whose kernel
- * failed (an illegal address is otherwise reported by the next copy out, unnamed).
- * AMP_CUDA_PROFILE=1 times every node with CUDA events and prints, when the session
- * closes, the device time per op type (stderr). TF32 for float32 GEMMs and convolutions
- * is the session's choice (the TF32 option of set_option; AMP_TF32=1 or its tf32 option).
+ * The open's settings (backend.h, a session's options and variables): sync_each
+ * (AMP_CUDA_SYNC=1) waits for the stream after every node and names the node whose kernel
+ * failed (an illegal address is otherwise reported by the next copy out, unnamed);
+ * profile (AMP_CUDA_PROFILE=1) times every node with CUDA events and prints, when the
+ * session closes, the device time per op type (stderr); tf32 (AMP_TF32=1 or the session's
+ * tf32 option) lets float32 GEMMs and convolutions use TF32.
  *
  * The registry finds this backend by amp_backend_entry_cuda (the build lists it when it
  * compiles this folder); nothing outside this file names its functions. */
@@ -400,17 +401,6 @@ static void cuda_destroy(AmpBackend *be) {
     free(c);
 }
 
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-static bool cuda_set_option(AmpBackend *be, AmpBackendOption option, bool on) {
-    if (option != AMP_BACKEND_OPT_TF32) return false;
-    ((Cuda *)be)->ctx.tf32 = on;
-    return true;
-}
-
 static void cuda_stats(AmpBackend *be, AmpBackendStats *out) {
     const Cuda *c = (const Cuda *)be;
     out->host_reads = c->host_reads;
@@ -438,7 +428,7 @@ static bool cuda_usable(void) {
     return amp_cuda_device_available() != 0;
 }
 
-static AmpCode cuda_open(AmpBackend **out, AmpStatus *st) {
+static AmpCode cuda_open(const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st) {
     *out = NULL;
     if (!amp_cuda_device_available())
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': no usable CUDA device (the driver reports none)");
@@ -466,10 +456,10 @@ static AmpCode cuda_open(AmpBackend **out, AmpStatus *st) {
         .memory = cuda_memory,
         .stats = cuda_stats,
         .device_ms = cuda_device_ms,
-        .set_option = cuda_set_option,
     };
-    c->sync_each = env_on("AMP_CUDA_SYNC");
-    c->profile = env_on("AMP_CUDA_PROFILE");
+    c->sync_each = set->sync_each;
+    c->profile = set->profile;
+    c->ctx.tf32 = set->tf32;
     const char *what = NULL;
     int err = 0;
     cudaStream_t s = NULL;

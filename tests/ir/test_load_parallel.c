@@ -243,10 +243,11 @@ Test(load_parallel, damaged_copies_fail_alike) {
 }
 
 /* With the default options a graph of AMP_LOAD_PARALLEL_MIN nodes or more is loaded by
- * AMP_THREADS threads (set here, in this test's own process, so that a 2-CPU machine
- * takes the parallel path too): it still equals the one-thread load. */
+ * the thread knob's threads (set here, in this test's own process, as a session or ampc
+ * sets it from AMP_THREADS, so that a 2-CPU machine takes the parallel path too): it
+ * still equals the one-thread load. */
 Test(load_parallel, default_options_on_a_big_graph) {
-    setenv("AMP_THREADS", "4", 1);
+    amp_threads_set(4);
     cr_assert_eq(amp_threads(), 4);
     PbBuf g = {0}, m = {0};
     const int n = AMP_LOAD_PARALLEL_MIN + 1000;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "tests/test_file_util.h"
+#include "runtime/amp_auto.h"
 #include "runtime/exec.h"
 #include "kernels/cpu/backend_sim.h"
 #include "ir/half.h"
@@ -232,11 +233,14 @@ static void run_suite(const char *sub) {
     if (n) qsort(names, n, sizeof *names, cmp_str);
     Counts c;
     memset(&c, 0, sizeof c);
-    const char *be_name = getenv("AMP_BACKEND");
-    int choice = be_name && *be_name ? amp_backend_parse(be_name) : AMP_BACKEND_CPU;
+    /* The backend and its settings as a session reads them (AMP_BACKEND, AMP_SIM_LACKS, ...;
+     * the CPU when AMP_BACKEND is unset). */
     AmpStatus st = {0};
-    cr_assert(choice >= 0, "AMP_BACKEND='%s' is no backend", be_name);
-    cr_assert(amp_backend_open(choice, &c.be, &st) == AMP_OK, "%s", st.msg);
+    AmpAutoConfig cfg;
+    cr_assert(amp_auto_config(NULL, &cfg, &st) == AMP_OK, "%s", st.msg);
+    int choice = cfg.backend == AMP_BACKEND_AUTO ? AMP_BACKEND_CPU : cfg.backend;
+    cr_assert(amp_backend_open(choice, &cfg.be, &c.be, &st) == AMP_OK, "%s", st.msg);
+    amp_auto_config_free(&cfg);
     for (size_t i = 0; i < n; i++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s", root, names[i]);

@@ -3,7 +3,7 @@
  * bfloat16: groups, depthwise, strides, dilations, asymmetric pads, auto_pad, 1-D, 2-D
  * and 3-D, ConvTranspose's output_padding, ConvGrad's three outputs.
  *
- * oneDNN is switched off per process (AMP_DNNL is read once), so each test forks: the
+ * oneDNN is switched off per process (amp_dnnl_set_off, before its first use), so each test forks: the
  * child, which has not touched oneDNN, runs every case with AMP_DNNL=0 into shared
  * memory; the parent then runs them on oneDNN and compares. Float32: within float32
  * reassociation (1e-5 of the output's largest magnitude). Bfloat16: both paths round the
@@ -104,7 +104,7 @@ static void compare(const Prob *probs, int np, int dt) {
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) { /* the im2col path */
-        setenv("AMP_DNNL", "0", 1);
+        amp_dnnl_set_off(); /* what a session does for AMP_DNNL=0 */
         sh->child_had_dnnl = amp_dnnl_enabled();
         uint64_t cap = (SHM_BYTES - sizeof *sh) / sizeof(float);
         for (int i = 0; i < np; i++) {

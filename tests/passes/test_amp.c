@@ -449,7 +449,7 @@ Test(amp_lists, env_and_parse_helpers) {
     AmpOptions o = {0};
     cr_assert_eq(amp_option_set(&o, amp_option_find("deny"), "--deny", "Exp", &st), AMP_OK, "%s", st.msg);
     setenv("AMP_ALLOWLIST_ADD", "Exp", 1);
-    cr_assert_eq(amp_options_read_env(&o, amp_option_getenv, NULL, true, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_options_read_env(&o, amp_option_getenv, NULL, AMP_DOOR_CONVERT, &st), AMP_OK, "%s", st.msg);
     unsetenv("AMP_ALLOWLIST_ADD");
     cr_assert_eq(o.n_edits, 2);
     cr_assert_eq(o.edits[1].list, AMP_CLASS_ALLOW);

@@ -178,6 +178,21 @@ static inline AmpCode rt_open(AmpModel *m, const AmpSessionOptions *opt, AmpSess
     return rc;
 }
 
+/* Y = Relu(X W): X float[2,3], W [[1,2],[3,4],[5,6]] an initializer; opset 17. The small
+ * model of the sessions' settings tests (AMP_AUTO rewrites its MatMul). */
+static inline AmpModel *rt_matmul_relu(void) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    const int64_t wd[2] = {3, 2};
+    const float w[6] = {1, 2, 3, 4, 5, 6};
+    rt_input(g, "X", AMP_DT_FLOAT, "2,3");
+    rt_init(g, "W", AMP_DT_FLOAT, 2, wd, w);
+    rt_node(g, "", "MatMul", "X,W", "H");
+    rt_node(g, "", "Relu", "H", "Y");
+    rt_output(g, "Y", AMP_DT_FLOAT, "2,2");
+    return m;
+}
+
 /* Saves m to `path` (freeing it). */
 static inline void rt_save(AmpModel *m, const char *path) {
     AmpStatus st = {0};

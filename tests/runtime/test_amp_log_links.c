@@ -35,15 +35,7 @@ static void teardown(void) {
 TestSuite(amp_log_links, .init = setup, .fini = teardown);
 
 static AmpCode open_logged(const char *log_path, AmpStatus *st) {
-    AmpModel *m = rt_model(17);
-    AmpGraph *g = m->graph;
-    const int64_t wd[2] = {3, 2};
-    const float w[6] = {1, 2, 3, 4, 5, 6};
-    rt_input(g, "X", AMP_DT_FLOAT, "2,3");
-    rt_init(g, "W", AMP_DT_FLOAT, 2, wd, w);
-    rt_node(g, "", "MatMul", "X,W", "H");
-    rt_node(g, "", "Relu", "H", "Y");
-    rt_output(g, "Y", AMP_DT_FLOAT, "2,2");
+    AmpModel *m = rt_matmul_relu();
     AmpSessionOptions o = {.amp_auto = "1", .ignore_env = true, .log_path = log_path};
     AmpSession *s = NULL;
     AmpCode rc = rt_open(m, &o, &s, st);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "tests/test_file_util.h"
+#include "runtime/amp_auto.h"
 #include "runtime/exec.h"
 #include "runtime/plan.h"
 
@@ -213,11 +214,12 @@ typedef struct PlanCounts {
 static AmpBackend *test_backend(void) {
     static AmpBackend *be;
     if (be) return be;
-    const char *name = getenv("AMP_BACKEND");
-    int choice = name && *name ? amp_backend_parse(name) : AMP_BACKEND_CPU;
     AmpStatus st = {0};
-    cr_assert(choice >= 0, "AMP_BACKEND='%s'", name);
-    cr_assert_eq(amp_backend_open(choice, &be, &st), AMP_OK, "%s", st.msg);
+    AmpAutoConfig cfg; /* AMP_BACKEND and the backend's settings, as a session reads them */
+    cr_assert_eq(amp_auto_config(NULL, &cfg, &st), AMP_OK, "%s", st.msg);
+    int choice = cfg.backend == AMP_BACKEND_AUTO ? AMP_BACKEND_CPU : cfg.backend;
+    cr_assert_eq(amp_backend_open(choice, &cfg.be, &be, &st), AMP_OK, "%s", st.msg);
+    amp_auto_config_free(&cfg);
     return be;
 }
 

@@ -22,12 +22,17 @@ static void rt_attr_graph(AmpNode *n, const char *name, AmpGraph *body) {
     a->g = body;
 }
 
-static AmpBackend *open_sim(void) {
+static AmpBackend *open_sim_with(const AmpBackendSettings *set) {
     AmpBackend *be = NULL;
     AmpStatus st = {0};
-    cr_assert_eq(amp_backend_sim_open(&be, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_backend_sim_open(set, &be, &st), AMP_OK, "%s", st.msg);
     cr_assert_str_eq(be->name, "sim");
     return be;
+}
+
+static AmpBackend *open_sim(void) {
+    static const AmpBackendSettings defaults = {0};
+    return open_sim_with(&defaults);
 }
 
 /* A host read through a simulator pointer does not return: the child that tries dies
@@ -348,9 +353,7 @@ Test(sim, caps_on_iterations_and_time) {
  * with the right result, the node counts as fallen back, and without a fallback the
  * refusal is the run's error, naming the node. */
 Test(sim, a_kernel_refused_at_run_time_falls_back) {
-    setenv("AMP_SIM_REFUSES", "Mul", 1);
-    AmpBackend *be = open_sim();
-    unsetenv("AMP_SIM_REFUSES");
+    AmpBackend *be = open_sim_with(&(AmpBackendSettings){.refuses = "Mul"});
     AmpModel *m = rt_model(17);
     AmpGraph *g = m->graph;
     rt_input(g, "X", AMP_DT_FLOAT, "3");

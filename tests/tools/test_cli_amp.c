@@ -102,6 +102,68 @@ Test(cli_amp, precision_bf16) {
     run_free(&s);
 }
 
+/* The Casts of m's main graph to dtype dt. */
+static int casts_to(const AmpModel *m, int dt) {
+    int n = 0;
+    for (const AmpNode *x = m->graph->first; x; x = x->next)
+        n += strcmp(x->op_type, "Cast") == 0 && amp_node_attr_int(x, "to", 0) == dt;
+    return n;
+}
+
+/* `ampc MODEL -o OUT` reads the conversion's variables as AMP_AUTO sessions do (it wrote
+ * float16 under AMP_PRECISION=bf16 before, exit 0): a flag wins over its variable, and a
+ * refused value is a usage error naming the variable. */
+Test(cli_amp, conversion_variables_apply_and_flags_win) {
+    char out[600];
+    tmp_path(out, sizeof out, "cnn.onnx");
+    setenv("AMP_PRECISION", "bf16", 1);
+    Run r = run_ampc(CNN_MODEL, "-o", out, "-q", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    AmpModel *m = load(out);
+    cr_assert_eq(in0(m, "Gemm"), AMP_DT_BFLOAT16);
+    cr_assert_gt(casts_to(m, AMP_DT_BFLOAT16), 0);
+    cr_assert_eq(casts_to(m, AMP_DT_FLOAT16), 0);
+    amp_model_free(m);
+    run_free(&r);
+
+    Run f = run_ampc(CNN_MODEL, "-o", out, "-q", "--precision", "fp16", NULL);
+    cr_assert_eq(f.code, 0, "%s", f.err);
+    m = load(out);
+    cr_assert_eq(in0(m, "Gemm"), AMP_DT_FLOAT16, "--precision wins over AMP_PRECISION");
+    cr_assert_eq(casts_to(m, AMP_DT_BFLOAT16), 0);
+    amp_model_free(m);
+    run_free(&f);
+
+    setenv("AMP_PRECISION", "fp8", 1);
+    Run b = run_ampc(CNN_MODEL, "-o", out, NULL);
+    expect_usage(&b, "AMP_PRECISION='fp8': expected");
+    run_free(&b);
+    unsetenv("AMP_PRECISION");
+
+    /* the other conversion variables: refused by the conversion as by sessions (a file
+     * that is not there is bad input, as --calibration's) */
+    static const char *const bad[][2] = {{"AMP_LOSS_SCALE", "foo"}, {"AMP_OPSET_UPGRADE", "99"},
+                                         {"AMP_CALIBRATION", "/nonexistent/ampc.stats"},
+                                         {"AMP_CALIB_MAX_ACTIVATION", "-1"}, {"AMP_CALIB_MIN_ACTIVATION", "x"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        Run e = run_ampc(CNN_MODEL, "-o", out, NULL);
+        cr_assert_eq(e.code, strcmp(bad[i][0], "AMP_CALIBRATION") ? 2 : 1, "%s: exit %d: %s", bad[i][0], e.code, e.err);
+        assert_one_error_line(&e);
+        cr_assert_not_null(strstr(e.err, bad[i][0]), "%s", e.err);
+        run_free(&e);
+        unsetenv(bad[i][0]);
+    }
+    setenv("AMP_OPSET_UPGRADE", "never", 1); /* applied: bf16 Conv needs opset 22, never keeps 17 */
+    Run o = run_ampc(CNN_MODEL, "-o", out, "-q", "--precision", "bf16", NULL);
+    cr_assert_eq(o.code, 0, "%s", o.err);
+    m = load(out);
+    cr_assert_eq(in0(m, "Conv"), AMP_DT_FLOAT, "no opset upgrade: Conv stays float32");
+    amp_model_free(m);
+    run_free(&o);
+    unsetenv("AMP_OPSET_UPGRADE");
+}
+
 Test(cli_amp, levels) {
     char out[600];
     tmp_path(out, sizeof out, "cnn.onnx");

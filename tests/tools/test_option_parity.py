@@ -5,8 +5,10 @@ and refuse the same ones with the same message, as both are parsed by one table
 (passes/options.c). Each bad value below is refused by both doors with one exit code and
 one message, the door's name aside ("--precision 'X'" against "AMP_PRECISION='X'"); each
 good one is accepted by both. Also: the pass list takes spaces after its commas,
-`ampc calibrate --loss-scale-init` is checked as the convert command's, and --help names
-each option's variable.
+`ampc calibrate --loss-scale-init` is checked as the convert command's, a numeric flag
+(--lr, --seed, --steps, ...) is checked alike by every command that takes it (one row of
+tools/cli_values.c: `ampc grad --lr 2e6` passed while `ampc run --lr 2e6` was refused), and
+--help names each option's variable.
 Prints "N passed, M failed" last.
 
 usage: test_option_parity.py --ampc PATH [--testdata DIR] [--verbose]
@@ -141,11 +143,42 @@ def calibrate_scale(ctx):
         assert message(c, "") == message(k, ""), f"'{value}': {c.stderr} / {k.stderr}"
 
 
+# A numeric flag, a value it refuses and the commands that take it ("" is the conversion).
+NUMERIC = [
+    ("lr", "2e6", ["", "run", "bench", "grad", "export"]),
+    ("lr", "0", ["", "run", "grad"]),
+    ("seed", "-1", ["run", "bench", "calibrate", "compare"]),
+    ("seed", "0x10", ["run", "calibrate"]),
+    ("steps", "0", ["run", "calibrate"]),
+    ("timeout", "0", ["run", "bench"]),
+    ("max-iterations", "0", ["run", "bench"]),
+    ("threads", "0", ["run", "bench"]),
+]
+
+
+def numeric_flags(ctx):
+    """Each command refuses a numeric flag's bad value with one message (its hint aside)."""
+    out = os.path.join(ctx["tmp"], "n.onnx")
+    for flag, value, cmds in NUMERIC:
+        said = set()
+        for cmd in cmds:
+            argv = [ctx["ampc"]] + ([cmd] if cmd else []) + [MODEL] + (["-o", out] if cmd in ("", "grad", "export")
+                                                                       else [])
+            argv += ([MODEL] if cmd == "compare" else []) + [f"--{flag}", value]
+            r = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), timeout=120)
+            assert r.returncode == 2, f"ampc {cmd} --{flag} '{value}': exit {r.returncode}: {r.stderr}"
+            said.add(message(r, flag))
+        assert len(said) == 1, f"--{flag} '{value}': the commands disagree: {said}"
+    r = subprocess.run([ctx["ampc"], "grad", MODEL, "-o", out, "--lr", "1e6", "-q"], capture_output=True, text=True,
+                       env=clean_env(), timeout=120)
+    assert r.returncode == 0, f"grad --lr 1e6, the top of the range: {r.stderr}"
+
+
 def help_names_variables(ctx):
     h = subprocess.run([ctx["ampc"], "--help"], capture_output=True, text=True, timeout=60).stdout
     flat = " ".join(h.split())
     for flag, var, _ in BAD + GOOD:
-        assert f"(AMP_AUTO: {var})" in flat, f"--help does not name {var}"
+        assert f"(variable: {var})" in flat, f"--help does not name {var}"
     assert "half" in flat and "bfloat16" in flat, "--help gives the precision's spellings"
 
 
@@ -162,6 +195,7 @@ def main():
         ("--passes trims spaces as the library does", pass_list_spaces),
         ("--backend and AMP_BACKEND refuse alike", backend),
         ("calibrate's --loss-scale-init is convert's", calibrate_scale),
+        ("numeric flags: every command checks them alike", numeric_flags),
         ("--help names each option's variable", help_names_variables),
     ]
     return tl.run(tests, ctx, verbose=args.verbose)
