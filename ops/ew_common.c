@@ -1,4 +1,6 @@
 /* The elementwise family's checks and attributes, every backend's (ops/ew_common.h). */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,14 @@ AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attr
                              attrs, st);
 }
 
+/* Shrink: alpha is lambd, beta bias. */
+AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "lambd", 0.5f),
+                                           .beta = amp_node_attr_float(n, "bias", 0.0f)},
+                             attrs, st);
+}
+
 /* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
 AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
@@ -151,5 +161,26 @@ AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpS
     p->mode = (amp_node_attr_int(n, "detect_positive", 1) != 0 ? AMP_EW_INF_POS : 0) |
               (amp_node_attr_int(n, "detect_negative", 1) != 0 ? AMP_EW_INF_NEG : 0);
     *attrs = p;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_prepare_clip(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    AmpClipAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->lo = opset < 11 ? amp_node_attr_float(n, "min", -FLT_MAX) : -INFINITY;
+    a->hi = opset < 11 ? amp_node_attr_float(n, "max", FLT_MAX) : INFINITY;
+    *attrs = a;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf **out) {
+    *out = amp_ew_in(k, i);
+    if (!*out) return AMP_OK;
+    if ((*out)->dtype != x->dtype)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
+                               amp_dtype_name((*out)->dtype), amp_dtype_name(x->dtype));
+    if ((*out)->nelem != 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
+                               (unsigned long long)(*out)->nelem);
     return AMP_OK;
 }

@@ -12,6 +12,7 @@
 #include "ir/ir.h"
 #include "ir/kernel.h"
 #include "ir/tensor.h"
+#include "ops/scalar_math.h" /* AmpEwParams */
 
 /* The k->in[i] if it is there, else NULL (also for i past the node's inputs). */
 const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i);
@@ -51,25 +52,32 @@ bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */
 bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */
 
-/* Parameters of the activations (alpha, beta, gamma as the ONNX attributes; mode: Gelu
- * approximation, IsInf directions). */
-typedef struct AmpEwParams {
-    float alpha, beta, gamma;
-    int mode;
-} AmpEwParams;
-
+/* The activations' parameters are AmpEwParams (ops/scalar_math.h: alpha, beta, gamma as
+ * the ONNX attributes; mode: Gelu approximation, IsInf directions). */
 /* *attrs = a malloc'd copy of p (the activations' prepare functions). */
 AmpCode amp_ew_params_out(AmpEwParams p, void **attrs, AmpStatus *st);
-/* The prepare functions (AmpKernelPrepareFn) of the activations both backends run:
- * LeakyRelu, Elu, Celu, ThresholdedRelu (alpha), Selu, HardSigmoid, Gelu and
- * com.microsoft GeluGrad, BiasGelu (approximate). */
+/* The prepare functions (AmpKernelPrepareFn) of the activations, every backend's (named
+ * by ops/unary.def): LeakyRelu, Elu, Celu, ThresholdedRelu (alpha), Selu, HardSigmoid,
+ * Shrink (lambd, bias as alpha, beta), Gelu and com.microsoft GeluGrad, BiasGelu
+ * (approximate). */
 AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* IsInf's directions, in AmpEwParams.mode, as its prepare function sets them. */
 enum { AMP_EW_INF_POS = 1, AMP_EW_INF_NEG = 2 };
 AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* Clip's float bounds before any bound input is read: the min and max attributes before
+ * opset 11 (float's limits when absent), unbounded after (the bounds are inputs then). */
+typedef struct AmpClipAttrs {
+    double lo, hi;
+} AmpClipAttrs;
+AmpCode amp_ew_prepare_clip(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Clip's bound input i (1 min, 2 max; opset 11+) in *out: NULL when absent, else checked
+ * to be one element of x's type (its value read where the backend's memory is). */
+AmpCode amp_ew_clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf **out);
 
 #endif

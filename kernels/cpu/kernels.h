@@ -78,18 +78,12 @@ AmpCpuKernel amp_ew_add, amp_ew_sub, amp_ew_mul, amp_ew_div, amp_ew_sum, amp_ew_
              amp_ew_pow, amp_ew_mod;
 AmpCpuPrepare amp_ew_prepare_mod;
 /* prepare of the binary ops before opset 7: amp_ew_prepare_legacy_bcast (ops/ew_common.h) */
-/* unary.c */
-AmpCpuKernel amp_ew_sqrt, amp_ew_atan, amp_ew_asinh, amp_ew_erf, amp_ew_clip, amp_ew_abs, amp_ew_neg,
-             amp_ew_sign, amp_ew_ceil, amp_ew_floor, amp_ew_round, amp_ew_exp, amp_ew_log, amp_ew_reciprocal,
-             amp_ew_sin, amp_ew_cos, amp_ew_tan, amp_ew_asin, amp_ew_acos, amp_ew_atanh, amp_ew_acosh,
-             amp_ew_sinh, amp_ew_cosh;
-AmpCpuPrepare amp_ew_prepare_clip;
+/* unary.c: every op of ops/unary.def (prepares: its PREPARE column, ops/ew_common.h), and
+ * Clip (prepare: amp_ew_prepare_clip) */
+AmpCpuKernel amp_ew_unary, amp_ew_clip;
 /* activation.c */
-AmpCpuKernel amp_ew_sigmoid, amp_ew_tanh, amp_ew_gelu, amp_ew_elu, amp_ew_celu, amp_ew_shrink, amp_ew_selu,
-             amp_ew_leaky_relu, amp_ew_prelu, amp_ew_hard_sigmoid, amp_ew_hard_swish, amp_ew_softsign,
-             amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad, amp_ew_bias_gelu,
-             amp_ew_relu, amp_ew_thresholded_relu, amp_ew_relu_grad, amp_ew_softplus;
-AmpCpuPrepare amp_ew_prepare_shrink; /* the others: amp_ew_prepare_alpha, ... (ops/ew_common.h) */
+AmpCpuKernel amp_ew_prelu, amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad,
+             amp_ew_bias_gelu, amp_ew_relu_grad; /* prepare: amp_ew_prepare_gelu (ops/ew_common.h) */
 /* softmax.c */
 AmpCpuKernel amp_cpu_softmax, amp_cpu_ms_softmax_grad, amp_cpu_hardmax, amp_cpu_log_softmax;
 /* prepare: amp_softmax_prepare (ops/norm_attrs.h) */

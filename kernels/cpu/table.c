@@ -11,7 +11,7 @@
 #include "ops/cast_engine.h"  /* amp_cast_prepare */
 #include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
 #include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
-#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, _clip, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
@@ -55,52 +55,19 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Min] = {amp_ew_min, NULL},
     [AMP_OP_Pow] = {amp_ew_pow, amp_ew_prepare_legacy_bcast},
     [AMP_OP_Mod] = {amp_ew_mod, amp_ew_prepare_mod},
-    /* unary.c */
-    [AMP_OP_Sqrt] = {amp_ew_sqrt, NULL},
-    [AMP_OP_Atan] = {amp_ew_atan, NULL},
-    [AMP_OP_Asinh] = {amp_ew_asinh, NULL},
-    [AMP_OP_Erf] = {amp_ew_erf, NULL},
+    /* unary.c: the float unary ops of ops/unary.def, one kernel over the list; Clip */
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) [AMP_OP_##Id] = {amp_ew_unary, PREPARE},
+#include "ops/unary.def"
+#undef AMP_UNARY
     [AMP_OP_Clip] = {amp_ew_clip, amp_ew_prepare_clip},
-    [AMP_OP_Abs] = {amp_ew_abs, NULL},
-    [AMP_OP_Neg] = {amp_ew_neg, NULL},
-    [AMP_OP_Sign] = {amp_ew_sign, NULL},
-    [AMP_OP_Ceil] = {amp_ew_ceil, NULL},
-    [AMP_OP_Floor] = {amp_ew_floor, NULL},
-    [AMP_OP_Round] = {amp_ew_round, NULL},
-    [AMP_OP_Exp] = {amp_ew_exp, NULL},
-    [AMP_OP_Log] = {amp_ew_log, NULL},
-    [AMP_OP_Reciprocal] = {amp_ew_reciprocal, NULL},
-    [AMP_OP_Sin] = {amp_ew_sin, NULL},
-    [AMP_OP_Cos] = {amp_ew_cos, NULL},
-    [AMP_OP_Tan] = {amp_ew_tan, NULL},
-    [AMP_OP_Asin] = {amp_ew_asin, NULL},
-    [AMP_OP_Acos] = {amp_ew_acos, NULL},
-    [AMP_OP_Atanh] = {amp_ew_atanh, NULL},
-    [AMP_OP_Acosh] = {amp_ew_acosh, NULL},
-    [AMP_OP_Sinh] = {amp_ew_sinh, NULL},
-    [AMP_OP_Cosh] = {amp_ew_cosh, NULL},
     /* activation.c */
-    [AMP_OP_Sigmoid] = {amp_ew_sigmoid, NULL},
-    [AMP_OP_Tanh] = {amp_ew_tanh, NULL},
-    [AMP_OP_Gelu] = {amp_ew_gelu, amp_ew_prepare_gelu},
-    [AMP_OP_Elu] = {amp_ew_elu, amp_ew_prepare_alpha},
-    [AMP_OP_Celu] = {amp_ew_celu, amp_ew_prepare_alpha},
-    [AMP_OP_Shrink] = {amp_ew_shrink, amp_ew_prepare_shrink},
-    [AMP_OP_Selu] = {amp_ew_selu, amp_ew_prepare_selu},
-    [AMP_OP_LeakyRelu] = {amp_ew_leaky_relu, amp_ew_prepare_alpha},
     [AMP_OP_PRelu] = {amp_ew_prelu, NULL},
-    [AMP_OP_HardSigmoid] = {amp_ew_hard_sigmoid, amp_ew_prepare_hard_sigmoid},
-    [AMP_OP_HardSwish] = {amp_ew_hard_swish, NULL},
-    [AMP_OP_Softsign] = {amp_ew_softsign, NULL},
     [AMP_OP_Ms_SigmoidGrad] = {amp_ew_sigmoid_grad, NULL},
     [AMP_OP_Ms_TanhGrad] = {amp_ew_tanh_grad, NULL},
     [AMP_OP_Ms_GeluGrad] = {amp_ew_gelu_grad, amp_ew_prepare_gelu},
     [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_ms_bias_gelu_grad, NULL},
     [AMP_OP_Ms_BiasGelu] = {amp_ew_bias_gelu, amp_ew_prepare_gelu},
-    [AMP_OP_Relu] = {amp_ew_relu, NULL},
-    [AMP_OP_ThresholdedRelu] = {amp_ew_thresholded_relu, amp_ew_prepare_alpha},
     [AMP_OP_Ms_ReluGrad] = {amp_ew_relu_grad, NULL},
-    [AMP_OP_Softplus] = {amp_ew_softplus, NULL},
     /* softmax.c */
     [AMP_OP_Softmax] = {amp_cpu_softmax, amp_softmax_prepare},
     [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_softmax_prepare},

@@ -4,8 +4,8 @@
  * amp_ew_*: broadcast shapes, pre-opset-7 broadcasting, the placed output's shape), plans
  * the broadcast on the host (axes of size 1 dropped, axes along which every operand stays
  * contiguous or broadcast merged, as the CPU's amp_ew_plan does) and passes the plan by
- * value. Attributes come from the shared prepares (ops/), except Clip's. */
-#include <float.h>
+ * value. Attributes come from the shared prepares (ops/); the unary ops are ops/unary.def's
+ * lines, one kernel over the list. */
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -314,133 +314,54 @@ static AmpCode unary(AmpKernelCtx *k, int op, unsigned ints, const AmpCudaEwPara
     if (!dt_in(x->dtype, FLOATS | ints)) return amp_kernel_bad_dtype(k, x->dtype);
     AmpBuf *out;
     if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
-    AmpCudaEwParams none;
-    memset(&none, 0, sizeof none);
-    return launched(k, amp_cuda_ew_unary(op, x->dtype, out->data, x->data, x->nelem, p ? p : &none, stream_of(k)));
+    return launched(k, amp_cuda_ew_unary(op, x->dtype, out->data, x->data, x->nelem, p, stream_of(k)));
 }
 
-/* The attributes an activation's prepare parsed (AmpEwParams in k->attrs, ops/ew_common.h). */
-static AmpCode unary_attrs(AmpKernelCtx *k, int op) {
-    const AmpEwParams *a = k->attrs;
-    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+/* The CUDA lines of ops/unary.def by op id: the launcher's op, the integer types the op
+ * takes (TYPES FI: int32, int64), whether it reads the attributes its prepare parsed. */
+typedef struct UnaryOp {
+    bool cuda;
+    int code;
+    unsigned ints;
+    AmpKernelPrepareFn prepare;
+} UnaryOp;
+
+static const UnaryOp unary_ops[AMP_OP__COUNT] = {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+    AMP_UNARY_CUDA_##CUDA([AMP_OP_##Id] = {true, AMP_CUDA_UN_##Id, AMP_UNARY_INT_##TYPES ? INTS : 0, PREPARE},)
+#include "ops/unary.def"
+#undef AMP_UNARY
+};
+
+AmpCode amp_cuda_unary(AmpKernelCtx *k) {
+    AmpOpId op = k->node->op;
+    const UnaryOp *u = (unsigned)op < AMP_OP__COUNT ? &unary_ops[op] : NULL;
+    if (!u || !u->cuda) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "no CUDA line of ops/unary.def for the op");
     AmpCudaEwParams p;
     memset(&p, 0, sizeof p);
-    p.alpha = a->alpha, p.beta = a->beta, p.gamma = a->gamma, p.mode = a->mode;
-    return unary(k, op, 0, &p);
-}
-
-AmpCode amp_cuda_sqrt(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SQRT, 0, NULL);
-}
-AmpCode amp_cuda_exp(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_EXP, 0, NULL);
-}
-AmpCode amp_cuda_log(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_LOG, 0, NULL);
-}
-AmpCode amp_cuda_neg(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_NEG, INTS, NULL);
-}
-AmpCode amp_cuda_abs(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_ABS, INTS, NULL);
-}
-AmpCode amp_cuda_reciprocal(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_RECIPROCAL, 0, NULL);
-}
-AmpCode amp_cuda_sign(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SIGN, INTS, NULL);
-}
-AmpCode amp_cuda_ceil(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_CEIL, 0, NULL);
-}
-AmpCode amp_cuda_floor(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_FLOOR, 0, NULL);
-}
-AmpCode amp_cuda_round(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_ROUND, 0, NULL);
-}
-AmpCode amp_cuda_erf(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_ERF, 0, NULL);
-}
-AmpCode amp_cuda_sin(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SIN, 0, NULL);
-}
-AmpCode amp_cuda_cos(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_COS, 0, NULL);
-}
-AmpCode amp_cuda_tanh(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_TANH, 0, NULL);
-}
-AmpCode amp_cuda_sigmoid(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SIGMOID, 0, NULL);
-}
-AmpCode amp_cuda_relu(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_RELU, INTS, NULL);
-}
-AmpCode amp_cuda_softplus(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SOFTPLUS, 0, NULL);
-}
-AmpCode amp_cuda_hard_swish(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_HARD_SWISH, 0, NULL);
-}
-AmpCode amp_cuda_leaky_relu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_LEAKY_RELU);
-}
-AmpCode amp_cuda_elu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_ELU);
-}
-AmpCode amp_cuda_selu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_SELU);
-}
-AmpCode amp_cuda_gelu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_GELU);
-}
-AmpCode amp_cuda_hard_sigmoid(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_HARD_SIGMOID);
+    if (u->prepare) { /* the AmpEwParams its prepare parsed (ops/ew_common.h) */
+        if (!k->attrs) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+        p.ew = *(const AmpEwParams *)k->attrs;
+    }
+    return unary(k, u->code, u->ints, &p);
 }
 
 /* ---- Clip ---------------------------------------------------------------------------------- */
 
-/* The float bounds before any bound input is read: the min / max attributes before opset
- * 11 (float's limits when absent), unbounded after (unary.c's ClipAttrs, in float). */
-typedef struct ClipAttrs {
-    float lo, hi;
-} ClipAttrs;
-
-AmpCode amp_cuda_clip_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    ClipAttrs *a = malloc(sizeof *a);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->lo = opset < 11 ? amp_node_attr_float(n, "min", -FLT_MAX) : -INFINITY;
-    a->hi = opset < 11 ? amp_node_attr_float(n, "max", FLT_MAX) : INFINITY;
-    *attrs = a;
-    return AMP_OK;
-}
-
-/* Bound input i (opset 11+): absent, or one element of x's type, read on the device. */
-static AmpCode clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const void **ptr) {
-    const AmpBuf *b = amp_ew_in(k, i);
-    *ptr = NULL;
-    if (!b) return AMP_OK;
-    if (b->dtype != x->dtype)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
-                          amp_dtype_name(b->dtype), amp_dtype_name(x->dtype));
-    if (b->nelem != 1)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
-                          (unsigned long long)b->nelem);
-    *ptr = b->data;
-    return AMP_OK;
-}
-
 AmpCode amp_cuda_clip(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
-    const AmpBuf *x = k->in[0];
-    const ClipAttrs *a = k->attrs;
+    const AmpBuf *x = k->in[0], *lo = NULL, *hi = NULL;
+    const AmpClipAttrs *a = k->attrs; /* amp_ew_prepare_clip: exact in float (read as floats) */
     AmpCudaEwParams p;
     memset(&p, 0, sizeof p);
-    p.lo_f = a ? a->lo : -INFINITY;
-    p.hi_f = a ? a->hi : INFINITY;
-    if (k->opset >= 11 && ((rc = clip_bound(k, 1, x, &p.lo)) || (rc = clip_bound(k, 2, x, &p.hi)))) return rc;
+    p.lo_f = a ? (float)a->lo : -INFINITY;
+    p.hi_f = a ? (float)a->hi : INFINITY;
+    /* bounds of opset 11+: one element of x's type, read on the device */
+    if (k->opset >= 11 && ((rc = amp_ew_clip_bound(k, 1, x, &lo)) || (rc = amp_ew_clip_bound(k, 2, x, &hi))))
+        return rc;
+    p.lo = lo ? lo->data : NULL;
+    p.hi = hi ? hi->data : NULL;
     return unary(k, AMP_CUDA_UN_CLIP, INTS, &p);
 }
 
