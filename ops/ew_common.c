@@ -51,6 +51,37 @@ AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int 
     return AMP_OK;
 }
 
+int amp_ew_merge_axes(int rank, const int64_t *dims, int n_in, const AmpBuf *const *in, int64_t *merged_dims,
+                      int64_t (*strides)[AMP_MAX_RANK]) {
+    int64_t full[AMP_EW_MERGE_MAX_IN][AMP_MAX_RANK];
+    int r = 0;
+    for (int j = 0; j < n_in; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] == 1) continue; /* no movement along it */
+        if (r > 0) {
+            /* Merge into the previous axis when, for every input, stepping the outer
+             * axis once is the same as stepping the inner one dims[i] times. */
+            bool merge = true;
+            for (int j = 0; j < n_in; j++)
+                if (strides[j][r - 1] != full[j][i] * dims[i]) merge = false;
+            if (merge) {
+                merged_dims[r - 1] *= dims[i];
+                for (int j = 0; j < n_in; j++) strides[j][r - 1] = full[j][i];
+                continue;
+            }
+        }
+        merged_dims[r] = dims[i];
+        for (int j = 0; j < n_in; j++) strides[j][r] = full[j][i];
+        r++;
+    }
+    if (r == 0) { /* scalar output, or all axes of size 1 */
+        merged_dims[0] = 1;
+        for (int j = 0; j < n_in; j++) strides[j][0] = 0;
+        r = 1;
+    }
+    return r;
+}
+
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
     AmpCode rc = amp_kernel_outputs(k, 1, out);
     if (rc || !*out) return rc;

@@ -29,6 +29,16 @@ AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int 
  * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
 
+/* The broadcast walk every backend plans: n_in inputs (at most AMP_EW_MERGE_MAX_IN, each
+ * broadcastable to the output shape rank/dims) over the output with its axes of size 1
+ * dropped and neighbouring axes merged wherever every input stays contiguous (or stays
+ * broadcast) across them, so same-shape inputs become one axis and [3,4,5] + [5] becomes
+ * [12, 5]. Writes the merged dims and each input's element strides along them (0 on
+ * broadcast axes); returns the merged rank, at least 1 (a scalar output: one axis of 1). */
+#define AMP_EW_MERGE_MAX_IN 8
+int amp_ew_merge_axes(int rank, const int64_t *dims, int n_in, const AmpBuf *const *in, int64_t *merged_dims,
+                      int64_t (*strides)[AMP_MAX_RANK]);
+
 /* Before opset 7, binary ops broadcast B onto A (one way: the result has A's shape) only
  * with broadcast=1, at `axis` when given, else at A's last dims; without it the inputs
  * have one shape. amp_ew_prepare_legacy_bcast keeps that in this struct for

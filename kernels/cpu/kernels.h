@@ -114,7 +114,7 @@ AmpCpuKernel amp_cpu_reduce_max, amp_cpu_reduce_min, amp_cpu_argmax, amp_cpu_arg
              amp_cpu_reduce_sum, amp_cpu_reduce_mean, amp_cpu_reduce_prod, amp_cpu_reduce_sumsq,
              amp_cpu_reduce_l1, amp_cpu_reduce_l2, amp_cpu_reduce_logsum, amp_cpu_reduce_logsumexp,
              amp_cpu_cumsum;
-AmpCpuPrepare amp_cpu_reduce_prepare, amp_cpu_arg_prepare, amp_cpu_topk_prepare, amp_cpu_cumsum_prepare;
+AmpCpuPrepare amp_cpu_topk_prepare, amp_cpu_cumsum_prepare; /* Reduce*, Arg*: ops/reduce_attrs.h */
 /* loss.c */
 AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad; /* prepare: ops/norm_attrs.h */
 /* norm.c */

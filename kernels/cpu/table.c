@@ -16,6 +16,7 @@
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/reduce_attrs.h" /* amp_reduce_prepare, amp_arg_prepare */
 #include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
 #include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
 #include "ops/slice.h"        /* amp_slice_prepare */
@@ -120,19 +121,19 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* resize.c */
     [AMP_OP_Resize] = {amp_sh_resize, amp_sh_resize_prepare},
     /* reduce.c */
-    [AMP_OP_ReduceMax] = {amp_cpu_reduce_max, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceMin] = {amp_cpu_reduce_min, amp_cpu_reduce_prepare},
-    [AMP_OP_ArgMax] = {amp_cpu_argmax, amp_cpu_arg_prepare},
-    [AMP_OP_ArgMin] = {amp_cpu_argmin, amp_cpu_arg_prepare},
+    [AMP_OP_ReduceMax] = {amp_cpu_reduce_max, amp_reduce_prepare},
+    [AMP_OP_ReduceMin] = {amp_cpu_reduce_min, amp_reduce_prepare},
+    [AMP_OP_ArgMax] = {amp_cpu_argmax, amp_arg_prepare},
+    [AMP_OP_ArgMin] = {amp_cpu_argmin, amp_arg_prepare},
     [AMP_OP_TopK] = {amp_cpu_topk, amp_cpu_topk_prepare},
-    [AMP_OP_ReduceSum] = {amp_cpu_reduce_sum, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceMean] = {amp_cpu_reduce_mean, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceProd] = {amp_cpu_reduce_prod, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceSumSquare] = {amp_cpu_reduce_sumsq, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceL1] = {amp_cpu_reduce_l1, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceL2] = {amp_cpu_reduce_l2, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceLogSum] = {amp_cpu_reduce_logsum, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceSum] = {amp_cpu_reduce_sum, amp_reduce_prepare},
+    [AMP_OP_ReduceMean] = {amp_cpu_reduce_mean, amp_reduce_prepare},
+    [AMP_OP_ReduceProd] = {amp_cpu_reduce_prod, amp_reduce_prepare},
+    [AMP_OP_ReduceSumSquare] = {amp_cpu_reduce_sumsq, amp_reduce_prepare},
+    [AMP_OP_ReduceL1] = {amp_cpu_reduce_l1, amp_reduce_prepare},
+    [AMP_OP_ReduceL2] = {amp_cpu_reduce_l2, amp_reduce_prepare},
+    [AMP_OP_ReduceLogSum] = {amp_cpu_reduce_logsum, amp_reduce_prepare},
+    [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_reduce_prepare},
     [AMP_OP_CumSum] = {amp_cpu_cumsum, amp_cpu_cumsum_prepare},
     /* loss.c */
     [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_loss_prepare},

@@ -1,11 +1,10 @@
 /* CUDA node-level kernels of the elementwise family (launchers in elementwise.cu). Each
  * checks what the CPU kernel checks (kernels/cpu/elementwise.c, unary.c, activation.c,
  * logic.c, tensor.c's Cast) with the helpers both backends share (ops/ew_common.h,
- * amp_ew_*: broadcast shapes, pre-opset-7 broadcasting, the placed output's shape), plans
- * the broadcast on the host (axes of size 1 dropped, axes along which every operand stays
- * contiguous or broadcast merged, as the CPU's amp_ew_plan does) and passes the plan by
- * value. Attributes come from the shared prepares (ops/); the unary ops are ops/unary.def's
- * lines, one kernel over the list. */
+ * amp_ew_*: broadcast shapes, pre-opset-7 broadcasting, the placed output's shape, the
+ * merged axes of the broadcast walk), plans the broadcast on the host and passes the plan
+ * by value. Attributes come from the shared prepares (ops/); the unary ops are the lines
+ * of ops/unary.def, one kernel over the list. */
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -17,6 +16,7 @@
 #include "ops/ew_common.h"
 
 _Static_assert(AMP_CUDA_EW_RANK == AMP_CUDA_MAX_RANK, "elementwise.h's rank is AMP_MAX_RANK");
+_Static_assert(AMP_CUDA_EW_MAX_VAR <= AMP_EW_MERGE_MAX_IN, "a launch's operands are planned in one merge");
 /* elementwise.cu mirrors AmpCudaBcast's layout: int rank, dims[8], stride[3][8]. */
 _Static_assert(sizeof(AmpCudaBcast) == 8 + 8 * 8 + 3 * 8 * 8 && offsetof(AmpCudaBcast, dims) == 8,
                "AmpCudaBcast's layout changed: update elementwise.cu");
@@ -46,33 +46,12 @@ typedef struct Plan {
     bool flat; /* every operand has the output's shape: index i everywhere */
 } Plan;
 
-/* Plans nop operands (each broadcastable to the output shape rank/dims) as amp_ew_plan
- * does, for up to AMP_CUDA_EW_MAX_VAR operands. */
+/* Plans nop operands (each broadcastable to the output shape rank/dims), up to
+ * AMP_CUDA_EW_MAX_VAR of them, with the axes merged as on every backend
+ * (amp_ew_merge_axes, ops/ew_common.h). */
 static void plan(Plan *p, int rank, const int64_t *dims, int nop, const AmpBuf *const *in) {
-    int64_t full[AMP_CUDA_EW_MAX_VAR][AMP_MAX_RANK];
     memset(p, 0, sizeof *p);
-    for (int j = 0; j < nop; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
-    for (int i = 0; i < rank; i++) {
-        if (dims[i] == 1) continue;
-        if (p->rank > 0) { /* merge into the previous axis where every operand allows it */
-            int r = p->rank - 1;
-            bool merge = true;
-            for (int j = 0; j < nop; j++)
-                if (p->stride[j][r] != full[j][i] * dims[i]) merge = false;
-            if (merge) {
-                p->dims[r] *= dims[i];
-                for (int j = 0; j < nop; j++) p->stride[j][r] = full[j][i];
-                continue;
-            }
-        }
-        p->dims[p->rank] = dims[i];
-        for (int j = 0; j < nop; j++) p->stride[j][p->rank] = full[j][i];
-        p->rank++;
-    }
-    if (p->rank == 0) { /* scalar output, or every axis of size 1 */
-        p->rank = 1;
-        p->dims[0] = 1;
-    }
+    p->rank = amp_ew_merge_axes(rank, dims, nop, in, p->dims, p->stride);
     p->flat = p->rank == 1;
     for (int j = 0; j < nop; j++)
         if (p->stride[j][0] != 1) p->flat = false;
