@@ -99,11 +99,11 @@ AmpCpuKernel amp_ew_where, amp_ew_equal, amp_ew_less, amp_ew_greater, amp_ew_les
 AmpCpuKernel amp_cpu_reshape, amp_cpu_transpose, amp_cpu_flatten, amp_cpu_squeeze, amp_cpu_unsqueeze,
              amp_ms_concat_training, amp_cpu_concat, amp_cpu_split, amp_cpu_trilu, amp_cpu_expand,
              amp_cpu_tile, amp_cpu_identity, amp_cpu_depth_to_space, amp_cpu_space_to_depth;
-AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_unsqueeze_prepare, amp_cpu_split_prepare, amp_cpu_trilu_prepare,
-              amp_cpu_depth_space_prepare; /* Transpose, Concat: ops/sh_common.h */
+AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_unsqueeze_prepare, amp_cpu_trilu_prepare,
+              amp_cpu_depth_space_prepare; /* Transpose, Concat, Split: ops/sh_common.h */
 /* slice.c */
 AmpCpuKernel amp_sh_slice, amp_sh_pad;
-AmpCpuPrepare amp_sh_pad_prepare; /* Slice: amp_slice_prepare (ops/slice.h) */
+/* prepares: amp_slice_prepare (ops/slice.h), amp_pad_prepare (ops/pad.h) */
 /* gather.c */
 AmpCpuKernel amp_sh_gather, amp_sh_gather_elements, amp_sh_gather_nd, amp_sh_scatter_nd, amp_ms_gather_grad;
 AmpCpuPrepare amp_sh_gather_nd_prepare; /* Gather, ScatterND: ops/sh_common.h */
@@ -125,8 +125,7 @@ AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumul
 /* tensor.c */
 AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_cpu_constant,
              amp_cpu_constant_of_shape, amp_cpu_range, amp_cpu_one_hot, amp_cpu_non_zero;
-AmpCpuPrepare amp_cpu_shape_prepare, amp_cpu_constant_prepare, amp_cpu_constant_of_shape_prepare;
-/* Cast: amp_cast_prepare (ops/cast_engine.h); OneHot: amp_one_hot_prepare (ops/sh_common.h) */
+/* Cast: amp_cast_prepare (ops/cast_engine.h); Shape, Constant, ConstantOfShape, OneHot: ops/sh_common.h */
 /* fused.c */
 AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check; /* prepare: amp_fused_prepare (ops/fused_check.h) */
 

@@ -16,9 +16,10 @@
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/pad.h"          /* amp_pad_prepare */
 #include "ops/reduce_attrs.h" /* amp_reduce_prepare, amp_arg_prepare */
 #include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
-#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/sh_common.h"    /* Transpose, Concat, Split, Gather, ScatterND, OneHot, Shape, Constant prepares */
 #include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
@@ -102,7 +103,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Unsqueeze] = {amp_cpu_unsqueeze, amp_cpu_unsqueeze_prepare},
     [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_concat_prepare},
     [AMP_OP_Concat] = {amp_cpu_concat, amp_concat_prepare},
-    [AMP_OP_Split] = {amp_cpu_split, amp_cpu_split_prepare},
+    [AMP_OP_Split] = {amp_cpu_split, amp_split_prepare},
     [AMP_OP_Trilu] = {amp_cpu_trilu, amp_cpu_trilu_prepare},
     [AMP_OP_Expand] = {amp_cpu_expand, NULL},
     [AMP_OP_Tile] = {amp_cpu_tile, NULL},
@@ -111,7 +112,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_SpaceToDepth] = {amp_cpu_space_to_depth, amp_cpu_depth_space_prepare},
     /* slice.c */
     [AMP_OP_Slice] = {amp_sh_slice, amp_slice_prepare},
-    [AMP_OP_Pad] = {amp_sh_pad, amp_sh_pad_prepare},
+    [AMP_OP_Pad] = {amp_sh_pad, amp_pad_prepare},
     /* gather.c */
     [AMP_OP_Gather] = {amp_sh_gather, amp_sh_gather_prepare},
     [AMP_OP_GatherElements] = {amp_sh_gather_elements, amp_sh_gather_prepare},
@@ -153,12 +154,12 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_optimizer_prepare},
     [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cpu_ms_accumulator, NULL},
     /* tensor.c */
-    [AMP_OP_Shape] = {amp_cpu_shape, amp_cpu_shape_prepare},
+    [AMP_OP_Shape] = {amp_cpu_shape, amp_shape_prepare},
     [AMP_OP_Size] = {amp_cpu_size, NULL},
     [AMP_OP_Cast] = {amp_cpu_cast, amp_cast_prepare},
     [AMP_OP_CastLike] = {amp_cpu_cast_like, NULL},
-    [AMP_OP_Constant] = {amp_cpu_constant, amp_cpu_constant_prepare},
-    [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_cpu_constant_of_shape_prepare},
+    [AMP_OP_Constant] = {amp_cpu_constant, amp_constant_prepare},
+    [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_constant_of_shape_prepare},
     [AMP_OP_Range] = {amp_cpu_range, NULL},
     [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_one_hot_prepare},
     [AMP_OP_NonZero] = {amp_cpu_non_zero, NULL},

@@ -24,8 +24,9 @@
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/pad.h"          /* amp_pad_prepare */
 #include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
-#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/sh_common.h"    /* Transpose, Concat, Split, Gather, ScatterND, OneHot, Shape, Constant prepares */
 #include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
@@ -74,17 +75,17 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Unsqueeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
     [AMP_OP_Transpose] = {amp_cuda_transpose, amp_transpose_prepare, amp_cuda_supports_move},
     [AMP_OP_Concat] = {amp_cuda_concat, amp_concat_prepare, amp_cuda_supports_concat},
-    [AMP_OP_Split] = {amp_cuda_split, amp_cuda_mv_split_prepare, amp_cuda_supports_split},
+    [AMP_OP_Split] = {amp_cuda_split, amp_split_prepare, amp_cuda_supports_split},
     [AMP_OP_Slice] = {amp_cuda_slice, amp_slice_prepare, amp_cuda_supports_slice},
     [AMP_OP_Expand] = {amp_cuda_expand, NULL, amp_cuda_supports_move},
     [AMP_OP_Tile] = {amp_cuda_tile, NULL, amp_cuda_supports_move},
-    [AMP_OP_Pad] = {amp_cuda_pad, amp_cuda_mv_pad_prepare, amp_cuda_supports_pad},
+    [AMP_OP_Pad] = {amp_cuda_pad, amp_pad_prepare, amp_cuda_supports_pad},
     [AMP_OP_Gather] = {amp_cuda_gather, amp_sh_gather_prepare, amp_cuda_supports_gather},
     [AMP_OP_GatherElements] = {amp_cuda_gather_elements, amp_sh_gather_prepare, amp_cuda_supports_gather},
-    [AMP_OP_Shape] = {amp_cuda_shape, amp_cuda_mv_shape_prepare, amp_cuda_supports_shape},
+    [AMP_OP_Shape] = {amp_cuda_shape, amp_shape_prepare, amp_cuda_supports_shape},
     [AMP_OP_Size] = {amp_cuda_size, NULL, amp_cuda_supports_shape},
-    [AMP_OP_Constant] = {amp_cuda_constant, amp_cuda_mv_constant_prepare, amp_cuda_supports_constant},
-    [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
+    [AMP_OP_Constant] = {amp_cuda_constant, amp_constant_prepare, amp_cuda_supports_constant},
+    [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_constant_of_shape_prepare,
                                 amp_cuda_supports_constant_of_shape},
     [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
     /* resize.c: Resize with the geometry and tables both backends share (ops/resize_geom.h) */
