@@ -215,3 +215,25 @@ AmpCode amp_ew_clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf 
                                (unsigned long long)(*out)->nelem);
     return AMP_OK;
 }
+
+AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope) {
+    *slope = *k->in[1];
+    if (k->opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->dims[0] == x->dims[1]) {
+        slope->rank = x->rank - 1; /* (C, 1, ..., 1) */
+        for (int i = 1; i < slope->rank; i++) slope->dims[i] = 1;
+    }
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    bool same = amp_broadcast_shape(x->rank, x->dims, slope->rank, slope->dims, &rank, dims) && rank == x->rank;
+    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
+    if (!same)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope->rank);
+    return AMP_OK;
+}
+
+AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b) {
+    if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
+        b->dims[0] != x->dims[x->rank - 1])
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
+    return AMP_OK;
+}

@@ -57,6 +57,16 @@ AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
  * And and Or on every backend. */
 AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
+/* PRelu's slope as it broadcasts to X (never the other way: the output has X's shape):
+ * *slope is input 1, before opset 7 a slope of one value per channel ([C] with C = X's
+ * axis 1, PyTorch's PReLU exports) lined up with axis 1 as (C, 1, ..., 1). AMP_ERR_INPUT
+ * where it does not broadcast to X's shape. */
+AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope);
+
+/* com.microsoft BiasGeluGrad_dX (dY, X, B): dY of X's dtype and shape, B of X's dtype, 1-D
+ * over X's last axis (AMP_ERR_INPUT if not). */
+AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b);
+
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */

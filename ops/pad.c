@@ -4,6 +4,7 @@
 #include "ops/cast_engine.h" /* amp_sh_convert */
 #include "ops/kernel_out.h"
 #include "ops/pad.h"
+#include "ops/slice.h" /* amp_axis_once */
 
 static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap"};
 
@@ -64,10 +65,8 @@ AmpCode amp_pad_geom(AmpKernelCtx *k, int mode, const AmpBuf *x, const int64_t *
     for (int d = 0; d < r; d++) before[d] = 0;
     for (size_t i = 0; i < na; i++) {
         int a;
-        if (!amp_norm_axis(axes[i], r, &a))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-        seen[a] = true;
+        AmpCode rc = amp_axis_once(k, axes[i], r, seen, &a);
+        if (rc) return rc;
         before[a] = pads[i], after[a] = pads[i + na];
     }
     const int64_t lim = INT64_C(1) << 61;

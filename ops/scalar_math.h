@@ -57,24 +57,23 @@ typedef struct AmpEwParams {
 /* erf: the device's erff; on the host the CPU's one erf (ops/vmath.h: libmvec's vector erff
  * where present, else erff), which the CPU's Erf kernel, its 16-bit tables and the fused
  * programs' interpreter all compute, so that a fused chain gives the bits of the nodes it
- * replaces. */
+ * replaces. ONNX Round: halves to even, the default rounding mode (rintf on the device,
+ * where no floating-point flags are raised anyway). */
+#ifdef __CUDACC__
 static inline AMP_HD float amp_erf_f(float x) {
-#ifdef __CUDACC__
     return erff(x);
-#else
-    return amp_vmath_erf1(x);
-#endif
 }
-
-/* ONNX Round: halves to even, the default rounding mode (rintf on the device, where no
- * floating-point flags are raised anyway). */
 static inline AMP_HD float amp_round_f(float x) {
-#ifdef __CUDACC__
     return rintf(x);
-#else
-    return nearbyintf(x);
-#endif
 }
+#else
+static inline float amp_erf_f(float x) {
+    return amp_vmath_erf1(x);
+}
+static inline float amp_round_f(float x) {
+    return nearbyintf(x);
+}
+#endif
 static inline double amp_round_d(double x) {
     return nearbyint(x);
 }

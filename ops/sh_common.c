@@ -89,6 +89,36 @@ AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
+AmpCode amp_concat_inputs(AmpKernelCtx *k) {
+    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
+    for (int i = 0; i < k->n_in; i++)
+        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    return AMP_OK;
+}
+
+AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims) {
+    const AxisAttrs *aa = k->attrs;
+    const AmpBuf *x0 = k->in[0];
+    if (!amp_norm_axis(aa->axis, x0->rank, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis,
+                               x0->rank);
+    int a = *axis;
+    memcpy(dims, x0->dims, AMP_MAX_RANK * sizeof *dims);
+    dims[a] = 0;
+    for (int i = 0; i < k->n_in; i++) {
+        const AmpBuf *x = k->in[i];
+        if (x->dtype != x0->dtype || x->rank != x0->rank)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
+        for (int d = 0; d < x->rank; d++)
+            if (d != a && x->dims[d] != x0->dims[d])
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
+        if (x->dims[a] > INT64_MAX - dims[a]) /* empty inputs may have any dims */
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
+        dims[a] += x->dims[a];
+    }
+    return AMP_OK;
+}
+
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     AxisAttrs a = {amp_node_attr_int(n, "axis", 0)};

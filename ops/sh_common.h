@@ -49,6 +49,12 @@ typedef struct AxisAttrs {
     int64_t axis;
 } AxisAttrs;
 AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Concat's checks: amp_concat_inputs that it has inputs, every one present; then (after the
+ * kernel's dtype check) amp_concat_shape its axis (AxisAttrs in k->attrs, normalised against
+ * input 0's rank) and the output's dims: every input of input 0's dtype and rank, alike off
+ * the axis, their sizes along it summed without overflow. AMP_ERR_INPUT where not. */
+AmpCode amp_concat_inputs(AmpKernelCtx *k);
+AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims);
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* GatherGrad's checks (both backends' kernels): *axis normalised for dX's rank, dY of dX's

@@ -14,23 +14,14 @@
 
 AMP_EW_DEF_ROW2(row_prelu, x < 0 ? x * y : x, x < 0 ? x * y : x)
 
-/* The slope broadcasts to X (never the other way): the output has X's shape. Before
- * opset 7 the slope was one value per channel (axis 1), shape [C] or [1]; such a slope
- * is lined up with axis 1 here (PyTorch's PReLU exports). */
+/* The slope as it broadcasts to X (amp_ew_prelu_slope, ops/ew_common.h: before opset 7 a
+ * per-channel slope lines up with axis 1); the output has X's shape. */
 AmpCode amp_ew_prelu(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 2);
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
-    AmpBuf slope = *k->in[1];
-    if (k->opset < 7 && slope.rank == 1 && x->rank >= 2 && slope.dims[0] == x->dims[1]) {
-        slope.rank = x->rank - 1; /* (C, 1, ..., 1) */
-        for (int i = 1; i < slope.rank; i++) slope.dims[i] = 1;
-    }
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
-    bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
-    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
-    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
+    AmpBuf slope;
+    if ((rc = amp_ew_prelu_slope(k, x, &slope))) return rc;
     return amp_ew_binary_float(k, x, &slope, row_prelu_f, row_prelu_d, NULL);
 }
 
@@ -75,9 +66,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
-        b->dims[0] != x->dims[x->rank - 1])
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
+    if ((rc = amp_ew_bias_gelu_grad_check(k, dy, x, b))) return rc;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
         !x->nelem)

@@ -256,32 +256,16 @@ AmpCode amp_ms_concat_training(AmpKernelCtx *k) {
 }
 
 AmpCode amp_cpu_concat(AmpKernelCtx *k) {
-    const AxisAttrs *aa = k->attrs;
-    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
-    for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    AmpCode rc = amp_concat_inputs(k); /* the checks and the shape: ops/sh_common.h */
+    if (rc) return rc;
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_sh_esize(k, x0->dtype);
     if (!es) return k->st->code;
     int axis;
-    if (!amp_norm_axis(aa->axis, x0->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
     int64_t dims[AMP_MAX_RANK];
-    memcpy(dims, x0->dims, sizeof dims);
-    dims[axis] = 0;
-    for (int i = 0; i < k->n_in; i++) {
-        const AmpBuf *x = k->in[i];
-        if (x->dtype != x0->dtype || x->rank != x0->rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
-        for (int d = 0; d < x->rank; d++)
-            if (d != axis && x->dims[d] != x0->dims[d])
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
-        if (x->dims[axis] > INT64_MAX - dims[axis]) /* empty inputs may have any dims */
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
-        dims[axis] += x->dims[axis];
-    }
+    if ((rc = amp_concat_shape(k, &axis, dims))) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
+    rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
     if (rc || !y) return rc;
     if (!y->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer = amp_shape_nelem(axis, dims);

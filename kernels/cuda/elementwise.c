@@ -121,23 +121,13 @@ AmpCode amp_cuda_pow(AmpKernelCtx *k) {
     return arith(k, AMP_CUDA_BIN_POW);
 }
 
-/* The slope broadcasts to X, never the other way; before opset 7 a [C] slope lines up
- * with axis 1 (activation.c's amp_ew_prelu). */
+/* The slope as it broadcasts to X (amp_ew_prelu_slope, ops/ew_common.h). */
 AmpCode amp_cuda_prelu(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 2);
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
-    AmpBuf slope = *k->in[1];
-    if (k->opset < 7 && slope.rank == 1 && x->rank >= 2 && slope.dims[0] == x->dims[1]) {
-        slope.rank = x->rank - 1; /* (C, 1, ..., 1) */
-        for (int i = 1; i < slope.rank; i++) slope.dims[i] = 1;
-    }
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
-    bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
-    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
-    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
-    if ((rc = amp_ew_same_dtype(k, x, &slope))) return rc;
+    AmpBuf slope;
+    if ((rc = amp_ew_prelu_slope(k, x, &slope)) || (rc = amp_ew_same_dtype(k, x, &slope))) return rc;
     if (!dt_in(x->dtype, FLOATS)) return amp_kernel_bad_dtype(k, x->dtype);
     return binary_launch(k, AMP_CUDA_BIN_PRELU, x, &slope);
 }
