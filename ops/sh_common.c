@@ -89,6 +89,21 @@ AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
+AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int64_t *strides) {
+    const TransposeAttrs *a = k->attrs;
+    int r = x->rank;
+    int64_t perm[AMP_MAX_RANK], in_strides[AMP_MAX_RANK];
+    if (a->n) {
+        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
+        memcpy(perm, a->perm, sizeof perm);
+    } else {
+        for (int i = 0; i < r; i++) perm[i] = r - 1 - i; /* reversed */
+    }
+    amp_sh_strides(r, x->dims, in_strides);
+    for (int i = 0; i < r; i++) dims[i] = x->dims[perm[i]], strides[i] = in_strides[perm[i]];
+    return AMP_OK;
+}
+
 AmpCode amp_concat_inputs(AmpKernelCtx *k) {
     if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
     for (int i = 0; i < k->n_in; i++)

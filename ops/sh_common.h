@@ -42,6 +42,9 @@ typedef struct TransposeAttrs {
     int64_t perm[AMP_MAX_RANK];
 } TransposeAttrs;
 AmpCode amp_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Transpose of x (TransposeAttrs in k->attrs): the output's dims and, per output axis, x's
+ * element strides along it. AMP_ERR_INPUT for a perm of another length than x's rank. */
+AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int64_t *strides);
 
 /* An axis, raw (normalised against the input's rank in the kernel): Concat's (also
  * ConcatTraining's), Gather's and GatherElements' (also GatherGrad's). */

@@ -211,27 +211,16 @@ AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
 }
 
 AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
-    const TransposeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
-    int64_t perm[AMP_MAX_RANK];
-    if (a->n) {
-        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
-        memcpy(perm, a->perm, sizeof perm);
-    } else {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    }
-    int64_t in_strides[AMP_MAX_RANK], dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    amp_sh_strides(r, x->dims, in_strides);
-    for (int i = 0; i < r; i++) {
-        dims[i] = x->dims[perm[i]];
-        strides[i] = in_strides[perm[i]];
-    }
+    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
+    AmpCode rc = amp_transpose_geom(k, x, dims, strides); /* ops/sh_common.h */
+    if (rc) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x->dtype, r, dims, &y);
+    rc = amp_sh_out(k, x->dtype, r, dims, &y);
     if (rc || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;

@@ -66,28 +66,21 @@ AmpCode amp_cuda_identity(AmpKernelCtx *k) {
 
 /* ---- Transpose ------------------------------------------------------------------------ */
 
-/* Transpose's and Concat's attributes are every backend's (TransposeAttrs, AxisAttrs in
- * ops/sh_common.h), parsed by amp_transpose_prepare and amp_concat_prepare (table.c). */
+/* Transpose's and Concat's attributes, checks and shapes are every backend's
+ * (ops/sh_common.h: amp_transpose_prepare, amp_transpose_geom, amp_concat_prepare,
+ * amp_concat_inputs, amp_concat_shape). */
 
 AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
-    const TransposeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
-    int64_t perm[AMP_MAX_RANK];
-    if (a->n) {
-        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
-        memcpy(perm, a->perm, sizeof perm);
-    } else {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    }
-    int64_t in_strides[AMP_MAX_RANK], dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    amp_sh_strides(r, x->dims, in_strides);
-    for (int i = 0; i < r; i++) dims[i] = x->dims[perm[i]], strides[i] = in_strides[perm[i]];
+    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
+    AmpCode rc = amp_transpose_geom(k, x, dims, strides); /* ops/sh_common.h */
+    if (rc) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x->dtype, r, dims, &y);
+    rc = amp_sh_out(k, x->dtype, r, dims, &y);
     if (rc || !y || !y->nelem) return rc;
     AmpCudaView v;
     dense_view(&v, r, dims, strides);
