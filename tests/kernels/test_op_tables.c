@@ -2,9 +2,10 @@
  * op's facts are ir/ops.def's, which names no kernel). The CPU is the reference: every op
  * with a CUDA entry has a CPU kernel, and every op with a CPU kernel has a CUDA entry or
  * a reason below why it runs on the CPU fallback on a GPU, so that a new op (and a reason
- * that no longer holds) shows here. The CUDA table is read as text, so that the CPU-only
- * build checks it too (tests/cuda/test_cuda_table_host.c checks the linked table in a
- * CUDA build). */
+ * that no longer holds) shows here; the float unary ops' rows are the lines of
+ * ops/unary.def, each with its CPU row, and its CUDA row or reason. The CUDA table is read
+ * as text, so that the CPU-only build checks it too (tests/cuda/test_cuda_table_host.c
+ * checks the linked table in a CUDA build). */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -199,11 +200,14 @@ Test(op_tables, every_unary_def_line_has_its_rows) {
         cr_expect_eq(amp_cpu_ops[op].run, amp_ew_unary, "%s: the CPU row is not the generic unary kernel", OP_ID[op]);
         cr_expect_eq(amp_cpu_ops[op].prepare, UNARY[i].prepare, "%s: the CPU row's prepare is not its line's",
                      OP_ID[op]);
-        if (UNARY[i].cuda)
-            cr_expect(has[op] && !cuda_absent_reason[op], "%s: CUDA 1 in ops/unary.def but no CUDA row", OP_ID[op]);
-        else
-            cr_expect(!has[op] && cuda_absent_reason[op],
-                      "%s: CUDA 0 in ops/unary.def needs a reason in cuda_absent_reason[]", OP_ID[op]);
+        if (UNARY[i].cuda) {
+            cr_expect(has[op], "%s: CUDA 1 in ops/unary.def, but no row in kernels/cuda/table.c", OP_ID[op]);
+            cr_expect(!cuda_absent_reason[op], "%s: CUDA 1 in ops/unary.def: drop its cuda_absent_reason[]", OP_ID[op]);
+        } else {
+            cr_expect(!has[op], "%s: CUDA 0 in ops/unary.def, but a row in kernels/cuda/table.c", OP_ID[op]);
+            cr_expect(cuda_absent_reason[op], "%s: CUDA 0 in ops/unary.def needs a reason in cuda_absent_reason[]",
+                      OP_ID[op]);
+        }
     }
     for (int op = 0; op < AMP_OP__COUNT; op++)
         if (amp_cpu_ops[op].run == amp_ew_unary)
