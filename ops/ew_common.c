@@ -1,4 +1,6 @@
 /* The elementwise family's checks and attributes, every backend's (ops/ew_common.h). */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,37 @@ AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int 
     }
     *rank = r;
     return AMP_OK;
+}
+
+int amp_ew_merge_axes(int rank, const int64_t *dims, int n_in, const AmpBuf *const *in, int64_t *merged_dims,
+                      int64_t (*strides)[AMP_MAX_RANK]) {
+    int64_t full[AMP_EW_MERGE_MAX_IN][AMP_MAX_RANK];
+    int r = 0;
+    for (int j = 0; j < n_in; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] == 1) continue; /* no movement along it */
+        if (r > 0) {
+            /* Merge into the previous axis when, for every input, stepping the outer
+             * axis once is the same as stepping the inner one dims[i] times. */
+            bool merge = true;
+            for (int j = 0; j < n_in; j++)
+                if (strides[j][r - 1] != full[j][i] * dims[i]) merge = false;
+            if (merge) {
+                merged_dims[r - 1] *= dims[i];
+                for (int j = 0; j < n_in; j++) strides[j][r - 1] = full[j][i];
+                continue;
+            }
+        }
+        merged_dims[r] = dims[i];
+        for (int j = 0; j < n_in; j++) strides[j][r] = full[j][i];
+        r++;
+    }
+    if (r == 0) { /* scalar output, or all axes of size 1 */
+        merged_dims[0] = 1;
+        for (int j = 0; j < n_in; j++) strides[j][0] = 0;
+        r = 1;
+    }
+    return r;
 }
 
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
@@ -132,6 +165,14 @@ AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attr
                              attrs, st);
 }
 
+/* Shrink: alpha is lambd, beta bias. */
+AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "lambd", 0.5f),
+                                           .beta = amp_node_attr_float(n, "bias", 0.0f)},
+                             attrs, st);
+}
+
 /* The approximate attribute (opset 20 Gelu; also read on com.microsoft GeluGrad). */
 AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
@@ -151,5 +192,48 @@ AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpS
     p->mode = (amp_node_attr_int(n, "detect_positive", 1) != 0 ? AMP_EW_INF_POS : 0) |
               (amp_node_attr_int(n, "detect_negative", 1) != 0 ? AMP_EW_INF_NEG : 0);
     *attrs = p;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_prepare_clip(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    AmpClipAttrs *a = malloc(sizeof *a);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->lo = opset < 11 ? amp_node_attr_float(n, "min", -FLT_MAX) : -INFINITY;
+    a->hi = opset < 11 ? amp_node_attr_float(n, "max", FLT_MAX) : INFINITY;
+    *attrs = a;
+    return AMP_OK;
+}
+
+AmpCode amp_ew_clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf **out) {
+    *out = amp_ew_in(k, i);
+    if (!*out) return AMP_OK;
+    if ((*out)->dtype != x->dtype)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
+                               amp_dtype_name((*out)->dtype), amp_dtype_name(x->dtype));
+    if ((*out)->nelem != 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
+                               (unsigned long long)(*out)->nelem);
+    return AMP_OK;
+}
+
+AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope) {
+    *slope = *k->in[1];
+    if (k->opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->dims[0] == x->dims[1]) {
+        slope->rank = x->rank - 1; /* (C, 1, ..., 1) */
+        for (int i = 1; i < slope->rank; i++) slope->dims[i] = 1;
+    }
+    int rank;
+    int64_t dims[AMP_MAX_RANK];
+    bool same = amp_broadcast_shape(x->rank, x->dims, slope->rank, slope->dims, &rank, dims) && rank == x->rank;
+    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
+    if (!same)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope->rank);
+    return AMP_OK;
+}
+
+AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b) {
+    if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
+        b->dims[0] != x->dims[x->rank - 1])
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
     return AMP_OK;
 }

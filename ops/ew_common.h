@@ -12,6 +12,7 @@
 #include "ir/ir.h"
 #include "ir/kernel.h"
 #include "ir/tensor.h"
+#include "ops/scalar_math.h" /* AmpEwParams */
 
 /* The k->in[i] if it is there, else NULL (also for i past the node's inputs). */
 const AmpBuf *amp_ew_in(const AmpKernelCtx *k, int i);
@@ -27,6 +28,16 @@ AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int 
  * rank, dims; AMP_ERR_INTERNAL naming both if not, since the loops are bounded by the
  * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
+
+/* The broadcast walk every backend plans: n_in inputs (at most AMP_EW_MERGE_MAX_IN, each
+ * broadcastable to the output shape rank/dims) over the output with its axes of size 1
+ * dropped and neighbouring axes merged wherever every input stays contiguous (or stays
+ * broadcast) across them, so same-shape inputs become one axis and [3,4,5] + [5] becomes
+ * [12, 5]. Writes the merged dims and each input's element strides along them (0 on
+ * broadcast axes); returns the merged rank, at least 1 (a scalar output: one axis of 1). */
+#define AMP_EW_MERGE_MAX_IN 8
+int amp_ew_merge_axes(int rank, const int64_t *dims, int n_in, const AmpBuf *const *in, int64_t *merged_dims,
+                      int64_t (*strides)[AMP_MAX_RANK]);
 
 /* Before opset 7, binary ops broadcast B onto A (one way: the result has A's shape) only
  * with broadcast=1, at `axis` when given, else at A's last dims; without it the inputs
@@ -46,30 +57,47 @@ AmpCode amp_ew_legacy_bcast(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, A
  * And and Or on every backend. */
 AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
+/* PRelu's slope as it broadcasts to X (never the other way: the output has X's shape):
+ * *slope is input 1, before opset 7 a slope of one value per channel ([C] with C = X's
+ * axis 1, PyTorch's PReLU exports) lined up with axis 1 as (C, 1, ..., 1). AMP_ERR_INPUT
+ * where it does not broadcast to X's shape. */
+AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope);
+
+/* com.microsoft BiasGeluGrad_dX (dY, X, B): dY of X's dtype and shape, B of X's dtype, 1-D
+ * over X's last axis (AMP_ERR_INPUT if not). */
+AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b);
+
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */
 bool amp_ew_is_unsigned(int dtype); /* uint8..uint64 */
 
-/* Parameters of the activations (alpha, beta, gamma as the ONNX attributes; mode: Gelu
- * approximation, IsInf directions). */
-typedef struct AmpEwParams {
-    float alpha, beta, gamma;
-    int mode;
-} AmpEwParams;
-
+/* The activations' parameters are AmpEwParams (ops/scalar_math.h: alpha, beta, gamma as
+ * the ONNX attributes; mode: Gelu approximation, IsInf directions). */
 /* *attrs = a malloc'd copy of p (the activations' prepare functions). */
 AmpCode amp_ew_params_out(AmpEwParams p, void **attrs, AmpStatus *st);
-/* The prepare functions (AmpKernelPrepareFn) of the activations both backends run:
- * LeakyRelu, Elu, Celu, ThresholdedRelu (alpha), Selu, HardSigmoid, Gelu and
- * com.microsoft GeluGrad, BiasGelu (approximate). */
+/* The prepare functions (AmpKernelPrepareFn) of the activations, every backend's (named
+ * by ops/unary.def): LeakyRelu, Elu, Celu, ThresholdedRelu (alpha), Selu, HardSigmoid,
+ * Shrink (lambd, bias as alpha, beta), Gelu and com.microsoft GeluGrad, BiasGelu
+ * (approximate). */
 AmpCode amp_ew_prepare_alpha(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_prepare_selu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_prepare_hard_sigmoid(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 AmpCode amp_ew_prepare_gelu(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* IsInf's directions, in AmpEwParams.mode, as its prepare function sets them. */
 enum { AMP_EW_INF_POS = 1, AMP_EW_INF_NEG = 2 };
 AmpCode amp_ew_prepare_isinf(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* Clip's float bounds before any bound input is read: the min and max attributes before
+ * opset 11 (float's limits when absent), unbounded after (the bounds are inputs then). */
+typedef struct AmpClipAttrs {
+    double lo, hi;
+} AmpClipAttrs;
+AmpCode amp_ew_prepare_clip(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Clip's bound input i (1 min, 2 max; opset 11+) in *out: NULL when absent, else checked
+ * to be one element of x's type (its value read where the backend's memory is). */
+AmpCode amp_ew_clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const AmpBuf **out);
 
 #endif

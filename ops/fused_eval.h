@@ -16,16 +16,6 @@
 #include "ir/fused_prog.h"
 #include "ops/scalar_math.h"
 
-/* erf: the device's erff in CUDA code; on the host the CPU's one erf (ops/vmath.h), which
- * the CPU's Erf kernel computes too, so that a fused chain and the nodes it replaces give
- * the same bits. */
-#ifdef __CUDACC__
-#define AMP_FUSED_ERF(x) erff(x)
-#else
-#include "ops/vmath.h"
-#define AMP_FUSED_ERF(x) amp_vmath_erf1(x)
-#endif
-
 #ifdef __CUDACC__
 #define AMP_FUSED_FN static __host__ __device__ inline
 #else
@@ -103,7 +93,7 @@ AMP_FUSED_FN AmpFusedReg amp_fused_step(const AmpFusedInstr *in, const AmpFusedR
     case AMP_FOP_EXP: o.f = expf(x.f); break;
     case AMP_FOP_LOG: o.f = logf(x.f); break;
     case AMP_FOP_TANH: o.f = tanhf(x.f); break;
-    case AMP_FOP_ERF: o.f = AMP_FUSED_ERF(x.f); break;
+    case AMP_FOP_ERF: o.f = amp_erf_f(x.f); break; /* the Erf kernel's (scalar_math.h) */
     case AMP_FOP_EQ: o.i = fl ? x.f == y.f : x.i == y.i; break;
     case AMP_FOP_LT: o.i = fl ? x.f < y.f : x.i < y.i; break;
     case AMP_FOP_GT: o.i = fl ? x.f > y.f : x.i > y.i; break;

@@ -14,6 +14,27 @@ AmpCode amp_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
+AmpCode amp_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
+                           uint64_t *d, uint64_t *inner) {
+    int64_t a = attr->axis;
+    int axis;
+    if (attr->per_axis) {
+        if (!amp_norm_axis(a, x->rank, &axis))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+        *outer = amp_shape_nelem(axis, x->dims);
+        *d = (uint64_t)x->dims[axis];
+        *inner = amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
+        return AMP_OK;
+    }
+    if (a == x->rank) axis = x->rank;
+    else if (!amp_norm_axis(a, x->rank, &axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    *outer = amp_shape_nelem(axis, x->dims);
+    *d = amp_shape_nelem(x->rank - axis, x->dims + axis);
+    *inner = 1;
+    return AMP_OK;
+}
+
 AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     AmpNormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
     switch (n->op) {

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "ir/kernel.h"
+#include "ir/tensor.h"
 
 /* Softmax, LogSoftmax, Hardmax, com.microsoft SoftmaxGrad_13 (amp_softmax_prepare):
  * axis as written (normalised against the input's rank when the kernel runs); per_axis:
@@ -20,6 +22,12 @@ typedef struct AmpSoftmaxAttrs {
     bool per_axis;
 } AmpSoftmaxAttrs;
 AmpCode amp_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* x's rows as the op normalises them: (outer, d, inner), element (o, j, i) at
+ * (o * d + j) * inner + i; per_axis along the axis, else the 2-D coercion at it (inner 1;
+ * axis == rank also taken: a trailing dimension of 1). AMP_ERR_INPUT for an axis out of
+ * range. */
+AmpCode amp_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
+                           uint64_t *d, uint64_t *inner);
 
 /* The normalisations (amp_norm_prepare): one struct for the family; each op reads
  * its own fields. An axis is kept as given. */

@@ -1,19 +1,20 @@
-/* The scalar math of the elementwise functions, each defined once: the CPU kernels
- * (kernels/cpu/activation.c, unary.c, rnn.c, ms_train.c), the fused programs'
- * interpreter (ops/fused_eval.h, run by the CPU and the CUDA kernel) and the CUDA
- * kernels (kernels/cuda/elementwise.cu, grad_ops.cu) all call these. Each formula is the
- * CPU reference's, operation for operation (order, float or double, libm calls), so the
- * CPU's results are what they were before the math moved here; a function's float form
- * computes in float (the 16-bit storage types are computed in float32), its double form in
- * double.
+/* The scalar math of the elementwise functions, each defined once: the unary ops' lines
+ * of ops/unary.def (from which each backend makes its unary kernel), the other CPU
+ * kernels (kernels/cpu/activation.c, rnn.c, ms_train.c), the fused programs' interpreter
+ * (ops/fused_eval.h, run by the CPU and the CUDA kernel) and the CUDA kernels
+ * (kernels/cuda/elementwise.cu, grad_ops.cu) all call these. Each formula is the CPU
+ * reference's, operation for operation (order, float or double, libm calls), so the CPU's
+ * results are what they were before the math moved here; a function's float form computes
+ * in float (the 16-bit storage types are computed in float32), its double form in double.
  *
- * Plain C11 and math.h, nothing else, so that nvcc compiles the same text for the device:
- * AMP_HD marks the float forms __host__ __device__ there. nvcc contracts a product and a
- * sum into one fused multiply-add (one rounding) unless told otherwise, the C compilers
- * here never do (ISO C mode); AMP_ADD_RN / AMP_SUB_RN keep each such sum rounded once, as
- * on the CPU, where a product is one of its operands. The device's expf, tanhf, erff ...
- * may differ from glibc's in the last place: only the arithmetic around them is the same.
- * The double forms are host code (no kernel computes in double on the device). */
+ * Plain C11 and math.h (on the host also ops/vmath.h's erf), so that nvcc compiles the
+ * same text for the device: AMP_HD marks the float forms __host__ __device__ there. nvcc
+ * contracts a product and a sum into one fused multiply-add (one rounding) unless told
+ * otherwise, the C compilers here never do (ISO C mode); AMP_ADD_RN / AMP_SUB_RN keep each
+ * such sum rounded once, as on the CPU, where a product is one of its operands. The
+ * device's expf, tanhf, erff ... may differ from glibc's in the last place: only the
+ * arithmetic around them is the same. The double forms are host code (no kernel computes
+ * in double on the device). */
 #ifndef AMP_OPS_SCALAR_MATH_H
 #define AMP_OPS_SCALAR_MATH_H
 
@@ -23,6 +24,7 @@
 #define AMP_HD __host__ __device__
 #else
 #define AMP_HD
+#include "ops/vmath.h" /* amp_vmath_erf1: the host's erf */
 #endif
 
 #ifdef __CUDA_ARCH__
@@ -40,6 +42,41 @@
 
 /* Gelu's approximate attribute: "none" (erf) or "tanh" (AmpEwParams.mode). */
 enum { AMP_GELU_EXACT = 0, AMP_GELU_TANH = 1 };
+
+/* The attributes of the elementwise functions, as their prepare functions parse them
+ * (ops/ew_common.h): alpha, beta, gamma as the ONNX attributes name them (Shrink: lambd,
+ * bias), mode Gelu's approximation or IsInf's directions. Here, beside the math, because
+ * the unary ops' expressions (ops/unary.def) read them on the host and the device alike. */
+typedef struct AmpEwParams {
+    float alpha, beta, gamma;
+    int mode;
+} AmpEwParams;
+
+/* ---- functions whose host and device forms differ in name only ------------------------ */
+
+/* erf: the device's erff; on the host the CPU's one erf (ops/vmath.h: libmvec's vector erff
+ * where present, else erff), which the CPU's Erf kernel, its 16-bit tables and the fused
+ * programs' interpreter all compute, so that a fused chain gives the bits of the nodes it
+ * replaces. ONNX Round: halves to even, the default rounding mode (rintf on the device,
+ * where no floating-point flags are raised anyway). */
+#ifdef __CUDACC__
+static inline AMP_HD float amp_erf_f(float x) {
+    return erff(x);
+}
+static inline AMP_HD float amp_round_f(float x) {
+    return rintf(x);
+}
+#else
+static inline float amp_erf_f(float x) {
+    return amp_vmath_erf1(x);
+}
+static inline float amp_round_f(float x) {
+    return nearbyintf(x);
+}
+#endif
+static inline double amp_round_d(double x) {
+    return nearbyint(x);
+}
 
 /* ---- clamps, signs, rectifiers ------------------------------------------------------ */
 

@@ -1,4 +1,5 @@
 /* The data-movement family's helpers and attributes, every backend's (ops/sh_common.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/kernel_out.h"
@@ -88,6 +89,51 @@ AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
+AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int64_t *strides) {
+    const TransposeAttrs *a = k->attrs;
+    int r = x->rank;
+    int64_t perm[AMP_MAX_RANK], in_strides[AMP_MAX_RANK];
+    if (a->n) {
+        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
+        memcpy(perm, a->perm, sizeof perm);
+    } else {
+        for (int i = 0; i < r; i++) perm[i] = r - 1 - i; /* reversed */
+    }
+    amp_sh_strides(r, x->dims, in_strides);
+    for (int i = 0; i < r; i++) dims[i] = x->dims[perm[i]], strides[i] = in_strides[perm[i]];
+    return AMP_OK;
+}
+
+AmpCode amp_concat_inputs(AmpKernelCtx *k) {
+    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
+    for (int i = 0; i < k->n_in; i++)
+        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    return AMP_OK;
+}
+
+AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims) {
+    const AxisAttrs *aa = k->attrs;
+    const AmpBuf *x0 = k->in[0];
+    if (!amp_norm_axis(aa->axis, x0->rank, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis,
+                               x0->rank);
+    int a = *axis;
+    memcpy(dims, x0->dims, AMP_MAX_RANK * sizeof *dims);
+    dims[a] = 0;
+    for (int i = 0; i < k->n_in; i++) {
+        const AmpBuf *x = k->in[i];
+        if (x->dtype != x0->dtype || x->rank != x0->rank)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
+        for (int d = 0; d < x->rank; d++)
+            if (d != a && x->dims[d] != x0->dims[d])
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
+        if (x->dims[a] > INT64_MAX - dims[a]) /* empty inputs may have any dims */
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
+        dims[a] += x->dims[a];
+    }
+    return AMP_OK;
+}
+
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     AxisAttrs a = {amp_node_attr_int(n, "axis", 0)};
@@ -128,4 +174,162 @@ AmpCode amp_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     (void)opset;
     OneHotAttrs a = {amp_node_attr_int(n, "axis", -1)};
     return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+/* ---- Split ------------------------------------------------------------------------------ */
+
+AmpCode amp_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    int no = n->n_outputs;
+    bool split_input = n->n_inputs > 1 && n->inputs[1];
+    const AmpAttr *sa = amp_node_attr(n, "split");
+    bool has_split = !split_input && opset < 13 && sa && sa->n_ints;
+    if (has_split && sa->n_ints != (size_t)no)
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "split has %zu entries for %d outputs", sa->n_ints, no);
+    if (!split_input && !has_split) {
+        int64_t num = amp_node_attr_int(n, "num_outputs", no);
+        if (num != no)
+            return amp_node_fail(n, st, AMP_ERR_INPUT, "num_outputs is %lld but the node has %d outputs",
+                                 (long long)num, no);
+    }
+    size_t cnt = has_split ? (size_t)no : 0;
+    AmpSplitAttrs *a = malloc(sizeof *a + cnt * sizeof a->split[0]);
+    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    a->axis = amp_node_attr_int(n, "axis", 0);
+    a->has_split = has_split;
+    a->n = cnt;
+    for (size_t i = 0; i < cnt; i++) a->split[i] = sa->ints[i];
+    *attrs = a;
+    return AMP_OK;
+}
+
+AmpCode amp_split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, int no, bool given, size_t n,
+                        int64_t *sizes) {
+    if (given) {
+        if (n != (size_t)no) return amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
+    } else if (a->has_split) {
+        if (a->n != (size_t)no)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
+        for (int i = 0; i < no; i++) sizes[i] = a->split[i];
+    } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
+        int64_t chunk = dim / no + (dim % no != 0);
+        for (int i = 0; i < no; i++) {
+            int64_t left = dim - chunk * i;
+            sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+        }
+    } else if (dim % no) {
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts",
+                               (long long)dim, no);
+    } else {
+        for (int i = 0; i < no; i++) sizes[i] = dim / no;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < no; i++) {
+        if (sizes[i] < 0 || sizes[i] > dim - total)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i,
+                                   (long long)sizes[i]);
+        total += sizes[i];
+    }
+    if (total != dim)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total,
+                               (long long)dim);
+    return AMP_OK;
+}
+
+/* ---- Shape, Constant, ConstantOfShape --------------------------------------------------- */
+
+AmpCode amp_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    const AmpAttr *e = amp_node_attr(n, "end");
+    AmpShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0),
+                       e && e->type == AMP_ATTR_INT};
+    return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+void amp_shape_range(const AmpShapeAttrs *a, int rank, int64_t *start, int64_t *count) {
+    int64_t r = rank;
+    int64_t s = a->start, e = a->has_end ? a->end : r;
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    *start = s;
+    *count = e > s ? e - s : 0;
+}
+
+const char *const amp_constant_names[8] = {"value",      "value_float",  "value_floats",  "value_int",
+                                           "value_ints", "value_string", "value_strings", "sparse_value"};
+
+/* The element bytes of node n's tensor attribute t (at least its expected size). */
+static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
+    if (amp_dtype_bits(t->dtype) == 0 || amp_dtype_bits(t->dtype) % 8)
+        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(t->dtype));
+    AmpModel *m = n->graph ? n->graph->model : NULL;
+    if (!m) return amp_node_fail(n, st, AMP_ERR_INTERNAL, "node has no model");
+    AmpCode rc = amp_tensor_bytes(m, t, out, st);
+    if (rc) return rc;
+    size_t need;
+    if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs",
+                             out->len);
+    return AMP_OK;
+}
+
+AmpCode amp_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpConstantAttrs c = {.which = -1};
+    int count = 0;
+    for (int i = 0; i < 8; i++) {
+        const AmpAttr *t = amp_node_attr(n, amp_constant_names[i]);
+        if (t) c.a = t, c.which = i, count++;
+    }
+    if (count != 1)
+        return amp_node_fail(n, st, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
+    if (c.which == 0 && c.a->t) {
+        AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
+        if (rc) return rc;
+    }
+    return amp_prep_out(&c, sizeof c, attrs, st);
+}
+
+AmpCode amp_constant_value(AmpKernelCtx *k, const AmpConstantAttrs *c, int *dtype, int *rank, int64_t *dims,
+                           const void **bytes) {
+    const AmpAttr *a = c->a;
+    switch (c->which) {
+    case 0: {
+        const AmpTensor *t = a->t;
+        if (!t) return amp_kernel_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
+        if (t->ndims > AMP_MAX_RANK)
+            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
+        bool neg = false;
+        for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i], neg |= dims[i] < 0;
+        if (neg || amp_shape_nelem((int)t->ndims, dims) != t->nelem)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
+        *dtype = t->dtype, *rank = (int)t->ndims, *bytes = c->bytes.data;
+        return AMP_OK;
+    }
+    case 1: *dtype = AMP_DT_FLOAT, *rank = 0, *bytes = &a->f; return AMP_OK;
+    case 2: *dtype = AMP_DT_FLOAT, *rank = 1, dims[0] = (int64_t)a->n_floats, *bytes = a->floats; return AMP_OK;
+    case 3: *dtype = AMP_DT_INT64, *rank = 0, *bytes = &a->i; return AMP_OK;
+    case 4: *dtype = AMP_DT_INT64, *rank = 1, dims[0] = (int64_t)a->n_ints, *bytes = a->ints; return AMP_OK;
+    default:
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", amp_constant_names[c->which]);
+    }
+}
+
+AmpCode amp_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpFillAttrs f = {.dtype = AMP_DT_FLOAT};
+    const AmpAttr *a = amp_node_attr(n, "value");
+    if (a && a->t) {
+        AmpBytes bytes;
+        AmpCode rc = tensor_attr_bytes(n, a->t, &bytes, st);
+        if (rc) return rc;
+        if (a->t->nelem != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "'value' must hold one element");
+        f.dtype = a->t->dtype;
+        size_t es = amp_dtype_bits(f.dtype) / 8;
+        if (es > sizeof f.value)
+            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(f.dtype));
+        memcpy(f.value, bytes.data, es);
+    }
+    return amp_prep_out(&f, sizeof f, attrs, st);
 }

@@ -1,9 +1,10 @@
 /* The data-movement family below every backend (ops/sh_common.c): element sizes, the
  * checks of the placed output, small integer inputs, row-major strides, and the attributes
- * of Transpose, Concat, Gather, GatherElements, GatherGrad, OneHot and ScatterND parsed
- * at prepare. The CPU kernels (kernels/cpu/shape.c, gather.c, resize.c, tensor.c) and
- * the CUDA ones (kernels/cuda/movement*.c, grad_ops_index.c, resize.c) check and read a
- * node alike through these. */
+ * of Transpose, Concat, Split, Gather, GatherElements, GatherGrad, OneHot, ScatterND,
+ * Shape, Constant and ConstantOfShape parsed at prepare, with Split's sizes, Shape's range
+ * and Constant's value. The CPU kernels (kernels/cpu/shape.c, gather.c, resize.c,
+ * tensor.c) and the CUDA ones (kernels/cuda/movement*.c, grad_ops_index.c, resize.c) check
+ * and read a node alike through these. */
 #ifndef AMP_OPS_SH_COMMON_H
 #define AMP_OPS_SH_COMMON_H
 
@@ -41,6 +42,9 @@ typedef struct TransposeAttrs {
     int64_t perm[AMP_MAX_RANK];
 } TransposeAttrs;
 AmpCode amp_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Transpose of x (TransposeAttrs in k->attrs): the output's dims and, per output axis, x's
+ * element strides along it. AMP_ERR_INPUT for a perm of another length than x's rank. */
+AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int64_t *strides);
 
 /* An axis, raw (normalised against the input's rank in the kernel): Concat's (also
  * ConcatTraining's), Gather's and GatherElements' (also GatherGrad's). */
@@ -48,11 +52,66 @@ typedef struct AxisAttrs {
     int64_t axis;
 } AxisAttrs;
 AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Concat's checks: amp_concat_inputs that it has inputs, every one present; then (after the
+ * kernel's dtype check) amp_concat_shape its axis (AxisAttrs in k->attrs, normalised against
+ * input 0's rank) and the output's dims: every input of input 0's dtype and rank, alike off
+ * the axis, their sizes along it summed without overflow. AMP_ERR_INPUT where not. */
+AmpCode amp_concat_inputs(AmpKernelCtx *k);
+AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims);
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* GatherGrad's checks (both backends' kernels): *axis normalised for dX's rank, dY of dX's
  * dtype and of the shape Gather gives for dX and the indices. */
 AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *dy, const AmpBuf *dx, int *axis);
+
+/* Split: the axis (raw), and the part sizes of the split attribute (before opset 13) where
+ * the node gives them and no split input. */
+typedef struct AmpSplitAttrs {
+    int64_t axis;
+    bool has_split; /* the attribute's sizes are the split */
+    size_t n;       /* entries of split[] (the node's outputs) */
+    int64_t split[];
+} AmpSplitAttrs;
+AmpCode amp_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* The sizes of the no parts an axis of dim splits into: the split input's values where the
+ * node has one (given: sizes[0..n) hold them, as the backend read them), else the
+ * attribute's, else equal parts (from opset 18 ceil-sized, the last smaller); checked to
+ * be no non-negative sizes that sum to dim (AMP_ERR_INPUT). */
+AmpCode amp_split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, int no, bool given, size_t n,
+                        int64_t *sizes);
+
+/* Shape's start and end (opset 15), raw (amp_shape_prepare); amp_shape_range clamps them
+ * against the rank into the first dim and the count of dims Shape gives. */
+typedef struct AmpShapeAttrs {
+    int64_t start, end;
+    bool has_end;
+} AmpShapeAttrs;
+AmpCode amp_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+void amp_shape_range(const AmpShapeAttrs *a, int rank, int64_t *start, int64_t *count);
+
+/* Constant: which of its value attributes it has (an index of amp_constant_names), that
+ * attribute (the node's, alive as long as the model), and for 'value' its element bytes,
+ * decoded once at prepare: a tensor held in typed fields (float_data, ...) is laid out in
+ * the model's arena then, not on every run. */
+extern const char *const amp_constant_names[8];
+typedef struct AmpConstantAttrs {
+    int which;
+    const AmpAttr *a;
+    AmpBytes bytes; /* 'value': its elements (the model's memory) */
+} AmpConstantAttrs;
+AmpCode amp_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* What the node's output is: its dtype, rank and dims, and the bytes it holds (host memory
+ * that outlives the run; *len of them). AMP_ERR_INPUT / AMP_ERR_UNSUPPORTED for a value
+ * the kernels do not make (strings, sparse). */
+AmpCode amp_constant_value(AmpKernelCtx *k, const AmpConstantAttrs *c, int *dtype, int *rank, int64_t *dims,
+                           const void **bytes);
+
+/* ConstantOfShape: the fill value's dtype and bytes (float 0 by default). */
+typedef struct AmpFillAttrs {
+    int dtype;
+    uint8_t value[16];
+} AmpFillAttrs;
+AmpCode amp_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* OneHot's axis, raw (normalised against the output's rank). */
 typedef struct OneHotAttrs {

@@ -10,6 +10,14 @@ static void int_list(const AmpNode *n, const char *name, AmpSliceInts *out) {
     for (size_t i = 0; i < out->n && i < AMP_MAX_RANK; i++) out->v[i] = a->ints[i];
 }
 
+AmpCode amp_axis_once(AmpKernelCtx *k, int64_t axis, int r, bool *seen, int *a) {
+    if (!amp_norm_axis(axis, r, a))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axis, r);
+    if (seen[*a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", *a);
+    seen[*a] = true;
+    return AMP_OK;
+}
+
 AmpCode amp_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     AmpSliceAttrs a = {0};
     if (opset < 10) {
@@ -62,10 +70,8 @@ AmpCode amp_slice_geom(AmpKernelCtx *k, int r, const int64_t *x_dims, const int6
     for (int d = 0; d < r; d++) g->count[d] = x_dims[d], g->step[d] = 1;
     for (size_t i = 0; i < ns; i++) {
         int a;
-        if (!amp_norm_axis(axes[i], r, &a))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-        seen[a] = true;
+        AmpCode rc = amp_axis_once(k, axes[i], r, seen, &a);
+        if (rc) return rc;
         if (steps[i] == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "step on axis %d is 0", a);
         amp_slice_range(x_dims[a], starts[i], ends[i], steps[i], &g->first[a], &g->count[a]);
         g->step[a] = g->count[a] > 1 ? steps[i] : 1; /* with 2 or more, |step| < dim: no overflow below */

@@ -28,6 +28,10 @@ typedef struct AmpSliceAttrs {
     AmpSliceInts starts, ends, axes;
 } AmpSliceAttrs;
 
+/* Axis `axis` of a rank-r input listed once more (Slice's and Pad's axes): normalised into
+ * *a, marked in seen[]; AMP_ERR_INPUT where it is out of range or already seen. */
+AmpCode amp_axis_once(AmpKernelCtx *k, int64_t axis, int r, bool *seen, int *a);
+
 /* Slice's prepare function (AmpKernelPrepareFn) on every backend. */
 AmpCode amp_slice_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 

@@ -1,7 +1,8 @@
-/* CPU kernels: activations (Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Elu, Celu, Selu, PRelu,
- * ThresholdedRelu, Shrink, HardSigmoid, HardSwish, Softsign, Softplus) and the com.microsoft training ops built
- * on them (SigmoidGrad, TanhGrad, GeluGrad, ReluGrad, BiasGelu). fp32 compute for the
- * float storage types, double for double; written to not overflow for large |x|. */
+/* CPU kernels: PRelu and the com.microsoft training ops built on the activations
+ * (SigmoidGrad, TanhGrad, GeluGrad, ReluGrad, BiasGelu, BiasGeluGrad_dX); the one-input
+ * activations (Relu, Sigmoid, Gelu ...) are lines of ops/unary.def, run by unary.c's
+ * generic kernel. fp32 compute for the float storage types, double for double; written to
+ * not overflow for large |x|. The math is ops/scalar_math.h's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,124 +10,18 @@
 #include "kernels/cpu/elementwise_impl.h"
 #include "ops/scalar_math.h"
 
-/* The math of each is ops/scalar_math.h's; the double forms take the float attributes
- * widened. Shrink: alpha is lambd, beta bias. */
-AMP_EW_DEF_MAP(map_relu, amp_relu_f(x), amp_relu_d(x))
-AMP_EW_DEF_MAP(map_leaky_relu, amp_leaky_relu_f(x, p->alpha), amp_leaky_relu_d(x, p->alpha))
-AMP_EW_DEF_MAP(map_sigmoid, amp_sigmoid_f(x), amp_sigmoid_d(x))
-AMP_EW_DEF_MAP(map_tanh, tanhf(x), tanh(x))
-AMP_EW_DEF_MAP(map_gelu, amp_gelu_f(x, p->mode), amp_gelu_d(x, p->mode))
-AMP_EW_DEF_MAP(map_elu, amp_elu_f(x, p->alpha), amp_elu_d(x, p->alpha))
-AMP_EW_DEF_MAP(map_celu, amp_celu_f(x, p->alpha), amp_celu_d(x, p->alpha))
-AMP_EW_DEF_MAP(map_thresholded_relu, amp_thresholded_relu_f(x, p->alpha), amp_thresholded_relu_d(x, p->alpha))
-AMP_EW_DEF_MAP(map_shrink, amp_shrink_f(x, p->alpha, p->beta), amp_shrink_d(x, p->alpha, p->beta))
-AMP_EW_DEF_MAP(map_selu, amp_selu_f(x, p->alpha, p->gamma), amp_selu_d(x, p->alpha, p->gamma))
-AMP_EW_DEF_MAP(map_hard_sigmoid, amp_hard_sigmoid_f(x, p->alpha, p->beta), amp_hard_sigmoid_d(x, p->alpha, p->beta))
-AMP_EW_DEF_MAP(map_hard_swish, amp_hard_swish_f(x), amp_hard_swish_d(x))
-AMP_EW_DEF_MAP(map_softsign, amp_softsign_f(x), amp_softsign_d(x))
-AMP_EW_DEF_MAP(map_softplus, amp_softplus_f(x), amp_softplus_d(x))
-
-AmpCode amp_ew_relu(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 1);
-    if (rc) return rc;
-    const AmpBuf *x = k->in[0];
-    if (!amp_ew_is_int(x->dtype)) return amp_ew_unary_float(k, map_relu_f, map_relu_d, NULL);
-    /* Opset 14 integer Relu; unsigned values are their own Relu. */
-    AmpBuf *out;
-    if ((rc = amp_kernel_outputs(k, 1, &out)) || !out) return rc;
-    bool u = amp_ew_is_unsigned(x->dtype);
-    for (uint64_t i = 0; i < x->nelem; i++) {
-        int64_t v = amp_buf_get_i64(x, i);
-        amp_buf_set_i64(out, i, !u && v < 0 ? 0 : v);
-    }
-    return AMP_OK;
-}
-
-/* ---- attributes, parsed once at prepare (AmpKernelPrepareFn) ------------------------
- * Every activation with attributes reads them into one AmpEwParams: alpha, beta, gamma
- * as the op names them (Shrink: lambd, bias), mode for Gelu's approximation. Those the
- * CUDA kernels run too are parsed in ops/ew_common.c. */
-
-AmpCode amp_ew_prepare_shrink(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    return amp_ew_params_out((AmpEwParams){.alpha = amp_node_attr_float(n, "lambd", 0.5f),
-                                           .beta = amp_node_attr_float(n, "bias", 0.0f)},
-                             attrs, st);
-}
-
-AmpCode amp_ew_leaky_relu(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_leaky_relu_f, map_leaky_relu_d, k->attrs);
-}
-
-AmpCode amp_ew_sigmoid(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_sigmoid_f, map_sigmoid_d, NULL);
-}
-
-AmpCode amp_ew_tanh(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_tanh_f, map_tanh_d, NULL);
-}
-
-AmpCode amp_ew_gelu(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_gelu_f, map_gelu_d, k->attrs);
-}
-
-AmpCode amp_ew_elu(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_elu_f, map_elu_d, k->attrs);
-}
-
-AmpCode amp_ew_celu(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_celu_f, map_celu_d, k->attrs);
-}
-
-AmpCode amp_ew_thresholded_relu(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_thresholded_relu_f, map_thresholded_relu_d, k->attrs);
-}
-
-AmpCode amp_ew_shrink(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_shrink_f, map_shrink_d, k->attrs);
-}
-
-AmpCode amp_ew_selu(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_selu_f, map_selu_d, k->attrs);
-}
-
-AmpCode amp_ew_hard_sigmoid(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_hard_sigmoid_f, map_hard_sigmoid_d, k->attrs);
-}
-
-AmpCode amp_ew_hard_swish(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_hard_swish_f, map_hard_swish_d, NULL);
-}
-
-AmpCode amp_ew_softsign(AmpKernelCtx *k) {
-    return amp_ew_unary_float(k, map_softsign_f, map_softsign_d, NULL);
-}
-
-AmpCode amp_ew_softplus(AmpKernelCtx *k) {
-    return amp_ew_unary_float_lut(k, map_softplus_f, map_softplus_d, NULL);
-}
-
 /* ---- PRelu -------------------------------------------------------------------------- */
 
 AMP_EW_DEF_ROW2(row_prelu, x < 0 ? x * y : x, x < 0 ? x * y : x)
 
-/* The slope broadcasts to X (never the other way): the output has X's shape. Before
- * opset 7 the slope was one value per channel (axis 1), shape [C] or [1]; such a slope
- * is lined up with axis 1 here (PyTorch's PReLU exports). */
+/* The slope as it broadcasts to X (amp_ew_prelu_slope, ops/ew_common.h: before opset 7 a
+ * per-channel slope lines up with axis 1); the output has X's shape. */
 AmpCode amp_ew_prelu(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 2);
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
-    AmpBuf slope = *k->in[1];
-    if (k->opset < 7 && slope.rank == 1 && x->rank >= 2 && slope.dims[0] == x->dims[1]) {
-        slope.rank = x->rank - 1; /* (C, 1, ..., 1) */
-        for (int i = 1; i < slope.rank; i++) slope.dims[i] = 1;
-    }
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
-    bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
-    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
-    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
+    AmpBuf slope;
+    if ((rc = amp_ew_prelu_slope(k, x, &slope))) return rc;
     return amp_ew_binary_float(k, x, &slope, row_prelu_f, row_prelu_d, NULL);
 }
 
@@ -171,9 +66,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
-        b->dims[0] != x->dims[x->rank - 1])
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
+    if ((rc = amp_ew_bias_gelu_grad_check(k, dy, x, b))) return rc;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
         !x->nelem)

@@ -13,34 +13,10 @@
 #include "ir/half.h"
 
 void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const AmpBuf *const *in) {
-    int64_t full[AMP_EW_MAX_IN][AMP_MAX_RANK];
     memset(p, 0, sizeof *p);
     p->n_in = n_in;
-    for (int j = 0; j < n_in; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
     p->nelem = amp_shape_nelem(rank, dims);
-    for (int i = 0; i < rank; i++) {
-        if (dims[i] == 1) continue; /* no movement along it */
-        if (p->rank > 0) {
-            /* Merge into the previous axis when, for every input, stepping the outer
-             * axis once is the same as stepping the inner one dims[i] times. */
-            int r = p->rank - 1;
-            bool merge = true;
-            for (int j = 0; j < n_in; j++)
-                if (p->strides[j][r] != full[j][i] * dims[i]) merge = false;
-            if (merge) {
-                p->dims[r] *= dims[i];
-                for (int j = 0; j < n_in; j++) p->strides[j][r] = full[j][i];
-                continue;
-            }
-        }
-        p->dims[p->rank] = dims[i];
-        for (int j = 0; j < n_in; j++) p->strides[j][p->rank] = full[j][i];
-        p->rank++;
-    }
-    if (p->rank == 0) { /* scalar output, or all axes of size 1 */
-        p->rank = 1;
-        p->dims[0] = 1;
-    }
+    p->rank = amp_ew_merge_axes(rank, dims, n_in, in, p->dims, p->strides); /* ops/ew_common.h */
     p->n = p->dims[p->rank - 1];
     p->rows = p->nelem && p->n ? p->nelem / (uint64_t)p->n : 0;
     /* The innermost input stride is 1 (contiguous) or 0 (broadcast): inputs are dense

@@ -11,10 +11,10 @@
 
 #define AMP_EW_MAX_IN 3
 
-/* A broadcast walk over an output shape. Output axes of size 1 are dropped and
- * neighbouring axes merged wherever every input stays contiguous (or stays broadcast)
- * across them, so same-shape inputs become one row and [3,4,5] + [5] becomes 12 rows
- * of 5. The innermost axis is the row; an input's step along it is 0 or 1. */
+/* A broadcast walk over an output shape: its axes merged as every backend merges them
+ * (amp_ew_merge_axes, ops/ew_common.h), so same-shape inputs become one row and
+ * [3,4,5] + [5] becomes 12 rows of 5. The innermost axis is the row; an input's step
+ * along it is 0 or 1. */
 typedef struct AmpEwPlan {
     int rank; /* >= 1 after merging (a scalar output is one row of 1) */
     int64_t dims[AMP_MAX_RANK];

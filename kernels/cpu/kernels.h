@@ -78,18 +78,12 @@ AmpCpuKernel amp_ew_add, amp_ew_sub, amp_ew_mul, amp_ew_div, amp_ew_sum, amp_ew_
              amp_ew_pow, amp_ew_mod;
 AmpCpuPrepare amp_ew_prepare_mod;
 /* prepare of the binary ops before opset 7: amp_ew_prepare_legacy_bcast (ops/ew_common.h) */
-/* unary.c */
-AmpCpuKernel amp_ew_sqrt, amp_ew_atan, amp_ew_asinh, amp_ew_erf, amp_ew_clip, amp_ew_abs, amp_ew_neg,
-             amp_ew_sign, amp_ew_ceil, amp_ew_floor, amp_ew_round, amp_ew_exp, amp_ew_log, amp_ew_reciprocal,
-             amp_ew_sin, amp_ew_cos, amp_ew_tan, amp_ew_asin, amp_ew_acos, amp_ew_atanh, amp_ew_acosh,
-             amp_ew_sinh, amp_ew_cosh;
-AmpCpuPrepare amp_ew_prepare_clip;
+/* unary.c: every op of ops/unary.def (prepares: its PREPARE column, ops/ew_common.h), and
+ * Clip (prepare: amp_ew_prepare_clip) */
+AmpCpuKernel amp_ew_unary, amp_ew_clip;
 /* activation.c */
-AmpCpuKernel amp_ew_sigmoid, amp_ew_tanh, amp_ew_gelu, amp_ew_elu, amp_ew_celu, amp_ew_shrink, amp_ew_selu,
-             amp_ew_leaky_relu, amp_ew_prelu, amp_ew_hard_sigmoid, amp_ew_hard_swish, amp_ew_softsign,
-             amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad, amp_ew_bias_gelu,
-             amp_ew_relu, amp_ew_thresholded_relu, amp_ew_relu_grad, amp_ew_softplus;
-AmpCpuPrepare amp_ew_prepare_shrink; /* the others: amp_ew_prepare_alpha, ... (ops/ew_common.h) */
+AmpCpuKernel amp_ew_prelu, amp_ew_sigmoid_grad, amp_ew_tanh_grad, amp_ew_gelu_grad, amp_ms_bias_gelu_grad,
+             amp_ew_bias_gelu, amp_ew_relu_grad; /* prepare: amp_ew_prepare_gelu (ops/ew_common.h) */
 /* softmax.c */
 AmpCpuKernel amp_cpu_softmax, amp_cpu_ms_softmax_grad, amp_cpu_hardmax, amp_cpu_log_softmax;
 /* prepare: amp_softmax_prepare (ops/norm_attrs.h) */
@@ -105,11 +99,11 @@ AmpCpuKernel amp_ew_where, amp_ew_equal, amp_ew_less, amp_ew_greater, amp_ew_les
 AmpCpuKernel amp_cpu_reshape, amp_cpu_transpose, amp_cpu_flatten, amp_cpu_squeeze, amp_cpu_unsqueeze,
              amp_ms_concat_training, amp_cpu_concat, amp_cpu_split, amp_cpu_trilu, amp_cpu_expand,
              amp_cpu_tile, amp_cpu_identity, amp_cpu_depth_to_space, amp_cpu_space_to_depth;
-AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_unsqueeze_prepare, amp_cpu_split_prepare, amp_cpu_trilu_prepare,
-              amp_cpu_depth_space_prepare; /* Transpose, Concat: ops/sh_common.h */
+AmpCpuPrepare amp_cpu_reshape_prepare, amp_cpu_unsqueeze_prepare, amp_cpu_trilu_prepare,
+              amp_cpu_depth_space_prepare; /* Transpose, Concat, Split: ops/sh_common.h */
 /* slice.c */
 AmpCpuKernel amp_sh_slice, amp_sh_pad;
-AmpCpuPrepare amp_sh_pad_prepare; /* Slice: amp_slice_prepare (ops/slice.h) */
+/* prepares: amp_slice_prepare (ops/slice.h), amp_pad_prepare (ops/pad.h) */
 /* gather.c */
 AmpCpuKernel amp_sh_gather, amp_sh_gather_elements, amp_sh_gather_nd, amp_sh_scatter_nd, amp_ms_gather_grad;
 AmpCpuPrepare amp_sh_gather_nd_prepare; /* Gather, ScatterND: ops/sh_common.h */
@@ -120,7 +114,7 @@ AmpCpuKernel amp_cpu_reduce_max, amp_cpu_reduce_min, amp_cpu_argmax, amp_cpu_arg
              amp_cpu_reduce_sum, amp_cpu_reduce_mean, amp_cpu_reduce_prod, amp_cpu_reduce_sumsq,
              amp_cpu_reduce_l1, amp_cpu_reduce_l2, amp_cpu_reduce_logsum, amp_cpu_reduce_logsumexp,
              amp_cpu_cumsum;
-AmpCpuPrepare amp_cpu_reduce_prepare, amp_cpu_arg_prepare, amp_cpu_topk_prepare, amp_cpu_cumsum_prepare;
+AmpCpuPrepare amp_cpu_topk_prepare, amp_cpu_cumsum_prepare; /* Reduce*, Arg*: ops/reduce_attrs.h */
 /* loss.c */
 AmpCpuKernel amp_cpu_sce_loss, amp_cpu_nll_loss, amp_cpu_ms_sce_loss_grad; /* prepare: ops/norm_attrs.h */
 /* norm.c */
@@ -131,8 +125,7 @@ AmpCpuKernel amp_cpu_adam, amp_cpu_momentum, amp_cpu_adagrad, amp_cpu_ms_accumul
 /* tensor.c */
 AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_cpu_constant,
              amp_cpu_constant_of_shape, amp_cpu_range, amp_cpu_one_hot, amp_cpu_non_zero;
-AmpCpuPrepare amp_cpu_shape_prepare, amp_cpu_constant_prepare, amp_cpu_constant_of_shape_prepare;
-/* Cast: amp_cast_prepare (ops/cast_engine.h); OneHot: amp_one_hot_prepare (ops/sh_common.h) */
+/* Cast: amp_cast_prepare (ops/cast_engine.h); Shape, Constant, ConstantOfShape, OneHot: ops/sh_common.h */
 /* fused.c */
 AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check; /* prepare: amp_fused_prepare (ops/fused_check.h) */
 

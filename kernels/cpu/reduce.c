@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "kernels/cpu/reduce_impl.h"
+#include "ops/reduce_attrs.h"
 
 typedef enum RedKind {
     RED_SUM,
@@ -39,63 +40,17 @@ static bool int_ordered(int dtype) {
 
 /* ---- Reduce* --------------------------------------------------------------------- */
 
-/* Reduce* attributes. axes: the attribute form (before ReduceSum-13 and the others'
- * opset 18), as written; n_axes counts them all, only the first AMP_MAX_RANK are kept
- * (more than the rank is an error once the rank is known). */
-typedef struct ReduceAttrs {
-    bool keep, noop;
-    bool from_input; /* the opset takes axes as input 1 (an unknown opset: where given) */
-    size_t n_axes;
-    int64_t axes[AMP_MAX_RANK];
-} ReduceAttrs;
-
-AmpCode amp_cpu_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    ReduceAttrs a = {.keep = amp_node_attr_int(n, "keepdims", 1) != 0,
-                     .noop = amp_node_attr_int(n, "noop_with_empty_axes", 0) != 0};
-    int64_t since = n->op == AMP_OP_ReduceSum ? 13 : 18;
-    const AmpAttr *ax = opset < since ? amp_node_attr(n, "axes") : NULL;
-    /* As the shape function reads it (amp_inf_from_input): an axes input at an opset
-     * before `since` is not the node's, and the output was sized without it. */
-    a.from_input = opset <= 0 || opset >= since;
-    if (ax && ax->type == AMP_ATTR_INTS && ax->n_ints) {
-        a.n_axes = ax->n_ints;
-        for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
-    }
-    return amp_prep_out(&a, sizeof a, attrs, st);
-}
-
 /* The reduced axes: the `axes` input (ReduceSum since opset 13, the others since 18)
- * or attribute. No axes reduce everything, or nothing with noop_with_empty_axes (then
- * each output is its one element, transformed: ReduceSumSquare squares, and so on). */
-static AmpCode reduce_mask(AmpKernelCtx *k, const ReduceAttrs *attr, int rank, bool *mask) {
+ * or attribute, as every backend reads them (ops/reduce_attrs.h: amp_reduce_prepare's
+ * attributes; the CPU reads the input itself, whatever the prepare fixed). */
+static AmpCode reduce_mask(AmpKernelCtx *k, const AmpReduceAttrs *attr, int rank, bool *mask) {
     int64_t axes[AMP_MAX_RANK];
     size_t n = 0;
-    const AmpBuf *ax = attr->from_input && k->n_in > 1 ? k->in[1] : NULL;
-    if (ax) {
-        if (!amp_dtype_is_int(ax->dtype))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be an integer tensor, not %s", amp_dtype_name(ax->dtype));
-        if (ax->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
-        if (ax->nelem > (uint64_t)rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d", (unsigned long long)ax->nelem, rank);
-        for (uint64_t i = 0; i < ax->nelem; i++) axes[n++] = amp_buf_get_i64(ax, i);
-    } else if (attr->n_axes) {
-        if (attr->n_axes > (size_t)rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
-        for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
-    }
-    if (n == 0) {
-        for (int d = 0; d < rank; d++) mask[d] = !attr->noop;
-        return AMP_OK;
-    }
-    for (int d = 0; d < rank; d++) mask[d] = false;
-    for (size_t i = 0; i < n; i++) {
-        int d;
-        if (!amp_norm_axis(axes[i], rank, &d))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
-        if (mask[d]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
-        mask[d] = true;
-    }
-    return AMP_OK;
+    const AmpBuf *ax;
+    AmpCode rc = amp_reduce_axes_input(k, attr, rank, &ax);
+    if (rc) return rc;
+    for (uint64_t i = 0; ax && i < ax->nelem; i++) axes[n++] = amp_buf_get_i64(ax, i);
+    return amp_reduce_mask(k, attr, rank, ax ? axes : NULL, n, mask);
 }
 
 /* Walks the input in storage order, tracking the offset of the output element each
@@ -284,7 +239,7 @@ static AmpCode reduce_int(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const 
 }
 
 static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
-    const ReduceAttrs *attr = amp_red_attrs(k);
+    const AmpReduceAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
@@ -338,22 +293,8 @@ static bool arg_take_f(double a, double best, bool is_max, bool last) {
     return is_max ? (a > best || (last && a == best)) : (a < best || (last && a == best));
 }
 
-/* ArgMax / ArgMin attributes; axis as written (normalised against the input's rank). */
-typedef struct ArgAttrs {
-    int64_t axis;
-    bool keep, last;
-} ArgAttrs;
-
-AmpCode amp_cpu_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    ArgAttrs a = {.axis = amp_node_attr_int(n, "axis", 0),
-                  .keep = amp_node_attr_int(n, "keepdims", 1) != 0,
-                  .last = amp_node_attr_int(n, "select_last_index", 0) != 0};
-    return amp_prep_out(&a, sizeof a, attrs, st);
-}
-
 static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
-    const ArgAttrs *attr = amp_red_attrs(k);
+    const AmpArgAttrs *attr = amp_red_attrs(k); /* amp_arg_prepare (ops/reduce_attrs.h) */
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");

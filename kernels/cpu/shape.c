@@ -211,27 +211,16 @@ AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
 }
 
 AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
-    const TransposeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
-    int64_t perm[AMP_MAX_RANK];
-    if (a->n) {
-        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
-        memcpy(perm, a->perm, sizeof perm);
-    } else {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    }
-    int64_t in_strides[AMP_MAX_RANK], dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    amp_sh_strides(r, x->dims, in_strides);
-    for (int i = 0; i < r; i++) {
-        dims[i] = x->dims[perm[i]];
-        strides[i] = in_strides[perm[i]];
-    }
+    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
+    AmpCode rc = amp_transpose_geom(k, x, dims, strides); /* ops/sh_common.h */
+    if (rc) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x->dtype, r, dims, &y);
+    rc = amp_sh_out(k, x->dtype, r, dims, &y);
     if (rc || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;
@@ -256,32 +245,16 @@ AmpCode amp_ms_concat_training(AmpKernelCtx *k) {
 }
 
 AmpCode amp_cpu_concat(AmpKernelCtx *k) {
-    const AxisAttrs *aa = k->attrs;
-    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
-    for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    AmpCode rc = amp_concat_inputs(k); /* the checks and the shape: ops/sh_common.h */
+    if (rc) return rc;
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_sh_esize(k, x0->dtype);
     if (!es) return k->st->code;
     int axis;
-    if (!amp_norm_axis(aa->axis, x0->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
     int64_t dims[AMP_MAX_RANK];
-    memcpy(dims, x0->dims, sizeof dims);
-    dims[axis] = 0;
-    for (int i = 0; i < k->n_in; i++) {
-        const AmpBuf *x = k->in[i];
-        if (x->dtype != x0->dtype || x->rank != x0->rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
-        for (int d = 0; d < x->rank; d++)
-            if (d != axis && x->dims[d] != x0->dims[d])
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
-        if (x->dims[axis] > INT64_MAX - dims[axis]) /* empty inputs may have any dims */
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
-        dims[axis] += x->dims[axis];
-    }
+    if ((rc = amp_concat_shape(k, &axis, dims))) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
+    rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
     if (rc || !y) return rc;
     if (!y->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer = amp_shape_nelem(axis, dims);
@@ -296,39 +269,8 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
-/* Split: axis (raw), and the part sizes of the split attribute (before opset 13) when the
- * node gives them and no split input. */
-typedef struct SplitAttrs {
-    int64_t axis;
-    bool has_split; /* the attribute's sizes are the split */
-    size_t n;       /* entries of split[] (the node's outputs) */
-    int64_t split[];
-} SplitAttrs;
-
-AmpCode amp_cpu_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    int no = n->n_outputs;
-    bool split_input = n->n_inputs > 1 && n->inputs[1];
-    const AmpAttr *sa = amp_node_attr(n, "split");
-    bool has_split = !split_input && opset < 13 && sa && sa->n_ints;
-    if (has_split && sa->n_ints != (size_t)no)
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "split has %zu entries for %d outputs", sa->n_ints, no);
-    if (!split_input && !has_split) {
-        int64_t num = amp_node_attr_int(n, "num_outputs", no);
-        if (num != no) return amp_node_fail(n, st, AMP_ERR_INPUT, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
-    }
-    size_t cnt = has_split ? (size_t)no : 0;
-    SplitAttrs *a = malloc(sizeof *a + cnt * sizeof a->split[0]);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->axis = amp_node_attr_int(n, "axis", 0);
-    a->has_split = has_split;
-    a->n = cnt;
-    for (size_t i = 0; i < cnt; i++) a->split[i] = sa->ints[i];
-    *attrs = a;
-    return AMP_OK;
-}
-
 AmpCode amp_cpu_split(AmpKernelCtx *k) {
-    const SplitAttrs *a = k->attrs;
+    const AmpSplitAttrs *a = k->attrs; /* amp_split_prepare */
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
@@ -345,35 +287,13 @@ AmpCode amp_cpu_split(AmpKernelCtx *k) {
         free(sizes), free(outs);
         return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
     }
+    /* the sizes: the split input's values (read here), or the attribute's, or equal parts
+     * (ops/sh_common.h, every backend's) */
     AmpCode rc = AMP_OK;
     size_t n = 0;
-    if (k->n_in > 1 && k->in[1]) {
-        rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
-        if (!rc && n != (size_t)no)
-            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
-    } else if (a->has_split) {
-        if (a->n != (size_t)no)
-            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
-        for (int i = 0; !rc && i < no; i++) sizes[i] = a->split[i];
-    } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
-        int64_t chunk = dim / no + (dim % no != 0);
-        for (int i = 0; i < no; i++) {
-            int64_t left = dim - chunk * i;
-            sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
-        }
-    } else if (dim % no) {
-        rc = amp_kernel_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim, no);
-    } else {
-        for (int i = 0; i < no; i++) sizes[i] = dim / no;
-    }
-    int64_t total = 0;
-    for (int i = 0; !rc && i < no; i++) {
-        if (sizes[i] < 0 || sizes[i] > dim - total)
-            rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i, (long long)sizes[i]);
-        else total += sizes[i];
-    }
-    if (!rc && total != dim)
-        rc = amp_kernel_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
+    bool given = k->n_in > 1 && k->in[1];
+    if (given) rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
+    if (!rc) rc = amp_split_sizes(k, a, dim, no, given, n, sizes);
     if (!rc) rc = amp_kernel_outputs(k, no, outs);
     int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
     int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);

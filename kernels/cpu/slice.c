@@ -1,10 +1,12 @@
-/* CPU kernels: Slice (ONNX clamping, negative steps; the geometry is ops/slice.c's) and Pad (constant, reflect,
- * edge, wrap; negative pads crop). Both are dtype-generic byte copies; the attribute
- * forms of the old opsets (Slice-1, Pad-1/2) are read as well as the input forms. */
+/* CPU kernels: Slice (ONNX clamping, negative steps; the geometry is ops/slice.c's) and Pad
+ * (constant, reflect, edge, wrap; negative pads crop; the geometry is ops/pad.c's). Both
+ * are dtype-generic byte copies; the attribute forms of the old opsets (Slice-1, Pad-1/2)
+ * are read as well as the input forms. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu/shape_impl.h"
+#include "ops/pad.h"
 #include "ops/slice.h"
 
 static const AmpBuf *in_or_null(AmpKernelCtx *k, int i) {
@@ -45,16 +47,14 @@ AmpCode amp_sh_slice(AmpKernelCtx *k) {
 
 /* ---- Pad ------------------------------------------------------------------------------ */
 
-enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
-
 /* Source index along an axis of size dim for padded coordinate c (= out index - pad
  * before), or -1 for the constant. */
 static int64_t pad_src(int mode, int64_t c, int64_t dim) {
     if (c >= 0 && c < dim) return c;
     switch (mode) {
-    case PAD_EDGE: return c < 0 ? 0 : dim - 1;
-    case PAD_WRAP: return ((c % dim) + dim) % dim;
-    case PAD_REFLECT: {
+    case AMP_PAD_EDGE: return c < 0 ? 0 : dim - 1;
+    case AMP_PAD_WRAP: return ((c % dim) + dim) % dim;
+    case AMP_PAD_REFLECT: {
         if (dim == 1) return 0;
         int64_t p = 2 * (dim - 1); /* numpy's reflect: period 2 (dim - 1) */
         int64_t m = ((c % p) + p) % p;
@@ -64,84 +64,22 @@ static int64_t pad_src(int mode, int64_t c, int64_t dim) {
     }
 }
 
-static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap"};
-
-/* Pad: the mode; before opset 11 also the pads (Pad-1 'paddings', Pad-2 'pads') and the
- * constant ('value', a float). */
-typedef struct PadAttrs {
-    int mode;
-    const char *pads_name;
-    size_t np;                     /* values the attribute holds */
-    int64_t pads[2 * AMP_MAX_RANK]; /* its first 2 * AMP_MAX_RANK */
-    float value;
-} PadAttrs;
-
-AmpCode amp_sh_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    PadAttrs a = {0};
-    const char *ms = amp_node_attr_string(n, "mode", "constant");
-    a.mode = -1;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(ms, pad_modes[i]) == 0) a.mode = i;
-    if (a.mode < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", ms);
-    if (opset < 11) {
-        a.pads_name = amp_node_attr(n, "pads") ? "pads" : "paddings";
-        const AmpAttr *pa = amp_node_attr(n, a.pads_name);
-        a.np = pa ? pa->n_ints : 0;
-        for (size_t i = 0; i < a.np && i < 2 * AMP_MAX_RANK; i++) a.pads[i] = pa->ints[i];
-        a.value = amp_node_attr_float(n, "value", 0.0f);
-    }
-    return amp_prep_out(&a, sizeof a, attrs, st);
-}
-
-/* The padding of each axis (before[d], after[d]; negative crops) from the attributes
- * (Pad-1, Pad-2) or the pads / axes inputs, and the constant, one element of x's dtype. */
-static AmpCode pad_amounts(AmpKernelCtx *k, const PadAttrs *at, const AmpBuf *x, size_t es, int64_t *before,
-                           int64_t *after, uint8_t *cval) {
+/* Opset 11+: the pads and axes inputs (an empty axes list means none given: na 0) and
+ * the constant_value input, one element of x's dtype, into cval where given. The
+ * attributes and the geometry are every backend's (ops/pad.h). */
+static AmpCode pad_inputs(AmpKernelCtx *k, const AmpBuf *x, size_t es, int64_t *pads, size_t *np, int64_t *axes,
+                          size_t *na, uint8_t *cval) {
     int r = x->rank;
-    int64_t pads[2 * AMP_MAX_RANK], axes[AMP_MAX_RANK];
-    size_t np = 0, na = 0;
+    const AmpBuf *bp = in_or_null(k, 1), *bc = in_or_null(k, 2), *ba = in_or_null(k, 3);
     AmpCode rc;
-    if (k->opset < 11) { /* Pad-1 'paddings', Pad-2 'pads'; 'value' a float attribute */
-        if (at->np > 2 * (size_t)r)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
-                               2 * (size_t)r);
-        np = at->np;
-        memcpy(pads, at->pads, np * sizeof *pads);
-        float v = at->value;
-        if (v != 0.0f && at->mode == PAD_CONSTANT) {
-            if (!amp_sh_convertible(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-            if ((rc = amp_sh_convert(k, &v, AMP_DT_FLOAT, cval, x->dtype, 1))) return rc;
-        }
-    } else {
-        const AmpBuf *bp = in_or_null(k, 1), *bc = in_or_null(k, 2), *ba = in_or_null(k, 3);
-        if (!bp) return amp_kernel_fail(k, AMP_ERR_INPUT, "no pads input");
-        if ((rc = amp_sh_ints(k, bp, "pads", pads, 2 * (size_t)r, &np))) return rc;
-        if (ba && (rc = amp_sh_ints(k, ba, "axes", axes, (size_t)r, &na))) return rc;
-        if (bc && bc->nelem > 0) {
-            if (bc->dtype != x->dtype)
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
+    if (!bp) return amp_kernel_fail(k, AMP_ERR_INPUT, "no pads input");
+    if ((rc = amp_sh_ints(k, bp, "pads", pads, 2 * (size_t)r, np))) return rc;
+    if (ba && (rc = amp_sh_ints(k, ba, "axes", axes, (size_t)r, na))) return rc;
+    if (bc && bc->nelem > 0) {
+        if (bc->dtype != x->dtype)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
                                    amp_dtype_name(x->dtype));
-            memcpy(cval, bc->data, es);
-        }
-        if (!ba) na = 0;
-        else if (na == 0) ba = NULL; /* an empty axes list means none given */
-        if (ba) {
-            if (np != 2 * na) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for %zu axes", np, na);
-        }
-    }
-    if (!na) {
-        if (np != 2 * (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for rank %d", np, r);
-        na = (size_t)r;
-        for (int d = 0; d < r; d++) axes[d] = d;
-    }
-    bool seen[AMP_MAX_RANK] = {false};
-    for (size_t i = 0; i < na; i++) {
-        int a;
-        if (!amp_norm_axis(axes[i], r, &a))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-        seen[a] = true;
-        before[a] = pads[i], after[a] = pads[i + na];
+        memcpy(cval, bc->data, es);
     }
     return AMP_OK;
 }
@@ -189,33 +127,19 @@ static AmpCode pad_copy(AmpKernelCtx *k, int mode, const AmpBuf *x, AmpBuf *y, c
 }
 
 AmpCode amp_sh_pad(AmpKernelCtx *k) {
-    const PadAttrs *at = k->attrs;
+    const AmpPadAttrs *at = k->attrs; /* amp_pad_prepare */
     const AmpBuf *x = in_or_null(k, 0);
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "no data input");
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
     int mode = at->mode;
-    const char *ms = pad_modes[mode];
-
-    int64_t before[AMP_MAX_RANK] = {0}, after[AMP_MAX_RANK] = {0}, dims[AMP_MAX_RANK];
+    int64_t pads[2 * AMP_MAX_RANK], axes[AMP_MAX_RANK], before[AMP_MAX_RANK], dims[AMP_MAX_RANK];
+    size_t np = 0, na = 0;
     uint8_t cval[16] = {0}; /* the constant, one element of x's dtype */
-    AmpCode rc = pad_amounts(k, at, x, es, before, after, cval);
-    if (rc) return rc;
-    const int64_t lim = INT64_C(1) << 61;
-    for (int d = 0; d < r; d++) {
-        if (before[d] > lim || before[d] < -lim || after[d] > lim || after[d] < -lim)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
-        /* |before + after| <= 2^62, but the axis itself may be up to INT64_MAX (empty) */
-        int64_t grow = before[d] + after[d];
-        if (grow > 0 && x->dims[d] > INT64_MAX - grow)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
-                               (long long)x->dims[d], (long long)grow);
-        dims[d] = x->dims[d] + grow;
-        if (dims[d] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
-        if (dims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", ms, d);
-    }
+    AmpCode rc = k->opset < 11 ? amp_pad_attr_values(k, at, x, pads, &np, cval)
+                               : pad_inputs(k, x, es, pads, &np, axes, &na, cval);
+    if (rc || (rc = amp_pad_geom(k, mode, x, pads, np, axes, na, before, dims))) return rc;
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
     if (y->nelem == 0) return AMP_OK;

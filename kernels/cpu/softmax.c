@@ -10,27 +10,8 @@
 #include "ops/norm_attrs.h"
 #include "kernels/cpu/reduce_impl.h"
 
-/* The (outer, D, inner) layout the op normalises over: D along `axis` (per-axis
- * semantics), or everything from `axis` on (the opset < 13 2-D coercion, inner = 1). */
-static AmpCode softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
-                              uint64_t *d, uint64_t *inner) {
-    int64_t a = attr->axis;
-    int axis;
-    if (attr->per_axis) {
-        if (!amp_norm_axis(a, x->rank, &axis))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-        amp_red_split(x, axis, outer, d, inner);
-        return AMP_OK;
-    }
-    /* The 2-D coercion also takes axis == rank (a trailing dimension of 1). */
-    if (a == x->rank) axis = x->rank;
-    else if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    *outer = amp_shape_nelem(axis, x->dims);
-    *d = amp_shape_nelem(x->rank - axis, x->dims + axis);
-    *inner = 1;
-    return AMP_OK;
-}
+/* The (outer, D, inner) layout the op normalises over is every backend's
+ * (amp_softmax_layout, ops/norm_attrs.h). */
 
 typedef enum SoftmaxKind { SOFTMAX, LOG_SOFTMAX, HARDMAX } SoftmaxKind;
 
@@ -108,7 +89,7 @@ static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     uint64_t outer, D, inner;
-    AmpCode rc = softmax_layout(k, attr, x, &outer, &D, &inner);
+    AmpCode rc = amp_softmax_layout(k, attr, x, &outer, &D, &inner);
     if (rc) return rc;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
@@ -174,7 +155,7 @@ AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
     for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
     if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
     uint64_t outer, D, inner;
-    AmpCode rc = softmax_layout(k, attr, y, &outer, &D, &inner);
+    AmpCode rc = amp_softmax_layout(k, attr, y, &outer, &D, &inner);
     if (rc) return rc;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;

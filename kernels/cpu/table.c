@@ -11,13 +11,15 @@
 #include "ops/cast_engine.h"  /* amp_cast_prepare */
 #include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
 #include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
-#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, _clip, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/pad.h"          /* amp_pad_prepare */
+#include "ops/reduce_attrs.h" /* amp_reduce_prepare, amp_arg_prepare */
 #include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
-#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/sh_common.h"    /* Transpose, Concat, Split, Gather, ScatterND, OneHot, Shape, Constant prepares */
 #include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
@@ -55,52 +57,19 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Min] = {amp_ew_min, NULL},
     [AMP_OP_Pow] = {amp_ew_pow, amp_ew_prepare_legacy_bcast},
     [AMP_OP_Mod] = {amp_ew_mod, amp_ew_prepare_mod},
-    /* unary.c */
-    [AMP_OP_Sqrt] = {amp_ew_sqrt, NULL},
-    [AMP_OP_Atan] = {amp_ew_atan, NULL},
-    [AMP_OP_Asinh] = {amp_ew_asinh, NULL},
-    [AMP_OP_Erf] = {amp_ew_erf, NULL},
+    /* unary.c: the float unary ops of ops/unary.def, one kernel over the list; Clip */
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) [AMP_OP_##Id] = {amp_ew_unary, PREPARE},
+#include "ops/unary.def"
+#undef AMP_UNARY
     [AMP_OP_Clip] = {amp_ew_clip, amp_ew_prepare_clip},
-    [AMP_OP_Abs] = {amp_ew_abs, NULL},
-    [AMP_OP_Neg] = {amp_ew_neg, NULL},
-    [AMP_OP_Sign] = {amp_ew_sign, NULL},
-    [AMP_OP_Ceil] = {amp_ew_ceil, NULL},
-    [AMP_OP_Floor] = {amp_ew_floor, NULL},
-    [AMP_OP_Round] = {amp_ew_round, NULL},
-    [AMP_OP_Exp] = {amp_ew_exp, NULL},
-    [AMP_OP_Log] = {amp_ew_log, NULL},
-    [AMP_OP_Reciprocal] = {amp_ew_reciprocal, NULL},
-    [AMP_OP_Sin] = {amp_ew_sin, NULL},
-    [AMP_OP_Cos] = {amp_ew_cos, NULL},
-    [AMP_OP_Tan] = {amp_ew_tan, NULL},
-    [AMP_OP_Asin] = {amp_ew_asin, NULL},
-    [AMP_OP_Acos] = {amp_ew_acos, NULL},
-    [AMP_OP_Atanh] = {amp_ew_atanh, NULL},
-    [AMP_OP_Acosh] = {amp_ew_acosh, NULL},
-    [AMP_OP_Sinh] = {amp_ew_sinh, NULL},
-    [AMP_OP_Cosh] = {amp_ew_cosh, NULL},
     /* activation.c */
-    [AMP_OP_Sigmoid] = {amp_ew_sigmoid, NULL},
-    [AMP_OP_Tanh] = {amp_ew_tanh, NULL},
-    [AMP_OP_Gelu] = {amp_ew_gelu, amp_ew_prepare_gelu},
-    [AMP_OP_Elu] = {amp_ew_elu, amp_ew_prepare_alpha},
-    [AMP_OP_Celu] = {amp_ew_celu, amp_ew_prepare_alpha},
-    [AMP_OP_Shrink] = {amp_ew_shrink, amp_ew_prepare_shrink},
-    [AMP_OP_Selu] = {amp_ew_selu, amp_ew_prepare_selu},
-    [AMP_OP_LeakyRelu] = {amp_ew_leaky_relu, amp_ew_prepare_alpha},
     [AMP_OP_PRelu] = {amp_ew_prelu, NULL},
-    [AMP_OP_HardSigmoid] = {amp_ew_hard_sigmoid, amp_ew_prepare_hard_sigmoid},
-    [AMP_OP_HardSwish] = {amp_ew_hard_swish, NULL},
-    [AMP_OP_Softsign] = {amp_ew_softsign, NULL},
     [AMP_OP_Ms_SigmoidGrad] = {amp_ew_sigmoid_grad, NULL},
     [AMP_OP_Ms_TanhGrad] = {amp_ew_tanh_grad, NULL},
     [AMP_OP_Ms_GeluGrad] = {amp_ew_gelu_grad, amp_ew_prepare_gelu},
     [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_ms_bias_gelu_grad, NULL},
     [AMP_OP_Ms_BiasGelu] = {amp_ew_bias_gelu, amp_ew_prepare_gelu},
-    [AMP_OP_Relu] = {amp_ew_relu, NULL},
-    [AMP_OP_ThresholdedRelu] = {amp_ew_thresholded_relu, amp_ew_prepare_alpha},
     [AMP_OP_Ms_ReluGrad] = {amp_ew_relu_grad, NULL},
-    [AMP_OP_Softplus] = {amp_ew_softplus, NULL},
     /* softmax.c */
     [AMP_OP_Softmax] = {amp_cpu_softmax, amp_softmax_prepare},
     [AMP_OP_Ms_SoftmaxGrad_13] = {amp_cpu_ms_softmax_grad, amp_softmax_prepare},
@@ -134,7 +103,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Unsqueeze] = {amp_cpu_unsqueeze, amp_cpu_unsqueeze_prepare},
     [AMP_OP_Ms_ConcatTraining] = {amp_ms_concat_training, amp_concat_prepare},
     [AMP_OP_Concat] = {amp_cpu_concat, amp_concat_prepare},
-    [AMP_OP_Split] = {amp_cpu_split, amp_cpu_split_prepare},
+    [AMP_OP_Split] = {amp_cpu_split, amp_split_prepare},
     [AMP_OP_Trilu] = {amp_cpu_trilu, amp_cpu_trilu_prepare},
     [AMP_OP_Expand] = {amp_cpu_expand, NULL},
     [AMP_OP_Tile] = {amp_cpu_tile, NULL},
@@ -143,7 +112,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_SpaceToDepth] = {amp_cpu_space_to_depth, amp_cpu_depth_space_prepare},
     /* slice.c */
     [AMP_OP_Slice] = {amp_sh_slice, amp_slice_prepare},
-    [AMP_OP_Pad] = {amp_sh_pad, amp_sh_pad_prepare},
+    [AMP_OP_Pad] = {amp_sh_pad, amp_pad_prepare},
     /* gather.c */
     [AMP_OP_Gather] = {amp_sh_gather, amp_sh_gather_prepare},
     [AMP_OP_GatherElements] = {amp_sh_gather_elements, amp_sh_gather_prepare},
@@ -153,19 +122,19 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* resize.c */
     [AMP_OP_Resize] = {amp_sh_resize, amp_sh_resize_prepare},
     /* reduce.c */
-    [AMP_OP_ReduceMax] = {amp_cpu_reduce_max, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceMin] = {amp_cpu_reduce_min, amp_cpu_reduce_prepare},
-    [AMP_OP_ArgMax] = {amp_cpu_argmax, amp_cpu_arg_prepare},
-    [AMP_OP_ArgMin] = {amp_cpu_argmin, amp_cpu_arg_prepare},
+    [AMP_OP_ReduceMax] = {amp_cpu_reduce_max, amp_reduce_prepare},
+    [AMP_OP_ReduceMin] = {amp_cpu_reduce_min, amp_reduce_prepare},
+    [AMP_OP_ArgMax] = {amp_cpu_argmax, amp_arg_prepare},
+    [AMP_OP_ArgMin] = {amp_cpu_argmin, amp_arg_prepare},
     [AMP_OP_TopK] = {amp_cpu_topk, amp_cpu_topk_prepare},
-    [AMP_OP_ReduceSum] = {amp_cpu_reduce_sum, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceMean] = {amp_cpu_reduce_mean, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceProd] = {amp_cpu_reduce_prod, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceSumSquare] = {amp_cpu_reduce_sumsq, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceL1] = {amp_cpu_reduce_l1, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceL2] = {amp_cpu_reduce_l2, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceLogSum] = {amp_cpu_reduce_logsum, amp_cpu_reduce_prepare},
-    [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_cpu_reduce_prepare},
+    [AMP_OP_ReduceSum] = {amp_cpu_reduce_sum, amp_reduce_prepare},
+    [AMP_OP_ReduceMean] = {amp_cpu_reduce_mean, amp_reduce_prepare},
+    [AMP_OP_ReduceProd] = {amp_cpu_reduce_prod, amp_reduce_prepare},
+    [AMP_OP_ReduceSumSquare] = {amp_cpu_reduce_sumsq, amp_reduce_prepare},
+    [AMP_OP_ReduceL1] = {amp_cpu_reduce_l1, amp_reduce_prepare},
+    [AMP_OP_ReduceL2] = {amp_cpu_reduce_l2, amp_reduce_prepare},
+    [AMP_OP_ReduceLogSum] = {amp_cpu_reduce_logsum, amp_reduce_prepare},
+    [AMP_OP_ReduceLogSumExp] = {amp_cpu_reduce_logsumexp, amp_reduce_prepare},
     [AMP_OP_CumSum] = {amp_cpu_cumsum, amp_cpu_cumsum_prepare},
     /* loss.c */
     [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_cpu_sce_loss, amp_loss_prepare},
@@ -185,12 +154,12 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Adagrad] = {amp_cpu_adagrad, amp_optimizer_prepare},
     [AMP_OP_Ms_InPlaceAccumulatorV2] = {amp_cpu_ms_accumulator, NULL},
     /* tensor.c */
-    [AMP_OP_Shape] = {amp_cpu_shape, amp_cpu_shape_prepare},
+    [AMP_OP_Shape] = {amp_cpu_shape, amp_shape_prepare},
     [AMP_OP_Size] = {amp_cpu_size, NULL},
     [AMP_OP_Cast] = {amp_cpu_cast, amp_cast_prepare},
     [AMP_OP_CastLike] = {amp_cpu_cast_like, NULL},
-    [AMP_OP_Constant] = {amp_cpu_constant, amp_cpu_constant_prepare},
-    [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_cpu_constant_of_shape_prepare},
+    [AMP_OP_Constant] = {amp_cpu_constant, amp_constant_prepare},
+    [AMP_OP_ConstantOfShape] = {amp_cpu_constant_of_shape, amp_constant_of_shape_prepare},
     [AMP_OP_Range] = {amp_cpu_range, NULL},
     [AMP_OP_OneHot] = {amp_cpu_one_hot, amp_one_hot_prepare},
     [AMP_OP_NonZero] = {amp_cpu_non_zero, NULL},

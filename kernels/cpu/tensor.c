@@ -44,121 +44,22 @@ AmpCode amp_cpu_cast_like(AmpKernelCtx *k) {
 
 /* ---- Constant, ConstantOfShape ------------------------------------------------------- */
 
-/* The element bytes of node n's tensor attribute t (at least its expected size). */
-static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
-    if (amp_dtype_bits(t->dtype) == 0 || amp_dtype_bits(t->dtype) % 8)
-        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(t->dtype));
-    AmpModel *m = n->graph ? n->graph->model : NULL;
-    if (!m) return amp_node_fail(n, st, AMP_ERR_INTERNAL, "node has no model");
-    AmpCode rc = amp_tensor_bytes(m, t, out, st);
-    if (rc) return rc;
-    size_t need;
-    if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
+/* The attributes (AmpConstantAttrs, AmpFillAttrs) and the value Constant makes are every
+ * backend's (ops/sh_common.h). */
+AmpCode amp_cpu_constant(AmpKernelCtx *k) {
+    int dtype, rank;
+    int64_t dims[AMP_MAX_RANK];
+    const void *bytes;
+    AmpBuf *y;
+    AmpCode rc = amp_constant_value(k, k->attrs, &dtype, &rank, dims, &bytes);
+    if (rc || (rc = amp_sh_out(k, dtype, rank, dims, &y)) || !y) return rc;
+    size_t len = amp_buf_bytes(y);
+    if (len) memcpy(y->data, bytes, len);
     return AMP_OK;
 }
 
-static const char *const const_names[] = {"value",       "value_float",  "value_floats",  "value_int",
-                                          "value_ints",  "value_string", "value_strings", "sparse_value"};
-
-/* Constant: which of its value attributes it has (an index of const_names), and that one;
- * for 'value', its element bytes, decoded once here: a tensor held in typed fields
- * (float_data, ...) is laid out in the model's arena at prepare, not on every run (which
- * grew a session's memory with each run). */
-typedef struct ConstantAttrs {
-    int which;
-    const AmpAttr *a; /* the node's, alive as long as the model */
-    AmpBytes bytes;   /* 'value': its elements (the model's memory) */
-} ConstantAttrs;
-
-AmpCode amp_cpu_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    ConstantAttrs c = {.which = -1};
-    int count = 0;
-    for (int i = 0; i < 8; i++) {
-        const AmpAttr *t = amp_node_attr(n, const_names[i]);
-        if (t) c.a = t, c.which = i, count++;
-    }
-    if (count != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
-    if (c.which == 0 && c.a->t) {
-        AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
-        if (rc) return rc;
-    }
-    return amp_prep_out(&c, sizeof c, attrs, st);
-}
-
-AmpCode amp_cpu_constant(AmpKernelCtx *k) {
-    const ConstantAttrs *c = k->attrs;
-    const AmpAttr *a = c->a;
-    int64_t n1[1] = {0};
-    AmpBuf *y;
-    AmpCode rc;
-    switch (c->which) {
-    case 0: {
-        AmpTensor *t = a->t;
-        if (!t) return amp_kernel_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
-        if (t->ndims > AMP_MAX_RANK)
-            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
-        const AmpBytes bytes = c->bytes;
-        int64_t dims[AMP_MAX_RANK];
-        for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
-        bool neg = false;
-        for (size_t i = 0; i < t->ndims; i++) neg |= dims[i] < 0;
-        if (neg || amp_shape_nelem((int)t->ndims, dims) != t->nelem)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
-        if ((rc = amp_sh_out(k, t->dtype, (int)t->ndims, dims, &y)) || !y) return rc;
-        size_t len = amp_buf_bytes(y);
-        if (len) memcpy(y->data, bytes.data, len);
-        return AMP_OK;
-    }
-    case 1:
-        if ((rc = amp_sh_out(k, AMP_DT_FLOAT, 0, n1, &y)) || !y) return rc;
-        *(float *)y->data = a->f;
-        return AMP_OK;
-    case 2:
-        n1[0] = (int64_t)a->n_floats;
-        if ((rc = amp_sh_out(k, AMP_DT_FLOAT, 1, n1, &y)) || !y) return rc;
-        if (a->n_floats) memcpy(y->data, a->floats, a->n_floats * sizeof(float));
-        return AMP_OK;
-    case 3:
-        if ((rc = amp_sh_out(k, AMP_DT_INT64, 0, n1, &y)) || !y) return rc;
-        *(int64_t *)y->data = a->i;
-        return AMP_OK;
-    case 4:
-        n1[0] = (int64_t)a->n_ints;
-        if ((rc = amp_sh_out(k, AMP_DT_INT64, 1, n1, &y)) || !y) return rc;
-        if (a->n_ints) memcpy(y->data, a->ints, a->n_ints * sizeof(int64_t));
-        return AMP_OK;
-    default: return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
-    }
-}
-
-/* ConstantOfShape: the fill value's dtype and bytes (float 0 by default). */
-typedef struct FillAttrs {
-    int dtype;
-    uint8_t value[16];
-} FillAttrs;
-
-AmpCode amp_cpu_constant_of_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    FillAttrs f = {.dtype = AMP_DT_FLOAT};
-    const AmpAttr *a = amp_node_attr(n, "value");
-    if (a && a->t) {
-        AmpBytes bytes;
-        AmpCode rc = tensor_attr_bytes(n, a->t, &bytes, st);
-        if (rc) return rc;
-        if (a->t->nelem != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "'value' must hold one element");
-        f.dtype = a->t->dtype;
-        size_t es = amp_dtype_bits(f.dtype) / 8;
-        if (es > sizeof f.value)
-            return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CPU kernel does not take %s", amp_dtype_name(f.dtype));
-        memcpy(f.value, bytes.data, es);
-    }
-    return amp_prep_out(&f, sizeof f, attrs, st);
-}
-
 AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
-    const FillAttrs *f = k->attrs;
+    const AmpFillAttrs *f = k->attrs;
     const AmpBuf *s = input(k, 0, "shape");
     if (!s) return k->st->code;
     if (s->nelem > AMP_MAX_RANK)
@@ -188,30 +89,12 @@ AmpCode amp_cpu_constant_of_shape(AmpKernelCtx *k) {
 
 /* ---- Shape, Size ---------------------------------------------------------------------- */
 
-/* Shape's start and end (opset 15), raw: clamped against the rank in the kernel. */
-typedef struct ShapeAttrs {
-    int64_t start, end;
-    bool has_end;
-} ShapeAttrs;
-
-AmpCode amp_cpu_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    const AmpAttr *e = amp_node_attr(n, "end");
-    ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
-    return amp_prep_out(&a, sizeof a, attrs, st);
-}
-
+/* start and end as every backend clamps them (amp_shape_range, ops/sh_common.h) */
 AmpCode amp_cpu_shape(AmpKernelCtx *k) {
-    const ShapeAttrs *a = k->attrs;
     const AmpBuf *x = input(k, 0, "data");
     if (!x) return k->st->code;
-    int64_t r = x->rank;
-    int64_t start = a->start, end = a->has_end ? a->end : r;
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
-    int64_t n = end > start ? end - start : 0;
+    int64_t start, n;
+    amp_shape_range(k->attrs, x->rank, &start, &n);
     AmpBuf *y;
     AmpCode rc = amp_sh_out(k, AMP_DT_INT64, 1, &n, &y);
     if (rc || !y) return rc;

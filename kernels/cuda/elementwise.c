@@ -1,11 +1,10 @@
 /* CUDA node-level kernels of the elementwise family (launchers in elementwise.cu). Each
  * checks what the CPU kernel checks (kernels/cpu/elementwise.c, unary.c, activation.c,
  * logic.c, tensor.c's Cast) with the helpers both backends share (ops/ew_common.h,
- * amp_ew_*: broadcast shapes, pre-opset-7 broadcasting, the placed output's shape), plans
- * the broadcast on the host (axes of size 1 dropped, axes along which every operand stays
- * contiguous or broadcast merged, as the CPU's amp_ew_plan does) and passes the plan by
- * value. Attributes come from the shared prepares (ops/), except Clip's. */
-#include <float.h>
+ * amp_ew_*: broadcast shapes, pre-opset-7 broadcasting, the placed output's shape, the
+ * merged axes of the broadcast walk), plans the broadcast on the host and passes the plan
+ * by value. Attributes come from the shared prepares (ops/); the unary ops are the lines
+ * of ops/unary.def, one kernel over the list. */
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -17,6 +16,7 @@
 #include "ops/ew_common.h"
 
 _Static_assert(AMP_CUDA_EW_RANK == AMP_CUDA_MAX_RANK, "elementwise.h's rank is AMP_MAX_RANK");
+_Static_assert(AMP_CUDA_EW_MAX_VAR <= AMP_EW_MERGE_MAX_IN, "a launch's operands are planned in one merge");
 /* elementwise.cu mirrors AmpCudaBcast's layout: int rank, dims[8], stride[3][8]. */
 _Static_assert(sizeof(AmpCudaBcast) == 8 + 8 * 8 + 3 * 8 * 8 && offsetof(AmpCudaBcast, dims) == 8,
                "AmpCudaBcast's layout changed: update elementwise.cu");
@@ -46,33 +46,12 @@ typedef struct Plan {
     bool flat; /* every operand has the output's shape: index i everywhere */
 } Plan;
 
-/* Plans nop operands (each broadcastable to the output shape rank/dims) as amp_ew_plan
- * does, for up to AMP_CUDA_EW_MAX_VAR operands. */
+/* Plans nop operands (each broadcastable to the output shape rank/dims), up to
+ * AMP_CUDA_EW_MAX_VAR of them, with the axes merged as on every backend
+ * (amp_ew_merge_axes, ops/ew_common.h). */
 static void plan(Plan *p, int rank, const int64_t *dims, int nop, const AmpBuf *const *in) {
-    int64_t full[AMP_CUDA_EW_MAX_VAR][AMP_MAX_RANK];
     memset(p, 0, sizeof *p);
-    for (int j = 0; j < nop; j++) amp_broadcast_strides(in[j]->rank, in[j]->dims, rank, dims, full[j]);
-    for (int i = 0; i < rank; i++) {
-        if (dims[i] == 1) continue;
-        if (p->rank > 0) { /* merge into the previous axis where every operand allows it */
-            int r = p->rank - 1;
-            bool merge = true;
-            for (int j = 0; j < nop; j++)
-                if (p->stride[j][r] != full[j][i] * dims[i]) merge = false;
-            if (merge) {
-                p->dims[r] *= dims[i];
-                for (int j = 0; j < nop; j++) p->stride[j][r] = full[j][i];
-                continue;
-            }
-        }
-        p->dims[p->rank] = dims[i];
-        for (int j = 0; j < nop; j++) p->stride[j][p->rank] = full[j][i];
-        p->rank++;
-    }
-    if (p->rank == 0) { /* scalar output, or every axis of size 1 */
-        p->rank = 1;
-        p->dims[0] = 1;
-    }
+    p->rank = amp_ew_merge_axes(rank, dims, nop, in, p->dims, p->stride);
     p->flat = p->rank == 1;
     for (int j = 0; j < nop; j++)
         if (p->stride[j][0] != 1) p->flat = false;
@@ -142,23 +121,13 @@ AmpCode amp_cuda_pow(AmpKernelCtx *k) {
     return arith(k, AMP_CUDA_BIN_POW);
 }
 
-/* The slope broadcasts to X, never the other way; before opset 7 a [C] slope lines up
- * with axis 1 (activation.c's amp_ew_prelu). */
+/* The slope as it broadcasts to X (amp_ew_prelu_slope, ops/ew_common.h). */
 AmpCode amp_cuda_prelu(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 2);
     if (rc) return rc;
     const AmpBuf *x = k->in[0];
-    AmpBuf slope = *k->in[1];
-    if (k->opset < 7 && slope.rank == 1 && x->rank >= 2 && slope.dims[0] == x->dims[1]) {
-        slope.rank = x->rank - 1; /* (C, 1, ..., 1) */
-        for (int i = 1; i < slope.rank; i++) slope.dims[i] = 1;
-    }
-    int rank;
-    int64_t dims[AMP_MAX_RANK];
-    bool same = amp_broadcast_shape(x->rank, x->dims, slope.rank, slope.dims, &rank, dims) && rank == x->rank;
-    for (int i = 0; same && i < rank; i++) same = dims[i] == x->dims[i];
-    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "the slope of rank %d does not broadcast to X's shape", slope.rank);
-    if ((rc = amp_ew_same_dtype(k, x, &slope))) return rc;
+    AmpBuf slope;
+    if ((rc = amp_ew_prelu_slope(k, x, &slope)) || (rc = amp_ew_same_dtype(k, x, &slope))) return rc;
     if (!dt_in(x->dtype, FLOATS)) return amp_kernel_bad_dtype(k, x->dtype);
     return binary_launch(k, AMP_CUDA_BIN_PRELU, x, &slope);
 }
@@ -314,133 +283,54 @@ static AmpCode unary(AmpKernelCtx *k, int op, unsigned ints, const AmpCudaEwPara
     if (!dt_in(x->dtype, FLOATS | ints)) return amp_kernel_bad_dtype(k, x->dtype);
     AmpBuf *out;
     if ((rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out)) || !out) return rc;
-    AmpCudaEwParams none;
-    memset(&none, 0, sizeof none);
-    return launched(k, amp_cuda_ew_unary(op, x->dtype, out->data, x->data, x->nelem, p ? p : &none, stream_of(k)));
+    return launched(k, amp_cuda_ew_unary(op, x->dtype, out->data, x->data, x->nelem, p, stream_of(k)));
 }
 
-/* The attributes an activation's prepare parsed (AmpEwParams in k->attrs, ops/ew_common.h). */
-static AmpCode unary_attrs(AmpKernelCtx *k, int op) {
-    const AmpEwParams *a = k->attrs;
-    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+/* The CUDA lines of ops/unary.def by op id: the launcher's op, the integer types the op
+ * takes (TYPES FI: int32, int64), whether it reads the attributes its prepare parsed. */
+typedef struct UnaryOp {
+    bool cuda;
+    int code;
+    unsigned ints;
+    AmpKernelPrepareFn prepare;
+} UnaryOp;
+
+static const UnaryOp unary_ops[AMP_OP__COUNT] = {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+    AMP_UNARY_CUDA_##CUDA([AMP_OP_##Id] = {true, AMP_CUDA_UN_##Id, AMP_UNARY_INT_##TYPES ? INTS : 0, PREPARE},)
+#include "ops/unary.def"
+#undef AMP_UNARY
+};
+
+AmpCode amp_cuda_unary(AmpKernelCtx *k) {
+    AmpOpId op = k->node->op;
+    const UnaryOp *u = (unsigned)op < AMP_OP__COUNT ? &unary_ops[op] : NULL;
+    if (!u || !u->cuda) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "no CUDA line of ops/unary.def for the op");
     AmpCudaEwParams p;
     memset(&p, 0, sizeof p);
-    p.alpha = a->alpha, p.beta = a->beta, p.gamma = a->gamma, p.mode = a->mode;
-    return unary(k, op, 0, &p);
-}
-
-AmpCode amp_cuda_sqrt(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SQRT, 0, NULL);
-}
-AmpCode amp_cuda_exp(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_EXP, 0, NULL);
-}
-AmpCode amp_cuda_log(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_LOG, 0, NULL);
-}
-AmpCode amp_cuda_neg(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_NEG, INTS, NULL);
-}
-AmpCode amp_cuda_abs(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_ABS, INTS, NULL);
-}
-AmpCode amp_cuda_reciprocal(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_RECIPROCAL, 0, NULL);
-}
-AmpCode amp_cuda_sign(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SIGN, INTS, NULL);
-}
-AmpCode amp_cuda_ceil(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_CEIL, 0, NULL);
-}
-AmpCode amp_cuda_floor(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_FLOOR, 0, NULL);
-}
-AmpCode amp_cuda_round(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_ROUND, 0, NULL);
-}
-AmpCode amp_cuda_erf(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_ERF, 0, NULL);
-}
-AmpCode amp_cuda_sin(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SIN, 0, NULL);
-}
-AmpCode amp_cuda_cos(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_COS, 0, NULL);
-}
-AmpCode amp_cuda_tanh(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_TANH, 0, NULL);
-}
-AmpCode amp_cuda_sigmoid(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SIGMOID, 0, NULL);
-}
-AmpCode amp_cuda_relu(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_RELU, INTS, NULL);
-}
-AmpCode amp_cuda_softplus(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_SOFTPLUS, 0, NULL);
-}
-AmpCode amp_cuda_hard_swish(AmpKernelCtx *k) {
-    return unary(k, AMP_CUDA_UN_HARD_SWISH, 0, NULL);
-}
-AmpCode amp_cuda_leaky_relu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_LEAKY_RELU);
-}
-AmpCode amp_cuda_elu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_ELU);
-}
-AmpCode amp_cuda_selu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_SELU);
-}
-AmpCode amp_cuda_gelu(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_GELU);
-}
-AmpCode amp_cuda_hard_sigmoid(AmpKernelCtx *k) {
-    return unary_attrs(k, AMP_CUDA_UN_HARD_SIGMOID);
+    if (u->prepare) { /* the AmpEwParams its prepare parsed (ops/ew_common.h) */
+        if (!k->attrs) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
+        p.ew = *(const AmpEwParams *)k->attrs;
+    }
+    return unary(k, u->code, u->ints, &p);
 }
 
 /* ---- Clip ---------------------------------------------------------------------------------- */
 
-/* The float bounds before any bound input is read: the min / max attributes before opset
- * 11 (float's limits when absent), unbounded after (unary.c's ClipAttrs, in float). */
-typedef struct ClipAttrs {
-    float lo, hi;
-} ClipAttrs;
-
-AmpCode amp_cuda_clip_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    ClipAttrs *a = malloc(sizeof *a);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->lo = opset < 11 ? amp_node_attr_float(n, "min", -FLT_MAX) : -INFINITY;
-    a->hi = opset < 11 ? amp_node_attr_float(n, "max", FLT_MAX) : INFINITY;
-    *attrs = a;
-    return AMP_OK;
-}
-
-/* Bound input i (opset 11+): absent, or one element of x's type, read on the device. */
-static AmpCode clip_bound(AmpKernelCtx *k, int i, const AmpBuf *x, const void **ptr) {
-    const AmpBuf *b = amp_ew_in(k, i);
-    *ptr = NULL;
-    if (!b) return AMP_OK;
-    if (b->dtype != x->dtype)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has type %s, the input %s", i == 1 ? "min" : "max",
-                          amp_dtype_name(b->dtype), amp_dtype_name(x->dtype));
-    if (b->nelem != 1)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must hold one element, not %llu", i == 1 ? "min" : "max",
-                          (unsigned long long)b->nelem);
-    *ptr = b->data;
-    return AMP_OK;
-}
-
 AmpCode amp_cuda_clip(AmpKernelCtx *k) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
-    const AmpBuf *x = k->in[0];
-    const ClipAttrs *a = k->attrs;
+    const AmpBuf *x = k->in[0], *lo = NULL, *hi = NULL;
+    const AmpClipAttrs *a = k->attrs; /* amp_ew_prepare_clip: exact in float (read as floats) */
     AmpCudaEwParams p;
     memset(&p, 0, sizeof p);
-    p.lo_f = a ? a->lo : -INFINITY;
-    p.hi_f = a ? a->hi : INFINITY;
-    if (k->opset >= 11 && ((rc = clip_bound(k, 1, x, &p.lo)) || (rc = clip_bound(k, 2, x, &p.hi)))) return rc;
+    p.lo_f = a ? (float)a->lo : -INFINITY;
+    p.hi_f = a ? (float)a->hi : INFINITY;
+    /* bounds of opset 11+: one element of x's type, read on the device */
+    if (k->opset >= 11 && ((rc = amp_ew_clip_bound(k, 1, x, &lo)) || (rc = amp_ew_clip_bound(k, 2, x, &hi))))
+        return rc;
+    p.lo = lo ? lo->data : NULL;
+    p.hi = hi ? hi->data : NULL;
     return unary(k, AMP_CUDA_UN_CLIP, INTS, &p);
 }
 

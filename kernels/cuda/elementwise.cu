@@ -220,33 +220,14 @@ extern "C" int amp_cuda_ew_compare(int op, int dtype, uint8_t *out, const void *
 
 // ---- unary math and activations ----------------------------------------------------------
 
-// The activations' math is ops/scalar_math.h's, the CPU kernels' own (rounded as the CPU
-// rounds: no FMA where a product meets a sum).
-__device__ __forceinline__ float un_f(int op, float x, const AmpCudaEwParams &p, float lo, float hi) {
+// The float forms of ops/unary.def's lines that CUDA runs (the CPU kernels' expressions:
+// ops/scalar_math.h's math, rounded as the CPU rounds, no FMA where a product meets a
+// sum), and Clip.
+__device__ __forceinline__ float un_f(int op, float x, const AmpEwParams *p, float lo, float hi) {
     switch (op) {
-    case AMP_CUDA_UN_SQRT: return sqrtf(x);
-    case AMP_CUDA_UN_EXP: return expf(x);
-    case AMP_CUDA_UN_LOG: return logf(x);
-    case AMP_CUDA_UN_NEG: return -x;
-    case AMP_CUDA_UN_ABS: return fabsf(x);
-    case AMP_CUDA_UN_RECIPROCAL: return 1.0f / x;
-    case AMP_CUDA_UN_SIGN: return amp_sign_f(x);
-    case AMP_CUDA_UN_CEIL: return ceilf(x);
-    case AMP_CUDA_UN_FLOOR: return floorf(x);
-    case AMP_CUDA_UN_ROUND: return rintf(x); // halves to even
-    case AMP_CUDA_UN_ERF: return erff(x);
-    case AMP_CUDA_UN_SIN: return sinf(x);
-    case AMP_CUDA_UN_COS: return cosf(x);
-    case AMP_CUDA_UN_TANH: return tanhf(x);
-    case AMP_CUDA_UN_SIGMOID: return amp_sigmoid_f(x);
-    case AMP_CUDA_UN_RELU: return amp_relu_f(x);
-    case AMP_CUDA_UN_LEAKY_RELU: return amp_leaky_relu_f(x, p.alpha);
-    case AMP_CUDA_UN_ELU: return amp_elu_f(x, p.alpha);
-    case AMP_CUDA_UN_SELU: return amp_selu_f(x, p.alpha, p.gamma);
-    case AMP_CUDA_UN_GELU: return amp_gelu_f(x, p.mode);
-    case AMP_CUDA_UN_SOFTPLUS: return amp_softplus_f(x);
-    case AMP_CUDA_UN_HARD_SIGMOID: return amp_hard_sigmoid_f(x, p.alpha, p.beta);
-    case AMP_CUDA_UN_HARD_SWISH: return amp_hard_swish_f(x);
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) AMP_UNARY_CUDA_##CUDA(case AMP_CUDA_UN_##Id: return FEXPR;)
+#include "ops/unary.def"
+#undef AMP_UNARY
     default: { // CLIP: lo > hi gives hi, NaN stays NaN
         float v = x < lo ? lo : x;
         return v > hi ? hi : v;
@@ -258,10 +239,12 @@ template <typename T>
 __global__ void unary_f_kernel(int op, T *__restrict__ out, const T *__restrict__ x, uint64_t n, AmpCudaEwParams p) {
     // Clip's bounds: one element each, read on the device (no host sync)
     float lo = p.lo ? to_f(*(const T *)p.lo) : p.lo_f, hi = p.hi ? to_f(*(const T *)p.hi) : p.hi_f;
-    GRID_STRIDE_U64(i, n) out[i] = from_f<T>(un_f(op, to_f(x[i]), p, lo, hi));
+    const AmpEwParams ew = p.ew;
+    GRID_STRIDE_U64(i, n) out[i] = from_f<T>(un_f(op, to_f(x[i]), &ew, lo, hi));
 }
 
-// Integer Neg (wraps), Abs (wraps at INT_MIN), Sign, Relu, Clip.
+// The integer forms of ops/unary.def's FI lines (Neg wraps, Abs wraps at INT_MIN, Sign, Relu)
+// and Clip.
 template <typename T, typename U>
 __global__ void unary_i_kernel(int op, T *__restrict__ out, const T *__restrict__ x, uint64_t n, AmpCudaEwParams p) {
     const T t_min = (T)((U)1 << (sizeof(T) * 8 - 1)), t_max = (T)~t_min; // the type's limits: absent bounds
@@ -269,10 +252,10 @@ __global__ void unary_i_kernel(int op, T *__restrict__ out, const T *__restrict_
     GRID_STRIDE_U64(i, n) {
         T v = x[i], r;
         switch (op) {
-        case AMP_CUDA_UN_NEG: r = (T)((U)0 - (U)v); break;
-        case AMP_CUDA_UN_ABS: r = v < 0 ? (T)((U)0 - (U)v) : v; break;
-        case AMP_CUDA_UN_SIGN: r = (T)((v > 0) - (v < 0)); break;
-        case AMP_CUDA_UN_RELU: r = v < 0 ? (T)0 : v; break;
+        case AMP_CUDA_UN_Neg: r = (T)((U)0 - (U)v); break;
+        case AMP_CUDA_UN_Abs: r = v < 0 ? (T)((U)0 - (U)v) : v; break;
+        case AMP_CUDA_UN_Sign: r = (T)((v > 0) - (v < 0)); break;
+        case AMP_CUDA_UN_Relu: r = v < 0 ? (T)0 : v; break;
         default: r = v < lo ? lo : v; r = r > hi ? hi : r; break; // CLIP
         }
         out[i] = r;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/scalar_math.h" /* AmpEwParams */
+
 /* ---- launchers (elementwise.cu) ------------------------------------------------------ */
 
 #ifdef __cplusplus
@@ -37,13 +39,12 @@ typedef struct AmpCudaEwMulti {
     int n_total;        /* every chunk's inputs: Mean's divisor */
 } AmpCudaEwMulti;
 
-/* Unary parameters: the activations' attributes (as AmpEwParams) and Clip's bounds, which
- * are device pointers to one element of x's dtype (NULL: lo_f / hi_f, or the integer
- * type's limits). */
+/* Unary parameters: the activations' attributes (ew, as their prepares parsed them) and
+ * Clip's bounds, which are device pointers to one element of x's dtype (NULL: lo_f / hi_f,
+ * or the integer type's limits). */
 typedef struct AmpCudaEwParams {
-    float alpha, beta, gamma;
-    int mode;          /* Gelu: 0 exact, 1 tanh; IsInf: 1 positive | 2 negative */
-    float lo_f, hi_f;  /* Clip's float bounds when lo / hi are NULL */
+    AmpEwParams ew;
+    float lo_f, hi_f; /* Clip's float bounds when lo / hi are NULL */
     const void *lo, *hi;
 } AmpCudaEwParams;
 
@@ -52,12 +53,12 @@ enum {
     AMP_CUDA_BIN_MAX, AMP_CUDA_BIN_MIN, AMP_CUDA_BIN_PRELU
 };
 enum { AMP_CUDA_CMP_EQ, AMP_CUDA_CMP_LT, AMP_CUDA_CMP_GT, AMP_CUDA_CMP_LE, AMP_CUDA_CMP_GE, AMP_CUDA_CMP_AND, AMP_CUDA_CMP_OR };
+/* The unary launcher's ops: AMP_CUDA_UN_<Id> for each line of ops/unary.def, and Clip. */
 enum {
-    AMP_CUDA_UN_SQRT, AMP_CUDA_UN_EXP, AMP_CUDA_UN_LOG, AMP_CUDA_UN_NEG, AMP_CUDA_UN_ABS, AMP_CUDA_UN_RECIPROCAL,
-    AMP_CUDA_UN_SIGN, AMP_CUDA_UN_CEIL, AMP_CUDA_UN_FLOOR, AMP_CUDA_UN_ROUND, AMP_CUDA_UN_ERF, AMP_CUDA_UN_SIN,
-    AMP_CUDA_UN_COS, AMP_CUDA_UN_TANH, AMP_CUDA_UN_SIGMOID, AMP_CUDA_UN_RELU, AMP_CUDA_UN_LEAKY_RELU,
-    AMP_CUDA_UN_ELU, AMP_CUDA_UN_SELU, AMP_CUDA_UN_GELU, AMP_CUDA_UN_SOFTPLUS, AMP_CUDA_UN_HARD_SIGMOID,
-    AMP_CUDA_UN_HARD_SWISH, AMP_CUDA_UN_CLIP
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) AMP_CUDA_UN_##Id,
+#include "ops/unary.def"
+#undef AMP_UNARY
+    AMP_CUDA_UN_CLIP
 };
 enum { AMP_CUDA_TEST_ISNAN, AMP_CUDA_TEST_ISINF, AMP_CUDA_TEST_NOT };
 
@@ -72,7 +73,8 @@ int amp_cuda_ew_binary(int op, int dtype, void *out, const void *a, const void *
 /* bool out = a op b. dtype float family, int32, int64, bool (AND / OR: bool only). */
 int amp_cuda_ew_compare(int op, int dtype, uint8_t *out, const void *a, const void *b, const struct AmpCudaBcast *bc,
                         uint64_t n, void *stream);
-/* out = f(x) over n elements. Float family: every op; int32 / int64: NEG ABS SIGN RELU CLIP. */
+/* out = f(x) over n elements. Float family: every op; int32 / int64: the integer forms
+ * (ops/unary.def's TYPES FI: Neg Abs Sign Relu) and CLIP. */
 int amp_cuda_ew_unary(int op, int dtype, void *out, const void *x, uint64_t n, const AmpCudaEwParams *p,
                       void *stream);
 /* bool out = test(x): ISNAN / ISINF (float family, p->mode directions), NOT (bool). */
@@ -119,29 +121,6 @@ AmpCode amp_cuda_greater_equal(AmpKernelCtx *k);
 AmpCode amp_cuda_and(AmpKernelCtx *k);
 AmpCode amp_cuda_or(AmpKernelCtx *k);
 AmpCode amp_cuda_not(AmpKernelCtx *k);
-AmpCode amp_cuda_sqrt(AmpKernelCtx *k);
-AmpCode amp_cuda_exp(AmpKernelCtx *k);
-AmpCode amp_cuda_log(AmpKernelCtx *k);
-AmpCode amp_cuda_neg(AmpKernelCtx *k);
-AmpCode amp_cuda_abs(AmpKernelCtx *k);
-AmpCode amp_cuda_reciprocal(AmpKernelCtx *k);
-AmpCode amp_cuda_sign(AmpKernelCtx *k);
-AmpCode amp_cuda_ceil(AmpKernelCtx *k);
-AmpCode amp_cuda_floor(AmpKernelCtx *k);
-AmpCode amp_cuda_round(AmpKernelCtx *k);
-AmpCode amp_cuda_erf(AmpKernelCtx *k);
-AmpCode amp_cuda_sin(AmpKernelCtx *k);
-AmpCode amp_cuda_cos(AmpKernelCtx *k);
-AmpCode amp_cuda_tanh(AmpKernelCtx *k);
-AmpCode amp_cuda_sigmoid(AmpKernelCtx *k);
-AmpCode amp_cuda_relu(AmpKernelCtx *k);
-AmpCode amp_cuda_leaky_relu(AmpKernelCtx *k);
-AmpCode amp_cuda_elu(AmpKernelCtx *k);
-AmpCode amp_cuda_selu(AmpKernelCtx *k);
-AmpCode amp_cuda_gelu(AmpKernelCtx *k);
-AmpCode amp_cuda_softplus(AmpKernelCtx *k);
-AmpCode amp_cuda_hard_sigmoid(AmpKernelCtx *k);
-AmpCode amp_cuda_hard_swish(AmpKernelCtx *k);
 AmpCode amp_cuda_isnan(AmpKernelCtx *k);
 AmpCode amp_cuda_isinf(AmpKernelCtx *k);
 AmpCode amp_cuda_prelu(AmpKernelCtx *k);
@@ -150,10 +129,11 @@ AmpCode amp_cuda_where(AmpKernelCtx *k);
 AmpCode amp_cuda_cast(AmpKernelCtx *k);
 AmpCode amp_cuda_cast_like(AmpKernelCtx *k);
 
-/* Clip's attribute bounds (before opset 11). The other ops take the prepares both
- * backends share (ops/ew_common.h: amp_ew_prepare_legacy_bcast, _alpha, _selu,
- * _hard_sigmoid, _gelu, _isinf; ops/cast_engine.h: amp_cast_prepare). */
-AmpCode amp_cuda_clip_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Every op of ops/unary.def whose CUDA column is 1: the launcher's AMP_CUDA_UN_<Id>. */
+AmpCode amp_cuda_unary(AmpKernelCtx *k);
+
+/* The prepares are every backend's (ops/ew_common.h: amp_ew_prepare_legacy_bcast, _clip,
+ * _isinf and those ops/unary.def names; ops/cast_engine.h: amp_cast_prepare). */
 
 bool amp_cuda_supports_arith(const AmpNode *n, int64_t opset, const int *in_dtypes);      /* Add Sub Mul */
 bool amp_cuda_supports_float2(const AmpNode *n, int64_t opset, const int *in_dtypes);     /* Div Pow PRelu */
@@ -161,7 +141,7 @@ bool amp_cuda_supports_sum(const AmpNode *n, int64_t opset, const int *in_dtypes
 bool amp_cuda_supports_maxmin(const AmpNode *n, int64_t opset, const int *in_dtypes);     /* Max Min */
 bool amp_cuda_supports_compare(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_bool(const AmpNode *n, int64_t opset, const int *in_dtypes);       /* And Or Not */
-bool amp_cuda_supports_float_or_int(const AmpNode *n, int64_t opset, const int *in_dtypes); /* Neg Abs Sign Relu */
+bool amp_cuda_supports_float_or_int(const AmpNode *n, int64_t opset, const int *in_dtypes); /* unary.def's FI */
 bool amp_cuda_supports_clip(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_where(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_cast(const AmpNode *n, int64_t opset, const int *in_dtypes);

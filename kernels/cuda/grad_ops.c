@@ -87,9 +87,7 @@ AmpCode amp_cuda_bias_gelu_grad_dx(AmpKernelCtx *k) {
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (!is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
-        b->dims[0] != x->dims[x->rank - 1])
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
+    if ((rc = amp_ew_bias_gelu_grad_check(k, dy, x, b))) return rc;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
         !x->nelem)

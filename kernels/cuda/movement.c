@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/movement.h"
 #include "ops/cast_engine.h"
+#include "ops/pad.h"
 #include "ops/sh_common.h"
 #include "ops/slice.h"
 
@@ -65,28 +66,21 @@ AmpCode amp_cuda_identity(AmpKernelCtx *k) {
 
 /* ---- Transpose ------------------------------------------------------------------------ */
 
-/* Transpose's and Concat's attributes are every backend's (TransposeAttrs, AxisAttrs in
- * ops/sh_common.h), parsed by amp_transpose_prepare and amp_concat_prepare (table.c). */
+/* Transpose's and Concat's attributes, checks and shapes are every backend's
+ * (ops/sh_common.h: amp_transpose_prepare, amp_transpose_geom, amp_concat_prepare,
+ * amp_concat_inputs, amp_concat_shape). */
 
 AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
-    const TransposeAttrs *a = k->attrs;
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
     int r = x->rank;
-    int64_t perm[AMP_MAX_RANK];
-    if (a->n) {
-        if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
-        memcpy(perm, a->perm, sizeof perm);
-    } else {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    }
-    int64_t in_strides[AMP_MAX_RANK], dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    amp_sh_strides(r, x->dims, in_strides);
-    for (int i = 0; i < r; i++) dims[i] = x->dims[perm[i]], strides[i] = in_strides[perm[i]];
+    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
+    AmpCode rc = amp_transpose_geom(k, x, dims, strides); /* ops/sh_common.h */
+    if (rc) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x->dtype, r, dims, &y);
+    rc = amp_sh_out(k, x->dtype, r, dims, &y);
     if (rc || !y || !y->nelem) return rc;
     AmpCudaView v;
     dense_view(&v, r, dims, strides);
@@ -96,32 +90,16 @@ AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
 /* ---- Concat, Split ----------------------------------------------------------------------- */
 
 AmpCode amp_cuda_concat(AmpKernelCtx *k) {
-    const AxisAttrs *aa = k->attrs;
-    if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
-    for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
+    AmpCode rc = amp_concat_inputs(k); /* the checks and the shape: ops/sh_common.h */
+    if (rc) return rc;
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_cuda_mv_esize(k, x0->dtype);
     if (!es) return k->st->code;
     int axis;
-    if (!amp_norm_axis(aa->axis, x0->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis, x0->rank);
     int64_t dims[AMP_MAX_RANK];
-    memcpy(dims, x0->dims, sizeof dims);
-    dims[axis] = 0;
-    for (int i = 0; i < k->n_in; i++) {
-        const AmpBuf *x = k->in[i];
-        if (x->dtype != x0->dtype || x->rank != x0->rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in type or rank from input 0", i);
-        for (int d = 0; d < x->rank; d++)
-            if (d != axis && x->dims[d] != x0->dims[d])
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d differs in shape from input 0 off the axis", i);
-        if (x->dims[axis] > INT64_MAX - dims[axis])
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
-        dims[axis] += x->dims[axis];
-    }
+    if ((rc = amp_concat_shape(k, &axis, dims))) return rc;
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
+    rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
     if (rc || !y || !y->nelem) return rc;
     int64_t outer = (int64_t)amp_shape_nelem(axis, dims);
     int64_t inner = (int64_t)amp_shape_nelem(x0->rank - axis - 1, dims + axis + 1);
@@ -139,84 +117,27 @@ AmpCode amp_cuda_concat(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
-/* Split: axis (raw), and the split attribute's sizes (before opset 13) when the node has
- * no split input. */
-typedef struct SplitAttrs {
-    int64_t axis;
-    bool has_split;
-    size_t n;
-    int64_t split[];
-} SplitAttrs;
-
-AmpCode amp_cuda_mv_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    int no = n->n_outputs;
-    bool split_input = n->n_inputs > 1 && n->inputs[1];
-    const AmpAttr *sa = amp_node_attr(n, "split");
-    bool has_split = !split_input && opset < 13 && sa && sa->n_ints;
-    if (has_split && sa->n_ints != (size_t)no)
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "split has %zu entries for %d outputs", sa->n_ints, no);
-    if (!split_input && !has_split) {
-        int64_t num = amp_node_attr_int(n, "num_outputs", no);
-        if (num != no)
-            return amp_node_fail(n, st, AMP_ERR_INPUT, "num_outputs is %lld but the node has %d outputs", (long long)num, no);
-    }
-    size_t cnt = has_split ? (size_t)no : 0;
-    SplitAttrs *a = malloc(sizeof *a + cnt * sizeof a->split[0]);
-    if (!a) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    a->axis = amp_node_attr_int(n, "axis", 0);
-    a->has_split = has_split;
-    a->n = cnt;
-    for (size_t i = 0; i < cnt; i++) a->split[i] = sa->ints[i];
-    *attrs = a;
-    return AMP_OK;
-}
-
-/* The part sizes as the CPU computes them; the split input is read from the device only
- * when an output the node does not list leaves its size unknown. */
-static AmpCode split_sizes(AmpKernelCtx *k, const SplitAttrs *a, int64_t dim, int axis, AmpBuf **outs,
+/* The part sizes as every backend computes them (amp_split_sizes, ops/sh_common.h): the
+ * split input, where the node has one, is read from the placed outputs' dims when every
+ * output is listed (no wait on the stream), else read back from the device. */
+static AmpCode split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, int axis, AmpBuf **outs,
                            int64_t *sizes) {
     int no = k->n_out;
-    bool all = true;
+    bool given = k->n_in > 1 && k->in[1], all = true;
+    size_t n = 0;
     for (int i = 0; i < no; i++) all = all && outs[i];
-    if (k->n_in > 1 && k->in[1]) {
-        if (all) {
-            for (int i = 0; i < no; i++) sizes[i] = outs[i]->rank > axis ? outs[i]->dims[axis] : -1;
-        } else {
-            size_t n = 0;
-            AmpCode rc = read_ints(k, 1, sizes, no, &n);
-            if (rc) return rc;
-            if (n != (size_t)no) return amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", n, no);
-        }
-    } else if (a->has_split) {
-        if (a->n != (size_t)no)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "split has %zu entries for %d outputs", a->n, no);
-        for (int i = 0; i < no; i++) sizes[i] = a->split[i];
-    } else if (k->opset >= 18) { /* uneven: ceil-sized chunks, the last smaller */
-        int64_t chunk = dim / no + (dim % no != 0);
-        for (int i = 0; i < no; i++) {
-            int64_t left = dim - chunk * i;
-            sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
-        }
-    } else if (dim % no) {
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis of size %lld does not split into %d equal parts", (long long)dim,
-                           no);
-    } else {
-        for (int i = 0; i < no; i++) sizes[i] = dim / no;
+    if (given && all) {
+        for (int i = 0; i < no; i++) sizes[i] = outs[i]->rank > axis ? outs[i]->dims[axis] : -1;
+        n = (size_t)no;
+    } else if (given) {
+        AmpCode rc = read_ints(k, 1, sizes, no, &n);
+        if (rc) return rc;
     }
-    int64_t total = 0;
-    for (int i = 0; i < no; i++) {
-        if (sizes[i] < 0 || sizes[i] > dim - total)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "split[%d] is %lld (negative or past the axis)", i,
-                               (long long)sizes[i]);
-        total += sizes[i];
-    }
-    if (total != dim)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "split sums to %lld, the axis has %lld", (long long)total, (long long)dim);
-    return AMP_OK;
+    return amp_split_sizes(k, a, dim, no, given, n, sizes);
 }
 
 AmpCode amp_cuda_split(AmpKernelCtx *k) {
-    const SplitAttrs *a = k->attrs;
+    const AmpSplitAttrs *a = k->attrs; /* amp_split_prepare */
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
@@ -348,108 +269,37 @@ AmpCode amp_cuda_tile(AmpKernelCtx *k) {
 
 /* ---- Pad ------------------------------------------------------------------------------------ */
 
-enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
-static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap"};
-
-/* Pad: the mode; before opset 11 also the pads attribute (Pad-1 'paddings', Pad-2 'pads')
- * and the constant ('value', a float). */
-typedef struct PadAttrs {
-    int mode;
-    const char *pads_name;
-    size_t np;
-    int64_t pads[2 * AMP_MAX_RANK];
-    float value;
-} PadAttrs;
-
-static int pad_mode(const AmpNode *n) {
-    const char *ms = amp_node_attr_string(n, "mode", "constant");
-    for (int i = 0; i < 4; i++)
-        if (strcmp(ms, pad_modes[i]) == 0) return i;
-    return -1;
-}
-
-AmpCode amp_cuda_mv_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    PadAttrs a = {.mode = pad_mode(n)};
-    if (a.mode < 0) return amp_node_fail(n, st, AMP_ERR_INPUT, "unknown mode '%s'", amp_node_attr_string(n, "mode", ""));
-    if (opset < 11) {
-        a.pads_name = amp_node_attr(n, "pads") ? "pads" : "paddings";
-        const AmpAttr *pa = amp_node_attr(n, a.pads_name);
-        a.np = pa ? pa->n_ints : 0;
-        for (size_t i = 0; i < a.np && i < 2 * AMP_MAX_RANK; i++) a.pads[i] = pa->ints[i];
-        a.value = amp_node_attr_float(n, "value", 0.0f);
-    }
-    return amp_prep_out(&a, sizeof a, attrs, st);
-}
-
+/* The attributes and the geometry are every backend's (ops/pad.h); the pads and axes
+ * inputs are read back from the device, the constant_value input stays there. */
 AmpCode amp_cuda_pad(AmpKernelCtx *k) {
-    const PadAttrs *at = k->attrs;
+    const AmpPadAttrs *at = k->attrs; /* amp_pad_prepare */
     const AmpBuf *x = need_in(k, 0, "data");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int r = x->rank, mode = at->mode;
+    int r = x->rank;
     int64_t pads[2 * AMP_MAX_RANK], axes[AMP_MAX_RANK];
     size_t np = 0, na = 0;
     uint64_t cbits = 0;      /* the constant, by value (Pad-1/2) */
     const void *cval = NULL; /* or on the device (constant_value) */
     AmpCode rc;
     if (k->opset < 11) {
-        if (at->np > 2 * (size_t)r)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has %zu values, at most %zu allowed", at->pads_name, at->np,
-                               2 * (size_t)r);
-        np = at->np;
-        memcpy(pads, at->pads, np * sizeof *pads);
-        float v = at->value;
-        if (v != 0.0f && mode == PAD_CONSTANT) {
-            if (!amp_sh_convertible(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-            if ((rc = amp_sh_convert(k, &v, AMP_DT_FLOAT, &cbits, x->dtype, 1))) return rc;
-        }
+        if ((rc = amp_pad_attr_values(k, at, x, pads, &np, &cbits))) return rc;
     } else {
         const AmpBuf *bc = in_or_null(k, 2);
-        bool ba = in_or_null(k, 3);
         if (!in_or_null(k, 1)) return amp_kernel_fail(k, AMP_ERR_INPUT, "no pads input");
         if ((rc = read_ints(k, 1, pads, 2 * r, &np))) return rc;
-        if (ba && (rc = read_ints(k, 3, axes, r, &na))) return rc;
+        if (in_or_null(k, 3) && (rc = read_ints(k, 3, axes, r, &na))) return rc;
         if (bc && bc->nelem > 0) {
             if (bc->dtype != x->dtype)
                 return amp_kernel_fail(k, AMP_ERR_INPUT, "constant_value is %s, data %s", amp_dtype_name(bc->dtype),
-                                   amp_dtype_name(x->dtype));
+                                       amp_dtype_name(x->dtype));
             cval = bc->data;
         }
-        if (ba && na == 0) ba = false; /* an empty axes list means none given */
-        if (ba && np != 2 * na) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for %zu axes", np, na);
     }
-    if (!na) {
-        if (np != 2 * (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "pads has %zu values for rank %d", np, r);
-        na = (size_t)r;
-        for (int d = 0; d < r; d++) axes[d] = d;
-    }
-    AmpCudaPad p = {.rank = r, .mode = mode};
-    bool seen[AMP_MAX_RANK] = {false};
-    int64_t after[AMP_MAX_RANK] = {0};
-    for (size_t i = 0; i < na; i++) {
-        int a;
-        if (!amp_norm_axis(axes[i], r, &a))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (seen[a]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is repeated", a);
-        seen[a] = true;
-        p.before[a] = pads[i], after[a] = pads[i + na];
-    }
-    const int64_t lim = INT64_C(1) << 61;
-    for (int d = 0; d < r; d++) {
-        if (p.before[d] > lim || p.before[d] < -lim || after[d] > lim || after[d] < -lim)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d are too large", d);
-        int64_t grow = p.before[d] + after[d];
-        if (grow > 0 && x->dims[d] > INT64_MAX - grow)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d overflow int64 (%lld + %lld)", d,
-                               (long long)x->dims[d], (long long)grow);
-        p.xdims[d] = x->dims[d];
-        p.odims[d] = x->dims[d] + grow;
-        if (p.odims[d] < 0)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "pads on axis %d crop more than the axis holds", d);
-        if (p.odims[d] > 0 && x->dims[d] == 0 && mode != PAD_CONSTANT)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "cannot %s-pad the empty axis %d", pad_modes[mode], d);
-    }
+    AmpCudaPad p = {.rank = r, .mode = at->mode};
+    if ((rc = amp_pad_geom(k, at->mode, x, pads, np, axes, na, p.before, p.odims))) return rc;
+    memcpy(p.xdims, x->dims, (size_t)r * sizeof p.xdims[0]);
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, r, p.odims, &y)) || !y || !y->nelem) return rc;
     return amp_cuda_check(k, amp_cuda_pad_copy(y->data, x->data, es, &p, cval, cbits, stream_of(k)), "Pad");
@@ -488,11 +338,11 @@ bool amp_cuda_supports_slice(const AmpNode *n, int64_t opset, const int *in_dtyp
 }
 
 bool amp_cuda_supports_pad(const AmpNode *n, int64_t opset, const int *in_dtypes) {
-    if (!present(n, 0) || !amp_cuda_mv_movable(in_dtypes[0]) || pad_mode(n) < 0) return false;
+    if (!present(n, 0) || !amp_cuda_mv_movable(in_dtypes[0]) || amp_pad_mode(n) < 0) return false;
     if (opset >= 11)
         return present(n, 1) && amp_cuda_mv_int(in_dtypes[1]) && (!present(n, 2) || in_dtypes[2] == in_dtypes[0]) &&
                (!present(n, 3) || amp_cuda_mv_int(in_dtypes[3]));
     /* Pad-1/2: a non-zero constant is converted to the data's dtype on the host. */
-    return amp_node_attr_float(n, "value", 0.0f) == 0.0f || pad_mode(n) != PAD_CONSTANT ||
+    return amp_node_attr_float(n, "value", 0.0f) == 0.0f || amp_pad_mode(n) != AMP_PAD_CONSTANT ||
            amp_sh_convertible(in_dtypes[0]);
 }

@@ -127,11 +127,7 @@ AmpCode amp_cuda_constant(AmpKernelCtx *k);
 AmpCode amp_cuda_constant_of_shape(AmpKernelCtx *k);
 AmpCode amp_cuda_range(AmpKernelCtx *k);
 
-AmpCode amp_cuda_mv_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-AmpCode amp_cuda_mv_pad_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-AmpCode amp_cuda_mv_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-AmpCode amp_cuda_mv_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-AmpCode amp_cuda_mv_fill_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* The prepares are every backend's (ops/sh_common.h, ops/pad.h, ops/slice.h). */
 
 bool amp_cuda_supports_move(const AmpNode *n, int64_t opset, const int *in_dtypes); /* input 0 moved */
 bool amp_cuda_supports_concat(const AmpNode *n, int64_t opset, const int *in_dtypes);

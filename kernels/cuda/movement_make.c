@@ -86,30 +86,13 @@ AmpCode amp_cuda_gather_elements(AmpKernelCtx *k) {
 
 /* ---- Shape, Size --------------------------------------------------------------------------- */
 
-/* Shape's start and end (opset 15), raw: clamped against the rank in the kernel. */
-typedef struct ShapeAttrs {
-    int64_t start, end;
-    bool has_end;
-} ShapeAttrs;
-
-AmpCode amp_cuda_mv_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    const AmpAttr *e = amp_node_attr(n, "end");
-    ShapeAttrs a = {amp_node_attr_int(n, "start", 0), amp_node_attr_int(n, "end", 0), e && e->type == AMP_ATTR_INT};
-    return amp_prep_out(&a, sizeof a, attrs, st);
-}
-
+/* The attributes and the range are every backend's (amp_shape_prepare, amp_shape_range:
+ * ops/sh_common.h). */
 AmpCode amp_cuda_shape(AmpKernelCtx *k) {
-    const ShapeAttrs *a = k->attrs;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "input 0 (data) is missing");
-    int64_t r = x->rank;
-    int64_t start = a->start, end = a->has_end ? a->end : r;
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
-    int64_t n = end > start ? end - start : 0;
+    int64_t start, n;
+    amp_shape_range(k->attrs, x->rank, &start, &n);
     AmpBuf *y;
     AmpCode rc = amp_sh_out(k, AMP_DT_INT64, 1, &n, &y);
     if (rc || !y || !n) return rc;
@@ -138,47 +121,8 @@ bool amp_cuda_supports_shape(const AmpNode *n, int64_t opset, const int *in_dtyp
 
 /* ---- Constant, ConstantOfShape -------------------------------------------------------------- */
 
-static const char *const const_names[] = {"value",      "value_float", "value_floats",  "value_int",
-                                          "value_ints", "value_string", "value_strings", "sparse_value"};
-
-/* Constant: which value attribute it has (an index of const_names), that attribute, and
- * for 'value' its element bytes in the model's memory (alive as long as the model). */
-typedef struct ConstantAttrs {
-    int which;
-    const AmpAttr *a;
-    AmpBytes bytes;
-} ConstantAttrs;
-
-/* The element bytes of node n's tensor attribute t, at least as many as its shape needs. */
-static AmpCode tensor_attr_bytes(const AmpNode *n, AmpTensor *t, AmpBytes *out, AmpStatus *st) {
-    if (!amp_cuda_mv_movable(t->dtype))
-        return amp_node_fail(n, st, AMP_ERR_UNSUPPORTED, "the CUDA kernel does not take %s", amp_dtype_name(t->dtype));
-    AmpModel *m = n->graph ? n->graph->model : NULL;
-    if (!m)
-        return amp_node_fail(n, st, AMP_ERR_INTERNAL, "node has no model");
-    AmpCode rc = amp_tensor_bytes(m, t, out, st);
-    if (rc) return rc;
-    size_t need;
-    if (!amp_tensor_expected_bytes(t->dtype, t->nelem, &need) || out->len < need || (need && !out->data))
-        return amp_node_fail(n, st, AMP_ERR_INPUT, "tensor attribute holds %zu bytes, fewer than its shape needs", out->len);
-    return AMP_OK;
-}
-
-AmpCode amp_cuda_mv_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    ConstantAttrs c = {.which = -1};
-    int count = 0;
-    for (int i = 0; i < 8; i++) {
-        const AmpAttr *t = amp_node_attr(n, const_names[i]);
-        if (t) c.a = t, c.which = i, count++;
-    }
-    if (count != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "exactly one value attribute is required (%d given)", count);
-    if (c.which == 0 && c.a->t) {
-        AmpCode rc = tensor_attr_bytes(n, c.a->t, &c.bytes, st);
-        if (rc) return rc;
-    }
-    return amp_prep_out(&c, sizeof c, attrs, st);
-}
+/* The attributes and the value Constant makes are every backend's (amp_constant_prepare,
+ * amp_constant_value, amp_constant_of_shape_prepare: ops/sh_common.h). */
 
 /* y = bytes host bytes: by value in the launch when small, else copied from the model's
  * memory (which outlives the run). */
@@ -193,48 +137,20 @@ static AmpCode put_bytes(AmpKernelCtx *k, void *y, const void *bytes, size_t len
 }
 
 AmpCode amp_cuda_constant(AmpKernelCtx *k) {
-    const ConstantAttrs *c = k->attrs;
-    const AmpAttr *a = c->a;
-    int64_t n1[1] = {0};
+    int dtype, rank;
+    int64_t dims[AMP_MAX_RANK];
+    const void *bytes;
     AmpBuf *y;
-    AmpCode rc;
-    switch (c->which) {
-    case 0: {
-        const AmpTensor *t = a->t;
-        if (!t) return amp_kernel_fail(k, AMP_ERR_INPUT, "'value' holds no tensor");
-        if (t->ndims > AMP_MAX_RANK)
-            return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "constant of rank %zu is over %d", t->ndims, AMP_MAX_RANK);
-        int64_t dims[AMP_MAX_RANK];
-        bool neg = false;
-        for (size_t i = 0; i < t->ndims; i++) dims[i] = t->dims[i], neg |= dims[i] < 0;
-        if (neg || amp_shape_nelem((int)t->ndims, dims) != t->nelem)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "tensor dims and element count differ");
-        if ((rc = amp_sh_out(k, t->dtype, (int)t->ndims, dims, &y)) || !y) return rc;
-        return put_bytes(k, y->data, c->bytes.data, amp_buf_bytes(y));
-    }
-    case 1:
-        if ((rc = amp_sh_out(k, AMP_DT_FLOAT, 0, n1, &y)) || !y) return rc;
-        return put_bytes(k, y->data, &a->f, sizeof(float));
-    case 2:
-        n1[0] = (int64_t)a->n_floats;
-        if ((rc = amp_sh_out(k, AMP_DT_FLOAT, 1, n1, &y)) || !y) return rc;
-        return put_bytes(k, y->data, a->floats, a->n_floats * sizeof(float));
-    case 3:
-        if ((rc = amp_sh_out(k, AMP_DT_INT64, 0, n1, &y)) || !y) return rc;
-        return put_bytes(k, y->data, &a->i, sizeof(int64_t));
-    case 4:
-        n1[0] = (int64_t)a->n_ints;
-        if ((rc = amp_sh_out(k, AMP_DT_INT64, 1, n1, &y)) || !y) return rc;
-        return put_bytes(k, y->data, a->ints, a->n_ints * sizeof(int64_t));
-    default: return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "'%s' constants are not supported", const_names[c->which]);
-    }
+    AmpCode rc = amp_constant_value(k, k->attrs, &dtype, &rank, dims, &bytes);
+    if (rc || (rc = amp_sh_out(k, dtype, rank, dims, &y)) || !y) return rc;
+    return put_bytes(k, y->data, bytes, amp_buf_bytes(y));
 }
 
 bool amp_cuda_supports_constant(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)opset, (void)in_dtypes;
     int count = 0, which = -1;
     for (int i = 0; i < 8; i++)
-        if (amp_node_attr(n, const_names[i])) which = i, count++;
+        if (amp_node_attr(n, amp_constant_names[i])) which = i, count++;
     if (count != 1 || which > 4) return false;
     if (which == 0) {
         const AmpAttr *a = amp_node_attr(n, "value");
@@ -243,38 +159,19 @@ bool amp_cuda_supports_constant(const AmpNode *n, int64_t opset, const int *in_d
     return true;
 }
 
-/* ConstantOfShape: the fill value's dtype and bytes (float 0 by default). */
-typedef struct FillAttrs {
-    int dtype;
-    uint64_t bits; /* the value's bytes, little-endian */
-} FillAttrs;
-
-AmpCode amp_cuda_mv_fill_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    FillAttrs f = {.dtype = AMP_DT_FLOAT};
-    const AmpAttr *a = amp_node_attr(n, "value");
-    if (a && a->t) {
-        AmpBytes bytes;
-        AmpCode rc = tensor_attr_bytes(n, a->t, &bytes, st);
-        if (rc) return rc;
-        if (a->t->nelem != 1) return amp_node_fail(n, st, AMP_ERR_INPUT, "'value' must hold one element");
-        f.dtype = a->t->dtype;
-        memcpy(&f.bits, bytes.data, amp_dtype_bits(f.dtype) / 8);
-    }
-    return amp_prep_out(&f, sizeof f, attrs, st);
-}
-
 /* The output's shape is the shape input's values, which the shape function read: the
  * kernel fills what was placed. */
 AmpCode amp_cuda_constant_of_shape(AmpKernelCtx *k) {
-    const FillAttrs *f = k->attrs;
+    const AmpFillAttrs *f = k->attrs;
     size_t es = amp_cuda_mv_esize(k, f->dtype);
     if (!es) return k->st->code;
+    uint64_t bits = 0; /* the value's bytes, little-endian (es <= 8) */
+    memcpy(&bits, f->value, es);
     AmpBuf *y;
     AmpCode rc = amp_kernel_outputs(k, 1, &y);
     if (rc || !y) return rc;
     if ((rc = amp_kernel_check_out(k, y, f->dtype, y->rank, y->dims))) return rc;
-    return amp_cuda_check(k, amp_cuda_fill(y->data, es, f->bits, y->nelem, stream_of(k)), "ConstantOfShape");
+    return amp_cuda_check(k, amp_cuda_fill(y->data, es, bits, y->nelem, stream_of(k)), "ConstantOfShape");
 }
 
 bool amp_cuda_supports_constant_of_shape(const AmpNode *n, int64_t opset, const int *in_dtypes) {

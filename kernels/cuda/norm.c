@@ -17,29 +17,9 @@ static const void *attrs_of(AmpKernelCtx *k) {
 
 /* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
 
-/* The attributes are every backend's (amp_softmax_prepare: AmpSoftmaxAttrs, ops/norm_attrs.h). */
+/* The attributes and the row layout are every backend's (amp_softmax_prepare,
+ * amp_softmax_layout: ops/norm_attrs.h). */
 
-AmpCode amp_cuda_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer,
-                                int64_t *d, int64_t *inner) {
-    int64_t a = attr->axis;
-    int axis;
-    if (attr->per_axis) {
-        if (!amp_norm_axis(a, x->rank, &axis))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-        *outer = (int64_t)amp_shape_nelem(axis, x->dims);
-        *d = x->dims[axis];
-        *inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
-        return AMP_OK;
-    }
-    /* The 2-D coercion also takes axis == rank (a trailing dimension of 1). */
-    if (a == x->rank) axis = x->rank;
-    else if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    *outer = (int64_t)amp_shape_nelem(axis, x->dims);
-    *d = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
-    *inner = 1;
-    return AMP_OK;
-}
 
 static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
     const AmpSoftmaxAttrs *attr = attrs_of(k);
@@ -47,14 +27,15 @@ static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    int64_t outer = 0, d = 0, inner = 0;
-    AmpCode rc = amp_cuda_softmax_layout(k, attr, x, &outer, &d, &inner);
+    uint64_t outer = 0, d = 0, inner = 0;
+    AmpCode rc = amp_softmax_layout(k, attr, x, &outer, &d, &inner);
     if (rc) return rc;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty rows */
-    int err = amp_cuda_softmax_launch(x->dtype, log_out, x->data, y->data, outer, d, inner, amp_cuda_ctx(k)->stream);
+    int err = amp_cuda_softmax_launch(x->dtype, log_out, x->data, y->data, (int64_t)outer, (int64_t)d,
+                                      (int64_t)inner, amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "softmax kernel");
 }
 

@@ -62,11 +62,6 @@ int amp_cuda_batchnorm_train_launch(int dtype, const void *x, const void *scale,
 #include "kernels/cuda/cuda_impl.h"
 #include "ops/norm_attrs.h" /* AmpSoftmaxAttrs, AmpNormAttrs: every backend's parsed attributes */
 
-/* The (outer, D, inner) layout Softmax, LogSoftmax and SoftmaxGrad_13 normalise over (the
- * CPU's softmax_layout). */
-AmpCode amp_cuda_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, int64_t *outer,
-                                int64_t *d, int64_t *inner);
-
 bool amp_cuda_supports_layernorm(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_batchnorm(const AmpNode *n, int64_t opset, const int *in_dtypes);
 

@@ -18,15 +18,15 @@ AmpCode amp_cuda_ms_softmax_grad(AmpKernelCtx *k) {
     bool same = dy->rank == y->rank;
     for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
     if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
-    int64_t outer = 0, d = 0, inner = 0;
-    AmpCode rc = amp_cuda_softmax_layout(k, attr, y, &outer, &d, &inner);
+    uint64_t outer = 0, d = 0, inner = 0;
+    AmpCode rc = amp_softmax_layout(k, attr, y, &outer, &d, &inner); /* ops/norm_attrs.h */
     if (rc) return rc;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
     if ((rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
     if (!dy->nelem) return AMP_OK; /* no element, however many empty rows */
-    int err = amp_cuda_softmax_grad_launch(dy->dtype, dy->data, y->data, dx->data, outer, d, inner,
-                                           amp_cuda_ctx(k)->stream);
+    int err = amp_cuda_softmax_grad_launch(dy->dtype, dy->data, y->data, dx->data, (int64_t)outer, (int64_t)d,
+                                           (int64_t)inner, amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "softmax gradient kernel");
 }
 

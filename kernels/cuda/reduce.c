@@ -1,8 +1,9 @@
 /* CUDA node-level kernels: the Reduce* ops, ArgMax/ArgMin, GlobalAveragePool and
  * GlobalMaxPool, for float32, float16 and bfloat16 data (integer data runs on the CPU
- * fallback). Attributes, axes, checks and empty reductions as kernels/cpu/reduce.c and
- * pool.c; the reduced axes are coalesced into the (outer, r, inner) layout reduce.cu's
- * fast kernels take, or described in full for its general one. */
+ * fallback). Attributes, axes and their checks are every backend's (ops/reduce_attrs.h),
+ * empty reductions as kernels/cpu/reduce.c and pool.c; the reduced axes are coalesced
+ * into the (outer, r, inner) layout reduce.cu's fast kernels take, or described in full
+ * for its general one. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,84 +18,7 @@ static const void *attrs_of(AmpKernelCtx *k) {
     return k->attrs;
 }
 
-static AmpCode prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
-    void *q = malloc(size);
-    if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    memcpy(q, p, size);
-    *attrs = q;
-    return AMP_OK;
-}
-
 /* ---- Reduce* ----------------------------------------------------------------------- */
-
-/* As the CPU's: axes from the attribute (before ReduceSum-13 and the others' opset 18),
- * as written; n_axes counts them all, the first AMP_MAX_RANK are kept. */
-typedef struct RedAttrs {
-    bool keep, noop;
-    bool fixed; /* the axes input's values, read at prepare, are axes[0..n_axes) */
-    size_t n_axes;
-    int64_t axes[AMP_MAX_RANK];
-} RedAttrs;
-
-/* Whether an update_binding of m's training graphs names initializer `name`. */
-static bool rebound(const AmpModel *m, const char *name) {
-    for (size_t i = 0; m && i < m->n_training; i++)
-        for (size_t j = 0; j < m->training[i].n_update_bindings; j++)
-            if (m->training[i].update_bindings[j].key && strcmp(m->training[i].update_bindings[j].key, name) == 0)
-                return true;
-    return false;
-}
-
-int amp_cuda_reduce_fixed_axes(const AmpNode *n, int64_t *axes, int max) {
-    const AmpValue *v = n->n_inputs > 1 ? n->inputs[1] : NULL;
-    if (!v) return -1;
-    const AmpTensor *t = NULL;
-    if (v->producer && v->producer->op == AMP_OP_Constant) {
-        const AmpAttr *a = amp_node_attr(v->producer, "value");
-        const AmpAttr *ints = amp_node_attr(v->producer, "value_ints");
-        if (!a && ints && ints->type == AMP_ATTR_INTS && ints->n_ints <= (size_t)max) {
-            for (size_t i = 0; i < ints->n_ints; i++) axes[i] = ints->ints[i];
-            return (int)ints->n_ints;
-        }
-        t = a && a->type == AMP_ATTR_TENSOR ? a->t : NULL;
-    } else if (v->initializer && !(v->flags & AMP_VALUE_INPUT) && !rebound(v->graph->model, v->name)) {
-        t = v->initializer;
-    }
-    if (!t || t->ndims > 1 || t->nelem > (uint64_t)max || t->is_external) return -1;
-    int c = (int)t->nelem;
-    if (t->dtype == AMP_DT_INT64 && t->n_int64 == t->nelem) {
-        for (int i = 0; i < c; i++) axes[i] = t->int64_data[i];
-    } else if (t->dtype == AMP_DT_INT32 && t->n_int32 == t->nelem) {
-        for (int i = 0; i < c; i++) axes[i] = t->int32_data[i];
-    } else if ((t->dtype == AMP_DT_INT64 || t->dtype == AMP_DT_INT32) && t->raw.data &&
-               t->raw.len == t->nelem * (t->dtype == AMP_DT_INT64 ? 8u : 4u)) {
-        for (int i = 0; i < c; i++) { /* ONNX's raw layout: little-endian */
-            const uint8_t *b = t->raw.data + (size_t)i * (t->dtype == AMP_DT_INT64 ? 8 : 4);
-            uint64_t u = 0;
-            for (int k = t->dtype == AMP_DT_INT64 ? 7 : 3; k >= 0; k--) u = u << 8 | b[k];
-            axes[i] = t->dtype == AMP_DT_INT64 ? (int64_t)u : (int64_t)(int32_t)(uint32_t)u;
-        }
-    } else {
-        return -1;
-    }
-    return c;
-}
-
-AmpCode amp_cuda_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    RedAttrs a = {.keep = amp_node_attr_int(n, "keepdims", 1) != 0,
-                  .noop = amp_node_attr_int(n, "noop_with_empty_axes", 0) != 0};
-    int64_t since = n->op == AMP_OP_ReduceSum ? 13 : 18;
-    const AmpAttr *ax = opset < since ? amp_node_attr(n, "axes") : NULL;
-    if (ax && ax->type == AMP_ATTR_INTS && ax->n_ints) {
-        a.n_axes = ax->n_ints;
-        for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
-    } else if (opset >= since) {
-        int c = amp_cuda_reduce_fixed_axes(n, a.axes, AMP_MAX_RANK);
-        a.fixed = c >= 0;
-        a.n_axes = c > 0 ? (size_t)c : 0;
-    }
-    return prep_out(&a, sizeof a, attrs, st);
-}
 
 /* Float data; the axes input, where listed, int32 or int64 (what amp_cuda_read_ints
  * reads). */
@@ -105,44 +29,23 @@ bool amp_cuda_supports_reduce(const AmpNode *n, int64_t opset, const int *in_dty
     return true;
 }
 
-/* The reduced axes (the CPU's reduce_mask): the axes input where listed (read at prepare
- * where the model fixes it, else read to the host here), else the attribute; none reduce
- * everything, or nothing with noop_with_empty_axes. */
-static AmpCode reduce_mask(AmpKernelCtx *k, const RedAttrs *attr, int rank, bool *mask) {
+/* The reduced axes as every backend reads them (ops/reduce_attrs.h): the axes input where
+ * the opset takes one (its values fixed at prepare where the model fixes them, else read
+ * to the host here), else the attribute. */
+static AmpCode reduce_mask(AmpKernelCtx *k, const AmpReduceAttrs *attr, int rank, bool *mask) {
     int64_t axes[AMP_MAX_RANK];
     size_t n = 0;
-    const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
-    if (ax) {
-        if (ax->dtype != AMP_DT_INT32 && ax->dtype != AMP_DT_INT64) return amp_kernel_bad_dtype(k, ax->dtype);
-        if (ax->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", ax->rank);
-        if (ax->nelem > (uint64_t)rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d",
-                                    (unsigned long long)ax->nelem, rank);
-        if (attr->fixed) { /* read at prepare: no wait on the stream */
-            for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
-        } else if (ax->nelem) {
-            int got = amp_cuda_read_ints(k, 1, axes, AMP_MAX_RANK);
-            if (got < 0) return k->st->code;
-            n = (size_t)got;
-        }
-    } else if (attr->n_axes) {
-        if (attr->n_axes > (size_t)rank)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", attr->n_axes, rank);
+    const AmpBuf *ax;
+    AmpCode rc = amp_reduce_axes_input(k, attr, rank, &ax);
+    if (rc) return rc;
+    if (ax && attr->fixed) { /* read at prepare: no wait on the stream */
         for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
+    } else if (ax && ax->nelem) {
+        int got = amp_cuda_read_ints(k, 1, axes, AMP_MAX_RANK);
+        if (got < 0) return k->st->code;
+        n = (size_t)got;
     }
-    if (n == 0) {
-        for (int d = 0; d < rank; d++) mask[d] = !attr->noop;
-        return AMP_OK;
-    }
-    for (int d = 0; d < rank; d++) mask[d] = false;
-    for (size_t i = 0; i < n; i++) {
-        int d;
-        if (!amp_norm_axis(axes[i], rank, &d))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
-        if (mask[d]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
-        mask[d] = true;
-    }
-    return AMP_OK;
+    return amp_reduce_mask(k, attr, rank, ax ? axes : NULL, n, mask);
 }
 
 /* The launch shape of reducing x (no dim 0) over mask: dims of 1 dropped and neighbours
@@ -192,7 +95,7 @@ static void reduce_shape(const AmpBuf *x, const bool *mask, AmpCudaRedShape *s) 
 }
 
 static AmpCode reduce_run(AmpKernelCtx *k, int kind) {
-    const RedAttrs *attr = attrs_of(k);
+    const AmpReduceAttrs *attr = attrs_of(k); /* amp_reduce_prepare */
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
@@ -237,26 +140,13 @@ AmpCode amp_cuda_reduce_logsumexp(AmpKernelCtx *k) { return reduce_run(k, AMP_CU
 
 /* ---- ArgMax / ArgMin -------------------------------------------------------------- */
 
-typedef struct ArgAttrs {
-    int64_t axis;
-    bool keep, last;
-} ArgAttrs;
-
-AmpCode amp_cuda_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
-    (void)opset;
-    ArgAttrs a = {.axis = amp_node_attr_int(n, "axis", 0),
-                  .keep = amp_node_attr_int(n, "keepdims", 1) != 0,
-                  .last = amp_node_attr_int(n, "select_last_index", 0) != 0};
-    return prep_out(&a, sizeof a, attrs, st);
-}
-
 bool amp_cuda_supports_arg(const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)opset;
     return n->n_inputs >= 1 && n->inputs[0] && amp_cuda_is_float(in_dtypes[0]);
 }
 
 static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
-    const ArgAttrs *attr = attrs_of(k);
+    const AmpArgAttrs *attr = attrs_of(k); /* amp_arg_prepare */
     if (!attr) return k->st->code;
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");

@@ -57,17 +57,8 @@ int amp_cuda_argreduce_launch(int is_max, int last, int dtype, const void *x, in
 
 #else
 #include "kernels/cuda/cuda_impl.h"
+#include "ops/reduce_attrs.h" /* amp_reduce_prepare, amp_arg_prepare: every backend's */
 
-/* AMP_ERR_* naming the node and its op, then the reason (norm.c uses it too). */
-
-AmpCode amp_cuda_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-/* The elements of n's axes input (input 1) when the model fixes them: a Constant node's
- * `value`, or an initializer that is no graph input (no feed replaces it) and no training
- * update rebinds; int32 / int64, at most 1-D, at most max elements. The count, or -1 when
- * only the run knows them. The prepare reads them here, so the kernel does not read them
- * back from the device (a wait on the stream) every run. */
-int amp_cuda_reduce_fixed_axes(const AmpNode *n, int64_t *axes, int max);
-AmpCode amp_cuda_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 bool amp_cuda_supports_reduce(const AmpNode *n, int64_t opset, const int *in_dtypes);
 bool amp_cuda_supports_arg(const AmpNode *n, int64_t opset, const int *in_dtypes);
 

@@ -19,13 +19,14 @@
 #include "ops/cast_engine.h"  /* amp_cast_prepare */
 #include "ops/conv_geom.h"    /* amp_conv_prepare, amp_conv_grad_prepare */
 #include "ops/dropout_rng.h"  /* amp_ew_prepare_dropout */
-#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, the activations' prepares */
+#include "ops/ew_common.h"    /* amp_ew_prepare_legacy_bcast, _clip, the activations' prepares */
 #include "ops/fused_check.h"  /* amp_fused_prepare */
 #include "ops/gemm_attrs.h"   /* amp_gemm_prepare, amp_fused_matmul_prepare */
 #include "ops/norm_attrs.h"   /* amp_softmax_prepare, amp_norm_prepare, amp_loss_prepare */
 #include "ops/optim_math.h"   /* amp_optimizer_prepare */
+#include "ops/pad.h"          /* amp_pad_prepare */
 #include "ops/resize_geom.h"  /* amp_sh_resize_prepare */
-#include "ops/sh_common.h"    /* Transpose, Concat, Gather, ScatterND, OneHot prepares */
+#include "ops/sh_common.h"    /* Transpose, Concat, Split, Gather, ScatterND, OneHot, Shape, Constant prepares */
 #include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
@@ -53,32 +54,16 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_And] = {amp_cuda_and, amp_ew_prepare_legacy_bcast, amp_cuda_supports_bool},
     [AMP_OP_Or] = {amp_cuda_or, amp_ew_prepare_legacy_bcast, amp_cuda_supports_bool},
     [AMP_OP_Not] = {amp_cuda_not, NULL, amp_cuda_supports_bool},
-    [AMP_OP_Sqrt] = {amp_cuda_sqrt, NULL, amp_cuda_supports_float},
-    [AMP_OP_Exp] = {amp_cuda_exp, NULL, amp_cuda_supports_float},
-    [AMP_OP_Log] = {amp_cuda_log, NULL, amp_cuda_supports_float},
-    [AMP_OP_Reciprocal] = {amp_cuda_reciprocal, NULL, amp_cuda_supports_float},
-    [AMP_OP_Ceil] = {amp_cuda_ceil, NULL, amp_cuda_supports_float},
-    [AMP_OP_Floor] = {amp_cuda_floor, NULL, amp_cuda_supports_float},
-    [AMP_OP_Round] = {amp_cuda_round, NULL, amp_cuda_supports_float},
-    [AMP_OP_Erf] = {amp_cuda_erf, NULL, amp_cuda_supports_float},
-    [AMP_OP_Sin] = {amp_cuda_sin, NULL, amp_cuda_supports_float},
-    [AMP_OP_Cos] = {amp_cuda_cos, NULL, amp_cuda_supports_float},
-    [AMP_OP_Tanh] = {amp_cuda_tanh, NULL, amp_cuda_supports_float},
-    [AMP_OP_Sigmoid] = {amp_cuda_sigmoid, NULL, amp_cuda_supports_float},
-    [AMP_OP_Softplus] = {amp_cuda_softplus, NULL, amp_cuda_supports_float},
-    [AMP_OP_HardSwish] = {amp_cuda_hard_swish, NULL, amp_cuda_supports_float},
-    [AMP_OP_Neg] = {amp_cuda_neg, NULL, amp_cuda_supports_float_or_int},
-    [AMP_OP_Abs] = {amp_cuda_abs, NULL, amp_cuda_supports_float_or_int},
-    [AMP_OP_Sign] = {amp_cuda_sign, NULL, amp_cuda_supports_float_or_int},
-    [AMP_OP_Relu] = {amp_cuda_relu, NULL, amp_cuda_supports_float_or_int},
-    [AMP_OP_LeakyRelu] = {amp_cuda_leaky_relu, amp_ew_prepare_alpha, amp_cuda_supports_float},
-    [AMP_OP_Elu] = {amp_cuda_elu, amp_ew_prepare_alpha, amp_cuda_supports_float},
-    [AMP_OP_Selu] = {amp_cuda_selu, amp_ew_prepare_selu, amp_cuda_supports_float},
-    [AMP_OP_Gelu] = {amp_cuda_gelu, amp_ew_prepare_gelu, amp_cuda_supports_float},
-    [AMP_OP_HardSigmoid] = {amp_cuda_hard_sigmoid, amp_ew_prepare_hard_sigmoid, amp_cuda_supports_float},
+    /* the lines of ops/unary.def that CUDA runs: one kernel over the list */
+#define AMP_CUDA_UNARY_SUPPORTS_F amp_cuda_supports_float
+#define AMP_CUDA_UNARY_SUPPORTS_FI amp_cuda_supports_float_or_int
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+    AMP_UNARY_CUDA_##CUDA([AMP_OP_##Id] = {amp_cuda_unary, PREPARE, AMP_CUDA_UNARY_SUPPORTS_##TYPES},)
+#include "ops/unary.def"
+#undef AMP_UNARY
     [AMP_OP_IsNaN] = {amp_cuda_isnan, NULL, amp_cuda_supports_float},
     [AMP_OP_IsInf] = {amp_cuda_isinf, amp_ew_prepare_isinf, amp_cuda_supports_float},
-    [AMP_OP_Clip] = {amp_cuda_clip, amp_cuda_clip_prepare, amp_cuda_supports_clip},
+    [AMP_OP_Clip] = {amp_cuda_clip, amp_ew_prepare_clip, amp_cuda_supports_clip},
     [AMP_OP_Where] = {amp_cuda_where, NULL, amp_cuda_supports_where},
     [AMP_OP_Cast] = {amp_cuda_cast, amp_cast_prepare, amp_cuda_supports_cast},
     [AMP_OP_CastLike] = {amp_cuda_cast_like, NULL, amp_cuda_supports_cast_like},
@@ -90,17 +75,17 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_Unsqueeze] = {amp_cuda_identity, NULL, amp_cuda_supports_move},
     [AMP_OP_Transpose] = {amp_cuda_transpose, amp_transpose_prepare, amp_cuda_supports_move},
     [AMP_OP_Concat] = {amp_cuda_concat, amp_concat_prepare, amp_cuda_supports_concat},
-    [AMP_OP_Split] = {amp_cuda_split, amp_cuda_mv_split_prepare, amp_cuda_supports_split},
+    [AMP_OP_Split] = {amp_cuda_split, amp_split_prepare, amp_cuda_supports_split},
     [AMP_OP_Slice] = {amp_cuda_slice, amp_slice_prepare, amp_cuda_supports_slice},
     [AMP_OP_Expand] = {amp_cuda_expand, NULL, amp_cuda_supports_move},
     [AMP_OP_Tile] = {amp_cuda_tile, NULL, amp_cuda_supports_move},
-    [AMP_OP_Pad] = {amp_cuda_pad, amp_cuda_mv_pad_prepare, amp_cuda_supports_pad},
+    [AMP_OP_Pad] = {amp_cuda_pad, amp_pad_prepare, amp_cuda_supports_pad},
     [AMP_OP_Gather] = {amp_cuda_gather, amp_sh_gather_prepare, amp_cuda_supports_gather},
     [AMP_OP_GatherElements] = {amp_cuda_gather_elements, amp_sh_gather_prepare, amp_cuda_supports_gather},
-    [AMP_OP_Shape] = {amp_cuda_shape, amp_cuda_mv_shape_prepare, amp_cuda_supports_shape},
+    [AMP_OP_Shape] = {amp_cuda_shape, amp_shape_prepare, amp_cuda_supports_shape},
     [AMP_OP_Size] = {amp_cuda_size, NULL, amp_cuda_supports_shape},
-    [AMP_OP_Constant] = {amp_cuda_constant, amp_cuda_mv_constant_prepare, amp_cuda_supports_constant},
-    [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_cuda_mv_fill_prepare,
+    [AMP_OP_Constant] = {amp_cuda_constant, amp_constant_prepare, amp_cuda_supports_constant},
+    [AMP_OP_ConstantOfShape] = {amp_cuda_constant_of_shape, amp_constant_of_shape_prepare,
                                 amp_cuda_supports_constant_of_shape},
     [AMP_OP_Range] = {amp_cuda_range, NULL, amp_cuda_supports_range},
     /* resize.c: Resize with the geometry and tables both backends share (ops/resize_geom.h) */
@@ -113,18 +98,18 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     [AMP_OP_InstanceNormalization] = {amp_cuda_instancenorm, amp_norm_prepare, amp_cuda_supports_float},
     [AMP_OP_GroupNormalization] = {amp_cuda_groupnorm, amp_norm_prepare, amp_cuda_supports_float},
     /* reduce.c: reductions */
-    [AMP_OP_ReduceSum] = {amp_cuda_reduce_sum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceMean] = {amp_cuda_reduce_mean, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceMax] = {amp_cuda_reduce_max, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceMin] = {amp_cuda_reduce_min, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceProd] = {amp_cuda_reduce_prod, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceSumSquare] = {amp_cuda_reduce_sumsq, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceL1] = {amp_cuda_reduce_l1, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceL2] = {amp_cuda_reduce_l2, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceLogSum] = {amp_cuda_reduce_logsum, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ReduceLogSumExp] = {amp_cuda_reduce_logsumexp, amp_cuda_reduce_prepare, amp_cuda_supports_reduce},
-    [AMP_OP_ArgMax] = {amp_cuda_argmax, amp_cuda_arg_prepare, amp_cuda_supports_arg},
-    [AMP_OP_ArgMin] = {amp_cuda_argmin, amp_cuda_arg_prepare, amp_cuda_supports_arg},
+    [AMP_OP_ReduceSum] = {amp_cuda_reduce_sum, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceMean] = {amp_cuda_reduce_mean, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceMax] = {amp_cuda_reduce_max, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceMin] = {amp_cuda_reduce_min, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceProd] = {amp_cuda_reduce_prod, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceSumSquare] = {amp_cuda_reduce_sumsq, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceL1] = {amp_cuda_reduce_l1, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceL2] = {amp_cuda_reduce_l2, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceLogSum] = {amp_cuda_reduce_logsum, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ReduceLogSumExp] = {amp_cuda_reduce_logsumexp, amp_reduce_prepare, amp_cuda_supports_reduce},
+    [AMP_OP_ArgMax] = {amp_cuda_argmax, amp_arg_prepare, amp_cuda_supports_arg},
+    [AMP_OP_ArgMin] = {amp_cuda_argmin, amp_arg_prepare, amp_cuda_supports_arg},
     [AMP_OP_GlobalAveragePool] = {amp_cuda_global_averagepool, NULL, amp_cuda_supports_float},
     [AMP_OP_GlobalMaxPool] = {amp_cuda_global_maxpool, NULL, amp_cuda_supports_float},
     /* gemm.c: cuBLASLt */

@@ -5,7 +5,9 @@
 #include <criterion/criterion.h>
 
 #include "kernels/cpu/kernels.h"
+#include "ops/ew_common.h" /* the prepares ops/unary.def names */
 #include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/elementwise.h"
 
 Test(cuda_table, every_cuda_op_has_a_cpu_kernel) {
     int n = 0;
@@ -23,4 +25,30 @@ Test(cuda_table, every_cuda_op_has_a_cpu_kernel) {
                   amp_op_info((AmpOpId)op)->name);
     }
     cr_expect_gt(n, 100);
+}
+
+/* The rows ops/unary.def's lines make: the generic kernel with the line's prepare where
+ * its CUDA column is 1, no row where 0 (tests/kernels/test_op_tables.c holds the reasons). */
+Test(cuda_table, the_unary_rows_are_the_lists) {
+    static const struct {
+        AmpOpId op;
+        AmpKernelPrepareFn prepare;
+        bool cuda, ints;
+    } lines[] = {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) {AMP_OP_##Id, PREPARE, CUDA, AMP_UNARY_INT_##TYPES},
+#include "ops/unary.def"
+#undef AMP_UNARY
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const AmpCudaOp *c = &amp_cuda_ops[lines[i].op];
+        const char *name = amp_op_info(lines[i].op)->name;
+        if (!lines[i].cuda) {
+            cr_expect(!c->fn, "%s: CUDA 0 in ops/unary.def, but a CUDA row", name);
+            continue;
+        }
+        cr_expect_eq(c->fn, amp_cuda_unary, "%s", name);
+        cr_expect_eq(c->prepare, lines[i].prepare, "%s", name);
+        cr_expect_eq(c->supports, lines[i].ints ? amp_cuda_supports_float_or_int : amp_cuda_supports_float, "%s",
+                     name);
+    }
 }

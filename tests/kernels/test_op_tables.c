@@ -2,9 +2,10 @@
  * op's facts are ir/ops.def's, which names no kernel). The CPU is the reference: every op
  * with a CUDA entry has a CPU kernel, and every op with a CPU kernel has a CUDA entry or
  * a reason below why it runs on the CPU fallback on a GPU, so that a new op (and a reason
- * that no longer holds) shows here. The CUDA table is read as text, so that the CPU-only
- * build checks it too (tests/cuda/test_cuda_table_host.c checks the linked table in a
- * CUDA build). */
+ * that no longer holds) shows here; the float unary ops' rows are the lines of
+ * ops/unary.def, each with its CPU row, and its CUDA row or reason. The CUDA table is read
+ * as text, so that the CPU-only build checks it too (tests/cuda/test_cuda_table_host.c
+ * checks the linked table in a CUDA build). */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/cpu/kernels.h"
+#include "ops/ew_common.h" /* the prepares ops/unary.def names */
 
 /* AMP_OP_<Id>'s Id, as the tables name it. */
 static const char *const OP_ID[AMP_OP__COUNT] = {
@@ -20,9 +22,21 @@ static const char *const OP_ID[AMP_OP__COUNT] = {
 #undef AMP_OP
 };
 
+/* The lines of ops/unary.def: the op, its prepare, whether CUDA runs it. */
+static const struct {
+    AmpOpId op;
+    AmpKernelPrepareFn prepare;
+    bool cuda;
+} UNARY[] = {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) {AMP_OP_##Id, PREPARE, CUDA},
+#include "ops/unary.def"
+#undef AMP_UNARY
+};
+#define N_UNARY (sizeof UNARY / sizeof UNARY[0])
+
 #define FALLBACK_RARE "rare in exported models: the CPU fallback runs it"
-#define FALLBACK_UNARY "a unary function rare in exported models: the CPU fallback runs it (a CUDA entry is its " \
-                       "math in ops/scalar_math.h, a case in elementwise.cu and the entry)"
+#define FALLBACK_UNARY "a unary function rare in exported models: the CPU fallback runs it (a CUDA kernel is " \
+                       "its line's CUDA column in ops/unary.def set to 1, and a case in tests/cuda/cuda_ops_cases.h)"
 
 /* Why an op with a CPU kernel has no entry in kernels/cuda/table.c. */
 static const char *const cuda_absent_reason[AMP_OP__COUNT] = {
@@ -68,9 +82,10 @@ static AmpOpId op_by_id(const char *s, size_t n) {
     return AMP_OP_UNKNOWN;
 }
 
-/* has[op]: kernels/cuda/table.c has an entry `[AMP_OP_<Id>] = {...}` (comments left out;
- * an entry follows the table's `{` or the previous entry's `,`);
- * returns the number of entries. */
+/* has[op]: kernels/cuda/table.c has an entry `[AMP_OP_<Id>] = {...}` (comments and
+ * preprocessor lines left out; an entry follows the table's `{` or the previous entry's
+ * `,`), or the table includes ops/unary.def and the op's line there has CUDA 1 (the table
+ * expands those lines); returns the number of entries. */
 static int cuda_entries(bool *has) {
     const char *path = AMPC_TEST_DIR "/../kernels/cuda/table.c";
     FILE *f = fopen(path, "rb");
@@ -85,6 +100,12 @@ static int cuda_entries(bool *has) {
         cr_assert(e, "an unclosed comment in %s", path);
         memset(c, ' ', (size_t)(e + 2 - c));
     }
+    bool unary_def = strstr(text, "#include \"ops/unary.def\"") != NULL;
+    for (char *c = text; *c; c++) { /* blank the preprocessor lines (with their continuations) */
+        if (*c != '#' || (c > text && c[-1] != '\n')) continue;
+        for (char prev = 0; *c && (*c != '\n' || prev == '\\'); c++) prev = *c, *c = ' ';
+        if (!*c) break;
+    }
     int entries = 0;
     for (const char *c = strstr(text, "[AMP_OP_"); c; c = strstr(c + 1, "[AMP_OP_")) {
         const char *id = c + 8, *end = strchr(id, ']');
@@ -98,6 +119,13 @@ static int cuda_entries(bool *has) {
         has[op] = true;
         entries++;
     }
+    if (unary_def)
+        for (size_t i = 0; i < N_UNARY; i++) {
+            if (!UNARY[i].cuda) continue;
+            cr_assert(!has[UNARY[i].op], "%s has an entry of its own and one from ops/unary.def", path);
+            has[UNARY[i].op] = true;
+            entries++;
+        }
     return entries;
 }
 
@@ -155,4 +183,33 @@ Test(op_tables, the_cpu_table) {
     cr_expect(!amp_cpu_kernel(AMP_OP_If) && !amp_cpu_kernel(AMP_OP_Loop) && !amp_cpu_kernel(AMP_OP_Scan));
     cr_expect_eq(kernels, AMP_OP__COUNT - 1 - 3, "%d CPU kernels: every op but If, Loop and Scan has one", kernels);
     cr_expect_null(amp_cpu_kernel((AmpOpId)AMP_OP__COUNT));
+}
+
+/* ops/unary.def is the one list of the float unary ops: every line is one op, run on the
+ * CPU by the generic kernel with the line's prepare, and on CUDA by a row of
+ * kernels/cuda/table.c (its CUDA column 1) or else with a reason above; no other op is
+ * routed to the generic kernel. */
+Test(op_tables, every_unary_def_line_has_its_rows) {
+    bool has[AMP_OP__COUNT] = {false}, listed[AMP_OP__COUNT] = {false};
+    cuda_entries(has);
+    cr_expect_gt(N_UNARY, 30);
+    for (size_t i = 0; i < N_UNARY; i++) {
+        AmpOpId op = UNARY[i].op;
+        cr_expect(!listed[op], "%s has two lines in ops/unary.def", OP_ID[op]);
+        listed[op] = true;
+        cr_expect_eq(amp_cpu_ops[op].run, amp_ew_unary, "%s: the CPU row is not the generic unary kernel", OP_ID[op]);
+        cr_expect_eq(amp_cpu_ops[op].prepare, UNARY[i].prepare, "%s: the CPU row's prepare is not its line's",
+                     OP_ID[op]);
+        if (UNARY[i].cuda) {
+            cr_expect(has[op], "%s: CUDA 1 in ops/unary.def, but no row in kernels/cuda/table.c", OP_ID[op]);
+            cr_expect(!cuda_absent_reason[op], "%s: CUDA 1 in ops/unary.def: drop its cuda_absent_reason[]", OP_ID[op]);
+        } else {
+            cr_expect(!has[op], "%s: CUDA 0 in ops/unary.def, but a row in kernels/cuda/table.c", OP_ID[op]);
+            cr_expect(cuda_absent_reason[op], "%s: CUDA 0 in ops/unary.def needs a reason in cuda_absent_reason[]",
+                      OP_ID[op]);
+        }
+    }
+    for (int op = 0; op < AMP_OP__COUNT; op++)
+        if (amp_cpu_ops[op].run == amp_ew_unary)
+            cr_expect(listed[op], "%s runs the generic unary kernel but has no line in ops/unary.def", OP_ID[op]);
 }

@@ -1,0 +1,112 @@
+/* The reductions' attributes, axes and checks, every backend's (ops/reduce_attrs.h). */
+#include <string.h>
+
+#include "ops/kernel_out.h"
+#include "ops/reduce_attrs.h"
+
+/* Whether an update_binding of m's training graphs names initializer `name`. */
+static bool rebound(const AmpModel *m, const char *name) {
+    for (size_t i = 0; m && i < m->n_training; i++)
+        for (size_t j = 0; j < m->training[i].n_update_bindings; j++)
+            if (m->training[i].update_bindings[j].key && strcmp(m->training[i].update_bindings[j].key, name) == 0)
+                return true;
+    return false;
+}
+
+int amp_reduce_fixed_axes(const AmpNode *n, int64_t *axes, int max) {
+    const AmpValue *v = n->n_inputs > 1 ? n->inputs[1] : NULL;
+    if (!v) return -1;
+    const AmpTensor *t = NULL;
+    if (v->producer && v->producer->op == AMP_OP_Constant) {
+        const AmpAttr *a = amp_node_attr(v->producer, "value");
+        const AmpAttr *ints = amp_node_attr(v->producer, "value_ints");
+        if (!a && ints && ints->type == AMP_ATTR_INTS && ints->n_ints <= (size_t)max) {
+            for (size_t i = 0; i < ints->n_ints; i++) axes[i] = ints->ints[i];
+            return (int)ints->n_ints;
+        }
+        t = a && a->type == AMP_ATTR_TENSOR ? a->t : NULL;
+    } else if (v->initializer && !(v->flags & AMP_VALUE_INPUT) && !rebound(v->graph->model, v->name)) {
+        t = v->initializer;
+    }
+    if (!t || t->ndims > 1 || t->nelem > (uint64_t)max || t->is_external) return -1;
+    int c = (int)t->nelem;
+    if (t->dtype == AMP_DT_INT64 && t->n_int64 == t->nelem) {
+        for (int i = 0; i < c; i++) axes[i] = t->int64_data[i];
+    } else if (t->dtype == AMP_DT_INT32 && t->n_int32 == t->nelem) {
+        for (int i = 0; i < c; i++) axes[i] = t->int32_data[i];
+    } else if ((t->dtype == AMP_DT_INT64 || t->dtype == AMP_DT_INT32) && t->raw.data &&
+               t->raw.len == t->nelem * (t->dtype == AMP_DT_INT64 ? 8u : 4u)) {
+        for (int i = 0; i < c; i++) { /* ONNX's raw layout: little-endian */
+            const uint8_t *b = t->raw.data + (size_t)i * (t->dtype == AMP_DT_INT64 ? 8 : 4);
+            uint64_t u = 0;
+            for (int k = t->dtype == AMP_DT_INT64 ? 7 : 3; k >= 0; k--) u = u << 8 | b[k];
+            axes[i] = t->dtype == AMP_DT_INT64 ? (int64_t)u : (int64_t)(int32_t)(uint32_t)u;
+        }
+    } else {
+        return -1;
+    }
+    return c;
+}
+
+AmpCode amp_reduce_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    AmpReduceAttrs a = {.keep = amp_node_attr_int(n, "keepdims", 1) != 0,
+                        .noop = amp_node_attr_int(n, "noop_with_empty_axes", 0) != 0};
+    int64_t since = n->op == AMP_OP_ReduceSum ? 13 : 18;
+    const AmpAttr *ax = opset < since ? amp_node_attr(n, "axes") : NULL;
+    /* As the shape function reads it (amp_inf_from_input): an axes input at an opset
+     * before `since` is not the node's, and the output was sized without it. */
+    a.from_input = opset <= 0 || opset >= since;
+    if (ax && ax->type == AMP_ATTR_INTS && ax->n_ints) {
+        a.n_axes = ax->n_ints;
+        for (size_t i = 0; i < ax->n_ints && i < AMP_MAX_RANK; i++) a.axes[i] = ax->ints[i];
+    } else if (a.from_input) {
+        int c = amp_reduce_fixed_axes(n, a.axes, AMP_MAX_RANK);
+        a.fixed = c >= 0;
+        a.n_axes = c > 0 ? (size_t)c : 0;
+    }
+    return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+AmpCode amp_reduce_axes_input(AmpKernelCtx *k, const AmpReduceAttrs *a, int rank, const AmpBuf **ax) {
+    *ax = a->from_input && k->n_in > 1 ? k->in[1] : NULL;
+    const AmpBuf *b = *ax;
+    if (!b) return AMP_OK;
+    if (!amp_dtype_is_int(b->dtype))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be an integer tensor, not %s", amp_dtype_name(b->dtype));
+    if (b->rank > 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "axes must be 1-D, has rank %d", b->rank);
+    if (b->nelem > (uint64_t)rank)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu axes for an input of rank %d", (unsigned long long)b->nelem, rank);
+    return AMP_OK;
+}
+
+AmpCode amp_reduce_mask(AmpKernelCtx *k, const AmpReduceAttrs *a, int rank, const int64_t *in_axes, size_t n,
+                        bool *mask) {
+    const int64_t *axes = in_axes;
+    if (!in_axes) { /* the attribute's */
+        if (a->n_axes > (size_t)rank)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%zu axes for an input of rank %d", a->n_axes, rank);
+        axes = a->axes;
+        n = a->n_axes;
+    }
+    if (n == 0) {
+        for (int d = 0; d < rank; d++) mask[d] = !a->noop;
+        return AMP_OK;
+    }
+    for (int d = 0; d < rank; d++) mask[d] = false;
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        if (!amp_norm_axis(axes[i], rank, &d))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
+        if (mask[d]) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is listed twice", (long long)axes[i]);
+        mask[d] = true;
+    }
+    return AMP_OK;
+}
+
+AmpCode amp_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
+    (void)opset;
+    AmpArgAttrs a = {.axis = amp_node_attr_int(n, "axis", 0),
+                     .keep = amp_node_attr_int(n, "keepdims", 1) != 0,
+                     .last = amp_node_attr_int(n, "select_last_index", 0) != 0};
+    return amp_prep_out(&a, sizeof a, attrs, st);
+}
