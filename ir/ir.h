@@ -512,6 +512,9 @@ AmpCode amp_value_reserve_uses(AmpValue *v, size_t extra);
 
 /* The opset version of `domain` ("" and "ai.onnx" are the same), or 0 if not imported. */
 int64_t amp_model_opset(const AmpModel *m, const char *domain);
+/* Imports `domain` at `version` into m's opset_import unless it is imported already (a
+ * node of a domain the model does not import fails verification). false: out of memory. */
+bool amp_model_import_opset(AmpModel *m, const char *domain, int64_t version);
 
 /* Puts g's nodes in topological order, keeping the current order where it already is
  * one (stable); a cycle is AMP_ERR_INPUT naming a node on it. Uses AmpNode.mark. */

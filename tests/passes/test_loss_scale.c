@@ -296,6 +296,7 @@ Test(loss_scale, a_gated_update_of_unknown_type_takes_the_gates_type) {
     AmpModel *m = tiny(false, false);
     AmpGraph *a = rt_training(m);
     nd_dom(a, "com.example", "Update", "opt/update", "W,W_grad", "W_new");
+    cr_assert(amp_model_import_opset(m, "com.example", 1));
     cr_assert_not_null(amp_graph_add_output(a, rt_val(a, "W_new")));
     rt_bindings(m, false, "W=W_new");
     /* As ampc runs it: no inference after the loss scaling. */
