@@ -122,7 +122,7 @@ typedef struct AmpTensor {
     int data_location;    /* 0 default, 1 external */
     size_t n_external;    /* external_data key/value entries, as in the file */
     AmpStrPair *external;
-    bool is_external;     /* raw points into a mapping of the external file */
+    bool is_external;     /* raw holds the external file's bytes: in its mapping (a copy if misaligned) */
 
     AmpBytes rest;
 } AmpTensor;

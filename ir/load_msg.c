@@ -305,6 +305,14 @@ AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *wh
             amp_status_prefix(c->st, "%s: tensor '%s': ", where, tname);
             return rc;
         }
+        /* Kernels read a tensor as an array of its elements: data at an offset that is no
+         * multiple of the element's size (a writer that packs tensors without padding)
+         * is copied to the arena's aligned memory once, never read in place. */
+        size_t align = amp_dtype_bits(t->dtype) / 8;
+        if (align > 8) align = 8; /* complex128: its doubles */
+        if (t->raw.len && align > 1 && (uintptr_t)t->raw.data % align &&
+            !(t->raw.data = amp_arena_memdup(a, t->raw.data, t->raw.len)))
+            return amp_load_oom(c);
         t->is_external = true;
         *out = t;
         return AMP_OK;
