@@ -138,6 +138,11 @@ AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const 
 
 AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *where,
                         AmpTensor **out);
+/* load_sparse.c: SparseTensorProto [p, p + len) made dense (a sparse_initializer, Constant's
+ * sparse_value), its values and indices loaded as tensors; and a check that one kept as
+ * it is (an unknown op's attribute) has no external data (AMP_ERR_UNSUPPORTED). */
+AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out);
+AmpCode amp_load_sparse_check(LoadCtx *c, const uint8_t *p, size_t len, const char *where);
 /* Attribute [p, p + len) of node n; subgraphs are loaded with amp_load_graph. */
 AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpAttr *at);
 /* One ValueInfoProto kept in e (its bytes, its type parsed; the value takes the type if
