@@ -346,6 +346,15 @@ AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *wh
     return AMP_OK;
 }
 
+AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out) {
+    AmpSparse s;
+    AmpTensor *vals = NULL, *idx = NULL;
+    AmpCode rc = amp_load_sparse_fields(c, p, len, where, &s);
+    if (!rc) rc = amp_load_tensor(c, s.values, s.values_len, where, &vals);
+    if (!rc && s.n_indices) rc = amp_load_tensor(c, s.indices, s.indices_len, where, &idx);
+    return rc ? rc : amp_load_sparse_make(c, &s, vals, idx, where, out);
+}
+
 /* ---- attributes ------------------------------------------------------------------ */
 
 enum { A_NAME = 1, A_F = 2, A_I = 3, A_S = 4, A_T = 5, A_G = 6, A_FLOATS = 7, A_INTS = 8, A_STRINGS = 9,

@@ -1,8 +1,10 @@
 /* Sparse tensors (SparseTensorProto: values, indices, dims) as the loader meets them. A
  * graph's sparse_initializer and Constant's sparse_value are made dense, which is what
  * ONNX says they mean: the model then reads (and saves) them as any initializer or
- * constant. Their values and indices are loaded as any TensorProto, so external data
- * obeys the same rules: inside the model's folder, within the file. (Kept as they were,
+ * constant. Their values and indices are loaded as any TensorProto (load_msg.c's
+ * amp_load_sparse_dense: this file reads no tensor, so it stays out of the loader's
+ * recursion), so external data obeys the same rules: inside the model's folder, within the
+ * file. (Kept as they were,
  * a sparse initializer was "undefined" to every node reading it, and one whose data lay
  * at `../secret.bin` was copied into OUT unchecked.) Any other sparse tensor, an
  * attribute of an op ampc does not know, stays packed as it was, unless its data is
@@ -17,21 +19,12 @@ enum { SP_VALUES = 1, SP_INDICES = 2, SP_DIMS = 3 };
 /* TensorProto's external_data and data_location. */
 enum { SP_T_EXTERNAL = 13, SP_T_LOCATION = 14 };
 
-/* The most dims a sparse tensor may have (ONNX's tensors have at most a few). */
-#define AMP_MAX_RANK_SPARSE 64
 /* Dense data past this many bytes is refused (unsupported) rather than made: a few
  * hundred bytes of sparse tensor can name dims of any size. */
 #define AMP_SPARSE_DENSE_MAX ((size_t)1 << 31)
 
-typedef struct Sparse {
-    const uint8_t *values, *indices; /* the TensorProtos, merged when repeated */
-    size_t values_len, indices_len;
-    size_t n_values, n_indices, ndims;
-    int64_t dims[AMP_MAX_RANK_SPARSE];
-} Sparse;
-
 /* The fields of [p, p + len); dims read as varints, packed or not. */
-static AmpCode sparse_fields(LoadCtx *c, const uint8_t *p, size_t len, const char *where, Sparse *s) {
+AmpCode amp_load_sparse_fields(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpSparse *s) {
     memset(s, 0, sizeof *s);
     const uint8_t *q = p, *end = p + len;
     AmpWireField f;
@@ -63,7 +56,7 @@ static AmpCode sparse_fields(LoadCtx *c, const uint8_t *p, size_t len, const cha
 
 /* The linear position of entry k of the indices (NNZ linear positions, or NNZ rows of
  * ndims coordinates), or -1 when outside the dims. */
-static int64_t linear_index(const Sparse *s, const int64_t *idx, bool coords, uint64_t k) {
+static int64_t linear_index(const AmpSparse *s, const int64_t *idx, bool coords, uint64_t k) {
     if (!coords) return idx[k];
     int64_t lin = 0;
     for (size_t d = 0; d < s->ndims; d++) {
@@ -74,22 +67,18 @@ static int64_t linear_index(const Sparse *s, const int64_t *idx, bool coords, ui
     return lin;
 }
 
-AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out) {
-    Sparse s;
-    AmpCode rc = sparse_fields(c, p, len, where, &s);
-    AmpTensor *vals = NULL, *idx = NULL;
-    if (!rc) rc = amp_load_tensor(c, s.values, s.values_len, where, &vals);
-    if (!rc && s.n_indices) rc = amp_load_tensor(c, s.indices, s.indices_len, where, &idx);
-    if (rc) return rc;
+AmpCode amp_load_sparse_make(LoadCtx *c, const AmpSparse *s, AmpTensor *vals, AmpTensor *idx, const char *where,
+                             AmpTensor **out) {
+    AmpCode rc;
     const char *name = vals->name ? vals->name : "";
     /* The dense shape, and the bytes it takes. */
     uint64_t nelem = 1;
-    for (size_t d = 0; d < s.ndims; d++) {
-        if (s.dims[d] < 0)
+    for (size_t d = 0; d < s->ndims; d++) {
+        if (s->dims[d] < 0)
             return amp_fail(c->st, AMP_ERR_INPUT, "%s: sparse tensor '%s' has negative dim %lld", where, name,
-                            (long long)s.dims[d]);
-        if (s.dims[d] && nelem > (uint64_t)INT64_MAX / (uint64_t)s.dims[d]) nelem = UINT64_MAX;
-        else nelem *= (uint64_t)s.dims[d];
+                            (long long)s->dims[d]);
+        if (s->dims[d] && nelem > (uint64_t)INT64_MAX / (uint64_t)s->dims[d]) nelem = UINT64_MAX;
+        else nelem *= (uint64_t)s->dims[d];
     }
     size_t esize = amp_dtype_bits(vals->dtype) / 8;
     if (!esize || amp_dtype_bits(vals->dtype) % 8)
@@ -105,9 +94,9 @@ AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const ch
                         "(NNZ)", where, name, vals->ndims);
     bool coords = idx && idx->ndims == 2;
     if (nnz && (!idx || idx->dtype != AMP_DT_INT64 || (idx->ndims != 1 && idx->ndims != 2) ||
-                (uint64_t)idx->dims[0] != nnz || (coords && (uint64_t)idx->dims[1] != s.ndims)))
+                (uint64_t)idx->dims[0] != nnz || (coords && (uint64_t)idx->dims[1] != s->ndims)))
         return amp_fail(c->st, AMP_ERR_INPUT, "%s: sparse tensor '%s': its indices must be int64 of shape [%llu] or "
-                        "[%llu, %zu]", where, name, (unsigned long long)nnz, (unsigned long long)nnz, s.ndims);
+                        "[%llu, %zu]", where, name, (unsigned long long)nnz, (unsigned long long)nnz, s->ndims);
     AmpBytes vb = {0}, ib = {0};
     if ((rc = amp_tensor_bytes(c->m, vals, &vb, c->st)) || (idx && (rc = amp_tensor_bytes(c->m, idx, &ib, c->st))))
         return rc;
@@ -115,13 +104,13 @@ AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const ch
     AmpTensor *t = amp_arena_alloc(c->arena, sizeof *t);
     size_t bytes = (size_t)nelem * esize;
     uint8_t *data = bytes ? amp_arena_alloc(c->arena, bytes) : NULL;
-    int64_t *dims = s.ndims ? amp_arena_calloc(c->arena, s.ndims, sizeof *dims) : NULL;
-    int64_t *ix = nnz ? amp_arena_alloc_raw(c->arena, (size_t)nnz * (coords ? s.ndims : 1) * sizeof *ix) : NULL;
-    if (!t || (bytes && !data) || (s.ndims && !dims) || (nnz && !ix)) return amp_load_oom(c);
-    if (nnz) memcpy(ix, ib.data, (size_t)nnz * (coords ? s.ndims : 1) * sizeof *ix); /* raw data may lie unaligned */
+    int64_t *dims = s->ndims ? amp_arena_calloc(c->arena, s->ndims, sizeof *dims) : NULL;
+    int64_t *ix = nnz ? amp_arena_alloc_raw(c->arena, (size_t)nnz * (coords ? s->ndims : 1) * sizeof *ix) : NULL;
+    if (!t || (bytes && !data) || (s->ndims && !dims) || (nnz && !ix)) return amp_load_oom(c);
+    if (nnz) memcpy(ix, ib.data, (size_t)nnz * (coords ? s->ndims : 1) * sizeof *ix); /* raw data may lie unaligned */
     int64_t prev = -1;
     for (uint64_t k = 0; k < nnz; k++) {
-        int64_t lin = linear_index(&s, ix, coords, k);
+        int64_t lin = linear_index(s, ix, coords, k);
         if (lin < 0 || (uint64_t)lin >= nelem)
             return amp_fail(c->st, AMP_ERR_INPUT, "%s: sparse tensor '%s': index %llu names no element of its %llu",
                             where, name, (unsigned long long)k, (unsigned long long)nelem);
@@ -132,12 +121,12 @@ AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const ch
         prev = lin;
         memcpy(data + (size_t)lin * esize, vb.data + (size_t)k * esize, esize);
     }
-    if (s.ndims) memcpy(dims, s.dims, s.ndims * sizeof *dims);
+    if (s->ndims) memcpy(dims, s->dims, s->ndims * sizeof *dims);
     t->name = vals->name;
     t->doc_string = vals->doc_string;
     t->dtype = vals->dtype;
     t->has = AMP_TENSOR_HAS_DTYPE | AMP_TENSOR_HAS_RAW;
-    t->ndims = s.ndims;
+    t->ndims = s->ndims;
     t->dims = dims;
     t->nelem = nelem;
     t->raw = (AmpBytes){data, bytes};
