@@ -421,17 +421,27 @@ FILE *amp_output_stream(const char *path, AmpStatus *st);
 /* What messages call an output: "standard output" for "-", else the path. */
 const char *amp_output_shown(const char *path);
 
-/* A file written beside its target and renamed over it once complete (output.c). */
+/* A file written beside its target and renamed over it once complete (output.c). Its
+ * name is the target's and ".tmp.<pid>.<n>"; while it exists it is in the table of files a
+ * fatal signal removes (ir/signals.h), and it is locked (flock) while open, so that a
+ * later writer of the same target knows a temporary file left by a process that died
+ * (amp_temp_clean_stale). */
 typedef struct AmpTempFile {
     FILE *f;          /* open for writing until amp_temp_close */
     char *tmp;        /* malloc'd: the temporary file's path, until renamed or removed */
     const char *path; /* the target (not owned) */
     bool sync;        /* the target exists now: sync before renaming over it (a system
                          crash cannot then lose the old contents); a new file need not be */
+    struct AmpSigEntry *sig; /* its entry in the signal handlers' table */
 } AmpTempFile;
 /* A new temporary file beside `path` (so the rename stays on one filesystem), created
  * exclusively with mode 0666 so the umask applies as to a plain fopen. */
 AmpCode amp_temp_open(AmpTempFile *t, const char *path, AmpStatus *st);
+/* Removes the temporary files of targets[0..n) (paths in one folder) that processes which
+ * have ended left behind (SIGKILL, a crash, a power cut): those whose pid names no
+ * process, and which no process holds locked. Another process's file being written is
+ * never touched. Best effort: errors are ignored. */
+void amp_temp_clean_stale(const char *const *targets, size_t n);
 /* Flushes, syncs when asked, closes; false (errno set) on any failure then or before. */
 bool amp_temp_close(AmpTempFile *t, bool sync);
 /* Renames the (closed) temporary file over the target; false (errno set) when it fails. */
