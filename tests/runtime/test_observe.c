@@ -167,12 +167,71 @@ Test(calib, file_round_trip) {
     amp_calib_free(back);
 }
 
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    char *buf = calloc(1, 1 << 16);
+    *len = fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+/* Names hold any character ONNX's strings do (issue 43, item 12): a file with a name the
+ * line cannot hold as it is (a newline, a carriage return, a leading blank, a backslash,
+ * a control character) is version 2 with those names escaped, and reads back every name
+ * as it was; one whose names need nothing stays version 1, byte for byte as before. */
+Test(calib, hostile_names_round_trip) {
+    static const char *const names[] = {
+        "line\nbreak", "cr at end\r", " leading blank", "trailing blank ", "tab\there", "\"quoted\" 'too'",
+        "back\\slash \\n", "\xc3\xa9t\xc3\xa9 \xe2\x82\xac", "#not a comment", "\x01ctl\x7f", "\\x41",
+    };
+    enum { N = sizeof names / sizeof *names };
+    AmpCalibValue v[N];
+    for (size_t i = 0; i < N; i++) v[i] = (AmpCalibValue){.name = (char *)names[i], .max_abs = (double)i, .count = 1};
+    AmpCalibReduce r[2] = {{.node = "mm\nnext", .length = 8}, {.node = " (unnamed MatMul writing h)", .length = 9}};
+    AmpCalibStats s = {.runs = 1, .loss_scale = 1, .v = v, .n_v = N, .r = r, .n_r = 2};
+    char *path = tmp_path("");
+    FILE *f = fopen(path, "w");
+    cr_assert(amp_calib_write(&s, f));
+    fclose(f);
+    AmpCalibStats *back = NULL;
+    cr_assert_eq(amp_calib_read(path, &back, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(back->n_v, N);
+    for (size_t i = 0; i < N; i++) {
+        cr_assert_str_eq(back->v[i].name, names[i], "name %zu", i);
+        cr_assert(amp_calib_find(back, names[i]) == &back->v[i], "name %zu not found", i);
+    }
+    cr_assert_eq(back->n_r, 2);
+    cr_assert_str_eq(back->r[0].node, "mm\nnext");
+    cr_assert_str_eq(back->r[1].node, " (unnamed MatMul writing h)");
+    amp_calib_free(back);
+    size_t len;
+    char *text = (char *)read_all(path, &len);
+    cr_assert(text && strncmp(text, "ampc-calibration 2\n", 19) == 0, "%s", text);
+    free(text);
+    /* Plain names: version 1, as before. */
+    s.n_v = 4;
+    v[0].name = "x", v[1].name = "y z", v[2].name = "w\xc3\xa9", v[3].name = "\"q\"";
+    r[0].node = "mm", s.n_r = 1;
+    f = fopen(path, "w");
+    cr_assert(amp_calib_write(&s, f));
+    fclose(f);
+    text = (char *)read_all(path, &len);
+    cr_assert(text && strncmp(text, "ampc-calibration 1\n", 19) == 0, "%s", text);
+    cr_assert(strstr(text, "value 0 0 0 0 1 x\nvalue 1 0 0 0 1 y z\n"), "%s", text);
+    free(text);
+    unlink(path);
+}
+
 Test(calib, bad_files_are_named) {
     static const struct {
         const char *text, *msg;
     } cases[] = {
         {"", "empty file"},
-        {"ampc-calibration 2\n", "not an ampc calibration file"},
+        {"ampc-calibration 3\n", "not an ampc calibration file"},
+        {"ampc-calibration 2\nvalue 1 0 0 0 4 a\\qb\n", ":2: a malformed escape in the name"},
+        {"ampc-calibration 2\nreduce 4 mm\\x0\n", ":2: a malformed escape in the node's name"},
+        {"ampc-calibration 2\nvalue 1 0 0 0 4 a\\x00b\n", ":2: a malformed escape in the name"},
         {"ampc-calibration 1\n# ok\nvalue 1 0 0 0 4\n", ":3: expected 'value MAX"},
         {"ampc-calibration 1\nvalue 1 1.5 0 0 4 x\n", ":2: expected 'value MAX"},
         {"ampc-calibration 1\ngrad -1 0 0 0 4 x\n", ":2: expected 'grad MAX"},
