@@ -317,6 +317,33 @@ Test(loss_scale, a_gated_update_of_unknown_type_takes_the_gates_type) {
     amp_model_free(m);
 }
 
+/* Found by fuzz_convert (tests/fuzz/corpus/found_unscaled_gradient_read_in_16_bits.onnx):
+ * a Gradient node's gradient made in float16 (every node 16-bit) and read by a 16-bit
+ * Identity. Unscaled, the gradient is float32: the Identity read it so and its float16
+ * output computed float, and converting the output failed ("declared float16 but computes
+ * float"). Its readers now read it cast back to float16, and a second conversion changes
+ * nothing. */
+Test(loss_scale, a_16_bit_reader_of_an_unscaled_gradient_reads_it_in_16_bits) {
+    AmpModel *m = NULL;
+    const char *path = AMPC_TEST_DIR "/fuzz/corpus/found_unscaled_gradient_read_in_16_bits.onnx";
+    cr_assert_eq(amp_model_load_file(path, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    AmpPassOptions po = {.precision = AMP_DT_FLOAT16, .level = AMP_LEVEL_UNSAFE_FORCE_ALL};
+    AmpPipelineOptions o = {.verify_each = true, .pass = &po};
+    cr_assert_eq(amp_run_pipeline(m, NULL, &o, &st), AMP_OK, "%s", st.msg);
+    const AmpValue *g16 = val_of(m->graph, "b_grad_to_16");
+    cr_assert(g16 && g16->producer && g16->producer->op == AMP_OP_Cast && g16->type.dtype == AMP_DT_FLOAT16,
+              "no float16 cast of the unscaled b_grad");
+    size_t a_len, b_len;
+    uint8_t *x = saved(m, &a_len);
+    amp_model_free(m);
+    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_run_pipeline(m, NULL, &o, &st), AMP_OK, "%s", st.msg);
+    uint8_t *y = saved(m, &b_len);
+    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second conversion changed the model");
+    free(x), free(y);
+    amp_model_free(m);
+}
+
 /* ---- other shapes of training graph ------------------------------------------------------- */
 
 Test(loss_scale, gradients_as_outputs_are_unscaled_and_a_seed_input_is_scaled) {
