@@ -34,16 +34,18 @@ AmpCode amp_load_sparse_fields(LoadCtx *c, const uint8_t *p, size_t len, const c
             if (f.wt != AMP_WT_LEN) return amp_load_malformed(c);
             ++*(f.num == SP_VALUES ? &s->n_values : &s->n_indices);
         } else if (f.num == SP_DIMS) {
-            const uint8_t *d = f.data, *dend = f.data + f.len;
-            uint64_t v = f.v;
-            if (f.wt != AMP_WT_VARINT && f.wt != AMP_WT_LEN) return amp_load_malformed(c);
-            while (f.wt == AMP_WT_VARINT || d < dend) {
-                if (f.wt == AMP_WT_LEN && !amp_wire_varint(&d, dend, &v)) return amp_load_malformed(c);
+            /* One dim (a varint), or packed dims (a length-delimited run of varints). */
+            bool packed = f.wt == AMP_WT_LEN;
+            if (!packed && f.wt != AMP_WT_VARINT) return amp_load_malformed(c);
+            const uint8_t *d = packed ? f.data : NULL, *dend = packed ? f.data + f.len : NULL;
+            for (bool more = true; more; more = packed && d < dend) {
+                uint64_t v = f.v;
+                if (packed && d == dend) break; /* no dims at all */
+                if (packed && !amp_wire_varint(&d, dend, &v)) return amp_load_malformed(c);
                 if (s->ndims == AMP_MAX_RANK_SPARSE)
                     return amp_fail(c->st, AMP_ERR_UNSUPPORTED, "%s: a sparse tensor of more than %d dims", where,
                                     AMP_MAX_RANK_SPARSE);
                 s->dims[s->ndims++] = (int64_t)v;
-                if (f.wt == AMP_WT_VARINT) break;
             }
         }
     }
