@@ -214,7 +214,7 @@ static AmpCode check_attr_payload(Ctx *c, const AmpGraph *g, const AmpNode *n, c
  * the version has it (ReduceSum-13's `axes` is an input; read as an attribute it was
  * ignored and the node reduced over every axis, where onnxruntime refuses the model). */
 static AmpCode check_attr_rule(Ctx *c, const AmpGraph *g, const AmpNode *n, const AmpAttr *a) {
-    int64_t v = amp_model_opset(c->m, n->domain ? n->domain : "");
+    int64_t v = amp_domain_is_default(n->domain) ? c->default_opset : amp_model_opset(c->m, n->domain);
     int since = 0, until = 0;
     int want = amp_op_attr_type(n->op, a->name, v, &since, &until);
     if (want >= 0 && want != a->type)
@@ -519,8 +519,9 @@ static AmpCode verify_training(Ctx *c, Frame *main_frame) {
 }
 
 AmpCode amp_verify_model_counted(AmpModel *m, size_t *n_nodes, AmpStatus *st) {
-    Ctx c = {m, st, 0, !m->n_opsets || amp_model_opset(m, "") > 0};
     if (!m || !m->graph) return amp_fail(st, AMP_ERR_INTERNAL, "verifier: model has no graph");
+    int64_t v = amp_model_opset(m, "");
+    Ctx c = {m, st, 0, v, !m->n_opsets || v > 0};
     /* Operator set versions start at 1 (onnx.checker); a version of 0 or less, or none
      * (read as 0, as onnx.checker does), would pick no op's definition, and every
      * opset-dependent rule would read it as "unknown" (fuzz_run: Dropout's mask type). */

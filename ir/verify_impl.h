@@ -10,7 +10,8 @@ typedef struct Ctx {
     AmpModel *m;
     AmpStatus *st;
     size_t n_nodes; /* nodes walked, every graph */
-    bool default_imported; /* ai.onnx has a version in opset_import, or nothing is imported */
+    int64_t default_opset;  /* ai.onnx's version in opset_import; 0: not imported */
+    bool default_imported;  /* ... or nothing is imported (IR versions 1 and 2) */
 } Ctx;
 
 /* ---- verify_common.c: what the three files share ---- */

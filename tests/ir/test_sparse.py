@@ -20,10 +20,7 @@ attribute) or a model-local function whose body holds external data is unsupport
 usage: test_sparse.py --ampc PATH [--testdata DIR] [--verbose]"""
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -33,6 +30,9 @@ try:
 except ImportError as e:  # pragma: no cover
     print(f"skip: {e}")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ampc_testlib as tl  # noqa: E402
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3) * 0.5 - 1.0
 
@@ -62,30 +62,20 @@ def model(nodes, sparse_inits=(), opset=13, functions=()):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ampc", required=True)
-    ap.add_argument("--testdata")
+    ap.add_argument("--testdata", help="unused; accepted like every python test")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ampc_sparse_")
-    passed = failed = 0
+    tmp = tl.tempdir("ampc_sparse_")
     ort.set_default_logger_severity(4)
+    tests = []
 
     def case(label, fn):
-        nonlocal passed, failed
-        try:
-            fn()
-            passed += 1
-            print(f"ok   {label}")
-        except AssertionError as e:
-            failed += 1
-            print(f"FAIL {label}: {e}")
+        tests.append((label, lambda ctx: fn()))
 
     def ampc(*args):
-        r = subprocess.run([a.ampc, *args], capture_output=True, text=True)
-        if a.verbose:
-            print(f"$ ampc {' '.join(args)} -> {r.returncode}\n{r.stdout}{r.stderr}")
-        return r
+        return tl.ampc(a.ampc, *args, verbose=a.verbose)
 
     def run_y(path):
         folder = os.path.dirname(path)
@@ -196,9 +186,7 @@ def main():
     refused("a model-local function whose body holds external data", function_body, 3,
             "function 'AddOnes': a tensor of its body keeps its data in an external file")
 
-    shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tl.run(tests, None, verbose=a.verbose)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,7 @@ usage: test_verify_hostile.py --ampc PATH [--testdata DIR] [--verbose]"""
 import argparse
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 
 try:
     import numpy as np
@@ -36,6 +33,9 @@ try:
 except ImportError as e:  # pragma: no cover
     print(f"skip: {e}")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ampc_testlib as tl  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TYPE_NAMES = {getattr(onnx.defs.OpSchema.AttrType, n): n for n in (
@@ -106,110 +106,96 @@ def model(nodes, opset, inits=(), x_shape=(2, 3), y_type=TensorProto.FLOAT):
     return m
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ampc", required=True)
-    ap.add_argument("--testdata")
-    ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ampc_verify_hostile_")
-    passed = failed = 0
+def refused(label, m, msg):
+    """A case: verify, convert and run refuse m with exit 1 and msg; convert writes nothing."""
+    def check(ctx):
+        path, out = os.path.join(ctx.tmp, "bad.onnx"), os.path.join(ctx.tmp, "out.onnx")
+        onnx.save(m, path)
+        for args in (["verify", path], [path, "-o", out], ["run", path]):
+            r = tl.ampc(ctx.ampc, *args, verbose=ctx.verbose)
+            assert r.returncode == 1, f"ampc {' '.join(args)}: exit {r.returncode}, want 1: {r.stderr.strip()}"
+            assert msg in r.stderr, f"ampc {' '.join(args)}: '{msg}' not in: {r.stderr.strip()}"
+        assert not os.path.exists(out), "convert wrote an output"
+    return f"refused: {label}", check
 
-    def case(label, fn):
-        nonlocal passed, failed
-        try:
-            fn()
-            passed += 1
-            print(f"ok   {label}")
-        except AssertionError as e:
-            failed += 1
-            print(f"FAIL {label}: {e}")
 
-    def ampc(*args):
-        r = subprocess.run([a.ampc, *args], capture_output=True, text=True)
-        if a.verbose:
-            print(f"$ ampc {' '.join(args)} -> {r.returncode}\n{r.stdout}{r.stderr}")
-        return r
+def accepted(label, m, x, want):
+    """A case: `ampc run` of m on X = x gives want."""
+    def check(ctx):
+        folder = os.path.join(ctx.tmp, label.split()[0])
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "model.onnx")
+        onnx.save(m, path)
+        with open(os.path.join(folder, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(x, "X").SerializeToString())
+        r = tl.ampc(ctx.ampc, "run", path, "--inputs", folder, "--outputs", folder, verbose=ctx.verbose)
+        assert r.returncode == 0, f"exit {r.returncode}: {r.stderr.strip()}"
+        t = onnx.TensorProto()
+        with open(os.path.join(folder, "output_0.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        got = numpy_helper.to_array(t)
+        assert got.shape == want.shape and np.allclose(got, want), f"got {got}, want {want}"
+    return f"accepted: {label}", check
 
-    case("ops.def's ATTRS column agrees with onnx.defs for ai.onnx and training ops", check_table)
 
-    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
-    refused = [
-        ("ReduceSum-13 with an axes attribute", model([helper.make_node("ReduceSum", ["X"], ["Y"], axes=[1])], 13),
-         "ReduceSum-13 has no attribute 'axes'"),
-        ("ReduceMean-18 with an axes attribute", model([helper.make_node("ReduceMean", ["X"], ["Y"], axes=[1])], 18),
-         "ReduceMean-18 has no attribute 'axes'"),
-        ("Unsqueeze-13 with an axes attribute", model([helper.make_node("Unsqueeze", ["X"], ["Y"], axes=[0])], 13),
-         "Unsqueeze-13 has no attribute 'axes'"),
-        ("Relu with an attribute no version has", model([helper.make_node("Relu", ["X"], ["Y"], alpha=0.5)], 14),
-         "Relu has no attribute 'alpha'"),
-        ("GatherND-11 with batch_dims (it came with 12)",
-         model([helper.make_node("GatherND", ["X", "axes"], ["Y"], batch_dims=0)], 11, [axes]),
-         "GatherND-11 has no attribute 'batch_dims' (it came with opset 12)"),
-        ("Cast-13 whose 'to' is a STRING", model([helper.make_node("Cast", ["X"], ["Y"], to="FLOAT16")], 13,
-                                                 y_type=TensorProto.FLOAT16),
-         "attribute 'to' has type STRING, but Cast expects INT"),
-    ]
-    # Item 7: an initializer shadowing a graph input with another shape.
-    shadow = model([helper.make_node("Relu", ["X"], ["Y"])], 13,
-                   [numpy_helper.from_array(np.ones(4, np.float32), "X")])
-    refused.append(("an initializer shadowing input X [2,3] with shape [4]", shadow,
-                    "initializer 'X' holds data of shape [4] but the graph input 'X' is declared [2,3]"))
-    # Item 8: a domain not imported; an update_binding of another dtype.
-    ms = model([helper.make_node("FusedMatMul", ["X", "W"], ["Y"], domain="com.microsoft")], 13,
-               [numpy_helper.from_array(np.ones((3, 2), np.float32), "W")])
-    refused.append(("a com.microsoft node without an opset_import of com.microsoft", ms,
-                    "its domain 'com.microsoft' is not imported"))
+def training_model_of_int64_update():
     tr = model([helper.make_node("Mul", ["X", "W"], ["Y"])], 13, [numpy_helper.from_array(np.ones(3, np.float32), "W")])
     ti = tr.training_info.add()
     ti.algorithm.CopyFrom(helper.make_graph([helper.make_node("Cast", ["W"], ["W_new"], to=TensorProto.INT64)], "alg",
                                             [], [helper.make_tensor_value_info("W_new", TensorProto.INT64, [3])]))
     b = ti.update_binding.add()
     b.key, b.value = "W", "W_new"
-    refused.append(("a float initializer updated by an int64 update_binding", tr,
-                    "update_binding 'W' -> 'W_new': 'W_new' is int64, but the initializer 'W' it updates is float"))
-    for label, m, msg in refused:
-        path = os.path.join(tmp, "bad.onnx")
-        onnx.save(m, path)
+    return tr
 
-        def check(path=path, msg=msg):
-            for args in (["verify", path], [path, "-o", os.path.join(tmp, "out.onnx")], ["run", path]):
-                r = ampc(*args)
-                assert r.returncode == 1, f"ampc {' '.join(args)}: exit {r.returncode}, want 1: {r.stderr.strip()}"
-                assert msg in r.stderr, f"ampc {' '.join(args)}: '{msg}' not in: {r.stderr.strip()}"
-            assert not os.path.exists(os.path.join(tmp, "out.onnx")), "convert wrote an output"
-        case(f"refused: {label}", check)
 
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ampc", required=True)
+    ap.add_argument("--testdata", help="unused; accepted like every python test")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    ctx = argparse.Namespace(ampc=a.ampc, tmp=tl.tempdir("ampc_verify_hostile_"), verbose=a.verbose)
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    accepted = [
-        ("ReduceSum-11 with an axes attribute",
-         model([helper.make_node("ReduceSum", ["X"], ["Y"], axes=[1], keepdims=0)], 11), x.sum(axis=1)),
-        ("ReduceSum-13 with an axes input",
-         model([helper.make_node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)], 13, [axes]), x.sum(axis=1)),
-        ("Cast-1 whose 'to' is a STRING", model([helper.make_node("Cast", ["X"], ["Y"], to="DOUBLE")], 1,
-                                                y_type=TensorProto.DOUBLE), x.astype(np.float64)),
+    node = helper.make_node
+    tests = [
+        ("ops.def's ATTRS column agrees with onnx.defs for ai.onnx and training ops", lambda ctx: check_table()),
+        # Item 6: attributes the op's version does not have.
+        refused("ReduceSum-13 with an axes attribute", model([node("ReduceSum", ["X"], ["Y"], axes=[1])], 13),
+                "ReduceSum-13 has no attribute 'axes'"),
+        refused("ReduceMean-18 with an axes attribute", model([node("ReduceMean", ["X"], ["Y"], axes=[1])], 18),
+                "ReduceMean-18 has no attribute 'axes'"),
+        refused("Unsqueeze-13 with an axes attribute", model([node("Unsqueeze", ["X"], ["Y"], axes=[0])], 13),
+                "Unsqueeze-13 has no attribute 'axes'"),
+        refused("Relu with an attribute no version has", model([node("Relu", ["X"], ["Y"], alpha=0.5)], 14),
+                "Relu has no attribute 'alpha'"),
+        refused("GatherND-11 with batch_dims (it came with 12)",
+                model([node("GatherND", ["X", "axes"], ["Y"], batch_dims=0)], 11, [axes]),
+                "GatherND-11 has no attribute 'batch_dims' (it came with opset 12)"),
+        refused("Cast-13 whose 'to' is a STRING",
+                model([node("Cast", ["X"], ["Y"], to="FLOAT16")], 13, y_type=TensorProto.FLOAT16),
+                "attribute 'to' has type STRING, but Cast expects INT"),
+        # Item 7: an initializer shadowing a graph input with another shape.
+        refused("an initializer shadowing input X [2,3] with shape [4]",
+                model([node("Relu", ["X"], ["Y"])], 13, [numpy_helper.from_array(np.ones(4, np.float32), "X")]),
+                "initializer 'X' holds data of shape [4] but the graph input 'X' is declared [2,3]"),
+        # Item 8: a domain not imported; an update_binding of another dtype.
+        refused("a com.microsoft node without an opset_import of com.microsoft",
+                model([node("FusedMatMul", ["X", "W"], ["Y"], domain="com.microsoft")], 13,
+                      [numpy_helper.from_array(np.ones((3, 2), np.float32), "W")]),
+                "its domain 'com.microsoft' is not imported"),
+        refused("a float initializer updated by an int64 update_binding", training_model_of_int64_update(),
+                "update_binding 'W' -> 'W_new': 'W_new' is int64, but the initializer 'W' it updates is float"),
+        # Their valid forms still run.
+        accepted("ReduceSum-11 with an axes attribute",
+                 model([node("ReduceSum", ["X"], ["Y"], axes=[1], keepdims=0)], 11), x, x.sum(axis=1)),
+        accepted("ReduceSum-13 with an axes input",
+                 model([node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)], 13, [axes]), x, x.sum(axis=1)),
+        accepted("Cast-1 whose 'to' is a STRING",
+                 model([node("Cast", ["X"], ["Y"], to="DOUBLE")], 1, y_type=TensorProto.DOUBLE), x,
+                 x.astype(np.float64)),
     ]
-    for label, m, want in accepted:
-        folder = os.path.join(tmp, label.split()[0])
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, "model.onnx")
-        onnx.save(m, path)
-        with open(os.path.join(folder, "input_0.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(x, "X").SerializeToString())
-
-        def check(path=path, folder=folder, want=want):
-            r = ampc("run", path, "--inputs", folder, "--outputs", folder)
-            assert r.returncode == 0, f"exit {r.returncode}: {r.stderr.strip()}"
-            t = onnx.TensorProto()
-            with open(os.path.join(folder, "output_0.pb"), "rb") as f:
-                t.ParseFromString(f.read())
-            got = numpy_helper.to_array(t)
-            assert got.shape == want.shape and np.allclose(got, want), f"got {got}, want {want}"
-        case(f"accepted: {label}", check)
-
-    shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tl.run(tests, ctx, verbose=a.verbose)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 try:
@@ -39,6 +38,9 @@ try:
 except ImportError as e:  # pragma: no cover
     print(f"skip: {e}")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ampc_testlib as tl  # noqa: E402
 
 ROWS, COLS = 4096, 6144  # a 96 MiB weight: long enough a save to stop in the middle
 OLD = b"the previous OUT\n"
@@ -184,36 +186,24 @@ def cut_short(ctx, label, args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ampc", required=True)
-    ap.add_argument("--testdata")
+    ap.add_argument("--testdata", help="unused; accepted like every python test")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ampc_interrupted_")
-    ctx = Ctx(os.path.abspath(a.ampc), tmp, a.verbose)
+    ctx = Ctx(os.path.abspath(a.ampc), tl.tempdir("ampc_interrupted_"), a.verbose)
     ext, inline = ["--passes", "none", "--external-data", "always"], ["--passes", "none", "--external-data", "never"]
-    cases = [
-        ("SIGINT mid-save (a data file): dies of it, nothing left", lambda: interrupted(ctx, signal.SIGINT, ext)),
-        ("SIGTERM mid-save (inline): dies of it, nothing left", lambda: interrupted(ctx, signal.SIGTERM, inline)),
-        ("SIGHUP mid-save (a data file): dies of it, nothing left", lambda: interrupted(ctx, signal.SIGHUP, ext)),
-        ("SIGKILL mid-save: the next save removes what dead processes left", lambda: killed_then_saved(ctx)),
-        ("data cut short mid-save (a data file): exit 1, nothing left", lambda: cut_short(ctx, "ext", ext)),
-        ("data cut short mid-save (inline): exit 1, nothing left", lambda: cut_short(ctx, "inline", inline)),
+    tests = [
+        ("SIGINT mid-save (a data file): dies of it, nothing left", lambda c: interrupted(c, signal.SIGINT, ext)),
+        ("SIGTERM mid-save (inline): dies of it, nothing left", lambda c: interrupted(c, signal.SIGTERM, inline)),
+        ("SIGHUP mid-save (a data file): dies of it, nothing left", lambda c: interrupted(c, signal.SIGHUP, ext)),
+        ("SIGKILL mid-save: the next save removes what dead processes left", killed_then_saved),
+        ("data cut short mid-save (a data file): exit 1, nothing left", lambda c: cut_short(c, "ext", ext)),
+        ("data cut short mid-save (inline): exit 1, nothing left", lambda c: cut_short(c, "inline", inline)),
         ("data cut short mid-conversion (default passes): exit 1, nothing left",
-         lambda: cut_short(ctx, "default", ["-q"])),
+         lambda c: cut_short(c, "default", ["-q"])),
     ]
-    passed = failed = 0
-    for label, fn in cases:
-        try:
-            fn()
-            passed += 1
-            print(f"ok   {label}")
-        except AssertionError as e:
-            failed += 1
-            print(f"FAIL {label}: {e}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tl.run(tests, ctx, verbose=a.verbose)
 
 
 if __name__ == "__main__":
