@@ -288,6 +288,20 @@ Test(loss_scale, idempotent) {
     amp_model_free(m);
 }
 
+/* m, converted already by `pipeline`, saved, loaded and converted again: the same bytes
+ * (the pass is idempotent, as fuzz_convert checks). Frees m. */
+static void converts_to_itself(AmpModel *m, const char *pipeline, const AmpPipelineOptions *o) {
+    size_t a_len, b_len;
+    uint8_t *x = saved(m, &a_len);
+    amp_model_free(m);
+    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_run_pipeline(m, pipeline, o, &st), AMP_OK, "%s", st.msg);
+    uint8_t *y = saved(m, &b_len);
+    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second conversion changed the model");
+    free(x), free(y);
+    amp_model_free(m);
+}
+
 /* Found by fuzz_convert: an update made by an op inference does not know, bound to W and
  * declared without a type. The gate Where(found_inf, W, W_new) gives it a type (W's data
  * type), which the output declares at once (before, only converting the output again
@@ -306,15 +320,7 @@ Test(loss_scale, a_gated_update_of_unknown_type_takes_the_gates_type) {
     const AmpValue *w_new = val_of(m->training[0].algorithm, "W_new");
     cr_assert_eq(w_new->type.kind, AMP_TYPE_TENSOR);
     cr_assert_eq(w_new->type.dtype, AMP_DT_FLOAT, "Where's data type: W's");
-    size_t a_len, b_len;
-    uint8_t *x = saved(m, &a_len);
-    amp_model_free(m);
-    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_run_pipeline(m, pipeline, &o, &st), AMP_OK, "%s", st.msg);
-    uint8_t *y = saved(m, &b_len);
-    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second run changed the model");
-    free(x), free(y);
-    amp_model_free(m);
+    converts_to_itself(m, pipeline, &o);
 }
 
 /* Found by fuzz_convert (tests/fuzz/corpus/found_unscaled_gradient_read_in_16_bits.onnx):
@@ -333,15 +339,7 @@ Test(loss_scale, a_16_bit_reader_of_an_unscaled_gradient_reads_it_in_16_bits) {
     const AmpValue *g16 = val_of(m->graph, "b_grad_to_16");
     cr_assert(g16 && g16->producer && g16->producer->op == AMP_OP_Cast && g16->type.dtype == AMP_DT_FLOAT16,
               "no float16 cast of the unscaled b_grad");
-    size_t a_len, b_len;
-    uint8_t *x = saved(m, &a_len);
-    amp_model_free(m);
-    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_run_pipeline(m, NULL, &o, &st), AMP_OK, "%s", st.msg);
-    uint8_t *y = saved(m, &b_len);
-    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second conversion changed the model");
-    free(x), free(y);
-    amp_model_free(m);
+    converts_to_itself(m, NULL, &o);
 }
 
 /* ---- other shapes of training graph ------------------------------------------------------- */

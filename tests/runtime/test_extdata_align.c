@@ -53,15 +53,22 @@ static char *write_model(size_t off_w, size_t off_v) {
     return dir;
 }
 
-static void check_offsets(size_t off_w, size_t off_v) {
-    char *dir = write_model(off_w, off_v), *mp = tu_path(dir, "model.onnx");
-    /* The loaded tensors lie aligned for their elements. */
+/* The model at mp loaded, and where the bytes of W and V lie. */
+static AmpModel *load_wv(const char *mp, AmpBytes *wb, AmpBytes *vb) {
     AmpModel *m = NULL;
     AmpStatus st = {0};
     cr_assert_eq(amp_model_load_file(mp, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_tensor_bytes(m, amp_graph_lookup(m->graph, "W")->initializer, wb, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_tensor_bytes(m, amp_graph_lookup(m->graph, "V")->initializer, vb, &st), AMP_OK, "%s", st.msg);
+    return m;
+}
+
+static void check_offsets(size_t off_w, size_t off_v) {
+    char *dir = write_model(off_w, off_v), *mp = tu_path(dir, "model.onnx");
+    /* The loaded tensors lie aligned for their elements. */
     AmpBytes wb, vb;
-    cr_assert_eq(amp_tensor_bytes(m, amp_graph_lookup(m->graph, "W")->initializer, &wb, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_tensor_bytes(m, amp_graph_lookup(m->graph, "V")->initializer, &vb, &st), AMP_OK, "%s", st.msg);
+    AmpModel *m = load_wv(mp, &wb, &vb);
+    AmpStatus st = {0};
     cr_expect_eq((uintptr_t)wb.data % 4, 0, "W at offset %zu lies at %p, not float-aligned", off_w, (void *)wb.data);
     cr_expect_eq((uintptr_t)vb.data % 8, 0, "V at offset %zu lies at %p, not double-aligned", off_v, (void *)vb.data);
     float w0;
@@ -101,12 +108,8 @@ Test(extdata_align, aligned_offsets_stay_in_the_mapping) {
     /* No copy where none is needed: the tensor's bytes are those of the file's mapping
      * (4-aligned W at 4, 8-aligned V at 64), as the converter's speed relies on. */
     char *dir = write_model(4, 64), *mp = tu_path(dir, "model.onnx");
-    AmpModel *m = NULL;
-    AmpStatus st = {0};
-    cr_assert_eq(amp_model_load_file(mp, NULL, &m, &st), AMP_OK, "%s", st.msg);
     AmpBytes wb, vb;
-    cr_assert_eq(amp_tensor_bytes(m, amp_graph_lookup(m->graph, "W")->initializer, &wb, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_tensor_bytes(m, amp_graph_lookup(m->graph, "V")->initializer, &vb, &st), AMP_OK, "%s", st.msg);
+    AmpModel *m = load_wv(mp, &wb, &vb);
     cr_expect_eq((uintptr_t)vb.data - (uintptr_t)wb.data, 60, "W and V are not where the file's mapping has them");
     amp_model_free(m);
     tu_rmtree(dir);
