@@ -149,8 +149,11 @@ static bool temp_of(const char *name, const char *base, size_t base_len, long *p
     size_t sl = len - (i - 5); /* ".tmp.<pid>.<n>", cut from the target's name as amp_temp_open cuts it */
     size_t keep = base_len + sl > AMP_NAME_MAX ? AMP_NAME_MAX - sl : base_len;
     if (i - 5 != keep || memcmp(name, base, keep) != 0) return false;
+    /* A pid of at most 10 digits and in pid_t's range: kill(2) never sees 0 or a negative
+     * number, which would name a process group or every process. */
+    if (j - i > 10) return false;
     *pid = strtol(name + i, NULL, 10);
-    return *pid > 0;
+    return *pid > 0 && *pid <= INT32_MAX;
 }
 
 void amp_temp_clean_stale(const char *const *targets, size_t n) {
