@@ -18,7 +18,9 @@ carriage return, a newline and a tab. For each that `ampc verify` accepts:
   expansion adds values the file does not hold) and nodes of it, and
   `ampc MODEL --calibration S` reads it.
 
-Models with a test_data_set_0 run on it (its tensors renamed with the inputs); the others on
+Any exit status ampc never gives (a crash, a signal, a sanitizer's report: ampc exits 0 to
+4) fails the test, so it is worth running with a sanitized ampc. Models with a
+test_data_set_0 run on it (its tensors renamed with the inputs); the others on
 ampc's random inputs. The original calibration format could not hold a name with a newline
 (it wrote a line that did not read back).
 
@@ -132,14 +134,19 @@ def read_calibration(path):
 
 
 class Runner:
+    """ampc, run; an exit status ampc never gives (it exits 0 to 4: a crash, a signal, a
+    sanitizer's report) is kept in `crashes`, whatever the case expected."""
     def __init__(self, ampc, verbose):
-        self.ampc, self.verbose = ampc, verbose
+        self.ampc, self.verbose, self.crashes = ampc, verbose, []
 
     def __call__(self, *args, env=None):
         r = subprocess.run([self.ampc, *args], capture_output=True, timeout=300,
                            env=dict(os.environ, **env) if env else None)
         if self.verbose:
             print(f"$ ampc {' '.join(args)!r} -> {r.returncode}\n{r.stderr.decode(errors='replace')}")
+        if not 0 <= r.returncode <= 4:
+            self.crashes.append(f"ampc {' '.join(map(repr, args))}: exit {r.returncode}: "
+                                f"{r.stderr.decode(errors='replace')[-400:]}")
         return r
 
 
@@ -294,13 +301,15 @@ def main():
             if bad:
                 failed.append((futures[fut], bad))
     shutil.rmtree(tmp, ignore_errors=True)
+    for c in ampc.crashes:
+        print(f"FAIL {c}")
     for p, bad in sorted(failed):
         print(f"FAIL {os.path.relpath(p, ROOT) if p.startswith(ROOT) else p}:")
         for b in bad:
             print(f"    {b}")
     print(f"{len(models)} corpus models, {accepted} accepted by ampc verify, each checked as it is and renamed")
-    print(f"{accepted - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    print(f"{accepted - len(failed)} passed, {len(failed) + len(ampc.crashes)} failed")
+    return 1 if failed or ampc.crashes else 0
 
 
 if __name__ == "__main__":
