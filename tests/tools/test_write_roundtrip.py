@@ -12,6 +12,7 @@ carriage return, a newline and a tab. For each that `ampc verify` accepts:
 - checkpoints: `run --steps 2 --save-state C2` equals `run --steps 1 --save-state C1`
   then `run --load-state C1 --steps 1 --save-state C2'`, byte for byte, and so do the two
   runs' `--outputs` files, whose tensors are named as the graph's outputs;
+- `ampc export`'s model saves again unchanged, and export reads run's checkpoint;
 - AMP_AUTO's logs (AMP_LOG_PATH: before.onnx, after.onnx) verify, and save again unchanged;
 - the calibration file: `ampc calibrate -o S` names only values of the model (its names
   read back by this file's reader of the format, docs/calibration.md; a Gradient node's
@@ -203,6 +204,18 @@ def variant(ampc, m, folder, inputs):
                     t.ParseFromString(fh.read())
                 if t.name != (main[k] if k < len(main) else t.name) or (k >= len(main) and t.name not in others):
                     bad.append(f"{f} is named {t.name!r}: no output of the model in that place")
+    # The inference model `ampc export` writes, and the checkpoint it may read.
+    codes["export"] = ampc("export", path, "-o", out("e.onnx")).returncode
+    if codes["export"] == 0:
+        r = ampc(out("e.onnx"), "-o", out("e2.onnx"), "--passes", "none", "-q")
+        if r.returncode:
+            bad.append(f"ampc export's model does not load: exit {r.returncode}: {r.stderr.decode()[-300:]}")
+        elif not same_bytes(out("e.onnx"), out("e2.onnx")):
+            bad.append("ampc export's model saves differently when loaded and saved again")
+    if codes["export"] == 0 and codes["run"] == 0:
+        r = ampc("export", path, "--load-state", out("c2"), "-o", out("e3.onnx"))
+        if r.returncode:
+            bad.append(f"ampc export does not read run's checkpoint: exit {r.returncode}: {r.stderr.decode()[-300:]}")
     # AMP_AUTO's logs of the model before and after its rewrite (AMP_LOG_PATH).
     logs = out("logs")
     r = ampc("run", path, *data, "--steps", "1", env={"AMP_AUTO": "1", "AMP_LOG_PATH": logs})
