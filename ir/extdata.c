@@ -6,6 +6,7 @@
 #include "ir/extdata.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -14,14 +15,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ir/signals.h"
+
 struct AmpMapping {
     AmpMapping *next;
     char *location; /* as written in the model */
+    char *shown;    /* the file's path, for messages: the folder's and the location */
     const uint8_t *data;
     size_t len;
     dev_t dev; /* the file's identity, to know it under another name */
     ino_t ino;
+    AmpSigEntry *sig; /* a SIGBUS inside the mapping: the file was cut short (signals.h) */
 };
+
+/* A new mapping entry of m for [data, data + len) of the file `shown` (copied), entered in
+ * the signal handlers' table; NULL when out of memory (the caller unmaps). */
+static AmpMapping *mapping_new(AmpModel *m, const void *data, size_t len, const char *shown, const char *location,
+                               const struct stat *sb) {
+    AmpMapping *mp = calloc(1, sizeof *mp);
+    char *sh = strdup(shown ? shown : ""), *loc = location ? strdup(location) : NULL;
+    if (!mp || !sh || (location && !loc)) {
+        free(mp), free(sh), free(loc);
+        return NULL;
+    }
+    mp->location = loc;
+    mp->shown = sh;
+    mp->data = data;
+    mp->len = len;
+    if (sb) mp->dev = sb->st_dev, mp->ino = sb->st_ino;
+    mp->sig = amp_sig_mapping(data, len, sh);
+    mp->next = m->mappings;
+    m->mappings = mp;
+    return mp;
+}
 
 AmpCode amp_extdata_check_location(const char *loc, AmpStatus *st) {
     if (!loc || !*loc) return amp_fail(st, AMP_ERR_INPUT, "external data location is empty");
@@ -182,21 +208,15 @@ static AmpCode map_file(AmpModel *m, const char *loc, AmpMapping **out, AmpStatu
         data = p;
     }
     close(fd);
-    AmpMapping *mp = calloc(1, sizeof *mp);
-    char *locdup = strdup(loc);
-    if (!mp || !locdup) {
-        free(mp);
-        free(locdup);
+    size_t sl = strlen(m->dir) + strlen(loc) + 2;
+    char *shown = malloc(sl);
+    if (shown) snprintf(shown, sl, "%s/%s", m->dir, loc);
+    AmpMapping *mp = shown ? mapping_new(m, data, len, shown, loc, &sb) : NULL;
+    free(shown);
+    if (!mp) {
         if (data) munmap((void *)data, len);
         return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
-    mp->location = locdup;
-    mp->data = data;
-    mp->len = len;
-    mp->dev = sb.st_dev;
-    mp->ino = sb.st_ino;
-    mp->next = m->mappings;
-    m->mappings = mp;
     *out = mp;
     return AMP_OK;
 }
@@ -229,22 +249,27 @@ AmpCode amp_extdata_map(AmpModel *m, const char *location, int64_t offset, int64
     return AMP_OK;
 }
 
-bool amp_extdata_keep(AmpModel *m, void *data, size_t len) {
-    AmpMapping *mp = calloc(1, sizeof *mp);
-    if (!mp) return false;
-    mp->data = data; /* location NULL: no external data file has this name */
-    mp->len = len;
-    mp->next = m->mappings;
-    m->mappings = mp;
-    return true;
+bool amp_extdata_keep(AmpModel *m, void *data, size_t len, const char *path, const struct stat *sb) {
+    /* location NULL: no external data file has this name */
+    return mapping_new(m, data, len, path, NULL, sb) != NULL;
+}
+
+const char *amp_extdata_shrunk(const AmpModel *m) {
+    struct stat sb;
+    for (const AmpMapping *mp = m->mappings; mp; mp = mp->next)
+        if (stat(mp->shown, &sb) == 0 && sb.st_dev == mp->dev && sb.st_ino == mp->ino && (size_t)sb.st_size < mp->len)
+            return mp->shown;
+    return NULL;
 }
 
 void amp_extdata_unmap_all(AmpModel *m) {
     AmpMapping *mp = m->mappings;
     while (mp) {
         AmpMapping *next = mp->next;
+        amp_sig_forget(mp->sig);
         if (mp->data) munmap((void *)mp->data, mp->len);
         free(mp->location);
+        free(mp->shown);
         free(mp);
         mp = next;
     }

@@ -3,6 +3,8 @@
 #ifndef AMP_EXTDATA_H
 #define AMP_EXTDATA_H
 
+#include <sys/stat.h>
+
 #include "ir/ir.h"
 
 /* Maps (once per file per model) `location` relative to m->dir and returns the
@@ -17,9 +19,14 @@ AmpCode amp_extdata_check_location(const char *location, AmpStatus *st);
  * under this name or another (same device and inode), or NULL: a file m reads. */
 const char *amp_extdata_reads(const AmpModel *m, const char *path);
 
-/* Hands m the mapping [data, data + len) (the model file itself), unmapped with the
- * external data files; false when out of memory (the caller still owns it). */
-bool amp_extdata_keep(AmpModel *m, void *data, size_t len);
+/* Hands m the mapping [data, data + len) of the model file itself (`path`, its identity
+ * *sb), unmapped with the external data files; false when out of memory (the caller
+ * still owns it). */
+bool amp_extdata_keep(AmpModel *m, void *data, size_t len, const char *path, const struct stat *sb);
+/* The path of a file m maps (the model, its external data) that is now shorter than its
+ * mapping, or NULL: another process cut it short while m read it (a write from the lost
+ * pages fails with EFAULT, a read of them raises SIGBUS: ir/signals.h). */
+const char *amp_extdata_shrunk(const AmpModel *m);
 void amp_extdata_unmap_all(AmpModel *m);
 
 #endif

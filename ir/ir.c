@@ -569,6 +569,16 @@ int64_t amp_model_opset(const AmpModel *m, const char *domain) {
     return 0;
 }
 
+bool amp_model_import_opset(AmpModel *m, const char *domain, int64_t version) {
+    if (amp_model_opset(m, domain) > 0) return true;
+    AmpOpset *o = amp_arena_grow(&m->arena, m->opsets, m->n_opsets, m->n_opsets + 1, sizeof *o);
+    const char *d = amp_arena_strdup(&m->arena, domain ? domain : "");
+    if (!o || !d) return false;
+    o[m->n_opsets++] = (AmpOpset){d, version, true};
+    m->opsets = o;
+    return true;
+}
+
 /* ---- walks ----------------------------------------------------------------------- */
 
 AmpCode amp_graph_walk(AmpGraph *g, AmpGraphFn fn, void *ctx, AmpStatus *st) {

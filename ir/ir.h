@@ -122,7 +122,7 @@ typedef struct AmpTensor {
     int data_location;    /* 0 default, 1 external */
     size_t n_external;    /* external_data key/value entries, as in the file */
     AmpStrPair *external;
-    bool is_external;     /* raw points into a mapping of the external file */
+    bool is_external;     /* raw holds the external file's bytes: in its mapping (a copy if misaligned) */
 
     AmpBytes rest;
 } AmpTensor;
@@ -425,17 +425,27 @@ FILE *amp_output_stream(const char *path, AmpStatus *st);
 /* What messages call an output: "standard output" for "-", else the path. */
 const char *amp_output_shown(const char *path);
 
-/* A file written beside its target and renamed over it once complete (output.c). */
+/* A file written beside its target and renamed over it once complete (output.c). Its
+ * name is the target's and ".tmp.<pid>.<n>"; while it exists it is in the table of files a
+ * fatal signal removes (ir/signals.h), and it is locked (flock) while open, so that a
+ * later writer of the same target knows a temporary file left by a process that died
+ * (amp_temp_clean_stale). */
 typedef struct AmpTempFile {
     FILE *f;          /* open for writing until amp_temp_close */
     char *tmp;        /* malloc'd: the temporary file's path, until renamed or removed */
     const char *path; /* the target (not owned) */
     bool sync;        /* the target exists now: sync before renaming over it (a system
                          crash cannot then lose the old contents); a new file need not be */
+    struct AmpSigEntry *sig; /* its entry in the signal handlers' table */
 } AmpTempFile;
 /* A new temporary file beside `path` (so the rename stays on one filesystem), created
  * exclusively with mode 0666 so the umask applies as to a plain fopen. */
 AmpCode amp_temp_open(AmpTempFile *t, const char *path, AmpStatus *st);
+/* Removes the temporary files of targets[0..n) (paths in one folder) that processes which
+ * have ended left behind (SIGKILL, a crash, a power cut): those whose pid names no
+ * process, and which no process holds locked. Another process's file being written is
+ * never touched. Best effort: errors are ignored. */
+void amp_temp_clean_stale(const char *const *targets, size_t n);
 /* Flushes, syncs when asked, closes; false (errno set) on any failure then or before. */
 bool amp_temp_close(AmpTempFile *t, bool sync);
 /* Renames the (closed) temporary file over the target; false (errno set) when it fails. */
@@ -516,6 +526,9 @@ AmpCode amp_value_reserve_uses(AmpValue *v, size_t extra);
 
 /* The opset version of `domain` ("" and "ai.onnx" are the same), or 0 if not imported. */
 int64_t amp_model_opset(const AmpModel *m, const char *domain);
+/* Imports `domain` at `version` into m's opset_import unless it is imported already (a
+ * node of a domain the model does not import fails verification). false: out of memory. */
+bool amp_model_import_opset(AmpModel *m, const char *domain, int64_t version);
 
 /* Puts g's nodes in topological order, keeping the current order where it already is
  * one (stable); a cycle is AMP_ERR_INPUT naming a node on it. Uses AmpNode.mark. */

@@ -22,16 +22,17 @@
 
 /* ---- graphs ---------------------------------------------------------------------- */
 
-enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_DOC = 10, G_INPUT = 11, G_OUTPUT = 12, G_VI = 13 };
-#define GRAPH_MODELLED \
-    (BIT(G_NODE) | BIT(G_NAME) | BIT(G_INIT) | BIT(G_DOC) | BIT(G_INPUT) | BIT(G_OUTPUT) | BIT(G_VI))
+enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_DOC = 10, G_INPUT = 11, G_OUTPUT = 12, G_VI = 13, G_SPARSE = 15 };
+#define GRAPH_MODELLED                                                                                  \
+    (BIT(G_NODE) | BIT(G_NAME) | BIT(G_INIT) | BIT(G_DOC) | BIT(G_INPUT) | BIT(G_OUTPUT) | BIT(G_VI) | \
+     BIT(G_SPARSE))
 
 /* The graph's repeated fields, each as spans in file order. */
 typedef struct GraphParts {
-    Span *all; /* one malloc'd block for the five lists below */
-    Span *node, *init, *input, *output, *vi;
+    Span *all; /* one malloc'd block for the six lists below */
+    Span *node, *init, *input, *output, *vi, *sparse;
     size_t *later_index; /* malloc'd, n_node: the nodes pass 1 leaves (load.c) */
-    size_t n_node, n_init, n_input, n_output, n_vi;
+    size_t n_node, n_init, n_input, n_output, n_vi, n_sparse;
     bool rest;
 } GraphParts;
 
@@ -48,6 +49,7 @@ static AmpCode graph_parts(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint
         case G_INPUT: gp->n_input++; break;
         case G_OUTPUT: gp->n_output++; break;
         case G_VI: gp->n_vi++; break;
+        case G_SPARSE: gp->n_sparse++; break;
         case G_NAME:
         case G_DOC: break;
         default: gp->rest = true; continue;
@@ -64,7 +66,7 @@ static AmpCode graph_parts(LoadCtx *c, AmpGraph *g, const uint8_t *p, const uint
 static AmpCode graph_spans(LoadCtx *c, const uint8_t *p, const uint8_t *end, GraphParts *gp) {
     AmpWireField f;
     const uint8_t *q;
-    size_t total = gp->n_node + gp->n_init + gp->n_input + gp->n_output + gp->n_vi;
+    size_t total = gp->n_node + gp->n_init + gp->n_input + gp->n_output + gp->n_vi + gp->n_sparse;
     if (!total) return AMP_OK;
     if (!(gp->all = malloc(total * sizeof *gp->all)) ||
         (gp->n_node && !(gp->later_index = malloc(gp->n_node * sizeof *gp->later_index))))
@@ -74,7 +76,8 @@ static AmpCode graph_spans(LoadCtx *c, const uint8_t *p, const uint8_t *end, Gra
     gp->input = gp->init + gp->n_init;
     gp->output = gp->input + gp->n_input;
     gp->vi = gp->output + gp->n_output;
-    size_t kn = 0, ki = 0, kin = 0, ko = 0, kv = 0;
+    gp->sparse = gp->vi + gp->n_vi;
+    size_t kn = 0, ki = 0, kin = 0, ko = 0, kv = 0, ks = 0;
     for (q = p; amp_wire_next(&q, end, &f) > 0;) {
         Span s = {f.data, f.len};
         switch (f.num) {
@@ -83,6 +86,7 @@ static AmpCode graph_spans(LoadCtx *c, const uint8_t *p, const uint8_t *end, Gra
         case G_INPUT: gp->input[kin++] = s; break;
         case G_OUTPUT: gp->output[ko++] = s; break;
         case G_VI: gp->vi[kv++] = s; break;
+        case G_SPARSE: gp->sparse[ks++] = s; break;
         default: break;
         }
     }
@@ -107,20 +111,26 @@ static AmpCode load_inputs(LoadCtx *c, AmpGraph *g, const GraphParts *gp, const 
     return AMP_OK;
 }
 
+/* The graph's initializers, then its sparse initializers made dense (load_sparse.c),
+ * named by their values (SparseTensorProto: values.name is the tensor's name). */
 static AmpCode load_initializers(LoadCtx *c, AmpGraph *g, const GraphParts *gp, const char *gwhere) {
     AmpArena *a = c->arena;
-    for (size_t i = 0; i < gp->n_init; i++) {
-        const char *name;
-        size_t len;
-        if (!amp_load_name(gp->init[i].p, gp->init[i].len, 8, &name, &len) || !len)
-            return amp_fail(c->st, AMP_ERR_INPUT, "%s: initializer %zu has no name", gwhere, i);
+    for (size_t i = 0; i < gp->n_init + gp->n_sparse; i++) {
+        bool sparse = i >= gp->n_init;
+        Span s = sparse ? gp->sparse[i - gp->n_init] : gp->init[i];
+        AmpTensor *t;
+        AmpCode rc = sparse ? amp_load_sparse_dense(c, s.p, s.len, gwhere, &t) : AMP_OK;
+        if (rc) return rc;
+        const char *name = sparse ? t->name : NULL;
+        size_t len = name ? strlen(name) : 0;
+        if (sparse ? !len : !amp_load_name(s.p, s.len, 8, &name, &len) || !len)
+            return amp_fail(c->st, AMP_ERR_INPUT, "%s: %sinitializer %zu has no name", gwhere, sparse ? "sparse " : "",
+                            sparse ? i - gp->n_init : i);
         AmpValue *v = amp_load_value_in(c, g, name, len, amp_name_hash(name, len));
         if (!v) return amp_load_oom(c);
         if (v->flags & AMP_VALUE_INITIALIZER)
             return amp_fail(c->st, AMP_ERR_INPUT, "%s: initializer '%s' is defined twice", gwhere, v->name);
-        AmpTensor *t;
-        AmpCode rc = amp_load_tensor(c, gp->init[i].p, gp->init[i].len, gwhere, &t);
-        if (rc) return rc;
+        if (!sparse && (rc = amp_load_tensor(c, s.p, s.len, gwhere, &t))) return rc;
         if (amp_graph_add_initializer(g, v, t)) return amp_load_oom(c);
         if (v->type.kind == AMP_TYPE_NONE) {
             v->type.kind = AMP_TYPE_TENSOR;
@@ -382,13 +392,52 @@ static AmpCode load_opset(LoadCtx *c, const AmpWireField *of, AmpOpset *o) {
     return AMP_OK;
 }
 
+/* Whether a tensor of the FunctionProto's nodes keeps its data in a file (load_function
+ * refuses it: a function is kept as it is, and its data would not follow into OUT). */
+static bool nodes_external(Onnx__NodeProto **nodes, size_t n);
+
+static bool tensor_external(const Onnx__TensorProto *t) {
+    return t && (t->n_external_data || (t->has_data_location && t->data_location == 1));
+}
+
+static bool sparse_external(const Onnx__SparseTensorProto *s) {
+    return s && (tensor_external(s->values) || tensor_external(s->indices));
+}
+
+static bool graph_external(const Onnx__GraphProto *g) {
+    if (!g) return false;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (tensor_external(g->initializer[i])) return true;
+    for (size_t i = 0; i < g->n_sparse_initializer; i++)
+        if (sparse_external(g->sparse_initializer[i])) return true;
+    return nodes_external(g->node, g->n_node);
+}
+
+static bool nodes_external(Onnx__NodeProto **nodes, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < nodes[i]->n_attribute; k++) {
+            const Onnx__AttributeProto *a = nodes[i]->attribute[k];
+            bool ext = tensor_external(a->t) || sparse_external(a->sparse_tensor) || graph_external(a->g);
+            for (size_t j = 0; !ext && j < a->n_tensors; j++) ext = tensor_external(a->tensors[j]);
+            for (size_t j = 0; !ext && j < a->n_sparse_tensors; j++) ext = sparse_external(a->sparse_tensors[j]);
+            for (size_t j = 0; !ext && j < a->n_graphs; j++) ext = graph_external(a->graphs[j]);
+            if (ext) return true;
+        }
+    return false;
+}
+
 static AmpCode load_function(LoadCtx *c, const AmpWireField *ff, AmpFunction *fn) {
     AmpCode rc = amp_load_two_strs(c, ff, 1, &fn->name, 10, &fn->domain); /* name, domain */
     if (rc) return rc;
     /* The FunctionProto is kept as it is, once protobuf-c has checked it against the schema. */
     ProtobufCMessage *msg;
     if ((rc = amp_load_unpack(c, &onnx__function_proto__descriptor, ff->data, ff->len, &msg))) return rc;
+    const Onnx__FunctionProto *fp = (const Onnx__FunctionProto *)msg;
+    bool external = nodes_external(fp->node, fp->n_node);
     protobuf_c_message_free_unpacked(msg, NULL);
+    if (external)
+        return amp_fail(c->st, AMP_ERR_UNSUPPORTED, "function '%s': a tensor of its body keeps its data in an external "
+                        "file, which ampc would not carry into its output", fn->name ? fn->name : "");
     fn->packed.len = ff->len;
     if (!(fn->packed.data = amp_arena_memdup(c->arena, ff->data, ff->len))) return amp_load_oom(c);
     return AMP_OK;

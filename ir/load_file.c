@@ -15,6 +15,7 @@
 
 #include "ir/extdata.h"
 #include "ir/load_impl.h"
+#include "ir/signals.h"
 
 /* A stream longer than protobuf's limit for one message is not a model (and a device
  * that never ends, /dev/zero, must not take all memory). */
@@ -142,14 +143,17 @@ AmpCode amp_model_load_file(const char *path, const AmpLoadOptions *opt, AmpMode
     }
 
     /* A file's mapping may be kept by the model (opt->borrow_raw); standard input's copy
-     * is not (what it would save is the read, done already). */
+     * is not (what it would save is the read, done already). While the load reads the
+     * mapping, a SIGBUS in it is the file cut short under ampc (ir/signals.h). */
     bool borrow = opt && opt->borrow_raw && !std_in && data;
+    AmpSigEntry *sig = std_in ? NULL : amp_sig_mapping(data, len, path);
     AmpCode rc = amp_load_bytes(data, len, dir, opt, borrow, out, st);
-    if (!rc && borrow && !amp_extdata_keep(*out, data, len)) {
+    if (!rc && borrow && !amp_extdata_keep(*out, data, len, path, &sb)) {
         amp_model_free(*out);
         *out = NULL;
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     }
+    amp_sig_forget(sig);
     if (rc || !borrow) release_input(data, len, std_in);
     free(dir);
     if (rc) {

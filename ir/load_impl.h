@@ -138,6 +138,30 @@ AmpCode amp_load_rest(LoadCtx *c, const ProtobufCMessageDescriptor *desc, const 
 
 AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *where,
                         AmpTensor **out);
+/* ---- load_sparse.c: SparseTensorProto ---- */
+
+/* The most dims a sparse tensor may have (ONNX's tensors have at most a few). */
+#define AMP_MAX_RANK_SPARSE 64
+
+/* A SparseTensorProto's fields: its values and indices TensorProtos (merged when
+ * repeated; indices NULL when absent), and the dense shape. */
+typedef struct AmpSparse {
+    const uint8_t *values, *indices;
+    size_t values_len, indices_len;
+    size_t n_values, n_indices, ndims;
+    int64_t dims[AMP_MAX_RANK_SPARSE];
+} AmpSparse;
+
+AmpCode amp_load_sparse_fields(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpSparse *s);
+/* The dense tensor s means, its values and indices (NULL: none) loaded as tensors. */
+AmpCode amp_load_sparse_make(LoadCtx *c, const AmpSparse *s, AmpTensor *vals, AmpTensor *idx, const char *where,
+                             AmpTensor **out);
+/* AMP_ERR_UNSUPPORTED when SparseTensorProto [p, p + len), kept as it is (an unknown op's
+ * attribute), has external data. */
+AmpCode amp_load_sparse_check(LoadCtx *c, const uint8_t *p, size_t len, const char *where);
+/* load_msg.c: all of it: SparseTensorProto [p, p + len) made dense (a sparse_initializer,
+ * Constant's sparse_value), its values and indices loaded as any tensor. */
+AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out);
 /* Attribute [p, p + len) of node n; subgraphs are loaded with amp_load_graph. */
 AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpAttr *at);
 /* One ValueInfoProto kept in e (its bytes, its type parsed; the value takes the type if

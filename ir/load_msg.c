@@ -305,6 +305,14 @@ AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *wh
             amp_status_prefix(c->st, "%s: tensor '%s': ", where, tname);
             return rc;
         }
+        /* Kernels read a tensor as an array of its elements: data at an offset that is no
+         * multiple of the element's size (a writer that packs tensors without padding)
+         * is copied to the arena's aligned memory once, never read in place. */
+        size_t align = amp_dtype_bits(t->dtype) / 8;
+        if (align > 8) align = 8; /* complex128: its doubles */
+        if (t->raw.len && align > 1 && (uintptr_t)t->raw.data % align &&
+            !(t->raw.data = amp_arena_memdup(a, t->raw.data, t->raw.len)))
+            return amp_load_oom(c);
         t->is_external = true;
         *out = t;
         return AMP_OK;
@@ -338,10 +346,19 @@ AmpCode amp_load_tensor(LoadCtx *c, const uint8_t *p, size_t len, const char *wh
     return AMP_OK;
 }
 
+AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out) {
+    AmpSparse s;
+    AmpTensor *vals = NULL, *idx = NULL;
+    AmpCode rc = amp_load_sparse_fields(c, p, len, where, &s);
+    if (!rc) rc = amp_load_tensor(c, s.values, s.values_len, where, &vals);
+    if (!rc && s.n_indices) rc = amp_load_tensor(c, s.indices, s.indices_len, where, &idx);
+    return rc ? rc : amp_load_sparse_make(c, &s, vals, idx, where, out);
+}
+
 /* ---- attributes ------------------------------------------------------------------ */
 
 enum { A_NAME = 1, A_F = 2, A_I = 3, A_S = 4, A_T = 5, A_G = 6, A_FLOATS = 7, A_INTS = 8, A_STRINGS = 9,
-       A_TENSORS = 10, A_GRAPHS = 11, A_DOC = 13, A_TYPE = 20, A_REF = 21 };
+       A_TENSORS = 10, A_GRAPHS = 11, A_DOC = 13, A_TYPE = 20, A_REF = 21, A_SPARSE = 22, A_SPARSES = 23 };
 #define ATTR_MODELLED                                                                                   \
     (BIT(A_NAME) | BIT(A_F) | BIT(A_I) | BIT(A_S) | BIT(A_T) | BIT(A_G) | BIT(A_FLOATS) | BIT(A_INTS) |  \
      BIT(A_STRINGS) | BIT(A_TENSORS) | BIT(A_GRAPHS) | BIT(A_DOC) | BIT(A_TYPE) | BIT(A_REF))
@@ -409,6 +426,36 @@ static AmpCode attr_fields(LoadCtx *c, AmpAttr *at, const uint8_t *p, const uint
     return r < 0 ? amp_load_malformed(c) : AMP_OK;
 }
 
+/* The unmodelled fields of attribute [p, end) into its rest, where sparse tensors wait: a
+ * Constant's sparse_value (opset 11 on) is made dense, the attribute becoming the `value`
+ * it means; any other sparse tensor stays packed, if none of its data is external
+ * (load_sparse.c says why). */
+static AmpCode sparse_attr(LoadCtx *c, const uint8_t *p, const uint8_t *end, AmpNode *n, AmpAttr *at,
+                           const char *where) {
+    size_t n_sp = 0;
+    uint32_t modelled = ATTR_MODELLED;
+    bool constant = n->op == AMP_OP_Constant && at->name && strcmp(at->name, "sparse_value") == 0 &&
+                    at->type == AMP_ATTR_SPARSE_TENSOR && amp_model_opset(c->m, n->domain) >= 11;
+    AmpWireField f;
+    AmpCode rc = AMP_OK;
+    for (const uint8_t *q = p; !rc && amp_wire_next(&q, end, &f) > 0;) {
+        if (f.num == A_SPARSE) n_sp++;
+        if (((f.num == A_SPARSE && !constant) || f.num == A_SPARSES) && f.wt == AMP_WT_LEN)
+            rc = amp_load_sparse_check(c, f.data, f.len, where);
+    }
+    const uint8_t *data;
+    size_t dlen;
+    if (!rc && n_sp && constant) {
+        if ((rc = amp_load_merged(c, p, end, A_SPARSE, n_sp, &data, &dlen)) ||
+            (rc = amp_load_sparse_dense(c, data, dlen, where, &at->t)))
+            return rc;
+        at->name = "value";
+        at->type = AMP_ATTR_TENSOR;
+        modelled |= BIT(A_SPARSE);
+    }
+    return rc ? rc : amp_load_rest(c, &onnx__attribute_proto__descriptor, p, end, modelled, &at->rest);
+}
+
 AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpAttr *at) {
     AmpArena *a = c->arena;
     const uint8_t *end = p + len;
@@ -420,7 +467,7 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
      * graphs can need them. */
     char where[256];
     where[0] = '\0';
-    if (n_t || n_g || at->n_tensors || at->n_graphs)
+    if (n_t || n_g || at->n_tensors || at->n_graphs || rest)
         snprintf(where, sizeof where, "node '%s' (%s) attribute '%s'", n->name ? n->name : "",
                  n->op_type, at->name ? at->name : "");
     const uint8_t *data;
@@ -454,6 +501,6 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
         if (f.num == A_TENSORS) rc = amp_load_tensor(c, f.data, f.len, where, &at->tensors[kt++]);
     for (q = p; !rc && kg < at->n_graphs && amp_wire_next(&q, end, &f) > 0;)
         if (f.num == A_GRAPHS) rc = amp_load_graph(c, f.data, f.len, n->graph, n, where, &at->graphs[kg++]);
-    if (!rc && rest) rc = amp_load_rest(c, &onnx__attribute_proto__descriptor, p, end, ATTR_MODELLED, &at->rest);
+    if (!rc && rest) rc = sparse_attr(c, p, end, n, at, where);
     return rc;
 }

@@ -278,12 +278,13 @@ AmpCode amp_load_node_pass1(LoadCtx *c, AmpGraph *g, AmpNode *n, Span s, size_t 
     return node_attrs(c, n, s, c->fields, h.n_fields, h.rest);
 }
 
-/* Whether attribute record [d, d + len) holds a tensor or a graph (fields 5, 6, 10, 11). */
+/* Whether attribute record [d, d + len) holds a tensor or a graph (fields 5, 6, 10, 11),
+ * or a sparse tensor (22, 23: made dense, or checked, by load_sparse.c). */
 static bool attr_has_message(const uint8_t *d, size_t len) {
     const uint8_t *p = d, *end = d + len;
     AmpWireField f;
     while (amp_wire_next(&p, end, &f) > 0)
-        if (f.num == 5 || f.num == 6 || f.num == 10 || f.num == 11) return true;
+        if (f.num == 5 || f.num == 6 || f.num == 10 || f.num == 11 || f.num == 22 || f.num == 23) return true;
     return false;
 }
 

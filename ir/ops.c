@@ -113,19 +113,21 @@ AmpOpId amp_op_lookup(const char *domain, const char *name) {
     return AMP_OP_UNKNOWN;
 }
 
-/* ---- attribute types (ops.def's ATTRS column) ------------------------------------- */
+/* ---- attribute types and versions (ops.def's ATTRS column) ------------------------ */
 
 typedef struct AttrSpec {
     const char *name;
-    int type; /* AmpAttrType */
+    int type;          /* AmpAttrType */
+    int since, until;  /* the opsets [since, until) of the op that have it; 0: no bound */
 } AttrSpec;
 
 /* One NULL-terminated array per op (an op without attributes has only the NULL). */
-#define A(name, type) {name, AMP_ATTR_##type},
+#define A(name, type) {name, AMP_ATTR_##type, 0, 0},
+#define AV(name, type, since, until) {name, AMP_ATTR_##type, since, until},
 #define ATTRS(...) __VA_ARGS__
 #define AMP_OP(id, domain, name, fp16_class, bf16_class, opsets, inputs, outputs, float_inputs, \
                infer, attrs, doc)                                                              \
-    static const AttrSpec attrs_##id[] = {attrs{NULL, 0}};
+    static const AttrSpec attrs_##id[] = {attrs{NULL, 0, 0, 0}};
 #include "ir/ops.def"
 #undef AMP_OP
 
@@ -135,11 +137,33 @@ static const AttrSpec *const OP_ATTRS[AMP_OP__COUNT] = {
 };
 #undef AMP_OP
 #undef ATTRS
+#undef AV
 #undef A
 
-int amp_op_attr_type(AmpOpId id, const char *attr_name) {
-    if ((int)id <= 0 || id >= AMP_OP__COUNT || !attr_name || !OP_ATTRS[id]) return -1;
-    for (const AttrSpec *a = OP_ATTRS[id]; a->name; a++)
-        if (a->name[0] == attr_name[0] && strcmp(a->name, attr_name) == 0) return a->type;
-    return -1;
+int amp_op_attr_type(AmpOpId id, const char *attr_name, int64_t version, int *since, int *until) {
+    if ((int)id <= 0 || id >= AMP_OP__COUNT || !attr_name || !OP_ATTRS[id]) return AMP_OP_ATTR_ANY;
+    const AttrSpec *other = NULL;
+    int any_version = -2; /* version <= 0: the rows' one type, or -1 when they differ */
+    for (const AttrSpec *a = OP_ATTRS[id]; a->name; a++) {
+        if (a->name[0] != attr_name[0] || strcmp(a->name, attr_name) != 0) continue;
+        if (version <= 0) any_version = any_version == -2 || any_version == a->type ? a->type : AMP_OP_ATTR_ANY;
+        else if ((!a->since || version >= a->since) && (!a->until || version < a->until)) return a->type;
+        else if (!other) other = a;
+    }
+    if (any_version != -2) return any_version;
+    if (other) {
+        /* The range named is the widest of the attribute's rows (Cast's `to` has two). */
+        int lo = other->since, hi = other->until;
+        for (const AttrSpec *a = other; a->name; a++)
+            if (strcmp(a->name, attr_name) == 0) {
+                if (a->since < lo) lo = a->since;
+                if (!a->until || (hi && a->until > hi)) hi = a->until;
+            }
+        if (since) *since = lo;
+        if (until) *until = hi;
+        return AMP_OP_ATTR_OTHER;
+    }
+    /* The lists of ai.onnx and its training domain are complete (tests/ir/test_verify_hostile.py). */
+    const char *dom = amp_op_table[id].domain;
+    return !*dom || strcmp(dom, "ai.onnx.preview.training") == 0 ? AMP_OP_ATTR_UNKNOWN : AMP_OP_ATTR_ANY;
 }

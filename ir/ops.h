@@ -106,8 +106,14 @@ typedef enum AmpAttrType {
     AMP_ATTR_TYPE_PROTOS = 14
 } AmpAttrType;
 
-/* The AttributeProto type (AmpAttrType value) an op's attribute must have, or -1 when
- * the op or the attribute is not described (then any type is accepted). */
-int amp_op_attr_type(AmpOpId id, const char *attr_name);
+/* What ops.def's ATTRS column says of attribute `attr_name` of op id at opset `version`
+ * (the model's import of the op's domain; 0: not known, any version will do): */
+enum {
+    AMP_OP_ATTR_ANY = -1,     /* the op or the attribute is not described: any type */
+    AMP_OP_ATTR_OTHER = -2,   /* the op has it, but not in this version: [*since, *until) */
+    AMP_OP_ATTR_UNKNOWN = -3, /* no version of the op has it (ai.onnx and training ops) */
+};
+/* The AttributeProto type (AmpAttrType value, >= 0) it must have, or one of the above. */
+int amp_op_attr_type(AmpOpId id, const char *attr_name, int64_t version, int *since, int *until);
 
 #endif

@@ -3,17 +3,22 @@
  * Where an output goes (amp_output_target), a stream opened as it is (amp_output_stream),
  * a temporary file beside the target renamed over it once complete (AmpTempFile), and the
  * whole of it for a writer that has nothing to add between (amp_output_write). */
-/* realpath() is XSI. */
+/* realpath() is XSI; flock() is BSD's. */
+#define _DEFAULT_SOURCE
 #define _XOPEN_SOURCE 700
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ir/ir.h"
+#include "ir/signals.h"
 
 /* The longest file name (one path component) Linux's filesystems take. */
 #define AMP_NAME_MAX ((size_t)255)
@@ -73,6 +78,9 @@ AmpCode amp_temp_open(AmpTempFile *t, const char *path, AmpStatus *st) {
     const char *slash = strrchr(path, '/');
     size_t base_at = slash ? (size_t)(slash - path) + 1 : 0, base_len = strlen(path) - base_at;
     int fd = -1;
+    /* No signal between creating the file and entering it in the handlers' table. */
+    sigset_t held;
+    amp_sig_hold(&held);
     for (int tries = 0; fd < 0 && tries < 100; tries++) {
         char suffix[48];
         int sl = snprintf(suffix, sizeof suffix, ".tmp.%ld.%lu", (long)getpid(), counter++);
@@ -81,12 +89,17 @@ AmpCode amp_temp_open(AmpTempFile *t, const char *path, AmpStatus *st) {
         fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
+    int err = errno;
+    if (fd >= 0) t->sig = amp_sig_temp(t->tmp);
+    amp_sig_release(&held);
     if (fd < 0) {
-        AmpCode rc = amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(errno));
+        AmpCode rc = amp_fail(st, AMP_ERR_INPUT, "%s: cannot create a file there: %s", path, strerror(err));
         free(t->tmp);
         t->tmp = NULL;
         return rc;
     }
+    /* Held while it is written: amp_temp_clean_stale leaves a locked file alone. */
+    (void)flock(fd, LOCK_EX | LOCK_NB);
     if (!(t->f = fdopen(fd, "wb"))) {
         close(fd);
         amp_temp_abort(t);
@@ -105,6 +118,8 @@ bool amp_temp_close(AmpTempFile *t, bool sync) {
 
 bool amp_temp_rename(AmpTempFile *t) {
     if (!t->tmp || rename(t->tmp, t->path) != 0) return false;
+    amp_sig_forget(t->sig);
+    t->sig = NULL;
     free(t->tmp);
     t->tmp = NULL;
     return true;
@@ -115,9 +130,58 @@ void amp_temp_abort(AmpTempFile *t) {
     t->f = NULL;
     if (t->tmp) {
         unlink(t->tmp);
+        amp_sig_forget(t->sig);
         free(t->tmp);
     }
+    t->sig = NULL;
     t->tmp = NULL;
+}
+
+/* Whether directory entry `name` is a temporary file amp_temp_open made for the target
+ * whose base name is base[0..base_len), and of which process (*pid). */
+static bool temp_of(const char *name, const char *base, size_t base_len, long *pid) {
+    size_t len = strlen(name), i = len;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--; /* the counter */
+    if (i == len || i == 0 || name[i - 1] != '.') return false;
+    size_t j = --i;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--; /* the pid */
+    if (i == j || i < 5 || memcmp(name + i - 5, ".tmp.", 5) != 0) return false;
+    size_t sl = len - (i - 5); /* ".tmp.<pid>.<n>", cut from the target's name as amp_temp_open cuts it */
+    size_t keep = base_len + sl > AMP_NAME_MAX ? AMP_NAME_MAX - sl : base_len;
+    if (i - 5 != keep || memcmp(name, base, keep) != 0) return false;
+    /* A pid of at most 10 digits and in pid_t's range: kill(2) never sees 0 or a negative
+     * number, which would name a process group or every process. */
+    if (j - i > 10) return false;
+    *pid = strtol(name + i, NULL, 10);
+    return *pid > 0 && *pid <= INT32_MAX;
+}
+
+void amp_temp_clean_stale(const char *const *targets, size_t n) {
+    if (!n || !targets[0]) return;
+    const char *slash = strrchr(targets[0], '/');
+    char *dir = slash ? strndup(targets[0], (size_t)(slash - targets[0]) + 1) : strdup(".");
+    DIR *d = dir ? opendir(dir) : NULL;
+    free(dir);
+    if (!d) return;
+    long self = (long)getpid();
+    for (struct dirent *e; (e = readdir(d));) {
+        long pid = 0;
+        bool ours = false;
+        for (size_t k = 0; k < n && !ours; k++) {
+            const char *s = strrchr(targets[k], '/'), *base = s ? s + 1 : targets[k];
+            ours = temp_of(e->d_name, base, strlen(base), &pid);
+        }
+        /* A live process's file, or one that may be (kill answers other than "no such
+         * process"), or this process's own, stays. */
+        if (!ours || pid == self || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat sb;
+        /* ... and so does one some process holds: a writer in another pid namespace. */
+        if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), e->d_name, 0);
+        if (fd >= 0) close(fd);
+    }
+    closedir(d);
 }
 
 AmpCode amp_output_write(const char *out_path, bool (*write)(void *ctx, FILE *f), void *ctx, AmpStatus *st) {
@@ -138,6 +202,7 @@ AmpCode amp_output_write(const char *out_path, bool (*write)(void *ctx, FILE *f)
         free(path);
         return rc;
     }
+    amp_temp_clean_stale((const char *const[]){path}, 1);
     AmpTempFile t;
     if (!(rc = amp_temp_open(&t, path, st))) {
         bool ok = write(ctx, t.f);

@@ -17,6 +17,7 @@
 
 #include "ir/extdata.h"
 #include "ir/save_impl.h"
+#include "ir/signals.h"
 
 /* protobuf's hard limit for one message. */
 #define AMP_PROTO_MAX ((size_t)INT32_MAX)
@@ -84,6 +85,14 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
+/* A write that failed because a file the model maps was cut short under it (EFAULT from
+ * the lost pages, where reading them raises SIGBUS: ir/signals.h) is the input's fault,
+ * and says which file; AMP_OK when no mapped file shrank. */
+static AmpCode input_cut_short(const AmpModel *m, AmpStatus *st) {
+    const char *cut = amp_extdata_shrunk(m);
+    return cut ? amp_fail(st, AMP_ERR_INPUT, "%s: " AMP_SIG_CUT_SHORT, cut) : AMP_OK;
+}
+
 /* A stream output, written once the verification beside the save (opt->commit) has
  * passed, so that a model that fails it writes nothing. */
 static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *opt, AmpStatus *st) {
@@ -91,9 +100,10 @@ static AmpCode write_stream(SaveCtx *c, const char *path, const AmpSaveOptions *
     FILE *f = amp_output_stream(path, st);
     if (!f) return st ? st->code : AMP_ERR_INPUT;
     bool ok = wbuf_write(&c->b, f) && fflush(f) == 0;
+    int e = errno;
     ok = fclose(f) == 0 && ok;
-    return ok ? AMP_OK
-              : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", amp_output_shown(path), strerror(errno));
+    AmpCode rc = ok ? AMP_OK : input_cut_short(c->m, st);
+    return ok || rc ? rc : amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", amp_output_shown(path), strerror(e));
 }
 
 /* An empty output buffer for model m (save.c grows it). Reserving address space for the
@@ -243,6 +253,9 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
     DataFiles df;
     struct stat sb;
     if ((rc = data_files_init(&df, path, st))) goto out;
+    /* Temporary files of this output and its data that processes which died (SIGKILL, a
+     * crash) left behind. */
+    if (!stream) amp_temp_clean_stale((const char *const[]){path, df.path[0], df.path[1]}, 3);
     /* An existing data file may be the replaced model's, to remove once it is replaced. */
     if (!stream && (opt->external == AMP_SAVE_EXTERNAL_ALWAYS || lstat(df.path[0], &sb) == 0 ||
                     lstat(df.path[1], &sb) == 0))
@@ -278,7 +291,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         external = true;
     }
     if (c.failed || c.b.failed) {
-        rc = encode_failed(&c, amp_output_shown(path));
+        if (!(rc = input_cut_short(m, st))) rc = encode_failed(&c, amp_output_shown(path));
         goto out;
     }
     if (c.b.len + c.b.gap_bytes > AMP_PROTO_MAX) {
@@ -311,7 +324,7 @@ AmpCode amp_model_save_file(AmpModel *m, const char *out_path, const AmpSaveOpti
         int e = errno;
         /* The old model stays, with its own data; the new data file is nobody's. */
         if (data_renamed) unlink(df.path[df.now]);
-        rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(e));
+        if (!(rc = input_cut_short(m, st))) rc = amp_fail(st, AMP_ERR_INTERNAL, "%s: writing failed: %s", path, strerror(e));
     } else if (df.old >= 0 && (in_place || !amp_extdata_reads(m, df.path[df.old]))) {
         /* The replaced model's data (never df.now); kept when another file, the input,
          * still reads it. */

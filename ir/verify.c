@@ -210,6 +210,26 @@ static AmpCode check_attr_payload(Ctx *c, const AmpGraph *g, const AmpNode *n, c
     return AMP_OK;
 }
 
+/* Attribute a of n against the op table's rule for the op's version: its type, and that
+ * the version has it (ReduceSum-13's `axes` is an input; read as an attribute it was
+ * ignored and the node reduced over every axis, where onnxruntime refuses the model). */
+static AmpCode check_attr_rule(Ctx *c, const AmpGraph *g, const AmpNode *n, const AmpAttr *a) {
+    int64_t v = amp_domain_is_default(n->domain) ? c->default_opset : amp_model_opset(c->m, n->domain);
+    int since = 0, until = 0;
+    int want = amp_op_attr_type(n->op, a->name, v, &since, &until);
+    if (want >= 0 && want != a->type)
+        return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has type %s, but %s expects %s", a->name,
+                     amp_verify_attr_type_name(a->type), n->op_type, amp_verify_attr_type_name(want));
+    if (want == AMP_OP_ATTR_UNKNOWN)
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s has no attribute '%s' (in no opset)", n->op_type, a->name);
+    if (want != AMP_OP_ATTR_OTHER) return AMP_OK;
+    if (!until)
+        return vfail(c, AMP_ERR_INPUT, g, n, "%s-%lld has no attribute '%s' (it came with opset %d)", n->op_type,
+                     (long long)v, a->name, since);
+    return vfail(c, AMP_ERR_INPUT, g, n, "%s-%lld has no attribute '%s' (opsets %d to %d had it)", n->op_type,
+                 (long long)v, a->name, since ? since : 1, until - 1);
+}
+
 static AmpCode check_attrs(Ctx *c, const AmpGraph *g, const AmpNode *n) {
     if (n->n_attrs && !n->attrs)
         return vfail(c, AMP_ERR_INTERNAL, g, n, "attribute array missing");
@@ -227,12 +247,7 @@ static AmpCode check_attrs(Ctx *c, const AmpGraph *g, const AmpNode *n) {
         if (a->type == AMP_ATTR_UNDEFINED) continue;
         AmpCode rc = check_attr_payload(c, g, n, a);
         if (rc) return rc;
-        if (n->op != AMP_OP_UNKNOWN) {
-            int want = amp_op_attr_type(n->op, a->name);
-            if (want >= 0 && want != a->type)
-                return vfail(c, AMP_ERR_INPUT, g, n, "attribute '%s' has type %s, but %s expects %s",
-                             a->name, amp_verify_attr_type_name(a->type), n->op_type, amp_verify_attr_type_name(want));
-        }
+        if (n->op != AMP_OP_UNKNOWN && (rc = check_attr_rule(c, g, n, a))) return rc;
     }
     if (n->n_attrs > 1) {
         const char *small[16];
@@ -343,6 +358,12 @@ static AmpCode verify_node(Ctx *c, Frame *f, AmpNode *n) {
     if (n->n_inputs < 0 || n->n_outputs < 0 || (n->n_inputs && !n->inputs) ||
         (n->n_outputs && !n->outputs))
         return vfail(c, AMP_ERR_INTERNAL, g, n, "input/output arrays are inconsistent");
+    /* The node's domain has a version in opset_import (onnx.checker: "No opset import for
+     * domain"): without one, which op the node is has no answer. A model of IR version
+     * 1 or 2 may import nothing, and its ai.onnx ops are opset 1's. */
+    if (amp_domain_is_default(n->domain) ? !c->default_imported : amp_model_opset(c->m, n->domain) <= 0)
+        return vfail(c, AMP_ERR_INPUT, g, n, "its domain '%s' is not imported: opset_import names no version of it",
+                     amp_domain_is_default(n->domain) ? "ai.onnx" : n->domain);
     AmpCode rc = check_attrs(c, g, n);
     if (!rc) rc = amp_verify_arity(c, g, n);
     for (int i = 0; !rc && i < n->n_inputs; i++) {
@@ -382,7 +403,15 @@ static AmpCode check_value(Ctx *c, const AmpGraph *g, size_t i, const AmpValue *
     if (v->type.kind == AMP_TYPE_TENSOR && v->type.dtype != AMP_DT_UNDEFINED && v->type.dtype != t->dtype)
         return vfail(c, AMP_ERR_INPUT, g, NULL, "initializer '%s' holds %s data but the value is declared %s",
                      v->name, amp_dtype_name(t->dtype), amp_dtype_name(v->type.dtype));
-    return AMP_OK;
+    /* ... and its shape: an initializer of a graph input's name is the input's default,
+     * so its data has the shape the input declares (onnxruntime: "Shape of initializer X
+     * does not match"); read under the declared shape, a [4] default became a [2,3]. */
+    if (amp_verify_shape_holds(&v->type, t)) return AMP_OK;
+    char declared[128], held[128];
+    amp_verify_dims_text(v->type.dims, v->type.rank, NULL, declared, sizeof declared);
+    amp_verify_dims_text(NULL, (int)t->ndims, t->dims, held, sizeof held);
+    return vfail(c, AMP_ERR_INPUT, g, NULL, "initializer '%s' holds data of shape %s but %s '%s' is declared %s",
+                 v->name, held, (v->flags & AMP_VALUE_INPUT) ? "the graph input" : "the value", v->name, declared);
 }
 
 /* Graph inputs: each listed once, a value of g flagged as an input. */
@@ -490,8 +519,9 @@ static AmpCode verify_training(Ctx *c, Frame *main_frame) {
 }
 
 AmpCode amp_verify_model_counted(AmpModel *m, size_t *n_nodes, AmpStatus *st) {
-    Ctx c = {m, st, 0};
     if (!m || !m->graph) return amp_fail(st, AMP_ERR_INTERNAL, "verifier: model has no graph");
+    int64_t v = amp_model_opset(m, "");
+    Ctx c = {m, st, 0, v, !m->n_opsets || v > 0};
     /* Operator set versions start at 1 (onnx.checker); a version of 0 or less, or none
      * (read as 0, as onnx.checker does), would pick no op's definition, and every
      * opset-dependent rule would read it as "unknown" (fuzz_run: Dropout's mask type). */

@@ -74,6 +74,29 @@ void amp_verify_node_label(const AmpNode *n, char *buf, size_t len) {
                  dom ? ":" : "", str_or(n->op_type, "?"));
 }
 
+bool amp_verify_shape_holds(const AmpType *ty, const AmpTensor *t) {
+    if (ty->kind != AMP_TYPE_TENSOR || ty->rank < 0) return true;
+    if (ty->rank != (int)t->ndims) return false;
+    for (int d = 0; d < ty->rank; d++)
+        if (ty->dims[d].value >= 0 && ty->dims[d].value != t->dims[d]) return false;
+    return true;
+}
+
+void amp_verify_dims_text(const AmpDim *dims, int rank, const int64_t *values, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i <= rank && k + 1 < len; i++) {
+        int w;
+        if (i == rank) w = snprintf(buf + k, len - k, "]");
+        else if (!dims) w = snprintf(buf + k, len - k, "%s%lld", i ? "," : "[", (long long)values[i]);
+        else if (dims[i].value >= 0) w = snprintf(buf + k, len - k, "%s%lld", i ? "," : "[", (long long)dims[i].value);
+        else w = snprintf(buf + k, len - k, "%s%s", i ? "," : "[", dims[i].param ? dims[i].param : "?");
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+    if (rank == 0 && len > 2) snprintf(buf, len, "[]");
+}
+
 AmpCode amp_verify_fail(Ctx *c, AmpCode code, const AmpGraph *g, const AmpNode *n, const char *fmt, ...) {
     char gl[256], nl[320], msg[700];
     amp_verify_graph_label(c->m, g, gl, sizeof gl);

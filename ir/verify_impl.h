@@ -10,6 +10,8 @@ typedef struct Ctx {
     AmpModel *m;
     AmpStatus *st;
     size_t n_nodes; /* nodes walked, every graph */
+    int64_t default_opset;  /* ai.onnx's version in opset_import; 0: not imported */
+    bool default_imported;  /* ... or nothing is imported (IR versions 1 and 2) */
 } Ctx;
 
 /* ---- verify_common.c: what the three files share ---- */
@@ -24,6 +26,13 @@ AmpCode AMP_PRINTF(5, 6) amp_verify_fail(Ctx *c, AmpCode code, const AmpGraph *g
 void amp_verify_graph_label(const AmpModel *m, const AmpGraph *g, char *buf, size_t len);
 /* ... and for node n: "node 'N' (Op)", or "node #id (domain:Op)" when it has no name. */
 void amp_verify_node_label(const AmpNode *n, char *buf, size_t len);
+
+/* Whether tensor t's shape is one the type `ty` declares: an unknown shape or dim takes
+ * any; else the ranks and the known dims agree. */
+bool amp_verify_shape_holds(const AmpType *ty, const AmpTensor *t);
+/* A shape as "[2,3]" into buf: rank dims from `dims` (an unknown one is its dim_param, or
+ * "?") or, when dims is NULL, from `values`. */
+void amp_verify_dims_text(const AmpDim *dims, int rank, const int64_t *values, char *buf, size_t len);
 
 /* The AttributeProto types known: 0 .. AMP_VERIFY_N_ATTR_TYPES - 1 (AmpAttrType). */
 enum { AMP_VERIFY_N_ATTR_TYPES = AMP_ATTR_TYPE_PROTOS + 1 };

@@ -16,6 +16,25 @@ static const char **sorted_outputs(const AmpGraph *g) {
     return s;
 }
 
+/* A binding replaces the initializer's value with the output's, so the output as the
+ * model declares it has the initializer's data type and (where both are known) shape:
+ * the session refuses any other before the first step, which verify passed. */
+static AmpCode check_binding_type(Ctx *c, size_t i, const char *what, const char *key, const char *name,
+                                  const AmpValue *var, const AmpValue *out) {
+    const AmpTensor *t = var ? var->initializer : NULL;
+    if (!t || !out || out->type.kind != AMP_TYPE_TENSOR) return AMP_OK;
+    if (out->type.dtype != AMP_DT_UNDEFINED && out->type.dtype != t->dtype)
+        return amp_fail(c->st, AMP_ERR_INPUT, "training_info[%zu]: %s '%s' -> '%s': '%s' is %s, but the initializer "
+                        "'%s' it updates is %s", i, what, key, name, name, amp_dtype_name(out->type.dtype), key,
+                        amp_dtype_name(t->dtype));
+    if (amp_verify_shape_holds(&out->type, t)) return AMP_OK;
+    char declared[128], held[128];
+    amp_verify_dims_text(out->type.dims, out->type.rank, NULL, declared, sizeof declared);
+    amp_verify_dims_text(NULL, (int)t->ndims, t->dims, held, sizeof held);
+    return amp_fail(c->st, AMP_ERR_INPUT, "training_info[%zu]: %s '%s' -> '%s': '%s' is declared %s, but the "
+                    "initializer '%s' it updates is %s", i, what, key, name, name, declared, key, held);
+}
+
 /* The bindings of training_info[i] (`what`: "update_binding" or "initialization_binding";
  * tg: the graph whose outputs the values name). A key names an initializer of the main
  * graph or of this training_info's algorithm graph (ONNX TrainingInfoProto: both lists
@@ -50,6 +69,8 @@ static AmpCode check_bindings(Ctx *c, size_t i, const AmpTrainingInfo *ti, const
             rc = amp_fail(c->st, AMP_ERR_INPUT,
                           "training_info[%zu]: %s '%s' -> '%s': '%s' is not an output of the %s "
                           "graph", i, what, key, v, v, tg_name);
+        else
+            rc = check_binding_type(c, i, what, key, v, amp_training_key(c->m, ti, key), amp_graph_lookup(tg, v));
     }
     bool oom = false;
     const char *dup = rc ? NULL : amp_verify_find_duplicate(keys, nb, &oom);

@@ -51,20 +51,86 @@ void amp_calib_free(AmpCalibStats *s) {
     free(s->v), free(s->r), free(s->index), free(s);
 }
 
+/* Names run to the end of their line. A name the line cannot hold as it is (a control
+ * character: a newline ends the line, a carriage return at its end is dropped; leading
+ * white space is skipped after the numbers; a backslash, the escape itself) is written
+ * escaped, \n \r \t \\ and \xHH, in a file of version 2; a file whose names need none
+ * stays version 1, as ampc wrote it before, byte for byte. */
+static bool needs_escape(const char *name) {
+    if (name[0] == ' ') return true;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '\\') return true;
+    return false;
+}
+
+static void put_name(FILE *f, const char *name, bool escape) {
+    if (!escape) {
+        fputs(name, f);
+        return;
+    }
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\r') fputs("\\r", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p == '\\') fputs("\\\\", f);
+        else if (*p < 0x20 || *p == 0x7f || (*p == ' ' && p == (const unsigned char *)name)) fprintf(f, "\\x%02x", *p);
+        else fputc(*p, f);
+    }
+}
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Name `s` of a version-2 file unescaped in place; false when an escape is malformed. */
+static bool unescape(char *s) {
+    char *o = s;
+    for (const char *p = s; *p; p++) {
+        if (*p != '\\') {
+            *o++ = *p;
+            continue;
+        }
+        char c = *++p;
+        int hi, lo;
+        if (c == 'n') *o++ = '\n';
+        else if (c == 'r') *o++ = '\r';
+        else if (c == 't') *o++ = '\t';
+        else if (c == '\\') *o++ = '\\';
+        else if (c == 'x' && (hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0 && (hi || lo)) {
+            *o++ = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            return false;
+        }
+    }
+    *o = '\0';
+    return true;
+}
+
 bool amp_calib_write(const AmpCalibStats *s, FILE *f) {
-    fprintf(f, "ampc-calibration 1\n# value|grad MAX SUB ZERO NONFINITE COUNT NAME; reduce LENGTH NODE "
-               "(docs/calibration.md)\nruns %" PRIu64 "\nloss_scale %.17g\n", s->runs, s->loss_scale);
+    bool escape = false;
+    for (size_t i = 0; i < s->n_v && !escape; i++) escape = needs_escape(s->v[i].name);
+    for (size_t i = 0; i < s->n_r && !escape; i++) escape = needs_escape(s->r[i].node);
+    fprintf(f, "ampc-calibration %d\n# value|grad MAX SUB ZERO NONFINITE COUNT NAME; reduce LENGTH NODE%s "
+               "(docs/calibration.md)\nruns %" PRIu64 "\nloss_scale %.17g\n", escape ? 2 : 1,
+            escape ? "; names escaped" : "", s->runs, s->loss_scale);
     for (size_t i = 0; i < s->n_v; i++) {
         const AmpCalibValue *v = &s->v[i];
-        fprintf(f, "%s %.9g %.6g %.6g %" PRIu64 " %" PRIu64 " %s\n", v->grad ? "grad" : "value", v->max_abs,
-                v->sub_share, v->zero_share, v->nonfinite, v->count, v->name);
+        fprintf(f, "%s %.9g %.6g %.6g %" PRIu64 " %" PRIu64 " ", v->grad ? "grad" : "value", v->max_abs,
+                v->sub_share, v->zero_share, v->nonfinite, v->count);
+        put_name(f, v->name, escape);
+        fputc('\n', f);
     }
-    for (size_t i = 0; i < s->n_r; i++) fprintf(f, "reduce %" PRId64 " %s\n", s->r[i].length, s->r[i].node);
+    for (size_t i = 0; i < s->n_r; i++) {
+        fprintf(f, "reduce %" PRId64 " ", s->r[i].length);
+        put_name(f, s->r[i].node, escape);
+        fputc('\n', f);
+    }
     return fflush(f) == 0 && !ferror(f);
 }
 
 /* The rest of the line after n space-separated numbers, parsed into x[0..n). */
-static const char *numbers(const char *p, double *x, int n) {
+static char *numbers(char *p, double *x, int n) {
     for (int i = 0; i < n; i++) {
         while (*p == ' ' || *p == '\t') p++;
         char *end;
@@ -77,9 +143,9 @@ static const char *numbers(const char *p, double *x, int n) {
     return *p ? p : NULL;
 }
 
-static AmpCode parse_line(AmpCalibStats *s, char *line, AmpStatus *st) {
+static AmpCode parse_line(AmpCalibStats *s, char *line, bool escaped, AmpStatus *st) {
     double x[5];
-    const char *rest;
+    char *rest;
     bool grad = strncmp(line, "grad ", 5) == 0;
     if (grad || strncmp(line, "value ", 6) == 0) {
         if (!(rest = numbers(line + (grad ? 5 : 6), x, 5)) || x[1] > 1 || x[2] > 1)
@@ -90,6 +156,7 @@ static AmpCode parse_line(AmpCalibStats *s, char *line, AmpStatus *st) {
         v = &s->v[s->n_v];
         *v = (AmpCalibValue){.max_abs = x[0], .sub_share = x[1], .zero_share = x[2], .nonfinite = (uint64_t)x[3],
                              .count = (uint64_t)x[4], .grad = grad};
+        if (escaped && !unescape(rest)) return amp_fail(st, AMP_ERR_INPUT, "a malformed escape in the name");
         if (!(v->name = strdup(rest))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
         s->n_v++;
     } else if (strncmp(line, "reduce ", 7) == 0) {
@@ -97,6 +164,7 @@ static AmpCode parse_line(AmpCalibStats *s, char *line, AmpStatus *st) {
         AmpCalibReduce *r = realloc(s->r, (s->n_r + 1) * sizeof *r);
         if (!r) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
         s->r = r;
+        if (escaped && !unescape(rest)) return amp_fail(st, AMP_ERR_INPUT, "a malformed escape in the node's name");
         s->r[s->n_r] = (AmpCalibReduce){.length = (int64_t)x[0]};
         if (!(s->r[s->n_r].node = strdup(rest))) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
         s->n_r++;
@@ -121,18 +189,22 @@ AmpCode amp_calib_read(const char *path, AmpCalibStats **out, AmpStatus *st) {
     char *line = NULL;
     size_t cap = 0, no = 0;
     ssize_t len;
+    bool escaped = false; /* version 2: names escaped (amp_calib_write) */
     AmpCode rc = s ? AMP_OK : amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     if (s) s->loss_scale = 1;
     while (!rc && (len = getline(&line, &cap, f)) >= 0) {
         no++;
+        /* The line's end (a carriage return too: version 2 writes none but escaped). */
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (no == 1) {
-            if (strcmp(line, "ampc-calibration 1") != 0)
-                rc = amp_fail(st, AMP_ERR_INPUT, "%s: not an ampc calibration file (expected 'ampc-calibration 1')", path);
+            escaped = strcmp(line, "ampc-calibration 2") == 0;
+            if (!escaped && strcmp(line, "ampc-calibration 1") != 0)
+                rc = amp_fail(st, AMP_ERR_INPUT,
+                              "%s: not an ampc calibration file (expected 'ampc-calibration 1' or 2)", path);
             continue;
         }
         if (!*line || *line == '#') continue;
-        if ((rc = parse_line(s, line, st))) amp_status_prefix(st, "%s:%zu: ", path, no);
+        if ((rc = parse_line(s, line, escaped, st))) amp_status_prefix(st, "%s:%zu: ", path, no);
     }
     if (!rc && no == 0) rc = amp_fail(st, AMP_ERR_INPUT, "%s: empty file", path);
     if (!rc && ferror(f)) rc = amp_fail(st, AMP_ERR_INPUT, "%s: %s", path, strerror(errno));

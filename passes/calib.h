@@ -13,7 +13,9 @@
  * of its non-zero elements whose |x| (times S for grad) lies below float16's smallest
  * normal (2^-14) and below half its smallest subnormal (2^-25, rounds to zero); NONFINITE
  * counts NaN and inf elements, COUNT every element seen. Names run to the end of the line;
- * lines starting with '#' are comments. */
+ * lines starting with '#' are comments. Version 2 (`ampc-calibration 2`, written when a
+ * name holds a control character, a leading blank or a backslash) escapes its names:
+ * \n \r \t \\ \xHH. */
 #ifndef AMP_CALIB_H
 #define AMP_CALIB_H
 

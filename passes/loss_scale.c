@@ -314,6 +314,24 @@ static AmpCode scale_seed(Ls *l) {
     return built(l, b);
 }
 
+/* A 16-bit G's readers, as the amp pass typed them, read it in its 16-bit type: now that
+ * G is float32 they read a Cast of it back to that type ("G_to_16"), so their types hold
+ * (a 16-bit Identity reading G gave a float32 output typed 16-bit; converting the model
+ * again then inserted the cast, and the conversion was no fixpoint: fuzz_convert). A
+ * reader that casts G to float32 reads G itself. */
+static AmpCode readers_keep_16(Ls *l, AmpBuilder *b, AmpValue *gv, const AmpUse *uses, size_t n, int dt) {
+    AmpValue *g16 = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const AmpNode *r = uses[i].node;
+        if (r->op == AMP_OP_Cast && amp_node_attr_int(r, "to", 0) == AMP_DT_FLOAT) continue;
+        if (!g16 && !(g16 = amp_build_cast_to(b, cat(l, "to_16/", gv->name), gv,
+                                              fresh(b, cat(l, gv->name, "_to_16"), gv, dt), dt)))
+            return built(l, b);
+        if (amp_node_set_input(uses[i].node, uses[i].slot, g16)) return oom(l);
+    }
+    return built(l, b);
+}
+
 /* Gradient G keeps its name, now float32 and unscaled: its producer writes
  * "G_scaled", then [Cast to float32,] Mul by 1/scale gives G. Returns the check's
  * scalar: ReduceSum(G × 0), 0 when every element is finite and NaN otherwise (inf × 0
@@ -322,6 +340,11 @@ static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
     AmpBuilder *b = hbuilder(l);
     AmpNode *p = gv->producer;
     int dt = gv->type.dtype;
+    /* G's readers until now (their list changes as they are rewired). */
+    size_t n_readers = dt != AMP_DT_FLOAT ? gv->n_uses : 0;
+    AmpUse *readers = n_readers ? malloc(n_readers * sizeof *readers) : NULL;
+    if (n_readers && !readers) return oom(l);
+    if (n_readers) memcpy(readers, gv->uses, n_readers * sizeof *readers);
     AmpValue *scaled = fresh(b, cat(l, gv->name, "_scaled"), gv, dt);
     if (!scaled) return built(l, b);
     amp_node_set_output(p, gv->producer_slot, scaled);
@@ -334,6 +357,9 @@ static AmpCode unscale(Ls *l, AmpValue *gv, AmpValue *zero, AmpValue **check) {
     gv->type.dtype = AMP_DT_FLOAT;
     AmpValue *in[2] = {x, l->inv};
     amp_build_end(b, amp_build_start_to(b, "Mul", cat(l, "unscale/", gv->name), in, 2, gv));
+    AmpCode rc = n_readers ? readers_keep_16(l, b, gv, readers, n_readers, dt) : AMP_OK;
+    free(readers);
+    if (rc) return rc;
     AmpValue *z = amp_build_value(b, cat(l, gv->name, "_times0"));
     AmpValue *in2[2] = {gv, zero};
     z = amp_build_end(b, amp_build_start_to(b, "Mul", cat(l, "check/", gv->name), in2, 2, z));

@@ -1,7 +1,7 @@
 """What the project's Python tests share: the runner that prints "N passed, M failed"
 last (ctest reads the exit status: 0, 1, or 77 for a skip), Skip, a temporary folder
-removed when the test ends (kept with AMPC_KEEP_TMP=1, to look at what failed), and the
-command line they take (args).
+removed when the test ends (kept with AMPC_KEEP_TMP=1, to look at what failed), ampc
+run with its output captured, and the command line they take (args).
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import ampc_testlib as tl
@@ -11,6 +11,7 @@ import argparse
 import atexit
 import os
 import shutil
+import subprocess
 import tempfile
 import traceback
 
@@ -33,6 +34,15 @@ def tempdir(prefix):
     else:
         atexit.register(shutil.rmtree, path, True)
     return path
+
+
+def ampc(binary, *args, verbose=False):
+    """`binary args...` run to its end, stdout and stderr captured as text (printed, with the
+    command and its exit status, when verbose)."""
+    r = subprocess.run([binary, *args], capture_output=True, text=True)
+    if verbose:
+        print(f"$ ampc {' '.join(map(repr, args))} -> {r.returncode}\n{r.stdout}{r.stderr}")
+    return r
 
 
 class Skip(Exception):

@@ -23,6 +23,7 @@
 #include "tools/cli_usage.h"
 #include "tools/dot.h"
 #include "ir/ir.h"
+#include "ir/signals.h"
 #include "passes/passes.h"
 #include "tools/phases.h"
 #include "tools/report.h"
@@ -674,6 +675,10 @@ int main(int argc, char **argv) {
      * write, instead of killing ampc with its temporary files left behind. */
     signal(SIGXFSZ, SIG_IGN);
     keep_freed_memory();
+    /* Interrupted (SIGINT, SIGTERM...), ampc removes the temporary files it was writing
+     * before it dies of the signal; an input cut short under it ends it as an input error
+     * (ir/signals.h). */
+    amp_sig_install("ampc");
     if (argc >= 2 && ampc_command_by_name(argv[1])) ampc_usage_command(argv[1]);
     if (argc >= 2 && strcmp(argv[1], "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (unknown_command(argc, argv))

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h"
+
 enum { W = 800, H = 400, LEFT = 60, RIGHT = 20, TOP = 40, BOTTOM = 30, SCALE = 2 };
 
 typedef struct Canvas {
@@ -146,30 +148,37 @@ static uint8_t *zlib_stored(const Canvas *c, uint32_t *out_len) {
     return z;
 }
 
+typedef struct Png {
+    const uint8_t *z;
+    uint32_t zlen;
+} Png;
+
+static bool write_png(void *ctx, FILE *f) {
+    const Png *png = ctx;
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    uint8_t ihdr[13];
+    be32(ihdr, W), be32(ihdr + 4, H);
+    ihdr[8] = 8, ihdr[9] = 2, ihdr[10] = ihdr[11] = ihdr[12] = 0; /* 8-bit RGB, no interlace */
+    return fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) && chunk(f, "IDAT", png->z, png->zlen) &&
+           chunk(f, "IEND", NULL, 0);
+}
+
 bool ampc_plot_png(const char *path, const PlotSeries *s, size_t n_series, const char *unit) {
     Canvas *c = malloc(sizeof *c);
-    uint32_t zlen = 0;
+    Png png = {NULL, 0};
     uint8_t *z = NULL;
-    if (c) draw(c, s, n_series, unit), z = zlib_stored(c, &zlen);
+    if (c) draw(c, s, n_series, unit), png.z = z = zlib_stored(c, &png.zlen);
     free(c);
     if (!z) {
         errno = ENOMEM;
         return false;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 8);
-    FILE *f = tmp ? (snprintf(tmp, plen + 8, "%s.tmpXX", path), fopen(tmp, "wb")) : NULL;
-    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    uint8_t ihdr[13];
-    be32(ihdr, W), be32(ihdr + 4, H);
-    ihdr[8] = 8, ihdr[9] = 2, ihdr[10] = ihdr[11] = ihdr[12] = 0; /* 8-bit RGB, no interlace */
-    bool ok = f && fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) && chunk(f, "IDAT", z, zlen) &&
-              chunk(f, "IEND", NULL, 0);
-    int err = ok ? 0 : errno;
-    if (f && fclose(f) != 0 && ok) ok = false, err = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, err = errno;
-    if (!ok && tmp) remove(tmp);
-    free(tmp), free(z);
+    /* As every output of ampc: a temporary file renamed over `path` (ir/output.c). */
+    errno = 0;
+    AmpStatus st = {AMP_OK, ""};
+    bool ok = amp_output_write(path, write_png, &png, &st) == AMP_OK;
+    int err = errno;
+    free(z);
     if (!ok) errno = err ? err : EIO;
     return ok;
 }

@@ -15,8 +15,9 @@ typedef struct PlotSeries {
 } PlotSeries;
 
 /* Draws the series on shared axes from 0 to the largest value (the y axis labelled with
- * that value and `unit`), a legend, and writes the PNG atomically enough for a plot (a
- * temporary file renamed over `path`). false with errno set when writing failed. */
+ * that value and `unit`), a legend, and writes the PNG as every output of ampc is written
+ * (ir/output.c: a temporary file renamed over `path`). false with errno set when writing
+ * failed. */
 bool ampc_plot_png(const char *path, const PlotSeries *s, size_t n_series, const char *unit);
 
 #endif

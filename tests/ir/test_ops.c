@@ -219,21 +219,35 @@ Test(ops, class_names) {
 }
 
 Test(ops, attribute_types) {
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "alpha"), AMP_ATTR_FLOAT);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "transA"), AMP_ATTR_INT);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Conv, "pads"), AMP_ATTR_INTS);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Conv, "auto_pad"), AMP_ATTR_STRING);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_If, "then_branch"), AMP_ATTR_GRAPH);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Constant, "value"), AMP_ATTR_TENSOR);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_LSTM, "activations"), AMP_ATTR_STRINGS);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Clip, "min"), AMP_ATTR_FLOAT); /* Clip-6 */
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Ms_FusedMatMul, "alpha"), AMP_ATTR_FLOAT);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Adam, "norm_coefficient"), AMP_ATTR_FLOAT);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "no_such_attr"), -1);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Cast, "to"), -1); /* STRING in Cast-1, INT since */
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Relu, "alpha"), -1);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_UNKNOWN, "alpha"), -1);
-    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, NULL), -1);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "alpha", 13, NULL, NULL), AMP_ATTR_FLOAT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "transA", 0, NULL, NULL), AMP_ATTR_INT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Conv, "pads", 11, NULL, NULL), AMP_ATTR_INTS);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Conv, "auto_pad", 11, NULL, NULL), AMP_ATTR_STRING);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_If, "then_branch", 13, NULL, NULL), AMP_ATTR_GRAPH);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Constant, "value", 13, NULL, NULL), AMP_ATTR_TENSOR);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_LSTM, "activations", 14, NULL, NULL), AMP_ATTR_STRINGS);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Clip, "min", 6, NULL, NULL), AMP_ATTR_FLOAT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Ms_FusedMatMul, "alpha", 1, NULL, NULL), AMP_ATTR_FLOAT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Adam, "norm_coefficient", 1, NULL, NULL), AMP_ATTR_FLOAT);
+    /* Cast's `to` changed type: each version its own, no version both (any type). */
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Cast, "to", 1, NULL, NULL), AMP_ATTR_STRING);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Cast, "to", 13, NULL, NULL), AMP_ATTR_INT);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Cast, "to", 0, NULL, NULL), AMP_OP_ATTR_ANY);
+    /* In other versions only, with the range that has it. */
+    int since = -1, until = -1;
+    cr_expect_eq(amp_op_attr_type(AMP_OP_ReduceSum, "axes", 13, &since, &until), AMP_OP_ATTR_OTHER);
+    cr_expect(since == 1 && until == 13, "ReduceSum axes: [%d, %d)", since, until);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_ReduceSum, "axes", 11, NULL, NULL), AMP_ATTR_INTS);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_ReduceMean, "noop_with_empty_axes", 13, &since, &until), AMP_OP_ATTR_OTHER);
+    cr_expect(since == 18 && until == 0, "ReduceMean noop_with_empty_axes: [%d, %d)", since, until);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Cast, "to", 24, NULL, NULL), AMP_ATTR_INT);
+    /* ai.onnx lists are complete: an unlisted name is no attribute of the op; other
+     * domains' unlisted names take any type. */
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, "no_such_attr", 13, NULL, NULL), AMP_OP_ATTR_UNKNOWN);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Relu, "alpha", 14, NULL, NULL), AMP_OP_ATTR_UNKNOWN);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Ms_FusedMatMul, "no_such_attr", 1, NULL, NULL), AMP_OP_ATTR_ANY);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_UNKNOWN, "alpha", 13, NULL, NULL), AMP_OP_ATTR_ANY);
+    cr_expect_eq(amp_op_attr_type(AMP_OP_Gemm, NULL, 13, NULL, NULL), AMP_OP_ATTR_ANY);
 }
 
 /* ---- OPSETS column (passes/amp_opsets.c reads it) ----------------------------------- */

@@ -186,6 +186,7 @@ Test(verify, unknown_ops_take_any_arity) {
     AmpModel *m = valid_model();
     node(m->graph, "NoSuchOp", "u0", "x,x,x,x,x", "u1,u2,u3");
     node_d(m->graph, "com.example", "Custom", "c1", "u1", ""); /* no outputs */
+    cr_assert(amp_model_import_opset(m, "", 17) && amp_model_import_opset(m, "com.example", 1));
     expect_ok(m);
 }
 
@@ -365,6 +366,7 @@ Test(verify, duplicate_attribute) {
 Test(verify, duplicate_attribute_among_many) {
     AmpModel *m = valid_model();
     AmpNode *n = node_d(m->graph, "com.example", "Wide", "w0", "x", "q");
+    cr_assert(amp_model_import_opset(m, "", 17) && amp_model_import_opset(m, "com.example", 1));
     char name[16];
     for (int i = 0; i < 40; i++) {
         snprintf(name, sizeof name, "a%d", i);
@@ -377,6 +379,7 @@ Test(verify, duplicate_attribute_among_many) {
 Test(verify, attribute_type_out_of_range) {
     AmpModel *m = valid_model();
     AmpNode *n = node_d(m->graph, "com.example", "Odd", "o0", "x", "q");
+    cr_assert(amp_model_import_opset(m, "", 17) && amp_model_import_opset(m, "com.example", 1));
     amp_node_add_attr(n, "weird", 42);
     expect_fail(m, AMP_ERR_INPUT, "attribute 'weird' has invalid type 42");
 }

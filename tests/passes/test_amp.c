@@ -251,6 +251,7 @@ Test(amp_color, unknown_ops_read_their_inputs_unchanged) {
     AmpModel *m = CHAIN("MatMul", "Relu");
     AmpGraph *g = m->graph;
     nd_dom(g, "my.domain", "Mystery", "myst", "v0", "z");
+    cr_assert(amp_model_import_opset(m, "my.domain", 1));
     rt_output(g, "z", AMP_DT_FLOAT, "2,4");
     convert(m, NULL);
     cr_assert_eq(in_dt(m, "myst", 0), AMP_DT_FLOAT, "the unknown op reads float32");

@@ -288,6 +288,20 @@ Test(loss_scale, idempotent) {
     amp_model_free(m);
 }
 
+/* m, converted already by `pipeline`, saved, loaded and converted again: the same bytes
+ * (the pass is idempotent, as fuzz_convert checks). Frees m. */
+static void converts_to_itself(AmpModel *m, const char *pipeline, const AmpPipelineOptions *o) {
+    size_t a_len, b_len;
+    uint8_t *x = saved(m, &a_len);
+    amp_model_free(m);
+    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(amp_run_pipeline(m, pipeline, o, &st), AMP_OK, "%s", st.msg);
+    uint8_t *y = saved(m, &b_len);
+    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second conversion changed the model");
+    free(x), free(y);
+    amp_model_free(m);
+}
+
 /* Found by fuzz_convert: an update made by an op inference does not know, bound to W and
  * declared without a type. The gate Where(found_inf, W, W_new) gives it a type (W's data
  * type), which the output declares at once (before, only converting the output again
@@ -296,6 +310,7 @@ Test(loss_scale, a_gated_update_of_unknown_type_takes_the_gates_type) {
     AmpModel *m = tiny(false, false);
     AmpGraph *a = rt_training(m);
     nd_dom(a, "com.example", "Update", "opt/update", "W,W_grad", "W_new");
+    cr_assert(amp_model_import_opset(m, "com.example", 1));
     cr_assert_not_null(amp_graph_add_output(a, rt_val(a, "W_new")));
     rt_bindings(m, false, "W=W_new");
     /* As ampc runs it: no inference after the loss scaling. */
@@ -305,15 +320,26 @@ Test(loss_scale, a_gated_update_of_unknown_type_takes_the_gates_type) {
     const AmpValue *w_new = val_of(m->training[0].algorithm, "W_new");
     cr_assert_eq(w_new->type.kind, AMP_TYPE_TENSOR);
     cr_assert_eq(w_new->type.dtype, AMP_DT_FLOAT, "Where's data type: W's");
-    size_t a_len, b_len;
-    uint8_t *x = saved(m, &a_len);
-    amp_model_free(m);
-    cr_assert_eq(amp_model_load_bytes(x, a_len, NULL, NULL, &m, &st), AMP_OK, "%s", st.msg);
-    cr_assert_eq(amp_run_pipeline(m, pipeline, &o, &st), AMP_OK, "%s", st.msg);
-    uint8_t *y = saved(m, &b_len);
-    cr_assert(a_len == b_len && memcmp(x, y, a_len) == 0, "a second run changed the model");
-    free(x), free(y);
-    amp_model_free(m);
+    converts_to_itself(m, pipeline, &o);
+}
+
+/* Found by fuzz_convert (tests/fuzz/corpus/found_unscaled_gradient_read_in_16_bits.onnx):
+ * a Gradient node's gradient made in float16 (every node 16-bit) and read by a 16-bit
+ * Identity. Unscaled, the gradient is float32: the Identity read it so and its float16
+ * output computed float, and converting the output failed ("declared float16 but computes
+ * float"). Its readers now read it cast back to float16, and a second conversion changes
+ * nothing. */
+Test(loss_scale, a_16_bit_reader_of_an_unscaled_gradient_reads_it_in_16_bits) {
+    AmpModel *m = NULL;
+    const char *path = AMPC_TEST_DIR "/fuzz/corpus/found_unscaled_gradient_read_in_16_bits.onnx";
+    cr_assert_eq(amp_model_load_file(path, NULL, &m, &st), AMP_OK, "%s", st.msg);
+    AmpPassOptions po = {.precision = AMP_DT_FLOAT16, .level = AMP_LEVEL_UNSAFE_FORCE_ALL};
+    AmpPipelineOptions o = {.verify_each = true, .pass = &po};
+    cr_assert_eq(amp_run_pipeline(m, NULL, &o, &st), AMP_OK, "%s", st.msg);
+    const AmpValue *g16 = val_of(m->graph, "b_grad_to_16");
+    cr_assert(g16 && g16->producer && g16->producer->op == AMP_OP_Cast && g16->type.dtype == AMP_DT_FLOAT16,
+              "no float16 cast of the unscaled b_grad");
+    converts_to_itself(m, NULL, &o);
 }
 
 /* ---- other shapes of training graph ------------------------------------------------------- */

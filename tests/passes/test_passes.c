@@ -324,6 +324,7 @@ Test(dce, keeps_custom_domain_ops_and_what_they_read) {
     AmpGraph *g = m->graph;
     unary(g, "Neg", "feeds_custom", "x", "f");
     add_node(g, "com.example", "Print", "custom", "f", NULL, "p"); /* output unused */
+    cr_assert(amp_model_import_opset(m, "", 17) && amp_model_import_opset(m, "com.example", 1));
     unary(g, "NoSuchOnnxOp", "unknown_default", "x", "u"); /* default domain: may go */
     run_ok(m, "dce");
     cr_assert(has_node(g, "custom") && has_node(g, "feeds_custom"));

@@ -171,6 +171,7 @@ Test(fuse, a_bad_program_is_refused_at_open) {
     AmpModel *m = base();
     AmpGraph *g = m->graph;
     AmpNode *n = rt_node(g, "ai.ampc", "FusedElementwise", "x", "y");
+    cr_assert(amp_model_import_opset(m, "ai.ampc", 1));
     static const int64_t prog[5] = {1, 1, 0, 1, 0}; /* Add(r0, r1): r1 is this result */
     static const int64_t in_dt[1] = {1}, outs[1] = {1}, out_dt[1] = {1};
     const struct { const char *name; const int64_t *v; size_t n; } ints[4] = {

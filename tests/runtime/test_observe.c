@@ -139,19 +139,36 @@ static char *tmp_path(const char *text) {
     return path;
 }
 
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    char *buf = calloc(1, 1 << 16);
+    *len = fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+/* s written to a file and read back; the file's text in *text unless text is NULL. */
+static AmpCalibStats *round_trip(const AmpCalibStats *s, char **text) {
+    char *path = tmp_path("");
+    FILE *f = fopen(path, "w");
+    cr_assert(amp_calib_write(s, f));
+    fclose(f);
+    AmpCalibStats *back = NULL;
+    cr_assert_eq(amp_calib_read(path, &back, &st), AMP_OK, "%s", st.msg);
+    size_t len;
+    if (text) *text = read_all(path, &len);
+    unlink(path);
+    return back;
+}
+
 Test(calib, file_round_trip) {
     AmpCalibValue v[2] = {{.name = "x with space", .max_abs = 8.1e4, .sub_share = 0.25, .count = 10},
                           {.name = "W_grad", .max_abs = 1e-9, .sub_share = 1, .zero_share = 1, .nonfinite = 2,
                            .count = 8, .grad = true}};
     AmpCalibReduce r = {.node = "mm", .length = 768};
     AmpCalibStats s = {.runs = 3, .loss_scale = 65536, .v = v, .n_v = 2, .r = &r, .n_r = 1};
-    char *path = tmp_path("");
-    FILE *f = fopen(path, "w");
-    cr_assert(amp_calib_write(&s, f));
-    fclose(f);
-    AmpCalibStats *back = NULL;
-    cr_assert_eq(amp_calib_read(path, &back, &st), AMP_OK, "%s", st.msg);
-    unlink(path);
+    AmpCalibStats *back = round_trip(&s, NULL);
     cr_assert_eq(back->runs, 3);
     cr_assert_float_eq(back->loss_scale, 65536, 0);
     const AmpCalibValue *x = amp_calib_find(back, "x with space"), *g = amp_calib_find(back, "W_grad");
@@ -167,12 +184,53 @@ Test(calib, file_round_trip) {
     amp_calib_free(back);
 }
 
+
+/* Names hold any character ONNX's strings do (issue 43, item 12): a file with a name the
+ * line cannot hold as it is (a newline, a carriage return, a leading blank, a backslash,
+ * a control character) is version 2 with those names escaped, and reads back every name
+ * as it was; one whose names need nothing stays version 1, byte for byte as before. */
+Test(calib, hostile_names_round_trip) {
+    static const char *const names[] = {
+        "line\nbreak", "cr at end\r", " leading blank", "trailing blank ", "tab\there", "\"quoted\" 'too'",
+        "back\\slash \\n", "\xc3\xa9t\xc3\xa9 \xe2\x82\xac", "#not a comment", "\x01ctl\x7f", "\\x41",
+    };
+    enum { N = sizeof names / sizeof *names };
+    AmpCalibValue v[N];
+    for (size_t i = 0; i < N; i++) v[i] = (AmpCalibValue){.name = (char *)names[i], .max_abs = (double)i, .count = 1};
+    AmpCalibReduce r[2] = {{.node = "mm\nnext", .length = 8}, {.node = " (unnamed MatMul writing h)", .length = 9}};
+    AmpCalibStats s = {.runs = 1, .loss_scale = 1, .v = v, .n_v = N, .r = r, .n_r = 2};
+    char *text;
+    AmpCalibStats *back = round_trip(&s, &text);
+    cr_assert_eq(back->n_v, N);
+    for (size_t i = 0; i < N; i++) {
+        cr_assert_str_eq(back->v[i].name, names[i], "name %zu", i);
+        cr_assert(amp_calib_find(back, names[i]) == &back->v[i], "name %zu not found", i);
+    }
+    cr_assert_eq(back->n_r, 2);
+    cr_assert_str_eq(back->r[0].node, "mm\nnext");
+    cr_assert_str_eq(back->r[1].node, " (unnamed MatMul writing h)");
+    amp_calib_free(back);
+    cr_assert(text && strncmp(text, "ampc-calibration 2\n", 19) == 0, "%s", text);
+    free(text);
+    /* Plain names: version 1, as before. */
+    s.n_v = 4;
+    v[0].name = "x", v[1].name = "y z", v[2].name = "w\xc3\xa9", v[3].name = "\"q\"";
+    r[0].node = "mm", s.n_r = 1;
+    amp_calib_free(round_trip(&s, &text));
+    cr_assert(text && strncmp(text, "ampc-calibration 1\n", 19) == 0, "%s", text);
+    cr_assert(strstr(text, "value 0 0 0 0 1 x\nvalue 1 0 0 0 1 y z\n"), "%s", text);
+    free(text);
+}
+
 Test(calib, bad_files_are_named) {
     static const struct {
         const char *text, *msg;
     } cases[] = {
         {"", "empty file"},
-        {"ampc-calibration 2\n", "not an ampc calibration file"},
+        {"ampc-calibration 3\n", "not an ampc calibration file"},
+        {"ampc-calibration 2\nvalue 1 0 0 0 4 a\\qb\n", ":2: a malformed escape in the name"},
+        {"ampc-calibration 2\nreduce 4 mm\\x0\n", ":2: a malformed escape in the node's name"},
+        {"ampc-calibration 2\nvalue 1 0 0 0 4 a\\x00b\n", ":2: a malformed escape in the name"},
         {"ampc-calibration 1\n# ok\nvalue 1 0 0 0 4\n", ":3: expected 'value MAX"},
         {"ampc-calibration 1\nvalue 1 1.5 0 0 4 x\n", ":2: expected 'value MAX"},
         {"ampc-calibration 1\ngrad -1 0 0 0 4 x\n", ":2: expected 'grad MAX"},

@@ -400,11 +400,28 @@ Test(train, momentum_optimizer_state_is_bound_too) {
     amp_session_close(s);
 }
 
-Test(train, update_binding_of_another_dtype_is_an_error) {
+/* An update the model declares of another dtype than its variable is refused at open, by
+ * the verifier (issue 43, item 8: `ampc verify` passed it, `run` refused it). */
+Test(train, update_binding_declared_of_another_dtype_is_refused_at_open) {
     AmpModel *m = sgd_model();
     AmpGraph *a = m->training[0].algorithm;
     amp_node_add_attr(rt_node(a, "", "Cast", "W_new", "W_double"), "to", AMP_ATTR_INT)->i = AMP_DT_DOUBLE;
     rt_output(a, "W_double", AMP_DT_DOUBLE, "3");
+    rt_bindings(m, false, "W=W_double,step=step_new");
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(rt_open(m, NULL, &s, &st), AMP_ERR_INPUT, "%s", st.msg);
+    cr_assert_not_null(strstr(st.msg, "update_binding 'W' -> 'W_double': 'W_double' is double"), "%s", st.msg);
+    cr_assert_null(s);
+}
+
+/* ... and one it does not declare (its type known only once it runs) at the step, which
+ * changes no state. */
+Test(train, update_binding_of_another_dtype_is_an_error) {
+    AmpModel *m = sgd_model();
+    AmpGraph *a = m->training[0].algorithm;
+    amp_node_add_attr(rt_node(a, "", "Cast", "W_new", "W_double"), "to", AMP_ATTR_INT)->i = AMP_DT_DOUBLE;
+    rt_output(a, "W_double", AMP_DT_UNDEFINED, NULL);
     rt_bindings(m, false, "W=W_double,step=step_new");
     AmpSession *s = NULL;
     AmpStatus st = {0};
