@@ -22,26 +22,23 @@ static int64_t prod(int n, const int64_t *d) {
 /* ---- oneDNN ------------------------------------------------------------------------- */
 
 bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int64_t group, const AmpConvGeom *g,
-                        bool bias, bool wei_const, AmpDnnlConv *p) {
+                        bool bias, AmpDnnlConv *p) {
     if ((dt != AMP_DT_FLOAT && dt != AMP_DT_BFLOAT16) || g->nsp < 1 || g->nsp > AMP_DNNL_MAX_SPATIAL || n < 1 ||
         ic < 1 || oc < 1 || group < 1)
         return false;
     memset(p, 0, sizeof *p);
     p->kind = kind, p->dt = p->dt_out = dt, p->nsp = g->nsp;
     p->n = n, p->ic = ic, p->oc = oc, p->group = group, p->bias = bias;
-    /* Where oneDNN loses (measured one thread, docs/speed.md): where it reorders the weights
-     * into its blocked layout on every call (weights that are not a constant of the
-     * session: a training step's), which costs more than the product where each weight is
-     * used at few positions (n * positions under 64: ResNet's last stages at batch 2,
-     * 64x64), in float32 (16-bit data the im2col path widens to float32 first, weights
-     * included, which costs as much as the reorder); and a window larger than the positions it visits (the weight
-     * gradient `ampc grad` writes as a Conv of the batch-transposed input: ic = batch,
-     * a kernel the size of the activation) runs many times slower than im2col there. */
+    /* Where oneDNN loses (measured one thread, docs/speed.md): a window larger than the
+     * positions it visits (the weight gradient `ampc grad` writes as a Conv of the
+     * batch-transposed input: ic = batch, a kernel the size of the activation) runs many
+     * times slower than im2col there. The choice depends on the geometry alone, never on
+     * whether the weights are a constant of the session: a model's weights and the same
+     * weights from a checkpoint give the same bits. (At few positions, where a per-call
+     * weight reorder made oneDNN no faster than im2col, it is no slower either.) */
     int64_t K = 1, pos = 1;
     for (int i = 0; i < g->nsp; i++) K *= g->kern[i], pos *= kind == AMP_DNNL_DECONV_FWD ? g->in[i] : g->out[i];
-    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) &&
-        ((!wei_const && dt == AMP_DT_FLOAT && n * pos < 64) || K > pos))
-        return false;
+    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) && K > pos) return false;
     /* The same weight gradients where the window is small: ic = a training batch under 4
      * over many "images" (channels): 10-50x slower on oneDNN than im2col. */
     if (kind == AMP_DNNL_CONV_FWD && group == 1 && ic < 4 && n >= 16) return false;
@@ -168,7 +165,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     AmpDnnlConv dp;
     if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g)) return AMP_OK; /* (no bias there) */
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
-    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, wpack != NULL, &dp) &&
+    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
                                             .wei_pack = wpack}))
         return AMP_OK;
@@ -295,7 +292,7 @@ AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     int64_t rows = Mg * K; /* the column matrix is (Mg * K, NI) */
     AmpDnnlConv dp;
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
-    if (amp_conv_dnnl_desc(AMP_DNNL_DECONV_FWD, dt, N, C, M, group, &g, b != NULL, wpack != NULL, &dp) &&
+    if (amp_conv_dnnl_desc(AMP_DNNL_DECONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
                                             .wei_pack = wpack}))
         return AMP_OK;

@@ -24,9 +24,8 @@ void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *
  * its backward X (n, ic, g->in...) -> Y (n, oc, g->out...); for ConvTranspose X (n, ic,
  * g->in...) -> Y (n, oc, g->out...) as amp_convtranspose_geom made g. False where oneDNN
  * does not take it (a type other than float32 and bfloat16, over 3 spatial dims, an empty
- * tensor), or where it is slower (measured): the im2col path does it. wei_const: the
- * weights are reordered once for the session (AmpDnnlConvIO.wei_pack), not on every call. */
+ * tensor), or where it is slower (measured): the im2col path does it. */
 bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int64_t group, const AmpConvGeom *g,
-                        bool bias, bool wei_const, AmpDnnlConv *p);
+                        bool bias, AmpDnnlConv *p);
 
 #endif

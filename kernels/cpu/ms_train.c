@@ -189,7 +189,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     /* oneDNN's backward data (dX) and backward weights (dW, with dB) primitives where it
      * takes the problem; otherwise im2col for all of them. */
     AmpDnnlConv dp;
-    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_BWD_DATA, dt, N, C, M, group, &g, false, false, &dp) && (out[1] || !out[2])) {
+    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_BWD_DATA, dt, N, C, M, group, &g, false, &dp) && (out[1] || !out[2])) {
         bool done = !out[0] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.diff_dst = dy->data, .wei = w->data,
                                                                    .diff_src = out[0]->data});
         dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL;

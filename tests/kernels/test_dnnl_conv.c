@@ -243,7 +243,7 @@ Test(dnnl_conv, takes_the_common_cases) {
             for (int i = 0; i < 2; i++) g.in[i] = 8, g.kern[i] = 3, g.out[i] = 8, g.stride[i] = 1, g.dil[i] = 1,
                                        g.pad0[i] = 1, g.pad1[i] = 1;
             AmpDnnlConv p;
-            cr_assert(amp_conv_dnnl_desc(kinds[kk], type, 2, 16, 16, 2, &g, true, false, &p));
+            cr_assert(amp_conv_dnnl_desc(kinds[kk], type, 2, 16, 16, 2, &g, true, &p));
             size_t es = dt ? 2 : 4, act = 2 * 16 * 64 * es, wei = 16 * 8 * 9 * es;
             void *a = calloc(1, act), *b = calloc(1, act), *w = calloc(1, wei), *bias = calloc(16, 4);
             AmpDnnlConvIO io = {.src = a, .wei = w, .bias = bias, .diff_dst = b, .dst = b, .diff_src = a,
