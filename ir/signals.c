@@ -164,11 +164,12 @@ void amp_sig_install(const char *prog) {
     if (prog) prog_name = prog;
     struct sigaction sa = {0}, old;
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < N_TERMINATING; i++) {
-        if (sigaction(TERMINATING[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
-        sa.sa_handler = on_terminate;
-        sigaction(TERMINATING[i], &sa, NULL);
-    }
+    sa.sa_handler = on_terminate;
+    /* One call a signal (ampc's start-up is short, and each costs): set, and put an
+     * ignored one back. */
+    for (int i = 0; i < N_TERMINATING; i++)
+        if (sigaction(TERMINATING[i], &sa, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+            sigaction(TERMINATING[i], &old, NULL);
     sa.sa_flags = SA_SIGINFO;
     sa.sa_sigaction = on_bus;
     sigaction(SIGBUS, &sa, NULL);

@@ -13,7 +13,8 @@ Each case stops ampc (SIGSTOP) once its temporary file appears in OUT's folder, 
 signal or the truncation lands in the middle of the save, then lets it go on:
 
 - SIGINT, SIGTERM, SIGHUP mid-save (with a data file, and inline): ampc dies of the
-  signal, OUT keeps its old contents, no `*.tmp.*` is left;
+  signal, OUT keeps its old contents, no `*.tmp.*` is left; a SIGHUP ampc started with
+  ignored (nohup) stays ignored: the save completes;
 - SIGKILL mid-save leaves its temporary file; the next save to that OUT removes it, and
   the temporaries of a dead process for OUT, OUT.data and OUT.1.data, but keeps one whose
   pid is alive and one a process holds locked (flock: a writer in another pid namespace);
@@ -93,15 +94,17 @@ class Ctx:
             f.write(OLD)
         return d
 
-    def stopped_mid_save(self, d, args):
+    def stopped_mid_save(self, d, args, ignore=None):
         """ampc converting in/model.onnx to out/out.onnx, stopped once a temporary file of
-        OUT exists; None when the save ended first every time."""
+        OUT exists; None when the save ended first every time. `ignore`: a signal ampc
+        starts with ignored (as nohup leaves SIGHUP)."""
         out = os.path.join(d, "out")
         for _ in range(5):
             for f in temps(out):
                 os.unlink(os.path.join(out, f))
             p = subprocess.Popen([self.ampc, os.path.join(d, "in", "model.onnx"), "-o", os.path.join(out, "out.onnx"),
-                                  *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                  *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 preexec_fn=(lambda: signal.signal(ignore, signal.SIG_IGN)) if ignore else None)
             while p.poll() is None and not temps(out):
                 time.sleep(0.0002)
             if p.poll() is None:
@@ -133,6 +136,20 @@ def interrupted(ctx, sig, args):
     rc, err = ctx.finish(p)
     assert rc == -sig, f"exit {rc}, want death by signal {sig}: {err}"
     out_intact(d)
+    left = temps(os.path.join(d, "out"))
+    assert not left, f"left behind: {left}"
+
+
+def ignored_stays_ignored(ctx):
+    """A signal ampc started with ignored stays ignored: the save goes on to its end."""
+    d = ctx.fresh("ignored")
+    p = ctx.stopped_mid_save(d, ["--passes", "none", "--external-data", "always"], ignore=signal.SIGHUP)
+    assert p, "the save ended before it could be stopped"
+    os.kill(p.pid, signal.SIGHUP)
+    rc, err = ctx.finish(p)
+    assert rc == 0, f"exit {rc}, want 0 (SIGHUP ignored): {err}"
+    with open(os.path.join(d, "out", "out.onnx"), "rb") as f:
+        assert f.read() != OLD, "OUT was not written"
     left = temps(os.path.join(d, "out"))
     assert not left, f"left behind: {left}"
 
@@ -197,6 +214,7 @@ def main():
         ("SIGINT mid-save (a data file): dies of it, nothing left", lambda c: interrupted(c, signal.SIGINT, ext)),
         ("SIGTERM mid-save (inline): dies of it, nothing left", lambda c: interrupted(c, signal.SIGTERM, inline)),
         ("SIGHUP mid-save (a data file): dies of it, nothing left", lambda c: interrupted(c, signal.SIGHUP, ext)),
+        ("SIGHUP mid-save, ignored when ampc started: the save completes", ignored_stays_ignored),
         ("SIGKILL mid-save: the next save removes what dead processes left", killed_then_saved),
         ("data cut short mid-save (a data file): exit 1, nothing left", lambda c: cut_short(c, "ext", ext)),
         ("data cut short mid-save (inline): exit 1, nothing left", lambda c: cut_short(c, "inline", inline)),

@@ -156,6 +156,17 @@ def same_bytes(a, b):
         return fa.read() == fb.read()
 
 
+def resaves_unchanged(ampc, model, copy, what):
+    """A problem (a string) unless the model file ampc wrote at `model` verifies, and loads
+    and saves (--passes none, into `copy`) to the same bytes; None when it does."""
+    r = ampc(model, "-o", copy, "--passes", "none", "--no-verify", "-q")
+    if r.returncode or ampc("verify", model).returncode:
+        return f"{what} does not load: exit {r.returncode}: {r.stderr.decode()[-300:]}"
+    if not same_bytes(model, copy):
+        return f"{what} saves differently when loaded and saved again"
+    return None
+
+
 def variant(ampc, m, folder, inputs):
     """Runs every writer on model proto m saved in folder; returns (exit statuses, problems)."""
     os.makedirs(folder, exist_ok=True)
@@ -172,11 +183,7 @@ def variant(ampc, m, folder, inputs):
     # The converted model saves again unchanged.
     codes["convert"] = ampc(path, "-o", out("a.onnx"), "-q").returncode
     if codes["convert"] == 0:
-        r = ampc(out("a.onnx"), "-o", out("b.onnx"), "--passes", "none", "-q")
-        if r.returncode:
-            bad.append(f"the converted model does not convert again: exit {r.returncode}: {r.stderr.decode()[-300:]}")
-        elif not same_bytes(out("a.onnx"), out("b.onnx")):
-            bad.append("the converted model saves differently when converted again with --passes none")
+        bad.append(resaves_unchanged(ampc, out("a.onnx"), out("b.onnx"), "the converted model"))
     # Checkpoints and --outputs: two steps in one run, or one, a checkpoint, and one more.
     r = ampc("run", path, *data, "--steps", "2", "--save-state", out("c2"), "--outputs", out("o2"))
     codes["run"] = r.returncode
@@ -207,11 +214,7 @@ def variant(ampc, m, folder, inputs):
     # The inference model `ampc export` writes, and the checkpoint it may read.
     codes["export"] = ampc("export", path, "-o", out("e.onnx")).returncode
     if codes["export"] == 0:
-        r = ampc(out("e.onnx"), "-o", out("e2.onnx"), "--passes", "none", "-q")
-        if r.returncode:
-            bad.append(f"ampc export's model does not load: exit {r.returncode}: {r.stderr.decode()[-300:]}")
-        elif not same_bytes(out("e.onnx"), out("e2.onnx")):
-            bad.append("ampc export's model saves differently when loaded and saved again")
+        bad.append(resaves_unchanged(ampc, out("e.onnx"), out("e2.onnx"), "ampc export's model"))
     if codes["export"] == 0 and codes["run"] == 0:
         r = ampc("export", path, "--load-state", out("c2"), "-o", out("e3.onnx"))
         if r.returncode:
@@ -221,12 +224,7 @@ def variant(ampc, m, folder, inputs):
     r = ampc("run", path, *data, "--steps", "1", env={"AMP_AUTO": "1", "AMP_LOG_PATH": logs})
     codes["auto"] = r.returncode
     for f in ("before.onnx", "after.onnx") if r.returncode == 0 else ():
-        log = os.path.join(logs, f)
-        r = ampc(log, "-o", out("resaved_" + f), "--passes", "none", "--no-verify", "-q")
-        if r.returncode or ampc("verify", log).returncode:
-            bad.append(f"AMP_LOG_PATH's {f} does not load: {r.stderr.decode()[-300:]}")
-        elif not same_bytes(log, out("resaved_" + f)):
-            bad.append(f"AMP_LOG_PATH's {f} saves differently when loaded and saved again")
+        bad.append(resaves_unchanged(ampc, os.path.join(logs, f), out("resaved_" + f), f"AMP_LOG_PATH's {f}"))
     # The calibration file.
     codes["calibrate"] = ampc("calibrate", path, *data, "-o", out("s.stats")).returncode
     if codes["calibrate"] == 0:
@@ -245,7 +243,7 @@ def variant(ampc, m, folder, inputs):
         if r.returncode:
             bad.append(f"--calibration does not read ampc calibrate's file: exit {r.returncode}: "
                        f"{r.stderr.decode()[-300:]}")
-    return codes, bad
+    return codes, [b for b in bad if b]
 
 
 def hostile_inputs(src, dst, m):
