@@ -13,7 +13,7 @@
 
 #include "ir/arena.h"
 #include "ir/ops.h"
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 typedef struct AmpModel AmpModel;
 

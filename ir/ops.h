@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 struct AmpNode;
 /* The context an infer function reads its inputs' types from and writes its outputs'

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 enum { ENTRY_FREE, ENTRY_BUSY, ENTRY_TEMP, ENTRY_MAP };
 

@@ -1,5 +1,5 @@
 /* AmpStatus helpers: first failure wins, context is prefixed on the way out. */
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "passes/pass.h"
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 #define AMP_CALIB_F16_MIN_NORMAL 6.103515625e-05 /* 2^-14 */
 #define AMP_CALIB_F16_ZERO 2.98023223876953125e-08 /* 2^-25: below it float16 rounds to 0 */

@@ -36,9 +36,14 @@ static const char *precision_name(int p) {
     return p == AMP_DT_FLOAT16 ? "converted to float16" : "converted to bfloat16";
 }
 
-AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptions *opt, AmpStatus *st) {
-    static const AmpExportOptions defaults = {0};
-    if (!opt) opt = &defaults;
+AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptions *given, AmpStatus *st) {
+    AmpExportOptions o;
+    const AmpExportOptions *opt = &o;
+    /* struct_size 0: the fields of version 0.1, which ended with summary_len. */
+    AmpCode rc = amp_api_struct_in(given, given ? given->struct_size : 0,
+                                   offsetof(AmpExportOptions, summary_len) + sizeof(size_t), &o, sizeof o,
+                                   "AmpExportOptions", st);
+    if (rc) return rc;
     if (!s) return amp_fail(st, AMP_ERR_USAGE, "export: no session");
     if (!path || !*path) return amp_fail(st, AMP_ERR_USAGE, "export: no path");
     int prec = opt->precision == AMP_DT_FLOAT ? 0 : opt->precision;
@@ -51,7 +56,7 @@ AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptio
     uint8_t *bytes = NULL;
     size_t len = 0;
     AmpModel *m = NULL;
-    AmpCode rc = amp_model_save_bytes(s->m, &bytes, &len, st);
+    rc = amp_model_save_bytes(s->m, &bytes, &len, st);
     if (!rc) rc = amp_model_load_bytes(bytes, len, NULL, NULL, &m, st);
     free(bytes);
     if (rc) return rc;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 typedef struct AmpPlanItem {
     size_t size;       /* bytes; 0 takes no space (offset 0) */

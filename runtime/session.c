@@ -129,8 +129,6 @@ static AmpCode run_initialization(AmpSession *s, const AmpExecOptions *eo, AmpSt
 /* Takes m (freed on failure). */
 static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConfig *cfg, AmpSession **out,
                           AmpStatus *st) {
-    static const AmpSessionOptions defaults = {0};
-    if (!opt) opt = &defaults;
     AmpSession *s = calloc(1, sizeof *s);
     if (!s) {
         amp_model_free(m);
@@ -205,21 +203,39 @@ static AmpCode read_settings(const AmpSessionOptions *opt, AmpAutoConfig *cfg, A
     return AMP_OK;
 }
 
+/* The options the caller gave, in this library's layout (amp_api_struct_in): *o zeroed
+ * (the defaults) where opt is NULL or older than this library. */
+static AmpCode take_options(const AmpSessionOptions *opt, AmpSessionOptions *o, AmpStatus *st) {
+    /* struct_size 0: the fields of version 0.1, which ended with `threads`. */
+    return amp_api_struct_in(opt, opt ? opt->struct_size : 0, offsetof(AmpSessionOptions, threads) + sizeof(int),
+                             o, sizeof *o, "AmpSessionOptions", st);
+}
+
+/* What both opens share once the model is loaded (or failed to: rc): onnxruntime-training's
+ * optimizer imported into it, then the session made. */
+static AmpCode open_loaded(AmpCode rc, AmpModel *m, const AmpSessionOptions *o, AmpAutoConfig *cfg,
+                           AmpSession **out, AmpStatus *st) {
+    if (!rc && o->ort_optimizer) {
+        rc = amp_ort_import_files(m, o->ort_optimizer, o->ort_checkpoint, o->learning_rate, NULL, 0, st);
+        if (rc) amp_model_free(m);
+    }
+    if (!rc) rc = open_model(m, o, cfg, out, st);
+    amp_auto_config_free(cfg);
+    return rc;
+}
+
 AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSession **out, AmpStatus *st) {
     *out = NULL;
     if (!path || !*path) return amp_fail(st, AMP_ERR_USAGE, "amp_session_open: no path");
+    AmpSessionOptions o;
     AmpAutoConfig cfg;
-    AmpCode rc = read_settings(opt, &cfg, st);
+    AmpCode rc = take_options(opt, &o, st);
+    if (!rc) rc = read_settings(&o, &cfg, st);
     if (rc) return rc;
     AmpModel *m = NULL;
     rc = amp_model_load_file(path, NULL, &m, st);
-    if (!rc && opt && opt->ort_optimizer) {
-        rc = amp_ort_import_files(m, opt->ort_optimizer, opt->ort_checkpoint, opt->learning_rate, NULL, 0, st);
-        if (rc) amp_model_free(m);
-    }
-    if (!rc) rc = open_model(m, opt, &cfg, out, st);
+    rc = open_loaded(rc, m, &o, &cfg, out, st);
     if (rc && st && !strstr(st->msg, path)) amp_status_prefix(st, "%s: ", path);
-    amp_auto_config_free(&cfg);
     return rc;
 }
 
@@ -227,18 +243,41 @@ AmpCode amp_session_open_bytes(const void *data, size_t len, const char *dir, co
                                AmpSession **out, AmpStatus *st) {
     *out = NULL;
     if (!data && len) return amp_fail(st, AMP_ERR_USAGE, "amp_session_open_bytes: no data");
+    AmpSessionOptions o;
     AmpAutoConfig cfg;
-    AmpCode rc = read_settings(opt, &cfg, st);
+    AmpCode rc = take_options(opt, &o, st);
+    if (!rc) rc = read_settings(&o, &cfg, st);
     if (rc) return rc;
     AmpModel *m = NULL;
     rc = amp_model_load_bytes(data, len, dir, NULL, &m, st);
-    if (!rc && opt && opt->ort_optimizer) {
-        rc = amp_ort_import_files(m, opt->ort_optimizer, opt->ort_checkpoint, opt->learning_rate, NULL, 0, st);
-        if (rc) amp_model_free(m);
-    }
-    if (!rc) rc = open_model(m, opt, &cfg, out, st);
-    amp_auto_config_free(&cfg);
-    return rc;
+    return open_loaded(rc, m, &o, &cfg, out, st);
+}
+
+void amp_session_options_init(AmpSessionOptions *opt) {
+    if (opt) *opt = (AmpSessionOptions)AMP_SESSION_OPTIONS_INIT;
+}
+
+const char *amp_version(void) {
+    return AMPC_VERSION_STRING;
+}
+
+AmpCode amp_api_struct_in(const void *given, size_t given_size, size_t size_0_1, void *dst, size_t dst_size,
+                          const char *type, AmpStatus *st) {
+    memset(dst, 0, dst_size);
+    if (!given) return AMP_OK;
+    size_t n = given_size ? given_size : size_0_1;
+    if (n < sizeof(size_t) || (given_size && given_size < size_0_1))
+        return amp_fail(st, AMP_ERR_USAGE, "%s.struct_size %zu: expected 0 or sizeof(%s) (%zu in this library)", type,
+                        given_size, type, dst_size);
+    /* A caller compiled against a newer header: the fields this library lacks must be left
+     * at their defaults (zero), or it would silently ignore what was asked. */
+    for (size_t i = dst_size; i < n; i++)
+        if (((const unsigned char *)given)[i])
+            return amp_fail(st, AMP_ERR_USAGE, "%s: a field past the %zu bytes this library (ampc %s) knows is set: "
+                            "the program was built against a newer ampc; link that version", type, dst_size,
+                            AMPC_VERSION_STRING);
+    memcpy(dst, given, n < dst_size ? n : dst_size);
+    return AMP_OK;
 }
 
 /* ---- running --------------------------------------------------------------------------- */

@@ -70,6 +70,15 @@ struct AmpSession {
 };
 
 /* session_io.c */
+/* A public options struct as this library lays it out (AmpSessionOptions, AmpExportOptions:
+ * ampc.h, "Options structs"): *dst (dst_size bytes) zeroed, then the first bytes of `given`
+ * copied in: given_size of them (its struct_size), or size_0_1 when that is 0 (a caller of
+ * version 0.1, before struct_size was counted). AMP_ERR_USAGE naming `type` when the
+ * size is impossible, or when a caller built against a newer header set a field this
+ * library does not have (ignoring it would drop what was asked). NULL given: defaults. */
+AmpCode amp_api_struct_in(const void *given, size_t given_size, size_t size_0_1, void *dst, size_t dst_size,
+                          const char *type, AmpStatus *st);
+
 AmpCode amp_session_build_io(AmpSession *s, AmpStatus *st);
 void amp_session_free_io(AmpSession *s);
 /* Checks inputs against the mode's list and fills `named` (n_inputs entries) in the

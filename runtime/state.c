@@ -7,11 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ampc/version.h"
 #include "runtime/session_impl.h"
 
-#ifndef AMPC_VERSION
-#define AMPC_VERSION "unknown"
-#endif
 
 #define META_STEPS "ampc.steps"
 #define META_RNG "ampc.rng"
@@ -227,7 +225,7 @@ AmpCode amp_session_state_save(AmpSession *s, const char *path, AmpStatus *st) {
     ck->has = AMP_MODEL_HAS_IR_VERSION;
     ck->ir_version = 8;
     ck->producer_name = "ampc";
-    ck->producer_version = AMPC_VERSION;
+    ck->producer_version = AMPC_VERSION_STRING;
     ck->graph->name = "ampc_checkpoint";
     ck->n_opsets = 1;
     ck->opsets = amp_arena_calloc(a, 1, sizeof *ck->opsets);

@@ -33,9 +33,6 @@
 #include "tools/cli_say.h"
 #include "tools/run.h"
 
-#ifndef AMPC_VERSION
-#define AMPC_VERSION "unknown"
-#endif
 
 
 /* ---- messages (ampc_say and ampc_usage_error: tools/cli_say.c) ------------------- */
@@ -265,7 +262,7 @@ static int cmd_verify(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!dashdash && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            ampc_print_command_help(stdout, AMPC_VERSION, CMD_VERIFY);
+            ampc_print_command_help(stdout, AMPC_VERSION_STRING, CMD_VERIFY);
             return finish_stdout();
         }
         if (!dashdash && strcmp(a, "--") == 0) {
@@ -692,8 +689,8 @@ int main(int argc, char **argv) {
     int rc = parse_options(&c, argc, argv);
     if (rc) return rc;
     if (c.help || c.version) {
-        if (c.help) ampc_print_command_help(stdout, AMPC_VERSION, c.cmd);
-        else printf("ampc %s\n", AMPC_VERSION);
+        if (c.help) ampc_print_command_help(stdout, AMPC_VERSION_STRING, c.cmd);
+        else printf("ampc %s\n", AMPC_VERSION_STRING);
         return finish_stdout();
     }
     return dispatch(&c, argc, argv);

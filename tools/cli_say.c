@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ampc/status.h"
+#include "ir/fail.h"
 #include "tools/cli_say.h"
 
 /* Prints "ampc: <message>" as exactly one line on stderr, whatever the message holds. */

@@ -10,7 +10,7 @@
 #include "tools/cli_options.h"
 #include "passes/options.h"
 #include "tools/run.h"
-#include "ampc/status.h"
+#include "ir/fail.h"
 #include "tools/cli_say.h"
 #include "tools/cli_values.h"
 

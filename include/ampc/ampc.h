@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ampc/status.h" /* AmpCode, AmpStatus */
+#include "ampc/status.h"  /* AmpCode, AmpStatus */
+#include "ampc/version.h" /* AMPC_VERSION_* */
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,9 +35,9 @@ typedef struct AmpTensorView {
 } AmpTensorView;
 
 /* Bytes the elements take (0 for an unknown dtype). */
-size_t amp_tensor_view_bytes(const AmpTensorView *t);
+AMP_API size_t amp_tensor_view_bytes(const AmpTensorView *t);
 /* Frees the data of a tensor the session returned (outputs, state copies). */
-void amp_tensor_view_free(AmpTensorView *t);
+AMP_API void amp_tensor_view_free(AmpTensorView *t);
 
 typedef enum AmpBackendKind {
     AMP_BACKEND_AUTO = 0, /* AMP_BACKEND's choice when set, else CUDA when built with it and a
@@ -47,10 +48,24 @@ typedef enum AmpBackendKind {
                              cannot read, for tests (slower than the CPU; same results) */
 } AmpBackendKind;
 
-/* Zero-initialised options are the defaults. The AMP settings are strings with the syntax
- * of the environment variable named beside each: a non-NULL field replaces that variable,
- * NULL reads it once at open (unless ignore_env). */
+/* The library linked: AMPC_VERSION_STRING of the headers it was built with ("0.1.0"). */
+AMP_API const char *amp_version(void);
+
+/* Options structs (AmpSessionOptions, AmpExportOptions) grow by fields added at their end;
+ * their first field, struct_size, tells the library which fields the caller knows:
+ * initialise with AMP_SESSION_OPTIONS_INIT / AMP_EXPORT_OPTIONS_INIT (or
+ * amp_session_options_init), which set it to the size of this header's struct, and set
+ * fields by name. A program built against an older header then runs with a newer library
+ * (the fields it lacks take their defaults), and one built against a newer header fails
+ * with AMP_ERR_USAGE if it sets a field an older library lacks, rather than having it
+ * ignored. struct_size 0 (a zeroed struct) reads as version 0.1's fields. Every field's
+ * zero value is its default. */
+
+/* The AMP settings are strings with the syntax of the environment variable named beside
+ * each: a non-NULL field replaces that variable, NULL reads it once at open (unless
+ * ignore_env). */
 typedef struct AmpSessionOptions {
+    size_t struct_size;     /* sizeof(AmpSessionOptions) as the caller compiled it (above) */
     AmpBackendKind backend; /* auto reads AMP_BACKEND (cpu, cuda, auto, sim) unless ignore_env */
     const char *amp_auto;   /* AMP_AUTO: "1" rewrites the model in mixed precision at open, "0" not */
     /* The AMP fields take what their variable and CLI option take, checked by one table
@@ -105,19 +120,24 @@ typedef struct AmpSessionOptions {
     /* The CPU backend's threads (oneDNN's OpenMP and OpenBLAS): > 0 replaces AMP_THREADS;
      * 0 reads AMP_THREADS (unless ignore_env), else the libraries' default, the CPUs the
      * process may use. Process-wide, as those libraries' thread pools are: the last session
-     * opened with it sets it. A bad AMP_THREADS fails the open (AMP_ERR_USAGE). Added after
-     * every older field, so zero-initialised options keep meaning the defaults. */
+     * opened with it sets it. A bad AMP_THREADS fails the open (AMP_ERR_USAGE). */
     int threads;
+    /* New fields go here, at the end (see "Options structs" above). */
 } AmpSessionOptions;
+
+#define AMP_SESSION_OPTIONS_INIT {.struct_size = sizeof(AmpSessionOptions)}
+/* *opt = AMP_SESSION_OPTIONS_INIT: the defaults, for callers that cannot use the macro
+ * (another language's FFI). */
+AMP_API void amp_session_options_init(AmpSessionOptions *opt);
 
 /* Opens a model file (external data beside it; "-": standard input, read to its end, with
  * no external data). opt may be NULL. */
-AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSession **out,
-                         AmpStatus *st);
+AMP_API AmpCode amp_session_open(const char *path, const AmpSessionOptions *opt, AmpSession **out,
+                                 AmpStatus *st);
 /* Opens a model from memory; `dir` is where external data is found (NULL: none allowed). */
-AmpCode amp_session_open_bytes(const void *data, size_t len, const char *dir,
-                               const AmpSessionOptions *opt, AmpSession **out, AmpStatus *st);
-void amp_session_close(AmpSession *s);
+AMP_API AmpCode amp_session_open_bytes(const void *data, size_t len, const char *dir,
+                                       const AmpSessionOptions *opt, AmpSession **out, AmpStatus *st);
+AMP_API void amp_session_close(AmpSession *s);
 
 /* ---- what the model takes and gives ------------------------------------------------- */
 
@@ -138,17 +158,17 @@ typedef struct AmpIoInfo {
 /* Inputs: RUN: the main graph's inputs; TRAIN: those, then each training algorithm's own
  * inputs (a name both declare is given once). Outputs: RUN: the main graph's outputs;
  * TRAIN: those, then each algorithm's outputs. */
-size_t amp_session_input_count(const AmpSession *s, AmpMode mode);
-size_t amp_session_output_count(const AmpSession *s, AmpMode mode);
+AMP_API size_t amp_session_input_count(const AmpSession *s, AmpMode mode);
+AMP_API size_t amp_session_output_count(const AmpSession *s, AmpMode mode);
 /* false when i is out of range */
-bool amp_session_input_info(const AmpSession *s, AmpMode mode, size_t i, AmpIoInfo *out);
-bool amp_session_output_info(const AmpSession *s, AmpMode mode, size_t i, AmpIoInfo *out);
+AMP_API bool amp_session_input_info(const AmpSession *s, AmpMode mode, size_t i, AmpIoInfo *out);
+AMP_API bool amp_session_output_info(const AmpSession *s, AmpMode mode, size_t i, AmpIoInfo *out);
 
 /* Whether the model carries a training algorithm (ONNX training_info). */
-bool amp_session_has_training_info(const AmpSession *s);
+AMP_API bool amp_session_has_training_info(const AmpSession *s);
 
 /* The model as the session runs it (after AMP_AUTO's rewrite), for tools. */
-const struct AmpModel *amp_session_model(const AmpSession *s);
+AMP_API const struct AmpModel *amp_session_model(const AmpSession *s);
 
 /* ---- running ------------------------------------------------------------------------ */
 
@@ -159,9 +179,9 @@ const struct AmpModel *amp_session_model(const AmpSession *s);
  * Output data is malloc'd: free each with amp_tensor_view_free; output names point into
  * the session (valid until close). On failure no output is left allocated. Weights are the
  * session's current state. A session runs one call at a time (no locking inside). */
-AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
-                        const char *const *output_names, size_t n_outputs, AmpTensorView *outputs,
-                        AmpStatus *st);
+AMP_API AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
+                                const char *const *output_names, size_t n_outputs, AmpTensorView *outputs,
+                                AmpStatus *st);
 
 /* One training step, inputs and outputs as amp_session_run with mode TRAIN.
  * - With training_info (ONNX TrainingInfoProto): for each training_info in order, the main
@@ -175,9 +195,9 @@ AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inp
  *   are returned; nothing is applied: the caller updates weights with
  *   amp_session_state_set.
  * The step counter (amp_session_stats) advances only when the step succeeds. */
-AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
-                               const char *const *output_names, size_t n_outputs,
-                               AmpTensorView *outputs, AmpStatus *st);
+AMP_API AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_t n_inputs,
+                                       const char *const *output_names, size_t n_outputs,
+                                       AmpTensorView *outputs, AmpStatus *st);
 
 /* ---- state: weights, optimizer state, loss-scale state ----------------------------- */
 
@@ -186,28 +206,29 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
  * of the main graph or of that training_info's algorithm graph (as ONNX allows: a
  * momentum buffer or step count kept in the algorithm); for a model without bindings,
  * every initializer of the main graph. Entries are named by their initializers. */
-size_t amp_session_state_count(const AmpSession *s);
+AMP_API size_t amp_session_state_count(const AmpSession *s);
 /* State entry i, copied out of the device into a host buffer the session keeps (data
  * borrowed until the next state_at of the same entry, or close; it does not follow later
  * steps). false when i is out of range or the copy fails. */
-bool amp_session_state_at(const AmpSession *s, size_t i, AmpTensorView *out);
+AMP_API bool amp_session_state_at(const AmpSession *s, size_t i, AmpTensorView *out);
 /* Replaces the value of the state entry t->name: same dtype and shape, else
  * AMP_ERR_USAGE naming it. The bytes are copied. */
-AmpCode amp_session_state_set(AmpSession *s, const AmpTensorView *t, AmpStatus *st);
+AMP_API AmpCode amp_session_state_set(AmpSession *s, const AmpTensorView *t, AmpStatus *st);
 
 /* A checkpoint: an ONNX model file whose initializers are the state entries (bit-exact
  * raw data) and whose metadata_props hold the step counter and RNG state, so it opens with
  * onnx.load. Written atomically (temporary file, then rename). */
-AmpCode amp_session_state_save(AmpSession *s, const char *path, AmpStatus *st);
+AMP_API AmpCode amp_session_state_save(AmpSession *s, const char *path, AmpStatus *st);
 /* Loads a checkpoint written by amp_session_state_save for the same model: every state
  * entry must be there with its dtype and shape, and nothing else; on failure the state is
  * unchanged. */
-AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st);
+AMP_API AmpCode amp_session_state_load(AmpSession *s, const char *path, AmpStatus *st);
 
 /* ---- export: the trained model back out ------------------------------------------- */
 
-/* Zero-initialised options are the defaults. */
+/* Initialise with AMP_EXPORT_OPTIONS_INIT ("Options structs" above). */
 typedef struct AmpExportOptions {
+    size_t struct_size;   /* sizeof(AmpExportOptions) as the caller compiled it */
     /* ONNX dtype of the export: 0 or 1 (float): FP32, no conversion (a model the session
      * holds converted already keeps its 16-bit forward as it is); 10 (float16) or 16
      * (bfloat16): the inference model goes through the ordinary conversion pipeline (the
@@ -218,7 +239,10 @@ typedef struct AmpExportOptions {
     bool no_value_info;   /* write no value_info entries of ampc's own */
     char *summary;        /* when not NULL: one line saying what was cut (summary_len bytes) */
     size_t summary_len;
+    /* New fields go here, at the end. */
 } AmpExportOptions;
+
+#define AMP_EXPORT_OPTIONS_INIT {.struct_size = sizeof(AmpExportOptions)}
 
 /* Writes the session's model as the inference model a user deploys, with the session's
  * current weights (after its training steps or a state_load): the main graph's forward
@@ -226,7 +250,7 @@ typedef struct AmpExportOptions {
  * initializers it does not read removed; passes/passes.h, amp_export_model), converted
  * when opt->precision asks. Written atomically (external data beside it when over 2 GB).
  * The session is unchanged. A model with no inference output left is AMP_ERR_INPUT. */
-AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptions *opt, AmpStatus *st);
+AMP_API AmpCode amp_session_export(AmpSession *s, const char *path, const AmpExportOptions *opt, AmpStatus *st);
 
 /* ---- reports ------------------------------------------------------------------------ */
 
@@ -263,12 +287,12 @@ typedef struct AmpSessionStats {
     const char *amp_precision_why; /* why auto chose it (one sentence); "" when not auto */
 } AmpSessionStats;
 
-void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
+AMP_API void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
 
 /* The device time of the kernels of the runs and steps since the last call, in ms (CUDA:
  * events around each graph's kernels, after its inputs are in and before its outputs are
  * read back); -1 on a backend that does not time its kernels (the CPU). */
-double amp_session_device_ms(AmpSession *s);
+AMP_API double amp_session_device_ms(AmpSession *s);
 
 #ifdef __cplusplus
 }

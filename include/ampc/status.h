@@ -4,6 +4,15 @@
 #ifndef AMP_STATUS_H
 #define AMP_STATUS_H
 
+/* What the library exports: the functions of these public headers and nothing else (the
+ * library is compiled with hidden visibility and the installed libampc.a keeps only these
+ * symbols global; docs/design.md, "The public library"). */
+#if defined(__GNUC__)
+#define AMP_API __attribute__((visibility("default")))
+#else
+#define AMP_API
+#endif
+
 /* The values double as the CLI's exit codes (docs/design.md, "Errors, memory and
  * untrusted input"). */
 typedef enum AmpCode {
@@ -19,21 +28,10 @@ typedef struct AmpStatus {
     char msg[1024];
 } AmpStatus;
 
-#if defined(__GNUC__)
-#define AMP_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define AMP_PRINTF(f, a)
-#endif
+/* Empties st (code AMP_OK, no message), for a status used again. */
+AMP_API void amp_status_clear(AmpStatus *st);
 
-/* Records a failure in st (which may be NULL) unless one is recorded already, so the
- * innermost, most precise message wins. Returns code, to allow `return amp_fail(...)`. */
-AmpCode amp_fail(AmpStatus *st, AmpCode code, const char *fmt, ...) AMP_PRINTF(3, 4);
-
-/* Prefixes an already recorded message with context ("model.onnx: "). */
-void amp_status_prefix(AmpStatus *st, const char *fmt, ...) AMP_PRINTF(2, 3);
-
-void amp_status_clear(AmpStatus *st);
-
-const char *amp_code_name(AmpCode code);
+/* "ok", "bad input", "usage", "unsupported" or "internal error". */
+AMP_API const char *amp_code_name(AmpCode code);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <cblas.h>
 
-#include "ampc/status.h"
+#include "ir/fail.h"
 
 /* Opens the library once (thread-safe); AMP_ERR_UNSUPPORTED naming what was tried when
  * it can't be found. Sessions call it before running; the wrappers below call it too. */

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int fail(const AmpStatus *st) {
     fprintf(stderr, "demo: %s\n", st->msg);
@@ -16,7 +17,10 @@ static int fail(const AmpStatus *st) {
 
 static int run(const char *path, const char *amp_auto, const AmpTensorView *in, AmpTensorView *out) {
     AmpStatus st = {AMP_OK, ""};
-    AmpSessionOptions so = {.backend = AMP_BACKEND_CPU, .amp_auto = amp_auto, .ignore_env = true};
+    AmpSessionOptions so = AMP_SESSION_OPTIONS_INIT;
+    so.backend = AMP_BACKEND_CPU;
+    so.amp_auto = amp_auto;
+    so.ignore_env = true;
     AmpSession *s = NULL;
     if (amp_session_open(path, &so, &s, &st)) return fail(&st);
     AmpCode rc = amp_session_run(s, in, 1, NULL, 1, out, &st);
@@ -28,6 +32,11 @@ int main(int argc, char **argv) {
     if (argc < 3 || argc - 2 > AMP_TENSOR_MAX_RANK) {
         fprintf(stderr, "usage: demo MODEL DIM...\n");
         return 2;
+    }
+    /* The library linked is the one the headers describe. */
+    if (strcmp(amp_version(), AMPC_VERSION_STRING) != 0) {
+        fprintf(stderr, "demo: linked ampc %s, compiled against %s\n", amp_version(), AMPC_VERSION_STRING);
+        return 1;
     }
     AmpTensorView in = {.name = "x", .dtype = 1, .rank = argc - 2};
     size_t n = 1;

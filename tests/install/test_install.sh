@@ -13,6 +13,19 @@ for f in lib/libampc.a include/ampc/ampc.h lib/pkgconfig/ampc.pc lib/cmake/ampc/
 done
 model=$src/models/cnn_infer/model.onnx
 
+# The archive exports the public API and nothing else: every global symbol it defines is a
+# function declared in include/ampc (AMP_API), and every one declared there is defined.
+lib=$tmp/prefix/lib/libampc.a
+nm -g --defined-only "$lib" | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/exported"
+grep -ho '^AMP_API [^(]*(' "$src"/include/ampc/*.h | sed 's/.*[ *]\(amp_[a-z0-9_]*\)($/\1/' | sort -u >"$tmp/declared"
+test -s "$tmp/declared" || { echo "FAIL: no AMP_API function found in include/ampc"; exit 1; }
+if ! cmp -s "$tmp/exported" "$tmp/declared"; then
+    echo "FAIL: libampc.a's global symbols differ from the public API (< exported only, > declared only):"
+    diff "$tmp/exported" "$tmp/declared" | grep '^[<>]' | head -20
+    exit 1
+fi
+echo "libampc.a exports the $(wc -l <"$tmp/declared") functions of include/ampc and nothing else"
+
 # CMake: find_package(ampc)
 cmake -S "$src/tests/install" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >"$tmp/cm.log" 2>&1 ||
     { cat "$tmp/cm.log"; echo "FAIL: configuring against the package"; exit 1; }

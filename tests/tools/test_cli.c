@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ampc/version.h"
 #include "tools/cli_options.h"
 #include "tests/ir/irtest_util.h"
 #include "tests/tools/cli_test_util.h"
@@ -128,7 +129,7 @@ Test(cli, every_option_in_the_table_is_accepted) {
 Test(cli, version) {
     Run r = run_ampc("--version", NULL);
     cr_assert_eq(r.code, 0);
-    cr_assert_str_eq(r.out, "ampc " AMPC_VERSION "\n");
+    cr_assert_str_eq(r.out, "ampc " AMPC_VERSION_STRING "\n");
     cr_assert_str_empty(r.err);
     run_free(&r);
 }
