@@ -1,5 +1,6 @@
 /* AmpStatus helpers: first failure wins, context is prefixed on the way out. */
 #include "ir/fail.h"
+#include "ir/front.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,4 +49,14 @@ const char *amp_code_name(AmpCode code) {
     case AMP_ERR_INTERNAL: return "internal error";
     }
     return "?";
+}
+
+static AmpFront caller_front = AMP_FRONT_C;
+
+void amp_front_set(AmpFront front) {
+    caller_front = front;
+}
+
+AmpFront amp_front(void) {
+    return caller_front;
 }

@@ -10,6 +10,7 @@
 #define AMP_FUSED_ROUND_F16(x) amp_f16_to_f32(amp_f32_to_f16(x))
 #define AMP_FUSED_ROUND_BF16(x) amp_bf16_to_f32(amp_f32_to_bf16(x))
 #include "ops/fused_eval.h"
+#include "ir/front.h"
 
 static_assert((int)AMP_FDT_FLOAT == (int)AMP_DT_FLOAT && (int)AMP_FDT_INT32 == (int)AMP_DT_INT32 &&
                   (int)AMP_FDT_INT64 == (int)AMP_DT_INT64 && (int)AMP_FDT_BOOL == (int)AMP_DT_BOOL &&
@@ -155,9 +156,11 @@ static AmpCode check_inputs(AmpKernelCtx *k, const AmpFusedProg *p, int t, const
         if (b->nelem != 1 && !amp_fused_repeats(b, shape))
             return amp_kernel_fail(k, AMP_ERR_INPUT,
                                    "input %d ('%s') is not shaped as input %d nor one element: the plan fused these "
-                                   "nodes from the model's declared shapes, which this run contradicts (--no-fuse, or "
-                                   "the session option no_fuse, runs them apart)",
-                                   at, k->node->inputs[at] ? k->node->inputs[at]->name : "", t * p->n_in + p->shape_input);
+                                   "nodes from the model's declared shapes, which this run contradicts (%s runs them "
+                                   "apart)", at, k->node->inputs[at] ? k->node->inputs[at]->name : "",
+                                   t * p->n_in + p->shape_input,
+                                   /* the options table's spelling (passes/options.c), which ops/ cannot call */
+                                   amp_front() == AMP_FRONT_CLI ? "--no-fuse" : "no_fuse");
     }
     return AMP_OK;
 }

@@ -15,6 +15,7 @@
 #include "passes/amp_impl.h"
 #include "passes/calib.h"
 #include "passes/training.h"
+#include "passes/options.h"
 
 /* ---- training rules (docs/design.md, "The training-graph contract") --------------- */
 
@@ -148,9 +149,11 @@ static int kept_fp32_clause(const AmpRun *r, char *line, size_t len, int k) {
         else snprintf(share, sizeof share, " (GEMM/conv FLOPs unknown: shapes not static)");
         char why[256];
         if (w == OPSET)
-            snprintf(why, sizeof why, "opset %lld takes no %s for %s; %s", (long long)r->opset_default, r->dt_short, op[w],
-                     r->opt->opset_upgrade == AMP_OPSET_UPGRADE_NEVER ? "--opset-upgrade auto converts them"
-                                                                     : "the opset_upgrade pass did not raise it (see its message)");
+            snprintf(why, sizeof why, "opset %lld takes no %s for %s; %s%s", (long long)r->opset_default, r->dt_short, op[w],
+                     r->opt->opset_upgrade == AMP_OPSET_UPGRADE_NEVER
+                         ? amp_option_say("opset-upgrade", "auto", (char[192]){0}, 192)
+                         : "the opset_upgrade pass did not raise it (see its message)",
+                     r->opt->opset_upgrade == AMP_OPSET_UPGRADE_NEVER ? " converts them" : "");
         else
             snprintf(why, sizeof why, "%s", what[w]);
         k += snprintf(line + k, len - (size_t)k, "; %zu allow-list %s%s stay%s fp32: %s", count[w],

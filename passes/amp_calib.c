@@ -13,6 +13,7 @@
 
 #include "passes/amp_impl.h"
 #include "passes/calib.h"
+#include "passes/options.h"
 
 /* ---- the file ------------------------------------------------------------------------ */
 
@@ -257,7 +258,8 @@ size_t amp_calib_underflow(const AmpCalibStats *s, const AmpModel *m, size_t max
                      safe, safe, top);
         else
             snprintf(line, sizeof line, "calibration: advice: no loss scale serves both the largest gradient (%.3g) "
-                     "and these: keep the nodes above fp32 (--keep-fp32 NODE), or use --precision bf16", top);
+                     "and these: keep the nodes above fp32 (--keep-fp32 NODE), or use %s", top,
+                     AMP_OPT_SAY("precision", "bf16"));
         fn(ctx, line);
     }
     free(u);

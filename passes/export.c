@@ -20,6 +20,7 @@
 #include "ir/half.h"
 #include "passes/pass.h"
 #include "passes/training.h"
+#include "passes/options.h"
 
 static bool ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
@@ -304,7 +305,8 @@ AmpCode amp_export_model(AmpModel *m, const char *loss_name, AmpExportSummary *s
         if (param)
             return amp_fail(st, AMP_ERR_INPUT,
                             "export: parameter '%s' is a graph input with no value (onnxruntime-training's training "
-                            "model: give --optimizer and --checkpoint, which hold the parameters' values)", v->name);
+                            "model: give %s and %s, which hold the parameters' values)", v->name,
+                            AMP_OPT_SAY("optimizer", NULL), AMP_OPT_SAY("checkpoint", NULL));
     }
     /* Inputs and initializers nothing reads any more. */
     for (size_t i = g->inputs.n; i-- > 0;) {

@@ -14,12 +14,15 @@
 #include <string.h>
 
 #include "ir/builder.h"
+#include "passes/options.h"
 #include "passes/pass.h"
 #include "passes/training.h"
 
 /* The names are training.h's; every node this pass adds is named PREFIX... (the file's
  * record of AMP_ORIGIN_LOSS_SCALE, ir/precision.c's group). */
 #define PREFIX AMP_LOSS_SCALE_PREFIX "/"
+/* What every refusal below offers: converting without loss scaling, as the caller spells it. */
+#define UNSCALED AMP_OPT_SAY("loss-scale", "none")
 #define SCALE AMP_LS_SCALE
 #define TRACKER AMP_LS_TRACKER
 #define FOUND_INF AMP_LS_FOUND_INF
@@ -141,19 +144,19 @@ static AmpCode find_grads(Ls *l) {
                 return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                                 "loss_scale: gradient '%s' of '%s' has no known type (made by node '%s', %s%s%s, "
                                 "which ampc cannot type), so it could not be unscaled: the conversion would leave "
-                                "it %s too large; convert with --loss-scale none to leave the graph unscaled",
+                                "it %s too large; convert with %s to leave the graph unscaled",
                                 gv->name, p->name, pn->name ? pn->name : "",
                                 pn->domain && *pn->domain ? pn->domain : "", pn->domain && *pn->domain ? "." : "",
-                                pn->op_type ? pn->op_type : "?", "the loss scale times");
+                                pn->op_type ? pn->op_type : "?", "the loss scale times", UNSCALED);
             }
             if (!is_float(gv)) continue;
             if (l->n_grads && gv->graph != l->grads[0]->graph)
                 return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                                 "loss_scale: gradients '%s' and '%s' are made in different graphs (%s and %s): "
-                                "ampc unscales and checks the gradients in one graph; convert with --loss-scale "
-                                "none", l->grads[0]->name, gv->name,
+                                "ampc unscales and checks the gradients in one graph; convert with %s",
+                                l->grads[0]->name, gv->name,
                                 l->grads[0]->graph == l->g ? "the main graph" : "a training algorithm",
-                                gv->graph == l->g ? "the main graph" : "another training algorithm");
+                                gv->graph == l->g ? "the main graph" : "another training algorithm", UNSCALED);
             l->grads[l->n_grads++] = gv;
         }
     }
@@ -210,9 +213,9 @@ static AmpCode check_accumulated(Ls *l) {
             if (n->graph != l->h)
                 return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                                 "loss_scale: accumulator '%s' is in %s, the gradients in %s: it could not be gated "
-                                "on the gradient check; convert with --loss-scale none", n->name ? n->name : "",
+                                "on the gradient check; convert with %s", n->name ? n->name : "",
                                 g == l->g ? "the main graph" : "a training algorithm",
-                                l->h == l->g ? "the main graph" : "a training algorithm");
+                                l->h == l->g ? "the main graph" : "a training algorithm", UNSCALED);
             AmpValue *v = n->n_inputs >= 2 ? n->inputs[1] : NULL;
             bool found = !v;
             for (size_t i = 0; i < l->n_grads && !found; i++) found = l->grads[i] == v;
@@ -221,7 +224,7 @@ static AmpCode check_accumulated(Ls *l) {
                                 "loss_scale: accumulator '%s' adds '%s', which is no parameter's gradient "
                                 "'<param>_grad' (a float initializer or graph input with that gradient), so it could "
                                 "not be unscaled: it would reach the buffer multiplied by the loss scale; convert "
-                                "with --loss-scale none", n->name ? n->name : "", v->name);
+                                "with %s", n->name ? n->name : "", v->name, UNSCALED);
         }
     }
     return AMP_OK;
@@ -239,21 +242,21 @@ static AmpCode home(Ls *l) {
     if (l->seed->graph != l->g && l->seed->graph != l->h)
         return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                         "loss_scale: the backward seed '%s' is made in one training algorithm and the gradients "
-                        "(first '%s') in another; convert with --loss-scale none", l->seed->name,
-                        l->grads[0]->name);
+                        "(first '%s') in another; convert with %s", l->seed->name,
+                        l->grads[0]->name, UNSCALED);
     if (l->h == l->g) return AMP_OK;
     for (AmpNode *n = l->g->first; n; n = n->next)
         if (amp_is_optimizer(n) && n->origin != AMP_ORIGIN_LOSS_SCALE)
             return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                             "loss_scale: optimizer '%s' is in the main graph, the gradients in a training algorithm: "
-                            "its update could not be gated on the gradient check; convert with --loss-scale none",
-                            n->name ? n->name : "");
+                            "its update could not be gated on the gradient check; convert with %s",
+                            n->name ? n->name : "", UNSCALED);
     for (size_t k = 0; k < m->n_training; k++)
         if (&m->training[k] != l->h_ti && m->training[k].n_update_bindings)
             return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                             "loss_scale: training_info[%zu] updates '%s', but the gradients are checked in another "
-                            "training algorithm, whose amp_found_inf it cannot read; convert with --loss-scale none",
-                            k, m->training[k].update_bindings[0].key);
+                            "training algorithm, whose amp_found_inf it cannot read; convert with %s",
+                            k, m->training[k].update_bindings[0].key, UNSCALED);
     amp_builder_init(&l->hb, l->h, PREFIX);
     l->hb.origin = AMP_ORIGIN_LOSS_SCALE;
     return AMP_OK;
@@ -269,15 +272,15 @@ static AmpCode find_parts(Ls *l) {
     if (!l->seed || !is_float(l->seed))
         return amp_fail(l->st, AMP_ERR_INPUT,
                         "loss_scale: training graph with loss '%s', but no float backward seed '%s_grad' (the "
-                        "gradient of the loss) in the main graph or a training algorithm: name the loss with --loss "
-                        "NAME, or convert with --loss-scale none", l->loss->name, l->loss->name);
+                        "gradient of the loss) in the main graph or a training algorithm: name the loss with %s, "
+                        "or convert with %s", l->loss->name, l->loss->name, AMP_OPT_SAY("loss", "NAME"), UNSCALED);
     if ((rc = find_grads(l))) return rc;
     if (!l->n_grads)
         return amp_fail(l->st, AMP_ERR_INPUT,
                         "loss_scale: training graph with loss '%s', but no parameter gradient: none of the float "
                         "initializers or graph inputs X has a computed 'X_grad' in the main graph or a training "
-                        "algorithm (onnxruntime training's naming); convert with --loss-scale none to skip loss "
-                        "scaling", l->loss->name);
+                        "algorithm (onnxruntime training's naming); convert with %s to skip loss "
+                        "scaling", l->loss->name, UNSCALED);
     if ((rc = home(l))) return rc;
     if ((rc = check_accumulated(l))) return rc;
     if (!has_update_path(l))
@@ -479,7 +482,7 @@ static AmpCode gate_optimizers(Ls *l) {
         if (strcmp(d, AMP_TRAINING_DOMAIN) != 0)
             return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                             "loss_scale: node '%s' (%s:%s): cannot gate this optimizer's updates on amp_found_inf; "
-                            "convert with --loss-scale none", n->name ? n->name : "", d, n->op_type);
+                            "convert with %s", n->name ? n->name : "", d, n->op_type, UNSCALED);
         int outs = n->n_outputs, ins = n->n_inputs - 2;
         int per = 0; /* tensors per group: n outputs groups of `per`, n + 1 input groups */
         for (int k = 1; k <= outs && !per; k++)
@@ -518,8 +521,8 @@ static AmpCode gate_accumulators(Ls *l) {
         if (!is_float(v))
             return amp_fail(l->st, AMP_ERR_UNSUPPORTED,
                             "loss_scale: accumulator '%s' (%s) adds '%s', whose type is not known to be a float "
-                            "tensor, so it cannot be gated on " FOUND_INF "; convert with --loss-scale none",
-                            n->name ? n->name : "", n->op_type, v->name);
+                            "tensor, so it cannot be gated on " FOUND_INF "; convert with %s",
+                            n->name ? n->name : "", n->op_type, v->name, UNSCALED);
         AmpBuilder *b = hbuilder(l);
         if (!zero_f32 && !(zero_f32 = constant(l, "accumulator_zero", AMP_DT_FLOAT, 0.0))) return built(l, b);
         AmpValue *zero = zero_f32;
@@ -749,7 +752,7 @@ AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *s
     if (opset < 9)
         return amp_fail(st, AMP_ERR_UNSUPPORTED,
                         "loss_scale: the model imports ai.onnx opset %lld; the gradient check needs opset 9 or later "
-                        "(IsNaN, Where): convert with --loss-scale none", (long long)opset);
+                        "(IsNaN, Where): convert with %s", (long long)opset, UNSCALED);
     static const char *const taken[] = {SCALE, TRACKER, SCALE_NEW, TRACKER_NEW};
     for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
         if (amp_step_lookup(m, taken[i]))

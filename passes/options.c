@@ -7,6 +7,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,24 +266,25 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
  * applies them. */
 static const AmpOption OPTIONS[] = {
     /* The sessions' own settings (runtime/amp_auto.c). */
-    {"backend", "AMP_BACKEND", "cpu, cuda, auto or sim", set_backend, 0, AMP_DOOR_SESSION, .example = "sim",
+    {"backend", "AMP_BACKEND", "cpu, cuda, auto or sim", set_backend, 0, AMP_DOOR_SESSION, .field = "backend",
+     .example = "sim",
      .refused = "tpu",
      .doc = "the backend of a session whose backend option says `auto` (`ampc run`, `bench`, `calibrate` without "
             "`--backend`): `sim` is the device simulator, which the tests use to prove the runtime never reads "
             "device memory"},
     {"tf32", "AMP_TF32", YES_NO("CUDA may use TF32 for float32 GEMMs and convolutions"), set_yes_no, AT(run.tf32),
-     AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     AMP_DOOR_SESSION, .field = "tf32", .example = "1", .refused = "maybe",
      .doc = "CUDA: float32 GEMMs and convolutions may use TF32 tensor cores (`--tf32`, the session option `tf32`); "
             "the default is a true FP32 baseline"},
     {NULL, "AMP_AUTO", YES_NO("rewrite the model in mixed precision"), set_yes_no, AT(run.amp_auto), AMP_DOOR_SESSION,
-     .example = "1", .refused = "maybe",
+     .field = "amp_auto", .example = "1", .refused = "maybe",
      .doc = "the session runs the AMP pipeline (the default pipeline) over the FP32 graph in memory when it opens "
             "it, the variables `AMP_AUTO` sessions read saying how (the session option `amp_auto`); unset or 0, "
             "none of those is read and nothing is rewritten"},
     /* The CPU backend's threads and the most a load may use: sessions read it whether or
      * not AMP_AUTO is on, ampc for every command; `ampc run/bench --threads` replaces it. */
     {"threads", "AMP_THREADS", "a whole number from 1", set_threads, 0, AMP_DOOR_SESSION | AMP_DOOR_COMMAND,
-     .example = "2", .refused = "two",
+     .field = "threads", .example = "2", .refused = "two",
      .doc = "the CPU backend's thread count, oneDNN's OpenMP threads and OpenBLAS's (see "
             "[speed.md](speed.md#threads); unset: the CPUs the process may use), and the most threads a load or an "
             "`ampc` conversion may use (unset: those CPUs, at most 8; 1: the calling thread alone; with two or "
@@ -307,7 +309,8 @@ static const AmpOption OPTIONS[] = {
      .example = "0", .refused = "maybe",
      .doc = "0: the CPU kernels use OpenBLAS for everything, not oneDNN. Process-wide, as the library is: it counts "
             "when a session sets it before oneDNN's first use"},
-    {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .example = "amp_log",
+    {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .field = "log_path",
+     .example = "amp_log",
      .refused = "/proc/ampc-log",
      .doc = "a folder (made if needed) for `before.onnx`, `after.onnx`, `before.txt`, `after.txt`, `summary.txt` "
             "and `paint.txt` (the four op lists in force, then the nodes of each paint bucket); each is created "
@@ -316,7 +319,7 @@ static const AmpOption OPTIONS[] = {
             "option `log_path`)"},
     /* The conversion's options. */
     {"precision", "AMP_PRECISION", "fp16 (or float16, half), bf16 (or bfloat16) or auto", set_precision, 0, CONV,
-     .example = "bf16", .refused = "fp8",
+     .field = "precision", .example = "bf16", .refused = "fp8",
      .doc = "the 16-bit type, as `--precision` (sessions default to `auto`: [Precision auto](cli.md#precision-auto); "
             "the session option `precision`)"},
     /* A test hook: what auto decides on a CPU with these features (the CLI reads it too). */
@@ -326,31 +329,38 @@ static const AmpOption OPTIONS[] = {
     {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, 0,
      .doc = NULL},
     {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, CONV,
-     .example = "22", .refused = "23", .doc = "as `--opset-upgrade` (the session option `opset_upgrade`)"},
-    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, CONV, .example = "Add", .refused = "NoSuchOp",
+     .field = "opset_upgrade", .example = "22", .refused = "23",
+     .doc = "as `--opset-upgrade` (the session option `opset_upgrade`)"},
+    {"allow", "AMP_ALLOWLIST_ADD", OPS, set_list, AMP_CLASS_ALLOW, CONV, .field = "allowlist_add",
+     .example = "Add", .refused = "NoSuchOp",
      .doc = "ops added to the allow list, as `--allow` (the session option `allowlist_add`)"},
-    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, CONV, .example = "Transpose", .refused = "NoSuchOp",
+    {"infer", "AMP_INFERLIST_ADD", OPS, set_list, AMP_CLASS_INFER, CONV, .field = "inferlist_add",
+     .example = "Transpose", .refused = "NoSuchOp",
      .doc = "ops added to the infer list, as `--infer`"},
-    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, CONV, .example = "MatMul", .refused = "NoSuchOp",
+    {"clear", "AMP_CLEARLIST_ADD", OPS, set_list, AMP_CLASS_CLEAR, CONV, .field = "clearlist_add",
+     .example = "MatMul", .refused = "NoSuchOp",
      .doc = "ops added to the clear list, as `--clear`"},
-    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, CONV, .example = "MatMul", .refused = "NoSuchOp",
+    {"deny", "AMP_DENYLIST_ADD", OPS, set_list, AMP_CLASS_DENY, CONV, .field = "denylist_add",
+     .example = "MatMul", .refused = "NoSuchOp",
      .doc = "ops added to the deny list, as `--deny`"},
-    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, CONV, .example = "MatMul",
-     .refused = "NoSuchOp",
+    {NULL, "AMP_ALLOWLIST_REMOVE", OPS, set_list, AMP_CLASS_ALLOW | REMOVE, CONV, .field = "allowlist_remove",
+     .example = "MatMul", .refused = "NoSuchOp",
      .doc = "ops taken out of the allow list, after every addition (an op removed from its list is in none)"},
-    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, CONV, .example = "Add",
+    {NULL, "AMP_INFERLIST_REMOVE", OPS, set_list, AMP_CLASS_INFER | REMOVE, CONV, .field = "inferlist_remove",
+     .example = "Add",
      .refused = "NoSuchOp", .doc = "ops taken out of the infer list"},
-    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, CONV, .example = "Relu",
+    {NULL, "AMP_CLEARLIST_REMOVE", OPS, set_list, AMP_CLASS_CLEAR | REMOVE, CONV, .field = "clearlist_remove",
+     .example = "Relu",
      .refused = "NoSuchOp", .doc = "ops taken out of the clear list"},
     {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, CONV,
-     .example = "SoftmaxCrossEntropyLoss",
+     .field = "denylist_remove", .example = "SoftmaxCrossEntropyLoss",
      .refused = "NoSuchOp", .doc = "ops taken out of the deny list"},
     {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0, .doc = NULL},
     {"keep-io-types", NULL, "nothing", set_keep_io, false, 0, .doc = NULL},
     {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0, .doc = NULL},
     {"loss", NULL, "the name of the loss value", set_loss, 0, 0, .doc = NULL},
     {"loss-scale", "AMP_LOSS_SCALE", "dynamic, none or a positive number up to 3.4e38 (float32's largest)",
-     set_loss_scale, 0, CONV, .example = "1024", .refused = "foo",
+     set_loss_scale, 0, CONV, .field = "loss_scale", .example = "1024", .refused = "foo",
      .doc = "loss scaling of training graphs, as `--loss-scale` (the session option `loss_scale`)"},
     {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0, .doc = NULL},
     {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0, .doc = NULL},
@@ -358,7 +368,7 @@ static const AmpOption OPTIONS[] = {
     {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0, .doc = NULL},
     {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0, .doc = NULL},
     {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, CONV,
-     .example = "model.stats", .refused = "/nonexistent/ampc.stats",
+     .field = "calibration", .example = "model.stats", .refused = "/nonexistent/ampc.stats",
      .doc = "measured ranges, as `--calibration` (the session option `calibration`); a file that cannot be read is "
             "an error"},
     {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, CONV,
@@ -386,6 +396,38 @@ const AmpOption *amp_option_find(const char *name) {
         if ((OPTIONS[i].name && is(OPTIONS[i].name, name)) || (OPTIONS[i].env && is(OPTIONS[i].env, name)))
             return &OPTIONS[i];
     return NULL;
+}
+
+/* ---- the caller's door, in messages ------------------------------------------------- */
+
+/* Session options outside the table (no variable): their flag in `ampc run` and field. */
+static const struct {
+    const char *flag, *field;
+} SESSION_ONLY[] = {
+    {"optimizer", "ort_optimizer"},  {"checkpoint", "ort_checkpoint"}, {"lr", "learning_rate"},
+    {"timeout", "timeout_seconds"},  {"max-iterations", "max_iterations"}, {"no-fuse", "no_fuse"},
+    {"no-fallback", "no_fallback"},  {"seed", "seed"},
+};
+
+const char *amp_option_say(const char *flag, const char *value, char *buf, size_t n) {
+    const AmpOption *d = amp_option_find(flag);
+    const char *field = d ? d->field : NULL, *env = d ? d->env : NULL;
+    for (size_t i = 0; !d && i < sizeof SESSION_ONLY / sizeof *SESSION_ONLY; i++)
+        if (is(SESSION_ONLY[i].flag, flag)) field = SESSION_ONLY[i].field;
+    AmpFront front = amp_front();
+    if (front == AMP_FRONT_CLI || !field) {
+        snprintf(buf, n, "--%s%s%s", flag, value ? " " : "", value ? value : "");
+        return buf;
+    }
+    const char *eq = front == AMP_FRONT_PYTHON ? "=" : " = ";
+    int k = value ? snprintf(buf, n, "%s%s\"%s\"", field, eq, value) : snprintf(buf, n, "%s", field);
+    if (k < 0 || (size_t)k >= n) return buf;
+    const char *what = front == AMP_FRONT_C ? "AmpSessionOptions" : NULL;
+    if (env && value)
+        snprintf(buf + k, n - (size_t)k, " (%s%sor %s=%s)", what ? what : "", what ? "; " : "", env, value);
+    else if (what)
+        snprintf(buf + k, n - (size_t)k, " (%s)", what);
+    return buf;
 }
 
 AmpCode amp_option_set(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/front.h"
 #include "passes/pass.h"
 
 /* The sessions' own settings, read by the same table (runtime/amp_auto.c hands them on to
@@ -67,6 +68,9 @@ struct AmpOption {
     bool (*set)(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st);
     int arg;          /* the setter's own datum (a list option's AmpOpClass, ...) */
     unsigned doors;   /* AMP_DOOR_*: who reads the variable */
+    /* The C API's AmpSessionOptions field that replaces the variable (the Python keyword
+     * too), or NULL where a session has none; runtime/amp_auto.c reads it by this name. */
+    const char *field;
     /* A variable's entry in docs/env.md (tools/gen_cli_md.c): what it does (markdown); and a
      * value it takes and one it refuses, for that page and the test that walks the table
      * (tests/tools/test_env_doors.py). NULL for the CLI's own options. */
@@ -105,6 +109,16 @@ bool amp_parse_whole(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 /* The message of a refused value: "LABEL 'V': expected EXPECT" ("LABEL='V'" when LABEL is
  * a variable), AMP_ERR_USAGE. For options outside the table (AMP_BACKEND, --backend) too. */
 AmpCode amp_option_refuse(AmpStatus *st, const char *label, const char *v, const char *expect);
+
+/* An option, by its CLI name ("loss-scale") and a value to give it (NULL: the option alone),
+ * as the caller's front end (ir/front.h) spells it, into buf: `--loss-scale none`; for the C API
+ * `loss_scale = "none" (AmpSessionOptions; or AMP_LOSS_SCALE=none)`; for Python
+ * `loss_scale="none" (or AMP_LOSS_SCALE=none)`. An option only the command has (no field,
+ * no variable) is its flag whatever the front. Returns buf. */
+const char *amp_option_say(const char *flag, const char *value, char *buf, size_t n);
+/* The same into a buffer that lives until the end of the enclosing block: for a message's
+ * argument, amp_fail(st, code, "...; convert with %s", AMP_OPT_SAY("loss-scale", "none")). */
+#define AMP_OPT_SAY(flag, value) amp_option_say((flag), (value), (char[192]){0}, 192)
 
 /* The environment's door: for each row whose variable `door` (an AMP_DOOR_ bit) reads, in
  * table order, the value get(ctx, row) gives; NULL or "" is unset. A row already set (by

@@ -29,12 +29,16 @@
 #include <string.h>
 
 #include "ir/ort_checkpoint.h"
+#include "passes/options.h"
 #include "passes/pass.h"
 #include "passes/training.h"
 
 #define BUFFER_SUFFIX "_grad.accumulation.buffer"
 #define PREFIX "ort_optimizer/"
 #define DEFAULT_LR 0.001 /* onnxruntime's optimizer, when the checkpoint has none */
+/* The two files as the caller gave them: `--optimizer`, or the session's ort_optimizer. */
+#define OPTIMIZER AMP_OPT_SAY("optimizer", NULL)
+#define CHECKPOINT AMP_OPT_SAY("checkpoint", NULL)
 
 typedef struct Param {
     AmpValue *p;      /* the parameter (main graph) */
@@ -142,8 +146,9 @@ static AmpCode find_params(Imp *x, const AmpOrtCheckpoint *ck) {
     for (AmpNode *n = x->g->first; n; n = n->next) cap += n->op == AMP_OP_Ms_InPlaceAccumulatorV2;
     if (!cap)
         return amp_fail(x->st, AMP_ERR_INPUT,
-                        "--optimizer: the model has no com.microsoft InPlaceAccumulatorV2 node, so it is not an "
-                        "onnxruntime-training training_model.onnx (the optimizer model applies to those)");
+                        "%s: the model has no com.microsoft InPlaceAccumulatorV2 node, so it is not an "
+                        "onnxruntime-training training_model.onnx (the optimizer model applies to those)",
+                        OPTIMIZER);
     x->params = amp_arena_calloc(&x->m->arena, cap, sizeof *x->params);
     if (!x->params) return oom(x);
     for (AmpNode *n = x->g->first; n; n = n->next) {
@@ -151,21 +156,21 @@ static AmpCode find_params(Imp *x, const AmpOrtCheckpoint *ck) {
         AmpValue *buf = n->n_inputs >= 2 ? n->inputs[0] : NULL, *grad = n->n_inputs >= 2 ? n->inputs[1] : NULL;
         if (!buf || !grad || !(buf->flags & AMP_VALUE_INPUT) || !ends_with(buf->name, BUFFER_SUFFIX))
             return amp_fail(x->st, AMP_ERR_INPUT,
-                            "--optimizer: accumulator '%s' does not add into a graph input named "
-                            "'<parameter>" BUFFER_SUFFIX "', as onnxruntime-training writes them",
+                            "%s: accumulator '%s' does not add into a graph input named "
+                            "'<parameter>" BUFFER_SUFFIX "', as onnxruntime-training writes them", OPTIMIZER,
                             n->name ? n->name : "");
         const char *pname = amp_arena_strndup(&x->m->arena, buf->name, strlen(buf->name) - strlen(BUFFER_SUFFIX));
         if (!pname) return oom(x);
         AmpValue *p = amp_graph_lookup(x->g, pname);
         if (!p || p->graph != x->g || !(p->flags & AMP_VALUE_INPUT))
-            return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: accumulator '%s' is for parameter '%s', which is not "
-                            "an input of the model", n->name ? n->name : "", pname);
+            return amp_fail(x->st, AMP_ERR_INPUT, "%s: accumulator '%s' is for parameter '%s', which is not "
+                            "an input of the model", OPTIMIZER, n->name ? n->name : "", pname);
         const AmpOrtParam *cp = amp_ort_checkpoint_find(ck, pname);
         if (!cp)
-            return amp_fail(x->st, AMP_ERR_INPUT, "--checkpoint: no value for parameter '%s'", pname);
+            return amp_fail(x->st, AMP_ERR_INPUT, "%s: no value for parameter '%s'", CHECKPOINT, pname);
         if (!cp->requires_grad)
-            return amp_fail(x->st, AMP_ERR_INPUT, "--checkpoint: parameter '%s' is frozen there, but the model "
-                            "computes its gradient", pname);
+            return amp_fail(x->st, AMP_ERR_INPUT, "%s: parameter '%s' is frozen there, but the model "
+                            "computes its gradient", CHECKPOINT, pname);
         x->params[x->n++] = (Param){.p = p, .grad = grad, .acc = n, .ck = cp};
     }
     return AMP_OK;
@@ -179,14 +184,15 @@ static AmpCode read_optimizer(Imp *x, const AmpModel *opt) {
             continue;
         }
         return amp_fail(x->st, AMP_ERR_UNSUPPORTED,
-                        "--optimizer: node '%s' (%s%s%s): ampc imports an optimizer model of one com.microsoft "
+                        "%s: node '%s' (%s%s%s): ampc imports an optimizer model of one com.microsoft "
                         "AdamWOptimizer or SGDOptimizerV2 node, as onnxruntime-training's generator writes them",
+                        OPTIMIZER,
                         n->name ? n->name : "", n->domain && *n->domain ? n->domain : "",
                         n->domain && *n->domain ? ":" : "", n->op_type ? n->op_type : "?");
     }
     if (!node)
-        return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: the optimizer model has no AdamWOptimizer or "
-                        "SGDOptimizerV2 node");
+        return amp_fail(x->st, AMP_ERR_INPUT, "%s: the optimizer model has no AdamWOptimizer or "
+                        "SGDOptimizerV2 node", OPTIMIZER);
     x->sgd = node->op == AMP_OP_Ms_SGDOptimizerV2;
     /* onnxruntime's optimizer feeds them by these names */
     static const char *const adamw[6] = {"learning_rate", "step", "params", "gradients", "first_order_moments",
@@ -197,10 +203,11 @@ static AmpCode read_optimizer(Imp *x, const AmpModel *opt) {
     for (int i = 0; i < n_want; i++)
         if (node->n_inputs <= i || !node->inputs[i] || strcmp(node->inputs[i]->name, want[i]) != 0 ||
             !(node->inputs[i]->flags & AMP_VALUE_INPUT))
-            return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: %s's input %d is not the graph input '%s' "
-                            "(onnxruntime's optimizer feeds them by these names)", node->op_type, i, want[i]);
+            return amp_fail(x->st, AMP_ERR_INPUT, "%s: %s's input %d is not the graph input '%s' "
+                            "(onnxruntime's optimizer feeds them by these names)",
+                            OPTIMIZER, node->op_type, i, want[i]);
     if (node->n_inputs > n_want && node->inputs[n_want])
-        return amp_fail(x->st, AMP_ERR_UNSUPPORTED, "--optimizer: %s's update_signal input is not supported",
+        return amp_fail(x->st, AMP_ERR_UNSUPPORTED, "%s: %s's update_signal input is not supported", OPTIMIZER,
                         node->op_type);
     if (x->sgd) return AMP_OK;
     /* The schema's defaults (onnxruntime's training_op_defs). */
@@ -211,7 +218,7 @@ static AmpCode read_optimizer(Imp *x, const AmpModel *opt) {
     x->mode = amp_node_attr_int(node, "adam_mode", 0);
     x->correct_bias = amp_node_attr_int(node, "correct_bias", 1);
     if (x->mode != 0 && x->mode != 1)
-        return amp_fail(x->st, AMP_ERR_INPUT, "--optimizer: AdamWOptimizer adam_mode %lld (0 or 1)",
+        return amp_fail(x->st, AMP_ERR_INPUT, "%s: AdamWOptimizer adam_mode %lld (0 or 1)", OPTIMIZER,
                         (long long)x->mode);
     return AMP_OK;
 }
@@ -374,18 +381,18 @@ static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
         const AmpOrtParam *cp = &ck->params[i];
         AmpValue *p = amp_graph_lookup(g, cp->value->name);
         if (!p || p->graph != g || !(p->flags & AMP_VALUE_INPUT))
-            return amp_fail(x->st, AMP_ERR_INPUT, "--checkpoint: parameter '%s' is not an input of the model (another "
-                            "model's checkpoint?)", cp->value->name);
+            return amp_fail(x->st, AMP_ERR_INPUT, "%s: parameter '%s' is not an input of the model (another "
+                            "model's checkpoint?)", CHECKPOINT, cp->value->name);
         if (p->type.kind == AMP_TYPE_TENSOR && p->type.dtype && p->type.dtype != cp->value->dtype)
-            return amp_fail(x->st, AMP_ERR_INPUT, "--checkpoint: parameter '%s' is %s there, %s in the model",
+            return amp_fail(x->st, AMP_ERR_INPUT, "%s: parameter '%s' is %s there, %s in the model", CHECKPOINT,
                             p->name, amp_dtype_name(cp->value->dtype), amp_dtype_name(p->type.dtype));
         if (p->type.rank >= 0 && p->type.dims) {
             bool ok = (size_t)p->type.rank == cp->value->ndims;
             for (int d = 0; ok && d < p->type.rank; d++)
                 ok = p->type.dims[d].value < 0 || p->type.dims[d].value == cp->value->dims[d];
             if (!ok)
-                return amp_fail(x->st, AMP_ERR_INPUT, "--checkpoint: parameter '%s' has another shape there than in "
-                                "the model", p->name);
+                return amp_fail(x->st, AMP_ERR_INPUT, "%s: parameter '%s' has another shape there than in "
+                                "the model", CHECKPOINT, p->name);
         }
         drop_input(x, p);
         if (amp_graph_add_initializer(g, p, cp->value)) return oom(x);
@@ -401,8 +408,8 @@ static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
             AmpValue *v = acc->outputs[o];
             if (!v) continue;
             if (v->n_uses)
-                return amp_fail(x->st, AMP_ERR_UNSUPPORTED, "--optimizer: '%s', an output of accumulator '%s', is read "
-                                "by other nodes", v->name, acc->name ? acc->name : "");
+                return amp_fail(x->st, AMP_ERR_UNSUPPORTED, "%s: '%s', an output of accumulator '%s', is read "
+                                "by other nodes", OPTIMIZER, v->name, acc->name ? acc->name : "");
             if (v->flags & AMP_VALUE_OUTPUT) drop_output(x, v);
         }
         amp_node_delete(acc);
@@ -434,7 +441,7 @@ static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
         for (int k = 0; k < 2 && !rc; k++) {
             const AmpTensor *have = pa->ck->moment[k], *w = pa->ck->value;
             if (have && (have->dtype != AMP_DT_FLOAT || have->nelem != w->nelem))
-                return amp_fail(x->st, AMP_ERR_INPUT, "--checkpoint: momentum%d of '%s' does not match the parameter",
+                return amp_fail(x->st, AMP_ERR_INPUT, "%s: momentum%d of '%s' does not match the parameter", CHECKPOINT,
                                 k, pa->p->name);
             size_t bytes = (size_t)w->nelem * sizeof(float);
             AmpTensor *t = new_tensor(x, AMP_DT_FLOAT, w, have ? have->raw.data : NULL, bytes);
@@ -452,7 +459,7 @@ static AmpCode rewrite(Imp *x, const AmpOrtCheckpoint *ck, double lr_override) {
 
 AmpCode amp_ort_import(AmpModel *m, const AmpModel *optimizer, const char *checkpoint, double learning_rate,
                        char *summary, size_t summary_len, AmpStatus *st) {
-    if (!checkpoint) return amp_fail(st, AMP_ERR_USAGE, "--optimizer needs --checkpoint: the parameters' values");
+    if (!checkpoint) return amp_fail(st, AMP_ERR_USAGE, "%s needs %s: the parameters' values", OPTIMIZER, CHECKPOINT);
     Imp x = {.m = m, .g = m->graph, .st = st};
     AmpOrtCheckpoint ck;
     AmpCode rc = amp_ort_checkpoint_read(m, checkpoint, &ck, st);
@@ -482,7 +489,7 @@ AmpCode amp_ort_import_files(AmpModel *m, const char *optimizer_path, const char
     AmpModel *opt = NULL;
     AmpCode rc = amp_model_load_file(optimizer_path, NULL, &opt, st);
     if (rc) {
-        amp_status_prefix(st, "--optimizer %s: ", optimizer_path);
+        amp_status_prefix(st, "%s %s: ", OPTIMIZER, optimizer_path);
         return rc;
     }
     rc = amp_ort_import(m, opt, checkpoint, learning_rate, summary, summary_len, st);

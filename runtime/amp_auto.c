@@ -18,39 +18,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The C API's string field for each variable of the option table that has one (the field,
- * when not NULL, replaces the variable). */
+/* The C API's string fields, by the name the options table gives them (AmpOption.field):
+ * each, when not NULL, replaces its variable. */
+#define STRING_FIELD(f) {#f, offsetof(AmpSessionOptions, f)}
 static const struct {
-    const char *var;
-    size_t field; /* offsetof in AmpSessionOptions */
+    const char *name;
+    size_t at; /* offsetof in AmpSessionOptions */
 } FIELDS[] = {
-    {"AMP_AUTO", offsetof(AmpSessionOptions, amp_auto)},
-    {"AMP_LOG_PATH", offsetof(AmpSessionOptions, log_path)},
-    {"AMP_PRECISION", offsetof(AmpSessionOptions, precision)},
-    {"AMP_LOSS_SCALE", offsetof(AmpSessionOptions, loss_scale)},
-    {"AMP_OPSET_UPGRADE", offsetof(AmpSessionOptions, opset_upgrade)},
-    {"AMP_CALIBRATION", offsetof(AmpSessionOptions, calibration)},
-    {"AMP_ALLOWLIST_ADD", offsetof(AmpSessionOptions, allowlist_add)},
-    {"AMP_INFERLIST_ADD", offsetof(AmpSessionOptions, inferlist_add)},
-    {"AMP_CLEARLIST_ADD", offsetof(AmpSessionOptions, clearlist_add)},
-    {"AMP_DENYLIST_ADD", offsetof(AmpSessionOptions, denylist_add)},
-    {"AMP_ALLOWLIST_REMOVE", offsetof(AmpSessionOptions, allowlist_remove)},
-    {"AMP_INFERLIST_REMOVE", offsetof(AmpSessionOptions, inferlist_remove)},
-    {"AMP_CLEARLIST_REMOVE", offsetof(AmpSessionOptions, clearlist_remove)},
-    {"AMP_DENYLIST_REMOVE", offsetof(AmpSessionOptions, denylist_remove)},
+    STRING_FIELD(amp_auto),         STRING_FIELD(log_path),         STRING_FIELD(precision),
+    STRING_FIELD(loss_scale),       STRING_FIELD(opset_upgrade),    STRING_FIELD(calibration),
+    STRING_FIELD(allowlist_add),    STRING_FIELD(inferlist_add),    STRING_FIELD(clearlist_add),
+    STRING_FIELD(denylist_add),     STRING_FIELD(allowlist_remove), STRING_FIELD(inferlist_remove),
+    STRING_FIELD(clearlist_remove), STRING_FIELD(denylist_remove),
 };
 
+/* The fields that are not strings and replace their variable when set (not zero). */
+static bool replaced_by_field(const AmpSessionOptions *o, const char *field) {
+    return (!strcmp(field, "backend") && o->backend != AMP_BACKEND_AUTO) || (!strcmp(field, "tf32") && o->tf32) ||
+           (!strcmp(field, "threads") && o->threads > 0);
+}
+
+bool amp_auto_reads_field(const char *field) {
+    for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++)
+        if (!strcmp(FIELDS[i].name, field)) return true;
+    return !strcmp(field, "backend") || !strcmp(field, "tf32") || !strcmp(field, "threads");
+}
+
 /* amp_options_read_env's get: the session option's field, else the variable (unless
- * ignore_env). The backend, tf32 and threads options, when set, replace their variable
- * too; a variable of the table with no field is read from the environment only. */
+ * ignore_env); a variable of the table with no field is read from the environment only. */
 static const char *session_setting(void *ctx, const AmpOption *d) {
     const AmpSessionOptions *o = ctx;
-    for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++) {
-        const char *field = *(const char *const *)((const char *)o + FIELDS[i].field);
-        if (strcmp(FIELDS[i].var, d->env) == 0 && field) return field;
+    for (size_t i = 0; d->field && i < sizeof FIELDS / sizeof *FIELDS; i++) {
+        const char *value = *(const char *const *)((const char *)o + FIELDS[i].at);
+        if (!strcmp(FIELDS[i].name, d->field) && value) return value;
     }
-    bool replaced = (!strcmp(d->env, "AMP_BACKEND") && o->backend != AMP_BACKEND_AUTO) ||
-                    (!strcmp(d->env, "AMP_TF32") && o->tf32) || (!strcmp(d->env, "AMP_THREADS") && o->threads > 0);
+    bool replaced = d->field && replaced_by_field(o, d->field);
     return o->ignore_env || replaced ? NULL : amp_option_getenv(NULL, d);
 }
 

@@ -52,4 +52,8 @@ AmpCode amp_auto_apply(AmpModel *m, const AmpAutoConfig *c, bool *applied, AmpSt
 /* The pipeline amp_auto_apply runs. */
 const char *amp_auto_pipeline(void);
 
+/* Whether a session reads the AmpSessionOptions field of that name (an AmpOption.field of
+ * the options table) in place of its variable: the test that every row's field is real. */
+bool amp_auto_reads_field(const char *field);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/exec_impl.h"
+#include "passes/options.h"
 
 AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
     if (!in[0] || in[0]->nelem != 1)
@@ -219,8 +220,8 @@ done:
 AmpCode amp_exec_check_iterations(const AmpExec *e, const AmpNode *n, uint64_t done, AmpStatus *st) {
     uint64_t cap = e->opt.max_iterations;
     if (!cap || done < cap) return AMP_OK;
-    return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): more than %llu iterations (max_iterations, --max-iterations)",
-                    n->name ? n->name : "", n->op_type, (unsigned long long)cap);
+    return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s): more than %llu iterations (%s)", n->name ? n->name : "",
+                    n->op_type, (unsigned long long)cap, AMP_OPT_SAY("max-iterations", NULL));
 }
 
 AmpCode amp_exec_read_i64(const AmpExec *e, const AmpBuf *b, const char *what, int64_t *out, AmpStatus *st) {

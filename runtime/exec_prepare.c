@@ -9,6 +9,7 @@
 
 #include "runtime/exec_impl.h"
 #include "runtime/fuse.h"
+#include "passes/options.h"
 
 #define nname amp_exec_node_name
 
@@ -52,13 +53,15 @@ static AmpBackend *node_backend(AmpBackend *be, AmpBackend *fallback, const AmpM
 static AmpCode check_kernels(const AmpModel *m, const AmpGraph *g, AmpBackend *be, AmpBackend *fallback,
                              AmpStatus *st) {
     for (AmpNode *n = g->first; n; n = n->next) {
-        if (!is_control_flow(n->op) && !node_backend(be, fallback, m, n))
+        if (!is_control_flow(n->op) && !node_backend(be, fallback, m, n)) {
+            char cpu_has[256] = "";
+            if (!fallback && be != amp_backend_cpu() && amp_backend_takes(amp_backend_cpu(), m, n))
+                snprintf(cpu_has, sizeof cpu_has, " (the CPU has one: without %s it runs there)",
+                         AMP_OPT_SAY("no-fallback", NULL));
             return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (%s%s%s): the %s backend has no kernel for it%s",
                             nname(n), n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
-                            n->op_type ? n->op_type : "", be->name,
-                            !fallback && be != amp_backend_cpu() && amp_backend_takes(amp_backend_cpu(), m, n)
-                                ? " (the CPU has one: without --no-fallback it runs there)"
-                                : "");
+                            n->op_type ? n->op_type : "", be->name, cpu_has);
+        }
         for (size_t k = 0; k < n->n_attrs; k++) {
             AmpCode rc = AMP_OK;
             if (n->attrs[k].g) rc = check_kernels(m, n->attrs[k].g, be, fallback, st);

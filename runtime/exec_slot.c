@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "runtime/exec_impl.h"
+#include "passes/options.h"
 
 /* ---- slots --------------------------------------------------------------------------- */
 
@@ -76,5 +77,6 @@ double amp_exec_clock(void) {
 AmpCode amp_exec_check_deadline(const AmpExec *e, AmpStatus *st) {
     const double *d = e->opt.deadline;
     if (!d || *d <= 0 || amp_exec_clock() <= *d) return AMP_OK;
-    return amp_fail(st, AMP_ERR_UNSUPPORTED, "the run took longer than its time limit (timeout_seconds, --timeout)");
+    return amp_fail(st, AMP_ERR_UNSUPPORTED, "the run took longer than its time limit (%s)",
+                    AMP_OPT_SAY("timeout", NULL));
 }

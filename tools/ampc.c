@@ -22,6 +22,7 @@
 #include "tools/cli_options.h"
 #include "tools/cli_usage.h"
 #include "tools/dot.h"
+#include "ir/front.h"
 #include "ir/ir.h"
 #include "ir/signals.h"
 #include "passes/passes.h"
@@ -668,6 +669,8 @@ static void keep_freed_memory(void) {
 }
 
 int main(int argc, char **argv) {
+    /* The library's messages name options as this command's flags (ir/front.h). */
+    amp_front_set(AMP_FRONT_CLI);
     /* A write past `ulimit -f` fails with EFBIG, reported and cleaned up like any failed
      * write, instead of killing ampc with its temporary files left behind. */
     signal(SIGXFSZ, SIG_IGN);

@@ -13,6 +13,7 @@
 #include "kernels/cpu/gemm_impl.h"
 #include "ir/half.h"
 #include "ops/scalar_math.h"
+#include "ir/front.h"
 
 /* ---- FusedGemm -------------------------------------------------------------------- */
 
@@ -260,6 +261,8 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
 AmpCode amp_cpu_ms_adamw(AmpKernelCtx *k) {
     return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED,
                          "%s takes its weights, gradients and moments as tensor sequences, which the executor does "
-                         "not support; give the optimizer model to --optimizer with the training model, which "
-                         "imports it as standard ops", k->node && k->node->op_type ? k->node->op_type : "the optimizer");
+                         "not support; give the optimizer model to %s with the training model, which imports it "
+                         "as standard ops", k->node && k->node->op_type ? k->node->op_type : "the optimizer",
+                         /* the options table's spellings (passes/options.c), which this layer cannot call */
+                         amp_front() == AMP_FRONT_CLI ? "--optimizer" : "ort_optimizer");
 }

@@ -7,6 +7,7 @@
 
 #include "ir/precision.h"
 #include "tests/passes/loss_scale_test_util.h"
+#include "ir/front.h"
 
 /* ---- ONNX's own layout: the loss and backward in the algorithm ------------------------------
  * tiny()'s step with the main graph as the inference graph (p = x * W, an output) and the
@@ -249,7 +250,13 @@ Test(loss_scale, an_embedding_gradient_from_gather_grad_is_unscaled) {
 Test(loss_scale, a_gradient_ampc_cannot_type_fails_the_conversion) {
     assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "gradient 'E_grad' of 'E' has no known type");
     assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "com.microsoft.MysteryGrad");
-    assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "--loss-scale none");
+    /* The way out in the words of the caller's front end (ir/front.h): a C program's field
+     * (or variable), the command's flag. */
+    assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED,
+                 "convert with loss_scale = \"none\" (AmpSessionOptions; or AMP_LOSS_SCALE=none)");
+    amp_front_set(AMP_FRONT_CLI);
+    assert_fails(embedding("MysteryGrad"), NULL, AMP_ERR_UNSUPPORTED, "convert with --loss-scale none");
+    amp_front_set(AMP_FRONT_C);
 }
 
 /* onnxruntime-training's shape: the parameter W and its accumulation buffer are graph

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "runtime/amp_auto.h"
+#include "ir/front.h"
 #include "tests/runtime/rt_util.h"
 
 /* Every variable of the table unset (ctest sets AMP_BACKEND for this file's _sim runs:
@@ -124,5 +125,64 @@ Test(settings, threads_and_dnnl_reach_the_knobs) {
     int n = 0;
     cr_assert(amp_threads_requested(&n) && n == 3, "%d", n);
     cr_assert(amp_dnnl_set_off_asked());
+    amp_session_close(s);
+}
+
+/* Every row of the options table that names a session field names one a session reads. */
+Test(settings, every_field_of_the_table_is_read) {
+    size_t n = 0;
+    for (size_t i = 0; amp_option_at(i); i++) {
+        const AmpOption *d = amp_option_at(i);
+        if (!d->field) continue;
+        cr_assert(amp_auto_reads_field(d->field), "%s's field %s is not read by sessions", d->env, d->field);
+        cr_assert_not_null(d->env, "field %s without a variable", d->field);
+        n++;
+    }
+    cr_assert_geq(n, 17, "only %zu rows name their field", n);
+    cr_assert_not(amp_auto_reads_field("no_such_field"));
+}
+
+/* The library's messages name an option in the words of the caller's front end. */
+Test(settings, options_are_said_through_the_callers_door) {
+    char buf[192];
+    amp_front_set(AMP_FRONT_CLI);
+    cr_assert_str_eq(amp_option_say("loss-scale", "none", buf, sizeof buf), "--loss-scale none");
+    cr_assert_str_eq(amp_option_say("optimizer", NULL, buf, sizeof buf), "--optimizer");
+    amp_front_set(AMP_FRONT_C);
+    cr_assert_str_eq(amp_option_say("loss-scale", "none", buf, sizeof buf),
+                     "loss_scale = \"none\" (AmpSessionOptions; or AMP_LOSS_SCALE=none)");
+    cr_assert_str_eq(amp_option_say("optimizer", NULL, buf, sizeof buf), "ort_optimizer (AmpSessionOptions)");
+    cr_assert_str_eq(amp_option_say("no-fallback", NULL, buf, sizeof buf), "no_fallback (AmpSessionOptions)");
+    /* Only the command has it: its flag whatever the front. */
+    cr_assert_str_eq(amp_option_say("keep-fp32", "NODE", buf, sizeof buf), "--keep-fp32 NODE");
+    amp_front_set(AMP_FRONT_PYTHON);
+    cr_assert_str_eq(amp_option_say("precision", "bf16", buf, sizeof buf), "precision=\"bf16\" (or AMP_PRECISION=bf16)");
+    cr_assert_str_eq(amp_option_say("timeout", NULL, buf, sizeof buf), "timeout_seconds");
+    /* A buffer too small is cut, never overrun. */
+    char small[8];
+    cr_assert_eq(strlen(amp_option_say("loss-scale", "none", small, sizeof small)), sizeof small - 1);
+    amp_front_set(AMP_FRONT_C);
+}
+
+/* A session's failure tells a C program which field to set: a node the simulator lacks
+ * while no_fallback is set names the C field, not ampc's flag. */
+Test(settings, a_sessions_message_names_the_field) {
+    AmpSessionOptions o = AMP_SESSION_OPTIONS_INIT;
+    o.backend = AMP_BACKEND_SIM;
+    o.ignore_env = true;
+    o.timeout_seconds = 1e-9;
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(rt_open(rt_matmul_relu(), &o, &s, &st), AMP_OK, "%s", st.msg);
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t xd[2] = {2, 3};
+    AmpTensorView in = rt_view("X", AMP_DT_FLOAT, x, 2, xd), out = {0};
+    AmpCode rc = AMP_OK;
+    for (int i = 0; i < 100 && !rc; i++) {
+        rc = amp_session_run(s, &in, 1, NULL, 1, &out, &st);
+        amp_tensor_view_free(&out);
+    }
+    cr_assert_eq(rc, AMP_ERR_UNSUPPORTED, "a 1 ns limit stops a run: %s", st.msg);
+    cr_assert(strstr(st.msg, "timeout_seconds (AmpSessionOptions)") && !strstr(st.msg, "--timeout"), "%s", st.msg);
     amp_session_close(s);
 }
