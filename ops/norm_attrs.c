@@ -35,6 +35,23 @@ AmpCode amp_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const A
     return AMP_OK;
 }
 
+AmpCode amp_softmax_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpSoftmaxGeom *g = geom;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *y = x; /* the rows: X, or SoftmaxGrad_13's Y */
+    if (k->node->op == AMP_OP_Ms_SoftmaxGrad_13) {
+        y = k->n_in > 1 ? k->in[1] : NULL;
+        if (!x || !y) return amp_kernel_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+        bool same = x->rank == y->rank;
+        for (int i = 0; same && i < x->rank; i++) same = x->dims[i] == y->dims[i];
+        if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
+    } else if (!x) {
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
+    }
+    AmpCode rc = amp_softmax_layout(k, k->attrs, y, &g->outer, &g->d, &g->inner);
+    return rc ? rc : amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+}
+
 AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     AmpNormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
     switch (n->op) {

@@ -29,6 +29,15 @@ AmpCode amp_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
 AmpCode amp_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
                            uint64_t *d, uint64_t *inner);
 
+/* The softmax family's geometry (ops/geom.h): the rows of amp_softmax_layout; Y (dX for
+ * SoftmaxGrad_13) is shaped as X (dY). */
+typedef struct AmpSoftmaxGeom {
+    uint64_t outer, d, inner;
+} AmpSoftmaxGeom;
+/* Their AmpKernelGeomFn: AMP_ERR_INPUT for a missing input, dY and Y of different shapes
+ * (SoftmaxGrad_13) or an axis out of range. */
+AmpCode amp_softmax_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* The normalisations (amp_norm_prepare): one struct for the family; each op reads
  * its own fields. An axis is kept as given. */
 typedef struct AmpNormAttrs {

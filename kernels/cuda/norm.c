@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/cuda/norm.h"
+#include "ops/geom.h"
 
 _Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
 
@@ -22,17 +23,15 @@ static const void *attrs_of(AmpKernelCtx *k) {
 
 
 static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
-    const AmpSoftmaxAttrs *attr = attrs_of(k);
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
-    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    uint64_t outer = 0, d = 0, inner = 0;
-    AmpCode rc = amp_softmax_layout(k, attr, x, &outer, &d, &inner);
+    AmpSoftmaxGeom own;
+    const AmpSoftmaxGeom *g; /* amp_softmax_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    uint64_t outer = g->outer, d = g->d, inner = g->inner;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty rows */
     int err = amp_cuda_softmax_launch(x->dtype, log_out, x->data, y->data, (int64_t)outer, (int64_t)d,
                                       (int64_t)inner, amp_cuda_ctx(k)->stream);
