@@ -33,6 +33,8 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_LogSoftmax] = SOFTMAX,
     [AMP_OP_Hardmax] = SOFTMAX,
     [AMP_OP_Ms_SoftmaxGrad_13] = SOFTMAX,
+    [AMP_OP_LayerNormalization] = {amp_layernorm_geom, sizeof(AmpLayerNormGeom)},
+    [AMP_OP_BatchNormalization] = {amp_batchnorm_geom, sizeof(AmpBatchNormGeom)},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
