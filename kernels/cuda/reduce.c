@@ -132,14 +132,14 @@ static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
     const AmpArgGeom *g; /* amp_arg_geom (ops/reduce_attrs.h) */
     AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
-    const AmpArgAttrs *attr = k->attrs;
     const AmpBuf *x = k->in[0];
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t outer = (int64_t)g->outer, d = (int64_t)g->d, inner = (int64_t)g->inner;
-    int err = amp_cuda_argreduce_launch(is_max, attr->last, x->dtype, x->data, y->data, outer, d, inner,
+    bool last = ((const AmpArgAttrs *)k->attrs)->last;
+    int err = amp_cuda_argreduce_launch(is_max, last, x->dtype, x->data, y->data, outer, d, inner,
                                         amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "arg-reduce kernel");
 }
