@@ -129,9 +129,9 @@ static AmpExec *new_exec(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, Am
     e->packs = calloc(nn, sizeof *e->packs);
     e->geoms = calloc(nn, sizeof *e->geoms);
     e->n_geoms_cap = nn;
-    if (!e->gate || !e->packs || !e->geoms || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags ||
-        !e->first || !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off ||
-        !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
+    if (!e->gate || !e->packs || !e->geoms || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots ||
+        !e->vflags || !e->first || !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec ||
+        !e->off || !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return NULL;
     }

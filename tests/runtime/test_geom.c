@@ -26,7 +26,8 @@ static AmpModel *three_geoms(void) {
 static size_t run_rows(AmpExec *e, int64_t rows) {
     float x[3 * 4];
     for (int i = 0; i < 12; i++) x[i] = (float)(i % 5);
-    AmpNamedBuf in = {"X", {.dtype = AMP_DT_FLOAT, .rank = 2, .dims = {rows, 4}, .nelem = (uint64_t)rows * 4, .data = x}};
+    AmpBuf xb = {.dtype = AMP_DT_FLOAT, .rank = 2, .dims = {rows, 4}, .nelem = (uint64_t)rows * 4, .data = x};
+    AmpNamedBuf in = {"X", xb};
     AmpBuf out[2];
     AmpStatus st = {0};
     cr_assert_eq(amp_exec_run(e, &in, 1, out, &st), AMP_OK, "%s", st.msg);
