@@ -21,6 +21,13 @@
 typedef struct AmpBackendKernel {
     AmpKernelFn fn;   /* the kernel (for backends whose kernels take an AmpKernelCtx) */
     const void *impl; /* backend-specific data */
+    /* What every backend's prepare_node sets alike: the attributes its prepare function
+     * parsed (AmpKernelCtx.attrs), and the op's geometry function (ops/geom.h: the one
+     * table of them) with the bytes of what it makes; geom NULL where the op has none.
+     * The executor makes the geometry before the launch (AmpKernelCtx.geom). */
+    const void *attrs;
+    AmpKernelGeomFn geom;
+    size_t geom_size;
 } AmpBackendKernel;
 
 /* A backend's device memory (AmpBackend.memory). */

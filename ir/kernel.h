@@ -44,6 +44,12 @@ typedef struct AmpKernelCtx {
     /* The node's attributes as the kernel's prepare function parsed them when the session
      * was prepared, or NULL where the kernel has none. */
     const void *attrs;
+    /* The node's prepared geometry (ops/geom.h: dims, windows, layouts, what its kernels
+     * index by), made by the op's AmpKernelGeomFn from attrs and the shapes of in and out
+     * and checked there against the outputs placed: the executor makes it once per input
+     * shapes and hands it to every call; NULL where the op has none, where it depends on
+     * an input's values, or for a kernel run alone (amp_kernel_geom makes it then). */
+    const void *geom;
     AmpAllocFn alloc;
     void *alloc_ctx;
     /* NULL, or the fused update gate (runtime/fuse.c): a bool scalar, a buffer of the
@@ -68,6 +74,14 @@ typedef struct AmpKernelCtx {
 } AmpKernelCtx;
 
 typedef AmpCode (*AmpKernelFn)(AmpKernelCtx *k);
+
+/* An op's geometry function (ops/geom.h): from k's node, opset, attrs and the dtypes and
+ * shapes of k->in and k->out (their data is not read: it may live on a device), fills
+ * *geom and checks that the outputs placed are what the geometry indexes (AMP_ERR_INTERNAL
+ * naming the node where they differ), or errors as the kernel would for bad shapes.
+ * *made false: the geometry depends on an input's values (an axes input only the run
+ * knows), so the kernel reads them and makes it itself. */
+typedef AmpCode (*AmpKernelGeomFn)(AmpKernelCtx *k, void *geom, bool *made);
 
 /* Whether every backend's kernel of op honours AmpKernelCtx.gate (ai.onnx.preview.training
  * Adam, Momentum, Adagrad): the executor folds the Where gates of such a node's outputs

@@ -35,6 +35,11 @@ AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int ra
     return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got, exp);
 }
 
+AmpCode amp_geom_check(AmpKernelCtx *k, int i, int dtype, int rank, const int64_t *dims) {
+    if (i >= k->n_out || i >= k->node->n_outputs || !k->node->outputs[i] || !k->out || !k->out[i].data) return AMP_OK;
+    return amp_kernel_check_out(k, &k->out[i], dtype, rank, dims);
+}
+
 AmpCode amp_prep_out(const void *p, size_t size, void **attrs, AmpStatus *st) {
     void *q = malloc(size);
     if (!q) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");

@@ -21,6 +21,11 @@ AmpCode amp_kernel_outputs(AmpKernelCtx *k, int n, AmpBuf **out);
  * shape function that disagrees with its kernel must not become an out-of-bounds write. */
 AmpCode amp_kernel_check_out(AmpKernelCtx *k, const AmpBuf *y, int dtype, int rank, const int64_t *dims);
 
+/* The one check of a geometry function (ops/geom.h) on output i: the check above where
+ * the executor placed it; AMP_OK where the node does not list it or it is not placed (the
+ * kernel's amp_kernel_outputs then names the node). */
+AmpCode amp_geom_check(AmpKernelCtx *k, int i, int dtype, int rank, const int64_t *dims);
+
 /* AMP_ERR_UNSUPPORTED naming the node, op and dtype. */
 AmpCode amp_kernel_bad_dtype(AmpKernelCtx *k, int dtype);
 

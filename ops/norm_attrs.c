@@ -35,6 +35,66 @@ AmpCode amp_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const A
     return AMP_OK;
 }
 
+AmpCode amp_softmax_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpSoftmaxGeom *g = geom;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *y = x; /* the rows: X, or SoftmaxGrad_13's Y */
+    if (k->node->op == AMP_OP_Ms_SoftmaxGrad_13) {
+        y = k->n_in > 1 ? k->in[1] : NULL;
+        if (!x || !y) return amp_kernel_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+        bool same = x->rank == y->rank;
+        for (int i = 0; same && i < x->rank; i++) same = x->dims[i] == y->dims[i];
+        if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
+    } else if (!x) {
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
+    }
+    AmpCode rc = amp_softmax_layout(k, k->attrs, y, &g->outer, &g->d, &g->inner);
+    return rc ? rc : amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+}
+
+AmpCode amp_layernorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpLayerNormGeom *g = geom;
+    const AmpNormAttrs *na = k->attrs;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *sc = k->n_in > 1 ? k->in[1] : NULL;
+    if (!x || !sc) return amp_kernel_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    if (!amp_norm_axis(na->axis, x->rank, &g->axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+    g->rows = amp_shape_nelem(g->axis, x->dims);
+    g->cols = amp_shape_nelem(x->rank - g->axis, x->dims + g->axis);
+    int64_t sd[AMP_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) sd[d] = d < g->axis ? x->dims[d] : 1;
+    AmpCode rc = amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 3; i++) rc = amp_geom_check(k, i, AMP_DT_FLOAT, x->rank, sd);
+    return rc;
+}
+
+AmpCode amp_batchnorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpBatchNormGeom *g = geom;
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    const AmpBuf *x = in[0];
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
+    g->n = (uint64_t)x->dims[0];
+    g->c = (uint64_t)x->dims[1];
+    g->s = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
+    for (int i = 1; i < 5; i++) {
+        if (!in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", names[i]);
+        if (in[i]->rank != 1 || in[i]->nelem != g->c)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", names[i],
+                                   (unsigned long long)g->c);
+    }
+    /* Y, then running mean and var, saved mean and var (before opset 14), each typed as
+     * input_mean or input_var */
+    int64_t cd[1] = {(int64_t)g->c};
+    AmpCode rc = amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 5; i++) rc = amp_geom_check(k, i, in[i % 2 ? 3 : 4]->dtype, 1, cd);
+    return rc;
+}
+
 AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     AmpNormAttrs a = {.eps = amp_node_attr_float(n, "epsilon", 1e-5f)};
     switch (n->op) {

@@ -29,6 +29,15 @@ AmpCode amp_softmax_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
 AmpCode amp_softmax_layout(AmpKernelCtx *k, const AmpSoftmaxAttrs *attr, const AmpBuf *x, uint64_t *outer,
                            uint64_t *d, uint64_t *inner);
 
+/* The softmax family's geometry (ops/geom.h): the rows of amp_softmax_layout; Y (dX for
+ * SoftmaxGrad_13) is shaped as X (dY). */
+typedef struct AmpSoftmaxGeom {
+    uint64_t outer, d, inner;
+} AmpSoftmaxGeom;
+/* Their AmpKernelGeomFn: AMP_ERR_INPUT for a missing input, dY and Y of different shapes
+ * (SoftmaxGrad_13) or an axis out of range. */
+AmpCode amp_softmax_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* The normalisations (amp_norm_prepare): one struct for the family; each op reads
  * its own fields. An axis is kept as given. */
 typedef struct AmpNormAttrs {
@@ -43,6 +52,24 @@ typedef struct AmpNormAttrs {
     double alpha, beta, bias; /* LRN */
 } AmpNormAttrs;
 AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* LayerNormalization's geometry: the axis normalised; X as rows (the dims before it) of
+ * cols (the rest); Y shaped as X, Mean and InvStdDev float32 (X's dims before axis, then 1s). */
+typedef struct AmpLayerNormGeom {
+    int axis;
+    uint64_t rows, cols;
+} AmpLayerNormGeom;
+/* Its AmpKernelGeomFn: AMP_ERR_INPUT without X and Scale or for an axis out of range. */
+AmpCode amp_layernorm_geom(AmpKernelCtx *k, void *geom, bool *made);
+
+/* BatchNormalization's geometry: X as (n, c, s = d1 * .. * dk); scale, B, input_mean and
+ * input_var 1-D of c; Y shaped as X, the statistics' outputs 1-D of c. */
+typedef struct AmpBatchNormGeom {
+    uint64_t n, c, s;
+} AmpBatchNormGeom;
+/* Its AmpKernelGeomFn: AMP_ERR_INPUT for a missing input, X of rank < 2, or a parameter
+ * not 1-D of c. */
+AmpCode amp_batchnorm_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 /* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, com.microsoft
  * SoftmaxCrossEntropyLossGrad (amp_loss_prepare). */

@@ -110,3 +110,65 @@ AmpCode amp_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus
                      .last = amp_node_attr_int(n, "select_last_index", 0) != 0};
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
+
+/* X, the data input every reduction reads, or AMP_ERR_INPUT. */
+static AmpCode data_in(AmpKernelCtx *k, const AmpBuf **x) {
+    *x = k->n_in > 0 ? k->in[0] : NULL;
+    return *x ? AMP_OK : amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
+}
+
+AmpCode amp_reduce_geom_axes(AmpKernelCtx *k, const int64_t *in_axes, size_t n, AmpReduceGeom *g) {
+    const AmpReduceAttrs *a = k->attrs;
+    const AmpBuf *x;
+    AmpCode rc = data_in(k, &x);
+    if (!rc) rc = amp_reduce_mask(k, a, x->rank, in_axes, n, g->mask);
+    if (rc) return rc;
+    int ro = 0;
+    int64_t od[AMP_MAX_RANK], s = 1;
+    g->n_red = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (!g->mask[d]) od[ro++] = x->dims[d];
+        else if (a->keep) od[ro++] = 1;
+        if (g->mask[d]) g->n_red *= (uint64_t)x->dims[d];
+    }
+    for (int d = x->rank - 1; d >= 0; d--) {
+        g->ostr[d] = g->mask[d] ? 0 : s;
+        if (!g->mask[d]) s *= x->dims[d];
+    }
+    return amp_geom_check(k, 0, x->dtype, ro, od); /* ostr and n_red index Y */
+}
+
+AmpCode amp_reduce_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    const AmpReduceAttrs *a = k->attrs;
+    const AmpBuf *x, *ax;
+    AmpCode rc = data_in(k, &x);
+    if (!rc) rc = amp_reduce_axes_input(k, a, x->rank, &ax);
+    if (rc) return rc;
+    if (!ax) return amp_reduce_geom_axes(k, NULL, 0, geom);
+    if (a->fixed || !ax->nelem) return amp_reduce_geom_axes(k, a->axes, ax->nelem ? a->n_axes : 0, geom);
+    *made = false; /* the axes are a value of the run */
+    return AMP_OK;
+}
+
+AmpCode amp_arg_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    const AmpArgAttrs *a = k->attrs;
+    AmpArgGeom *g = geom;
+    const AmpBuf *x;
+    AmpCode rc = data_in(k, &x);
+    if (rc) return rc;
+    if (!amp_norm_axis(a->axis, x->rank, &g->axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+    if (x->dims[g->axis] == 0)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", g->axis);
+    int ro = 0;
+    int64_t od[AMP_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        if (d != g->axis) od[ro++] = x->dims[d];
+        else if (a->keep) od[ro++] = 1;
+    }
+    g->outer = amp_shape_nelem(g->axis, x->dims);
+    g->d = (uint64_t)x->dims[g->axis];
+    g->inner = amp_shape_nelem(x->rank - g->axis - 1, x->dims + g->axis + 1);
+    return amp_geom_check(k, 0, AMP_DT_INT64, ro, od); /* written at o * inner + i */
+}

@@ -45,11 +45,34 @@ AmpCode amp_reduce_axes_input(AmpKernelCtx *k, const AmpReduceAttrs *a, int rank
 AmpCode amp_reduce_mask(AmpKernelCtx *k, const AmpReduceAttrs *a, int rank, const int64_t *in_axes, size_t n,
                         bool *mask);
 
+/* Reduce*'s geometry (ops/geom.h): per axis of X whether it is reduced, Y's element
+ * strides per axis of X (0 along reduced axes: the output element each input element adds
+ * into), and how many elements each output reduces. */
+typedef struct AmpReduceGeom {
+    bool mask[AMP_MAX_RANK];
+    int64_t ostr[AMP_MAX_RANK];
+    uint64_t n_red;
+} AmpReduceGeom;
+/* The geometry from the reduced axes: the axes input's n values (in_axes), or the
+ * attribute's where in_axes is NULL (amp_reduce_mask); checks the output placed. */
+AmpCode amp_reduce_geom_axes(AmpKernelCtx *k, const int64_t *in_axes, size_t n, AmpReduceGeom *g);
+/* Reduce*'s AmpKernelGeomFn: made from the attribute, or from the axes input where the
+ * model fixes it (or it is empty); *made false where only the run knows its values. */
+AmpCode amp_reduce_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* ArgMax / ArgMin (amp_arg_prepare); axis as written (normalised against the input's rank). */
 typedef struct AmpArgAttrs {
     int64_t axis;
     bool keep, last;
 } AmpArgAttrs;
 AmpCode amp_arg_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* Their geometry: the axis normalised, and X as (outer, d, inner) rows along it; Y's
+ * element (o, i) is at o * inner + i. */
+typedef struct AmpArgGeom {
+    int axis;
+    uint64_t outer, d, inner;
+} AmpArgGeom;
+/* ArgMax / ArgMin's AmpKernelGeomFn: AMP_ERR_INPUT for an axis out of range or empty. */
+AmpCode amp_arg_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 #endif

@@ -166,8 +166,10 @@ static AmpCode run_kernel(AmpExec *e, size_t i, AllocCtx *ac, const AmpBuf **inb
         .training = e->opt.training,
         .st = st,
     };
+    AmpCode rc = amp_exec_node_geom(e, i, &k, st);
+    if (rc) return rc;
     if (e->node_be[i] != e->be) return amp_exec_run_fallback(e, i, &k, ac, st);
-    AmpCode rc = e->be->run_node(e->be, &e->kernels[i], &k);
+    rc = e->be->run_node(e->be, &e->kernels[i], &k);
     if (rc == AMP_ERR_UNSUPPORTED && e->opt.fallback && e->opt.fallback != e->be &&
         (rc = move_to_fallback(e, i, st)) == AMP_OK)
         rc = amp_exec_run_fallback(e, i, &k, ac, st);

@@ -124,6 +124,7 @@ typedef struct AmpExecMemory {
     size_t fallback_nodes; /* nodes run by the fallback backend (bodies once prepared included) */
     size_t fused_nodes;    /* nodes of the plan that stand for several of the model's (fuse.c) */
     size_t absorbed_nodes; /* the model's nodes they stand for */
+    size_t geometries;     /* node geometries made (ops/geom.h), all runs: once per node and shapes */
 } AmpExecMemory;
 
 void amp_exec_memory(const AmpExec *e, AmpExecMemory *out);

@@ -17,6 +17,17 @@ typedef enum SlotKind {
     SLOT_ARENA     /* a planned place in the arena */
 } SlotKind;
 
+/* A node's prepared geometry (exec_geom.c): data, made by its op's geometry function for
+ * the dtypes and shapes in key (n_key: its inputs, then its outputs); made false where
+ * the op left it to the kernel (it depends on an input's values). */
+typedef struct AmpGeomKey AmpGeomKey;
+typedef struct AmpExecGeom {
+    void *data;
+    AmpGeomKey *key;
+    int n_key;
+    bool made, valid;
+} AmpExecGeom;
+
 typedef struct Slot {
     AmpBuf buf;
     SlotKind kind;
@@ -52,6 +63,9 @@ struct AmpExec {
      * and counted as one more input; NULL for most */
     const AmpValue **gate;
     AmpKernelPack *packs;      /* per node: what its kernel keeps of constant inputs (AmpKernelCtx.pack) */
+    AmpExecGeom *geoms;        /* per node (n_geoms_cap of them): its geometry (AmpKernelCtx.geom) */
+    size_t n_geoms_cap;
+    size_t n_geoms;            /* geometries made, all runs (AmpExecMemory.geometries) */
     const AmpBuf **into;       /* per value id: the state buffer it is computed into (amp_exec_write_into), or NULL */
     size_t n_fused, n_absorbed; /* fused nodes in the plan, and the model's nodes they replace */
     int64_t *opsets;           /* per node: the version imported for its domain */
@@ -205,6 +219,11 @@ static inline int amp_exec_n_reads(const AmpExec *e, size_t i) {
 static inline const AmpValue *amp_exec_read(const AmpExec *e, size_t i, int k) {
     return k < e->nodes[i]->n_inputs ? e->nodes[i]->inputs[k] : e->gate[i];
 }
+
+/* exec_geom.c: node i's geometry into k->geom, made by its op's geometry function unless
+ * the one kept was made for the same input and output shapes; freed with e. */
+AmpCode amp_exec_node_geom(AmpExec *e, size_t i, AmpKernelCtx *k, AmpStatus *st);
+void amp_exec_geom_free(AmpExec *e);
 
 /* exec_fallback.c: runs node i, which e's backend lacks, on its fallback backend. */
 AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st);

@@ -130,9 +130,11 @@ static AmpExec *new_exec(AmpModel *m, AmpGraph *g, const AmpExecOptions *opt, Am
     e->host_in = calloc(nv, sizeof *e->host_in);
     e->gate = calloc(nn, sizeof *e->gate);
     e->packs = calloc(nn, sizeof *e->packs);
-    if (!e->gate || !e->packs || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots || !e->vflags ||
-        !e->first || !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec || !e->off ||
-        !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
+    e->geoms = calloc(nn, sizeof *e->geoms);
+    e->n_geoms_cap = nn;
+    if (!e->gate || !e->packs || !e->geoms || !e->nodes || !e->kernels || !e->node_be || !e->opsets || !e->slots ||
+        !e->vflags || !e->first || !e->last || !e->init || !e->dinit || !e->dinit_owned || !e->bound || !e->rec ||
+        !e->off || !e->psize || !e->sig || !e->pshape || !e->pbytes || !e->pknown || !e->host_in) {
         amp_exec_free(e);
         return NULL;
     }
@@ -336,6 +338,7 @@ void amp_exec_free(AmpExec *e) {
     }
     for (size_t i = 0; e->slots && i < e->n_values; i++) amp_exec_slot_clear(e, &e->slots[i]);
     clear_packs(e);
+    amp_exec_geom_free(e);
     for (size_t i = 0; e->kernels && e->node_be && i < e->n_nodes; i++) {
         AmpBackend *nb = e->node_be[i];
         if (nb && nb->release_node) nb->release_node(nb, &e->kernels[i]);
@@ -363,6 +366,7 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
     out->fallback_nodes = e->n_fallback;
     out->fused_nodes = e->n_fused;
     out->absorbed_nodes = e->n_absorbed;
+    out->geometries = e->n_geoms;
     for (const AmpExec *c = e->children; c; c = c->next_sibling) {
         AmpExecMemory cm;
         amp_exec_memory(c, &cm);
@@ -375,6 +379,7 @@ void amp_exec_memory(const AmpExec *e, AmpExecMemory *out) {
         out->fallback_nodes += cm.fallback_nodes;
         out->fused_nodes += cm.fused_nodes;
         out->absorbed_nodes += cm.absorbed_nodes;
+        out->geometries += cm.geometries;
     }
 }
 

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/kernels.h"
+#include "ops/geom.h" /* amp_op_geom */
 
 static bool cpu_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
     (void)be, (void)opset, (void)in_dtypes;
@@ -47,13 +48,14 @@ AmpCode amp_cpu_prepare_node(const AmpNode *n, int64_t opset, AmpBackendKernel *
     AmpKernelPrepareFn prep = amp_cpu_kernel_prepare(n->op);
     void *attrs = NULL;
     AmpCode rc = prep ? prep(n, opset, &attrs, st) : AMP_OK;
-    out->impl = attrs;
+    out->impl = out->attrs = attrs;
+    amp_op_geom(n->op, &out->geom, &out->geom_size);
     return rc;
 }
 
 void amp_cpu_release_node(AmpBackendKernel *k) {
     free((void *)k->impl);
-    k->impl = NULL;
+    k->impl = k->attrs = NULL;
 }
 
 static AmpCode cpu_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, AmpBackendKernel *out, AmpStatus *st) {

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/reduce_impl.h"
 #include "kernels/cpu/simd.h"
+#include "ops/geom.h"
 #include "ops/norm_attrs.h" /* AmpNormAttrs (amp_norm_prepare) */
 
 /* Mean and (population) variance of n elements v[base + j * stride]. */
@@ -89,29 +90,22 @@ static int64_t param_row(const ParamMap *m, const AmpBuf *x, int axis, uint64_t 
 /* Y = (X - mean) * inv_std * Scale + B over the axes from `axis` on; Mean and
  * InvStdDev (X's dims before `axis`, then 1s) in the stash type, float32. */
 AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !sc) return amp_kernel_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    AmpLayerNormGeom own;
+    const AmpLayerNormGeom *g; /* amp_layernorm_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0], *sc = k->in[1], *bi = k->n_in > 2 ? k->in[2] : NULL;
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
-    int axis;
-    if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+    const AmpNormAttrs *na = k->attrs;
+    int axis = g->axis;
     double eps = na->eps;
-    uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
+    uint64_t rows = g->rows, cols = g->cols;
     ParamMap ms = {0}, mb = {0};
-    AmpCode rc = param_map(k, sc, x, axis, cols, "Scale", &ms);
+    rc = param_map(k, sc, x, axis, cols, "Scale", &ms);
     if (!rc && bi) rc = param_map(k, bi, x, axis, cols, "B", &mb);
     /* Y, then Mean and InvStdDev where the node lists them */
     AmpBuf *out[3] = {NULL};
-    int64_t sd[AMP_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
     if (!rc) rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
-    for (int i = 1; !rc && i < 3; i++)
-        if (out[i]) rc = amp_kernel_check_out(k, out[i], AMP_DT_FLOAT, x->rank, sd);
     AmpBuf *y = out[0], *mean = out[1], *inv = out[2];
     /* No element, however many empty rows ([2^40, 0]): O(1). Mean and InvStdDev, where
      * listed, have one element per row, so their loop costs what their placement did. */
@@ -272,31 +266,24 @@ static AmpCode store_vec(AmpKernelCtx *k, AmpBuf *b, uint64_t c, const double *v
  * running_mean = mean * momentum + batch_mean * (1 - momentum), likewise running_var,
  * then (before opset 14) saved_mean and saved_var, the batch statistics. */
 AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
-    const AmpBuf *in[5];
-    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
-    uint64_t N = 0, C = 0, S = 0;
-    AmpCode rc = nchw(k, in[0], &N, &C, &S);
-    static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], C, names[i]);
+    AmpBatchNormGeom own;
+    const AmpBatchNormGeom *g; /* amp_batchnorm_geom (ops/norm_attrs.h): X (N, C, S), the parameters 1-D of C */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = k->in[i];
+    for (int i = 0; i < 5; i++)
+        if (!amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
+    uint64_t N = g->n, C = g->c, S = g->s;
+    const AmpNormAttrs *na = k->attrs;
     double eps = na->eps, mom = na->momentum;
     /* Batch statistics: from opset 14 as training_mode says (an eval-mode node in a
      * training graph, `ampc grad` without --train-mode, keeps its running statistics);
      * before, in a training step or where the node lists the running-stat outputs. */
     bool train = amp_batchnorm_trains(na, k->training);
     const AmpBuf *x = in[0];
-    /* Y, then running mean and var, saved mean and var (before opset 14), each typed as
-     * input_mean or input_var, where the node lists them */
     AmpBuf *out[5];
-    int64_t cd[1] = {(int64_t)C};
     if ((rc = amp_kernel_outputs(k, 5, out))) return rc;
-    if (out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
-    for (int i = 1; !rc && i < 5; i++)
-        if (out[i]) rc = amp_kernel_check_out(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
-    if (rc) return rc;
     AmpBuf *y = out[0];
     /* The batches the loops visit: none when X holds no element ([2^40, C, 0] is O(C)) */
     uint64_t Nx = x->nelem ? N : 0;

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "kernels/cpu/reduce_impl.h"
+#include "ops/geom.h"
 #include "ops/reduce_attrs.h"
 
 typedef enum RedKind {
@@ -40,17 +41,20 @@ static bool int_ordered(int dtype) {
 
 /* ---- Reduce* --------------------------------------------------------------------- */
 
-/* The reduced axes: the `axes` input (ReduceSum since opset 13, the others since 18)
- * or attribute, as every backend reads them (ops/reduce_attrs.h: amp_reduce_prepare's
- * attributes; the CPU reads the input itself, whatever the prepare fixed). */
-static AmpCode reduce_mask(AmpKernelCtx *k, const AmpReduceAttrs *attr, int rank, bool *mask) {
+/* The geometry (ops/reduce_attrs.h): the executor's, or, where the `axes` input's values
+ * decide (ReduceSum since opset 13, the others since 18, axes the model does not fix), made
+ * here from the values read. */
+static AmpCode reduce_geom(AmpKernelCtx *k, AmpReduceGeom *own, const AmpReduceGeom **g) {
+    const void *p;
+    AmpCode rc = amp_kernel_geom(k, own, &p);
+    if (rc || (*g = p)) return rc;
     int64_t axes[AMP_MAX_RANK];
     size_t n = 0;
     const AmpBuf *ax;
-    AmpCode rc = amp_reduce_axes_input(k, attr, rank, &ax);
-    if (rc) return rc;
+    if ((rc = amp_reduce_axes_input(k, k->attrs, k->in[0]->rank, &ax))) return rc;
     for (uint64_t i = 0; ax && i < ax->nelem; i++) axes[n++] = amp_buf_get_i64(ax, i);
-    return amp_reduce_mask(k, attr, rank, ax ? axes : NULL, n, mask);
+    *g = own;
+    return amp_reduce_geom_axes(k, ax ? axes : NULL, n, own);
 }
 
 /* Walks the input in storage order, tracking the offset of the output element each
@@ -239,10 +243,11 @@ static AmpCode reduce_int(AmpKernelCtx *k, RedKind kind, const AmpBuf *x, const 
 }
 
 static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
-    const AmpReduceAttrs *attr = amp_red_attrs(k);
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    AmpReduceGeom own;
+    const AmpReduceGeom *g;
+    AmpCode rc = reduce_geom(k, &own, &g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     bool is_float = amp_red_is_float(x->dtype);
     bool int_ok = kind == RED_MAX || kind == RED_MIN ? int_ordered(x->dtype) || x->dtype == AMP_DT_BOOL
                   : kind == RED_L2 || kind == RED_LOGSUM || kind == RED_LOGSUMEXP
@@ -250,26 +255,9 @@ static AmpCode reduce_run(AmpKernelCtx *k, RedKind kind) {
                       : int_ordered(x->dtype) ||
                             (x->dtype == AMP_DT_UINT64 && (kind == RED_SUM || kind == RED_PROD || kind == RED_SUMSQ));
     if (!is_float && !int_ok) return amp_kernel_bad_dtype(k, x->dtype);
-    bool mask[AMP_MAX_RANK];
-    AmpCode rc = reduce_mask(k, attr, x->rank, mask);
-    if (rc) return rc;
-    bool keep = attr->keep;
-    int ro = 0;
-    int64_t od[AMP_MAX_RANK], ostr[AMP_MAX_RANK], s = 1;
-    uint64_t n_red = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (!mask[d]) od[ro++] = x->dims[d];
-        else if (keep) od[ro++] = 1;
-        if (mask[d]) n_red *= (uint64_t)x->dims[d];
-    }
-    for (int d = x->rank - 1; d >= 0; d--) {
-        ostr[d] = mask[d] ? 0 : s;
-        if (!mask[d]) s *= x->dims[d];
-    }
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, x->dtype, ro, od))) return rc; /* ostr and n_red index y */
-    return is_float ? reduce_float(k, kind, x, ostr, n_red, y) : reduce_int(k, kind, x, ostr, n_red, y);
+    return is_float ? reduce_float(k, kind, x, g->ostr, g->n_red, y) : reduce_int(k, kind, x, g->ostr, g->n_red, y);
 }
 
 AmpCode amp_cpu_reduce_sum(AmpKernelCtx *k) { return reduce_run(k, RED_SUM); }
@@ -294,31 +282,19 @@ static bool arg_take_f(double a, double best, bool is_max, bool last) {
 }
 
 static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
-    const AmpArgAttrs *attr = amp_red_attrs(k); /* amp_arg_prepare (ops/reduce_attrs.h) */
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    AmpArgGeom own;
+    const AmpArgGeom *g; /* amp_arg_geom (ops/reduce_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpArgAttrs *attr = k->attrs;
+    const AmpBuf *x = k->in[0];
     bool is_float = amp_red_is_float(x->dtype);
     if (!is_float && !int_ordered(x->dtype) && x->dtype != AMP_DT_BOOL) return amp_kernel_bad_dtype(k, x->dtype);
-    int axis;
-    if (!amp_norm_axis(attr->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
-                            x->rank);
-    if (x->dims[axis] == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
-    bool keep = attr->keep, last = attr->last;
-    int ro = 0;
-    int64_t od[AMP_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) {
-        if (d != axis) od[ro++] = x->dims[d];
-        else if (keep) od[ro++] = 1;
-    }
+    bool last = attr->last;
     AmpBuf *y;
-    AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, AMP_DT_INT64, ro, od))) return rc; /* written at o * inner + i */
     int64_t *out = y->data;
-    uint64_t outer, D, inner;
-    amp_red_split(x, axis, &outer, &D, &inner);
+    uint64_t outer = g->outer, D = g->d, inner = g->inner;
     AmpFv v = {0};
     if (is_float && (rc = amp_fv_open(k, x, &v))) return rc;
     for (uint64_t o = 0; o < outer; o++)

@@ -7,6 +7,7 @@
 #include "kernels/cpu/simd.h"
 #include "ops/vmath.h"
 
+#include "ops/geom.h"
 #include "ops/norm_attrs.h"
 #include "kernels/cpu/reduce_impl.h"
 
@@ -83,17 +84,15 @@ static AmpCode softmax_rows(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *y, uint64_
 }
 
 static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {
-    const AmpSoftmaxAttrs *attr = amp_red_attrs(k);
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
-    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    uint64_t outer, D, inner;
-    AmpCode rc = amp_softmax_layout(k, attr, x, &outer, &D, &inner);
+    AmpSoftmaxGeom own;
+    const AmpSoftmaxGeom *g; /* amp_softmax_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    uint64_t outer = g->outer, D = g->d, inner = g->inner;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     /* No element, however many empty rows ([2^40, 0]): nothing to do, in O(1). */
     if (!x->nelem) return AMP_OK;
     if (kind != HARDMAX && inner == 1 && amp_is_f32_family(x->dtype)) return softmax_rows(k, x, y, outer, D, kind);
@@ -144,22 +143,16 @@ AmpCode amp_cpu_hardmax(AmpKernelCtx *k) {
 /* com.microsoft SoftmaxGrad_13 (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`
  * (default -1, opset 13 per-axis semantics). */
 AmpCode amp_cpu_ms_softmax_grad(AmpKernelCtx *k) {
-    const AmpSoftmaxAttrs *attr = amp_red_attrs(k);
-    if (!attr) return k->st->code;
-    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL;
-    const AmpBuf *y = k->n_in > 1 ? k->in[1] : NULL;
-    if (!dy || !y) return amp_kernel_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+    AmpSoftmaxGeom own;
+    const AmpSoftmaxGeom *g; /* amp_softmax_geom: dY and Y of one shape, its rows */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *dy = k->in[0], *y = k->in[1];
     if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
     if (!amp_red_is_float(y->dtype)) return amp_kernel_bad_dtype(k, y->dtype);
-    bool same = dy->rank == y->rank;
-    for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
-    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
-    uint64_t outer, D, inner;
-    AmpCode rc = amp_softmax_layout(k, attr, y, &outer, &D, &inner);
-    if (rc) return rc;
+    uint64_t outer = g->outer, D = g->d, inner = g->inner;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
-    if ((rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
     if (!dy->nelem) return AMP_OK; /* no element, however many empty rows */
     AmpFv vd, vy;
     AmpFo o;

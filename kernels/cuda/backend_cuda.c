@@ -31,6 +31,7 @@
 
 #include "backend/backend.h"
 #include "kernels/cuda/convert.h"
+#include "ops/geom.h" /* amp_op_geom */
 #include "kernels/cuda/cuda_impl.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
@@ -248,7 +249,8 @@ static AmpCode cuda_prepare(AmpBackend *be, const AmpNode *n, int64_t opset, Amp
     out->fn = o->fn;
     void *attrs = NULL;
     AmpCode rc = o->prepare ? o->prepare(n, opset, &attrs, st) : AMP_OK;
-    out->impl = attrs;
+    out->impl = out->attrs = attrs;
+    amp_op_geom(n->op, &out->geom, &out->geom_size);
     return rc;
 }
 
@@ -376,7 +378,7 @@ static double cuda_device_ms(AmpBackend *be) {
 static void cuda_release(AmpBackend *be, AmpBackendKernel *k) {
     (void)be;
     free((void *)k->impl);
-    k->impl = NULL;
+    k->impl = k->attrs = NULL;
 }
 
 static void cuda_destroy(AmpBackend *be) {

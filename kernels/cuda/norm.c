@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/cuda/norm.h"
+#include "ops/geom.h"
 
 _Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
 
@@ -22,17 +23,15 @@ static const void *attrs_of(AmpKernelCtx *k) {
 
 
 static AmpCode softmax_run(AmpKernelCtx *k, bool log_out) {
-    const AmpSoftmaxAttrs *attr = attrs_of(k);
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
-    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    uint64_t outer = 0, d = 0, inner = 0;
-    AmpCode rc = amp_softmax_layout(k, attr, x, &outer, &d, &inner);
+    AmpSoftmaxGeom own;
+    const AmpSoftmaxGeom *g; /* amp_softmax_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    uint64_t outer = g->outer, d = g->d, inner = g->inner;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty rows */
     int err = amp_cuda_softmax_launch(x->dtype, log_out, x->data, y->data, (int64_t)outer, (int64_t)d,
                                       (int64_t)inner, amp_cuda_ctx(k)->stream);
@@ -92,25 +91,21 @@ static AmpCode param_strides(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, 
 /* Y = (X - mean) * inv_std * Scale + B over the axes from `axis` on; Mean and InvStdDev
  * (X's dims before `axis`, then 1s) float32, where listed. */
 AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *bi = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !sc) return amp_kernel_fail(k, AMP_ERR_INPUT, "X and Scale are required");
+    AmpLayerNormGeom own;
+    const AmpLayerNormGeom *g; /* amp_layernorm_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0], *sc = k->in[1], *bi = k->n_in > 2 ? k->in[2] : NULL;
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (sc->dtype != x->dtype) return amp_kernel_bad_dtype(k, sc->dtype);
     if (bi && bi->dtype != x->dtype) return amp_kernel_bad_dtype(k, bi->dtype);
-    const AmpNormAttrs *na = attrs_of(k);
-    if (!na) return k->st->code;
-    int axis;
-    if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis,
-                                x->rank);
-    int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims), cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
+    const AmpNormAttrs *na = k->attrs;
+    int axis = g->axis;
+    int64_t rows = (int64_t)g->rows, cols = (int64_t)g->cols;
     AmpCudaNormParam p;
     memset(&p, 0, sizeof p);
     p.n_b = 1;
     bool fast = param_trailing(sc, x, axis, &p.n_s) && (!bi || param_trailing(bi, x, axis, &p.n_b));
-    AmpCode rc = AMP_OK;
     if (!fast) {
         p.mode = AMP_CUDA_NP_GENERAL;
         p.rank = x->rank;
@@ -119,12 +114,7 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
         if (!rc && bi) rc = param_strides(k, bi, x, "B", p.bstr);
     }
     AmpBuf *out[3] = {NULL};
-    int64_t sd[AMP_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) sd[d] = d < axis ? x->dims[d] : 1;
     if (!rc) rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
-    for (int i = 1; !rc && i < 3; i++)
-        if (out[i]) rc = amp_kernel_check_out(k, out[i], AMP_DT_FLOAT, x->rank, sd);
     if (rc) return rc;
     /* y only where it has elements; Mean and InvStdDev (one per row, NaN for an empty
      * row) wherever listed */
@@ -160,24 +150,19 @@ static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int6
  * takes the batch's statistics (population variance) and running = input * momentum +
  * batch * (1 - momentum); inference the given ones, which the extra outputs repeat. */
 AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
-    const AmpBuf *in[5];
-    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
-    int64_t N = 0, C = 0, S = 0;
-    AmpCode rc = nchw(k, in[0], &N, &C, &S);
-    static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (int i = 1; !rc && i < 5; i++) rc = check_vec(k, in[i], in[0], C, names[i]);
+    AmpBatchNormGeom own;
+    const AmpBatchNormGeom *g; /* amp_batchnorm_geom (ops/norm_attrs.h): X (N, C, S), the parameters 1-D of C */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
-    const AmpNormAttrs *na = attrs_of(k);
-    if (!na) return k->st->code;
+    const AmpBuf *const *in = k->in;
     const AmpBuf *x = in[0];
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    for (int i = 1; i < 5; i++)
+        if (in[i]->dtype != x->dtype) return amp_kernel_bad_dtype(k, in[i]->dtype);
+    int64_t N = (int64_t)g->n, C = (int64_t)g->c, S = (int64_t)g->s;
+    const AmpNormAttrs *na = k->attrs;
     AmpBuf *out[5];
-    int64_t cd[1] = {C};
     if ((rc = amp_kernel_outputs(k, 5, out))) return rc;
-    if (out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
-    for (int i = 1; !rc && i < 5; i++)
-        if (out[i]) rc = amp_kernel_check_out(k, out[i], in[i % 2 ? 3 : 4]->dtype, 1, cd);
-    if (rc) return rc;
     void *y = out[0] && x->nelem ? out[0]->data : NULL;
     void *stats[4];
     for (int i = 0; i < 4; i++) stats[i] = out[i + 1] ? out[i + 1]->data : NULL;

@@ -4,26 +4,22 @@
  * on the sizes alone, so its column sums add in one order on every run. */
 #include "kernels/cuda/norm_grad.h"
 #include "kernels/cuda/norm.h"
+#include "ops/geom.h"
 
 /* ---- SoftmaxGrad_13 -------------------------------------------------------------------- */
 
 /* (dY, Y) -> dX = Y * (dY - sum(dY * Y)) along `axis`. */
 AmpCode amp_cuda_ms_softmax_grad(AmpKernelCtx *k) {
-    const AmpSoftmaxAttrs *attr = k->attrs;
-    if (!attr) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *y = k->n_in > 1 ? k->in[1] : NULL;
-    if (!dy || !y) return amp_kernel_fail(k, AMP_ERR_INPUT, "SoftmaxGrad_13 takes dY and Y");
+    AmpSoftmaxGeom own;
+    const AmpSoftmaxGeom *g; /* amp_softmax_geom (ops/norm_attrs.h): dY and Y of one shape, its rows */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *dy = k->in[0], *y = k->in[1];
     if (!amp_cuda_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
     if (y->dtype != dy->dtype) return amp_kernel_bad_dtype(k, y->dtype);
-    bool same = dy->rank == y->rank;
-    for (int i = 0; same && i < dy->rank; i++) same = dy->dims[i] == y->dims[i];
-    if (!same) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY and Y must have the same shape");
-    uint64_t outer = 0, d = 0, inner = 0;
-    AmpCode rc = amp_softmax_layout(k, attr, y, &outer, &d, &inner); /* ops/norm_attrs.h */
-    if (rc) return rc;
+    uint64_t outer = g->outer, d = g->d, inner = g->inner;
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
-    if ((rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims))) return rc;
     if (!dy->nelem) return AMP_OK; /* no element, however many empty rows */
     int err = amp_cuda_softmax_grad_launch(dy->dtype, dy->data, y->data, dx->data, (int64_t)outer, (int64_t)d,
                                            (int64_t)inner, amp_cuda_ctx(k)->stream);

@@ -10,13 +10,9 @@
 #include <string.h>
 
 #include "kernels/cuda/reduce.h"
+#include "ops/geom.h"
 
 _Static_assert(AMP_CUDA_RED_MAX_RANK == AMP_MAX_RANK, "reduce.h's rank bound is AMP_MAX_RANK");
-
-static const void *attrs_of(AmpKernelCtx *k) {
-    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    return k->attrs;
-}
 
 /* ---- Reduce* ----------------------------------------------------------------------- */
 
@@ -29,23 +25,19 @@ bool amp_cuda_supports_reduce(const AmpNode *n, int64_t opset, const int *in_dty
     return true;
 }
 
-/* The reduced axes as every backend reads them (ops/reduce_attrs.h): the axes input where
- * the opset takes one (its values fixed at prepare where the model fixes them, else read
- * to the host here), else the attribute. */
-static AmpCode reduce_mask(AmpKernelCtx *k, const AmpReduceAttrs *attr, int rank, bool *mask) {
+/* The geometry (ops/reduce_attrs.h): the executor's, or, where the axes input's values
+ * decide (axes the model does not fix), made here from them read to the host. */
+static AmpCode reduce_geom(AmpKernelCtx *k, AmpReduceGeom *own, const AmpReduceGeom **g) {
+    const void *p;
+    AmpCode rc = amp_kernel_geom(k, own, &p);
+    if (rc || (*g = p)) return rc;
     int64_t axes[AMP_MAX_RANK];
-    size_t n = 0;
     const AmpBuf *ax;
-    AmpCode rc = amp_reduce_axes_input(k, attr, rank, &ax);
-    if (rc) return rc;
-    if (ax && attr->fixed) { /* read at prepare: no wait on the stream */
-        for (size_t i = 0; i < attr->n_axes; i++) axes[n++] = attr->axes[i];
-    } else if (ax && ax->nelem) {
-        int got = amp_cuda_read_ints(k, 1, axes, AMP_MAX_RANK);
-        if (got < 0) return k->st->code;
-        n = (size_t)got;
-    }
-    return amp_reduce_mask(k, attr, rank, ax ? axes : NULL, n, mask);
+    if ((rc = amp_reduce_axes_input(k, k->attrs, k->in[0]->rank, &ax))) return rc;
+    int got = amp_cuda_read_ints(k, 1, axes, AMP_MAX_RANK); /* ax holds values: the table made none else */
+    if (got < 0) return k->st->code;
+    *g = own;
+    return amp_reduce_geom_axes(k, axes, (size_t)got, own);
 }
 
 /* The launch shape of reducing x (no dim 0) over mask: dims of 1 dropped and neighbours
@@ -95,25 +87,15 @@ static void reduce_shape(const AmpBuf *x, const bool *mask, AmpCudaRedShape *s) 
 }
 
 static AmpCode reduce_run(AmpKernelCtx *k, int kind) {
-    const AmpReduceAttrs *attr = attrs_of(k); /* amp_reduce_prepare */
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
-    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    bool mask[AMP_MAX_RANK];
-    AmpCode rc = reduce_mask(k, attr, x->rank, mask);
+    AmpReduceGeom own;
+    const AmpReduceGeom *g;
+    AmpCode rc = reduce_geom(k, &own, &g);
     if (rc) return rc;
-    int ro = 0;
-    int64_t od[AMP_MAX_RANK];
-    uint64_t n_red = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (!mask[d]) od[ro++] = x->dims[d];
-        else if (attr->keep) od[ro++] = 1;
-        if (mask[d]) n_red *= (uint64_t)x->dims[d];
-    }
+    const AmpBuf *x = k->in[0];
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    uint64_t n_red = g->n_red;
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, x->dtype, ro, od))) return rc;
     if (!y->nelem) return AMP_OK;
     AmpCudaRedShape s;
     if (!n_red) { /* an empty set per output: the identities, finished */
@@ -121,7 +103,7 @@ static AmpCode reduce_run(AmpKernelCtx *k, int kind) {
         s.outer = s.n_out = (int64_t)y->nelem;
         s.inner = 1;
     } else {
-        reduce_shape(x, mask, &s);
+        reduce_shape(x, g->mask, &s);
     }
     int err = amp_cuda_reduce_launch(kind, x->dtype, x->data, y->data, &s, amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "reduce kernel");
@@ -146,30 +128,18 @@ bool amp_cuda_supports_arg(const AmpNode *n, int64_t opset, const int *in_dtypes
 }
 
 static AmpCode arg_run(AmpKernelCtx *k, bool is_max) {
-    const AmpArgAttrs *attr = attrs_of(k); /* amp_arg_prepare */
-    if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the data input is missing");
+    AmpArgGeom own;
+    const AmpArgGeom *g; /* amp_arg_geom (ops/reduce_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    int axis;
-    if (!amp_norm_axis(attr->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)attr->axis,
-                                x->rank);
-    if (x->dims[axis] == 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %d is empty: no element to pick", axis);
-    int ro = 0;
-    int64_t od[AMP_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) {
-        if (d != axis) od[ro++] = x->dims[d];
-        else if (attr->keep) od[ro++] = 1;
-    }
     AmpBuf *y;
-    AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, AMP_DT_INT64, ro, od))) return rc; /* written at o * inner + i */
     if (!y->nelem) return AMP_OK;
-    int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims), d = x->dims[axis];
-    int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
-    int err = amp_cuda_argreduce_launch(is_max, attr->last, x->dtype, x->data, y->data, outer, d, inner,
+    int64_t outer = (int64_t)g->outer, d = (int64_t)g->d, inner = (int64_t)g->inner;
+    bool last = ((const AmpArgAttrs *)k->attrs)->last;
+    int err = amp_cuda_argreduce_launch(is_max, last, x->dtype, x->data, y->data, outer, d, inner,
                                         amp_cuda_ctx(k)->stream);
     return amp_cuda_check(k, err, "arg-reduce kernel");
 }

@@ -1,0 +1,58 @@
+/* The table of geometry functions by op id, and the kernels' way to their geometry
+ * (ops/geom.h). */
+#include <string.h>
+
+#include "ops/geom.h"
+#include "ops/kernel_out.h"
+#include "ops/norm_attrs.h"
+#include "ops/reduce_attrs.h"
+
+typedef struct GeomRow {
+    AmpKernelGeomFn fn;
+    size_t size;
+} GeomRow;
+
+#define REDUCE {amp_reduce_geom, sizeof(AmpReduceGeom)}
+#define ARG {amp_arg_geom, sizeof(AmpArgGeom)}
+#define SOFTMAX {amp_softmax_geom, sizeof(AmpSoftmaxGeom)}
+
+static const GeomRow GEOM[AMP_OP__COUNT] = {
+    [AMP_OP_ReduceSum] = REDUCE,
+    [AMP_OP_ReduceMean] = REDUCE,
+    [AMP_OP_ReduceMax] = REDUCE,
+    [AMP_OP_ReduceMin] = REDUCE,
+    [AMP_OP_ReduceProd] = REDUCE,
+    [AMP_OP_ReduceSumSquare] = REDUCE,
+    [AMP_OP_ReduceL1] = REDUCE,
+    [AMP_OP_ReduceL2] = REDUCE,
+    [AMP_OP_ReduceLogSum] = REDUCE,
+    [AMP_OP_ReduceLogSumExp] = REDUCE,
+    [AMP_OP_ArgMax] = ARG,
+    [AMP_OP_ArgMin] = ARG,
+    [AMP_OP_Softmax] = SOFTMAX,
+    [AMP_OP_LogSoftmax] = SOFTMAX,
+    [AMP_OP_Hardmax] = SOFTMAX,
+    [AMP_OP_Ms_SoftmaxGrad_13] = SOFTMAX,
+    [AMP_OP_LayerNormalization] = {amp_layernorm_geom, sizeof(AmpLayerNormGeom)},
+    [AMP_OP_BatchNormalization] = {amp_batchnorm_geom, sizeof(AmpBatchNormGeom)},
+};
+
+void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
+    const GeomRow *r = op > 0 && op < AMP_OP__COUNT ? &GEOM[op] : NULL;
+    *fn = r ? r->fn : NULL;
+    *size = r ? r->size : 0;
+}
+
+AmpCode amp_kernel_geom(AmpKernelCtx *k, void *own, const void **g) {
+    *g = k->geom;
+    if (*g) return AMP_OK;
+    AmpKernelGeomFn fn;
+    size_t size;
+    amp_op_geom(k->node->op, &fn, &size);
+    if (!fn) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the op has no geometry function");
+    if (!k->attrs) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    bool made = true;
+    AmpCode rc = fn(k, own, &made);
+    if (!rc && made) *g = own;
+    return rc;
+}
