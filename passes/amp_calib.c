@@ -13,7 +13,7 @@
 
 #include "passes/amp_impl.h"
 #include "passes/calib.h"
-#include "passes/options.h"
+#include "ir/front.h"
 
 /* ---- the file ------------------------------------------------------------------------ */
 
@@ -259,7 +259,9 @@ size_t amp_calib_underflow(const AmpCalibStats *s, const AmpModel *m, size_t max
         else
             snprintf(line, sizeof line, "calibration: advice: no loss scale serves both the largest gradient (%.3g) "
                      "and these: keep the nodes above fp32 (--keep-fp32 NODE), or use %s", top,
-                     AMP_OPT_SAY("precision", "bf16"));
+                     /* the options table's spellings (amp_option_say), which reads calibration files
+                      * through this file and so cannot be called from it */
+                     amp_front() == AMP_FRONT_CLI ? "--precision bf16" : "precision \"bf16\" (or AMP_PRECISION=bf16)");
         fn(ctx, line);
     }
     free(u);
