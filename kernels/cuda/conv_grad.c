@@ -206,15 +206,8 @@ AmpCode amp_cuda_ms_conv_grad(AmpKernelCtx *k) {
     AmpConvGeom g;
     AmpCode rc = check_inputs(k, dy, x, w, &g);
     if (rc) return rc;
-    const int64_t bdims[1] = {w->dims[0]};
     AmpBuf *out[3];
-    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
-    for (int i = 0; i < 3; i++) { /* dX like X, dW like W, dB (M) */
-        const AmpBuf *like = i == 0 ? x : w;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
-                                                 i == 2 ? bdims : like->dims)))
-            return rc;
-    }
+    if ((rc = amp_conv_grad_outs(k, x, w, out))) return rc;
     if (!dy->nelem) return zero_outputs(k, out); /* no output position: every gradient is 0 */
     if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     const char *why = amp_cuda_conv_grad_refusal(&g);
