@@ -304,21 +304,10 @@ CALLABLE = ALLOWED
 
 # Circles that stand today (issue 37, "Import circles"), each a set of files that reach one
 # another; a circle passes when all its files are in one set. Each is to be split by moving
-# the helpers its files share to a leaf file; remove the set then. A set whose comment
-# argues a real recursion (code that runs itself again through another file) stays.
-KNOWN_CIRCLES = [
-    # The loader's one recursion, kept by design: a graph (load.c) loads its nodes (load_node.c,
-    # or load_par.c's threads), whose graph attributes (load_msg.c) are graphs again
-    # (amp_load_graph, which bounds the depth). Together 1600 lines, too many for one file; a
-    # function pointer for the way back would hide the recursion that bound guards.
-    {"ir/load.c", "ir/load_msg.c", "ir/load_node.c", "ir/load_par.c"},
-    # The interpreter's recursion, not shared helpers: exec.c runs an If / Loop / Scan node
-    # through exec_ctrl.c (amp_exec_run_if / _loop / _scan), which runs the node's body as
-    # a plan of its own through exec.c (amp_exec_run_body), and a body may hold control
-    # flow again. One call each way; a function pointer in between would hide the circle,
-    # not remove it.
-    {"runtime/exec.c", "runtime/exec_ctrl.c"},
-]
+# the helpers its files share to a leaf file, or by handing a recursion's way back up down
+# as a function pointer (the loader's LoadCtx.load_graph, the executor's AmpExecBodyFn);
+# remove the set then. None stands.
+KNOWN_CIRCLES = []
 
 
 # `#define vfail amp_verify_fail`: a short name for a function, which the stripped code
