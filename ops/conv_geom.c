@@ -322,6 +322,11 @@ AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, 
 
 /* ---- the checks every backend's kernel makes -------------------------------------------- */
 
+AmpCode amp_conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b) {
+    *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL, *b = k->n_in > 2 ? k->in[2] : NULL;
+    return *x && *w ? AMP_OK : amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+}
+
 AmpCode amp_conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const AmpBuf *b, bool transpose,
                        const AmpConvAttrs **at, int64_t *M) {
     if (x->rank < 3 || w->rank != x->rank)

@@ -74,6 +74,9 @@ AmpCode amp_conv_kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const Amp
 AmpCode amp_convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
                                AmpConvGeom *g);
 
+/* Conv's and ConvTranspose's inputs X, W and B (NULL where the node has none): AMP_ERR_INPUT
+ * unless X and W are there. */
+AmpCode amp_conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b);
 /* Conv's and ConvTranspose's shape checks, every backend's (after its dtype check): X and W
  * of one rank >= 3, the attributes prepared (*at), the group fitting X's C channels and W
  * (Conv: W (M, C/group, k...); ConvTranspose: W (C, M/group, k...), M/group at most

@@ -126,18 +126,25 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
     }
 }
 
+/* Conv's or ConvTranspose's inputs, one float32-family dtype, checked (amp_conv_check). */
+static AmpCode conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b,
+                           const AmpConvAttrs **at, int64_t *M) {
+    if (amp_conv_inputs(k, x, w, b)) return k->st->code;
+    int dt = (*x)->dtype;
+    if ((*w)->dtype != dt || (*b && (*b)->dtype != dt))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    return amp_conv_check(k, *x, *w, *b, transpose, at, M);
+}
+
 /* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M). */
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
-    int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    const AmpBuf *x, *w, *b;
     const AmpConvAttrs *at;
     int64_t M;
-    AmpCode rc = amp_conv_check(k, x, w, b, false, &at, &M);
+    AmpCode rc = conv_inputs(k, false, &x, &w, &b, &at, &M);
     if (rc) return rc;
+    int dt = x->dtype;
     int nsp = x->rank - 2;
     int64_t group = at->group, N = x->dims[0], C = x->dims[1];
     int64_t kern[AMP_MAX_SPATIAL];
@@ -246,16 +253,12 @@ void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *
 /* Y (N, M, out...) from X (N, C, in...), W (C, M/group, kern...), B (M): each input
  * position scatters W times its value into the output window. */
 AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
-    int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    const AmpBuf *x, *w, *b;
     const AmpConvAttrs *at;
     int64_t M;
-    AmpCode rc = amp_conv_check(k, x, w, b, true, &at, &M);
+    AmpCode rc = conv_inputs(k, true, &x, &w, &b, &at, &M);
     if (rc) return rc;
+    int dt = x->dtype;
     int nsp = x->rank - 2;
     int64_t group = at->group, N = x->dims[0], C = x->dims[1], Mg = w->dims[1], Cg = C / group;
     int64_t kern[AMP_MAX_SPATIAL];
