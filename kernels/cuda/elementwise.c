@@ -292,7 +292,7 @@ typedef struct UnaryOp {
 } UnaryOp;
 
 static const UnaryOp unary_ops[AMP_OP__COUNT] = {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
     AMP_UNARY_CUDA_##CUDA([AMP_OP_##Id] = {true, AMP_CUDA_UN_##Id, AMP_UNARY_INT_##TYPES ? INTS : 0, PREPARE},)
 #include "ops/unary.def"
 #undef AMP_UNARY
