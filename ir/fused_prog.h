@@ -23,14 +23,19 @@ enum { AMP_FUSED_MAX_IN = 16, AMP_FUSED_MAX_OUT = 8, AMP_FUSED_MAX_INSTR = 48 };
 #define AMP_FUSED_MAX_REG (AMP_FUSED_MAX_IN + AMP_FUSED_MAX_INSTR)
 
 /* The instructions. Operands name registers: 0 .. n_in-1 are the inputs, n_in + j the
- * result of instruction j. */
+ * result of instruction j. AMP_FOP_UNARY is every float unary op that fuses, one
+ * instruction: operand a its input, operand b the op (its AmpOpId, not a register), which
+ * ops/unary.def's FUSE column admits and whose FEXPR computes it (ops/fused_eval.h). The
+ * numbers are the programs' (a FusedElementwise node in a file is run as written); those
+ * of the unary ops that had instructions of their own (10, 11, 13, 14, 29, 30: Sqrt,
+ * Reciprocal, Exp, Log, Tanh, Erf) are no instruction now. */
 typedef enum AmpFusedOpcode {
-    AMP_FOP_ADD = 1, AMP_FOP_SUB, AMP_FOP_MUL, AMP_FOP_DIV, AMP_FOP_POW, AMP_FOP_MAX, AMP_FOP_MIN,
-    AMP_FOP_NEG, AMP_FOP_ABS, AMP_FOP_SQRT, AMP_FOP_RECIP, AMP_FOP_RELU, AMP_FOP_EXP, AMP_FOP_LOG,
-    AMP_FOP_EQ, AMP_FOP_LT, AMP_FOP_GT, AMP_FOP_LE, AMP_FOP_GE,
-    AMP_FOP_NOT, AMP_FOP_AND, AMP_FOP_OR, AMP_FOP_XOR,
-    AMP_FOP_WHERE, AMP_FOP_CAST, AMP_FOP_ISNAN, AMP_FOP_ISINF, AMP_FOP_IDENT,
-    AMP_FOP_TANH, AMP_FOP_ERF,
+    AMP_FOP_ADD = 1, AMP_FOP_SUB = 2, AMP_FOP_MUL = 3, AMP_FOP_DIV = 4, AMP_FOP_POW = 5, AMP_FOP_MAX = 6,
+    AMP_FOP_MIN = 7, AMP_FOP_NEG = 8, AMP_FOP_ABS = 9, AMP_FOP_RELU = 12,
+    AMP_FOP_EQ = 15, AMP_FOP_LT = 16, AMP_FOP_GT = 17, AMP_FOP_LE = 18, AMP_FOP_GE = 19,
+    AMP_FOP_NOT = 20, AMP_FOP_AND = 21, AMP_FOP_OR = 22, AMP_FOP_XOR = 23,
+    AMP_FOP_WHERE = 24, AMP_FOP_CAST = 25, AMP_FOP_ISNAN = 26, AMP_FOP_ISINF = 27, AMP_FOP_IDENT = 28,
+    AMP_FOP_UNARY = 31,
     AMP_FOP__COUNT
 } AmpFusedOpcode;
 

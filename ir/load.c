@@ -592,6 +592,7 @@ AmpCode amp_load_bytes(const void *data, size_t len, const char *dir, const AmpL
     c->threads = opt && opt->threads > 0 ? opt->threads : amp_threads();
     c->par_min = opt && opt->parallel_min_nodes ? opt->parallel_min_nodes : AMP_LOAD_PARALLEL_MIN;
     c->borrow_raw = borrow;
+    c->load_graph = amp_load_graph;
     AmpCode rc = load_model(c, bytes, len);
     ctx_free(c);
     free(c);
@@ -621,6 +622,7 @@ AmpCode amp_tensor_load_bytes(AmpModel *m, const void *data, size_t len, AmpTens
     c->st = st;
     c->total = len;
     c->tensor_file = true;
+    c->load_graph = amp_load_graph;
     AmpCode rc = amp_load_tensor(c, data, len, "tensor file", out);
     if (rc) *out = NULL;
     ctx_free(c);

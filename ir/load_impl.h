@@ -55,7 +55,12 @@ typedef struct AmpFieldVec {
     size_t n, cap;
 } AmpFieldVec;
 
-typedef struct LoadCtx {
+typedef struct LoadCtx LoadCtx;
+/* Loads GraphProto [p, p + len) (load.c's amp_load_graph, below). */
+typedef AmpCode (*AmpLoadGraphFn)(LoadCtx *c, const uint8_t *p, size_t len, AmpGraph *parent, AmpNode *owner,
+                                  const char *where, AmpGraph **out);
+
+struct LoadCtx {
     AmpModel *m;
     AmpArena *arena;     /* where what is loaded goes: the model's, or a helper's own
                             (load_par.c), handed to the model when the load ends */
@@ -79,7 +84,12 @@ typedef struct LoadCtx {
     int threads;          /* the most threads that load the main graph's nodes (load_par.c), */
     size_t par_min;       /* ... when it has at least this many */
     bool borrow_raw;      /* raw_data stays in the input, which the model keeps */
-} LoadCtx;
+    /* How a graph attribute (load_msg.c) loads its graph: amp_load_graph, set by load.c
+     * where a load starts. The loader's recursion (a graph's nodes hold graphs) goes back
+     * up through this pointer, not by name, so the node and attribute files depend on no
+     * file above them; amp_load_graph still bounds the depth. */
+    AmpLoadGraphFn load_graph;
+};
 
 /* A message's bytes in the input. */
 typedef struct Span {
@@ -162,7 +172,7 @@ AmpCode amp_load_sparse_check(LoadCtx *c, const uint8_t *p, size_t len, const ch
 /* load_msg.c: all of it: SparseTensorProto [p, p + len) made dense (a sparse_initializer,
  * Constant's sparse_value), its values and indices loaded as any tensor. */
 AmpCode amp_load_sparse_dense(LoadCtx *c, const uint8_t *p, size_t len, const char *where, AmpTensor **out);
-/* Attribute [p, p + len) of node n; subgraphs are loaded with amp_load_graph. */
+/* Attribute [p, p + len) of node n; subgraphs are loaded with c->load_graph. */
 AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpAttr *at);
 /* One ValueInfoProto kept in e (its bytes, its type parsed; the value takes the type if
  * it has none). */

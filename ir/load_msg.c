@@ -476,7 +476,7 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
                 (rc = amp_load_tensor(c, data, dlen, where, &at->t))))
         return rc;
     if (n_g && ((rc = amp_load_merged(c, p, end, A_G, n_g, &data, &dlen)) ||
-                (rc = amp_load_graph(c, data, dlen, n->graph, n, where, &at->g))))
+                (rc = c->load_graph(c, data, dlen, n->graph, n, where, &at->g))))
         return rc;
     if ((at->n_floats && !(at->floats = amp_arena_alloc_raw(a, at->n_floats * sizeof *at->floats))) ||
         (at->n_ints && !(at->ints = amp_arena_alloc_raw(a, at->n_ints * sizeof *at->ints))) ||
@@ -500,7 +500,7 @@ AmpCode amp_load_attr(LoadCtx *c, const uint8_t *p, size_t len, AmpNode *n, AmpA
     for (q = p; !rc && kt < at->n_tensors && amp_wire_next(&q, end, &f) > 0;)
         if (f.num == A_TENSORS) rc = amp_load_tensor(c, f.data, f.len, where, &at->tensors[kt++]);
     for (q = p; !rc && kg < at->n_graphs && amp_wire_next(&q, end, &f) > 0;)
-        if (f.num == A_GRAPHS) rc = amp_load_graph(c, f.data, f.len, n->graph, n, where, &at->graphs[kg++]);
+        if (f.num == A_GRAPHS) rc = c->load_graph(c, f.data, f.len, n->graph, n, where, &at->graphs[kg++]);
     if (!rc && rest) rc = sparse_attr(c, p, end, n, at, where);
     return rc;
 }

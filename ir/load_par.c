@@ -156,6 +156,7 @@ AmpLoadPar *amp_load_par_start(LoadCtx *c, AmpGraph *g, AmpNode *nodes, const Sp
         h->own.st = &h->unread;
         h->own.total = c->total;
         h->own.depth = c->depth;
+        h->own.load_graph = c->load_graph;
         if (pthread_create(&h->thread, NULL, helper_run, h) != 0) break; /* fewer helpers */
         p->n_helpers = i + 1;
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ops/conv_geom.h"
+#include "ops/kernel_out.h"
 
 /* Attribute values are capped at INT32_MAX so that window arithmetic cannot overflow. */
 AmpCode amp_conv_ints(AmpKernelCtx *k, const char *name, int n, int64_t dflt, int64_t min, int64_t *out) {
@@ -317,4 +318,61 @@ AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, 
     for (int i = 0; i < nsp; i++) shape_ok = shape_ok && dy->dims[i + 2] == g->out[i];
     if (!shape_ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY's shape is not the convolution's output shape");
     return AMP_OK;
+}
+
+/* ---- the checks every backend's kernel makes -------------------------------------------- */
+
+AmpCode amp_conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b) {
+    *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL, *b = k->n_in > 2 ? k->in[2] : NULL;
+    return *x && *w ? AMP_OK : amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+}
+
+AmpCode amp_conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const AmpBuf *b, bool transpose,
+                       const AmpConvAttrs **at, int64_t *M) {
+    if (x->rank < 3 || w->rank != x->rank)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
+                               w->rank);
+    if (!(*at = amp_conv_prepared(k))) return k->st->code;
+    int64_t group = (*at)->group, C = x->dims[1], w0 = w->dims[0], w1 = w->dims[1];
+    bool fits = group >= 1 && group <= (C > 0 ? C : 1) && C % group == 0 &&
+                (transpose ? w0 == C && w1 <= INT32_MAX        /* W (C, M/group, k...) */
+                           : w0 % group == 0 && w1 == C / group); /* W (M, C/group, k...) */
+    if (!fits)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
+                               (long long)group, (long long)C, (long long)w0, (long long)w1);
+    *M = transpose ? w1 * group : w0;
+    if (b && (b->rank != 1 || b->dims[0] != *M))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)*M);
+    return AMP_OK;
+}
+
+AmpCode amp_conv_out(AmpKernelCtx *k, int dtype, int64_t n, int64_t c, const AmpConvGeom *g, AmpBuf **y) {
+    int64_t dims[AMP_MAX_RANK] = {n, c};
+    for (int i = 0; i < g->nsp; i++) dims[i + 2] = g->out[i];
+    AmpCode rc = amp_kernel_outputs(k, 1, y);
+    return rc || !*y ? rc : amp_kernel_check_out(k, *y, dtype, g->nsp + 2, dims);
+}
+
+AmpCode amp_global_pool_out(AmpKernelCtx *k, bool (*dtype_ok)(int dtype), const AmpBuf **x, AmpBuf **y) {
+    *y = NULL;
+    *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!*x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
+    int dt = (*x)->dtype, r = (*x)->rank;
+    if (!dtype_ok(dt)) return amp_kernel_bad_dtype(k, dt);
+    if (r < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", r);
+    int64_t dims[AMP_MAX_RANK];
+    for (int i = 0; i < r; i++) dims[i] = i < 2 ? (*x)->dims[i] : 1;
+    AmpCode rc = amp_kernel_outputs(k, 1, y);
+    return rc || !*y ? rc : amp_kernel_check_out(k, *y, dt, r, dims);
+}
+
+AmpCode amp_conv_grad_outs(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, AmpBuf **out) {
+    const int64_t bdims[1] = {w->dims[0]};
+    AmpCode rc = amp_kernel_outputs(k, 3, out);
+    for (int i = 0; i < 3 && !rc; i++) { /* dX like X, dW like W, dB (M) */
+        const AmpBuf *like = i == 0 ? x : w;
+        if (out[i])
+            rc = amp_kernel_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank, i == 2 ? bdims : like->dims);
+    }
+    return rc;
 }

@@ -74,6 +74,23 @@ AmpCode amp_conv_kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const Amp
 AmpCode amp_convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
                                AmpConvGeom *g);
 
+/* Conv's and ConvTranspose's inputs X, W and B (NULL where the node has none): AMP_ERR_INPUT
+ * unless X and W are there. */
+AmpCode amp_conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b);
+/* Conv's and ConvTranspose's shape checks, every backend's (after its dtype check): X and W
+ * of one rank >= 3, the attributes prepared (*at), the group fitting X's C channels and W
+ * (Conv: W (M, C/group, k...); ConvTranspose: W (C, M/group, k...), M/group at most
+ * INT32_MAX), B (where given) 1-D with *M entries. */
+AmpCode amp_conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const AmpBuf *b, bool transpose,
+                       const AmpConvAttrs **at, int64_t *M);
+/* Output 0 of a window op as the executor placed it, checked (amp_kernel_check_out) to be
+ * (n, c, g->out...) in dtype; *y NULL where the node does not list it. */
+AmpCode amp_conv_out(AmpKernelCtx *k, int dtype, int64_t n, int64_t c, const AmpConvGeom *g, AmpBuf **y);
+/* GlobalAveragePool's and GlobalMaxPool's checks, every backend's: X (input 0) present,
+ * dtype_ok(its dtype) (the backend's dtypes), of rank >= 2; output 0 as placed, checked to be
+ * (N, C, 1...) of X's dtype (*y NULL where not listed). */
+AmpCode amp_global_pool_out(AmpKernelCtx *k, bool (*dtype_ok)(int dtype), const AmpBuf **x, AmpBuf **y);
+
 /* ---- read when the kernel runs (com.microsoft ConvGrad) ------------------------------- */
 
 /* com.microsoft ConvGrad's attributes (amp_conv_grad_prepare): the group, checked
@@ -91,6 +108,9 @@ AmpCode amp_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
  * output (*g its geometry). */
 AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, int64_t *kern,
                             AmpConvGeom *g);
+/* ConvGrad's outputs as placed (out[3]: dX, dW, dB; NULL where not listed), each checked:
+ * dX like X, dW like W, dB (M) of W's dtype. */
+AmpCode amp_conv_grad_outs(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, AmpBuf **out);
 
 /* Reads the node's INTS attribute of exactly n entries into out, or fills out with dflt
  * when absent; AMP_ERR_INPUT when it has another length or a value under `min`. With

@@ -82,6 +82,33 @@ int amp_ew_merge_axes(int rank, const int64_t *dims, int n_in, const AmpBuf *con
     return r;
 }
 
+AmpCode amp_ew_bcast_out(AmpKernelCtx *k, int n, int dtype, int *rank, int64_t *dims, AmpBuf **out) {
+    *out = NULL;
+    AmpCode rc = amp_ew_bcast_shape(k, n, k->in, rank, dims);
+    return rc ? rc : amp_ew_out(k, dtype, *rank, dims, out);
+}
+
+AmpCode amp_ew_variadic_inputs(AmpKernelCtx *k) {
+    int n = k->n_in;
+    if (n < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs at least one input");
+    AmpCode rc = amp_ew_need(k, n);
+    for (int j = 1; j < n && !rc; j++) rc = amp_ew_same_dtype(k, k->in[0], k->in[j]);
+    return rc;
+}
+
+AmpCode amp_ew_where_out(AmpKernelCtx *k, size_t *bits, int *rank, int64_t *dims, AmpBuf **out) {
+    *out = NULL;
+    AmpCode rc = amp_ew_need(k, 3);
+    if (rc) return rc;
+    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
+    if (cond->dtype != AMP_DT_BOOL)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
+    if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
+    *bits = amp_dtype_bits(x->dtype);
+    if (*bits != 8 && *bits != 16 && *bits != 32 && *bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
+    return amp_ew_bcast_out(k, 3, x->dtype, rank, dims, out);
+}
+
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out) {
     AmpCode rc = amp_kernel_outputs(k, 1, out);
     if (rc || !*out) return rc;

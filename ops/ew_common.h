@@ -28,6 +28,16 @@ AmpCode amp_ew_bcast_shape(AmpKernelCtx *k, int n, const AmpBuf *const *in, int 
  * rank, dims; AMP_ERR_INTERNAL naming both if not, since the loops are bounded by the
  * inputs' shapes): *out NULL when the node does not list it (nothing to compute). */
 AmpCode amp_ew_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, AmpBuf **out);
+/* amp_ew_bcast_shape of inputs 0..n-1, then amp_ew_out of that shape in dtype. */
+AmpCode amp_ew_bcast_out(AmpKernelCtx *k, int n, int dtype, int *rank, int64_t *dims, AmpBuf **out);
+
+/* Sum, Mean, Max and Min's inputs, every backend's checks: at least one, every one present,
+ * all of input 0's dtype (which dtypes a backend computes, it checks after). */
+AmpCode amp_ew_variadic_inputs(AmpKernelCtx *k);
+/* Where(condition, X, Y)'s checks and output, every backend's: condition bool, X and Y of
+ * one dtype of *bits 8, 16, 32 or 64 (the data are only moved), the output of that dtype
+ * and the broadcast shape (rank, dims); *out NULL where the node does not list it. */
+AmpCode amp_ew_where_out(AmpKernelCtx *k, size_t *bits, int *rank, int64_t *dims, AmpBuf **out);
 
 /* The broadcast walk every backend plans: n_in inputs (at most AMP_EW_MERGE_MAX_IN, each
  * broadcastable to the output shape rank/dims) over the output with its axes of size 1

@@ -16,11 +16,24 @@ static_assert((int)AMP_FDT_FLOAT == (int)AMP_DT_FLOAT && (int)AMP_FDT_INT32 == (
                   (int)AMP_FDT_INT64 == (int)AMP_DT_INT64 && (int)AMP_FDT_BOOL == (int)AMP_DT_BOOL &&
                   (int)AMP_FDT_FLOAT16 == (int)AMP_DT_FLOAT16 && (int)AMP_FDT_BFLOAT16 == (int)AMP_DT_BFLOAT16,
               "fused_eval.h's dtype numbers are ir.h's");
+static_assert(AMP_OP__COUNT <= 256, "AMP_FOP_UNARY's op fits its uint8_t operand b");
 
 /* ---- the program: parsed and checked once ---------------------------------------- */
 
-/* The class each operand of op must have, given the result's class rc and the first
- * operand's class c0: 0 when the combination is not a valid instruction. */
+/* Whether AMP_FOP_UNARY may run op (an AmpOpId): a line of ops/unary.def whose FUSE
+ * column is 1. */
+static bool unary_fuses(int64_t op) {
+    switch (op) {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) AMP_UNARY_FUSE_##FUSE(case AMP_OP_##Id:)
+#include "ops/unary.def"
+#undef AMP_UNARY
+        return true;
+    default: return false;
+    }
+}
+
+/* The class each operand of op must have, given the result's class rc and the operands'
+ * classes c[0..n): false when the combination is not a valid instruction. */
 static bool operands_ok(int op, int rc, const int *c, int n) {
     switch (op) {
     case AMP_FOP_ADD: case AMP_FOP_SUB: case AMP_FOP_MUL: case AMP_FOP_MAX: case AMP_FOP_MIN:
@@ -29,8 +42,7 @@ static bool operands_ok(int op, int rc, const int *c, int n) {
         return n == 2 && c[0] == AMP_FCLASS_F && c[1] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
     case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_RELU:
         return n == 1 && c[0] == rc && rc != AMP_FCLASS_B;
-    case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_EXP: case AMP_FOP_LOG: case AMP_FOP_TANH: case AMP_FOP_ERF:
-        return n == 1 && c[0] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
+    case AMP_FOP_UNARY: return n == 1 && c[0] == AMP_FCLASS_F && rc == AMP_FCLASS_F;
     case AMP_FOP_EQ: case AMP_FOP_LT: case AMP_FOP_GT: case AMP_FOP_LE: case AMP_FOP_GE:
         return n == 2 && c[0] == c[1] && c[0] != AMP_FCLASS_B && rc == AMP_FCLASS_B;
     case AMP_FOP_NOT: return n == 1 && c[0] == AMP_FCLASS_B && rc == AMP_FCLASS_B;
@@ -48,9 +60,8 @@ static bool operands_ok(int op, int rc, const int *c, int n) {
 /* Operands each opcode reads. */
 static int arity(int op) {
     switch (op) {
-    case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_SQRT: case AMP_FOP_RECIP: case AMP_FOP_RELU: case AMP_FOP_EXP:
-    case AMP_FOP_LOG: case AMP_FOP_NOT: case AMP_FOP_CAST: case AMP_FOP_ISNAN: case AMP_FOP_ISINF: case AMP_FOP_IDENT:
-    case AMP_FOP_TANH: case AMP_FOP_ERF:
+    case AMP_FOP_NEG: case AMP_FOP_ABS: case AMP_FOP_RELU: case AMP_FOP_NOT: case AMP_FOP_CAST: case AMP_FOP_ISNAN:
+    case AMP_FOP_ISINF: case AMP_FOP_IDENT: case AMP_FOP_UNARY:
         return 1;
     case AMP_FOP_WHERE: return 3;
     default: return 2;
@@ -81,7 +92,9 @@ static AmpCode parse_instrs(const AmpNode *n, const AmpAttr *prog, AmpFusedProg 
             c[k] = cls[w[2 + k]];
         }
         if (!operands_ok((int)w[0], rc, c, na)) return bad(n, st, "operands of the wrong kind for their opcode");
-        p->ins[j] = (AmpFusedInstr){(uint8_t)w[0], (uint8_t)w[1], (uint8_t)w[2], (uint8_t)(na > 1 ? w[3] : 0),
+        bool un = w[0] == AMP_FOP_UNARY; /* b: the op */
+        if (un && !unary_fuses(w[3])) return bad(n, st, "a unary op that does not fuse");
+        p->ins[j] = (AmpFusedInstr){(uint8_t)w[0], (uint8_t)w[1], (uint8_t)w[2], (uint8_t)(na > 1 || un ? w[3] : 0),
                                     (uint8_t)(na > 2 ? w[4] : 0)};
         cls[reg] = (uint8_t)rc;
     }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ir/fused_prog.h"
+#include "ir/ops.h" /* AmpOpId: AMP_FOP_UNARY's operand b */
 #include "ops/scalar_math.h"
 
 #ifdef __CUDACC__
@@ -62,6 +63,18 @@ AMP_FUSED_FN int64_t amp_fused_wrap(uint64_t x, int dtype) {
     return dtype == AMP_FDT_INT32 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
 }
 
+/* AMP_FOP_UNARY: float unary op `op` (an AmpOpId) on x, the FEXPR of its line in
+ * ops/unary.def, for the lines whose FUSE column is 1 (no attributes: p is never read). */
+AMP_FUSED_FN float amp_fused_unary(int op, float x) {
+    switch (op) {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
+    AMP_UNARY_FUSE_##FUSE(case AMP_OP_##Id: return FEXPR;)
+#include "ops/unary.def"
+#undef AMP_UNARY
+    default: return x; /* not reached: ops/fused_check.c admits only those lines */
+    }
+}
+
 /* One instruction on one element. r holds the registers; the operands' classes were
  * checked at prepare (a float op reads floats, a comparison two of one class ...). */
 AMP_FUSED_FN AmpFusedReg amp_fused_step(const AmpFusedInstr *in, const AmpFusedReg *r, const uint8_t *cls) {
@@ -87,13 +100,8 @@ AMP_FUSED_FN AmpFusedReg amp_fused_step(const AmpFusedInstr *in, const AmpFusedR
         break;
     case AMP_FOP_NEG: if (fl) o.f = -x.f; else o.i = amp_fused_wrap(0u - (uint64_t)x.i, dt); break;
     case AMP_FOP_ABS: if (fl) o.f = fabsf(x.f); else o.i = amp_fused_wrap(x.i < 0 ? 0u - (uint64_t)x.i : (uint64_t)x.i, dt); break;
-    case AMP_FOP_SQRT: o.f = sqrtf(x.f); break;
-    case AMP_FOP_RECIP: o.f = 1.0f / x.f; break;
+    case AMP_FOP_UNARY: o.f = amp_fused_unary(in->b, x.f); break;
     case AMP_FOP_RELU: if (fl) o.f = amp_relu_f(x.f); else o.i = x.i < 0 ? 0 : x.i; break;
-    case AMP_FOP_EXP: o.f = expf(x.f); break;
-    case AMP_FOP_LOG: o.f = logf(x.f); break;
-    case AMP_FOP_TANH: o.f = tanhf(x.f); break;
-    case AMP_FOP_ERF: o.f = amp_erf_f(x.f); break; /* the Erf kernel's (scalar_math.h) */
     case AMP_FOP_EQ: o.i = fl ? x.f == y.f : x.i == y.i; break;
     case AMP_FOP_LT: o.i = fl ? x.f < y.f : x.i < y.i; break;
     case AMP_FOP_GT: o.i = fl ? x.f > y.f : x.i > y.i; break;

@@ -51,3 +51,30 @@ AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     AmpCode rc = opt_attrs(n, st, &a);
     return rc ? rc : amp_prep_out(&a, sizeof a, attrs, st);
 }
+
+AmpCode amp_opt_layout(AmpKernelCtx *k, int groups, int *N) {
+    int tensors = k->n_in - 2;
+    if (tensors <= 0 || tensors % groups)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs",
+                               groups, k->n_in);
+    *N = tensors / groups;
+    if (k->n_out > (groups - 1) * *N)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, *N);
+    return AMP_OK;
+}
+
+void amp_opt_tensor_io(const AmpKernelCtx *k, int groups, int N, AmpBuf *const *outs, int i, const AmpBuf **in,
+                       AmpBuf **out) {
+    for (int g = 0; g < groups; g++) in[g] = k->in[2 + g * N + i];
+    for (int g = 0; g < groups - 1; g++) out[g] = g * N + i < k->n_out ? outs[g * N + i] : NULL;
+}
+
+AmpCode amp_accumulator_outs(AmpKernelCtx *k, const AmpBuf *buf, AmpBuf **flag, AmpBuf **out) {
+    const int64_t one = 1;
+    AmpBuf *outs[2];
+    AmpCode rc = amp_kernel_outputs(k, 2, outs);
+    if (rc) return rc;
+    *flag = outs[0], *out = outs[1];
+    if (*flag && (rc = amp_kernel_check_out(k, *flag, AMP_DT_BOOL, 1, &one))) return rc;
+    return *out ? amp_kernel_check_out(k, *out, buf->dtype, buf->rank, buf->dims) : AMP_OK;
+}

@@ -45,6 +45,20 @@ typedef struct AmpOptAttrs {
 /* Adam's, Momentum's and Adagrad's prepare function (AmpKernelPrepareFn) on every
  * backend: an AmpOptAttrs. */
 AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+#include "ir/kernel.h" /* AmpKernelCtx */
+#include "ir/tensor.h" /* AmpBuf */
+/* An optimizer node's layout, every backend's check: R, T, then `groups` groups of *N
+ * inputs (X, G, the states), and at most groups - 1 groups of N outputs (X_new, the new
+ * states); AMP_ERR_INPUT where not. */
+AmpCode amp_opt_layout(AmpKernelCtx *k, int groups, int *N);
+/* Tensor i's inputs in[groups] and outputs out[groups - 1] (NULL where the node does not
+ * list one) in such a node, of outs, the outputs as the executor placed them. */
+void amp_opt_tensor_io(const AmpKernelCtx *k, int groups, int N, AmpBuf *const *outs, int i, const AmpBuf **in,
+                       AmpBuf **out);
+/* InPlaceAccumulatorV2's outputs as placed and checked, every backend's: *flag bool [1],
+ * *out of buf's dtype and shape (each NULL where the node does not list it). */
+AmpCode amp_accumulator_outs(AmpKernelCtx *k, const AmpBuf *buf, AmpBuf **flag, AmpBuf **out);
 #endif
 
 /* What one step's update reads besides the tensors: the learning rate r, the rate the

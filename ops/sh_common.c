@@ -153,6 +153,20 @@ AmpCode amp_sh_scatter_nd_prepare(const AmpNode *n, int64_t opset, void **attrs,
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
+AmpCode amp_gather_shape(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, int *axis, int *rank, int64_t *dims) {
+    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
+    if (!amp_norm_axis(a, x->rank, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    *rank = x->rank - 1 + idx->rank;
+    if (*rank > AMP_MAX_RANK)
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", *rank, AMP_MAX_RANK);
+    int r = 0;
+    for (int d = 0; d < *axis; d++) dims[r++] = x->dims[d];
+    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
+    for (int d = *axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
+    return AMP_OK;
+}
+
 AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *dy, const AmpBuf *dx, int *axis) {
     int64_t a = ((const AxisAttrs *)k->attrs)->axis;
     if (!amp_norm_axis(a, dx->rank, axis))
@@ -167,6 +181,32 @@ AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *
     for (int d = *axis + 1; d < dx->rank; d++) dims[r++] = dx->dims[d];
     if (dy->dtype != dx->dtype || dy->rank != r || (r && memcmp(dy->dims, dims, (size_t)r * sizeof *dims)))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY does not have the shape Gather gives for this shape and indices");
+    return AMP_OK;
+}
+
+AmpCode amp_gather_elements_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, int *axis) {
+    int r = x->rank;
+    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
+    if (!amp_norm_axis(a, r, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
+    if (idx->rank != r) return amp_kernel_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
+    for (int d = 0; d < r; d++)
+        if (d != *axis && idx->dims[d] > x->dims[d])
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
+                                   (long long)idx->dims[d], (long long)x->dims[d]);
+    return AMP_OK;
+}
+
+AmpCode amp_scatter_nd_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, const AmpBuf *u, int64_t *m) {
+    int r = x->rank, q = idx->rank;
+    if (q < 1 || r < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
+    *m = idx->dims[q - 1];
+    if (*m < 1 || *m > r)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit rank %d", (long long)*m, r);
+    bool ok = u->rank == q - 1 + r - (int)*m;
+    for (int d = 0; ok && d < q - 1; d++) ok = u->dims[d] == idx->dims[d];
+    for (int d = (int)*m; ok && d < r; d++) ok = u->dims[q - 1 + d - *m] == x->dims[d];
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "updates shape is not indices.shape[:-1] + data.shape[m:]");
     return AMP_OK;
 }
 
@@ -235,6 +275,39 @@ AmpCode amp_split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, in
     return AMP_OK;
 }
 
+AmpCode amp_split_start(AmpKernelCtx *k, const AmpSplitAttrs *a, const AmpBuf *x, int *axis, int64_t **sizes,
+                        AmpBuf ***outs) {
+    *sizes = NULL, *outs = NULL;
+    if (!amp_norm_axis(a->axis, x->rank, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+    int no = k->n_out;
+    if (no < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no outputs");
+    *sizes = malloc((size_t)no * sizeof **sizes);
+    *outs = malloc((size_t)no * sizeof **outs);
+    if (*sizes && *outs) return AMP_OK;
+    free(*sizes), free(*outs);
+    *sizes = NULL, *outs = NULL;
+    return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
+}
+
+AmpCode amp_split_parts(AmpKernelCtx *k, const AmpBuf *x, int axis, size_t es, const int64_t *sizes, AmpBuf **outs,
+                        AmpSplitCopyFn copy) {
+    int64_t dim = x->dims[axis];
+    int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
+    int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
+    int64_t start = 0;
+    AmpCode rc = AMP_OK;
+    for (int i = 0; !rc && i < k->n_out; i++) {
+        int64_t dims[AMP_MAX_RANK];
+        memcpy(dims, x->dims, sizeof dims);
+        dims[axis] = sizes[i];
+        if (outs[i] && !(rc = amp_kernel_check_out(k, outs[i], x->dtype, x->rank, dims)))
+            rc = copy(k, outs[i], x, es, outer, sizes[i] * inner, dim * inner, start * inner);
+        start += sizes[i];
+    }
+    return rc;
+}
+
 /* ---- Shape, Constant, ConstantOfShape --------------------------------------------------- */
 
 AmpCode amp_shape_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
@@ -289,6 +362,14 @@ AmpCode amp_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
         if (rc) return rc;
     }
     return amp_prep_out(&c, sizeof c, attrs, st);
+}
+
+AmpCode amp_constant_out(AmpKernelCtx *k, AmpBuf **y, const void **bytes) {
+    int dtype, rank;
+    int64_t dims[AMP_MAX_RANK];
+    *y = NULL;
+    AmpCode rc = amp_constant_value(k, k->attrs, &dtype, &rank, dims, bytes);
+    return rc ? rc : amp_sh_out(k, dtype, rank, dims, y);
 }
 
 AmpCode amp_constant_value(AmpKernelCtx *k, const AmpConstantAttrs *c, int *dtype, int *rank, int64_t *dims,

@@ -60,9 +60,22 @@ AmpCode amp_concat_inputs(AmpKernelCtx *k);
 AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims);
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
+/* Gather's output shape (both backends' kernels): *axis (AxisAttrs in k->attrs) normalised
+ * for x's rank, and y (x[:axis], indices, x[axis+1:]): *rank, dims. AMP_ERR_INPUT for an
+ * axis out of range, AMP_ERR_UNSUPPORTED for a rank over AMP_MAX_RANK. */
+AmpCode amp_gather_shape(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, int *axis, int *rank, int64_t *dims);
+
 /* GatherGrad's checks (both backends' kernels): *axis normalised for dX's rank, dY of dX's
  * dtype and of the shape Gather gives for dX and the indices. */
 AmpCode amp_gather_grad_check(AmpKernelCtx *k, const AmpBuf *idx, const AmpBuf *dy, const AmpBuf *dx, int *axis);
+
+/* GatherElements' checks (both backends' kernels): *axis (AxisAttrs in k->attrs)
+ * normalised for x's rank, the indices of x's rank and no larger than x off the axis. */
+AmpCode amp_gather_elements_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, int *axis);
+
+/* ScatterND's shape checks (both backends' kernels): data and indices of rank >= 1, index
+ * tuples of length *m (1..rank), updates shaped (indices[:q-1], data[m:]). */
+AmpCode amp_scatter_nd_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, const AmpBuf *u, int64_t *m);
 
 /* Split: the axis (raw), and the part sizes of the split attribute (before opset 13) where
  * the node gives them and no split input. */
@@ -79,6 +92,20 @@ AmpCode amp_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStat
  * be no non-negative sizes that sum to dim (AMP_ERR_INPUT). */
 AmpCode amp_split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, int no, bool given, size_t n,
                         int64_t *sizes);
+/* Split's axis (a->axis) normalised for x's rank, and at least one output (AMP_ERR_INPUT
+ * where not); *sizes and *outs malloc'd with an entry per output (the caller frees both;
+ * NULL, with AMP_ERR_INTERNAL, when out of memory). */
+AmpCode amp_split_start(AmpKernelCtx *k, const AmpSplitAttrs *a, const AmpBuf *x, int *axis, int64_t **sizes,
+                        AmpBuf ***outs);
+/* Moves part i of a split into y: the (outer, w) block whose rows start `row` elements
+ * apart in x, from element off of x; w is 0 for an empty part. */
+typedef AmpCode (*AmpSplitCopyFn)(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *x, size_t es, int64_t outer, int64_t w,
+                                  int64_t row, int64_t off);
+/* Split's output loop, every backend's: each listed output i is checked to have x's dtype
+ * and dims with sizes[i] on the axis (amp_kernel_check_out), then copy() moves its part
+ * (k->n_out parts, in order). */
+AmpCode amp_split_parts(AmpKernelCtx *k, const AmpBuf *x, int axis, size_t es, const int64_t *sizes, AmpBuf **outs,
+                        AmpSplitCopyFn copy);
 
 /* Shape's start and end (opset 15), raw (amp_shape_prepare); amp_shape_range clamps them
  * against the rank into the first dim and the count of dims Shape gives. */
@@ -105,6 +132,9 @@ AmpCode amp_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
  * the kernels do not make (strings, sparse). */
 AmpCode amp_constant_value(AmpKernelCtx *k, const AmpConstantAttrs *c, int *dtype, int *rank, int64_t *dims,
                            const void **bytes);
+/* Constant's output (k->attrs: AmpConstantAttrs) as placed and checked (amp_sh_out) with
+ * the bytes it gets; *y NULL (AMP_OK) when the node does not list it. */
+AmpCode amp_constant_out(AmpKernelCtx *k, AmpBuf **y, const void **bytes);
 
 /* ConstantOfShape: the fill value's dtype and bytes (float 0 by default). */
 typedef struct AmpFillAttrs {

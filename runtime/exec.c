@@ -192,11 +192,11 @@ static AmpCode run_node_in(AmpExec *e, size_t i, AmpBuf *scratch, const AmpBuf *
                         n->op_type, e->gate[i]->name);
     AmpCode rc;
     if (n->op == AMP_OP_If) {
-        rc = amp_exec_run_if(e, n, inbuf, st);
+        rc = amp_exec_run_if(e, n, inbuf, amp_exec_run_body, st);
     } else if (n->op == AMP_OP_Loop) {
-        rc = amp_exec_run_loop(e, n, inbuf, st);
+        rc = amp_exec_run_loop(e, n, inbuf, amp_exec_run_body, st);
     } else if (n->op == AMP_OP_Scan) {
-        rc = amp_exec_run_scan(e, n, inbuf, st);
+        rc = amp_exec_run_scan(e, n, inbuf, amp_exec_run_body, st);
     } else {
         bool placed[AMP_EXEC_MAX_OUT];
         AmpBuf outs[AMP_EXEC_MAX_OUT];

@@ -3,15 +3,16 @@
  * carry state between iterations and stack their scan outputs. Every buffer here is a
  * device buffer: conditions and trip counts are read with copy_out, the loop counter is
  * written with copy_in, and slices and stacks are device-to-device copies. A body runs
- * through amp_exec_run_body (exec.c), whose own If / Loop / Scan nodes come back here: the
- * interpreter's recursion, the one circle of calls between the executor's files. */
+ * through the AmpExecBodyFn exec.c hands down (amp_exec_run_body), whose own If / Loop /
+ * Scan nodes come back here: the interpreter's recursion, through that pointer, so this
+ * file names nothing of exec.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/exec_impl.h"
 #include "passes/options.h"
 
-AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
+AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpExecBodyFn run_body, AmpStatus *st) {
     if (!in[0] || in[0]->nelem != 1)
         return amp_fail(st, AMP_ERR_INPUT, "node '%s' (If): the condition must hold one element",
                         n->name ? n->name : "");
@@ -28,7 +29,7 @@ AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStat
     size_t no = br->g->outputs.n;
     AmpBuf *outs = calloc(no ? no : 1, sizeof *outs);
     if (!outs) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    rc = amp_exec_run_body(c, NULL, 0, outs, st);
+    rc = run_body(c, NULL, 0, outs, st);
     for (size_t k = 0; !rc && k < no; k++) amp_exec_take_output(e, n, (int)k, &outs[k]);
     free(outs);
     return rc;
@@ -137,6 +138,7 @@ static AmpCode loop_start(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpGr
 /* A running Loop: its body's executor and what the turns carry. */
 typedef struct LoopRun {
     AmpExec *e, *c;        /* the node's executor, the body's */
+    AmpExecBodyFn run;     /* runs the body (exec.c's) */
     AmpGraph *body;
     int n_carried, n_scan;
     AmpNamedBuf *bin;      /* the body's inputs */
@@ -166,7 +168,7 @@ static AmpCode loop_turn(LoopRun *r, int64_t it, bool *cond, AmpStatus *st) {
         r->bin[k + 2].name = r->body->inputs.items[k + 2].value->name;
         r->bin[k + 2].buf = r->carried[k];
     }
-    if ((rc = amp_exec_run_body(r->c, r->bin, (size_t)r->n_carried + 2, r->bout, st))) return rc;
+    if ((rc = r->run(r->c, r->bin, (size_t)r->n_carried + 2, r->bout, st))) return rc;
     rc = amp_exec_read_i64(e, &r->bout[0], "the body's condition output", &c64, st);
     *cond = c64 != 0;
     amp_exec_buf_free(e, &r->bout[0]);
@@ -184,8 +186,8 @@ static AmpCode loop_turn(LoopRun *r, int64_t it, bool *cond, AmpStatus *st) {
     return AMP_OK;
 }
 
-AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
-    LoopRun r = {.e = e, .n_carried = n->n_inputs - 2};
+AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpExecBodyFn run_body, AmpStatus *st) {
+    LoopRun r = {.e = e, .run = run_body, .n_carried = n->n_inputs - 2};
     int64_t max_trip = INT64_MAX;
     bool cond = true;
     AmpCode rc = loop_start(e, n, in, &r.body, &max_trip, &cond, st);
@@ -329,7 +331,7 @@ static AmpCode scan_outputs(AmpExec *e, AmpNode *n, AmpCode rc, AmpBuf *state, i
 /* Scan (opset 9 and later): N state variables, then M scan inputs sliced along their scan
  * axis each iteration; the body returns N new states and K per-iteration slices that are
  * stacked along each scan output's axis. */
-AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st) {
+AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpExecBodyFn run_body, AmpStatus *st) {
     const char *nm = n->name ? n->name : "";
     if (amp_model_opset(e->m, n->domain) < 9)
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "node '%s' (Scan): Scan-8 (batched, sequence_lens) is not supported", nm);
@@ -368,7 +370,7 @@ AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpSt
         rc = scan_inputs(e, n, in, N, M, axes, L, t, slice, st);
         for (int j = 0; j < M; j++) bin[N + j].buf = slice[j];
         for (int k = 0; k < N; k++) bin[k].buf = state[k];
-        if (rc || (rc = amp_exec_run_body(c, bin, (size_t)(N + M), bout, st))) break;
+        if (rc || (rc = run_body(c, bin, (size_t)(N + M), bout, st))) break;
         for (int k = 0; k < N; k++) {
             amp_exec_buf_free(e, &state[k]);
             state[k] = bout[k];

@@ -228,8 +228,14 @@ void amp_exec_geom_free(AmpExec *e);
 /* exec_fallback.c: runs node i, which e's backend lacks, on its fallback backend. */
 AmpCode amp_exec_run_fallback(AmpExec *e, size_t i, AmpKernelCtx *k, AllocCtx *ac, AmpStatus *st);
 
-AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
-AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
-AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpStatus *st);
+/* exec_ctrl.c: If, Loop and Scan node n of e, run through child executors. `body` runs a
+ * body (exec.c hands down amp_exec_run_body): a body may hold control flow again, and the
+ * interpreter's recursion goes back up through this pointer, not by name, so exec_ctrl.c
+ * depends on no file above it. */
+typedef AmpCode (*AmpExecBodyFn)(AmpExec *e, const AmpNamedBuf *inputs, size_t n_inputs, AmpBuf *outputs,
+                                 AmpStatus *st);
+AmpCode amp_exec_run_if(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpExecBodyFn run_body, AmpStatus *st);
+AmpCode amp_exec_run_loop(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpExecBodyFn run_body, AmpStatus *st);
+AmpCode amp_exec_run_scan(AmpExec *e, AmpNode *n, const AmpBuf *const *in, AmpExecBodyFn run_body, AmpStatus *st);
 
 #endif

@@ -1,8 +1,8 @@
 /* The plan-level fusion's elementwise chains (fuse.h; docs/internals.md, "Fusion"): nodes
- * of the ops ir/fused_prog.h lists, of one static shape, grow chains along their inputs;
- * a chain of two nodes or more becomes a program, and chains of one program gather into one
- * ai.ampc FusedElementwise node, where the device runs it. And the types every part of the
- * fusion reads. */
+ * of the ops ir/fused_prog.h lists (and the unary ops ops/unary.def marks FUSE), of one
+ * static shape, grow chains along their inputs; a chain of two nodes or more becomes a
+ * program, and chains of one program gather into one ai.ampc FusedElementwise node, where
+ * the device runs it. And the types every part of the fusion reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,16 +50,18 @@ static int opcode_of(const AmpNode *n) {
         {AMP_OP_Add, AMP_FOP_ADD, 2, 'a'}, {AMP_OP_Sub, AMP_FOP_SUB, 2, 'a'}, {AMP_OP_Mul, AMP_FOP_MUL, 2, 'a'},
         {AMP_OP_Div, AMP_FOP_DIV, 2, 'f'}, {AMP_OP_Pow, AMP_FOP_POW, 2, 'f'}, {AMP_OP_Max, AMP_FOP_MAX, 2, 'a'},
         {AMP_OP_Min, AMP_FOP_MIN, 2, 'a'}, {AMP_OP_Neg, AMP_FOP_NEG, 1, 'a'}, {AMP_OP_Abs, AMP_FOP_ABS, 1, 'a'},
-        {AMP_OP_Relu, AMP_FOP_RELU, 1, 'a'}, {AMP_OP_Sqrt, AMP_FOP_SQRT, 1, 'f'},
-        {AMP_OP_Reciprocal, AMP_FOP_RECIP, 1, 'f'}, {AMP_OP_Exp, AMP_FOP_EXP, 1, 'f'},
-        {AMP_OP_Log, AMP_FOP_LOG, 1, 'f'},
+        {AMP_OP_Relu, AMP_FOP_RELU, 1, 'a'},
         {AMP_OP_Equal, AMP_FOP_EQ, 2, 'c'}, {AMP_OP_Less, AMP_FOP_LT, 2, 'c'}, {AMP_OP_Greater, AMP_FOP_GT, 2, 'c'},
         {AMP_OP_LessOrEqual, AMP_FOP_LE, 2, 'c'}, {AMP_OP_GreaterOrEqual, AMP_FOP_GE, 2, 'c'},
         {AMP_OP_Not, AMP_FOP_NOT, 1, 'b'}, {AMP_OP_And, AMP_FOP_AND, 2, 'b'}, {AMP_OP_Or, AMP_FOP_OR, 2, 'b'},
         {AMP_OP_Where, AMP_FOP_WHERE, 3, 'w'}, {AMP_OP_Cast, AMP_FOP_CAST, 1, 't'},
         {AMP_OP_IsNaN, AMP_FOP_ISNAN, 1, 'n'}, {AMP_OP_IsInf, AMP_FOP_ISINF, 1, 'n'},
-        {AMP_OP_Identity, AMP_FOP_IDENT, 1, 'i'}, {AMP_OP_Tanh, AMP_FOP_TANH, 1, 'f'},
-        {AMP_OP_Erf, AMP_FOP_ERF, 1, 'f'},
+        {AMP_OP_Identity, AMP_FOP_IDENT, 1, 'i'},
+    /* the float unary ops whose line in ops/unary.def has FUSE 1 (the op in operand b) */
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
+    AMP_UNARY_FUSE_##FUSE({AMP_OP_##Id, AMP_FOP_UNARY, 1, 'f'},)
+#include "ops/unary.def"
+#undef AMP_UNARY
     };
     if (n->n_outputs != 1 || !n->outputs[0] || !attrs_ok(n)) return 0;
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
@@ -292,6 +294,7 @@ static bool build_prog(const Fuse *f, const Chains *cs, int chain, Prog *p) {
             int r = reg_of(f, c, p, n->inputs[k]);
             w[2 + k] = r <= -2 ? p->n_in + (-2 - r) : r;
         }
+        if (w[0] == AMP_FOP_UNARY) w[3] = n->op; /* which one (ir/fused_prog.h) */
         if (chain_output(f, cs, chain, n->outputs[0])) {
             if (p->n_out == AMP_FUSED_MAX_OUT) return false;
             p->outs[p->n_out] = p->n_in + m;

@@ -126,35 +126,33 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
     }
 }
 
+/* Conv's or ConvTranspose's inputs, one float32-family dtype, checked (amp_conv_check). */
+static AmpCode conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b,
+                           const AmpConvAttrs **at, int64_t *M) {
+    if (amp_conv_inputs(k, x, w, b)) return k->st->code;
+    int dt = (*x)->dtype;
+    if ((*w)->dtype != dt || (*b && (*b)->dtype != dt))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
+    return amp_conv_check(k, *x, *w, *b, transpose, at, M);
+}
+
 /* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M). */
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    const AmpBuf *x, *w, *b;
+    const AmpConvAttrs *at;
+    int64_t M;
+    AmpCode rc = conv_inputs(k, false, &x, &w, &b, &at, &M);
+    if (rc) return rc;
     int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (x->rank < 3 || w->rank != x->rank)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
-                             w->rank);
-    const AmpConvAttrs *at = amp_conv_prepared(k);
-    if (!at) return k->st->code;
     int nsp = x->rank - 2;
-    int64_t group = at->group;
-    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
-    if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                             (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
-    if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+    int64_t group = at->group, N = x->dims[0], C = x->dims[1];
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
+    rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
     if (rc || (rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
-    int64_t ydims[AMP_MAX_RANK] = {N, M};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_conv_out(k, dt, N, M, &g, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
@@ -255,34 +253,20 @@ void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *
 /* Y (N, M, out...) from X (N, C, in...), W (C, M/group, kern...), B (M): each input
  * position scatters W times its value into the output window. */
 AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    const AmpBuf *x, *w, *b;
+    const AmpConvAttrs *at;
+    int64_t M;
+    AmpCode rc = conv_inputs(k, true, &x, &w, &b, &at, &M);
+    if (rc) return rc;
     int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (x->rank < 3 || w->rank != x->rank)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
-                             w->rank);
-    const AmpConvAttrs *at = amp_conv_prepared(k);
-    if (!at) return k->st->code;
     int nsp = x->rank - 2;
-    int64_t group = at->group;
-    int64_t N = x->dims[0], C = x->dims[1], Mg = w->dims[1];
-    if (group < 1 || group > (C > 0 ? C : 1) || C % group || w->dims[0] != C || Mg > INT32_MAX)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                             (long long)group, (long long)C, (long long)w->dims[0], (long long)Mg);
-    int64_t M = Mg * group, Cg = C / group;
-    if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+    int64_t group = at->group, N = x->dims[0], C = x->dims[1], Mg = w->dims[1], Cg = C / group;
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
+    rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
     if (rc || (rc = amp_convtranspose_geom(k, at, x, kern, &g))) return rc;
-    int64_t ydims[AMP_MAX_RANK] = {N, M};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_conv_out(k, dt, N, M, &g, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||

@@ -252,19 +252,15 @@ AmpCode amp_ew_mod(AmpKernelCtx *k) {
  * accumulate in an fp32 (or double) output view, rounded to 16 bits once at the end. */
 static AmpCode variadic(AmpKernelCtx *k, ArithOp op, bool mean) {
     int n = k->n_in;
-    if (n < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs at least one input");
-    AmpCode rc = amp_ew_need(k, n);
+    AmpCode rc = amp_ew_variadic_inputs(k);
     if (rc) return rc;
     const AmpBuf *const *ins = k->in;
     int dt = ins[0]->dtype;
-    for (int j = 1; j < n; j++)
-        if ((rc = amp_ew_same_dtype(k, ins[0], ins[j]))) return rc;
     if (!amp_ew_is_float(dt) && !(op != OP_ADD && amp_ew_is_int(dt))) return amp_kernel_bad_dtype(k, dt);
     int rank;
     int64_t dims[AMP_MAX_RANK];
     AmpBuf *out;
-    if ((rc = amp_ew_bcast_shape(k, n, ins, &rank, dims)) || (rc = amp_ew_out(k, dt, rank, dims, &out)) || !out)
-        return rc;
+    if ((rc = amp_ew_bcast_out(k, n, dt, &rank, dims, &out)) || !out) return rc;
     if (!out->nelem) return AMP_OK; /* (empty inputs may have no data pointer) */
 
     AmpEwPlan p;

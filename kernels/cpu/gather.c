@@ -44,22 +44,12 @@ AmpCode amp_sh_gather(AmpKernelCtx *k) {
     size_t es;
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
-    int axis;
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    int rank = x->rank - 1 + idx->rank;
-    if (rank > AMP_MAX_RANK)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
+    int axis, rank;
+    int64_t dims[AMP_MAX_RANK]; /* y: (x[:axis], indices, x[axis+1:]) */
+    if ((rc = amp_gather_shape(k, x, idx, &axis, &rank, dims))) return rc;
     int64_t dim = x->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
         if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);
-    /* y: (x[:axis], indices, x[axis+1:]) */
-    int64_t dims[AMP_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
-    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
-    for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
     AmpBuf *y;
     if ((rc = amp_sh_out(k, x->dtype, rank, dims, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK; /* no element, however many empty rows (after the index checks) */
@@ -134,14 +124,7 @@ AmpCode amp_sh_gather_elements(AmpKernelCtx *k) {
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int r = x->rank, axis;
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, r, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
-    if (idx->rank != r) return amp_kernel_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
-    for (int d = 0; d < r; d++)
-        if (d != axis && idx->dims[d] > x->dims[d])
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
-                               (long long)idx->dims[d], (long long)x->dims[d]);
+    if ((rc = amp_gather_elements_check(k, x, idx, &axis))) return rc;
     int64_t dim = x->dims[axis], v = 0;
     for (uint64_t j = 0; j < idx->nelem; j++)
         if (!index_at(idx, j, dim, &v)) return bad_index(k, idx, j, dim);
@@ -334,15 +317,8 @@ AmpCode amp_sh_scatter_nd(AmpKernelCtx *k) {
     int op = ((const ScatterAttrs *)k->attrs)->op;
     if (op != RED_NONE && !reduce_into(x->dtype, op, NULL, NULL, 0)) return amp_kernel_bad_dtype(k, x->dtype);
     int r = x->rank, q = idx->rank;
-    if (q < 1 || r < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
-    int64_t m = idx->dims[q - 1];
-    if (m < 1 || m > r)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit rank %d", (long long)m, r);
-    /* updates: (indices[:q-1], data[m:]) */
-    bool ok = u->rank == q - 1 + r - (int)m;
-    for (int d = 0; ok && d < q - 1; d++) ok = u->dims[d] == idx->dims[d];
-    for (int d = (int)m; ok && d < r; d++) ok = u->dims[q - 1 + d - m] == x->dims[d];
-    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "updates shape is not indices.shape[:-1] + data.shape[m:]");
+    int64_t m;
+    if ((rc = amp_scatter_nd_check(k, x, idx, u, &m))) return rc; /* updates: (indices[:q-1], data[m:]) */
     uint64_t tuples = amp_shape_nelem(q - 1, idx->dims), slice = amp_shape_nelem(r - (int)m, x->dims + m);
     int64_t off = 0;
     uint64_t bad = 0;

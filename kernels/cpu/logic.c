@@ -201,20 +201,13 @@ AmpCode amp_ew_not(AmpKernelCtx *k) {
 /* Where(condition, X, Y): condition bool; X and Y of one dtype, which the output has.
  * The data are only moved, so any dtype of 1, 2, 4 or 8 bytes works. */
 AmpCode amp_ew_where(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 3);
-    if (rc) return rc;
-    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
-    if (cond->dtype != AMP_DT_BOOL)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
-    if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
-    size_t bits = amp_dtype_bits(x->dtype);
-    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
+    size_t bits;
     int rank;
     int64_t dims[AMP_MAX_RANK];
     AmpBuf *out;
-    if ((rc = amp_ew_bcast_shape(k, 3, k->in, &rank, dims)) || (rc = amp_ew_out(k, x->dtype, rank, dims, &out)) ||
-        !out)
-        return rc;
+    AmpCode rc = amp_ew_where_out(k, &bits, &rank, dims, &out); /* the checks: ops/ew_common.h */
+    if (rc || !out) return rc;
+    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
     AmpEwPlan p;
     AmpEwCursor c;
     amp_ew_plan(&p, rank, dims, 3, k->in);

@@ -178,15 +178,8 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         (uint64_t)(Cg * K) * (uint64_t)O > (UINT64_C(1) << 58))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K;
-    const int64_t bdims[1] = {M};
     AmpBuf *out[3];
-    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
-    for (int i = 0; i < 3; i++) { /* dX like X, dW like W, dB (M) */
-        const AmpBuf *like = i == 0 ? x : w;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
-                                               i == 2 ? bdims : like->dims)))
-            return rc;
-    }
+    if ((rc = amp_conv_grad_outs(k, x, w, out))) return rc;
     /* oneDNN's backward data (dX) and backward weights (dW, with dB) primitives where it
      * takes the problem; otherwise im2col for all of them. */
     AmpDnnlConv dp;

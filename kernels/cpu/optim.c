@@ -89,14 +89,8 @@ static int opt_gate(AmpKernelCtx *k) {
 static AmpCode opt_run(AmpKernelCtx *k) {
     const AmpOptAttrs *a = amp_red_attrs(k);
     if (!a) return k->st->code;
-    int groups = a->kind == AMP_OPT_ADAM ? 4 : 3;
-    int tensors = k->n_in - 2;
-    if (tensors <= 0 || tensors % groups)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs", groups,
-                            k->n_in);
-    int N = tensors / groups;
-    if (k->n_out > (groups - 1) * N)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, N);
+    int groups = a->kind == AMP_OPT_ADAM ? 4 : 3, N;
+    if (amp_opt_layout(k, groups, &N)) return k->st->code;
     const AmpBuf *R = k->in[0], *T = k->in[1];
     if (!R || !amp_red_is_float(R->dtype) || R->nelem != 1)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "R must be a float scalar");
@@ -118,9 +112,7 @@ static AmpCode opt_run(AmpKernelCtx *k) {
     for (int i = 0; i < N && !rc; i++) {
         const AmpBuf *in[4] = {NULL, NULL, NULL, NULL};
         AmpBuf *out[3] = {NULL, NULL, NULL};
-        for (int g = 0; g < groups; g++) in[g] = k->in[2 + g * N + i];
-        for (int g = 0; g < groups - 1; g++)
-            if (g * N + i < k->n_out) out[g] = outs[g * N + i];
+        amp_opt_tensor_io(k, groups, N, outs, i, in, out);
         rc = opt_tensor(k, a, &step, skip, in, out);
     }
     free(outs);
@@ -141,14 +133,9 @@ AmpCode amp_cpu_ms_accumulator(AmpKernelCtx *k) {
     if (ow && (ow->nelem != 1 || !(amp_dtype_is_int(ow->dtype) || ow->dtype == AMP_DT_BOOL)))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "overwrite_flag must be one boolean");
     bool overwrite = ow && amp_buf_get_i64(ow, 0) != 0;
-    const int64_t one = 1;
-    AmpBuf *outs[2];
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
-    AmpBuf *flag = outs[0], *out = outs[1];
-    if ((flag && (rc = amp_kernel_check_out(k, flag, AMP_DT_BOOL, 1, &one))) ||
-        (out && (rc = amp_kernel_check_out(k, out, buf->dtype, buf->rank, buf->dims))))
-        return rc;
+    AmpBuf *flag, *out;
+    AmpCode rc = amp_accumulator_outs(k, buf, &flag, &out);
+    if (rc) return rc;
     if (flag) ((uint8_t *)flag->data)[0] = 1;
     if (!out) return AMP_OK;
     AmpFv vb, vv;

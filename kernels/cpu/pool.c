@@ -257,17 +257,15 @@ AmpCode amp_cpu_averagepool(AmpKernelCtx *k) {
 
 /* ---- global pools: one value per (n, c) plane ------------------------------------ */
 
+static bool global_pool_dtype(int dt) {
+    return pool_dtype(dt, false);
+}
+
 static AmpCode global_pool(AmpKernelCtx *k, PoolKind kind) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
-    if (!pool_dtype(x->dtype, false)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
-    int64_t ydims[AMP_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
+    const AmpBuf *x;
     AmpBuf *y;
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, ydims)))
-        return rc;
+    AmpCode rc = amp_global_pool_out(k, global_pool_dtype, &x, &y); /* the checks: ops/conv_geom.h */
+    if (rc || !y) return rc;
     uint64_t planes = y->nelem, I = amp_shape_nelem(x->rank - 2, x->dims + 2);
     double *xd = load(x), *yd = malloc((planes ? planes : 1) * sizeof *yd);
     if (!xd || !yd) {

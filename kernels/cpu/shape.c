@@ -269,46 +269,35 @@ AmpCode amp_cpu_concat(AmpKernelCtx *k) {
     return AMP_OK;
 }
 
+/* Part of a split (AmpSplitCopyFn): a view (outer, w) of x's rows. */
+static AmpCode split_copy(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *x, size_t es, int64_t outer, int64_t w, int64_t row,
+                          int64_t off) {
+    (void)k;
+    int64_t vd[2] = {outer, w}, vs[2] = {row, 1};
+    amp_sh_strided_copy(y->data, x->data, es, 2, vd, vs, off);
+    return AMP_OK;
+}
+
 AmpCode amp_cpu_split(AmpKernelCtx *k) {
     const AmpSplitAttrs *a = k->attrs; /* amp_split_prepare */
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int axis;
-    if (!amp_norm_axis(a->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
-    int no = k->n_out;
-    if (no < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no outputs");
+    int axis, no = k->n_out;
+    int64_t *sizes;
+    AmpBuf **outs;
+    AmpCode rc = amp_split_start(k, a, x, &axis, &sizes, &outs);
+    if (rc) return rc;
     int64_t dim = x->dims[axis];
-    int64_t *sizes = malloc((size_t)no * sizeof *sizes);
-    AmpBuf **outs = malloc((size_t)no * sizeof *outs);
-    if (!sizes || !outs) {
-        free(sizes), free(outs);
-        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    }
     /* the sizes: the split input's values (read here), or the attribute's, or equal parts
      * (ops/sh_common.h, every backend's) */
-    AmpCode rc = AMP_OK;
     size_t n = 0;
     bool given = k->n_in > 1 && k->in[1];
     if (given) rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
     if (!rc) rc = amp_split_sizes(k, a, dim, no, given, n, sizes);
     if (!rc) rc = amp_kernel_outputs(k, no, outs);
-    int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
-    int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
-    int64_t start = 0;
-    for (int i = 0; !rc && i < no; i++) {
-        int64_t dims[AMP_MAX_RANK];
-        memcpy(dims, x->dims, sizeof dims);
-        dims[axis] = sizes[i];
-        if (outs[i] && !(rc = amp_kernel_check_out(k, outs[i], x->dtype, x->rank, dims))) {
-            /* View (outer, sizes[i] * inner) of the input rows (outer, dim * inner). */
-            int64_t vd[2] = {outer, sizes[i] * inner}, vs[2] = {dim * inner, 1};
-            amp_sh_strided_copy(outs[i]->data, x->data, es, 2, vd, vs, start * inner);
-        }
-        start += sizes[i];
-    }
+    if (!rc) rc = amp_split_parts(k, x, axis, es, sizes, outs, split_copy);
     free(sizes), free(outs);
     return rc;
 }

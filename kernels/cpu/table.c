@@ -58,7 +58,7 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     [AMP_OP_Pow] = {amp_ew_pow, amp_ew_prepare_legacy_bcast},
     [AMP_OP_Mod] = {amp_ew_mod, amp_ew_prepare_mod},
     /* unary.c: the float unary ops of ops/unary.def, one kernel over the list; Clip */
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) [AMP_OP_##Id] = {amp_ew_unary, PREPARE},
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) [AMP_OP_##Id] = {amp_ew_unary, PREPARE},
 #include "ops/unary.def"
 #undef AMP_UNARY
     [AMP_OP_Clip] = {amp_ew_clip, amp_ew_prepare_clip},

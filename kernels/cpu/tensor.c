@@ -47,12 +47,10 @@ AmpCode amp_cpu_cast_like(AmpKernelCtx *k) {
 /* The attributes (AmpConstantAttrs, AmpFillAttrs) and the value Constant makes are every
  * backend's (ops/sh_common.h). */
 AmpCode amp_cpu_constant(AmpKernelCtx *k) {
-    int dtype, rank;
-    int64_t dims[AMP_MAX_RANK];
     const void *bytes;
     AmpBuf *y;
-    AmpCode rc = amp_constant_value(k, k->attrs, &dtype, &rank, dims, &bytes);
-    if (rc || (rc = amp_sh_out(k, dtype, rank, dims, &y)) || !y) return rc;
+    AmpCode rc = amp_constant_out(k, &y, &bytes);
+    if (rc || !y) return rc;
     size_t len = amp_buf_bytes(y);
     if (len) memcpy(y->data, bytes, len);
     return AMP_OK;

@@ -9,7 +9,7 @@
 #include "ops/vmath.h"
 
 /* map_<Id>_f / map_<Id>_d (AmpEwMapF / AmpEwMapD) of every line of the list. */
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) AMP_EW_DEF_MAP(map_##Id, FEXPR, DEXPR)
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) AMP_EW_DEF_MAP(map_##Id, FEXPR, DEXPR)
 #include "ops/unary.def"
 #undef AMP_UNARY
 
@@ -23,7 +23,7 @@ typedef struct UnaryOp {
 } UnaryOp;
 
 static const UnaryOp unary_ops[AMP_OP__COUNT] = {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
     [AMP_OP_##Id] = {map_##Id##_f, map_##Id##_d, PREPARE, LUT, AMP_UNARY_INT_##TYPES},
 #include "ops/unary.def"
 #undef AMP_UNARY

@@ -20,19 +20,15 @@
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "ops/conv_geom.h" /* the attributes and window geometry every backend reads */
 
-#define MAXD 5 /* tensors of rank 4 or 5: 1-D and 2-D windows as 2-D, 3-D as 3-D */
-
 typedef struct ConvKey {
     int op; /* 0 conv, 1 max pool, 2 average pool including pads, 3 average pool excluding them */
     int dtype, rank, tf32;
-    int x[MAXD], w[MAXD], y[MAXD];
+    int x[AMP_CUDA_DNN_MAXD], w[AMP_CUDA_DNN_MAXD], y[AMP_CUDA_DNN_MAXD];
     int pad[3], stride[3], dil[3], group;
 } ConvKey;
 
 typedef struct ConvPlan {
-    cudnnTensorDescriptor_t xd, yd, bd;
-    cudnnFilterDescriptor_t wd;
-    cudnnConvolutionDescriptor_t cd;
+    AmpCudaDnnDescs d; /* pools: xd and yd only */
     cudnnPoolingDescriptor_t pd;
     cudnnConvolutionFwdAlgo_t algo;
     size_t ws;
@@ -41,75 +37,48 @@ typedef struct ConvPlan {
 static void plan_free(void *p) {
     ConvPlan *x = p;
     if (!x) return;
-    if (x->xd) cudnnDestroyTensorDescriptor(x->xd);
-    if (x->yd) cudnnDestroyTensorDescriptor(x->yd);
-    if (x->bd) cudnnDestroyTensorDescriptor(x->bd);
-    if (x->wd) cudnnDestroyFilterDescriptor(x->wd);
-    if (x->cd) cudnnDestroyConvolutionDescriptor(x->cd);
+    amp_cuda_dnn_descs_free(&x->d);
     if (x->pd) cudnnDestroyPoolingDescriptor(x->pd);
     free(x);
 }
 
-cudnnDataType_t amp_cuda_dnn_type(int dtype) {
-    return dtype == AMP_DT_FLOAT16 ? CUDNN_DATA_HALF : dtype == AMP_DT_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-}
-
-cudnnStatus_t amp_cuda_dnn_packed(cudnnTensorDescriptor_t *d, cudnnDataType_t t, int rank, const int *dims) {
-    int strides[MAXD];
-    strides[rank - 1] = 1;
-    for (int i = rank - 2; i >= 0; i--) strides[i] = strides[i + 1] * dims[i + 1];
-    cudnnStatus_t s = cudnnCreateTensorDescriptor(d);
-    return s ? s : cudnnSetTensorNdDescriptor(*d, t, rank, dims, strides);
-}
-
 /* io: the convolution's X, W and Y (device), for timing the algorithms; NULL for pools. */
-static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, ConvPlan **out) {
+static AmpCode make_plan(AmpKernelCtx *k, const void *key_bytes, void *const *io, void **out) {
+    const ConvKey *key = key_bytes;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     ConvPlan *p = calloc(1, sizeof *p);
     if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
     cudnnDataType_t t = amp_cuda_dnn_type(key->dtype);
     int nsp = key->rank - 2;
-    cudnnStatus_t s = amp_cuda_dnn_packed(&p->xd, t, key->rank, key->x);
-    if (!s) s = amp_cuda_dnn_packed(&p->yd, t, key->rank, key->y);
+    cudnnStatus_t s = amp_cuda_dnn_packed(&p->d.xd, t, key->rank, key->x);
+    if (!s) s = amp_cuda_dnn_packed(&p->d.yd, t, key->rank, key->y);
     const char *what = "describing the tensors";
     if (!s && key->op == 0) {
-        int bdims[MAXD] = {1, key->y[1], 1, 1, 1};
-        s = amp_cuda_dnn_packed(&p->bd, t, key->rank, bdims);
-        if (!s) s = cudnnCreateFilterDescriptor(&p->wd);
-        if (!s) s = cudnnSetFilterNdDescriptor(p->wd, t, CUDNN_TENSOR_NCHW, key->rank, key->w);
-        if (!s) s = cudnnCreateConvolutionDescriptor(&p->cd);
-        if (!s) s = cudnnSetConvolutionNdDescriptor(p->cd, nsp, key->pad, key->stride, key->dil, CUDNN_CROSS_CORRELATION,
-                                                    CUDNN_DATA_FLOAT);
-        if (!s) s = cudnnSetConvolutionGroupCount(p->cd, key->group);
+        int bdims[AMP_CUDA_DNN_MAXD] = {1, key->y[1], 1, 1, 1};
+        s = amp_cuda_dnn_packed(&p->d.bd, t, key->rank, bdims);
+        if (!s) s = amp_cuda_dnn_filter(&p->d.wd, t, key->rank, key->w);
         bool strict = key->dtype == AMP_DT_FLOAT && !key->tf32;
-        if (!s) s = cudnnSetConvolutionMathType(p->cd, strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
-        /* the output shape cuDNN computes must be the one the executor placed */
-        int ydims[MAXD];
-        if (!s) s = cudnnGetConvolutionNdForwardOutputDim(p->cd, p->xd, p->wd, key->rank, ydims);
-        if (!s && memcmp(ydims, key->y, (size_t)key->rank * sizeof *ydims)) s = CUDNN_STATUS_BAD_PARAM;
+        if (!s) s = amp_cuda_dnn_conv(&p->d.cd, nsp, key->pad, key->stride, key->dil, key->group, strict);
+        if (!s) s = amp_cuda_dnn_check_out(p->d.cd, p->d.xd, p->d.wd, key->rank, key->y);
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         int n = 0;
         if (!s) { /* every algorithm run once on the node's own buffers, fastest first (as
                      PyTorch's cudnn.benchmark); the heuristic's order when that fails */
             what = "choosing the algorithm";
-            s = io && io[0] ? cudnnFindConvolutionForwardAlgorithmEx(c->dnn, p->xd, io[0], p->wd, io[1], p->cd, p->yd,
-                                                                     io[2], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf,
-                                                                     c->workspace, c->workspace_bytes)
+            s = io && io[0] ? cudnnFindConvolutionForwardAlgorithmEx(c->dnn, p->d.xd, io[0], p->d.wd, io[1], p->d.cd,
+                                                                     p->d.yd, io[2], CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                                     &n, perf, c->workspace, c->workspace_bytes)
                             : CUDNN_STATUS_NOT_SUPPORTED;
-            if (s) s = cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, p->xd, p->wd, p->cd, p->yd,
+            if (s) s = cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, p->d.xd, p->d.wd, p->d.cd, p->d.yd,
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
         }
         int pick = -1;
-        for (int i = 0; !s && i < n && pick < 0; i++) {
-            bool tc = perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes && !(strict && tc))
-                pick = i;
-        }
+        if (!s) AMP_CUDA_DNN_PICK(perf, n, strict, c->workspace_bytes, pick);
         if (!s && pick < 0) s = CUDNN_STATUS_NOT_SUPPORTED;
         if (!s) {
             p->algo = perf[pick].algo;
             p->ws = perf[pick].memory;
-            s = cudnnSetConvolutionMathType(p->cd, perf[pick].mathType);
+            s = cudnnSetConvolutionMathType(p->d.cd, perf[pick].mathType);
         }
     } else if (!s) {
         cudnnPoolingMode_t mode = key->op == 1   ? CUDNN_POOLING_MAX_DETERMINISTIC
@@ -117,8 +86,8 @@ static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, C
                                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
         s = cudnnCreatePoolingDescriptor(&p->pd);
         if (!s) s = cudnnSetPoolingNdDescriptor(p->pd, mode, CUDNN_PROPAGATE_NAN, nsp, key->w + 2, key->pad, key->stride);
-        int ydims[MAXD];
-        if (!s) s = cudnnGetPoolingNdForwardOutputDim(p->pd, p->xd, key->rank, ydims);
+        int ydims[AMP_CUDA_DNN_MAXD];
+        if (!s) s = cudnnGetPoolingNdForwardOutputDim(p->pd, p->d.xd, key->rank, ydims);
         if (!s && memcmp(ydims, key->y, (size_t)key->rank * sizeof *ydims)) s = CUDNN_STATUS_BAD_PARAM;
     }
     if (s) {
@@ -129,16 +98,12 @@ static AmpCode make_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, C
     return AMP_OK;
 }
 
+/* The plan of key, cached (conv_dnn.h); io as make_plan's. */
 static AmpCode get_plan(AmpKernelCtx *k, const ConvKey *key, void *const *io, ConvPlan **p) {
-    AmpCudaCtx *c = amp_cuda_ctx(k);
-    if ((*p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_CONV, key, sizeof *key))) return AMP_OK;
-    AmpCode rc = make_plan(k, key, io, p);
-    if (rc) return rc;
-    if (!amp_cuda_cache_put(c, AMP_CUDA_CACHE_CONV, key, sizeof *key, *p, plan_free)) {
-        plan_free(*p);
-        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    }
-    return AMP_OK;
+    void *plan;
+    AmpCode rc = amp_cuda_dnn_plan(k, AMP_CUDA_CACHE_CONV, key, sizeof *key, make_plan, plan_free, io, &plan);
+    *p = plan;
+    return rc;
 }
 
 /* Fills the key's geometry from g: symmetric pads only; a 1-D window becomes 2-D. */
@@ -170,32 +135,21 @@ static AmpCode key_geometry(AmpKernelCtx *k, ConvKey *key, const AmpBuf *x, cons
 }
 
 AmpCode amp_cuda_conv(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    const AmpBuf *x, *w, *b;
+    const AmpConvAttrs *at;
+    int64_t M;
+    AmpCode rc = amp_cuda_conv_inputs(k, false, &x, &w, &b, &at, &M);
+    if (rc) return rc;
     int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt) || !amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (x->rank < 3 || w->rank != x->rank)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
-                             w->rank);
-    const AmpConvAttrs *at = amp_conv_prepared(k);
-    if (!at) return k->st->code;
     int nsp = x->rank - 2;
-    int64_t group = at->group, C = x->dims[1], M = w->dims[0];
-    if (group < 1 || group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                             (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
-    if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+    int64_t group = at->group;
     int64_t kern[AMP_MAX_SPATIAL];
     for (int i = 0; i < nsp; i++) kern[i] = w->dims[i + 2];
     AmpConvGeom g;
-    AmpCode rc = amp_conv_geom_attrs(k, at, x, kern, &g);
+    rc = amp_conv_geom_attrs(k, at, x, kern, &g);
     if (rc) return rc;
-    int64_t ydims[AMP_MAX_RANK] = {x->dims[0], M};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_conv_out(k, dt, x->dims[0], M, &g, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     ConvKey key;
@@ -212,9 +166,9 @@ AmpCode amp_cuda_conv(AmpKernelCtx *k) {
     if ((rc = get_plan(k, &key, io, &p))) return rc;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     float one = 1.f, zero = 0.f;
-    cudnnStatus_t s = cudnnConvolutionForward(c->dnn, &one, p->xd, x->data, p->wd, w->data, p->cd, p->algo,
-                                              c->workspace, p->ws, &zero, p->yd, y->data);
-    if (!s && b) s = cudnnAddTensor(c->dnn, &one, p->bd, b->data, &one, p->yd, y->data);
+    cudnnStatus_t s = cudnnConvolutionForward(c->dnn, &one, p->d.xd, x->data, p->d.wd, w->data, p->d.cd, p->algo,
+                                              c->workspace, p->ws, &zero, p->d.yd, y->data);
+    if (!s && b) s = cudnnAddTensor(c->dnn, &one, p->d.bd, b->data, &one, p->d.yd, y->data);
     return amp_cuda_check_dnn(k, s, "the convolution");
 }
 
@@ -234,10 +188,8 @@ static AmpCode pool(AmpKernelCtx *k, bool max) {
     if ((rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
     for (int i = 0; i < nsp; i++)
         if (g.dil[i] != 1) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dilated pooling (cuDNN)");
-    int64_t ydims[AMP_MAX_RANK] = {x->dims[0], x->dims[1]};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_conv_out(k, dt, x->dims[0], x->dims[1], &g, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     ConvKey key;
     memset(&key, 0, sizeof key);
@@ -248,7 +200,7 @@ static AmpCode pool(AmpKernelCtx *k, bool max) {
     if ((rc = get_plan(k, &key, NULL, &p))) return rc;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     float one = 1.f, zero = 0.f;
-    return amp_cuda_check_dnn(k, cudnnPoolingForward(c->dnn, p->pd, &one, p->xd, x->data, &zero, p->yd, y->data),
+    return amp_cuda_check_dnn(k, cudnnPoolingForward(c->dnn, p->pd, &one, p->d.xd, x->data, &zero, p->d.yd, y->data),
                               "the pooling");
 }
 

@@ -17,17 +17,14 @@
 #include "kernels/cuda/conv_dnn.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
-#define MAXD 5
-
 typedef struct GKey {
     int dtype, rank, tf32, group, want_dx, want_dw;
-    int x[MAXD], w[MAXD], y[MAXD]; /* X, W, dY */
+    int x[AMP_CUDA_DNN_MAXD], w[AMP_CUDA_DNN_MAXD], y[AMP_CUDA_DNN_MAXD]; /* X, W, dY */
     int pad[3], stride[3], dil[3];
 } GKey;
 
 typedef struct GPlan {
-    cudnnTensorDescriptor_t xd, yd;
-    cudnnFilterDescriptor_t wd;
+    AmpCudaDnnDescs d; /* xd X, yd dY, wd W (no bd; cd unused: the two below) */
     cudnnConvolutionDescriptor_t cd_data, cd_filter; /* each carries its algorithm's math type */
     cudnnConvolutionBwdDataAlgo_t data_algo;
     cudnnConvolutionBwdFilterAlgo_t filter_algo;
@@ -37,9 +34,7 @@ typedef struct GPlan {
 static void plan_free(void *p) {
     GPlan *x = p;
     if (!x) return;
-    if (x->xd) cudnnDestroyTensorDescriptor(x->xd);
-    if (x->yd) cudnnDestroyTensorDescriptor(x->yd);
-    if (x->wd) cudnnDestroyFilterDescriptor(x->wd);
+    amp_cuda_dnn_descs_free(&x->d);
     if (x->cd_data) cudnnDestroyConvolutionDescriptor(x->cd_data);
     if (x->cd_filter) cudnnDestroyConvolutionDescriptor(x->cd_filter);
     free(x);
@@ -58,45 +53,16 @@ const char *amp_cuda_conv_grad_refusal(const AmpConvGeom *g) {
 
 /* A convolution descriptor of the key, with the math type strict or tensor-op. */
 static cudnnStatus_t conv_desc(const GKey *key, cudnnConvolutionDescriptor_t *cd) {
-    cudnnStatus_t s = cudnnCreateConvolutionDescriptor(cd);
-    if (!s) s = cudnnSetConvolutionNdDescriptor(*cd, key->rank - 2, key->pad, key->stride, key->dil,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
-    if (!s) s = cudnnSetConvolutionGroupCount(*cd, key->group);
-    bool strict = key->dtype == AMP_DT_FLOAT && !key->tf32;
-    if (!s) s = cudnnSetConvolutionMathType(*cd, strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
-    return s;
+    return amp_cuda_dnn_conv(cd, key->rank - 2, key->pad, key->stride, key->dil, key->group,
+                             key->dtype == AMP_DT_FLOAT && !key->tf32);
 }
-
-/* The first algorithm that succeeded, fits the workspace and, for strict float32, uses no
- * tensor cores; -1 when none. */
-#define PICK(perf, n, strict, ws_bytes, pick)                                                                    \
-    do {                                                                                                         \
-        pick = -1;                                                                                               \
-        for (int i_ = 0; i_ < (n) && pick < 0; i_++) {                                                           \
-            bool tc_ = perf[i_].mathType == CUDNN_TENSOR_OP_MATH ||                                              \
-                       perf[i_].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;                               \
-            if (perf[i_].status == CUDNN_STATUS_SUCCESS && perf[i_].memory <= (ws_bytes) && !((strict) && tc_)) \
-                pick = i_;                                                                                       \
-        }                                                                                                        \
-    } while (0)
 
 /* Backward data's algorithm, timed on io (dY, X, W, dX) when it can be. */
 static cudnnStatus_t find_data(AmpCudaCtx *c, const GKey *key, GPlan *p, void *const *io) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0, pick;
     cudnnStatus_t s = conv_desc(key, &p->cd_data);
-    if (s) return s;
-    s = cudnnFindConvolutionBackwardDataAlgorithmEx(c->dnn, p->wd, io[2], p->yd, io[0], p->cd_data, p->xd, io[3],
-                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, c->workspace,
-                                                    c->workspace_bytes);
-    if (s) s = cudnnGetConvolutionBackwardDataAlgorithm_v7(c->dnn, p->wd, p->yd, p->cd_data, p->xd,
-                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
-    if (s) return s;
-    PICK(perf, n, key->dtype == AMP_DT_FLOAT && !key->tf32, c->workspace_bytes, pick);
-    if (pick < 0) return CUDNN_STATUS_NOT_SUPPORTED;
-    p->data_algo = perf[pick].algo;
-    p->data_ws = perf[pick].memory;
-    return cudnnSetConvolutionMathType(p->cd_data, perf[pick].mathType);
+    return s ? s
+             : amp_cuda_dnn_bwd_data_algo(c, key->dtype == AMP_DT_FLOAT && !key->tf32, p->d.wd, io[2], p->d.yd, io[0],
+                                          p->cd_data, p->d.xd, io[3], &p->data_algo, &p->data_ws);
 }
 
 /* Backward filter's algorithm, timed on io (dY, X, W, dX, dW). */
@@ -105,35 +71,34 @@ static cudnnStatus_t find_filter(AmpCudaCtx *c, const GKey *key, GPlan *p, void 
     int n = 0, pick;
     cudnnStatus_t s = conv_desc(key, &p->cd_filter);
     if (s) return s;
-    s = cudnnFindConvolutionBackwardFilterAlgorithmEx(c->dnn, p->xd, io[1], p->yd, io[0], p->cd_filter, p->wd, io[4],
-                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, c->workspace,
-                                                      c->workspace_bytes);
-    if (s) s = cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->dnn, p->xd, p->yd, p->cd_filter, p->wd,
+    s = cudnnFindConvolutionBackwardFilterAlgorithmEx(c->dnn, p->d.xd, io[1], p->d.yd, io[0], p->cd_filter, p->d.wd,
+                                                      io[4], CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf,
+                                                      c->workspace, c->workspace_bytes);
+    if (s) s = cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->dnn, p->d.xd, p->d.yd, p->cd_filter, p->d.wd,
                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf);
     if (s) return s;
-    PICK(perf, n, key->dtype == AMP_DT_FLOAT && !key->tf32, c->workspace_bytes, pick);
+    AMP_CUDA_DNN_PICK(perf, n, key->dtype == AMP_DT_FLOAT && !key->tf32, c->workspace_bytes, pick);
     if (pick < 0) return CUDNN_STATUS_NOT_SUPPORTED;
     p->filter_algo = perf[pick].algo;
     p->filter_ws = perf[pick].memory;
     return cudnnSetConvolutionMathType(p->cd_filter, perf[pick].mathType);
 }
 
-static AmpCode make_plan(AmpKernelCtx *k, const GKey *key, void *const *io, GPlan **out) {
+static AmpCode make_plan(AmpKernelCtx *k, const void *key_bytes, void *const *io, void **out) {
+    const GKey *key = key_bytes;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     GPlan *p = calloc(1, sizeof *p);
     if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
     cudnnDataType_t t = amp_cuda_dnn_type(key->dtype);
     const char *what = "describing the tensors";
-    cudnnStatus_t s = amp_cuda_dnn_packed(&p->xd, t, key->rank, key->x);
-    if (!s) s = amp_cuda_dnn_packed(&p->yd, t, key->rank, key->y);
-    if (!s) s = cudnnCreateFilterDescriptor(&p->wd);
-    if (!s) s = cudnnSetFilterNdDescriptor(p->wd, t, CUDNN_TENSOR_NCHW, key->rank, key->w);
+    cudnnStatus_t s = amp_cuda_dnn_packed(&p->d.xd, t, key->rank, key->x);
+    if (!s) s = amp_cuda_dnn_packed(&p->d.yd, t, key->rank, key->y);
+    if (!s) s = amp_cuda_dnn_filter(&p->d.wd, t, key->rank, key->w);
     cudnnConvolutionDescriptor_t probe = NULL;
     if (!s) s = conv_desc(key, &probe);
-    int ydims[MAXD]; /* the forward convolution of X must give dY's shape */
-    if (!s) s = cudnnGetConvolutionNdForwardOutputDim(probe, p->xd, p->wd, key->rank, ydims);
+    /* the forward convolution of X must give dY's shape */
+    if (!s) s = amp_cuda_dnn_check_out(probe, p->d.xd, p->d.wd, key->rank, key->y);
     if (probe) cudnnDestroyConvolutionDescriptor(probe);
-    if (!s && memcmp(ydims, key->y, (size_t)key->rank * sizeof *ydims)) s = CUDNN_STATUS_BAD_PARAM;
     if (!s) what = "choosing the algorithms";
     if (!s && key->want_dx) s = find_data(c, key, p, io);
     if (!s && key->want_dw) s = find_filter(c, key, p, io);
@@ -145,33 +110,13 @@ static AmpCode make_plan(AmpKernelCtx *k, const GKey *key, void *const *io, GPla
     return AMP_OK;
 }
 
-static AmpCode get_plan(AmpKernelCtx *k, const GKey *key, void *const *io, GPlan **p) {
-    AmpCudaCtx *c = amp_cuda_ctx(k);
-    if ((*p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_CONV_GRAD, key, sizeof *key))) return AMP_OK;
-    AmpCode rc = make_plan(k, key, io, p);
-    if (rc) return rc;
-    if (!amp_cuda_cache_put(c, AMP_CUDA_CACHE_CONV_GRAD, key, sizeof *key, *p, plan_free)) {
-        plan_free(*p);
-        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    }
-    return AMP_OK;
-}
 
 /* The key of a geometry cuDNN takes (refusal checked); 1-D as 2-D. */
 static void fill_key(GKey *key, const AmpBuf *x, const AmpBuf *w, const AmpBuf *dy, const AmpConvGeom *g) {
-    int nsp = g->nsp, extra = nsp == 1;
-    key->rank = nsp + 2 + extra;
-    for (int i = 0; i < nsp; i++) {
-        key->pad[i] = (int)g->pad0[i];
-        key->stride[i] = (int)g->stride[i];
-        key->dil[i] = (int)g->dil[i];
-    }
-    if (extra) key->pad[1] = 0, key->stride[1] = 1, key->dil[1] = 1;
-    for (int i = 0; i < key->rank; i++) {
-        key->x[i] = i < x->rank ? (int)x->dims[i] : 1;
-        key->w[i] = i < w->rank ? (int)w->dims[i] : 1;
-        key->y[i] = i < dy->rank ? (int)dy->dims[i] : 1;
-    }
+    amp_cuda_dnn_window(g, &key->rank, key->pad, key->stride, key->dil);
+    amp_cuda_dnn_dims(x, key->rank, key->x);
+    amp_cuda_dnn_dims(w, key->rank, key->w);
+    amp_cuda_dnn_dims(dy, key->rank, key->y);
 }
 
 bool amp_cuda_supports_conv_grad(const AmpNode *n, int64_t opset, const int *in_dtypes) {
@@ -206,15 +151,8 @@ AmpCode amp_cuda_ms_conv_grad(AmpKernelCtx *k) {
     AmpConvGeom g;
     AmpCode rc = check_inputs(k, dy, x, w, &g);
     if (rc) return rc;
-    const int64_t bdims[1] = {w->dims[0]};
     AmpBuf *out[3];
-    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
-    for (int i = 0; i < 3; i++) { /* dX like X, dW like W, dB (M) */
-        const AmpBuf *like = i == 0 ? x : w;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], like->dtype, i == 2 ? 1 : like->rank,
-                                                 i == 2 ? bdims : like->dims)))
-            return rc;
-    }
+    if ((rc = amp_conv_grad_outs(k, x, w, out))) return rc;
     if (!dy->nelem) return zero_outputs(k, out); /* no output position: every gradient is 0 */
     if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     const char *why = amp_cuda_conv_grad_refusal(&g);
@@ -237,17 +175,19 @@ AmpCode amp_cuda_ms_conv_grad(AmpKernelCtx *k) {
     key.group = (int)((const AmpConvGradAttrs *)k->attrs)->group;
     key.want_dx = out[0] != NULL, key.want_dw = out[1] != NULL;
     fill_key(&key, x, w, dy, &g);
-    GPlan *p;
     void *io[5] = {(void *)dy->data, (void *)x->data, (void *)w->data, out[0] ? out[0]->data : NULL,
                    out[1] ? out[1]->data : NULL};
-    if ((rc = get_plan(k, &key, io, &p))) return rc;
+    void *plan;
+    if ((rc = amp_cuda_dnn_plan(k, AMP_CUDA_CACHE_CONV_GRAD, &key, sizeof key, make_plan, plan_free, io, &plan)))
+        return rc;
+    const GPlan *p = plan;
     float one = 1.f, zero = 0.f;
     cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
     if (out[0])
-        s = cudnnConvolutionBackwardData(c->dnn, &one, p->wd, w->data, p->yd, dy->data, p->cd_data, p->data_algo,
-                                         c->workspace, p->data_ws, &zero, p->xd, out[0]->data);
+        s = cudnnConvolutionBackwardData(c->dnn, &one, p->d.wd, w->data, p->d.yd, dy->data, p->cd_data, p->data_algo,
+                                         c->workspace, p->data_ws, &zero, p->d.xd, out[0]->data);
     if (!s && out[1])
-        s = cudnnConvolutionBackwardFilter(c->dnn, &one, p->xd, x->data, p->yd, dy->data, p->cd_filter, p->filter_algo,
-                                           c->workspace, p->filter_ws, &zero, p->wd, out[1]->data);
+        s = cudnnConvolutionBackwardFilter(c->dnn, &one, p->d.xd, x->data, p->d.yd, dy->data, p->cd_filter,
+                                           p->filter_algo, c->workspace, p->filter_ws, &zero, p->d.wd, out[1]->data);
     return amp_cuda_check_dnn(k, s, "the convolution's gradients");
 }

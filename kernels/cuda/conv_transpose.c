@@ -22,18 +22,14 @@
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "ops/conv_geom.h" /* the attributes and geometry every backend reads */
 
-#define MAXD 5
-
 typedef struct TKey {
     int dtype, rank, tf32, group;
-    int x[MAXD], w[MAXD], y[MAXD]; /* X (cuDNN's dy), W, Y (cuDNN's dx) */
+    int x[AMP_CUDA_DNN_MAXD], w[AMP_CUDA_DNN_MAXD], y[AMP_CUDA_DNN_MAXD]; /* X (cuDNN's dy), W, Y (cuDNN's dx) */
     int pad[3], stride[3], dil[3];
 } TKey;
 
 typedef struct TPlan {
-    cudnnTensorDescriptor_t xd, yd, bd;
-    cudnnFilterDescriptor_t wd;
-    cudnnConvolutionDescriptor_t cd;
+    AmpCudaDnnDescs d;
     cudnnConvolutionBwdDataAlgo_t algo;
     size_t ws;
 } TPlan;
@@ -41,11 +37,7 @@ typedef struct TPlan {
 static void plan_free(void *p) {
     TPlan *x = p;
     if (!x) return;
-    if (x->xd) cudnnDestroyTensorDescriptor(x->xd);
-    if (x->yd) cudnnDestroyTensorDescriptor(x->yd);
-    if (x->bd) cudnnDestroyTensorDescriptor(x->bd);
-    if (x->wd) cudnnDestroyFilterDescriptor(x->wd);
-    if (x->cd) cudnnDestroyConvolutionDescriptor(x->cd);
+    amp_cuda_dnn_descs_free(&x->d);
     free(x);
 }
 
@@ -67,47 +59,26 @@ const char *amp_cuda_convtranspose_refusal(const AmpConvGeom *g) {
 }
 
 /* The descriptors and the algorithm: io = X, W, Y on the device, to time the algorithms. */
-static AmpCode make_plan(AmpKernelCtx *k, const TKey *key, void *const *io, TPlan **out) {
+static AmpCode make_plan(AmpKernelCtx *k, const void *key_bytes, void *const *io, void **out) {
+    const TKey *key = key_bytes;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     TPlan *p = calloc(1, sizeof *p);
     if (!p) return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
     cudnnDataType_t t = amp_cuda_dnn_type(key->dtype);
-    int bdims[MAXD] = {1, key->y[1], 1, 1, 1};
+    int bdims[AMP_CUDA_DNN_MAXD] = {1, key->y[1], 1, 1, 1};
     const char *what = "describing the tensors";
-    cudnnStatus_t s = amp_cuda_dnn_packed(&p->xd, t, key->rank, key->x);
-    if (!s) s = amp_cuda_dnn_packed(&p->yd, t, key->rank, key->y);
-    if (!s) s = amp_cuda_dnn_packed(&p->bd, t, key->rank, bdims);
-    if (!s) s = cudnnCreateFilterDescriptor(&p->wd);
-    if (!s) s = cudnnSetFilterNdDescriptor(p->wd, t, CUDNN_TENSOR_NCHW, key->rank, key->w);
-    if (!s) s = cudnnCreateConvolutionDescriptor(&p->cd);
-    if (!s) s = cudnnSetConvolutionNdDescriptor(p->cd, key->rank - 2, key->pad, key->stride, key->dil,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
-    if (!s) s = cudnnSetConvolutionGroupCount(p->cd, key->group);
     bool strict = key->dtype == AMP_DT_FLOAT && !key->tf32;
-    if (!s) s = cudnnSetConvolutionMathType(p->cd, strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
-    int xdims[MAXD]; /* the forward convolution of Y must give X's shape */
-    if (!s) s = cudnnGetConvolutionNdForwardOutputDim(p->cd, p->yd, p->wd, key->rank, xdims);
-    if (!s && memcmp(xdims, key->x, (size_t)key->rank * sizeof *xdims)) s = CUDNN_STATUS_BAD_PARAM;
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    if (!s) { /* every algorithm timed once, fastest first; the heuristic's order when that fails */
+    cudnnStatus_t s = amp_cuda_dnn_packed(&p->d.xd, t, key->rank, key->x);
+    if (!s) s = amp_cuda_dnn_packed(&p->d.yd, t, key->rank, key->y);
+    if (!s) s = amp_cuda_dnn_packed(&p->d.bd, t, key->rank, bdims);
+    if (!s) s = amp_cuda_dnn_filter(&p->d.wd, t, key->rank, key->w);
+    if (!s) s = amp_cuda_dnn_conv(&p->d.cd, key->rank - 2, key->pad, key->stride, key->dil, key->group, strict);
+    /* the forward convolution of Y must give X's shape */
+    if (!s) s = amp_cuda_dnn_check_out(p->d.cd, p->d.yd, p->d.wd, key->rank, key->x);
+    if (!s) { /* X is cuDNN's dy, Y its dx */
         what = "choosing the algorithm";
-        s = cudnnFindConvolutionBackwardDataAlgorithmEx(c->dnn, p->wd, io[1], p->xd, io[0], p->cd, p->yd, io[2],
-                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, c->workspace,
-                                                        c->workspace_bytes);
-        if (s) s = cudnnGetConvolutionBackwardDataAlgorithm_v7(c->dnn, p->wd, p->xd, p->cd, p->yd,
-                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
-    }
-    int pick = -1;
-    for (int i = 0; !s && i < n && pick < 0; i++) {
-        bool tc = perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= c->workspace_bytes && !(strict && tc)) pick = i;
-    }
-    if (!s && pick < 0) s = CUDNN_STATUS_NOT_SUPPORTED;
-    if (!s) {
-        p->algo = perf[pick].algo;
-        p->ws = perf[pick].memory;
-        s = cudnnSetConvolutionMathType(p->cd, perf[pick].mathType);
+        s = amp_cuda_dnn_bwd_data_algo(c, strict, p->d.wd, io[1], p->d.xd, io[0], p->d.cd, p->d.yd, io[2], &p->algo,
+                                       &p->ws);
     }
     if (s) {
         plan_free(p);
@@ -117,63 +88,31 @@ static AmpCode make_plan(AmpKernelCtx *k, const TKey *key, void *const *io, TPla
     return AMP_OK;
 }
 
-static AmpCode get_plan(AmpKernelCtx *k, const TKey *key, void *const *io, TPlan **p) {
-    AmpCudaCtx *c = amp_cuda_ctx(k);
-    if ((*p = amp_cuda_cache_get(c, AMP_CUDA_CACHE_CONVT, key, sizeof *key))) return AMP_OK;
-    AmpCode rc = make_plan(k, key, io, p);
-    if (rc) return rc;
-    if (!amp_cuda_cache_put(c, AMP_CUDA_CACHE_CONVT, key, sizeof *key, *p, plan_free)) {
-        plan_free(*p);
-        return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    }
-    return AMP_OK;
-}
 
 /* The key of a geometry cuDNN takes (refusal checked); 1-D as 2-D. */
 static void fill_key(TKey *key, const AmpBuf *x, const AmpBuf *w, const AmpBuf *y, const AmpConvGeom *g) {
-    int nsp = g->nsp, extra = nsp == 1;
-    key->rank = nsp + 2 + extra;
-    for (int i = 0; i < nsp; i++) {
-        key->pad[i] = (int)g->pad0[i];
-        key->stride[i] = (int)g->stride[i];
-        key->dil[i] = (int)g->dil[i];
-    }
-    if (extra) key->pad[1] = 0, key->stride[1] = 1, key->dil[1] = 1;
-    for (int i = 0; i < key->rank; i++) {
-        key->x[i] = i < x->rank ? (int)x->dims[i] : 1;
-        key->w[i] = i < w->rank ? (int)w->dims[i] : 1;
-        key->y[i] = i < y->rank ? (int)y->dims[i] : 1;
-    }
+    amp_cuda_dnn_window(g, &key->rank, key->pad, key->stride, key->dil);
+    amp_cuda_dnn_dims(x, key->rank, key->x);
+    amp_cuda_dnn_dims(w, key->rank, key->w);
+    amp_cuda_dnn_dims(y, key->rank, key->y);
 }
 
 /* Y (N, M, out...) from X (N, C, in...), W (C, M / group, k...), B (M); checks as the CPU's. */
 AmpCode amp_cuda_conv_transpose(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
+    const AmpBuf *x, *w, *b;
+    const AmpConvAttrs *at;
+    int64_t M;
+    AmpCode rc = amp_cuda_conv_inputs(k, true, &x, &w, &b, &at, &M);
+    if (rc) return rc;
     int dt = x->dtype;
-    if (w->dtype != dt || (b && b->dtype != dt) || !amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
-    if (x->rank < 3 || w->rank != x->rank)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
-                               w->rank);
-    const AmpConvAttrs *at = amp_conv_prepared(k);
-    if (!at) return k->st->code;
     int nsp = x->rank - 2;
-    int64_t group = at->group, C = x->dims[1], Mg = w->dims[1];
-    if (group < 1 || group > (C > 0 ? C : 1) || C % group || w->dims[0] != C || Mg > INT32_MAX)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                               (long long)group, (long long)C, (long long)w->dims[0], (long long)Mg);
-    int64_t M = Mg * group;
-    if (b && (b->rank != 1 || b->dims[0] != M))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "B must be 1-D with %lld entries", (long long)M);
+    int64_t group = at->group;
     int64_t kern[AMP_MAX_SPATIAL];
     AmpConvGeom g;
-    AmpCode rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
+    rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
     if (rc || (rc = amp_convtranspose_geom(k, at, x, kern, &g))) return rc;
-    int64_t ydims[AMP_MAX_RANK] = {x->dims[0], M};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if ((rc = amp_conv_out(k, dt, x->dims[0], M, &g, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     const char *why = amp_cuda_convtranspose_refusal(&g);
@@ -187,13 +126,13 @@ AmpCode amp_cuda_conv_transpose(AmpKernelCtx *k) {
     key.tf32 = amp_cuda_ctx(k)->tf32;
     key.group = (int)group;
     fill_key(&key, x, w, y, &g);
-    TPlan *p;
-    void *io[3] = {(void *)x->data, (void *)w->data, y->data};
-    if ((rc = get_plan(k, &key, io, &p))) return rc;
+    void *io[3] = {(void *)x->data, (void *)w->data, y->data}, *plan;
+    if ((rc = amp_cuda_dnn_plan(k, AMP_CUDA_CACHE_CONVT, &key, sizeof key, make_plan, plan_free, io, &plan))) return rc;
+    const TPlan *p = plan;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     float one = 1.f, zero = 0.f;
-    cudnnStatus_t s = cudnnConvolutionBackwardData(c->dnn, &one, p->wd, w->data, p->xd, x->data, p->cd, p->algo,
-                                                   c->workspace, p->ws, &zero, p->yd, y->data);
-    if (!s && b) s = cudnnAddTensor(c->dnn, &one, p->bd, b->data, &one, p->yd, y->data);
+    cudnnStatus_t s = cudnnConvolutionBackwardData(c->dnn, &one, p->d.wd, w->data, p->d.xd, x->data, p->d.cd, p->algo,
+                                                   c->workspace, p->ws, &zero, p->d.yd, y->data);
+    if (!s && b) s = cudnnAddTensor(c->dnn, &one, p->d.bd, b->data, &one, p->d.yd, y->data);
     return amp_cuda_check_dnn(k, s, "the transposed convolution");
 }

@@ -167,19 +167,15 @@ static AmpCode variadic_chunk(AmpKernelCtx *k, int op, bool mean, int rank, cons
  * nothing is read after out is written. */
 static AmpCode variadic(AmpKernelCtx *k, int op, bool mean) {
     int n = k->n_in;
-    if (n < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs at least one input");
-    AmpCode rc = amp_ew_need(k, n);
+    AmpCode rc = amp_ew_variadic_inputs(k);
     if (rc) return rc;
     const AmpBuf *const *ins = k->in;
     int dt = ins[0]->dtype;
-    for (int j = 1; j < n; j++)
-        if ((rc = amp_ew_same_dtype(k, ins[0], ins[j]))) return rc;
     if (!dt_in(dt, FLOATS | (op == AMP_CUDA_BIN_ADD ? 0 : INTS))) return amp_kernel_bad_dtype(k, dt);
     int rank;
     int64_t dims[AMP_MAX_RANK];
     AmpBuf *out;
-    if ((rc = amp_ew_bcast_shape(k, n, ins, &rank, dims)) || (rc = amp_ew_out(k, dt, rank, dims, &out)) || !out)
-        return rc;
+    if ((rc = amp_ew_bcast_out(k, n, dt, &rank, dims, &out)) || !out) return rc;
     if (!out->nelem) return AMP_OK;
     size_t scratch = amp_cuda_ew_variadic_scratch(dt, n, out->nelem);
     AmpCudaCtx *c = amp_cuda_ctx(k);
@@ -296,7 +292,7 @@ typedef struct UnaryOp {
 } UnaryOp;
 
 static const UnaryOp unary_ops[AMP_OP__COUNT] = {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
     AMP_UNARY_CUDA_##CUDA([AMP_OP_##Id] = {true, AMP_CUDA_UN_##Id, AMP_UNARY_INT_##TYPES ? INTS : 0, PREPARE},)
 #include "ops/unary.def"
 #undef AMP_UNARY
@@ -338,20 +334,13 @@ AmpCode amp_cuda_clip(AmpKernelCtx *k) {
 
 /* Where(condition, X, Y): condition bool, X and Y one dtype of 1, 2, 4 or 8 bytes. */
 AmpCode amp_cuda_where(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 3);
-    if (rc) return rc;
-    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
-    if (cond->dtype != AMP_DT_BOOL)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "the condition must be bool, not %s", amp_dtype_name(cond->dtype));
-    if ((rc = amp_ew_same_dtype(k, x, y))) return rc;
-    size_t bits = amp_dtype_bits(x->dtype);
-    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return amp_kernel_bad_dtype(k, x->dtype);
+    size_t bits;
     int rank;
     int64_t dims[AMP_MAX_RANK];
     AmpBuf *out;
-    if ((rc = amp_ew_bcast_shape(k, 3, k->in, &rank, dims)) || (rc = amp_ew_out(k, x->dtype, rank, dims, &out)) ||
-        !out || !out->nelem)
-        return rc;
+    AmpCode rc = amp_ew_where_out(k, &bits, &rank, dims, &out); /* the checks: ops/ew_common.h */
+    if (rc || !out || !out->nelem) return rc;
+    const AmpBuf *cond = k->in[0], *x = k->in[1], *y = k->in[2];
     Plan p;
     AmpCudaBcast bc;
     plan(&p, rank, dims, 3, k->in);

@@ -225,7 +225,7 @@ extern "C" int amp_cuda_ew_compare(int op, int dtype, uint8_t *out, const void *
 // sum), and Clip.
 __device__ __forceinline__ float un_f(int op, float x, const AmpEwParams *p, float lo, float hi) {
     switch (op) {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) AMP_UNARY_CUDA_##CUDA(case AMP_CUDA_UN_##Id: return FEXPR;)
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) AMP_UNARY_CUDA_##CUDA(case AMP_CUDA_UN_##Id: return FEXPR;)
 #include "ops/unary.def"
 #undef AMP_UNARY
     default: { // CLIP: lo > hi gives hi, NaN stays NaN

@@ -55,7 +55,7 @@ enum {
 enum { AMP_CUDA_CMP_EQ, AMP_CUDA_CMP_LT, AMP_CUDA_CMP_GT, AMP_CUDA_CMP_LE, AMP_CUDA_CMP_GE, AMP_CUDA_CMP_AND, AMP_CUDA_CMP_OR };
 /* The unary launcher's ops: AMP_CUDA_UN_<Id> for each line of ops/unary.def, and Clip. */
 enum {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) AMP_CUDA_UN_##Id,
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) AMP_CUDA_UN_##Id,
 #include "ops/unary.def"
 #undef AMP_UNARY
     AMP_CUDA_UN_CLIP

@@ -11,6 +11,7 @@
 #include "kernels/cuda/grad_ops.h"
 #include "ops/dropout_rng.h"
 #include "ops/ew_common.h"
+#include "ops/optim_math.h" /* amp_accumulator_outs */
 
 _Static_assert(AMP_CUDA_GRAD_RANK == AMP_MAX_RANK, "grad_ops.h's rank is AMP_MAX_RANK");
 
@@ -185,14 +186,9 @@ AmpCode amp_cuda_accumulator(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "buffer and value must have the same shape");
     if (ow && (ow->nelem != 1 || !(ow->dtype == AMP_DT_BOOL || ow->dtype == AMP_DT_INT32 || ow->dtype == AMP_DT_INT64)))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "overwrite_flag must be one boolean");
-    const int64_t one = 1;
-    AmpBuf *outs[2];
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
-    AmpBuf *flag = outs[0], *out = outs[1];
-    if ((flag && (rc = amp_kernel_check_out(k, flag, AMP_DT_BOOL, 1, &one))) ||
-        (out && (rc = amp_kernel_check_out(k, out, buf->dtype, buf->rank, buf->dims))))
-        return rc;
+    AmpBuf *flag, *out;
+    AmpCode rc = amp_accumulator_outs(k, buf, &flag, &out);
+    if (rc) return rc;
     return launched(k, amp_cuda_accumulate(buf->dtype, val->dtype, out ? out->data : NULL, buf->data, val->data,
                                            buf->nelem, ow ? ow->data : NULL, ow ? ow->dtype : AMP_DT_BOOL,
                                            flag ? flag->data : NULL, stream_of(k)));

@@ -63,18 +63,13 @@ AmpCode amp_cuda_one_hot_node(AmpKernelCtx *k) {
 
 /* ---- ScatterND ----------------------------------------------------------------------------- */
 
-/* The tuples' geometry after gather.c's shape checks: updates (indices[:q-1], data[m:]). */
+/* The tuples' geometry after the shape checks (amp_scatter_nd_check): updates (indices[:q-1], data[m:]). */
 static AmpCode scatter_geometry(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *idx, const AmpBuf *u,
                                 AmpCudaScatter *s) {
     int r = x->rank, q = idx->rank;
-    if (q < 1 || r < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "data and indices must have rank >= 1");
-    int64_t m = idx->dims[q - 1];
-    if (m < 1 || m > r)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "index tuples of length %lld do not fit rank %d", (long long)m, r);
-    bool ok = u->rank == q - 1 + r - (int)m;
-    for (int d = 0; ok && d < q - 1; d++) ok = u->dims[d] == idx->dims[d];
-    for (int d = (int)m; ok && d < r; d++) ok = u->dims[q - 1 + d - m] == x->dims[d];
-    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "updates shape is not indices.shape[:-1] + data.shape[m:]");
+    int64_t m;
+    AmpCode rc = amp_scatter_nd_check(k, x, idx, u, &m);
+    if (rc) return rc;
     memset(s, 0, sizeof *s);
     s->m = (int)m;
     memcpy(s->dims, x->dims, (size_t)m * sizeof x->dims[0]);

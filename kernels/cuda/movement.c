@@ -136,39 +136,29 @@ static AmpCode split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim,
     return amp_split_sizes(k, a, dim, no, given, n, sizes);
 }
 
+/* Part of a split (AmpSplitCopyFn): the (outer, w) block at column off of x's rows. */
+static AmpCode split_copy(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *x, size_t es, int64_t outer, int64_t w, int64_t row,
+                          int64_t off) {
+    if (!y->nelem) return AMP_OK;
+    AmpCudaView v = {.rank = 2, .dims = {outer, w}, .src = {row, 1}, .dst = {w, 1}};
+    return copy_view(k, y->data, 0, x->data, off, es, &v);
+}
+
 AmpCode amp_cuda_split(AmpKernelCtx *k) {
     const AmpSplitAttrs *a = k->attrs; /* amp_split_prepare */
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int axis;
-    if (!amp_norm_axis(a->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
-    int no = k->n_out;
-    if (no < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no outputs");
+    int axis, no = k->n_out;
+    int64_t *sizes;
+    AmpBuf **outs;
+    AmpCode rc = amp_split_start(k, a, x, &axis, &sizes, &outs);
+    if (rc) return rc;
     int64_t dim = x->dims[axis];
-    int64_t *sizes = malloc((size_t)no * sizeof *sizes);
-    AmpBuf **outs = malloc((size_t)no * sizeof *outs);
-    AmpCode rc = AMP_OK;
-    if (!sizes || !outs) rc = amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
-    if (!rc) rc = amp_kernel_outputs(k, no, outs);
+    rc = amp_kernel_outputs(k, no, outs);
     if (!rc) rc = split_sizes(k, a, dim, axis, outs, sizes);
-    int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
-    int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
-    int64_t start = 0;
-    for (int i = 0; !rc && i < no; i++) {
-        int64_t dims[AMP_MAX_RANK];
-        memcpy(dims, x->dims, sizeof dims);
-        dims[axis] = sizes[i];
-        if (outs[i] && !(rc = amp_kernel_check_out(k, outs[i], x->dtype, x->rank, dims)) && outs[i]->nelem) {
-            /* Output i: the (outer, sizes[i] * inner) block at column start * inner of x's rows. */
-            int64_t w = sizes[i] * inner;
-            AmpCudaView v = {.rank = 2, .dims = {outer, w}, .src = {dim * inner, 1}, .dst = {w, 1}};
-            rc = copy_view(k, outs[i]->data, 0, x->data, start * inner, es, &v);
-        }
-        start += sizes[i];
-    }
+    if (!rc) rc = amp_split_parts(k, x, axis, es, sizes, outs, split_copy);
     free(sizes), free(outs);
     return rc;
 }

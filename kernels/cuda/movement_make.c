@@ -35,17 +35,9 @@ AmpCode amp_cuda_gather(AmpKernelCtx *k) {
     size_t es;
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
-    int axis;
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    int rank = x->rank - 1 + idx->rank;
-    if (rank > AMP_MAX_RANK) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", rank, AMP_MAX_RANK);
-    int64_t dims[AMP_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
-    for (int d = 0; d < idx->rank; d++) dims[r++] = idx->dims[d];
-    for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
+    int axis, rank;
+    int64_t dims[AMP_MAX_RANK]; /* y: (x[:axis], indices, x[axis+1:]) */
+    if ((rc = amp_gather_shape(k, x, idx, &axis, &rank, dims))) return rc;
     int64_t dim = x->dims[axis];
     if (dim == 0 && idx->nelem) /* every index is outside an empty axis */
         return amp_kernel_fail(k, AMP_ERR_INPUT, "indices into an empty axis %d", axis);
@@ -64,14 +56,7 @@ AmpCode amp_cuda_gather_elements(AmpKernelCtx *k) {
     AmpCode rc = data_and_indices(k, &x, &idx, &es);
     if (rc) return rc;
     int r = x->rank, axis;
-    int64_t a = ((const AxisAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, r, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
-    if (idx->rank != r) return amp_kernel_fail(k, AMP_ERR_INPUT, "indices have rank %d, data %d", idx->rank, r);
-    for (int d = 0; d < r; d++)
-        if (d != axis && idx->dims[d] > x->dims[d])
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "indices dimension %d (%lld) exceeds the data's (%lld)", d,
-                               (long long)idx->dims[d], (long long)x->dims[d]);
+    if ((rc = amp_gather_elements_check(k, x, idx, &axis))) return rc;
     if (x->dims[axis] == 0 && idx->nelem)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "indices into an empty axis %d", axis);
     AmpBuf *y;
@@ -137,12 +122,10 @@ static AmpCode put_bytes(AmpKernelCtx *k, void *y, const void *bytes, size_t len
 }
 
 AmpCode amp_cuda_constant(AmpKernelCtx *k) {
-    int dtype, rank;
-    int64_t dims[AMP_MAX_RANK];
     const void *bytes;
     AmpBuf *y;
-    AmpCode rc = amp_constant_value(k, k->attrs, &dtype, &rank, dims, &bytes);
-    if (rc || (rc = amp_sh_out(k, dtype, rank, dims, &y)) || !y) return rc;
+    AmpCode rc = amp_constant_out(k, &y, &bytes);
+    if (rc || !y) return rc;
     return put_bytes(k, y->data, bytes, amp_buf_bytes(y));
 }
 

@@ -113,15 +113,11 @@ static AmpCode opt_launch_all(AmpKernelCtx *k, const AmpCudaOptNode *nd, const A
 static AmpCode opt_run(AmpKernelCtx *k) {
     const AmpOptAttrs *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, groups = 2 + n_state, tensors = k->n_in - 2;
-    if (tensors <= 0 || tensors % groups)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs",
-                               groups, k->n_in);
-    int N = tensors / groups;
-    if (k->n_out > (groups - 1) * N)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, N);
+    int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, groups = 2 + n_state, N;
+    AmpCode rc = amp_opt_layout(k, groups, &N);
+    if (rc) return rc;
     AmpCudaOptNode nd = {.a = *a, .n_state = n_state};
-    AmpCode rc = opt_scalars(k, &nd);
+    rc = opt_scalars(k, &nd);
     if (rc) return rc;
     AmpBuf **outs = malloc((size_t)(k->n_out > 0 ? k->n_out : 1) * sizeof *outs);
     AmpCudaOptTensor *ts = malloc((size_t)N * sizeof *ts);
@@ -130,9 +126,7 @@ static AmpCode opt_run(AmpKernelCtx *k) {
     for (int i = 0; i < N && !rc; i++) {
         const AmpBuf *in[4] = {NULL, NULL, NULL, NULL};
         AmpBuf *out[3] = {NULL, NULL, NULL};
-        for (int g = 0; g < groups; g++) in[g] = k->in[2 + g * N + i];
-        for (int g = 0; g < groups - 1; g++)
-            if (g * N + i < k->n_out) out[g] = outs[g * N + i];
+        amp_opt_tensor_io(k, groups, N, outs, i, in, out);
         rc = opt_tensor(k, n_state, in, out, &ts[i]);
     }
     if (!rc) rc = opt_launch_all(k, &nd, ts, N);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cuda/reduce.h"
+#include "ops/conv_geom.h" /* amp_global_pool_out */
 #include "ops/geom.h"
 
 _Static_assert(AMP_CUDA_RED_MAX_RANK == AMP_MAX_RANK, "reduce.h's rank bound is AMP_MAX_RANK");
@@ -152,17 +153,10 @@ AmpCode amp_cuda_argmin(AmpKernelCtx *k) { return arg_run(k, false); }
 /* One value per (n, c) plane of X (N, C, ...): its mean (NaN for an empty plane) or max
  * (-inf for an empty plane; NaN propagates), as kernels/cpu/pool.c. */
 static AmpCode global_pool(AmpKernelCtx *k, int kind) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
-    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...) (got rank %d)", x->rank);
-    int64_t ydims[AMP_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) ydims[i] = i < 2 ? x->dims[i] : 1;
+    const AmpBuf *x;
     AmpBuf *y;
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, ydims)))
-        return rc;
-    if (!y->nelem) return AMP_OK;
+    AmpCode rc = amp_global_pool_out(k, amp_cuda_is_float, &x, &y); /* the checks: ops/conv_geom.h */
+    if (rc || !y || !y->nelem) return rc;
     AmpCudaRedShape s;
     memset(&s, 0, sizeof s);
     s.outer = s.n_out = (int64_t)y->nelem;

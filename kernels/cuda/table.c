@@ -57,7 +57,7 @@ const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
     /* the lines of ops/unary.def that CUDA runs: one kernel over the list */
 #define AMP_CUDA_UNARY_SUPPORTS_F amp_cuda_supports_float
 #define AMP_CUDA_UNARY_SUPPORTS_FI amp_cuda_supports_float_or_int
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA)                                                    \
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
     AMP_UNARY_CUDA_##CUDA([AMP_OP_##Id] = {amp_cuda_unary, PREPARE, AMP_CUDA_UNARY_SUPPORTS_##TYPES},)
 #include "ops/unary.def"
 #undef AMP_UNARY

@@ -35,7 +35,7 @@ Test(cuda_table, the_unary_rows_are_the_lists) {
         AmpKernelPrepareFn prepare;
         bool cuda, ints;
     } lines[] = {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) {AMP_OP_##Id, PREPARE, CUDA, AMP_UNARY_INT_##TYPES},
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) {AMP_OP_##Id, PREPARE, CUDA, AMP_UNARY_INT_##TYPES},
 #include "ops/unary.def"
 #undef AMP_UNARY
     };

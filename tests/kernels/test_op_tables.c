@@ -22,13 +22,15 @@ static const char *const OP_ID[AMP_OP__COUNT] = {
 #undef AMP_OP
 };
 
-/* The lines of ops/unary.def: the op, its prepare, whether CUDA runs it. */
+/* The lines of ops/unary.def: the op, its prepare, whether CUDA runs it, whether it has an
+ * integer form, whether the fused programs take it. */
 static const struct {
     AmpOpId op;
     AmpKernelPrepareFn prepare;
-    bool cuda;
+    bool cuda, ints, fuse;
 } UNARY[] = {
-#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA) {AMP_OP_##Id, PREPARE, CUDA},
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE)                                                   \
+    {AMP_OP_##Id, PREPARE, CUDA, AMP_UNARY_INT_##TYPES, FUSE},
 #include "ops/unary.def"
 #undef AMP_UNARY
 };
@@ -212,4 +214,20 @@ Test(op_tables, every_unary_def_line_has_its_rows) {
     for (int op = 0; op < AMP_OP__COUNT; op++)
         if (amp_cpu_ops[op].run == amp_ew_unary)
             cr_expect(listed[op], "%s runs the generic unary kernel but has no line in ops/unary.def", OP_ID[op]);
+}
+
+/* Fusing a unary op is its line's FUSE column, nothing else: the runtime's fusion, the
+ * programs' check and their interpreter on both backends expand ops/unary.def
+ * (tests/runtime/test_fuse.c runs every FUSE line fused against the CPU, and refuses a
+ * program with a line that does not fuse). A fused instruction computes FEXPR in float32
+ * with no attributes: only a float-only line without a prepare may fuse. */
+Test(op_tables, a_unary_op_fuses_by_its_line_alone) {
+    int fused = 0;
+    for (size_t i = 0; i < N_UNARY; i++) {
+        if (!UNARY[i].fuse) continue;
+        fused++;
+        cr_expect(!UNARY[i].prepare, "%s: FUSE 1, but the fused programs read no attributes", OP_ID[UNARY[i].op]);
+        cr_expect(!UNARY[i].ints, "%s: FUSE 1, but the fused programs compute unary ops in float", OP_ID[UNARY[i].op]);
+    }
+    cr_expect_geq(fused, 6, "Sqrt, Reciprocal, Exp, Log, Tanh and Erf fuse");
 }

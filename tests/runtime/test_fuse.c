@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/fused_prog.h"
 #include "tests/runtime/rt_util.h"
 
 static AmpStatus st;
@@ -92,6 +93,30 @@ Test(fuse, a_chain_runs_as_one_kernel) {
     cr_assert_float_eq(got.y[0][1], erff(tanhf(1.41421354f)), 1e-6);
 }
 
+/* Every line of ops/unary.def whose FUSE column is 1 joins a chain (Mul, Add, the op: one
+ * fused node of three), with the CPU's bytes on the simulator; a line with FUSE 0
+ * (Sigmoid) ends it. Fusing a unary op is that column (tests/kernels/test_op_tables.c). */
+Test(fuse, every_unary_op_marked_fuse_joins_a_chain) {
+    static const char *const fuses[] = {
+#define AMP_UNARY(Id, FEXPR, DEXPR, PREPARE, TYPES, LUT, CUDA, FUSE) AMP_UNARY_FUSE_##FUSE(#Id, )
+#include "ops/unary.def"
+#undef AMP_UNARY
+        "Sigmoid"}; /* the last: FUSE 0 */
+    size_t n = sizeof fuses / sizeof fuses[0];
+    cr_assert_geq(n, 7);
+    for (size_t i = 0; i < n; i++) {
+        AmpModel *m = base();
+        AmpGraph *g = m->graph;
+        rt_node(g, "", "Mul", "x,x", "a");
+        rt_node(g, "", "Add", "a,one", "b");
+        rt_node(g, "", fuses[i], "b", "y");
+        rt_output(g, "y", AMP_DT_FLOAT, "4");
+        Got got = both(m);
+        cr_assert_eq(got.fused, 1, "%s", fuses[i]);
+        cr_assert_eq(got.absorbed, i + 1 < n ? 3 : 2, "%s", fuses[i]);
+    }
+}
+
 /* a is read by a ReduceSum between Add and Mul: a fused Add+Mul would run after it. */
 Test(fuse, a_value_read_in_the_middle_keeps_the_chain_apart) {
     AmpModel *m = base();
@@ -166,13 +191,14 @@ Test(fuse, the_gradient_check_is_one_node) {
     cr_assert_eq(got.absorbed, 8);
 }
 
-/* A FusedElementwise node in a file is run as written, its program checked first. */
-Test(fuse, a_bad_program_is_refused_at_open) {
+/* A FusedElementwise node in a file of one instruction (prog: 5 ints) is run as written, its
+ * program checked first: opening it fails with `why`. */
+static void refused(const int64_t *prog, const char *why) {
+    memset(&st, 0, sizeof st); /* a status keeps its first error */
     AmpModel *m = base();
     AmpGraph *g = m->graph;
     AmpNode *n = rt_node(g, "ai.ampc", "FusedElementwise", "x", "y");
     cr_assert(amp_model_import_opset(m, "ai.ampc", 1));
-    static const int64_t prog[5] = {1, 1, 0, 1, 0}; /* Add(r0, r1): r1 is this result */
     static const int64_t in_dt[1] = {1}, outs[1] = {1}, out_dt[1] = {1};
     const struct { const char *name; const int64_t *v; size_t n; } ints[4] = {
         {"program", prog, 5}, {"in_dtypes", in_dt, 1}, {"outputs", outs, 1}, {"out_dtypes", out_dt, 1}};
@@ -191,8 +217,16 @@ Test(fuse, a_bad_program_is_refused_at_open) {
     AmpSessionOptions o = {.backend = AMP_BACKEND_CPU, .ignore_env = true};
     AmpSession *s = NULL;
     cr_assert_neq(amp_session_open_bytes(bytes, len, NULL, &o, &s, &st), AMP_OK);
-    cr_assert(strstr(st.msg, "an operand that is not an earlier register"), "%s", st.msg);
+    cr_assert(strstr(st.msg, why), "%s", st.msg);
     free(bytes);
+}
+
+Test(fuse, a_bad_program_is_refused_at_open) {
+    static const int64_t add[5] = {AMP_FOP_ADD, 1, 0, 1, 0}; /* Add(r0, r1): r1 is this result */
+    refused(add, "an operand that is not an earlier register");
+    /* Sigmoid's line in ops/unary.def has FUSE 0: no program runs it */
+    static const int64_t sigmoid[5] = {AMP_FOP_UNARY, 1, 0, AMP_OP_Sigmoid, 0};
+    refused(sigmoid, "a unary op that does not fuse");
 }
 
 /* Issue 20's "no host synchronisation inside a step": a loss-scaled training step (the
