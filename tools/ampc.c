@@ -26,7 +26,7 @@
 #include "ir/ir.h"
 #include "ir/signals.h"
 #include "passes/passes.h"
-#include "runtime/convert.h"
+#include "runtime/conversion.h"
 #include "tools/phases.h"
 #include "tools/report.h"
 #include "tools/cli_calib.h"
@@ -380,7 +380,7 @@ static void leave_to_exit(AmpModel *m) {
 
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
-    char fp32_list[512]; /* the phases the C API's conversion runs too: runtime/convert.h */
+    char fp32_list[512]; /* the phases the C API's conversion runs too: runtime/conversion.h */
     const char *list = amp_convert_pipeline(&amp_args.o, a->passes, fp32_list, sizeof fp32_list);
 
     PhaseTimer tm;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/convert.h"
+#include "runtime/conversion.h"
 #include "tools/run.h"
 #include "tools/cli_say.h"
 
@@ -52,7 +52,7 @@ int ampc_amp_finish(AmpcAmp *x) {
     AmpStatus st = {AMP_OK, ""};
     if (amp_options_read_env(&x->o, amp_option_getenv, NULL, AMP_DOOR_CONVERT, &st)) return status_error(&st);
     /* auto: for the machine ampc runs on, said first in the "wrote" line; then the checks
-     * of the whole (runtime/convert.c, as the C API's conversion does). */
+     * of the whole (runtime/conversion.c, as the C API's conversion does). */
     if (amp_convert_ready(&x->o, x->summary, sizeof x->summary, &st)) return status_error(&st);
     x->o.po.notify = notify;
     x->o.po.notify_ctx = x;

@@ -297,7 +297,7 @@ AMP_API double amp_session_device_ms(AmpSession *s);
 /* ---- conversion and the caller's front (the Python package's entries) --------------- */
 
 /* A model converted to mixed precision as `ampc MODEL -o OUT` converts it (the same phases,
- * runtime/convert.c: load, verify, the default pipeline with these options, verify, save),
+ * runtime/conversion.c: load, verify, the default pipeline with these options, verify, save),
  * so the same model and options give the same bytes. The options are set by name, the
  * names of the Python package's keywords ("precision", "loss_scale", "allowlist_add",
  * "keep_fp32", "keep_io_types", ...: amp_convert_option_name lists them), with the values

@@ -1,5 +1,5 @@
 /* The conversion, `ampc MODEL -o OUT`'s and the C API's (amp_convert_file, amp_convert_bytes:
- * runtime/convert.c): one set of phases both call, so that the same model and options make
+ * runtime/conversion.c): one set of phases both call, so that the same model and options make
  * the same bytes whichever door they came by. The command puts its own between them (timing,
  * --print, --report, --explain, onnxruntime-training's import, the verification beside the
  * save); the library runs them in a row. */

@@ -3,7 +3,7 @@
  * a row: load, verify, the pipeline with the options, verify, save. Its options are set by
  * name through the options table (passes/options.c), as the command's flags are, with the
  * same parsers and the same refusals; it reads no environment variable. */
-#include "runtime/convert.h"
+#include "runtime/conversion.h"
 
 #include <stdio.h>
 #include <stdlib.h>
