@@ -235,6 +235,22 @@ def test_train_step_state_stats(c):
         pass
 
 
+def test_grad_then_train_step(c):
+    """docs/python.md's training workflow: ampc grad, then Session.train_step with amp."""
+    train = os.path.join(c.tmp, "train.onnx")
+    r = c.cli("grad", model("mlp_cls"), "-o", train, "--optimizer", "adam", "-q")
+    assert r.returncode == 0, r.stderr
+    feed = feed_of("mlp_cls")
+    x = feed["x"]
+    with ampc.Session(train, backend="cpu", amp=True, precision="bf16") as s:
+        names = [i.name for i in s.train_inputs]
+        assert "labels" in names, names
+        labels = np.arange(x.shape[0], dtype=np.int64) % 4
+        losses = [float(s.train_step({"x": x, "labels": labels})["loss"]) for _ in range(5)]
+        assert s.stats["steps"] == 5 and s.stats["amp_applied"], s.stats
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+
+
 def test_session_refusals(c):
     try:
         ampc.Session(model("cnn_infer"), backend="cpu", amp=True, loss_scale="foo")
