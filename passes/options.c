@@ -291,22 +291,22 @@ static const AmpOption OPTIONS[] = {
             "more a big model's memory is faulted in beside its load, and `ampc` verifies a converted graph of "
             "10000 nodes or more beside its save). More than 64 counts as 64; the model is the same whatever N"},
     {NULL, "AMP_CUDA_SYNC", YES_NO("wait for the device after every node"), set_yes_no, AT(run.cuda_sync),
-     AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     AMP_DOOR_SESSION, .keyword = "cuda_sync", .example = "1", .refused = "maybe",
      .doc = "CUDA, for debugging: wait for the device after every node, so that a kernel's failure names its node"},
     {NULL, "AMP_CUDA_PROFILE", YES_NO("time every node, print the device time per op at close"), set_yes_no,
-     AT(run.cuda_profile), AMP_DOOR_SESSION, .example = "1", .refused = "maybe",
+     AT(run.cuda_profile), AMP_DOOR_SESSION, .keyword = "cuda_profile", .example = "1", .refused = "maybe",
      .doc = "CUDA: time every node with CUDA events and print, when the session closes, the device time per op "
             "type (stderr), each node's first call (planning, loading kernels) left out"},
     {NULL, "AMP_SIM_LACKS", "comma-separated op types", set_op_types, AT(run.sim_lacks), AMP_DOOR_SESSION,
-     .example = "MatMul,Relu", .refused = "NoSuchOp",
+     .keyword = "sim_lacks", .example = "MatMul,Relu", .refused = "NoSuchOp",
      .doc = "the device simulator, for the tests of the fallback: op types it claims to have no kernel for, which "
             "run on the CPU fallback with copies around them"},
     {NULL, "AMP_SIM_REFUSES", "comma-separated op types", set_op_types, AT(run.sim_refuses), AMP_DOOR_SESSION,
-     .example = "MatMul", .refused = "NoSuchOp",
+     .keyword = "sim_refuses", .example = "MatMul", .refused = "NoSuchOp",
      .doc = "the device simulator: op types whose kernels it takes at prepare but which refuse when they run, as a "
             "CUDA kernel does for a geometry its library cannot run (the node moves to the CPU fallback for good)"},
     {NULL, "AMP_DNNL", YES_NO("the CPU kernels may use oneDNN, the default"), set_dnnl, 0, AMP_DOOR_SESSION,
-     .example = "0", .refused = "maybe",
+     .keyword = "dnnl", .example = "0", .refused = "maybe",
      .doc = "0: the CPU kernels use OpenBLAS for everything, not oneDNN. Process-wide, as the library is: it counts "
             "when a session sets it before oneDNN's first use"},
     {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .field = "log_path",
@@ -324,10 +324,11 @@ static const AmpOption OPTIONS[] = {
             "the session option `precision`)"},
     /* A test hook: what auto decides on a CPU with these features (the CLI reads it too). */
     {NULL, "AMP_CPU_FEATURES", "none or a comma-separated list of avx512_bf16, amx_bf16, avx512_fp16, amx_fp16",
-     set_cpu_features, 0, CONV | AMP_DOOR_EXPORT, .example = "avx512_bf16", .refused = "sse9",
+     set_cpu_features, 0, CONV | AMP_DOOR_EXPORT,
+     .keyword = "cpu_features", .example = "avx512_bf16", .refused = "sse9",
      .doc = "a test hook: what `auto` takes the CPU to have, instead of what cpuid says"},
     {"level", NULL, "default, tensor-cores-only, treat-infer-as-deny, unsafe-force-all or norms-16", set_level, 0, 0,
-     .doc = NULL},
+     .keyword = "level", .doc = NULL},
     {"opset-upgrade", "AMP_OPSET_UPGRADE", "auto, never or an opset from 7 to 22", set_opset_upgrade, 0, CONV,
      .field = "opset_upgrade", .example = "22", .refused = "23",
      .doc = "as `--opset-upgrade` (the session option `opset_upgrade`)"},
@@ -355,26 +356,32 @@ static const AmpOption OPTIONS[] = {
     {NULL, "AMP_DENYLIST_REMOVE", OPS, set_list, AMP_CLASS_DENY | REMOVE, CONV,
      .field = "denylist_remove", .example = "SoftmaxCrossEntropyLoss",
      .refused = "NoSuchOp", .doc = "ops taken out of the deny list"},
-    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0, .doc = NULL},
-    {"keep-io-types", NULL, "nothing", set_keep_io, false, 0, .doc = NULL},
-    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0, .doc = NULL},
-    {"loss", NULL, "the name of the loss value", set_loss, 0, 0, .doc = NULL},
+    {"keep-fp32", NULL, "a glob of node names, e.g. 'head/*'", set_keep_fp32, 0, 0,
+     .keyword = "keep_fp32", .doc = NULL},
+    {"keep-io-types", NULL, "nothing", set_keep_io, false, 0, .keyword = "keep_io_types", .doc = NULL},
+    {"no-keep-io-types", NULL, "nothing", set_keep_io, true, 0, .keyword = "no_keep_io_types", .doc = NULL},
+    {"loss", NULL, "the name of the loss value", set_loss, 0, 0, .keyword = "loss", .doc = NULL},
     {"loss-scale", "AMP_LOSS_SCALE", "dynamic, none or a positive number up to 3.4e38 (float32's largest)",
      set_loss_scale, 0, CONV, .field = "loss_scale", .example = "1024", .refused = "foo",
      .doc = "loss scaling of training graphs, as `--loss-scale` (the session option `loss_scale`)"},
-    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0, .doc = NULL},
-    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0, .doc = NULL},
-    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, 0, .doc = NULL},
-    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0, .doc = NULL},
-    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0, .doc = NULL},
+    {"loss-scale-state", NULL, "initializers or inputs", set_scale_state, 0, 0,
+     .keyword = "loss_scale_state", .doc = NULL},
+    {"loss-scale-init", NULL, "a positive number up to 3.4e38 (float32's largest)", set_scale_init, 0, 0,
+     .keyword = "loss_scale_init", .doc = NULL},
+    {"growth-interval", NULL, "a whole number from 1 to 2147483647", set_growth_interval, 0, 0,
+     .keyword = "growth_interval", .doc = NULL},
+    {"growth-factor", NULL, "a number above 1, up to 3.4e38", set_growth_factor, 0, 0,
+     .keyword = "growth_factor", .doc = NULL},
+    {"backoff-factor", NULL, "a number between 0 and 1", set_backoff_factor, 0, 0,
+     .keyword = "backoff_factor", .doc = NULL},
     {"calibration", "AMP_CALIBRATION", "a statistics file of 'ampc calibrate'", set_calibration, 0, CONV,
      .field = "calibration", .example = "model.stats", .refused = "/nonexistent/ampc.stats",
      .doc = "measured ranges, as `--calibration` (the session option `calibration`); a file that cannot be read is "
             "an error"},
     {"calib-max-activation", "AMP_CALIB_MAX_ACTIVATION", "a positive number", set_calib_max, 0, CONV,
-     .example = "0.5", .refused = "-1", .doc = "as `--calib-max-activation`"},
+     .example = "0.5", .refused = "-1", .keyword = "calib_max_activation", .doc = "as `--calib-max-activation`"},
     {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, CONV,
-     .example = "1", .refused = "x", .doc = "as `--calib-min-activation`"},
+     .example = "1", .refused = "x", .keyword = "calib_min_activation", .doc = "as `--calib-min-activation`"},
 };
 #undef OPS
 #undef CONV
@@ -385,6 +392,20 @@ _Static_assert(N_OPTIONS <= 64, "AmpOptions.given has a bit per row");
 
 const AmpOption *amp_option_at(size_t i) {
     return i < N_OPTIONS ? &OPTIONS[i] : NULL;
+}
+
+const char *amp_option_keyword(const AmpOption *d) {
+    return d->field ? d->field : d->keyword;
+}
+
+const AmpOption *amp_option_by_keyword(const char *name) {
+    for (size_t i = 0; name && i < N_OPTIONS; i++)
+        if (amp_option_keyword(&OPTIONS[i]) && is(amp_option_keyword(&OPTIONS[i]), name)) return &OPTIONS[i];
+    return NULL;
+}
+
+bool amp_option_converts(const AmpOption *d) {
+    return (d->doors & AMP_DOOR_CONVERT) || (d->name && !d->doors);
 }
 
 bool amp_option_adds_up(const AmpOption *d) {
@@ -412,6 +433,8 @@ static const struct {
 const char *amp_option_say(const char *flag, const char *value, char *buf, size_t n) {
     const AmpOption *d = amp_option_find(flag);
     const char *field = d ? d->field : NULL, *env = d ? d->env : NULL;
+    /* Python's keywords name every row; a C program sets only the session's fields. */
+    if (d && !field && amp_front() == AMP_FRONT_PYTHON) field = d->keyword;
     for (size_t i = 0; !d && i < sizeof SESSION_ONLY / sizeof *SESSION_ONLY; i++)
         if (is(SESSION_ONLY[i].flag, flag)) field = SESSION_ONLY[i].field;
     AmpFront front = amp_front();

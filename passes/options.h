@@ -71,6 +71,9 @@ struct AmpOption {
     /* The C API's AmpSessionOptions field that replaces the variable (the Python keyword
      * too), or NULL where a session has none; runtime/amp_auto.c reads it by this name. */
     const char *field;
+    /* The option's name where it has no session field: the keyword of the Python package
+     * and of amp_convert_option_set (amp_option_keyword: field, else this). */
+    const char *keyword;
     /* A variable's entry in docs/env.md (tools/gen_cli_md.c): what it does (markdown); and a
      * value it takes and one it refuses, for that page and the test that walks the table
      * (tests/tools/test_env_doors.py). NULL for the CLI's own options. */
@@ -92,6 +95,15 @@ const AmpOption *amp_option_at(size_t i);
 /* The row of CLI option `name` ("precision"), or of variable `name` ("AMP_PRECISION");
  * NULL when none. */
 const AmpOption *amp_option_find(const char *name);
+
+/* The row's keyword, the name the Python package and amp_convert_option_set take: its
+ * session field, else its own keyword ("keep_fp32"). */
+const char *amp_option_keyword(const AmpOption *d);
+/* The row of keyword `name` ("loss_scale"); NULL when none. */
+const AmpOption *amp_option_by_keyword(const char *name);
+/* Whether `ampc MODEL -o OUT` takes the row: a flag of its own, or a variable it reads
+ * (AMP_DOOR_CONVERT); amp_convert_option_set takes the same rows. */
+bool amp_option_converts(const AmpOption *d);
 
 /* Whether d's values add up (the list edits: flags' and variable's alike) rather than the
  * last one winning (a flag given then wins over the variable). */

@@ -26,6 +26,7 @@
 #include "ir/ir.h"
 #include "ir/signals.h"
 #include "passes/passes.h"
+#include "runtime/conversion.h"
 #include "tools/phases.h"
 #include "tools/report.h"
 #include "tools/cli_calib.h"
@@ -379,19 +380,15 @@ static void leave_to_exit(AmpModel *m) {
 
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
-    const char *list = a->passes ? a->passes : amp_default_pipeline();
-    if (!list || !list[0]) list = "none";
-    char fp32_list[512];
-    list = ampc_amp_pipeline(&amp_args, list, fp32_list, sizeof fp32_list);
+    char fp32_list[512]; /* the phases the C API's conversion runs too: runtime/conversion.h */
+    const char *list = amp_convert_pipeline(&amp_args.o, a->passes, fp32_list, sizeof fp32_list);
 
     PhaseTimer tm;
     ampc_phase_start(&tm, a->time);
     AmpStatus st = {AMP_OK, ""};
     AmpModel *m = NULL;
-    /* The loader's checks, then the verifier on the input (timed apart). Weights stay in
-     * the input's mapping: nothing here runs the model. */
-    AmpLoadOptions lo = {.skip_verify = true, .borrow_raw = true};
-    AmpCode c = amp_model_load_file(a->model, &lo, &m, &st);
+    /* The loader's checks, then the verifier on the input (timed apart). */
+    AmpCode c = amp_convert_load(a->model, NULL, 0, NULL, &m, &st);
     if (c != AMP_OK) return fail_status(&st, c, a->model_shown);
     ampc_phase_done(&tm, "load", "");
     size_t nodes_before = 0, nodes_after = 0; /* for the summary line (the verifier counts) */
@@ -448,11 +445,9 @@ static int cmd_convert(const ConvertArgs *a) {
     if (rc == AMP_OK) rc = finish_stdout();
     ampc_phase_done(&tm, NULL, NULL);
     if (rc == AMP_OK && a->out) {
-        AmpSaveOptions so = {.external = a->external,
-                             .external_min_bytes = 1024,
-                             .commit = vj.started ? ampc_verify_commit : NULL,
-                             .commit_ctx = &vj,
-                             .value_info = a->value_info};
+        AmpSaveOptions so = amp_convert_save_options(a->external, a->value_info);
+        so.commit = vj.started ? ampc_verify_commit : NULL;
+        so.commit_ctx = &vj;
         c = amp_model_save_file(m, a->out, &so, &st);
         /* A failed verification is the error to report, whatever the save did. */
         bool unverified = ampc_verify_join(&vj) != AMP_OK;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/amp_auto.h"
+#include "runtime/conversion.h"
 #include "tools/run.h"
 #include "tools/cli_say.h"
 
@@ -40,7 +40,7 @@ int ampc_amp_option(AmpcAmp *x, const char *name, const char *arg) {
  * the rest printed. */
 static void notify(void *ctx, const char *line) {
     AmpcAmp *x = ctx;
-    if (strncmp(line, "amp: ", 5) == 0 || strncmp(line, "loss_scale: ", 12) == 0 || strncmp(line, "gradient: ", 10) == 0) {
+    if (amp_convert_is_summary(line)) {
         size_t k = strlen(x->summary);
         snprintf(x->summary + k, sizeof x->summary - k, "%s%s", k ? "; " : "", line);
     }
@@ -51,14 +51,9 @@ static void notify(void *ctx, const char *line) {
 int ampc_amp_finish(AmpcAmp *x) {
     AmpStatus st = {AMP_OK, ""};
     if (amp_options_read_env(&x->o, amp_option_getenv, NULL, AMP_DOOR_CONVERT, &st)) return status_error(&st);
-    /* auto: for the machine ampc runs on (a usable GPU, else this CPU), said first in the
-     * "wrote" line. */
-    amp_options_decide(&x->o, amp_auto_device_class(AMP_BACKEND_AUTO));
-    if (x->o.precision_why)
-        snprintf(x->summary, sizeof x->summary, "precision auto: %s (%s)",
-                 x->o.stay_fp32 ? "fp32, no amp pass" : x->o.po.precision == AMP_DT_BFLOAT16 ? "bf16" : "fp16",
-                 x->o.precision_why);
-    if (amp_options_finish(&x->o, &st)) return status_error(&st);
+    /* auto: for the machine ampc runs on, said first in the "wrote" line; then the checks
+     * of the whole (runtime/conversion.c, as the C API's conversion does). */
+    if (amp_convert_ready(&x->o, x->summary, sizeof x->summary, &st)) return status_error(&st);
     x->o.po.notify = notify;
     x->o.po.notify_ctx = x;
     if (x->n_explain) {
@@ -106,26 +101,6 @@ int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, cons
         if (!found) return ampc_usage_error("--explain '%s': %s has no node of that name", name, path);
     }
     return 0;
-}
-
-const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, size_t len) {
-    if (!x->o.stay_fp32) return list;
-    /* No 16-bit compute: the passes that make it (amp) or serve it (loss_scale) are left out. */
-    size_t k = 0;
-    buf[0] = '\0';
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        const char *name = p;
-        while (n && *name == ' ') name++, n--;
-        if (!((n == 3 && !strncmp(name, "amp", 3)) || (n == 10 && !strncmp(name, "loss_scale", 10)))) {
-            int w = snprintf(buf + k, len - k, "%s%.*s", k ? "," : "", (int)n, name);
-            if (w < 0 || (size_t)w >= len - k) return list; /* cannot happen: the list was checked */
-            k += (size_t)w;
-        }
-        p = name + n;
-        if (*p == ',') p++;
-    }
-    return k ? buf : "none";
 }
 
 int ampc_command_env(void) {

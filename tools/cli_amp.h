@@ -33,9 +33,6 @@ int ampc_amp_finish(AmpcAmp *x);
  * else 2 with a message naming the first missing NODE and `path`; also 2 when `pipeline`
  * does not run the amp pass. */
 int ampc_amp_check_explain(const AmpcAmp *x, AmpModel *m, const char *path, const char *pipeline);
-/* The pipeline to run: `list`, less the amp and loss_scale passes when precision auto
- * chose no 16-bit compute (written into buf then). */
-const char *ampc_amp_pipeline(const AmpcAmp *x, const char *list, char *buf, size_t len);
 void ampc_amp_free(AmpcAmp *x);
 /* The variables every command reads (those of AMP_DOOR_COMMAND: AMP_THREADS, which sets
  * the thread knob), by the table: 0, or the exit code of a usage error (printed). */

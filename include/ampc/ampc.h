@@ -294,6 +294,45 @@ AMP_API void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
  * read back); -1 on a backend that does not time its kernels (the CPU). */
 AMP_API double amp_session_device_ms(AmpSession *s);
 
+/* ---- conversion and the caller's front (the Python package's entries) --------------- */
+
+/* A model converted to mixed precision as `ampc MODEL -o OUT` converts it (the same phases,
+ * runtime/conversion.c: load, verify, the default pipeline with these options, verify, save),
+ * so the same model and options give the same bytes. The options are set by name, the
+ * names of the Python package's keywords ("precision", "loss_scale", "allowlist_add",
+ * "keep_fp32", "keep_io_types", ...: amp_convert_option_name lists them), with the values
+ * the command's flags take, checked by the same table (passes/options.c): a refused one is
+ * AMP_ERR_USAGE, "precision='fp8': expected ...". No environment variable is read. An
+ * options object serves any number of conversions; NULL options are the defaults. */
+typedef struct AmpConvertOptions AmpConvertOptions; /* opaque */
+AMP_API AmpCode amp_convert_options_new(AmpConvertOptions **out, AmpStatus *st);
+AMP_API void amp_convert_options_free(AmpConvertOptions *opt);
+/* value: as the flag's (NULL or "" for an option that takes none: "keep_io_types"); the
+ * bytes are copied. List options ("allowlist_add", "keep_fp32") add up, others replace. */
+AMP_API AmpCode amp_convert_option_set(AmpConvertOptions *opt, const char *name, const char *value, AmpStatus *st);
+/* The i-th option's name (NULL past the last); *takes_value, when not NULL, says whether it
+ * takes a value. */
+AMP_API const char *amp_convert_option_name(size_t i, bool *takes_value);
+/* Converts the model in len bytes at `model` (external data found in dir; NULL: none
+ * allowed) into *out (*out_len bytes, free with amp_free). *summary, when summary is not
+ * NULL: malloc'd text (free with amp_free), "N nodes (M before), passes: LIST; amp: ..."
+ * (nodes in 16 bits, casts, what was kept in float32 and why), then the passes' other
+ * notices a line each. */
+AMP_API AmpCode amp_convert_bytes(const void *model, size_t len, const char *dir, const AmpConvertOptions *opt,
+                                  void **out, size_t *out_len, char **summary, AmpStatus *st);
+/* The same from file src to file dst, written atomically, with external data beside it
+ * when over 2 GB (src's own external data is read from beside src). */
+AMP_API AmpCode amp_convert_file(const char *src, const char *dst, const AmpConvertOptions *opt, char **summary,
+                                 AmpStatus *st);
+/* Frees what amp_convert_bytes and amp_convert_file returned. */
+AMP_API void amp_free(void *p);
+
+/* How the library's messages name an option, for the process (set once, before any other
+ * call): AMP_CALLER_C (the default: an AmpSessionOptions field, or its variable),
+ * AMP_CALLER_CLI (the ampc command's flags), AMP_CALLER_PYTHON (keywords). */
+enum { AMP_CALLER_C = 0, AMP_CALLER_CLI = 1, AMP_CALLER_PYTHON = 2 };
+AMP_API void amp_set_front(int caller);
+
 #ifdef __cplusplus
 }
 #endif

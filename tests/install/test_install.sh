@@ -8,7 +8,7 @@ build=$1 src=$2
 tmp=$(mktemp -d /tmp/ampc_install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in lib/libampc.a include/ampc/ampc.h lib/pkgconfig/ampc.pc lib/cmake/ampc/ampcConfig.cmake bin/ampc; do
+for f in lib/libampc.a lib/libampc.so include/ampc/ampc.h lib/pkgconfig/ampc.pc lib/cmake/ampc/ampcConfig.cmake bin/ampc; do
     test -f "$tmp/prefix/$f" || { echo "FAIL: the install has no $f"; exit 1; }
 done
 model=$src/models/cnn_infer/model.onnx
@@ -25,6 +25,14 @@ if ! cmp -s "$tmp/exported" "$tmp/declared"; then
     exit 1
 fi
 echo "libampc.a exports the $(wc -l <"$tmp/declared") functions of include/ampc and nothing else"
+# The shared library likewise: its dynamic symbol table defines the public API alone.
+nm -D --defined-only "$tmp/prefix/lib/libampc.so" | awk 'NF == 3 { print $3 }' | sed 's/@.*//' | sort -u >"$tmp/exported_so"
+if ! cmp -s "$tmp/exported_so" "$tmp/declared"; then
+    echo "FAIL: libampc.so's dynamic symbols differ from the public API (< exported only, > declared only):"
+    diff "$tmp/exported_so" "$tmp/declared" | grep '^[<>]' | head -20
+    exit 1
+fi
+echo "libampc.so exports the same $(wc -l <"$tmp/declared") functions and nothing else"
 
 # CMake: find_package(ampc)
 cmake -S "$src/tests/install" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >"$tmp/cm.log" 2>&1 ||

@@ -158,6 +158,8 @@ Test(settings, options_are_said_through_the_callers_door) {
     amp_front_set(AMP_FRONT_PYTHON);
     cr_assert_str_eq(amp_option_say("precision", "bf16", buf, sizeof buf), "precision=\"bf16\" (or AMP_PRECISION=bf16)");
     cr_assert_str_eq(amp_option_say("timeout", NULL, buf, sizeof buf), "timeout_seconds");
+    /* A row with no session field: its keyword, which the package and amp_convert_option_set take. */
+    cr_assert_str_eq(amp_option_say("keep-fp32", "NODE", buf, sizeof buf), "keep_fp32=\"NODE\"");
     /* A buffer too small is cut, never overrun. */
     char small[8];
     cr_assert_eq(strlen(amp_option_say("loss-scale", "none", small, sizeof small)), sizeof small - 1);

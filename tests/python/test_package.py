@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""The Python package ampc (python/ampc, ctypes over the build's libampc.so): convert equals
+`ampc MODEL -o OUT` byte for byte on every bundled model, convert_file too; refused options
+carry the options table's messages (the flags' own); a broken model raises ampc.InputError;
+Session.run equals `ampc run --outputs`; train_step, save_state / load_state, stats, inputs
+and outputs. Skipped (exit 77) where numpy or onnx is missing."""
+import glob
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ampc_testlib as tl  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+MODELS = os.path.join(ROOT, "models")
+
+
+class Ctx:
+    def __init__(self, args):
+        self.bin = os.path.abspath(args.ampc)
+        self.verbose = args.verbose
+        self.tmp = tl.tempdir("ampc_py.")
+        self.notes = []
+
+    def cli(self, *a):
+        return tl.ampc(self.bin, *a, verbose=self.verbose)
+
+
+def model(name):
+    return os.path.join(MODELS, name, "model.onnx")
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_version_and_options(c):
+    r = c.cli("--version")
+    assert r.stdout.strip() == f"ampc {ampc.__version__}", (r.stdout, ampc.__version__)
+    names = ampc.convert_options()
+    for k in ("precision", "loss_scale", "allowlist_add", "denylist_remove", "keep_fp32", "keep_io_types", "loss",
+              "calibration", "growth_interval", "level", "opset_upgrade"):
+        assert k in names, k
+    assert names["keep_io_types"] is False and names["precision"] is True
+    # the session's own settings are not conversion options
+    assert "backend" not in names and "amp_auto" not in names and "threads" not in names
+
+
+def test_convert_equals_cli(c):
+    """Every bundled model, default options and a few of the keywords: the same bytes."""
+    cases = [({}, []), ({"precision": "fp16"}, ["--precision", "fp16"]),
+             ({"precision": "bf16", "keep_io_types": False}, ["--precision", "bf16", "--no-keep-io-types"]),
+             ({"precision": "fp16", "denylist_add": "MatMul", "level": "treat-infer-as-deny"},
+              ["--precision", "fp16", "--deny", "MatMul", "--level", "treat-infer-as-deny"])]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AMP_")}
+    saved = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)  # the command reads AMP_* variables; the library none
+    try:
+        n = 0
+        for path in sorted(glob.glob(os.path.join(MODELS, "*", "model.onnx"))):
+            for kw, flags in cases if "cnn" in path or "mlp_train" in path else cases[:2]:
+                out = os.path.join(c.tmp, "cli.onnx")
+                r = c.cli(path, "-o", out, "-q", *flags)
+                assert r.returncode == 0, r.stderr
+                data, report = ampc.convert_bytes(path, **kw)
+                assert data == read(out), f"{path} {kw}: convert_bytes differs from ampc -o"
+                proto = ampc.convert(read(path), **kw)
+                assert proto.SerializeToString() == data, f"{path} {kw}: convert (bytes in) differs"
+                dst = os.path.join(c.tmp, "lib.onnx")
+                rep = ampc.convert_file(path, dst, **kw)
+                assert read(dst) == data, f"{path} {kw}: convert_file differs"
+                assert rep.nodes > 0 and rep.nodes_before > 0 and rep.passes, rep
+                n += 1
+        c.notes.append(f"{n} conversions byte for byte equal to ampc -o")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_convert_report_and_model_proto(c):
+    proto = onnx.load(model("cnn_infer"))
+    m, report = ampc.convert(proto, precision="fp16", return_report=True)
+    assert isinstance(m, onnx.ModelProto)
+    assert re.match(r"\d+ nodes \(\d+ before\), passes: ", report), report
+    assert "amp: float16:" in report, report
+    onnx.checker.check_model(m)
+    # the same ModelProto converted twice: the same bytes (options serve again)
+    assert ampc.convert(proto, precision="fp16").SerializeToString() == m.SerializeToString()
+
+
+def test_refused_options(c):
+    """Each refusal as the flag's: the same 'expected ...' of the table, named as the keyword."""
+    cases = [("precision", "fp8", "--precision"), ("loss_scale", "foo", "--loss-scale"),
+             ("opset_upgrade", "23", "--opset-upgrade"), ("growth_interval", "0", "--growth-interval"),
+             ("backoff_factor", "2", "--backoff-factor"), ("level", "fast", "--level"),
+             ("allowlist_add", "NoSuchOp", "--allow"), ("loss_scale_state", "x", "--loss-scale-state")]
+    for kw, bad, flag in cases:
+        try:
+            ampc.convert_bytes(model("cnn_infer"), **{kw: bad})
+            raise AssertionError(f"{kw}={bad!r} was taken")
+        except ampc.UsageError as e:
+            r = c.cli(model("cnn_infer"), "-o", os.path.join(c.tmp, "x.onnx"), flag, bad)
+            assert r.returncode == 2, r.stderr
+            cli = r.stderr.strip().removeprefix("ampc: ").replace(" (run 'ampc --help' for usage)", "")
+            want = cli.replace(f"{flag} '{bad}'", f"{kw}='{bad}'").replace(f"{flag}:", f"{kw}:")
+            assert str(e) == want, (str(e), r.stderr)
+            assert e.code == 2
+    try:
+        ampc.convert_bytes(model("cnn_infer"), no_such_option="1")
+        raise AssertionError("an unknown keyword was taken")
+    except ampc.UsageError as e:
+        assert "no conversion option 'no_such_option'" in str(e) and "loss_scale" in str(e), str(e)
+    # the whole's checks, as the command's
+    try:
+        ampc.convert_bytes(model("cnn_infer"), precision="bf16", growth_interval=10)
+        raise AssertionError("dynamic-scaling settings without dynamic scaling were taken")
+    except ampc.UsageError as e:
+        assert "dynamic" in str(e), str(e)
+
+
+def test_broken_model(c):
+    for data in (b"this is no model", read(model("cnn_infer"))[:200]):
+        try:
+            ampc.convert_bytes(data)
+            raise AssertionError("a broken model converted")
+        except ampc.InputError as e:
+            assert e.code == 1 and str(e), str(e)
+        try:
+            ampc.Session(data, backend="cpu")
+            raise AssertionError("a broken model opened")
+        except ampc.InputError:
+            pass
+    try:
+        ampc.convert_file(os.path.join(c.tmp, "nonexistent.onnx"), os.path.join(c.tmp, "o.onnx"))
+        raise AssertionError("a missing file converted")
+    except ampc.Error as e:
+        assert "nonexistent.onnx" in str(e), str(e)
+    try:
+        ampc.Session(model("cnn_infer"), backend="tpu")
+        raise AssertionError("backend tpu was taken")
+    except ampc.UsageError:
+        pass
+
+
+def feed_of(name):
+    """The bundled inputs of models/NAME/test_data_set_0, by the model's input names."""
+    m = onnx.load(model(name))
+    names = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
+    feed = {}
+    for k, f in enumerate(sorted(glob.glob(os.path.join(MODELS, name, "test_data_set_0", "input_*.pb")))):
+        t = onnx.TensorProto()
+        t.ParseFromString(read(f))
+        feed[t.name or names[k]] = numpy_helper.to_array(t)
+    return feed
+
+
+def cli_outputs(c, name, *extra):
+    out = os.path.join(c.tmp, f"out_{name}")
+    r = c.cli("run", model(name), "--backend", "cpu", "--inputs", os.path.join(MODELS, name, "test_data_set_0"),
+              "--outputs", out, *extra)
+    assert r.returncode == 0, r.stderr
+    got = {}
+    for f in os.listdir(out):
+        t = onnx.TensorProto()
+        t.ParseFromString(read(os.path.join(out, f)))
+        got[t.name] = numpy_helper.to_array(t)
+    return got
+
+
+def test_run_equals_cli(c):
+    for name in ("cnn_infer", "mlp_cls"):
+        want = cli_outputs(c, name)
+        with ampc.Session(model(name), backend="cpu") as s:
+            got = s.run(feed_of(name))
+        assert set(got) == set(want), (list(got), list(want))
+        for k in want:
+            assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
+            assert got[k].tobytes() == want[k].tobytes(), f"{name}: output {k} differs from ampc run --outputs"
+
+
+def test_io_info_and_16_bit_outputs(c):
+    s = ampc.Session(model("cnn_infer"), backend="cpu")
+    (x,), (y,) = s.inputs, s.outputs
+    assert x.name == "x" and x.dtype == "float32" and x.shape == ("batch", 1, 16, 16), x
+    assert y.dtype == "float32" and y.shape[1] == 10, y
+    feed = feed_of("cnn_infer")
+    ref = s.run(feed)["logits"]
+    s.close()
+    for precision, dtype in (("fp16", np.float16), ("bf16", np.float32)):
+        m = ampc.convert(model("cnn_infer"), precision=precision, keep_io_types=False)
+        with ampc.Session(m, backend="cpu") as s16:
+            assert s16.outputs[0].dtype == {"fp16": "float16", "bf16": "bfloat16"}[precision]
+            out = s16.run(feed)["logits"]  # the input: float32 values, narrowed to the declared type
+        assert out.dtype == dtype, (precision, out.dtype)
+        err = np.abs(out.astype(np.float32) - ref).max() / np.abs(ref).max()
+        assert err < 0.05, (precision, err)
+    # amp=True: the model rewritten as it opens (AMP_AUTO), float32 at its edges
+    with ampc.Session(model("cnn_infer"), backend="cpu", amp=True, precision="bf16") as sa:
+        out = sa.run(feed)["logits"]
+        assert sa.stats["amp_applied"] and sa.stats["amp_precision"] == "bf16", sa.stats
+    assert out.dtype == np.float32 and np.abs(out - ref).max() / np.abs(ref).max() < 0.05
+
+
+def test_train_step_state_stats(c):
+    name = "mlp_train"
+    feed = feed_of(name)
+    s = ampc.Session(model(name), backend="cpu")
+    assert s.has_training_info
+    assert [i.name for i in s.train_inputs][:2] == ["x", "labels"], s.train_inputs
+    first = s.train_step(feed)
+    assert "loss" in first and np.isfinite(first["loss"]).all(), first
+    ckpt = os.path.join(c.tmp, "state.onnx")
+    s.save_state(ckpt)
+    second = s.train_step(feed)
+    assert s.stats["steps"] == 2, s.stats
+    s.load_state(ckpt)
+    assert s.stats["steps"] == 1, s.stats
+    again = s.train_step(feed)
+    for k in second:
+        assert again[k].tobytes() == second[k].tobytes(), f"{k}: the step after load_state differs"
+    st = s.stats
+    assert st["backend"] == "cpu" and st["state_bytes"] > 0 and st["fallback_ops"] == "", st
+    s.close()
+    # 2 steps through the command: its outputs are the session's after the same 2 steps
+    want = cli_outputs(c, name, "--steps", "2")
+    for k in want:
+        assert k in second and second[k].tobytes() == want[k].tobytes(), f"{k} differs from ampc run --steps 2"
+    try:
+        s.run(feed)
+        raise AssertionError("a closed session ran")
+    except ampc.UsageError:
+        pass
+
+
+def test_grad_then_train_step(c):
+    """docs/python.md's training workflow: ampc grad, then Session.train_step with amp."""
+    train = os.path.join(c.tmp, "train.onnx")
+    r = c.cli("grad", model("mlp_cls"), "-o", train, "--optimizer", "adam", "-q")
+    assert r.returncode == 0, r.stderr
+    feed = feed_of("mlp_cls")
+    x = feed["x"]
+    with ampc.Session(train, backend="cpu", amp=True, precision="bf16") as s:
+        names = [i.name for i in s.train_inputs]
+        assert "labels" in names, names
+        labels = np.arange(x.shape[0], dtype=np.int64) % 4
+        losses = [float(s.train_step({"x": x, "labels": labels})["loss"]) for _ in range(5)]
+        assert s.stats["steps"] == 5 and s.stats["amp_applied"], s.stats
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+
+
+def test_session_refusals(c):
+    try:
+        ampc.Session(model("cnn_infer"), backend="cpu", amp=True, loss_scale="foo")
+        raise AssertionError("loss_scale foo was taken")
+    except ampc.UsageError as e:
+        # named as the variable the field replaces (runtime/amp_auto.c reads fields as variables)
+        assert "LOSS_SCALE='foo'" in str(e) and "expected dynamic, none or a positive" in str(e), str(e)
+    try:
+        ampc.Session(model("cnn_infer"), backend="cpu", no_such="1")
+        raise AssertionError("an unknown keyword was taken")
+    except TypeError:
+        pass
+    with ampc.Session(model("cnn_infer"), backend="cpu") as s:
+        try:
+            s.run({"x": np.zeros((2, 3), np.float32)})
+            raise AssertionError("a wrong shape ran")
+        except ampc.UsageError as e:
+            assert "x" in str(e), str(e)
+
+
+def main():
+    args = tl.args(__doc__)
+    global ampc, np, onnx, numpy_helper
+    try:
+        import numpy as np
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as e:
+        print(f"skip: {e}")
+        return 77
+    lib = os.path.join(os.path.dirname(os.path.abspath(args.ampc)), "libampc.so")
+    if not os.path.exists(lib):
+        print(f"skip: no {lib}")
+        return 77
+    os.environ["AMPC_LIBRARY"] = lib
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import ampc
+    ctx = Ctx(args)
+    tests = [(f.__name__, f) for n, f in sorted(globals().items()) if n.startswith("test_")]
+    return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
