@@ -70,4 +70,10 @@ bool amp_fuse_one_element(const AmpType *t);
  * FusedElementwise node. */
 AmpCode amp_fuse_chains(Fuse *f);
 
+/* ---- convolution epilogues (fuse_conv.c) ------------------------------------------------ */
+
+/* Every Conv whose output only a Relu, or only an Add of a tensor of its shape (then
+ * perhaps only a Relu), reads becomes with them one ai.ampc ConvEpilogue node. */
+void amp_fuse_conv_epilogues(Fuse *f);
+
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/conv_impl.h"
+#include "ops/scalar_math.h" /* amp_relu_f: the Relu of ConvEpilogue's fallback */
 
 
 /* Product of dims already known to fit (checked by the caller with amp_conv_size). */
@@ -126,10 +127,33 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
     }
 }
 
-/* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M). */
+/* ai.ampc ConvEpilogue's epilogue where oneDNN did not apply it as post-ops: y += z,
+ * then max(y, 0) where relu, in float32, y rounded once into its type (as the unfused
+ * Add and Relu round it: a 16-bit Relu is exact). */
+static AmpCode conv_epilogue_pass(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *z, bool relu) {
+    if (!z && !relu) return AMP_OK;
+    float *tz = NULL, *ty = NULL;
+    const float *Z = z ? amp_buf_f32_in(z, &tz) : NULL;
+    float *Y = (float *)amp_buf_f32_in(y, &ty); /* y's own floats, or a copy committed below */
+    if (!Y || (z && !Z)) {
+        free(tz), free(ty);
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    for (size_t i = 0; Z && i < y->nelem; i++) Y[i] += Z[i];
+    for (size_t i = 0; relu && i < y->nelem; i++) Y[i] = amp_relu_f(Y[i]);
+    if (ty) amp_buf_f32_commit(y, ty);
+    free(tz);
+    return AMP_OK;
+}
+
+/* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M); for ai.ampc
+ * ConvEpilogue (runtime/fuse_conv.c), Y + Z (input 3, Y's type and shape) where given, then
+ * Relu where its attribute relu is 1: oneDNN's post-ops, else a pass after. */
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
+    const AmpBuf *z = k->n_in > 3 ? k->in[3] : NULL;
+    bool relu = k->node->op == AMP_OP_Ampc_ConvEpilogue && amp_node_attr_int(k->node, "relu", 0) == 1;
     if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
     int dt = x->dtype;
     if (w->dtype != dt || (b && b->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
@@ -155,6 +179,8 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, nsp + 2, ydims))) return rc;
+    if (z && (z->dtype != dt || z->rank != y->rank || memcmp(z->dims, y->dims, (size_t)y->rank * sizeof *y->dims)))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "Z must have Y's type and shape");
     if (!y->nelem) return AMP_OK;
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
@@ -163,11 +189,14 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
     AmpDnnlConv dp;
-    if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g)) return AMP_OK; /* (no bias there) */
+    if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g))
+        return conv_epilogue_pass(k, y, z, relu); /* (no bias there) */
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
-    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
+    bool on_dnnl = amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp);
+    dp.sum = z != NULL, dp.relu = relu; /* post-ops: the epilogue's */
+    if (on_dnnl &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
-                                            .wei_pack = wpack}))
+                                            .wei_pack = wpack, .sum_src = z ? z->data : NULL}))
         return AMP_OK;
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
@@ -203,7 +232,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
             }
     amp_buf_f32_commit(y, ty);
     free(tx), free(tw), free(tb), free(col);
-    return AMP_OK;
+    return conv_epilogue_pass(k, y, z, relu);
 }
 
 /* ---- ConvTranspose --------------------------------------------------------------- */
