@@ -59,7 +59,8 @@ static void fuse_one(Fuse *f, int i) {
         return;
     }
     int place = absorbed[n_abs - 1];
-    AmpNode *c = amp_fuse_new_node(f, AMP_OP_Ampc_ConvEpilogue, "ConvEpilogue", "ai.ampc", conv, z ? 4 : conv->n_inputs, 1);
+    int n_in = z ? 4 : conv->n_inputs;
+    AmpNode *c = amp_fuse_new_node(f, AMP_OP_Ampc_ConvEpilogue, "ConvEpilogue", "ai.ampc", conv, n_in, 1);
     if (!c || !epilogue_attrs(f, c, conv, f->nodes[place]->op == AMP_OP_Relu)) return;
     memcpy(c->inputs, conv->inputs, (size_t)conv->n_inputs * sizeof *c->inputs);
     if (z) c->inputs[3] = (AmpValue *)z;
