@@ -146,10 +146,58 @@ static AmpCode conv_epilogue_pass(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *z, b
     return AMP_OK;
 }
 
+/* b's bytes between ONNX's (N, C, S...) and channels-last (N, S..., C) layouts, into `to`
+ * (another buffer). */
+static void act_transpose(const AmpBuf *b, const void *from, void *to, bool to_nhwc) {
+    if (!b->nelem) return;
+    int64_t N = b->dims[0], C = b->dims[1], S = (int64_t)b->nelem / (N * C);
+    size_t esz = amp_buf_bytes(b) / b->nelem;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < S; p++) {
+                int64_t onnx = (n * C + c) * S + p, last = (n * S + p) * C + c;
+                memcpy((char *)to + (size_t)(to_nhwc ? last : onnx) * esz,
+                       (const char *)from + (size_t)(to_nhwc ? onnx : last) * esz, esz);
+            }
+}
+
+static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl);
+
+/* A convolution with X (xl) or Y (yl) channels-last that oneDNN did not take: computed on
+ * a copy of X in ONNX's layout, Y transposed after. */
+static AmpCode conv_onnx_layout(AmpKernelCtx *k, bool xl, bool yl) {
+    AmpBuf xp = *k->in[0], *y = &k->out[0];
+    const AmpBuf *in[4];
+    if (k->n_in > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "at most 4 inputs");
+    size_t bytes = amp_buf_bytes(&xp) > amp_buf_bytes(y) ? amp_buf_bytes(&xp) : amp_buf_bytes(y);
+    void *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (xl) act_transpose(&xp, k->in[0]->data, tmp, false), xp.data = tmp;
+    memcpy(in, k->in, (size_t)k->n_in * sizeof *in);
+    in[0] = &xp;
+    AmpKernelCtx plain = *k;
+    plain.in = in;
+    AmpCode rc = conv_fwd(&plain, false, false);
+    if (!rc && yl) {
+        memcpy(tmp, y->data, amp_buf_bytes(y)); /* (X's copy is read no more) */
+        act_transpose(y, tmp, y->data, true);
+    }
+    free(tmp);
+    return rc;
+}
+
 /* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M); for ai.ampc
  * ConvEpilogue (runtime/fuse_conv.c), Y + Z (input 3, Y's type and shape) where given, then
- * Relu where its attribute relu is 1: oneDNN's post-ops, else a pass after. */
+ * Relu where its attribute relu is 1: oneDNN's post-ops, else a pass after; X (x_nhwc 1)
+ * and Y (y_nhwc 1) channels-last (N, spatial..., C) where the plan passes them so from one
+ * convolution to the next. */
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
+    bool ep = k->node->op == AMP_OP_Ampc_ConvEpilogue;
+    return conv_fwd(k, ep && amp_node_attr_int(k->node, "x_nhwc", 0) == 1,
+                    ep && amp_node_attr_int(k->node, "y_nhwc", 0) == 1);
+}
+
+static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
     const AmpBuf *z = k->n_in > 3 ? k->in[3] : NULL;
@@ -189,15 +237,17 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
     AmpDnnlConv dp;
-    if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g))
+    if (!xl && !yl && group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g))
         return conv_epilogue_pass(k, y, z, relu); /* (no bias there) */
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
     bool on_dnnl = amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp);
     dp.sum = z != NULL, dp.relu = relu; /* post-ops: the epilogue's */
+    dp.src_nhwc = xl, dp.dst_nhwc = yl;
     if (on_dnnl &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
                                             .wei_pack = wpack, .sum_src = z ? z->data : NULL}))
         return AMP_OK;
+    if (xl || yl) return conv_onnx_layout(k, xl, yl);
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
     bool direct = true;

@@ -432,6 +432,14 @@ static bool md_act(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int64_t c, cons
     return md_plain(md, 2 + p->nsp, d, dt, any);
 }
 
+/* (n, c, sp...) stored channels-last (AmpDnnlConv.src_nhwc) */
+static bool md_nhwc(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int64_t c, const int64_t *sp, int dt) {
+    static const dnnl_format_tag_t tag[AMP_DNNL_MAX_SPATIAL] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    dnnl_dims_t dims = {p->n, c};
+    for (int i = 0; i < p->nsp; i++) dims[2 + i] = sp[i];
+    return p_dnnl_memory_desc_init_by_tag(md, 2 + p->nsp, dims, dnnl_dt(dt), tag[p->nsp - 1]) == dnnl_success;
+}
+
 /* The weights, logically oneDNN's ([g,] o, i, k...) with o the output's channels: a
  * convolution's ONNX (oc, ic / g, k...) is that layout; ConvTranspose's (ic, oc / g,
  * k...) swaps o and i within each group (strides). */
@@ -565,6 +573,9 @@ static void conv_make(ConvEntry *e) {
         (has_bias && (!md_plain(&bias, 1, &bdim, dt_bias, false) || !md_plain(&ubias, 1, &bdim, dt_bias, false))))
         return;
     if (!has_bias) memset(&bias, 0, sizeof bias);
+    /* channels-last activations: the primitive reads or writes the user's bytes as they are */
+    if (p->src_nhwc && !(md_nhwc(&src, p, p->ic, sp_src, dt_src) && md_nhwc(&usrc, p, p->ic, sp_src, dt_src))) return;
+    if (p->dst_nhwc && !(md_nhwc(&dst, p, p->oc, sp_dst, dt_dst) && md_nhwc(&udst, p, p->oc, sp_dst, dt_dst))) return;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL, hint = NULL;
     bool ok = p_dnnl_primitive_attr_create(&attr) == dnnl_success &&
@@ -793,7 +804,10 @@ bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io) {
     k.p.bias = p->bias;
     k.p.sum = p->sum && p->kind == AMP_DNNL_CONV_FWD;
     k.p.relu = p->relu && p->kind == AMP_DNNL_CONV_FWD;
-    if ((p->sum || p->relu) && p->kind != AMP_DNNL_CONV_FWD) return false;
+    k.p.src_nhwc = p->src_nhwc && p->kind == AMP_DNNL_CONV_FWD;
+    k.p.dst_nhwc = p->dst_nhwc && p->kind == AMP_DNNL_CONV_FWD && !p->sum; /* the summand is ONNX's layout */
+    bool post = p->sum || p->relu || p->src_nhwc || p->dst_nhwc;
+    if (post && (p->kind != AMP_DNNL_CONV_FWD || p->dst_nhwc != k.p.dst_nhwc)) return false;
     k.p.swapped = p->swapped && p->kind == AMP_DNNL_CONV_BWD_WEIGHTS && p->group == 1;
     if (p->swapped && !k.p.swapped) return false;
     k.threads = threads_now();

@@ -88,6 +88,11 @@ typedef struct AmpDnnlConv {
      * in this order (ai.ampc ConvEpilogue): sum adds AmpDnnlConvIO.sum_src (dst's type
      * and shape, plain), relu then takes max(., 0). */
     bool sum, relu;
+    /* AMP_DNNL_CONV_FWD only: src / dst stored channels-last (N, spatial..., C), the
+     * layout oneDNN's convolutions run in on AVX-512 CPUs, rather than ONNX's (N, C,
+     * spatial...): a tensor passed from one convolution to the next without a reorder out of
+     * the one and into the other. */
+    bool src_nhwc, dst_nhwc;
 } AmpDnnlConv;
 
 /* The buffers of one call; the ones p's kind does not use are ignored. wei_pack, where

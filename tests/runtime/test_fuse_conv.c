@@ -122,6 +122,36 @@ Test(fuse_conv, conv_add_without_bias_is_one_node) {
     cr_assert_eq(got.absorbed, 2);
 }
 
+/* Conv -> Relu -> Conv -> Add -> Relu: the tensor between the two convolutions passes
+ * channels-last (x_nhwc, y_nhwc); the second convolution's weights (M, M, 3, 3). */
+static AmpModel *two_convs(void) {
+    AmpModel *m = base(true, true);
+    AmpGraph *g = m->graph;
+    static float w2[M * M * 9];
+    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = sinf((float)i * 0.3f) * 0.2f;
+    const int64_t wd[4] = {M, M, 3, 3};
+    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
+    rt_node(g, "", "Relu", "y", "r1");
+    AmpNode *c = rt_node(g, "", "Conv", "r1,W2,B", "y2");
+    c->attrs = g->first->attrs; /* the first Conv's pads */
+    c->n_attrs = g->first->n_attrs;
+    rt_node(g, "", "Add", "y2,z", "s");
+    rt_node(g, "", "Relu", "s", "r");
+    rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
+    return m;
+}
+
+Test(fuse_conv, two_convolutions_pass_their_tensor_channels_last) {
+    Got got = fused_and_apart(two_convs());
+    cr_assert_eq(got.fused, 2);
+    cr_assert_eq(got.absorbed, 5);
+}
+
+Test(fuse_conv, channels_last_without_onednn) {
+    amp_dnnl_set_off();
+    cr_assert_eq(fused_and_apart(two_convs()).fused, 2);
+}
+
 /* The sum read before the Relu (a graph output): Conv + Add fuse, the Relu stays. */
 Test(fuse_conv, a_sum_read_elsewhere_keeps_the_relu_apart) {
     AmpModel *m = base(true, true);
