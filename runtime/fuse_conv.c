@@ -1,5 +1,5 @@
 /* The plan-level fusion's convolution epilogues (fuse.h; docs/internals.md, "Fusion"), for
- * a backend that asks for them (AmpBackend.fuse_conv: the CPU): Conv -> Relu, Conv ->
+ * a backend that asks for them (AmpBackend.fuse_cpu: the CPU): Conv -> Relu, Conv ->
  * Add(., Z) and Conv -> Add(., Z) -> Relu, where each value passed along is read by the
  * next node alone, become one ai.ampc ConvEpilogue node (X, W, B, Z; relu), run at the
  * last member's place. On the CPU, oneDNN applies them as post-ops on the float32

@@ -1,4 +1,5 @@
-/* The CPU's convolution epilogues (runtime/fuse_conv.c, kernels/cpu/conv.c): Conv -> Relu,
+/* The CPU's own fusions (AmpBackend.fuse_cpu), each against the same graph run apart
+ * (no_fuse). The convolution epilogues (runtime/fuse_conv.c, kernels/cpu/conv.c): Conv -> Relu,
  * Conv -> Add -> Relu and Conv -> Add run as one ai.ampc ConvEpilogue node on the CPU, each
  * against the same graph run apart (no_fuse): float32 the same bytes (oneDNN's post-ops act
  * on the float32 accumulator before its one store), with oneDNN off too (AMP_DNNL=0: the
@@ -91,7 +92,7 @@ static AmpModel *base(bool with_z, bool bias) {
     return m;
 }
 
-Test(fuse_conv, conv_relu_is_one_node) {
+Test(fuse_cpu, conv_relu_is_one_node) {
     AmpModel *m = base(false, true);
     rt_node(m->graph, "", "Relu", "y", "r");
     rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
@@ -103,7 +104,7 @@ Test(fuse_conv, conv_relu_is_one_node) {
     cr_assert(!neg && pos);
 }
 
-Test(fuse_conv, conv_add_relu_is_one_node) {
+Test(fuse_cpu, conv_add_relu_is_one_node) {
     AmpModel *m = base(true, true);
     rt_node(m->graph, "", "Add", "z,y", "s"); /* the convolution second: either side fuses */
     rt_node(m->graph, "", "Relu", "s", "r");
@@ -113,7 +114,7 @@ Test(fuse_conv, conv_add_relu_is_one_node) {
     cr_assert_eq(got.absorbed, 3);
 }
 
-Test(fuse_conv, conv_add_without_bias_is_one_node) {
+Test(fuse_cpu, conv_add_without_bias_is_one_node) {
     AmpModel *m = base(true, false);
     rt_node(m->graph, "", "Add", "y,z", "s");
     rt_output(m->graph, "s", AMP_DT_FLOAT, "2,16,9,9");
@@ -141,19 +142,19 @@ static AmpModel *two_convs(void) {
     return m;
 }
 
-Test(fuse_conv, two_convolutions_pass_their_tensor_channels_last) {
+Test(fuse_cpu, two_convolutions_pass_their_tensor_channels_last) {
     Got got = fused_and_apart(two_convs());
     cr_assert_eq(got.fused, 2);
     cr_assert_eq(got.absorbed, 5);
 }
 
-Test(fuse_conv, channels_last_without_onednn) {
+Test(fuse_cpu, channels_last_without_onednn) {
     amp_dnnl_set_off();
     cr_assert_eq(fused_and_apart(two_convs()).fused, 2);
 }
 
 /* The sum read before the Relu (a graph output): Conv + Add fuse, the Relu stays. */
-Test(fuse_conv, a_sum_read_elsewhere_keeps_the_relu_apart) {
+Test(fuse_cpu, a_sum_read_elsewhere_keeps_the_relu_apart) {
     AmpModel *m = base(true, true);
     rt_node(m->graph, "", "Add", "y,z", "s");
     rt_node(m->graph, "", "Relu", "s", "r");
@@ -165,7 +166,7 @@ Test(fuse_conv, a_sum_read_elsewhere_keeps_the_relu_apart) {
 }
 
 /* The convolution's output read twice, and an Add that broadcasts: nothing fuses. */
-Test(fuse_conv, what_keeps_a_conv_apart) {
+Test(fuse_cpu, what_keeps_a_conv_apart) {
     AmpModel *m = base(false, true);
     rt_node(m->graph, "", "Relu", "y", "r");
     rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
@@ -182,11 +183,30 @@ Test(fuse_conv, what_keeps_a_conv_apart) {
 }
 
 /* oneDNN off: the im2col path and the epilogue's own pass give the unfused bytes too. */
-Test(fuse_conv, without_onednn_the_same_bytes) {
+Test(fuse_cpu, without_onednn_the_same_bytes) {
     amp_dnnl_set_off(); /* a session's AMP_DNNL=0, before oneDNN's first use (criterion forks each test) */
     AmpModel *m = base(true, true);
     rt_node(m->graph, "", "Add", "y,z", "s");
     rt_node(m->graph, "", "Relu", "s", "r");
     rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
     cr_assert_eq(fused_and_apart(m).fused, 1);
+}
+
+/* The SGD update (runtime/fuse_update.c, kernels/cpu/sub_scaled.c): Sub(z, Mul(lr, z)), the
+ * same bytes as apart; a product read twice keeps the two apart. */
+Test(fuse_cpu, an_sgd_update_is_one_node) {
+    for (int twice = 0; twice < 2; twice++) {
+        AmpModel *m = rt_model(17);
+        AmpGraph *g = m->graph;
+        rt_input(g, "x", AMP_DT_FLOAT, "2,8,9,9");
+        rt_input(g, "z", AMP_DT_FLOAT, "2,16,9,9");
+        rt_scalar_f(g, "lr", 0.0123f);
+        rt_node(g, "", "Mul", twice ? "z,lr" : "lr,z", "t");
+        rt_node(g, "", "Sub", "z,t", "y");
+        rt_output(g, "y", AMP_DT_FLOAT, "2,16,9,9");
+        if (twice) rt_output(g, "t", AMP_DT_FLOAT, "2,16,9,9");
+        Got got = fused_and_apart(m);
+        cr_assert_eq(got.fused, twice ? 0 : 1);
+        cr_assert_eq(got.absorbed, twice ? 0 : 2);
+    }
 }
