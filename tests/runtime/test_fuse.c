@@ -31,15 +31,7 @@ static Got run_on(const uint8_t *bytes, size_t len, AmpBackendKind be) {
     cr_assert_eq(amp_session_run(s, &in, 1, NULL, n_out, out, &st), AMP_OK, "%s", st.msg);
     Got g;
     memset(&g, 0, sizeof g);
-    for (size_t k = 0; k < n_out && k < 2; k++) {
-        size_t bytes = amp_tensor_view_bytes(&out[k]);
-        memcpy(g.y[k], out[k].data, bytes < sizeof g.y[k] ? bytes : sizeof g.y[k]);
-        amp_tensor_view_free(&out[k]);
-    }
-    AmpSessionStats stats;
-    amp_session_stats(s, &stats);
-    g.fused = stats.fused_nodes;
-    g.absorbed = stats.absorbed_nodes;
+    rt_keep_outputs(s, out, n_out, 2, g.y, sizeof g.y[0], &g.fused, &g.absorbed);
     amp_session_close(s);
     return g;
 }
