@@ -95,6 +95,13 @@ struct AmpBackend {
      * and a round trip through memory cost more than the arithmetic (CUDA), and the
      * simulator, whose runs prove the fused kernels against the CPU's unfused ones. */
     bool fuse;
+    /* The executor makes the fused nodes that pay on a CPU, where a pass over memory costs
+     * and a kernel call does not (the CPU backend asks): each Conv with the Relu, or the Add
+     * of a same-shaped tensor (and the Relu after it), that alone reads its output, as one
+     * ai.ampc ConvEpilogue node (runtime/fuse_conv.c: oneDNN's post-ops on the float32
+     * accumulator before its one store); and A - s * B (an SGD update) as one ai.ampc
+     * SubScaled node (runtime/fuse_update.c: one pass instead of two). */
+    bool fuse_cpu;
     /* Optional slots: a backend that lacks the figure or the option leaves its slot NULL,
      * and the wrapper below answers with a neutral value. */
     /* Device memory: in use (all processes), the device's total, and in use just before

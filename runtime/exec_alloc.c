@@ -125,7 +125,7 @@ static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t 
  * each output element is computed from the same element of that input (one output). */
 static bool elementwise_in_place(const AmpNode *n) {
     return n->n_outputs == 1 && (n->op == AMP_OP_Add || n->op == AMP_OP_Sub || n->op == AMP_OP_Mul ||
-                                 n->op == AMP_OP_Div || n->op == AMP_OP_Where);
+                                 n->op == AMP_OP_Div || n->op == AMP_OP_Where || n->op == AMP_OP_Ampc_SubScaled);
 }
 
 static bool has_body(const AmpNode *n) {

@@ -13,7 +13,11 @@
  *     flag);
  *   - chains of elementwise nodes of one static shape (optimizer arithmetic written as
  *     ONNX ops, the gates, the scale's update on scalars, casts) become ai.ampc
- *     FusedElementwise nodes (ir/fused_prog.h; fuse_chain.c).
+ *     FusedElementwise nodes (ir/fused_prog.h; fuse_chain.c);
+ *   - a Conv and the Relu, or the residual Add (and its Relu), that alone read its output
+ *     become an ai.ampc ConvEpilogue node (fuse_conv.c), and Sub(A, Mul(s, B)) an ai.ampc
+ *     SubScaled node (fuse_update.c), for backends that ask for those alone
+ *     (AmpBackend.fuse_cpu: the CPU, where they save passes over memory).
  * Only backends that ask for it (AmpBackend.fuse: CUDA, and the simulator, which runs the
  * CPU reference kernels of the fused ops and so proves them against the unfused CPU runs),
  * only nodes that backend runs itself, and only fused nodes its supports check takes;
@@ -275,7 +279,7 @@ static bool fold_check(Fuse *f, int i) {
 AmpCode amp_fuse_plan(const AmpFuseRequest *rq, AmpFusePlan *out, AmpStatus *st) {
     memset(out, 0, sizeof *out);
     out->n = rq->n;
-    if (!rq->be->fuse || !rq->n) return AMP_OK;
+    if ((!rq->be->fuse && !rq->be->fuse_cpu) || !rq->n) return AMP_OK;
     Fuse f = {.m = rq->m, .g = rq->g, .nodes = rq->nodes, .node_be = rq->node_be, .be = rq->be, .n = rq->n,
               .max_in = rq->max_in, .max_out = rq->max_out, .n_pos = rq->m->next_node_id};
     f.pos = malloc((f.n_pos ? f.n_pos : 1) * sizeof *f.pos);
@@ -289,9 +293,11 @@ AmpCode amp_fuse_plan(const AmpFuseRequest *rq, AmpFusePlan *out, AmpStatus *st)
         for (size_t i = 0; i < f.n; i++)
             if (f.nodes[i]->id < f.n_pos) f.pos[f.nodes[i]->id] = (int)i;
         pin_all(&f);
-        for (size_t i = 0; i < f.n; i++) fold_gates(&f, (int)i);
-        for (size_t i = 0; i < f.n; i++) fold_check(&f, (int)i);
-        rc = amp_fuse_chains(&f);
+        if (rq->be->fuse_cpu) amp_fuse_conv_epilogues(&f); /* before the chains take the Relus */
+        for (size_t i = 0; rq->be->fuse_cpu && i < f.n; i++) amp_fuse_scaled_sub(&f, (int)i);
+        for (size_t i = 0; rq->be->fuse && i < f.n; i++) fold_gates(&f, (int)i);
+        for (size_t i = 0; rq->be->fuse && i < f.n; i++) fold_check(&f, (int)i);
+        if (rq->be->fuse) rc = amp_fuse_chains(&f);
     }
     out->repl = f.repl, out->gone = f.gone, out->gate = f.gate;
     out->fused = rc ? 0 : f.fused;

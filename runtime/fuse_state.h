@@ -70,4 +70,16 @@ bool amp_fuse_one_element(const AmpType *t);
  * FusedElementwise node. */
 AmpCode amp_fuse_chains(Fuse *f);
 
+/* ---- convolution epilogues (fuse_conv.c) ------------------------------------------------ */
+
+/* Every Conv whose output only a Relu, or only an Add of a tensor of its shape (then
+ * perhaps only a Relu), reads becomes with them one ai.ampc ConvEpilogue node. */
+void amp_fuse_conv_epilogues(Fuse *f);
+
+/* ---- the SGD update (fuse_update.c) ------------------------------------------------------ */
+
+/* Sub(A, Mul(s, B)) at plan index i (float32, s one element, A and B of one shape, the
+ * product read by the Sub alone) becomes one ai.ampc SubScaled node (A, s, B). */
+void amp_fuse_scaled_sub(Fuse *f, int i);
+
 #endif

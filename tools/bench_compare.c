@@ -53,8 +53,9 @@ typedef struct FlopCount {
     bool unknown; /* a GEMM or convolution whose shapes could not be read */
 } FlopCount;
 
-/* The executor's hook: adds 2 multiply-adds' worth per MAC of each MatMul, Gemm, Conv and
- * ConvTranspose (the count amp_node_flops gives from static shapes, here from the run's). */
+/* The executor's hook: adds 2 multiply-adds' worth per MAC of each MatMul, Gemm, Conv (and
+ * ConvEpilogue) and ConvTranspose (the count amp_node_flops gives from static shapes, here
+ * from the run's). */
 static AmpCode count_flops(void *ctx, AmpExec *e, const AmpNode *n, AmpStatus *st) {
     (void)st;
     FlopCount *fc = ctx;
@@ -71,13 +72,14 @@ static AmpCode count_flops(void *ctx, AmpExec *e, const AmpNode *n, AmpStatus *s
         return AMP_OK;
     }
     case AMP_OP_Conv:
+    case AMP_OP_Ampc_ConvEpilogue: /* a Conv with the Relu or Add the CPU's plan fused into it */
     case AMP_OP_ConvTranspose: {
         ra = n->n_inputs > 0 ? dims_of(e, n->inputs[0], a) : -1;
         rw = n->n_inputs > 1 ? dims_of(e, n->inputs[1], w) : -1;
         ry = n->n_outputs > 0 ? dims_of(e, n->outputs[0], y) : -1;
         if (rw < 3 || ry < 0 || ra < 0 || w[0] <= 0) break;
         double per = numel(w, rw) / (double)w[0]; /* C/group * kernel (M/group * kernel) */
-        fc->flops += 2 * (n->op == AMP_OP_Conv ? numel(y, ry) : numel(a, ra)) * per;
+        fc->flops += 2 * (n->op != AMP_OP_ConvTranspose ? numel(y, ry) : numel(a, ra)) * per;
         return AMP_OK;
     }
     default: return AMP_OK;

@@ -86,6 +86,7 @@ static AmpBackend CPU = {
     .prepare_node = cpu_prepare,
     .run_node = cpu_run,
     .release_node = cpu_release,
+    .fuse_cpu = true,
 };
 
 static AmpCode cpu_open(const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/conv_impl.h"
+#include "ops/scalar_math.h" /* amp_relu_f: the Relu of ConvEpilogue's fallback */
 
 
 /* Product of dims already known to fit (checked by the caller with amp_conv_size). */
@@ -126,6 +127,65 @@ void amp_conv_im2col(const float *x, int64_t cg, const AmpConvGeom *g, float *co
     }
 }
 
+/* ai.ampc ConvEpilogue's epilogue where oneDNN did not apply it as post-ops: y += z,
+ * then max(y, 0) where relu, in float32, y rounded once into its type (as the unfused
+ * Add and Relu round it: a 16-bit Relu is exact). */
+static AmpCode conv_epilogue_pass(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *z, bool relu) {
+    if (!z && !relu) return AMP_OK;
+    float *tz = NULL, *ty = NULL;
+    const float *Z = z ? amp_buf_f32_in(z, &tz) : NULL;
+    float *Y = (float *)amp_buf_f32_in(y, &ty); /* y's own floats, or a copy committed below */
+    if (!Y || (z && !Z)) {
+        free(tz), free(ty);
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
+    for (size_t i = 0; Z && i < y->nelem; i++) Y[i] += Z[i];
+    for (size_t i = 0; relu && i < y->nelem; i++) Y[i] = amp_relu_f(Y[i]);
+    if (ty) amp_buf_f32_commit(y, ty);
+    free(tz);
+    return AMP_OK;
+}
+
+/* b's bytes between ONNX's (N, C, S...) and channels-last (N, S..., C) layouts, into `to`
+ * (another buffer). */
+static void act_transpose(const AmpBuf *b, const void *from, void *to, bool to_nhwc) {
+    if (!b->nelem) return;
+    int64_t N = b->dims[0], C = b->dims[1], S = (int64_t)b->nelem / (N * C);
+    size_t esz = amp_buf_bytes(b) / b->nelem;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < S; p++) {
+                int64_t onnx = (n * C + c) * S + p, last = (n * S + p) * C + c;
+                memcpy((char *)to + (size_t)(to_nhwc ? last : onnx) * esz,
+                       (const char *)from + (size_t)(to_nhwc ? onnx : last) * esz, esz);
+            }
+}
+
+static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl);
+
+/* A convolution with X (xl) or Y (yl) channels-last that oneDNN did not take: computed on
+ * a copy of X in ONNX's layout, Y transposed after. */
+static AmpCode conv_onnx_layout(AmpKernelCtx *k, bool xl, bool yl) {
+    AmpBuf xp = *k->in[0], *y = &k->out[0];
+    const AmpBuf *in[4];
+    if (k->n_in > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "at most 4 inputs");
+    size_t bytes = amp_buf_bytes(&xp) > amp_buf_bytes(y) ? amp_buf_bytes(&xp) : amp_buf_bytes(y);
+    void *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (xl) act_transpose(&xp, k->in[0]->data, tmp, false), xp.data = tmp;
+    memcpy(in, k->in, (size_t)k->n_in * sizeof *in);
+    in[0] = &xp;
+    AmpKernelCtx plain = *k;
+    plain.in = in;
+    AmpCode rc = conv_fwd(&plain, false, false);
+    if (!rc && yl) {
+        memcpy(tmp, y->data, amp_buf_bytes(y)); /* (X's copy is read no more) */
+        act_transpose(y, tmp, y->data, true);
+    }
+    free(tmp);
+    return rc;
+}
+
 /* Conv's or ConvTranspose's inputs, one float32-family dtype, checked (amp_conv_check). */
 static AmpCode conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b,
                            const AmpConvAttrs **at, int64_t *M) {
@@ -137,13 +197,25 @@ static AmpCode conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, co
     return amp_conv_check(k, *x, *w, *b, transpose, at, M);
 }
 
-/* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M). */
+/* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M); for ai.ampc
+ * ConvEpilogue (runtime/fuse_conv.c), Y + Z (input 3, Y's type and shape) where given, then
+ * Relu where its attribute relu is 1: oneDNN's post-ops, else a pass after; X (x_nhwc 1)
+ * and Y (y_nhwc 1) channels-last (N, spatial..., C) where the plan passes them so from one
+ * convolution to the next. */
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
+    bool ep = k->node->op == AMP_OP_Ampc_ConvEpilogue;
+    return conv_fwd(k, ep && amp_node_attr_int(k->node, "x_nhwc", 0) == 1,
+                    ep && amp_node_attr_int(k->node, "y_nhwc", 0) == 1);
+}
+
+static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl) {
     const AmpBuf *x, *w, *b;
     const AmpConvAttrs *at;
     int64_t M;
     AmpCode rc = conv_inputs(k, false, &x, &w, &b, &at, &M);
     if (rc) return rc;
+    const AmpBuf *z = k->n_in > 3 ? k->in[3] : NULL;
+    bool relu = k->node->op == AMP_OP_Ampc_ConvEpilogue && amp_node_attr_int(k->node, "relu", 0) == 1;
     int dt = x->dtype;
     int nsp = x->rank - 2;
     int64_t group = at->group, N = x->dims[0], C = x->dims[1];
@@ -153,6 +225,8 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     if (rc || (rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
     AmpBuf *y;
     if ((rc = amp_conv_out(k, dt, N, M, &g, &y)) || !y) return rc;
+    if (z && (z->dtype != dt || z->rank != y->rank || memcmp(z->dims, y->dims, (size_t)y->rank * sizeof *y->dims)))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "Z must have Y's type and shape");
     if (!y->nelem) return AMP_OK;
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
@@ -161,12 +235,17 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
     AmpDnnlConv dp;
-    if (group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g)) return AMP_OK; /* (no bias there) */
+    if (!xl && !yl && group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g))
+        return conv_epilogue_pass(k, y, z, relu); /* (no bias there) */
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
-    if (amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp) &&
+    bool on_dnnl = amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp);
+    dp.sum = z != NULL, dp.relu = relu; /* post-ops: the epilogue's */
+    dp.src_nhwc = xl, dp.dst_nhwc = yl;
+    if (on_dnnl &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
-                                            .wei_pack = wpack}))
+                                            .wei_pack = wpack, .sum_src = z ? z->data : NULL}))
         return AMP_OK;
+    if (xl || yl) return conv_onnx_layout(k, xl, yl);
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
     bool direct = true;
@@ -201,7 +280,7 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
             }
     amp_buf_f32_commit(y, ty);
     free(tx), free(tw), free(tb), free(col);
-    return AMP_OK;
+    return conv_epilogue_pass(k, y, z, relu);
 }
 
 /* ---- ConvTranspose --------------------------------------------------------------- */

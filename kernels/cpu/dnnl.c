@@ -65,6 +65,7 @@ bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io) {
     X(dnnl_post_ops_create)                                                                                        \
     X(dnnl_post_ops_destroy)                                                                                       \
     X(dnnl_post_ops_append_sum)                                                                                    \
+    X(dnnl_post_ops_append_eltwise)                                                                                \
     X(dnnl_primitive_desc_create)                                                                                  \
     X(dnnl_primitive_desc_destroy)                                                                                 \
     X(dnnl_primitive_desc_query_md)                                                                                \
@@ -385,6 +386,11 @@ typedef struct ConvEntry {
     dnnl_memory_desc_t scratch; /* the primitive's scratchpad */
     size_t scratch_bytes, scratch_max; /* its size; the largest of its and the reorders' */
     size_t ws_bytes;
+    /* key.p.sum where dst is reordered: AmpDnnlConvIO.sum_src into the primitive's dst,
+     * with its scratchpad */
+    dnnl_primitive_t sum_reorder;
+    dnnl_memory_desc_t sum_rscratch;
+    size_t sum_rscratch_bytes;
 } ConvEntry;
 
 static ConvEntry *conv_buckets[N_BUCKETS];
@@ -424,6 +430,14 @@ static bool md_act(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int64_t c, cons
     for (int i = 0; i < p->nsp; i++) d[2 + i] = sp[i];
     if (p->swapped && !any) return md_swapped(md, 2 + p->nsp, d, dt);
     return md_plain(md, 2 + p->nsp, d, dt, any);
+}
+
+/* (n, c, sp...) stored channels-last (AmpDnnlConv.src_nhwc) */
+static bool md_nhwc(dnnl_memory_desc_t *md, const AmpDnnlConv *p, int64_t c, const int64_t *sp, int dt) {
+    static const dnnl_format_tag_t tag[AMP_DNNL_MAX_SPATIAL] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    dnnl_dims_t dims = {p->n, c};
+    for (int i = 0; i < p->nsp; i++) dims[2 + i] = sp[i];
+    return p_dnnl_memory_desc_init_by_tag(md, 2 + p->nsp, dims, dnnl_dt(dt), tag[p->nsp - 1]) == dnnl_success;
 }
 
 /* The weights, logically oneDNN's ([g,] o, i, k...) with o the output's channels: a
@@ -495,9 +509,45 @@ static bool conv_arg_plain(ConvEntry *e, const_dnnl_primitive_desc_t pd, dnnl_qu
 
 static void conv_entry_free(ConvEntry *e) {
     if (e->prim) p_dnnl_primitive_destroy(e->prim);
+    if (e->sum_reorder) p_dnnl_primitive_destroy(e->sum_reorder);
     for (int i = 0; i < e->nargs; i++)
         if (e->a[i].reorder) p_dnnl_primitive_destroy(e->a[i].reorder);
     free(e);
+}
+
+/* p's post-ops (sum, then relu) set on attr. */
+static bool conv_post_ops(dnnl_primitive_attr_t attr, const AmpDnnlConv *p) {
+    dnnl_post_ops_t po = NULL;
+    bool ok = p_dnnl_post_ops_create(&po) == dnnl_success &&
+              (!p->sum || p_dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) &&
+              (!p->relu || p_dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success) &&
+              p_dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    if (po) p_dnnl_post_ops_destroy(po);
+    return ok;
+}
+
+/* The sum post-op reads dst: where dst is reordered out of the primitive's layout, the
+ * summand is reordered into it first (e->sum_reorder, user's plain layout to the
+ * primitive's). */
+static bool conv_sum_reorder(ConvEntry *e) {
+    const ConvArg *d = NULL;
+    for (int i = 0; i < e->nargs; i++)
+        if (e->a[i].io == CIO_DST) d = &e->a[i];
+    if (!d) return false;
+    if (!d->reorder) return true;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t rpd = NULL;
+    bool ok = p_dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+              p_dnnl_reorder_primitive_desc_create(&rpd, &d->user, engine, &d->prim, engine, attr) == dnnl_success;
+    const dnnl_memory_desc_t *s = ok ? p_dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0) : NULL;
+    if (s) e->sum_rscratch = *s;
+    e->sum_rscratch_bytes = s ? p_dnnl_memory_desc_get_size(s) : 0;
+    if (e->sum_rscratch_bytes > e->scratch_max) e->scratch_max = e->sum_rscratch_bytes;
+    ok = ok && p_dnnl_primitive_create(&e->sum_reorder, rpd) == dnnl_success;
+    if (rpd) p_dnnl_primitive_desc_destroy(rpd);
+    if (attr) p_dnnl_primitive_attr_destroy(attr);
+    return ok;
 }
 
 /* Makes e's primitive and reorders for e->key (e->ok false where oneDNN has none, or
@@ -523,10 +573,14 @@ static void conv_make(ConvEntry *e) {
         (has_bias && (!md_plain(&bias, 1, &bdim, dt_bias, false) || !md_plain(&ubias, 1, &bdim, dt_bias, false))))
         return;
     if (!has_bias) memset(&bias, 0, sizeof bias);
+    /* channels-last activations: the primitive reads or writes the user's bytes as they are */
+    if (p->src_nhwc && !(md_nhwc(&src, p, p->ic, sp_src, dt_src) && md_nhwc(&usrc, p, p->ic, sp_src, dt_src))) return;
+    if (p->dst_nhwc && !(md_nhwc(&dst, p, p->oc, sp_dst, dt_dst) && md_nhwc(&udst, p, p->oc, sp_dst, dt_dst))) return;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL, hint = NULL;
     bool ok = p_dnnl_primitive_attr_create(&attr) == dnnl_success &&
-              p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+              p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+              (!(p->sum || p->relu) || conv_post_ops(attr, p));
     if (ok && p->kind == AMP_DNNL_DECONV_FWD) {
         dnnl_deconvolution_desc_t d;
         ok = p_dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct,
@@ -566,6 +620,7 @@ static void conv_make(ConvEntry *e) {
              conv_arg(e, pd, dnnl_query_dst_md, DNNL_ARG_DST, CIO_DST, true, &udst);
         /* the bias (weights md 1), plain as given */
         if (ok && has_bias) ok = conv_arg_plain(e, pd, dnnl_query_weights_md, DNNL_ARG_BIAS, CIO_BIAS, false, &ubias);
+        if (ok && p->sum) ok = conv_sum_reorder(e);
     } else if (ok && p->kind == AMP_DNNL_CONV_BWD_DATA) {
         ok = conv_arg(e, pd, dnnl_query_diff_dst_md, DNNL_ARG_DIFF_DST, CIO_DIFF_DST, false, &udst) &&
              conv_arg(e, pd, dnnl_query_weights_md, DNNL_ARG_WEIGHTS, CIO_WEI, false, &uwei) &&
@@ -658,6 +713,23 @@ static WeiPack *wei_pack_get(AmpKernelPack *pack, const ConvArg *a, const void *
     return w;
 }
 
+/* The sum post-op's summand into the dst the primitive reads it from (argument a, its
+ * memory pm where reordered): reordered into the primitive's layout, or copied into the
+ * user's dst where the primitive writes that (nothing to copy where they are one). */
+static bool conv_sum_in(Tls *t, const ConvEntry *e, const ConvArg *a, dnnl_memory_t pm, const AmpDnnlConvIO *io) {
+    if (!io->sum_src) return false;
+    if (!e->sum_reorder) {
+        if (io->sum_src != io->dst) memcpy(io->dst, io->sum_src, p_dnnl_memory_desc_get_size(&a->user));
+        return true;
+    }
+    dnnl_memory_t z = NULL;
+    bool ok = p_dnnl_memory_create(&z, &a->user, engine, (void *)io->sum_src) == dnnl_success;
+    ok = ok && exec(t, e->sum_reorder, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, pm}}, &e->sum_rscratch,
+                    e->sum_rscratch_bytes);
+    if (z) p_dnnl_memory_destroy(z);
+    return ok;
+}
+
 static bool conv_run(const ConvEntry *e, const AmpDnnlConvIO *io) {
     Tls *t = tls_get();
     if (!t) return false;
@@ -697,6 +769,8 @@ static bool conv_run(const ConvEntry *e, const AmpDnnlConvIO *io) {
             ok = exec(t, a->reorder, 2, r, &a->rscratch, a->rscratch_bytes);
         }
     }
+    for (int i = 0; i < e->nargs && ok && e->key.p.sum; i++)
+        if (e->a[i].io == CIO_DST) ok = conv_sum_in(t, e, &e->a[i], pm[i], io);
     ok = ok && exec(t, e->prim, e->nargs, args, &e->scratch, e->scratch_bytes);
     for (int i = 0; i < e->nargs && ok; i++) {
         const ConvArg *a = &e->a[i];
@@ -728,6 +802,12 @@ bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io) {
         k.p.stride[i] = p->stride[i], k.p.dil[i] = p->dil[i], k.p.pad0[i] = p->pad0[i], k.p.pad1[i] = p->pad1[i];
     }
     k.p.bias = p->bias;
+    k.p.sum = p->sum && p->kind == AMP_DNNL_CONV_FWD;
+    k.p.relu = p->relu && p->kind == AMP_DNNL_CONV_FWD;
+    k.p.src_nhwc = p->src_nhwc && p->kind == AMP_DNNL_CONV_FWD;
+    k.p.dst_nhwc = p->dst_nhwc && p->kind == AMP_DNNL_CONV_FWD && !p->sum; /* the summand is ONNX's layout */
+    bool post = p->sum || p->relu || p->src_nhwc || p->dst_nhwc;
+    if (post && (p->kind != AMP_DNNL_CONV_FWD || p->dst_nhwc != k.p.dst_nhwc)) return false;
     k.p.swapped = p->swapped && p->kind == AMP_DNNL_CONV_BWD_WEIGHTS && p->group == 1;
     if (p->swapped && !k.p.swapped) return false;
     k.threads = threads_now();

@@ -84,6 +84,15 @@ typedef struct AmpDnnlConv {
      * gradient, whose result is the transposed weight gradient), which the CPU's Conv
      * hands to oneDNN's backward-weights this way. */
     bool swapped;
+    /* AMP_DNNL_CONV_FWD only, oneDNN post-ops on the float32 accumulator, after the bias,
+     * in this order (ai.ampc ConvEpilogue): sum adds AmpDnnlConvIO.sum_src (dst's type
+     * and shape, plain), relu then takes max(., 0). */
+    bool sum, relu;
+    /* AMP_DNNL_CONV_FWD only: src / dst stored channels-last (N, spatial..., C), the
+     * layout oneDNN's convolutions run in on AVX-512 CPUs, rather than ONNX's (N, C,
+     * spatial...): a tensor passed from one convolution to the next without a reorder out of
+     * the one and into the other. */
+    bool src_nhwc, dst_nhwc;
 } AmpDnnlConv;
 
 /* The buffers of one call; the ones p's kind does not use are ignored. wei_pack, where
@@ -94,6 +103,7 @@ typedef struct AmpDnnlConvIO {
     const void *src, *wei, *bias, *diff_dst;
     void *dst, *diff_src, *diff_wei, *diff_bias;
     AmpKernelPack *wei_pack;
+    const void *sum_src; /* AmpDnnlConv.sum: the tensor added to the convolution's result */
 } AmpDnnlConvIO;
 
 /* Computes p; false (outputs untouched, or partly written: the caller recomputes them all)

@@ -60,6 +60,8 @@ typedef AmpCode AmpCpuPrepare(const AmpNode *n, int64_t opset, void **attrs, Amp
 AmpCpuKernel amp_cpu_matmul, amp_cpu_gemm, amp_cpu_fused_matmul; /* prepares: ops/gemm_attrs.h */
 /* conv.c */
 AmpCpuKernel amp_cpu_conv, amp_cpu_conv_transpose; /* prepare: amp_conv_prepare (ops/conv_geom.h) */
+/* sub_scaled.c */
+AmpCpuKernel amp_cpu_sub_scaled;
 /* einsum.c */
 AmpCpuKernel amp_cpu_einsum;
 AmpCpuPrepare amp_cpu_einsum_prepare;

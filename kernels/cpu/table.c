@@ -30,6 +30,9 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* conv.c */
     [AMP_OP_Conv] = {amp_cpu_conv, amp_conv_prepare},
     [AMP_OP_ConvTranspose] = {amp_cpu_conv_transpose, amp_conv_prepare},
+    [AMP_OP_Ampc_ConvEpilogue] = {amp_cpu_conv, amp_conv_prepare}, /* its epilogue: conv.c */
+    /* sub_scaled.c */
+    [AMP_OP_Ampc_SubScaled] = {amp_cpu_sub_scaled, NULL},
     /* einsum.c */
     [AMP_OP_Einsum] = {amp_cpu_einsum, amp_cpu_einsum_prepare},
     /* attention.c */

@@ -102,7 +102,8 @@ static const char *const DENY[] = {"Exp", "Log", "Pow", "Reciprocal", "Softplus"
 static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShape", "Range",
     "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike",
     /* the executor's fused nodes (runtime/fuse.c): never in a model the passes see */
-    "ampc:FusedElementwise", "ampc:UnscaleCheck"};
+    "ampc:FusedElementwise", "ampc:UnscaleCheck", "ampc:ConvEpilogue",
+    "ampc:SubScaled"};
 
 static AmpOpId op_spec(const char *spec) {
     if (!strncmp(spec, "ms:", 3)) return op("com.microsoft", spec + 3);

@@ -74,6 +74,10 @@ static const char *const cuda_absent_reason[AMP_OP__COUNT] = {
     [AMP_OP_CumSum] = "a scan along an axis: the CPU fallback runs it",
     [AMP_OP_LpNormalization] = "a normalization " FALLBACK_RARE,
     [AMP_OP_LRN] = "a normalization " FALLBACK_RARE,
+    [AMP_OP_Ampc_ConvEpilogue] = "the CPU's oneDNN post-ops: only the CPU backend asks the plan for it "
+                                  "(AmpBackend.fuse_cpu); CUDA runs Conv, Add and Relu apart",
+    [AMP_OP_Ampc_SubScaled] = "one pass for a CPU's SGD update: only the CPU backend asks the plan for it "
+                               "(AmpBackend.fuse_cpu); CUDA fuses the update as a FusedElementwise chain",
     [AMP_OP_NonZero] = "its output's shape is the data's (AMP_SHAPE_FROM_DATA): the CPU fallback runs it, and the "
                        "step reads the count back",
 };

@@ -193,6 +193,21 @@ static inline AmpModel *rt_matmul_relu(void) {
     return m;
 }
 
+/* Copies the first `keep` of a run's n_out outputs into dst[k] (cap bytes each, the rest
+ * cut off), frees them all; *fused and *absorbed from s's stats. */
+static inline void rt_keep_outputs(AmpSession *s, AmpTensorView *out, size_t n_out, size_t keep, void *dst, size_t cap,
+                                   size_t *fused, size_t *absorbed) {
+    for (size_t k = 0; k < n_out; k++) {
+        size_t bytes = amp_tensor_view_bytes(&out[k]);
+        if (k < keep) memcpy((char *)dst + k * cap, out[k].data, bytes < cap ? bytes : cap);
+        amp_tensor_view_free(&out[k]);
+    }
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    *fused = stats.fused_nodes;
+    *absorbed = stats.absorbed_nodes;
+}
+
 /* Saves m to `path` (freeing it). */
 static inline void rt_save(AmpModel *m, const char *path) {
     AmpStatus st = {0};

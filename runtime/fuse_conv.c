@@ -1,0 +1,110 @@
+/* The plan-level fusion's convolution epilogues (fuse.h; docs/internals.md, "Fusion"), for
+ * a backend that asks for them (AmpBackend.fuse_cpu: the CPU): Conv -> Relu, Conv ->
+ * Add(., Z) and Conv -> Add(., Z) -> Relu, where each value passed along is read by the
+ * next node alone, become one ai.ampc ConvEpilogue node (X, W, B, Z; relu), run at the
+ * last member's place. On the CPU, oneDNN applies them as post-ops on the float32
+ * accumulator before its one store (and the one reorder back to ONNX's layout), instead
+ * of a pass over the output for each. And where such a node's output is read by the next
+ * convolution alone, the two pass it channels-last (x_nhwc, y_nhwc), oneDNN's own layout:
+ * no reorder out and back in between. Nothing but the two reads it: hooks that read every
+ * value run with no_fuse. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fuse_state.h"
+
+static bool conv_dtype(int dt) {
+    return dt == AMP_DT_FLOAT || dt == AMP_DT_BFLOAT16;
+}
+
+/* Node at plan index r, on the device and in no fused node yet, is `op` with `n_in`
+ * inputs, no attributes and one output of dtype dt. */
+static bool plain_node(const Fuse *f, int r, AmpOpId op, int n_in, int dt) {
+    const AmpNode *n = r >= 0 ? f->nodes[r] : NULL;
+    return n && on_device(f, r) && n->op == op && n->n_inputs == n_in && !n->n_attrs && n->n_outputs == 1 &&
+           n->outputs[0] && n->outputs[0]->type.kind == AMP_TYPE_TENSOR && n->outputs[0]->type.dtype == dt;
+}
+
+/* Adds INT attribute `name` = 1 to c (room made by epilogue_attrs). */
+static void set_flag(AmpNode *c, const char *name) {
+    c->attrs[c->n_attrs++] = (AmpAttr){.name = name, .type = AMP_ATTR_INT, .has = AMP_ATTR_HAS_TYPE, .i = 1};
+}
+
+/* Conv's attributes and relu where a Relu is absorbed, with room for x_nhwc and y_nhwc. */
+static bool epilogue_attrs(Fuse *f, AmpNode *c, const AmpNode *conv, bool relu) {
+    c->attrs = amp_fuse_arena(f, (conv->n_attrs + 3) * sizeof *c->attrs);
+    if (!c->attrs) return false;
+    memcpy(c->attrs, conv->attrs, conv->n_attrs * sizeof *c->attrs);
+    c->n_attrs = conv->n_attrs;
+    if (relu) set_flag(c, "relu");
+    return true;
+}
+
+/* Conv at plan index i with what alone reads its output, if it takes an epilogue: the
+ * fused node, or NULL. */
+static AmpNode *fuse_one(Fuse *f, int i) {
+    const AmpNode *conv = f->nodes[i];
+    if (conv->op != AMP_OP_Conv || !on_device(f, i) || conv->n_inputs < 2 || conv->n_inputs > 3 ||
+        conv->n_outputs != 1 || !conv->inputs[0] || !conv->inputs[1] || !conv->outputs[0])
+        return NULL;
+    const AmpValue *y = conv->outputs[0];
+    int dt = y->type.dtype, r = sole_reader(f, y);
+    if (y->type.kind != AMP_TYPE_TENSOR || !conv_dtype(dt)) return NULL;
+    int absorbed[3] = {i, r, -1}, n_abs = 2;
+    const AmpValue *z = NULL, *out = NULL;
+    if (plain_node(f, r, AMP_OP_Relu, 1, dt)) {
+        out = f->nodes[r]->outputs[0];
+    } else if (plain_node(f, r, AMP_OP_Add, 2, dt)) {
+        /* Z of Y's dtype and shape, every dim known (no broadcast: oneDNN's sum adds it
+         * element by element) */
+        const AmpNode *add = f->nodes[r];
+        z = add->inputs[add->inputs[0] == y ? 1 : 0];
+        if (!z || z == y || !amp_fuse_known_type(&y->type) || !amp_fuse_known_type(&z->type) ||
+            z->type.dtype != dt || !amp_fuse_same_shape(&y->type, &z->type))
+            return NULL;
+        out = add->outputs[0];
+        int r2 = sole_reader(f, out);
+        if (plain_node(f, r2, AMP_OP_Relu, 1, dt)) out = f->nodes[r2]->outputs[0], absorbed[n_abs++] = r2;
+    } else {
+        return NULL;
+    }
+    int place = absorbed[n_abs - 1];
+    int n_in = z ? 4 : conv->n_inputs;
+    AmpNode *c = amp_fuse_new_node(f, AMP_OP_Ampc_ConvEpilogue, "ConvEpilogue", "ai.ampc", conv, n_in, 1);
+    if (!c || !epilogue_attrs(f, c, conv, f->nodes[place]->op == AMP_OP_Relu)) return NULL;
+    memcpy(c->inputs, conv->inputs, (size_t)conv->n_inputs * sizeof *c->inputs);
+    if (z) c->inputs[3] = (AmpValue *)z;
+    c->outputs[0] = (AmpValue *)out;
+    if (!amp_fuse_device_takes(f, c)) return NULL;
+    for (int k = 0; k < n_abs; k++) f->gone[absorbed[k]] = k != n_abs - 1;
+    f->repl[place] = c;
+    f->fused++;
+    return c;
+}
+
+/* Where fused node c (at conv index i, no summand) writes a tensor (N, C, spatial...: 1 to
+ * 3 spatial dims) that a convolution alone reads as its X, fused as well, the two pass it
+ * channels-last, the layout oneDNN computes in: no reorder out of the one and into the
+ * other. */
+static void pass_channels_last(Fuse *f, AmpNode *const *ce_of, int i) {
+    AmpNode *c = ce_of[i];
+    const AmpValue *y = c->outputs[0];
+    int j = sole_reader(f, y);
+    AmpNode *r = j >= 0 ? ce_of[j] : NULL;
+    if (c->n_inputs > 3 || !r || r->inputs[0] != y || y->type.kind != AMP_TYPE_TENSOR || y->type.rank < 3 ||
+        y->type.rank > 5)
+        return;
+    set_flag(c, "y_nhwc");
+    set_flag(r, "x_nhwc");
+}
+
+void amp_fuse_conv_epilogues(Fuse *f) {
+    AmpNode **ce_of = calloc(f->n ? f->n : 1, sizeof *ce_of); /* per conv's plan index: its fused node */
+    for (size_t i = 0; i < f->n; i++) {
+        AmpNode *c = fuse_one(f, (int)i);
+        if (ce_of) ce_of[i] = c;
+    }
+    for (size_t i = 0; ce_of && i < f->n; i++)
+        if (ce_of[i]) pass_channels_last(f, ce_of, (int)i);
+    free(ce_of);
+}

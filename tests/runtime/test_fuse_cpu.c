@@ -1,0 +1,195 @@
+/* The CPU's own fusions (AmpBackend.fuse_cpu), each against the same graph run apart
+ * (no_fuse). The convolution epilogues (runtime/fuse_conv.c, kernels/cpu/conv.c): Conv -> Relu,
+ * Conv -> Add -> Relu and Conv -> Add run as one ai.ampc ConvEpilogue node on the CPU, each
+ * against the same graph run apart (no_fuse): float32 the same bytes (oneDNN's post-ops act
+ * on the float32 accumulator before its one store), with oneDNN off too (AMP_DNNL=0: the
+ * im2col path and the epilogue's own pass); and what keeps a Conv apart. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tests/runtime/rt_util.h"
+
+static AmpStatus st;
+
+enum { N = 2, C = 8, H = 9, M = 16, Y_ELEMS = N * M * H * H };
+
+typedef struct Got {
+    float y[2][Y_ELEMS];
+    size_t fused, absorbed;
+} Got;
+
+/* Runs m's bytes on the CPU on x (N, C, H, H) and z (N, M, H, H) (inputs the model does not
+ * have are left out), keeps its (up to two) outputs. */
+static Got run_cpu(const uint8_t *bytes, size_t len, bool no_fuse) {
+    AmpSessionOptions o = {.backend = AMP_BACKEND_CPU, .ignore_env = true, .no_fuse = no_fuse, .amp_auto = "0"};
+    AmpSession *s = NULL;
+    cr_assert_eq(amp_session_open_bytes(bytes, len, NULL, &o, &s, &st), AMP_OK, "%s", st.msg);
+    static float x[N * C * H * H], z[Y_ELEMS];
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = sinf((float)i * 0.37f);
+    for (size_t i = 0; i < sizeof z / sizeof z[0]; i++) z[i] = cosf((float)i * 0.11f);
+    AmpTensorView in[2] = {
+        {.name = "x", .dtype = AMP_DT_FLOAT, .rank = 4, .dims = {N, C, H, H}, .data = x},
+        {.name = "z", .dtype = AMP_DT_FLOAT, .rank = 4, .dims = {N, M, H, H}, .data = z},
+    };
+    size_t n_in = amp_session_input_count(s, AMP_MODE_RUN), n_out = amp_session_output_count(s, AMP_MODE_RUN);
+    AmpTensorView out[2];
+    memset(out, 0, sizeof out);
+    cr_assert_eq(amp_session_run(s, in, n_in, NULL, n_out, out, &st), AMP_OK, "%s", st.msg);
+    Got g;
+    memset(&g, 0, sizeof g);
+    rt_keep_outputs(s, out, n_out, 2, g.y, sizeof g.y[0], &g.fused, &g.absorbed);
+    amp_session_close(s);
+    return g;
+}
+
+/* m fused and apart on the CPU, the same bytes; returns the fused run's. */
+static Got fused_and_apart(AmpModel *m) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    Got apart = run_cpu(bytes, len, true), fused = run_cpu(bytes, len, false);
+    free(bytes);
+    cr_assert_eq(apart.fused, 0);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < Y_ELEMS; i++)
+            cr_assert_eq(memcmp(&fused.y[k][i], &apart.y[k][i], sizeof(float)), 0,
+                         "output %d [%d]: fused %.9g, apart %.9g", k, i, fused.y[k][i], apart.y[k][i]);
+    return fused;
+}
+
+/* fused_and_apart(m), which must make `fused` nodes of `absorbed`. */
+static Got expect_fused(AmpModel *m, size_t fused, size_t absorbed) {
+    Got got = fused_and_apart(m);
+    cr_assert_eq(got.fused, fused);
+    cr_assert_eq(got.absorbed, absorbed);
+    return got;
+}
+
+/* x (N, C, H, H), z (N, M, H, H); W (M, C, 3, 3) and B (M) initializers; 3x3, pads 1. */
+static AmpModel *base(bool with_z, bool bias) {
+    AmpModel *m = rt_model(17);
+    AmpGraph *g = m->graph;
+    rt_input(g, "x", AMP_DT_FLOAT, "2,8,9,9");
+    if (with_z) rt_input(g, "z", AMP_DT_FLOAT, "2,16,9,9");
+    static float w[M * C * 9], b[M];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) w[i] = cosf((float)i * 0.7f) * 0.3f;
+    for (int i = 0; i < M; i++) b[i] = 0.1f * (float)(i - M / 2);
+    const int64_t wd[4] = {M, C, 3, 3}, bd[1] = {M};
+    rt_init(g, "W", AMP_DT_FLOAT, 4, wd, w);
+    if (bias) rt_init(g, "B", AMP_DT_FLOAT, 1, bd, b);
+    AmpNode *c = rt_node(g, "", "Conv", bias ? "x,W,B" : "x,W", "y");
+    AmpAttr *a = amp_arena_calloc(&m->arena, 1, sizeof *a);
+    a->name = "pads";
+    a->type = AMP_ATTR_INTS;
+    a->has = AMP_ATTR_HAS_TYPE;
+    a->n_ints = 4;
+    a->ints = amp_arena_calloc(&m->arena, 4, sizeof *a->ints);
+    for (int i = 0; i < 4; i++) a->ints[i] = 1;
+    c->attrs = a;
+    c->n_attrs = 1;
+    return m;
+}
+
+Test(fuse_cpu, conv_relu_is_one_node) {
+    AmpModel *m = base(false, true);
+    rt_node(m->graph, "", "Relu", "y", "r");
+    rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
+    Got got = expect_fused(m, 1, 2);
+    bool neg = false, pos = false;
+    for (int i = 0; i < Y_ELEMS; i++) neg = neg || got.y[0][i] < 0, pos = pos || got.y[0][i] > 0;
+    cr_assert(!neg && pos);
+}
+
+/* Conv -> Add -> Relu, the convolution either side of the Add; with the sum read before the
+ * Relu as well (a graph output), Conv + Add fuse and the Relu stays. */
+Test(fuse_cpu, conv_add_relu_is_one_node) {
+    for (int read = 0; read < 2; read++) {
+        AmpModel *m = base(true, true);
+        rt_node(m->graph, "", "Add", read ? "y,z" : "z,y", "s");
+        rt_node(m->graph, "", "Relu", "s", "r");
+        rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
+        if (read) rt_output(m->graph, "s", AMP_DT_FLOAT, "2,16,9,9");
+        expect_fused(m, 1, read ? 2 : 3);
+    }
+}
+
+Test(fuse_cpu, conv_add_without_bias_is_one_node) {
+    AmpModel *m = base(true, false);
+    rt_node(m->graph, "", "Add", "y,z", "s");
+    rt_output(m->graph, "s", AMP_DT_FLOAT, "2,16,9,9");
+    expect_fused(m, 1, 2);
+}
+
+/* Conv -> Relu -> Conv -> Add -> Relu: the tensor between the two convolutions passes
+ * channels-last (x_nhwc, y_nhwc); the second convolution's weights (M, M, 3, 3). */
+static AmpModel *two_convs(void) {
+    AmpModel *m = base(true, true);
+    AmpGraph *g = m->graph;
+    static float w2[M * M * 9];
+    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = sinf((float)i * 0.3f) * 0.2f;
+    const int64_t wd[4] = {M, M, 3, 3};
+    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
+    rt_node(g, "", "Relu", "y", "r1");
+    AmpNode *c = rt_node(g, "", "Conv", "r1,W2,B", "y2");
+    c->attrs = g->first->attrs; /* the first Conv's pads */
+    c->n_attrs = g->first->n_attrs;
+    rt_node(g, "", "Add", "y2,z", "s");
+    rt_node(g, "", "Relu", "s", "r");
+    rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
+    return m;
+}
+
+Test(fuse_cpu, two_convolutions_pass_their_tensor_channels_last) {
+    expect_fused(two_convs(), 2, 5);
+}
+
+Test(fuse_cpu, channels_last_without_onednn) {
+    amp_dnnl_set_off();
+    cr_assert_eq(fused_and_apart(two_convs()).fused, 2);
+}
+
+/* The convolution's output read twice, and an Add that broadcasts: nothing fuses. */
+Test(fuse_cpu, what_keeps_a_conv_apart) {
+    AmpModel *m = base(false, true);
+    rt_node(m->graph, "", "Relu", "y", "r");
+    rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
+    rt_output(m->graph, "y", AMP_DT_FLOAT, "2,16,9,9");
+    cr_assert_eq(fused_and_apart(m).fused, 0);
+
+    m = base(false, true);
+    const int64_t one[1] = {1};
+    const float half = 0.5f;
+    rt_init(m->graph, "h", AMP_DT_FLOAT, 1, one, &half);
+    rt_node(m->graph, "", "Add", "y,h", "s");
+    rt_output(m->graph, "s", AMP_DT_FLOAT, "2,16,9,9");
+    cr_assert_eq(fused_and_apart(m).fused, 0);
+}
+
+/* oneDNN off: the im2col path and the epilogue's own pass give the unfused bytes too. */
+Test(fuse_cpu, without_onednn_the_same_bytes) {
+    amp_dnnl_set_off(); /* a session's AMP_DNNL=0, before oneDNN's first use (criterion forks each test) */
+    AmpModel *m = base(true, true);
+    rt_node(m->graph, "", "Add", "y,z", "s");
+    rt_node(m->graph, "", "Relu", "s", "r");
+    rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
+    cr_assert_eq(fused_and_apart(m).fused, 1);
+}
+
+/* The SGD update (runtime/fuse_update.c, kernels/cpu/sub_scaled.c): Sub(z, Mul(lr, z)), the
+ * same bytes as apart; a product read twice keeps the two apart. */
+Test(fuse_cpu, an_sgd_update_is_one_node) {
+    for (int twice = 0; twice < 2; twice++) {
+        AmpModel *m = rt_model(17);
+        AmpGraph *g = m->graph;
+        rt_input(g, "x", AMP_DT_FLOAT, "2,8,9,9");
+        rt_input(g, "z", AMP_DT_FLOAT, "2,16,9,9");
+        rt_scalar_f(g, "lr", 0.0123f);
+        rt_node(g, "", "Mul", twice ? "z,lr" : "lr,z", "t");
+        rt_node(g, "", "Sub", "z,t", "y");
+        rt_output(g, "y", AMP_DT_FLOAT, "2,16,9,9");
+        if (twice) rt_output(g, "t", AMP_DT_FLOAT, "2,16,9,9");
+        expect_fused(m, twice ? 0 : 1, twice ? 0 : 2);
+    }
+}
