@@ -88,6 +88,11 @@ struct AmpBackend {
      * and a round trip through memory cost more than the arithmetic (CUDA), and the
      * simulator, whose runs prove the fused kernels against the CPU's unfused ones. */
     bool fuse;
+    /* The executor fuses `ampc grad`'s convolution weight gradients (a Conv between
+     * Transposes) into ConvGrad nodes for this backend, whether or not it asks for the
+     * rest (runtime/fuse_wgrad.c): the CPU, whose Transposes and swapped-layout reorders
+     * cost more than the convolutions. */
+    bool fuse_conv_grad;
     /* Optional slots: a backend that lacks the figure or the option leaves its slot NULL,
      * and the wrapper below answers with a neutral value. */
     /* Device memory: in use (all processes), the device's total, and in use just before

@@ -58,6 +58,9 @@ AmpNode *amp_fuse_new_node(Fuse *f, AmpOpId op, const char *op_type, const char 
 bool amp_fuse_add_ints(Fuse *f, AmpAttr *a, const char *name, const int64_t *v, size_t count);
 /* Whether the device runs n, asked as the executor asks for model nodes. */
 bool amp_fuse_device_takes(const Fuse *f, const AmpNode *n);
+/* The bytes of v where the model fixes them (an initializer no feed replaces, or a
+ * Constant node's value) into *b; false otherwise. */
+bool amp_fuse_const_buf(Fuse *f, const AmpValue *v, AmpBuf *b);
 
 /* ---- types and elementwise chains (fuse_chain.c) ---------------------------------------- */
 
@@ -69,5 +72,11 @@ bool amp_fuse_one_element(const AmpType *t);
 /* Every chain of two nodes or more becomes (with the chains of the same program) a
  * FusedElementwise node. */
 AmpCode amp_fuse_chains(Fuse *f);
+
+/* ---- convolution weight gradients (fuse_wgrad.c) ----------------------------------------- */
+
+/* Every `ampc grad` weight gradient Transpose(Conv(Transpose(X), Transpose(dY))[, Slice])
+ * becomes a com.microsoft ConvGrad (dY, X) -> (dW). */
+void amp_fuse_conv_grads(Fuse *f);
 
 #endif
