@@ -11,7 +11,8 @@
  * becomes one com.microsoft ConvGrad (dY, X, no W) -> (no dX, dW) with the forward
  * convolution's geometry (strides s, dilations d, pads p, kernel_shape k), which the CPU
  * computes with oneDNN's backward weights on the plain layouts: the same sums, in another
- * order (float32 reassociation). */
+ * order (float32 reassociation). It writes dW straight into the gradient output where an
+ * Identity copies dW there (as `ampc grad` names each gradient). */
 #include <string.h>
 
 #include "runtime/fuse_state.h"
@@ -61,8 +62,8 @@ static int sole_feeder(const Fuse *f, const AmpNode *n, int i, int at) {
 }
 
 /* The ConvGrad node for plan index i, a Transpose closing the pattern above; the plan
- * indices of the nodes it absorbs in parts[0..*n_parts), i last. NULL where it is not the
- * pattern. */
+ * indices of the nodes it absorbs in parts[0..*n_parts), i first (the fused node runs
+ * there). NULL where it is not the pattern. */
 static AmpNode *match(Fuse *f, int i, int *parts, int *n_parts) {
     const AmpNode *to = f->nodes[i];
     int64_t dw[AMP_MAX_RANK], xd[AMP_MAX_RANK], gd[AMP_MAX_RANK];
@@ -118,7 +119,8 @@ static AmpNode *match(Fuse *f, int i, int *parts, int *n_parts) {
             return NULL;
     }
     AmpNode *c = amp_fuse_new_node(f, AMP_OP_Ms_ConvGrad, "ConvGrad", "com.microsoft", conv, 3, 2);
-    AmpAttr *at = c ? amp_fuse_arena(f, 4 * sizeof *at) : NULL;
+    if (!c) return NULL;
+    AmpAttr *at = amp_fuse_arena(f, 4 * sizeof *at);
     if (!at || !amp_fuse_add_ints(f, &at[0], "strides", s, (size_t)ns) ||
         !amp_fuse_add_ints(f, &at[1], "dilations", d, (size_t)ns) ||
         !amp_fuse_add_ints(f, &at[2], "pads", pads, 2 * (size_t)ns) ||
@@ -127,13 +129,20 @@ static AmpNode *match(Fuse *f, int i, int *parts, int *n_parts) {
     c->attrs = at, c->n_attrs = 4;
     c->inputs[0] = dy, c->inputs[1] = x; /* no W: the weight gradient alone */
     c->outputs[1] = to->outputs[0];
+    /* An Identity that alone reads dW (`ampc grad`'s, naming the gradient output) is a
+     * copy of it: ConvGrad writes its output instead. */
+    int id = sole_reader(f, to->outputs[0]);
+    const AmpNode *cp = id >= 0 ? f->nodes[id] : NULL;
+    if (cp && cp->op == AMP_OP_Identity && on_device(f, id) && cp->n_inputs == 1 && cp->n_outputs == 1 &&
+        cp->outputs[0] && cp->outputs[0]->graph == f->g && cp->outputs[0]->type.dtype == to->outputs[0]->type.dtype)
+        c->outputs[1] = cp->outputs[0], parts[k++] = id;
     *n_parts = k;
     return amp_fuse_device_takes(f, c) ? c : NULL;
 }
 
 void amp_fuse_conv_grads(Fuse *f) {
     for (size_t i = 0; i < f->n; i++) {
-        int parts[5], n_parts = 0;
+        int parts[6], n_parts = 0;
         AmpNode *c = match(f, (int)i, parts, &n_parts);
         if (!c) continue;
         for (int k = 1; k < n_parts; k++) f->gone[parts[k]] = true;

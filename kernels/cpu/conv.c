@@ -35,10 +35,13 @@ bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int
      * times slower than im2col there. The choice depends on the geometry alone, never on
      * whether the weights are a constant of the session: a model's weights and the same
      * weights from a checkpoint give the same bits. (At few positions, where a per-call
-     * weight reorder made oneDNN no faster than im2col, it is no slower either.) */
+     * weight reorder made oneDNN no faster than im2col, it is no slower either.) A
+     * ConvTranspose stays on oneDNN up to an 8x8 window wherever it is: `ampc grad`'s data
+     * gradients of the small last stages of a CNN (3x3 over 2x2 positions) would widen
+     * their bf16 weights to float32 and pack them again for sgemm on the im2col path. */
     int64_t K = 1, pos = 1;
     for (int i = 0; i < g->nsp; i++) K *= g->kern[i], pos *= kind == AMP_DNNL_DECONV_FWD ? g->in[i] : g->out[i];
-    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) && K > pos) return false;
+    if ((kind == AMP_DNNL_CONV_FWD || (kind == AMP_DNNL_DECONV_FWD && K > 64)) && K > pos) return false;
     /* The same weight gradients where the window is small: ic = a training batch under 4
      * over many "images" (channels): 10-50x slower on oneDNN than im2col. */
     if (kind == AMP_DNNL_CONV_FWD && group == 1 && ic < 4 && n >= 16) return false;

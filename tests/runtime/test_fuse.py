@@ -2,8 +2,9 @@
 """The executor's plan-level fusion (runtime/fuse.c) changes no bit of a training run.
 
 The device simulator fuses as CUDA does (chains of elementwise nodes, the loss-scaling
-check, the update gates) and runs the fused nodes' CPU reference kernels; the CPU backend
-runs every node as the model has it. So for every bundled training model (the
+check, the update gates) and runs the fused nodes' CPU reference kernels; the CPU backend,
+run with --no-fuse (without it, it fuses `ampc grad`'s convolution weight gradients alone:
+tests/runtime/test_fuse_wgrad.py), runs every node as the model has it. So for every bundled training model (the
 training_info ones, those `ampc grad` makes from models/*/train.json, and onnxruntime-
 training's sets, imported with their optimizer and checkpoint), FP32 and
 converted to float16 (dynamic loss scaling) and bfloat16, STEPS training steps on `sim`
@@ -102,7 +103,7 @@ STEP = re.compile(r"^step (\d+): loss (\S+) \([^)]*\)(.*)$")
 def run_steps(ctx, model, data, backend, tag, steps=None, load=None, extra=()):
     steps = steps or ctx.steps
     state = os.path.join(ctx.tmp, f"{tag}_{backend}.state")
-    more = (["--load-state", load] if load else []) + list(extra)
+    more = (["--load-state", load] if load else []) + list(extra) + (["--no-fuse"] if backend == "cpu" else [])
     p = sh(ctx, "run", model, "--steps", str(steps), "--inputs", data, "--backend", backend, "--save-state", state,
            "--seed", "7", *more)
     printed = [m.groups() for m in map(STEP.match, p.stdout.splitlines()) if m]
@@ -139,7 +140,7 @@ def same_run(ctx, name, precision, must_fuse):
     tag = f"{name}_{precision}"
     cpu, cpu_state, cpu_fused = run_steps(ctx, model, data, "cpu", tag, extra=extra)
     dev, dev_state, dev_fused = run_steps(ctx, model, data, ctx.device, tag, extra=extra)
-    assert not cpu_fused, "the CPU backend fuses nothing"
+    assert not cpu_fused, "the CPU backend fuses nothing under --no-fuse"
     if must_fuse:
         assert dev_fused and int(dev_fused.group(2)) > 0, f"{tag}: {ctx.device} fused nothing"
         assert "UnscaleCheck" in dev_fused.group(3), f"{tag}: the gradient check was not fused: {dev_fused.group(3)}"
