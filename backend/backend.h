@@ -88,11 +88,13 @@ struct AmpBackend {
      * and a round trip through memory cost more than the arithmetic (CUDA), and the
      * simulator, whose runs prove the fused kernels against the CPU's unfused ones. */
     bool fuse;
-    /* The executor fuses `ampc grad`'s convolution weight gradients (a Conv between
-     * Transposes) into ConvGrad nodes for this backend, whether or not it asks for the
-     * rest (runtime/fuse_wgrad.c): the CPU, whose Transposes and swapped-layout reorders
-     * cost more than the convolutions. */
-    bool fuse_conv_grad;
+    /* The executor fuses for this backend, whether or not it asks for the rest, the CPU's
+     * kinds: `ampc grad`'s convolution weight gradients (a Conv between Transposes) into
+     * ConvGrad nodes (runtime/fuse_wgrad.c), whose Transposes and swapped-layout reorders
+     * cost more than the convolutions; and chains of float32 Add/Sub/Mul/Div, each its own
+     * node (an update stays in place), which the CPU runs in vector rows in one pass over
+     * memory (an SGD update's Mul and Sub). */
+    bool fuse_cpu;
     /* Optional slots: a backend that lacks the figure or the option leaves its slot NULL,
      * and the wrapper below answers with a neutral value. */
     /* Device memory: in use (all processes), the device's total, and in use just before

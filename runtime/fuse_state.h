@@ -22,6 +22,8 @@ typedef struct Fuse {
     bool *gone;        /* per plan index: absorbed into a fused node */
     const AmpValue **gate; /* per plan index: the gate folded into it */
     size_t fused;      /* fused nodes made */
+    bool cpu;          /* the CPU's kinds alone (AmpBackend.fuse_cpu): chains of float32
+                          arithmetic only, one tensor set a node */
 } Fuse;
 
 /* ---- what reads what ------------------------------------------------------------------ */

@@ -1,5 +1,5 @@
 /* The plan-level fusion's convolution weight gradients (fuse.h; docs/internals.md,
- * "Fusion"), for a backend that asks for them (AmpBackend.fuse_conv_grad: the CPU).
+ * "Fusion"), for a backend that asks for them (AmpBackend.fuse_cpu: the CPU).
  * `ampc grad` writes the weight gradient dW [M, C, k...] of Y = Conv(X, W) (strides s,
  * dilations d, pads p, no group) as one Conv over the batch-transposed tensors
  * (passes/grad_rules_conv.c, filter_grad), a valid ONNX graph every runtime takes:

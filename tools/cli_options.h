@@ -142,8 +142,9 @@
     AMPC_OPT(NO_FUSE, "no-fuse", 0, 0, "",                                                      \
              "run, bench: run every node as the model has it instead of fusing, on CUDA (and "   \
              "sim), elementwise chains, the loss-scaling check and the update gates into fewer " \
-             "kernels (the results are the same), and on the CPU ampc grad's convolution "      \
-             "weight gradients into ConvGrad (the same within float32 reassociation); for "     \
+             "kernels (the results are the same), and on the CPU float32 arithmetic chains and " \
+             "ampc grad's convolution weight gradients into ConvGrad (the same within float32 " \
+             "reassociation); for "                                                             \
              "comparing and debugging")                                                         \
     AMPC_OPT(TF32, "tf32", 0, 0, "",                                                            \
              "run, bench: on CUDA, float32 GEMMs and convolutions may use TF32 tensor cores "    \

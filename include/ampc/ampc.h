@@ -75,8 +75,9 @@ typedef struct AmpSessionOptions {
     bool no_plan;           /* no memory arena: every intermediate allocated alone */
     /* No fusion: on CUDA (and the simulator) the executor runs chains of elementwise nodes,
      * the loss-scaling check and the update gates as fused kernels (docs/internals.md,
-     * "Fusion"), with results identical to the nodes they replace, and on the CPU `ampc
-     * grad`'s convolution weight gradients as ConvGrad (within float32 reassociation);
+     * "Fusion"), with results identical to the nodes they replace, and on the CPU float32
+     * arithmetic chains and `ampc grad`'s convolution weight gradients as ConvGrad
+     * (within float32 reassociation);
      * this runs every node as the model has it. A node hook (ampc calibrate, compare)
      * needs it. */
     bool no_fuse;

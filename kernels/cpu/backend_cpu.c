@@ -84,7 +84,7 @@ static AmpBackend CPU = {
     .prepare_node = cpu_prepare,
     .run_node = cpu_run,
     .release_node = cpu_release,
-    .fuse_conv_grad = true,
+    .fuse_cpu = true,
 };
 
 static AmpCode cpu_open(const AmpBackendSettings *set, AmpBackend **out, AmpStatus *st) {

@@ -4,7 +4,7 @@
 The device simulator fuses as CUDA does (chains of elementwise nodes, the loss-scaling
 check, the update gates) and runs the fused nodes' CPU reference kernels; the CPU backend,
 run with --no-fuse (without it, it fuses `ampc grad`'s convolution weight gradients alone:
-tests/runtime/test_fuse_wgrad.py), runs every node as the model has it. So for every bundled training model (the
+tests/runtime/test_fuse_cpu.py), runs every node as the model has it. So for every bundled training model (the
 training_info ones, those `ampc grad` makes from models/*/train.json, and onnxruntime-
 training's sets, imported with their optimizer and checkpoint), FP32 and
 converted to float16 (dynamic loss scaling) and bfloat16, STEPS training steps on `sim`
