@@ -193,7 +193,8 @@ AmpCode amp_infer_ms_sgd_v2(AmpInferCtx *c) {
 
 /* (dY, X, W) -> (dX like X, dW like W, dB of W's type, shape [M]). */
 /* ConvGrad without W (the CPU plan's fused weight gradient, runtime/fuse_wgrad.c): dW is
- * (dY's channels, X's / group, kernel_shape...) of X's type. */
+ * (dY's channels, X's / group, kernel_shape...) of X's type, or float32 where the fusion
+ * says so. */
 static AmpCode weight_grad_alone(AmpInferCtx *c) {
     AmpInfShape dy, x, w;
     int64_t k[AMP_INF_MAX_RANK];
@@ -206,7 +207,7 @@ static AmpCode weight_grad_alone(AmpInferCtx *c) {
     w.d[0] = dy.d[1];
     w.d[1] = amp_dim_known(x.d[1]) ? amp_dim_of(x.d[1].value / group) : amp_dim_unknown();
     for (int i = 0; i < ns; i++) w.d[2 + i] = amp_dim_of(k[i]);
-    return amp_inf_set(c, 1, amp_inf_dtype(c, 1), &w);
+    return amp_inf_set(c, 1, amp_node_attr_int(c->n, AMP_CONV_GRAD_DW_F32, 0) ? AMP_DT_FLOAT : amp_inf_dtype(c, 1), &w);
 }
 
 AmpCode amp_infer_ms_conv_grad(AmpInferCtx *c) {

@@ -12,7 +12,8 @@
  * convolution's geometry (strides s, dilations d, pads p, kernel_shape k), which the CPU
  * computes with oneDNN's backward weights on the plain layouts: the same sums, in another
  * order (float32 reassociation). It writes dW straight into the gradient output where an
- * Identity copies dW there (as `ampc grad` names each gradient). */
+ * Identity copies dW there (as `ampc grad` names each gradient), and in float32 where a
+ * Cast widens a bfloat16 dW for the update (AMP). */
 #include <string.h>
 
 #include "runtime/fuse_state.h"
@@ -120,7 +121,7 @@ static AmpNode *match(Fuse *f, int i, int *parts, int *n_parts) {
     }
     AmpNode *c = amp_fuse_new_node(f, AMP_OP_Ms_ConvGrad, "ConvGrad", "com.microsoft", conv, 3, 2);
     if (!c) return NULL;
-    AmpAttr *at = amp_fuse_arena(f, 4 * sizeof *at);
+    AmpAttr *at = amp_fuse_arena(f, 5 * sizeof *at);
     if (!at || !amp_fuse_add_ints(f, &at[0], "strides", s, (size_t)ns) ||
         !amp_fuse_add_ints(f, &at[1], "dilations", d, (size_t)ns) ||
         !amp_fuse_add_ints(f, &at[2], "pads", pads, 2 * (size_t)ns) ||
@@ -136,13 +137,28 @@ static AmpNode *match(Fuse *f, int i, int *parts, int *n_parts) {
     if (cp && cp->op == AMP_OP_Identity && on_device(f, id) && cp->n_inputs == 1 && cp->n_outputs == 1 &&
         cp->outputs[0] && cp->outputs[0]->graph == f->g && cp->outputs[0]->type.dtype == to->outputs[0]->type.dtype)
         c->outputs[1] = cp->outputs[0], parts[k++] = id;
+    /* A Cast to float32 that alone reads a bfloat16 dW (AMP's, before the float32 update):
+     * ConvGrad writes float32 itself (AMP_CONV_GRAD_DW_F32), oneDNN's float32 sums not
+     * rounded to bfloat16 first: a pass over the weights' size less, and a gradient the
+     * more precise. */
+    AmpValue *grad = c->outputs[1];
+    int ct = sole_reader(f, grad);
+    const AmpNode *cast = ct >= 0 ? f->nodes[ct] : NULL;
+    if (grad->type.dtype == AMP_DT_BFLOAT16 && cast && cast->op == AMP_OP_Cast && on_device(f, ct) &&
+        cast->n_outputs == 1 && cast->outputs[0] && cast->outputs[0]->graph == f->g &&
+        cast->outputs[0]->type.dtype == AMP_DT_FLOAT && amp_node_attr_int(cast, "to", 0) == AMP_DT_FLOAT) {
+        c->outputs[1] = cast->outputs[0], parts[k++] = ct;
+        at[4] = (AmpAttr){.name = AMP_CONV_GRAD_DW_F32, .type = AMP_ATTR_INT, .has = AMP_ATTR_HAS_TYPE | AMP_ATTR_HAS_I,
+                          .i = 1};
+        c->n_attrs = 5;
+    }
     *n_parts = k;
     return amp_fuse_device_takes(f, c) ? c : NULL;
 }
 
 void amp_fuse_conv_grads(Fuse *f) {
     for (size_t i = 0; i < f->n; i++) {
-        int parts[6], n_parts = 0;
+        int parts[7], n_parts = 0;
         AmpNode *c = match(f, (int)i, parts, &n_parts);
         if (!c) continue;
         for (int k = 1; k < n_parts; k++) f->gone[parts[k]] = true;

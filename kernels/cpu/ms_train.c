@@ -183,8 +183,10 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     AmpBuf *out[3];
     if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
     if (out[0] && !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "dX needs input W");
+    int dw_dt = !w && !out[2] && amp_node_attr_int(k->node, AMP_CONV_GRAD_DW_F32, 0) ? AMP_DT_FLOAT : dt;
     for (int i = 0; i < 3; i++) /* dX like X, dW like W, dB (M) */
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, i == 2 ? 1 : x->rank, i == 0 ? x->dims : wdims)))
+        if (out[i] && (rc = amp_kernel_check_out(k, out[i], i == 1 ? dw_dt : dt, i == 2 ? 1 : x->rank,
+                                                 i == 0 ? x->dims : wdims)))
             return rc;
     /* oneDNN's backward data (dX) and backward weights (dW, with dB) primitives where it
      * takes the problem; otherwise im2col for all of them. */
@@ -192,7 +194,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     if (amp_conv_dnnl_desc(AMP_DNNL_CONV_BWD_DATA, dt, N, C, M, group, &g, false, &dp) && (out[1] || !out[2])) {
         bool done = !out[0] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.diff_dst = dy->data, .wei = w->data,
                                                                    .diff_src = out[0]->data});
-        dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL;
+        dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL, dp.dt_out = dw_dt;
         done = done && (!out[1] || (amp_conv_dnnl_wgrad_pads(&dp) && amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .diff_dst = dy->data,
                                                                        .diff_wei = out[1]->data,
                                                                        .diff_bias = out[2] ? out[2]->data : NULL})));
