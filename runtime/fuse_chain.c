@@ -1,8 +1,9 @@
 /* The plan-level fusion's elementwise chains (fuse.h; docs/internals.md, "Fusion"): nodes
  * of the ops ir/fused_prog.h lists, of one static shape, grow chains along their inputs;
  * a chain of two nodes or more becomes a program, and chains of one program gather into one
- * ai.ampc FusedElementwise node, where the device runs it. And the types every part of the
- * fusion reads. */
+ * ai.ampc FusedElementwise node, where the device runs it (for the CPU, Fuse.cpu: programs
+ * of float32 arithmetic alone, one chain a node, so that an update stays in place). And
+ * the types every part of the fusion reads. */
 #include <stdlib.h>
 #include <string.h>
 
