@@ -349,16 +349,22 @@ Test(conv, maxpool_ceil_mode_and_float16_exact) {
     free(x.data), free(xh.data);
 }
 
+/* A random 2-D pooling window (kh x kw, pads p) and an input (2, 3, h, w) it fits. */
+static AmpBuf random_pool_input(int64_t *h, int64_t *w, int64_t *kh, int64_t *kw, int64_t *p) {
+    *h = irand(1, 9), *w = irand(1, 9), *kh = irand(1, 3), *kw = irand(1, 3);
+    p[0] = irand(0, *kh - 1), p[1] = irand(0, *kw - 1), p[2] = irand(0, *kh - 1), p[3] = irand(0, *kw - 1);
+    if (*h + p[0] + p[2] < *kh) *h = *kh;
+    if (*w + p[1] + p[3] < *kw) *w = *kw;
+    return fbuf(4, I64(2, 3, *h, *w));
+}
+
 /* MaxPool without Indices (the 2-D fast path) gives, byte for byte, the Y that MaxPool
  * with Indices (the general path) gives: random 2-D geometries with pads, strides and
  * ceil_mode, float32, float16 and bfloat16 data with NaNs and infinities planted. */
 Test(conv, maxpool_fast_path_matches_the_general_one) {
     for (int t = 0; t < 60; t++) {
-        int64_t h = irand(1, 9), w = irand(1, 9), kh = irand(1, 3), kw = irand(1, 3);
-        int64_t p[4] = {irand(0, kh - 1), irand(0, kw - 1), irand(0, kh - 1), irand(0, kw - 1)};
-        if (h + p[0] + p[2] < kh) h = kh;
-        if (w + p[1] + p[3] < kw) w = kw;
-        AmpBuf x = fbuf(4, I64(2, 3, h, w));
+        int64_t h, w, kh, kw, p[4];
+        AmpBuf x = random_pool_input(&h, &w, &kh, &kw, p);
         float *xf = x.data;
         for (uint64_t i = 0; i < x.nelem; i++)
             if (irand(0, 9) == 0) xf[i] = irand(0, 2) == 0 ? NAN : irand(0, 1) ? INFINITY : -INFINITY;
@@ -392,11 +398,8 @@ Test(conv, maxpool_fast_path_matches_the_general_one) {
  * and signalling) and infinities planted, ties included (values from a few levels). */
 Test(conv, maxpool_indices_fast_path_matches_the_general_one) {
     for (int t = 0; t < 60; t++) {
-        int64_t h = irand(1, 9), w = irand(1, 9), kh = irand(1, 3), kw = irand(1, 3);
-        int64_t p[4] = {irand(0, kh - 1), irand(0, kw - 1), irand(0, kh - 1), irand(0, kw - 1)};
-        if (h + p[0] + p[2] < kh) h = kh;
-        if (w + p[1] + p[3] < kw) w = kw;
-        AmpBuf x = fbuf(4, I64(2, 3, h, w));
+        int64_t h, w, kh, kw, p[4];
+        AmpBuf x = random_pool_input(&h, &w, &kh, &kw, p);
         float *xf = x.data;
         for (uint64_t i = 0; i < x.nelem; i++) {
             xf[i] = (float)irand(-2, 2);
