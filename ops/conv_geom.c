@@ -294,7 +294,8 @@ AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, 
                             AmpConvGeom *g) {
     const AmpConvGradAttrs *a = k->attrs;
     int dt = x->dtype;
-    if (dy->dtype != dt || (w && w->dtype != dt)) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (dy->dtype != dt || (w && w->dtype != dt))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
     if (x->rank < 3 || (w && w->rank != x->rank) || dy->rank != x->rank)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,

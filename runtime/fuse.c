@@ -138,7 +138,8 @@ static bool fold_gates(Fuse *f, int i) {
 
 static bool is_zero_scalar(Fuse *f, const AmpValue *v) {
     AmpBuf b;
-    return amp_fuse_const_buf(f, v, &b) && b.dtype == AMP_DT_FLOAT && b.nelem == 1 && ((const float *)b.data)[0] == 0.0f;
+    return amp_fuse_const_buf(f, v, &b) && b.dtype == AMP_DT_FLOAT && b.nelem == 1 &&
+           ((const float *)b.data)[0] == 0.0f;
 }
 
 /* One gradient's part of the check: C = ReduceSum(Mul(G, 0), keepdims 0) with

@@ -69,7 +69,8 @@ static AmpNode *match(Fuse *f, int i, int *parts, int *n_parts) {
     const AmpNode *to = f->nodes[i];
     int64_t dw[AMP_MAX_RANK], xd[AMP_MAX_RANK], gd[AMP_MAX_RANK];
     int r = to->n_inputs == 1 && to->outputs[0] && to->inputs[0] ? to->outputs[0]->type.rank : -1;
-    if (r < 3 || r > MAXS + 2 || !swaps01(to, r) || !on_device(f, i) || !static_dims(to->outputs[0], r, dw)) return NULL;
+    if (r < 3 || r > MAXS + 2 || !swaps01(to, r) || !on_device(f, i) || !static_dims(to->outputs[0], r, dw))
+        return NULL;
     int ns = r - 2, k = 0, ci = producer_at(f, to->inputs[0]);
     parts[k++] = i;
     const AmpNode *cut = NULL, *conv = ci >= 0 ? f->nodes[ci] : NULL;

@@ -154,7 +154,9 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
 /* dY (N, M, out...), X (N, C, in...), W (M, C/group, kern...) -> dX (like X), dW (like
  * W), dB (M), for Y = Conv(X, W, B) with the node's strides, dilations, pads, auto_pad
  * and group. Without W (the CPU plan's fused weight gradient, runtime/fuse_wgrad.c), dX
- * cannot be asked for, and dW is (M, C/group, kernel_shape...) of X's type. Per image and group, with col = im2col(X_g) (Cg * K, O):
+ * cannot be asked for, and dW is (M, C/group, kernel_shape...) of X's type (float32 where
+ * the node says AMP_CONV_GRAD_DW_F32). Per image and group, with col = im2col(X_g)
+ * (Cg * K, O):
  *   dW_g (Mg, Cg * K) += dY_g (Mg, O) @ col^T,   dX_g = col2im(W_g^T (Cg * K, Mg) @ dY_g). */
 /* ConvGrad's group is checked at prepare (amp_conv_grad_prepare, ops/conv_geom.c); the
  * window attributes (kernel_shape, strides, dilations, pads, auto_pad) are read against X's
@@ -195,9 +197,10 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         bool done = !out[0] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.diff_dst = dy->data, .wei = w->data,
                                                                    .diff_src = out[0]->data});
         dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL, dp.dt_out = dw_dt;
-        done = done && (!out[1] || (amp_conv_dnnl_wgrad_pads(&dp) && amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .diff_dst = dy->data,
-                                                                       .diff_wei = out[1]->data,
-                                                                       .diff_bias = out[2] ? out[2]->data : NULL})));
+        done = done && (!out[1] || (amp_conv_dnnl_wgrad_pads(&dp) &&
+                                    amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .diff_dst = dy->data,
+                                                                        .diff_wei = out[1]->data,
+                                                                        .diff_bias = out[2] ? out[2]->data : NULL})));
         if (done) return AMP_OK;
     }
     /* The 1x1, stride 1, unpadded case reads X itself as the column matrix. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU's own fusion (its weight gradients and arithmetic chains) gives the unfused graph's results.
+"""The CPU's own fusion (weight gradients, arithmetic chains) gives the unfused graph's results.
 
 Weight gradients (runtime/fuse_wgrad.c): `ampc grad` writes a Conv's weight gradient as Transpose -> Conv -> [Slice] -> Transpose
 (-> the Identity naming the gradient); the CPU backend runs each such group as one
