@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """The CPU's own fusion (weight gradients, arithmetic chains) gives the unfused graph's results.
 
-Weight gradients (runtime/fuse_wgrad.c): `ampc grad` writes a Conv's weight gradient as Transpose -> Conv -> [Slice] -> Transpose
-(-> the Identity naming the gradient); the CPU backend runs each such group as one
-com.microsoft ConvGrad without W, on oneDNN's backward weights where it takes the
-geometry and on im2col where not. For small conv models over the geometries that reach
+Weight gradients (runtime/fuse_wgrad.c): `ampc grad` writes a Conv's weight gradient as
+Transpose -> Conv -> [Slice] -> Transpose (-> the Identity naming the gradient); the CPU
+backend runs each such group as one com.microsoft ConvGrad without W, on oneDNN's
+backward weights where it takes the geometry and on im2col where not. For small conv models over the geometries that reach
 both (stride 1 and 2, the cut of an overshooting window, 1x1, 1-D SAME_UPPER, dilation 2,
 3-D, a conv reading the graph input, bias), 3 SGD steps on the CPU, fused and with
 --no-fuse, must print the same losses within float32 reassociation and save the same
 gradients (every output of the last step) within 1e-5 of each output's largest magnitude
 (bfloat16, converted with --precision bf16: within 2 bfloat16 ulps, 2^-6 relative, of
-the largest magnitude). The fused run must say it ran one ConvGrad per ungrouped Conv and
+the largest magnitude; there the fused dW is float32 where AMP's Cast widened it). The fused run must say it ran one ConvGrad per ungrouped Conv and
 none for a grouped one (its regrouping Reshapes are not the pattern).
 
 Arithmetic chains (runtime/fuse_chain.c, kernels/cpu/fused.c's vector rows): an MLP's
