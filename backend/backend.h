@@ -96,11 +96,15 @@ struct AmpBackend {
      * simulator, whose runs prove the fused kernels against the CPU's unfused ones. */
     bool fuse;
     /* The executor makes the fused nodes that pay on a CPU, where a pass over memory costs
-     * and a kernel call does not (the CPU backend asks): each Conv with the Relu, or the Add
-     * of a same-shaped tensor (and the Relu after it), that alone reads its output, as one
-     * ai.ampc ConvEpilogue node (runtime/fuse_conv.c: oneDNN's post-ops on the float32
-     * accumulator before its one store); and A - s * B (an SGD update) as one ai.ampc
-     * SubScaled node (runtime/fuse_update.c: one pass instead of two). */
+     * and a kernel call does not (the CPU backend asks), whether or not it asks for the rest:
+     * each Conv with the Relu, or the Add of a same-shaped tensor (and the Relu after it),
+     * that alone reads its output, as one ai.ampc ConvEpilogue node (runtime/fuse_conv.c:
+     * oneDNN's post-ops on the float32 accumulator before its one store); `ampc grad`'s
+     * convolution weight gradients (a Conv between Transposes) as com.microsoft ConvGrad
+     * nodes (runtime/fuse_wgrad.c), whose Transposes and swapped-layout reorders cost more
+     * than the convolutions; A - s * B (an SGD update) as one ai.ampc SubScaled node
+     * (runtime/fuse_update.c); and chains of float32 Add/Sub/Mul/Div, each its own node (an
+     * update stays in place), which the CPU runs in vector rows in one pass over memory. */
     bool fuse_cpu;
     /* Optional slots: a backend that lacks the figure or the option leaves its slot NULL,
      * and the wrapper below answers with a neutral value. */

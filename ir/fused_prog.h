@@ -56,4 +56,20 @@ typedef struct AmpFusedProg {
     AmpFusedInstr ins[AMP_FUSED_MAX_INSTR];
 } AmpFusedProg;
 
+/* Whether a program is float32 arithmetic alone: every input float32, every instruction
+ * an Add, Sub, Mul or Div of float32 result whose operands are registers before it (code:
+ * 5 ints per instruction, as the attribute). The CPU runs those in vector rows
+ * (kernels/cpu/fused.c), and only those fuse for it. */
+static inline int amp_fused_prog_f32_arith(const int64_t *code, int n_instr, const int64_t *in_dt, int n_in) {
+    for (int i = 0; i < n_in; i++)
+        if (in_dt[i] != 1 /* AMP_DT_FLOAT */) return 0;
+    for (int j = 0; j < n_instr; j++) {
+        const int64_t *c = code + 5 * j;
+        if (c[0] < AMP_FOP_ADD || c[0] > AMP_FOP_DIV || c[1] != 1 || c[2] < 0 || c[3] < 0 || c[2] >= n_in + j ||
+            c[3] >= n_in + j)
+            return 0;
+    }
+    return 1;
+}
+
 #endif

@@ -192,10 +192,29 @@ AmpCode amp_infer_ms_sgd_v2(AmpInferCtx *c) {
 }
 
 /* (dY, X, W) -> (dX like X, dW like W, dB of W's type, shape [M]). */
+/* ConvGrad without W (the CPU plan's fused weight gradient, runtime/fuse_wgrad.c): dW is
+ * (dY's channels, X's / group, kernel_shape...) of X's type, or float32 where the fusion
+ * says so. */
+static AmpCode weight_grad_alone(AmpInferCtx *c) {
+    AmpInfShape dy, x, w;
+    int64_t k[AMP_INF_MAX_RANK];
+    int ns = amp_inf_attr_ints(c->n, "kernel_shape", k, AMP_INF_MAX_RANK - 2);
+    int64_t group = amp_node_attr_int(c->n, "group", 1);
+    if (ns < 1 || group < 1 || !amp_inf_shape(c, 0, &dy) || !amp_inf_shape(c, 1, &x) || dy.rank != ns + 2 ||
+        x.rank != ns + 2)
+        return AMP_OK;
+    w.rank = ns + 2;
+    w.d[0] = dy.d[1];
+    w.d[1] = amp_dim_known(x.d[1]) ? amp_dim_of(x.d[1].value / group) : amp_dim_unknown();
+    for (int i = 0; i < ns; i++) w.d[2 + i] = amp_dim_of(k[i]);
+    return amp_inf_set(c, 1, amp_node_attr_int(c->n, AMP_CONV_GRAD_DW_F32, 0) ? AMP_DT_FLOAT : amp_inf_dtype(c, 1), &w);
+}
+
 AmpCode amp_infer_ms_conv_grad(AmpInferCtx *c) {
     const AmpNode *n = c->n;
     AmpCode rc = like_input(c, 0, 1);
     if (!rc) rc = like_input(c, 1, 2);
+    if (!rc && !amp_inf_has_input(n, 2) && n->n_outputs > 1) rc = weight_grad_alone(c);
     if (rc || n->n_outputs < 3) return rc;
     AmpInfShape w, b;
     b.rank = 1;

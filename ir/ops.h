@@ -116,4 +116,9 @@ enum {
 /* The AttributeProto type (AmpAttrType value, >= 0) it must have, or one of the above. */
 int amp_op_attr_type(AmpOpId id, const char *attr_name, int64_t version, int *since, int *until);
 
+/* An attribute of the CPU plan's fused com.microsoft ConvGrad without W (runtime/
+ * fuse_wgrad.c; no model's): INT 1, dW is float32 whatever X's type (bfloat16 inputs:
+ * oneDNN's float32 sums, not rounded to bfloat16). */
+#define AMP_CONV_GRAD_DW_F32 "ampc_dw_float32"
+
 #endif

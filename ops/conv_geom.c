@@ -295,21 +295,25 @@ AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, 
                             AmpConvGeom *g) {
     const AmpConvGradAttrs *a = k->attrs;
     int dt = x->dtype;
-    if (dy->dtype != dt || w->dtype != dt) return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
+    if (dy->dtype != dt || (w && w->dtype != dt))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (k->n_out > 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 3", k->n_out);
-    if (x->rank < 3 || w->rank != x->rank || dy->rank != x->rank)
+    if (x->rank < 3 || (w && w->rank != x->rank) || dy->rank != x->rank)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, X and W must have the same rank >= 3 (got %d, %d, %d)", dy->rank,
-                               x->rank, w->rank);
+                               x->rank, w ? w->rank : x->rank);
     int nsp = x->rank - 2;
-    int64_t C = x->dims[1], M = w->dims[0], group = a->group;
-    if (group > (C > 0 ? C : 1) || C % group || M % group || w->dims[1] != C / group)
+    /* Without W (the weight gradient alone, runtime/fuse_wgrad.c) its shape is dY's
+     * channels by X's per group, by kernel_shape. */
+    int64_t C = x->dims[1], M = w ? w->dims[0] : dy->dims[1], group = a->group;
+    if (group > (C > 0 ? C : 1) || C % group || M % group || (w && w->dims[1] != C / group))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "group %lld does not fit X's %lld channels and W (%lld, %lld, ...)",
-                               (long long)group, (long long)C, (long long)M, (long long)w->dims[1]);
+                               (long long)group, (long long)C, (long long)M, (long long)(w ? w->dims[1] : C / group));
     int64_t kattr[AMP_MAX_SPATIAL];
     AmpCode rc = amp_conv_ints(k, "kernel_shape", nsp, -1, 1, kattr);
     if (rc) return rc;
     for (int i = 0; i < nsp; i++) {
-        kern[i] = w->dims[i + 2];
+        kern[i] = w ? w->dims[i + 2] : kattr[i];
+        if (kern[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs W or kernel_shape");
         if (kattr[i] >= 0 && kattr[i] != kern[i])
             return amp_kernel_fail(k, AMP_ERR_INPUT, "kernel_shape disagrees with W on axis %d", i + 2);
     }

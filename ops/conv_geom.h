@@ -105,7 +105,8 @@ AmpCode amp_conv_grad_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
 
 /* ConvGrad's checks of (dY, X, W): one dtype, at most 3 outputs, one rank >= 3, the group,
  * kernel_shape against W (kern: W's spatial dims), dY shaped as the forward convolution's
- * output (*g its geometry). */
+ * output (*g its geometry). W may be NULL (the weight gradient alone, as the CPU's plan
+ * fuses it: runtime/fuse_wgrad.c): kernel_shape gives the kernel then. */
 AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *w, int64_t *kern,
                             AmpConvGeom *g);
 /* ConvGrad's outputs as placed (out[3]: dX, dW, dB; NULL where not listed), each checked:

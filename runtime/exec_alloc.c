@@ -122,10 +122,12 @@ static AmpBuf *place(AllocCtx *a, int index, int dtype, int rank, const int64_t 
 }
 
 /* The ops whose kernels may write their output over an input of the output's shape:
- * each output element is computed from the same element of that input (one output). */
+ * each output element is computed from the same element of that input (one output; a
+ * fused chain's kernels read every input of an element, or of a block, before writing it). */
 static bool elementwise_in_place(const AmpNode *n) {
     return n->n_outputs == 1 && (n->op == AMP_OP_Add || n->op == AMP_OP_Sub || n->op == AMP_OP_Mul ||
-                                 n->op == AMP_OP_Div || n->op == AMP_OP_Where || n->op == AMP_OP_Ampc_SubScaled);
+                                 n->op == AMP_OP_Div || n->op == AMP_OP_Where || n->op == AMP_OP_Ampc_SubScaled ||
+                                 n->op == AMP_OP_Ampc_FusedElementwise);
 }
 
 static bool has_body(const AmpNode *n) {

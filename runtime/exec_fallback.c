@@ -131,7 +131,9 @@ static const char *listed_as(const AmpExec *x, size_t i, bool fused) {
     const char *op = n->op_type ? n->op_type : "?";
     if (!fused) return x->node_be[i] && x->node_be[i] != x->be ? op : NULL;
     if (x->gate[i]) return n->op == AMP_OP_Adam ? "Adam+gate" : n->op == AMP_OP_Momentum ? "Momentum+gate" : "Adagrad+gate";
-    return n->domain && strcmp(n->domain, "ai.ampc") == 0 ? op : NULL;
+    /* a node the fusion made is in no graph (fuse_node.c), whatever its domain: the CPU's
+     * weight gradients are com.microsoft ConvGrad nodes (fuse_wgrad.c) */
+    return n->id == UINT32_MAX || (n->domain && strcmp(n->domain, "ai.ampc") == 0) ? op : NULL;
 }
 
 /* Op types in first-met order, each with its count over the executors es[0..n) and

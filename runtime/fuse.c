@@ -20,12 +20,17 @@
  *     (AmpBackend.fuse_cpu: the CPU, where they save passes over memory).
  * Only backends that ask for it (AmpBackend.fuse: CUDA, and the simulator, which runs the
  * CPU reference kernels of the fused ops and so proves them against the unfused CPU runs),
- * only nodes that backend runs itself, and only fused nodes its supports check takes;
+ * only nodes that backend runs itself, and only fused nodes its supports check takes.
+ * Apart from those, a backend may ask for the CPU's kinds alone (AmpBackend.fuse_cpu):
+ * `ampc grad`'s convolution weight gradients, a Conv between Transposes, become
+ * com.microsoft ConvGrad nodes (fuse_wgrad.c), and chains of float32 arithmetic become
+ * FusedElementwise nodes of one tensor set each (fuse_chain.c);
  * AmpExecOptions.no_fuse keeps the executor from asking (hooks that read every value need
  * it off). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/half.h"
 #include "runtime/fuse_state.h"
 
 /* ---- what the plan's own nodes may not absorb ---------------------------------------- */
@@ -136,16 +141,9 @@ static bool fold_gates(Fuse *f, int i) {
 /* ---- the gradient check ----------------------------------------------------------------- */
 
 static bool is_zero_scalar(Fuse *f, const AmpValue *v) {
-    AmpTensor *t = NULL;
-    if (v->initializer && !(v->flags & AMP_VALUE_INPUT)) t = v->initializer;
-    else if (v->producer && v->producer->op == AMP_OP_Constant) {
-        const AmpAttr *a = amp_node_attr(v->producer, "value");
-        t = a && a->type == AMP_ATTR_TENSOR ? a->t : NULL;
-    }
     AmpBuf b;
-    AmpStatus st = {0};
-    if (!t || amp_buf_from_tensor(f->m, t, &b, &st)) return false;
-    return b.dtype == AMP_DT_FLOAT && b.nelem == 1 && ((const float *)b.data)[0] == 0.0f;
+    return amp_fuse_const_buf(f, v, &b) && b.dtype == AMP_DT_FLOAT && b.nelem == 1 &&
+           ((const float *)b.data)[0] == 0.0f;
 }
 
 /* One gradient's part of the check: C = ReduceSum(Mul(G, 0), keepdims 0) with
@@ -279,9 +277,13 @@ static bool fold_check(Fuse *f, int i) {
 AmpCode amp_fuse_plan(const AmpFuseRequest *rq, AmpFusePlan *out, AmpStatus *st) {
     memset(out, 0, sizeof *out);
     out->n = rq->n;
-    if ((!rq->be->fuse && !rq->be->fuse_cpu) || !rq->n) return AMP_OK;
+    if (!(rq->be->fuse || rq->be->fuse_cpu) || !rq->n) return AMP_OK;
     Fuse f = {.m = rq->m, .g = rq->g, .nodes = rq->nodes, .node_be = rq->node_be, .be = rq->be, .n = rq->n,
-              .max_in = rq->max_in, .max_out = rq->max_out, .n_pos = rq->m->next_node_id};
+              .max_in = rq->max_in, .max_out = rq->max_out, .n_pos = rq->m->next_node_id,
+              .cpu = !rq->be->fuse};
+    /* The CPU's chains only where its kernel runs them in vector rows (kernels/cpu/fused.c:
+     * AVX-512, ir/half.h's check); per element they would be slower than apart. */
+    bool chains = rq->be->fuse || amp_half_have_avx512();
     f.pos = malloc((f.n_pos ? f.n_pos : 1) * sizeof *f.pos);
     f.pinned = calloc(f.g->n_values ? f.g->n_values : 1, sizeof *f.pinned);
     f.repl = calloc(f.n, sizeof *f.repl);
@@ -293,11 +295,12 @@ AmpCode amp_fuse_plan(const AmpFuseRequest *rq, AmpFusePlan *out, AmpStatus *st)
         for (size_t i = 0; i < f.n; i++)
             if (f.nodes[i]->id < f.n_pos) f.pos[f.nodes[i]->id] = (int)i;
         pin_all(&f);
+        if (rq->be->fuse_cpu) amp_fuse_conv_grads(&f);
         if (rq->be->fuse_cpu) amp_fuse_conv_epilogues(&f); /* before the chains take the Relus */
         for (size_t i = 0; rq->be->fuse_cpu && i < f.n; i++) amp_fuse_scaled_sub(&f, (int)i);
         for (size_t i = 0; rq->be->fuse && i < f.n; i++) fold_gates(&f, (int)i);
         for (size_t i = 0; rq->be->fuse && i < f.n; i++) fold_check(&f, (int)i);
-        if (rq->be->fuse) rc = amp_fuse_chains(&f);
+        if (chains) rc = amp_fuse_chains(&f);
     }
     out->repl = f.repl, out->gone = f.gone, out->gate = f.gate;
     out->fused = rc ? 0 : f.fused;

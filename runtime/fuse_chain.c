@@ -2,7 +2,9 @@
  * of the ops ir/fused_prog.h lists (and the unary ops ops/unary.def marks FUSE), of one
  * static shape, grow chains along their inputs; a chain of two nodes or more becomes a
  * program, and chains of one program gather into one ai.ampc FusedElementwise node, where
- * the device runs it. And the types every part of the fusion reads. */
+ * the device runs it (for the CPU, Fuse.cpu: programs of float32 arithmetic alone, one
+ * chain a node, so that an update stays in place). And the types every part of the fusion
+ * reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -363,7 +365,7 @@ static AmpNode *prog_node(Fuse *f, Built *const *group, int n) {
  * outputs allow, where each one's outputs are still read after the group runs (at the
  * last of their places). */
 static int gather(const Fuse *f, const Chains *cs, Built *b, size_t n_b, size_t i, Built **group, int *pos) {
-    int max = f->max_in / b[i].p.n_in, n = 1;
+    int max = f->cpu ? 1 : f->max_in / b[i].p.n_in, n = 1;
     if (f->max_out / b[i].p.n_out < max) max = f->max_out / b[i].p.n_out;
     group[0] = &b[i];
     *pos = b[i].last;
@@ -419,6 +421,8 @@ AmpCode amp_fuse_chains(Fuse *f) {
     for (size_t k = 0; ok && k < cs.n; k++) {
         const Chain *c = &cs.c[k];
         if (c->dead || c->n < 2 || !build_prog(f, &cs, (int)k, &b[n_b].p)) continue;
+        if (f->cpu && !amp_fused_prog_f32_arith(b[n_b].p.code, b[n_b].p.n_instr, b[n_b].p.in_dt, b[n_b].p.n_in))
+            continue;
         b[n_b].chain = (int)k;
         b[n_b++].last = c->members[c->n - 1];
     }

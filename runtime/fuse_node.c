@@ -44,3 +44,14 @@ bool amp_fuse_add_ints(Fuse *f, AmpAttr *a, const char *name, const int64_t *v, 
 bool amp_fuse_device_takes(const Fuse *f, const AmpNode *n) {
     return amp_backend_takes(f->be, f->m, n);
 }
+
+bool amp_fuse_const_buf(Fuse *f, const AmpValue *v, AmpBuf *b) {
+    AmpTensor *t = NULL;
+    if (v->initializer && !(v->flags & AMP_VALUE_INPUT)) t = v->initializer;
+    else if (v->producer && v->producer->op == AMP_OP_Constant) {
+        const AmpAttr *a = amp_node_attr(v->producer, "value");
+        t = a && a->type == AMP_ATTR_TENSOR ? a->t : NULL;
+    }
+    AmpStatus st = {0};
+    return t && amp_buf_from_tensor(f->m, t, b, &st) == AMP_OK;
+}

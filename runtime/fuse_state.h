@@ -22,6 +22,8 @@ typedef struct Fuse {
     bool *gone;        /* per plan index: absorbed into a fused node */
     const AmpValue **gate; /* per plan index: the gate folded into it */
     size_t fused;      /* fused nodes made */
+    bool cpu;          /* the CPU's kinds alone (AmpBackend.fuse_cpu): chains of float32
+                          arithmetic only, one tensor set a node */
 } Fuse;
 
 /* ---- what reads what ------------------------------------------------------------------ */
@@ -58,6 +60,9 @@ AmpNode *amp_fuse_new_node(Fuse *f, AmpOpId op, const char *op_type, const char 
 bool amp_fuse_add_ints(Fuse *f, AmpAttr *a, const char *name, const int64_t *v, size_t count);
 /* Whether the device runs n, asked as the executor asks for model nodes. */
 bool amp_fuse_device_takes(const Fuse *f, const AmpNode *n);
+/* The bytes of v where the model fixes them (an initializer no feed replaces, or a
+ * Constant node's value) into *b; false otherwise. */
+bool amp_fuse_const_buf(Fuse *f, const AmpValue *v, AmpBuf *b);
 
 /* ---- types and elementwise chains (fuse_chain.c) ---------------------------------------- */
 
@@ -81,5 +86,11 @@ void amp_fuse_conv_epilogues(Fuse *f);
 /* Sub(A, Mul(s, B)) at plan index i (float32, s one element, A and B of one shape, the
  * product read by the Sub alone) becomes one ai.ampc SubScaled node (A, s, B). */
 void amp_fuse_scaled_sub(Fuse *f, int i);
+
+/* ---- convolution weight gradients (fuse_wgrad.c) ----------------------------------------- */
+
+/* Every `ampc grad` weight gradient Transpose(Conv(Transpose(X), Transpose(dY))[, Slice])
+ * becomes a com.microsoft ConvGrad (dY, X) -> (dW). */
+void amp_fuse_conv_grads(Fuse *f);
 
 #endif

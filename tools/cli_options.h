@@ -140,9 +140,12 @@
              "run, bench: a node the backend has no kernel for is an error (exit 3) instead of " \
              "running on the CPU with copies around it")                                        \
     AMPC_OPT(NO_FUSE, "no-fuse", 0, 0, "",                                                      \
-             "run, bench: on CUDA (and sim), run every node as the model has it instead of "     \
-             "fusing elementwise chains, the loss-scaling check and the update gates into "     \
-             "fewer kernels (the results are the same; for comparing and debugging)")          \
+             "run, bench: run every node as the model has it instead of fusing, on CUDA (and "   \
+             "sim), elementwise chains, the loss-scaling check and the update gates into fewer " \
+             "kernels (the results are the same), and on the CPU float32 arithmetic chains and " \
+             "ampc grad's convolution weight gradients into ConvGrad (the same within float32 " \
+             "reassociation); for "                                                             \
+             "comparing and debugging")                                                         \
     AMPC_OPT(TF32, "tf32", 0, 0, "",                                                            \
              "run, bench: on CUDA, float32 GEMMs and convolutions may use TF32 tensor cores "    \
              "(AMP_TF32=1 too); the default is a true FP32 baseline")                           \

@@ -90,8 +90,11 @@ typedef struct AmpSessionOptions {
     bool no_plan;           /* no memory arena: every intermediate allocated alone */
     /* No fusion: on CUDA (and the simulator) the executor runs chains of elementwise nodes,
      * the loss-scaling check and the update gates as fused kernels (docs/internals.md,
-     * "Fusion"), with results identical to the nodes they replace; this runs every node
-     * as the model has it. A node hook (ampc calibrate, compare) needs it. */
+     * "Fusion"), with results identical to the nodes they replace, and on the CPU float32
+     * arithmetic chains and `ampc grad`'s convolution weight gradients as ConvGrad
+     * (within float32 reassociation);
+     * this runs every node as the model has it. A node hook (ampc calibrate, compare)
+     * needs it. */
     bool no_fuse;
     /* Caps on work (0: none). A Loop or Scan node past max_iterations iterations in one
      * run, or a run or training step past timeout_seconds (checked between nodes and
@@ -272,7 +275,7 @@ typedef struct AmpSessionStats {
                                   the outputs asked for, and anything the step had to read back
                                   (a CPU-fallback node's inputs, a shape or a loop condition
                                   computed on the device); CUDA and sim, 0 on the CPU */
-    size_t fused_nodes;        /* fused kernels in the plan (CUDA, sim: see no_fuse) ... */
+    size_t fused_nodes;        /* fused kernels in the plan (see no_fuse) ... */
     size_t absorbed_nodes;     /* ... and the model's nodes they run */
     const char *fused_ops;     /* their kinds and counts, "FusedElementwise x4, UnscaleCheck x1,
                                   Adam+gate x1" (main graph, then algorithms); valid as fallback_ops */

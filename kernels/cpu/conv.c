@@ -36,10 +36,13 @@ bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int
      * times slower than im2col there. The choice depends on the geometry alone, never on
      * whether the weights are a constant of the session: a model's weights and the same
      * weights from a checkpoint give the same bits. (At few positions, where a per-call
-     * weight reorder made oneDNN no faster than im2col, it is no slower either.) */
+     * weight reorder made oneDNN no faster than im2col, it is no slower either.) A
+     * ConvTranspose stays on oneDNN up to an 8x8 window wherever it is: `ampc grad`'s data
+     * gradients of the small last stages of a CNN (3x3 over 2x2 positions) would widen
+     * their bf16 weights to float32 and pack them again for sgemm on the im2col path. */
     int64_t K = 1, pos = 1;
     for (int i = 0; i < g->nsp; i++) K *= g->kern[i], pos *= kind == AMP_DNNL_DECONV_FWD ? g->in[i] : g->out[i];
-    if ((kind == AMP_DNNL_CONV_FWD || kind == AMP_DNNL_DECONV_FWD) && K > pos) return false;
+    if ((kind == AMP_DNNL_CONV_FWD || (kind == AMP_DNNL_DECONV_FWD && K > 64)) && K > pos) return false;
     /* The same weight gradients where the window is small: ic = a training batch under 4
      * over many "images" (channels): 10-50x slower on oneDNN than im2col. */
     if (kind == AMP_DNNL_CONV_FWD && group == 1 && ic < 4 && n >= 16) return false;
@@ -55,12 +58,23 @@ bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int
 
 /* ---- Conv ------------------------------------------------------------------------ */
 
+bool amp_conv_dnnl_wgrad_pads(AmpDnnlConv *p) {
+    for (int i = 0; i < p->nsp; i++) {
+        p->pad1[i] = (p->out[i] - 1) * p->stride[i] + (p->kern[i] - 1) * p->dil[i] + 1 - p->in[i] - p->pad0[i];
+        int64_t extent = (p->kern[i] - 1) * p->dil[i] + 1;
+        if (p->dil[i] != 1 || p->pad1[i] < 0 || p->pad0[i] >= extent || p->pad1[i] >= extent) return false;
+    }
+    return true;
+}
+
 /* Y (C, M, P...) = Conv(X (C, N, H...), W (M, N, Q...)) with a window Q larger than the
  * positions P it visits: the weight gradient of a convolution of stride s = this one's
  * dilation and dilation d = this one's stride, as `ampc grad` writes it (X the forward
  * input with batch and channels swapped, W the output gradient likewise, Y the weight
  * gradient likewise). oneDNN's backward-weights primitive computes exactly that, reading
- * the swapped layouts as they are; false where it does not take it. */
+ * the swapped layouts as they are; false where it does not take it. (On the CPU backend
+ * the plan fuses this pattern with its Transposes into ConvGrad, which reads the plain
+ * layouts: runtime/fuse_wgrad.c; this path serves the rest, --no-fuse included.) */
 static bool conv_as_weight_grad(const AmpBuf *x, const AmpBuf *w, AmpBuf *y, const AmpConvGeom *g) {
     AmpDnnlConv p;
     memset(&p, 0, sizeof p);
@@ -70,16 +84,9 @@ static bool conv_as_weight_grad(const AmpBuf *x, const AmpBuf *w, AmpBuf *y, con
     for (int i = 0; i < g->nsp; i++) {
         p.in[i] = g->in[i], p.kern[i] = g->out[i], p.out[i] = g->kern[i];
         p.stride[i] = g->dil[i], p.dil[i] = g->stride[i], p.pad0[i] = g->pad0[i];
-        /* the end pad that makes the forward problem's output exactly Q */
-        p.pad1[i] = (p.out[i] - 1) * p.stride[i] + (p.kern[i] - 1) * p.dil[i] + 1 - p.in[i] - p.pad0[i];
-        /* Pads as a convolution's (none negative, each under the window's extent) and no
-         * dilation (this Conv's stride 1: a weight gradient of an undilated convolution):
-         * oneDNN 2.6's backward weights miscomputes others (found by test_conv's random
-         * cases over several seeds). */
-        int64_t extent = (p.kern[i] - 1) * p.dil[i] + 1;
-        if (p.dil[i] != 1 || p.pad1[i] < 0 || p.pad0[i] >= extent || p.pad1[i] >= extent) return false;
     }
-    return amp_dnnl_conv(&p, &(AmpDnnlConvIO){.src = x->data, .diff_dst = w->data, .diff_wei = y->data});
+    return amp_conv_dnnl_wgrad_pads(&p) &&
+           amp_dnnl_conv(&p, &(AmpDnnlConvIO){.src = x->data, .diff_dst = w->data, .diff_wei = y->data});
 }
 
 /* col (cg * K, O) from x (cg, in...): row (c, j) holds, for every output position o,

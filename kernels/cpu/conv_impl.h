@@ -27,5 +27,11 @@ void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *
  * tensor), or where it is slower (measured): the im2col path does it. */
 bool amp_conv_dnnl_desc(int kind, int dt, int64_t n, int64_t ic, int64_t oc, int64_t group, const AmpConvGeom *g,
                         bool bias, AmpDnnlConv *p);
+/* For oneDNN's backward weights (AMP_DNNL_CONV_BWD_WEIGHTS): sets p's end pads to those
+ * that make the forward output exactly p->out (ONNX allows larger ones), and answers
+ * whether oneDNN 2.6 computes the problem right: undilated, pads as a convolution's (none
+ * negative, each under the window's extent). It miscomputes others (found by test_conv's
+ * random cases over several seeds); false sends them to im2col. */
+bool amp_conv_dnnl_wgrad_pads(AmpDnnlConv *p);
 
 #endif

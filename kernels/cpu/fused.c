@@ -9,6 +9,7 @@
 
 #include "ir/half.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/simd.h"
 #include "ops/fused_check.h"
 
 #define AMP_FUSED_ROUND_F16(x) amp_f16_to_f32(amp_f32_to_f16(x))
@@ -37,12 +38,58 @@ static void store(AmpBuf *b, uint64_t i, AmpFusedReg r) {
     }
 }
 
+/* A program of float32 arithmetic (amp_fused_prog_f32_arith: the CPU's own fused chains,
+ * an SGD update's Mul and Sub say) over one tensor set, in rows of BLK elements: each
+ * instruction one row operation of the unfused kernels (amp_simd_row2_f32: their bits,
+ * which are amp_fused_step's), not an interpreted step per element. Every row of a block
+ * is read before its outputs are written, so an output may be an input (an update written
+ * in place). False (nothing written) where it does not apply: no AVX-512, an input
+ * broadcast along trailing dims, an instruction of two one-element operands, an output
+ * that is an input. */
+enum { BLK = 256 };
+static bool f32_rows(const AmpFusedProg *p, const AmpBuf *const *in, AmpBuf **o, uint64_t nelem, float *rows) {
+    static const AmpSimdOp sop[] = {[AMP_FOP_ADD] = AMP_SIMD_ADD, [AMP_FOP_SUB] = AMP_SIMD_SUB,
+                                    [AMP_FOP_MUL] = AMP_SIMD_MUL, [AMP_FOP_DIV] = AMP_SIMD_DIV};
+    int64_t code[5 * AMP_FUSED_MAX_INSTR], dt[AMP_FUSED_MAX_IN];
+    int step[AMP_FUSED_MAX_REG];
+    for (int i = 0; i < p->n_in; i++) {
+        dt[i] = p->in_dtype[i], step[i] = in[i]->nelem == nelem;
+        if (!step[i] && in[i]->nelem != 1) return false; /* a trailing-dims broadcast */
+    }
+    for (int j = 0; j < p->n_instr; j++) {
+        const AmpFusedInstr *s = &p->ins[j];
+        int64_t c[5] = {s->op, s->dtype, s->a, s->b, s->c};
+        memcpy(code + 5 * j, c, sizeof c);
+        step[p->n_in + j] = 1;
+    }
+    if (!amp_simd_have() || !amp_fused_prog_f32_arith(code, p->n_instr, dt, p->n_in)) return false;
+    for (int j = 0; j < p->n_instr; j++)
+        if (!step[p->ins[j].a] && !step[p->ins[j].b]) return false;
+    for (int q = 0; q < p->n_out; q++)
+        if (p->out_reg[q] < p->n_in) return false;
+    for (uint64_t e = 0; e < nelem; e += BLK) {
+        int64_t m = nelem - e < BLK ? (int64_t)(nelem - e) : BLK;
+        const float *reg[AMP_FUSED_MAX_REG];
+        for (int i = 0; i < p->n_in; i++) reg[i] = (const float *)in[i]->data + (step[i] ? e : 0);
+        for (int j = 0; j < p->n_instr; j++) {
+            const AmpFusedInstr *s = &p->ins[j];
+            float *r = rows + (size_t)j * BLK;
+            amp_simd_row2_f32(sop[s->op], r, reg[s->a], step[s->a], reg[s->b], step[s->b], m);
+            reg[p->n_in + j] = r;
+        }
+        for (int q = 0; q < p->n_out; q++)
+            if (o[q]) memcpy((float *)o[q]->data + e, reg[p->out_reg[q]], (size_t)m * sizeof(float));
+    }
+    return true;
+}
+
 AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
     const AmpFusedProg *p = k->attrs;
     AmpBuf *out[AMP_FUSED_MAX_OUT * 8], **outp = out;
     if (k->n_out > (int)(sizeof out / sizeof out[0]) && !(outp = malloc((size_t)k->n_out * sizeof *outp)))
         return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     AmpCode rc = amp_fused_check(k, p, outp);
+    float *rows = malloc((size_t)(p->n_instr ? p->n_instr : 1) * BLK * sizeof *rows); /* NULL: per element */
     uint8_t cls[AMP_FUSED_MAX_REG];
     for (int i = 0; i < p->n_in; i++) cls[i] = (uint8_t)amp_fused_class(p->in_dtype[i]);
     for (int j = 0; j < p->n_instr; j++) cls[p->n_in + j] = (uint8_t)amp_fused_class(p->ins[j].dtype);
@@ -50,6 +97,7 @@ AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
         const AmpBuf *const *in = k->in + t * p->n_in;
         AmpBuf **o = outp + t * p->n_out;
         uint64_t nelem = in[p->shape_input]->nelem;
+        if (rows && f32_rows(p, in, o, nelem, rows)) continue;
         AmpFusedReg r[AMP_FUSED_MAX_REG];
         for (uint64_t e = 0; e < nelem; e++) {
             for (int i = 0; i < p->n_in; i++) r[i] = load(in[i], in[i]->nelem == nelem ? e : e % in[i]->nelem);
@@ -59,6 +107,7 @@ AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
         }
     }
     if (outp != out) free(outp);
+    free(rows);
     return rc;
 }
 

@@ -154,7 +154,10 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
 
 /* dY (N, M, out...), X (N, C, in...), W (M, C/group, kern...) -> dX (like X), dW (like
  * W), dB (M), for Y = Conv(X, W, B) with the node's strides, dilations, pads, auto_pad
- * and group. Per image and group, with col = im2col(X_g) (Cg * K, O):
+ * and group. Without W (the CPU plan's fused weight gradient, runtime/fuse_wgrad.c), dX
+ * cannot be asked for, and dW is (M, C/group, kernel_shape...) of X's type (float32 where
+ * the node says AMP_CONV_GRAD_DW_F32). Per image and group, with col = im2col(X_g)
+ * (Cg * K, O):
  *   dW_g (Mg, Cg * K) += dY_g (Mg, O) @ col^T,   dX_g = col2im(W_g^T (Cg * K, Mg) @ dY_g). */
 /* ConvGrad's group is checked at prepare (amp_conv_grad_prepare, ops/conv_geom.c); the
  * window attributes (kernel_shape, strides, dilations, pads, auto_pad) are read against X's
@@ -163,7 +166,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     const AmpConvGradAttrs *a = k->attrs;
     const AmpBuf *dy = k->n_in > 0 ? k->in[0] : NULL, *x = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
-    if (!dy || !x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
+    if (!dy || !x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs dY, X and W");
     int dt = x->dtype;
     if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
     int64_t kern[AMP_MAX_SPATIAL];
@@ -171,7 +174,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     AmpCode rc = amp_conv_grad_check(k, dy, x, w, kern, &g);
     if (rc) return rc;
     int nsp = x->rank - 2;
-    int64_t group = a->group, N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    int64_t group = a->group, N = x->dims[0], C = x->dims[1], M = dy->dims[1];
     int64_t Cg = C / group, Mg = M / group, K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||
         K > INT_MAX || Cg > INT_MAX || Mg > INT_MAX || O > INT_MAX || NI > INT_MAX || Cg * K > INT_MAX ||
@@ -179,17 +182,25 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K;
     AmpBuf *out[3];
-    if ((rc = amp_conv_grad_outs(k, x, w, out))) return rc;
+    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
+    if (out[0] && !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "dX needs input W");
+    /* Without W (a weight gradient alone: runtime/fuse_wgrad.c), dW is shaped by the kernel,
+     * and float32 where the fused node took in the Cast after it. */
+    AmpBuf wlike = {.dtype = !out[2] && amp_node_attr_int(k->node, AMP_CONV_GRAD_DW_F32, 0) ? AMP_DT_FLOAT : dt,
+                    .rank = x->rank, .dims = {M, Cg}};
+    for (int i = 0; i < nsp; i++) wlike.dims[2 + i] = kern[i];
+    if ((rc = amp_conv_grad_outs(k, x, w ? w : &wlike, out))) return rc;
     /* oneDNN's backward data (dX) and backward weights (dW, with dB) primitives where it
      * takes the problem; otherwise im2col for all of them. */
     AmpDnnlConv dp;
     if (amp_conv_dnnl_desc(AMP_DNNL_CONV_BWD_DATA, dt, N, C, M, group, &g, false, &dp) && (out[1] || !out[2])) {
         bool done = !out[0] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.diff_dst = dy->data, .wei = w->data,
                                                                    .diff_src = out[0]->data});
-        dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL;
-        done = done && (!out[1] || amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .diff_dst = dy->data,
-                                                                       .diff_wei = out[1]->data,
-                                                                       .diff_bias = out[2] ? out[2]->data : NULL}));
+        dp.kind = AMP_DNNL_CONV_BWD_WEIGHTS, dp.bias = out[2] != NULL, dp.dt_out = dw_dt;
+        done = done && (!out[1] || (amp_conv_dnnl_wgrad_pads(&dp) &&
+                                    amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .diff_dst = dy->data,
+                                                                        .diff_wei = out[1]->data,
+                                                                        .diff_bias = out[2] ? out[2]->data : NULL})));
         if (done) return AMP_OK;
     }
     /* The 1x1, stride 1, unpadded case reads X itself as the column matrix. */
@@ -199,10 +210,10 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
     /* The scatter geometry for dX: sources are the output positions, targets X's. */
     AmpConvGeom gt = g;
     for (int i = 0; i < nsp; i++) gt.in[i] = g.out[i], gt.out[i] = g.in[i];
-    float *tdy, *tx, *tw, *t[3] = {NULL}, *col = NULL;
-    const float *DY = amp_buf_f32_in(dy, &tdy), *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);
+    float *tdy, *tx, *tw = NULL, *t[3] = {NULL}, *col = NULL;
+    const float *DY = amp_buf_f32_in(dy, &tdy), *X = amp_buf_f32_in(x, &tx), *W = w ? amp_buf_f32_in(w, &tw) : NULL;
     float *o[3] = {NULL};
-    bool ok = DY && X && W;
+    bool ok = DY && X && (W || !w);
     for (int i = 0; i < 3; i++)
         if (out[i]) ok = (o[i] = amp_buf_f32_out(out[i], &t[i])) != NULL && ok;
     if (ok && !direct && rows && O) ok = (col = malloc((size_t)(rows * O) * sizeof *col)) != NULL; // (Cg * K, O)
@@ -217,7 +228,6 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
         for (int64_t n = 0; n < N; n++)
             for (int64_t gi = 0; gi < group; gi++) {
                 const float *xg = X + (n * C + gi * Cg) * NI, *dyg = DY + (n * M + gi * Mg) * O;
-                const float *wg = W + gi * Mg * rows;
                 if (dW) {
                     if (!direct) amp_conv_im2col(xg, Cg, &g, col);
                     amp_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)rows, (int)O, 1.0f, dyg, (int)O,
@@ -225,8 +235,8 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
                 }
                 if (dX) {
                     float *dxg = dX + (n * C + gi * Cg) * NI;
-                    amp_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)O, (int)Mg, 1.0f, wg,
-                                (int)rows, dyg, (int)O, 0.0f, direct ? dxg : col, (int)O);
+                    amp_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)O, (int)Mg, 1.0f,
+                              W + gi * Mg * rows, (int)rows, dyg, (int)O, 0.0f, direct ? dxg : col, (int)O);
                     if (!direct) amp_conv_col2im(col, Cg, &gt, dxg);
                 }
             }

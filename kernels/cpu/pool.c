@@ -206,6 +206,58 @@ static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
     return true;
 }
 
+/* MaxPool with Indices (row-major) over 2-D planes of float32 or 16-bit floats, undilated:
+ * pool_planes' values and indices (the first maximum of the window's valid positions, a
+ * NaN winning over numbers and sticking, its bits as the double round trip leaves them:
+ * quieted; -inf and -1 for a window of padding only) read in float, one window at a time,
+ * without widening the whole input to double. `ampc grad`'s MaxPool backward makes one
+ * (maxpool_arg). False where it does not apply. */
+static bool maxpool_2d_indices(const AmpBuf *x, AmpBuf *y, AmpBuf *yi, const AmpConvGeom *g) {
+    if (g->nsp != 2 || g->dil[0] != 1 || g->dil[1] != 1 || !amp_is_f32_family(x->dtype)) return false;
+    int64_t H = g->in[0], W = g->in[1], OH = g->out[0], OW = g->out[1];
+    uint64_t planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
+    float *plane = x->dtype == AMP_DT_FLOAT ? NULL : malloc((size_t)(H * W) * sizeof *plane);
+    if (x->dtype != AMP_DT_FLOAT && !plane) return false;
+    int64_t *idx = yi->data;
+    for (uint64_t p = 0; p < planes; p++) {
+        const float *xp = (const float *)x->data + p * (uint64_t)(H * W);
+        if (x->dtype == AMP_DT_BFLOAT16)
+            amp_bf16_to_f32_n(plane, (const uint16_t *)x->data + p * (uint64_t)(H * W), (size_t)(H * W)), xp = plane;
+        else if (x->dtype == AMP_DT_FLOAT16)
+            amp_f16_to_f32_n(plane, (const uint16_t *)x->data + p * (uint64_t)(H * W), (size_t)(H * W)), xp = plane;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t sh = oh * g->stride[0] - g->pad0[0], hl, hh;
+            window_range(sh, 1, g->kern[0], H, &hl, &hh);
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t sw = ow * g->stride[1] - g->pad0[1], wl, wh;
+                window_range(sw, 1, g->kern[1], W, &wl, &wh);
+                float best = -INFINITY;
+                int64_t arg = -1;
+                for (int64_t j = hl; j < hh; j++)
+                    for (int64_t i = wl; i < wh; i++) {
+                        int64_t at = (sh + j) * W + sw + i;
+                        float v = xp[at];
+                        if (arg < 0 || v > best || (v != v && best == best)) best = v, arg = at;
+                    }
+                if (best != best) { /* as (float)(double)best: the quiet bit set */
+                    uint32_t b;
+                    memcpy(&b, &best, sizeof b);
+                    b |= UINT32_C(0x00400000);
+                    memcpy(&best, &b, sizeof b);
+                }
+                uint64_t o = (p * (uint64_t)OH + (uint64_t)oh) * (uint64_t)OW + (uint64_t)ow;
+                idx[o] = arg < 0 ? -1 : (int64_t)(p * (uint64_t)(H * W)) + arg;
+                if (!y) continue;
+                if (y->dtype == AMP_DT_FLOAT) ((float *)y->data)[o] = best;
+                else if (y->dtype == AMP_DT_BFLOAT16) ((uint16_t *)y->data)[o] = amp_f32_to_bf16(best);
+                else ((uint16_t *)y->data)[o] = amp_f32_to_f16(best);
+            }
+        }
+    }
+    free(plane);
+    return true;
+}
+
 static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
@@ -236,6 +288,7 @@ static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
     if (!amp_conv_size(nsp, g.in, &ni))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "input too large for the CPU kernel");
     if (kind == POOL_MAX && y && !yi && maxpool_2d(x, y, &g)) return AMP_OK;
+    if (kind == POOL_MAX && yi && !o.col_major && maxpool_2d_indices(x, y, yi, &g)) return AMP_OK;
     double *xd = load(x), *yd = malloc(shaped->nelem * sizeof *yd);
     if (!xd || !yd) {
         free(xd), free(yd);

@@ -349,16 +349,22 @@ Test(conv, maxpool_ceil_mode_and_float16_exact) {
     free(x.data), free(xh.data);
 }
 
+/* A random 2-D pooling window (kh x kw, pads p) and an input (2, 3, h, w) it fits. */
+static AmpBuf random_pool_input(int64_t *h, int64_t *w, int64_t *kh, int64_t *kw, int64_t *p) {
+    *h = irand(1, 9), *w = irand(1, 9), *kh = irand(1, 3), *kw = irand(1, 3);
+    p[0] = irand(0, *kh - 1), p[1] = irand(0, *kw - 1), p[2] = irand(0, *kh - 1), p[3] = irand(0, *kw - 1);
+    if (*h + p[0] + p[2] < *kh) *h = *kh;
+    if (*w + p[1] + p[3] < *kw) *w = *kw;
+    return fbuf(4, I64(2, 3, *h, *w));
+}
+
 /* MaxPool without Indices (the 2-D fast path) gives, byte for byte, the Y that MaxPool
  * with Indices (the general path) gives: random 2-D geometries with pads, strides and
  * ceil_mode, float32, float16 and bfloat16 data with NaNs and infinities planted. */
 Test(conv, maxpool_fast_path_matches_the_general_one) {
     for (int t = 0; t < 60; t++) {
-        int64_t h = irand(1, 9), w = irand(1, 9), kh = irand(1, 3), kw = irand(1, 3);
-        int64_t p[4] = {irand(0, kh - 1), irand(0, kw - 1), irand(0, kh - 1), irand(0, kw - 1)};
-        if (h + p[0] + p[2] < kh) h = kh;
-        if (w + p[1] + p[3] < kw) w = kw;
-        AmpBuf x = fbuf(4, I64(2, 3, h, w));
+        int64_t h, w, kh, kw, p[4];
+        AmpBuf x = random_pool_input(&h, &w, &kh, &kw, p);
         float *xf = x.data;
         for (uint64_t i = 0; i < x.nelem; i++)
             if (irand(0, 9) == 0) xf[i] = irand(0, 2) == 0 ? NAN : irand(0, 1) ? INFINITY : -INFINITY;
@@ -379,6 +385,55 @@ Test(conv, maxpool_fast_path_matches_the_general_one) {
             cr_assert(memcmp(fast.b[0].data, general.b[0].data, amp_buf_bytes(&fast.b[0])) == 0,
                       "case %d, dtype %d: the two paths differ", t, dts[d]);
             outs_free(&fast), outs_free(&general);
+            if (d) free(xd.data);
+        }
+        free(x.data);
+    }
+}
+
+/* MaxPool with row-major Indices (the 2-D fast path, which `ampc grad`'s MaxPool backward
+ * runs) gives, byte for byte, the Y and the indices of the general path (reached through
+ * storage_order 1, whose column-major indices are mapped back): random 2-D geometries
+ * with pads, strides and ceil_mode, float32, float16 and bfloat16 data with NaNs (quiet
+ * and signalling) and infinities planted, ties included (values from a few levels). */
+Test(conv, maxpool_indices_fast_path_matches_the_general_one) {
+    for (int t = 0; t < 60; t++) {
+        int64_t h, w, kh, kw, p[4];
+        AmpBuf x = random_pool_input(&h, &w, &kh, &kw, p);
+        float *xf = x.data;
+        for (uint64_t i = 0; i < x.nelem; i++) {
+            xf[i] = (float)irand(-2, 2);
+            if (irand(0, 9) == 0) xf[i] = irand(0, 2) == 0 ? NAN : irand(0, 1) ? INFINITY : -INFINITY;
+            if (irand(0, 29) == 0) {
+                uint32_t snan = UINT32_C(0x7f800001) | (uint32_t)irand(0, 1) << 31;
+                memcpy(&xf[i], &snan, sizeof snan);
+            }
+        }
+        int dts[3] = {AMP_DT_FLOAT, AMP_DT_FLOAT16, AMP_DT_BFLOAT16};
+        int64_t strides[2] = {irand(1, 3), irand(1, 3)}, ceil = irand(0, 1);
+        for (int d = 0; d < 3; d++) {
+            AmpBuf xd = d ? to16(&x, dts[d]) : x;
+            Outs o[2];
+            for (int order = 0; order < 2; order++) {
+                AmpNode *n = mknode("", "MaxPool");
+                attr_ints(n, "kernel_shape", 2, I64(kh, kw));
+                attr_ints(n, "strides", 2, strides);
+                attr_ints(n, "pads", 4, p);
+                attr_int(n, "ceil_mode", ceil);
+                attr_int(n, "storage_order", order);
+                AmpStatus st;
+                const AmpBuf *in[] = {&xd};
+                cr_assert_eq(run(n, 1, in, 2, &o[order], &st), AMP_OK, "%s", st.msg);
+            }
+            cr_assert(memcmp(o[0].b[0].data, o[1].b[0].data, amp_buf_bytes(&o[0].b[0])) == 0,
+                      "case %d, dtype %d: Y differs", t, dts[d]);
+            const int64_t *fast = o[0].b[1].data, *general = o[1].b[1].data;
+            for (uint64_t i = 0; i < o[0].b[1].nelem; i++) {
+                int64_t plane = general[i] < 0 ? 0 : general[i] / (h * w), at = general[i] - plane * h * w;
+                int64_t want = general[i] < 0 ? -1 : plane * h * w + (at % h) * w + at / h;
+                cr_assert_eq(fast[i], want, "case %d, dtype %d, output %llu", t, dts[d], (unsigned long long)i);
+            }
+            outs_free(&o[0]), outs_free(&o[1]);
             if (d) free(xd.data);
         }
         free(x.data);
