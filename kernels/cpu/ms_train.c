@@ -190,6 +190,7 @@ AmpCode amp_cpu_ms_conv_grad(AmpKernelCtx *k) {
                     .rank = x->rank, .dims = {M, Cg}};
     for (int i = 0; i < nsp; i++) wlike.dims[2 + i] = kern[i];
     if ((rc = amp_conv_grad_outs(k, x, w ? w : &wlike, out))) return rc;
+    int dw_dt = w ? dt : wlike.dtype;
     /* oneDNN's backward data (dX) and backward weights (dW, with dB) primitives where it
      * takes the problem; otherwise im2col for all of them. */
     AmpDnnlConv dp;

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/half.h"
 #include "tests/runtime/rt_util.h"
 
 static AmpStatus st;
@@ -190,6 +191,9 @@ Test(fuse_cpu, an_sgd_update_is_one_node) {
         rt_node(g, "", "Sub", "z,t", "y");
         rt_output(g, "y", AMP_DT_FLOAT, "2,16,9,9");
         if (twice) rt_output(g, "t", AMP_DT_FLOAT, "2,16,9,9");
-        expect_fused(m, twice ? 0 : 1, twice ? 0 : 2);
+        /* With the product read elsewhere SubScaled does not take it; the float32 chains
+         * (AVX-512 CPUs) take both nodes as one node of two outputs instead. */
+        bool chains = twice && amp_half_have_avx512();
+        expect_fused(m, twice ? chains : 1, twice ? 2 * chains : 2);
     }
 }
