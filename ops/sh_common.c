@@ -365,7 +365,7 @@ AmpCode amp_constant_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpS
 }
 
 AmpCode amp_constant_out(AmpKernelCtx *k, AmpBuf **y, const void **bytes) {
-    int dtype, rank;
+    int dtype = 0, rank = 0; /* set by amp_constant_value where it succeeds (GCC cannot tell at -O3) */
     int64_t dims[AMP_MAX_RANK];
     *y = NULL;
     AmpCode rc = amp_constant_value(k, k->attrs, &dtype, &rank, dims, bytes);
