@@ -35,6 +35,11 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Ms_SoftmaxGrad_13] = SOFTMAX,
     [AMP_OP_LayerNormalization] = {amp_layernorm_geom, sizeof(AmpLayerNormGeom)},
     [AMP_OP_BatchNormalization] = {amp_batchnorm_geom, sizeof(AmpBatchNormGeom)},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_layernorm_grad_geom, sizeof(AmpLayerNormGeom)},
+    [AMP_OP_InstanceNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
+    [AMP_OP_GroupNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
+    [AMP_OP_LpNormalization] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
+    [AMP_OP_LRN] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
