@@ -6,6 +6,7 @@
 #include "ops/kernel_out.h"
 #include "ops/norm_attrs.h"
 #include "ops/reduce_attrs.h"
+#include "ops/sh_common.h"
 
 typedef struct GeomRow {
     AmpKernelGeomFn fn;
@@ -40,6 +41,10 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_GroupNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
     [AMP_OP_LpNormalization] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
     [AMP_OP_LRN] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
+    [AMP_OP_Transpose] = {amp_transpose_geom, sizeof(AmpTransposeGeom)},
+    [AMP_OP_Concat] = {amp_concat_geom, sizeof(AmpConcatGeom)},
+    [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
+    [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
