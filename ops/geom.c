@@ -2,6 +2,7 @@
  * (ops/geom.h). */
 #include <string.h>
 
+#include "ops/attn_geom.h"
 #include "ops/geom.h"
 #include "ops/kernel_out.h"
 #include "ops/norm_attrs.h"
@@ -45,6 +46,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Concat] = {amp_concat_geom, sizeof(AmpConcatGeom)},
     [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
     [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
+    [AMP_OP_Attention] = {amp_onnx_attention_geom, sizeof(AmpOnnxAttnGeom)},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
