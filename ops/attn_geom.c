@@ -261,7 +261,10 @@ AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x
 
 /* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
  * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
-AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *in[7], MsAttnDims *d) {
+AmpCode amp_ms_attention_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    MsAttnDims *d = geom;
+    const AmpBuf *in[7];
     for (int i = 0; i < 7; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *past = in[4];
     if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
@@ -274,7 +277,16 @@ AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf 
                                "rotary embeddings and shared past/present buffers are not implemented");
     if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
     *d = (MsAttnDims){0};
-    return amp_attn_ms_dims(k, a, x, w, bias, past, d);
+    AmpCode rc = amp_attn_ms_dims(k, k->attrs, x, w, bias, past, d);
+    if (rc) return rc;
+    bool pres = k->n_out > 1 && k->node->n_outputs > 1 && k->node->outputs[1];
+    if (pres && d->H != d->Hv)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
+                               (long long)d->Dk, (long long)d->Dv);
+    int64_t T = d->P + d->S;
+    const int64_t ydims[3] = {d->B, d->S, d->Dv}, pdims[5] = {2, d->B, d->N, T, d->H};
+    if ((rc = amp_geom_check(k, 0, dt, 3, ydims))) return rc;
+    return amp_geom_check(k, 1, dt, 5, pdims);
 }
 
 AmpCode amp_attn_mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,

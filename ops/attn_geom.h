@@ -107,10 +107,13 @@ AmpCode amp_attn_ort_mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int6
 /* attention_bias (B or 1, N or 1, S, T) of type dt: its strides into o. */
 AmpCode amp_attn_ort_bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
                                  OrtBias *o);
-/* com.microsoft Attention's inputs (in[0..7) from k; NULL where absent) checked for both
- * backends: input and weights given, weights/bias/past of the input's float type, no
- * past_sequence_length, at most 2 outputs; then its sizes (amp_attn_ms_dims). */
-AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *in[7], MsAttnDims *d);
+/* com.microsoft Attention's geometry (ops/geom.h), a MsAttnDims: its inputs checked for
+ * both backends (input and weights given, weights/bias/past of the input's float type, no
+ * past_sequence_length, at most 2 outputs), its sizes (amp_attn_ms_dims), and the
+ * outputs: Y (B, S, Dv), present (2, B, N, T, H) where listed, which needs H == Hv (it
+ * holds K then V in (B, N, T, H) halves). Its AmpKernelGeomFn: AMP_ERR_INPUT /
+ * AMP_ERR_UNSUPPORTED where one of those does not hold. */
+AmpCode amp_ms_attention_geom(AmpKernelCtx *k, void *geom, bool *made);
 /* Attention's and MultiHeadAttention's sizes, checked as the CPU kernels check them. */
 AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x, const AmpBuf *w, const AmpBuf *bias,
                          const AmpBuf *past, MsAttnDims *d);

@@ -47,6 +47,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
     [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
     [AMP_OP_Attention] = {amp_onnx_attention_geom, sizeof(AmpOnnxAttnGeom)},
+    [AMP_OP_Ms_Attention] = {amp_ms_attention_geom, sizeof(MsAttnDims)},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
