@@ -215,6 +215,41 @@ AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatu
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
+AmpCode amp_loss_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpLossGeom *g = geom;
+    const AmpLossAttrs *a = k->attrs;
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    int grad = k->node->op == AMP_OP_Ms_SoftmaxCrossEntropyLossGrad; /* its inputs: dY, then the loss's */
+    const AmpBuf *x = in[grad], *labels = in[grad + 1], *w = in[grad + 2];
+    if (grad && (!in[0] || !x || !labels))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
+    if (!x || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores and labels are required");
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
+    bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
+    for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
+    g->n = (uint64_t)x->dims[0];
+    g->c = (uint64_t)x->dims[1];
+    g->dk = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    if (w && (w->rank != 1 || (uint64_t)w->dims[0] != g->c))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)g->c);
+    if (grad) {
+        const AmpBuf *dy = in[0], *bias = in[4];
+        if (dy->nelem != (a->red == AMP_LOSS_NONE ? g->n * g->dk : 1))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s",
+                                   (unsigned long long)dy->nelem,
+                                   a->red == AMP_LOSS_NONE ? "one per sample" : "a scalar");
+        if (bias && bias->nelem != x->nelem)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
+        return amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+    }
+    AmpCode rc = amp_geom_check(k, 0, x->dtype, a->red == AMP_LOSS_NONE ? labels->rank : 0, labels->dims);
+    if (!rc && k->node->op == AMP_OP_SoftmaxCrossEntropyLoss) rc = amp_geom_check(k, 1, x->dtype, x->rank, x->dims);
+    return rc;
+}
+
 /* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLossGrad. */
 AmpCode amp_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;

@@ -112,6 +112,18 @@ typedef struct AmpLossAttrs {
 } AmpLossAttrs;
 AmpCode amp_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
+/* The losses' geometry: the scores (SoftmaxCrossEntropyLossGrad: log_prob) as
+ * (n, c, dk = d1 * .. * dk), labels (n, d1..dk), weights (c) where given; loss shaped as
+ * the labels for reduction none, else a scalar, and log_prob (SoftmaxCrossEntropyLoss) as
+ * the scores, both of the scores' type; SoftmaxCrossEntropyLossGrad's dY one element per
+ * sample (none) or one, its bias of log_prob's size, d_logits shaped as log_prob. */
+typedef struct AmpLossGeom {
+    uint64_t n, c, dk;
+} AmpLossGeom;
+/* Its AmpKernelGeomFn: AMP_ERR_INPUT for an input required and missing or a shape above
+ * that does not hold. */
+AmpCode amp_loss_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* BatchNormalization computes batch statistics (training) rather than reading its
  * running ones: from opset 14 as training_mode says, before in a training step or where
  * the node lists the running-statistics outputs. */
