@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ops/attn_geom.h"
+#include "ops/conv_geom.h"
 #include "ops/dropout_rng.h"
 #include "ops/geom.h"
 #include "ops/kernel_out.h"
@@ -47,6 +48,11 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_NegativeLogLikelihoodLoss] = {amp_loss_geom, sizeof(AmpLossGeom)},
     [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_loss_geom, sizeof(AmpLossGeom)},
     [AMP_OP_Dropout] = {amp_dropout_geom, sizeof(AmpDropoutGeom)},
+    [AMP_OP_Conv] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_ConvTranspose] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_Ampc_ConvEpilogue] = {amp_conv_node_geom, sizeof(AmpWindowGeom)}, /* Conv's, Z checked by its kernel */
+    [AMP_OP_MaxPool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_AveragePool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
     [AMP_OP_Transpose] = {amp_transpose_geom, sizeof(AmpTransposeGeom)},
     [AMP_OP_Concat] = {amp_concat_geom, sizeof(AmpConcatGeom)},
     [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
