@@ -8,6 +8,7 @@
 #include "ops/geom.h"
 #include "ops/kernel_out.h"
 #include "ops/norm_attrs.h"
+#include "ops/optim_math.h"
 #include "ops/reduce_attrs.h"
 #include "ops/sh_common.h"
 
@@ -53,6 +54,9 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Ampc_ConvEpilogue] = {amp_conv_node_geom, sizeof(AmpWindowGeom)}, /* Conv's, Z checked by its kernel */
     [AMP_OP_MaxPool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
     [AMP_OP_AveragePool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_Adam] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
+    [AMP_OP_Momentum] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
+    [AMP_OP_Adagrad] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
     [AMP_OP_Transpose] = {amp_transpose_geom, sizeof(AmpTransposeGeom)},
     [AMP_OP_Concat] = {amp_concat_geom, sizeof(AmpConcatGeom)},
     [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
