@@ -48,8 +48,9 @@ AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
 
 #include "ir/kernel.h" /* AmpKernelCtx */
 #include "ir/tensor.h" /* AmpBuf */
-/* Adam's, Momentum's and Adagrad's geometry (ops/geom.h): the layout (amp_opt_layout:
- * groups of N); each tensor's X, G and state present and of X's shape, each of its outputs
+/* Adam's, Momentum's and Adagrad's geometry (ops/geom.h): the layout (R, T, then groups
+ * groups of N inputs: X, G, the states; at most groups - 1 groups of N outputs: X_new, the
+ * new states); each tensor's X, G and state present and of X's shape, each of its outputs
  * (X_new, the new states) where placed of its input's dtype and shape. R, T and the gate
  * are values, read per run. Its AmpKernelGeomFn: AMP_ERR_INPUT where one of those does
  * not hold. */
