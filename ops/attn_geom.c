@@ -40,8 +40,10 @@ AmpCode amp_onnx_attention_prepare(const AmpNode *n, int64_t opset, void **attrs
     return AMP_OK;
 }
 
-AmpCode amp_attn_onnx_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
-                            const AmpBuf *pk, const AmpBuf *pv, AttnShape *s) {
+/* Q, K, V and the past's shapes checked against each other and the attributes: s gets
+ * the sizes. */
+static AmpCode onnx_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
+                          const AmpBuf *pk, const AmpBuf *pv, AttnShape *s) {
     memset(s, 0, sizeof *s);
     if (q->rank != kk->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "Q, K and V must all be 3-D or all 4-D (got ranks %d, %d, %d)", q->rank,
@@ -100,7 +102,8 @@ AmpCode amp_attn_onnx_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBu
     return AMP_OK;
 }
 
-AmpCode amp_attn_onnx_mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s, int64_t *Tm, int64_t ms[4]) {
+/* attn_mask against (B, Hq, S, T): *Tm and ms as AmpOnnxAttnGeom has them. */
+static AmpCode onnx_mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s, int64_t *Tm, int64_t ms[4]) {
     if (m->rank < 1 || m->rank > 4)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "attn_mask must have rank 1 to 4 (got %d)", m->rank);
     *Tm = m->dims[m->rank - 1];
@@ -118,22 +121,30 @@ AmpCode amp_attn_onnx_mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnSh
     return AMP_OK;
 }
 
-/* The outputs as placed (out[i] NULL where not wanted), checked against the shapes the
- * kernel writes: present key/value double as the K/V arrays the core reads. */
-AmpCode amp_attn_onnx_outputs(AmpKernelCtx *k, const AttnShape *s, const AmpBuf *q, const AmpBuf *v, AmpBuf **out) {
+AmpCode amp_onnx_attention_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpOnnxAttnGeom *g = geom;
+    AttnShape *s = &g->s;
+    const AmpBuf *in[6] = {NULL};
+    for (int i = 0; i < 6 && i < k->n_in; i++) in[i] = k->in[i];
+    const AmpBuf *q = in[0], *v = in[2], *mask = in[3];
+    if (!q || !in[1] || !v) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs Q, K and V");
+    AmpCode rc = onnx_shape(k, k->attrs, q, in[1], v, in[4], in[5], s);
+    if (rc) return rc;
+    g->Tm = 0;
+    memset(g->ms, 0, sizeof g->ms);
+    if (mask && (rc = onnx_mask_layout(k, mask, s, &g->Tm, g->ms))) return rc;
     int64_t ydims[4] = {s->B, s->S, s->Hq * s->Dv, 0};
     if (!s->is3d) ydims[0] = s->B, ydims[1] = s->Hq, ydims[2] = s->S, ydims[3] = s->Dv;
     const int64_t pkd[4] = {s->B, s->Hkv, s->T, s->D}, pvd[4] = {s->B, s->Hkv, s->T, s->Dv},
                   qkd[4] = {s->B, s->Hq, s->S, s->T};
     if (k->n_out > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 4", k->n_out);
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; !rc && i < 4; i++) {
         const int64_t *dims = i == 0 ? ydims : i == 1 ? pkd : i == 2 ? pvd : qkd;
         int rank = i == 0 && s->is3d ? 3 : 4, dt = i == 2 ? v->dtype : q->dtype;
-        if (out[i] && (rc = amp_kernel_check_out(k, out[i], dt, rank, dims))) return rc;
+        rc = amp_geom_check(k, i, dt, rank, dims);
     }
-    return AMP_OK;
+    return rc;
 }
 
 /* ---- com.microsoft Attention / MultiHeadAttention: onnxruntime's mask and bias -------- */
@@ -250,7 +261,10 @@ AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x
 
 /* input (B, S, Din), weights (Din, Dq + Dk + Dv), bias (Dq + Dk + Dv), mask_index, past
  * (2, B, N, P, H), attention_bias -> output (B, S, Dv) [, present (2, B, N, P + S, H)]. */
-AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *in[7], MsAttnDims *d) {
+AmpCode amp_ms_attention_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    MsAttnDims *d = geom;
+    const AmpBuf *in[7];
     for (int i = 0; i < 7; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *past = in[4];
     if (!x || !w) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs input and weights");
@@ -263,7 +277,16 @@ AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf 
                                "rotary embeddings and shared past/present buffers are not implemented");
     if (k->n_out > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "has %d outputs; at most 2", k->n_out);
     *d = (MsAttnDims){0};
-    return amp_attn_ms_dims(k, a, x, w, bias, past, d);
+    AmpCode rc = amp_attn_ms_dims(k, k->attrs, x, w, bias, past, d);
+    if (rc) return rc;
+    bool pres = k->n_out > 1 && k->node->n_outputs > 1 && k->node->outputs[1];
+    if (pres && d->H != d->Hv)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
+                               (long long)d->Dk, (long long)d->Dv);
+    int64_t T = d->P + d->S;
+    const int64_t ydims[3] = {d->B, d->S, d->Dv}, pdims[5] = {2, d->B, d->N, T, d->H};
+    if ((rc = amp_geom_check(k, 0, dt, 3, ydims))) return rc;
+    return amp_geom_check(k, 1, dt, 5, pdims);
 }
 
 AmpCode amp_attn_mha_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,

@@ -35,17 +35,20 @@ typedef struct AttnShape {
     int64_t B, Hq, Hkv, S, L, P, T, D, Dv;
 } AttnShape;
 
-/* Q, K, V and the past's shapes checked against each other and the attributes: s gets
- * the sizes (T = P + L keys). */
-AmpCode amp_attn_onnx_shape(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpBuf *q, const AmpBuf *kk, const AmpBuf *v,
-                            const AmpBuf *pk, const AmpBuf *pv, AttnShape *s);
-/* Validates attn_mask against (B, Hq, S, T): right-aligned broadcasting over the first
- * three dims, the last dim *Tm at most T (a shorter one is padded with -inf); ms gets
- * its element strides over (B, Hq, S, Tm), 0 along broadcast dims. */
-AmpCode amp_attn_onnx_mask_layout(AmpKernelCtx *k, const AmpBuf *m, const AttnShape *s, int64_t *Tm, int64_t ms[4]);
-/* The outputs as placed (out[i] NULL where not wanted), checked against the shapes the
- * kernel writes: Y, present_key, present_value, qk_matmul_output. */
-AmpCode amp_attn_onnx_outputs(AmpKernelCtx *k, const AttnShape *s, const AmpBuf *q, const AmpBuf *v, AmpBuf **out);
+/* ai.onnx Attention's geometry (ops/geom.h): Q, K, V and the past's sizes (T = P + L
+ * keys), checked against each other and the attributes; attn_mask's layout where given:
+ * its last dim Tm at most T (a shorter one is padded with -inf), ms its element strides
+ * over (B, Hq, S, Tm), 0 along broadcast dims (right-aligned over the first three); the
+ * outputs checked against the shapes the kernels write (Y, present_key, present_value,
+ * qk_matmul_output; the presents double as the K/V arrays the core reads). Its
+ * AmpKernelGeomFn: AMP_ERR_INPUT for Q, K or V missing, shapes that disagree, a mask
+ * that does not broadcast or more than 4 outputs; AMP_ERR_UNSUPPORTED for sizes over the
+ * kernels' bounds. */
+typedef struct AmpOnnxAttnGeom {
+    AttnShape s;
+    int64_t Tm, ms[4];
+} AmpOnnxAttnGeom;
+AmpCode amp_onnx_attention_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 
 /* ---- com.microsoft Attention / MultiHeadAttention ----------------------------- */
@@ -104,10 +107,13 @@ AmpCode amp_attn_ort_mask_kind(AmpKernelCtx *k, const AmpBuf *m, int64_t B, int6
 /* attention_bias (B or 1, N or 1, S, T) of type dt: its strides into o. */
 AmpCode amp_attn_ort_bias_layout(AmpKernelCtx *k, const AmpBuf *ab, int dt, int64_t B, int64_t N, int64_t S, int64_t T,
                                  OrtBias *o);
-/* com.microsoft Attention's inputs (in[0..7) from k; NULL where absent) checked for both
- * backends: input and weights given, weights/bias/past of the input's float type, no
- * past_sequence_length, at most 2 outputs; then its sizes (amp_attn_ms_dims). */
-AmpCode amp_attn_ms_inputs(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *in[7], MsAttnDims *d);
+/* com.microsoft Attention's geometry (ops/geom.h), a MsAttnDims: its inputs checked for
+ * both backends (input and weights given, weights/bias/past of the input's float type, no
+ * past_sequence_length, at most 2 outputs), its sizes (amp_attn_ms_dims), and the
+ * outputs: Y (B, S, Dv), present (2, B, N, T, H) where listed, which needs H == Hv (it
+ * holds K then V in (B, N, T, H) halves). Its AmpKernelGeomFn: AMP_ERR_INPUT /
+ * AMP_ERR_UNSUPPORTED where one of those does not hold. */
+AmpCode amp_ms_attention_geom(AmpKernelCtx *k, void *geom, bool *made);
 /* Attention's and MultiHeadAttention's sizes, checked as the CPU kernels check them. */
 AmpCode amp_attn_ms_dims(AmpKernelCtx *k, const OrtAttnAttrs *a, const AmpBuf *x, const AmpBuf *w, const AmpBuf *bias,
                          const AmpBuf *past, MsAttnDims *d);

@@ -50,11 +50,6 @@ static AmpCode auto_pad(AmpKernelCtx *k, AutoPad *out) {
 
 /* ---- attributes, parsed once at prepare --------------------------------------------- */
 
-const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k) {
-    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    return k->attrs;
-}
-
 /* An INTS attribute as given (AmpConvInts), each value in [min, INT32_MAX]. */
 static AmpCode ints_attr(const AmpNode *n, const char *name, int64_t min, AmpConvInts *out, AmpStatus *st) {
     const AmpAttr *a = amp_node_attr(n, name);
@@ -326,17 +321,20 @@ AmpCode amp_conv_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, 
 
 /* ---- the checks every backend's kernel makes -------------------------------------------- */
 
-AmpCode amp_conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b) {
+/* Conv's and ConvTranspose's inputs X, W and B (NULL where the node has none): AMP_ERR_INPUT
+ * unless X and W are there. */
+static AmpCode conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b) {
     *x = k->n_in > 0 ? k->in[0] : NULL, *w = k->n_in > 1 ? k->in[1] : NULL, *b = k->n_in > 2 ? k->in[2] : NULL;
     return *x && *w ? AMP_OK : amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs X and W");
 }
 
-AmpCode amp_conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const AmpBuf *b, bool transpose,
-                       const AmpConvAttrs **at, int64_t *M) {
+/* Their shape checks (amp_conv_node_geom's): *at the attributes, *M the output channels. */
+static AmpCode conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const AmpBuf *b, bool transpose,
+                          const AmpConvAttrs **at, int64_t *M) {
     if (x->rank < 3 || w->rank != x->rank)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "X (rank %d) and W (rank %d) must have the same rank >= 3", x->rank,
                                w->rank);
-    if (!(*at = amp_conv_prepared(k))) return k->st->code;
+    *at = k->attrs;
     int64_t group = (*at)->group, C = x->dims[1], w0 = w->dims[0], w1 = w->dims[1];
     bool fits = group >= 1 && group <= (C > 0 ? C : 1) && C % group == 0 &&
                 (transpose ? w0 == C && w1 <= INT32_MAX        /* W (C, M/group, k...) */
@@ -350,11 +348,43 @@ AmpCode amp_conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const 
     return AMP_OK;
 }
 
-AmpCode amp_conv_out(AmpKernelCtx *k, int dtype, int64_t n, int64_t c, const AmpConvGeom *g, AmpBuf **y) {
-    int64_t dims[AMP_MAX_RANK] = {n, c};
-    for (int i = 0; i < g->nsp; i++) dims[i + 2] = g->out[i];
-    AmpCode rc = amp_kernel_outputs(k, 1, y);
-    return rc || !*y ? rc : amp_kernel_check_out(k, *y, dtype, g->nsp + 2, dims);
+/* Y (N, M, out...) of X's dtype, and MaxPool's Indices of its dims, where listed. */
+static AmpCode window_outs(AmpKernelCtx *k, const AmpBuf *x, const AmpWindowGeom *wg) {
+    int64_t dims[AMP_MAX_RANK] = {x->dims[0], wg->M};
+    for (int i = 0; i < wg->g.nsp; i++) dims[i + 2] = wg->g.out[i];
+    AmpCode rc = amp_geom_check(k, 0, x->dtype, wg->g.nsp + 2, dims);
+    if (!rc && k->node->op == AMP_OP_MaxPool) rc = amp_geom_check(k, 1, AMP_DT_INT64, wg->g.nsp + 2, dims);
+    return rc;
+}
+
+AmpCode amp_conv_node_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpWindowGeom *wg = geom;
+    const AmpBuf *x, *w, *b;
+    const AmpConvAttrs *at = k->attrs;
+    bool transpose = k->node->op == AMP_OP_ConvTranspose;
+    AmpCode rc = conv_inputs(k, &x, &w, &b);
+    if (!rc) rc = conv_check(k, x, w, b, transpose, &at, &wg->M);
+    if (rc) return rc;
+    int64_t kern[AMP_MAX_SPATIAL];
+    if ((rc = amp_conv_kernel_from_w(k, at, w, x->rank - 2, kern))) return rc;
+    rc = transpose ? amp_convtranspose_geom(k, at, x, kern, &wg->g) : amp_conv_geom_attrs(k, at, x, kern, &wg->g);
+    return rc ? rc : window_outs(k, x, wg);
+}
+
+AmpCode amp_pool_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpWindowGeom *wg = geom;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
+    if (x->rank < 3)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
+    const AmpConvAttrs *a = k->attrs;
+    int64_t kern[AMP_MAX_SPATIAL];
+    AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", x->rank - 2, 0, kern);
+    if (rc || (rc = amp_conv_geom_attrs(k, a, x, kern, &wg->g))) return rc;
+    wg->M = x->dims[1];
+    return window_outs(k, x, wg);
 }
 
 AmpCode amp_global_pool_out(AmpKernelCtx *k, bool (*dtype_ok)(int dtype), const AmpBuf **x, AmpBuf **y) {

@@ -1,9 +1,10 @@
 /* The window geometry of the conv family (ops/conv_geom.c), below every backend: Conv,
  * ConvTranspose, MaxPool and AveragePool parse their attributes once at prepare
  * (amp_conv_prepare: AmpConvAttrs), com.microsoft ConvGrad its group
- * (amp_conv_grad_prepare); when the kernel runs, amp_conv_geom_attrs /
- * amp_convtranspose_geom / amp_conv_grad_check turn them and the input shapes into an
- * AmpConvGeom (strides, dilations, pads with auto_pad applied, output sizes), checked, that
+ * (amp_conv_grad_prepare); amp_conv_geom_attrs / amp_convtranspose_geom (through the
+ * geometry functions amp_conv_node_geom and amp_pool_geom, once per input shapes) and
+ * amp_conv_grad_check (per run) turn them and the input shapes into an AmpConvGeom
+ * (strides, dilations, pads with auto_pad applied, output sizes), checked, that
  * the CPU kernels (kernels/cpu/conv.c, pool.c, ms_train.c) and the CUDA kernels
  * (kernels/cuda/conv.c, conv_transpose.c, conv_grad.c, grad_ops_pool.c) compute with alike.
  * Errors are the kernel's (amp_kernel_fail: "node 'NAME' (Op): ..."). */
@@ -55,8 +56,6 @@ typedef struct AmpConvAttrs {
  * AveragePool on every backend: the attributes each reads, into an AmpConvAttrs. */
 AmpCode amp_conv_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
-/* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
-const AmpConvAttrs *amp_conv_prepared(AmpKernelCtx *k);
 /* amp_conv_geom from parsed attributes (a->ceil_mode rounds output sizes up). */
 AmpCode amp_conv_geom_attrs(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
                             AmpConvGeom *g);
@@ -74,18 +73,23 @@ AmpCode amp_conv_kernel_from_w(AmpKernelCtx *k, const AmpConvAttrs *a, const Amp
 AmpCode amp_convtranspose_geom(AmpKernelCtx *k, const AmpConvAttrs *a, const AmpBuf *x, const int64_t *kern,
                                AmpConvGeom *g);
 
-/* Conv's and ConvTranspose's inputs X, W and B (NULL where the node has none): AMP_ERR_INPUT
- * unless X and W are there. */
-AmpCode amp_conv_inputs(AmpKernelCtx *k, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b);
-/* Conv's and ConvTranspose's shape checks, every backend's (after its dtype check): X and W
- * of one rank >= 3, the attributes prepared (*at), the group fitting X's C channels and W
- * (Conv: W (M, C/group, k...); ConvTranspose: W (C, M/group, k...), M/group at most
- * INT32_MAX), B (where given) 1-D with *M entries. */
-AmpCode amp_conv_check(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *w, const AmpBuf *b, bool transpose,
-                       const AmpConvAttrs **at, int64_t *M);
-/* Output 0 of a window op as the executor placed it, checked (amp_kernel_check_out) to be
- * (n, c, g->out...) in dtype; *y NULL where the node does not list it. */
-AmpCode amp_conv_out(AmpKernelCtx *k, int dtype, int64_t n, int64_t c, const AmpConvGeom *g, AmpBuf **y);
+
+/* The geometry (ops/geom.h) of Conv, ConvTranspose, MaxPool and AveragePool: the window
+ * and the output channels M (Conv: W's dim 0; ConvTranspose: W's dim 1 * group; the
+ * pools: X's C); Y (N, M, g.out...) of X's dtype checked, and MaxPool's Indices (int64,
+ * Y's dims) where listed. */
+typedef struct AmpWindowGeom {
+    AmpConvGeom g;
+    int64_t M;
+} AmpWindowGeom;
+/* Conv's and ConvTranspose's AmpKernelGeomFn: X and W present, of one rank >= 3, the group
+ * fitting X's C channels and W (Conv: W (M, C/group, k...); ConvTranspose: W (C, M/group,
+ * k...), M/group at most INT32_MAX), B (where given) 1-D with M entries, the kernel from W
+ * (amp_conv_kernel_from_w), then amp_conv_geom_attrs or amp_convtranspose_geom. */
+AmpCode amp_conv_node_geom(AmpKernelCtx *k, void *geom, bool *made);
+/* MaxPool's and AveragePool's AmpKernelGeomFn: X present, of rank >= 3, kernel_shape of
+ * its spatial rank (prepare checked it is given), then amp_conv_geom_attrs. */
+AmpCode amp_pool_geom(AmpKernelCtx *k, void *geom, bool *made);
 /* GlobalAveragePool's and GlobalMaxPool's checks, every backend's: X (input 0) present,
  * dtype_ok(its dtype) (the backend's dtypes), of rank >= 2; output 0 as placed, checked to be
  * (N, C, 1...) of X's dtype (*y NULL where not listed). */

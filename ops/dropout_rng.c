@@ -1,7 +1,9 @@
-/* Dropout's attributes, every backend's (ops/dropout_rng.h). */
+/* Dropout's attributes and geometry, every backend's (ops/dropout_rng.h). */
 #include <stdlib.h>
 
 #include "ops/dropout_rng.h"
+#include "ops/ew_common.h" /* amp_ew_need */
+#include "ops/kernel_out.h"
 
 AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     AmpDropoutAttrs *a = malloc(sizeof *a);
@@ -12,4 +14,15 @@ AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, Am
     a->seed = a->has_seed ? seed->i : 0;
     *attrs = a;
     return AMP_OK;
+}
+
+AmpCode amp_dropout_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpDropoutGeom *g = geom;
+    AmpCode rc = amp_ew_need(k, 1);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    g->mask_dtype = k->opset >= 10 ? AMP_DT_BOOL : x->dtype;
+    rc = amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+    return rc ? rc : amp_geom_check(k, 1, g->mask_dtype, x->rank, x->dims);
 }

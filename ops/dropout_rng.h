@@ -47,6 +47,7 @@ AMP_DR_FN bool amp_dropout_keep(uint64_t key, uint64_t i, uint64_t threshold) {
 
 #ifndef __CUDACC__
 #include "ir/ir.h"
+#include "ir/kernel.h"
 
 /* Dropout's attributes as amp_ew_prepare_dropout parses them (read by both backends): the
  * ratio (an attribute before opset 12, then an optional input whose default is 0.5) and
@@ -58,6 +59,14 @@ typedef struct AmpDropoutAttrs {
 } AmpDropoutAttrs;
 /* Dropout's prepare function (AmpKernelPrepareFn) on every backend. */
 AmpCode amp_ew_prepare_dropout(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* Dropout's geometry (ops/geom.h): the mask's dtype (bool, x's before opset 10); y and the
+ * mask, where listed, shaped as x. The ratio and training_mode inputs are values, read per
+ * run. Its AmpKernelGeomFn: AMP_ERR_INPUT without x. */
+typedef struct AmpDropoutGeom {
+    int mask_dtype;
+} AmpDropoutGeom;
+AmpCode amp_dropout_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 /* The key of one Dropout call: one xorshift64* step of the session's state (a zero state,
  * which xorshift would keep, is replaced first), its 64-bit output. */

@@ -2,10 +2,15 @@
  * (ops/geom.h). */
 #include <string.h>
 
+#include "ops/attn_geom.h"
+#include "ops/conv_geom.h"
+#include "ops/dropout_rng.h"
 #include "ops/geom.h"
 #include "ops/kernel_out.h"
 #include "ops/norm_attrs.h"
+#include "ops/optim_math.h"
 #include "ops/reduce_attrs.h"
+#include "ops/sh_common.h"
 
 typedef struct GeomRow {
     AmpKernelGeomFn fn;
@@ -35,6 +40,29 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Ms_SoftmaxGrad_13] = SOFTMAX,
     [AMP_OP_LayerNormalization] = {amp_layernorm_geom, sizeof(AmpLayerNormGeom)},
     [AMP_OP_BatchNormalization] = {amp_batchnorm_geom, sizeof(AmpBatchNormGeom)},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_layernorm_grad_geom, sizeof(AmpLayerNormGeom)},
+    [AMP_OP_InstanceNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
+    [AMP_OP_GroupNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
+    [AMP_OP_LpNormalization] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
+    [AMP_OP_LRN] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_loss_geom, sizeof(AmpLossGeom)},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_loss_geom, sizeof(AmpLossGeom)},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_loss_geom, sizeof(AmpLossGeom)},
+    [AMP_OP_Dropout] = {amp_dropout_geom, sizeof(AmpDropoutGeom)},
+    [AMP_OP_Conv] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_ConvTranspose] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_Ampc_ConvEpilogue] = {amp_conv_node_geom, sizeof(AmpWindowGeom)}, /* Conv's, Z checked by its kernel */
+    [AMP_OP_MaxPool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_AveragePool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
+    [AMP_OP_Adam] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
+    [AMP_OP_Momentum] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
+    [AMP_OP_Adagrad] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
+    [AMP_OP_Transpose] = {amp_transpose_geom, sizeof(AmpTransposeGeom)},
+    [AMP_OP_Concat] = {amp_concat_geom, sizeof(AmpConcatGeom)},
+    [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
+    [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
+    [AMP_OP_Attention] = {amp_onnx_attention_geom, sizeof(AmpOnnxAttnGeom)},
+    [AMP_OP_Ms_Attention] = {amp_ms_attention_geom, sizeof(MsAttnDims)},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {

@@ -69,6 +69,14 @@ AmpCode amp_layernorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
     return rc;
 }
 
+/* A per-channel (or per-group) parameter: present, 1-D of len elements. */
+static AmpCode param_vec(AmpKernelCtx *k, const AmpBuf *p, uint64_t len, const char *what) {
+    if (!p) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", what);
+    if (p->rank != 1 || p->nelem != len)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", what, (unsigned long long)len);
+    return AMP_OK;
+}
+
 AmpCode amp_batchnorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
     (void)made;
     AmpBatchNormGeom *g = geom;
@@ -82,10 +90,8 @@ AmpCode amp_batchnorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
     g->s = amp_shape_nelem(x->rank - 2, x->dims + 2);
     static const char *names[5] = {"X", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; i < 5; i++) {
-        if (!in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", names[i]);
-        if (in[i]->rank != 1 || in[i]->nelem != g->c)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", names[i],
-                                   (unsigned long long)g->c);
+        AmpCode rc = param_vec(k, in[i], g->c, names[i]);
+        if (rc) return rc;
     }
     /* Y, then running mean and var, saved mean and var (before opset 14), each typed as
      * input_mean or input_var */
@@ -93,6 +99,77 @@ AmpCode amp_batchnorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
     AmpCode rc = amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
     for (int i = 1; !rc && i < 5; i++) rc = amp_geom_check(k, i, in[i % 2 ? 3 : 4]->dtype, 1, cd);
     return rc;
+}
+
+AmpCode amp_layernorm_grad_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpLayerNormGeom *g = geom;
+    const AmpNormAttrs *na = k->attrs;
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    if (!in[0] || !in[1] || !in[2]) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
+    const AmpBuf *x = in[1], *sc = in[2];
+    if (!amp_norm_axis(na->axis, x->rank, &g->axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
+    g->rows = amp_shape_nelem(g->axis, x->dims);
+    g->cols = amp_shape_nelem(x->rank - g->axis, x->dims + g->axis);
+    if (in[0]->nelem != x->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
+    if (sc->nelem != g->cols)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
+    for (int i = 3; i < 5; i++)
+        if (in[i] && in[i]->nelem != g->rows)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
+    AmpCode rc = amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+    for (int i = 1; !rc && i < 3; i++) rc = amp_geom_check(k, i, sc->dtype, sc->rank, sc->dims);
+    return rc;
+}
+
+AmpCode amp_groupnorm_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpGroupNormGeom *g = geom;
+    const AmpBuf *in[3];
+    for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    const AmpBuf *x = in[0], *sc = in[1];
+    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    g->n = (uint64_t)x->dims[0];
+    g->c = (uint64_t)x->dims[1];
+    g->s = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    g->groups = g->c;
+    g->per_group = false;
+    if (k->node->op == AMP_OP_GroupNormalization) {
+        const AmpNormAttrs *na = k->attrs;
+        g->groups = (uint64_t)na->groups; /* > 0: prepare checked */
+        g->per_group = k->opset < 21;
+        if (sc && sc->nelem != (g->per_group ? g->groups : g->c) && sc->nelem == (g->per_group ? g->c : g->groups))
+            g->per_group = !g->per_group;
+    }
+    if (g->groups == 0 || g->c % g->groups)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu channels do not split into %llu groups",
+                               (unsigned long long)g->c, (unsigned long long)g->groups);
+    uint64_t len = g->per_group ? g->groups : g->c;
+    AmpCode rc = param_vec(k, in[1], len, "scale");
+    if (!rc) rc = param_vec(k, in[2], len, "bias");
+    return rc ? rc : amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+}
+
+AmpCode amp_axis_norm_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpAxisGeom *g = geom;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
+    int axis = 1;
+    if (k->node->op == AMP_OP_LRN) {
+        if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    } else {
+        const AmpNormAttrs *na = k->attrs;
+        if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
+        if (!amp_norm_axis(na->axis, x->rank, &axis))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis,
+                                   x->rank);
+    }
+    g->outer = amp_shape_nelem(axis, x->dims);
+    g->d = (uint64_t)x->dims[axis];
+    g->inner = amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
+    return amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
 }
 
 AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
@@ -136,6 +213,41 @@ AmpCode amp_norm_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatu
     default: break; /* InstanceNormalization: epsilon only */
     }
     return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+AmpCode amp_loss_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpLossGeom *g = geom;
+    const AmpLossAttrs *a = k->attrs;
+    const AmpBuf *in[5];
+    for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
+    int grad = k->node->op == AMP_OP_Ms_SoftmaxCrossEntropyLossGrad; /* its inputs: dY, then the loss's */
+    const AmpBuf *x = in[grad], *labels = in[grad + 1], *w = in[grad + 2];
+    if (grad && (!in[0] || !x || !labels))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
+    if (!x || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores and labels are required");
+    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
+    bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
+    for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
+    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
+    g->n = (uint64_t)x->dims[0];
+    g->c = (uint64_t)x->dims[1];
+    g->dk = amp_shape_nelem(x->rank - 2, x->dims + 2);
+    if (w && (w->rank != 1 || (uint64_t)w->dims[0] != g->c))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)g->c);
+    if (grad) {
+        const AmpBuf *dy = in[0], *bias = in[4];
+        if (dy->nelem != (a->red == AMP_LOSS_NONE ? g->n * g->dk : 1))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s",
+                                   (unsigned long long)dy->nelem,
+                                   a->red == AMP_LOSS_NONE ? "one per sample" : "a scalar");
+        if (bias && bias->nelem != x->nelem)
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
+        return amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+    }
+    AmpCode rc = amp_geom_check(k, 0, x->dtype, a->red == AMP_LOSS_NONE ? labels->rank : 0, labels->dims);
+    if (!rc && k->node->op == AMP_OP_SoftmaxCrossEntropyLoss) rc = amp_geom_check(k, 1, x->dtype, x->rank, x->dims);
+    return rc;
 }
 
 /* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLossGrad. */

@@ -71,6 +71,36 @@ typedef struct AmpBatchNormGeom {
  * not 1-D of c. */
 AmpCode amp_batchnorm_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* com.microsoft LayerNormalizationGrad's geometry: AmpLayerNormGeom of X (input 1); X_grad
+ * shaped as X, scale_grad and bias_grad as scale. Its AmpKernelGeomFn: AMP_ERR_INPUT
+ * without Y_grad, X and scale, for an axis out of range, Y_grad not of X's size, scale not
+ * of one element per column or mean / inv_std_dev not of one per row. */
+AmpCode amp_layernorm_grad_geom(AmpKernelCtx *k, void *geom, bool *made);
+
+/* InstanceNormalization's and GroupNormalization's geometry: X as (n, c, s = d1 * .. * dk)
+ * in `groups` groups of c / groups channels (InstanceNormalization: groups = c); scale
+ * and bias 1-D, one per group (per_group) or per channel; Y shaped as X. GroupNormalization
+ * takes them per group before opset 21, per channel from it, and parameters of the other
+ * length (and only that one) as meaning it: exporters targeting 18 sometimes emit
+ * per-channel parameters. */
+typedef struct AmpGroupNormGeom {
+    uint64_t n, c, s, groups;
+    bool per_group;
+} AmpGroupNormGeom;
+/* Their AmpKernelGeomFn: AMP_ERR_INPUT for X missing or of rank < 2, channels that do not
+ * split into the groups, or scale or bias missing or not of the length above. */
+AmpCode amp_groupnorm_geom(AmpKernelCtx *k, void *geom, bool *made);
+
+/* LpNormalization's and LRN's geometry: X as (outer, d, inner) along the axis
+ * (LpNormalization's attribute, LRN's channels: axis 1), element (o, j, i) at
+ * (o * d + j) * inner + i; Y shaped as X. */
+typedef struct AmpAxisGeom {
+    uint64_t outer, d, inner;
+} AmpAxisGeom;
+/* Their AmpKernelGeomFn: AMP_ERR_INPUT for X missing, an axis out of range (LpNormalization)
+ * or X of rank < 2 (LRN). */
+AmpCode amp_axis_norm_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, com.microsoft
  * SoftmaxCrossEntropyLossGrad (amp_loss_prepare). */
 typedef enum AmpLossReduction { AMP_LOSS_NONE, AMP_LOSS_SUM, AMP_LOSS_MEAN } AmpLossReduction;
@@ -81,6 +111,18 @@ typedef struct AmpLossAttrs {
     int64_t ii; /* ignore_index */
 } AmpLossAttrs;
 AmpCode amp_loss_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+
+/* The losses' geometry: the scores (SoftmaxCrossEntropyLossGrad: log_prob) as
+ * (n, c, dk = d1 * .. * dk), labels (n, d1..dk), weights (c) where given; loss shaped as
+ * the labels for reduction none, else a scalar, and log_prob (SoftmaxCrossEntropyLoss) as
+ * the scores, both of the scores' type; SoftmaxCrossEntropyLossGrad's dY one element per
+ * sample (none) or one, its bias of log_prob's size, d_logits shaped as log_prob. */
+typedef struct AmpLossGeom {
+    uint64_t n, c, dk;
+} AmpLossGeom;
+/* Its AmpKernelGeomFn: AMP_ERR_INPUT for an input required and missing or a shape above
+ * that does not hold. */
+AmpCode amp_loss_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 /* BatchNormalization computes batch statistics (training) rather than reading its
  * running ones: from opset 14 as training_mode says, before in a training step or where

@@ -52,7 +52,10 @@ AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
     return rc ? rc : amp_prep_out(&a, sizeof a, attrs, st);
 }
 
-AmpCode amp_opt_layout(AmpKernelCtx *k, int groups, int *N) {
+/* An optimizer node's layout: R, T, then `groups` groups of *N inputs (X, G, the states),
+ * and at most groups - 1 groups of N outputs (X_new, the new states); AMP_ERR_INPUT where
+ * not. */
+static AmpCode opt_layout(AmpKernelCtx *k, int groups, int *N) {
     int tensors = k->n_in - 2;
     if (tensors <= 0 || tensors % groups)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "expects R, T and %d inputs per optimised tensor, has %d inputs",
@@ -61,6 +64,31 @@ AmpCode amp_opt_layout(AmpKernelCtx *k, int groups, int *N) {
     if (k->n_out > (groups - 1) * *N)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "%d outputs for %d optimised tensors", k->n_out, *N);
     return AMP_OK;
+}
+
+AmpCode amp_optimizer_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpOptGeom *g = geom;
+    const AmpOptAttrs *a = k->attrs;
+    int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1;
+    g->groups = 2 + n_state;
+    AmpCode rc = opt_layout(k, g->groups, &g->N);
+    for (int i = 0; !rc && i < g->N; i++) {
+        const AmpBuf *in[4];
+        for (int j = 0; j < g->groups; j++) {
+            in[j] = k->in[2 + j * g->N + i];
+            if (!in[j]) return amp_kernel_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
+            bool same = in[j]->rank == in[0]->rank;
+            for (int d = 0; same && d < in[0]->rank; d++) same = in[j]->dims[d] == in[0]->dims[d];
+            if (!same)
+                return amp_kernel_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
+        }
+        for (int j = 0; !rc && j < 1 + n_state; j++) { /* X_new like X, each new state like its state */
+            const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
+            rc = amp_geom_check(k, j * g->N + i, src->dtype, src->rank, src->dims);
+        }
+    }
+    return rc;
 }
 
 void amp_opt_tensor_io(const AmpKernelCtx *k, int groups, int N, AmpBuf *const *outs, int i, const AmpBuf **in,

@@ -48,10 +48,16 @@ AmpCode amp_optimizer_prepare(const AmpNode *n, int64_t opset, void **attrs, Amp
 
 #include "ir/kernel.h" /* AmpKernelCtx */
 #include "ir/tensor.h" /* AmpBuf */
-/* An optimizer node's layout, every backend's check: R, T, then `groups` groups of *N
- * inputs (X, G, the states), and at most groups - 1 groups of N outputs (X_new, the new
- * states); AMP_ERR_INPUT where not. */
-AmpCode amp_opt_layout(AmpKernelCtx *k, int groups, int *N);
+/* Adam's, Momentum's and Adagrad's geometry (ops/geom.h): the layout (R, T, then groups
+ * groups of N inputs: X, G, the states; at most groups - 1 groups of N outputs: X_new, the
+ * new states); each tensor's X, G and state present and of X's shape, each of its outputs
+ * (X_new, the new states) where placed of its input's dtype and shape. R, T and the gate
+ * are values, read per run. Its AmpKernelGeomFn: AMP_ERR_INPUT where one of those does
+ * not hold. */
+typedef struct AmpOptGeom {
+    int groups, N;
+} AmpOptGeom;
+AmpCode amp_optimizer_geom(AmpKernelCtx *k, void *geom, bool *made);
 /* Tensor i's inputs in[groups] and outputs out[groups - 1] (NULL where the node does not
  * list one) in such a node, of outs, the outputs as the executor placed them. */
 void amp_opt_tensor_io(const AmpKernelCtx *k, int groups, int N, AmpBuf *const *outs, int i, const AmpBuf **in,

@@ -89,9 +89,21 @@ AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSta
     return amp_prep_out(&a, sizeof a, attrs, st);
 }
 
-AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int64_t *strides) {
+/* Input i, or AMP_ERR_INPUT naming it (what) where missing. */
+static AmpCode geom_in(AmpKernelCtx *k, int i, const char *what, const AmpBuf **x) {
+    *x = i < k->n_in ? k->in[i] : NULL;
+    return *x ? AMP_OK : amp_kernel_fail(k, AMP_ERR_INPUT, "input %d (%s) is missing", i, what);
+}
+
+AmpCode amp_transpose_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpTransposeGeom *g = geom;
     const TransposeAttrs *a = k->attrs;
-    int r = x->rank;
+    const AmpBuf *x;
+    AmpCode rc = geom_in(k, 0, "data", &x);
+    if (rc) return rc;
+    int r = g->rank = x->rank;
+    int64_t *dims = g->dims, *strides = g->strides;
     int64_t perm[AMP_MAX_RANK], in_strides[AMP_MAX_RANK];
     if (a->n) {
         if (a->n != (size_t)r) return amp_kernel_fail(k, AMP_ERR_INPUT, "perm has %zu entries for rank %d", a->n, r);
@@ -101,23 +113,22 @@ AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int6
     }
     amp_sh_strides(r, x->dims, in_strides);
     for (int i = 0; i < r; i++) dims[i] = x->dims[perm[i]], strides[i] = in_strides[perm[i]];
-    return AMP_OK;
+    return amp_geom_check(k, 0, x->dtype, r, dims);
 }
 
-AmpCode amp_concat_inputs(AmpKernelCtx *k) {
+AmpCode amp_concat_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpConcatGeom *g = geom;
     if (k->n_in < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no inputs");
     for (int i = 0; i < k->n_in; i++)
         if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
-    return AMP_OK;
-}
-
-AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims) {
     const AxisAttrs *aa = k->attrs;
     const AmpBuf *x0 = k->in[0];
-    if (!amp_norm_axis(aa->axis, x0->rank, axis))
+    if (!amp_norm_axis(aa->axis, x0->rank, &g->axis))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)aa->axis,
                                x0->rank);
-    int a = *axis;
+    int a = g->axis;
+    int64_t *dims = g->dims;
     memcpy(dims, x0->dims, AMP_MAX_RANK * sizeof *dims);
     dims[a] = 0;
     for (int i = 0; i < k->n_in; i++) {
@@ -131,7 +142,12 @@ AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims) {
             return amp_kernel_fail(k, AMP_ERR_INPUT, "the axis dims overflow int64 at input %d", i);
         dims[a] += x->dims[a];
     }
-    return AMP_OK;
+    g->outer = (int64_t)amp_shape_nelem(a, dims);
+    g->inner = (int64_t)amp_shape_nelem(x0->rank - a - 1, dims + a + 1);
+    int64_t n = k->n_in; /* ConcatTraining's lengths */
+    AmpCode rc = amp_geom_check(k, 0, x0->dtype, x0->rank, dims);
+    if (!rc && k->node->op == AMP_OP_Ms_ConcatTraining) rc = amp_geom_check(k, 1, AMP_DT_INT64, 1, &n);
+    return rc;
 }
 
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
@@ -275,34 +291,56 @@ AmpCode amp_split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, in
     return AMP_OK;
 }
 
-AmpCode amp_split_start(AmpKernelCtx *k, const AmpSplitAttrs *a, const AmpBuf *x, int *axis, int64_t **sizes,
-                        AmpBuf ***outs) {
-    *sizes = NULL, *outs = NULL;
-    if (!amp_norm_axis(a->axis, x->rank, axis))
+AmpCode amp_split_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpSplitGeom *g = geom;
+    const AmpSplitAttrs *a = k->attrs;
+    const AmpBuf *x;
+    AmpCode rc = geom_in(k, 0, "input", &x);
+    if (rc) return rc;
+    if (!amp_norm_axis(a->axis, x->rank, &g->axis))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
-    int no = k->n_out;
+    int no = k->n_out, axis = g->axis;
     if (no < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "no outputs");
+    g->outer = (int64_t)amp_shape_nelem(axis, x->dims);
+    g->dim = x->dims[axis];
+    g->inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
+    /* the split input's values are read per run (the kernel) */
+    g->sized = !(k->n_in > 1 && k->in[1]) && no <= AMP_SPLIT_GEOM_MAX;
+    if (!g->sized) return AMP_OK;
+    if ((rc = amp_split_sizes(k, a, g->dim, no, false, 0, g->sizes))) return rc;
+    int64_t dims[AMP_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    for (int i = 0; !rc && i < no; i++) {
+        dims[axis] = g->sizes[i];
+        rc = amp_geom_check(k, i, x->dtype, x->rank, dims);
+    }
+    return rc;
+}
+
+AmpCode amp_split_start(AmpKernelCtx *k, const AmpSplitGeom *g, int64_t **sizes, AmpBuf ***outs) {
+    int no = k->n_out;
     *sizes = malloc((size_t)no * sizeof **sizes);
     *outs = malloc((size_t)no * sizeof **outs);
-    if (*sizes && *outs) return AMP_OK;
+    if (*sizes && *outs) {
+        if (g->sized) memcpy(*sizes, g->sizes, (size_t)no * sizeof **sizes);
+        return AMP_OK;
+    }
     free(*sizes), free(*outs);
     *sizes = NULL, *outs = NULL;
     return amp_fail(k->st, AMP_ERR_INTERNAL, "out of memory");
 }
 
-AmpCode amp_split_parts(AmpKernelCtx *k, const AmpBuf *x, int axis, size_t es, const int64_t *sizes, AmpBuf **outs,
-                        AmpSplitCopyFn copy) {
-    int64_t dim = x->dims[axis];
-    int64_t outer = (int64_t)amp_shape_nelem(axis, x->dims);
-    int64_t inner = (int64_t)amp_shape_nelem(x->rank - axis - 1, x->dims + axis + 1);
-    int64_t start = 0;
+AmpCode amp_split_parts(AmpKernelCtx *k, const AmpBuf *x, const AmpSplitGeom *g, size_t es, const int64_t *sizes,
+                        AmpBuf **outs, AmpSplitCopyFn copy) {
+    int64_t outer = g->outer, inner = g->inner, start = 0;
     AmpCode rc = AMP_OK;
     for (int i = 0; !rc && i < k->n_out; i++) {
         int64_t dims[AMP_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
-        dims[axis] = sizes[i];
-        if (outs[i] && !(rc = amp_kernel_check_out(k, outs[i], x->dtype, x->rank, dims)))
-            rc = copy(k, outs[i], x, es, outer, sizes[i] * inner, dim * inner, start * inner);
+        dims[g->axis] = sizes[i];
+        if (outs[i] && (g->sized || !(rc = amp_kernel_check_out(k, outs[i], x->dtype, x->rank, dims))))
+            rc = copy(k, outs[i], x, es, outer, sizes[i] * inner, g->dim * inner, start * inner);
         start += sizes[i];
     }
     return rc;

@@ -42,9 +42,14 @@ typedef struct TransposeAttrs {
     int64_t perm[AMP_MAX_RANK];
 } TransposeAttrs;
 AmpCode amp_transpose_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-/* Transpose of x (TransposeAttrs in k->attrs): the output's dims and, per output axis, x's
- * element strides along it. AMP_ERR_INPUT for a perm of another length than x's rank. */
-AmpCode amp_transpose_geom(AmpKernelCtx *k, const AmpBuf *x, int64_t *dims, int64_t *strides);
+/* Transpose's geometry (ops/geom.h): the output's dims (rank: x's) and, per output axis,
+ * x's element strides along it; Y of x's dtype and those dims. Its AmpKernelGeomFn:
+ * AMP_ERR_INPUT for x missing or a perm of another length than x's rank. */
+typedef struct AmpTransposeGeom {
+    int rank;
+    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
+} AmpTransposeGeom;
+AmpCode amp_transpose_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 /* An axis, raw (normalised against the input's rank in the kernel): Concat's (also
  * ConcatTraining's), Gather's and GatherElements' (also GatherGrad's). */
@@ -52,12 +57,18 @@ typedef struct AxisAttrs {
     int64_t axis;
 } AxisAttrs;
 AmpCode amp_concat_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
-/* Concat's checks: amp_concat_inputs that it has inputs, every one present; then (after the
- * kernel's dtype check) amp_concat_shape its axis (AxisAttrs in k->attrs, normalised against
- * input 0's rank) and the output's dims: every input of input 0's dtype and rank, alike off
- * the axis, their sizes along it summed without overflow. AMP_ERR_INPUT where not. */
-AmpCode amp_concat_inputs(AmpKernelCtx *k);
-AmpCode amp_concat_shape(AmpKernelCtx *k, int *axis, int64_t *dims);
+/* Concat's geometry (also ConcatTraining's): the axis (AxisAttrs in k->attrs, normalised
+ * against input 0's rank), the output's dims, and y's rows as (outer, dims[axis] * inner);
+ * Y of input 0's dtype and rank, ConcatTraining's lengths int64 of one per input. Its
+ * AmpKernelGeomFn: AMP_ERR_INPUT for no inputs, one missing, an axis out of range, an input
+ * not of input 0's dtype and rank or not alike off the axis, or sizes along it that
+ * overflow int64. */
+typedef struct AmpConcatGeom {
+    int axis;
+    int64_t dims[AMP_MAX_RANK];
+    int64_t outer, inner;
+} AmpConcatGeom;
+AmpCode amp_concat_geom(AmpKernelCtx *k, void *geom, bool *made);
 AmpCode amp_sh_gather_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
 
 /* Gather's output shape (both backends' kernels): *axis (AxisAttrs in k->attrs) normalised
@@ -92,20 +103,34 @@ AmpCode amp_split_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStat
  * be no non-negative sizes that sum to dim (AMP_ERR_INPUT). */
 AmpCode amp_split_sizes(AmpKernelCtx *k, const AmpSplitAttrs *a, int64_t dim, int no, bool given, size_t n,
                         int64_t *sizes);
-/* Split's axis (a->axis) normalised for x's rank, and at least one output (AMP_ERR_INPUT
- * where not); *sizes and *outs malloc'd with an entry per output (the caller frees both;
- * NULL, with AMP_ERR_INTERNAL, when out of memory). */
-AmpCode amp_split_start(AmpKernelCtx *k, const AmpSplitAttrs *a, const AmpBuf *x, int *axis, int64_t **sizes,
-                        AmpBuf ***outs);
+/* Split's geometry (ops/geom.h): the axis (a->axis) normalised for x's rank, x as
+ * (outer, dim, inner) along it; and where the sizes need no input's values (no split
+ * input) and the outputs fit the table (at most AMP_SPLIT_GEOM_MAX: the geometry is of
+ * one size per op), sized: the parts' sizes, each listed output checked to have x's dtype
+ * and dims with sizes[i] on the axis. Otherwise the kernel reads the split input, sizes
+ * the parts and checks the outputs per run (amp_split_parts). Its AmpKernelGeomFn:
+ * AMP_ERR_INPUT for x missing, an axis out of range, no outputs or sizes amp_split_sizes
+ * refuses. */
+#define AMP_SPLIT_GEOM_MAX 64
+typedef struct AmpSplitGeom {
+    int axis;
+    int64_t outer, dim, inner;
+    bool sized;
+    int64_t sizes[AMP_SPLIT_GEOM_MAX];
+} AmpSplitGeom;
+AmpCode amp_split_geom(AmpKernelCtx *k, void *geom, bool *made);
+/* *sizes and *outs malloc'd with an entry per output, sizes[] the geometry's where it is
+ * sized (the caller frees both; NULL, with AMP_ERR_INTERNAL, when out of memory). */
+AmpCode amp_split_start(AmpKernelCtx *k, const AmpSplitGeom *g, int64_t **sizes, AmpBuf ***outs);
 /* Moves part i of a split into y: the (outer, w) block whose rows start `row` elements
  * apart in x, from element off of x; w is 0 for an empty part. */
 typedef AmpCode (*AmpSplitCopyFn)(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *x, size_t es, int64_t outer, int64_t w,
                                   int64_t row, int64_t off);
-/* Split's output loop, every backend's: each listed output i is checked to have x's dtype
- * and dims with sizes[i] on the axis (amp_kernel_check_out), then copy() moves its part
- * (k->n_out parts, in order). */
-AmpCode amp_split_parts(AmpKernelCtx *k, const AmpBuf *x, int axis, size_t es, const int64_t *sizes, AmpBuf **outs,
-                        AmpSplitCopyFn copy);
+/* Split's output loop, every backend's: where the geometry is not sized, each listed
+ * output i is checked to have x's dtype and dims with sizes[i] on the axis
+ * (amp_kernel_check_out); then copy() moves its part (k->n_out parts, in order). */
+AmpCode amp_split_parts(AmpKernelCtx *k, const AmpBuf *x, const AmpSplitGeom *g, size_t es, const int64_t *sizes,
+                        AmpBuf **outs, AmpSplitCopyFn copy);
 
 /* Shape's start and end (opset 15), raw (amp_shape_prepare); amp_shape_range clamps them
  * against the rank into the first dim and the count of dims Shape gives. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/cpu/attention_impl.h"
+#include "ops/geom.h"
 
 AmpCode amp_attn_oom(AmpKernelCtx *k) {
     return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
@@ -188,15 +189,16 @@ static float *mask_values(AmpKernelCtx *k, const AmpBuf *m, AmpCode *rc) {
     return f;
 }
 
-/* The bias callback's state: the causal offset, the mask's layout (its values are read
- * later), and nonpad_kv_seqlen. */
-static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AttnShape *s, const AmpBuf *mask,
-                         const AmpBuf *pk, const AmpBuf *nonpad, OnnxBias *ob) {
+/* The bias callback's state: the causal offset, the mask's layout (the geometry's; its
+ * values are read later), and nonpad_kv_seqlen. */
+static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AmpOnnxAttnGeom *g, const AmpBuf *pk,
+                         const AmpBuf *nonpad, OnnxBias *ob) {
+    const AttnShape *s = &g->s;
     memset(ob, 0, sizeof *ob);
     ob->S = s->S, ob->T = s->T, ob->offset = s->P;
     ob->causal = a->causal;
-    AmpCode rc;
-    if (mask && (rc = amp_attn_onnx_mask_layout(k, mask, s, &ob->Tm, ob->ms))) return rc;
+    ob->Tm = g->Tm;
+    memcpy(ob->ms, g->ms, sizeof ob->ms);
     if (nonpad) {
         if (pk) return amp_kernel_fail(k, AMP_ERR_INPUT, "nonpad_kv_seqlen cannot be used with past_key/past_value");
         if (nonpad->dtype != AMP_DT_INT64 || nonpad->rank != 1 || nonpad->dims[0] != s->B)
@@ -209,27 +211,28 @@ static AmpCode attn_bias(AmpKernelCtx *k, const OnnxAttnAttrs *a, const AttnShap
 /* Q, K, V [, attn_mask, past_key, past_value, nonpad_kv_seqlen] ->
  * Y [, present_key, present_value, qk_matmul_output]. */
 AmpCode amp_cpu_onnx_attention(AmpKernelCtx *k) {
+    AmpOnnxAttnGeom own;
+    const AmpOnnxAttnGeom *g; /* amp_onnx_attention_geom (ops/attn_geom.h): sizes, mask layout, outputs */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     const OnnxAttnAttrs *a = k->attrs;
     const AmpBuf *in[7] = {NULL};
     for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
     const AmpBuf *q = in[0], *kk = in[1], *v = in[2], *mask = in[3], *pk = in[4], *pv = in[5], *nonpad = in[6];
-    if (!q || !kk || !v) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs Q, K and V");
     const int fl[5] = {q->dtype, kk->dtype, v->dtype, pk ? pk->dtype : q->dtype, pv ? pv->dtype : v->dtype};
     for (int i = 0; i < 5; i++)
         if (!amp_is_f32_family(fl[i])) return amp_kernel_bad_dtype(k, fl[i]);
     if (kk->dtype != q->dtype || (pk && pk->dtype != q->dtype) || (pv && pv->dtype != v->dtype))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "K and past_key must have Q's type, past_value V's");
-    AttnShape s;
-    AmpCode rc = amp_attn_onnx_shape(k, a, q, kk, v, pk, pv, &s);
-    if (rc) return rc;
+    AttnShape s = g->s;
     OnnxBias ob;
-    if ((rc = attn_bias(k, a, &s, mask, pk, nonpad, &ob))) return rc;
+    if ((rc = attn_bias(k, a, g, pk, nonpad, &ob))) return rc;
     float scale = a->has_scale ? a->scale : (float)(1.0 / sqrt((double)(s.D ? s.D : 1)));
     float softcap = a->softcap;
     int qk_mode = a->qk_mode;
 
     AmpBuf *out[4];
-    if ((rc = amp_attn_onnx_outputs(k, &s, q, v, out))) return rc;
+    if ((rc = amp_kernel_outputs(k, 4, out))) return rc;
 
     float *tq, *tk, *tv, *tpk = NULL, *tpv = NULL, *tm = NULL, *qs = NULL, *ks = NULL, *vs = NULL, *ys = NULL;
     float *ty = NULL, *tpko = NULL, *tpvo = NULL, *tqk = NULL;

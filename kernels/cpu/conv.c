@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/conv_impl.h"
 #include "ops/scalar_math.h" /* amp_relu_f: the Relu of ConvEpilogue's fallback */
+#include "ops/geom.h"
 
 
 /* Product of dims already known to fit (checked by the caller with amp_conv_size). */
@@ -193,15 +194,18 @@ static AmpCode conv_onnx_layout(AmpKernelCtx *k, bool xl, bool yl) {
     return rc;
 }
 
-/* Conv's or ConvTranspose's inputs, one float32-family dtype, checked (amp_conv_check). */
-static AmpCode conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b,
-                           const AmpConvAttrs **at, int64_t *M) {
-    if (amp_conv_inputs(k, x, w, b)) return k->st->code;
+/* Conv's or ConvTranspose's geometry (amp_conv_node_geom, ops/conv_geom.h: *wg, made into
+ * own where the executor did not) and inputs X, W and B (NULL where absent), of one
+ * float32-family dtype. */
+static AmpCode conv_inputs(AmpKernelCtx *k, AmpWindowGeom *own, const AmpWindowGeom **wg, const AmpBuf **x,
+                           const AmpBuf **w, const AmpBuf **b) {
+    AmpCode rc = amp_kernel_geom(k, own, (const void **)wg);
+    if (rc) return rc;
+    *x = k->in[0], *w = k->in[1], *b = k->n_in > 2 ? k->in[2] : NULL;
     int dt = (*x)->dtype;
     if ((*w)->dtype != dt || (*b && (*b)->dtype != dt))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
-    if (!amp_is_f32_family(dt)) return amp_kernel_bad_dtype(k, dt);
-    return amp_conv_check(k, *x, *w, *b, transpose, at, M);
+    return amp_is_f32_family(dt) ? AMP_OK : amp_kernel_bad_dtype(k, dt);
 }
 
 /* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M); for ai.ampc
@@ -217,21 +221,20 @@ AmpCode amp_cpu_conv(AmpKernelCtx *k) {
 
 static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl) {
     const AmpBuf *x, *w, *b;
-    const AmpConvAttrs *at;
-    int64_t M;
-    AmpCode rc = conv_inputs(k, false, &x, &w, &b, &at, &M);
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_conv_node_geom: the window, M, Y checked */
+    AmpCode rc = conv_inputs(k, &own, &wg, &x, &w, &b);
     if (rc) return rc;
     const AmpBuf *z = k->n_in > 3 ? k->in[3] : NULL;
     bool relu = k->node->op == AMP_OP_Ampc_ConvEpilogue && amp_node_attr_int(k->node, "relu", 0) == 1;
+    const AmpConvAttrs *at = k->attrs;
     int dt = x->dtype;
     int nsp = x->rank - 2;
-    int64_t group = at->group, N = x->dims[0], C = x->dims[1];
-    int64_t kern[AMP_MAX_SPATIAL];
-    AmpConvGeom g;
-    rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
-    if (rc || (rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
+    int64_t group = at->group, N = x->dims[0], C = x->dims[1], M = wg->M;
+    const int64_t *kern = wg->g.kern;
+    AmpConvGeom g = wg->g;
     AmpBuf *y;
-    if ((rc = amp_conv_out(k, dt, N, M, &g, &y)) || !y) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (z && (z->dtype != dt || z->rank != y->rank || memcmp(z->dims, y->dims, (size_t)y->rank * sizeof *y->dims)))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "Z must have Y's type and shape");
     if (!y->nelem) return AMP_OK;
@@ -340,19 +343,18 @@ void amp_conv_col2im(const float *col, int64_t mg, const AmpConvGeom *g, float *
  * position scatters W times its value into the output window. */
 AmpCode amp_cpu_conv_transpose(AmpKernelCtx *k) {
     const AmpBuf *x, *w, *b;
-    const AmpConvAttrs *at;
-    int64_t M;
-    AmpCode rc = conv_inputs(k, true, &x, &w, &b, &at, &M);
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_conv_node_geom: the window, M, Y checked */
+    AmpCode rc = conv_inputs(k, &own, &wg, &x, &w, &b);
     if (rc) return rc;
+    const AmpConvAttrs *at = k->attrs;
     int dt = x->dtype;
     int nsp = x->rank - 2;
-    int64_t group = at->group, N = x->dims[0], C = x->dims[1], Mg = w->dims[1], Cg = C / group;
-    int64_t kern[AMP_MAX_SPATIAL];
-    AmpConvGeom g;
-    rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
-    if (rc || (rc = amp_convtranspose_geom(k, at, x, kern, &g))) return rc;
+    int64_t group = at->group, N = x->dims[0], C = x->dims[1], Mg = w->dims[1], Cg = C / group, M = wg->M;
+    const int64_t *kern = wg->g.kern;
+    AmpConvGeom g = wg->g;
     AmpBuf *y;
-    if ((rc = amp_conv_out(k, dt, N, M, &g, &y)) || !y) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t K, O, NI;
     if (!amp_conv_size(nsp, kern, &K) || !amp_conv_size(nsp, g.out, &O) || !amp_conv_size(nsp, g.in, &NI) ||

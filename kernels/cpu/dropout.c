@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/dropout_rng.h"
+#include "ops/geom.h"
 #include "kernels/cpu/elementwise_impl.h"
 
 /* Which random stream draws the mask:
@@ -87,7 +88,9 @@ AmpCode amp_ms_dropout_grad(AmpKernelCtx *k) {
 }
 
 AmpCode amp_ew_dropout(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 1);
+    AmpDropoutGeom own;
+    const AmpDropoutGeom *g; /* amp_dropout_geom (ops/dropout_rng.h): x present, y and the mask checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpDropoutAttrs *a = k->attrs;
     const AmpBuf *x = k->in[0];
@@ -108,16 +111,13 @@ AmpCode amp_ew_dropout(AmpKernelCtx *k) {
     if (train && !(ratio > 0 && ratio < 1))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
 
-    /* y: x's dtype and shape; the mask: x's shape, bool (x's dtype before opset 10).
-     * Either may be left out of the node. The key is drawn by amp_dropout_draws' rule,
-     * which reads only host-known facts (not ratio's or training_mode's values), so the
-     * session's stream advances alike on every backend. */
+    /* y: x's dtype and shape; the mask: x's shape, g->mask_dtype. Either may be left out
+     * of the node. The key is drawn by amp_dropout_draws' rule, which reads only
+     * host-known facts (not ratio's or training_mode's values), so the session's stream
+     * advances alike on every backend. */
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
     AmpBuf *y = out[0], *mask = out[1];
-    if ((y && (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) ||
-        (mask && (rc = amp_kernel_check_out(k, mask, k->opset >= 10 ? AMP_DT_BOOL : x->dtype, x->rank, x->dims))))
-        return rc;
 
     bool use_mt = !k->training && a->has_seed;
     uint64_t local = AMP_DROPOUT_GOLDEN, *xs = k->rng ? k->rng : &local, key = 0;

@@ -4,9 +4,11 @@
 #include <math.h>
 
 #include "kernels/cpu/reduce_impl.h"
-#include "ops/norm_attrs.h" /* AmpLossAttrs (amp_loss_prepare) */
+#include "ops/geom.h"
+#include "ops/norm_attrs.h" /* AmpLossAttrs (amp_loss_prepare), AmpLossGeom (amp_loss_geom) */
 
-/* What every loss kernel checks first: shapes, labels, weights; and its attributes. */
+/* What every loss kernel reads first: the geometry's sizes (amp_loss_geom), the dtypes
+ * checked, and its attributes. */
 typedef struct LossArgs {
     const AmpBuf *x;      /* (N, C, d1..dk): scores or log-probabilities */
     const AmpBuf *labels; /* (N, d1..dk) */
@@ -19,24 +21,17 @@ typedef struct LossArgs {
 
 static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels, const AmpBuf *w, LossArgs *a) {
     memset(a, 0, sizeof *a);
-    const AmpLossAttrs *attr = amp_red_attrs(k);
-    if (!attr) return k->st->code;
+    AmpLossGeom own;
+    const AmpLossGeom *g; /* amp_loss_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpLossAttrs *attr = k->attrs;
     a->x = x, a->labels = labels, a->w = w;
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (!amp_dtype_is_int(labels->dtype))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must be integers, not %s", amp_dtype_name(labels->dtype));
-    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
-    bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
-    for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
-    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
-    a->n = (uint64_t)x->dims[0];
-    a->c = (uint64_t)x->dims[1];
-    a->dk = amp_shape_nelem(x->rank - 2, x->dims + 2);
-    if (w) {
-        if (!amp_red_is_float(w->dtype)) return amp_kernel_bad_dtype(k, w->dtype);
-        if (w->rank != 1 || (uint64_t)w->dims[0] != a->c)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%llu)", (unsigned long long)a->c);
-    }
+    a->n = g->n, a->c = g->c, a->dk = g->dk;
+    if (w && !amp_red_is_float(w->dtype)) return amp_kernel_bad_dtype(k, w->dtype);
     a->red = attr->red;
     a->has_ii = attr->has_ii;
     a->ii = attr->ii;
@@ -64,18 +59,14 @@ static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     const AmpBuf *labels = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores and labels are required");
     LossArgs a;
-    AmpCode rc = loss_args(k, x, labels, w, &a);
+    AmpCode rc = loss_args(k, x, labels, w, &a); /* the geometry first: x and labels present */
     if (rc) return rc;
     /* loss: per sample (labels' shape) for reduction none, else a scalar; log_prob
      * (SoftmaxCrossEntropyLoss only): the scores' shape */
     AmpBuf *outs[2];
     if ((rc = amp_kernel_outputs(k, softmax ? 2 : 1, outs))) return rc;
     AmpBuf *loss = outs[0], *lp = softmax ? outs[1] : NULL;
-    if ((loss && (rc = amp_kernel_check_out(k, loss, x->dtype, a.red == AMP_LOSS_NONE ? labels->rank : 0, labels->dims))) ||
-        (lp && (rc = amp_kernel_check_out(k, lp, x->dtype, x->rank, x->dims))))
-        return rc;
     AmpFv vx, vw = {0};
     AmpFo ol = {0}, op = {0};
     if ((rc = amp_fv_open(k, x, &vx))) return rc;
@@ -147,21 +138,13 @@ AmpCode amp_cpu_ms_sce_loss_grad(AmpKernelCtx *k) {
     const AmpBuf *labels = k->n_in > 2 ? k->in[2] : NULL;
     const AmpBuf *w = k->n_in > 3 ? k->in[3] : NULL;
     const AmpBuf *bias = k->n_in > 4 ? k->in[4] : NULL;
-    if (!dy || !lpb || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
     LossArgs a;
-    AmpCode rc = loss_args(k, lpb, labels, w, &a);
+    AmpCode rc = loss_args(k, lpb, labels, w, &a); /* the geometry first: dY, log_prob and label present */
     if (rc) return rc;
     if (!amp_red_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
-    if (dy->nelem != (a.red == AMP_LOSS_NONE ? a.n * a.dk : 1))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
-                            a.red == AMP_LOSS_NONE ? "one per sample" : "a scalar");
-    if (bias) {
-        if (!amp_red_is_float(bias->dtype)) return amp_kernel_bad_dtype(k, bias->dtype);
-        if (bias->nelem != lpb->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
-    }
+    if (bias && !amp_red_is_float(bias->dtype)) return amp_kernel_bad_dtype(k, bias->dtype);
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
-    if ((rc = amp_kernel_check_out(k, dx, lpb->dtype, lpb->rank, lpb->dims))) return rc;
     AmpFv vd = {0}, vp = {0}, vw = {0}, vb = {0};
     AmpFo o;
     if ((rc = amp_fv_open(k, dy, &vd))) return rc;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/attention_impl.h"
+#include "ops/geom.h"
 
 /* ---- onnxruntime's mask and bias --------------------------------------------------- */
 
@@ -53,11 +54,14 @@ static void add_head_bias(float *x, const float *bias, int64_t B, int64_t H, int
 /* ---- com.microsoft Attention ------------------------------------------------------ */
 
 AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
-    const OrtAttnAttrs *a = k->attrs;
-    const AmpBuf *in[7];
-    MsAttnDims d;
-    AmpCode rc = amp_attn_ms_inputs(k, a, in, &d);
+    MsAttnDims own;
+    const MsAttnDims *g; /* amp_ms_attention_geom (ops/attn_geom.h): inputs, sizes, outputs */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
+    const OrtAttnAttrs *a = k->attrs;
+    const MsAttnDims d = *g;
+    const AmpBuf *in[7];
+    for (int i = 0; i < 7; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
     int dt = x->dtype;
     int64_t N = d.N, B = d.B, S = d.S, Din = d.Din, Dsum = d.Dsum, Dq = d.Dq, Dk = d.Dk, Dv = d.Dv, H = d.H, Hv = d.Hv,
@@ -71,16 +75,9 @@ AmpCode amp_cpu_ms_attention(AmpKernelCtx *k) {
         Din > INT_MAX || Dsum > INT_MAX || T > INT_MAX)
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "attention too large for the CPU kernel");
 
-    const int64_t ydims[3] = {B, S, Dv}, pdims[5] = {2, B, N, T, H};
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
-    AmpBuf *y = out[0], *pres = out[1];
-    /* present holds K then V in (B, N, T, H) halves: V's head size must be H too. */
-    if (pres && H != Hv)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
-                             (long long)Dk, (long long)Dv);
-    if (y && (rc = amp_kernel_check_out(k, y, dt, 3, ydims))) return rc;
-    if (pres && (rc = amp_kernel_check_out(k, pres, dt, 5, pdims))) return rc;
+    AmpBuf *y = out[0], *pres = out[1]; /* present holds K then V in (B, N, T, H) halves: H == Hv */
     float *tx, *tw, *tb = NULL, *tp = NULL, *tab = NULL, *ty = NULL, *tpr = NULL, *qkv = NULL, *qh = NULL,
                     *kv = NULL, *yh = NULL;
     const float *X = amp_buf_f32_in(x, &tx), *W = amp_buf_f32_in(w, &tw);

@@ -158,30 +158,19 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
  * with xh = (x - mean) * inv_std and g = dy * scale:
  *   dx = inv_std * (g - mean(g) - xh * mean(g * xh)); scale_grad += dy * xh; bias_grad += dy. */
 AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
+    AmpLayerNormGeom own;
+    const AmpLayerNormGeom *g; /* amp_layernorm_grad_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0] || !in[1] || !in[2]) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
-    const AmpBuf *x = in[1];
     for (int i = 0; i < 5; i++)
         if (in[i] && !amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
-    int axis;
-    if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
-    uint64_t rows = amp_shape_nelem(axis, x->dims), cols = amp_shape_nelem(x->rank - axis, x->dims + axis);
-    if (in[0]->nelem != x->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
-    if (in[2]->nelem != cols) return amp_kernel_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
-    for (int i = 3; i < 5; i++)
-        if (in[i] && in[i]->nelem != rows)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
+    const AmpNormAttrs *na = k->attrs;
+    uint64_t rows = g->rows, cols = g->cols;
     /* X_grad (like X), then scale_grad and bias_grad (like scale) where the node lists them */
     AmpBuf *out[3];
-    AmpCode rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
-    for (int j = 1; !rc && j < 3; j++)
-        if (out[j]) rc = amp_kernel_check_out(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
-    if (rc) return rc;
+    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
     AmpBuf *dx = out[0], *pg[2] = {out[1], out[2]};
     AmpFv v[5];
     if ((rc = open_all(k, in, v, 5))) return rc;
@@ -232,24 +221,6 @@ AmpCode amp_cpu_ms_layernorm_grad(AmpKernelCtx *k) {
 }
 
 /* ---- per-channel parameters: Batch/Instance/Group normalisation ---------------- */
-
-/* X is (N, C, d1..dk): n, c and s = d1 * .. * dk. */
-static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, uint64_t *n, uint64_t *c, uint64_t *s) {
-    if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
-    *n = (uint64_t)x->dims[0];
-    *c = (uint64_t)x->dims[1];
-    *s = amp_shape_nelem(x->rank - 2, x->dims + 2);
-    return AMP_OK;
-}
-
-static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, uint64_t len, const char *what) {
-    if (!p) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", what);
-    if (!amp_red_is_float(p->dtype)) return amp_kernel_bad_dtype(k, p->dtype);
-    if (p->rank != 1 || p->nelem != len)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %llu elements", what, (unsigned long long)len);
-    return AMP_OK;
-}
 
 /* Copies a C-vector view into an output of that length (checked). */
 static AmpCode store_vec(AmpKernelCtx *k, AmpBuf *b, uint64_t c, const double *vals) {
@@ -335,27 +306,24 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     return rc;
 }
 
-/* Shared by InstanceNormalization (groups = C) and GroupNormalization: statistics per
- * (n, group) over (C / groups) * S contiguous elements; scale and bias per channel
- * (per_group false) or per group. */
-static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
-    const AmpBuf *in[3];
-    for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
-    uint64_t N = 0, C = 0, S = 0;
-    AmpCode rc = nchw(k, in[0], &N, &C, &S);
+/* InstanceNormalization (groups = C) and GroupNormalization: statistics per (n, group)
+ * over (C / groups) * S contiguous elements; scale and bias per channel or per group
+ * (amp_groupnorm_geom, ops/norm_attrs.h, decides which). */
+static AmpCode group_norm(AmpKernelCtx *k) {
+    AmpGroupNormGeom own;
+    const AmpGroupNormGeom *gm; /* amp_groupnorm_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&gm);
     if (rc) return rc;
-    if (groups == 0 || C % groups)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%llu channels do not split into %llu groups", (unsigned long long)C,
-                            (unsigned long long)groups);
-    uint64_t plen = per_group ? groups : C;
-    if ((rc = check_vec(k, in[1], plen, "scale")) || (rc = check_vec(k, in[2], plen, "bias"))) return rc;
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
+    const AmpBuf *in[3] = {k->in[0], k->in[1], k->in[2]};
+    for (int i = 0; i < 3; i++)
+        if (!amp_red_is_float(in[i]->dtype)) return amp_kernel_bad_dtype(k, in[i]->dtype);
+    uint64_t N = gm->n, C = gm->c, S = gm->s, groups = gm->groups;
+    bool per_group = gm->per_group;
+    const AmpNormAttrs *na = k->attrs;
     double eps = na->eps;
     const AmpBuf *x = in[0];
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty (n, group) rows */
     AmpFv v[3];
     AmpFo o;
@@ -385,28 +353,11 @@ static AmpCode group_norm(AmpKernelCtx *k, uint64_t groups, bool per_group) {
     return AMP_OK;
 }
 
-AmpCode amp_cpu_instancenorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    return group_norm(k, (uint64_t)x->dims[1], false);
-}
+AmpCode amp_cpu_instancenorm(AmpKernelCtx *k) { return group_norm(k); }
 
-/* num_groups is required. Opset 18 takes scale/bias per group, opset 21 per channel;
- * a model whose parameters have the other length (and only that one) is taken as
- * meaning it, since exporters targeting 18 sometimes emit per-channel parameters. */
-AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
-    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
-    int64_t g = na->groups; /* > 0: prepare checked */
-    uint64_t C = (uint64_t)x->dims[1];
-    bool per_group = k->opset < 21;
-    if (sc && sc->nelem != (per_group ? (uint64_t)g : C) && sc->nelem == (per_group ? C : (uint64_t)g))
-        per_group = !per_group;
-    return group_norm(k, (uint64_t)g, per_group);
-}
+/* num_groups is required (prepare checked); its parameters per group or per channel as
+ * amp_groupnorm_geom says. */
+AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) { return group_norm(k); }
 
 /* ---- LpNormalization ------------------------------------------------------------- */
 
@@ -415,8 +366,7 @@ AmpCode amp_cpu_groupnorm(AmpKernelCtx *k) {
  * is nothing to write, however many empty rows the shape has: [2^40, 0] is O(1)). */
 static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v, AmpFo *o) {
     AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y || (rc = amp_kernel_check_out(k, *y, x->dtype, x->rank, x->dims)))
-        return rc;
+    if ((rc = amp_kernel_outputs(k, 1, y)) || !*y) return rc;
     if (!x->nelem) {
         *y = NULL;
         return AMP_OK;
@@ -429,22 +379,20 @@ static AmpCode open_like(AmpKernelCtx *k, const AmpBuf *x, AmpBuf **y, AmpFv *v,
 
 /* y = x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives 0, not NaN. */
 AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "the input is missing");
+    AmpAxisGeom own;
+    const AmpAxisGeom *g; /* amp_axis_norm_geom (ops/norm_attrs.h): X split at the axis */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
+    const AmpNormAttrs *na = k->attrs;
     int64_t p = na->p; /* 1 or 2: prepare checked */
-    int axis;
-    if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
     AmpBuf *y;
     AmpFv v;
     AmpFo o;
-    AmpCode rc = open_like(k, x, &y, &v, &o);
+    rc = open_like(k, x, &y, &v, &o);
     if (rc || !y) return rc;
-    uint64_t outer, D, inner;
-    amp_red_split(x, axis, &outer, &D, &inner);
+    uint64_t outer = g->outer, D = g->d, inner = g->inner;
     for (uint64_t q = 0; q < outer; q++)
         for (uint64_t i = 0; i < inner; i++) {
             uint64_t base = q * D * inner + i;
@@ -470,20 +418,21 @@ AmpCode amp_cpu_lpnorm(AmpKernelCtx *k) {
  * y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over channels
  * c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped to [0, C). */
 AmpCode amp_cpu_lrn(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
+    AmpAxisGeom own;
+    const AmpAxisGeom *g; /* amp_axis_norm_geom (ops/norm_attrs.h): X split at the channels */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     if (!amp_red_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    const AmpNormAttrs *na = amp_red_attrs(k);
-    if (!na) return k->st->code;
+    const AmpNormAttrs *na = k->attrs;
     int64_t size = na->size; /* > 0: prepare checked */
     double alpha = na->alpha, beta = na->beta, bias = na->bias;
     AmpBuf *y;
     AmpFv v;
     AmpFo o;
-    AmpCode rc = open_like(k, x, &y, &v, &o);
+    rc = open_like(k, x, &y, &v, &o);
     if (rc || !y) return rc;
-    uint64_t outer, C, inner;
-    amp_red_split(x, 1, &outer, &C, &inner);
+    uint64_t outer = g->outer, C = g->d, inner = g->inner;
     int64_t before = (size - 1) / 2, after = size - 1 - before; /* floor and ceil of (size - 1) / 2 */
     for (uint64_t q = 0; q < outer; q++)
         for (uint64_t i = 0; i < inner; i++) {

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "kernels/cpu/reduce_impl.h"
+#include "ops/geom.h"
 #include "ops/optim_math.h"
 
 static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
@@ -38,19 +39,10 @@ static AmpCode opt_copy(AmpKernelCtx *k, const AmpBuf *const *in, AmpBuf *const 
 static AmpCode opt_tensor(AmpKernelCtx *k, const AmpOptAttrs *a, const AmpOptStep *step, bool skip,
                           const AmpBuf *const *in, AmpBuf *const *out) {
     int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, n_io = 2 + n_state;
-    for (int j = 0; j < n_io; j++) {
-        if (!in[j]) return amp_kernel_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
+    for (int j = 0; j < n_io; j++) /* present, shaped and the outputs checked: amp_optimizer_geom */
         if (!amp_red_is_float(in[j]->dtype)) return amp_kernel_bad_dtype(k, in[j]->dtype);
-        if (!same_shape(in[j], in[0]))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
-    }
     AmpCode rc = AMP_OK;
-    for (int j = 0; j < 1 + n_state && !rc; j++) {
-        /* X_new is shaped like X, each state output like its state input */
-        const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
-        if (out[j]) rc = amp_kernel_check_out(k, out[j], src->dtype, src->rank, src->dims);
-    }
-    if (rc || skip) return rc ? rc : opt_copy(k, in, out);
+    if (skip) return opt_copy(k, in, out);
     AmpFv v[4];
     AmpFo o[3];
     memset(v, 0, sizeof v), memset(o, 0, sizeof o);
@@ -87,10 +79,11 @@ static int opt_gate(AmpKernelCtx *k) {
 }
 
 static AmpCode opt_run(AmpKernelCtx *k) {
-    const AmpOptAttrs *a = amp_red_attrs(k);
-    if (!a) return k->st->code;
-    int groups = a->kind == AMP_OPT_ADAM ? 4 : 3, N;
-    if (amp_opt_layout(k, groups, &N)) return k->st->code;
+    AmpOptGeom own;
+    const AmpOptGeom *g; /* amp_optimizer_geom (ops/optim_math.h) */
+    if (amp_kernel_geom(k, &own, (const void **)&g)) return k->st->code;
+    const AmpOptAttrs *a = k->attrs;
+    int groups = g->groups, N = g->N;
     const AmpBuf *R = k->in[0], *T = k->in[1];
     if (!R || !amp_red_is_float(R->dtype) || R->nelem != 1)
         return amp_kernel_fail(k, AMP_ERR_INPUT, "R must be a float scalar");

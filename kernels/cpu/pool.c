@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/kernels.h"
 #include "ops/conv_geom.h"
+#include "ops/geom.h"
 #include "ir/half.h"
 
 static bool pool_dtype(int dt, bool is_max) {
@@ -259,30 +260,21 @@ static bool maxpool_2d_indices(const AmpBuf *x, AmpBuf *y, AmpBuf *yi, const Amp
 }
 
 static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
-    if (!pool_dtype(x->dtype, kind == POOL_MAX)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 3)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
-    const AmpConvAttrs *a = amp_conv_prepared(k); /* kernel_shape is there: prepare checked */
-    if (!a) return k->st->code;
-    int nsp = x->rank - 2;
-    int64_t kern[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, 0, kern);
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_pool_geom (ops/conv_geom.h): the window, Y and Indices checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&wg);
     if (rc) return rc;
+    const AmpBuf *x = k->in[0];
+    if (!pool_dtype(x->dtype, kind == POOL_MAX)) return amp_kernel_bad_dtype(k, x->dtype);
+    const AmpConvAttrs *a = k->attrs;
+    int nsp = x->rank - 2;
     PoolOpts o = {kind, a->count_include_pad, a->col_major};
-    AmpConvGeom g;
-    if ((rc = amp_conv_geom_attrs(k, a, x, kern, &g))) return rc;
-    int64_t ydims[AMP_MAX_RANK] = {x->dims[0], x->dims[1]};
-    for (int i = 0; i < nsp; i++) ydims[i + 2] = g.out[i];
+    const AmpConvGeom g = wg->g;
     /* Y, and MaxPool's Indices where the node lists them (AveragePool has no output 1). */
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, kind == POOL_MAX ? 2 : 1, out))) return rc;
     AmpBuf *y = out[0], *yi = kind == POOL_MAX ? out[1] : NULL;
-    if ((y && (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, ydims))) ||
-        (yi && (rc = amp_kernel_check_out(k, yi, AMP_DT_INT64, x->rank, ydims))))
-        return rc;
-    const AmpBuf *shaped = y ? y : yi; /* both are ydims */
+    const AmpBuf *shaped = y ? y : yi; /* both (N, C, g.out...) */
     int64_t ni;
     if (!shaped || !shaped->nelem) return AMP_OK;
     if (!amp_conv_size(nsp, g.in, &ni))

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/cpu/shape_impl.h"
+#include "ops/geom.h"
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
@@ -211,31 +212,32 @@ AmpCode amp_cpu_unsqueeze(AmpKernelCtx *k) {
 }
 
 AmpCode amp_cpu_transpose(AmpKernelCtx *k) {
-    const AmpBuf *x = need_in(k, 0, "data");
-    if (!x) return k->st->code;
+    AmpTransposeGeom own;
+    const AmpTransposeGeom *g; /* amp_transpose_geom (ops/sh_common.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int r = x->rank;
-    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    AmpCode rc = amp_transpose_geom(k, x, dims, strides); /* ops/sh_common.h */
-    if (rc) return rc;
     AmpBuf *y;
-    rc = amp_sh_out(k, x->dtype, r, dims, &y);
-    if (rc || !y) return rc;
-    amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
+    amp_sh_strided_copy(y->data, x->data, es, g->rank, g->dims, g->strides, 0);
     return AMP_OK;
 }
 
 /* com.microsoft ConcatTraining: Concat, and (output 1, when wanted) each input's length
  * along the axis, int64. */
 AmpCode amp_ms_concat_training(AmpKernelCtx *k) {
+    AmpConcatGeom own;
+    const AmpConcatGeom *g; /* amp_concat_geom (ops/sh_common.h), the lengths' output checked too */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     AmpKernelCtx one = *k;
     one.n_out = 1;
-    AmpCode rc = amp_cpu_concat(&one);
+    one.geom = g;
+    rc = amp_cpu_concat(&one);
     if (rc || k->n_out < 2 || !k->out || !k->out[1].data) return rc;
     AmpBuf *len = &k->out[1];
-    int64_t n = k->n_in;
-    if ((rc = amp_kernel_check_out(k, len, AMP_DT_INT64, 1, &n))) return rc;
     const AmpBuf *x0 = k->in[0];
     int axis;
     if (!x0 || !amp_norm_axis(amp_node_attr_int(k->node, "axis", 0), x0->rank, &axis))
@@ -245,20 +247,18 @@ AmpCode amp_ms_concat_training(AmpKernelCtx *k) {
 }
 
 AmpCode amp_cpu_concat(AmpKernelCtx *k) {
-    AmpCode rc = amp_concat_inputs(k); /* the checks and the shape: ops/sh_common.h */
+    AmpConcatGeom own;
+    const AmpConcatGeom *g; /* amp_concat_geom (ops/sh_common.h): the checks and the shape */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_sh_esize(k, x0->dtype);
     if (!es) return k->st->code;
-    int axis;
-    int64_t dims[AMP_MAX_RANK];
-    if ((rc = amp_concat_shape(k, &axis, dims))) return rc;
+    int axis = g->axis;
     AmpBuf *y;
-    rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
-    if (rc || !y) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
-    uint64_t outer = amp_shape_nelem(axis, dims);
-    uint64_t inner = amp_shape_nelem(x0->rank - axis - 1, dims + axis + 1);
+    uint64_t outer = (uint64_t)g->outer, inner = (uint64_t)g->inner;
     char *d = y->data;
     for (uint64_t o = 0; o < outer; o++)
         for (int i = 0; i < k->n_in; i++) {
@@ -279,25 +279,25 @@ static AmpCode split_copy(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *x, size_t es
 }
 
 AmpCode amp_cpu_split(AmpKernelCtx *k) {
-    const AmpSplitAttrs *a = k->attrs; /* amp_split_prepare */
-    const AmpBuf *x = need_in(k, 0, "input");
-    if (!x) return k->st->code;
+    AmpSplitGeom own;
+    const AmpSplitGeom *g; /* amp_split_geom (ops/sh_common.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     size_t es = amp_sh_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int axis, no = k->n_out;
+    int no = k->n_out;
     int64_t *sizes;
     AmpBuf **outs;
-    AmpCode rc = amp_split_start(k, a, x, &axis, &sizes, &outs);
-    if (rc) return rc;
-    int64_t dim = x->dims[axis];
-    /* the sizes: the split input's values (read here), or the attribute's, or equal parts
-     * (ops/sh_common.h, every backend's) */
+    if ((rc = amp_split_start(k, g, &sizes, &outs))) return rc;
+    /* the sizes where the geometry has none: the split input's values (read here), or the
+     * attribute's, or equal parts (ops/sh_common.h, every backend's) */
     size_t n = 0;
     bool given = k->n_in > 1 && k->in[1];
-    if (given) rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
-    if (!rc) rc = amp_split_sizes(k, a, dim, no, given, n, sizes);
+    if (!g->sized && given) rc = amp_sh_ints(k, k->in[1], "split", sizes, (size_t)no, &n);
+    if (!rc && !g->sized) rc = amp_split_sizes(k, k->attrs, g->dim, no, given, n, sizes);
     if (!rc) rc = amp_kernel_outputs(k, no, outs);
-    if (!rc) rc = amp_split_parts(k, x, axis, es, sizes, outs, split_copy);
+    if (!rc) rc = amp_split_parts(k, x, g, es, sizes, outs, split_copy);
     free(sizes), free(outs);
     return rc;
 }

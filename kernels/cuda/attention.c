@@ -1,7 +1,7 @@
 /* ai.onnx Attention (opset 23) on CUDA: MHA, GQA and MQA, 3-D or 4-D inputs, causal,
  * bool or additive attn_mask broadcasting, softcap, scale, past/present KV. The attributes
- * (amp_onnx_attention_prepare) and the shape checks (amp_attn_onnx_shape, _mask_layout,
- * _outputs) are the CPU kernel's too (ops/attn_geom.h). Per node:
+ * (amp_onnx_attention_prepare) and the geometry (amp_onnx_attention_geom: sizes, mask
+ * layout, outputs) are the CPU kernel's too (ops/attn_geom.h). Per node:
  *   1. Q (3-D), K and V (3-D, or with a past, or when present_* is wanted) into the heads
  *      layout: scratch, or the present outputs (the cache concatenation);
  *   2. scores (float32) = scale * Q K^T, one cuBLASLt strided batch over (batch, kv
@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/gemm.h"
+#include "ops/geom.h"
 
 static size_t dt_size(int dt) {
     return dt == AMP_DT_FLOAT ? 4 : 2;
@@ -86,12 +87,15 @@ typedef struct AttnIo {
     int64_t Tm, ms[4];
 } AttnIo;
 
-static AmpCode attn_io(AmpKernelCtx *k, const OnnxAttnAttrs *a, AttnIo *io) {
+static AmpCode attn_io(AmpKernelCtx *k, AttnIo *io) {
     memset(io, 0, sizeof *io);
+    AmpOnnxAttnGeom own;
+    const AmpOnnxAttnGeom *g; /* amp_onnx_attention_geom (ops/attn_geom.h): sizes, mask layout, outputs */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     const AmpBuf *in[7] = {NULL};
     for (int i = 0; i < 7 && i < k->n_in; i++) in[i] = k->in[i];
     io->q = in[0], io->k = in[1], io->v = in[2], io->mask = in[3], io->pk = in[4], io->pv = in[5];
-    if (!io->q || !io->k || !io->v) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs Q, K and V");
     int dt = io->q->dtype;
     if (!amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
     if (io->k->dtype != dt || io->v->dtype != dt || (io->pk && io->pk->dtype != dt) || (io->pv && io->pv->dtype != dt))
@@ -100,9 +104,10 @@ static AmpCode attn_io(AmpKernelCtx *k, const OnnxAttnAttrs *a, AttnIo *io) {
     if (io->mask && io->mask->dtype != AMP_DT_BOOL && io->mask->dtype != dt)
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "attn_mask of type %s is not implemented on CUDA",
                                amp_dtype_name(io->mask->dtype));
-    AmpCode rc = amp_attn_onnx_shape(k, a, io->q, io->k, io->v, io->pk, io->pv, &io->s);
-    if (!rc && io->mask) rc = amp_attn_onnx_mask_layout(k, io->mask, &io->s, &io->Tm, io->ms);
-    if (!rc) rc = amp_attn_onnx_outputs(k, &io->s, io->q, io->v, io->out);
+    io->s = g->s;
+    io->Tm = g->Tm;
+    memcpy(io->ms, g->ms, sizeof io->ms);
+    rc = amp_kernel_outputs(k, 4, io->out);
     if (!rc && io->out[3])
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "qk_matmul_output is not implemented on CUDA");
     return rc;
@@ -160,7 +165,7 @@ AmpCode amp_cuda_attention(AmpKernelCtx *k) {
     const OnnxAttnAttrs *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes not prepared");
     AttnIo io;
-    AmpCode rc = attn_io(k, a, &io);
+    AmpCode rc = attn_io(k, &io);
     if (rc) return rc;
     const AttnShape *s = &io.s;
     AmpCudaCtx *c = amp_cuda_ctx(k);

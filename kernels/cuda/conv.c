@@ -19,6 +19,7 @@
 #include "kernels/cuda/grad_ops.h" /* MaxPool with Indices */
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "ops/conv_geom.h" /* the attributes and window geometry every backend reads */
+#include "ops/geom.h"
 
 typedef struct ConvKey {
     int op; /* 0 conv, 1 max pool, 2 average pool including pads, 3 average pool excluding them */
@@ -136,20 +137,17 @@ static AmpCode key_geometry(AmpKernelCtx *k, ConvKey *key, const AmpBuf *x, cons
 
 AmpCode amp_cuda_conv(AmpKernelCtx *k) {
     const AmpBuf *x, *w, *b;
-    const AmpConvAttrs *at;
-    int64_t M;
-    AmpCode rc = amp_cuda_conv_inputs(k, false, &x, &w, &b, &at, &M);
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_conv_node_geom (ops/conv_geom.h): the window, M, Y checked */
+    AmpCode rc = amp_cuda_conv_inputs(k, &own, &wg, &x, &w, &b);
     if (rc) return rc;
+    const AmpConvAttrs *at = k->attrs;
     int dt = x->dtype;
-    int nsp = x->rank - 2;
-    int64_t group = at->group;
-    int64_t kern[AMP_MAX_SPATIAL];
-    for (int i = 0; i < nsp; i++) kern[i] = w->dims[i + 2];
-    AmpConvGeom g;
-    rc = amp_conv_geom_attrs(k, at, x, kern, &g);
-    if (rc) return rc;
+    int64_t M = wg->M, group = at->group;
+    const int64_t *kern = wg->g.kern;
+    AmpConvGeom g = wg->g;
     AmpBuf *y;
-    if ((rc = amp_conv_out(k, dt, x->dims[0], M, &g, &y)) || !y) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     ConvKey key;
@@ -173,23 +171,21 @@ AmpCode amp_cuda_conv(AmpKernelCtx *k) {
 }
 
 static AmpCode pool(AmpKernelCtx *k, bool max) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs input X");
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_pool_geom (ops/conv_geom.h): the window, Y checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&wg);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     int dt = x->dtype;
     if (!amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
-    const AmpConvAttrs *at = amp_conv_prepared(k);
-    if (!at) return k->st->code;
-    if (x->rank < 3) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must have rank >= 3");
+    const AmpConvAttrs *at = k->attrs;
     int nsp = x->rank - 2;
-    int64_t kern[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints_of(k, &at->kernel_shape, "kernel_shape", nsp, -1, kern);
-    if (rc) return rc;
-    AmpConvGeom g;
-    if ((rc = amp_conv_geom_attrs(k, at, x, kern, &g))) return rc;
+    const AmpConvGeom g = wg->g;
+    const int64_t *kern = g.kern;
     for (int i = 0; i < nsp; i++)
         if (g.dil[i] != 1) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "dilated pooling (cuDNN)");
     AmpBuf *y;
-    if ((rc = amp_conv_out(k, dt, x->dims[0], x->dims[1], &g, &y)) || !y) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     ConvKey key;
     memset(&key, 0, sizeof key);

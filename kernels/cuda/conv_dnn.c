@@ -3,14 +3,17 @@
 #include <string.h>
 
 #include "kernels/cuda/conv_dnn.h"
+#include "ops/geom.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
-AmpCode amp_cuda_conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b,
-                             const AmpConvAttrs **at, int64_t *M) {
-    if (amp_conv_inputs(k, x, w, b)) return k->st->code;
+AmpCode amp_cuda_conv_inputs(AmpKernelCtx *k, AmpWindowGeom *own, const AmpWindowGeom **wg, const AmpBuf **x,
+                             const AmpBuf **w, const AmpBuf **b) {
+    AmpCode rc = amp_kernel_geom(k, own, (const void **)wg);
+    if (rc) return rc;
+    *x = k->in[0], *w = k->in[1], *b = k->n_in > 2 ? k->in[2] : NULL;
     int dt = (*x)->dtype;
     if ((*w)->dtype != dt || (*b && (*b)->dtype != dt) || !amp_cuda_is_float(dt)) return amp_kernel_bad_dtype(k, dt);
-    return amp_conv_check(k, *x, *w, *b, transpose, at, M);
+    return AMP_OK;
 }
 
 void amp_cuda_dnn_descs_free(AmpCudaDnnDescs *d) {

@@ -62,10 +62,11 @@ cudnnStatus_t amp_cuda_dnn_bwd_data_algo(AmpCudaCtx *c, bool strict, cudnnFilter
                                          cudnnTensorDescriptor_t dxd, void *dx, cudnnConvolutionBwdDataAlgo_t *algo,
                                          size_t *ws);
 
-/* Conv's or ConvTranspose's inputs (amp_conv_inputs), of one float dtype cuDNN takes,
- * checked (amp_conv_check: *at, *M). */
-AmpCode amp_cuda_conv_inputs(AmpKernelCtx *k, bool transpose, const AmpBuf **x, const AmpBuf **w, const AmpBuf **b,
-                             const AmpConvAttrs **at, int64_t *M);
+/* Conv's or ConvTranspose's geometry (amp_conv_node_geom: *wg, made into own where the
+ * executor did not) and inputs X, W and B (NULL where absent), of one float dtype cuDNN
+ * takes. */
+AmpCode amp_cuda_conv_inputs(AmpKernelCtx *k, AmpWindowGeom *own, const AmpWindowGeom **wg, const AmpBuf **x,
+                             const AmpBuf **w, const AmpBuf **b);
 
 /* Makes the plan of key (io: the buffers to time algorithms on), into *out. */
 typedef AmpCode (*AmpCudaDnnMakeFn)(AmpKernelCtx *k, const void *key, void *const *io, void **out);

@@ -21,6 +21,7 @@
 #include "kernels/cuda/conv_dnn.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 #include "ops/conv_geom.h" /* the attributes and geometry every backend reads */
+#include "ops/geom.h"
 
 typedef struct TKey {
     int dtype, rank, tf32, group;
@@ -100,19 +101,16 @@ static void fill_key(TKey *key, const AmpBuf *x, const AmpBuf *w, const AmpBuf *
 /* Y (N, M, out...) from X (N, C, in...), W (C, M / group, k...), B (M); checks as the CPU's. */
 AmpCode amp_cuda_conv_transpose(AmpKernelCtx *k) {
     const AmpBuf *x, *w, *b;
-    const AmpConvAttrs *at;
-    int64_t M;
-    AmpCode rc = amp_cuda_conv_inputs(k, true, &x, &w, &b, &at, &M);
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_conv_node_geom (ops/conv_geom.h): the window, M, Y checked */
+    AmpCode rc = amp_cuda_conv_inputs(k, &own, &wg, &x, &w, &b);
     if (rc) return rc;
+    const AmpConvAttrs *at = k->attrs;
     int dt = x->dtype;
-    int nsp = x->rank - 2;
     int64_t group = at->group;
-    int64_t kern[AMP_MAX_SPATIAL];
-    AmpConvGeom g;
-    rc = amp_conv_kernel_from_w(k, at, w, nsp, kern);
-    if (rc || (rc = amp_convtranspose_geom(k, at, x, kern, &g))) return rc;
+    AmpConvGeom g = wg->g;
     AmpBuf *y;
-    if ((rc = amp_conv_out(k, dt, x->dims[0], M, &g, &y)) || !y) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!y->nelem) return AMP_OK;
     if (!x->nelem || !w->nelem) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "an empty X or W (cuDNN)");
     const char *why = amp_cuda_convtranspose_refusal(&g);

@@ -11,6 +11,7 @@
 #include "kernels/cuda/grad_ops.h"
 #include "ops/dropout_rng.h"
 #include "ops/ew_common.h"
+#include "ops/geom.h"
 #include "ops/optim_math.h" /* amp_accumulator_outs */
 
 _Static_assert(AMP_CUDA_GRAD_RANK == AMP_MAX_RANK, "grad_ops.h's rank is AMP_MAX_RANK");
@@ -120,10 +121,11 @@ bool amp_cuda_dropout_on_device(bool training_step, bool has_mode_input, bool ha
 /* Dropout: dropout.c's rules, the mask from the call's key (the same draw from k->rng as
  * the CPU's, by amp_dropout_draws), ratio and training_mode read by the kernel. */
 AmpCode amp_cuda_dropout_node(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 1);
+    AmpDropoutGeom own;
+    const AmpDropoutGeom *g; /* amp_dropout_geom (ops/dropout_rng.h): x present, y and the mask checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpDropoutAttrs *a = k->attrs;
-    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
     const AmpBuf *x = k->in[0];
     if (!is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     const AmpBuf *r = k->opset >= 12 ? amp_ew_in(k, 1) : NULL, *t = k->opset >= 12 ? amp_ew_in(k, 2) : NULL;
@@ -137,10 +139,7 @@ AmpCode amp_cuda_dropout_node(AmpKernelCtx *k) {
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
     AmpBuf *y = out[0], *mask = out[1];
-    int mask_dt = k->opset >= 10 ? AMP_DT_BOOL : x->dtype;
-    if ((y && (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) ||
-        (mask && (rc = amp_kernel_check_out(k, mask, mask_dt, x->rank, x->dims))))
-        return rc;
+    int mask_dt = g->mask_dtype;
     uint64_t local = AMP_DROPOUT_GOLDEN, key = 0;
     if (amp_dropout_draws(k->training, t != NULL, a->has_seed, x->nelem))
         key = amp_dropout_key(k->rng ? k->rng : &local);

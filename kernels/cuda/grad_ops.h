@@ -173,8 +173,8 @@ bool amp_cuda_supports_gather_grad(const AmpNode *n, int64_t opset, const int *i
 /* MaxPool with its Indices output wanted (grad_ops_pool.c; conv.c's MaxPool hands such a
  * node here): float data, any dilations and storage_order. */
 AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k);
-/* Its geometry from the shared prepare's attributes and window rules (ops/conv_geom.h; also for the
- * host test): the launch parameters and Y's dims. */
+/* Its launch parameters and Y's dims from the node's geometry (amp_pool_geom, ops/conv_geom.h;
+ * also for the host test). */
 AmpCode amp_cuda_maxpool_plan(AmpKernelCtx *k, const AmpBuf *x, AmpCudaPoolIdx *p, int64_t *ydims);
 bool amp_cuda_supports_maxpool_indices(const AmpNode *n, int64_t opset, const int *in_dtypes);
 /* Whether MaxPool node n lists its Indices output. */

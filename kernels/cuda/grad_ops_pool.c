@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/conv_geom.h"
+#include "ops/geom.h"
 #include "kernels/cuda/grad_ops.h"
 
 _Static_assert(AMP_CUDA_POOL_SPATIAL == AMP_MAX_SPATIAL, "grad_ops.h's spatial rank is AMP_MAX_SPATIAL");
@@ -15,15 +16,13 @@ bool amp_cuda_pool_wants_indices(const AmpNode *n) {
 }
 
 AmpCode amp_cuda_maxpool_plan(AmpKernelCtx *k, const AmpBuf *x, AmpCudaPoolIdx *p, int64_t *ydims) {
-    if (x->rank < 3)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, D1, ...) with rank >= 3 (got %d)", x->rank);
-    const AmpConvAttrs *a = amp_conv_prepared(k);
-    if (!a) return k->st->code;
-    int nsp = x->rank - 2;
-    int64_t kern[AMP_MAX_SPATIAL];
-    AmpCode rc = amp_conv_ints_of(k, &a->kernel_shape, "kernel_shape", nsp, 0, kern);
-    AmpConvGeom g;
-    if (rc || (rc = amp_conv_geom_attrs(k, a, x, kern, &g))) return rc;
+    AmpWindowGeom own;
+    const AmpWindowGeom *wg; /* amp_pool_geom (ops/conv_geom.h): the window, Y and Indices checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&wg);
+    if (rc) return rc;
+    const AmpConvAttrs *a = k->attrs;
+    const AmpConvGeom g = wg->g;
+    int nsp = g.nsp;
     memset(p, 0, sizeof *p);
     p->nsp = nsp;
     p->col_major = a->col_major;
@@ -47,10 +46,7 @@ AmpCode amp_cuda_maxpool_with_indices(AmpKernelCtx *k) {
     if (rc) return rc;
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
-    AmpBuf *y = out[0], *yi = out[1];
-    if ((y && (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, ydims))) ||
-        (yi && (rc = amp_kernel_check_out(k, yi, AMP_DT_INT64, x->rank, ydims))))
-        return rc;
+    AmpBuf *y = out[0], *yi = out[1]; /* checked by amp_pool_geom */
     if (!yi) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the Indices output is not placed");
     if (!yi->nelem) return AMP_OK;
     return amp_cuda_check(k, amp_cuda_maxpool_indices(x->dtype, y ? y->data : NULL, yi->data, x->data, &p,

@@ -7,7 +7,8 @@
  * its gradient row NaN, where the CPU reports an error (checking it would wait on the
  * device). */
 #include "kernels/cuda/loss.h"
-#include "ops/norm_attrs.h" /* AmpLossAttrs (amp_loss_prepare) */
+#include "ops/geom.h"
+#include "ops/norm_attrs.h" /* AmpLossAttrs (amp_loss_prepare), AmpLossGeom (amp_loss_geom) */
 
 void amp_cuda_loss_plan(AmpCudaLoss *p) {
     int64_t ns = p->n * p->dk, g;
@@ -50,23 +51,20 @@ bool amp_cuda_supports_loss_grad(const AmpNode *n, int64_t opset, const int *in_
     return true;
 }
 
-/* The CPU's loss_args: x (N, C, d1..dk), labels (N, d1..dk) of int32/int64, w (C) of
- * x's type; p gets the sizes, the attributes and the plan. */
+/* The CPU's loss_args: the geometry's sizes (amp_loss_geom, ops/norm_attrs.h), labels of
+ * int32/int64, w of x's type; p gets the sizes, the attributes and the plan. */
 static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels, const AmpBuf *w, AmpCudaLoss *p) {
+    AmpLossGeom own;
+    const AmpLossGeom *g;
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     const AmpLossAttrs *a = k->attrs;
-    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     if (!is_label(labels->dtype))
         return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must be int32 or int64, not %s",
                                amp_dtype_name(labels->dtype));
-    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores must be (N, C, ...), has rank %d", x->rank);
-    bool ok = labels->rank == x->rank - 1 && labels->dims[0] == x->dims[0];
-    for (int i = 2; ok && i < x->rank; i++) ok = labels->dims[i - 1] == x->dims[i];
-    if (!ok) return amp_kernel_fail(k, AMP_ERR_INPUT, "labels must have the scores' shape without the class axis");
     if (w && w->dtype != x->dtype) return amp_kernel_bad_dtype(k, w->dtype);
-    if (w && (w->rank != 1 || w->dims[0] != x->dims[1]))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "weights must be (C) = (%lld)", (long long)x->dims[1]);
-    *p = (AmpCudaLoss){.n = x->dims[0], .c = x->dims[1], .dk = (int64_t)amp_shape_nelem(x->rank - 2, x->dims + 2),
+    *p = (AmpCudaLoss){.n = (int64_t)g->n, .c = (int64_t)g->c, .dk = (int64_t)g->dk,
                        .red = (int)a->red, .has_ii = a->has_ii, .ii = a->ii};
     amp_cuda_loss_plan(p);
     if (amp_cuda_loss_workspace(p) > amp_cuda_ctx(k)->workspace_bytes)
@@ -78,17 +76,12 @@ static AmpCode loss_args(AmpKernelCtx *k, const AmpBuf *x, const AmpBuf *labels,
 static AmpCode loss_run(AmpKernelCtx *k, bool softmax) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *labels = k->n_in > 1 ? k->in[1] : NULL;
     const AmpBuf *w = k->n_in > 2 ? k->in[2] : NULL;
-    if (!x || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "scores and labels are required");
     AmpCudaLoss p;
-    AmpCode rc = loss_args(k, x, labels, w, &p);
+    AmpCode rc = loss_args(k, x, labels, w, &p); /* the geometry first: x and labels present */
     if (rc) return rc;
     AmpBuf *outs[2] = {NULL, NULL};
     if ((rc = amp_kernel_outputs(k, softmax ? 2 : 1, outs))) return rc;
     AmpBuf *loss = outs[0], *lp = outs[1];
-    if ((loss && (rc = amp_kernel_check_out(k, loss, x->dtype, p.red == AMP_LOSS_NONE ? labels->rank : 0,
-                                            labels->dims))) ||
-        (lp && (rc = amp_kernel_check_out(k, lp, x->dtype, x->rank, x->dims))))
-        return rc;
     /* log_prob alone needs no reduction; a none loss of no sample has no element */
     if (!loss && !lp) return AMP_OK;
     AmpCudaCtx *c = amp_cuda_ctx(k);
@@ -111,21 +104,13 @@ AmpCode amp_cuda_ms_sce_loss_grad(AmpKernelCtx *k) {
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     const AmpBuf *dy = in[0], *lpb = in[1], *labels = in[2], *w = in[3], *bias = in[4];
-    if (!dy || !lpb || !labels) return amp_kernel_fail(k, AMP_ERR_INPUT, "dY, log_prob and label are required");
     AmpCudaLoss p;
-    AmpCode rc = loss_args(k, lpb, labels, w, &p);
+    AmpCode rc = loss_args(k, lpb, labels, w, &p); /* the geometry first: dY, log_prob and label present */
     if (rc) return rc;
     if (dy->dtype != lpb->dtype) return amp_kernel_bad_dtype(k, dy->dtype);
-    uint64_t ns = (uint64_t)(p.n * p.dk);
-    if (dy->nelem != (p.red == AMP_LOSS_NONE ? ns : 1))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "dY has %llu elements; expected %s", (unsigned long long)dy->nelem,
-                               p.red == AMP_LOSS_NONE ? "one per sample" : "a scalar");
     if (bias && bias->dtype != lpb->dtype) return amp_kernel_bad_dtype(k, bias->dtype);
-    if (bias && bias->nelem != lpb->nelem)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "bias must be shaped like log_prob");
     AmpBuf *dx;
     if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx) return rc;
-    if ((rc = amp_kernel_check_out(k, dx, lpb->dtype, lpb->rank, lpb->dims))) return rc;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     int err = amp_cuda_loss_grad_launch(lpb->dtype, labels->dtype, dy->data, lpb->data, labels->data,
                                         w ? w->data : NULL, bias ? bias->data : NULL, dx->data, c->workspace, &p,

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/movement.h"
 #include "ops/cast_engine.h"
+#include "ops/geom.h"
 #include "ops/pad.h"
 #include "ops/sh_common.h"
 #include "ops/slice.h"
@@ -68,41 +69,38 @@ AmpCode amp_cuda_identity(AmpKernelCtx *k) {
 
 /* Transpose's and Concat's attributes, checks and shapes are every backend's
  * (ops/sh_common.h: amp_transpose_prepare, amp_transpose_geom, amp_concat_prepare,
- * amp_concat_inputs, amp_concat_shape). */
+ * amp_concat_geom). */
 
 AmpCode amp_cuda_transpose(AmpKernelCtx *k) {
-    const AmpBuf *x = need_in(k, 0, "data");
-    if (!x) return k->st->code;
+    AmpTransposeGeom own;
+    const AmpTransposeGeom *g; /* amp_transpose_geom (ops/sh_common.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int r = x->rank;
-    int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    AmpCode rc = amp_transpose_geom(k, x, dims, strides); /* ops/sh_common.h */
-    if (rc) return rc;
     AmpBuf *y;
-    rc = amp_sh_out(k, x->dtype, r, dims, &y);
-    if (rc || !y || !y->nelem) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || !y->nelem) return rc;
     AmpCudaView v;
-    dense_view(&v, r, dims, strides);
+    dense_view(&v, g->rank, g->dims, g->strides);
     return copy_view(k, y->data, 0, x->data, 0, es, &v);
 }
 
 /* ---- Concat, Split ----------------------------------------------------------------------- */
 
 AmpCode amp_cuda_concat(AmpKernelCtx *k) {
-    AmpCode rc = amp_concat_inputs(k); /* the checks and the shape: ops/sh_common.h */
+    AmpConcatGeom own;
+    const AmpConcatGeom *g; /* amp_concat_geom (ops/sh_common.h): the checks and the shape */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpBuf *x0 = k->in[0];
     size_t es = amp_cuda_mv_esize(k, x0->dtype);
     if (!es) return k->st->code;
-    int axis;
-    int64_t dims[AMP_MAX_RANK];
-    if ((rc = amp_concat_shape(k, &axis, dims))) return rc;
+    int axis = g->axis;
+    const int64_t *dims = g->dims;
     AmpBuf *y;
-    rc = amp_sh_out(k, x0->dtype, x0->rank, dims, &y);
-    if (rc || !y || !y->nelem) return rc;
-    int64_t outer = (int64_t)amp_shape_nelem(axis, dims);
-    int64_t inner = (int64_t)amp_shape_nelem(x0->rank - axis - 1, dims + axis + 1);
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || !y->nelem) return rc;
+    int64_t outer = g->outer, inner = g->inner;
     int64_t start = 0;
     /* Each input is the (outer, d_i * inner) block at column start * inner of y's rows. */
     for (int i = 0; i < k->n_in; i++) {
@@ -145,20 +143,19 @@ static AmpCode split_copy(AmpKernelCtx *k, AmpBuf *y, const AmpBuf *x, size_t es
 }
 
 AmpCode amp_cuda_split(AmpKernelCtx *k) {
-    const AmpSplitAttrs *a = k->attrs; /* amp_split_prepare */
-    const AmpBuf *x = need_in(k, 0, "input");
-    if (!x) return k->st->code;
+    AmpSplitGeom own;
+    const AmpSplitGeom *g; /* amp_split_geom (ops/sh_common.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0];
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
-    int axis, no = k->n_out;
     int64_t *sizes;
     AmpBuf **outs;
-    AmpCode rc = amp_split_start(k, a, x, &axis, &sizes, &outs);
-    if (rc) return rc;
-    int64_t dim = x->dims[axis];
-    rc = amp_kernel_outputs(k, no, outs);
-    if (!rc) rc = split_sizes(k, a, dim, axis, outs, sizes);
-    if (!rc) rc = amp_split_parts(k, x, axis, es, sizes, outs, split_copy);
+    if ((rc = amp_split_start(k, g, &sizes, &outs))) return rc;
+    rc = amp_kernel_outputs(k, k->n_out, outs);
+    if (!rc && !g->sized) rc = split_sizes(k, k->attrs, g->dim, g->axis, outs, sizes);
+    if (!rc) rc = amp_split_parts(k, x, g, es, sizes, outs, split_copy);
     free(sizes), free(outs);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/cuda/attention.h"
+#include "ops/geom.h"
 #include "kernels/cuda/gemm.h"
 
 /* attention.cu reads the mask kind by these numbers (its MK_ constants). */
@@ -92,10 +93,13 @@ static AmpCode project(AmpKernelCtx *k, const MsAttnDims *d, const AmpBuf *x, co
 AmpCode amp_cuda_ms_attention(AmpKernelCtx *k) {
     const OrtAttnAttrs *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes not prepared");
-    const AmpBuf *in[7];
-    MsAttnDims d;
-    AmpCode rc = amp_attn_ms_inputs(k, a, in, &d); /* the CPU kernel's checks */
+    MsAttnDims own;
+    const MsAttnDims *g; /* amp_ms_attention_geom (ops/attn_geom.h): the CPU kernel's checks, sizes, outputs */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
+    const MsAttnDims d = *g;
+    const AmpBuf *in[7];
+    for (int i = 0; i < 7; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
     const AmpBuf *x = in[0], *w = in[1], *bias = in[2], *mask = in[3], *past = in[4], *ab = in[5];
     int dt = x->dtype;
     int64_t T = d.P + d.S;
@@ -103,12 +107,6 @@ AmpCode amp_cuda_ms_attention(AmpKernelCtx *k) {
     if ((rc = ort_mask(k, mask, ab, dt, d.N, true, &ob))) return rc;
     AmpBuf *out[2];
     if ((rc = amp_kernel_outputs(k, 2, out))) return rc;
-    const int64_t ydims[3] = {d.B, d.S, d.Dv}, pdims[5] = {2, d.B, d.N, T, d.H};
-    if (out[1] && d.H != d.Hv)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "present needs equal K and V hidden sizes (got %lld and %lld)",
-                               (long long)d.Dk, (long long)d.Dv);
-    if (out[0] && (rc = amp_kernel_check_out(k, out[0], dt, 3, ydims))) return rc;
-    if (out[1] && (rc = amp_kernel_check_out(k, out[1], dt, 5, pdims))) return rc;
     AttnShape s = {.B = d.B, .Hq = d.N, .Hkv = d.N, .S = d.S, .L = d.S, .P = d.P, .T = T, .D = d.H, .Dv = d.Hv};
     size_t esz = dt_size(dt);
     AmpCudaAttnNeeds need = {.q = true, .k = !out[1], .v = !out[1], .y = true, .qkv = (uint64_t)(d.B * d.S * d.Dsum)};

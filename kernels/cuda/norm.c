@@ -11,11 +11,6 @@
 
 _Static_assert(AMP_CUDA_NORM_MAX_RANK == AMP_MAX_RANK, "norm.h's rank bound is AMP_MAX_RANK");
 
-static const void *attrs_of(AmpKernelCtx *k) {
-    if (!k->attrs) amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    return k->attrs;
-}
-
 /* ---- Softmax / LogSoftmax ------------------------------------------------------------ */
 
 /* The attributes and the row layout are every backend's (amp_softmax_prepare,
@@ -127,24 +122,6 @@ AmpCode amp_cuda_layernorm(AmpKernelCtx *k) {
 
 /* ---- per-channel parameters: Batch/Instance/Group ------------------------------------ */
 
-/* X is (N, C, d1..dk), every parameter (1-D, len elements) of X's type. */
-static AmpCode nchw(AmpKernelCtx *k, const AmpBuf *x, int64_t *n, int64_t *c, int64_t *s) {
-    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if (x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...), has rank %d", x->rank);
-    *n = x->dims[0];
-    *c = x->dims[1];
-    *s = (int64_t)amp_shape_nelem(x->rank - 2, x->dims + 2);
-    return AMP_OK;
-}
-
-static AmpCode check_vec(AmpKernelCtx *k, const AmpBuf *p, const AmpBuf *x, int64_t len, const char *what) {
-    if (!p) return amp_kernel_fail(k, AMP_ERR_INPUT, "%s is required", what);
-    if (p->dtype != x->dtype) return amp_kernel_bad_dtype(k, p->dtype);
-    if (p->rank != 1 || p->nelem != (uint64_t)len)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%s must be 1-D with %lld elements", what, (long long)len);
-    return AMP_OK;
-}
-
 /* (X, scale, B, mean, var) -> Y, then running mean and var and (before opset 14) saved
  * mean and var where listed: the CPU's amp_cpu_batchnorm. Training (amp_batchnorm_trains)
  * takes the batch's statistics (population variance) and running = input * momentum +
@@ -186,28 +163,26 @@ AmpCode amp_cuda_batchnorm(AmpKernelCtx *k) {
     return amp_cuda_check(k, err, "batchnorm kernel");
 }
 
-/* Statistics per (n, group) over (C / groups) * S contiguous elements; scale and bias
- * per channel (per_group false) or per group (the CPU's group_norm). */
-static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
-    const AmpBuf *in[3];
-    for (int i = 0; i < 3; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0]) return amp_kernel_fail(k, AMP_ERR_INPUT, "X is required");
-    int64_t N = 0, C = 0, S = 0;
-    AmpCode rc = nchw(k, in[0], &N, &C, &S);
+/* InstanceNormalization and GroupNormalization: statistics per (n, group) over
+ * (C / groups) * S contiguous elements; scale and bias per channel or per group as
+ * amp_groupnorm_geom (ops/norm_attrs.h) says (the CPU's group_norm). */
+static AmpCode group_norm(AmpKernelCtx *k) {
+    AmpGroupNormGeom own;
+    const AmpGroupNormGeom *gm; /* amp_groupnorm_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&gm);
     if (rc) return rc;
-    if (groups <= 0 || C % groups)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%lld channels do not split into %lld groups", (long long)C,
-                                (long long)groups);
-    int64_t plen = per_group ? groups : C;
-    if ((rc = check_vec(k, in[1], in[0], plen, "scale")) || (rc = check_vec(k, in[2], in[0], plen, "bias"))) return rc;
-    const AmpNormAttrs *na = attrs_of(k);
-    if (!na) return k->st->code;
+    const AmpBuf *const *in = k->in;
     const AmpBuf *x = in[0];
+    if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
+    for (int i = 1; i < 3; i++)
+        if (in[i]->dtype != x->dtype) return amp_kernel_bad_dtype(k, in[i]->dtype);
+    int64_t N = (int64_t)gm->n, S = (int64_t)gm->s, groups = (int64_t)gm->groups;
+    bool per_group = gm->per_group;
+    const AmpNormAttrs *na = k->attrs;
     AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims)))
-        return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (!x->nelem) return AMP_OK; /* no element, however many empty rows */
-    int64_t cpg = C / groups;
+    int64_t cpg = (int64_t)(gm->c / gm->groups);
     AmpCudaNormParam p;
     memset(&p, 0, sizeof p);
     if (per_group || cpg == 1) { /* one parameter per row */
@@ -222,23 +197,6 @@ static AmpCode group_norm(AmpKernelCtx *k, int64_t groups, bool per_group) {
     return amp_cuda_check(k, err, "group norm kernel");
 }
 
-AmpCode amp_cuda_instancenorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    return group_norm(k, x->dims[1], false);
-}
+AmpCode amp_cuda_instancenorm(AmpKernelCtx *k) { return group_norm(k); }
 
-/* Opset 18 takes scale/bias per group, 21 per channel; parameters of the other length
- * (and only that one) are taken as meaning it, as the CPU does. */
-AmpCode amp_cuda_groupnorm(AmpKernelCtx *k) {
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    const AmpBuf *sc = k->n_in > 1 ? k->in[1] : NULL;
-    if (!x || x->rank < 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "X must be (N, C, ...)");
-    const AmpNormAttrs *na = attrs_of(k);
-    if (!na) return k->st->code;
-    int64_t g = na->groups, C = x->dims[1];
-    bool per_group = k->opset < 21;
-    if (sc && sc->nelem != (uint64_t)(per_group ? g : C) && sc->nelem == (uint64_t)(per_group ? C : g))
-        per_group = !per_group;
-    return group_norm(k, g, per_group);
-}
+AmpCode amp_cuda_groupnorm(AmpKernelCtx *k) { return group_norm(k); }

@@ -61,9 +61,12 @@ bool amp_cuda_supports_layernorm_grad(const AmpNode *n, int64_t opset, const int
 /* (Y_grad, X, scale, mean?, inv_std_dev?) -> (X_grad, scale_grad?, bias_grad?), rows split at
  * `axis`; the CPU's checks (amp_cpu_ms_layernorm_grad). */
 AmpCode amp_cuda_ms_layernorm_grad(AmpKernelCtx *k) {
+    AmpLayerNormGeom own;
+    const AmpLayerNormGeom *g; /* amp_layernorm_grad_geom (ops/norm_attrs.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     const AmpBuf *in[5];
     for (int i = 0; i < 5; i++) in[i] = i < k->n_in ? k->in[i] : NULL;
-    if (!in[0] || !in[1] || !in[2]) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad, X and scale are required");
     const AmpBuf *x = in[1];
     if (!amp_cuda_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     for (int i = 0; i < 3; i++)
@@ -72,24 +75,9 @@ AmpCode amp_cuda_ms_layernorm_grad(AmpKernelCtx *k) {
     if (stats && (in[3]->dtype != in[4]->dtype || (in[3]->dtype != x->dtype && in[3]->dtype != AMP_DT_FLOAT)))
         return amp_kernel_bad_dtype(k, in[3]->dtype);
     const AmpNormAttrs *na = k->attrs;
-    if (!na) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    int axis;
-    if (!amp_norm_axis(na->axis, x->rank, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)na->axis, x->rank);
-    int64_t rows = (int64_t)amp_shape_nelem(axis, x->dims);
-    int64_t cols = (int64_t)amp_shape_nelem(x->rank - axis, x->dims + axis);
-    if (in[0]->nelem != x->nelem) return amp_kernel_fail(k, AMP_ERR_INPUT, "Y_grad must be shaped like X");
-    if (in[2]->nelem != (uint64_t)cols)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "scale must have one element per normalised column");
-    for (int i = 3; i < 5; i++)
-        if (in[i] && in[i]->nelem != (uint64_t)rows)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "mean and inv_std_dev must have one element per row");
+    int64_t rows = (int64_t)g->rows, cols = (int64_t)g->cols;
     AmpBuf *out[3];
-    AmpCode rc = amp_kernel_outputs(k, 3, out);
-    if (!rc && out[0]) rc = amp_kernel_check_out(k, out[0], x->dtype, x->rank, x->dims);
-    for (int j = 1; !rc && j < 3; j++)
-        if (out[j]) rc = amp_kernel_check_out(k, out[j], in[2]->dtype, in[2]->rank, in[2]->dims);
-    if (rc) return rc;
+    if ((rc = amp_kernel_outputs(k, 3, out))) return rc;
     AmpCudaCtx *c = amp_cuda_ctx(k);
     int64_t chunks = amp_cuda_lngrad_chunks(rows, cols, c->workspace_bytes);
     if (!chunks) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "the rows' statistics do not fit the workspace");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/cuda/optim.h"
+#include "ops/geom.h"
 
 /* The tensor types the kernel reads and writes. */
 static bool opt_float(int dt) {
@@ -50,33 +51,19 @@ int amp_cuda_opt_plan(const AmpCudaOptTensor *ts, int n, int *next, AmpCudaOptTa
     return t->n;
 }
 
-static bool same_shape(const AmpBuf *a, const AmpBuf *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
-/* One optimised tensor's inputs (X, G, state...) and placed outputs (NULL: not listed),
- * checked as the CPU does, into *ts. */
+/* One optimised tensor's inputs (X, G, state...) and placed outputs (NULL: not listed;
+ * present, shaped and checked by amp_optimizer_geom), their dtypes checked as the CPU does,
+ * into *ts. */
 static AmpCode opt_tensor(AmpKernelCtx *k, int n_state, const AmpBuf *const *in, AmpBuf *const *out,
                           AmpCudaOptTensor *ts) {
     memset(ts, 0, sizeof *ts);
     for (int j = 0; j < 2 + n_state; j++) {
-        if (!in[j]) return amp_kernel_fail(k, AMP_ERR_INPUT, "an optimizer input is missing");
         if (!opt_float(in[j]->dtype)) return amp_kernel_bad_dtype(k, in[j]->dtype);
-        if (!same_shape(in[j], in[0]))
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "X, its gradient and its state must have the same shape");
         ts->in[j] = in[j]->data;
         ts->dt[j] = in[j]->dtype;
     }
-    for (int j = 0; j < 1 + n_state; j++) {
-        const AmpBuf *src = in[j == 0 ? 0 : 1 + j];
-        if (!out[j]) continue;
-        AmpCode rc = amp_kernel_check_out(k, out[j], src->dtype, src->rank, src->dims);
-        if (rc) return rc;
-        ts->out[j] = out[j]->data;
-    }
+    for (int j = 0; j < 1 + n_state; j++)
+        if (out[j]) ts->out[j] = out[j]->data;
     ts->nelem = (int64_t)in[0]->nelem;
     return AMP_OK;
 }
@@ -111,11 +98,12 @@ static AmpCode opt_launch_all(AmpKernelCtx *k, const AmpCudaOptNode *nd, const A
 }
 
 static AmpCode opt_run(AmpKernelCtx *k) {
-    const AmpOptAttrs *a = k->attrs;
-    if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
-    int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, groups = 2 + n_state, N;
-    AmpCode rc = amp_opt_layout(k, groups, &N);
+    AmpOptGeom own;
+    const AmpOptGeom *g; /* amp_optimizer_geom (ops/optim_math.h) */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
+    const AmpOptAttrs *a = k->attrs;
+    int n_state = a->kind == AMP_OPT_ADAM ? 2 : 1, groups = g->groups, N = g->N;
     AmpCudaOptNode nd = {.a = *a, .n_state = n_state};
     rc = opt_scalars(k, &nd);
     if (rc) return rc;
