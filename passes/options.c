@@ -465,15 +465,21 @@ AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsig
         const AmpOption *d = &OPTIONS[i];
         if (!d->env || !(d->doors & door)) continue;
         if ((o->given >> i & 1) && !amp_option_adds_up(d)) continue; /* its flag wins */
-        const char *v = get(ctx, d);
-        AmpCode rc = v && *v ? amp_option_set(o, d, d->env, v, st) : AMP_OK;
+        bool from_field = false;
+        const char *v = get(ctx, d, &from_field);
+        /* A refused value is named as it came: the variable, or the session's field (C:
+         * AmpSessionOptions.loss_scale; Python: its keyword). */
+        char field[96];
+        if (from_field && d->field)
+            snprintf(field, sizeof field, "%s%s", amp_front() == AMP_FRONT_C ? "AmpSessionOptions." : "", d->field);
+        AmpCode rc = v && *v ? amp_option_set(o, d, from_field && d->field ? field : d->env, v, st) : AMP_OK;
         if (rc) return rc;
     }
     return AMP_OK;
 }
 
-const char *amp_option_getenv(void *ctx, const AmpOption *d) {
-    (void)ctx;
+const char *amp_option_getenv(void *ctx, const AmpOption *d, bool *from_field) {
+    (void)ctx, (void)from_field;
     return getenv(d->env);
 }
 

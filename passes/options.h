@@ -135,10 +135,10 @@ const char *amp_option_say(const char *flag, const char *value, char *buf, size_
 /* The environment's door: for each row whose variable `door` (an AMP_DOOR_ bit) reads, in
  * table order, the value get(ctx, row) gives; NULL or "" is unset. A row already set (by
  * its flag) is skipped, but for the list edits, which add up. */
-typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d);
+typedef const char *(*AmpOptionGetFn)(void *ctx, const AmpOption *d, bool *from_field);
 AmpCode amp_options_read_env(AmpOptions *o, AmpOptionGetFn get, void *ctx, unsigned door, AmpStatus *st);
 /* The get of amp_options_read_env that reads the process's environment. */
-const char *amp_option_getenv(void *ctx, const AmpOption *d);
+const char *amp_option_getenv(void *ctx, const AmpOption *d, bool *from_field);
 
 /* The class of device a precision is chosen for: the CPU backend computes on this
  * machine's CPU; every other backend (a GPU, or the simulator standing for one) is a GPU. */

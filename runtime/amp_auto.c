@@ -46,14 +46,14 @@ bool amp_auto_reads_field(const char *field) {
 
 /* amp_options_read_env's get: the session option's field, else the variable (unless
  * ignore_env); a variable of the table with no field is read from the environment only. */
-static const char *session_setting(void *ctx, const AmpOption *d) {
+static const char *session_setting(void *ctx, const AmpOption *d, bool *from_field) {
     const AmpSessionOptions *o = ctx;
     for (size_t i = 0; d->field && i < sizeof FIELDS / sizeof *FIELDS; i++) {
         const char *value = *(const char *const *)((const char *)o + FIELDS[i].at);
-        if (!strcmp(FIELDS[i].name, d->field) && value) return value;
+        if (!strcmp(FIELDS[i].name, d->field) && value) return *from_field = true, value;
     }
     bool replaced = d->field && replaced_by_field(o, d->field);
-    return o->ignore_env || replaced ? NULL : amp_option_getenv(NULL, d);
+    return o->ignore_env || replaced ? NULL : amp_option_getenv(NULL, d, from_field);
 }
 
 void amp_auto_config_free(AmpAutoConfig *c) {

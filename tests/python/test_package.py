@@ -256,8 +256,8 @@ def test_session_refusals(c):
         ampc.Session(model("cnn_infer"), backend="cpu", amp=True, loss_scale="foo")
         raise AssertionError("loss_scale foo was taken")
     except ampc.UsageError as e:
-        # named as the variable the field replaces (runtime/amp_auto.c reads fields as variables)
-        assert "LOSS_SCALE='foo'" in str(e) and "expected dynamic, none or a positive" in str(e), str(e)
+        # named as the keyword it came by, with the table's expectation
+        assert "loss_scale='foo'" in str(e) and "expected dynamic, none or a positive" in str(e), str(e)
     try:
         ampc.Session(model("cnn_infer"), backend="cpu", no_such="1")
         raise AssertionError("an unknown keyword was taken")

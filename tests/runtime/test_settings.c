@@ -188,3 +188,20 @@ Test(settings, a_sessions_message_names_the_field) {
     cr_assert(strstr(st.msg, "timeout_seconds (AmpSessionOptions)") && !strstr(st.msg, "--timeout"), "%s", st.msg);
     amp_session_close(s);
 }
+
+/* A refused value is named as it came: the session's field, or the variable. */
+Test(settings, a_refused_value_names_its_door) {
+    AmpSessionOptions o = AMP_SESSION_OPTIONS_INIT;
+    o.backend = AMP_BACKEND_CPU;
+    o.amp_auto = "1";
+    o.precision = "fp8";
+    AmpAutoConfig c;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_auto_config(&o, &c, &st), AMP_ERR_USAGE);
+    cr_assert(strstr(st.msg, "AmpSessionOptions.precision='fp8': expected"), "%s", st.msg);
+    o.precision = NULL;
+    setenv("AMP_PRECISION", "fp8", 1);
+    st = (AmpStatus){0};
+    cr_assert_eq(amp_auto_config(&o, &c, &st), AMP_ERR_USAGE);
+    cr_assert(strstr(st.msg, "AMP_PRECISION='fp8': expected"), "%s", st.msg);
+}
