@@ -8,6 +8,10 @@
 #include "ir/half.h"
 #include "runtime/session_impl.h"
 
+AmpModel *amp_session_model(AmpSession *s) {
+    return s->m;
+}
+
 void amp_session_set_hook(AmpSession *s, AmpExecHook fn, void *ctx) {
     amp_exec_set_hook(s->main, fn, ctx);
 }

@@ -16,6 +16,10 @@
  * made; open the session with no_fuse to see every node and value. */
 void amp_session_set_hook(AmpSession *s, AmpExecHook fn, void *ctx);
 
+/* The model as s runs it (after AMP_AUTO's rewrite): the graph the hook's nodes belong to.
+ * Owned by the session; the tools read it and run nodes of it (amp_run_node_alone). */
+AmpModel *amp_session_model(AmpSession *s);
+
 /* Value v as e holds it (after its producer ran, inside a hook) copied out into *out as
  * float32 (malloc'd data: free with amp_buf_free), converting float16 and bfloat16 (and
  * double). AMP_ERR_UNSUPPORTED when it is no float value or e holds nothing for it. */

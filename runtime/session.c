@@ -34,10 +34,6 @@ bool amp_session_has_training_info(const AmpSession *s) {
     return s->n_alg > 0;
 }
 
-const struct AmpModel *amp_session_model(const AmpSession *s) {
-    return s->m;
-}
-
 void amp_session_close(AmpSession *s) {
     if (!s) return;
     for (size_t k = 0; k < s->n_alg; k++) amp_exec_free(s->alg[k].exec);

@@ -240,7 +240,7 @@ int ampc_cmd_calibrate(CalibArgs *ca) {
     }
     int loss = ampc_find_loss(&ca->run, s, &st);
     bool training = loss >= 0 || amp_session_has_training_info(s);
-    AmpModel *m = (AmpModel *)amp_session_model(s);
+    AmpModel *m = amp_session_model(s);
     Calib c = {.g = m->graph, .scale = training ? (ca->loss_scale > 0 ? ca->loss_scale : 65536.0) : 1.0};
     for (AmpNode *x = c.g->first; x; x = x->next)
         if (x->id >= c.n_node_ids) c.n_node_ids = x->id + 1;

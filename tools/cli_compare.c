@@ -417,9 +417,9 @@ int ampc_cmd_compare(CalibArgs *ca) {
     if (!rc && as && amp_session_output_count(as, AMP_MODE_RUN) != n_out)
         rc = amp_fail(&st, AMP_ERR_INPUT, "the two models have different numbers of outputs");
     if (!rc) {
-        c.ref.m = (AmpModel *)amp_session_model(fs);
+        c.ref.m = amp_session_model(fs);
         c.ref.g = c.ref.m->graph;
-        c.amp = (AmpModel *)amp_session_model(as);
+        c.amp = amp_session_model(as);
         c.ref.val = calloc(c.ref.g->n_values + 1, sizeof *c.ref.val);
         fo = calloc(n_out + 1, sizeof *fo), ao = calloc(n_out + 1, sizeof *ao);
         if (!c.ref.val || !fo || !ao) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");

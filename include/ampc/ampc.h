@@ -19,7 +19,6 @@ extern "C" {
 #endif
 
 typedef struct AmpSession AmpSession; /* opaque */
-struct AmpModel;
 
 #define AMP_TENSOR_MAX_RANK 8
 
@@ -169,9 +168,6 @@ AMP_API bool amp_session_output_info(const AmpSession *s, AmpMode mode, size_t i
 
 /* Whether the model carries a training algorithm (ONNX training_info). */
 AMP_API bool amp_session_has_training_info(const AmpSession *s);
-
-/* The model as the session runs it (after AMP_AUTO's rewrite), for tools. */
-AMP_API const struct AmpModel *amp_session_model(const AmpSession *s);
 
 /* ---- running ------------------------------------------------------------------------ */
 

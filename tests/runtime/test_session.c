@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "backend/backend.h"
+#include "runtime/observe.h"
 #include "tests/runtime/rt_util.h"
 
 static void *read_bytes(const char *path, size_t *len) {
