@@ -1,4 +1,4 @@
-/* Conv, ConvTranspose and com.microsoft ConvGrad on oneDNN (kernels/cpu/dnnl.c) against
+/* Conv, ConvTranspose and com.microsoft ConvGrad on oneDNN (kernels/cpu/dnnl_conv.c) against
  * the same kernels on the im2col + sgemm path they had before (AMP_DNNL=0), float32 and
  * bfloat16: groups, depthwise, strides, dilations, asymmetric pads, auto_pad, 1-D, 2-D
  * and 3-D, ConvTranspose's output_padding, ConvGrad's three outputs.
