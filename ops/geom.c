@@ -34,6 +34,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_ReduceLogSumExp] = REDUCE,
     [AMP_OP_ArgMax] = ARG,
     [AMP_OP_ArgMin] = ARG,
+    [AMP_OP_CumSum] = {amp_cumsum_geom, sizeof(AmpCumSumGeom)},
     [AMP_OP_Softmax] = SOFTMAX,
     [AMP_OP_LogSoftmax] = SOFTMAX,
     [AMP_OP_Hardmax] = SOFTMAX,
