@@ -73,9 +73,15 @@ AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attr
  * where it does not broadcast to X's shape. */
 AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope);
 
-/* com.microsoft BiasGeluGrad_dX (dY, X, B): dY of X's dtype and shape, B of X's dtype, 1-D
- * over X's last axis (AMP_ERR_INPUT if not). */
-AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b);
+/* com.microsoft BiasGeluGrad_dX's geometry (ops/geom.h): dY, X and B present, dY of X's
+ * dtype and shape, B of X's dtype, 1-D over X's last axis (AMP_ERR_INPUT if not); dX, where
+ * listed, of X's dtype and shape. n: X's elements, h: B's (the bias repeats every h). Its
+ * AmpKernelGeomFn, on every backend; the dtypes each backend takes stay its kernel's check. */
+typedef struct AmpBiasGeluGradGeom {
+    uint64_t n, h;
+} AmpBiasGeluGradGeom;
+AmpCode amp_bias_gelu_grad_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */

@@ -5,6 +5,7 @@
 #include "ops/attn_geom.h"
 #include "ops/conv_geom.h"
 #include "ops/dropout_rng.h"
+#include "ops/ew_common.h"
 #include "ops/geom.h"
 #include "ops/kernel_out.h"
 #include "ops/norm_attrs.h"
@@ -15,6 +16,7 @@
 typedef struct GeomRow {
     AmpKernelGeomFn fn;
     size_t size;
+    bool bare; /* the op has no prepare function: its geometry reads no attributes */
 } GeomRow;
 
 #define REDUCE {amp_reduce_geom, sizeof(AmpReduceGeom)}
@@ -64,6 +66,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
     [AMP_OP_Attention] = {amp_onnx_attention_geom, sizeof(AmpOnnxAttnGeom)},
     [AMP_OP_Ms_Attention] = {amp_ms_attention_geom, sizeof(MsAttnDims)},
+    [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_bias_gelu_grad_geom, sizeof(AmpBiasGeluGradGeom), true},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
@@ -79,7 +82,8 @@ AmpCode amp_kernel_geom(AmpKernelCtx *k, void *own, const void **g) {
     size_t size;
     amp_op_geom(k->node->op, &fn, &size);
     if (!fn) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the op has no geometry function");
-    if (!k->attrs) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
+    if (!k->attrs && !GEOM[k->node->op].bare)
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the node's attributes were not prepared");
     bool made = true;
     AmpCode rc = fn(k, own, &made);
     if (!rc && made) *g = own;

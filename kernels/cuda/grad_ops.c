@@ -85,17 +85,16 @@ AmpCode amp_cuda_bias_gelu(AmpKernelCtx *k) {
 
 /* BiasGeluGrad_dX (dY, X, B): dY like X, B 1-D over X's last axis (activation.c). */
 AmpCode amp_cuda_bias_gelu_grad_dx(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 3);
+    AmpBiasGeluGradGeom own;
+    const AmpBiasGeluGradGeom *g; /* amp_bias_gelu_grad_geom (ops/ew_common.h): the inputs' shapes, dX checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (!is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if ((rc = amp_ew_bias_gelu_grad_check(k, dy, x, b))) return rc;
     AmpBuf *dx;
-    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
-        !x->nelem)
-        return rc;
-    return launched(k, amp_cuda_bias_gelu_grad(x->dtype, dx->data, dy->data, x->data, b->data, x->nelem,
-                                               (uint64_t)b->dims[0], stream_of(k)));
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || !g->n) return rc;
+    return launched(k, amp_cuda_bias_gelu_grad(x->dtype, dx->data, dy->data, x->data, b->data, g->n, g->h,
+                                               stream_of(k)));
 }
 
 /* ---- Dropout, DropoutGrad -------------------------------------------------------------- */
