@@ -52,6 +52,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_NegativeLogLikelihoodLoss] = {amp_loss_geom, sizeof(AmpLossGeom)},
     [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_loss_geom, sizeof(AmpLossGeom)},
     [AMP_OP_Dropout] = {amp_dropout_geom, sizeof(AmpDropoutGeom)},
+    [AMP_OP_Ms_DropoutGrad] = {amp_dropout_grad_geom, sizeof(AmpDropoutGradGeom), true},
     [AMP_OP_Conv] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
     [AMP_OP_ConvTranspose] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
     [AMP_OP_Ampc_ConvEpilogue] = {amp_conv_node_geom, sizeof(AmpWindowGeom)}, /* Conv's, Z checked by its kernel */
