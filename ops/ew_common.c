@@ -272,3 +272,13 @@ AmpCode amp_bias_gelu_grad_geom(AmpKernelCtx *k, void *geom, bool *made) {
     return amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
 }
 
+AmpCode amp_sub_scaled_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpSubScaledGeom *g = geom;
+    const AmpBuf *a = amp_ew_in(k, 0), *s = amp_ew_in(k, 1), *b = amp_ew_in(k, 2);
+    if (!a || !s || !b) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs A, S and B");
+    if (s->nelem != 1 || !amp_buf_same_shape(a, b))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "S must hold one element and B have A's shape");
+    g->n = a->nelem;
+    return amp_geom_check(k, 0, AMP_DT_FLOAT, a->rank, a->dims);
+}

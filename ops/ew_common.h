@@ -82,6 +82,13 @@ typedef struct AmpBiasGeluGradGeom {
 } AmpBiasGeluGradGeom;
 AmpCode amp_bias_gelu_grad_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* ai.ampc SubScaled's geometry (ops/geom.h; Y = A - S * B, runtime/fuse_update.c): A, S and
+ * B present, S of one element, B of A's shape (AMP_ERR_INPUT if not); Y, where listed,
+ * float32 of A's shape. n: A's elements. Its AmpKernelGeomFn; the kernel checks the dtypes. */
+typedef struct AmpSubScaledGeom {
+    uint64_t n;
+} AmpSubScaledGeom;
+AmpCode amp_sub_scaled_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
