@@ -6,6 +6,7 @@
 #include "ops/conv_geom.h"
 #include "ops/dropout_rng.h"
 #include "ops/ew_common.h"
+#include "ops/gemm_attrs.h"
 #include "ops/geom.h"
 #include "ops/kernel_out.h"
 #include "ops/norm_attrs.h"
@@ -67,6 +68,10 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
     [AMP_OP_Attention] = {amp_onnx_attention_geom, sizeof(AmpOnnxAttnGeom)},
     [AMP_OP_Ms_Attention] = {amp_ms_attention_geom, sizeof(MsAttnDims)},
+    [AMP_OP_MatMul] = {amp_matmul_geom, sizeof(AmpMatmulGeom), true},
+    [AMP_OP_Ms_FusedMatMul] = {amp_matmul_geom, sizeof(AmpMatmulGeom)},
+    [AMP_OP_Gemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)},
+    [AMP_OP_Ms_FusedGemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)}, /* its attributes begin with Gemm's */
     [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_bias_gelu_grad_geom, sizeof(AmpBiasGeluGradGeom), true},
     [AMP_OP_Ampc_SubScaled] = {amp_sub_scaled_geom, sizeof(AmpSubScaledGeom), true},
 };
