@@ -5,6 +5,7 @@
 #include "ops/attn_geom.h"
 #include "ops/conv_geom.h"
 #include "ops/dropout_rng.h"
+#include "ops/einsum_geom.h"
 #include "ops/ew_common.h"
 #include "ops/gemm_attrs.h"
 #include "ops/geom.h"
@@ -72,6 +73,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Ms_FusedMatMul] = {amp_matmul_geom, sizeof(AmpMatmulGeom)},
     [AMP_OP_Gemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)},
     [AMP_OP_Ms_FusedGemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)}, /* its attributes begin with Gemm's */
+    [AMP_OP_Einsum] = {amp_einsum_geom, sizeof(AmpEinsumGeom)},
     [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_bias_gelu_grad_geom, sizeof(AmpBiasGeluGradGeom), true},
     [AMP_OP_Ampc_SubScaled] = {amp_sub_scaled_geom, sizeof(AmpSubScaledGeom), true},
 };
