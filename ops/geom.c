@@ -13,6 +13,7 @@
 #include "ops/norm_attrs.h"
 #include "ops/optim_math.h"
 #include "ops/reduce_attrs.h"
+#include "ops/rnn_geom.h"
 #include "ops/sh_common.h"
 
 typedef struct GeomRow {
@@ -74,6 +75,9 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_Gemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)},
     [AMP_OP_Ms_FusedGemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)}, /* its attributes begin with Gemm's */
     [AMP_OP_Einsum] = {amp_einsum_geom, sizeof(AmpEinsumGeom)},
+    [AMP_OP_RNN] = {amp_rnn_geom, sizeof(AmpRnnGeom)},
+    [AMP_OP_GRU] = {amp_rnn_geom, sizeof(AmpRnnGeom)},
+    [AMP_OP_LSTM] = {amp_rnn_geom, sizeof(AmpRnnGeom)},
     [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_bias_gelu_grad_geom, sizeof(AmpBiasGeluGradGeom), true},
     [AMP_OP_Ampc_SubScaled] = {amp_sub_scaled_geom, sizeof(AmpSubScaledGeom), true},
 };
