@@ -68,6 +68,14 @@ typedef struct AmpDropoutGeom {
 } AmpDropoutGeom;
 AmpCode amp_dropout_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* com.microsoft DropoutGrad's geometry (ops/geom.h): dY and the mask present, the mask bool
+ * of dY's shape (AMP_ERR_INPUT if not); dX, where listed, of dY's dtype and shape. n: dY's
+ * elements. ratio and training_mode are values, read per run. Its AmpKernelGeomFn. */
+typedef struct AmpDropoutGradGeom {
+    uint64_t n;
+} AmpDropoutGradGeom;
+AmpCode amp_dropout_grad_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* The key of one Dropout call: one xorshift64* step of the session's state (a zero state,
  * which xorshift would keep, is replaced first), its 64-bit output. */
 static inline uint64_t amp_dropout_key(uint64_t *state) {

@@ -258,9 +258,27 @@ AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope) {
     return AMP_OK;
 }
 
-AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b) {
+AmpCode amp_bias_gelu_grad_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpBiasGeluGradGeom *g = geom;
+    AmpCode rc = amp_ew_need(k, 3);
+    if (rc) return rc;
+    const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (dy->dtype != x->dtype || b->dtype != x->dtype || !amp_buf_same_shape(dy, x) || x->rank < 1 || b->rank != 1 ||
         b->dims[0] != x->dims[x->rank - 1])
         return amp_kernel_fail(k, AMP_ERR_INPUT, "dY must be like X, and B 1-D over X's last axis");
-    return AMP_OK;
+    g->n = x->nelem;
+    g->h = (uint64_t)b->dims[0];
+    return amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+}
+
+AmpCode amp_sub_scaled_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpSubScaledGeom *g = geom;
+    const AmpBuf *a = amp_ew_in(k, 0), *s = amp_ew_in(k, 1), *b = amp_ew_in(k, 2);
+    if (!a || !s || !b) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs A, S and B");
+    if (s->nelem != 1 || !amp_buf_same_shape(a, b))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "S must hold one element and B have A's shape");
+    g->n = a->nelem;
+    return amp_geom_check(k, 0, AMP_DT_FLOAT, a->rank, a->dims);
 }

@@ -73,9 +73,22 @@ AmpCode amp_ew_prepare_legacy_bcast(const AmpNode *n, int64_t opset, void **attr
  * where it does not broadcast to X's shape. */
 AmpCode amp_ew_prelu_slope(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *slope);
 
-/* com.microsoft BiasGeluGrad_dX (dY, X, B): dY of X's dtype and shape, B of X's dtype, 1-D
- * over X's last axis (AMP_ERR_INPUT if not). */
-AmpCode amp_ew_bias_gelu_grad_check(AmpKernelCtx *k, const AmpBuf *dy, const AmpBuf *x, const AmpBuf *b);
+/* com.microsoft BiasGeluGrad_dX's geometry (ops/geom.h): dY, X and B present, dY of X's
+ * dtype and shape, B of X's dtype, 1-D over X's last axis (AMP_ERR_INPUT if not); dX, where
+ * listed, of X's dtype and shape. n: X's elements, h: B's (the bias repeats every h). Its
+ * AmpKernelGeomFn, on every backend; the dtypes each backend takes stay its kernel's check. */
+typedef struct AmpBiasGeluGradGeom {
+    uint64_t n, h;
+} AmpBiasGeluGradGeom;
+AmpCode amp_bias_gelu_grad_geom(AmpKernelCtx *k, void *geom, bool *made);
+
+/* ai.ampc SubScaled's geometry (ops/geom.h; Y = A - S * B, runtime/fuse_update.c): A, S and
+ * B present, S of one element, B of A's shape (AMP_ERR_INPUT if not); Y, where listed,
+ * float32 of A's shape. n: A's elements. Its AmpKernelGeomFn; the kernel checks the dtypes. */
+typedef struct AmpSubScaledGeom {
+    uint64_t n;
+} AmpSubScaledGeom;
+AmpCode amp_sub_scaled_geom(AmpKernelCtx *k, void *geom, bool *made);
 
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */

@@ -172,3 +172,29 @@ AmpCode amp_arg_geom(AmpKernelCtx *k, void *geom, bool *made) {
     g->inner = amp_shape_nelem(x->rank - g->axis - 1, x->dims + g->axis + 1);
     return amp_geom_check(k, 0, AMP_DT_INT64, ro, od); /* written at o * inner + i */
 }
+
+AmpCode amp_cumsum_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpCumSumGeom *g = geom;
+    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL, *ax = k->n_in > 1 ? k->in[1] : NULL;
+    if (!x || !ax) return amp_kernel_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
+    if (!amp_dtype_is_int(ax->dtype) || ax->nelem != 1 || ax->rank > 1)
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis must be one integer (a 0-D or 1-element tensor)");
+    g->n = x->nelem;
+    return amp_geom_check(k, 0, x->dtype, x->rank, x->dims);
+}
+
+AmpCode amp_topk_out(AmpKernelCtx *k, const AmpBuf *x, int axis, int64_t K, AmpBuf **vals, AmpBuf **idxs) {
+    int64_t od[AMP_MAX_RANK];
+    memcpy(od, x->dims, sizeof od);
+    od[axis] = K;
+    AmpBuf *outs[2];
+    AmpCode rc = amp_kernel_outputs(k, 2, outs);
+    *vals = *idxs = NULL;
+    if (rc) return rc;
+    if ((outs[0] && (rc = amp_kernel_check_out(k, outs[0], x->dtype, x->rank, od))) ||
+        (outs[1] && (rc = amp_kernel_check_out(k, outs[1], AMP_DT_INT64, x->rank, od))))
+        return rc;
+    *vals = outs[0], *idxs = outs[1];
+    return AMP_OK;
+}

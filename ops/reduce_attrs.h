@@ -75,4 +75,18 @@ typedef struct AmpArgGeom {
 /* ArgMax / ArgMin's AmpKernelGeomFn: AMP_ERR_INPUT for an axis out of range or empty. */
 AmpCode amp_arg_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* CumSum's geometry: x and the axis input present, the axis one integer (a 0-D or
+ * 1-element tensor; AMP_ERR_INPUT if not), y, where listed, of x's dtype and shape. n: x's
+ * elements. The axis is a value, read per run. Its AmpKernelGeomFn. */
+typedef struct AmpCumSumGeom {
+    uint64_t n;
+} AmpCumSumGeom;
+AmpCode amp_cumsum_geom(AmpKernelCtx *k, void *geom, bool *made);
+
+/* TopK's outputs for K, a value of the run (input 1 since opset 10) that the kernel has
+ * checked against x's axis `axis`: *vals (x's dtype) and *idxs (int64), each x's shape with
+ * K along the axis, or NULL where the node does not list it; placed by the executor and
+ * checked here, the one place their shape is computed. */
+AmpCode amp_topk_out(AmpKernelCtx *k, const AmpBuf *x, int axis, int64_t K, AmpBuf **vals, AmpBuf **idxs);
+
 #endif

@@ -23,6 +23,39 @@ AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, Am
     return rc;
 }
 
+AmpCode amp_sh_out_placed(AmpKernelCtx *k, int dtype, int rank, AmpBuf **y) {
+    AmpCode rc = amp_kernel_outputs(k, 1, y);
+    if (rc || !*y) return rc;
+    if ((*y)->dtype == dtype && (rank < 0 || (*y)->rank == rank)) return AMP_OK;
+    char got[160];
+    amp_buf_describe(*y, got, sizeof got);
+    *y = NULL;
+    if (rank < 0)
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s", got,
+                               amp_dtype_name(dtype));
+    return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s of rank %d", got,
+                           amp_dtype_name(dtype), rank);
+}
+
+AmpCode amp_expand_out(AmpKernelCtx *k, const AmpBuf *x, const int64_t *shape, int n, int *r, int64_t *dims,
+                       int64_t *strides, AmpBuf **y) {
+    AmpCode rc;
+    if (shape) {
+        if (!amp_broadcast_shape(x->rank, x->dims, n, shape, r, dims))
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "input shape does not broadcast to the given shape");
+        amp_broadcast_strides(x->rank, x->dims, *r, dims, strides);
+        return amp_sh_out(k, x->dtype, *r, dims, y);
+    }
+    if ((rc = amp_sh_out_placed(k, x->dtype, -1, y)) || !*y) return rc;
+    if (!amp_broadcast_shape(x->rank, x->dims, (*y)->rank, (*y)->dims, r, dims) ||
+        (rc = amp_kernel_check_out(k, *y, x->dtype, *r, dims))) {
+        *y = NULL;
+        return rc ? rc : amp_kernel_fail(k, AMP_ERR_INTERNAL, "the placed output does not broadcast from the input");
+    }
+    amp_broadcast_strides(x->rank, x->dims, *r, dims, strides);
+    return AMP_OK;
+}
+
 AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y) {
     AmpCode rc = amp_kernel_outputs(k, 1, y);
     if (rc || !*y) return rc;
@@ -230,6 +263,27 @@ AmpCode amp_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     (void)opset;
     OneHotAttrs a = {amp_node_attr_int(n, "axis", -1)};
     return amp_prep_out(&a, sizeof a, attrs, st);
+}
+
+AmpCode amp_one_hot_out(AmpKernelCtx *k, const AmpBuf *idx, int dtype, int64_t *depth, int *axis, AmpBuf **y) {
+    *y = NULL;
+    int r = idx->rank + 1;
+    if (r > AMP_MAX_RANK) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
+    int64_t a = ((const OneHotAttrs *)k->attrs)->axis;
+    if (!amp_norm_axis(a, r, axis))
+        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
+    if (*depth < 0) {
+        AmpCode rc = amp_kernel_outputs(k, 1, y);
+        if (rc || !*y) return rc;
+        *depth = (*y)->rank == r ? (*y)->dims[*axis] : 0;
+        if (*depth < 1) {
+            *y = NULL;
+            return amp_kernel_fail(k, AMP_ERR_INPUT, "depth %lld is invalid", (long long)*depth);
+        }
+    }
+    int64_t dims[AMP_MAX_RANK];
+    for (int d = 0, j = 0; d < r; d++) dims[d] = d == *axis ? *depth : idx->dims[j++];
+    return amp_sh_out(k, dtype, r, dims, y);
 }
 
 /* ---- Split ------------------------------------------------------------------------------ */

@@ -28,6 +28,21 @@ AmpCode amp_sh_out(AmpKernelCtx *k, int dtype, int rank, const int64_t *dims, Am
  * Unsqueeze): the shape is the shape function's; only dtype and element count must agree. */
 AmpCode amp_sh_out_count(AmpKernelCtx *k, int dtype, uint64_t nelem, AmpBuf **y);
 
+/* Output 0 where the executor sized it from input values a backend does not read (they
+ * stay on its device: ConstantOfShape's shape, Range's scalars, Expand's and Tile's
+ * targets): checked to have `dtype` and, unless rank is -1, rank `rank`; AMP_ERR_INTERNAL
+ * naming what was placed where not. *y is NULL (and AMP_OK) when the node does not list it. */
+AmpCode amp_sh_out_placed(AmpKernelCtx *k, int dtype, int rank, AmpBuf **y);
+
+/* Expand's output, on every backend: x broadcast to `shape` (its n values, which the
+ * backend read; AMP_ERR_INPUT where x does not broadcast to it), or, with shape NULL (the
+ * values stay on the device), to the placed output's dims, which x must broadcast to
+ * unchanged (AMP_ERR_INTERNAL if not). Gives the output's rank *r and dims, x's element
+ * strides over them (0 along broadcast axes), and *y placed and checked (NULL where the
+ * node does not list it). */
+AmpCode amp_expand_out(AmpKernelCtx *k, const AmpBuf *x, const int64_t *shape, int n, int *r, int64_t *dims,
+                       int64_t *strides, AmpBuf **y);
+
 /* Reads an integer tensor (scalar or 1-D) of at most `max` elements into out[]. */
 AmpCode amp_sh_ints(AmpKernelCtx *k, const AmpBuf *b, const char *what, int64_t *out, size_t max, size_t *n);
 
@@ -173,6 +188,12 @@ typedef struct OneHotAttrs {
     int64_t axis;
 } OneHotAttrs;
 AmpCode amp_one_hot_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st);
+/* OneHot's output, on every backend: indices' shape with *depth inserted at the axis
+ * (normalised into *axis; AMP_ERR_INPUT out of range, AMP_ERR_UNSUPPORTED past
+ * AMP_MAX_RANK), of `dtype` (the values'); *depth as the backend read it from the depth
+ * input, or, where it is -1 (the value stays on the device), the placed output's
+ * (AMP_ERR_INPUT under 1). *y placed and checked, NULL where the node does not list it. */
+AmpCode amp_one_hot_out(AmpKernelCtx *k, const AmpBuf *idx, int dtype, int64_t *depth, int *axis, AmpBuf **y);
 
 /* ScatterND's reduction. */
 enum { AMP_SCATTER_NONE, AMP_SCATTER_ADD, AMP_SCATTER_MUL, AMP_SCATTER_MAX, AMP_SCATTER_MIN };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/elementwise_impl.h"
+#include "ops/geom.h"
 #include "ops/scalar_math.h"
 
 /* ---- PRelu -------------------------------------------------------------------------- */
@@ -62,20 +63,19 @@ AmpCode amp_ew_gelu_grad(AmpKernelCtx *k) {
 /* com.microsoft BiasGeluGrad_dX (dY, X, B) = dY * Gelu'(X + B) (the exact form), B a
  * 1-D bias over X's last axis, dY of X's type and shape; in fp32 (fp64 for double). */
 AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 3);
+    AmpBiasGeluGradGeom own;
+    const AmpBiasGeluGradGeom *gm; /* amp_bias_gelu_grad_geom (ops/ew_common.h): the inputs' shapes, dX checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&gm);
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (!amp_ew_is_float(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if ((rc = amp_ew_bias_gelu_grad_check(k, dy, x, b))) return rc;
     AmpBuf *dx;
-    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
-        !x->nelem)
-        return rc;
-    uint64_t h = (uint64_t)b->dims[0];
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || !gm->n) return rc;
+    uint64_t h = gm->h;
     if (x->dtype == AMP_DT_DOUBLE) {
         const double *g = dy->data, *xv = x->data, *bv = b->data;
         double *o = dx->data;
-        for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * amp_gelu_grad_d(xv[i] + bv[i % h], AMP_GELU_EXACT);
+        for (uint64_t i = 0; i < gm->n; i++) o[i] = g[i] * amp_gelu_grad_d(xv[i] + bv[i % h], AMP_GELU_EXACT);
         return AMP_OK;
     }
     float *t[4] = {NULL};
@@ -85,7 +85,7 @@ AmpCode amp_ms_bias_gelu_grad(AmpKernelCtx *k) {
         free(t[0]), free(t[1]), free(t[2]), free(t[3]);
         return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     }
-    for (uint64_t i = 0; i < x->nelem; i++) o[i] = g[i] * amp_gelu_grad_f(xv[i] + bv[i % h], AMP_GELU_EXACT);
+    for (uint64_t i = 0; i < gm->n; i++) o[i] = g[i] * amp_gelu_grad_f(xv[i] + bv[i % h], AMP_GELU_EXACT);
     amp_buf_f32_commit(dx, t[3]);
     free(t[0]), free(t[1]), free(t[2]);
     return AMP_OK;

@@ -56,13 +56,12 @@ static double mt_double(Mt19937 *s) {
  * dY * mask / (1 - ratio) (ratio 0.5 when absent), else dY unchanged; onnxruntime's
  * semantics. */
 AmpCode amp_ms_dropout_grad(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 2);
+    AmpDropoutGradGeom own;
+    const AmpDropoutGradGeom *g; /* amp_dropout_grad_geom (ops/dropout_rng.h): the mask's shape, dX checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *mask = k->in[1], *r = amp_ew_in(k, 2), *t = amp_ew_in(k, 3);
     if (!amp_ew_is_float(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
-    if (mask->dtype != AMP_DT_BOOL || mask->rank != dy->rank ||
-        (dy->rank && memcmp(mask->dims, dy->dims, (size_t)dy->rank * sizeof *dy->dims)))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "mask must be bool with dY's shape");
     double ratio = 0.5;
     if (r) {
         if (!amp_ew_is_float(r->dtype) || r->nelem != 1)
@@ -74,16 +73,14 @@ AmpCode amp_ms_dropout_grad(AmpKernelCtx *k) {
     bool train = !t || amp_buf_get_i64(t, 0) != 0;
     if (train && !(ratio >= 0 && ratio < 1)) return amp_kernel_fail(k, AMP_ERR_INPUT, "ratio %g is outside [0, 1)", ratio);
     AmpBuf *dx;
-    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims)) ||
-        !dy->nelem)
-        return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || !g->n) return rc;
     if (!train) {
         memcpy(dx->data, dy->data, amp_buf_bytes(dy));
         return AMP_OK;
     }
     double scale = 1.0 / (1.0 - ratio);
     const uint8_t *m = mask->data;
-    for (uint64_t i = 0; i < dy->nelem; i++) amp_ew_set_f64(dx, i, m[i] ? amp_ew_get_f64(dy, i) * scale : 0.0);
+    for (uint64_t i = 0; i < g->n; i++) amp_ew_set_f64(dx, i, m[i] ? amp_ew_get_f64(dy, i) * scale : 0.0);
     return AMP_OK;
 }
 

@@ -1,5 +1,5 @@
-/* CPU kernel: Einsum. The equation is parsed into one label per axis (ellipsis dims get
- * labels of their own, right-aligned across operands). Two-operand contractions without
+/* CPU kernel: Einsum. Its geometry (ops/einsum_geom.h) parses the equation into one label
+ * per axis (ellipsis dims get labels of their own, right-aligned across operands). Two-operand contractions without
  * diagonals or broadcasting become a batched cblas_sgemm between permuted copies; every
  * other equation (diagonals, sums, traces, 1 or 3+ operands, double) runs as a loop. */
 #include "kernels/cpu/blas.h"
@@ -8,145 +8,13 @@
 #include <string.h>
 
 #include "kernels/cpu/gemm_impl.h"
+#include "ops/einsum_geom.h"
 
-#define N_LETTERS 52                       /* a-z -> 0..25, A-Z -> 26..51 */
-#define N_LABELS (N_LETTERS + AMP_MAX_RANK) /* then the ellipsis dims */
-#define MAX_OPS 16
+#define N_LABELS AMP_EINSUM_LABELS
+#define MAX_OPS AMP_EINSUM_MAX_OPS
 
-typedef struct Term {
-    int rank;
-    int lab[AMP_MAX_RANK]; /* label of each axis */
-} Term;
-
-typedef struct Eq {
-    int n_ops;
-    Term in[MAX_OPS], out;
-    int n_ell;                /* ellipsis dims (the widest operand's) */
-    int64_t size[N_LABELS];   /* size of each label; -1 when unused */
-    bool in_op[N_LABELS][MAX_OPS];
-    int n_con, con[N_LABELS]; /* labels summed over (in some input, not in the output) */
-} Eq;
-
-static int letter(char c) {
-    if (c >= 'a' && c <= 'z') return c - 'a';
-    if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
-    return -1;
-}
-
-/* Parses one term (s, len) of an operand of rank `rank` (-1 for the output). */
-static bool parse_term(AmpKernelCtx *k, const char *s, size_t len, int rank, int n_ell, Term *t, int *ell_out) {
-    int letters = 0, ell_at = -1;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '.') {
-            if (ell_at >= 0 || i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.') {
-                amp_kernel_fail(k, AMP_ERR_INPUT, "bad ellipsis in equation term '%.*s'", (int)len, s);
-                return false;
-            }
-            ell_at = letters;
-            i += 2;
-        } else if (letter(s[i]) >= 0) {
-            letters++;
-        } else if (s[i] != ' ') {
-            amp_kernel_fail(k, AMP_ERR_INPUT, "equation character '%c' is not a label", s[i]);
-            return false;
-        }
-    }
-    int ell = 0;
-    if (rank >= 0) {
-        ell = rank - letters;
-        if (ell < 0 || (ell > 0 && ell_at < 0)) {
-            amp_kernel_fail(k, AMP_ERR_INPUT, "equation term '%.*s' does not match an input of rank %d", (int)len, s,
-                          rank);
-            return false;
-        }
-    } else if (ell_at >= 0) {
-        ell = n_ell;
-    }
-    if (letters + ell > AMP_MAX_RANK) {
-        amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "equation term '%.*s' has over %d axes", (int)len, s, AMP_MAX_RANK);
-        return false;
-    }
-    t->rank = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '.') {
-            /* This operand's ellipsis dims are the last `ell` of the global ones. */
-            int first = rank >= 0 ? n_ell - ell : 0;
-            for (int j = 0; j < ell; j++) t->lab[t->rank++] = N_LETTERS + first + j;
-            i += 2;
-        } else if (letter(s[i]) >= 0) {
-            t->lab[t->rank++] = letter(s[i]);
-        }
-    }
-    if (ell_out) *ell_out = ell;
-    return true;
-}
-
-static AmpCode parse(AmpKernelCtx *k, const char *eqs, Eq *e) {
-    memset(e, 0, sizeof *e);
-    e->n_ops = k->n_in;
-    if (k->n_in < 1 || k->n_in > MAX_OPS)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "%d operands; 1 to %d are supported", k->n_in, MAX_OPS);
-    for (int i = 0; i < k->n_in; i++)
-        if (!k->in[i]) return amp_kernel_fail(k, AMP_ERR_INPUT, "input %d is missing", i);
-    const char *arrow = strstr(eqs, "->");
-    size_t lhs_len = arrow ? (size_t)(arrow - eqs) : strlen(eqs);
-    /* Pass 1: the widest ellipsis. Pass 2: the labels, right-aligning ellipsis dims. */
-    for (int pass = 0; pass < 2; pass++) {
-        const char *p = eqs;
-        for (int op = 0; op < e->n_ops; op++) {
-            const char *end = memchr(p, ',', lhs_len - (size_t)(p - eqs));
-            if (op == e->n_ops - 1) {
-                if (end) return amp_kernel_fail(k, AMP_ERR_INPUT, "equation '%s' has more terms than inputs", eqs);
-                end = eqs + lhs_len;
-            } else if (!end) {
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "equation '%s' has fewer terms than inputs", eqs);
-            }
-            int ell;
-            if (!parse_term(k, p, (size_t)(end - p), k->in[op]->rank, e->n_ell, &e->in[op], &ell))
-                return k->st->code;
-            if (pass == 0 && ell > e->n_ell) e->n_ell = ell;
-            p = end + 1;
-        }
-    }
-    for (int l = 0; l < N_LABELS; l++) e->size[l] = -1;
-    for (int op = 0; op < e->n_ops; op++)
-        for (int a = 0; a < e->in[op].rank; a++) {
-            int l = e->in[op].lab[a];
-            int64_t d = k->in[op]->dims[a];
-            e->in_op[l][op] = true;
-            if (e->size[l] < 0 || e->size[l] == 1) e->size[l] = d;
-            else if (d != 1 && d != e->size[l])
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "label '%c' has sizes %lld and %lld",
-                                     l < 26 ? 'a' + l : l < N_LETTERS ? 'A' + l - 26 : '.', (long long)e->size[l],
-                                     (long long)d);
-        }
-    if (arrow) {
-        if (!parse_term(k, arrow + 2, strlen(arrow + 2), -1, e->n_ell, &e->out, NULL)) return k->st->code;
-    } else {
-        /* Implicit output: ellipsis dims, then labels seen once, in ASCII order. */
-        for (int j = 0; j < e->n_ell; j++) e->out.lab[e->out.rank++] = N_LETTERS + j;
-        static const char order[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        for (const char *c = order; *c; c++) {
-            int l = letter(*c), seen = 0;
-            for (int op = 0; op < e->n_ops; op++)
-                for (int a = 0; a < e->in[op].rank; a++) seen += e->in[op].lab[a] == l;
-            if (seen != 1) continue;
-            if (e->out.rank == AMP_MAX_RANK)
-                return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output has over %d axes", AMP_MAX_RANK);
-            e->out.lab[e->out.rank++] = l;
-        }
-    }
-    bool in_out[N_LABELS] = {false};
-    for (int a = 0; a < e->out.rank; a++) {
-        int l = e->out.lab[a];
-        if (in_out[l]) return amp_kernel_fail(k, AMP_ERR_INPUT, "output label repeated in '%s'", eqs);
-        if (e->size[l] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "output label not in any input in '%s'", eqs);
-        in_out[l] = true;
-    }
-    for (int l = 0; l < N_LABELS; l++)
-        if (e->size[l] >= 0 && !in_out[l]) e->con[e->n_con++] = l;
-    return AMP_OK;
-}
+typedef AmpEinsumTerm Term;
+typedef AmpEinsumGeom Eq; /* the parsed equation (ops/einsum_geom.h) */
 
 /* ---- the general loop ------------------------------------------------------------ */
 
@@ -350,8 +218,8 @@ static AmpCode run_gemm(AmpKernelCtx *k, const Eq *e, const Plan *p, AmpBuf *y) 
 }
 
 /* The attributes are the equation, a NUL-terminated copy kept as written: its terms are
- * read against the inputs' ranks (an ellipsis spans what the letters leave), so it is
- * parsed when the kernel runs. */
+ * read against the inputs' ranks (an ellipsis spans what the letters leave), so its
+ * geometry parses it once per input shapes (ops/einsum_geom.h). */
 AmpCode amp_cpu_einsum_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpStatus *st) {
     (void)opset;
     const char *eqs = amp_node_attr_string(n, "equation", NULL);
@@ -366,25 +234,18 @@ AmpCode amp_cpu_einsum_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
 }
 
 AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
-    const char *eqs = amp_gemm_prepared(k);
-    if (!eqs) return k->st->code;
-    Eq *e = malloc(sizeof *e);
-    if (!e) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    AmpCode rc = parse(k, eqs, e);
-    int dt = k->n_in > 0 && k->in[0] ? k->in[0]->dtype : AMP_DT_FLOAT;
+    Eq *own = malloc(sizeof *own);
+    if (!own) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    const Eq *e; /* amp_einsum_geom (ops/einsum_geom.h): the labels, their sizes, Y checked */
+    AmpCode rc = amp_kernel_geom(k, own, (const void **)&e);
+    int dt = rc ? AMP_DT_FLOAT : k->in[0]->dtype;
     for (int op = 0; !rc && op < e->n_ops; op++)
         if (k->in[op]->dtype != dt) rc = amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (!rc && !amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) rc = amp_kernel_bad_dtype(k, dt);
-    if (rc) {
-        free(e);
-        return rc;
-    }
-    /* The loops run over the label sizes: the placed output must have them. */
-    int64_t dims[AMP_MAX_RANK];
-    for (int a = 0; a < e->out.rank; a++) dims[a] = e->size[e->out.lab[a]];
-    AmpBuf *y;
-    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y || (rc = amp_kernel_check_out(k, y, dt, e->out.rank, dims))) {
-        free(e);
+    AmpBuf *y = NULL;
+    if (!rc) rc = amp_kernel_outputs(k, 1, &y);
+    if (rc || !y) {
+        free(own);
         return rc;
     }
     /* An empty input leaves an empty output or sums nothing: zeros (and keeps hostile
@@ -395,6 +256,6 @@ AmpCode amp_cpu_einsum(AmpKernelCtx *k) {
     if (empty) memset(y->data, 0, amp_buf_bytes(y));
     else if (dt != AMP_DT_DOUBLE && plan_gemm(e, k->in, &p)) rc = run_gemm(k, e, &p, y);
     else rc = run_loop(k, e, y);
-    free(e);
+    free(own);
     return rc;
 }

@@ -32,52 +32,10 @@ static bool is_int_mm(int dt) {
 
 /* ---- batched matrix products ---------------------------------------------------- */
 
-/* A batched product C = alpha * op(A) @ op(B) after numpy's 1-D promotion: A holds
- * matrices of op-shape (m, kk), B (kk, n), C (m, n), over an output batch `batch`
- * that both inputs' batch dims broadcast to. */
-typedef struct MmShape {
-    int64_t m, n, kk;
-    int nb;                      /* batch rank */
-    int64_t batch[AMP_MAX_RANK]; /* output batch dims */
-    int64_t sa[AMP_MAX_RANK];    /* A's batch strides, in matrices (0 = broadcast) */
-    int64_t sb[AMP_MAX_RANK];    /* B's */
-    uint64_t nbatch, na, nbb;    /* matrices in the output, in A, in B */
-    int out_rank;
-    int64_t out[AMP_MAX_RANK];
-} MmShape;
-
-static AmpCode mm_shape(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, bool ta, bool tb, MmShape *s) {
-    memset(s, 0, sizeof *s);
-    if (a->rank < 1 || b->rank < 1)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs must have rank >= 1 (got %d and %d)", a->rank, b->rank);
-    int ra = a->rank, rb = b->rank;
-    /* 1-D A is a row (1, K); 1-D B a column (K, 1); transposes apply to rank >= 2. */
-    int64_t ar = ra == 1 ? 1 : a->dims[ra - 2], ac = a->dims[ra - 1];
-    int64_t br = rb == 1 ? b->dims[0] : b->dims[rb - 2], bc = rb == 1 ? 1 : b->dims[rb - 1];
-    bool tA = ta && ra >= 2, tB = tb && rb >= 2;
-    s->m = tA ? ac : ar;
-    int64_t ka = tA ? ar : ac;
-    int64_t kb = tB ? bc : br;
-    s->n = tB ? br : bc;
-    if (ka != kb)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
-                             (long long)kb);
-    s->kk = ka;
-    int nba = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
-    if (!amp_broadcast_shape(nba, a->dims, nbb, b->dims, &s->nb, s->batch))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "batch dimensions do not broadcast");
-    amp_broadcast_strides(nba, a->dims, s->nb, s->batch, s->sa);
-    amp_broadcast_strides(nbb, b->dims, s->nb, s->batch, s->sb);
-    s->nbatch = amp_shape_nelem(s->nb, s->batch);
-    s->na = amp_shape_nelem(nba, a->dims);
-    s->nbb = amp_shape_nelem(nbb, b->dims);
-    for (int i = 0; i < s->nb; i++) s->out[s->out_rank++] = s->batch[i];
-    if (ra > 1) s->out[s->out_rank++] = s->m;
-    if (rb > 1) s->out[s->out_rank++] = s->n;
-    if (s->m > INT_MAX || s->n > INT_MAX || s->kk > INT_MAX)
-        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
-    return AMP_OK;
-}
+/* A batched product C = alpha * op(A) @ op(B) as its geometry gives it (ops/gemm_attrs.h:
+ * A holds matrices of op-shape (m, kk), B (kk, n), C (m, n), over an output batch `batch`
+ * that both inputs' batch dims broadcast to). */
+typedef AmpMatmulGeom MmShape;
 
 /* Walks the output batch in row-major order, tracking A's and B's matrix offsets. */
 typedef struct BatchIt {
@@ -101,7 +59,7 @@ static void batch_next(BatchIt *it) {
 /* A holds every matrix of the output batch in order and B is one matrix: the batch
  * folds into M and the product is a single GEMM. */
 static bool fold_batch(const MmShape *s, bool ta) {
-    return !ta && s->nbb == 1 && s->na == s->nbatch && s->nbatch * (uint64_t)s->m <= INT_MAX;
+    return !ta && s->nbm == 1 && s->na == s->nbatch && s->nbatch * (uint64_t)s->m <= INT_MAX;
 }
 
 static void mm_f32(const MmShape *s, bool ta, bool tb, float alpha, const float *A, const float *B, float *C) {
@@ -184,29 +142,29 @@ static void mm_int(const MmShape *s, const AmpBuf *a, const AmpBuf *b, AmpBuf *y
 }
 
 /* MatMul and FusedMatMul: Y = alpha * op(A) @ op(B), batched with broadcasting. */
-static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
-    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs two inputs");
+static AmpCode matmul_common(AmpKernelCtx *k, float alpha) {
+    MmShape own;
+    const MmShape *s; /* amp_matmul_geom (ops/gemm_attrs.h): m, n, K, the batch strides, Y checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&s);
+    if (rc) return rc;
     const AmpBuf *a = k->in[0], *b = k->in[1];
-    if (a->dtype != b->dtype)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types (%s and %s)", amp_dtype_name(a->dtype),
-                             amp_dtype_name(b->dtype));
+    bool ta = s->ta, tb = s->tb;
     int dt = a->dtype;
     if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE && !(is_int_mm(dt) && !ta && !tb && alpha == 1.0f))
         return amp_kernel_bad_dtype(k, dt);
-    MmShape s;
+    if (s->m > INT_MAX || s->n > INT_MAX || s->kk > INT_MAX)
+        return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
     AmpBuf *y;
-    AmpCode rc = mm_shape(k, a, b, ta, tb, &s);
-    if (rc || (rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, dt, s.out_rank, s.out))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     if (dt == AMP_DT_DOUBLE) {
-        mm_f64(&s, ta, tb, alpha, a->data, b->data, y->data);
+        mm_f64(s, ta, tb, alpha, a->data, b->data, y->data);
         return AMP_OK;
     }
     if (is_int_mm(dt)) {
-        mm_int(&s, a, b, y);
+        mm_int(s, a, b, y);
         return AMP_OK;
     }
-    if (mm_dnnl(&s, ta, tb, alpha, a, b, y)) return AMP_OK;
+    if (mm_dnnl(s, ta, tb, alpha, a, b, y)) return AMP_OK;
     float *ta_tmp, *tb_tmp, *ty_tmp;
     const float *A = amp_buf_f32_in(a, &ta_tmp);
     const float *B = amp_buf_f32_in(b, &tb_tmp);
@@ -215,20 +173,20 @@ static AmpCode matmul_common(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
         free(ta_tmp), free(tb_tmp), free(ty_tmp);
         return oom(k);
     }
-    mm_f32(&s, ta, tb, alpha, A, B, C);
+    mm_f32(s, ta, tb, alpha, A, B, C);
     amp_buf_f32_commit(y, ty_tmp);
     free(ta_tmp), free(tb_tmp);
     return AMP_OK;
 }
 
 AmpCode amp_cpu_matmul(AmpKernelCtx *k) {
-    return matmul_common(k, false, false, 1.0f);
+    return matmul_common(k, 1.0f);
 }
 
-/* com.microsoft FusedMatMul: alpha * op(A) @ op(B). */
+/* com.microsoft FusedMatMul: alpha * op(A) @ op(B) (transA / transB: its geometry's). */
 AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
     const AmpGemmAttrs *a = amp_gemm_prepared(k);
-    return a ? matmul_common(k, a->ta, a->tb, a->alpha) : k->st->code;
+    return a ? matmul_common(k, a->alpha) : k->st->code;
 }
 
 /* ---- Gemm ------------------------------------------------------------------------ */
@@ -236,8 +194,9 @@ AmpCode amp_cpu_fused_matmul(AmpKernelCtx *k) {
 /* Gemm through oneDNN (see mm_dnnl): c, where given, is added as the primitive's bias
  * when alpha and beta are 1 and c is a row, (N) or (1, N) (a Linear's); otherwise y's float32 view is set to beta * C first and
  * the product added to it (a sum post-op), as the OpenBLAS path below does. */
-static bool gemm_dnnl(const AmpGemmAttrs *at, const AmpBuf *a, const AmpBuf *b, const AmpBuf *c, int64_t m,
-                      int64_t n, int64_t ka, AmpBuf *y) {
+static bool gemm_dnnl(const AmpGemmAttrs *at, const AmpGemmGeom *g, const AmpBuf *a, const AmpBuf *b,
+                      const AmpBuf *c, AmpBuf *y) {
+    int64_t m = g->m, n = g->n, ka = g->ka;
     int dt = a->dtype;
     if ((dt != AMP_DT_FLOAT && dt != AMP_DT_BFLOAT16) || !ka || !amp_dnnl_wins(dt, m, n, ka) || !amp_dnnl_enabled())
         return false;
@@ -249,15 +208,13 @@ static bool gemm_dnnl(const AmpGemmAttrs *at, const AmpBuf *a, const AmpBuf *b, 
         p.bias = true;
         return amp_dnnl_matmul(&p, a->data, b->data, c->data, y->data);
     }
-    int64_t ydims[2] = {m, n}, cs[2];
-    amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);
     float *tc_tmp, *ty_tmp;
     const float *C = amp_buf_f32_in(c, &tc_tmp);
     float *Y = amp_buf_f32_out(y, &ty_tmp);
     bool ok = C && Y;
     if (ok) {
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) Y[i * n + j] = at->beta * C[i * cs[0] + j * cs[1]];
+            for (int64_t j = 0; j < n; j++) Y[i * n + j] = at->beta * C[i * g->c_rs + j * g->c_cs];
         p.dt_dst = AMP_DT_FLOAT;
         p.accumulate = true;
         ok = amp_dnnl_matmul(&p, a->data, b->data, NULL, Y);
@@ -269,42 +226,19 @@ static bool gemm_dnnl(const AmpGemmAttrs *at, const AmpBuf *a, const AmpBuf *b, 
 }
 
 /* Y (M, N) = alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N)
- * (optional since opset 11; older opsets' `broadcast` attribute is implied). Y is the
- * placed output y (NULL: not listed, nothing to compute; float32 standing in for a
- * 16-bit output where `stand_in`). */
-static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool stand_in) {
-    if (k->n_in < 2 || !k->in[0] || !k->in[1]) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs A and B");
-    const AmpBuf *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
+ * (optional since opset 11; older opsets' `broadcast` attribute is implied), as its
+ * geometry g gives them (ops/gemm_attrs.h). Y is the placed output y (NULL: not listed,
+ * nothing to compute), or a float32 stand-in of its shape for a 16-bit one. */
+static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, const AmpGemmGeom *g, AmpBuf *y) {
+    const AmpBuf *a = k->in[0], *b = k->in[1], *c = g->has_c ? k->in[2] : NULL;
     int dt = a->dtype;
-    if (b->dtype != dt || (c && c->dtype != dt))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "inputs have different types");
     if (!amp_is_f32_family(dt) && dt != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, dt);
-    if (a->rank != 2 || b->rank != 2)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "A and B must be 2-D (got rank %d and %d)", a->rank, b->rank);
     bool ta = at->ta, tb = at->tb;
     float alpha = at->alpha, beta = at->beta;
-    int64_t m = ta ? a->dims[1] : a->dims[0], ka = ta ? a->dims[0] : a->dims[1];
-    int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
-    if (ka != kb)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "inner dimensions differ (%lld and %lld)", (long long)ka,
-                             (long long)kb);
+    int64_t m = g->m, n = g->n, ka = g->ka, cs[2] = {g->c_rs, g->c_cs};
     if (m > INT_MAX || n > INT_MAX || ka > INT_MAX)
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "a matrix dimension is over INT_MAX (BLAS limit)");
-    int64_t ydims[2] = {m, n}, cs[2] = {0, 0};
-    if (c) {
-        if (c->rank > 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "C has rank %d; at most 2", c->rank);
-        for (int i = 0; i < c->rank; i++) {
-            int64_t want = ydims[2 - c->rank + i];
-            if (c->dims[i] != 1 && c->dims[i] != want)
-                return amp_kernel_fail(k, AMP_ERR_INPUT, "C does not broadcast to (%lld, %lld)", (long long)m,
-                                     (long long)n);
-        }
-        amp_broadcast_strides(c->rank, c->dims, 2, ydims, cs);
-    }
     if (!y) return AMP_OK;
-    bool f32 = stand_in && y->dtype == AMP_DT_FLOAT && (dt == AMP_DT_FLOAT16 || dt == AMP_DT_BFLOAT16);
-    AmpCode rc = amp_kernel_check_out(k, y, f32 ? AMP_DT_FLOAT : dt, 2, ydims);
-    if (rc) return rc;
     if (!m || !n) return AMP_OK;
     bool use_c = c && beta != 0.0f;
     CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
@@ -319,7 +253,7 @@ static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool sta
                         (int)n);
         return AMP_OK;
     }
-    if (gemm_dnnl(at, a, b, use_c ? c : NULL, m, n, ka, y)) return AMP_OK;
+    if (gemm_dnnl(at, g, a, b, use_c ? c : NULL, y)) return AMP_OK;
     float *ta_tmp, *tb_tmp, *tc_tmp = NULL, *ty_tmp;
     const float *A = amp_buf_f32_in(a, &ta_tmp);
     const float *B = amp_buf_f32_in(b, &tb_tmp);
@@ -337,13 +271,15 @@ static AmpCode gemm(AmpKernelCtx *k, const AmpGemmAttrs *at, AmpBuf *y, bool sta
     return AMP_OK;
 }
 
-AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, AmpBuf *y) {
-    return gemm(k, a, y, true);
+AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, const AmpGemmGeom *g, AmpBuf *y) {
+    return gemm(k, a, g, y);
 }
 
 AmpCode amp_cpu_gemm(AmpKernelCtx *k) {
-    const AmpGemmAttrs *a = amp_gemm_prepared(k);
+    AmpGemmGeom own;
+    const AmpGemmGeom *g; /* amp_gemm_geom (ops/gemm_attrs.h): m, n, K, C's strides, Y checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     AmpBuf *y;
-    AmpCode rc = a ? amp_kernel_outputs(k, 1, &y) : k->st->code;
-    return rc ? rc : gemm(k, a, y, false);
+    if (rc || (rc = amp_kernel_outputs(k, 1, &y))) return rc;
+    return gemm(k, k->attrs, g, y);
 }

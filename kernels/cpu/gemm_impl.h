@@ -6,12 +6,14 @@
 
 #include "kernels/cpu/kernels.h"
 #include "ops/gemm_attrs.h"
+#include "ops/geom.h" /* amp_kernel_geom */
 
 /* k->attrs, or NULL with AMP_ERR_INTERNAL in k->st when the node was not prepared. */
 const void *amp_gemm_prepared(AmpKernelCtx *k);
-/* Gemm of k's inputs (A, B, C?) with attributes a into y, an output already placed: of
- * the output's dtype and shape, or float32 standing in for a 16-bit output (the caller
- * rounds it; FusedGemm applies its activation first). Checks the inputs as Gemm does. */
-AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, AmpBuf *y);
+/* Gemm of k's inputs (A, B, C?) with attributes a and geometry g (amp_gemm_geom, which
+ * checked the inputs and the placed output) into y: the placed output, or a float32
+ * stand-in of its shape for a 16-bit one (the caller rounds it; FusedGemm applies its
+ * activation first). */
+AmpCode amp_gemm_into(AmpKernelCtx *k, const AmpGemmAttrs *a, const AmpGemmGeom *g, AmpBuf *y);
 
 #endif

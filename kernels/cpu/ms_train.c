@@ -42,7 +42,7 @@ typedef struct Act {
 
 /* FusedGemm's attributes: Gemm's own (transA, transB, alpha, beta) and the activation. */
 typedef struct FusedGemmAttrs {
-    AmpGemmAttrs gemm;
+    AmpGemmAttrs gemm; /* first: Gemm's geometry function reads these as an AmpGemmAttrs */
     Act act;
 } FusedGemmAttrs;
 
@@ -119,18 +119,21 @@ AmpCode amp_cpu_ms_fused_gemm(AmpKernelCtx *k) {
     const FusedGemmAttrs *fa = k->attrs;
     if (!fa) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes were not prepared");
     const Act *a = &fa->act;
-    const AmpBuf *A = k->n_in > 0 ? k->in[0] : NULL;
-    if (A && !amp_is_f32_family(A->dtype) && A->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, A->dtype);
+    AmpGemmGeom own;
+    const AmpGemmGeom *g; /* amp_gemm_geom (ops/gemm_attrs.h): Gemm's, from fa->gemm */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *A = k->in[0];
+    if (!amp_is_f32_family(A->dtype) && A->dtype != AMP_DT_DOUBLE) return amp_kernel_bad_dtype(k, A->dtype);
     AmpBuf *real;
-    AmpCode rc = amp_kernel_outputs(k, 1, &real);
-    if (rc || !real) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &real)) || !real) return rc;
     AmpBuf out = *real; /* or its float32 stand-in */
     bool half = real->dtype == AMP_DT_FLOAT16 || real->dtype == AMP_DT_BFLOAT16;
     if (half) {
         out.dtype = AMP_DT_FLOAT;
         if (!(out.data = malloc((real->nelem ? real->nelem : 1) * sizeof(float)))) return amp_attn_oom(k);
     }
-    if ((rc = amp_gemm_into(k, &fa->gemm, &out))) {
+    if ((rc = amp_gemm_into(k, &fa->gemm, g, &out))) {
         if (half) free(out.data);
         return rc;
     }

@@ -338,11 +338,11 @@ AmpCode amp_cpu_cumsum_prepare(const AmpNode *n, int64_t opset, void **attrs, Am
 AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
     const CumSumAttrs *attr = amp_red_attrs(k);
     if (!attr) return k->st->code;
-    const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
-    const AmpBuf *ax = k->n_in > 1 ? k->in[1] : NULL;
-    if (!x || !ax) return amp_kernel_fail(k, AMP_ERR_INPUT, "CumSum takes x and axis");
-    if (!amp_dtype_is_int(ax->dtype) || ax->nelem != 1 || ax->rank > 1)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis must be one integer (a 0-D or 1-element tensor)");
+    AmpCumSumGeom own;
+    const AmpCumSumGeom *g; /* amp_cumsum_geom (ops/reduce_attrs.h): x and the axis input, y checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *x = k->in[0], *ax = k->in[1];
     bool is_float = amp_red_is_float(x->dtype);
     if (!is_float && !amp_dtype_is_int(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
     int64_t a = amp_buf_get_i64(ax, 0);
@@ -351,10 +351,8 @@ AmpCode amp_cpu_cumsum(AmpKernelCtx *k) {
         return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     bool excl = attr->excl, rev = attr->rev;
     AmpBuf *y;
-    AmpCode rc;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, x->dtype, x->rank, x->dims))) return rc;
-    if (!x->nelem) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
+    if (!g->n) return AMP_OK; /* no element, however many empty rows ([2^40, 0]) */
     uint64_t outer, D, inner;
     amp_red_split(x, axis, &outer, &D, &inner);
     AmpFv v = {0};
@@ -465,17 +463,10 @@ AmpCode amp_cpu_topk(AmpKernelCtx *k) {
     if (K < 0 || K > x->dims[axis])
         return amp_kernel_fail(k, AMP_ERR_INPUT, "K = %lld is outside [0, %lld]", (long long)K, (long long)x->dims[axis]);
     bool largest = attr->largest;
-    int64_t od[AMP_MAX_RANK];
-    memcpy(od, x->dims, sizeof od);
-    od[axis] = K;
     /* values and indices, each written at (p * K + j) * inner + i where listed */
-    AmpBuf *outs[2];
-    AmpCode rc;
-    if ((rc = amp_kernel_outputs(k, 2, outs))) return rc;
-    AmpBuf *vals = outs[0], *idxs = outs[1];
-    if ((vals && (rc = amp_kernel_check_out(k, vals, x->dtype, x->rank, od))) ||
-        (idxs && (rc = amp_kernel_check_out(k, idxs, AMP_DT_INT64, x->rank, od))))
-        return rc;
+    AmpBuf *vals, *idxs;
+    AmpCode rc = amp_topk_out(k, x, axis, K, &vals, &idxs);
+    if (rc) return rc;
     /* Nothing to write where the node lists no output or x (and so each output, K being
      * at most the axis) has no element, however many empty rows the shape has. */
     if ((!vals && !idxs) || !x->nelem) return AMP_OK;

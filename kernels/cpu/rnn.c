@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "kernels/cpu/reduce_impl.h" /* amp_red_attrs, the prepare helpers */
+#include "ops/geom.h"
+#include "ops/rnn_geom.h"
 #include "ops/scalar_math.h"
 
 /* Scratch buffers past this many floats are refused (UNSUPPORTED) rather than tried, so a
@@ -105,17 +107,14 @@ static void act_n(const RnnAct *a, float clip, float *x, int64_t n) {
 
 /* ---- the parsed node ------------------------------------------------------------- */
 
-/* The attributes, parsed at prepare. hidden: hidden_size where given (else R's last
- * dim, known when the kernel runs). */
+/* The attributes, parsed at prepare: first those the geometry reads (ops/rnn_geom.h:
+ * directions, layout, hidden_size where given), then the computation's. */
 typedef struct RnnAttrs {
-    int ndir;          /* 1 or 2 (bidirectional) */
+    AmpRnnShapeAttrs shape;
     bool reverse;      /* the single direction runs backwards */
-    int layout;        /* 0 or 1 */
     float clip;        /* > 0: clip of the gate pre-activations; 0: none */
     bool lbr;          /* GRU linear_before_reset */
     bool input_forget; /* LSTM: f = 1 - i */
-    bool has_hidden;
-    int64_t hidden;
     RnnAct act[2][3]; /* [direction][f, g, h] */
 } RnnAttrs;
 
@@ -169,13 +168,13 @@ static AmpCode parse_acts(const AmpNode *node, AmpStatus *st, RnnKind kind, int 
     const AmpAttr *alphas = amp_node_attr(node, "activation_alpha");
     const AmpAttr *betas = amp_node_attr(node, "activation_beta");
     size_t n = names && names->type == AMP_ATTR_STRINGS ? names->n_strings : 0;
-    if (n && n != (size_t)nacts && n != (size_t)(nacts * s->ndir))
+    if (n && n != (size_t)nacts && n != (size_t)(nacts * s->shape.ndir))
         return amp_node_fail(node, st, AMP_ERR_INPUT, "activations lists %zu functions; expected %d per direction",
                                  n, nacts);
     size_t na = alphas && alphas->type == AMP_ATTR_FLOATS ? alphas->n_floats : 0;
     size_t nb = betas && betas->type == AMP_ATTR_FLOATS ? betas->n_floats : 0;
     size_t ia = 0, ib = 0;
-    for (int d = 0; d < s->ndir; d++)
+    for (int d = 0; d < s->shape.ndir; d++)
         for (int j = 0; j < nacts; j++) {
             RnnAct *a = &s->act[d][j];
             if (!n) {
@@ -207,15 +206,15 @@ AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     RnnAttrs a;
     memset(&a, 0, sizeof a);
     const char *dir = amp_node_attr_string(n, "direction", "forward");
-    if (!strcmp(dir, "forward")) a.ndir = 1;
-    else if (!strcmp(dir, "reverse")) a.ndir = 1, a.reverse = true;
-    else if (!strcmp(dir, "bidirectional")) a.ndir = 2;
+    if (!strcmp(dir, "forward")) a.shape.ndir = 1;
+    else if (!strcmp(dir, "reverse")) a.shape.ndir = 1, a.reverse = true;
+    else if (!strcmp(dir, "bidirectional")) a.shape.ndir = 2;
     else
         return amp_node_fail(n, st, AMP_ERR_INPUT, "direction '%s' is not forward, reverse or bidirectional", dir);
     int64_t layout = amp_node_attr_int(n, "layout", 0);
     if (layout != 0 && layout != 1)
         return amp_node_fail(n, st, AMP_ERR_INPUT, "layout %lld is not 0 or 1", (long long)layout);
-    a.layout = (int)layout;
+    a.shape.layout = (int)layout;
     const AmpAttr *clip = amp_node_attr(n, "clip");
     if (clip && clip->type == AMP_ATTR_FLOAT) {
         if (!(clip->f > 0)) return amp_node_fail(n, st, AMP_ERR_INPUT, "clip %g is not positive", (double)clip->f);
@@ -227,83 +226,39 @@ AmpCode amp_cpu_rnn_prepare(const AmpNode *n, int64_t opset, void **attrs, AmpSt
     if (hs && hs->type == AMP_ATTR_INT) {
         if (hs->i <= 0 || hs->i > INT_MAX / 4)
             return amp_node_fail(n, st, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)hs->i);
-        a.has_hidden = true, a.hidden = hs->i;
+        a.shape.has_hidden = true, a.shape.hidden = hs->i;
     }
     AmpCode rc = parse_acts(n, st, kind, kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 2 : 3, &a);
     return rc ? rc : amp_prep_out(&a, sizeof a, attrs, st);
 }
 
-/* Checks an optional float input against a shape (rank dims); NULL buffer = not given. */
-static AmpCode check_opt(AmpKernelCtx *k, const AmpBuf *b, const char *what, int rank, const int64_t *dims) {
-    if (!b) return AMP_OK;
-    if (!amp_is_f32_family(b->dtype)) return amp_kernel_bad_dtype(k, b->dtype);
-    bool ok = b->rank == rank;
-    for (int i = 0; ok && i < rank; i++) ok = b->dims[i] == dims[i];
-    if (ok) return AMP_OK;
-    char got[160] = "", want[160] = "";
-    for (int i = 0; i < b->rank && i < AMP_MAX_RANK; i++)
-        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)b->dims[i]);
-    for (int i = 0; i < rank; i++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)dims[i]);
-    return amp_kernel_fail(k, AMP_ERR_INPUT, "%s has shape (%s); expected (%s)", what, got, want);
-}
-
-/* Takes the prepared attributes and checks every input's shape; fills s except the data
- * views. */
+/* Takes the prepared attributes and the geometry (amp_rnn_geom, which checked every
+ * input's shape and the outputs) and checks the dtypes and this kernel's size limits; fills
+ * s except the data views. */
 static AmpCode parse(AmpKernelCtx *k, RnnKind kind, RnnSpec *s) {
     memset(s, 0, sizeof *s);
     const RnnAttrs *at = amp_red_attrs(k);
     if (!at) return k->st->code;
+    AmpRnnGeom own;
+    const AmpRnnGeom *g;
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    for (int i = 0; i < k->n_in; i++) /* every input but sequence_lens is float */
+        if (i != 4 && k->in[i] && !amp_is_f32_family(k->in[i]->dtype)) return amp_kernel_bad_dtype(k, k->in[i]->dtype);
     s->kind = kind;
-    s->gates = kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 3 : 4;
-    int max_in = kind == RNN_LSTM ? 8 : 6, max_out = kind == RNN_LSTM ? 3 : 2;
-    if (k->n_in < 3 || !k->in[0] || !k->in[1] || !k->in[2])
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X, W and R are required");
-    if (k->n_in > max_in || k->n_out > max_out)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "%d inputs and %d outputs; at most %d and %d", k->n_in, k->n_out, max_in,
-                        max_out);
-    const AmpBuf *x = k->in[0], *w = k->in[1], *r = k->in[2];
-    if (!amp_is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-
-    s->ndir = at->ndir, s->reverse = at->reverse, s->layout = at->layout, s->clip = at->clip;
+    s->gates = g->gates;
+    s->seq = g->seq, s->batch = g->batch, s->input = g->input, s->hidden = g->hidden;
+    s->ndir = at->shape.ndir, s->reverse = at->reverse, s->layout = at->shape.layout, s->clip = at->clip;
     s->lbr = at->lbr, s->input_forget = at->input_forget;
     memcpy(s->act, at->act, sizeof s->act);
-    const int layout = s->layout;
-
-    if (x->rank != 3 || w->rank != 3 || r->rank != 3)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "X, W and R must have rank 3 (got %d, %d, %d)", x->rank, w->rank, r->rank);
-    s->seq = x->dims[layout ? 1 : 0];
-    s->batch = x->dims[layout ? 0 : 1];
-    s->input = x->dims[2];
-    s->hidden = at->has_hidden ? at->hidden : r->dims[2];
-    if (s->hidden <= 0 || s->hidden > INT_MAX / 4)
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "hidden_size %lld is out of range", (long long)s->hidden);
     int64_t gh = s->gates * s->hidden, h = s->hidden;
-    AmpCode rc;
-    if ((rc = check_opt(k, w, "W", 3, (const int64_t[]){s->ndir, gh, s->input})) ||
-        (rc = check_opt(k, r, "R", 3, (const int64_t[]){s->ndir, gh, h})))
-        return rc;
+    const AmpBuf *x = k->in[0];
     if (s->input > INT_MAX || s->batch > INT_MAX || s->seq > INT_MAX || s->seq * s->batch > INT_MAX ||
         (s->seq * s->batch != 0 && gh > RNN_MAX_ELEMS / (s->seq * s->batch)) ||
         (s->seq * s->batch != 0 && h * s->ndir > RNN_MAX_ELEMS / (s->seq * s->batch)) ||
         (s->batch != 0 && gh * s->ndir > RNN_MAX_ELEMS / s->batch))
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "X of shape (%lld, %lld, %lld) is too large for this kernel",
                         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2]);
-
-    const AmpBuf *in[8] = {0};
-    for (int i = 3; i < k->n_in; i++) in[i] = k->in[i];
-    int64_t hdims[3] = {s->ndir, s->batch, h};
-    if (layout) hdims[0] = s->batch, hdims[1] = s->ndir;
-    if ((rc = check_opt(k, in[3], "B", 2, (const int64_t[]){s->ndir, 2 * gh})) ||
-        (rc = check_opt(k, in[5], "initial_h", 3, hdims)) || (rc = check_opt(k, in[6], "initial_c", 3, hdims)) ||
-        (rc = check_opt(k, in[7], "P", 2, (const int64_t[]){s->ndir, 3 * h})))
-        return rc;
-    const AmpBuf *sl = in[4];
-    if (sl) {
-        if (!amp_dtype_is_int(sl->dtype) || sl->rank != 1 || sl->dims[0] != s->batch)
-            return amp_kernel_fail(k, AMP_ERR_INPUT, "sequence_lens must be an integer tensor of shape (%lld)",
-                            (long long)s->batch);
-    }
     return AMP_OK;
 }
 
@@ -517,11 +472,6 @@ static AmpCode run_rnn(AmpKernelCtx *k, RnnKind kind) {
     AmpBuf *ob[3] = {0};
     float *of[3] = {0};
     RnnWork wk = {0};
-    int64_t ydims[4] = {T, s.ndir, N, H}, hdims[3] = {s.ndir, N, H};
-    if (s.layout) {
-        ydims[0] = N, ydims[1] = T, ydims[2] = s.ndir;
-        hdims[0] = N, hdims[1] = s.ndir;
-    }
 
     for (int i = 0; i < k->n_in; i++) {
         if (i == 4 || !k->in[i]) continue;
@@ -545,11 +495,10 @@ static AmpCode run_rnn(AmpKernelCtx *k, RnnKind kind) {
         }
     }
 
-    /* Outputs Y, Y_h, Y_c, in X's type, where listed (parse checked n_out <= 3). */
+    /* Outputs Y, Y_h, Y_c, in X's type, where listed (the geometry checked n_out <= 3 and them). */
     if ((rc = amp_kernel_outputs(k, k->n_out, ob))) goto done;
     for (int i = 0; i < k->n_out; i++) {
         if (!ob[i]) continue;
-        if ((rc = amp_kernel_check_out(k, ob[i], k->in[0]->dtype, i ? 3 : 4, i ? hdims : ydims))) goto done;
         if (ob[i]->nelem && !(of[i] = amp_buf_f32_out(ob[i], &otmp[i]))) {
             rc = oom(k);
             goto done;

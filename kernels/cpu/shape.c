@@ -317,11 +317,8 @@ AmpCode amp_cpu_expand(AmpKernelCtx *k) {
     for (size_t i = 0; i < n; i++)
         if (shape[i] < 0) return amp_kernel_fail(k, AMP_ERR_INPUT, "shape[%zu] is %lld", i, (long long)shape[i]);
     int r;
-    if (!amp_broadcast_shape(x->rank, x->dims, (int)n, shape, &r, dims))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "input shape does not broadcast to the given shape");
-    amp_broadcast_strides(x->rank, x->dims, r, dims, strides);
     AmpBuf *y;
-    if ((rc = amp_sh_out(k, x->dtype, r, dims, &y)) || !y) return rc;
+    if ((rc = amp_expand_out(k, x, shape, (int)n, &r, dims, strides, &y)) || !y) return rc;
     amp_sh_strided_copy(y->data, x->data, es, r, dims, strides, 0);
     return AMP_OK;
 }

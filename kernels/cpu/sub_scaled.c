@@ -5,21 +5,22 @@
 #include <string.h>
 
 #include "kernels/cpu/kernels.h"
+#include "ops/ew_common.h"
+#include "ops/geom.h"
 
 AmpCode amp_cpu_sub_scaled(AmpKernelCtx *k) {
-    const AmpBuf *a = k->n_in > 0 ? k->in[0] : NULL, *s = k->n_in > 1 ? k->in[1] : NULL;
-    const AmpBuf *b = k->n_in > 2 ? k->in[2] : NULL;
-    if (!a || !s || !b) return amp_kernel_fail(k, AMP_ERR_INPUT, "needs inputs A, S and B");
+    AmpSubScaledGeom own;
+    const AmpSubScaledGeom *g; /* amp_sub_scaled_geom (ops/ew_common.h): the inputs' shapes, Y checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
+    const AmpBuf *a = k->in[0], *s = k->in[1], *b = k->in[2];
     if (a->dtype != AMP_DT_FLOAT || s->dtype != AMP_DT_FLOAT || b->dtype != AMP_DT_FLOAT)
         return amp_kernel_bad_dtype(k, a->dtype != AMP_DT_FLOAT ? a->dtype : s->dtype != AMP_DT_FLOAT ? s->dtype : b->dtype);
-    if (s->nelem != 1 || !amp_buf_same_shape(a, b))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "S must hold one element and B have A's shape");
     AmpBuf *y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &y);
-    if (rc || !y || (rc = amp_kernel_check_out(k, y, AMP_DT_FLOAT, a->rank, a->dims))) return rc;
+    if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
     const float *A = a->data, *B = b->data, sv = *(const float *)s->data;
     float *Y = y->data;
-    for (uint64_t i = 0; i < y->nelem; i++) {
+    for (uint64_t i = 0; i < g->n; i++) {
         float t = sv * B[i];
         Y[i] = A[i] - t;
     }

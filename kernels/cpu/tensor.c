@@ -166,16 +166,10 @@ AmpCode amp_cpu_one_hot(AmpKernelCtx *k) {
     double depth_d = amp_cast_as_double(&dv);
     if (!(depth_d >= 1 && depth_d < 9.0e15)) return amp_kernel_fail(k, AMP_ERR_INPUT, "depth %g is invalid", depth_d);
     int64_t depth = (int64_t)depth_d;
-    int r = idx->rank + 1, axis;
-    if (r > AMP_MAX_RANK) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
-    int64_t a = ((const OneHotAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, r, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
-    /* y: indices.shape with depth inserted at axis, viewed as (outer, depth, inner). */
-    int64_t dims[AMP_MAX_RANK];
-    for (int d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : idx->dims[j++];
+    int axis;
+    /* y: indices.shape with depth inserted at axis (ops/sh_common.h), viewed as (outer, depth, inner). */
     AmpBuf *y;
-    AmpCode rc = amp_sh_out(k, vb->dtype, r, dims, &y);
+    AmpCode rc = amp_one_hot_out(k, idx, vb->dtype, &depth, &axis, &y);
     if (rc || !y) return rc;
     if (!y->nelem) return AMP_OK;
     int64_t *iv = malloc((idx->nelem ? (size_t)idx->nelem : 1) * sizeof *iv);

@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "kernels/cuda/gemm.h"
-#include "ops/gemm_attrs.h" /* AmpGemmAttrs */
+#include "ops/gemm_attrs.h" /* AmpGemmAttrs, the geometry */
+#include "ops/geom.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
 /* One product's shape: Y[b] (m x n) = alpha * op(A[b]) op(B[b]) + beta * Y[b] (+ bias[n]),
@@ -158,45 +159,28 @@ AmpCode amp_cuda_mm(AmpKernelCtx *k, const AmpCudaMm *mm) {
     return run_mm(k, key, mm->a, mm->b, mm->y, mm->bias, mm->alpha, mm->beta);
 }
 
-static int64_t prod(const int64_t *d, int n) {
-    int64_t p = 1;
-    for (int i = 0; i < n; i++) p *= d[i];
-    return p;
-}
-
 static bool same_dims(const int64_t *a, const int64_t *b, int n) {
     return n == 0 || memcmp(a, b, (size_t)n * sizeof *a) == 0;
 }
 
-/* The batched product of MatMul and FusedMatMul: numpy's 1-D promotion and batch
- * broadcasting; ta / tb transpose the last two axes of A / B. */
-static AmpCode matmul_into(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
+/* The batched product of MatMul and FusedMatMul as their geometry gives it
+ * (amp_matmul_geom, ops/gemm_attrs.h: numpy's 1-D promotion and batch broadcasting; ta / tb
+ * transpose the last two axes of A / B). */
+static AmpCode matmul_into(AmpKernelCtx *k, float alpha) {
+    AmpMatmulGeom own;
+    const AmpMatmulGeom *g;
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
+    if (rc) return rc;
     const AmpBuf *A = k->in[0], *B = k->in[1];
     AmpBuf *Y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &Y);
-    if (rc) return rc;
-    if (!A || !B || A->dtype != B->dtype || !amp_cuda_is_float(A->dtype) || A->rank < 1 || B->rank < 1)
-        return amp_kernel_bad_dtype(k, A ? A->dtype : AMP_DT_UNDEFINED);
-    /* the matrices: A is (m x k) after op, B (k x n) */
-    int64_t m, kk, ka, n;
-    if (A->rank == 1) m = 1, ka = A->dims[0], ta = false;
-    else m = A->dims[A->rank - (ta ? 1 : 2)], ka = A->dims[A->rank - (ta ? 2 : 1)];
-    if (B->rank == 1) kk = B->dims[0], n = 1, tb = false;
-    else kk = B->dims[B->rank - (tb ? 1 : 2)], n = B->dims[B->rank - (tb ? 2 : 1)];
-    if (ka != kk) return amp_kernel_fail(k, AMP_ERR_INPUT, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kk);
-    int rba = A->rank > 2 ? A->rank - 2 : 0, rbb = B->rank > 2 ? B->rank - 2 : 0;
-    int rb = rba > rbb ? rba : rbb;
-    int64_t bd[AMP_MAX_RANK], sa_b[AMP_MAX_RANK], sb_b[AMP_MAX_RANK];
-    if (rb && !amp_broadcast_shape(rba, A->dims, rbb, B->dims, &rb, bd))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "batch dimensions do not broadcast");
-    /* the placed output: batch dims, then m (unless A was 1-D), then n (unless B was 1-D) */
-    int64_t yd[AMP_MAX_RANK];
-    int yr = 0;
-    for (int i = 0; i < rb; i++) yd[yr++] = bd[i];
-    if (A->rank > 1) yd[yr++] = m;
-    if (B->rank > 1) yd[yr++] = n;
-    if ((rc = amp_kernel_check_out(k, Y, A->dtype, yr, yd))) return rc;
-    int64_t nb = prod(bd, rb), nba = prod(A->dims, rba), nbb = prod(B->dims, rbb);
+    if ((rc = amp_kernel_outputs(k, 1, &Y))) return rc;
+    if (!amp_cuda_is_float(A->dtype)) return amp_kernel_bad_dtype(k, A->dtype);
+    /* the matrices: A is (m x k) after op, B (k x n); a 1-D operand is not transposed */
+    bool ta = g->ta && A->rank > 1, tb = g->tb && B->rank > 1;
+    int64_t m = g->m, kk = g->kk, n = g->n;
+    int rba = g->nba, rbb = g->nbb, rb = g->nb;
+    const int64_t *bd = g->batch, *sa_b = g->sa, *sb_b = g->sb;
+    int64_t nb = (int64_t)g->nbatch, nba = (int64_t)g->na, nbb = (int64_t)g->nbm;
     if (!Y->nelem) return AMP_OK;
     if (kk == 0) return amp_cuda_check(k, amp_cuda_gemm_fill_c(Y->data, NULL, Y->dtype, nb * m, n, 0, 0, 0.f,
                                                                amp_cuda_ctx(k)->stream), "zero fill");
@@ -217,8 +201,6 @@ static AmpCode matmul_into(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
         return run_mm(k, key, A->data, B->data, Y->data, NULL, alpha, 0.f);
     }
     /* mixed broadcasting: one product per output batch */
-    amp_broadcast_strides(rba, A->dims, rb, bd, sa_b);
-    amp_broadcast_strides(rbb, B->dims, rb, bd, sb_b);
     key.align_a = batch_align(A->data, m * kk, esz);
     key.align_b = batch_align(B->data, kk * n, esz);
     key.align_y = batch_align(Y->data, m * n, esz);
@@ -238,43 +220,27 @@ static AmpCode matmul_into(AmpKernelCtx *k, bool ta, bool tb, float alpha) {
 }
 
 AmpCode amp_cuda_matmul(AmpKernelCtx *k) {
-    return matmul_into(k, false, false, 1.f);
+    return matmul_into(k, 1.f);
 }
 
 AmpCode amp_cuda_fused_matmul(AmpKernelCtx *k) {
     const AmpGemmAttrs *a = k->attrs;
     if (!a) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "attributes not prepared");
-    return matmul_into(k, a->ta, a->tb, a->alpha);
+    return matmul_into(k, a->alpha);
 }
 
 AmpCode amp_cuda_gemm(AmpKernelCtx *k) {
-    const AmpGemmAttrs *at = k->attrs;
-    const AmpBuf *A = k->in[0], *B = k->in[1], *C = k->n_in > 2 ? k->in[2] : NULL;
-    AmpBuf *Y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &Y);
+    AmpGemmGeom own;
+    const AmpGemmGeom *g; /* amp_gemm_geom (ops/gemm_attrs.h): m, n, K, C's strides, Y checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
-    if (!at) return amp_fail(k->st, AMP_ERR_INTERNAL, "node '%s' (Gemm): attributes not prepared",
-                             k->node->name ? k->node->name : "");
-    if (!A || !B || A->rank != 2 || B->rank != 2 || A->dtype != B->dtype || !amp_cuda_is_float(A->dtype) ||
-        (C && (C->dtype != A->dtype || C->rank > 2)))
-        return amp_kernel_bad_dtype(k, A ? A->dtype : AMP_DT_UNDEFINED);
-    int64_t m = A->dims[at->ta ? 1 : 0], ka = A->dims[at->ta ? 0 : 1];
-    int64_t kb = B->dims[at->tb ? 1 : 0], n = B->dims[at->tb ? 0 : 1];
-    if (ka != kb) return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (Gemm): inner dimensions %lld and %lld differ",
-                                  k->node->name ? k->node->name : "", (long long)ka, (long long)kb);
-    int64_t yd[2] = {m, n};
-    if ((rc = amp_kernel_check_out(k, Y, A->dtype, 2, yd))) return rc;
+    const AmpGemmAttrs *at = k->attrs;
+    const AmpBuf *A = k->in[0], *B = k->in[1], *C = g->has_c ? k->in[2] : NULL;
+    AmpBuf *Y;
+    if ((rc = amp_kernel_outputs(k, 1, &Y))) return rc;
+    if (!amp_cuda_is_float(A->dtype)) return amp_kernel_bad_dtype(k, A->dtype);
+    int64_t m = g->m, n = g->n, ka = g->ka, c_rs = g->c_rs, c_cs = g->c_cs;
     if (!Y->nelem) return AMP_OK;
-    /* C's strides over Y's (m, n), 0 along the axes it broadcasts */
-    int64_t c_rs = 0, c_cs = 0;
-    if (C) {
-        int64_t cm = C->rank == 2 ? C->dims[0] : 1, cn = C->rank >= 1 ? C->dims[C->rank - 1] : 1;
-        if ((cm != 1 && cm != m) || (cn != 1 && cn != n))
-            return amp_fail(k->st, AMP_ERR_INPUT, "node '%s' (Gemm): C does not broadcast to [%lld,%lld]",
-                            k->node->name ? k->node->name : "", (long long)m, (long long)n);
-        c_rs = cm == 1 ? 0 : cn;
-        c_cs = cn == 1 ? 0 : 1;
-    }
     bool use_c = C && at->beta != 0.f && C->nelem;
     AmpCudaCtx *cx = amp_cuda_ctx(k);
     /* C = a row of n added with beta 1: cuBLASLt's bias epilogue; else Y = beta * C first */

@@ -85,17 +85,16 @@ AmpCode amp_cuda_bias_gelu(AmpKernelCtx *k) {
 
 /* BiasGeluGrad_dX (dY, X, B): dY like X, B 1-D over X's last axis (activation.c). */
 AmpCode amp_cuda_bias_gelu_grad_dx(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 3);
+    AmpBiasGeluGradGeom own;
+    const AmpBiasGeluGradGeom *g; /* amp_bias_gelu_grad_geom (ops/ew_common.h): the inputs' shapes, dX checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *x = k->in[1], *b = k->in[2];
     if (!is_f32_family(x->dtype)) return amp_kernel_bad_dtype(k, x->dtype);
-    if ((rc = amp_ew_bias_gelu_grad_check(k, dy, x, b))) return rc;
     AmpBuf *dx;
-    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || (rc = amp_kernel_check_out(k, dx, x->dtype, x->rank, x->dims)) ||
-        !x->nelem)
-        return rc;
-    return launched(k, amp_cuda_bias_gelu_grad(x->dtype, dx->data, dy->data, x->data, b->data, x->nelem,
-                                               (uint64_t)b->dims[0], stream_of(k)));
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || !g->n) return rc;
+    return launched(k, amp_cuda_bias_gelu_grad(x->dtype, dx->data, dy->data, x->data, b->data, g->n, g->h,
+                                               stream_of(k)));
 }
 
 /* ---- Dropout, DropoutGrad -------------------------------------------------------------- */
@@ -157,18 +156,16 @@ AmpCode amp_cuda_dropout_node(AmpKernelCtx *k) {
 
 /* com.microsoft DropoutGrad (dY, mask, ratio?, training_mode?) -> dX (dropout.c). */
 AmpCode amp_cuda_dropout_grad_node(AmpKernelCtx *k) {
-    AmpCode rc = amp_ew_need(k, 2);
+    AmpDropoutGradGeom own;
+    const AmpDropoutGradGeom *g; /* amp_dropout_grad_geom (ops/dropout_rng.h): the mask's shape, dX checked */
+    AmpCode rc = amp_kernel_geom(k, &own, (const void **)&g);
     if (rc) return rc;
     const AmpBuf *dy = k->in[0], *mask = k->in[1], *r = amp_ew_in(k, 2), *t = amp_ew_in(k, 3);
     if (!is_f32_family(dy->dtype)) return amp_kernel_bad_dtype(k, dy->dtype);
-    if (mask->dtype != AMP_DT_BOOL || !same_dims(mask, dy))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "mask must be bool with dY's shape");
     if ((rc = check_ratio(k, r)) || (rc = check_mode(k, t))) return rc;
     AmpBuf *dx;
-    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx ||
-        (rc = amp_kernel_check_out(k, dx, dy->dtype, dy->rank, dy->dims)) || !dy->nelem)
-        return rc;
-    return launched(k, amp_cuda_dropout_grad(dy->dtype, dx->data, dy->data, mask->data, dy->nelem, r ? r->data : NULL,
+    if ((rc = amp_kernel_outputs(k, 1, &dx)) || !dx || !g->n) return rc;
+    return launched(k, amp_cuda_dropout_grad(dy->dtype, dx->data, dy->data, mask->data, g->n, r ? r->data : NULL,
                                              r ? r->dtype : AMP_DT_FLOAT, t ? t->data : NULL, stream_of(k)));
 }
 

@@ -42,19 +42,12 @@ AmpCode amp_cuda_one_hot_node(AmpKernelCtx *k) {
     if (vb->nelem != 2) return amp_kernel_fail(k, AMP_ERR_INPUT, "values must hold two elements (off, on)");
     size_t es = copy_size(vb->dtype);
     if (!es) return amp_kernel_bad_dtype(k, vb->dtype);
-    int r = idx->rank + 1, axis;
-    if (r > AMP_MAX_RANK) return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "output rank %d is over %d", r, AMP_MAX_RANK);
-    int64_t a = ((const OneHotAttrs *)k->attrs)->axis;
-    if (!amp_norm_axis(a, r, &axis))
-        return amp_kernel_fail(k, AMP_ERR_INPUT, "axis %lld is out of range for rank %d", (long long)a, r);
-    AmpBuf *y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &y);
-    if (rc || !y) return rc;
     /* y: indices.shape with depth inserted at axis; depth as the executor placed it */
-    int64_t depth = y->rank == r ? y->dims[axis] : 0, dims[AMP_MAX_RANK];
-    if (depth < 1) return amp_kernel_fail(k, AMP_ERR_INPUT, "depth %lld is invalid", (long long)depth);
-    for (int d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : idx->dims[j++];
-    if ((rc = amp_kernel_check_out(k, y, vb->dtype, r, dims)) || !y->nelem) return rc;
+    int64_t depth = -1;
+    int axis;
+    AmpBuf *y;
+    AmpCode rc = amp_one_hot_out(k, idx, vb->dtype, &depth, &axis, &y);
+    if (rc || !y || !y->nelem) return rc;
     uint64_t inner = amp_shape_nelem(idx->rank - axis, idx->dims + axis), outer = amp_shape_nelem(axis, idx->dims);
     return amp_cuda_check(k, amp_cuda_one_hot(y->data, es, vb->data, idx->data, idx->dtype == AMP_DT_INT64, outer,
                                               depth, inner, stream_of(k)),

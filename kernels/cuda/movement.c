@@ -195,36 +195,17 @@ AmpCode amp_cuda_slice(AmpKernelCtx *k) {
 
 /* ---- Expand, Tile: the target read from the placed output ------------------------------ */
 
-/* The placed output 0, of x's dtype and rank `rank` (-1: any). */
-static AmpCode placed_out(AmpKernelCtx *k, const AmpBuf *x, int rank, AmpBuf **y) {
-    AmpCode rc = amp_kernel_outputs(k, 1, y);
-    if (rc || !*y) return rc;
-    if ((*y)->dtype != x->dtype || (rank >= 0 && (*y)->rank != rank)) {
-        char got[160];
-        amp_buf_describe(*y, got, sizeof got);
-        *y = NULL;
-        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "the output placed is %s, the kernel expects %s of rank %d", got,
-                           amp_dtype_name(x->dtype), rank);
-    }
-    return AMP_OK;
-}
-
 AmpCode amp_cuda_expand(AmpKernelCtx *k) {
     const AmpBuf *x = need_in(k, 0, "input");
     if (!x) return k->st->code;
     size_t es = amp_cuda_mv_esize(k, x->dtype);
     if (!es) return k->st->code;
+    /* y's shape is broadcast(x, shape), the placed output's: x must broadcast to it unchanged. */
     AmpBuf *y;
-    AmpCode rc = placed_out(k, x, -1, &y);
-    if (rc || !y) return rc;
-    /* y's shape is broadcast(x, shape): x must broadcast to it unchanged. */
     int r;
     int64_t dims[AMP_MAX_RANK], strides[AMP_MAX_RANK];
-    if (!amp_broadcast_shape(x->rank, x->dims, y->rank, y->dims, &r, dims) ||
-        (rc = amp_kernel_check_out(k, y, x->dtype, r, dims)))
-        return rc ? rc : amp_kernel_fail(k, AMP_ERR_INTERNAL, "the placed output does not broadcast from the input");
-    if (!y->nelem) return AMP_OK;
-    amp_broadcast_strides(x->rank, x->dims, r, dims, strides);
+    AmpCode rc = amp_expand_out(k, x, NULL, 0, &r, dims, strides, &y);
+    if (rc || !y || !y->nelem) return rc;
     AmpCudaView v;
     dense_view(&v, r, dims, strides);
     return copy_view(k, y->data, 0, x->data, 0, es, &v);
@@ -237,7 +218,7 @@ AmpCode amp_cuda_tile(AmpKernelCtx *k) {
     if (!es) return k->st->code;
     int r = x->rank;
     AmpBuf *y;
-    AmpCode rc = placed_out(k, x, r, &y);
+    AmpCode rc = amp_sh_out_placed(k, x->dtype, r, &y);
     if (rc || !y || !y->nelem) return rc;
     /* View y as (rep0, d0, rep1, d1, ...), the repeats read with stride 0; rep = y / x. */
     int64_t vd[AMP_CUDA_VIEW_RANK], vs[AMP_CUDA_VIEW_RANK], in_strides[AMP_MAX_RANK];

@@ -151,9 +151,8 @@ AmpCode amp_cuda_constant_of_shape(AmpKernelCtx *k) {
     uint64_t bits = 0; /* the value's bytes, little-endian (es <= 8) */
     memcpy(&bits, f->value, es);
     AmpBuf *y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &y);
+    AmpCode rc = amp_sh_out_placed(k, f->dtype, -1, &y);
     if (rc || !y) return rc;
-    if ((rc = amp_kernel_check_out(k, y, f->dtype, y->rank, y->dims))) return rc;
     return amp_cuda_check(k, amp_cuda_fill(y->data, es, bits, y->nelem, stream_of(k)), "ConstantOfShape");
 }
 
@@ -183,10 +182,8 @@ AmpCode amp_cuda_range(AmpKernelCtx *k) {
     int dt = b[0]->dtype;
     if (!range_dtype(dt)) return amp_kernel_bad_dtype(k, dt);
     AmpBuf *y;
-    AmpCode rc = amp_kernel_outputs(k, 1, &y);
+    AmpCode rc = amp_sh_out_placed(k, dt, 1, &y);
     if (rc || !y) return rc;
-    if (y->rank != 1 || (rc = amp_kernel_check_out(k, y, dt, 1, y->dims)))
-        return rc ? rc : amp_kernel_fail(k, AMP_ERR_INTERNAL, "the placed output has rank %d, not 1", y->rank);
     int err = amp_cuda_range_fill(y->data, dt, b[0]->data, b[2]->data, y->nelem, stream_of(k));
     return amp_cuda_check(k, err, "Range");
 }

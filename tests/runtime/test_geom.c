@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "ops/gemm_attrs.h"
 #include "ops/geom.h"
 #include "ops/norm_attrs.h"
 #include "runtime/exec.h"
@@ -88,5 +89,43 @@ Test(geom, a_placed_output_that_disagrees_is_internal_naming_the_node) {
     cr_assert_eq(g.d, 4);
     cr_assert_eq(g.inner, 1);
     free(attrs);
+    amp_model_free(m);
+}
+
+/* MatMul has no prepare function: its row is bare, so a kernel run alone (attrs NULL)
+ * still gets its geometry: m, n, K, the output batch and each input's broadcast batch
+ * strides in matrices, which the CPU's BLAS and oneDNN paths and CUDA's cuBLASLt read. */
+Test(geom, matmul_batch_strides_from_a_bare_row) {
+    AmpModel *m = rt_model(13);
+    AmpGraph *g = m->graph;
+    rt_input(g, "A", AMP_DT_FLOAT, "2,1,3,4");
+    rt_input(g, "B", AMP_DT_FLOAT, "5,4,6");
+    rt_node(g, "", "MatMul", "A,B", "Y");
+    rt_output(g, "Y", AMP_DT_FLOAT, "2,5,3,6");
+    const AmpNode *n = g->first;
+    cr_assert_eq(n->op, AMP_OP_MatMul);
+    static float a[2 * 3 * 4], b[5 * 4 * 6], y[2 * 5 * 3 * 6];
+    AmpBuf ab = {.dtype = AMP_DT_FLOAT, .rank = 4, .dims = {2, 1, 3, 4}, .nelem = 24, .data = a};
+    AmpBuf bb = {.dtype = AMP_DT_FLOAT, .rank = 3, .dims = {5, 4, 6}, .nelem = 120, .data = b};
+    const AmpBuf *in[2] = {&ab, &bb};
+    AmpBuf out[1] = {{.dtype = AMP_DT_FLOAT, .rank = 4, .dims = {2, 5, 3, 6}, .nelem = 180, .data = y}};
+    AmpStatus st = {0};
+    AmpKernelCtx k = {.node = n, .opset = 13, .n_in = 2, .in = in, .n_out = 1, .out = out, .st = &st};
+    AmpMatmulGeom own;
+    const AmpMatmulGeom *mg;
+    cr_assert_eq(amp_kernel_geom(&k, &own, (const void **)&mg), AMP_OK, "%s", st.msg);
+    cr_assert_eq(mg->m, 3);
+    cr_assert_eq(mg->n, 6);
+    cr_assert_eq(mg->kk, 4);
+    cr_assert_eq(mg->nb, 2);
+    cr_assert(mg->batch[0] == 2 && mg->batch[1] == 5);
+    cr_assert(mg->sa[0] == 1 && mg->sa[1] == 0, "A's batch (2, 1) repeats along the second axis");
+    cr_assert(mg->sb[0] == 0 && mg->sb[1] == 1, "B's batch (5) repeats along the first");
+    cr_assert(mg->nbatch == 10 && mg->na == 2 && mg->nbm == 5);
+    /* a placed output the geometry disagrees with is internal, naming the node */
+    out[0].dims[3] = 7;
+    st = (AmpStatus){0};
+    cr_assert_eq(amp_kernel_geom(&k, &own, (const void **)&mg), AMP_ERR_INTERNAL);
+    cr_assert(strstr(st.msg, "the output placed is"), "%s", st.msg);
     amp_model_free(m);
 }
