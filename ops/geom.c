@@ -22,9 +22,9 @@ typedef struct GeomRow {
     bool bare; /* the op has no prepare function: its geometry reads no attributes */
 } GeomRow;
 
-#define REDUCE {amp_reduce_geom, sizeof(AmpReduceGeom)}
-#define ARG {amp_arg_geom, sizeof(AmpArgGeom)}
-#define SOFTMAX {amp_softmax_geom, sizeof(AmpSoftmaxGeom)}
+#define REDUCE {.fn = amp_reduce_geom, .size = sizeof(AmpReduceGeom)}
+#define ARG {.fn = amp_arg_geom, .size = sizeof(AmpArgGeom)}
+#define SOFTMAX {.fn = amp_softmax_geom, .size = sizeof(AmpSoftmaxGeom)}
 
 static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_ReduceSum] = REDUCE,
@@ -39,47 +39,47 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_ReduceLogSumExp] = REDUCE,
     [AMP_OP_ArgMax] = ARG,
     [AMP_OP_ArgMin] = ARG,
-    [AMP_OP_CumSum] = {amp_cumsum_geom, sizeof(AmpCumSumGeom)},
+    [AMP_OP_CumSum] = {.fn = amp_cumsum_geom, .size = sizeof(AmpCumSumGeom)},
     [AMP_OP_Softmax] = SOFTMAX,
     [AMP_OP_LogSoftmax] = SOFTMAX,
     [AMP_OP_Hardmax] = SOFTMAX,
     [AMP_OP_Ms_SoftmaxGrad_13] = SOFTMAX,
-    [AMP_OP_LayerNormalization] = {amp_layernorm_geom, sizeof(AmpLayerNormGeom)},
-    [AMP_OP_BatchNormalization] = {amp_batchnorm_geom, sizeof(AmpBatchNormGeom)},
-    [AMP_OP_Ms_LayerNormalizationGrad] = {amp_layernorm_grad_geom, sizeof(AmpLayerNormGeom)},
-    [AMP_OP_InstanceNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
-    [AMP_OP_GroupNormalization] = {amp_groupnorm_geom, sizeof(AmpGroupNormGeom)},
-    [AMP_OP_LpNormalization] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
-    [AMP_OP_LRN] = {amp_axis_norm_geom, sizeof(AmpAxisGeom)},
-    [AMP_OP_SoftmaxCrossEntropyLoss] = {amp_loss_geom, sizeof(AmpLossGeom)},
-    [AMP_OP_NegativeLogLikelihoodLoss] = {amp_loss_geom, sizeof(AmpLossGeom)},
-    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {amp_loss_geom, sizeof(AmpLossGeom)},
-    [AMP_OP_Dropout] = {amp_dropout_geom, sizeof(AmpDropoutGeom)},
-    [AMP_OP_Ms_DropoutGrad] = {amp_dropout_grad_geom, sizeof(AmpDropoutGradGeom), true},
-    [AMP_OP_Conv] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
-    [AMP_OP_ConvTranspose] = {amp_conv_node_geom, sizeof(AmpWindowGeom)},
-    [AMP_OP_Ampc_ConvEpilogue] = {amp_conv_node_geom, sizeof(AmpWindowGeom)}, /* Conv's, Z checked by its kernel */
-    [AMP_OP_MaxPool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
-    [AMP_OP_AveragePool] = {amp_pool_geom, sizeof(AmpWindowGeom)},
-    [AMP_OP_Adam] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
-    [AMP_OP_Momentum] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
-    [AMP_OP_Adagrad] = {amp_optimizer_geom, sizeof(AmpOptGeom)},
-    [AMP_OP_Transpose] = {amp_transpose_geom, sizeof(AmpTransposeGeom)},
-    [AMP_OP_Concat] = {amp_concat_geom, sizeof(AmpConcatGeom)},
-    [AMP_OP_Ms_ConcatTraining] = {amp_concat_geom, sizeof(AmpConcatGeom)},
-    [AMP_OP_Split] = {amp_split_geom, sizeof(AmpSplitGeom)},
-    [AMP_OP_Attention] = {amp_onnx_attention_geom, sizeof(AmpOnnxAttnGeom)},
-    [AMP_OP_Ms_Attention] = {amp_ms_attention_geom, sizeof(MsAttnDims)},
-    [AMP_OP_MatMul] = {amp_matmul_geom, sizeof(AmpMatmulGeom), true},
-    [AMP_OP_Ms_FusedMatMul] = {amp_matmul_geom, sizeof(AmpMatmulGeom)},
-    [AMP_OP_Gemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)},
-    [AMP_OP_Ms_FusedGemm] = {amp_gemm_geom, sizeof(AmpGemmGeom)}, /* its attributes begin with Gemm's */
-    [AMP_OP_Einsum] = {amp_einsum_geom, sizeof(AmpEinsumGeom)},
-    [AMP_OP_RNN] = {amp_rnn_geom, sizeof(AmpRnnGeom)},
-    [AMP_OP_GRU] = {amp_rnn_geom, sizeof(AmpRnnGeom)},
-    [AMP_OP_LSTM] = {amp_rnn_geom, sizeof(AmpRnnGeom)},
-    [AMP_OP_Ms_BiasGeluGrad_dX] = {amp_bias_gelu_grad_geom, sizeof(AmpBiasGeluGradGeom), true},
-    [AMP_OP_Ampc_SubScaled] = {amp_sub_scaled_geom, sizeof(AmpSubScaledGeom), true},
+    [AMP_OP_LayerNormalization] = {.fn = amp_layernorm_geom, .size = sizeof(AmpLayerNormGeom)},
+    [AMP_OP_BatchNormalization] = {.fn = amp_batchnorm_geom, .size = sizeof(AmpBatchNormGeom)},
+    [AMP_OP_Ms_LayerNormalizationGrad] = {.fn = amp_layernorm_grad_geom, .size = sizeof(AmpLayerNormGeom)},
+    [AMP_OP_InstanceNormalization] = {.fn = amp_groupnorm_geom, .size = sizeof(AmpGroupNormGeom)},
+    [AMP_OP_GroupNormalization] = {.fn = amp_groupnorm_geom, .size = sizeof(AmpGroupNormGeom)},
+    [AMP_OP_LpNormalization] = {.fn = amp_axis_norm_geom, .size = sizeof(AmpAxisGeom)},
+    [AMP_OP_LRN] = {.fn = amp_axis_norm_geom, .size = sizeof(AmpAxisGeom)},
+    [AMP_OP_SoftmaxCrossEntropyLoss] = {.fn = amp_loss_geom, .size = sizeof(AmpLossGeom)},
+    [AMP_OP_NegativeLogLikelihoodLoss] = {.fn = amp_loss_geom, .size = sizeof(AmpLossGeom)},
+    [AMP_OP_Ms_SoftmaxCrossEntropyLossGrad] = {.fn = amp_loss_geom, .size = sizeof(AmpLossGeom)},
+    [AMP_OP_Dropout] = {.fn = amp_dropout_geom, .size = sizeof(AmpDropoutGeom)},
+    [AMP_OP_Ms_DropoutGrad] = {.fn = amp_dropout_grad_geom, .size = sizeof(AmpDropoutGradGeom), .bare = true},
+    [AMP_OP_Conv] = {.fn = amp_conv_node_geom, .size = sizeof(AmpWindowGeom)},
+    [AMP_OP_ConvTranspose] = {.fn = amp_conv_node_geom, .size = sizeof(AmpWindowGeom)},
+    [AMP_OP_Ampc_ConvEpilogue] = {.fn = amp_conv_node_geom, .size = sizeof(AmpWindowGeom)}, /* Conv's, Z checked by its kernel */
+    [AMP_OP_MaxPool] = {.fn = amp_pool_geom, .size = sizeof(AmpWindowGeom)},
+    [AMP_OP_AveragePool] = {.fn = amp_pool_geom, .size = sizeof(AmpWindowGeom)},
+    [AMP_OP_Adam] = {.fn = amp_optimizer_geom, .size = sizeof(AmpOptGeom)},
+    [AMP_OP_Momentum] = {.fn = amp_optimizer_geom, .size = sizeof(AmpOptGeom)},
+    [AMP_OP_Adagrad] = {.fn = amp_optimizer_geom, .size = sizeof(AmpOptGeom)},
+    [AMP_OP_Transpose] = {.fn = amp_transpose_geom, .size = sizeof(AmpTransposeGeom)},
+    [AMP_OP_Concat] = {.fn = amp_concat_geom, .size = sizeof(AmpConcatGeom)},
+    [AMP_OP_Ms_ConcatTraining] = {.fn = amp_concat_geom, .size = sizeof(AmpConcatGeom)},
+    [AMP_OP_Split] = {.fn = amp_split_geom, .size = sizeof(AmpSplitGeom)},
+    [AMP_OP_Attention] = {.fn = amp_onnx_attention_geom, .size = sizeof(AmpOnnxAttnGeom)},
+    [AMP_OP_Ms_Attention] = {.fn = amp_ms_attention_geom, .size = sizeof(MsAttnDims)},
+    [AMP_OP_MatMul] = {.fn = amp_matmul_geom, .size = sizeof(AmpMatmulGeom), .bare = true},
+    [AMP_OP_Ms_FusedMatMul] = {.fn = amp_matmul_geom, .size = sizeof(AmpMatmulGeom)},
+    [AMP_OP_Gemm] = {.fn = amp_gemm_geom, .size = sizeof(AmpGemmGeom)},
+    [AMP_OP_Ms_FusedGemm] = {.fn = amp_gemm_geom, .size = sizeof(AmpGemmGeom)}, /* its attributes begin with Gemm's */
+    [AMP_OP_Einsum] = {.fn = amp_einsum_geom, .size = sizeof(AmpEinsumGeom)},
+    [AMP_OP_RNN] = {.fn = amp_rnn_geom, .size = sizeof(AmpRnnGeom)},
+    [AMP_OP_GRU] = {.fn = amp_rnn_geom, .size = sizeof(AmpRnnGeom)},
+    [AMP_OP_LSTM] = {.fn = amp_rnn_geom, .size = sizeof(AmpRnnGeom)},
+    [AMP_OP_Ms_BiasGeluGrad_dX] = {.fn = amp_bias_gelu_grad_geom, .size = sizeof(AmpBiasGeluGradGeom), .bare = true},
+    [AMP_OP_Ampc_SubScaled] = {.fn = amp_sub_scaled_geom, .size = sizeof(AmpSubScaledGeom), .bare = true},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {
