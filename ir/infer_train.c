@@ -263,3 +263,18 @@ AmpCode amp_infer_unscale_check(AmpInferCtx *c) {
     AmpInfShape scalar = {.rank = 0};
     return amp_inf_set(c, N, AMP_DT_BOOL, &scalar);
 }
+
+/* ai.ampc AllReduceMean: X[N] -> Y[N], each Y[j] typed and shaped as X[j]. */
+AmpCode amp_infer_allreduce_mean(AmpInferCtx *c) {
+    const AmpNode *n = c->n;
+    if (n->n_outputs != n->n_inputs)
+        return amp_inf_fail(n, c->st, "expects as many outputs as inputs, has %d inputs and %d outputs", n->n_inputs,
+                            n->n_outputs);
+    for (int j = 0; j < n->n_inputs; j++) {
+        AmpInfShape s;
+        if (!amp_inf_shape(c, j, &s)) continue;
+        AmpCode rc = amp_inf_set(c, j, amp_inf_dtype(c, j), &s);
+        if (rc) return rc;
+    }
+    return AMP_OK;
+}

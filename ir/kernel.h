@@ -67,6 +67,9 @@ typedef struct AmpKernelCtx {
     AmpKernelPack *pack;
     uint64_t *rng; /* state for ops that draw random numbers (Dropout in training mode) */
     bool training; /* a training step is running (Dropout masks, BatchNorm statistics) */
+    /* The session's communicator (backend/comm.h) for ai.ampc AllReduceMean: the ranks of a
+     * data-parallel job; NULL outside a session that has one. */
+    struct AmpComm *comm;
     /* The backend's state for its own kernels, set by its run_node: the CUDA backend's
      * stream, library handles and scratch (kernels/cuda/cuda_impl.h); NULL on the CPU. */
     void *dev;

@@ -108,6 +108,11 @@ AmpCode amp_pass_dce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_amp(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_loss_scale(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 AmpCode amp_pass_cast_cleanup(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
+/* Data parallel (allreduce.c): each parameter gradient "X_grad" of a training graph (before
+ * the loss_scale pass's unscale, where the graph has it) becomes the output of an ai.ampc
+ * AllReduceMean node reading what its producer now writes, "X_grad_local"; a no-op on
+ * inference graphs and on a graph that has the nodes already. */
+AmpCode amp_pass_allreduce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 /* Raises the ai.onnx opset when the 16-bit type needs a newer one (opset_upgrade.c). */
 AmpCode amp_pass_opset_upgrade(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st);
 /* Decomposed LayerNorm and GELU become the op where the opset has it (fuse_norm.c). */

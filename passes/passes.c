@@ -26,6 +26,9 @@ static const AmpPass PASSES[] = {
     {"loss_scale", "loss scaling of training graphs (GradScaler as graph nodes): seed x scale, "
                    "gradients unscaled in fp32, amp_found_inf, updates gated on it, the dynamic scale "
                    "update bound by update_binding; inference graphs pass through", amp_pass_loss_scale},
+    {"allreduce", "data parallel: the parameter gradients of a training graph made the mean over the job's ranks "
+                  "(ai.ampc AllReduceMean nodes, before the loss-scaling check); a session of more than one rank "
+                  "runs it at open; inference graphs pass through", amp_pass_allreduce},
     {"cast_cleanup", "removes lossless Cast round trips (fp16->fp32->fp16) and duplicate Casts",
      amp_pass_cast_cleanup},
     {"export", "a training model's inference model (ampc export): the main graph's forward cut to the "

@@ -164,6 +164,7 @@ static AmpCode run_kernel(AmpExec *e, size_t i, AllocCtx *ac, const AmpBuf **inb
         .pack = &e->packs[i],
         .rng = e->rng,
         .training = e->opt.training,
+        .comm = e->opt.comm,
         .st = st,
     };
     AmpCode rc = amp_exec_node_geom(e, i, &k, st);

@@ -44,6 +44,9 @@ typedef struct AmpExecOptions {
     /* A CLOCK_MONOTONIC time in seconds past which a run stops between nodes (*deadline
      * 0: none); shared, like rng, by the executors of one session, which sets it per run. */
     const double *deadline;
+    /* The session's communicator (backend/comm.h), handed to every kernel (AllReduceMean's);
+     * NULL: none. Borrowed: outlives the executor. */
+    struct AmpComm *comm;
 } AmpExecOptions;
 
 /* Seconds on CLOCK_MONOTONIC (for AmpExecOptions.deadline). */

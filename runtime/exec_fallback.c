@@ -133,6 +133,8 @@ static const char *listed_as(const AmpExec *x, size_t i, bool fused) {
     if (x->gate[i]) return n->op == AMP_OP_Adam ? "Adam+gate" : n->op == AMP_OP_Momentum ? "Momentum+gate" : "Adagrad+gate";
     /* a node the fusion made is in no graph (fuse_node.c), whatever its domain: the CPU's
      * weight gradients are com.microsoft ConvGrad nodes (fuse_wgrad.c) */
+    /* (ai.ampc AllReduceMean, the allreduce pass's node in the graph, fuses nothing) */
+    if (n->op == AMP_OP_Ampc_AllReduceMean) return NULL;
     return n->id == UINT32_MAX || (n->domain && strcmp(n->domain, "ai.ampc") == 0) ? op : NULL;
 }
 

@@ -20,6 +20,11 @@ void amp_session_set_hook(AmpSession *s, AmpExecHook fn, void *ctx);
  * Owned by the session; the tools read it and run nodes of it (amp_run_node_alone). */
 AmpModel *amp_session_model(AmpSession *s);
 
+/* The communicator of a data-parallel session (backend/comm.h; docs/parallel.md), NULL for
+ * a session of one rank: `ampc run` averages the ranks' losses through it, prints what the
+ * gradients' all-reduce moved, and ends the job through it on an error. */
+struct AmpComm *amp_session_comm(AmpSession *s);
+
 /* Value v as e holds it (after its producer ran, inside a hook) copied out into *out as
  * float32 (malloc'd data: free with amp_buf_free), converting float16 and bfloat16 (and
  * double). AMP_ERR_UNSUPPORTED when it is no float value or e holds nothing for it. */

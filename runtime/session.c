@@ -142,6 +142,8 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
                                                                         : "fp16";
         s->amp_precision_why = cfg->opts.precision_why;
     }
+    if (!rc) rc = amp_session_dp_open(s, opt, st);
+    if (!rc) rc = amp_session_dp_prepare(s, cfg, opt, st);
     if (!rc) {
         /* Types help the reports (index ranges, output shapes); a model inference cannot
          * type completely still runs. */
@@ -158,7 +160,8 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
                          .no_fuse = opt->no_fuse,
                          .max_iterations = opt->max_iterations,
                          .max_tensor_bytes = opt->max_tensor_bytes,
-                         .deadline = &s->deadline};
+                         .deadline = &s->deadline,
+                         .comm = s->comm};
     if (!rc) rc = amp_exec_prepare(m, m->graph, &eo, &s->main, st);
     size_t n_alg = 0;
     for (size_t i = 0; !rc && i < m->n_training; i++) n_alg += m->training[i].algorithm != NULL;

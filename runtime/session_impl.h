@@ -8,6 +8,7 @@
 
 #include "ampc/ampc.h"
 #include "backend/backend.h"
+#include "backend/comm.h"
 #include "runtime/exec.h"
 #include "ir/ir.h"
 
@@ -65,6 +66,7 @@ struct AmpSession {
     char fallback_ops[512]; /* amp_session_stats' text */
     char fused_ops[256];    /* amp_session_stats' text */
     bool amp_applied;
+    AmpComm *comm;         /* data parallel: the job's communicator (more than one rank), else NULL */
     const char *amp_precision; /* AmpSessionStats' (static strings) */
     const char *amp_precision_why;
 };
@@ -89,6 +91,16 @@ AmpCode amp_session_check_inputs(const AmpSession *s, AmpMode mode, const AmpTen
 AmpCode amp_session_resolve_outputs(const AmpSession *s, AmpMode mode, const char *const *names, size_t n,
                                     size_t *idx, size_t *n_idx, AmpStatus *st);
 void amp_session_fill_info(const AmpValue *v, AmpIoInfo *out);
+
+/* session_dp.c (docs/parallel.md) */
+/* Joins the MPI job when opt asks (data_parallel, the launcher's variables): s->comm set
+ * when the job has more than one rank. */
+AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpStatus *st);
+struct AmpAutoConfig;
+/* With a communicator: the allreduce pass over s->m, then every rank's hash of the model
+ * and options compared (AMP_ERR_USAGE naming the ranks that differ from rank 0). */
+AmpCode amp_session_dp_prepare(AmpSession *s, const struct AmpAutoConfig *cfg, const AmpSessionOptions *opt,
+                               AmpStatus *st);
 
 /* state.c */
 AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st);

@@ -9,6 +9,7 @@ APT_PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler
   libonnx-dev libonnx-testdata
   libcriterion-dev libopenblas-dev libdnnl-dev
+  libopenmpi-dev openmpi-bin
   graphviz clang libclang-rt-14-dev valgrind
   python3-pip
 )

@@ -132,6 +132,11 @@
              "training: the main graph's, then the training algorithm's) to DIR/output_K.pb, "  \
              "K = 0, 1, ...: ONNX TensorProtos named after the outputs, data in raw_data; "     \
              "DIR is created if needed, each file is written atomically")                       \
+    AMPC_OPT(INPUTS_PER_RANK, "inputs-per-rank", 0, 1, "DIR",                                   \
+             "run, bench, under mpirun (data parallel, docs/parallel.md): each rank's own input "  \
+             "data, DIR with '{rank}' replaced by the rank (data/{rank}), else DIR/rank0, "       \
+             "DIR/rank1, ...; without it, each rank takes its 1/N slice of the batch (axis 0) of " \
+             "every input whose first dim is the batch's")                                      \
     AMPC_OPT(BACKEND, "backend", 0, 1, "NAME",                                                  \
              "run, bench, calibrate: cpu, cuda, auto or sim (auto, the default: AMP_BACKEND when set, " \
              "else CUDA when available, else the CPU; sim: the device simulator of the tests, " \

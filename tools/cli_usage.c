@@ -300,6 +300,7 @@ unsigned ampc_option_commands(int val) {
     case OPT_SAVE_STATE:
     case OPT_OUTPUTS: return CMD_RUN;
     case OPT_BACKEND: return CMD_RUN | CMD_BENCH | CMD_CALIBRATE;
+    case OPT_INPUTS_PER_RANK: return CMD_RUN | CMD_BENCH;
     case OPT_MAX_ITERATIONS:
     case OPT_TIMEOUT:
     case OPT_NO_FALLBACK:

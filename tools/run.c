@@ -5,6 +5,7 @@
  * and memory, and writes the last step's outputs with --outputs DIR; bench prints timings. */
 #include "tools/run.h"
 #include "tools/profile.h"
+#include "tools/run_dp.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -443,8 +444,14 @@ const char *ampc_amp_note(const AmpSessionStats *s, char *buf, size_t len) {
 }
 
 AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st) {
-    AmpCode rc = a->inputs ? load_dir(s, mode, a->inputs, in, st) : AMP_OK;
-    return rc ? rc : fill_random(a, s, mode, in, st);
+    if (a->inputs && a->inputs_per_rank)
+        return amp_fail(st, AMP_ERR_USAGE, "--inputs and --inputs-per-rank: give one of them");
+    char buf[4096];
+    const char *dir = ampc_dp_inputs_dir(a, s, buf, sizeof buf);
+    AmpCode rc = dir ? load_dir(s, mode, dir, in, st) : AMP_OK;
+    if (!rc) rc = fill_random(a, s, mode, in, st);
+    /* one folder for every rank (or random data, the same on each): each takes its slice */
+    return rc || a->inputs_per_rank ? rc : ampc_dp_slice(s, mode, in, st);
 }
 
 AmpSessionOptions ampc_session_options(const RunArgs *a) {
@@ -491,14 +498,16 @@ int ampc_cmd_run(const RunArgs *a) {
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
     if (rc) return ampc_run_fail(&st, rc, a->model);
+    ampc_dp_quiet(s);
 
     int loss = ampc_find_loss(a, s, &st);
     bool training = loss >= 0 || amp_session_has_training_info(s);
     if (loss == -2 || (training && loss < 0)) {
         if (loss != -2)
             amp_fail(&st, AMP_ERR_USAGE, "the model trains but no output is named like a loss: choose one with --loss NAME");
+        int code = ampc_dp_fail(s, ampc_run_fail(&st, st.code, a->model));
         amp_session_close(s);
-        return ampc_run_fail(&st, st.code, a->model);
+        return code;
     }
     AmpMode mode = training ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     if (!a->ort_optimizer) /* onnxruntime-training's training model, run alone */
@@ -528,6 +537,7 @@ int ampc_cmd_run(const RunArgs *a) {
     double *ms = calloc((size_t)a->steps, sizeof *ms);
     if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
     for (long step = 0; !rc && step < a->steps; step++) {
+        ampc_dp_test_hooks(s, step + 1);
         double t0 = ampc_now_ms();
         rc = training ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
                       : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
@@ -535,7 +545,7 @@ int ampc_cmd_run(const RunArgs *a) {
         if (rc) break;
         if (training) {
             const AmpTensorView *l = &outs[loss];
-            double v = view_nelem(l) ? value_at(l, 0) : 0.0;
+            double v = ampc_dp_loss(s, view_nelem(l) ? value_at(l, 0) : 0.0, &st); /* the whole batch's */
             AmpSessionStats now;
             amp_session_stats(s, &now); /* counts on from a loaded checkpoint's step */
             printf("step %" PRIu64 ": loss %.9g (%.3f ms)", now.steps, v, ms[step]);
@@ -549,14 +559,16 @@ int ampc_cmd_run(const RunArgs *a) {
         } else if (step == 0) {
             for (size_t i = 0; i < n_out; i++) print_output(&outs[i]);
         }
-        if (step == a->steps - 1 && a->outputs && (rc = write_outputs(a->outputs, outs, n_out, &st)))
+        if (step == a->steps - 1 && a->outputs && ampc_dp_writes(s) && (rc = write_outputs(a->outputs, outs, n_out, &st)))
             failed_file = a->outputs;
         for (size_t i = 0; i < n_out; i++) amp_tensor_view_free(&outs[i]);
     }
-    if (!rc && a->save_state && (rc = amp_session_state_save(s, a->save_state, &st))) failed_file = a->save_state;
+    char copy[4096];
+    const char *save = ampc_dp_writes(s) ? a->save_state : ampc_dp_rank_copy(s, a->save_state, copy, sizeof copy);
+    if (!rc && save && (rc = amp_session_state_save(s, save, &st))) failed_file = save;
     int code = AMP_OK;
     if (rc) {
-        code = ampc_run_fail(&st, rc, failed_file);
+        code = ampc_dp_fail(s, ampc_run_fail(&st, rc, failed_file));
     } else {
         qsort(ms, (size_t)a->steps, sizeof *ms, ampc_cmp_double);
         AmpSessionStats stats;
@@ -577,6 +589,7 @@ int ampc_cmd_run(const RunArgs *a) {
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
                    (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
+        ampc_dp_summary(s, a->steps);
         code = ampc_stdout_done();
     }
     free(ms);
@@ -594,6 +607,7 @@ int ampc_cmd_bench(const RunArgs *a) {
     AmpSession *s = NULL;
     AmpCode rc = amp_session_open(a->model, &so, &s, &st);
     if (rc) return ampc_run_fail(&st, rc, a->model);
+    ampc_dp_quiet(s);
     AmpMode mode = a->train ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     Inputs in = {0};
     rc = ampc_run_inputs(a, s, mode, &in, &st);
@@ -619,7 +633,7 @@ int ampc_cmd_bench(const RunArgs *a) {
     }
     int code = AMP_OK;
     if (rc) {
-        code = ampc_run_fail(&st, rc, a->model);
+        code = ampc_dp_fail(s, ampc_run_fail(&st, rc, a->model));
     } else {
         size_t n = (size_t)a->iters;
         qsort(ms, n, sizeof *ms, ampc_cmp_double);
@@ -653,6 +667,7 @@ int ampc_cmd_bench(const RunArgs *a) {
             printf("device memory: %.1f MiB held by the session (weights, arena, cached buffers, library "
                    "workspaces; cudaMemGetInfo), %zu small inputs read back by kernels\n",
                    (double)stats.device_bytes / (1 << 20), stats.kernel_syncs);
+        ampc_dp_summary(s, a->warmup + a->iters);
         if (prof) ampc_profile_print(stdout, prof, stats.backend, 15);
         code = ampc_stdout_done();
     }

@@ -16,6 +16,7 @@ typedef struct RunArgs {
     const char *model;
     long steps;          /* >= 1 */
     const char *inputs;  /* --inputs DIR, or NULL */
+    const char *inputs_per_rank; /* --inputs-per-rank DIR (data parallel: each rank's own), or NULL */
     int backend;         /* AmpBackendKind */
     uint64_t seed;
     uint64_t max_iterations; /* --max-iterations N, 0: no cap */

@@ -58,9 +58,14 @@ int ampc_parse_run_value(int val, const char *arg, RunArgs *r) {
     }
     case OPT_INPUTS:
     case OPT_OUTPUTS:
-        if (!arg[0]) return ampc_usage_error("--%s: DIR is an empty path", val == OPT_INPUTS ? "inputs" : "outputs");
+    case OPT_INPUTS_PER_RANK:
+        if (!arg[0])
+            return ampc_usage_error("--%s: DIR is an empty path", val == OPT_INPUTS    ? "inputs"
+                                                                  : val == OPT_OUTPUTS ? "outputs"
+                                                                                       : "inputs-per-rank");
         if (val == OPT_INPUTS) r->inputs = arg;
-        else r->outputs = arg;
+        else if (val == OPT_OUTPUTS) r->outputs = arg;
+        else r->inputs_per_rank = arg;
         return AMP_OK;
     case OPT_LOSS: r->loss = arg; return AMP_OK;
     case OPT_LOAD_STATE:

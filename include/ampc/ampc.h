@@ -124,8 +124,24 @@ typedef struct AmpSessionOptions {
      * process may use. Process-wide, as those libraries' thread pools are: the last session
      * opened with it sets it. A bad AMP_THREADS fails the open (AMP_ERR_USAGE). */
     int threads;
+    /* Data-parallel training (docs/parallel.md): the session is one rank of an MPI job, its
+     * training steps' gradients the mean over the ranks (each rank gives its own slice of
+     * the batch). AMP_DATA_PARALLEL_AUTO (0): join the job when an MPI launcher started
+     * this process with more than one rank (OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1, or
+     * PMIX_RANK; not read with ignore_env); _MPI: always (MPI initialised once per process;
+     * AMP_ERR_UNSUPPORTED when the plugin libampc_mpi.so is not found: beside the executable
+     * or the library, or AMP_MPI_PLUGIN); _OFF: never. Every rank must open the same model
+     * with the same options: the open compares a hash of both across the ranks and refuses
+     * a mismatch naming the ranks that differ. */
+    int data_parallel;
+    /* Seconds a collective waits for the other ranks before the whole job is ended with a
+     * message naming the ranks that did not arrive (0: AMP_COMM_TIMEOUT unless ignore_env,
+     * else 300). */
+    double comm_timeout;
     /* New fields go here, at the end (see "Options structs" above). */
 } AmpSessionOptions;
+
+enum { AMP_DATA_PARALLEL_AUTO = 0, AMP_DATA_PARALLEL_MPI = 1, AMP_DATA_PARALLEL_OFF = 2 };
 
 #define AMP_SESSION_OPTIONS_INIT {.struct_size = sizeof(AmpSessionOptions)}
 /* *opt = AMP_SESSION_OPTIONS_INIT: the defaults, for callers that cannot use the macro

@@ -130,5 +130,7 @@ AmpCpuKernel amp_cpu_shape, amp_cpu_size, amp_cpu_cast, amp_cpu_cast_like, amp_c
 /* Cast: amp_cast_prepare (ops/cast_engine.h); Shape, Constant, ConstantOfShape, OneHot: ops/sh_common.h */
 /* fused.c */
 AmpCpuKernel amp_cpu_fused_elementwise, amp_cpu_unscale_check; /* prepare: amp_fused_prepare (ops/fused_check.h) */
+/* comm.c */
+AmpCpuKernel amp_cpu_allreduce_mean;
 
 #endif

@@ -169,6 +169,8 @@ const AmpCpuOp amp_cpu_ops[AMP_OP__COUNT] = {
     /* fused.c */
     [AMP_OP_Ampc_FusedElementwise] = {amp_cpu_fused_elementwise, amp_fused_prepare},
     [AMP_OP_Ampc_UnscaleCheck] = {amp_cpu_unscale_check, NULL},
+    /* comm.c */
+    [AMP_OP_Ampc_AllReduceMean] = {amp_cpu_allreduce_mean, NULL},
 };
 
 /* The table read by op id (the backends ask through these, so no kernel file reaches the

@@ -103,7 +103,7 @@ static const char *const NEVER[] = {"Shape", "Cast", "Constant", "ConstantOfShap
     "OneHot", "Not", "And", "Or", "If", "Loop", "Scan", "Size", "NonZero", "CastLike",
     /* the executor's fused nodes (runtime/fuse.c): never in a model the passes see */
     "ampc:FusedElementwise", "ampc:UnscaleCheck", "ampc:ConvEpilogue",
-    "ampc:SubScaled"};
+    "ampc:SubScaled", "ampc:AllReduceMean"};
 
 static AmpOpId op_spec(const char *spec) {
     if (!strncmp(spec, "ms:", 3)) return op("com.microsoft", spec + 3);

@@ -13,6 +13,7 @@ C, CUDA and header files names a header of a folder the including folder may use
     kernels/cuda/  -> ir, ops, backend, kernels/cuda   (what it shares with the CPU kernels
                                             is in ops/, never a kernels/cpu header)
     runtime/       -> ir, passes, backend, runtime   (never a kernels/ header)
+    comm/          -> backend, comm          (the MPI plugin: backend/comm.h's interface)
     tools/         -> anything
 
 So the runtime reaches devices only through backend/backend.h, and nothing includes a
@@ -59,6 +60,8 @@ ALLOWED = {
     "kernels/cpu": {"ir", "ops", "backend", "kernels/cpu"},
     "kernels/cuda": {"ir", "ops", "backend", "kernels/cuda"},
     "runtime": {"ir", "passes", "backend", "runtime"},
+    # the MPI communicator plugin (libampc_mpi.so): backend/comm.h's interface, nothing else
+    "comm": {"backend", "comm"},
     "tools": None,  # the command and its benchmarks may use every layer
 }
 # Data tables of ops/ that the runtime may expand, though it includes no other ops/ file:

@@ -100,3 +100,24 @@ Test(api_abi, export_options_carry_their_size_too) {
     cr_assert(strstr(st.msg, "AmpExportOptions"), "%s", st.msg);
     amp_session_close(s);
 }
+
+/* Data parallel (docs/parallel.md): the fields appended after `threads`; a caller built
+ * before them (struct_size ending at threads) still opens; data_parallel OFF opens no
+ * communicator; a value past the enum is refused naming the field. */
+Test(api_abi, data_parallel_fields_are_appended) {
+    cr_assert_gt(offsetof(AmpSessionOptions, data_parallel), offsetof(AmpSessionOptions, threads));
+    cr_assert_gt(offsetof(AmpSessionOptions, comm_timeout), offsetof(AmpSessionOptions, data_parallel));
+    cr_assert_eq(sizeof(AmpSessionOptions), offsetof(AmpSessionOptions, comm_timeout) + sizeof(double));
+    AmpSessionOptions o = AMP_SESSION_OPTIONS_INIT;
+    o.ignore_env = true;
+    o.struct_size = offsetof(AmpSessionOptions, data_parallel);
+    AmpStatus st = {0};
+    cr_assert_eq(open_with(&o, &st), AMP_OK, "a caller of the fields before data parallelism: %s", st.msg);
+    o.struct_size = sizeof o;
+    o.data_parallel = AMP_DATA_PARALLEL_OFF;
+    cr_assert_eq(open_with(&o, &st), AMP_OK, "%s", st.msg);
+    o.data_parallel = 7;
+    st = (AmpStatus){0};
+    cr_assert_eq(open_with(&o, &st), AMP_ERR_USAGE);
+    cr_assert(strstr(st.msg, "data_parallel 7"), "%s", st.msg);
+}

@@ -1,0 +1,103 @@
+/* Data-parallel sessions (docs/parallel.md): the communicator a session joins at open
+ * (AmpSessionOptions.data_parallel), the allreduce pass over its training graph, and the
+ * open-time check that every rank runs the same model with the same options. A session of
+ * one rank (no launcher, or one rank under it) has no communicator, runs no pass and
+ * compares nothing: it is the session it was before data parallelism. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/amp_auto.h"
+#include "runtime/session_impl.h"
+
+static const char *real_env(const char *name) {
+    return getenv(name);
+}
+
+static const char *no_env(const char *name) {
+    (void)name;
+    return NULL;
+}
+
+AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpStatus *st) {
+    const char *(*env)(const char *) = opt->ignore_env ? no_env : real_env;
+    int mode = opt->data_parallel;
+    if (mode < AMP_DATA_PARALLEL_AUTO || mode > AMP_DATA_PARALLEL_OFF)
+        return amp_fail(st, AMP_ERR_USAGE, "AmpSessionOptions.data_parallel %d: expected AMP_DATA_PARALLEL_AUTO (0), "
+                        "_MPI (1) or _OFF (2)", mode);
+    if (mode == AMP_DATA_PARALLEL_OFF || (mode == AMP_DATA_PARALLEL_AUTO && !amp_comm_launched(env))) return AMP_OK;
+    double timeout = opt->comm_timeout;
+    const char *t = env("AMP_COMM_TIMEOUT");
+    if (!(timeout > 0) && t && *t) {
+        char *end;
+        timeout = strtod(t, &end);
+        if (*end || !(timeout > 0))
+            return amp_fail(st, AMP_ERR_USAGE, "AMP_COMM_TIMEOUT '%s': expected a number of seconds above 0", t);
+    }
+    AmpComm *c = NULL;
+    AmpCode rc = amp_comm_open_mpi(env("AMP_MPI_PLUGIN"), timeout > 0 ? timeout : 300, &c, st);
+    if (rc) return rc;
+    if (timeout > 0) c->timeout = timeout; /* the process's one communicator: the last open's */
+    if (c->size > 1) s->comm = c;
+    return AMP_OK;
+}
+
+/* The hash every rank compares at open: the model as this session runs it (serialized
+ * after the onnxruntime-training import, the AMP rewrite and the allreduce pass) and the
+ * options that change its numbers beyond it (backend, random seed, fusion, TF32). */
+static AmpCode session_hash(AmpModel *m, const AmpAutoConfig *cfg, const AmpSessionOptions *opt, uint64_t *out,
+                            AmpStatus *st) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    AmpCode rc = amp_model_save_bytes(m, &bytes, &len, st);
+    if (rc) {
+        amp_status_prefix(st, "data parallel: hashing the model: ");
+        return rc;
+    }
+    uint64_t h = amp_hash_bytes(AMP_HASH_INIT, bytes, len);
+    free(bytes);
+    int64_t knobs[] = {cfg->backend, cfg->tf32, opt->no_fuse, (int64_t)opt->seed};
+    *out = amp_hash_bytes(h, knobs, sizeof knobs);
+    return AMP_OK;
+}
+
+AmpCode amp_session_dp_prepare(AmpSession *s, const AmpAutoConfig *cfg, const AmpSessionOptions *opt,
+                               AmpStatus *st) {
+    if (!s->comm) return AMP_OK;
+    const AmpPass *pass = amp_pass_find("allreduce");
+    AmpCode rc = pass ? pass->run(s->m, NULL, st) : amp_fail(st, AMP_ERR_INTERNAL, "no allreduce pass");
+    uint64_t mine = 0, *all = NULL;
+    if (!rc) rc = session_hash(s->m, cfg, opt, &mine, st);
+    AmpComm *c = s->comm;
+    if (!rc && !(all = calloc((size_t)c->size, sizeof *all))) rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
+    /* Every rank takes part in the all-gather, even one whose pass failed: its hash 0 then
+     * fails the others' check instead of leaving them waiting. */
+    if (rc) {
+        AmpStatus ignored = {0};
+        uint64_t zero[1] = {0}, *sink = calloc((size_t)c->size, sizeof *sink);
+        if (sink) c->allgather(c, zero, sizeof zero, sink, &ignored);
+        free(sink);
+        return rc;
+    }
+    rc = c->allgather(c, &mine, sizeof mine, all, st);
+    char ranks[256] = "";
+    size_t len = 0;
+    int differ = 0, first = 0;
+    for (int r = 1; !rc && r < c->size; r++) {
+        if (all[r] == all[0]) continue;
+        if (!differ) first = r;
+        if (len < sizeof ranks - 16) len += (size_t)snprintf(ranks + len, sizeof ranks - len, "%s%d", differ ? ", " : "", r);
+        differ++;
+    }
+    if (!rc && differ)
+        rc = amp_fail(st, AMP_ERR_USAGE,
+                      "data parallel: rank%s %s opened a different model or options than rank 0 (rank %d's hash "
+                      "%016llx, rank 0's %016llx): every rank must open the same model with the same options", differ > 1 ? "s" : "",
+                      ranks, first, (unsigned long long)all[first], (unsigned long long)all[0]);
+    free(all);
+    return rc;
+}
+
+AmpComm *amp_session_comm(AmpSession *s) {
+    return s ? s->comm : NULL;
+}

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Data-parallel training under mpirun (issue 41, docs/parallel.md): N ranks on slices of a
+batch train as one process on the whole batch.
+
+- `mpirun -np 2` and `-np 4 --oversubscribe`, CPU backend and the device simulator: the
+  losses rank 0 prints and the final parameters (its checkpoint) equal one process's on the
+  whole batch, within float32 summation order (FP32: losses 1e-5 relative, parameters
+  2e-6 + 2e-5 relative), and every rank's checkpoint is the same bytes;
+- fp16 and bf16 with dynamic loss scaling (AMP_AUTO): the same within 16-bit rounding
+  (losses 5e-3 relative, parameters 1e-3 + 1e-2 relative), the loss scales exactly equal;
+- an overflow planted in one rank's data only: every rank skips the step (rank 0 says so,
+  its own data clean), the scale backs off on every rank, and every rank's checkpoint
+  is the initial parameters;
+- an `ampc grad` model (SGD, symbolic batch) and onnxruntime-training's artifacts (ort_mlp,
+  SGD; its batch is fixed, so each rank gets its own batch with --inputs-per-rank and the
+  one step is checked against the mean of one process's steps on each batch: SGD is
+  linear in the gradient);
+- mismatched models refused at open naming the rank; a batch the ranks cannot split is a
+  usage error naming the input and both numbers; one rank under mpirun prints and saves
+  exactly what no MPI does;
+- a rank that exits mid-run (AMP_TEST_DIE_AT_STEP=2 on rank 1) ends the job non-zero in
+  bounded time, mpirun naming rank 1; a rank that hangs (AMP_TEST_HANG_AT_STEP) ends the job
+  after AMP_COMM_TIMEOUT with rank 0 naming rank 1 as not arrived.
+
+Skipped (77) where mpirun or the MPI plugin (libampc_mpi.so beside ampc) is absent.
+
+usage: test_data_parallel.py --ampc PATH [--testdata DIR] [--verbose]"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+except ImportError as e:  # pragma: no cover
+    print(f"skip: {e}")
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ampc_testlib as tl  # noqa: E402
+
+MLP = os.path.join(ROOT, "models", "mlp_train")
+ORT = os.path.join(ROOT, "models", "ort_mlp")
+STEP = re.compile(r"^step (\d+): loss (\S+) \([^)]*\)(?:, loss scale (\S+))?(.*)$", re.M)
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+AMP16 = {"fp16": {"AMP_AUTO": "1", "AMP_PRECISION": "fp16", "AMP_LOSS_SCALE": "dynamic"},
+         "bf16": {"AMP_AUTO": "1", "AMP_PRECISION": "bf16", "AMP_LOSS_SCALE": "dynamic"}}
+
+
+class Ctx:
+    def __init__(self, a):
+        self.ampc = os.path.abspath(a.ampc)
+        self.verbose = a.verbose
+        self.tmp = tl.tempdir("ampc_dp_")
+        self.notes = []
+
+
+def single(ctx, args, env=None):
+    e = dict(os.environ, **(env or {}))
+    r = subprocess.run([ctx.ampc, *args], capture_output=True, text=True, env=e, timeout=300)
+    if ctx.verbose:
+        print(f"$ ampc {' '.join(args)} -> {r.returncode}\n{r.stdout}{r.stderr}")
+    return r
+
+
+def mpirun(ctx, np_, args, env=None, timeout=300, mpmd=None):
+    """mpirun -np N ampc ARGS (or an MPMD line: mpmd is a list of (n, args)), env forwarded with -x."""
+    env = dict(env or {})
+    e = dict(os.environ, **ROOT_ENV, **env)
+    fwd = [x for k in env for x in ("-x", k)]
+    if mpmd:
+        cmd = ["mpirun", "--oversubscribe", *fwd]
+        for i, (n, a) in enumerate(mpmd):
+            cmd += ([":"] if i else []) + ["-np", str(n), ctx.ampc, *a]
+    else:
+        cmd = ["mpirun", "--oversubscribe", "-np", str(np_), *fwd, ctx.ampc, *args]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
+    r.seconds = time.monotonic() - t0
+    if ctx.verbose:
+        print(f"$ {' '.join(cmd)} -> {r.returncode} in {r.seconds:.1f}s\n{r.stdout}{r.stderr}")
+    return r
+
+
+def steps(out):
+    return [(float(m.group(2)), float(m.group(3)) if m.group(3) else None, "skipped" in m.group(4))
+            for m in STEP.finditer(out)]
+
+
+def state(path):
+    return {t.name: nh.to_array(t).astype(np.float64) for t in onnx.load(path).graph.initializer}
+
+
+def ok(r, what):
+    assert r.returncode == 0, f"{what}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def same_run(ctx, model_args, n, backend, env=None, loss_rtol=1e-5, p_atol=2e-6, p_rtol=2e-5, n_steps=4):
+    """One process on the whole batch against n ranks on its slices."""
+    tag = f"{os.path.basename(os.path.dirname(model_args[0]))}_{n}_{backend}_{len(env or {})}"
+    ref_ck, dp_ck = os.path.join(ctx.tmp, tag + "_ref.ckpt"), os.path.join(ctx.tmp, tag + "_dp.ckpt")
+    common = ["run", *model_args, "--steps", str(n_steps), "--backend", backend]
+    ref = ok(single(ctx, [*common, "--save-state", ref_ck], env), "one process")
+    dp = ok(mpirun(ctx, n, [*common, "--save-state", dp_ck], dict(env or {}, AMP_TEST_SAVE_EVERY_RANK="1")),
+            f"{n} ranks")
+    a, b = steps(ref.stdout), steps(dp.stdout)
+    assert len(a) == n_steps and len(b) == n_steps, f"step lines: {ref.stdout}\n--\n{dp.stdout}"
+    for (la, sa, _), (lb, sb, _) in zip(a, b):
+        assert abs(la - lb) <= loss_rtol * abs(la) + 1e-7, f"losses {[x[0] for x in a]} vs {[x[0] for x in b]}"
+        assert sa == sb, f"loss scales {[x[1] for x in a]} vs {[x[1] for x in b]}"
+    assert f"data parallel: {n} ranks" in dp.stdout, dp.stdout
+    assert dp.stdout.count("step 1:") == 1, "only rank 0 prints"
+    ra, rb = state(ref_ck), state(dp_ck)
+    assert ra.keys() == rb.keys()
+    for k in ra:
+        assert np.allclose(ra[k], rb[k], atol=p_atol, rtol=p_rtol), f"{k}: max diff {np.abs(ra[k] - rb[k]).max()}"
+    first = open(dp_ck, "rb").read()
+    for r in range(1, n):
+        assert open(f"{dp_ck}.rank{r}", "rb").read() == first, f"rank {r}'s checkpoint differs from rank 0's"
+    return a
+
+
+def mlp_args():
+    return [os.path.join(MLP, "model.onnx"), "--inputs", os.path.join(MLP, "test_data_set_0")]
+
+
+def t_fp32(ctx, n, backend):
+    same_run(ctx, mlp_args(), n, backend)
+
+
+def t_amp(ctx, prec, n):
+    s = same_run(ctx, mlp_args(), n, "cpu", AMP16[prec], loss_rtol=5e-3, p_atol=1e-3, p_rtol=1e-2)
+    assert s[0][1] is not None, "a loss-scaled model prints its scale"
+
+
+def write_inputs(folder, arrays):
+    os.makedirs(folder, exist_ok=True)
+    for i, (name, a) in enumerate(arrays):
+        t = nh.from_array(a, name)
+        with open(os.path.join(folder, f"input_{i}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+
+
+def mlp_data():
+    x = nh.to_array(onnx.load_tensor(os.path.join(MLP, "test_data_set_0", "input_0.pb")))
+    y = nh.to_array(onnx.load_tensor(os.path.join(MLP, "test_data_set_0", "input_1.pb")))
+    return x, y
+
+
+def t_overflow(ctx):
+    x, y = mlp_data()
+    per = os.path.join(ctx.tmp, "planted")
+    half = len(x) // 2
+    bad = x[half:].copy()
+    bad[3, 5] = np.inf
+    write_inputs(os.path.join(per, "rank0"), [("x", x[:half]), ("labels", y[:half])])
+    write_inputs(os.path.join(per, "rank1"), [("x", bad), ("labels", y[half:])])
+    ck = os.path.join(ctx.tmp, "planted.ckpt")
+    dp = ok(mpirun(ctx, 2, ["run", os.path.join(MLP, "model.onnx"), "--inputs-per-rank", per, "--steps", "2",
+                            "--save-state", ck], dict(AMP16["fp16"], AMP_TEST_SAVE_EVERY_RANK="1")), "planted")
+    s = steps(dp.stdout)
+    assert s[0][2] and s[1][2], f"both steps skipped on rank 0, whose data is clean: {dp.stdout}"
+    assert s[1][1] == s[0][1] / 2, f"the scale backs off each step: {s}"
+    assert open(ck, "rb").read() == open(ck + ".rank1", "rb").read(), "every rank's checkpoint the same"
+    init = {t.name: nh.to_array(t) for t in onnx.load(os.path.join(MLP, "model.onnx")).graph.initializer}
+    got = state(ck)
+    for k in ("W1", "b1", "W2", "b2"):
+        assert np.array_equal(got[k], init[k].astype(np.float64)), f"{k} changed by a skipped step"
+
+
+def t_grad_model(ctx):
+    rng = np.random.RandomState(0)
+    inits = [nh.from_array((rng.randn(16, 32) * 0.3).astype(np.float32), "W1"), nh.from_array(np.zeros(32, np.float32), "b1"),
+             nh.from_array((rng.randn(32, 4) * 0.3).astype(np.float32), "W2"), nh.from_array(np.zeros(4, np.float32), "b2")]
+    nodes = [h.make_node("MatMul", ["x", "W1"], ["z1m"]), h.make_node("Add", ["z1m", "b1"], ["z1"]),
+             h.make_node("Relu", ["z1"], ["h1"]), h.make_node("MatMul", ["h1", "W2"], ["z2m"]),
+             h.make_node("Add", ["z2m", "b2"], ["logits"])]
+    g = h.make_graph(nodes, "fwd", [h.make_tensor_value_info("x", T.FLOAT, ["batch", 16])],
+                     [h.make_tensor_value_info("logits", T.FLOAT, ["batch", 4])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    fwd, train = os.path.join(ctx.tmp, "fwd.onnx"), os.path.join(ctx.tmp, "grad_sgd.onnx")
+    onnx.save(m, fwd)
+    ok(single(ctx, ["grad", fwd, "-o", train, "--optimizer", "sgd", "--lr", "0.1"]), "ampc grad")
+    x, y = mlp_data()
+    data = os.path.join(ctx.tmp, "grad_data")
+    write_inputs(data, [("x", x), ("labels", y)])
+    same_run(ctx, [train, "--inputs", data], 2, "cpu")
+
+
+def t_ort(ctx):
+    d = np.load(os.path.join(ORT, "data.npz"))
+    per = os.path.join(ctx.tmp, "ort")
+    for r in range(2):
+        write_inputs(os.path.join(per, f"rank{r}"), [("input", d["input"][r]), ("labels", d["labels"][r])])
+    art = [os.path.join(ORT, "training_model.onnx"), "--optimizer", os.path.join(ORT, "optimizer_model_sgd.onnx"),
+           "--checkpoint", os.path.join(ORT, "checkpoint"), "--lr", "0.1"]
+    refs, losses = [], []
+    for r in range(2):
+        ck = os.path.join(ctx.tmp, f"ort_ref{r}.ckpt")
+        out = ok(single(ctx, ["run", *art, "--inputs", os.path.join(per, f"rank{r}"), "--save-state", ck]), "ort")
+        refs.append(state(ck))
+        losses.append(steps(out.stdout)[0][0])
+    ck = os.path.join(ctx.tmp, "ort_dp.ckpt")
+    dp = ok(mpirun(ctx, 2, ["run", *art, "--inputs-per-rank", per, "--save-state", ck]), "ort 2 ranks")
+    loss = steps(dp.stdout)[0][0]
+    assert abs(loss - (losses[0] + losses[1]) / 2) <= 1e-5 * abs(loss), f"{loss} vs the mean of {losses}"
+    got = state(ck)
+    for k in refs[0]:
+        if refs[0][k].dtype.kind != "f" or np.array_equal(refs[0][k], refs[1][k]) and "step" in k:
+            continue
+        want = (refs[0][k] + refs[1][k]) / 2
+        assert np.allclose(got[k], want, atol=2e-6, rtol=2e-5), f"{k}: max diff {np.abs(got[k] - want).max()}"
+
+
+def t_mismatch(ctx):
+    other = os.path.join(ctx.tmp, "other.onnx")
+    m = onnx.load(os.path.join(MLP, "model.onnx"))
+    m.graph.initializer[0].float_data[:] = []  # a different tensor: its raw bytes changed
+    arr = nh.to_array(m.graph.initializer[0]) + 1
+    m.graph.initializer[0].CopyFrom(nh.from_array(arr, m.graph.initializer[0].name))
+    onnx.save(m, other)
+    a = mlp_args()
+    r = mpirun(ctx, 0, None, mpmd=[(1, ["run", *a]), (1, ["run", other, *a[1:]])], timeout=120)
+    assert r.returncode != 0, r.stdout
+    assert "rank 1 opened a different model or options than rank 0" in r.stderr, r.stderr
+
+
+def t_indivisible(ctx):
+    r = mpirun(ctx, 3, ["run", *mlp_args()], timeout=120)
+    assert r.returncode != 0
+    assert "input 'x' has a batch of 32, which 3 ranks cannot split" in r.stderr, r.stderr
+
+
+def t_one_rank(ctx):
+    a = [*mlp_args(), "--steps", "3"]
+    c1, c2 = os.path.join(ctx.tmp, "one_a.ckpt"), os.path.join(ctx.tmp, "one_b.ckpt")
+    r1 = ok(single(ctx, ["run", *a, "--save-state", c1]), "no MPI")
+    r2 = ok(mpirun(ctx, 1, ["run", *a, "--save-state", c2]), "one rank")
+    strip = re.compile(r"\([0-9.]+ ms\)|[0-9.]+ ms \(median")
+    assert strip.sub("", r1.stdout) == strip.sub("", r2.stdout), f"{r1.stdout}\n--\n{r2.stdout}"
+    assert open(c1, "rb").read() == open(c2, "rb").read(), "one rank saves what no MPI saves"
+
+
+def t_dies(ctx):
+    r = mpirun(ctx, 2, ["run", *mlp_args(), "--steps", "50"], {"AMP_TEST_DIE_AT_STEP": "2", "AMP_COMM_TIMEOUT": "30"},
+               timeout=120)
+    assert r.returncode != 0, r.stdout
+    assert r.seconds < 60, f"took {r.seconds:.1f}s"
+    # mpirun sees the rank leave and ends the job first, naming it (job rank 1)
+    assert re.search(r"Process name: \[\[\d+,\d+\],1\]", r.stdout + r.stderr), r.stdout + r.stderr
+    ctx.notes.append(f"a rank exiting at step 2: the job ended in {r.seconds:.1f}s, exit {r.returncode}")
+
+
+def t_hangs(ctx):
+    r = mpirun(ctx, 2, ["run", *mlp_args(), "--steps", "5"], {"AMP_TEST_HANG_AT_STEP": "2", "AMP_COMM_TIMEOUT": "3"},
+               timeout=120)
+    assert r.returncode != 0, r.stdout
+    assert r.seconds < 60, f"took {r.seconds:.1f}s"
+    assert re.search(r"rank 0: data parallel: .* did not complete within 3 s .*: rank 1 did not arrive", r.stderr), r.stderr
+
+
+def main():
+    a = tl.args(__doc__)
+    ctx = Ctx(a)
+    plugin = os.path.join(os.path.dirname(ctx.ampc), "libampc_mpi.so")
+    if not shutil.which("mpirun") or not os.path.exists(plugin):
+        print(f"skip: {'mpirun' if not shutil.which('mpirun') else plugin} not found (data parallel needs Open MPI)")
+        return 77
+    tests = [(f"{n} ranks, {b}, fp32", lambda c, n=n, b=b: t_fp32(c, n, b)) for n in (2, 4) for b in ("cpu", "sim")]
+    tests += [("2 ranks, fp16, dynamic scale", lambda c: t_amp(c, "fp16", 2)),
+              ("4 ranks, bf16, dynamic scale", lambda c: t_amp(c, "bf16", 4)),
+              ("an overflow on one rank skips the step on all", t_overflow),
+              ("an ampc grad model", t_grad_model),
+              ("onnxruntime-training artifacts", t_ort),
+              ("mismatched models refused", t_mismatch),
+              ("a batch the ranks cannot split", t_indivisible),
+              ("one rank under mpirun is no MPI", t_one_rank),
+              ("a rank that exits ends the job", t_dies),
+              ("a rank that hangs ends the job after the timeout", t_hangs)]
+    return tl.run(tests, ctx, verbose=a.verbose, notes=ctx.notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
