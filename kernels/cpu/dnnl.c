@@ -39,6 +39,10 @@ bool amp_dnnl_wins(int dtype, int64_t m, int64_t n, int64_t k) {
 #ifndef AMPC_DNNL_SONAME
 #define AMPC_DNNL_SONAME "libdnnl.so.2"
 #endif
+/* The OpenMP runtime Debian's libdnnl is built against, and how long its threads spin
+ * (openmp_spin_briefly). */
+#define AMPC_GOMP_SONAME "libgomp.so.1"
+#define AMPC_GOMP_SPINCOUNT "10000"
 #ifndef AMPC_DNNL_PATH
 #define AMPC_DNNL_PATH AMPC_DNNL_SONAME
 #endif
@@ -68,8 +72,30 @@ static bool sym(void *lib, const char *name, void *fn_out, size_t fn_size) {
     return p != NULL;
 }
 
+/* How long an OpenMP thread spins at a barrier before it sleeps. libgomp's default (no
+ * OMP_WAIT_POLICY: 300000 spins, milliseconds) suits a program that stays in parallel
+ * regions; an ampc step alternates oneDNN's parallel regions with single-threaded kernels
+ * (casts, pools, the update), and a worker spinning through each of those holds a core
+ * that OpenBLAS's pool, the next region or another process wants: the 2-thread bf16
+ * ResNet-18 step ran 65 ms against FP32's 26 (docs/speed.md, "Threads"). 10000 spins
+ * (tens of microseconds) keep the barrier fast between back-to-back convolutions and let
+ * the worker sleep through the rest. libgomp reads the variable once, when it is loaded,
+ * so it is set just before libdnnl (and its libgomp) are: only when the user set neither
+ * OMP_WAIT_POLICY nor GOMP_SPINCOUNT, and only when no libgomp is in the process yet (a
+ * host program's OpenMP, e.g. PyTorch's, is left as its owner made it). */
+static void openmp_spin_briefly(void) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    void *gomp = dlopen(AMPC_GOMP_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    if (gomp) {
+        dlclose(gomp); /* already loaded: its settings were read */
+        return;
+    }
+    setenv("GOMP_SPINCOUNT", AMPC_GOMP_SPINCOUNT, 0);
+}
+
 static void load_once(void) {
     if (amp_dnnl_set_off_asked()) return; /* AMP_DNNL=0, handed down by a session (ir/threads.c) */
+    openmp_spin_briefly();
     const char *tried[] = {AMPC_DNNL_SONAME, AMPC_DNNL_PATH};
     void *lib = NULL;
     for (size_t i = 0; i < 2 && !lib; i++) lib = dlopen(tried[i], RTLD_NOW | RTLD_LOCAL);
