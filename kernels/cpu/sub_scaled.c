@@ -4,7 +4,22 @@
  * floating-point expressions: ISO C, -ffp-contract=off). Y may be A (an update in place). */
 #include <string.h>
 
+#include "ir/parallel.h"
 #include "kernels/cpu/kernels.h"
+
+typedef struct Job {
+    const float *A, *B;
+    float s;
+    float *Y;
+} Job;
+
+static void slice(void *ctx, int64_t from, int64_t to) {
+    const Job *j = ctx;
+    for (int64_t i = from; i < to; i++) {
+        float t = j->s * j->B[i];
+        j->Y[i] = j->A[i] - t;
+    }
+}
 
 AmpCode amp_cpu_sub_scaled(AmpKernelCtx *k) {
     const AmpBuf *a = k->n_in > 0 ? k->in[0] : NULL, *s = k->n_in > 1 ? k->in[1] : NULL;
@@ -17,11 +32,7 @@ AmpCode amp_cpu_sub_scaled(AmpKernelCtx *k) {
     AmpBuf *y;
     AmpCode rc = amp_kernel_outputs(k, 1, &y);
     if (rc || !y || (rc = amp_kernel_check_out(k, y, AMP_DT_FLOAT, a->rank, a->dims))) return rc;
-    const float *A = a->data, *B = b->data, sv = *(const float *)s->data;
-    float *Y = y->data;
-    for (uint64_t i = 0; i < y->nelem; i++) {
-        float t = sv * B[i];
-        Y[i] = A[i] - t;
-    }
+    Job j = {.A = a->data, .B = b->data, .s = *(const float *)s->data, .Y = y->data};
+    amp_parallel_for((int64_t)y->nelem, 1 << 15, 1, slice, &j); /* sliced over the CPU's threads */
     return AMP_OK;
 }
