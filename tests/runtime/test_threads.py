@@ -81,9 +81,14 @@ def ops_model(ctx):
         h.make_node("Erf", ["c16"], ["e16"]),                        # bfloat16: the lookup table
         h.make_node("Mul", ["c16", "e16"], ["m16"]),                 # bfloat16 rows
         h.make_node("Cast", ["m16"], ["y"], to=T.FLOAT),
+        h.make_node("ReduceSum", ["b", "axes02"], ["r02"], keepdims=0),   # [N, C, HW]: per channel
+        h.make_node("ReduceSum", ["b", "axes0"], ["r0"], keepdims=0),     # [R, K, 1]: over the batch
     ]
+    inits += [nh.from_array(np.array([0, 2], np.int64), "axes02"), nh.from_array(np.array([0], np.int64), "axes0")]
     g = h.make_graph(nodes, "threads_ops", [h.make_tensor_value_info("x", T.FLOAT, SHAPE)],
-                     [h.make_tensor_value_info("y", T.FLOAT, SHAPE), h.make_tensor_value_info("l", T.FLOAT, SHAPE)],
+                     [h.make_tensor_value_info("y", T.FLOAT, SHAPE), h.make_tensor_value_info("l", T.FLOAT, SHAPE),
+                      h.make_tensor_value_info("r02", T.FLOAT, [SHAPE[1]]),
+                      h.make_tensor_value_info("r0", T.FLOAT, SHAPE[1:])],
                      inits)
     path = os.path.join(ctx.tmp, "ops.onnx")
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
