@@ -6,7 +6,7 @@ AVX-512 rows, float maps, the bfloat16 lookup tables), Cast, Softmax, LayerNorma
 the float32 fused chains and SubScaled slice their work over libgomp's team from 32K
 elements on; every element is computed by the same code whichever thread runs it. Models
 large enough to be sliced, without matrix products (oneDNN's may cut their sums by thread
-count): an inference graph of those ops, FP32 and converted to bf16, run with --threads 1
+count): inference graphs of those ops, FP32 and converted to bf16, run with --threads 1
 and --threads 2, outputs byte for byte; and `ampc grad` training graphs (an elementwise
 model of a 256 x 1024 weight: SGD through SubScaled, momentum through the fused chains),
 3 steps each way, the same losses and the same checkpoint bytes.
@@ -95,23 +95,37 @@ def ops_model(ctx):
     return path, write_inputs(ctx, "ops", [("x", rng.standard_normal(SHAPE).astype(np.float32))])
 
 
-def inference(precision):
+def pool_model(ctx):
+    """MaxPool 3x3 stride 2 over [2, 64, 32, 32], with and without Indices."""
+    rng = np.random.default_rng(17)
+    shape, out = [2, 64, 32, 32], [2, 64, 16, 16]
+    nodes = [h.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("MaxPool", ["x"], ["q", "qi"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+    g = h.make_graph(nodes, "threads_pool", [h.make_tensor_value_info("x", T.FLOAT, shape)],
+                     [h.make_tensor_value_info("p", T.FLOAT, out), h.make_tensor_value_info("q", T.FLOAT, out),
+                      h.make_tensor_value_info("qi", T.INT64, out)])
+    path = os.path.join(ctx.tmp, "pool.onnx")
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+    return path, write_inputs(ctx, "pool", [("x", rng.standard_normal(shape).astype(np.float32))])
+
+
+def inference(precision, make=ops_model):
     def run(ctx):
-        path, data = ops_model(ctx)
+        path, data = make(ctx)
         if precision != "fp32":
-            conv = os.path.join(ctx.tmp, f"ops_{precision}.onnx")
+            conv = os.path.join(ctx.tmp, f"{make.__name__}_{precision}.onnx")
             sh(ctx, path, "-o", conv, "--precision", precision)
             path = conv
         got = []
         for t in (1, 2):
-            out = os.path.join(ctx.tmp, f"ops_{precision}_t{t}")
+            out = os.path.join(ctx.tmp, f"{make.__name__}_{precision}_t{t}")
             sh(ctx, "run", path, "--inputs", data, "--outputs", out, "--threads", str(t), "--backend", "cpu")
             got.append(outputs(out))
         assert got[0].keys() == got[1].keys() and got[0], f"outputs {sorted(got[0])} vs {sorted(got[1])}"
         for k in got[0]:
             assert got[0][k] == got[1][k], f"{precision}: {k} differs between 1 and 2 threads"
-        ctx.notes.append(f"ops {precision}: {len(got[0])} outputs the same bytes")
-    return (f"ops_{precision}", run)
+        ctx.notes.append(f"{make.__name__} {precision}: {len(got[0])} outputs the same bytes")
+    return (f"{make.__name__}_{precision}", run)
 
 
 def train_model(ctx, tag):
@@ -157,7 +171,7 @@ def training(optimizer):
 def main():
     args = tl.args(__doc__)
     ctx = Ctx(args)
-    tests = [inference("fp32"), inference("bf16")]
+    tests = [inference(p, m) for m in (ops_model, pool_model) for p in ("fp32", "bf16")]
     tests += [training(o) for o in ("sgd", "momentum")]
     return tl.run(tests, ctx, verbose=args.verbose, notes=ctx.notes)
 
