@@ -96,14 +96,18 @@ def ops_model(ctx):
 
 
 def pool_model(ctx):
-    """MaxPool 3x3 stride 2 over [2, 64, 32, 32], with and without Indices."""
+    """MaxPool 3x3 stride 2 over [2, 64, 32, 32], with and without Indices; BatchNormalization."""
     rng = np.random.default_rng(17)
     shape, out = [2, 64, 32, 32], [2, 64, 16, 16]
     nodes = [h.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-             h.make_node("MaxPool", ["x"], ["q", "qi"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+             h.make_node("MaxPool", ["x"], ["q", "qi"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("BatchNormalization", ["x", "sc", "bi", "mu", "var"], ["bn"])]
+    inits = [nh.from_array(rng.standard_normal(shape[1]).astype(np.float32), n) for n in ("sc", "bi", "mu")]
+    inits.append(nh.from_array(rng.uniform(0.5, 2.0, shape[1]).astype(np.float32), "var"))
     g = h.make_graph(nodes, "threads_pool", [h.make_tensor_value_info("x", T.FLOAT, shape)],
                      [h.make_tensor_value_info("p", T.FLOAT, out), h.make_tensor_value_info("q", T.FLOAT, out),
-                      h.make_tensor_value_info("qi", T.INT64, out)])
+                      h.make_tensor_value_info("qi", T.INT64, out), h.make_tensor_value_info("bn", T.FLOAT, shape)],
+                     inits)
     path = os.path.join(ctx.tmp, "pool.onnx")
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
     return path, write_inputs(ctx, "pool", [("x", rng.standard_normal(shape).astype(np.float32))])
