@@ -3,8 +3,9 @@
 
 The elementwise family (same-shape and row-broadcast binary ops, float32 and bfloat16 in
 AVX-512 rows, float maps, the bfloat16 lookup tables), Cast, Softmax, LayerNormalization,
-the float32 fused chains and SubScaled slice their work over libgomp's team from 32K
-elements on; every element is computed by the same code whichever thread runs it. Models
+BatchNormalization, 2-D MaxPool, the float32 sums of the Reduce ops, strided copies
+(Transpose), the float32 fused chains and SubScaled slice their work over libgomp's team
+from 32K elements on; every element is computed by the same code whichever thread runs it. Models
 large enough to be sliced, without matrix products (oneDNN's may cut their sums by thread
 count): inference graphs of those ops, FP32 and converted to bf16, run with --threads 1
 and --threads 2, outputs byte for byte; and `ampc grad` training graphs (an elementwise
@@ -83,12 +84,14 @@ def ops_model(ctx):
         h.make_node("Cast", ["m16"], ["y"], to=T.FLOAT),
         h.make_node("ReduceSum", ["b", "axes02"], ["r02"], keepdims=0),   # [N, C, HW]: per channel
         h.make_node("ReduceSum", ["b", "axes0"], ["r0"], keepdims=0),     # [R, K, 1]: over the batch
+        h.make_node("Transpose", ["b"], ["bt"], perm=[0, 2, 1]),          # a strided copy
     ]
     inits += [nh.from_array(np.array([0, 2], np.int64), "axes02"), nh.from_array(np.array([0], np.int64), "axes0")]
     g = h.make_graph(nodes, "threads_ops", [h.make_tensor_value_info("x", T.FLOAT, SHAPE)],
                      [h.make_tensor_value_info("y", T.FLOAT, SHAPE), h.make_tensor_value_info("l", T.FLOAT, SHAPE),
                       h.make_tensor_value_info("r02", T.FLOAT, [SHAPE[1]]),
-                      h.make_tensor_value_info("r0", T.FLOAT, SHAPE[1:])],
+                      h.make_tensor_value_info("r0", T.FLOAT, SHAPE[1:]),
+                      h.make_tensor_value_info("bt", T.FLOAT, [SHAPE[0], SHAPE[2], SHAPE[1]])],
                      inits)
     path = os.path.join(ctx.tmp, "ops.onnx")
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
