@@ -155,6 +155,39 @@ Test(fuse_cpu, channels_last_without_onednn) {
     cr_assert_eq(fused_and_apart(two_convs()).fused, 2);
 }
 
+/* A residual block: r1 = Relu(Conv(x)) is read by the next convolution as X and by the
+ * last one's Add as its summand Z; every tensor between the three fused convolutions goes
+ * channels-last (r1 as X and as Z, r2 as X), the block's output in ONNX's layout (a graph
+ * output). The same bytes as apart, with oneDNN and without (the ONNX-layout fallback
+ * transposing X and Z). */
+static AmpModel *residual_block(void) {
+    AmpModel *m = base(false, true);
+    AmpGraph *g = m->graph;
+    static float w2[M * M * 9];
+    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = sinf((float)i * 0.3f) * 0.2f;
+    const int64_t wd[4] = {M, M, 3, 3};
+    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
+    rt_node(g, "", "Relu", "y", "r1");
+    AmpNode *c2 = rt_node(g, "", "Conv", "r1,W2,B", "y2");
+    rt_node(g, "", "Relu", "y2", "r2");
+    AmpNode *c3 = rt_node(g, "", "Conv", "r2,W2,B", "y3");
+    c2->attrs = c3->attrs = g->first->attrs; /* the first Conv's pads */
+    c2->n_attrs = c3->n_attrs = g->first->n_attrs;
+    rt_node(g, "", "Add", "y3,r1", "s");
+    rt_node(g, "", "Relu", "s", "r");
+    rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
+    return m;
+}
+
+Test(fuse_cpu, a_residual_block_passes_its_tensors_channels_last) {
+    expect_fused(residual_block(), 3, 7);
+}
+
+Test(fuse_cpu, a_residual_block_without_onednn) {
+    amp_dnnl_set_off();
+    cr_assert_eq(fused_and_apart(residual_block()).fused, 3);
+}
+
 /* The convolution's output read twice, and an Add that broadcasts: nothing fuses. */
 Test(fuse_cpu, what_keeps_a_conv_apart) {
     AmpModel *m = base(false, true);
