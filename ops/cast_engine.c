@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ir/half.h"
+#include "ir/parallel.h"
 #include "ops/cast_engine.h"
 #include "ops/kernel_out.h"
 
@@ -102,6 +103,37 @@ void amp_cast_store(int dt, void *p, uint64_t i, const AmpCastVal *v) {
     }
 }
 
+/* float32 <-> float16 / bfloat16: the conversions ir/half.h makes in bulk. */
+static bool float_pair(int sdt, int ddt) {
+    return (sdt == AMP_DT_FLOAT && (ddt == AMP_DT_FLOAT16 || ddt == AMP_DT_BFLOAT16)) ||
+           (ddt == AMP_DT_FLOAT && (sdt == AMP_DT_FLOAT16 || sdt == AMP_DT_BFLOAT16));
+}
+
+typedef struct BulkJob {
+    const void *src;
+    int sdt;
+    void *dst;
+    int ddt;
+} BulkJob;
+
+/* Elements [from, to) of one of those conversions: element by element, so the same bits
+ * however the range is cut. */
+static void bulk_slice(void *ctx, int64_t from, int64_t to) {
+    const BulkJob *j = ctx;
+    size_t n = (size_t)(to - from);
+    if (j->sdt == AMP_DT_FLOAT) {
+        const float *s = (const float *)j->src + from;
+        uint16_t *d = (uint16_t *)j->dst + from;
+        if (j->ddt == AMP_DT_FLOAT16) amp_f32_to_f16_n(d, s, n);
+        else amp_f32_to_bf16_n(d, s, n);
+    } else {
+        const uint16_t *s = (const uint16_t *)j->src + from;
+        float *d = (float *)j->dst + from;
+        if (j->sdt == AMP_DT_FLOAT16) amp_f16_to_f32_n(d, s, n);
+        else amp_bf16_to_f32_n(d, s, n);
+    }
+}
+
 AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int ddt, uint64_t n) {
     if (!amp_sh_convertible(sdt)) return amp_kernel_bad_dtype(k, sdt);
     if (!amp_sh_convertible(ddt)) return amp_kernel_bad_dtype(k, ddt);
@@ -110,12 +142,11 @@ AmpCode amp_sh_convert(AmpKernelCtx *k, const void *src, int sdt, void *dst, int
         memcpy(dst, src, (size_t)n * (amp_dtype_bits(sdt) / 8));
         return AMP_OK;
     }
-    /* The common float paths in bulk. */
-    if (sdt == AMP_DT_FLOAT && ddt == AMP_DT_FLOAT16) amp_f32_to_f16_n(dst, src, (size_t)n);
-    else if (sdt == AMP_DT_FLOAT && ddt == AMP_DT_BFLOAT16) amp_f32_to_bf16_n(dst, src, (size_t)n);
-    else if (sdt == AMP_DT_FLOAT16 && ddt == AMP_DT_FLOAT) amp_f16_to_f32_n(dst, src, (size_t)n);
-    else if (sdt == AMP_DT_BFLOAT16 && ddt == AMP_DT_FLOAT) amp_bf16_to_f32_n(dst, src, (size_t)n);
-    else
+    /* The common float paths in bulk, sliced over the CPU's threads. */
+    if (float_pair(sdt, ddt)) {
+        BulkJob j = {.src = src, .sdt = sdt, .dst = dst, .ddt = ddt};
+        amp_parallel_for((int64_t)n, 1 << 15, 1024, bulk_slice, &j);
+    } else
         for (uint64_t i = 0; i < n; i++) {
             AmpCastVal v = amp_cast_load(sdt, src, i);
             amp_cast_store(ddt, dst, i, &v);

@@ -24,7 +24,8 @@
  * Apart from those, a backend may ask for the CPU's kinds alone (AmpBackend.fuse_cpu):
  * `ampc grad`'s convolution weight gradients, a Conv between Transposes, become
  * com.microsoft ConvGrad nodes (fuse_wgrad.c), and chains of float32 arithmetic become
- * FusedElementwise nodes of one tensor set each (fuse_chain.c);
+ * FusedElementwise nodes of one tensor set each (fuse_chain.c), and an Identity that alone
+ * reads a value is written by that value's producer (fuse_copy.c);
  * AmpExecOptions.no_fuse keeps the executor from asking (hooks that read every value need
  * it off). */
 #include <stdlib.h>
@@ -301,6 +302,7 @@ AmpCode amp_fuse_plan(const AmpFuseRequest *rq, AmpFusePlan *out, AmpStatus *st)
         for (size_t i = 0; rq->be->fuse && i < f.n; i++) fold_gates(&f, (int)i);
         for (size_t i = 0; rq->be->fuse && i < f.n; i++) fold_check(&f, (int)i);
         if (chains) rc = amp_fuse_chains(&f);
+        if (!rc && rq->be->fuse_cpu) amp_fuse_copies(&f); /* last: what the other kinds absorb is theirs */
     }
     out->repl = f.repl, out->gone = f.gone, out->gate = f.gate;
     out->fused = rc ? 0 : f.fused;

@@ -4,10 +4,10 @@
  * next node alone, become one ai.ampc ConvEpilogue node (X, W, B, Z; relu), run at the
  * last member's place. On the CPU, oneDNN applies them as post-ops on the float32
  * accumulator before its one store (and the one reorder back to ONNX's layout), instead
- * of a pass over the output for each. And where such a node's output is read by the next
- * convolution alone, the two pass it channels-last (x_nhwc, y_nhwc), oneDNN's own layout:
- * no reorder out and back in between. Nothing but the two reads it: hooks that read every
- * value run with no_fuse. */
+ * of a pass over the output for each. And where such a node's output is read by fused
+ * convolutions alone (as X or as the summand Z), they pass it channels-last (x_nhwc,
+ * y_nhwc, z_nhwc), oneDNN's own layout: no reorder out and back in between. Nothing but
+ * those reads it: hooks that read every value run with no_fuse. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +30,10 @@ static void set_flag(AmpNode *c, const char *name) {
     c->attrs[c->n_attrs++] = (AmpAttr){.name = name, .type = AMP_ATTR_INT, .has = AMP_ATTR_HAS_TYPE, .i = 1};
 }
 
-/* Conv's attributes and relu where a Relu is absorbed, with room for x_nhwc and y_nhwc. */
+/* Conv's attributes and relu where a Relu is absorbed, with room for x_nhwc, y_nhwc and
+ * z_nhwc. */
 static bool epilogue_attrs(Fuse *f, AmpNode *c, const AmpNode *conv, bool relu) {
-    c->attrs = amp_fuse_arena(f, (conv->n_attrs + 3) * sizeof *c->attrs);
+    c->attrs = amp_fuse_arena(f, (conv->n_attrs + 4) * sizeof *c->attrs);
     if (!c->attrs) return false;
     memcpy(c->attrs, conv->attrs, conv->n_attrs * sizeof *c->attrs);
     c->n_attrs = conv->n_attrs;
@@ -41,8 +42,8 @@ static bool epilogue_attrs(Fuse *f, AmpNode *c, const AmpNode *conv, bool relu) 
 }
 
 /* Conv at plan index i with what alone reads its output, if it takes an epilogue: the
- * fused node, or NULL. */
-static AmpNode *fuse_one(Fuse *f, int i) {
+ * fused node, or NULL; the plan indices it absorbs in absorbed[0..*n_abs). */
+static AmpNode *fuse_one(Fuse *f, int i, int *absorbed_out, int *n_abs_out) {
     const AmpNode *conv = f->nodes[i];
     if (conv->op != AMP_OP_Conv || !on_device(f, i) || conv->n_inputs < 2 || conv->n_inputs > 3 ||
         conv->n_outputs != 1 || !conv->inputs[0] || !conv->inputs[1] || !conv->outputs[0])
@@ -79,32 +80,47 @@ static AmpNode *fuse_one(Fuse *f, int i) {
     for (int k = 0; k < n_abs; k++) f->gone[absorbed[k]] = k != n_abs - 1;
     f->repl[place] = c;
     f->fused++;
+    memcpy(absorbed_out, absorbed, (size_t)n_abs * sizeof *absorbed);
+    *n_abs_out = n_abs;
     return c;
 }
 
-/* Where fused node c (at conv index i, no summand) writes a tensor (N, C, spatial...: 1 to
- * 3 spatial dims) that a convolution alone reads as its X, fused as well, the two pass it
- * channels-last, the layout oneDNN computes in: no reorder out of the one and into the
- * other. */
-static void pass_channels_last(Fuse *f, AmpNode *const *ce_of, int i) {
-    AmpNode *c = ce_of[i];
+/* Where fused node c writes a tensor (N, C, spatial...: 1 to 3 spatial dims) that only
+ * fused convolutions read, as their X or as their summand Z (a ResNet block's output: the
+ * next block's first convolution, its shortcut's, and the residual Add of its last), all
+ * of them pass it channels-last, the layout oneDNN computes in: no reorder out of the one
+ * and into the others. owner: per plan index, the fused node that absorbed that node. */
+static void pass_channels_last(Fuse *f, AmpNode *const *owner, AmpNode *c) {
     const AmpValue *y = c->outputs[0];
-    int j = sole_reader(f, y);
-    AmpNode *r = j >= 0 ? ce_of[j] : NULL;
-    if (c->n_inputs > 3 || !r || r->inputs[0] != y || y->type.kind != AMP_TYPE_TENSOR || y->type.rank < 3 ||
-        y->type.rank > 5)
+    if (!y || y->graph != f->g || f->pinned[y->id] || y->type.kind != AMP_TYPE_TENSOR || y->type.rank < 3 ||
+        y->type.rank > 5 || !y->n_uses)
         return;
+    for (size_t u = 0; u < y->n_uses; u++) {
+        int j = pos_of(f, y->uses[u].node);
+        const AmpNode *r = j >= 0 ? owner[j] : NULL;
+        if (!r || r == c) return;
+        bool as_x = r->inputs[0] == y, as_z = r->n_inputs > 3 && r->inputs[3] == y;
+        if (as_x == as_z || r->inputs[1] == y || (r->n_inputs > 2 && r->inputs[2] == y)) return;
+    }
     set_flag(c, "y_nhwc");
-    set_flag(r, "x_nhwc");
+    for (size_t u = 0; u < y->n_uses; u++) {
+        AmpNode *r = owner[pos_of(f, y->uses[u].node)];
+        const char *flag = r->inputs[0] == y ? "x_nhwc" : "z_nhwc";
+        if (!amp_node_attr(r, flag)) set_flag(r, flag); /* (two uses by one node: once) */
+    }
 }
 
 void amp_fuse_conv_epilogues(Fuse *f) {
-    AmpNode **ce_of = calloc(f->n ? f->n : 1, sizeof *ce_of); /* per conv's plan index: its fused node */
+    AmpNode **owner = calloc(f->n ? f->n : 1, sizeof *owner); /* per plan index: the fused node absorbing it */
+    AmpNode **made = calloc(f->n ? f->n : 1, sizeof *made);
+    size_t n_made = 0;
     for (size_t i = 0; i < f->n; i++) {
-        AmpNode *c = fuse_one(f, (int)i);
-        if (ce_of) ce_of[i] = c;
+        int absorbed[3], n_abs = 0;
+        AmpNode *c = fuse_one(f, (int)i, absorbed, &n_abs);
+        if (!c || !owner || !made) continue;
+        for (int k = 0; k < n_abs; k++) owner[absorbed[k]] = c;
+        made[n_made++] = c;
     }
-    for (size_t i = 0; ce_of && i < f->n; i++)
-        if (ce_of[i]) pass_channels_last(f, ce_of, (int)i);
-    free(ce_of);
+    for (size_t i = 0; i < n_made; i++) pass_channels_last(f, owner, made[i]);
+    free(owner), free(made);
 }

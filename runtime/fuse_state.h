@@ -93,4 +93,8 @@ void amp_fuse_scaled_sub(Fuse *f, int i);
  * becomes a com.microsoft ConvGrad (dY, X) -> (dW). */
 void amp_fuse_conv_grads(Fuse *f);
 
+/* ---- copies (fuse_copy.c) ------------------------------------------------------------------ */
+/* Every Identity that alone reads a value made by a node on the device: that node, copied
+ * with the Identity's output in place of the value, writes it. */
+void amp_fuse_copies(Fuse *f);
 #endif

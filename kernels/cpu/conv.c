@@ -169,28 +169,33 @@ static void act_transpose(const AmpBuf *b, const void *from, void *to, bool to_n
             }
 }
 
-static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl);
+static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl, bool zl);
 
-/* A convolution with X (xl) or Y (yl) channels-last that oneDNN did not take: computed on
- * a copy of X in ONNX's layout, Y transposed after. */
-static AmpCode conv_onnx_layout(AmpKernelCtx *k, bool xl, bool yl) {
-    AmpBuf xp = *k->in[0], *y = &k->out[0];
+/* A convolution with X (xl), Y (yl) or the summand Z (zl) channels-last that oneDNN did not
+ * take: computed on copies of X and Z in ONNX's layout, Y transposed after. */
+static AmpCode conv_onnx_layout(AmpKernelCtx *k, bool xl, bool yl, bool zl) {
+    AmpBuf xp = *k->in[0], zp, *y = &k->out[0];
     const AmpBuf *in[4];
     if (k->n_in > 4) return amp_kernel_fail(k, AMP_ERR_INPUT, "at most 4 inputs");
+    zl = zl && k->n_in > 3 && k->in[3];
     size_t bytes = amp_buf_bytes(&xp) > amp_buf_bytes(y) ? amp_buf_bytes(&xp) : amp_buf_bytes(y);
-    void *tmp = malloc(bytes ? bytes : 1);
-    if (!tmp) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    void *tmp = malloc(bytes ? bytes : 1), *ztmp = zl ? malloc(amp_buf_bytes(y) ? amp_buf_bytes(y) : 1) : NULL;
+    if (!tmp || (zl && !ztmp)) {
+        free(tmp), free(ztmp);
+        return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    }
     if (xl) act_transpose(&xp, k->in[0]->data, tmp, false), xp.data = tmp;
     memcpy(in, k->in, (size_t)k->n_in * sizeof *in);
     in[0] = &xp;
+    if (zl) zp = *k->in[3], act_transpose(&zp, k->in[3]->data, ztmp, false), zp.data = ztmp, in[3] = &zp;
     AmpKernelCtx plain = *k;
     plain.in = in;
-    AmpCode rc = conv_fwd(&plain, false, false);
+    AmpCode rc = conv_fwd(&plain, false, false, false);
     if (!rc && yl) {
         memcpy(tmp, y->data, amp_buf_bytes(y)); /* (X's copy is read no more) */
         act_transpose(y, tmp, y->data, true);
     }
-    free(tmp);
+    free(tmp), free(ztmp);
     return rc;
 }
 
@@ -210,16 +215,17 @@ static AmpCode conv_inputs(AmpKernelCtx *k, AmpWindowGeom *own, const AmpWindowG
 
 /* Y (N, M, out...) = W (M, C/group, kern...) (*) X (N, C, in...) + B (M); for ai.ampc
  * ConvEpilogue (runtime/fuse_conv.c), Y + Z (input 3, Y's type and shape) where given, then
- * Relu where its attribute relu is 1: oneDNN's post-ops, else a pass after; X (x_nhwc 1)
- * and Y (y_nhwc 1) channels-last (N, spatial..., C) where the plan passes them so from one
- * convolution to the next. */
+ * Relu where its attribute relu is 1: oneDNN's post-ops, else a pass after; X (x_nhwc 1),
+ * Y (y_nhwc 1) and Z (z_nhwc 1) channels-last (N, spatial..., C) where the plan passes them
+ * so between convolutions. */
 AmpCode amp_cpu_conv(AmpKernelCtx *k) {
     bool ep = k->node->op == AMP_OP_Ampc_ConvEpilogue;
     return conv_fwd(k, ep && amp_node_attr_int(k->node, "x_nhwc", 0) == 1,
-                    ep && amp_node_attr_int(k->node, "y_nhwc", 0) == 1);
+                    ep && amp_node_attr_int(k->node, "y_nhwc", 0) == 1,
+                    ep && amp_node_attr_int(k->node, "z_nhwc", 0) == 1);
 }
 
-static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl) {
+static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl, bool zl) {
     const AmpBuf *x, *w, *b;
     AmpWindowGeom own;
     const AmpWindowGeom *wg; /* amp_conv_node_geom: the window, M, Y checked */
@@ -245,17 +251,17 @@ static AmpCode conv_fwd(AmpKernelCtx *k, bool xl, bool yl) {
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "convolution too large for the CPU kernel");
     int64_t rows = Cg * K; /* the GEMM's inner dimension */
     AmpDnnlConv dp;
-    if (!xl && !yl && group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g))
+    if (!xl && !yl && !zl && group == 1 && !b && K > O && conv_as_weight_grad(x, w, y, &g))
         return conv_epilogue_pass(k, y, z, relu); /* (no bias there) */
     AmpKernelPack *wpack = k->const_in & 2 ? k->pack : NULL;
     bool on_dnnl = amp_conv_dnnl_desc(AMP_DNNL_CONV_FWD, dt, N, C, M, group, &g, b != NULL, &dp);
     dp.sum = z != NULL, dp.relu = relu; /* post-ops: the epilogue's */
-    dp.src_nhwc = xl, dp.dst_nhwc = yl;
+    dp.src_nhwc = xl, dp.dst_nhwc = yl, dp.sum_nhwc = zl && z;
     if (on_dnnl &&
         amp_dnnl_conv(&dp, &(AmpDnnlConvIO){.src = x->data, .wei = w->data, .bias = b ? b->data : NULL, .dst = y->data,
                                             .wei_pack = wpack, .sum_src = z ? z->data : NULL}))
         return AMP_OK;
-    if (xl || yl) return conv_onnx_layout(k, xl, yl);
+    if (xl || yl || (zl && z)) return conv_onnx_layout(k, xl, yl, zl);
 
     /* A 1x1 kernel with unit strides and no padding reads X itself as the column matrix. */
     bool direct = true;

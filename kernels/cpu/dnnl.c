@@ -34,6 +34,7 @@ bool amp_dnnl_wins(int dtype, int64_t m, int64_t n, int64_t k) {
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/parallel.h"
 #include "kernels/cpu/dnnl_impl.h"
 
 #ifndef AMPC_DNNL_SONAME
@@ -45,8 +46,6 @@ bool amp_dnnl_wins(int dtype, int64_t m, int64_t n, int64_t k) {
 
 #define AMP_DNNL_DEF(f) __typeof__(f) *p_##f;
 AMP_DNNL_FNS(AMP_DNNL_DEF)
-static void (*p_omp_set_num_threads)(int);
-static int (*p_omp_get_max_threads)(void);
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool loaded; /* the library opened with every function, and the engine made */
@@ -70,6 +69,7 @@ static bool sym(void *lib, const char *name, void *fn_out, size_t fn_size) {
 
 static void load_once(void) {
     if (amp_dnnl_set_off_asked()) return; /* AMP_DNNL=0, handed down by a session (ir/threads.c) */
+    amp_openmp_load(); /* libgomp first, with its threads' wait chosen (ir/parallel.h) */
     const char *tried[] = {AMPC_DNNL_SONAME, AMPC_DNNL_PATH};
     void *lib = NULL;
     for (size_t i = 0; i < 2 && !lib; i++) lib = dlopen(tried[i], RTLD_NOW | RTLD_LOCAL);
@@ -77,9 +77,6 @@ static void load_once(void) {
     bool ok = true;
 #define AMP_DNNL_SYM(f) ok = ok && sym(lib, #f, &p_##f, sizeof p_##f);
     AMP_DNNL_FNS(AMP_DNNL_SYM)
-    /* OpenMP's, from libdnnl's own libgomp (dlsym searches a library's dependencies). */
-    sym(lib, "omp_set_num_threads", &p_omp_set_num_threads, sizeof p_omp_set_num_threads);
-    sym(lib, "omp_get_max_threads", &p_omp_get_max_threads, sizeof p_omp_get_max_threads);
     if (!ok || p_dnnl_engine_create(&amp_dnnl_engine, dnnl_cpu, 0) != dnnl_success) return;
     if (pthread_key_create(&tls_key, tls_free) != 0) return;
     loaded = true; /* the library stays loaded for the life of the process */
@@ -91,11 +88,9 @@ bool amp_dnnl_enabled(void) {
 }
 
 /* The CPU backend's knob is a session's threads option, --threads, else AMP_THREADS
- * (amp_threads_requested). */
+ * (amp_threads_requested); libdnnl's OpenMP is the libgomp ir/parallel.c opened. */
 int amp_dnnl_threads_now(void) {
-    int t;
-    if (amp_threads_requested(&t) && p_omp_set_num_threads) p_omp_set_num_threads(t);
-    return p_omp_get_max_threads ? p_omp_get_max_threads() : -1;
+    return amp_parallel_threads();
 }
 
 AmpDnnlTls *amp_dnnl_tls(void) {

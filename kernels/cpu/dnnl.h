@@ -86,13 +86,16 @@ typedef struct AmpDnnlConv {
     bool swapped;
     /* AMP_DNNL_CONV_FWD only, oneDNN post-ops on the float32 accumulator, after the bias,
      * in this order (ai.ampc ConvEpilogue): sum adds AmpDnnlConvIO.sum_src (dst's type
-     * and shape, plain), relu then takes max(., 0). */
+     * and shape; its layout sum_nhwc), relu then takes max(., 0). */
     bool sum, relu;
     /* AMP_DNNL_CONV_FWD only: src / dst stored channels-last (N, spatial..., C), the
      * layout oneDNN's convolutions run in on AVX-512 CPUs, rather than ONNX's (N, C,
      * spatial...): a tensor passed from one convolution to the next without a reorder out of
      * the one and into the other. */
     bool src_nhwc, dst_nhwc;
+    /* AMP_DNNL_CONV_FWD with sum only: the summand stored channels-last (else ONNX's
+     * layout), whatever dst's layout: each is reordered into the other where they differ. */
+    bool sum_nhwc;
 } AmpDnnlConv;
 
 /* The buffers of one call; the ones p's kind does not use are ignored. wei_pack, where

@@ -56,8 +56,10 @@ typedef struct ConvEntry {
     dnnl_memory_desc_t scratch; /* the primitive's scratchpad */
     size_t scratch_bytes, scratch_max; /* its size; the largest of its and the reorders' */
     size_t ws_bytes;
-    /* key.p.sum where dst is reordered: AmpDnnlConvIO.sum_src into the primitive's dst,
-     * with its scratchpad */
+    /* key.p.sum: the summand's layout (sum_user), and where it is not the one the
+     * primitive's dst is read in, the reorder of AmpDnnlConvIO.sum_src into that, with its
+     * scratchpad */
+    dnnl_memory_desc_t sum_user;
     dnnl_primitive_t sum_reorder;
     dnnl_memory_desc_t sum_rscratch;
     size_t sum_rscratch_bytes;
@@ -197,20 +199,24 @@ static bool conv_post_ops(dnnl_primitive_attr_t attr, const AmpDnnlConv *p) {
     return ok;
 }
 
-/* The sum post-op reads dst: where dst is reordered out of the primitive's layout, the
- * summand is reordered into it first (e->sum_reorder, user's plain layout to the
- * primitive's). */
-static bool conv_sum_reorder(ConvEntry *e) {
+/* The sum post-op reads dst: the summand, in its own layout (e->sum_user: channels-last or
+ * ONNX's, sum_nhwc), goes into the dst the primitive reads, reordered where the layouts
+ * differ (e->sum_reorder: into the primitive's layout where dst is reordered out of it,
+ * else into the user's dst), copied where they are one. */
+static bool conv_sum_reorder(ConvEntry *e, const AmpDnnlConv *p, const int64_t *sp, int dt) {
     const ConvArg *d = NULL;
     for (int i = 0; i < e->nargs; i++)
         if (e->a[i].io == CIO_DST) d = &e->a[i];
     if (!d) return false;
-    if (!d->reorder) return true;
+    if (p->sum_nhwc ? !md_nhwc(&e->sum_user, p, p->oc, sp, dt) : !md_act(&e->sum_user, p, p->oc, sp, dt, false))
+        return false;
+    if (!d->reorder && p->sum_nhwc == p->dst_nhwc) return true; /* one layout: a copy */
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t rpd = NULL;
     bool ok = p_dnnl_primitive_attr_create(&attr) == dnnl_success &&
               p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-              p_dnnl_reorder_primitive_desc_create(&rpd, &d->user, amp_dnnl_engine, &d->prim, amp_dnnl_engine,
+              p_dnnl_reorder_primitive_desc_create(&rpd, &e->sum_user, amp_dnnl_engine,
+                                                   d->reorder ? &d->prim : &d->user, amp_dnnl_engine,
                                                    attr) == dnnl_success;
     const dnnl_memory_desc_t *s = ok ? p_dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0) : NULL;
     if (s) e->sum_rscratch = *s;
@@ -292,7 +298,7 @@ static void conv_make(ConvEntry *e) {
              conv_arg(e, pd, dnnl_query_dst_md, DNNL_ARG_DST, CIO_DST, true, &udst);
         /* the bias (weights md 1), plain as given */
         if (ok && has_bias) ok = conv_arg_plain(e, pd, dnnl_query_weights_md, DNNL_ARG_BIAS, CIO_BIAS, false, &ubias);
-        if (ok && p->sum) ok = conv_sum_reorder(e);
+        if (ok && p->sum) ok = conv_sum_reorder(e, p, sp_dst, dt_dst);
     } else if (ok && p->kind == AMP_DNNL_CONV_BWD_DATA) {
         ok = conv_arg(e, pd, dnnl_query_diff_dst_md, DNNL_ARG_DIFF_DST, CIO_DIFF_DST, false, &udst) &&
              conv_arg(e, pd, dnnl_query_weights_md, DNNL_ARG_WEIGHTS, CIO_WEI, false, &uwei) &&
@@ -395,11 +401,13 @@ static bool conv_sum_in(AmpDnnlTls *t, const ConvEntry *e, const ConvArg *a, dnn
         if (io->sum_src != io->dst) memcpy(io->dst, io->sum_src, p_dnnl_memory_desc_get_size(&a->user));
         return true;
     }
-    dnnl_memory_t z = NULL;
-    bool ok = p_dnnl_memory_create(&z, &a->user, amp_dnnl_engine, (void *)io->sum_src) == dnnl_success;
-    ok = ok && exec(t, e->sum_reorder, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, pm}}, &e->sum_rscratch,
-                    e->sum_rscratch_bytes);
+    dnnl_memory_t z = NULL, to = NULL; /* to: the user's dst, where the primitive writes it */
+    bool ok = p_dnnl_memory_create(&z, &e->sum_user, amp_dnnl_engine, (void *)io->sum_src) == dnnl_success;
+    ok = ok && (a->reorder || p_dnnl_memory_create(&to, &a->user, amp_dnnl_engine, io->dst) == dnnl_success);
+    ok = ok && exec(t, e->sum_reorder, 2, (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, a->reorder ? pm : to}},
+                    &e->sum_rscratch, e->sum_rscratch_bytes);
     if (z) p_dnnl_memory_destroy(z);
+    if (to) p_dnnl_memory_destroy(to);
     return ok;
 }
 
@@ -479,9 +487,10 @@ bool amp_dnnl_conv(const AmpDnnlConv *p, const AmpDnnlConvIO *io) {
     k.p.sum = p->sum && p->kind == AMP_DNNL_CONV_FWD;
     k.p.relu = p->relu && p->kind == AMP_DNNL_CONV_FWD;
     k.p.src_nhwc = p->src_nhwc && p->kind == AMP_DNNL_CONV_FWD;
-    k.p.dst_nhwc = p->dst_nhwc && p->kind == AMP_DNNL_CONV_FWD && !p->sum; /* the summand is ONNX's layout */
-    bool post = p->sum || p->relu || p->src_nhwc || p->dst_nhwc;
-    if (post && (p->kind != AMP_DNNL_CONV_FWD || p->dst_nhwc != k.p.dst_nhwc)) return false;
+    k.p.dst_nhwc = p->dst_nhwc && p->kind == AMP_DNNL_CONV_FWD;
+    k.p.sum_nhwc = p->sum_nhwc && k.p.sum;
+    bool post = p->sum || p->relu || p->src_nhwc || p->dst_nhwc || p->sum_nhwc;
+    if (post && (p->kind != AMP_DNNL_CONV_FWD || p->sum_nhwc != k.p.sum_nhwc)) return false;
     k.p.swapped = p->swapped && p->kind == AMP_DNNL_CONV_BWD_WEIGHTS && p->group == 1;
     if (p->swapped && !k.p.swapped) return false;
     k.threads = amp_dnnl_threads_now();

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/elementwise_impl.h"
 #include "ir/half.h"
+#include "ir/parallel.h"
 
 void amp_ew_plan(AmpEwPlan *p, int rank, const int64_t *dims, int n_in, const AmpBuf *const *in) {
     memset(p, 0, sizeof *p);
@@ -103,6 +104,74 @@ static void f32_store(AmpBuf *b, int64_t off, int64_t m, const float *src) {
     else if (b->dtype == AMP_DT_BFLOAT16) amp_f32_to_bf16_n((uint16_t *)b->data + off, src, (size_t)m);
 }
 
+/* ---- slices of a walk on the CPU's threads ------------------------------------------ */
+
+/* Output elements a slice takes at least (the team's start costs microseconds; an
+ * elementwise pass moves a few bytes per element), and what slices within one row are a
+ * multiple of: BLK, so every block and vector loop splits where it did on one thread. */
+#define PAR_GRAIN (1 << 15)
+
+void amp_ew_seek(const AmpEwPlan *p, AmpEwCursor *c, uint64_t row) {
+    memset(c, 0, sizeof *c);
+    c->out = row * (uint64_t)p->n;
+    for (int d = p->rank - 2; d >= 0; d--) {
+        c->idx[d] = (int64_t)(row % (uint64_t)p->dims[d]);
+        row /= (uint64_t)p->dims[d];
+        for (int j = 0; j < p->n_in; j++) c->in[j] += c->idx[d] * p->strides[j][d];
+    }
+}
+
+typedef struct SimdJob {
+    const AmpEwPlan *plan;
+    AmpSimdOp op;
+    int dtype;
+    const void *x, *y;
+    void *o;
+} SimdJob;
+
+/* Elements [off, off + m) of the row at cursor c (an AmpEwPieceFn). */
+static void simd_slice(void *ctx, const AmpEwCursor *c, int64_t off, int64_t m) {
+    const SimdJob *j = ctx;
+    const int sa = j->plan->step[0], sb = j->plan->step[1];
+    if (j->dtype == AMP_DT_FLOAT)
+        amp_simd_row2_f32(j->op, (float *)j->o + c->out + off, (const float *)j->x + c->in[0] + off * sa, sa,
+                          (const float *)j->y + c->in[1] + off * sb, sb, m);
+    else
+        amp_simd_row2_half(j->op, j->dtype, (uint16_t *)j->o + c->out + off, (const uint16_t *)j->x + c->in[0] + off * sa,
+                           sa, (const uint16_t *)j->y + c->in[1] + off * sb, sb, m);
+}
+
+/* The pieces of a walk: whole rows when there are several, else pieces of the one row. */
+typedef struct WalkJob {
+    const AmpEwPlan *plan;
+    AmpEwPieceFn piece;
+    void *ctx;
+} WalkJob;
+
+static void walk_rows(void *arg, int64_t from, int64_t to) {
+    const WalkJob *w = arg;
+    AmpEwCursor c;
+    amp_ew_seek(w->plan, &c, (uint64_t)from);
+    for (int64_t r = from; r < to; r++, amp_ew_next(w->plan, &c)) w->piece(w->ctx, &c, 0, w->plan->n);
+}
+
+static void walk_row(void *arg, int64_t from, int64_t to) {
+    const WalkJob *w = arg;
+    AmpEwCursor c;
+    amp_ew_start(w->plan, &c);
+    w->piece(w->ctx, &c, from, to - from);
+}
+
+void amp_ew_parallel(const AmpEwPlan *p, AmpEwPieceFn piece, void *ctx) {
+    WalkJob w = {.plan = p, .piece = piece, .ctx = ctx};
+    if (p->rows > 1) {
+        int64_t grain = p->n >= PAR_GRAIN ? 1 : PAR_GRAIN / p->n;
+        amp_parallel_for((int64_t)p->rows, grain, 1, walk_rows, &w);
+    } else if (p->rows == 1) {
+        amp_parallel_for(p->n, PAR_GRAIN, BLK, walk_row, &w);
+    }
+}
+
 AmpCode amp_ew_binary_float(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b, AmpEwRowF rf, AmpEwRowD rd,
                             const AmpEwParams *p) {
     return amp_ew_binary_float_op(k, a, b, rf, rd, p, AMP_SIMD_NONE);
@@ -131,20 +200,12 @@ AmpCode amp_ew_binary_float_op(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b
         return AMP_OK;
     }
     const int sa = plan.step[0], sb = plan.step[1];
-    /* Rows in one AVX-512 pass where it runs (simd.h: the same bits). Not for one
-     * element of each (both steps 0), whose scalar operation is left as it was. */
+    /* Rows in one AVX-512 pass where it runs (simd.h: the same bits), sliced over the
+     * CPU's threads. Not for one element of each (both steps 0), whose scalar operation
+     * is left as it was. */
     if (op != AMP_SIMD_NONE && (sa || sb) && amp_simd_have()) {
-        if (a->dtype == AMP_DT_FLOAT) {
-            const float *x = a->data, *y = b->data;
-            float *o = out->data;
-            for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
-                amp_simd_row2_f32(op, o + c.out, x + c.in[0], sa, y + c.in[1], sb, plan.n);
-        } else {
-            const uint16_t *x = a->data, *y = b->data;
-            uint16_t *o = out->data;
-            for (amp_ew_start(&plan, &c); c.out < plan.nelem; amp_ew_next(&plan, &c))
-                amp_simd_row2_half(op, a->dtype, o + c.out, x + c.in[0], sa, y + c.in[1], sb, plan.n);
-        }
+        SimdJob j = {.plan = &plan, .op = op, .dtype = a->dtype, .x = a->data, .y = b->data, .o = out->data};
+        amp_ew_parallel(&plan, simd_slice, &j);
         return AMP_OK;
     }
     float ta[BLK], tb[BLK], to[BLK];
@@ -161,6 +222,29 @@ AmpCode amp_ew_binary_float_op(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b
     return AMP_OK;
 }
 
+/* A float map over elements [from, to) of x into out: float32 in place of the whole
+ * tensor's one call, 16-bit through float32 blocks. */
+typedef struct MapJob {
+    AmpEwMapF f;
+    const AmpEwParams *p;
+    const AmpBuf *x;
+    AmpBuf *out;
+} MapJob;
+
+static void map_slice(void *ctx, int64_t from, int64_t to) {
+    const MapJob *j = ctx;
+    if (j->x->dtype == AMP_DT_FLOAT) {
+        j->f((float *)j->out->data + from, (const float *)j->x->data + from, (uint64_t)(to - from), j->p);
+        return;
+    }
+    float tx[BLK], to_[BLK];
+    for (int64_t s = from; s < to; s += BLK) {
+        int64_t m = to - s < BLK ? to - s : BLK;
+        j->f(to_, f32_block(j->x, s, m, tx), (uint64_t)m, j->p);
+        f32_store(j->out, s, m, to_);
+    }
+}
+
 AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p) {
     AmpCode rc = amp_ew_need(k, 1);
     if (rc) return rc;
@@ -172,16 +256,8 @@ AmpCode amp_ew_unary_float(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpE
         if (x->nelem) d(out->data, x->data, x->nelem, p);
         return AMP_OK;
     }
-    if (x->dtype == AMP_DT_FLOAT) {
-        if (x->nelem) f(out->data, x->data, x->nelem, p);
-        return AMP_OK;
-    }
-    float tx[BLK], to[BLK];
-    for (uint64_t s = 0; s < x->nelem; s += BLK) {
-        int64_t m = x->nelem - s < BLK ? (int64_t)(x->nelem - s) : BLK;
-        f(to, f32_block(x, (int64_t)s, m, tx), (uint64_t)m, p);
-        f32_store(out, (int64_t)s, m, to);
-    }
+    MapJob j = {.f = f, .p = p, .x = x, .out = out};
+    amp_parallel_for((int64_t)x->nelem, PAR_GRAIN, BLK, map_slice, &j);
     return AMP_OK;
 }
 
@@ -244,6 +320,16 @@ static const uint16_t *lut_get(AmpEwMapF f, int dtype, const AmpEwParams *p) {
 /* Tables pay for their 65536 evaluations from this many elements in one call. */
 #define LUT_MIN 65536
 
+typedef struct LutJob {
+    const uint16_t *t, *x;
+    uint16_t *y;
+} LutJob;
+
+static void lut_slice(void *ctx, int64_t from, int64_t to) {
+    const LutJob *j = ctx;
+    for (int64_t i = from; i < to; i++) j->y[i] = j->t[j->x[i]];
+}
+
 AmpCode amp_ew_unary_float_lut(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const AmpEwParams *p) {
     const AmpBuf *x = k->n_in > 0 ? k->in[0] : NULL;
     if (!x || (x->dtype != AMP_DT_FLOAT16 && x->dtype != AMP_DT_BFLOAT16) || x->nelem < LUT_MIN)
@@ -253,8 +339,7 @@ AmpCode amp_ew_unary_float_lut(AmpKernelCtx *k, AmpEwMapF f, AmpEwMapD d, const 
     AmpBuf *out;
     AmpCode rc = amp_ew_out(k, x->dtype, x->rank, x->dims, &out);
     if (rc || !out) return rc;
-    const uint16_t *xs = x->data;
-    uint16_t *ys = out->data;
-    for (uint64_t i = 0; i < x->nelem; i++) ys[i] = t[xs[i]];
+    LutJob j = {.t = t, .x = x->data, .y = out->data};
+    amp_parallel_for((int64_t)x->nelem, PAR_GRAIN, 1, lut_slice, &j);
     return AMP_OK;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir/half.h"
+#include "ir/parallel.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
 #include "ops/fused_check.h"
@@ -47,7 +48,38 @@ static void store(AmpBuf *b, uint64_t i, AmpFusedReg r) {
  * broadcast along trailing dims, an instruction of two one-element operands, an output
  * that is an input. */
 enum { BLK = 256 };
-static bool f32_rows(const AmpFusedProg *p, const AmpBuf *const *in, AmpBuf **o, uint64_t nelem, float *rows) {
+
+typedef struct RowsJob {
+    const AmpFusedProg *p;
+    const AmpBuf *const *in;
+    AmpBuf **o;
+    const int *step; /* per register: 1 along the elements, 0 one element for all */
+    uint64_t nelem;
+    AmpSimdOp sop[AMP_FUSED_MAX_INSTR];
+} RowsJob;
+
+/* Blocks [from, to) of the program's rows; the instructions' rows on this thread's stack
+ * (48 KiB at most). */
+static void rows_slice(void *ctx, int64_t from, int64_t to) {
+    const RowsJob *jb = ctx;
+    const AmpFusedProg *p = jb->p;
+    float rows[AMP_FUSED_MAX_INSTR * BLK];
+    for (uint64_t e = (uint64_t)from * BLK; e < (uint64_t)to * BLK && e < jb->nelem; e += BLK) {
+        int64_t m = jb->nelem - e < BLK ? (int64_t)(jb->nelem - e) : BLK;
+        const float *reg[AMP_FUSED_MAX_REG];
+        for (int i = 0; i < p->n_in; i++) reg[i] = (const float *)jb->in[i]->data + (jb->step[i] ? e : 0);
+        for (int j = 0; j < p->n_instr; j++) {
+            const AmpFusedInstr *s = &p->ins[j];
+            float *r = rows + (size_t)j * BLK;
+            amp_simd_row2_f32(jb->sop[j], r, reg[s->a], jb->step[s->a], reg[s->b], jb->step[s->b], m);
+            reg[p->n_in + j] = r;
+        }
+        for (int q = 0; q < p->n_out; q++)
+            if (jb->o[q]) memcpy((float *)jb->o[q]->data + e, reg[p->out_reg[q]], (size_t)m * sizeof(float));
+    }
+}
+
+static bool f32_rows(const AmpFusedProg *p, const AmpBuf *const *in, AmpBuf **o, uint64_t nelem) {
     static const AmpSimdOp sop[] = {[AMP_FOP_ADD] = AMP_SIMD_ADD, [AMP_FOP_SUB] = AMP_SIMD_SUB,
                                     [AMP_FOP_MUL] = AMP_SIMD_MUL, [AMP_FOP_DIV] = AMP_SIMD_DIV};
     int64_t code[5 * AMP_FUSED_MAX_INSTR], dt[AMP_FUSED_MAX_IN];
@@ -67,19 +99,11 @@ static bool f32_rows(const AmpFusedProg *p, const AmpBuf *const *in, AmpBuf **o,
         if (!step[p->ins[j].a] && !step[p->ins[j].b]) return false;
     for (int q = 0; q < p->n_out; q++)
         if (p->out_reg[q] < p->n_in) return false;
-    for (uint64_t e = 0; e < nelem; e += BLK) {
-        int64_t m = nelem - e < BLK ? (int64_t)(nelem - e) : BLK;
-        const float *reg[AMP_FUSED_MAX_REG];
-        for (int i = 0; i < p->n_in; i++) reg[i] = (const float *)in[i]->data + (step[i] ? e : 0);
-        for (int j = 0; j < p->n_instr; j++) {
-            const AmpFusedInstr *s = &p->ins[j];
-            float *r = rows + (size_t)j * BLK;
-            amp_simd_row2_f32(sop[s->op], r, reg[s->a], step[s->a], reg[s->b], step[s->b], m);
-            reg[p->n_in + j] = r;
-        }
-        for (int q = 0; q < p->n_out; q++)
-            if (o[q]) memcpy((float *)o[q]->data + e, reg[p->out_reg[q]], (size_t)m * sizeof(float));
-    }
+    RowsJob job = {.p = p, .in = in, .o = o, .step = step, .nelem = nelem};
+    for (int j = 0; j < p->n_instr; j++) job.sop[j] = sop[p->ins[j].op];
+    /* blocks of BLK elements, sliced over the CPU's threads (each block computed alike
+     * whichever thread runs it) */
+    amp_parallel_for((int64_t)((nelem + BLK - 1) / BLK), (1 << 15) / BLK, 1, rows_slice, &job);
     return true;
 }
 
@@ -89,7 +113,6 @@ AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
     if (k->n_out > (int)(sizeof out / sizeof out[0]) && !(outp = malloc((size_t)k->n_out * sizeof *outp)))
         return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     AmpCode rc = amp_fused_check(k, p, outp);
-    float *rows = malloc((size_t)(p->n_instr ? p->n_instr : 1) * BLK * sizeof *rows); /* NULL: per element */
     uint8_t cls[AMP_FUSED_MAX_REG];
     for (int i = 0; i < p->n_in; i++) cls[i] = (uint8_t)amp_fused_class(p->in_dtype[i]);
     for (int j = 0; j < p->n_instr; j++) cls[p->n_in + j] = (uint8_t)amp_fused_class(p->ins[j].dtype);
@@ -97,7 +120,7 @@ AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
         const AmpBuf *const *in = k->in + t * p->n_in;
         AmpBuf **o = outp + t * p->n_out;
         uint64_t nelem = in[p->shape_input]->nelem;
-        if (rows && f32_rows(p, in, o, nelem, rows)) continue;
+        if (f32_rows(p, in, o, nelem)) continue;
         AmpFusedReg r[AMP_FUSED_MAX_REG];
         for (uint64_t e = 0; e < nelem; e++) {
             for (int i = 0; i < p->n_in; i++) r[i] = load(in[i], in[i]->nelem == nelem ? e : e % in[i]->nelem);
@@ -107,7 +130,6 @@ AmpCode amp_cpu_fused_elementwise(AmpKernelCtx *k) {
         }
     }
     if (outp != out) free(outp);
-    free(rows);
     return rc;
 }
 

@@ -4,6 +4,7 @@
  * LpNormalization and LRN. Statistics are two-pass in double, whatever the storage type. */
 #include <math.h>
 
+#include "ir/parallel.h"
 #include "kernels/cpu/reduce_impl.h"
 #include "kernels/cpu/simd.h"
 #include "ops/geom.h"
@@ -87,6 +88,45 @@ static int64_t param_row(const ParamMap *m, const AmpBuf *x, int axis, uint64_t 
     return off;
 }
 
+/* Rows [from, to) of a LayerNormalization (amp_cpu_layernorm's views and maps). */
+typedef struct LayerNormJob {
+    const AmpBuf *x;
+    const AmpFv *v; /* X, Scale, B */
+    AmpFo *o;
+    const ParamMap *ms, *mb; /* mb NULL without B */
+    AmpBuf *mean, *inv, *y;
+    int axis;
+    uint64_t cols;
+    double eps;
+    bool ident;
+} LayerNormJob;
+
+static void layernorm_slice(void *ctx, int64_t from, int64_t to) {
+    const LayerNormJob *j = ctx;
+    const AmpFv *v = j->v;
+    uint64_t cols = j->cols;
+    for (uint64_t r = (uint64_t)from; r < (uint64_t)to; r++) {
+        double m, var;
+        moments(&v[0], r * cols, cols, 1, &m, &var);
+        double is = 1.0 / sqrt(var + j->eps);
+        if (j->mean) ((float *)j->mean->data)[r] = (float)m;
+        if (j->inv) ((float *)j->inv->data)[r] = (float)is;
+        if (!j->y) continue;
+        int64_t so = param_row(j->ms, j->x, j->axis, r), bo = j->mb ? param_row(j->mb, j->x, j->axis, r) : 0;
+        if (j->ident) {
+            amp_simd_norm_row(j->o->f + r * cols, v[0].f + r * cols, v[1].f + so, j->mb ? v[2].f + bo : NULL, m, is,
+                              cols);
+            continue;
+        }
+        for (uint64_t c = 0; c < cols; c++) {
+            uint64_t at = r * cols + c;
+            double z = (amp_fv_get(&v[0], at) - m) * is * amp_fv_get(&v[1], (uint64_t)(so + j->ms->colmap[c]));
+            if (j->mb) z += amp_fv_get(&v[2], (uint64_t)(bo + j->mb->colmap[c]));
+            amp_fo_set(j->o, at, z);
+        }
+    }
+}
+
 /* Y = (X - mean) * inv_std * Scale + B over the axes from `axis` on; Mean and
  * InvStdDev (X's dims before `axis`, then 1s) in the stash type, float32. */
 AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
@@ -127,25 +167,11 @@ AmpCode amp_cpu_layernorm(AmpKernelCtx *k) {
      * float32 and Scale and B run along the columns as they are. */
     bool ident = v[0].f && v[1].f && (!bi || v[2].f) && o.f && amp_simd_have();
     for (uint64_t c = 0; ident && c < cols; c++) ident = ms.colmap[c] == (int64_t)c && (!bi || mb.colmap[c] == (int64_t)c);
-    for (uint64_t r = 0; r < rows; r++) {
-        double m, var;
-        moments(&v[0], r * cols, cols, 1, &m, &var);
-        double is = 1.0 / sqrt(var + eps);
-        if (mean) ((float *)mean->data)[r] = (float)m;
-        if (inv) ((float *)inv->data)[r] = (float)is;
-        if (!y) continue;
-        int64_t so = param_row(&ms, x, axis, r), bo = bi ? param_row(&mb, x, axis, r) : 0;
-        if (ident) {
-            amp_simd_norm_row(o.f + r * cols, v[0].f + r * cols, v[1].f + so, bi ? v[2].f + bo : NULL, m, is, cols);
-            continue;
-        }
-        for (uint64_t c = 0; c < cols; c++) {
-            uint64_t at = r * cols + c;
-            double z = (amp_fv_get(&v[0], at) - m) * is * amp_fv_get(&v[1], (uint64_t)(so + ms.colmap[c]));
-            if (bi) z += amp_fv_get(&v[2], (uint64_t)(bo + mb.colmap[c]));
-            amp_fo_set(&o, at, z);
-        }
-    }
+    LayerNormJob j = {.x = x, .v = v, .o = &o, .ms = &ms, .mb = bi ? &mb : NULL, .mean = mean, .inv = inv, .y = y,
+                      .axis = axis, .cols = cols, .eps = eps, .ident = ident};
+    /* the rows are independent: slices of them on the CPU's threads, at least ~16K elements each */
+    amp_parallel_for((int64_t)rows, cols >= (1 << 14) ? 1 : (int64_t)((1 << 14) / (cols ? cols : 1)), 1,
+                     layernorm_slice, &j);
     amp_fo_commit(&o);
     close_all(v, 3);
     free(ms.colmap), free(mb.colmap);
@@ -236,6 +262,49 @@ static AmpCode store_vec(AmpKernelCtx *k, AmpBuf *b, uint64_t c, const double *v
  * training mode mean/var are the batch's (population variance) and the outputs are
  * running_mean = mean * momentum + batch_mean * (1 - momentum), likewise running_var,
  * then (before opset 14) saved_mean and saved_var, the batch statistics. */
+/* Channels [from, to) of a BatchNormalization (amp_cpu_batchnorm's views; st holds per
+ * channel the batch mean, variance, and the running values, C each). */
+typedef struct BatchNormJob {
+    const AmpFv *v; /* X, scale, B, input_mean, input_var */
+    AmpFo *o;       /* Y, or NULL */
+    double *st;
+    uint64_t N, C, S, Nx;
+    double eps, mom;
+    bool train;
+} BatchNormJob;
+
+static void batchnorm_slice(void *ctx, int64_t from, int64_t to) {
+    const BatchNormJob *j = ctx;
+    const AmpFv *v = j->v;
+    uint64_t N = j->N, C = j->C, S = j->S, Nx = j->Nx;
+    double *bm = j->st, *bv = j->st + C, *rm = j->st + 2 * C, *rv = j->st + 3 * C, mom = j->mom;
+    for (uint64_t c = (uint64_t)from; c < (uint64_t)to; c++) {
+        if (j->train) {
+            double s = 0.0, q = 0.0;
+            for (uint64_t n = 0; n < Nx; n++)
+                for (uint64_t i = 0; i < S; i++) s += amp_fv_get(&v[0], (n * C + c) * S + i);
+            double m = s / (double)(N * S);
+            for (uint64_t n = 0; n < Nx; n++)
+                for (uint64_t i = 0; i < S; i++) {
+                    double d = amp_fv_get(&v[0], (n * C + c) * S + i) - m;
+                    q += d * d;
+                }
+            bm[c] = m, bv[c] = q / (double)(N * S);
+            rm[c] = amp_fv_get(&v[3], c) * mom + m * (1.0 - mom);
+            rv[c] = amp_fv_get(&v[4], c) * mom + bv[c] * (1.0 - mom);
+        } else {
+            bm[c] = rm[c] = amp_fv_get(&v[3], c);
+            bv[c] = rv[c] = amp_fv_get(&v[4], c);
+        }
+        double a = amp_fv_get(&v[1], c) / sqrt(bv[c] + j->eps), b = amp_fv_get(&v[2], c) - bm[c] * a;
+        for (uint64_t n = 0; j->o && n < Nx; n++)
+            for (uint64_t i = 0; i < S; i++) {
+                uint64_t at = (n * C + c) * S + i;
+                amp_fo_set(j->o, at, amp_fv_get(&v[0], at) * a + b);
+            }
+    }
+}
+
 AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
     AmpBatchNormGeom own;
     const AmpBatchNormGeom *g; /* amp_batchnorm_geom (ops/norm_attrs.h): X (N, C, S), the parameters 1-D of C */
@@ -271,31 +340,12 @@ AmpCode amp_cpu_batchnorm(AmpKernelCtx *k) {
         return rc;
     }
     double *bm = st, *bv = st + C, *rm = st + 2 * C, *rv = st + 3 * C;
-    for (uint64_t c = 0; c < C; c++) {
-        if (train) {
-            double s = 0.0, q = 0.0;
-            for (uint64_t n = 0; n < Nx; n++)
-                for (uint64_t j = 0; j < S; j++) s += amp_fv_get(&v[0], (n * C + c) * S + j);
-            double m = s / (double)(N * S);
-            for (uint64_t n = 0; n < Nx; n++)
-                for (uint64_t j = 0; j < S; j++) {
-                    double d = amp_fv_get(&v[0], (n * C + c) * S + j) - m;
-                    q += d * d;
-                }
-            bm[c] = m, bv[c] = q / (double)(N * S);
-            rm[c] = amp_fv_get(&v[3], c) * mom + m * (1.0 - mom);
-            rv[c] = amp_fv_get(&v[4], c) * mom + bv[c] * (1.0 - mom);
-        } else {
-            bm[c] = rm[c] = amp_fv_get(&v[3], c);
-            bv[c] = rv[c] = amp_fv_get(&v[4], c);
-        }
-        double a = amp_fv_get(&v[1], c) / sqrt(bv[c] + eps), b = amp_fv_get(&v[2], c) - bm[c] * a;
-        for (uint64_t n = 0; y && n < Nx; n++)
-            for (uint64_t j = 0; j < S; j++) {
-                uint64_t at = (n * C + c) * S + j;
-                amp_fo_set(&o, at, amp_fv_get(&v[0], at) * a + b);
-            }
-    }
+    BatchNormJob j = {.v = v, .o = y ? &o : NULL, .st = st, .N = N, .C = C, .S = S, .Nx = Nx, .eps = eps,
+                      .mom = mom, .train = train};
+    /* the channels are independent: slices of them on the CPU's threads, ~32K elements each */
+    uint64_t per = Nx * S;
+    amp_parallel_for((int64_t)C, per >= (1u << 15) ? 1 : (int64_t)((1u << 15) / (per ? per : 1)), 1, batchnorm_slice,
+                     &j);
     amp_fo_commit(&o);
     /* outputs 1..4: running mean, running var, saved mean, saved var */
     const double *outs[4] = {rm, rv, bm, bv};

@@ -3,6 +3,7 @@
  * widened to double: exact for float32, 16-bit floats, int8 and uint8, and double comes
  * for free; sums accumulate in double and round once on store. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "ops/conv_geom.h"
 #include "ops/geom.h"
 #include "ir/half.h"
+#include "ir/parallel.h"
 
 static bool pool_dtype(int dt, bool is_max) {
     return amp_is_f32_family(dt) || dt == AMP_DT_DOUBLE || (is_max && (dt == AMP_DT_INT8 || dt == AMP_DT_UINT8));
@@ -165,14 +167,28 @@ static void pool_planes(const AmpConvGeom *g, const PoolOpts *o, uint64_t planes
  * same values as pool_planes (the maximum of the window's valid positions, NaN where one
  * is NaN, -inf for a window of padding only), without widening the whole input to double
  * first. Per output row the kernel rows are folded into one row by a NaN-keeping maximum
- * (vector code), then each window of that row is read. False where it does not apply. */
-static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
-    if (g->nsp != 2 || g->dil[0] != 1 || g->dil[1] != 1 || !amp_is_f32_family(x->dtype)) return false;
+ * (vector code), then each window of that row is read. The planes are sliced over the
+ * CPU's threads (ir/parallel.h). False where it does not apply. */
+typedef struct PlanesJob {
+    const AmpBuf *x;
+    AmpBuf *y, *yi;
+    const AmpConvGeom *g;
+    atomic_bool failed; /* a slice lacked memory: the caller falls back to pool_planes */
+} PlanesJob;
+
+/* The planes [from, to) of maxpool_2d, with their own rows. */
+static void maxpool_2d_slice(void *ctx, int64_t from, int64_t to) {
+    PlanesJob *jb = ctx;
+    const AmpBuf *x = jb->x;
+    AmpBuf *y = jb->y;
+    const AmpConvGeom *g = jb->g;
     int64_t H = g->in[0], W = g->in[1], OH = g->out[0], OW = g->out[1];
-    uint64_t planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
     float *rows = malloc((size_t)(W * (g->kern[0] + 1)) * sizeof *rows), *fold = rows + W * g->kern[0];
-    if (!rows) return false;
-    for (uint64_t p = 0; p < planes; p++) {
+    if (!rows) {
+        atomic_store(&jb->failed, true);
+        return;
+    }
+    for (uint64_t p = (uint64_t)from; p < (uint64_t)to; p++) {
         for (int64_t oh = 0; oh < OH; oh++) {
             int64_t start = oh * g->stride[0] - g->pad0[0], lo, hi;
             window_range(start, 1, g->kern[0], H, &lo, &hi);
@@ -204,7 +220,20 @@ static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
         }
     }
     free(rows);
-    return true;
+}
+
+/* Planes per slice: at least ~32K input elements each. */
+static int64_t plane_grain(const AmpConvGeom *g) {
+    int64_t per = g->in[0] * g->in[1];
+    return per >= (1 << 15) ? 1 : (1 << 15) / (per ? per : 1);
+}
+
+static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
+    if (g->nsp != 2 || g->dil[0] != 1 || g->dil[1] != 1 || !amp_is_f32_family(x->dtype)) return false;
+    PlanesJob jb = {.x = x, .y = y, .g = g};
+    atomic_init(&jb.failed, false);
+    amp_parallel_for(x->dims[0] * x->dims[1], plane_grain(g), 1, maxpool_2d_slice, &jb);
+    return !atomic_load(&jb.failed);
 }
 
 /* MaxPool with Indices (row-major) over 2-D planes of float32 or 16-bit floats, undilated:
@@ -213,14 +242,19 @@ static bool maxpool_2d(const AmpBuf *x, AmpBuf *y, const AmpConvGeom *g) {
  * quieted; -inf and -1 for a window of padding only) read in float, one window at a time,
  * without widening the whole input to double. `ampc grad`'s MaxPool backward makes one
  * (maxpool_arg). False where it does not apply. */
-static bool maxpool_2d_indices(const AmpBuf *x, AmpBuf *y, AmpBuf *yi, const AmpConvGeom *g) {
-    if (g->nsp != 2 || g->dil[0] != 1 || g->dil[1] != 1 || !amp_is_f32_family(x->dtype)) return false;
+static void maxpool_2d_indices_slice(void *ctx, int64_t from, int64_t to) {
+    PlanesJob *jb = ctx;
+    const AmpBuf *x = jb->x;
+    AmpBuf *y = jb->y;
+    const AmpConvGeom *g = jb->g;
     int64_t H = g->in[0], W = g->in[1], OH = g->out[0], OW = g->out[1];
-    uint64_t planes = (uint64_t)x->dims[0] * (uint64_t)x->dims[1];
     float *plane = x->dtype == AMP_DT_FLOAT ? NULL : malloc((size_t)(H * W) * sizeof *plane);
-    if (x->dtype != AMP_DT_FLOAT && !plane) return false;
-    int64_t *idx = yi->data;
-    for (uint64_t p = 0; p < planes; p++) {
+    if (x->dtype != AMP_DT_FLOAT && !plane) {
+        atomic_store(&jb->failed, true);
+        return;
+    }
+    int64_t *idx = jb->yi->data;
+    for (uint64_t p = (uint64_t)from; p < (uint64_t)to; p++) {
         const float *xp = (const float *)x->data + p * (uint64_t)(H * W);
         if (x->dtype == AMP_DT_BFLOAT16)
             amp_bf16_to_f32_n(plane, (const uint16_t *)x->data + p * (uint64_t)(H * W), (size_t)(H * W)), xp = plane;
@@ -256,7 +290,14 @@ static bool maxpool_2d_indices(const AmpBuf *x, AmpBuf *y, AmpBuf *yi, const Amp
         }
     }
     free(plane);
-    return true;
+}
+
+static bool maxpool_2d_indices(const AmpBuf *x, AmpBuf *y, AmpBuf *yi, const AmpConvGeom *g) {
+    if (g->nsp != 2 || g->dil[0] != 1 || g->dil[1] != 1 || !amp_is_f32_family(x->dtype)) return false;
+    PlanesJob jb = {.x = x, .y = y, .yi = yi, .g = g};
+    atomic_init(&jb.failed, false);
+    amp_parallel_for(x->dims[0] * x->dims[1], plane_grain(g), 1, maxpool_2d_indices_slice, &jb);
+    return !atomic_load(&jb.failed);
 }
 
 static AmpCode pool(AmpKernelCtx *k, PoolKind kind) {

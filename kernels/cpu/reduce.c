@@ -2,6 +2,7 @@
  * Softmax/LogSoftmax in softmax.c and the losses in loss.c). Float data is accumulated in double and rounded once on store; integers in int64. */
 #include <math.h>
 
+#include "ir/parallel.h"
 #include "kernels/cpu/reduce_impl.h"
 #include "ops/geom.h"
 #include "ops/reduce_attrs.h"
@@ -106,30 +107,49 @@ static bool split_3(const AmpBuf *x, const int64_t *ostr, uint64_t *R1, uint64_t
  * accumulator takes its elements in the general walk's order (storage order), so the
  * same result, without its per-element index bookkeeping; rows added into the
  * accumulators where R2 is 1 (vector code). False for other layouts and kinds. */
-static bool sum_fast(RedKind kind, const AmpBuf *x, const int64_t *ostr, const float *f, double *acc) {
-    bool sq = kind == RED_SUMSQ || kind == RED_L2;
+typedef struct SumJob {
+    const float *f;
+    double *acc;
     uint64_t R1, K, R2;
-    bool sums = kind == RED_SUM || kind == RED_MEAN || kind == RED_LOGSUM || sq;
-    if (!sums || !x->nelem || !split_3(x, ostr, &R1, &K, &R2)) return false;
-    for (uint64_t r = 0; r < R1; r++) {
+    bool sq;
+} SumJob;
+
+/* Accumulators [from, to), each over its elements in storage order. */
+static void sum_slice(void *ctx, int64_t from, int64_t to) {
+    const SumJob *jb = ctx;
+    uint64_t K = jb->K, R2 = jb->R2, lo = (uint64_t)from, hi = (uint64_t)to;
+    double *acc = jb->acc;
+    for (uint64_t r = 0; r < jb->R1; r++) {
         if (R2 == 1) {
-            const float *row = f + r * K;
-            if (sq)
-                for (uint64_t j = 0; j < K; j++) acc[j] += (double)row[j] * (double)row[j];
+            const float *row = jb->f + r * K;
+            if (jb->sq)
+                for (uint64_t j = lo; j < hi; j++) acc[j] += (double)row[j] * (double)row[j];
             else
-                for (uint64_t j = 0; j < K; j++) acc[j] += (double)row[j];
+                for (uint64_t j = lo; j < hi; j++) acc[j] += (double)row[j];
             continue;
         }
-        for (uint64_t j = 0; j < K; j++) {
-            const float *row = f + (r * K + j) * R2;
+        for (uint64_t j = lo; j < hi; j++) {
+            const float *row = jb->f + (r * K + j) * R2;
             double s = acc[j];
-            if (sq)
+            if (jb->sq)
                 for (uint64_t i = 0; i < R2; i++) s += (double)row[i] * (double)row[i];
             else
                 for (uint64_t i = 0; i < R2; i++) s += (double)row[i];
             acc[j] = s;
         }
     }
+}
+
+static bool sum_fast(RedKind kind, const AmpBuf *x, const int64_t *ostr, const float *f, double *acc) {
+    bool sq = kind == RED_SUMSQ || kind == RED_L2;
+    uint64_t R1, K, R2;
+    bool sums = kind == RED_SUM || kind == RED_MEAN || kind == RED_LOGSUM || sq;
+    if (!sums || !x->nelem || !split_3(x, ostr, &R1, &K, &R2)) return false;
+    /* the accumulators sliced over the CPU's threads, at least ~32K elements each: every
+     * accumulator's order is the one above, whichever thread runs it */
+    SumJob j = {.f = f, .acc = acc, .R1 = R1, .K = K, .R2 = R2, .sq = sq};
+    uint64_t per = R1 * R2, grain = per >= (1u << 15) ? 1 : (1u << 15) / per;
+    amp_parallel_for((int64_t)K, (int64_t)grain, R2 == 1 ? 16 : 1, sum_slice, &j);
     return true;
 }
 

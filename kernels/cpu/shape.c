@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/parallel.h"
 #include "kernels/cpu/shape_impl.h"
 #include "ops/geom.h"
 
@@ -36,6 +37,42 @@ static void copy_row(char *dst, const char *src, size_t es, int64_t n, int64_t i
     }
 }
 
+/* A strided copy with its axes merged (amp_sh_strided_copy): rows of dims[rank - 1]. */
+typedef struct CopyJob {
+    char *d;
+    const char *s;
+    size_t es;
+    int rank;
+    int64_t dims[AMP_SH_MAX_VIEW], strides[AMP_SH_MAX_VIEW];
+    int64_t offset;
+} CopyJob;
+
+/* Rows [from, to): the odometer set at row `from`, then walked. */
+static void copy_rows(void *ctx, int64_t from, int64_t to) {
+    const CopyJob *j = ctx;
+    const int64_t *dims = j->dims, *strides = j->strides;
+    int rank = j->rank;
+    int64_t inner = dims[rank - 1], is = strides[rank - 1];
+    int64_t idx[AMP_SH_MAX_VIEW] = {0};
+    int64_t base = j->offset;
+    for (int64_t ax = rank - 2, r = from; ax >= 0; ax--) {
+        idx[ax] = r % dims[ax], r /= dims[ax];
+        base += idx[ax] * strides[ax];
+    }
+    char *d = j->d + (size_t)from * (size_t)inner * j->es;
+    for (int64_t row = from; row < to; row++) {
+        copy_row(d, j->s + base * (int64_t)j->es, j->es, inner, is);
+        d += (size_t)inner * j->es;
+        /* Odometer over the outer axes. */
+        for (int ax = rank - 2; ax >= 0; ax--) {
+            base += strides[ax];
+            if (++idx[ax] < dims[ax]) break;
+            base -= strides[ax] * dims[ax];
+            idx[ax] = 0;
+        }
+    }
+}
+
 void amp_sh_strided_copy(void *dst, const void *src, size_t es, int rank, const int64_t *dims,
                          const int64_t *strides, int64_t offset) {
     const char *s = (const char *)src;
@@ -60,21 +97,12 @@ void amp_sh_strided_copy(void *dst, const void *src, size_t es, int rank, const 
         }
     }
     if (mr == 0) md[0] = 1, ms[0] = 1, mr = 1;
-    rank = mr, dims = md, strides = ms;
-    int64_t inner = dims[rank - 1], is = strides[rank - 1];
-    int64_t idx[AMP_SH_MAX_VIEW] = {0};
-    int64_t base = offset;
-    for (uint64_t row = n / (uint64_t)inner; row > 0; row--) {
-        copy_row(d, s + base * (int64_t)es, es, inner, is);
-        d += (size_t)inner * es;
-        /* Odometer over the outer axes. */
-        for (int ax = rank - 2; ax >= 0; ax--) {
-            base += strides[ax];
-            if (++idx[ax] < dims[ax]) break;
-            base -= strides[ax] * dims[ax];
-            idx[ax] = 0;
-        }
-    }
+    CopyJob j = {.d = d, .s = s, .es = es, .rank = mr, .offset = offset};
+    memcpy(j.dims, md, sizeof md), memcpy(j.strides, ms, sizeof ms);
+    /* rows sliced over the CPU's threads, at least ~64 KiB each */
+    int64_t row_bytes = md[mr - 1] * (int64_t)es;
+    amp_parallel_for((int64_t)(n / (uint64_t)md[mr - 1]), row_bytes >= (1 << 16) ? 1 : (1 << 16) / row_bytes, 1,
+                     copy_rows, &j);
 }
 
 /* ---- kernels ------------------------------------------------------------------------ */

@@ -2,8 +2,10 @@
  * `axis`; opset >= 13: along the one axis), and com.microsoft SoftmaxGrad_13. Each row's
  * max is subtracted before exp, and sums are kept in double. */
 #include <math.h>
+#include <stdatomic.h>
 
 #include "ir/half.h"
+#include "ir/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "ops/vmath.h"
 
@@ -44,43 +46,65 @@ static inline double add_to_sum(double sum, double e) {
  * below, row by row (a 16-bit row widened into a float row, the results rounded to
  * float32 and then narrowed, as the whole-tensor views do) with each exp(z) computed
  * once and kept in double; the same operations in the same order, so the same bits,
- * without whole-tensor copies. */
-static AmpCode softmax_rows(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *y, uint64_t outer, uint64_t D,
-                            SoftmaxKind kind) {
+ * without whole-tensor copies. The rows are independent: slices of them run on the CPU's
+ * threads (ir/parallel.h), each with its own scratch rows. */
+typedef struct RowsJob {
+    const AmpBuf *x;
+    AmpBuf *y;
+    uint64_t D;
+    SoftmaxKind kind;
+    atomic_bool oom;
+} RowsJob;
+
+static void softmax_slice(void *ctx, int64_t from, int64_t to) {
+    RowsJob *j = ctx;
+    const AmpBuf *x = j->x;
+    AmpBuf *y = j->y;
+    uint64_t D = j->D;
     bool f32 = x->dtype == AMP_DT_FLOAT;
     double *e = malloc(D * sizeof *e);
     float *rx = f32 ? NULL : malloc(D * sizeof *rx), *ry = f32 ? NULL : malloc(D * sizeof *ry);
     if (!e || (!f32 && (!rx || !ry))) {
         free(e), free(rx), free(ry);
-        return amp_red_oom(k);
+        atomic_store(&j->oom, true);
+        return;
     }
-    for (uint64_t p = 0; p < outer; p++) {
+    for (uint64_t p = (uint64_t)from; p < (uint64_t)to; p++) {
         const float *a = f32 ? (const float *)x->data + p * D : rx;
         float *o = f32 ? (float *)y->data + p * D : ry;
         if (x->dtype == AMP_DT_FLOAT16) amp_f16_to_f32_n(rx, (const uint16_t *)x->data + p * D, D);
         else if (x->dtype == AMP_DT_BFLOAT16) amp_bf16_to_f32_n(rx, (const uint16_t *)x->data + p * D, D);
         double m = -INFINITY, sum = 0.0;
-        for (uint64_t j = 0; j < D; j++)
-            if ((double)a[j] > m) m = a[j];
-        if (kind == LOG_SOFTMAX) {
-            for (uint64_t j = 0; j < D; j++) sum = add_to_sum(sum, exp((double)a[j] - m));
+        for (uint64_t q = 0; q < D; q++)
+            if ((double)a[q] > m) m = a[q];
+        if (j->kind == LOG_SOFTMAX) {
+            for (uint64_t q = 0; q < D; q++) sum = add_to_sum(sum, exp((double)a[q] - m));
             double lsum = log(sum);
-            for (uint64_t j = 0; j < D; j++) o[j] = (float)(((double)a[j] - m) - lsum);
+            for (uint64_t q = 0; q < D; q++) o[q] = (float)(((double)a[q] - m) - lsum);
         } else {
             /* exp by libmvec's vector exp where there is one (within 4 ulp of double: the
              * float32 results those of exp's but in the rarest ties), else exp */
-            for (uint64_t j = 0; j < D; j++) e[j] = (double)a[j] - m;
+            for (uint64_t q = 0; q < D; q++) e[q] = (double)a[q] - m;
             if (!amp_vmath_exp_f64(e, e, D))
-                for (uint64_t j = 0; j < D; j++) e[j] = exp(e[j]);
-            for (uint64_t j = 0; j < D; j++) sum = add_to_sum(sum, e[j]);
+                for (uint64_t q = 0; q < D; q++) e[q] = exp(e[q]);
+            for (uint64_t q = 0; q < D; q++) sum = add_to_sum(sum, e[q]);
             if (!amp_simd_div_f64_to_f32(o, e, sum, D))
-                for (uint64_t j = 0; j < D; j++) o[j] = (float)(e[j] / sum);
+                for (uint64_t q = 0; q < D; q++) o[q] = (float)(e[q] / sum);
         }
         if (y->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n((uint16_t *)y->data + p * D, ry, D);
         else if (y->dtype == AMP_DT_BFLOAT16) amp_f32_to_bf16_n((uint16_t *)y->data + p * D, ry, D);
     }
     free(e), free(rx), free(ry);
-    return AMP_OK;
+}
+
+static AmpCode softmax_rows(AmpKernelCtx *k, const AmpBuf *x, AmpBuf *y, uint64_t outer, uint64_t D,
+                            SoftmaxKind kind) {
+    RowsJob j = {.x = x, .y = y, .D = D, .kind = kind};
+    atomic_init(&j.oom, false);
+    /* a slice of at least ~16K elements: the team's start costs microseconds */
+    int64_t grain = D >= (1 << 14) ? 1 : (int64_t)((1 << 14) / D);
+    amp_parallel_for((int64_t)outer, grain, 1, softmax_slice, &j);
+    return atomic_load(&j.oom) ? amp_red_oom(k) : AMP_OK;
 }
 
 static AmpCode softmax_run(AmpKernelCtx *k, SoftmaxKind kind) {

@@ -4,9 +4,24 @@
  * floating-point expressions: ISO C, -ffp-contract=off). Y may be A (an update in place). */
 #include <string.h>
 
+#include "ir/parallel.h"
 #include "kernels/cpu/kernels.h"
 #include "ops/ew_common.h"
 #include "ops/geom.h"
+
+typedef struct Job {
+    const float *A, *B;
+    float s;
+    float *Y;
+} Job;
+
+static void slice(void *ctx, int64_t from, int64_t to) {
+    const Job *j = ctx;
+    for (int64_t i = from; i < to; i++) {
+        float t = j->s * j->B[i];
+        j->Y[i] = j->A[i] - t;
+    }
+}
 
 AmpCode amp_cpu_sub_scaled(AmpKernelCtx *k) {
     AmpSubScaledGeom own;
@@ -18,11 +33,7 @@ AmpCode amp_cpu_sub_scaled(AmpKernelCtx *k) {
         return amp_kernel_bad_dtype(k, a->dtype != AMP_DT_FLOAT ? a->dtype : s->dtype != AMP_DT_FLOAT ? s->dtype : b->dtype);
     AmpBuf *y;
     if ((rc = amp_kernel_outputs(k, 1, &y)) || !y) return rc;
-    const float *A = a->data, *B = b->data, sv = *(const float *)s->data;
-    float *Y = y->data;
-    for (uint64_t i = 0; i < g->n; i++) {
-        float t = sv * B[i];
-        Y[i] = A[i] - t;
-    }
+    Job j = {.A = a->data, .B = b->data, .s = *(const float *)s->data, .Y = y->data};
+    amp_parallel_for((int64_t)g->n, 1 << 15, 1, slice, &j); /* sliced over the CPU's threads */
     return AMP_OK;
 }

@@ -225,3 +225,30 @@ Test(dnnl, gemm_kernel_bf16) {
     free(fa.data), free(fb.data), free(fc.data), free(fcc.data), free(a.data), free(b.data), free(c.data);
     free(cc.data), free(ra.data), free(rb.data), free(rc.data), free(rcc.data);
 }
+
+/* libgomp reads its spin count once, when libdnnl brings it in: ampc asks for a short spin
+ * (kernels/cpu/dnnl.c, openmp_spin_briefly) unless the user chose a wait policy or a spin
+ * count, which are left as they are. Each Criterion test runs in a fresh process, so
+ * libdnnl is opened here for the first time. */
+Test(dnnl, openmp_spins_briefly_unless_told) {
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    need_dnnl();
+    const char *v = getenv("GOMP_SPINCOUNT");
+    cr_assert(v && strcmp(v, "10000") == 0, "GOMP_SPINCOUNT is %s", v ? v : "unset");
+}
+
+Test(dnnl, openmp_wait_policy_of_the_user_kept) {
+    setenv("OMP_WAIT_POLICY", "active", 1);
+    unsetenv("GOMP_SPINCOUNT");
+    need_dnnl();
+    cr_assert_null(getenv("GOMP_SPINCOUNT"));
+    cr_assert_str_eq(getenv("OMP_WAIT_POLICY"), "active");
+}
+
+Test(dnnl, openmp_spin_count_of_the_user_kept) {
+    unsetenv("OMP_WAIT_POLICY");
+    setenv("GOMP_SPINCOUNT", "300000", 1);
+    need_dnnl();
+    cr_assert_str_eq(getenv("GOMP_SPINCOUNT"), "300000");
+}

@@ -18,6 +18,7 @@ enum { N = 2, C = 8, H = 9, M = 16, Y_ELEMS = N * M * H * H };
 typedef struct Got {
     float y[2][Y_ELEMS];
     size_t fused, absorbed;
+    char ops[64]; /* the fused kinds, as the session's stats list them */
 } Got;
 
 /* Runs m's bytes on the CPU on x (N, C, H, H) and z (N, M, H, H) (inputs the model does not
@@ -40,6 +41,9 @@ static Got run_cpu(const uint8_t *bytes, size_t len, bool no_fuse) {
     Got g;
     memset(&g, 0, sizeof g);
     rt_keep_outputs(s, out, n_out, 2, g.y, sizeof g.y[0], &g.fused, &g.absorbed);
+    AmpSessionStats stats;
+    amp_session_stats(s, &stats);
+    snprintf(g.ops, sizeof g.ops, "%s", stats.fused_ops ? stats.fused_ops : "");
     amp_session_close(s);
     return g;
 }
@@ -151,6 +155,39 @@ Test(fuse_cpu, channels_last_without_onednn) {
     cr_assert_eq(fused_and_apart(two_convs()).fused, 2);
 }
 
+/* A residual block: r1 = Relu(Conv(x)) is read by the next convolution as X and by the
+ * last one's Add as its summand Z; every tensor between the three fused convolutions goes
+ * channels-last (r1 as X and as Z, r2 as X), the block's output in ONNX's layout (a graph
+ * output). The same bytes as apart, with oneDNN and without (the ONNX-layout fallback
+ * transposing X and Z). */
+static AmpModel *residual_block(void) {
+    AmpModel *m = base(false, true);
+    AmpGraph *g = m->graph;
+    static float w2[M * M * 9];
+    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = sinf((float)i * 0.3f) * 0.2f;
+    const int64_t wd[4] = {M, M, 3, 3};
+    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
+    rt_node(g, "", "Relu", "y", "r1");
+    AmpNode *c2 = rt_node(g, "", "Conv", "r1,W2,B", "y2");
+    rt_node(g, "", "Relu", "y2", "r2");
+    AmpNode *c3 = rt_node(g, "", "Conv", "r2,W2,B", "y3");
+    c2->attrs = c3->attrs = g->first->attrs; /* the first Conv's pads */
+    c2->n_attrs = c3->n_attrs = g->first->n_attrs;
+    rt_node(g, "", "Add", "y3,r1", "s");
+    rt_node(g, "", "Relu", "s", "r");
+    rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
+    return m;
+}
+
+Test(fuse_cpu, a_residual_block_passes_its_tensors_channels_last) {
+    expect_fused(residual_block(), 3, 7);
+}
+
+Test(fuse_cpu, a_residual_block_without_onednn) {
+    amp_dnnl_set_off();
+    cr_assert_eq(fused_and_apart(residual_block()).fused, 3);
+}
+
 /* The convolution's output read twice, and an Add that broadcasts: nothing fuses. */
 Test(fuse_cpu, what_keeps_a_conv_apart) {
     AmpModel *m = base(false, true);
@@ -196,4 +233,32 @@ Test(fuse_cpu, an_sgd_update_is_one_node) {
         bool chains = twice && amp_half_have_avx512();
         expect_fused(m, twice ? chains : 1, twice ? 2 * chains : 2);
     }
+}
+
+/* An Identity that alone reads a value (`ampc grad`'s gradient outputs) is a copy: the
+ * producer writes its output instead (runtime/fuse_copy.c), listed as "Conv+Identity".
+ * Not where the value is read elsewhere (a graph output too), nor where the Identity reads
+ * a graph input (no producer to write it). */
+Test(fuse_cpu, an_identity_is_written_by_its_producer) {
+    for (int read = 0; read < 2; read++) {
+        AmpModel *m = base(false, true);
+        rt_node(m->graph, "", "Identity", "y", "r");
+        rt_output(m->graph, "r", AMP_DT_FLOAT, "2,16,9,9");
+        if (read) rt_output(m->graph, "y", AMP_DT_FLOAT, "2,16,9,9");
+        Got got = expect_fused(m, read ? 0 : 1, read ? 0 : 2);
+        cr_assert_str_eq(got.ops, read ? "" : "Conv+Identity x1");
+        if (read)
+            for (int i = 0; i < Y_ELEMS; i++) cr_assert_eq(memcmp(&got.y[0][i], &got.y[1][i], sizeof(float)), 0);
+    }
+    AmpModel *m = rt_model(17);
+    rt_input(m->graph, "x", AMP_DT_FLOAT, "2,8,9,9");
+    rt_node(m->graph, "", "Identity", "x", "r");
+    rt_output(m->graph, "r", AMP_DT_FLOAT, "2,8,9,9");
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    amp_model_free(m);
+    Got got = run_cpu(bytes, len, false);
+    free(bytes);
+    cr_assert_eq(got.fused, 0);
 }
