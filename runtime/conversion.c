@@ -83,8 +83,7 @@ AmpCode amp_convert_options_new(AmpConvertOptions **out, AmpStatus *st) {
 void amp_convert_options_free(AmpConvertOptions *c) {
     if (!c) return;
     amp_options_free(&c->o);
-    for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
-    free(c->owned);
+    amp_keep_free(c->owned, c->n_owned);
     free(c);
 }
 
@@ -107,21 +106,32 @@ const char *amp_convert_option_name(size_t i, bool *takes) {
 AmpCode amp_convert_option_set(AmpConvertOptions *c, const char *name, const char *value, AmpStatus *st) {
     const AmpOption *d = name ? amp_option_by_keyword(name) : NULL;
     if (!c) return amp_fail(st, AMP_ERR_USAGE, "amp_convert_option_set: no options object");
-    if (!d || !amp_option_converts(d)) {
-        char known[1024] = "";
-        const char *k;
-        for (size_t i = 0, n = 0; (k = amp_convert_option_name(i, NULL)); i++)
-            n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", i ? ", " : "", k);
-        return amp_fail(st, AMP_ERR_USAGE, "no conversion option '%s' (the options: %s)", name ? name : "(null)",
-                        known);
-    }
-    char **grown = realloc(c->owned, (c->n_owned + 1) * sizeof *grown);
-    if (!grown) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    c->owned = grown;
-    char *v = strdup(value ? value : "");
+    if (!d || !amp_option_converts(d)) return amp_refuse_unknown(st, "conversion", name, amp_convert_option_name);
+    const char *v = amp_keep_copy(&c->owned, &c->n_owned, value);
     if (!v) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    c->owned[c->n_owned++] = v;
     return amp_option_set(&c->o, d, name, v, st);
+}
+
+const char *amp_keep_copy(char ***owned, size_t *n, const char *value) {
+    char **grown = realloc(*owned, (*n + 1) * sizeof *grown);
+    if (!grown) return NULL;
+    *owned = grown;
+    char *v = strdup(value ? value : "");
+    if (v) grown[(*n)++] = v;
+    return v;
+}
+
+AmpCode amp_refuse_unknown(AmpStatus *st, const char *what, const char *name, const char *(*at)(size_t, bool *)) {
+    char known[1024] = "";
+    const char *k;
+    for (size_t i = 0, n = 0; (k = at(i, NULL)); i++)
+        n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", i ? ", " : "", k);
+    return amp_fail(st, AMP_ERR_USAGE, "no %s option '%s' (the options: %s)", what, name ? name : "(null)", known);
+}
+
+void amp_keep_free(char **owned, size_t n) {
+    for (size_t i = 0; i < n; i++) free(owned[i]);
+    free(owned);
 }
 
 /* The pass's notices: the summary's lines after the "N nodes" line's head, the rest each on

@@ -323,7 +323,26 @@ AMP_API AmpCode amp_convert_bytes(const void *model, size_t len, const char *dir
  * when over 2 GB (src's own external data is read from beside src). */
 AMP_API AmpCode amp_convert_file(const char *src, const char *dst, const AmpConvertOptions *opt, char **summary,
                                  AmpStatus *st);
-/* Frees what amp_convert_bytes and amp_convert_file returned. */
+/* The training model `ampc grad MODEL -o TRAIN` makes of an inference model (the same phases,
+ * runtime/grad_api.c: load, the loss, backward and optimizer, verify, save), so the same
+ * model and options give the same bytes. Options are set by name, the names of the Python
+ * package's keywords ("loss", "optimizer", "lr", "freeze", "train_mode", ...:
+ * amp_grad_option_name lists them), with the values the command's flags take, checked by the
+ * same table (passes/grad_options.c); a refused one is AMP_ERR_USAGE, "lr='x': expected ...".
+ * "freeze" adds up, the others replace; "train_mode" takes no value. An options object
+ * serves any number of calls; NULL options are the defaults (cross-entropy, SGD). */
+typedef struct AmpGradSettings AmpGradSettings; /* opaque */
+AMP_API AmpCode amp_grad_options_new(AmpGradSettings **out, AmpStatus *st);
+AMP_API void amp_grad_options_free(AmpGradSettings *opt);
+AMP_API AmpCode amp_grad_option_set(AmpGradSettings *opt, const char *name, const char *value, AmpStatus *st);
+AMP_API const char *amp_grad_option_name(size_t i, bool *takes_value);
+/* As amp_convert_bytes and amp_convert_file; *summary: "loss 'NAME', N parameters with
+ * gradients and OPT updates, ...; M nodes added" (what `ampc grad` says before " -> TRAIN"). */
+AMP_API AmpCode amp_grad_bytes(const void *model, size_t len, const char *dir, const AmpGradSettings *opt,
+                               void **out, size_t *out_len, char **summary, AmpStatus *st);
+AMP_API AmpCode amp_grad_file(const char *src, const char *dst, const AmpGradSettings *opt, char **summary,
+                              AmpStatus *st);
+/* Frees what amp_convert_bytes, amp_convert_file, amp_grad_bytes and amp_grad_file returned. */
 AMP_API void amp_free(void *p);
 
 /* How the library's messages name an option, for the process (set once, before any other

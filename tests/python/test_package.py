@@ -235,11 +235,73 @@ def test_train_step_state_stats(c):
         pass
 
 
+def test_grad_equals_cli(c):
+    """ampc.grad, grad_bytes and grad_file make `ampc grad`'s bytes, and say its summary."""
+    cases = [({}, []), ({"optimizer": "adam", "lr": 0.01, "weight_decay": 0.1},
+                        ["--optimizer", "adam", "--lr", "0.01", "--weight-decay", "0.1"]),
+             ({"optimizer": "momentum", "momentum": 0.8, "freeze": ["0.*", "2.bias"], "train_mode": True},
+              ["--optimizer", "momentum", "--momentum", "0.8", "--freeze", "0.*", "--freeze", "2.bias",
+               "--train-mode"]),
+             ({"loss": "mse", "labels": "y_ref", "class_axis": -1}, ["--loss", "mse", "--labels", "y_ref",
+                                                                     "--class-axis", "-1"])]
+    n = 0
+    for name in ("mlp_cls", "cnn_infer"):
+        for kw, flags in cases:
+            out = os.path.join(c.tmp, "grad_cli.onnx")
+            r = c.cli("grad", model(name), "-o", out, *flags)
+            assert r.returncode == 0, r.stderr
+            data, summary = ampc.grad_bytes(model(name), **kw)
+            assert data == read(out), f"{name} {kw}: grad_bytes differs from ampc grad"
+            assert r.stdout.strip() == f"grad: {summary} -> {out}", (r.stdout, summary)
+            proto = ampc.grad(read(model(name)), **kw)
+            assert proto.SerializeToString() == data, f"{name} {kw}: grad (bytes in) differs"
+            dst = os.path.join(c.tmp, "grad_lib.onnx")
+            assert ampc.grad_file(model(name), dst, **kw) == summary
+            assert read(dst) == data, f"{name} {kw}: grad_file differs"
+            n += 1
+    c.notes.append(f"{n} training models byte for byte equal to ampc grad")
+    names = ampc.grad_options()
+    assert names["train_mode"] is False and names["lr"] is True and "freeze" in names, names
+
+
+def test_grad_refusals(c):
+    """The grad table's refusals, as the flags' (named as the keyword), and the whole's checks."""
+    cases = [("lr", "x", "--lr"), ("lr", "2e6", "--lr"), ("momentum", "1", "--momentum"), ("beta1", "0", "--beta1"),
+             ("eps", "-1", "--eps"), ("weight_decay", "-1", "--weight-decay"), ("class_axis", "2", "--class-axis"),
+             ("optimizer", "rmsprop", "--optimizer")]
+    for kw, bad, flag in cases:
+        try:
+            ampc.grad_bytes(model("mlp_cls"), **{kw: bad})
+            raise AssertionError(f"{kw}={bad!r} was taken")
+        except ampc.UsageError as e:
+            r = c.cli("grad", model("mlp_cls"), "-o", os.path.join(c.tmp, "x.onnx"), flag, bad)
+            assert r.returncode == 2, r.stderr
+            cli = r.stderr.strip().removeprefix("ampc: grad: ").replace(" (run 'ampc grad --help' for usage)", "")
+            assert str(e) == cli.replace(f"{flag} '{bad}'", f"{kw}='{bad}'"), (str(e), r.stderr)
+    for kw, words in (({"momentum": 0.5}, 'momentum is for optimizer="momentum"'),
+                      ({"optimizer": "sgd", "beta2": 0.9}, 'beta1, beta2 and eps are for optimizer="adam"'),
+                      ({"no_such": 1}, "no grad option 'no_such'")):
+        try:
+            ampc.grad_bytes(model("mlp_cls"), **kw)
+            raise AssertionError(f"{kw} was taken")
+        except ampc.UsageError as e:
+            assert words in str(e), str(e)
+    try:
+        ampc.grad_bytes(model("mlp_cls"), loss="no_such_output")
+        raise AssertionError("a loss naming no output was taken")
+    except ampc.Error as e:
+        r = c.cli("grad", model("mlp_cls"), "-o", os.path.join(c.tmp, "x.onnx"), "--loss", "no_such_output")
+        assert r.returncode == e.code and r.stderr.strip().endswith(str(e)), (str(e), r.stderr)
+    try:
+        ampc.grad_bytes(b"no model")
+        raise AssertionError("a broken model was differentiated")
+    except ampc.InputError:
+        pass
+
+
 def test_grad_then_train_step(c):
-    """docs/python.md's training workflow: ampc grad, then Session.train_step with amp."""
-    train = os.path.join(c.tmp, "train.onnx")
-    r = c.cli("grad", model("mlp_cls"), "-o", train, "--optimizer", "adam", "-q")
-    assert r.returncode == 0, r.stderr
+    """docs/python.md's training workflow: ampc.grad, then Session.train_step with amp."""
+    train = ampc.grad(model("mlp_cls"), loss="cross-entropy", optimizer="adam")
     feed = feed_of("mlp_cls")
     x = feed["x"]
     with ampc.Session(train, backend="cpu", amp=True, precision="bf16") as s:
