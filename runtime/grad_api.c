@@ -30,8 +30,7 @@ AmpCode amp_grad_run(const char *path, const void *data, size_t len, const char 
 
 struct AmpGradSettings {
     AmpGradArgs g;
-    char **owned; /* copies of the values given: the table's setters keep pointers to them */
-    size_t n_owned;
+    AmpKept kept; /* copies of the values given (amp_keep_copy) */
 };
 
 AmpCode amp_grad_options_new(AmpGradSettings **out, AmpStatus *st) {
@@ -42,7 +41,7 @@ AmpCode amp_grad_options_new(AmpGradSettings **out, AmpStatus *st) {
 void amp_grad_options_free(AmpGradSettings *c) {
     if (!c) return;
     amp_grad_args_free(&c->g);
-    amp_keep_free(c->owned, c->n_owned);
+    amp_keep_free(&c->kept);
     free(c);
 }
 
@@ -56,7 +55,7 @@ AmpCode amp_grad_option_set(AmpGradSettings *c, const char *name, const char *va
     const AmpGradFlag *d = amp_grad_flag_find(name);
     if (!c) return amp_fail(st, AMP_ERR_USAGE, "amp_grad_option_set: no options object");
     if (!d || strcmp(amp_grad_flag_keyword(d), name) != 0) return amp_refuse_unknown(st, "grad", name, amp_grad_option_name);
-    const char *v = amp_keep_copy(&c->owned, &c->n_owned, value);
+    const char *v = amp_keep_copy(&c->kept, value);
     if (!v) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     return amp_grad_arg_set(&c->g, d, name, v, st);
 }

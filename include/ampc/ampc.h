@@ -124,6 +124,10 @@ typedef struct AmpSessionOptions {
      * process may use. Process-wide, as those libraries' thread pools are: the last session
      * opened with it sets it. A bad AMP_THREADS fails the open (AMP_ERR_USAGE). */
     int threads;
+    /* The training steps' loss, an output's name (AmpSessionStats.loss reports its value):
+     * NULL, the one scalar float output whose name holds "loss" (as `ampc run` finds it); a
+     * name no output has fails the open (AMP_ERR_USAGE). */
+    const char *loss;
     /* New fields go here, at the end (see "Options structs" above). */
 } AmpSessionOptions;
 
@@ -284,8 +288,31 @@ typedef struct AmpSessionStats {
      * auto kept the model float32 (amp_applied false); "" without AMP_AUTO. */
     const char *amp_precision;
     const char *amp_precision_why; /* why auto chose it (one sentence); "" when not auto */
+    /* The fields above are version 0.1's; amp_session_stats_sized fills those below too. */
+    double step_ms_last, step_ms_mean; /* wall time of amp_session_train_step, inside the
+                                          library: the last step's and the mean over the
+                                          session's steps (0 before one) */
+    double run_ms_last, run_ms_mean;   /* the same for amp_session_run */
+    /* The training steps' report, read from the outputs each step copied out (a step reads
+     * nothing back unless asked: a step whose output_names leave one of these out leaves it
+     * NaN, or uncounted). */
+    const char *loss_name; /* the loss output (AmpSessionOptions.loss, else the one named like
+                              a loss); "" when there is none, or several */
+    double loss;           /* its value after the last step (NaN before one, or without it) */
+    /* A loss-scaled model's scale now (its state amp_loss_scale, read at this call; with the
+     * scale as a graph input, the last step's amp_loss_scale_new); NaN without loss scaling. */
+    double loss_scale;
+    uint64_t skipped_steps; /* steps whose gradients held inf/NaN (amp_found_inf), their update
+                               skipped: over the session's life (not in checkpoints) */
+    size_t peak_bytes;      /* intermediate_bytes + state_bytes ("peak memory" of ampc run) */
+    /* New fields go here, at the end. */
 } AmpSessionStats;
 
+/* The stats struct is an output: a caller built against an older ampc.h hands a smaller one.
+ * amp_session_stats_sized fills the first `size` bytes, sizeof(AmpSessionStats) as the caller
+ * compiled it (the fields it knows); amp_session_stats fills version 0.1's fields only (up to
+ * amp_precision_why), as programs built against 0.1 expect. */
+AMP_API void amp_session_stats_sized(const AmpSession *s, AmpSessionStats *out, size_t size);
 AMP_API void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
 
 /* The device time of the kernels of the runs and steps since the last call, in ms (CUDA:

@@ -100,3 +100,27 @@ Test(api_abi, export_options_carry_their_size_too) {
     cr_assert(strstr(st.msg, "AmpExportOptions"), "%s", st.msg);
     amp_session_close(s);
 }
+
+/* AmpSessionStats is an output: amp_session_stats (what a 0.1 program calls) writes version
+ * 0.1's fields and not a byte past them; amp_session_stats_sized writes the size given. */
+Test(api_abi, stats_write_only_what_the_caller_knows) {
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(rt_open(rt_matmul_relu(), NULL, &s, &st), AMP_OK, "%s", st.msg);
+    size_t v01 = offsetof(AmpSessionStats, amp_precision_why) + sizeof(const char *);
+    unsigned char buf[sizeof(AmpSessionStats) + 16];
+    memset(buf, 0xab, sizeof buf);
+    amp_session_stats(s, (AmpSessionStats *)buf);
+    for (size_t i = v01; i < sizeof buf; i++) cr_assert_eq(buf[i], 0xab, "amp_session_stats wrote byte %zu", i);
+    cr_assert_not_null(((AmpSessionStats *)buf)->backend);
+    memset(buf, 0xab, sizeof buf);
+    amp_session_stats_sized(s, (AmpSessionStats *)buf, sizeof(AmpSessionStats));
+    for (size_t i = sizeof(AmpSessionStats); i < sizeof buf; i++) cr_assert_eq(buf[i], 0xab, "byte %zu", i);
+    AmpSessionStats all;
+    memcpy(&all, buf, sizeof all);
+    cr_assert_str_eq(all.loss_name, "");
+    cr_assert(all.loss != all.loss && all.loss_scale != all.loss_scale, "NaN without a loss or loss scaling");
+    cr_assert_eq(all.skipped_steps, 0);
+    cr_assert_eq(all.peak_bytes, all.intermediate_bytes + all.state_bytes);
+    amp_session_close(s);
+}
