@@ -23,7 +23,8 @@ int ampc_parse_grad_value(int val, const char *arg, GradArgs *g) {
     char label[64];
     snprintf(label, sizeof label, "--%s", r->name);
     AmpStatus st = {AMP_OK, ""};
-    return amp_grad_arg_set(&g->args, d, label, arg, &st) ? ampc_usage_error("grad: %s", st.msg) : AMP_OK;
+    /* "--lr 'x': expected ...", as every command taking the flag says it (option parity). */
+    return amp_grad_arg_set(&g->args, d, label, arg, &st) ? ampc_usage_error("%s", st.msg) : AMP_OK;
 }
 
 int ampc_cmd_grad(GradArgs *g) {

@@ -311,7 +311,7 @@ def test_grad_refusals(c):
         except ampc.UsageError as e:
             r = c.cli("grad", model("mlp_cls"), "-o", os.path.join(c.tmp, "x.onnx"), flag, bad)
             assert r.returncode == 2, r.stderr
-            cli = r.stderr.strip().removeprefix("ampc: grad: ").replace(" (run 'ampc grad --help' for usage)", "")
+            cli = r.stderr.strip().removeprefix("ampc: ").replace(" (run 'ampc grad --help' for usage)", "")
             assert str(e) == cli.replace(f"{flag} '{bad}'", f"{kw}='{bad}'"), (str(e), r.stderr)
     for kw, words in (({"momentum": 0.5}, 'momentum is for optimizer="momentum"'),
                       ({"optimizer": "sgd", "beta2": 0.9}, 'beta1, beta2 and eps are for optimizer="adam"'),
