@@ -253,6 +253,29 @@ static bool set_calib_min(AmpOptions *o, const AmpOption *d, const char *label, 
     return true;
 }
 
+/* A pipeline (checked by the conversion, runtime/conversion.c, and the command, with the
+ * parser amp_run_pipeline uses, which sits above this table). */
+static bool set_passes(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    o->passes = v; /* "": none, as "none" */
+    return true;
+}
+
+static bool set_external(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    if (is(v, "auto")) o->external = AMP_SAVE_EXTERNAL_AUTO;
+    else if (is(v, "always")) o->external = AMP_SAVE_EXTERNAL_ALWAYS;
+    else if (is(v, "never")) o->external = AMP_SAVE_EXTERNAL_NEVER;
+    else return false;
+    return true;
+}
+
+static bool set_no_value_info(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)v, (void)st;
+    o->no_value_info = true;
+    return true;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define OPS "op names, e.g. MatMul,Gemm or com.microsoft:FusedGemm"
@@ -382,6 +405,10 @@ static const AmpOption OPTIONS[] = {
      .example = "0.5", .refused = "-1", .keyword = "calib_max_activation", .doc = "as `--calib-max-activation`"},
     {"calib-min-activation", "AMP_CALIB_MIN_ACTIVATION", "a number >= 0 (0: off)", set_calib_min, 0, CONV,
      .example = "1", .refused = "x", .keyword = "calib_min_activation", .doc = "as `--calib-min-activation`"},
+    /* What the conversion runs and how it writes the model. */
+    {"passes", NULL, "a comma-separated list of passes, or none", set_passes, 0, 0, .keyword = "passes", .doc = NULL},
+    {"external-data", NULL, "auto, always or never", set_external, 0, 0, .keyword = "external_data", .doc = NULL},
+    {"no-value-info", NULL, "nothing", set_no_value_info, 0, 0, .keyword = "no_value_info", .doc = NULL},
 };
 #undef OPS
 #undef CONV

@@ -55,6 +55,12 @@ typedef struct AmpOptions {
     const char *precision_why;
     int threads; /* AMP_THREADS (0: not given; more than 64 counts as 64 where it is used) */
     AmpRunOptions run;
+    /* What a conversion runs and writes (`ampc MODEL -o OUT` and the C API's conversion):
+     * --passes (NULL: the default pipeline), --external-data (an AmpExternalMode, 0: auto),
+     * --no-value-info. */
+    const char *passes;
+    int external;
+    bool no_value_info;
     uint64_t given; /* bit i: row i of the table was set (by a flag, a field or a variable) */
 } AmpOptions;
 

@@ -71,8 +71,7 @@ bool amp_convert_is_summary(const char *line) {
 
 struct AmpConvertOptions {
     AmpOptions o;
-    char **owned; /* copies of the values given: the table's setters keep pointers to them */
-    size_t n_owned;
+    AmpKept kept; /* copies of the values given: the table's setters keep pointers to them */
 };
 
 AmpCode amp_convert_options_new(AmpConvertOptions **out, AmpStatus *st) {
@@ -83,8 +82,7 @@ AmpCode amp_convert_options_new(AmpConvertOptions **out, AmpStatus *st) {
 void amp_convert_options_free(AmpConvertOptions *c) {
     if (!c) return;
     amp_options_free(&c->o);
-    for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
-    free(c->owned);
+    amp_keep_free(&c->kept);
     free(c);
 }
 
@@ -107,21 +105,41 @@ const char *amp_convert_option_name(size_t i, bool *takes) {
 AmpCode amp_convert_option_set(AmpConvertOptions *c, const char *name, const char *value, AmpStatus *st) {
     const AmpOption *d = name ? amp_option_by_keyword(name) : NULL;
     if (!c) return amp_fail(st, AMP_ERR_USAGE, "amp_convert_option_set: no options object");
-    if (!d || !amp_option_converts(d)) {
-        char known[1024] = "";
-        const char *k;
-        for (size_t i = 0, n = 0; (k = amp_convert_option_name(i, NULL)); i++)
-            n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", i ? ", " : "", k);
-        return amp_fail(st, AMP_ERR_USAGE, "no conversion option '%s' (the options: %s)", name ? name : "(null)",
-                        known);
-    }
-    char **grown = realloc(c->owned, (c->n_owned + 1) * sizeof *grown);
-    if (!grown) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    c->owned = grown;
-    char *v = strdup(value ? value : "");
+    if (!d || !amp_option_converts(d)) return amp_refuse_unknown(st, "conversion", name, amp_convert_option_name);
+    const char *v = amp_keep_copy(&c->kept, value);
     if (!v) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
-    c->owned[c->n_owned++] = v;
-    return amp_option_set(&c->o, d, name, v, st);
+    AmpCode rc = amp_option_set(&c->o, d, name, v, st);
+    if (!rc && c->o.passes == v) { /* a pipeline: every name a pass, as the command checks it */
+        const AmpPass *passes[256];
+        size_t n = 0;
+        AmpStatus own = {AMP_OK, ""};
+        if (amp_pipeline_parse(v, passes, sizeof passes / sizeof *passes, &n, &own))
+            rc = amp_fail(st, AMP_ERR_USAGE, "%s: %s", name, own.msg);
+    }
+    return rc;
+}
+
+const char *amp_keep_copy(AmpKept *k, const char *value) {
+    char **grown = realloc(k->s, (k->n + 1) * sizeof *grown);
+    if (!grown) return NULL;
+    k->s = grown;
+    char *v = strdup(value ? value : "");
+    if (v) grown[k->n++] = v;
+    return v;
+}
+
+AmpCode amp_refuse_unknown(AmpStatus *st, const char *what, const char *name, const char *(*at)(size_t, bool *)) {
+    char known[1024] = "";
+    const char *k;
+    for (size_t i = 0, n = 0; (k = at(i, NULL)); i++)
+        n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", i ? ", " : "", k);
+    return amp_fail(st, AMP_ERR_USAGE, "no %s option '%s' (the options: %s)", what, name ? name : "(null)", known);
+}
+
+void amp_keep_free(AmpKept *k) {
+    for (size_t i = 0; i < k->n; i++) free(k->s[i]);
+    free(k->s);
+    *k = (AmpKept){0};
 }
 
 /* The pass's notices: the summary's lines after the "N nodes" line's head, the rest each on
@@ -174,7 +192,7 @@ static AmpCode convert(const char *path, const void *data, size_t len, const cha
     o.po.notify = note;
     o.po.notify_ctx = &notes;
     char buf[512];
-    const char *list = amp_convert_pipeline(&o, NULL, buf, sizeof buf);
+    const char *list = amp_convert_pipeline(&o, o.passes, buf, sizeof buf);
     AmpModel *m = NULL;
     size_t before = 0, after = 0;
     c = amp_convert_load(path, data, len, dir, &m, st);
@@ -184,7 +202,7 @@ static AmpCode convert(const char *path, const void *data, size_t len, const cha
         c = amp_run_pipeline(m, list, &pl, st);
     }
     if (c == AMP_OK) c = amp_verify_model_counted(m, &after, st);
-    AmpSaveOptions so = amp_convert_save_options(AMP_SAVE_EXTERNAL_AUTO, true);
+    AmpSaveOptions so = amp_convert_save_options((AmpExternalMode)o.external, !o.no_value_info);
     if (c == AMP_OK && dst) c = amp_model_save_file(m, dst, &so, st);
     if (c == AMP_OK && !dst) c = amp_model_save_bytes_opt(m, &so, (uint8_t **)out, out_len, st);
     if (c == AMP_OK && notes.oom) c = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");

@@ -37,4 +37,17 @@ AmpSaveOptions amp_convert_save_options(AmpExternalMode external, bool value_inf
  * gradient passes' lines, which the "wrote" line carries) rather than a notice apart. */
 bool amp_convert_is_summary(const char *line);
 
+/* The option values a C API options object keeps (the tables' setters keep pointers to the
+ * strings they are given): amp_keep_copy appends a copy of value ("" for NULL) and returns
+ * it, or NULL when out of memory; amp_keep_free frees them all. */
+typedef struct AmpKept {
+    char **s;
+    size_t n;
+} AmpKept;
+const char *amp_keep_copy(AmpKept *k, const char *value);
+void amp_keep_free(AmpKept *k);
+/* An options object's refusal of a name its table lacks: "no WHAT option 'NAME' (the
+ * options: ...)", listing at(0), at(1), ... (amp_convert_option_name's form), AMP_ERR_USAGE. */
+AmpCode amp_refuse_unknown(AmpStatus *st, const char *what, const char *name, const char *(*at)(size_t, bool *));
+
 #endif

@@ -36,4 +36,13 @@ AmpCode amp_exec_value_f32(AmpExec *e, const AmpValue *v, AmpBuf *out, AmpStatus
 AmpCode amp_run_node_alone(const AmpModel *m, const AmpNode *n, const AmpBuf *const *in, AmpBuf *out,
                            AmpStatus *st);
 
+/* The training steps' loss among the TRAIN outputs: the one named `name` (NULL: the one
+ * scalar float output whose name holds "loss", not one of the loss-scaling pass's): its
+ * index, -1 when there is none, -2 (with st set) when `name` names no output or several
+ * could be it. `ampc run` prints it; the session reports it (AmpSessionStats.loss). */
+int amp_session_find_loss(const AmpSession *s, const char *name, AmpStatus *st);
+
+/* Element i of a view as a double (float16 and bfloat16 widened; 0 for a type without one). */
+double amp_view_value(const AmpTensorView *t, size_t i);
+
 #endif

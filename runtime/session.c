@@ -183,6 +183,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
     if (!rc) rc = amp_exec_reset(s->main, st);
     for (size_t k = 0; !rc && k < s->n_alg; k++) rc = amp_exec_reset(s->alg[k].exec, st);
     if (!rc) rc = amp_session_build_io(s, st);
+    if (!rc) rc = amp_session_track_init(s, opt->loss, st);
     if (rc) {
         amp_session_close(s);
         return rc;
@@ -393,12 +394,14 @@ AmpCode amp_session_run(AmpSession *s, const AmpTensorView *inputs, size_t n_inp
                         size_t n_outputs, AmpTensorView *outputs, AmpStatus *st) {
     AmpNamedBuf *named;
     size_t *idx, n_idx = 0;
+    double t0 = amp_exec_clock();
     AmpCode rc = begin(s, AMP_MODE_RUN, inputs, n_inputs, names, n_outputs, outputs, &named, &idx, &n_idx, st);
     if (!rc) {
         amp_exec_set_training(s->main, false);
         rc = amp_exec_run(s->main, named, n_inputs, NULL, st);
     }
     if (!rc) rc = fetch_from(s, AMP_MODE_RUN, -1, idx, n_idx, outputs, st);
+    if (!rc) amp_session_track_time(&s->run_time, (amp_exec_clock() - t0) * 1e3);
     if (s) s->last_reads = host_reads(s->be) - s->reads_at;
     return finish(rc, named, idx, outputs, n_outputs);
 }
@@ -407,6 +410,7 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
                                size_t n_outputs, AmpTensorView *outputs, AmpStatus *st) {
     AmpNamedBuf *named;
     size_t *idx, n_idx = 0;
+    double t0 = amp_exec_clock();
     AmpCode rc = begin(s, AMP_MODE_TRAIN, inputs, n_inputs, names, n_outputs, outputs, &named, &idx, &n_idx, st);
     if (!rc) amp_exec_set_training(s->main, true);
     if (!rc && !s->n_alg) rc = amp_exec_run(s->main, named, n_inputs, NULL, st);
@@ -424,7 +428,11 @@ AmpCode amp_session_train_step(AmpSession *s, const AmpTensorView *inputs, size_
         if (!rc) rc = apply_updates(s, a, st);
     }
     if (!rc) rc = fetch_from(s, AMP_MODE_TRAIN, -1, idx, n_idx, outputs, st);
-    if (!rc) s->steps++;
+    if (!rc) {
+        s->steps++;
+        /* Its report (the loss, the loss scale, the overflow flag) from what it copied out. */
+        amp_session_track_step(s, idx, n_idx, outputs, (amp_exec_clock() - t0) * 1e3);
+    }
     if (s) s->last_reads = host_reads(s->be) - s->reads_at;
     return finish(rc, named, idx, outputs, n_outputs);
 }

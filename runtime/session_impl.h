@@ -48,6 +48,16 @@ typedef struct Algo {
     AmpExec *exec;
 } Algo;
 
+/* The training outputs each step reports (session_track.c): the loss, the loss scale for
+ * the next step (amp_loss_scale_new), the overflow flag (amp_found_inf). */
+enum { AMP_TRACK_LOSS, AMP_TRACK_SCALE, AMP_TRACK_FOUND_INF, AMP_TRACK_N };
+
+/* Wall times of calls of one kind, in ms. */
+typedef struct AmpTimes {
+    double last, sum;
+    uint64_t n;
+} AmpTimes;
+
 struct AmpSession {
     AmpModel *m;
     AmpBackend *be;        /* the session's own instance, closed with it */
@@ -69,6 +79,10 @@ struct AmpSession {
     AmpComm *comm;         /* data parallel: the job's communicator (more than one rank), else NULL */
     const char *amp_precision; /* AmpSessionStats' (static strings) */
     const char *amp_precision_why;
+    int tracked[AMP_TRACK_N]; /* indices among the training outputs, -1: the model has none */
+    double loss, loss_scale;  /* the last step's (NaN: none) */
+    uint64_t skipped_steps;   /* steps whose gradients overflowed, over the session's life */
+    AmpTimes step_time, run_time;
 };
 
 /* session_io.c */
@@ -101,8 +115,19 @@ struct AmpAutoConfig;
  * and options compared (AMP_ERR_USAGE naming the ranks that differ from rank 0). */
 AmpCode amp_session_dp_prepare(AmpSession *s, const struct AmpAutoConfig *cfg, const AmpSessionOptions *opt,
                                AmpStatus *st);
+/* session_track.c */
+/* The loss output (amp_session_find_loss: `loss`, else the rule) and the loss-scaling ones;
+ * fails only when `loss` names no output. */
+AmpCode amp_session_track_init(AmpSession *s, const char *loss, AmpStatus *st);
+/* After a successful step that copied out outs (indices idx) and took ms: its loss, loss
+ * scale and overflow, read from outs (a step reads nothing back unless asked, issue 20: an
+ * output left out leaves its report NaN, or the step uncounted), and its time. */
+void amp_session_track_step(AmpSession *s, const size_t *idx, size_t n_idx, const AmpTensorView *outs, double ms);
+void amp_session_track_time(AmpTimes *t, double ms);
 
 /* state.c */
+/* Version 0.1's fields of the stats, the rest zero (amp_session_stats_sized adds them). */
+void amp_session_stats_base(const AmpSession *s, AmpSessionStats *out);
 AmpCode amp_session_build_state(AmpSession *s, AmpStatus *st);
 void amp_session_free_state(AmpSession *s);
 StateEntry *amp_session_find_state(const AmpSession *s, const char *name);

@@ -3,6 +3,7 @@
  * executors read, their get/set, and checkpoints: an ONNX file whose initializers are the
  * state (bit-exact raw data) and whose metadata holds the step counter and RNG state. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +359,12 @@ done:
 }
 
 void amp_session_stats(const AmpSession *s, AmpSessionStats *out) {
+    AmpSessionStats all;
+    amp_session_stats_base(s, &all);
+    memcpy(out, &all, offsetof(AmpSessionStats, amp_precision_why) + sizeof(const char *));
+}
+
+void amp_session_stats_base(const AmpSession *s, AmpSessionStats *out) {
     memset(out, 0, sizeof *out);
     out->steps = s->steps;
     for (size_t i = 0; i < s->n_state; i++) out->state_bytes += amp_buf_bytes(&s->state[i].buf);

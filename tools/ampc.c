@@ -332,12 +332,10 @@ static int cmd_verify(int argc, char **argv) {
 }
 
 typedef struct ConvertArgs {
-    const char *model, *out, *passes, *dump_after, *dump_dot;
+    const char *model, *out, *dump_after, *dump_dot;
     const char *model_shown; /* what messages call MODEL ("standard input" for "-") */
     bool print, verify, quiet, report, time;
-    bool value_info; /* the types of intermediates in the output (--no-value-info: not) */
     const RunArgs *ort; /* --optimizer, --checkpoint, --lr */
-    AmpExternalMode external;
     AmpDotOptions dot;
 } ConvertArgs;
 
@@ -381,7 +379,7 @@ static void leave_to_exit(AmpModel *m) {
 /* ampc MODEL [-o OUT] ...: load, pipeline, verify, print, save. */
 static int cmd_convert(const ConvertArgs *a) {
     char fp32_list[512]; /* the phases the C API's conversion runs too: runtime/conversion.h */
-    const char *list = amp_convert_pipeline(&amp_args.o, a->passes, fp32_list, sizeof fp32_list);
+    const char *list = amp_convert_pipeline(&amp_args.o, amp_args.o.passes, fp32_list, sizeof fp32_list);
 
     PhaseTimer tm;
     ampc_phase_start(&tm, a->time);
@@ -445,7 +443,7 @@ static int cmd_convert(const ConvertArgs *a) {
     if (rc == AMP_OK) rc = finish_stdout();
     ampc_phase_done(&tm, NULL, NULL);
     if (rc == AMP_OK && a->out) {
-        AmpSaveOptions so = amp_convert_save_options(a->external, a->value_info);
+        AmpSaveOptions so = amp_convert_save_options((AmpExternalMode)amp_args.o.external, !amp_args.o.no_value_info);
         so.commit = vj.started ? ampc_verify_commit : NULL;
         so.commit_ctx = &vj;
         c = amp_model_save_file(m, a->out, &so, &st);
@@ -517,7 +515,6 @@ static int convert_option(Cli *c, const OptRow *r, int val, const char *arg) {
     ConvertArgs *a = &c->a;
     switch (val) {
     case OPT_OUTPUT: a->out = arg; return 0;
-    case OPT_PASSES: a->passes = arg; return 0;
     case OPT_DUMP_AFTER: a->dump_after = arg; return 0;
     case OPT_PRINT: a->print = true; return 0;
     case OPT_REPORT: a->report = true; return 0;
@@ -525,18 +522,11 @@ static int convert_option(Cli *c, const OptRow *r, int val, const char *arg) {
     case OPT_DOT_COLLAPSE: a->dot.collapse = true; return 0;
     case OPT_DOT_INITIALIZERS: a->dot.initializers = true; return 0;
     case OPT_NO_VERIFY: a->verify = false; return 0;
-    case OPT_NO_VALUE_INFO: a->value_info = false; return 0;
     case OPT_QUIET: a->quiet = true; return 0;
     case OPT_TIME: a->time = true; return 0;
     case OPT_OPTIMIZER:
     case OPT_CHECKPOINT:
     case OPT_LR: return ampc_parse_run_value(val, arg, &c->ra);
-    case OPT_EXTERNAL_DATA:
-        if (strcmp(arg, "auto") == 0) a->external = AMP_SAVE_EXTERNAL_AUTO;
-        else if (strcmp(arg, "always") == 0) a->external = AMP_SAVE_EXTERNAL_ALWAYS;
-        else if (strcmp(arg, "never") == 0) a->external = AMP_SAVE_EXTERNAL_NEVER;
-        else return ampc_usage_error("--external-data '%s': expected auto, always or never", arg);
-        return 0;
     default: {
         /* The AMP options (--precision, --allow, ...: tools/cli_amp.c, passes/options.c). */
         int rc = r ? ampc_amp_option(&amp_args, r->name, arg ? arg : "") : -1;
@@ -596,7 +586,7 @@ static int convert(ConvertArgs *a, const RunArgs *ra) {
     if (model_out && isatty(STDOUT_FILENO))
         return ampc_usage_error("-o '%s': standard output is a terminal: redirect it to a file or a pipe", a->out);
 
-    const char *list = a->passes ? a->passes : amp_default_pipeline();
+    const char *list = amp_args.o.passes ? amp_args.o.passes : amp_default_pipeline();
     int rc = check_pass_list(list ? list : "none", a->dump_after);
     if (rc != AMP_OK) return rc;
     a->ort = ra;
@@ -680,7 +670,7 @@ int main(int argc, char **argv) {
         return ampc_usage_error("unknown command '%s' (the commands: %s; or MODEL, a file, to convert it)", argv[1],
                                 ampc_command_names());
     Cli c = {.cmd = command_of(argc, argv),
-              .a = {.verify = true, .value_info = true, .external = AMP_SAVE_EXTERNAL_AUTO},
+              .a = {.verify = true},
               .ra = {.steps = 1, .backend = AMP_BACKEND_AUTO, .iters = 20, .warmup = 3},
               .ca = {.run = {.steps = 1, .backend = AMP_BACKEND_AUTO}}};
     if (c.cmd != CMD_CONVERT) argc--, argv++; /* parse "run ..." as if "run" were the program */

@@ -154,7 +154,7 @@ static void print_table(const RunArgs *a, Side *x, int64_t batch) {
     size_t n = (size_t)a->iters;
     const char *what = a->train ? "training step" : "inference run";
     AmpSessionStats st[N_SIDES];
-    for (int k = 0; k < N_SIDES; k++) amp_session_stats(x[k].s, &st[k]);
+    for (int k = 0; k < N_SIDES; k++) amp_session_stats_sized(x[k].s, &st[k], sizeof st[k]);
     printf("bench %s --compare: %ld %s%s of each timed after %ld warm-up, interleaved; backend %s\n", a->model,
            a->iters, what, a->iters == 1 ? "" : "s", a->warmup, st[FP32].backend);
     printf("%-5s %12s %12s %12s %14s %16s %13s\n", "", "median ms", "min ms", a->train ? "steps/s" : "runs/s",
@@ -162,7 +162,7 @@ static void print_table(const RunArgs *a, Side *x, int64_t batch) {
     double med[N_SIDES], peak[N_SIDES];
     for (int k = 0; k < N_SIDES; k++) {
         med[k] = median(x[k].ms, n);
-        size_t bytes = st[k].device_bytes ? st[k].device_bytes : st[k].intermediate_bytes + st[k].state_bytes;
+        size_t bytes = st[k].device_bytes ? st[k].device_bytes : st[k].peak_bytes;
         peak[k] = (double)bytes;
         char tf[32] = "n/a";
         if (x[k].flops_known && x[k].flops > 0) snprintf(tf, sizeof tf, "%.4g", x[k].flops / (med[k] * 1e-3) / 1e12);

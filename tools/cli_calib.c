@@ -238,7 +238,7 @@ int ampc_cmd_calibrate(CalibArgs *ca) {
         ampc_say("%s", st.msg);
         return rc;
     }
-    int loss = ampc_find_loss(&ca->run, s, &st);
+    int loss = amp_session_find_loss(s, ca->run.loss, &st);
     bool training = loss >= 0 || amp_session_has_training_info(s);
     AmpModel *m = amp_session_model(s);
     Calib c = {.g = m->graph, .scale = training ? (ca->loss_scale > 0 ? ca->loss_scale : 65536.0) : 1.0};

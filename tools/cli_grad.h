@@ -5,21 +5,19 @@
 
 #include <stdbool.h>
 
-#include "passes/grad.h"
-
-enum { AMPC_GRAD_MAX_FREEZE = 64 };
+#include "passes/grad_options.h"
 
 typedef struct GradArgs {
     const char *model, *out;
-    AmpGradOptions opt;
-    const char *freeze[AMPC_GRAD_MAX_FREEZE];
+    AmpGradArgs args; /* the options of the grad table (passes/grad_options.c) */
     bool quiet;
 } GradArgs;
 
 /* Checks and stores the value `arg` of option `val` (an OPT_ of cli_options.h) for
  * `ampc grad`: AMP_OK, or the exit code of a usage error (said). */
 int ampc_parse_grad_value(int val, const char *arg, GradArgs *g);
-/* Loads, differentiates, verifies and saves; returns the exit code. */
+/* Loads, differentiates, verifies and saves (runtime/grad_api.c, as the C API does); returns
+ * the exit code. */
 int ampc_cmd_grad(GradArgs *g);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "passes/grad_options.h"
 #include "passes/options.h"
 #include "tools/cli_say.h"
 #include "tools/cli_usage.h"
@@ -28,13 +29,7 @@ static const Number NUMBERS[] = {
     WHOLE(OPT_MAX_ITERATIONS, 1, UINT64_MAX, "a whole number from 1"),
     WHOLE(OPT_TOP, 1, 1000000, "a whole number from 1 to 1000000"),
     REAL(OPT_TIMEOUT, 0, true, 1e9, false, "a number of seconds above 0, up to 1e9"),
-    /* A learning rate past 1e6 is a typo, not a choice, whichever command takes it. */
-    REAL(OPT_LR, 0, true, 1e6, false, "a learning rate above 0, up to 1e6"),
-    REAL(OPT_MOMENTUM, 0, true, 1, true, "a number between 0 and 1"),
-    REAL(OPT_BETA1, 0, true, 1, true, "a number between 0 and 1"),
-    REAL(OPT_BETA2, 0, true, 1, true, "a number between 0 and 1"),
-    REAL(OPT_EPS, 0, true, 1e30, false, "a number above 0, up to 1e30"),
-    REAL(OPT_WEIGHT_DECAY, 0, false, 1e30, false, "a number from 0, up to 1e30"),
+    /* --lr and grad's optimizer numbers: their rows of the grad table (passes/grad_options.c). */
 };
 #undef WHOLE
 #undef REAL
@@ -75,6 +70,12 @@ int ampc_flag_table(const char *row, int opt, const char *arg, AmpOptions *o) {
 
 int ampc_flag_real(int opt, const char *arg, double *out) {
     const Number *n = number(opt);
+    const OptRow *r = ampc_row_by_val(opt);
+    if (!n && r && amp_grad_flag_find(r->name)) {
+        char buf[64];
+        AmpStatus st = {AMP_OK, ""};
+        return amp_grad_real(r->name, label(opt, buf, sizeof buf), arg, out, &st) ? ampc_usage_error("%s", st.msg) : 0;
+    }
     if (!n || n->whole || !amp_parse_real(arg, n->lo, n->lo_open, n->hi, n->hi_open, out)) return refuse(opt, n, arg);
     return 0;
 }

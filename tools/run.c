@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ampc/ampc.h"
+#include "runtime/observe.h"
 #include "ir/half.h"
 #include "passes/training.h"
 #include "ir/ir.h"
@@ -281,26 +282,6 @@ static AmpCode fill_random(const RunArgs *a, const AmpSession *s, AmpMode mode, 
 
 /* ---- output ------------------------------------------------------------------------------- */
 
-static double value_at(const AmpTensorView *t, size_t i) {
-    const void *p = t->data;
-    switch (t->dtype) {
-    case AMP_DT_FLOAT: return ((const float *)p)[i];
-    case AMP_DT_DOUBLE: return ((const double *)p)[i];
-    case AMP_DT_FLOAT16: return amp_f16_to_f32(((const uint16_t *)p)[i]);
-    case AMP_DT_BFLOAT16: return amp_bf16_to_f32(((const uint16_t *)p)[i]);
-    case AMP_DT_INT64: return (double)((const int64_t *)p)[i];
-    case AMP_DT_INT32: return ((const int32_t *)p)[i];
-    case AMP_DT_INT16: return ((const int16_t *)p)[i];
-    case AMP_DT_INT8: return ((const int8_t *)p)[i];
-    case AMP_DT_UINT64: return (double)((const uint64_t *)p)[i];
-    case AMP_DT_UINT32: return ((const uint32_t *)p)[i];
-    case AMP_DT_UINT16: return ((const uint16_t *)p)[i];
-    case AMP_DT_UINT8:
-    case AMP_DT_BOOL: return ((const uint8_t *)p)[i];
-    default: return 0;
-    }
-}
-
 static size_t view_nelem(const AmpTensorView *t) {
     size_t n = 1;
     for (int i = 0; i < t->rank; i++) n *= (size_t)t->dims[i];
@@ -314,7 +295,7 @@ static void print_output(const AmpTensorView *t) {
     printf("]:");
     size_t n = view_nelem(t), show = n < 8 ? n : 8;
     bool printable = amp_dtype_is_float(t->dtype) ? amp_dtype_bits(t->dtype) >= 16 : t->dtype != AMP_DT_STRING;
-    for (size_t i = 0; printable && i < show; i++) printf(" %.9g", value_at(t, i));
+    for (size_t i = 0; printable && i < show; i++) printf(" %.9g", amp_view_value(t, i));
     if (!printable) printf(" (%s values not shown)", amp_dtype_name(t->dtype));
     else if (show < n) printf(" ...");
     printf(" (%zu value%s)\n", n, n == 1 ? "" : "s");
@@ -335,36 +316,6 @@ double ampc_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The loss: --loss NAME, else the one scalar float output whose name contains "loss" (not
- * one of the loss-scaling pass's, "amp_loss_scale...");
- * -1 when there is none, -2 (with st set) when it is ambiguous or --loss names nothing. */
-int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st) {
-    AmpIoInfo info;
-    int found = -1, n_found = 0;
-    char names[512] = "";
-    for (size_t i = 0; amp_session_output_info(s, AMP_MODE_TRAIN, i, &info); i++) {
-        if (a->loss) {
-            if (strcmp(info.name, a->loss) == 0) return (int)i;
-            continue;
-        }
-        bool scalar = true; /* rank 0, all dims 1, or not known */
-        for (int d = 0; d < info.rank && scalar; d++) scalar = info.dims[d] == 1;
-        if (!strstr(info.name, "loss") || amp_is_loss_scale_name(info.name) || !scalar || (info.dtype && !amp_dtype_is_float(info.dtype))) continue;
-        size_t l = strlen(names);
-        snprintf(names + l, sizeof names - l, "%s'%s'", n_found ? ", " : "", info.name);
-        found = (int)i;
-        n_found++;
-    }
-    if (a->loss) {
-        amp_fail(st, AMP_ERR_USAGE, "--loss %s: the model has no output of that name", a->loss);
-        return -2;
-    }
-    if (n_found > 1) {
-        amp_fail(st, AMP_ERR_USAGE, "several outputs could be the loss (%s): choose one with --loss NAME", names);
-        return -2;
-    }
-    return found;
-}
 
 /* ---- --outputs DIR -------------------------------------------------------------------------- */
 
@@ -500,7 +451,7 @@ int ampc_cmd_run(const RunArgs *a) {
     if (rc) return ampc_run_fail(&st, rc, a->model);
     ampc_dp_quiet(s);
 
-    int loss = ampc_find_loss(a, s, &st);
+    int loss = amp_session_find_loss(s, a->loss, &st);
     bool training = loss >= 0 || amp_session_has_training_info(s);
     if (loss == -2 || (training && loss < 0)) {
         if (loss != -2)
@@ -545,15 +496,15 @@ int ampc_cmd_run(const RunArgs *a) {
         if (rc) break;
         if (training) {
             const AmpTensorView *l = &outs[loss];
-            double v = ampc_dp_loss(s, view_nelem(l) ? value_at(l, 0) : 0.0, &st); /* the whole batch's */
+            double v = ampc_dp_loss(s, view_nelem(l) ? amp_view_value(l, 0) : 0.0, &st); /* the whole batch's */
             AmpSessionStats now;
             amp_session_stats(s, &now); /* counts on from a loaded checkpoint's step */
             printf("step %" PRIu64 ": loss %.9g (%.3f ms)", now.steps, v, ms[step]);
             /* A loss-scaled graph (the loss_scale pass): the scale for the next step, and
              * whether this one was skipped. */
             if (scale_new >= 0 && view_nelem(&outs[scale_new]))
-                printf(", loss scale %.9g", value_at(&outs[scale_new], 0));
-            if (found_inf >= 0 && view_nelem(&outs[found_inf]) && value_at(&outs[found_inf], 0) != 0)
+                printf(", loss scale %.9g", amp_view_value(&outs[scale_new], 0));
+            if (found_inf >= 0 && view_nelem(&outs[found_inf]) && amp_view_value(&outs[found_inf], 0) != 0)
                 printf(" (inf/NaN gradients: update skipped)");
             putchar('\n');
         } else if (step == 0) {
@@ -573,11 +524,11 @@ int ampc_cmd_run(const RunArgs *a) {
         qsort(ms, (size_t)a->steps, sizeof *ms, ampc_cmp_double);
         AmpSessionStats stats;
         char note[512];
-        amp_session_stats(s, &stats);
+        amp_session_stats_sized(s, &stats, sizeof stats);
         printf("step time %.3f ms (median of %ld %s), peak memory %zu bytes (intermediates %zu + state %zu), "
                "backend %s%s\n",
                ms[a->steps / 2], a->steps, training ? "training steps" : "runs",
-               stats.intermediate_bytes + stats.state_bytes, stats.intermediate_bytes, stats.state_bytes,
+               stats.peak_bytes, stats.intermediate_bytes, stats.state_bytes,
                stats.backend, ampc_amp_note(&stats, note, sizeof note));
         if (stats.fallback_nodes)
             printf("fallback: %zu node%s the %s backend lacks ran on the CPU: %s\n", stats.fallback_nodes,
@@ -640,7 +591,7 @@ int ampc_cmd_bench(const RunArgs *a) {
         double median = ampc_median_sorted(ms, n);
         AmpSessionStats stats;
         char note[512];
-        amp_session_stats(s, &stats);
+        amp_session_stats_sized(s, &stats, sizeof stats);
         const char *what = a->train ? "training step" : "inference run";
         printf("bench %s: %ld %s%s timed after %ld warm-up, backend %s%s\n", a->model, a->iters, what,
                a->iters == 1 ? "" : "s", a->warmup, stats.backend, ampc_amp_note(&stats, note, sizeof note));
@@ -652,8 +603,8 @@ int ampc_cmd_bench(const RunArgs *a) {
                    "excluded)\n",
                    a->train ? "step" : "run", ampc_median_sorted(dev, n), dev[0]);
         }
-        printf("peak memory %zu bytes (intermediates %zu + state %zu)\n", stats.intermediate_bytes + stats.state_bytes,
-               stats.intermediate_bytes, stats.state_bytes);
+        printf("peak memory %zu bytes (intermediates %zu + state %zu)\n", stats.peak_bytes, stats.intermediate_bytes,
+               stats.state_bytes);
         printf("plan: %zu of %zu intermediates sized before the %s, %zu values read back per %s\n", stats.values_sized,
                stats.values_sized + stats.values_dynamic, a->train ? "step" : "run", stats.syncs,
                a->train ? "step" : "run");

@@ -54,9 +54,6 @@ typedef struct RunInputs {
  * random data shaped by the model (a->seed, a->dims) for every input still missing. */
 AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st);
 void ampc_run_inputs_free(RunInputs *in);
-/* The index of the loss among the training outputs (--loss NAME, else the one scalar float
- * output named like a loss); -1 when none, -2 (st set) when ambiguous or not found. */
-int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st);
 
 /* Shared by run.c and bench_compare.c: the session options of a (AMP settings from the
  * environment unless the caller sets them), the exit code of a failure (its message on

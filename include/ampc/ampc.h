@@ -138,6 +138,10 @@ typedef struct AmpSessionOptions {
      * message naming the ranks that did not arrive (0: AMP_COMM_TIMEOUT unless ignore_env,
      * else 300). */
     double comm_timeout;
+    /* The training steps' loss, an output's name (AmpSessionStats.loss reports its value):
+     * NULL, the one scalar float output whose name holds "loss" (as `ampc run` finds it); a
+     * name no output has fails the open (AMP_ERR_USAGE). */
+    const char *loss;
     /* New fields go here, at the end (see "Options structs" above). */
 } AmpSessionOptions;
 
@@ -300,8 +304,31 @@ typedef struct AmpSessionStats {
      * auto kept the model float32 (amp_applied false); "" without AMP_AUTO. */
     const char *amp_precision;
     const char *amp_precision_why; /* why auto chose it (one sentence); "" when not auto */
+    /* The fields above are version 0.1's; amp_session_stats_sized fills those below too. */
+    double step_ms_last, step_ms_mean; /* wall time of amp_session_train_step, inside the
+                                          library: the last step's and the mean over the
+                                          session's steps (0 before one) */
+    double run_ms_last, run_ms_mean;   /* the same for amp_session_run */
+    /* The training steps' report, read from the outputs each step copied out (a step reads
+     * nothing back unless asked: a step whose output_names leave one of these out leaves it
+     * NaN, or uncounted). */
+    const char *loss_name; /* the loss output (AmpSessionOptions.loss, else the one named like
+                              a loss); "" when there is none, or several */
+    double loss;           /* its value after the last step (NaN before one, or without it) */
+    /* A loss-scaled model's scale now (its state amp_loss_scale, read at this call; with the
+     * scale as a graph input, the last step's amp_loss_scale_new); NaN without loss scaling. */
+    double loss_scale;
+    uint64_t skipped_steps; /* steps whose gradients held inf/NaN (amp_found_inf), their update
+                               skipped: over the session's life (not in checkpoints) */
+    size_t peak_bytes;      /* intermediate_bytes + state_bytes ("peak memory" of ampc run) */
+    /* New fields go here, at the end. */
 } AmpSessionStats;
 
+/* The stats struct is an output: a caller built against an older ampc.h hands a smaller one.
+ * amp_session_stats_sized fills the first `size` bytes, sizeof(AmpSessionStats) as the caller
+ * compiled it (the fields it knows); amp_session_stats fills version 0.1's fields only (up to
+ * amp_precision_why), as programs built against 0.1 expect. */
+AMP_API void amp_session_stats_sized(const AmpSession *s, AmpSessionStats *out, size_t size);
 AMP_API void amp_session_stats(const AmpSession *s, AmpSessionStats *out);
 
 /* The device time of the kernels of the runs and steps since the last call, in ms (CUDA:
@@ -339,7 +366,26 @@ AMP_API AmpCode amp_convert_bytes(const void *model, size_t len, const char *dir
  * when over 2 GB (src's own external data is read from beside src). */
 AMP_API AmpCode amp_convert_file(const char *src, const char *dst, const AmpConvertOptions *opt, char **summary,
                                  AmpStatus *st);
-/* Frees what amp_convert_bytes and amp_convert_file returned. */
+/* The training model `ampc grad MODEL -o TRAIN` makes of an inference model (the same phases,
+ * runtime/grad_api.c: load, the loss, backward and optimizer, verify, save), so the same
+ * model and options give the same bytes. Options are set by name, the names of the Python
+ * package's keywords ("loss", "optimizer", "lr", "freeze", "train_mode", ...:
+ * amp_grad_option_name lists them), with the values the command's flags take, checked by the
+ * same table (passes/grad_options.c); a refused one is AMP_ERR_USAGE, "lr='x': expected ...".
+ * "freeze" adds up, the others replace; "train_mode" takes no value. An options object
+ * serves any number of calls; NULL options are the defaults (cross-entropy, SGD). */
+typedef struct AmpGradSettings AmpGradSettings; /* opaque */
+AMP_API AmpCode amp_grad_options_new(AmpGradSettings **out, AmpStatus *st);
+AMP_API void amp_grad_options_free(AmpGradSettings *opt);
+AMP_API AmpCode amp_grad_option_set(AmpGradSettings *opt, const char *name, const char *value, AmpStatus *st);
+AMP_API const char *amp_grad_option_name(size_t i, bool *takes_value);
+/* As amp_convert_bytes and amp_convert_file; *summary: "loss 'NAME', N parameters with
+ * gradients and OPT updates, ...; M nodes added" (what `ampc grad` says before " -> TRAIN"). */
+AMP_API AmpCode amp_grad_bytes(const void *model, size_t len, const char *dir, const AmpGradSettings *opt,
+                               void **out, size_t *out_len, char **summary, AmpStatus *st);
+AMP_API AmpCode amp_grad_file(const char *src, const char *dst, const AmpGradSettings *opt, char **summary,
+                              AmpStatus *st);
+/* Frees what amp_convert_bytes, amp_convert_file, amp_grad_bytes and amp_grad_file returned. */
 AMP_API void amp_free(void *p);
 
 /* How the library's messages name an option, for the process (set once, before any other

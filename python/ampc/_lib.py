@@ -37,7 +37,7 @@ class SessionOptions(Structure):
                 [("ignore_env", c_bool), ("seed", c_uint64), ("no_plan", c_bool), ("no_fuse", c_bool),
                  ("max_iterations", c_uint64), ("timeout_seconds", c_double), ("max_tensor_bytes", c_uint64),
                  ("no_fallback", c_bool), ("tf32", c_bool), ("ort_optimizer", c_char_p),
-                 ("ort_checkpoint", c_char_p), ("learning_rate", c_double), ("threads", c_int)])
+                 ("ort_checkpoint", c_char_p), ("learning_rate", c_double), ("threads", c_int), ("loss", c_char_p)])
 
 
 class SessionStats(Structure):
@@ -47,7 +47,11 @@ class SessionStats(Structure):
                 ("fallback_ops", c_char_p), ("backend", c_char_p), ("host_reads", c_size_t),
                 ("fused_nodes", c_size_t), ("absorbed_nodes", c_size_t), ("fused_ops", c_char_p),
                 ("device_bytes", c_size_t), ("kernel_syncs", c_size_t), ("amp_precision", c_char_p),
-                ("amp_precision_why", c_char_p)]
+                ("amp_precision_why", c_char_p),
+                # filled by amp_session_stats_sized (after 0.1's fields)
+                ("step_ms_last", c_double), ("step_ms_mean", c_double), ("run_ms_last", c_double),
+                ("run_ms_mean", c_double), ("loss_name", c_char_p), ("loss", c_double), ("loss_scale", c_double),
+                ("skipped_steps", c_uint64), ("peak_bytes", c_size_t)]
 
 
 def _find():
@@ -78,6 +82,13 @@ def _load():
         "amp_convert_bytes": (c_int, [c_char_p, c_size_t, c_char_p, c_void_p, POINTER(c_void_p), POINTER(c_size_t),
                                       POINTER(c_void_p), st]),
         "amp_convert_file": (c_int, [c_char_p, c_char_p, c_void_p, POINTER(c_void_p), st]),
+        "amp_grad_options_new": (c_int, [POINTER(c_void_p), st]),
+        "amp_grad_options_free": (None, [c_void_p]),
+        "amp_grad_option_set": (c_int, [c_void_p, c_char_p, c_char_p, st]),
+        "amp_grad_option_name": (c_char_p, [c_size_t, POINTER(c_bool)]),
+        "amp_grad_bytes": (c_int, [c_char_p, c_size_t, c_char_p, c_void_p, POINTER(c_void_p), POINTER(c_size_t),
+                                   POINTER(c_void_p), st]),
+        "amp_grad_file": (c_int, [c_char_p, c_char_p, c_void_p, POINTER(c_void_p), st]),
         "amp_session_options_init": (None, [POINTER(SessionOptions)]),
         "amp_session_open": (c_int, [c_char_p, POINTER(SessionOptions), POINTER(sess), st]),
         "amp_session_open_bytes": (c_int, [c_char_p, c_size_t, c_char_p, POINTER(SessionOptions), POINTER(sess),
@@ -96,7 +107,7 @@ def _load():
         "amp_tensor_view_free": (None, [POINTER(TensorView)]),
         "amp_session_state_save": (c_int, [sess, c_char_p, st]),
         "amp_session_state_load": (c_int, [sess, c_char_p, st]),
-        "amp_session_stats": (None, [sess, POINTER(SessionStats)]),
+        "amp_session_stats_sized": (None, [sess, POINTER(SessionStats), c_size_t]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

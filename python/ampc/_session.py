@@ -93,7 +93,7 @@ class Session:
                 raise TypeError(f"ampc.Session: no option '{name}' (the options: {', '.join(sorted(fields))})")
             if value is None:
                 continue
-            if name in _lib.SESSION_STRING_FIELDS or name in ("ort_optimizer", "ort_checkpoint"):
+            if name in _lib.SESSION_STRING_FIELDS or name in ("ort_optimizer", "ort_checkpoint", "loss"):
                 if isinstance(value, (list, tuple)):
                     value = ",".join(map(str, value))
                 keep.append(os.fspath(value).encode() if isinstance(value, os.PathLike) else str(value).encode())
@@ -208,11 +208,21 @@ class Session:
         back widened to float32 (exactly)."""
         return self._call(lib.amp_session_run, RUN, feed)
 
-    def train_step(self, feed):
+    def train_step(self, feed, return_outputs=False):
         """One training step (ampc.h, amp_session_train_step): with training_info the weights
-        and optimizer state are updated in place; returns every training output by name
-        (the loss among them)."""
-        return self._call(lib.amp_session_train_step, TRAIN, feed)
+        and optimizer state are updated in place. Returns the step's loss as a float (the
+        output stats["loss_name"] names: Session's loss=NAME, else the one scalar float output
+        named like a loss, as `ampc run` prints it), or (loss, {output name: array}, every
+        training output) with return_outputs=True. A loss-scaled step whose gradients
+        overflowed returns its loss too; stats["skipped_steps"] counts it."""
+        name = self._stats().loss_name
+        if not name:
+            from . import UsageError
+            raise UsageError("no training output is the loss (none, or several, is a scalar float output named like a "
+                             "loss): name it with ampc.Session(..., loss=\"NAME\")", 2)
+        outputs = self._call(lib.amp_session_train_step, TRAIN, feed)
+        loss = float(np.asarray(outputs[name.decode()], dtype=np.float64).reshape(-1)[0])
+        return (loss, outputs) if return_outputs else loss
 
     # -- state -----------------------------------------------------------------------------
     def save_state(self, path):
@@ -228,17 +238,21 @@ class Session:
     def has_training_info(self):
         return bool(lib.amp_session_has_training_info(self._open()))
 
+    def _stats(self):
+        raw = _lib.SessionStats()
+        lib.amp_session_stats_sized(self._open(), ctypes.byref(raw), ctypes.sizeof(raw))
+        return raw
+
     @property
     def stats(self):
-        """ampc.h's AmpSessionStats as a dict (steps, intermediate_bytes, fallback_nodes,
-        fallback_ops, backend, amp_applied, amp_precision, ...)."""
-        raw = _lib.SessionStats()
-        lib.amp_session_stats(self._open(), ctypes.byref(raw))
+        """ampc.h's AmpSessionStats as a dict: steps, skipped_steps (loss scaling's overflowed
+        steps), loss (the last step's) and loss_name, loss_scale (NaN without loss scaling),
+        step_ms_last / step_ms_mean and run_ms_last / run_ms_mean (the library's wall time of
+        train_step and run), peak_bytes (intermediate_bytes + state_bytes), device_bytes,
+        fallback_nodes and fallback_ops, backend, amp_applied, amp_precision, ..."""
+        raw = self._stats()
         out = {}
-        for name, _ in raw._fields_:
+        for name, kind in raw._fields_:
             v = getattr(raw, name)
-            if isinstance(v, bytes) or (v is None and name in ("fallback_ops", "fused_ops", "backend",
-                                                               "amp_precision", "amp_precision_why")):
-                v = (v or b"").decode()
-            out[name] = v
+            out[name] = (v or b"").decode() if kind is ctypes.c_char_p else v
         return out

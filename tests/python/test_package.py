@@ -80,6 +80,40 @@ def test_convert_equals_cli(c):
         os.environ.update(saved)
 
 
+def test_convert_run_and_write_options(c):
+    """passes, no_value_info and external_data, the command's --passes, --no-value-info and
+    --external-data through the same table rows: the same bytes (external data too)."""
+    src = model("cnn_infer")
+    for kw, flags in (({"passes": "none"}, ["--passes", "none"]),
+                      ({"passes": "infer,amp", "precision": "fp16"}, ["--passes", "infer,amp", "--precision", "fp16"]),
+                      ({"no_value_info": True, "precision": "bf16"}, ["--no-value-info", "--precision", "bf16"])):
+        out = os.path.join(c.tmp, "cli_opts.onnx")
+        r = c.cli(src, "-o", out, "-q", *flags)
+        assert r.returncode == 0, r.stderr
+        data, report = ampc.convert_bytes(src, **kw)
+        assert data == read(out), f"{kw}: differs from ampc -o {flags}"
+        assert report.passes == kw["passes"].split(",") if "passes" in kw else True, report
+    for d in ("cli_ext", "lib_ext"):
+        os.makedirs(os.path.join(c.tmp, d), exist_ok=True)
+    r = c.cli(src, "-o", os.path.join(c.tmp, "cli_ext", "m.onnx"), "-q", "--external-data", "always")
+    assert r.returncode == 0, r.stderr
+    ampc.convert_file(src, os.path.join(c.tmp, "lib_ext", "m.onnx"), external_data="always")
+    for f in ("m.onnx", "m.onnx.data"):
+        assert read(os.path.join(c.tmp, "cli_ext", f)) == read(os.path.join(c.tmp, "lib_ext", f)), f
+    for kw, want in (({"passes": "no_such_pass"}, "passes: "), ({"external_data": "sometimes"},
+                                                                 "external_data='sometimes': expected auto, always")):
+        try:
+            ampc.convert_bytes(src, **kw)
+            raise AssertionError(f"{kw} was taken")
+        except ampc.UsageError as e:
+            assert str(e).startswith(want), str(e)
+    r = c.cli(src, "-o", os.path.join(c.tmp, "x.onnx"), "--passes", "no_such_pass")
+    try:
+        ampc.convert_bytes(src, passes="no_such_pass")
+    except ampc.UsageError as e:  # the command's message, named as the keyword
+        assert r.stderr.strip().removeprefix("ampc: --").startswith(str(e)), (str(e), r.stderr)
+
+
 def test_convert_report_and_model_proto(c):
     proto = onnx.load(model("cnn_infer"))
     m, report = ampc.convert(proto, precision="fp16", return_report=True)
@@ -210,15 +244,16 @@ def test_train_step_state_stats(c):
     s = ampc.Session(model(name), backend="cpu")
     assert s.has_training_info
     assert [i.name for i in s.train_inputs][:2] == ["x", "labels"], s.train_inputs
-    first = s.train_step(feed)
+    loss, first = s.train_step(feed, return_outputs=True)
     assert "loss" in first and np.isfinite(first["loss"]).all(), first
+    assert loss == float(first["loss"]) and s.stats["loss"] == loss and s.stats["loss_name"] == "loss", s.stats
     ckpt = os.path.join(c.tmp, "state.onnx")
     s.save_state(ckpt)
-    second = s.train_step(feed)
+    _, second = s.train_step(feed, return_outputs=True)
     assert s.stats["steps"] == 2, s.stats
     s.load_state(ckpt)
     assert s.stats["steps"] == 1, s.stats
-    again = s.train_step(feed)
+    _, again = s.train_step(feed, return_outputs=True)
     for k in second:
         assert again[k].tobytes() == second[k].tobytes(), f"{k}: the step after load_state differs"
     st = s.stats
@@ -235,20 +270,191 @@ def test_train_step_state_stats(c):
         pass
 
 
+def test_grad_equals_cli(c):
+    """ampc.grad, grad_bytes and grad_file make `ampc grad`'s bytes, and say its summary."""
+    cases = [({}, []), ({"optimizer": "adam", "lr": 0.01, "weight_decay": 0.1},
+                        ["--optimizer", "adam", "--lr", "0.01", "--weight-decay", "0.1"]),
+             ({"optimizer": "momentum", "momentum": 0.8, "freeze": ["0.*", "2.bias"], "train_mode": True},
+              ["--optimizer", "momentum", "--momentum", "0.8", "--freeze", "0.*", "--freeze", "2.bias",
+               "--train-mode"]),
+             ({"loss": "mse", "labels": "y_ref", "class_axis": -1}, ["--loss", "mse", "--labels", "y_ref",
+                                                                     "--class-axis", "-1"])]
+    n = 0
+    for name in ("mlp_cls", "cnn_infer"):
+        for kw, flags in cases:
+            out = os.path.join(c.tmp, "grad_cli.onnx")
+            r = c.cli("grad", model(name), "-o", out, *flags)
+            assert r.returncode == 0, r.stderr
+            data, summary = ampc.grad_bytes(model(name), **kw)
+            assert data == read(out), f"{name} {kw}: grad_bytes differs from ampc grad"
+            assert r.stdout.strip() == f"grad: {summary} -> {out}", (r.stdout, summary)
+            proto = ampc.grad(read(model(name)), **kw)
+            assert proto.SerializeToString() == data, f"{name} {kw}: grad (bytes in) differs"
+            dst = os.path.join(c.tmp, "grad_lib.onnx")
+            assert ampc.grad_file(model(name), dst, **kw) == summary
+            assert read(dst) == data, f"{name} {kw}: grad_file differs"
+            n += 1
+    c.notes.append(f"{n} training models byte for byte equal to ampc grad")
+    names = ampc.grad_options()
+    assert names["train_mode"] is False and names["lr"] is True and "freeze" in names, names
+
+
+def test_grad_refusals(c):
+    """The grad table's refusals, as the flags' (named as the keyword), and the whole's checks."""
+    cases = [("lr", "x", "--lr"), ("lr", "2e6", "--lr"), ("momentum", "1", "--momentum"), ("beta1", "0", "--beta1"),
+             ("eps", "-1", "--eps"), ("weight_decay", "-1", "--weight-decay"), ("class_axis", "2", "--class-axis"),
+             ("optimizer", "rmsprop", "--optimizer")]
+    for kw, bad, flag in cases:
+        try:
+            ampc.grad_bytes(model("mlp_cls"), **{kw: bad})
+            raise AssertionError(f"{kw}={bad!r} was taken")
+        except ampc.UsageError as e:
+            r = c.cli("grad", model("mlp_cls"), "-o", os.path.join(c.tmp, "x.onnx"), flag, bad)
+            assert r.returncode == 2, r.stderr
+            cli = r.stderr.strip().removeprefix("ampc: ").replace(" (run 'ampc grad --help' for usage)", "")
+            assert str(e) == cli.replace(f"{flag} '{bad}'", f"{kw}='{bad}'"), (str(e), r.stderr)
+    for kw, words in (({"momentum": 0.5}, 'momentum is for optimizer="momentum"'),
+                      ({"optimizer": "sgd", "beta2": 0.9}, 'beta1, beta2 and eps are for optimizer="adam"'),
+                      ({"no_such": 1}, "no grad option 'no_such'")):
+        try:
+            ampc.grad_bytes(model("mlp_cls"), **kw)
+            raise AssertionError(f"{kw} was taken")
+        except ampc.UsageError as e:
+            assert words in str(e), str(e)
+    try:
+        ampc.grad_bytes(model("mlp_cls"), loss="no_such_output")
+        raise AssertionError("a loss naming no output was taken")
+    except ampc.Error as e:
+        r = c.cli("grad", model("mlp_cls"), "-o", os.path.join(c.tmp, "x.onnx"), "--loss", "no_such_output")
+        assert r.returncode == e.code and r.stderr.strip().endswith(str(e)), (str(e), r.stderr)
+    try:
+        ampc.grad_bytes(b"no model")
+        raise AssertionError("a broken model was differentiated")
+    except ampc.InputError:
+        pass
+
+
 def test_grad_then_train_step(c):
-    """docs/python.md's training workflow: ampc grad, then Session.train_step with amp."""
-    train = os.path.join(c.tmp, "train.onnx")
-    r = c.cli("grad", model("mlp_cls"), "-o", train, "--optimizer", "adam", "-q")
-    assert r.returncode == 0, r.stderr
+    """docs/python.md's training workflow: ampc.grad, then Session.train_step with amp."""
+    train = ampc.grad(model("mlp_cls"), loss="cross-entropy", optimizer="adam")
     feed = feed_of("mlp_cls")
     x = feed["x"]
     with ampc.Session(train, backend="cpu", amp=True, precision="bf16") as s:
         names = [i.name for i in s.train_inputs]
         assert "labels" in names, names
         labels = np.arange(x.shape[0], dtype=np.int64) % 4
-        losses = [float(s.train_step({"x": x, "labels": labels})["loss"]) for _ in range(5)]
+        losses = [s.train_step({"x": x, "labels": labels}) for _ in range(5)]
+        assert all(isinstance(v, float) for v in losses), losses
         assert s.stats["steps"] == 5 and s.stats["amp_applied"], s.stats
     assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+
+
+STEP_RE = re.compile(r"^step (\d+): loss (\S+) \([^)]*\)(?:, loss scale (\S+))?( \(inf/NaN gradients: update "
+                     r"skipped\))?$", re.M)
+
+
+def write_inputs(folder, feed):
+    """feed as the TensorProto files input_K.pb `ampc run --inputs` reads."""
+    os.makedirs(folder, exist_ok=True)
+    for k, (name, a) in enumerate(feed.items()):
+        with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, name).SerializeToString())
+    return folder
+
+
+def cli_steps(c, path, data, steps, *extra):
+    """`ampc run TRAIN --steps N`'s step lines: (loss, loss scale or None, skipped) each."""
+    r = c.cli("run", path, "--backend", "cpu", "--steps", str(steps), "--inputs", data, *extra)
+    assert r.returncode == 0, r.stderr
+    lines = STEP_RE.findall(r.stdout)
+    assert len(lines) == steps, r.stdout
+    return [(loss, scale or None, bool(sk)) for _, loss, scale, sk in lines]
+
+
+def test_train_step_loss_equals_cli(c):
+    """Session.train_step's float is the loss `ampc run TRAIN` prints, step by step, for every
+    training form: ampc grad's model, a TrainingInfoProto one (mlp_train), gradients as outputs
+    (mlp_grads: nothing applied), onnxruntime-training's imported set (ort_mlp)."""
+    x = feed_of("mlp_cls")["x"]
+    grad_feed = {"x": x, "labels": (np.arange(x.shape[0]) % 4).astype(np.int64)}
+    ort = os.path.join(MODELS, "ort_mlp")
+    forms = [("ampc.grad", ampc.grad(model("mlp_cls"), optimizer="adam"), grad_feed, {}, []),
+             ("mlp_train", model("mlp_train"), feed_of("mlp_train"), {}, []),
+             ("mlp_grads", model("mlp_grads"), feed_of("mlp_grads"), {}, []),
+             ("ort_mlp", os.path.join(ort, "training_model.onnx"), None,
+              {"ort_optimizer": os.path.join(ort, "optimizer_model.onnx"),
+               "ort_checkpoint": os.path.join(ort, "checkpoint")},
+              ["--optimizer", os.path.join(ort, "optimizer_model.onnx"), "--checkpoint", os.path.join(ort, "checkpoint")])]
+    for tag, m, feed, kw, flags in forms:
+        path = m if isinstance(m, str) else os.path.join(c.tmp, f"{tag}.onnx")
+        if not isinstance(m, str):
+            with open(path, "wb") as f:
+                f.write(m.SerializeToString())
+        data = os.path.join(ort, "test_data_set_0") if feed is None else write_inputs(os.path.join(c.tmp, tag), feed)
+        want = cli_steps(c, path, data, 3, *flags)
+        with ampc.Session(path, backend="cpu", **kw) as s:
+            if feed is None:  # the bundled inputs, by the training inputs' order
+                names = [i.name for i in s.train_inputs if not i.optional]
+                feed = {}
+                for k, f in enumerate(sorted(glob.glob(os.path.join(data, "input_*.pb")))):
+                    t = onnx.TensorProto()
+                    t.ParseFromString(read(f))
+                    feed[t.name or names[k]] = numpy_helper.to_array(t)
+            got = [s.train_step(feed) for _ in range(3)]
+            assert s.stats["steps"] == 3 and s.stats["loss"] == got[-1], s.stats
+        assert [f"{v:.9g}" for v in got] == [w[0] for w in want], (tag, got, want)
+    c.notes.append(f"train_step's loss equals ampc run's for {len(forms)} training forms")
+    with ampc.Session(model("cnn_infer"), backend="cpu") as s:
+        try:
+            s.train_step(feed_of("cnn_infer"))
+            raise AssertionError("a model without a loss trained")
+        except ampc.UsageError as e:
+            assert "loss" in str(e), str(e)
+    try:
+        ampc.Session(model("mlp_train"), backend="cpu", loss="no_such")
+        raise AssertionError("loss naming no output was taken")
+    except ampc.UsageError as e:
+        assert 'loss="no_such": the model has no output of that name' in str(e), str(e)
+
+
+def test_stats_loss_scaling(c):
+    """stats: a loss-scaled model whose first steps overflow (an initial scale of 2^24, as
+    tests/passes/test_loss_scale.py forces it): skipped_steps, loss_scale and loss follow what
+    `ampc run` prints; step and run times, peak memory, fallback nodes."""
+    conv = os.path.join(c.tmp, "backoff.onnx")
+    ampc.convert_file(model("mlp_train"), conv, precision="fp16", loss_scale_init=16777216, growth_interval=3)
+    data = os.path.join(MODELS, "mlp_train", "test_data_set_0")
+    want = cli_steps(c, conv, data, 8)
+    feed = feed_of("mlp_train")
+    with ampc.Session(conv, backend="cpu") as s:
+        st = s.stats
+        assert st["loss_scale"] == 16777216 and st["skipped_steps"] == 0 and np.isnan(st["loss"]), st
+        assert st["step_ms_last"] == 0 and st["step_ms_mean"] == 0, st
+        skipped = 0
+        for loss, scale, sk in want:
+            got = s.train_step(feed)
+            skipped += sk
+            st = s.stats
+            assert f"{got:.9g}" == loss and f"{st['loss_scale']:.9g}" == scale, (got, st, loss, scale)
+            assert st["skipped_steps"] == skipped, (st, want)
+        assert 0 < skipped < len(want), want  # some skipped, then training went on
+        assert st["step_ms_last"] > 0 and st["step_ms_mean"] > 0, st
+        assert st["peak_bytes"] == st["intermediate_bytes"] + st["state_bytes"] > 0, st
+        ckpt = os.path.join(c.tmp, "backoff_state.onnx")
+        s.save_state(ckpt)
+        s.load_state(ckpt)  # the scale is state: read back as it was
+        assert f"{s.stats['loss_scale']:.9g}" == want[-1][1], s.stats
+    # without loss scaling: NaN; inference runs are timed apart; fallback nodes counted
+    os.environ["AMP_SIM_LACKS"] = "Relu"  # the simulator's test hook: Relu runs on the CPU fallback
+    try:
+        with ampc.Session(model("cnn_infer"), backend="sim", ignore_env=False) as s:
+            s.run(feed_of("cnn_infer"))
+            st = s.stats
+    finally:
+        del os.environ["AMP_SIM_LACKS"]
+    assert np.isnan(st["loss_scale"]) and st["loss_name"] == "" and st["run_ms_last"] > 0, st
+    assert st["step_ms_mean"] == 0 and st["skipped_steps"] == 0, st
+    assert st["fallback_nodes"] > 0 and "Relu" in st["fallback_ops"], st
 
 
 def test_session_refusals(c):

@@ -107,7 +107,7 @@ Test(api_abi, export_options_carry_their_size_too) {
 Test(api_abi, data_parallel_fields_are_appended) {
     cr_assert_gt(offsetof(AmpSessionOptions, data_parallel), offsetof(AmpSessionOptions, threads));
     cr_assert_gt(offsetof(AmpSessionOptions, comm_timeout), offsetof(AmpSessionOptions, data_parallel));
-    cr_assert_eq(sizeof(AmpSessionOptions), offsetof(AmpSessionOptions, comm_timeout) + sizeof(double));
+    cr_assert_gt(offsetof(AmpSessionOptions, loss), offsetof(AmpSessionOptions, comm_timeout)); /* then the loss */
     AmpSessionOptions o = AMP_SESSION_OPTIONS_INIT;
     o.ignore_env = true;
     o.struct_size = offsetof(AmpSessionOptions, data_parallel);
@@ -120,4 +120,26 @@ Test(api_abi, data_parallel_fields_are_appended) {
     st = (AmpStatus){0};
     cr_assert_eq(open_with(&o, &st), AMP_ERR_USAGE);
     cr_assert(strstr(st.msg, "data_parallel 7"), "%s", st.msg);
+/* AmpSessionStats is an output: amp_session_stats (what a 0.1 program calls) writes version
+ * 0.1's fields and not a byte past them; amp_session_stats_sized writes the size given. */
+Test(api_abi, stats_write_only_what_the_caller_knows) {
+    AmpSession *s = NULL;
+    AmpStatus st = {0};
+    cr_assert_eq(rt_open(rt_matmul_relu(), NULL, &s, &st), AMP_OK, "%s", st.msg);
+    size_t v01 = offsetof(AmpSessionStats, amp_precision_why) + sizeof(const char *);
+    unsigned char buf[sizeof(AmpSessionStats) + 16];
+    memset(buf, 0xab, sizeof buf);
+    amp_session_stats(s, (AmpSessionStats *)buf);
+    for (size_t i = v01; i < sizeof buf; i++) cr_assert_eq(buf[i], 0xab, "amp_session_stats wrote byte %zu", i);
+    cr_assert_not_null(((AmpSessionStats *)buf)->backend);
+    memset(buf, 0xab, sizeof buf);
+    amp_session_stats_sized(s, (AmpSessionStats *)buf, sizeof(AmpSessionStats));
+    for (size_t i = sizeof(AmpSessionStats); i < sizeof buf; i++) cr_assert_eq(buf[i], 0xab, "byte %zu", i);
+    AmpSessionStats all;
+    memcpy(&all, buf, sizeof all);
+    cr_assert_str_eq(all.loss_name, "");
+    cr_assert(all.loss != all.loss && all.loss_scale != all.loss_scale, "NaN without a loss or loss scaling");
+    cr_assert_eq(all.skipped_steps, 0);
+    cr_assert_eq(all.peak_bytes, all.intermediate_bytes + all.state_bytes);
+    amp_session_close(s);
 }
