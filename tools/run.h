@@ -57,6 +57,11 @@ void ampc_run_inputs_free(RunInputs *in);
 /* The index of the loss among the training outputs (--loss NAME, else the one scalar float
  * output named like a loss); -1 when none, -2 (st set) when ambiguous or not found. */
 int ampc_find_loss(const RunArgs *a, const AmpSession *s, AmpStatus *st);
+/* What a timed training step hands out: the loss alone, as a training loop asks for it
+ * (every gradient copied out of the session would be a pass over the weights no trainer
+ * makes): its output name (the session's), or NULL where no output reads as the loss
+ * (then every output). */
+const char *ampc_bench_loss(const RunArgs *a, const AmpSession *s);
 
 /* Shared by run.c and bench_compare.c: the session options of a (AMP settings from the
  * environment unless the caller sets them), the exit code of a failure (its message on
