@@ -22,6 +22,7 @@ typedef struct Side {
     AmpSession *s;
     AmpTensorView *outs;
     size_t n_out;
+    const char *loss; /* training: the one output asked for (ampc_bench_loss), or NULL: all */
     double *ms;  /* per timed run, in run order */
     double flops; /* of the GEMMs and convolutions of one run, from the shapes met */
     bool flops_known;
@@ -92,7 +93,8 @@ static AmpCode count_flops(void *ctx, AmpExec *e, const AmpNode *n, AmpStatus *s
 
 static AmpCode step(const RunArgs *a, Side *x, const RunInputs *in, double *ms, AmpStatus *st) {
     double t0 = ampc_now_ms();
-    AmpCode rc = a->train ? amp_session_train_step(x->s, in->t, in->n, NULL, x->n_out, x->outs, st)
+    const char *const *names = x->loss ? &x->loss : NULL;
+    AmpCode rc = a->train ? amp_session_train_step(x->s, in->t, in->n, names, x->n_out, x->outs, st)
                           : amp_session_run(x->s, in->t, in->n, NULL, x->n_out, x->outs, st);
     if (ms) *ms = ampc_now_ms() - t0;
     for (size_t k = 0; k < x->n_out; k++) amp_tensor_view_free(&x->outs[k]);
@@ -106,6 +108,8 @@ static AmpCode open_side(const RunArgs *a, int side, Side *x, AmpStatus *st) {
     if (rc) return rc;
     AmpMode mode = a->train ? AMP_MODE_TRAIN : AMP_MODE_RUN;
     x->n_out = amp_session_output_count(x->s, mode);
+    x->loss = a->train ? ampc_bench_loss(a, x->s) : NULL;
+    if (x->loss) x->n_out = 1;
     x->outs = calloc(x->n_out + 1, sizeof *x->outs);
     x->ms = calloc((size_t)a->iters, sizeof *x->ms);
     if (!x->outs || !x->ms) return amp_fail(st, AMP_ERR_INTERNAL, "out of memory");

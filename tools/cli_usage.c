@@ -112,7 +112,8 @@ static const CmdRow cmd_rows[] = {
      "                      [--inputs DIR] [--backend B]\n"
      "                      [--seed S] [--dim NAME=VALUE] [--max-iterations N] [--timeout SECONDS]\n"
      "                      [--no-fallback] [--no-fuse] [--tf32] [--threads N]\n"
-     "                                     time W+N inference runs (or training steps);\n"
+     "                                     time W+N inference runs (or training steps,\n"
+     "                                     handing out the loss alone, as a trainer does);\n"
      "                                     print the median, min, max and peak memory\n",
      "'ampc bench MODEL'"},
     {CMD_CALIBRATE, "calibrate",

@@ -487,12 +487,31 @@ int ampc_cmd_run(const RunArgs *a) {
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
     double *ms = calloc((size_t)a->steps, sizeof *ms);
     if (!rc && (!outs || !ms)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
+    /* A training step hands out what is printed: the loss and the loss-scaling pass's scale
+     * and found_inf (every gradient copied out would be a pass over the weights no trainer
+     * makes); every output on the step whose outputs --outputs writes. */
+    const char *few_names[3];
+    int few_at[3], n_few = 0;
+    AmpTensorView few[3];
+    const int wanted[3] = {loss, scale_new, found_inf};
+    for (int k = 0; training && k < 3; k++) {
+        AmpIoInfo info;
+        if (wanted[k] >= 0 && amp_session_output_info(s, mode, (size_t)wanted[k], &info))
+            few_names[n_few] = info.name, few_at[n_few++] = wanted[k];
+    }
     for (long step = 0; !rc && step < a->steps; step++) {
         ampc_dp_test_hooks(s, step + 1);
+        bool all = !training || n_few == 0 || (step == a->steps - 1 && a->outputs);
         double t0 = ampc_now_ms();
-        rc = training ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
-                      : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
+        if (!all) {
+            memset(few, 0, sizeof few);
+            rc = amp_session_train_step(s, in.t, in.n, few_names, (size_t)n_few, few, &st);
+        } else {
+            rc = training ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
+                          : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
+        }
         ms[step] = ampc_now_ms() - t0;
+        for (int k = 0; !all && k < n_few; k++) outs[few_at[k]] = few[k]; /* (freed below with the rest) */
         if (rc) break;
         if (training) {
             const AmpTensorView *l = &outs[loss];
@@ -552,6 +571,13 @@ int ampc_cmd_run(const RunArgs *a) {
 
 /* ---- ampc bench ----------------------------------------------------------------------------- */
 
+const char *ampc_bench_loss(const RunArgs *a, const AmpSession *s) {
+    AmpStatus st = {AMP_OK, ""};
+    AmpIoInfo info;
+    int loss = amp_session_find_loss(s, a->loss, &st);
+    return loss >= 0 && amp_session_output_info(s, AMP_MODE_TRAIN, (size_t)loss, &info) ? info.name : NULL;
+}
+
 int ampc_cmd_bench(const RunArgs *a) {
     AmpStatus st = {AMP_OK, ""};
     AmpSessionOptions so = ampc_session_options(a);
@@ -563,6 +589,8 @@ int ampc_cmd_bench(const RunArgs *a) {
     Inputs in = {0};
     rc = ampc_run_inputs(a, s, mode, &in, &st);
     size_t n_out = amp_session_output_count(s, mode);
+    const char *loss_name[1] = {a->train ? ampc_bench_loss(a, s) : NULL};
+    if (loss_name[0]) n_out = 1;
     AmpTensorView *outs = calloc(n_out ? n_out : 1, sizeof *outs);
     double *ms = calloc((size_t)a->iters, sizeof *ms), *dev = calloc((size_t)a->iters, sizeof *dev);
     if (!rc && (!outs || !ms || !dev)) rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
@@ -573,7 +601,7 @@ int ampc_cmd_bench(const RunArgs *a) {
             rc = amp_fail(&st, AMP_ERR_INTERNAL, "out of memory");
         if (prof) ampc_profile_begin_run(prof);
         double t0 = ampc_now_ms();
-        rc = a->train ? amp_session_train_step(s, in.t, in.n, NULL, n_out, outs, &st)
+        rc = a->train ? amp_session_train_step(s, in.t, in.n, loss_name[0] ? loss_name : NULL, n_out, outs, &st)
                       : amp_session_run(s, in.t, in.n, NULL, n_out, outs, &st);
         double t = ampc_now_ms() - t0;
         if (rc) break;

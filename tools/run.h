@@ -54,6 +54,11 @@ typedef struct RunInputs {
  * random data shaped by the model (a->seed, a->dims) for every input still missing. */
 AmpCode ampc_run_inputs(const RunArgs *a, const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st);
 void ampc_run_inputs_free(RunInputs *in);
+/* What a timed training step hands out: the loss alone, as a training loop asks for it
+ * (every gradient copied out of the session would be a pass over the weights no trainer
+ * makes): its output name (the session's), or NULL where no output reads as the loss
+ * (then every output). */
+const char *ampc_bench_loss(const RunArgs *a, const AmpSession *s);
 
 /* Shared by run.c and bench_compare.c: the session options of a (AMP settings from the
  * environment unless the caller sets them), the exit code of a failure (its message on
