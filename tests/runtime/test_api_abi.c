@@ -120,6 +120,8 @@ Test(api_abi, data_parallel_fields_are_appended) {
     st = (AmpStatus){0};
     cr_assert_eq(open_with(&o, &st), AMP_ERR_USAGE);
     cr_assert(strstr(st.msg, "data_parallel 7"), "%s", st.msg);
+}
+
 /* AmpSessionStats is an output: amp_session_stats (what a 0.1 program calls) writes version
  * 0.1's fields and not a byte past them; amp_session_stats_sized writes the size given. */
 Test(api_abi, stats_write_only_what_the_caller_knows) {
