@@ -37,7 +37,8 @@ class SessionOptions(Structure):
                 [("ignore_env", c_bool), ("seed", c_uint64), ("no_plan", c_bool), ("no_fuse", c_bool),
                  ("max_iterations", c_uint64), ("timeout_seconds", c_double), ("max_tensor_bytes", c_uint64),
                  ("no_fallback", c_bool), ("tf32", c_bool), ("ort_optimizer", c_char_p),
-                 ("ort_checkpoint", c_char_p), ("learning_rate", c_double), ("threads", c_int), ("loss", c_char_p)])
+                 ("ort_checkpoint", c_char_p), ("learning_rate", c_double), ("threads", c_int),
+                 ("data_parallel", c_int), ("comm_timeout", c_double), ("loss", c_char_p)])
 
 
 class SessionStats(Structure):
