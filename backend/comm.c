@@ -122,8 +122,8 @@ AmpCode amp_comm_open_mpi(const char *plugin, double timeout, AmpComm **out, Amp
         if (!lib) {
             st->code = AMP_ERR_UNSUPPORTED;
             snprintf(st->msg, sizeof st->msg,
-                     "data parallel: the MPI plugin " AMP_COMM_PLUGIN_FILE " did not open (tried %s): build ampc "
-                     "with MPI (libopenmpi-dev) or set AMP_MPI_PLUGIN to its path", tried);
+                     "data parallel: the MPI plugin " AMP_COMM_PLUGIN_FILE " did not open (tried %.800s): build "
+                     "ampc with MPI (libopenmpi-dev) or set AMP_MPI_PLUGIN to its path", tried);
             rc = st->code;
         } else if (!sym) {
             st->code = AMP_ERR_UNSUPPORTED;
