@@ -110,6 +110,33 @@ static void pass_channels_last(Fuse *f, AmpNode *const *owner, AmpNode *c) {
     }
 }
 
+/* Conv at plan index i, left apart by fuse_one, whose output only fused convolutions read
+ * (as X or Z: the first block of a ResNet stage, where the shortcut's convolution took the
+ * residual Add and the main path's last convolution feeds it): a ConvEpilogue of no
+ * epilogue, so that it too can pass its tensors channels-last. NULL where not. */
+static AmpNode *bare_one(Fuse *f, AmpNode *const *owner, int i) {
+    const AmpNode *conv = f->nodes[i];
+    if (conv->op != AMP_OP_Conv || !on_device(f, i) || conv->n_inputs < 2 || conv->n_inputs > 3 ||
+        conv->n_outputs != 1 || !conv->inputs[0] || !conv->inputs[1] || !conv->outputs[0])
+        return NULL;
+    const AmpValue *y = conv->outputs[0];
+    if (y->graph != f->g || f->pinned[y->id] || y->type.kind != AMP_TYPE_TENSOR || !conv_dtype(y->type.dtype) ||
+        !y->n_uses)
+        return NULL;
+    for (size_t u = 0; u < y->n_uses; u++) {
+        int j = pos_of(f, y->uses[u].node);
+        if (j < 0 || !owner[j]) return NULL;
+    }
+    AmpNode *c = amp_fuse_new_node(f, AMP_OP_Ampc_ConvEpilogue, "ConvEpilogue", "ai.ampc", conv, conv->n_inputs, 1);
+    if (!c || !epilogue_attrs(f, c, conv, false)) return NULL;
+    memcpy(c->inputs, conv->inputs, (size_t)conv->n_inputs * sizeof *c->inputs);
+    c->outputs[0] = (AmpValue *)y;
+    if (!amp_fuse_device_takes(f, c)) return NULL;
+    f->repl[i] = c;
+    f->fused++;
+    return c;
+}
+
 void amp_fuse_conv_epilogues(Fuse *f) {
     AmpNode **owner = calloc(f->n ? f->n : 1, sizeof *owner); /* per plan index: the fused node absorbing it */
     AmpNode **made = calloc(f->n ? f->n : 1, sizeof *made);
@@ -120,6 +147,11 @@ void amp_fuse_conv_epilogues(Fuse *f) {
         if (!c || !owner || !made) continue;
         for (int k = 0; k < n_abs; k++) owner[absorbed[k]] = c;
         made[n_made++] = c;
+    }
+    /* last to first, so that a chain of them (each read by the next) is taken whole */
+    for (size_t i = f->n; owner && made && i-- > 0;) {
+        AmpNode *c = bare_one(f, owner, (int)i);
+        if (c) owner[i] = c, made[n_made++] = c;
     }
     for (size_t i = 0; i < n_made; i++) pass_channels_last(f, owner, made[i]);
     free(owner), free(made);

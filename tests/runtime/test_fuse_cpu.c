@@ -188,6 +188,38 @@ Test(fuse_cpu, a_residual_block_without_onednn) {
     cr_assert_eq(fused_and_apart(residual_block()).fused, 3);
 }
 
+/* A ResNet stage's first block: the shortcut's convolution S, first in the plan, takes the
+ * residual Add (and its Relu) with the main path's convolution M's output as its summand;
+ * M, left with nothing to absorb, becomes a ConvEpilogue of no epilogue, so that r1 (read by
+ * S and M) and M's output pass channels-last. 3 fused nodes for 6; the same bytes as apart,
+ * with oneDNN and without. */
+static AmpModel *downsample_block(void) {
+    AmpModel *m = base(false, true);
+    AmpGraph *g = m->graph;
+    static float w2[M * M * 9];
+    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = cosf((float)i * 0.21f) * 0.2f;
+    const int64_t wd[4] = {M, M, 3, 3};
+    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
+    rt_node(g, "", "Relu", "y", "r1");
+    AmpNode *cs = rt_node(g, "", "Conv", "r1,W2,B", "s");
+    AmpNode *cm = rt_node(g, "", "Conv", "r1,W2", "mm");
+    cs->attrs = cm->attrs = g->first->attrs; /* the first Conv's pads */
+    cs->n_attrs = cm->n_attrs = g->first->n_attrs;
+    rt_node(g, "", "Add", "s,mm", "sum");
+    rt_node(g, "", "Relu", "sum", "r");
+    rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
+    return m;
+}
+
+Test(fuse_cpu, a_downsampling_block_passes_its_tensors_channels_last) {
+    expect_fused(downsample_block(), 3, 6);
+}
+
+Test(fuse_cpu, a_downsampling_block_without_onednn) {
+    amp_dnnl_set_off();
+    cr_assert_eq(fused_and_apart(downsample_block()).fused, 3);
+}
+
 /* The convolution's output read twice, and an Add that broadcasts: nothing fuses. */
 Test(fuse_cpu, what_keeps_a_conv_apart) {
     AmpModel *m = base(false, true);
