@@ -4,7 +4,8 @@
  * the caller's AmpStatus, or to standard error right before the job is ended.
  *
  * Every collective is nonblocking (MPI_I*) and waited on by polling MPI_Test against a
- * deadline (AmpComm.timeout). While a rank waits it answers pings on a control
+ * deadline (AmpComm.timeout); the gradients' sum is a nonblocking barrier so waited on, then
+ * MPI's blocking all-reduce (mpi_sum). While a rank waits it answers pings on a control
  * communicator with the number of the collective it is in; a rank whose deadline passes
  * pings every other rank, and the ranks that do not answer, or answer from another
  * collective, are named as not arrived before MPI_Abort ends the job. A rank that exits
@@ -125,17 +126,24 @@ static AmpCode wait_for(AmpComm *c, MPI_Request *req, const char *what, AmpStatu
     }
 }
 
+/* The gradients' sum: every rank first meets the others at a nonblocking barrier, waited on
+ * against the deadline like every collective (a rank that never comes is named there), then
+ * the sum is MPI's blocking all-reduce, which every rank has entered: Open MPI's blocking
+ * algorithms move the 12.6 MB of the MLP's gradients between two ranks in 2.7 ms, its
+ * nonblocking one (libnbc) in 6.0 (2026-12-07, this 2-core host, --bind-to core). A rank
+ * that dies inside the sum is mpirun's to see, as everywhere. */
 static AmpCode mpi_sum(AmpComm *c, float *buf, size_t n, AmpStatus *st) {
     g_mpi.seq++;
-    for (size_t at = 0; at < n || (at == 0 && n == 0); at += PIECE) {
+    MPI_Request req;
+    int err = MPI_Ibarrier(g_mpi.coll, &req);
+    if (err != MPI_SUCCESS) return fail(st, AMP_ERR_INTERNAL, "the all-reduce", err);
+    AmpCode rc = wait_for(c, &req, "the all-reduce", st);
+    for (size_t at = 0; !rc && at < n; at += PIECE) {
         size_t k = n - at < PIECE ? n - at : PIECE;
-        MPI_Request req;
-        int err = MPI_Iallreduce(MPI_IN_PLACE, buf + at, (int)k, MPI_FLOAT, MPI_SUM, g_mpi.coll, &req);
-        if (err != MPI_SUCCESS) return fail(st, AMP_ERR_INTERNAL, "the all-reduce", err);
-        AmpCode rc = wait_for(c, &req, "the all-reduce", st);
-        if (rc || n == 0) return rc;
+        err = MPI_Allreduce(MPI_IN_PLACE, buf + at, (int)k, MPI_FLOAT, MPI_SUM, g_mpi.coll);
+        if (err != MPI_SUCCESS) rc = fail(st, AMP_ERR_INTERNAL, "the all-reduce", err);
     }
-    return AMP_OK;
+    return rc;
 }
 
 static AmpCode mpi_bcast(AmpComm *c, void *buf, size_t bytes, int root, AmpStatus *st) {
