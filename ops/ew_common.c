@@ -282,3 +282,21 @@ AmpCode amp_sub_scaled_geom(AmpKernelCtx *k, void *geom, bool *made) {
     g->n = a->nelem;
     return amp_geom_check(k, 0, AMP_DT_FLOAT, a->rank, a->dims);
 }
+
+AmpCode amp_allreduce_geom(AmpKernelCtx *k, void *geom, bool *made) {
+    (void)made;
+    AmpAllReduceGeom *g = geom;
+    int n = k->n_in;
+    if (n < 1 || k->n_out != n) return amp_kernel_fail(k, AMP_ERR_INPUT, "expects X[N] -> Y[N]");
+    g->total = 0;
+    for (int j = 0; j < n; j++) {
+        const AmpBuf *x = k->in[j];
+        if (!x) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is missing", j);
+        if (x->dtype != AMP_DT_FLOAT && x->dtype != AMP_DT_FLOAT16 && x->dtype != AMP_DT_BFLOAT16)
+            return amp_kernel_bad_dtype(k, x->dtype);
+        AmpCode rc = amp_geom_check(k, j, x->dtype, x->rank, x->dims);
+        if (rc) return rc;
+        g->total += x->nelem;
+    }
+    return AMP_OK;
+}

@@ -90,6 +90,14 @@ typedef struct AmpSubScaledGeom {
 } AmpSubScaledGeom;
 AmpCode amp_sub_scaled_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* ai.ampc AllReduceMean (kernels/cpu/comm.c): X[N] -> Y[N], each X present and float32,
+ * float16 or bfloat16 (an internal error / unsupported if not), each Y, where placed, X's
+ * type and shape. total: the inputs' elements. Its AmpKernelGeomFn. */
+typedef struct AmpAllReduceGeom {
+    uint64_t total;
+} AmpAllReduceGeom;
+AmpCode amp_allreduce_geom(AmpKernelCtx *k, void *geom, bool *made);
+
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */

@@ -80,6 +80,7 @@ static const GeomRow GEOM[AMP_OP__COUNT] = {
     [AMP_OP_LSTM] = {.fn = amp_rnn_geom, .size = sizeof(AmpRnnGeom)},
     [AMP_OP_Ms_BiasGeluGrad_dX] = {.fn = amp_bias_gelu_grad_geom, .size = sizeof(AmpBiasGeluGradGeom), .bare = true},
     [AMP_OP_Ampc_SubScaled] = {.fn = amp_sub_scaled_geom, .size = sizeof(AmpSubScaledGeom), .bare = true},
+    [AMP_OP_Ampc_AllReduceMean] = {.fn = amp_allreduce_geom, .size = sizeof(AmpAllReduceGeom), .bare = true},
 };
 
 void amp_op_geom(AmpOpId op, AmpKernelGeomFn *fn, size_t *size) {

@@ -10,6 +10,8 @@
 #include "backend/comm.h"
 #include "ir/half.h"
 #include "kernels/cpu/kernels.h"
+#include "ops/ew_common.h"
+#include "ops/geom.h"
 #include "ops/kernel_out.h"
 
 typedef struct Scratch {
@@ -49,21 +51,18 @@ static double seconds(void) {
 }
 
 AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
+    AmpAllReduceGeom own_g;
+    const AmpAllReduceGeom *g; /* amp_allreduce_geom (ops/ew_common.h): the inputs, their dtypes, Y checked */
+    AmpCode rc = amp_kernel_geom(k, &own_g, (const void **)&g);
+    if (rc) return rc;
     AmpComm *c = k->comm;
     int N = k->n_in;
-    if (N < 1 || k->n_out != N) return amp_kernel_fail(k, AMP_ERR_INPUT, "expects X[N] -> Y[N]");
     AmpBuf **out = malloc((size_t)N * sizeof *out);
     if (!out) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    AmpCode rc = amp_kernel_outputs(k, N, out);
-    size_t total = 0;
-    for (int j = 0; j < N && !rc; j++) {
-        const AmpBuf *x = k->in[j];
-        if (!x || !out[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is missing or not wanted", j);
-        else if (x->dtype != AMP_DT_FLOAT && x->dtype != AMP_DT_FLOAT16 && x->dtype != AMP_DT_BFLOAT16)
-            rc = amp_kernel_bad_dtype(k, x->dtype);
-        else rc = amp_kernel_check_out(k, out[j], x->dtype, x->rank, x->dims);
-        if (!rc) total += x->nelem;
-    }
+    rc = amp_kernel_outputs(k, N, out);
+    for (int j = 0; j < N && !rc; j++)
+        if (!out[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is not wanted", j);
+    size_t total = (size_t)g->total;
     float *own = NULL, *f = rc ? NULL : scratch(k, total, &own);
     if (!rc && !f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     size_t at = 0;
@@ -86,11 +85,15 @@ AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
     at = 0;
     for (int j = 0; j < N && !rc; j++) {
         const AmpBuf *x = k->in[j];
-        float *g = f + at;
-        for (size_t e = 0; e < x->nelem; e++) g[e] /= ranks;
-        if (x->dtype == AMP_DT_FLOAT) memcpy(out[j]->data, g, x->nelem * sizeof *g);
-        else if (x->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(out[j]->data, g, x->nelem);
-        else amp_f32_to_bf16_n(out[j]->data, g, x->nelem);
+        float *s = f + at;
+        if (x->dtype == AMP_DT_FLOAT) { /* the mean written out in the one pass */
+            float *y = out[j]->data;
+            for (size_t e = 0; e < x->nelem; e++) y[e] = s[e] / ranks;
+        } else {
+            for (size_t e = 0; e < x->nelem; e++) s[e] /= ranks;
+            if (x->dtype == AMP_DT_FLOAT16) amp_f32_to_f16_n(out[j]->data, s, x->nelem);
+            else amp_f32_to_bf16_n(out[j]->data, s, x->nelem);
+        }
         at += x->nelem;
     }
     free(own);
