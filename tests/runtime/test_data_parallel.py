@@ -15,6 +15,11 @@ batch train as one process on the whole batch.
   SGD; its batch is fixed, so each rank gets its own batch with --inputs-per-rank and the
   one step is checked against the mean of one process's steps on each batch: SGD is
   linear in the gradient);
+- BatchNormalization in training mode (`ampc grad --train-mode`, one step): rank 0's checkpoint
+  holds rank 0's running statistics, those of one process on its slice alone; rank 1's are its
+  slice's; both differ from the whole batch's (not averaged, not broadcast); the weights are the
+  mean of the slice runs' (the loss and gradients are the slices' mean, as in DDP without
+  SyncBatchNorm);
 - mismatched models refused at open naming the rank; a batch the ranks cannot split is a
   usage error naming the input and both numbers; one rank under mpirun prints and saves
   exactly what no MPI does;
@@ -176,6 +181,18 @@ def t_overflow(ctx):
         assert np.array_equal(got[k], init[k].astype(np.float64)), f"{k} changed by a skipped step"
 
 
+def grad_model(ctx, tag, nodes, inits, *grad_args):
+    """x [batch, 16] -> NODES -> logits [batch, 4], made a training graph by `ampc grad` (SGD, lr 0.1)."""
+    g = h.make_graph(nodes, "fwd", [h.make_tensor_value_info("x", T.FLOAT, ["batch", 16])],
+                     [h.make_tensor_value_info("logits", T.FLOAT, ["batch", 4])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    fwd, train = os.path.join(ctx.tmp, f"{tag}_fwd.onnx"), os.path.join(ctx.tmp, f"{tag}_sgd.onnx")
+    onnx.save(m, fwd)
+    ok(single(ctx, ["grad", fwd, "-o", train, "--optimizer", "sgd", "--lr", "0.1", *grad_args]), "ampc grad")
+    return train
+
+
 def t_grad_model(ctx):
     rng = np.random.RandomState(0)
     inits = [nh.from_array((rng.randn(16, 32) * 0.3).astype(np.float32), "W1"), nh.from_array(np.zeros(32, np.float32), "b1"),
@@ -183,17 +200,59 @@ def t_grad_model(ctx):
     nodes = [h.make_node("MatMul", ["x", "W1"], ["z1m"]), h.make_node("Add", ["z1m", "b1"], ["z1"]),
              h.make_node("Relu", ["z1"], ["h1"]), h.make_node("MatMul", ["h1", "W2"], ["z2m"]),
              h.make_node("Add", ["z2m", "b2"], ["logits"])]
-    g = h.make_graph(nodes, "fwd", [h.make_tensor_value_info("x", T.FLOAT, ["batch", 16])],
-                     [h.make_tensor_value_info("logits", T.FLOAT, ["batch", 4])], inits)
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
-    m.ir_version = 8
-    fwd, train = os.path.join(ctx.tmp, "fwd.onnx"), os.path.join(ctx.tmp, "grad_sgd.onnx")
-    onnx.save(m, fwd)
-    ok(single(ctx, ["grad", fwd, "-o", train, "--optimizer", "sgd", "--lr", "0.1"]), "ampc grad")
+    train = grad_model(ctx, "grad", nodes, inits)
     x, y = mlp_data()
     data = os.path.join(ctx.tmp, "grad_data")
     write_inputs(data, [("x", x), ("labels", y)])
     same_run(ctx, [train, "--inputs", data], 2, "cpu")
+
+
+def t_batchnorm(ctx):
+    """BatchNormalization in training mode (`ampc grad --train-mode`), batch 8, one step: each rank's running
+    statistics are those of its own slice of 4 (the gradients are all-reduced, the statistics are not), and rank 0's
+    checkpoint holds rank 0's. One step, so the weights that fed the statistics were the initial ones on every rank:
+    rank R's statistics equal one process's on slice R alone and differ from one process's on the whole batch (averaged
+    over the ranks, the means would equal the whole batch's), and rank 1's differ from rank 0's (not broadcast). The
+    gradients are the mean of the slices' (each normalised by its own batch statistics), so with SGD the weights are
+    the mean of the slice runs'."""
+    rng = np.random.RandomState(1)
+    inits = [nh.from_array((rng.randn(16, 8) * 0.3).astype(np.float32), "W1"),
+             nh.from_array(np.ones(8, np.float32), "bn_scale"), nh.from_array(np.zeros(8, np.float32), "bn_bias"),
+             nh.from_array(np.zeros(8, np.float32), "bn_mean"), nh.from_array(np.ones(8, np.float32), "bn_var"),
+             nh.from_array((rng.randn(8, 4) * 0.3).astype(np.float32), "W2")]
+    nodes = [h.make_node("MatMul", ["x", "W1"], ["z1"]),
+             h.make_node("BatchNormalization", ["z1", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["n1"]),
+             h.make_node("Relu", ["n1"], ["h1"]), h.make_node("MatMul", ["h1", "W2"], ["logits"])]
+    train = grad_model(ctx, "bn", nodes, inits, "--train-mode")
+    x, y = mlp_data()
+    x, y = x[:8], y[:8]
+    runs = {}  # one process: the whole batch, rank 0's slice, rank 1's slice -> (loss, checkpoint)
+    for tag, sl in (("whole", slice(0, 8)), ("slice0", slice(0, 4)), ("slice1", slice(4, 8))):
+        data, ck = os.path.join(ctx.tmp, f"bn_{tag}"), os.path.join(ctx.tmp, f"bn_{tag}.ckpt")
+        write_inputs(data, [("x", x[sl]), ("labels", y[sl])])
+        out = ok(single(ctx, ["run", train, "--inputs", data, "--steps", "1", "--save-state", ck]), tag)
+        runs[tag] = (steps(out.stdout)[0][0], state(ck))
+    ck = os.path.join(ctx.tmp, "bn_dp.ckpt")
+    dp = ok(mpirun(ctx, 2, ["run", train, "--inputs", os.path.join(ctx.tmp, "bn_whole"), "--steps", "1",
+                            "--save-state", ck], {"AMP_TEST_SAVE_EVERY_RANK": "1"}), "2 ranks")
+    got = {0: state(ck), 1: state(ck + ".rank1")}
+    whole, init = runs["whole"][1], {t.name: nh.to_array(t) for t in inits}
+    for k in ("bn_mean", "bn_var"):
+        assert np.abs(whole[k] - init[k]).max() > 1e-3, f"{k}: the checkpoint entry a training-mode step updates"
+        for r in (0, 1):
+            want = runs[f"slice{r}"][1][k]
+            assert np.allclose(got[r][k], want, atol=1e-6, rtol=1e-5), \
+                f"rank {r}'s {k} is not its slice's: max diff {np.abs(got[r][k] - want).max()}"
+        for a, b, what in ((got[0][k], whole[k], "the whole batch's"), (got[0][k], got[1][k], "rank 1's")):
+            assert np.abs(a - b).max() > 1e-3, f"rank 0's {k} equals {what}: the test cannot tell them apart"
+    for k in ("W1", "bn_scale", "bn_bias", "W2"):
+        assert np.array_equal(got[0][k], got[1][k]), f"{k}: the ranks' weights differ"
+        want = (runs["slice0"][1][k] + runs["slice1"][1][k]) / 2
+        assert np.allclose(got[0][k], want, atol=2e-6, rtol=2e-5), f"{k}: max diff {np.abs(got[0][k] - want).max()}"
+    loss, want = steps(dp.stdout)[0][0], (runs["slice0"][0] + runs["slice1"][0]) / 2
+    assert abs(loss - want) <= 1e-5 * abs(want), f"loss {loss}, the slices' mean {want}"
+    ctx.notes.append(f"BatchNormalization: rank 0's bn_mean {got[0]['bn_mean'][:2]}, rank 1's {got[1]['bn_mean'][:2]},"
+                     f" the whole batch's {whole['bn_mean'][:2]}")
 
 
 def t_ort(ctx):
@@ -280,6 +339,7 @@ def main():
               ("4 ranks, bf16, dynamic scale", lambda c: t_amp(c, "bf16", 4)),
               ("an overflow on one rank skips the step on all", t_overflow),
               ("an ampc grad model", t_grad_model),
+              ("BatchNormalization's running statistics are rank 0's", t_batchnorm),
               ("onnxruntime-training artifacts", t_ort),
               ("mismatched models refused", t_mismatch),
               ("a batch the ranks cannot split", t_indivisible),
