@@ -7,7 +7,16 @@
 #include "ir/fail.h"
 #include "tools/cli_say.h"
 
-/* Prints "ampc: <message>" as exactly one line on stderr, whatever the message holds. */
+/* This process's rank in a data-parallel job (ampc_say_rank), 0 outside one. */
+static int say_rank;
+
+void ampc_say_rank(int rank) {
+    say_rank = rank < 0 ? 0 : rank;
+}
+
+/* Prints "ampc: <message>" as exactly one line on stderr, whatever the message holds; on a
+ * rank above 0 of a data-parallel job "ampc (rank N): ...", and its notes not at all (rank 0
+ * says them for the job; an error may be a rank's own, so every rank says its errors). */
 void ampc_say(const char *fmt, ...) {
     char buf[2048];
     va_list ap;
@@ -18,7 +27,9 @@ void ampc_say(const char *fmt, ...) {
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') buf[i] = ' ';
     while (n > 0 && buf[n - 1] == ' ') buf[--n] = '\0';
-    fprintf(stderr, "ampc: %s\n", buf);
+    if (say_rank > 0 && strncmp(buf, "note:", 5) == 0) return;
+    if (say_rank > 0) fprintf(stderr, "ampc (rank %d): %s\n", say_rank, buf);
+    else fprintf(stderr, "ampc: %s\n", buf);
 }
 
 /* The command word of this run ("run"), for the hint of a usage error; "" for a conversion. */

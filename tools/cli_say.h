@@ -3,12 +3,17 @@
 #ifndef AMPC_TOOLS_CLI_SAY_H
 #define AMPC_TOOLS_CLI_SAY_H
 
-/* Prints "ampc: <message>" as one line on stderr (newlines and tabs become spaces). */
+/* Prints "ampc: <message>" as one line on stderr (newlines and tabs become spaces; on ranks
+ * above 0 see ampc_say_rank). */
 void ampc_say(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+
+/* This process's rank in a data-parallel job (tools/run_dp.c, once the session joined it):
+ * above 0, messages read "ampc (rank N): ..." and notes are left to rank 0. */
+void ampc_say_rank(int rank);
 
 /* The command word of this run ("run"), named in the hint of a usage error; none for a
  * conversion. */

@@ -73,6 +73,7 @@ AmpCode ampc_dp_slice(const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatu
 void ampc_dp_quiet(const AmpSession *s) {
     AmpComm *c = ampc_dp_comm(s);
     if (!c || c->rank == 0) return;
+    ampc_say_rank(c->rank);
     fflush(stdout);
     if (!freopen("/dev/null", "w", stdout)) ampc_say("rank %d: cannot silence standard output", c->rank);
 }

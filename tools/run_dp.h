@@ -19,7 +19,8 @@ const char *ampc_dp_inputs_dir(const RunArgs *a, const AmpSession *s, char *buf,
  * (the first such input's first dim) becomes this rank's 1/N slice of it (a view into the
  * same data). AMP_ERR_USAGE naming the input when the batch does not split evenly. */
 AmpCode ampc_dp_slice(const AmpSession *s, AmpMode mode, RunInputs *in, AmpStatus *st);
-/* Ranks other than 0 print nothing on standard output from here on. */
+/* Ranks other than 0 print nothing on standard output from here on, and on standard error
+ * their errors alone, as "ampc (rank N): ..." (notes are rank 0's). */
 void ampc_dp_quiet(const AmpSession *s);
 /* The mean of the ranks' losses: with equal slices, the whole batch's mean loss. */
 double ampc_dp_loss(const AmpSession *s, double loss, AmpStatus *st);

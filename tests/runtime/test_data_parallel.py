@@ -297,6 +297,24 @@ def t_indivisible(ctx):
     r = mpirun(ctx, 3, ["run", *mlp_args()], timeout=120)
     assert r.returncode != 0
     assert "input 'x' has a batch of 32, which 3 ranks cannot split" in r.stderr, r.stderr
+    # each rank says its error, the others' tagged with their rank (MPI_Abort may stop one
+    # before it speaks); notes are rank 0's alone
+    lines = [ln for ln in r.stderr.splitlines() if "cannot split" in ln]
+    assert lines and sum(ln.startswith("ampc: ") for ln in lines) <= 1, r.stderr
+    assert all(ln.startswith("ampc: ") or re.match(r"ampc \(rank [12]\): ", ln) for ln in lines), r.stderr
+
+
+def t_notes_once(ctx):
+    """A note (a free batch dim taken as 1) is said once for the job, by rank 0; the error
+    that follows (a batch of 1 does not split) by each rank, rank 1's tagged."""
+    r = mpirun(ctx, 2, ["run", os.path.join(MLP, "model.onnx"), "--steps", "1"], timeout=120)
+    assert r.returncode != 0, r.stdout
+    # (the first rank to fail calls MPI_Abort, which may end rank 0 before it speaks: at
+    # most one note, and never a rank's other than 0)
+    notes = [ln for ln in r.stderr.splitlines() if "note:" in ln]
+    assert len(notes) <= 1 and all(ln.startswith("ampc: note: input 'x' dim 0") for ln in notes), r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if "cannot split" in ln]
+    assert errors and all(ln.startswith(("ampc: ", "ampc (rank 1): ")) for ln in errors), r.stderr
 
 
 def t_one_rank(ctx):
@@ -343,6 +361,7 @@ def main():
               ("onnxruntime-training artifacts", t_ort),
               ("mismatched models refused", t_mismatch),
               ("a batch the ranks cannot split", t_indivisible),
+              ("notes said once, by rank 0", t_notes_once),
               ("one rank under mpirun is no MPI", t_one_rank),
               ("a rank that exits ends the job", t_dies),
               ("a rank that hangs ends the job after the timeout", t_hangs)]
