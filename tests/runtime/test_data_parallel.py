@@ -20,6 +20,10 @@ batch train as one process on the whole batch.
   slice's; both differ from the whole batch's (not averaged, not broadcast); the weights are the
   mean of the slice runs' (the loss and gradients are the slices' mean, as in DDP without
   SyncBatchNorm);
+- the C API from an application (AmpSessionOptions.data_parallel = MPI, through the Python
+  package under mpirun, each rank feeding its own slice to Session.train_step): the ranks'
+  mean loss is one process's on the whole batch, every rank's weights the same and one
+  process's; notes said once, by rank 0, errors tagged with the rank;
 - mismatched models refused at open naming the rank; a batch the ranks cannot split is a
   usage error naming the input and both numbers; one rank under mpirun prints and saves
   exactly what no MPI does;
@@ -317,6 +321,66 @@ def t_notes_once(ctx):
     assert errors and all(ln.startswith(("ampc: ", "ampc (rank 1): ")) for ln in errors), r.stderr
 
 
+C_API_SCRIPT = r"""
+import os, sys
+import numpy as np
+import onnx
+from onnx import numpy_helper as nh
+sys.path.insert(0, sys.argv[1])
+import ampc
+model, data, ck, steps = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+rank, n = int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
+feed = {}
+for f in sorted(os.listdir(data)):
+    if f.startswith("input_"):
+        t = onnx.load_tensor(os.path.join(data, f))
+        a = nh.to_array(t)
+        k = a.shape[0] // n
+        feed[t.name] = np.ascontiguousarray(a[rank * k:(rank + 1) * k])  # this rank's slice
+with ampc.Session(model, backend="cpu", data_parallel=1) as s:  # AMP_DATA_PARALLEL_MPI
+    losses = [s.train_step(feed) for _ in range(steps)]
+    s.save_state(ck + ".rank%d" % rank)
+print("rank %d losses %s" % (rank, " ".join("%.9g" % x for x in losses)))
+"""
+
+
+def t_c_api(ctx):
+    """What `ampc run` does, through the C API (AmpSessionOptions.data_parallel = MPI) from an
+    application: the Python package under mpirun, each rank opening a session and feeding its
+    own slice; every rank's weights the same, and one process's on the whole batch."""
+    lib = os.path.join(os.path.dirname(os.path.abspath(ctx.ampc)), "libampc.so")
+    if not os.path.exists(lib):
+        raise tl.Skip("no libampc.so beside the ampc binary")
+    script = os.path.join(ctx.tmp, "c_api_rank.py")
+    with open(script, "w") as f:
+        f.write(C_API_SCRIPT)
+    ref_ck, dp_ck = os.path.join(ctx.tmp, "c_api_ref.ckpt"), os.path.join(ctx.tmp, "c_api_dp.ckpt")
+    model, data = os.path.join(MLP, "model.onnx"), os.path.join(MLP, "test_data_set_0")
+    ref_run = ok(single(ctx, ["run", model, "--inputs", data, "--steps", "3", "--backend", "cpu", "--save-state",
+                              ref_ck]), "one process")
+    env = dict(os.environ, **ROOT_ENV, AMPC_LIBRARY=lib)
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", "-x", "AMPC_LIBRARY", sys.executable, script,
+           os.path.join(ROOT, "python"), model, data, dp_ck, "3"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    # each rank's loss is its slice's: their mean is the whole batch's, one process's
+    per_rank = [[float(x) for x in m.group(2).split()] for m in re.finditer(r"^rank (\d) losses (.*)$", r.stdout, re.M)]
+    whole = [la for la, _, _ in steps(ref_run.stdout)]
+    assert len(per_rank) == 2 and len(whole) == 3, r.stdout
+    for i in range(3):
+        mean = (per_rank[0][i] + per_rank[1][i]) / 2
+        assert abs(mean - whole[i]) <= 1e-5 * abs(whole[i]) + 1e-7, \
+            f"step {i + 1}: the ranks' mean loss {mean}, one process's {whole[i]}"
+    ref = state(ref_ck)
+    ranks = [state(f"{dp_ck}.rank{k}") for k in range(2)]
+    assert ranks[0].keys() == ref.keys() == ranks[1].keys()
+    for k in ref:
+        assert np.array_equal(ranks[0][k], ranks[1][k]), f"{k}: the ranks' weights differ"
+        assert np.allclose(ranks[0][k], ref[k], atol=2e-6, rtol=2e-5), \
+            f"{k}: max diff {np.abs(ranks[0][k] - ref[k]).max()}"
+    ctx.notes.append("C API under mpirun: " + " | ".join(ln for ln in r.stdout.splitlines() if "losses" in ln))
+
+
 def t_one_rank(ctx):
     a = [*mlp_args(), "--steps", "3"]
     c1, c2 = os.path.join(ctx.tmp, "one_a.ckpt"), os.path.join(ctx.tmp, "one_b.ckpt")
@@ -362,6 +426,7 @@ def main():
               ("mismatched models refused", t_mismatch),
               ("a batch the ranks cannot split", t_indivisible),
               ("notes said once, by rank 0", t_notes_once),
+              ("the C API from an application under mpirun", t_c_api),
               ("one rank under mpirun is no MPI", t_one_rank),
               ("a rank that exits ends the job", t_dies),
               ("a rank that hangs ends the job after the timeout", t_hangs)]
