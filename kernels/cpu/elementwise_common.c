@@ -111,7 +111,11 @@ static void f32_store(AmpBuf *b, int64_t off, int64_t m, const float *src) {
  * multiple of: BLK, so every block and vector loop splits where it did on one thread. */
 #define PAR_GRAIN (1 << 15)
 
-void amp_ew_seek(const AmpEwPlan *p, AmpEwCursor *c, uint64_t row) {
+/* A piece of a walk: elements [off, off + m) of the row whose start c gives. */
+typedef void (*PieceFn)(void *ctx, const AmpEwCursor *c, int64_t off, int64_t m);
+
+/* c at the start of row `row` of p's walk. */
+static void ew_seek(const AmpEwPlan *p, AmpEwCursor *c, uint64_t row) {
     memset(c, 0, sizeof *c);
     c->out = row * (uint64_t)p->n;
     for (int d = p->rank - 2; d >= 0; d--) {
@@ -129,7 +133,7 @@ typedef struct SimdJob {
     void *o;
 } SimdJob;
 
-/* Elements [off, off + m) of the row at cursor c (an AmpEwPieceFn). */
+/* Elements [off, off + m) of the row at cursor c (an PieceFn). */
 static void simd_slice(void *ctx, const AmpEwCursor *c, int64_t off, int64_t m) {
     const SimdJob *j = ctx;
     const int sa = j->plan->step[0], sb = j->plan->step[1];
@@ -144,14 +148,14 @@ static void simd_slice(void *ctx, const AmpEwCursor *c, int64_t off, int64_t m) 
 /* The pieces of a walk: whole rows when there are several, else pieces of the one row. */
 typedef struct WalkJob {
     const AmpEwPlan *plan;
-    AmpEwPieceFn piece;
+    PieceFn piece;
     void *ctx;
 } WalkJob;
 
 static void walk_rows(void *arg, int64_t from, int64_t to) {
     const WalkJob *w = arg;
     AmpEwCursor c;
-    amp_ew_seek(w->plan, &c, (uint64_t)from);
+    ew_seek(w->plan, &c, (uint64_t)from);
     for (int64_t r = from; r < to; r++, amp_ew_next(w->plan, &c)) w->piece(w->ctx, &c, 0, w->plan->n);
 }
 
@@ -162,7 +166,10 @@ static void walk_row(void *arg, int64_t from, int64_t to) {
     w->piece(w->ctx, &c, from, to - from);
 }
 
-void amp_ew_parallel(const AmpEwPlan *p, AmpEwPieceFn piece, void *ctx) {
+/* Runs piece over every element of p's walk, sliced over the CPU's threads (ir/parallel.h):
+ * whole rows where there are several, pieces of the row (multiples of BLK elements but the
+ * last) where there is one. Each element is computed by the same code as on one thread. */
+static void ew_parallel(const AmpEwPlan *p, PieceFn piece, void *ctx) {
     WalkJob w = {.plan = p, .piece = piece, .ctx = ctx};
     if (p->rows > 1) {
         int64_t grain = p->n >= PAR_GRAIN ? 1 : PAR_GRAIN / p->n;
@@ -205,7 +212,7 @@ AmpCode amp_ew_binary_float_op(AmpKernelCtx *k, const AmpBuf *a, const AmpBuf *b
      * is left as it was. */
     if (op != AMP_SIMD_NONE && (sa || sb) && amp_simd_have()) {
         SimdJob j = {.plan = &plan, .op = op, .dtype = a->dtype, .x = a->data, .y = b->data, .o = out->data};
-        amp_ew_parallel(&plan, simd_slice, &j);
+        ew_parallel(&plan, simd_slice, &j);
         return AMP_OK;
     }
     float ta[BLK], tb[BLK], to[BLK];

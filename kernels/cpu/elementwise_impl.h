@@ -33,15 +33,6 @@ typedef struct AmpEwCursor {
     int64_t in[AMP_EW_MAX_IN];
 } AmpEwCursor;
 
-/* A piece of a walk: elements [off, off + m) of the row whose start c gives. */
-typedef void (*AmpEwPieceFn)(void *ctx, const AmpEwCursor *c, int64_t off, int64_t m);
-/* Runs piece over every element of p's walk, sliced over the CPU's threads (ir/parallel.h):
- * whole rows where there are several, pieces of the row (multiples of 1024 elements but the
- * last) where there is one. Each element is computed by the same code as on one thread. */
-void amp_ew_parallel(const AmpEwPlan *p, AmpEwPieceFn piece, void *ctx);
-/* c at the start of row `row` of p's walk. */
-void amp_ew_seek(const AmpEwPlan *p, AmpEwCursor *c, uint64_t row);
-
 /* Row functions for two float inputs: o[i] = f(a[i * sa], b[i * sb]) for i < n, with
  * sa, sb in {0, 1}. o may alias a (sa == 1). */
 typedef void (*AmpEwRowF)(float *o, const float *a, int sa, const float *b, int sb, int64_t n, const AmpEwParams *p);

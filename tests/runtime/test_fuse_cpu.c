@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "ir/half.h"
+#include "backend/backend.h"
+#include "runtime/fuse.h"
 #include "tests/runtime/rt_util.h"
 
 static AmpStatus st;
@@ -129,17 +131,29 @@ Test(fuse_cpu, conv_add_without_bias_is_one_node) {
 
 /* Conv -> Relu -> Conv -> Add -> Relu: the tensor between the two convolutions passes
  * channels-last (x_nhwc, y_nhwc); the second convolution's weights (M, M, 3, 3). */
-static AmpModel *two_convs(void) {
-    AmpModel *m = base(true, true);
-    AmpGraph *g = m->graph;
+/* base(with_z, bias) then r1 = Relu(y) and W2 (M, M, 3, 3): what the multi-convolution
+ * models below build on. */
+static AmpModel *conv_relu_w2(bool with_z) {
+    AmpModel *m = base(with_z, true);
     static float w2[M * M * 9];
     for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = sinf((float)i * 0.3f) * 0.2f;
     const int64_t wd[4] = {M, M, 3, 3};
-    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
-    rt_node(g, "", "Relu", "y", "r1");
-    AmpNode *c = rt_node(g, "", "Conv", "r1,W2,B", "y2");
-    c->attrs = g->first->attrs; /* the first Conv's pads */
+    rt_init(m->graph, "W2", AMP_DT_FLOAT, 4, wd, w2);
+    rt_node(m->graph, "", "Relu", "y", "r1");
+    return m;
+}
+
+/* A Conv of g with the first Conv's attributes (its pads). */
+static void conv_as_first(AmpGraph *g, const char *ins, const char *out) {
+    AmpNode *c = rt_node(g, "", "Conv", ins, out);
+    c->attrs = g->first->attrs;
     c->n_attrs = g->first->n_attrs;
+}
+
+static AmpModel *two_convs(void) {
+    AmpModel *m = conv_relu_w2(true);
+    AmpGraph *g = m->graph;
+    conv_as_first(g, "r1,W2,B", "y2");
     rt_node(g, "", "Add", "y2,z", "s");
     rt_node(g, "", "Relu", "s", "r");
     rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
@@ -161,18 +175,11 @@ Test(fuse_cpu, channels_last_without_onednn) {
  * output). The same bytes as apart, with oneDNN and without (the ONNX-layout fallback
  * transposing X and Z). */
 static AmpModel *residual_block(void) {
-    AmpModel *m = base(false, true);
+    AmpModel *m = conv_relu_w2(false);
     AmpGraph *g = m->graph;
-    static float w2[M * M * 9];
-    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = sinf((float)i * 0.3f) * 0.2f;
-    const int64_t wd[4] = {M, M, 3, 3};
-    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
-    rt_node(g, "", "Relu", "y", "r1");
-    AmpNode *c2 = rt_node(g, "", "Conv", "r1,W2,B", "y2");
+    conv_as_first(g, "r1,W2,B", "y2");
     rt_node(g, "", "Relu", "y2", "r2");
-    AmpNode *c3 = rt_node(g, "", "Conv", "r2,W2,B", "y3");
-    c2->attrs = c3->attrs = g->first->attrs; /* the first Conv's pads */
-    c2->n_attrs = c3->n_attrs = g->first->n_attrs;
+    conv_as_first(g, "r2,W2,B", "y3");
     rt_node(g, "", "Add", "y3,r1", "s");
     rt_node(g, "", "Relu", "s", "r");
     rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
@@ -194,17 +201,10 @@ Test(fuse_cpu, a_residual_block_without_onednn) {
  * S and M) and M's output pass channels-last. 3 fused nodes for 6; the same bytes as apart,
  * with oneDNN and without. */
 static AmpModel *downsample_block(void) {
-    AmpModel *m = base(false, true);
+    AmpModel *m = conv_relu_w2(false);
     AmpGraph *g = m->graph;
-    static float w2[M * M * 9];
-    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++) w2[i] = cosf((float)i * 0.21f) * 0.2f;
-    const int64_t wd[4] = {M, M, 3, 3};
-    rt_init(g, "W2", AMP_DT_FLOAT, 4, wd, w2);
-    rt_node(g, "", "Relu", "y", "r1");
-    AmpNode *cs = rt_node(g, "", "Conv", "r1,W2,B", "s");
-    AmpNode *cm = rt_node(g, "", "Conv", "r1,W2", "mm");
-    cs->attrs = cm->attrs = g->first->attrs; /* the first Conv's pads */
-    cs->n_attrs = cm->n_attrs = g->first->n_attrs;
+    conv_as_first(g, "r1,W2,B", "s");
+    conv_as_first(g, "r1,W2", "mm");
     rt_node(g, "", "Add", "s,mm", "sum");
     rt_node(g, "", "Relu", "sum", "r");
     rt_output(g, "r", AMP_DT_FLOAT, "2,16,9,9");
@@ -218,6 +218,60 @@ Test(fuse_cpu, a_downsampling_block_passes_its_tensors_channels_last) {
 Test(fuse_cpu, a_downsampling_block_without_onednn) {
     amp_dnnl_set_off();
     cr_assert_eq(fused_and_apart(downsample_block()).fused, 3);
+}
+
+/* The layouts the CPU's fusion plan (runtime/fuse.c, as a session makes it) chose for m's
+ * fused convolutions, in plan order: per ConvEpilogue a
+ * string of the flags it carries, "x" (x_nhwc), "y" (y_nhwc), "z" (z_nhwc), "-" for none. */
+static void planned_layouts(AmpModel *m, char out[][4], int *n_out) {
+    AmpGraph *g = m->graph;
+    cr_assert_eq(amp_infer_model(m, &st), AMP_OK, "%s", st.msg); /* the types a session knows at open */
+    size_t n = 0;
+    for (AmpNode *x = g->first; x; x = x->next) n++;
+    AmpNode **nodes = calloc(n, sizeof *nodes);
+    AmpBackend **be = calloc(n, sizeof *be);
+    size_t i = 0;
+    for (AmpNode *x = g->first; x; x = x->next, i++) nodes[i] = x, be[i] = amp_backend_cpu();
+    AmpFuseRequest rq = {.m = m, .g = g, .nodes = nodes, .node_be = be, .n = n, .be = amp_backend_cpu(),
+                         .max_in = 16, .max_out = 16};
+    AmpFusePlan p;
+    cr_assert_eq(amp_fuse_plan(&rq, &p, &st), AMP_OK, "%s", st.msg);
+    *n_out = 0;
+    for (i = 0; i < n; i++) {
+        const AmpNode *c = p.repl[i];
+        if (!c || c->op != AMP_OP_Ampc_ConvEpilogue) continue;
+        char *f = out[(*n_out)++];
+        int k = 0;
+        if (amp_node_attr_int(c, "x_nhwc", 0)) f[k++] = 'x';
+        if (amp_node_attr_int(c, "y_nhwc", 0)) f[k++] = 'y';
+        if (amp_node_attr_int(c, "z_nhwc", 0)) f[k++] = 'z';
+        if (!k) f[k++] = '-';
+        f[k] = '\0';
+    }
+    amp_fuse_plan_free(&p);
+    free(nodes), free(be);
+}
+
+/* Which tensors go channels-last: in the residual block, r1 (the first convolution's output,
+ * read as X by the second and as Z by the third) and r2, not the block's output (a graph
+ * output); in the downsampling block, r1 (X of both S and M) and M's output (S's summand). */
+Test(fuse_cpu, the_plan_passes_block_tensors_channels_last) {
+    char got[8][4];
+    int n = 0;
+    AmpModel *m = residual_block();
+    planned_layouts(m, got, &n);
+    amp_model_free(m);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(got[0], "y");
+    cr_assert_str_eq(got[1], "xy");
+    cr_assert_str_eq(got[2], "xz");
+    m = downsample_block();
+    planned_layouts(m, got, &n);
+    amp_model_free(m);
+    cr_assert_eq(n, 3); /* in plan order: the first conv, M (placed at its own index), S + Add + Relu (at the Relu's) */
+    cr_assert_str_eq(got[0], "y");
+    cr_assert_str_eq(got[1], "xy");
+    cr_assert_str_eq(got[2], "xz");
 }
 
 /* The convolution's output read twice, and an Add that broadcasts: nothing fuses. */
