@@ -23,7 +23,7 @@
 #define AMP_COMM_PLUGIN_ENTRY "amp_comm_mpi_plugin_open"
 #define AMP_COMM_PLUGIN_FILE "libampc_mpi.so"
 /* The plugin's layout version: the loader refuses a plugin of another build's layout. */
-#define AMP_COMM_ABI 1
+#define AMP_COMM_ABI 2
 
 typedef struct AmpComm AmpComm;
 struct AmpComm {
@@ -41,8 +41,9 @@ struct AmpComm {
     /* Ends every rank of the job with exit status `code`, after printing msg (may be NULL)
      * on this rank's standard error. Does not return. */
     void (*abort)(AmpComm *c, int code, const char *msg);
-    /* What the gradients' all-reduce moved since open (the AllReduceMean kernels count it). */
-    uint64_t grad_bytes, grad_calls;
+    /* What the gradients' all-reduce moved since open (the AllReduceMean kernels count it):
+     * bytes, collectives, and the bytes reduced where the step left them (no copy in or out). */
+    uint64_t grad_bytes, grad_calls, grad_bytes_in_place;
     double grad_seconds;
     void *impl;
 };

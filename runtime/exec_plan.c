@@ -76,6 +76,44 @@ void amp_exec_free_arena(AmpExec *e) {
     for (size_t i = 0; i < e->n_values; i++) e->off[i] = SIZE_MAX;
 }
 
+static size_t align_up(size_t n) {
+    return (n + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+static int last_of(const AmpExec *e, size_t v) {
+    return e->last[v] < e->first[v] ? e->first[v] : e->last[v];
+}
+
+/* The gradients of an ai.ampc AllReduceMean (passes/allreduce.c) and their means share
+ * bytes: each mean Y[j] is planned over its gradient X[j], and the node's X, in input
+ * order, end to end (each rounded up to the arena's alignment) in one block of the arena,
+ * live from the first X made to the last Y read. The kernel (kernels/cpu/comm.c) then
+ * reduces the block where it lies, in one collective, and writes the mean over it: no
+ * copy in, none out, and one buffer per gradient instead of two. A pair qualifies when X
+ * is an intermediate read by this node alone (the last to read it, no graph output, no
+ * later graph's) and Y is made here with X's size. group[v] <- the node's plan index for
+ * every value of such a pair (else -1); the number of values grouped. */
+static size_t group_allreduce(const AmpExec *e, int *group) {
+    size_t n = 0;
+    for (size_t v = 0; v < e->n_values; v++) group[v] = -1;
+    for (size_t i = 0; i < e->n_nodes; i++) {
+        const AmpNode *nd = e->nodes[i];
+        if (nd->op != AMP_OP_Ampc_AllReduceMean) continue;
+        for (int j = 0; j < nd->n_inputs && j < nd->n_outputs; j++) {
+            const AmpValue *x = nd->inputs[j], *y = nd->outputs[j];
+            if (!x || !y || x->graph != e->g || y->graph != e->g || x == y) continue;
+            size_t xi = x->id, yi = y->id;
+            if (group[xi] >= 0 || group[yi] >= 0 || !e->rec[xi] || e->rec[xi] != e->rec[yi] || e->first[xi] < 0 ||
+                e->first[yi] != (int)i || e->last[xi] != (int)i ||
+                (e->vflags[xi] & (VAL_INIT | VAL_OUTPUT | VAL_AFTER)))
+                continue;
+            group[xi] = group[yi] = (int)i;
+            n += 2;
+        }
+    }
+    return n;
+}
+
 /* Plans the arena from the sizes the last run recorded. Failure only means no arena. */
 void amp_exec_build_arena(AmpExec *e) {
     amp_exec_free_arena(e);
@@ -84,23 +122,58 @@ void amp_exec_build_arena(AmpExec *e) {
     if (!n) return;
     AmpPlanItem *items = malloc(n * sizeof *items);
     uint32_t *ids = malloc(n * sizeof *ids);
-    if (!items || !ids) goto done;
+    int *group = malloc(e->n_values * sizeof *group);
+    int *item_of = malloc(e->n_nodes * sizeof *item_of); /* per AllReduceMean: its block's item */
+    if (!items || !ids || !group || !item_of) goto done;
+    bool grouped = group_allreduce(e, group) > 0;
+    for (size_t i = 0; i < e->n_nodes; i++) item_of[i] = -1;
     n = 0;
     for (size_t i = 0; i < e->n_values; i++) {
         if (!e->rec[i] || e->first[i] < 0) continue;
-        items[n] = (AmpPlanItem){e->rec[i], e->first[i], e->last[i] < e->first[i] ? e->first[i] : e->last[i], 0};
-        ids[n++] = (uint32_t)i;
+        int g = group[i];
+        if (g < 0) {
+            items[n] = (AmpPlanItem){e->rec[i], e->first[i], last_of(e, i), 0};
+            ids[n++] = (uint32_t)i;
+            continue;
+        }
+        if (item_of[g] < 0) { /* the block: its size and live interval follow */
+            items[n] = (AmpPlanItem){0, INT32_MAX, -1, 0};
+            ids[n] = UINT32_MAX;
+            item_of[g] = (int)n++;
+        }
+        AmpPlanItem *b = &items[item_of[g]];
+        if (e->first[i] == g) { /* a mean: its gradient (same bytes) sizes the block */
+            b->size += align_up(e->rec[i]);
+            if (last_of(e, i) > b->last) b->last = last_of(e, i);
+        } else if (e->first[i] < b->first) {
+            b->first = e->first[i];
+        }
     }
     size_t bytes = 0;
     AmpStatus st = {0};
     if (amp_plan_offsets(items, n, ARENA_ALIGN, &bytes, &st)) goto done;
     if (!(e->arena = e->be->alloc(e->be, bytes))) goto done;
     e->arena_bytes = bytes;
-    for (size_t k = 0; k < n; k++) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] != UINT32_MAX) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
+    for (size_t i = 0; grouped && i < e->n_nodes; i++) {
+        if (item_of[i] < 0) continue;
+        const AmpNode *nd = e->nodes[i];
+        size_t at = items[item_of[i]].offset;
+        for (int j = 0; j < nd->n_inputs && j < nd->n_outputs; j++) {
+            const AmpValue *x = nd->inputs[j], *y = nd->outputs[j];
+            if (!x || !y || group[x->id] != (int)i || group[y->id] != (int)i) continue;
+            e->off[x->id] = e->off[y->id] = at;
+            e->psize[x->id] = e->psize[y->id] = e->rec[x->id];
+            at += align_up(e->rec[x->id]);
+        }
+    }
     e->planned = true;
 done:
     free(items);
     free(ids);
+    free(group);
+    free(item_of);
 }
 
 /* Whether the graph inputs have the types and shapes of the last run (and records them). */

@@ -1,8 +1,14 @@
 /* ai.ampc AllReduceMean (passes/allreduce.c): the gradients of a data-parallel step made
- * the mean over the job's ranks, through the session's communicator (backend/comm.h). The
- * inputs go into one float32 buffer (16-bit gradients widened: summed in float32), one
- * all-reduce sums it across the ranks, and each output is its slice divided by the number
- * of ranks, in the input's type (without a communicator: the input itself). The buffer is kept in the node's pack between steps. */
+ * the mean over the job's ranks, through the session's communicator (backend/comm.h), in
+ * as few collectives as the gradients' places allow:
+ *  - float32 gradients that the arena holds end to end with their means over them (the
+ *    executor plans them so, runtime/exec_plan.c) are summed where they lie, one
+ *    collective for each such run of at least RUN_MIN bytes, and divided in place;
+ *  - the rest go into one float32 buffer (16-bit gradients widened: summed in float32),
+ *    kept in the node's pack between steps, summed in one more collective, and each
+ *    output is its slice divided by the number of ranks, in the input's type.
+ * Without a communicator (a session of one process running a model the pass wrote) each
+ * output is its input. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,41 +56,93 @@ static double seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Whether gradient j is float32 and its mean planned over it (the same bytes). */
+static bool in_place(AmpKernelCtx *k, AmpBuf **out, int j) {
+    return k->in[j]->dtype == AMP_DT_FLOAT && out[j]->data == k->in[j]->data;
+}
+
+/* Below this many bytes a run goes into the packed buffer: a collective's fixed cost
+ * (two messages each way, a few microseconds) is worth paying only for a large one. */
+enum { RUN_MIN = 64 * 1024 };
+
+/* The end of the run of in-place gradients starting at j (j itself when j is none). */
+static int run_end(AmpKernelCtx *k, AmpBuf **out, int j) {
+    if (!in_place(k, out, j)) return j;
+    int e = j + 1;
+    while (e < k->n_in && in_place(k, out, e) &&
+           (const char *)k->in[e]->data == (const char *)k->in[e - 1]->data + k->in[e - 1]->nelem * sizeof(float))
+        e++;
+    return e;
+}
+
+static size_t run_elems(AmpKernelCtx *k, int j0, int j1) {
+    size_t n = 0;
+    for (int j = j0; j < j1; j++) n += k->in[j]->nelem;
+    return n;
+}
+
+/* buf[0..n) summed over the ranks, with the counts the run prints. */
+static AmpCode sum(AmpKernelCtx *k, float *buf, size_t n, bool in_place) {
+    AmpComm *c = k->comm;
+    double t0 = seconds();
+    AmpCode rc = c->allreduce_sum_f32(c, buf, n, k->st);
+    if (!rc) {
+        c->grad_seconds += seconds() - t0;
+        c->grad_bytes += n * sizeof *buf;
+        c->grad_calls++;
+        if (in_place) c->grad_bytes_in_place += n * sizeof *buf;
+    }
+    return rc;
+}
+
 AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
     AmpAllReduceGeom own_g;
     const AmpAllReduceGeom *g; /* amp_allreduce_geom (ops/ew_common.h): the inputs, their dtypes, Y checked */
     AmpCode rc = amp_kernel_geom(k, &own_g, (const void **)&g);
     if (rc) return rc;
+    (void)g;
     AmpComm *c = k->comm;
     int N = k->n_in;
     AmpBuf **out = malloc((size_t)N * sizeof *out);
-    if (!out) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    rc = amp_kernel_outputs(k, N, out);
+    bool *packed = malloc((size_t)N * sizeof *packed);
+    if (!out || !packed) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    if (!rc) rc = amp_kernel_outputs(k, N, out);
     for (int j = 0; j < N && !rc; j++)
         if (!out[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is not wanted", j);
-    size_t total = (size_t)g->total;
-    float *own = NULL, *f = rc ? NULL : scratch(k, total, &own);
-    if (!rc && !f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    float ranks = c ? (float)c->size : 1.0f;
+    /* The runs in place: summed and divided where they lie. */
+    size_t total = 0; /* the packed elements */
+    for (int j = 0; j < N && !rc;) {
+        int e = run_end(k, out, j);
+        size_t n = e > j ? run_elems(k, j, e) : 0;
+        if (e == j || n * sizeof(float) < RUN_MIN) {
+            for (int m = j; m < (e > j ? e : j + 1); m++) packed[m] = true, total += k->in[m]->nelem;
+            j = e > j ? e : j + 1;
+            continue;
+        }
+        float *f = k->in[j]->data;
+        if (c) rc = sum(k, f, n, true);
+        for (size_t i = 0; i < n && !rc && c; i++) f[i] /= ranks;
+        for (int m = j; m < e; m++) packed[m] = false;
+        j = e;
+    }
+    /* The rest: one buffer, one collective. */
+    float *own = NULL, *f = rc || !total ? NULL : scratch(k, total, &own);
+    if (!rc && total && !f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
     size_t at = 0;
-    for (int j = 0; j < N && !rc; j++) {
+    for (int j = 0; j < N && !rc && total; j++) {
         const AmpBuf *x = k->in[j];
+        if (!packed[j]) continue;
         if (x->dtype == AMP_DT_FLOAT) memcpy(f + at, x->data, x->nelem * sizeof *f);
         else if (x->dtype == AMP_DT_FLOAT16) amp_f16_to_f32_n(f + at, x->data, x->nelem);
         else amp_bf16_to_f32_n(f + at, x->data, x->nelem);
         at += x->nelem;
     }
-    double t0 = seconds();
-    /* No communicator (a session of one process running a model the pass wrote): one rank. */
-    if (!rc && c) rc = c->allreduce_sum_f32(c, f, total, k->st);
-    if (!rc && c) {
-        c->grad_seconds += seconds() - t0;
-        c->grad_bytes += total * sizeof *f;
-        c->grad_calls++;
-    }
-    float ranks = c ? (float)c->size : 1.0f;
+    if (!rc && c && total) rc = sum(k, f, total, false);
     at = 0;
-    for (int j = 0; j < N && !rc; j++) {
+    for (int j = 0; j < N && !rc && total; j++) {
         const AmpBuf *x = k->in[j];
+        if (!packed[j]) continue;
         float *s = f + at;
         if (x->dtype == AMP_DT_FLOAT) { /* the mean written out in the one pass */
             float *y = out[j]->data;
@@ -98,5 +156,6 @@ AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
     }
     free(own);
     free(out);
+    free(packed);
     return rc;
 }

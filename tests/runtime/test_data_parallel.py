@@ -211,6 +211,41 @@ def t_grad_model(ctx):
     same_run(ctx, [train, "--inputs", data], 2, "cpu")
 
 
+def t_in_place(ctx, n, backend):
+    """Float32 gradients lie end to end in the arena with their means over them (runtime/exec_plan.c)
+    and runs of them of 64 KB or more are reduced there, each in one collective; the rest go through
+    one packed buffer (kernels/cpu/comm.c). The pass orders the gradients W1 b1 W2 b2 W3 b3; sizes
+    off the 64-byte grid end a run: W1 (65,344 bytes) + b1 (4,084) is one run, W2 (257,292) another,
+    b2 (252), W3 (1,008) and b3 (16) are packed: three collectives a step, every step (the plan
+    sizes the first one too), and the result one process's."""
+    rng = np.random.RandomState(1)
+    dims = [16, 1021, 63, 4]
+    inits, nodes, x = [], [], "x"
+    for i in range(3):
+        w, b, z = f"W{i + 1}", f"b{i + 1}", f"z{i + 1}"
+        inits += [nh.from_array((rng.randn(dims[i], dims[i + 1]) / np.sqrt(dims[i])).astype(np.float32), w),
+                  nh.from_array((rng.randn(dims[i + 1]) * 0.1).astype(np.float32), b)]
+        last = i == 2
+        nodes += [h.make_node("MatMul", [x, w], [f"m{i + 1}"]), h.make_node("Add", [f"m{i + 1}", b], ["logits" if last else z])]
+        if not last:
+            nodes.append(h.make_node("Relu", [z], [f"h{i + 1}"]))
+        x = f"h{i + 1}"
+    train = grad_model(ctx, f"wide_{n}_{backend}", nodes, inits)
+    xs, ys = mlp_data()
+    data = os.path.join(ctx.tmp, "wide_data")
+    write_inputs(data, [("x", xs), ("labels", ys)])
+    same_run(ctx, [train, "--inputs", data], n, backend)
+    dp = ok(mpirun(ctx, n, ["run", train, "--inputs", data, "--steps", "3", "--backend", backend]), "in place")
+    m = re.search(r"per step: (\d+) bytes in ([\d.]+) calls? \((\d+) where they lie\)", dp.stdout)
+    assert m, dp.stdout
+    total, calls, placed = int(m.group(1)), float(m.group(2)), int(m.group(3))
+    size = {t.name: nh.to_array(t).size * 4 for t in inits}
+    assert total == sum(size.values()), f"{total} bytes reduced per step, the parameters are {sum(size.values())}"
+    want = size["W1"] + size["b1"] + size["W2"]
+    assert placed == want, f"{placed} bytes a step reduced where they lie, not W1 + b1 + W2's {want}: {dp.stdout}"
+    assert calls == 3.0, f"{calls} calls a step, not 3 (W1 b1 | W2 | the packed rest): {dp.stdout}"
+
+
 def t_batchnorm(ctx):
     """BatchNormalization in training mode (`ampc grad --train-mode`), batch 8, one step: each rank's running
     statistics are those of its own slice of 4 (the gradients are all-reduced, the statistics are not), and rank 0's
@@ -421,6 +456,8 @@ def main():
               ("4 ranks, bf16, dynamic scale", lambda c: t_amp(c, "bf16", 4)),
               ("an overflow on one rank skips the step on all", t_overflow),
               ("an ampc grad model", t_grad_model),
+              ("2 ranks, cpu: large gradients reduced where they lie", lambda c: t_in_place(c, 2, "cpu")),
+              ("4 ranks, sim: large gradients reduced where they lie", lambda c: t_in_place(c, 4, "sim")),
               ("BatchNormalization's running statistics are rank 0's", t_batchnorm),
               ("onnxruntime-training artifacts", t_ort),
               ("mismatched models refused", t_mismatch),
