@@ -468,6 +468,12 @@ AmpCode amp_model_save_file(AmpModel *m, const char *path, const AmpSaveOptions 
 AmpCode amp_model_save_bytes(AmpModel *m, uint8_t **out, size_t *len, AmpStatus *st);
 /* The same with options (only value_info applies: bytes have no external data). */
 AmpCode amp_model_save_bytes_opt(AmpModel *m, const AmpSaveOptions *opt, uint8_t **out, size_t *len, AmpStatus *st);
+/* The bytes amp_model_save_bytes would make, handed to put(ctx, ...) in order, in pieces
+ * (big tensors from where they lie, nothing gathered), and without protobuf's 2 GB limit:
+ * for hashing a model of any size (the data-parallel open check). put returning false
+ * stops it (AMP_ERR_INTERNAL). */
+AmpCode amp_model_save_visit(AmpModel *m, bool (*put)(void *ctx, const void *d, size_t len), void *ctx,
+                             AmpStatus *st);
 /* Serialises one tensor as a TensorProto (the form amp_tensor_load_bytes reads: a
  * conformance test's output_0.pb) to a malloc'd buffer, its data in the fields it has
  * (external data inline); the caller frees *out. */

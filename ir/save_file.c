@@ -32,17 +32,21 @@ static bool put_file(void *f, const void *d, size_t len) {
     return fwrite(d, 1, len, f) == len;
 }
 
-/* Writes the buffer, gaps in their places. */
-static bool wbuf_write(AmpWBuf *b, FILE *f) {
+/* Hands the buffer to put in order, gaps in their places. */
+static bool wbuf_put(AmpWBuf *b, bool (*put)(void *ctx, const void *d, size_t len), void *ctx) {
     size_t pos = 0;
     for (size_t i = 0; i < b->n_gaps; i++) {
         const AmpWGap *g = &b->gaps[i];
-        if (g->at > pos && fwrite(b->data + pos, 1, g->at - pos, f) != g->at - pos) return false;
-        if (g->narrow ? !amp_wbuf_put_narrow(b, g->narrow, put_file, f) : fwrite(g->data, 1, g->len, f) != g->len)
-            return false;
+        if (g->at > pos && !put(ctx, b->data + pos, g->at - pos)) return false;
+        if (g->narrow ? !amp_wbuf_put_narrow(b, g->narrow, put, ctx) : !put(ctx, g->data, g->len)) return false;
         pos = g->at;
     }
-    return b->len == pos || fwrite(b->data + pos, 1, b->len - pos, f) == b->len - pos;
+    return b->len == pos || put(ctx, b->data + pos, b->len - pos);
+}
+
+/* Writes the buffer, gaps in their places. */
+static bool wbuf_write(AmpWBuf *b, FILE *f) {
+    return wbuf_put(b, put_file, f);
 }
 
 static bool put_mem(void *ctx, const void *d, size_t len) {
@@ -359,6 +363,20 @@ AmpCode amp_model_save_bytes_opt(AmpModel *m, const AmpSaveOptions *opt, uint8_t
     else if (!(*out = wbuf_take(&c.b, len)) && (*len || !(*out = malloc(1))))
         rc = amp_fail(st, AMP_ERR_INTERNAL, "out of memory");
     if (rc) *len = 0;
+    amp_wbuf_free(&c.b);
+    return rc;
+}
+
+AmpCode amp_model_save_visit(AmpModel *m, bool (*put)(void *ctx, const void *d, size_t len), void *ctx,
+                             AmpStatus *st) {
+    SaveCtx c;
+    amp_save_init(&c, m, st);
+    c.b.max = 0; /* no limit: nothing here is a protobuf message to be parsed back */
+    amp_save_model(&c);
+    AmpCode rc = AMP_OK;
+    if (c.failed || c.b.failed) rc = encode_failed(&c, NULL);
+    else if (!wbuf_put(&c.b, put, ctx) && !(rc = input_cut_short(m, st)))
+        rc = amp_fail(st, AMP_ERR_INTERNAL, "handing the model's bytes on failed");
     amp_wbuf_free(&c.b);
     return rc;
 }

@@ -42,20 +42,24 @@ AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpStat
     return AMP_OK;
 }
 
+static bool hash_piece(void *ctx, const void *d, size_t len) {
+    uint64_t *h = ctx;
+    *h = amp_hash_bytes(*h, d, len);
+    return true;
+}
+
 /* The hash every rank compares at open: the model as this session runs it (serialized
- * after the onnxruntime-training import, the AMP rewrite and the allreduce pass) and the
+ * after the onnxruntime-training import, the AMP rewrite and the allreduce pass: its bytes
+ * streamed, so a model of any size, past protobuf's 2 GB, hashes without a copy) and the
  * options that change its numbers beyond it (backend, random seed, fusion, TF32). */
 static AmpCode session_hash(AmpModel *m, const AmpAutoConfig *cfg, const AmpSessionOptions *opt, uint64_t *out,
                             AmpStatus *st) {
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    AmpCode rc = amp_model_save_bytes(m, &bytes, &len, st);
+    uint64_t h = AMP_HASH_INIT;
+    AmpCode rc = amp_model_save_visit(m, hash_piece, &h, st);
     if (rc) {
         amp_status_prefix(st, "data parallel: hashing the model: ");
         return rc;
     }
-    uint64_t h = amp_hash_bytes(AMP_HASH_INIT, bytes, len);
-    free(bytes);
     int64_t knobs[] = {cfg->backend, cfg->tf32, opt->no_fuse, (int64_t)opt->seed};
     *out = amp_hash_bytes(h, knobs, sizeof knobs);
     return AMP_OK;

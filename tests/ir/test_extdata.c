@@ -559,18 +559,16 @@ Test(extdata, external_without_location_or_with_inline_data) {
 /* ---- over 2 GB (writes ~2.2 GB: with AMPC_BIG_TESTS=1, which scripts/test.sh sets when
  * the temporary folder has 10 GB free) ---------------------------------------------------- */
 
-Test(extdata, auto_goes_external_over_2gb) {
-    tu_watchdog(600);
-    const char *big = getenv("AMPC_BIG_TESTS");
-    if (!big || strcmp(big, "1") != 0) cr_skip_test("set AMPC_BIG_TESTS=1 to run (writes ~2.2 GB)");
-    /* Two 1.1 GB tensors in a sparse data file: mapping costs no memory. */
+/* A model of two 1.1 GB tensors in a sparse data file (mapping it costs no memory), written
+ * into dir; its path (malloc'd). */
+static char *big_model(const char *dir) {
     const int64_t n = (INT64_C(1100) << 20) / 4;
-    char *dir = tu_mkdtemp(), *out_dir = tu_mkdtemp();
     char *data = tu_path(dir, "big.bin");
     FILE *f = fopen(data, "wb");
     cr_assert_not_null(f);
     cr_assert_eq(ftruncate(fileno(f), (off_t)(2 * n * 4)), 0);
     fclose(f);
+    free(data);
     PbBuf ta = {0}, tb = {0}, g = {0}, model = {0};
     onnx_tensor_head(&ta, "A", 1, 1, &n);
     onnx_tensor_external(&ta, "big.bin", 0, n * 4);
@@ -582,8 +580,22 @@ Test(extdata, auto_goes_external_over_2gb) {
     pb_msg(&g, G_INIT, &tb);
     onnx_vi(&g, G_OUTPUT, "Y", 1, 1, &n);
     onnx_model(&model, &g, 13);
-    char *path = tu_path(dir, "big.onnx"), *out = tu_path(out_dir, "out.onnx");
+    char *path = tu_path(dir, "big.onnx");
     cr_assert(tu_write(path, model.data, model.len));
+    pb_free(&model);
+    return path;
+}
+
+static void skip_unless_big(void) {
+    const char *big = getenv("AMPC_BIG_TESTS");
+    if (!big || strcmp(big, "1") != 0) cr_skip_test("set AMPC_BIG_TESTS=1 to run (writes ~2.2 GB)");
+}
+
+Test(extdata, auto_goes_external_over_2gb) {
+    tu_watchdog(600);
+    skip_unless_big();
+    char *dir = tu_mkdtemp(), *out_dir = tu_mkdtemp();
+    char *path = big_model(dir), *out = tu_path(out_dir, "out.onnx");
     AmpModel *m = load_ok(path);
     save_ok(m, out, AMP_SAVE_EXTERNAL_AUTO, 1024);
     amp_model_free(m);
@@ -592,8 +604,55 @@ Test(extdata, auto_goes_external_over_2gb) {
     cr_assert(initializer(m, "A")->is_external && initializer(m, "B")->is_external);
     amp_model_free(m);
     tu_rmtree(dir), tu_rmtree(out_dir);
-    free(dir), free(out_dir), free(data), free(path), free(out);
-    pb_free(&model);
+    free(dir), free(out_dir), free(path), free(out);
+}
+
+/* amp_model_save_visit (the data-parallel open check hashes a model through it): the bytes
+ * amp_model_save_bytes makes, in pieces; and past 2 GB, where save_bytes refuses. */
+typedef struct Gathered {
+    uint8_t *d;
+    size_t len, pieces;
+} Gathered;
+
+static bool gather(void *ctx, const void *d, size_t len) {
+    Gathered *g = ctx;
+    if (g->d) memcpy(g->d + g->len, d, len);
+    g->len += len;
+    g->pieces++;
+    return true;
+}
+
+Test(extdata, visit_hands_on_the_saved_bytes) {
+    AmpModel *m = build_model();
+    AmpStatus st = {0};
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_OK, "%s", st.msg);
+    Gathered g = {.d = malloc(len + 1)};
+    cr_assert_eq(amp_model_save_visit(m, gather, &g, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(g.len, len);
+    cr_assert(memcmp(g.d, bytes, len) == 0, "the visited bytes differ from save_bytes'");
+    free(g.d), free(bytes);
+    amp_model_free(m);
+}
+
+Test(extdata, visit_goes_past_2gb) {
+    tu_watchdog(600);
+    skip_unless_big();
+    char *dir = tu_mkdtemp(), *path = big_model(dir);
+    AmpModel *m = load_ok(path);
+    AmpStatus st = {0};
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(amp_model_save_bytes(m, &bytes, &len, &st), AMP_ERR_UNSUPPORTED);
+    cr_assert(tu_contains(st.msg, "2 GB"), "%s", st.msg);
+    Gathered g = {0};
+    cr_assert_eq(amp_model_save_visit(m, gather, &g, &st), AMP_OK, "%s", st.msg);
+    cr_assert_gt(g.len, (size_t)2 * ((size_t)1100 << 20), "%zu bytes visited", g.len);
+    cr_assert_gt(g.pieces, 2, "the tensors handed on from where they lie, not gathered");
+    amp_model_free(m);
+    tu_rmtree(dir);
+    free(dir), free(path);
 }
 
 /* AmpSaveOptions.commit: asked once, after everything is written; a refusal leaves the
