@@ -45,7 +45,7 @@ CHUNK = 32  # gradients per AllReduceMean node (passes/allreduce.c CHUNK)
 LINKS = {
     "nvlink": (450.0, 10.0),  # 8 x H100 SXM, NVLink 4 + NVSwitch: nccl-tests busbw ~450-480
     "ib": (48.0, 30.0),       # 400 Gb/s NDR InfiniBand, one NIC per GPU: ~45-50 GB/s each
-    "shm": (4.66, 10.0),      # this machine: Open MPI, 2 ranks, shared memory (measured)
+    "shm": (4.66, 10.0),      # this machine: Open MPI, 2 ranks, shared memory: 12.6 MB in 2.7 ms
 }
 # Default configurations: NAME:N is N devices on one link class; NAME:HxG is H hosts of G
 # devices, G on nvlink inside a host and NAME between hosts.
@@ -205,8 +205,10 @@ def count_gradients(path):
     else:
         grads = list(dict.fromkeys(v[:-5] for v in made if v.endswith("_grad") and v[:-5] in dims))
         calls = math.ceil(len(grads) / CHUNK)
-    if not grads or None in grads:
+    if not grads:
         sys.exit(f"dp_cost: {path}: no parameter gradients found (a training graph: `ampc grad`)")
+    if None in grads:
+        sys.exit(f"dp_cost: {path}: an AllReduceMean output is no parameter's X_grad; give --bytes")
     return 4 * sum(math.prod(dims[p]) for p in grads), calls, len(grads)
 
 
@@ -224,7 +226,7 @@ def parse_link(text):
 def parse_config(text, links):
     name, _, n = text.partition(":")
     hosts, _, per = n.partition("x")
-    if name not in links or not hosts.isdigit() or (per and not per.isdigit()):
+    if name not in links or not hosts.isdigit() or int(hosts) < 1 or (per and (not per.isdigit() or int(per) < 1)):
         sys.exit(f"dp_cost: --config {text}: want LINK:N or LINK:HOSTSxPER_HOST (links: {', '.join(links)})")
     if per:
         return name, int(hosts), int(per)
