@@ -12,11 +12,15 @@
  * same step with the same scale update. With equal slices and a mean loss, the mean of the
  * ranks' gradients is the whole batch's gradient (up to float32 summation order).
  *
- * The gradients go into nodes of at most CHUNK each, in the order the backward makes them,
- * each node placed after the last of its gradients' producers (a first step towards
- * reducing while the backward still runs; the executor does not overlap them yet). Nodes
- * and values are named "amp_allreduce/..."; the gradient keeps its name and its readers,
- * and its producer writes "X_grad_local". */
+ * The gradients go into buckets in the order the backward makes them, as DDP's do: a bucket
+ * closes at BUCKET_BYTES (the parameters' sizes, where their shapes are known) or CHUNK
+ * gradients, and its node is placed right after the last of its gradients is made, so the
+ * reduction runs while the rest of the backward is still to come (on the CPU the gradients
+ * are then still in cache; the executor runs each node where it stands, no overlap yet).
+ * An Identity that only names a gradient (`ampc grad` writes `W_grad = Identity(dW)`, all
+ * at the end of the graph) would hold every node back to the end: the node reads dW itself
+ * and the Identity goes. Nodes and values are named "amp_allreduce/..."; the gradient keeps
+ * its name and its readers, and its producer writes "X_grad_local". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +32,18 @@
 #define PREFIX "amp_allreduce/"
 /* Gradients per node: the simulator's and the CPU fallback's kernels take up to 64 outputs. */
 #define CHUNK 32
+/* A bucket's bytes: DDP's first bucket (1 MiB: the first reduction starts early in the
+ * backward), and from then on 4 MiB. On the CPU a bucket reduced just after it is made is
+ * still in the last-level cache of both ranks; fewer, larger buckets pay the ranks'
+ * meeting less often. */
+#define FIRST_BUCKET_BYTES ((uint64_t)1 << 20)
+#define BUCKET_BYTES ((uint64_t)4 << 20)
 
 typedef struct Grad {
-    AmpValue *v;  /* the value reduced: X_grad, or the scaled gradient under loss scaling */
-    size_t order; /* its producer's position in the graph */
+    AmpValue *v;    /* the value reduced: X_grad, or the scaled gradient under loss scaling */
+    AmpNode *made;  /* the node that makes it: v's producer, or the one a naming Identity reads */
+    size_t order;   /* made's position in the graph */
+    uint64_t bytes; /* the parameter's bytes (0: shape unknown) */
 } Grad;
 
 static AmpCode oom(AmpStatus *st) {
@@ -61,6 +73,27 @@ static bool may_be_float(const AmpValue *v) {
     if (v->type.kind == AMP_TYPE_NONE) return true;
     return v->type.kind == AMP_TYPE_TENSOR &&
            (d == AMP_DT_FLOAT || d == AMP_DT_FLOAT16 || d == AMP_DT_BFLOAT16 || d == AMP_DT_UNDEFINED);
+}
+
+/* The Identity producing v when it only names its input: the input made by a node of the
+ * same graph and read by this Identity alone, v no graph output made by it twice. */
+static AmpNode *naming_identity(const AmpValue *v) {
+    AmpNode *p = v->producer;
+    if (!p || p->op != AMP_OP_Identity || p->n_inputs != 1 || p->n_outputs != 1 || !p->inputs[0]) return NULL;
+    const AmpValue *x = p->inputs[0];
+    return x->producer && x->graph == v->graph && x->n_uses == 1 && !(x->flags & AMP_VALUE_OUTPUT) ? p : NULL;
+}
+
+/* Bytes of a tensor of known static shape and float type; 0 otherwise. */
+static uint64_t param_bytes(const AmpValue *p) {
+    if (p->type.kind != AMP_TYPE_TENSOR || p->type.rank < 0) return 0;
+    uint64_t n = 1;
+    for (int i = 0; i < p->type.rank; i++) {
+        int64_t d = p->type.dims[i].value;
+        if (p->type.dims[i].param || d < 0 || (d && n > UINT64_MAX / 8 / (uint64_t)d)) return 0;
+        n *= (uint64_t)d;
+    }
+    return n * (p->type.dtype == AMP_DT_FLOAT16 || p->type.dtype == AMP_DT_BFLOAT16 ? 2 : 4);
 }
 
 static int by_order(const void *a, const void *b) {
@@ -108,30 +141,40 @@ static AmpCode find(AmpModel *m, Grad **out, size_t *n_out, AmpGraph **h, AmpSta
                 free(name), free(grads);
                 return AMP_ERR_UNSUPPORTED;
             }
-            grads[n++] = (Grad){x, 0};
+            AmpNode *id = naming_identity(x);
+            grads[n++] = (Grad){x, id ? id->inputs[0]->producer : x->producer, 0, param_bytes(p)};
         }
     }
     free(name);
     *h = n ? grads[0].v->graph : NULL;
     size_t pos = 0;
     for (AmpNode *nd = *h ? (*h)->first : NULL; nd; nd = nd->next) nd->mark = (int)pos++;
-    for (size_t i = 0; i < n; i++) grads[i].order = (size_t)grads[i].v->producer->mark;
+    for (size_t i = 0; i < n; i++) grads[i].order = (size_t)grads[i].made->mark;
     qsort(grads, n, sizeof *grads, by_order);
     *out = grads;
     *n_out = n;
     return AMP_OK;
 }
 
-/* One AllReduceMean over grads[0..n): each producer writes a fresh "<name>_local" the node
- * reads, and the node writes the gradient's value itself. */
+/* One AllReduceMean over grads[0..n), placed right after the last of them is made: each
+ * producer writes a fresh "<name>_local" the node reads (a naming Identity's input is read
+ * as it is, and the Identity dropped), and the node writes the gradient's value itself. */
 static AmpCode reduce_chunk(AmpGraph *g, const Grad *grads, size_t n, AmpStatus *st) {
     const char *name = amp_graph_unique_name(g, PREFIX "mean");
     AmpNode *node = name ? amp_node_new(g, "ai.ampc", "AllReduceMean", name, (int)n, (int)n) : NULL;
     if (!node) return oom(st);
     node->op = AMP_OP_Ampc_AllReduceMean;
-    AmpNode *after = grads[n - 1].v->producer; /* the last to run, before it is rewired */
+    AmpNode *after = grads[n - 1].made; /* the last to run */
     for (size_t j = 0; j < n; j++) {
         AmpValue *v = grads[j].v;
+        AmpNode *id = naming_identity(v);
+        if (id) {
+            AmpValue *local = id->inputs[0];
+            if (amp_node_set_input(node, (int)j, local)) return oom(st);
+            amp_node_delete(id); /* unlinked: its output v is the node's now */
+            amp_node_set_output(node, (int)j, v);
+            continue;
+        }
         size_t len = strlen(v->name) + sizeof "_local";
         char *base = malloc(len);
         if (!base) return oom(st);
@@ -157,15 +200,17 @@ AmpCode amp_pass_allreduce(AmpModel *m, const AmpPassOptions *opt, AmpStatus *st
     AmpGraph *h = NULL;
     AmpCode rc = find(m, &grads, &n, &h, st);
     if (!rc && n && !amp_model_import_opset(m, "ai.ampc", 1)) rc = oom(st);
-    for (size_t at = 0; !rc && at < n; at += CHUNK) {
-        size_t k = n - at < CHUNK ? n - at : CHUNK;
+    size_t nodes = 0;
+    for (size_t at = 0, k; !rc && at < n; at += k, nodes++) {
+        uint64_t bytes = 0, cap = nodes ? BUCKET_BYTES : FIRST_BUCKET_BYTES;
+        for (k = 0; at + k < n && k < CHUNK && (!k || bytes < cap); k++) bytes += grads[at + k].bytes;
         rc = reduce_chunk(h, grads + at, k, st);
     }
     if (!rc && n) rc = amp_graph_toposort(h, st);
     if (!rc && n && opt && opt->notify) {
         char line[256];
         snprintf(line, sizeof line, "allreduce: %zu gradients made the mean over the ranks in %zu AllReduceMean "
-                 "node%s", n, (n + CHUNK - 1) / CHUNK, n > CHUNK ? "s" : "");
+                 "node%s", n, nodes, nodes > 1 ? "s" : "");
         opt->notify(opt->notify_ctx, line);
     }
     free(grads);
