@@ -300,3 +300,21 @@ AmpCode amp_allreduce_geom(AmpKernelCtx *k, void *geom, bool *made) {
     }
     return AMP_OK;
 }
+
+/* Whether gradient j is float32 and its mean planned over it (the same bytes). */
+static bool allreduce_in_place(const AmpKernelCtx *k, AmpBuf *const *out, int j) {
+    return k->in[j]->dtype == AMP_DT_FLOAT && out[j]->data == k->in[j]->data;
+}
+
+int amp_allreduce_run(const AmpKernelCtx *k, AmpBuf *const *out, int j, size_t *elems) {
+    *elems = 0;
+    if (!allreduce_in_place(k, out, j)) return j;
+    size_t n = k->in[j]->nelem;
+    int e = j + 1;
+    while (e < k->n_in && allreduce_in_place(k, out, e) &&
+           (const char *)k->in[e]->data == (const char *)k->in[e - 1]->data + k->in[e - 1]->nelem * sizeof(float))
+        n += k->in[e++]->nelem;
+    if (n * sizeof(float) < AMP_ALLREDUCE_RUN_MIN) return j;
+    *elems = n;
+    return e;
+}

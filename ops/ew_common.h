@@ -98,6 +98,18 @@ typedef struct AmpAllReduceGeom {
 } AmpAllReduceGeom;
 AmpCode amp_allreduce_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* How every backend's AllReduceMean splits its gradients (kernels/cpu/comm.c,
+ * kernels/cuda/allreduce.c): float32 gradients the arena holds end to end with their means
+ * planned over them (runtime/exec_plan.c) are reduced where they lie, one collective per
+ * run of at least AMP_ALLREDUCE_RUN_MIN bytes; the rest are packed into one buffer. Below
+ * that size a collective's fixed cost (a few microseconds of messages) is not worth paying
+ * for a run of its own. */
+enum { AMP_ALLREDUCE_RUN_MIN = 64 * 1024 };
+/* The end e of the run in place that starts at gradient j (out[i]: output i as placed),
+ * and its elements in *elems, when e > j and the run takes AMP_ALLREDUCE_RUN_MIN bytes or
+ * more; else j (gradient j goes into the packed buffer). */
+int amp_allreduce_run(const AmpKernelCtx *k, AmpBuf *const *out, int j, size_t *elems);
+
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */

@@ -3,7 +3,8 @@
  * as few collectives as the gradients' places allow:
  *  - float32 gradients that the arena holds end to end with their means over them (the
  *    executor plans them so, runtime/exec_plan.c) are summed where they lie, one
- *    collective for each such run of at least RUN_MIN bytes, and divided in place;
+ *    collective for each such run of at least AMP_ALLREDUCE_RUN_MIN bytes (ops/ew_common.h,
+ *    the split every backend's kernel shares), and divided in place;
  *  - the rest go into one float32 buffer (16-bit gradients widened: summed in float32),
  *    kept in the node's pack between steps, summed in one more collective, and each
  *    output is its slice divided by the number of ranks, in the input's type.
@@ -56,31 +57,6 @@ static double seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Whether gradient j is float32 and its mean planned over it (the same bytes). */
-static bool in_place(AmpKernelCtx *k, AmpBuf **out, int j) {
-    return k->in[j]->dtype == AMP_DT_FLOAT && out[j]->data == k->in[j]->data;
-}
-
-/* Below this many bytes a run goes into the packed buffer: a collective's fixed cost
- * (two messages each way, a few microseconds) is worth paying only for a large one. */
-enum { RUN_MIN = 64 * 1024 };
-
-/* The end of the run of in-place gradients starting at j (j itself when j is none). */
-static int run_end(AmpKernelCtx *k, AmpBuf **out, int j) {
-    if (!in_place(k, out, j)) return j;
-    int e = j + 1;
-    while (e < k->n_in && in_place(k, out, e) &&
-           (const char *)k->in[e]->data == (const char *)k->in[e - 1]->data + k->in[e - 1]->nelem * sizeof(float))
-        e++;
-    return e;
-}
-
-static size_t run_elems(AmpKernelCtx *k, int j0, int j1) {
-    size_t n = 0;
-    for (int j = j0; j < j1; j++) n += k->in[j]->nelem;
-    return n;
-}
-
 /* buf[0..n) summed over the ranks, with the counts the run prints. */
 static AmpCode sum(AmpKernelCtx *k, float *buf, size_t n, bool in_place) {
     AmpComm *c = k->comm;
@@ -113,11 +89,11 @@ AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
     /* The runs in place: summed and divided where they lie. */
     size_t total = 0; /* the packed elements */
     for (int j = 0; j < N && !rc;) {
-        int e = run_end(k, out, j);
-        size_t n = e > j ? run_elems(k, j, e) : 0;
-        if (e == j || n * sizeof(float) < RUN_MIN) {
-            for (int m = j; m < (e > j ? e : j + 1); m++) packed[m] = true, total += k->in[m]->nelem;
-            j = e > j ? e : j + 1;
+        size_t n;
+        int e = amp_allreduce_run(k, out, j, &n);
+        if (e == j) {
+            packed[j] = true, total += k->in[j]->nelem;
+            j++;
             continue;
         }
         float *f = k->in[j]->data;
