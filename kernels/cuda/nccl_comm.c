@@ -116,16 +116,18 @@ static AmpCode poll(AmpNccl *n, cudaEvent_t ev, const char *what, AmpStatus *st)
 }
 
 /* What each rank tells the others before NCCL is tried: whether it loaded, and its GPU. */
+enum { PROBE_NO_NCCL = 0, PROBE_READY = 1, PROBE_NO_GPU = 2 };
 typedef struct Probe {
-    int32_t loaded;
+    int32_t state; /* PROBE_* */
     unsigned char uuid[16];
 } Probe;
 
 /* Whether every rank loaded NCCL and no two share a GPU; else why not in why. */
 static bool all_can(const Probe *all, int size, char *why, size_t len) {
     for (int r = 0; r < size; r++) {
-        if (!all[r].loaded) {
-            snprintf(why, len, "rank %d could not load NCCL", r);
+        if (all[r].state != PROBE_READY) {
+            snprintf(why, len, "rank %d %s", r,
+                     all[r].state == PROBE_NO_GPU ? "could not name its CUDA device" : "could not load NCCL");
             return false;
         }
         for (int q = 0; q < r; q++)
@@ -140,12 +142,13 @@ static bool all_can(const Probe *all, int size, char *why, size_t len) {
 AmpCode amp_nccl_open(AmpComm *host, const char *path, AmpNccl **out, AmpStatus *st) {
     *out = NULL;
     AmpStatus load_st = {0};
-    Probe mine = {.loaded = amp_nccl_load(path, &load_st) == AMP_OK}, *all = calloc((size_t)host->size, sizeof *all);
+    Probe mine = {.state = amp_nccl_load(path, &load_st) == AMP_OK ? PROBE_READY : PROBE_NO_NCCL};
+    Probe *all = calloc((size_t)host->size, sizeof *all);
     int dev = 0;
     struct cudaDeviceProp prop;
     if (cudaGetDevice(&dev) || cudaGetDeviceProperties(&prop, dev)) {
         (void)cudaGetLastError();
-        mine.loaded = 0; /* unknown GPU: no NCCL anywhere (the others must still hear from us) */
+        if (mine.state == PROBE_READY) mine.state = PROBE_NO_GPU; /* no NCCL anywhere; the others still hear from us */
     } else {
         memcpy(mine.uuid, &prop.uuid, sizeof mine.uuid);
     }
