@@ -20,6 +20,9 @@
  * session closes, the device time per op type (stderr); tf32 (AMP_TF32=1 or the session's
  * tf32 option) lets float32 GEMMs and convolutions use TF32.
  *
+ * In a data-parallel job (AmpBackendSettings.comm) the instance binds to the GPU of its local
+ * rank and owns an NCCL communicator (nccl_comm.h) for ai.ampc AllReduceMean (allreduce.c).
+ *
  * The registry finds this backend by amp_backend_entry_cuda (the build lists it when it
  * compiles this folder); nothing outside this file names its functions. */
 #include <cublasLt.h>
