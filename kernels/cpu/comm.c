@@ -71,37 +71,28 @@ static AmpCode sum(AmpKernelCtx *k, float *buf, size_t n, bool in_place) {
     return rc;
 }
 
+/* A run in place (amp_allreduce_runs): summed and divided where it lies. */
+static AmpCode reduce_run(AmpKernelCtx *k, float *f, size_t n, void *arg) {
+    (void)arg;
+    AmpComm *c = k->comm;
+    AmpCode rc = c ? sum(k, f, n, true) : AMP_OK;
+    for (size_t i = 0; i < n && !rc && c; i++) f[i] /= (float)c->size;
+    return rc;
+}
+
 AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
     AmpAllReduceGeom own_g;
     const AmpAllReduceGeom *g; /* amp_allreduce_geom (ops/ew_common.h): the inputs, their dtypes, Y checked */
     AmpCode rc = amp_kernel_geom(k, &own_g, (const void **)&g);
     if (rc) return rc;
-    (void)g;
     AmpComm *c = k->comm;
     int N = k->n_in;
-    AmpBuf **out = malloc((size_t)N * sizeof *out);
-    bool *packed = malloc((size_t)N * sizeof *packed);
-    if (!out || !packed) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    if (!rc) rc = amp_kernel_outputs(k, N, out);
-    for (int j = 0; j < N && !rc; j++)
-        if (!out[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is not wanted", j);
+    AmpBuf **out;
+    bool *packed;
+    rc = amp_allreduce_begin(k, &out, &packed); /* ops/ew_common.h: the outputs */
     float ranks = c ? (float)c->size : 1.0f;
-    /* The runs in place: summed and divided where they lie. */
     size_t total = 0; /* the packed elements */
-    for (int j = 0; j < N && !rc;) {
-        size_t n;
-        int e = amp_allreduce_run(k, out, j, &n);
-        if (e == j) {
-            packed[j] = true, total += k->in[j]->nelem;
-            j++;
-            continue;
-        }
-        float *f = k->in[j]->data;
-        if (c) rc = sum(k, f, n, true);
-        for (size_t i = 0; i < n && !rc && c; i++) f[i] /= ranks;
-        for (int m = j; m < e; m++) packed[m] = false;
-        j = e;
-    }
+    if (!rc) rc = amp_allreduce_runs(k, out, packed, &total, reduce_run, NULL);
     /* The rest: one buffer, one collective. */
     float *own = NULL, *f = rc || !total ? NULL : scratch(k, total, &own);
     if (!rc && total && !f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");

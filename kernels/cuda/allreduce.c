@@ -1,6 +1,6 @@
 /* ai.ampc AllReduceMean on CUDA (allreduce.h): the gradients of a data-parallel step made
  * the mean over the ranks on the device, through the backend instance's NCCL communicator
- * (nccl_comm.h), split as the CPU kernel splits them (amp_allreduce_run, ops/ew_common.h):
+ * (nccl_comm.h), split as the CPU kernel splits them (amp_allreduce_runs, ops/ew_common.h):
  *  - runs of float32 gradients the arena holds end to end with their means over them are
  *    summed where they lie (ncclAllReduce in place, one per run) and divided in place;
  *  - the rest are packed into one float32 device buffer (16-bit ones widened), summed in
@@ -17,7 +17,7 @@
 #include "kernels/cuda/allreduce.h"
 #include "kernels/cuda/convert.h"
 #include "kernels/cuda/nccl_comm.h"
-#include "ops/ew_common.h" /* amp_allreduce_geom, amp_allreduce_run */
+#include "ops/ew_common.h" /* amp_allreduce_geom, amp_allreduce_runs */
 #include "ops/geom.h"
 
 bool amp_cuda_supports_allreduce(const AmpNode *n, int64_t opset, const int *in_dtypes) {
@@ -84,6 +84,16 @@ static AmpCode sum(AmpKernelCtx *k, AmpNccl *nc, float *buf, size_t n, bool in_p
     return rc;
 }
 
+/* A run in place (amp_allreduce_runs): summed and divided where it lies. */
+static AmpCode reduce_run(AmpKernelCtx *k, float *f, size_t n, void *nc) {
+    AmpComm *c = k->comm;
+    AmpCode rc = c ? sum(k, nc, f, n, true) : AMP_OK;
+    if (!rc && c)
+        rc = amp_cuda_check(k, amp_cuda_mean_launch(f, AMP_DT_FLOAT, f, n, (float)c->size, amp_cuda_ctx(k)->stream),
+                            "the mean");
+    return rc;
+}
+
 /* Gradient x widened into f[0..x->nelem) (float32: a device copy). */
 static AmpCode widen(AmpKernelCtx *k, float *f, const AmpBuf *x) {
     void *s = amp_cuda_ctx(k)->stream;
@@ -98,37 +108,19 @@ AmpCode amp_cuda_allreduce_mean(AmpKernelCtx *k) {
     const AmpAllReduceGeom *g; /* amp_allreduce_geom: the inputs, their dtypes, Y checked */
     AmpCode rc = amp_kernel_geom(k, &own_g, (const void **)&g);
     if (rc) return rc;
-    (void)g;
     AmpComm *c = k->comm;
     AmpNccl *nc = amp_cuda_ctx(k)->nccl;
     if (c && !nc) /* (the instance does not take the node then: cuda_supports) */
         return amp_kernel_fail(k, AMP_ERR_UNSUPPORTED, "no NCCL communicator: the host reduces the gradients");
     void *stream = amp_cuda_ctx(k)->stream;
     int N = k->n_in;
-    AmpBuf **out = malloc((size_t)N * sizeof *out);
-    bool *packed = malloc((size_t)N * sizeof *packed);
-    if (!out || !packed) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    if (!rc) rc = amp_kernel_outputs(k, N, out);
-    for (int j = 0; j < N && !rc; j++)
-        if (!out[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is not wanted", j);
+    AmpBuf **out;
+    bool *packed;
+    rc = amp_allreduce_begin(k, &out, &packed);
     float ranks = c ? (float)c->size : 1.0f;
     double t0 = seconds();
-    /* The runs in place: summed and divided where they lie. */
     size_t total = 0; /* the packed elements */
-    for (int j = 0; j < N && !rc;) {
-        size_t n;
-        int e = amp_allreduce_run(k, out, j, &n);
-        if (e == j) {
-            packed[j] = true, total += k->in[j]->nelem;
-            j++;
-            continue;
-        }
-        float *f = k->in[j]->data;
-        if (c) rc = sum(k, nc, f, n, true);
-        if (!rc && c) rc = amp_cuda_check(k, amp_cuda_mean_launch(f, AMP_DT_FLOAT, f, n, ranks, stream), "the mean");
-        for (int m = j; m < e; m++) packed[m] = false;
-        j = e;
-    }
+    if (!rc) rc = amp_allreduce_runs(k, out, packed, &total, reduce_run, nc);
     /* The rest: one buffer, one collective. */
     float *f = rc || !total ? NULL : scratch(k, total);
     if (!rc && total && !f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of device memory for the packed gradients");
