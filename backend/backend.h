@@ -56,6 +56,12 @@ typedef struct AmpBackendSettings {
     bool profile;        /* CUDA: time every node, print the device time per op at close */
     const char *lacks;   /* the simulator: op types it claims to have no kernel for ("Relu,Conv") */
     const char *refuses; /* the simulator: op types whose kernels refuse when they run */
+    /* The session's data-parallel job (backend/comm.h), NULL outside one. CUDA binds to the
+     * GPU of its local rank (local_rank modulo the GPUs) and reduces the gradients with
+     * NCCL bootstrapped over it (kernels/cuda/nccl_comm.h); libnccl from nccl_lib
+     * (AMP_NCCL_LIB) when not NULL. */
+    struct AmpComm *comm;
+    const char *nccl_lib;
 } AmpBackendSettings;
 
 typedef struct AmpBackend AmpBackend;

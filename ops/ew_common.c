@@ -300,3 +300,52 @@ AmpCode amp_allreduce_geom(AmpKernelCtx *k, void *geom, bool *made) {
     }
     return AMP_OK;
 }
+
+/* Whether gradient j is float32 and its mean planned over it (the same bytes). */
+static bool allreduce_in_place(const AmpKernelCtx *k, AmpBuf *const *out, int j) {
+    return k->in[j]->dtype == AMP_DT_FLOAT && out[j]->data == k->in[j]->data;
+}
+
+/* The end e of the run in place that starts at gradient j, and its elements in *elems, when
+ * e > j and the run takes AMP_ALLREDUCE_RUN_MIN bytes or more; else j (packed). */
+static int allreduce_run(const AmpKernelCtx *k, AmpBuf *const *out, int j, size_t *elems) {
+    *elems = 0;
+    if (!allreduce_in_place(k, out, j)) return j;
+    size_t n = k->in[j]->nelem;
+    int e = j + 1;
+    while (e < k->n_in && allreduce_in_place(k, out, e) &&
+           (const char *)k->in[e]->data == (const char *)k->in[e - 1]->data + k->in[e - 1]->nelem * sizeof(float))
+        n += k->in[e++]->nelem;
+    if (n * sizeof(float) < AMP_ALLREDUCE_RUN_MIN) return j;
+    *elems = n;
+    return e;
+}
+
+AmpCode amp_allreduce_runs(AmpKernelCtx *k, AmpBuf *const *out, bool *packed, size_t *total, AmpAllReduceRunFn reduce,
+                           void *arg) {
+    AmpCode rc = AMP_OK;
+    *total = 0;
+    for (int j = 0; j < k->n_in && !rc;) {
+        size_t n;
+        int e = allreduce_run(k, out, j, &n);
+        if (e == j) {
+            packed[j] = true, *total += k->in[j]->nelem;
+            j++;
+            continue;
+        }
+        rc = reduce(k, k->in[j]->data, n, arg);
+        for (; j < e; j++) packed[j] = false;
+    }
+    return rc;
+}
+
+AmpCode amp_allreduce_begin(AmpKernelCtx *k, AmpBuf ***out, bool **packed) {
+    int N = k->n_in;
+    *out = malloc((size_t)N * sizeof **out);
+    *packed = malloc((size_t)N * sizeof **packed);
+    if (!*out || !*packed) return amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
+    AmpCode rc = amp_kernel_outputs(k, N, *out);
+    for (int j = 0; j < N && !rc; j++)
+        if (!(*out)[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is not wanted", j);
+    return rc;
+}

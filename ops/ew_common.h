@@ -98,6 +98,24 @@ typedef struct AmpAllReduceGeom {
 } AmpAllReduceGeom;
 AmpCode amp_allreduce_geom(AmpKernelCtx *k, void *geom, bool *made);
 
+/* How every backend's AllReduceMean splits its gradients (kernels/cpu/comm.c,
+ * kernels/cuda/allreduce.c): float32 gradients the arena holds end to end with their means
+ * planned over them (runtime/exec_plan.c) are reduced where they lie, one collective per
+ * run of at least AMP_ALLREDUCE_RUN_MIN bytes; the rest are packed into one buffer. Below
+ * that size a collective's fixed cost (a few microseconds of messages) is not worth paying
+ * for a run of its own. */
+enum { AMP_ALLREDUCE_RUN_MIN = 64 * 1024 };
+/* What every backend's AllReduceMean does after its geometry (amp_allreduce_geom):
+ * *out[j] <- output j as placed (each must be wanted), and *packed made for
+ * amp_allreduce_runs (both n_in entries, malloc'd or NULL: free them, also on failure). */
+AmpCode amp_allreduce_begin(AmpKernelCtx *k, AmpBuf ***out, bool **packed);
+/* Walks the gradients so (out[j]: output j as placed): reduce(k, f, n, arg) for each run in
+ * place (f: its first gradient's data, n: its elements); packed[j] set for every other
+ * gradient, their elements in *total. Stops at reduce's first error and returns it. */
+typedef AmpCode (*AmpAllReduceRunFn)(AmpKernelCtx *k, float *f, size_t n, void *arg);
+AmpCode amp_allreduce_runs(AmpKernelCtx *k, AmpBuf *const *out, bool *packed, size_t *total, AmpAllReduceRunFn reduce,
+                           void *arg);
+
 /* The dtype classes the kernels check their inputs against. */
 bool amp_ew_is_int(int dtype);      /* int8..int64, uint8..uint64 */
 bool amp_ew_is_float(int dtype);    /* float32, float16, bfloat16, double */

@@ -142,7 +142,7 @@ static AmpCode open_model(AmpModel *m, const AmpSessionOptions *opt, AmpAutoConf
                                                                         : "fp16";
         s->amp_precision_why = cfg->opts.precision_why;
     }
-    if (!rc) rc = amp_session_dp_open(s, opt, st);
+    if (!rc) rc = amp_session_dp_open(s, opt, cfg, st);
     if (!rc) rc = amp_session_dp_prepare(s, cfg, opt, st);
     if (!rc) {
         /* Types help the reports (index ranges, output shapes); a model inference cannot

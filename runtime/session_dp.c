@@ -19,12 +19,31 @@ static const char *no_env(const char *name) {
     return NULL;
 }
 
-AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpStatus *st) {
+/* AMP_DATA_PARALLEL (auto, mpi, off): the mode of a session whose options leave it AUTO, so
+ * that `ampc run` can ask for a job of one rank (a one-rank NCCL communicator on one GPU). */
+static AmpCode env_mode(const char *(*env)(const char *), int *mode, AmpStatus *st) {
+    const char *v = env("AMP_DATA_PARALLEL");
+    if (!v || !*v || !strcmp(v, "auto")) return AMP_OK;
+    if (!strcmp(v, "mpi")) *mode = AMP_DATA_PARALLEL_MPI;
+    else if (!strcmp(v, "off")) *mode = AMP_DATA_PARALLEL_OFF;
+    else return amp_fail(st, AMP_ERR_USAGE, "AMP_DATA_PARALLEL '%s': expected auto, mpi or off", v);
+    return AMP_OK;
+}
+
+/* Whether the session runs on CUDA (named, or auto with a usable GPU): the backend whose
+ * device collective (NCCL) a one-rank job checks. */
+static bool on_cuda(const AmpAutoConfig *cfg) {
+    return cfg->backend == AMP_BACKEND_CUDA ||
+           (cfg->backend == AMP_BACKEND_AUTO && amp_backend_usable(AMP_BACKEND_CUDA));
+}
+
+AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpAutoConfig *cfg, AmpStatus *st) {
     const char *(*env)(const char *) = opt->ignore_env ? no_env : real_env;
     int mode = opt->data_parallel;
     if (mode < AMP_DATA_PARALLEL_AUTO || mode > AMP_DATA_PARALLEL_OFF)
         return amp_fail(st, AMP_ERR_USAGE, "AmpSessionOptions.data_parallel %d: expected AMP_DATA_PARALLEL_AUTO (0), "
                         "_MPI (1) or _OFF (2)", mode);
+    if (mode == AMP_DATA_PARALLEL_AUTO && env_mode(env, &mode, st)) return st->code;
     if (mode == AMP_DATA_PARALLEL_OFF || (mode == AMP_DATA_PARALLEL_AUTO && !amp_comm_launched(env))) return AMP_OK;
     double timeout = opt->comm_timeout;
     const char *t = env("AMP_COMM_TIMEOUT");
@@ -38,7 +57,12 @@ AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpStat
     AmpCode rc = amp_comm_open_mpi(env("AMP_MPI_PLUGIN"), timeout > 0 ? timeout : 300, &c, st);
     if (rc) return rc;
     if (timeout > 0) c->timeout = timeout; /* the process's one communicator: the last open's */
-    if (c->size > 1) s->comm = c;
+    /* One rank is the process without MPI (no pass, the same bytes), except where _MPI asks
+     * for it on CUDA: the gradients then go through a one-rank NCCL communicator, which a
+     * machine with one GPU can check against none. */
+    if (c->size > 1 || (mode == AMP_DATA_PARALLEL_MPI && on_cuda(cfg))) s->comm = c;
+    cfg->be.comm = s->comm;
+    cfg->be.nccl_lib = env("AMP_NCCL_LIB");
     return AMP_OK;
 }
 

@@ -107,10 +107,12 @@ AmpCode amp_session_resolve_outputs(const AmpSession *s, AmpMode mode, const cha
 void amp_session_fill_info(const AmpValue *v, AmpIoInfo *out);
 
 /* session_dp.c (docs/parallel.md) */
-/* Joins the MPI job when opt asks (data_parallel, the launcher's variables): s->comm set
- * when the job has more than one rank. */
-AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpStatus *st);
 struct AmpAutoConfig;
+/* Joins the MPI job when opt asks (data_parallel, AMP_DATA_PARALLEL, the launcher's
+ * variables): s->comm set when the job has more than one rank, or one rank asked for
+ * explicitly on CUDA (a one-rank NCCL communicator); cfg->be then carries the communicator
+ * and AMP_NCCL_LIB to the backend. */
+AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, struct AmpAutoConfig *cfg, AmpStatus *st);
 /* With a communicator: the allreduce pass over s->m, then every rank's hash of the model
  * and options compared (AMP_ERR_USAGE naming the ranks that differ from rank 0). */
 AmpCode amp_session_dp_prepare(AmpSession *s, const struct AmpAutoConfig *cfg, const AmpSessionOptions *opt,

@@ -15,9 +15,11 @@ each device's 1/G share all-reduced over H hosts on its own NIC:
 
     t_comm = 2(G-1)/G x S / B_intra  +  2(H-1)/H x (S/G) / B_inter  +  calls x latency_inter
 
-ampc reduces the gradients as float32 (float16/bfloat16 ones widened) after the backward, in
-AllReduceMean nodes of up to 32 gradients (passes/allreduce.c), so S = 4 x parameters that get
-gradients and calls = their number of nodes; `--model` counts both from a training graph.
+ampc reduces the gradients as float32 (float16/bfloat16 ones widened) in AllReduceMean nodes,
+buckets cut in backward order at 1 MiB (the first), then 4 MiB, or 32 gradients
+(passes/allreduce.c), so S = 4 x parameters that get gradients and calls = their number of
+nodes; `--model` counts both from a training graph (exactly from one the pass wrote, `ampc
+--passes allreduce`; else the buckets are cut in the order the graph names the gradients).
 
 Step times printed, per N:
   no overlap   fwd + bwd + opt + t_comm              (what ampc does today)
@@ -39,6 +41,7 @@ import sys
 
 BIG = 1 << 30  # "N grows without end"
 CHUNK = 32  # gradients per AllReduceMean node (passes/allreduce.c CHUNK)
+FIRST_BUCKET, BUCKET = 1 << 20, 4 << 20  # bytes (passes/allreduce.c FIRST_BUCKET_BYTES, BUCKET_BYTES)
 
 # Link classes: bus bandwidth (GB/s, 1e9 bytes/s) and per-call latency (us). Published or
 # measured figures, not ampc's: see docs/parallel.md for where each comes from.
@@ -189,10 +192,23 @@ def scan(path):
     return dims, made, buckets
 
 
+def buckets_of(sizes):
+    """The pass's buckets over gradients of these byte sizes, in order: each closes once it
+    holds the bucket's bytes (the first FIRST_BUCKET, then BUCKET) or CHUNK gradients."""
+    out, cur, nbytes = [], [], 0
+    for b in sizes:
+        cur.append(b)
+        nbytes += b
+        if len(cur) == CHUNK or nbytes >= (BUCKET if out else FIRST_BUCKET):
+            out.append(cur)
+            cur, nbytes = [], 0
+    return out + [cur] if cur else out
+
+
 def count_gradients(path):
     """(bytes all-reduced per step, calls, gradients) as ampc reduces them: float32, in the
     file's AllReduceMean nodes when it has them (`ampc --passes allreduce`), else every
-    X_grad of a parameter X in nodes of up to CHUNK."""
+    X_grad of a parameter X in buckets as the pass cuts them, in the graph's order."""
     dims, made, buckets = scan(path)
 
     def param(value):
@@ -204,7 +220,7 @@ def count_gradients(path):
         calls = len(buckets)
     else:
         grads = list(dict.fromkeys(v[:-5] for v in made if v.endswith("_grad") and v[:-5] in dims))
-        calls = math.ceil(len(grads) / CHUNK)
+        calls = len(buckets_of([4 * math.prod(dims[p]) for p in grads]))
     if not grads:
         sys.exit(f"dp_cost: {path}: no parameter gradients found (a training graph: `ampc grad`)")
     if None in grads:

@@ -130,7 +130,9 @@ typedef struct AmpSessionOptions {
      * this process with more than one rank (OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1, or
      * PMIX_RANK; not read with ignore_env); _MPI: always (MPI initialised once per process;
      * AMP_ERR_UNSUPPORTED when the plugin libampc_mpi.so is not found: beside the executable
-     * or the library, or AMP_MPI_PLUGIN); _OFF: never. Every rank must open the same model
+     * or the library, or AMP_MPI_PLUGIN; a job of one rank runs as without MPI, except on
+     * CUDA, where it is a one-rank NCCL communicator); _OFF: never. AUTO reads
+     * AMP_DATA_PARALLEL (auto, mpi, off) unless ignore_env. Every rank must open the same model
      * with the same options: the open compares a hash of both across the ranks and refuses
      * a mismatch naming the ranks that differ. */
     int data_parallel;

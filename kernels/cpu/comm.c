@@ -3,7 +3,8 @@
  * as few collectives as the gradients' places allow:
  *  - float32 gradients that the arena holds end to end with their means over them (the
  *    executor plans them so, runtime/exec_plan.c) are summed where they lie, one
- *    collective for each such run of at least RUN_MIN bytes, and divided in place;
+ *    collective for each such run of at least AMP_ALLREDUCE_RUN_MIN bytes (ops/ew_common.h,
+ *    the split every backend's kernel shares), and divided in place;
  *  - the rest go into one float32 buffer (16-bit gradients widened: summed in float32),
  *    kept in the node's pack between steps, summed in one more collective, and each
  *    output is its slice divided by the number of ranks, in the input's type.
@@ -56,31 +57,6 @@ static double seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Whether gradient j is float32 and its mean planned over it (the same bytes). */
-static bool in_place(AmpKernelCtx *k, AmpBuf **out, int j) {
-    return k->in[j]->dtype == AMP_DT_FLOAT && out[j]->data == k->in[j]->data;
-}
-
-/* Below this many bytes a run goes into the packed buffer: a collective's fixed cost
- * (two messages each way, a few microseconds) is worth paying only for a large one. */
-enum { RUN_MIN = 64 * 1024 };
-
-/* The end of the run of in-place gradients starting at j (j itself when j is none). */
-static int run_end(AmpKernelCtx *k, AmpBuf **out, int j) {
-    if (!in_place(k, out, j)) return j;
-    int e = j + 1;
-    while (e < k->n_in && in_place(k, out, e) &&
-           (const char *)k->in[e]->data == (const char *)k->in[e - 1]->data + k->in[e - 1]->nelem * sizeof(float))
-        e++;
-    return e;
-}
-
-static size_t run_elems(AmpKernelCtx *k, int j0, int j1) {
-    size_t n = 0;
-    for (int j = j0; j < j1; j++) n += k->in[j]->nelem;
-    return n;
-}
-
 /* buf[0..n) summed over the ranks, with the counts the run prints. */
 static AmpCode sum(AmpKernelCtx *k, float *buf, size_t n, bool in_place) {
     AmpComm *c = k->comm;
@@ -95,37 +71,28 @@ static AmpCode sum(AmpKernelCtx *k, float *buf, size_t n, bool in_place) {
     return rc;
 }
 
+/* A run in place (amp_allreduce_runs): summed and divided where it lies. */
+static AmpCode reduce_run(AmpKernelCtx *k, float *f, size_t n, void *arg) {
+    (void)arg;
+    AmpComm *c = k->comm;
+    AmpCode rc = c ? sum(k, f, n, true) : AMP_OK;
+    for (size_t i = 0; i < n && !rc && c; i++) f[i] /= (float)c->size;
+    return rc;
+}
+
 AmpCode amp_cpu_allreduce_mean(AmpKernelCtx *k) {
     AmpAllReduceGeom own_g;
     const AmpAllReduceGeom *g; /* amp_allreduce_geom (ops/ew_common.h): the inputs, their dtypes, Y checked */
     AmpCode rc = amp_kernel_geom(k, &own_g, (const void **)&g);
     if (rc) return rc;
-    (void)g;
     AmpComm *c = k->comm;
     int N = k->n_in;
-    AmpBuf **out = malloc((size_t)N * sizeof *out);
-    bool *packed = malloc((size_t)N * sizeof *packed);
-    if (!out || !packed) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");
-    if (!rc) rc = amp_kernel_outputs(k, N, out);
-    for (int j = 0; j < N && !rc; j++)
-        if (!out[j]) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "gradient %d is not wanted", j);
+    AmpBuf **out;
+    bool *packed;
+    rc = amp_allreduce_begin(k, &out, &packed); /* ops/ew_common.h: the outputs */
     float ranks = c ? (float)c->size : 1.0f;
-    /* The runs in place: summed and divided where they lie. */
     size_t total = 0; /* the packed elements */
-    for (int j = 0; j < N && !rc;) {
-        int e = run_end(k, out, j);
-        size_t n = e > j ? run_elems(k, j, e) : 0;
-        if (e == j || n * sizeof(float) < RUN_MIN) {
-            for (int m = j; m < (e > j ? e : j + 1); m++) packed[m] = true, total += k->in[m]->nelem;
-            j = e > j ? e : j + 1;
-            continue;
-        }
-        float *f = k->in[j]->data;
-        if (c) rc = sum(k, f, n, true);
-        for (size_t i = 0; i < n && !rc && c; i++) f[i] /= ranks;
-        for (int m = j; m < e; m++) packed[m] = false;
-        j = e;
-    }
+    if (!rc) rc = amp_allreduce_runs(k, out, packed, &total, reduce_run, NULL);
     /* The rest: one buffer, one collective. */
     float *own = NULL, *f = rc || !total ? NULL : scratch(k, total, &own);
     if (!rc && total && !f) rc = amp_kernel_fail(k, AMP_ERR_INTERNAL, "out of memory");

@@ -20,6 +20,9 @@
  * session closes, the device time per op type (stderr); tf32 (AMP_TF32=1 or the session's
  * tf32 option) lets float32 GEMMs and convolutions use TF32.
  *
+ * In a data-parallel job (AmpBackendSettings.comm) the instance binds to the GPU of its local
+ * rank and owns an NCCL communicator (nccl_comm.h) for ai.ampc AllReduceMean (allreduce.c).
+ *
  * The registry finds this backend by amp_backend_entry_cuda (the build lists it when it
  * compiles this folder); nothing outside this file names its functions. */
 #include <cublasLt.h>
@@ -33,6 +36,7 @@
 #include "kernels/cuda/convert.h"
 #include "ops/geom.h" /* amp_op_geom */
 #include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/nccl_comm.h"
 #include "kernels/cuda/cuda_libs.h" /* last: cuBLASLt and cuDNN through dlopen */
 
 #define WORKSPACE_BYTES ((size_t)64 << 20)
@@ -226,8 +230,11 @@ static AmpCode cuda_copy(AmpBackend *be, void *dst, const void *src, size_t byte
 /* ---- kernels ----------------------------------------------------------------------- */
 
 static bool cuda_supports(AmpBackend *be, const AmpNode *n, int64_t opset, const int *in_dtypes) {
-    (void)be;
     if (n->op < 0 || n->op >= AMP_OP__COUNT) return false;
+    /* The gradients' all-reduce runs here only over NCCL; an instance without it (one
+     * process, or a job whose ranks cannot all use NCCL) leaves it to the CPU fallback,
+     * which reduces on the host through the session's communicator. */
+    if (n->op == AMP_OP_Ampc_AllReduceMean && be && !((Cuda *)be)->ctx.nccl) return false;
     const AmpCudaOp *o = &amp_cuda_ops[n->op];
     return o->fn && o->supports && o->supports(n, opset, in_dtypes);
 }
@@ -384,6 +391,7 @@ static void cuda_release(AmpBackend *be, AmpBackendKernel *k) {
 static void cuda_destroy(AmpBackend *be) {
     Cuda *c = (Cuda *)be;
     if (c->ctx.stream) cudaStreamSynchronize(c->ctx.stream);
+    amp_nccl_close(c->ctx.nccl);
     if (c->profile) prof_print(c);
     free(c->prof);
     free(c->ops);
@@ -434,6 +442,17 @@ static AmpCode cuda_open(const AmpBackendSettings *set, AmpBackend **out, AmpSta
     *out = NULL;
     if (!amp_cuda_device_available())
         return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': no usable CUDA device (the driver reports none)");
+    /* A rank of a data-parallel job takes the GPU of its local rank, before anything makes
+     * a context on another: ranks beyond the GPUs share them round robin (and then reduce
+     * on the host: NCCL takes a GPU once per communicator, nccl_comm.h). */
+    int devices = 0, device = 0;
+    if (set->comm && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
+        device = (set->comm->local_rank % devices + devices) % devices;
+    (void)cudaGetLastError();
+    if (cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return amp_fail(st, AMP_ERR_UNSUPPORTED, "backend 'cuda': cudaSetDevice(%d) failed", device);
+    }
     size_t used_before = 0, total = 0;
     if (device_memory(&used_before, &total)) used_before = 0;
     if (amp_cuda_libs_load(st)) return st->code;
@@ -467,8 +486,7 @@ static AmpCode cuda_open(const AmpBackendSettings *set, AmpBackend **out, AmpSta
     cudaStream_t s = NULL;
     cublasLtHandle_t lt = NULL;
     cudnnHandle_t dnn = NULL;
-    if ((err = cudaSetDevice(0))) what = "cudaSetDevice";
-    else if ((err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) what = "cudaStreamCreate";
+    if ((err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) what = "cudaStreamCreate";
     if (!what) c->ctx.stream = s;
     if (!what && (err = cublasLtCreate(&lt))) what = "cublasLtCreate";
     if (!what) c->ctx.lt = lt;
@@ -485,6 +503,15 @@ static AmpCode cuda_open(const AmpBackendSettings *set, AmpBackend **out, AmpSta
         return rc;
     }
     c->ctx.workspace_bytes = WORKSPACE_BYTES;
+    /* Every rank's instance joins the NCCL communicator (a collective, as the session's
+     * open is); NULL where the ranks cannot all use NCCL. */
+    if (set->comm) {
+        AmpCode rc = amp_nccl_open(set->comm, set->nccl_lib, &c->ctx.nccl, st);
+        if (rc) {
+            cuda_destroy(&c->be);
+            return rc;
+        }
+    }
     *out = &c->be;
     return AMP_OK;
 }

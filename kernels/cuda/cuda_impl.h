@@ -36,6 +36,8 @@ typedef struct AmpCudaCtx {
                                tf32 option, AMP_TF32=1); default: a true FP32 baseline */
     struct AmpCudaCache *cache; /* per-session caches: cuBLASLt algorithms, cuDNN algorithms */
     size_t syncs;           /* amp_cuda_read_ints calls in this session */
+    struct AmpNccl *nccl;   /* the ranks' device collective (nccl_comm.h); NULL outside a
+                               data-parallel job or where NCCL is not used */
 } AmpCudaCtx;
 
 /* k->dev as the CUDA context. */

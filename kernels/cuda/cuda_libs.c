@@ -1,6 +1,6 @@
 /* cuBLASLt and cuDNN through dlopen (cuda_libs.h): each library by its soname first (the
  * loader's search: LD_LIBRARY_PATH, the system's cache), then in the folders the build
- * found it in (AMPC_CUDA_LIBDIRS). */
+ * found it in (AMPC_CUDA_LIBDIRS); NCCL (nccl_comm.c) is looked for the same way. */
 #define AMP_CUDA_LIBS_IMPL
 #include "kernels/cuda/cuda_libs.h"
 
@@ -21,8 +21,7 @@ AmpCudaLibs amp_cuda_libs;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static AmpStatus loaded; /* the first load's outcome */
 
-/* dlopen of `soname`, else of it in each folder of AMPC_CUDA_LIBDIRS (':'-separated). */
-static void *open_lib(const char *soname, char *why, size_t len) {
+void *amp_cuda_dlopen(const char *soname, char *why, size_t len) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (h) return h;
     snprintf(why, len, "%s", dlerror());
@@ -42,12 +41,12 @@ static void *open_lib(const char *soname, char *why, size_t len) {
 static void load(void) {
     char why[512] = "";
     const char *lt_name = "libcublasLt.so." STR(CUBLAS_VER_MAJOR), *dnn_name = "libcudnn.so." STR(CUDNN_MAJOR);
-    void *lt = open_lib(lt_name, why, sizeof why);
+    void *lt = amp_cuda_dlopen(lt_name, why, sizeof why);
     if (!lt) {
         amp_fail(&loaded, AMP_ERR_UNSUPPORTED, "backend 'cuda': cannot load %s: %s", lt_name, why);
         return;
     }
-    void *dnn = open_lib(dnn_name, why, sizeof why);
+    void *dnn = amp_cuda_dlopen(dnn_name, why, sizeof why);
     if (!dnn) {
         amp_fail(&loaded, AMP_ERR_UNSUPPORTED, "backend 'cuda': cannot load %s: %s", dnn_name, why);
         return;

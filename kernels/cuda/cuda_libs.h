@@ -76,6 +76,10 @@ extern AmpCudaLibs amp_cuda_libs;
  * reason when one is missing. */
 AmpCode amp_cuda_libs_load(AmpStatus *st);
 
+/* dlopen (RTLD_NOW | RTLD_LOCAL) of `soname`, else of it in each folder the build found the
+ * CUDA libraries in (AMPC_CUDA_LIBDIRS); NULL with dlerror's reason for the soname in why. */
+void *amp_cuda_dlopen(const char *soname, char *why, size_t len);
+
 #ifndef AMP_CUDA_LIBS_IMPL
 #define cublasLtCreate amp_cuda_libs.cublasLtCreate
 #define cublasLtDestroy amp_cuda_libs.cublasLtDestroy

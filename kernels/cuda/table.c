@@ -1,6 +1,7 @@
 /* The CUDA backend's kernels, one entry per op id (designated initializers), grouped by
  * family as kernels/cpu/table.c is: an op with no entry runs on the CPU fallback. */
 #include "kernels/cuda/cuda_impl.h"
+#include "kernels/cuda/allreduce.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_grad.h"
@@ -30,6 +31,8 @@
 #include "ops/slice.h"        /* amp_slice_prepare */
 
 const AmpCudaOp amp_cuda_ops[AMP_OP__COUNT] = {
+    /* allreduce.c: data parallel's gradient all-reduce over NCCL */
+    [AMP_OP_Ampc_AllReduceMean] = {amp_cuda_allreduce_mean, NULL, amp_cuda_supports_allreduce},
     /* conv.c, conv_transpose.c: cuDNN */
     [AMP_OP_Conv] = {amp_cuda_conv, amp_conv_prepare, amp_cuda_supports_conv},
     [AMP_OP_ConvTranspose] = {amp_cuda_conv_transpose, amp_conv_prepare, amp_cuda_supports_conv},

@@ -42,8 +42,6 @@ static const struct {
 
 /* Why an op with a CPU kernel has no entry in kernels/cuda/table.c. */
 static const char *const cuda_absent_reason[AMP_OP__COUNT] = {
-    [AMP_OP_Ampc_AllReduceMean] = "data parallel's gradient all-reduce: MPI carries host buffers (the CPU fallback "
-                                  "copies them out and back); NCCL on device buffers is issue 41's next slice",
     [AMP_OP_Einsum] = "an equation parsed into loops on the CPU; no cuBLASLt plan for it yet",
     [AMP_OP_LSTM] = "a recurrence over time steps; cuDNN's RNN API is not wired: the CPU fallback runs it",
     [AMP_OP_GRU] = "a recurrence over time steps; cuDNN's RNN API is not wired: the CPU fallback runs it",

@@ -26,7 +26,8 @@ batch train as one process on the whole batch.
   process's; notes said once, by rank 0, errors tagged with the rank;
 - mismatched models refused at open naming the rank; a batch the ranks cannot split is a
   usage error naming the input and both numbers; one rank under mpirun prints and saves
-  exactly what no MPI does;
+  exactly what no MPI does (AMP_DATA_PARALLEL=mpi too, on the CPU); AMP_DATA_PARALLEL=off
+  under mpirun runs unrelated processes, and a bad value is a usage error naming it;
 - a rank that exits mid-run (AMP_TEST_DIE_AT_STEP=2 on rank 1) ends the job non-zero in
   bounded time, mpirun naming rank 1; a rank that hangs (AMP_TEST_HANG_AT_STEP) ends the job
   after AMP_COMM_TIMEOUT with rank 0 naming rank 1 as not arrived.
@@ -450,6 +451,22 @@ def t_one_rank(ctx):
     strip = re.compile(r"\([0-9.]+ ms\)|[0-9.]+ ms \(median")
     assert strip.sub("", r1.stdout) == strip.sub("", r2.stdout), f"{r1.stdout}\n--\n{r2.stdout}"
     assert open(c1, "rb").read() == open(c2, "rb").read(), "one rank saves what no MPI saves"
+    # AMP_DATA_PARALLEL=mpi asks for the job even with one rank; on the CPU (no device
+    # collective to check) it is still the process without MPI, byte for byte
+    c3 = os.path.join(ctx.tmp, "one_c.ckpt")
+    r3 = ok(mpirun(ctx, 1, ["run", *a, "--backend", "cpu", "--save-state", c3], {"AMP_DATA_PARALLEL": "mpi"}),
+            "one rank, AMP_DATA_PARALLEL=mpi")
+    assert strip.sub("", r1.stdout) == strip.sub("", r3.stdout), f"{r1.stdout}\n--\n{r3.stdout}"
+    assert open(c1, "rb").read() == open(c3, "rb").read(), "AMP_DATA_PARALLEL=mpi, one rank on cpu: no MPI's bytes"
+
+
+def t_env_mode(ctx):
+    """AMP_DATA_PARALLEL: off runs unrelated processes under mpirun; a bad value is a usage error naming it."""
+    r = ok(mpirun(ctx, 2, ["run", *mlp_args(), "--steps", "2", "--backend", "cpu"], {"AMP_DATA_PARALLEL": "off"}),
+           "AMP_DATA_PARALLEL=off")
+    assert r.stdout.count("step 1:") == 2 and "data parallel:" not in r.stdout, r.stdout
+    r = single(ctx, ["run", *mlp_args(), "--steps", "1"], {"AMP_DATA_PARALLEL": "ranks"})
+    assert r.returncode != 0 and "AMP_DATA_PARALLEL 'ranks': expected auto, mpi or off" in r.stderr, r.stderr
 
 
 def t_dies(ctx):
@@ -491,6 +508,7 @@ def main():
               ("notes said once, by rank 0", t_notes_once),
               ("the C API from an application under mpirun", t_c_api),
               ("one rank under mpirun is no MPI", t_one_rank),
+              ("AMP_DATA_PARALLEL off and a bad value", t_env_mode),
               ("a rank that exits ends the job", t_dies),
               ("a rank that hangs ends the job after the timeout", t_hangs)]
     return tl.run(tests, ctx, verbose=a.verbose, notes=ctx.notes)

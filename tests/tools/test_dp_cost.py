@@ -54,6 +54,16 @@ def t_ring(ctx):
             ("2 hosts x 8", dc.comm_ms(8e9, 2, 2, 8, (400.0, 10.0), (50.0, 30.0)), 55.06)])
 
 
+def t_buckets(ctx):
+    """The pass's bucket rule (passes/allreduce.c): the first closes at 1 MiB, the rest at 4 MiB,
+    each at 32 gradients at most; a gradient that crosses the bound stays in its bucket."""
+    MiB = 1 << 20
+    expect([("first at 1 MiB, then 4", [len(b) for b in dc.buckets_of([MiB // 2, MiB // 2, 3 * MiB, MiB, 16])], [2, 2, 1]),
+            ("one big gradient alone", [len(b) for b in dc.buckets_of([64 * MiB, 4, 4])], [1, 2]),
+            ("32 gradients at most", [len(b) for b in dc.buckets_of([4] * 70)], [32, 32, 6]),
+            ("none", dc.buckets_of([]), [])])
+
+
 def t_step(ctx):
     links = {"x": (100.0, 0.0), "nvlink": (100.0, 0.0)}
     weak = dc.rows(1e9, 1, (10.0, 20.0, 0.0), [("x", 1, 2)], links, False)[0]
@@ -102,7 +112,7 @@ def t_count(ctx):
 def main():
     ctx = tl.args(__doc__)
     ctx.ampc = os.path.abspath(ctx.ampc)
-    sys.exit(tl.run([("ring all-reduce time", t_ring), ("step times, overlap, scaling", t_step),
+    sys.exit(tl.run([("ring all-reduce time", t_ring), ("buckets as the pass cuts them", t_buckets), ("step times, overlap, scaling", t_step),
                      ("the printed table", t_table), ("gradients counted from a file", t_count)],
                     ctx, verbose=ctx.verbose))
 
