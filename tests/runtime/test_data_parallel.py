@@ -15,6 +15,9 @@ batch train as one process on the whole batch.
   SGD; its batch is fixed, so each rank gets its own batch with --inputs-per-rank and the
   one step is checked against the mean of one process's steps on each batch: SGD is
   linear in the gradient);
+- the pass's buckets (1 MiB first, then 4 MiB, in backward order, each node right after its
+  last gradient is made, ampc grad's naming Identities dropped) and the kernels' in-place runs
+  (the bytes and collectives a step the documented rule gives), both training as one process;
 - BatchNormalization in training mode (`ampc grad --train-mode`, one step): rank 0's checkpoint
   holds rank 0's running statistics, those of one process on its slice alone; rank 1's are its
   slice's; both differ from the whole batch's (not averaged, not broadcast); the weights are the
@@ -273,6 +276,50 @@ def t_in_place(ctx, n, backend):
     assert calls == want_calls, f"{calls} collectives a step, the rule says {want_calls}: {dp.stdout}"
 
 
+def t_buckets(ctx):
+    """The pass's buckets (passes/allreduce.c), on an `ampc grad` MLP 16 -> 1024 -> 1024 -> 4: cut in
+    backward order once a bucket holds 1 MiB (the first) or 4 MiB (the rest), each node right after
+    its last gradient is made, so the first runs before the backward makes the later buckets'
+    gradients; ampc grad's naming Identities (W_grad = Identity(dW)) are gone; 2 ranks train as one
+    process."""
+    rng = np.random.RandomState(2)
+    dims = [16, 1024, 1024, 4]
+    inits, nodes, x = [], [], "x"
+    for i in range(3):
+        w, b, z = f"W{i + 1}", f"b{i + 1}", f"z{i + 1}"
+        inits += [nh.from_array((rng.randn(dims[i], dims[i + 1]) / np.sqrt(dims[i])).astype(np.float32), w),
+                  nh.from_array(np.zeros(dims[i + 1], np.float32), b)]
+        last = i == 2
+        nodes += [h.make_node("MatMul", [x, w], [f"m{i + 1}"]), h.make_node("Add", [f"m{i + 1}", b], ["logits" if last else z])]
+        if not last:
+            nodes.append(h.make_node("Relu", [z], [f"h{i + 1}"]))
+        x = f"h{i + 1}"
+    train = grad_model(ctx, "buckets", nodes, inits)
+    written = os.path.join(ctx.tmp, "buckets_ar.onnx")
+    ok(single(ctx, [train, "--passes", "allreduce", "-o", written]), "ampc --passes allreduce")
+    g = onnx.load(written).graph
+    size = {t.name: nh.to_array(t).size * 4 for t in inits}
+    at = {o: i for i, n in enumerate(g.node) for o in n.output}
+    arm = [(i, n) for i, n in enumerate(g.node) if n.op_type == "AllReduceMean"]
+    assert len(arm) >= 2, f"{len(arm)} AllReduceMean nodes: the 4 MiB W2 gradient closes the first bucket"
+    assert not [n.output[0] for n in g.node if n.op_type == "Identity" and n.output[0].endswith("_grad")], \
+        "ampc grad's naming Identities are dropped"
+    assert sorted(o for _, n in arm for o in n.output) == sorted(f"{k}_grad" for k in size), "every gradient once"
+    for k, (i, n) in enumerate(arm):
+        made = [at[x] for x in n.input]
+        assert max(made) == i - 1, f"node {k} at {i}, right after its last gradient is made ({made})"
+        b = [size[o[:-len("_grad")]] for o in n.output]
+        cap = (4 if k else 1) << 20
+        assert sum(b[:-1]) < cap, f"bucket {k} {b}: closed once it held {cap} bytes"
+        assert k == len(arm) - 1 or sum(b) >= cap, f"bucket {k} {b} closed under {cap} bytes"
+    later = [at[x] for _, n in arm[1:] for x in n.input]
+    assert arm[0][0] < max(later), "the first bucket is reduced before the backward makes the last"
+    xs, ys = mlp_data()
+    data = os.path.join(ctx.tmp, "buckets_data")
+    write_inputs(data, [("x", xs), ("labels", ys)])
+    same_run(ctx, [train, "--inputs", data], 2, "cpu")
+
+
 def t_batchnorm(ctx):
     """BatchNormalization in training mode (`ampc grad --train-mode`), batch 8, one step: each rank's running
     statistics are those of its own slice of 4 (the gradients are all-reduced, the statistics are not), and rank 0's
@@ -499,6 +546,7 @@ def main():
               ("4 ranks, bf16, dynamic scale", lambda c: t_amp(c, "bf16", 4)),
               ("an overflow on one rank skips the step on all", t_overflow),
               ("an ampc grad model", t_grad_model),
+              ("buckets by bytes in backward order, each right after its gradients", t_buckets),
               ("2 ranks, cpu: large gradients reduced where they lie", lambda c: t_in_place(c, 2, "cpu")),
               ("4 ranks, sim: large gradients reduced where they lie", lambda c: t_in_place(c, 4, "sim")),
               ("BatchNormalization's running statistics are rank 0's", t_batchnorm),
