@@ -215,6 +215,23 @@ def t_grad_model(ctx):
     same_run(ctx, [train, "--inputs", data], 2, "cpu")
 
 
+def mlp3(ctx, tag, dims, seed):
+    """x [batch, dims[0]] -> 3 x (MatMul, Add; Relu between) -> logits [batch, dims[3]], W_i and b_i
+    random, made a training graph by `ampc grad`; (its path, the initializers)."""
+    rng = np.random.RandomState(seed)
+    inits, nodes, x = [], [], "x"
+    for i in range(3):
+        w, b, z = f"W{i + 1}", f"b{i + 1}", f"z{i + 1}"
+        inits += [nh.from_array((rng.randn(dims[i], dims[i + 1]) / np.sqrt(dims[i])).astype(np.float32), w),
+                  nh.from_array((rng.randn(dims[i + 1]) * 0.1).astype(np.float32), b)]
+        last = i == 2
+        nodes += [h.make_node("MatMul", [x, w], [f"m{i + 1}"]), h.make_node("Add", [f"m{i + 1}", b], ["logits" if last else z])]
+        if not last:
+            nodes.append(h.make_node("Relu", [z], [f"h{i + 1}"]))
+        x = f"h{i + 1}"
+    return grad_model(ctx, tag, nodes, inits), inits
+
+
 def expected_runs(model, size):
     """What the documented rule (docs/parallel.md) says the kernels do per step on `model` as the
     allreduce pass writes it: in each AllReduceMean, in input order, float32 gradients lie end to
@@ -245,19 +262,7 @@ def t_in_place(ctx, n, backend):
     b2 252, W3 1,008) end runs, so both paths run, every step (the plan sizes the first one too);
     the bytes and collectives a step are what the documented rule gives for the nodes the pass
     wrote, and the result one process's."""
-    rng = np.random.RandomState(1)
-    dims = [16, 1021, 63, 4]
-    inits, nodes, x = [], [], "x"
-    for i in range(3):
-        w, b, z = f"W{i + 1}", f"b{i + 1}", f"z{i + 1}"
-        inits += [nh.from_array((rng.randn(dims[i], dims[i + 1]) / np.sqrt(dims[i])).astype(np.float32), w),
-                  nh.from_array((rng.randn(dims[i + 1]) * 0.1).astype(np.float32), b)]
-        last = i == 2
-        nodes += [h.make_node("MatMul", [x, w], [f"m{i + 1}"]), h.make_node("Add", [f"m{i + 1}", b], ["logits" if last else z])]
-        if not last:
-            nodes.append(h.make_node("Relu", [z], [f"h{i + 1}"]))
-        x = f"h{i + 1}"
-    train = grad_model(ctx, f"wide_{n}_{backend}", nodes, inits)
+    train, inits = mlp3(ctx, f"wide_{n}_{backend}", [16, 1021, 63, 4], seed=1)
     xs, ys = mlp_data()
     data = os.path.join(ctx.tmp, "wide_data")
     write_inputs(data, [("x", xs), ("labels", ys)])
@@ -282,19 +287,7 @@ def t_buckets(ctx):
     its last gradient is made, so the first runs before the backward makes the later buckets'
     gradients; ampc grad's naming Identities (W_grad = Identity(dW)) are gone; 2 ranks train as one
     process."""
-    rng = np.random.RandomState(2)
-    dims = [16, 1024, 1024, 4]
-    inits, nodes, x = [], [], "x"
-    for i in range(3):
-        w, b, z = f"W{i + 1}", f"b{i + 1}", f"z{i + 1}"
-        inits += [nh.from_array((rng.randn(dims[i], dims[i + 1]) / np.sqrt(dims[i])).astype(np.float32), w),
-                  nh.from_array(np.zeros(dims[i + 1], np.float32), b)]
-        last = i == 2
-        nodes += [h.make_node("MatMul", [x, w], [f"m{i + 1}"]), h.make_node("Add", [f"m{i + 1}", b], ["logits" if last else z])]
-        if not last:
-            nodes.append(h.make_node("Relu", [z], [f"h{i + 1}"]))
-        x = f"h{i + 1}"
-    train = grad_model(ctx, "buckets", nodes, inits)
+    train, inits = mlp3(ctx, "buckets", [16, 1024, 1024, 4], seed=2)
     written = os.path.join(ctx.tmp, "buckets_ar.onnx")
     ok(single(ctx, [train, "--passes", "allreduce", "-o", written]), "ampc --passes allreduce")
     g = onnx.load(written).graph
