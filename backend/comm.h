@@ -23,7 +23,7 @@
 #define AMP_COMM_PLUGIN_ENTRY "amp_comm_mpi_plugin_open"
 #define AMP_COMM_PLUGIN_FILE "libampc_mpi.so"
 /* The plugin's layout version: the loader refuses a plugin of another build's layout. */
-#define AMP_COMM_ABI 2
+#define AMP_COMM_ABI 3
 
 typedef struct AmpComm AmpComm;
 struct AmpComm {
@@ -45,6 +45,9 @@ struct AmpComm {
      * bytes, collectives, and the bytes reduced where the step left them (no copy in or out). */
     uint64_t grad_bytes, grad_calls, grad_bytes_in_place;
     double grad_seconds;
+    /* What carried the gradients when not this communicator ("nccl": the CUDA backend's
+     * NCCL communicator, kernels/cuda/allreduce.c); NULL: this one. For the summary line. */
+    const char *grad_transport;
     void *impl;
 };
 

@@ -69,6 +69,7 @@ nccl() { # issue 41: a one-rank NCCL communicator against none (the same losses 
     AMP_DATA_PARALLEL=mpi AMP_AUTO=$amp "${run[@]}" "$A" run $m/model.onnx --backend cuda --steps 5 \
       --inputs $m/test_data_set_0 --save-state "$T/nccl$amp.onnx" >"$T/nccl$amp.txt" 2>&1 || rc=1
     grep -q 'data parallel: 1 ranks' "$T/nccl$amp.txt" || { echo "AMP_AUTO=$amp: the one-rank job did not join"; rc=1; }
+    grep -q 'gradients over nccl' "$T/nccl$amp.txt" || { echo "AMP_AUTO=$amp: NCCL did not carry the gradients"; rc=1; }
     ! grep 'NCCL not used' "$T/nccl$amp.txt" || rc=1 # the note of a job that reduces on the host instead
     diff <(grep '^step' "$T/none$amp.txt" | sed 's/ ([0-9.]* ms)//') \
       <(grep '^step' "$T/nccl$amp.txt" | sed 's/ ([0-9.]* ms)//') || { echo "AMP_AUTO=$amp: losses differ"; rc=1; }

@@ -118,9 +118,10 @@ void ampc_dp_test_hooks(const AmpSession *s, long step) {
 void ampc_dp_summary(const AmpSession *s, long steps) {
     AmpComm *c = ampc_dp_comm(s);
     if (!c || steps < 1 || !c->grad_calls) return;
-    printf("data parallel: %d ranks (%s), gradients all-reduced per step: %llu bytes in %.1f call%s (%llu where "
+    printf("data parallel: %d ranks (%s%s%s), gradients all-reduced per step: %llu bytes in %.1f call%s (%llu where "
            "they lie), %.3f ms\n",
-           c->size, c->name, (unsigned long long)(c->grad_bytes / (uint64_t)steps),
+           c->size, c->name, c->grad_transport ? ", gradients over " : "", c->grad_transport ? c->grad_transport : "",
+           (unsigned long long)(c->grad_bytes / (uint64_t)steps),
            (double)c->grad_calls / (double)steps, c->grad_calls == (uint64_t)steps ? "" : "s",
            (unsigned long long)(c->grad_bytes_in_place / (uint64_t)steps), c->grad_seconds * 1e3 / (double)steps);
 }

@@ -80,6 +80,7 @@ static AmpCode sum(AmpKernelCtx *k, AmpNccl *nc, float *buf, size_t n, bool in_p
         c->grad_bytes += n * sizeof *buf;
         c->grad_calls++;
         if (in_place) c->grad_bytes_in_place += n * sizeof *buf;
+        c->grad_transport = "nccl";
     }
     return rc;
 }
