@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "passes/calib.h"
 #include "passes/opset_impl.h"
@@ -120,6 +121,31 @@ static bool set_backend(AmpOptions *o, const AmpOption *d, const char *label, co
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (is(v, names[i])) return o->run.backend = names[i], true;
     return false;
+}
+
+/* AMP_DATA_PARALLEL: the word's place in the list is ampc.h's AMP_DATA_PARALLEL_* value. */
+static bool set_data_parallel(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    static const char *const modes[] = {"auto", "mpi", "off"};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        if (is(v, modes[i])) return o->run.data_parallel = (int)i, true;
+    return false;
+}
+
+static bool set_comm_timeout(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return amp_parse_real(v, 0, true, DBL_MAX, false, &o->run.comm_timeout);
+}
+
+/* A file that exists, named by a path with a '/' (dlopen, which opens it, would look a bare
+ * name up on the loader's path instead), stored as given at offset d->arg: a typo fails the
+ * open that reads it, one process or many, not only the job that would load the file. */
+static bool set_file(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)label, (void)st;
+    struct stat sb;
+    if (!strchr(v, '/') || stat(v, &sb) != 0 || S_ISDIR(sb.st_mode)) return false;
+    *(const char **)((char *)o + d->arg) = v;
+    return true;
 }
 
 /* Op types (the simulator's lists), checked as the list edits check theirs; stored as
@@ -332,6 +358,29 @@ static const AmpOption OPTIONS[] = {
      .keyword = "dnnl", .example = "0", .refused = "maybe",
      .doc = "0: the CPU kernels use OpenBLAS for everything, not oneDNN. Process-wide, as the library is: it counts "
             "when a session sets it before oneDNN's first use"},
+    /* Data parallelism (docs/parallel.md, runtime/session_dp.c): what a one-process run
+     * cannot show, tests/runtime/test_data_parallel.py checks under mpirun. */
+    {NULL, "AMP_DATA_PARALLEL", "auto, mpi or off", set_data_parallel, 0, AMP_DOOR_SESSION, .field = "data_parallel",
+     .example = "off", .refused = "ranks",
+     .doc = "whether a session joins an MPI job ([parallel.md](parallel.md)) when its option `data_parallel` is "
+            "`AMP_DATA_PARALLEL_AUTO`: `auto` when an MPI launcher started more than one rank, `mpi` always (one "
+            "rank on CUDA is then a one-rank NCCL communicator), `off` never"},
+    {NULL, "AMP_COMM_TIMEOUT", "a number of seconds above 0", set_comm_timeout, 0, AMP_DOOR_SESSION,
+     .field = "comm_timeout", .example = "30", .refused = "0",
+     .doc = "how long a data-parallel collective waits for the other ranks before the job is ended naming the "
+            "ranks that did not arrive (unset: 300; the session option `comm_timeout`)"},
+    {NULL, "AMP_MPI_PLUGIN", "the path of a file that exists (with a '/')", set_file,
+     AT(run.mpi_plugin), AMP_DOOR_SESSION, .example = "./libampc_mpi.so",
+     .refused = "/nonexistent/libampc_mpi.so",
+     .doc = "the MPI plugin a data-parallel session opens (unset: `libampc_mpi.so` beside the executable, beside "
+            "`libampc.so`, then on the loader's path); checked at every open, so a typo fails even a one-process "
+            "run"},
+    {NULL, "AMP_NCCL_LIB", "the path of a file that exists (with a '/')", set_file,
+     AT(run.nccl_lib), AMP_DOOR_SESSION, .example = "./libnccl.so.2",
+     .refused = "/nonexistent/libnccl.so.2",
+     .doc = "CUDA: the NCCL library a data-parallel session loads (unset: `libnccl.so.2` on the loader's path, "
+            "else beside the CUDA libraries the build found); "
+            "checked at every open, so a typo fails even a one-process run"},
     {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .field = "log_path",
      .example = "amp_log",
      .refused = "/proc/ampc-log",
