@@ -310,6 +310,11 @@ static bool set_no_value_info(AmpOptions *o, const AmpOption *d, const char *lab
 /* A yes-or-no variable's values, after what 1 means. */
 #define YES_NO(meaning) "1 (" meaning ") or 0 (true, on, yes and false, off, no too)"
 #define AT(field) (int)offsetof(AmpOptions, field)
+/* A library's file (set_file) at AmpOptions field `at`, `file` its usual name. */
+#define LIBRARY_ROW(var, at, file, what)                                                                              \
+    {NULL, var, "the path of a file that exists (with a '/')", set_file, AT(at), AMP_DOOR_SESSION,                    \
+     .example = "./" file, .refused = "/nonexistent/" file,                                                           \
+     .doc = what "; checked at every open, so a typo fails even a one-process run"}
 /* Order matters where the environment is read in it: a session's own settings first (what
  * it read before reading any AMP option), list additions before removals, as TensorFlow
  * applies them. */
@@ -369,18 +374,12 @@ static const AmpOption OPTIONS[] = {
      .field = "comm_timeout", .example = "30", .refused = "0",
      .doc = "how long a data-parallel collective waits for the other ranks before the job is ended naming the "
             "ranks that did not arrive (unset: 300; the session option `comm_timeout`)"},
-    {NULL, "AMP_MPI_PLUGIN", "the path of a file that exists (with a '/')", set_file,
-     AT(run.mpi_plugin), AMP_DOOR_SESSION, .example = "./libampc_mpi.so",
-     .refused = "/nonexistent/libampc_mpi.so",
-     .doc = "the MPI plugin a data-parallel session opens (unset: `libampc_mpi.so` beside the executable, beside "
-            "`libampc.so`, then on the loader's path); checked at every open, so a typo fails even a one-process "
-            "run"},
-    {NULL, "AMP_NCCL_LIB", "the path of a file that exists (with a '/')", set_file,
-     AT(run.nccl_lib), AMP_DOOR_SESSION, .example = "./libnccl.so.2",
-     .refused = "/nonexistent/libnccl.so.2",
-     .doc = "CUDA: the NCCL library a data-parallel session loads (unset: `libnccl.so.2` on the loader's path, "
-            "else beside the CUDA libraries the build found); "
-            "checked at every open, so a typo fails even a one-process run"},
+    LIBRARY_ROW("AMP_MPI_PLUGIN", run.mpi_plugin, "libampc_mpi.so",
+                "the MPI plugin a data-parallel session opens (unset: `libampc_mpi.so` beside the executable, beside "
+                "`libampc.so`, then on the loader's path)"),
+    LIBRARY_ROW("AMP_NCCL_LIB", run.nccl_lib, "libnccl.so.2",
+                "CUDA: the NCCL library a data-parallel session loads (unset: `libnccl.so.2` on the loader's path, "
+                "else beside the CUDA libraries the build found)"),
     {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .field = "log_path",
      .example = "amp_log",
      .refused = "/proc/ampc-log",
@@ -463,6 +462,7 @@ static const AmpOption OPTIONS[] = {
 #undef CONV
 #undef YES_NO
 #undef AT
+#undef LIBRARY_ROW
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
 _Static_assert(N_OPTIONS <= 64, "AmpOptions.given has a bit per row");
 
