@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "passes/calib.h"
 #include "passes/opset_impl.h"
@@ -120,6 +121,31 @@ static bool set_backend(AmpOptions *o, const AmpOption *d, const char *label, co
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (is(v, names[i])) return o->run.backend = names[i], true;
     return false;
+}
+
+/* AMP_DATA_PARALLEL: the word's place in the list is ampc.h's AMP_DATA_PARALLEL_* value. */
+static bool set_data_parallel(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    static const char *const modes[] = {"auto", "mpi", "off"};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        if (is(v, modes[i])) return o->run.data_parallel = (int)i, true;
+    return false;
+}
+
+static bool set_comm_timeout(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)d, (void)label, (void)st;
+    return amp_parse_real(v, 0, true, DBL_MAX, false, &o->run.comm_timeout);
+}
+
+/* A file that exists, named by a path with a '/' (dlopen, which opens it, would look a bare
+ * name up on the loader's path instead), stored as given at offset d->arg: a typo fails the
+ * open that reads it, one process or many, not only the job that would load the file. */
+static bool set_file(AmpOptions *o, const AmpOption *d, const char *label, const char *v, AmpStatus *st) {
+    (void)label, (void)st;
+    struct stat sb;
+    if (!strchr(v, '/') || stat(v, &sb) != 0 || S_ISDIR(sb.st_mode)) return false;
+    *(const char **)((char *)o + d->arg) = v;
+    return true;
 }
 
 /* Op types (the simulator's lists), checked as the list edits check theirs; stored as
@@ -284,6 +310,11 @@ static bool set_no_value_info(AmpOptions *o, const AmpOption *d, const char *lab
 /* A yes-or-no variable's values, after what 1 means. */
 #define YES_NO(meaning) "1 (" meaning ") or 0 (true, on, yes and false, off, no too)"
 #define AT(field) (int)offsetof(AmpOptions, field)
+/* A library's file (set_file) at AmpOptions field `at`, `file` its usual name. */
+#define LIBRARY_ROW(var, at, file, what)                                                                              \
+    {NULL, var, "the path of a file that exists (with a '/')", set_file, AT(at), AMP_DOOR_SESSION,                    \
+     .example = "./" file, .refused = "/nonexistent/" file,                                                           \
+     .doc = what "; checked at every open, so a typo fails even a one-process run"}
 /* Order matters where the environment is read in it: a session's own settings first (what
  * it read before reading any AMP option), list additions before removals, as TensorFlow
  * applies them. */
@@ -332,6 +363,23 @@ static const AmpOption OPTIONS[] = {
      .keyword = "dnnl", .example = "0", .refused = "maybe",
      .doc = "0: the CPU kernels use OpenBLAS for everything, not oneDNN. Process-wide, as the library is: it counts "
             "when a session sets it before oneDNN's first use"},
+    /* Data parallelism (docs/parallel.md, runtime/session_dp.c): what a one-process run
+     * cannot show, tests/runtime/test_data_parallel.py checks under mpirun. */
+    {NULL, "AMP_DATA_PARALLEL", "auto, mpi or off", set_data_parallel, 0, AMP_DOOR_SESSION, .field = "data_parallel",
+     .example = "off", .refused = "ranks",
+     .doc = "whether a session joins an MPI job ([parallel.md](parallel.md)) when its option `data_parallel` is "
+            "`AMP_DATA_PARALLEL_AUTO`: `auto` when an MPI launcher started more than one rank, `mpi` always (one "
+            "rank on CUDA is then a one-rank NCCL communicator), `off` never"},
+    {NULL, "AMP_COMM_TIMEOUT", "a number of seconds above 0", set_comm_timeout, 0, AMP_DOOR_SESSION,
+     .field = "comm_timeout", .example = "30", .refused = "0",
+     .doc = "how long a data-parallel collective waits for the other ranks before the job is ended naming the "
+            "ranks that did not arrive (unset: 300; the session option `comm_timeout`)"},
+    LIBRARY_ROW("AMP_MPI_PLUGIN", run.mpi_plugin, "libampc_mpi.so",
+                "the MPI plugin a data-parallel session opens (unset: `libampc_mpi.so` beside the executable, beside "
+                "`libampc.so`, then on the loader's path)"),
+    LIBRARY_ROW("AMP_NCCL_LIB", run.nccl_lib, "libnccl.so.2",
+                "CUDA: the NCCL library a data-parallel session loads (unset: `libnccl.so.2` on the loader's path, "
+                "else beside the CUDA libraries the build found)"),
     {NULL, "AMP_LOG_PATH", "a folder", set_text, AT(run.log_path), AMP_DOOR_AMP, .field = "log_path",
      .example = "amp_log",
      .refused = "/proc/ampc-log",
@@ -414,6 +462,7 @@ static const AmpOption OPTIONS[] = {
 #undef CONV
 #undef YES_NO
 #undef AT
+#undef LIBRARY_ROW
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
 _Static_assert(N_OPTIONS <= 64, "AmpOptions.given has a bit per row");
 

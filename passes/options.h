@@ -32,6 +32,13 @@ typedef struct AmpRunOptions {
     const char *sim_lacks, *sim_refuses; /* AMP_SIM_LACKS, AMP_SIM_REFUSES: op types */
     bool no_dnnl;         /* AMP_DNNL=0 */
     const char *log_path; /* AMP_LOG_PATH */
+    /* Data parallelism (runtime/session_dp.c): AMP_DATA_PARALLEL's word as ampc.h's
+     * AMP_DATA_PARALLEL_* counts them (0 auto, 1 mpi, 2 off; session_dp.c holds the two
+     * equal); AMP_COMM_TIMEOUT's seconds (0: not given); the files of AMP_MPI_PLUGIN and
+     * AMP_NCCL_LIB, which existed when read. */
+    int data_parallel;
+    double comm_timeout;
+    const char *mpi_plugin, *nccl_lib;
 } AmpRunOptions;
 
 /* Options as read, and the storage their lists need. Zero-initialised means defaults. */

@@ -1,7 +1,8 @@
 /* A session's settings: the variables of every session (AMP_BACKEND, AMP_TF32, AMP_AUTO,
- * AMP_THREADS, AMP_CUDA_*, AMP_SIM_*, AMP_DNNL) and, with AMP_AUTO on, those of the AMP
- * options (AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_CALIBRATION, a statistics
- * file of `ampc calibrate` read at once, the eight list edit variables AMP_ALLOWLIST_ADD ...
+ * AMP_THREADS, AMP_CUDA_*, AMP_SIM_*, AMP_DNNL, AMP_DATA_PARALLEL, AMP_COMM_TIMEOUT,
+ * AMP_MPI_PLUGIN, AMP_NCCL_LIB) and, with AMP_AUTO on, those of the AMP options
+ * (AMP_PRECISION, AMP_LOSS_SCALE, AMP_OPSET_UPGRADE, AMP_CALIBRATION, a statistics file of
+ * `ampc calibrate` read at once, the eight list edit variables AMP_ALLOWLIST_ADD ...
  * AMP_DENYLIST_REMOVE, AMP_LOG_PATH), each read once per open by the options table the CLI
  * shares (passes/options.c), the session's options replacing them; then AMP_AUTO rewrites
  * the model in memory with the AMP pipeline, so an FP32 model trains in mixed precision
@@ -32,16 +33,43 @@ static const struct {
     STRING_FIELD(clearlist_remove), STRING_FIELD(denylist_remove),
 };
 
-/* The fields that are not strings and replace their variable when set (not zero). */
+/* The fields that are not strings: each replaces its variable when set (not its zero,
+ * AUTO or default). */
+static bool backend_set(const AmpSessionOptions *o) {
+    return o->backend != AMP_BACKEND_AUTO;
+}
+static bool tf32_set(const AmpSessionOptions *o) {
+    return o->tf32;
+}
+static bool threads_set(const AmpSessionOptions *o) {
+    return o->threads > 0;
+}
+static bool data_parallel_set(const AmpSessionOptions *o) {
+    return o->data_parallel != AMP_DATA_PARALLEL_AUTO;
+}
+static bool comm_timeout_set(const AmpSessionOptions *o) {
+    return o->comm_timeout > 0;
+}
+static const struct {
+    const char *name;
+    bool (*set)(const AmpSessionOptions *o);
+} OTHER_FIELDS[] = {
+    {"backend", backend_set},   {"tf32", tf32_set},           {"threads", threads_set},
+    {"data_parallel", data_parallel_set}, {"comm_timeout", comm_timeout_set},
+};
+
 static bool replaced_by_field(const AmpSessionOptions *o, const char *field) {
-    return (!strcmp(field, "backend") && o->backend != AMP_BACKEND_AUTO) || (!strcmp(field, "tf32") && o->tf32) ||
-           (!strcmp(field, "threads") && o->threads > 0);
+    for (size_t i = 0; i < sizeof OTHER_FIELDS / sizeof *OTHER_FIELDS; i++)
+        if (!strcmp(OTHER_FIELDS[i].name, field)) return OTHER_FIELDS[i].set(o);
+    return false;
 }
 
 bool amp_auto_reads_field(const char *field) {
     for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++)
         if (!strcmp(FIELDS[i].name, field)) return true;
-    return !strcmp(field, "backend") || !strcmp(field, "tf32") || !strcmp(field, "threads");
+    for (size_t i = 0; i < sizeof OTHER_FIELDS / sizeof *OTHER_FIELDS; i++)
+        if (!strcmp(OTHER_FIELDS[i].name, field)) return true;
+    return false;
 }
 
 /* amp_options_read_env's get: the session option's field, else the variable (unless
@@ -84,7 +112,8 @@ AmpCode amp_auto_config(const AmpSessionOptions *o, AmpAutoConfig *c, AmpStatus 
                                  .sync_each = r->cuda_sync,
                                  .profile = r->cuda_profile,
                                  .lacks = r->sim_lacks,
-                                 .refuses = r->sim_refuses};
+                                 .refuses = r->sim_refuses,
+                                 .nccl_lib = r->nccl_lib}; /* used only in a job (comm set at open) */
     c->no_dnnl = r->no_dnnl;
     if (!c->enabled) return AMP_OK;
     rc = amp_options_read_env(&c->opts, session_setting, (void *)o, AMP_DOOR_AMP, st);

@@ -21,8 +21,9 @@ typedef struct AmpAutoConfig {
     char *log_path;        /* malloc'd; NULL: no log */
     int threads;           /* the threads option, else AMP_THREADS (0: neither; read whether or not AMP_AUTO is) */
     /* What the session hands the backend it opens (tf32 and AMP_CUDA_SYNC, AMP_CUDA_PROFILE,
-     * AMP_SIM_LACKS, AMP_SIM_REFUSES; read whether or not AMP_AUTO is). Its strings live as
-     * long as the options and the environment they came from. */
+     * AMP_SIM_LACKS, AMP_SIM_REFUSES, AMP_NCCL_LIB; read whether or not AMP_AUTO is; the
+     * communicator is set by the session's data-parallel open). Its strings live as long as
+     * the options and the environment they came from. */
     AmpBackendSettings be;
     bool no_dnnl;          /* AMP_DNNL=0: the CPU kernels' process-wide knob (amp_dnnl_set_off) */
 } AmpAutoConfig;

@@ -10,6 +10,11 @@
 #include "runtime/amp_auto.h"
 #include "runtime/session_impl.h"
 
+/* AmpRunOptions.data_parallel counts AMP_DATA_PARALLEL's words (passes/options.c) as these do. */
+_Static_assert(AMP_DATA_PARALLEL_AUTO == 0 && AMP_DATA_PARALLEL_MPI == 1 && AMP_DATA_PARALLEL_OFF == 2,
+               "AMP_DATA_PARALLEL's words: auto, mpi, off");
+
+/* The launcher's variables (not AMP_*: MPI's own), which amp_comm_launched reads. */
 static const char *real_env(const char *name) {
     return getenv(name);
 }
@@ -17,17 +22,6 @@ static const char *real_env(const char *name) {
 static const char *no_env(const char *name) {
     (void)name;
     return NULL;
-}
-
-/* AMP_DATA_PARALLEL (auto, mpi, off): the mode of a session whose options leave it AUTO, so
- * that `ampc run` can ask for a job of one rank (a one-rank NCCL communicator on one GPU). */
-static AmpCode env_mode(const char *(*env)(const char *), int *mode, AmpStatus *st) {
-    const char *v = env("AMP_DATA_PARALLEL");
-    if (!v || !*v || !strcmp(v, "auto")) return AMP_OK;
-    if (!strcmp(v, "mpi")) *mode = AMP_DATA_PARALLEL_MPI;
-    else if (!strcmp(v, "off")) *mode = AMP_DATA_PARALLEL_OFF;
-    else return amp_fail(st, AMP_ERR_USAGE, "AMP_DATA_PARALLEL '%s': expected auto, mpi or off", v);
-    return AMP_OK;
 }
 
 /* Whether the session runs on CUDA (named, or auto with a usable GPU): the backend whose
@@ -38,23 +32,20 @@ static bool on_cuda(const AmpAutoConfig *cfg) {
 }
 
 AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpAutoConfig *cfg, AmpStatus *st) {
-    const char *(*env)(const char *) = opt->ignore_env ? no_env : real_env;
     int mode = opt->data_parallel;
     if (mode < AMP_DATA_PARALLEL_AUTO || mode > AMP_DATA_PARALLEL_OFF)
         return amp_fail(st, AMP_ERR_USAGE, "AmpSessionOptions.data_parallel %d: expected AMP_DATA_PARALLEL_AUTO (0), "
                         "_MPI (1) or _OFF (2)", mode);
-    if (mode == AMP_DATA_PARALLEL_AUTO && env_mode(env, &mode, st)) return st->code;
-    if (mode == AMP_DATA_PARALLEL_OFF || (mode == AMP_DATA_PARALLEL_AUTO && !amp_comm_launched(env))) return AMP_OK;
-    double timeout = opt->comm_timeout;
-    const char *t = env("AMP_COMM_TIMEOUT");
-    if (!(timeout > 0) && t && *t) {
-        char *end;
-        timeout = strtod(t, &end);
-        if (*end || !(timeout > 0))
-            return amp_fail(st, AMP_ERR_USAGE, "AMP_COMM_TIMEOUT '%s': expected a number of seconds above 0", t);
-    }
+    /* AMP_DATA_PARALLEL and AMP_COMM_TIMEOUT, read by the options table where the fields
+     * leave them (amp_auto_config), so that `ampc run` can ask for a job of one rank (a
+     * one-rank NCCL communicator on one GPU). */
+    const AmpRunOptions *r = &cfg->opts.run;
+    if (mode == AMP_DATA_PARALLEL_AUTO) mode = r->data_parallel;
+    bool launched = amp_comm_launched(opt->ignore_env ? no_env : real_env);
+    if (mode == AMP_DATA_PARALLEL_OFF || (mode == AMP_DATA_PARALLEL_AUTO && !launched)) return AMP_OK;
+    double timeout = opt->comm_timeout > 0 ? opt->comm_timeout : r->comm_timeout;
     AmpComm *c = NULL;
-    AmpCode rc = amp_comm_open_mpi(env("AMP_MPI_PLUGIN"), timeout > 0 ? timeout : 300, &c, st);
+    AmpCode rc = amp_comm_open_mpi(r->mpi_plugin, timeout > 0 ? timeout : 300, &c, st);
     if (rc) return rc;
     if (timeout > 0) c->timeout = timeout; /* the process's one communicator: the last open's */
     /* One rank is the process without MPI (no pass, the same bytes), except where _MPI asks
@@ -62,7 +53,6 @@ AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, AmpAuto
      * machine with one GPU can check against none. */
     if (c->size > 1 || (mode == AMP_DATA_PARALLEL_MPI && on_cuda(cfg))) s->comm = c;
     cfg->be.comm = s->comm;
-    cfg->be.nccl_lib = env("AMP_NCCL_LIB");
     return AMP_OK;
 }
 

@@ -108,10 +108,10 @@ void amp_session_fill_info(const AmpValue *v, AmpIoInfo *out);
 
 /* session_dp.c (docs/parallel.md) */
 struct AmpAutoConfig;
-/* Joins the MPI job when opt asks (data_parallel, AMP_DATA_PARALLEL, the launcher's
- * variables): s->comm set when the job has more than one rank, or one rank asked for
- * explicitly on CUDA (a one-rank NCCL communicator); cfg->be then carries the communicator
- * and AMP_NCCL_LIB to the backend. */
+/* Joins the MPI job when opt asks (data_parallel, else AMP_DATA_PARALLEL as cfg read it,
+ * and the launcher's variables): s->comm set when the job has more than one rank, or one
+ * rank asked for explicitly on CUDA (a one-rank NCCL communicator); cfg->be then carries
+ * the communicator to the backend (beside AMP_NCCL_LIB, which amp_auto_config put there). */
 AmpCode amp_session_dp_open(AmpSession *s, const AmpSessionOptions *opt, struct AmpAutoConfig *cfg, AmpStatus *st);
 /* With a communicator: the allreduce pass over s->m, then every rank's hash of the model
  * and options compared (AMP_ERR_USAGE naming the ranks that differ from rank 0). */

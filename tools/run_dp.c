@@ -3,7 +3,9 @@
  * gradients), takes its 1/N slice of the batch, or its own folder with --inputs-per-rank;
  * rank 0 prints the whole batch's loss (the ranks' losses averaged) and writes the
  * checkpoint and outputs; the other ranks print nothing but errors. An error on one rank
- * ends the whole job, so no rank waits for one that left. */
+ * ends the whole job, so no rank waits for one that left. The AMP_TEST_* variables read
+ * here are test hooks, the one set of AMP_* variables outside the options table
+ * (docs/env.md says so): tests/runtime/test_data_parallel.py alone sets them. */
 #include "tools/run_dp.h"
 
 #include <stdio.h>

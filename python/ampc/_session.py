@@ -69,8 +69,11 @@ class Session:
     device, else the CPU). amp=True rewrites the model in mixed precision as it opens
     (AMP_AUTO), precision and the AMP keywords (loss_scale, allowlist_add, ... as
     ampc.h's AmpSessionOptions names them) saying how; the session keywords too (seed,
-    no_fuse, no_fallback, timeout_seconds, threads, ...). No AMP_* variable is read unless
-    ignore_env=False. One thread at a time per session."""
+    no_fuse, no_fallback, timeout_seconds, threads, data_parallel (ampc.h's
+    AMP_DATA_PARALLEL_*: 0 auto, 1 mpi, 2 off; the variable AMP_DATA_PARALLEL's words),
+    comm_timeout, ...). No AMP_* variable is read unless ignore_env=False (docs/env.md: the
+    keywords that are session fields replace their variables). One thread at a time per
+    session."""
 
     _s = None  # the AmpSession (set by a successful open)
 

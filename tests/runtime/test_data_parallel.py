@@ -30,7 +30,9 @@ batch train as one process on the whole batch.
 - mismatched models refused at open naming the rank; a batch the ranks cannot split is a
   usage error naming the input and both numbers; one rank under mpirun prints and saves
   exactly what no MPI does (AMP_DATA_PARALLEL=mpi too, on the CPU); AMP_DATA_PARALLEL=off
-  under mpirun runs unrelated processes, and a bad value is a usage error naming it;
+  under mpirun runs unrelated processes, and a bad value is a usage error naming it
+  (the options table's message); AMP_MPI_PLUGIN names the plugin a job opens (a file that is
+  no library fails every rank naming it, one that does not exist fails even one process);
 - a rank that exits mid-run (AMP_TEST_DIE_AT_STEP=2 on rank 1) ends the job non-zero in
   bounded time, mpirun naming rank 1; a rank that hangs (AMP_TEST_HANG_AT_STEP) ends the job
   after AMP_COMM_TIMEOUT with rank 0 naming rank 1 as not arrived.
@@ -501,12 +503,23 @@ def t_one_rank(ctx):
 
 
 def t_env_mode(ctx):
-    """AMP_DATA_PARALLEL: off runs unrelated processes under mpirun; a bad value is a usage error naming it."""
+    """AMP_DATA_PARALLEL: off runs unrelated processes under mpirun; a bad value is a usage error naming it
+    (the options table's, docs/env.md). AMP_MPI_PLUGIN: the file a job opens (the build's runs; a file
+    that is no library fails every rank naming it); one that does not exist fails even one process."""
     r = ok(mpirun(ctx, 2, ["run", *mlp_args(), "--steps", "2", "--backend", "cpu"], {"AMP_DATA_PARALLEL": "off"}),
            "AMP_DATA_PARALLEL=off")
     assert r.stdout.count("step 1:") == 2 and "data parallel:" not in r.stdout, r.stdout
     r = single(ctx, ["run", *mlp_args(), "--steps", "1"], {"AMP_DATA_PARALLEL": "ranks"})
-    assert r.returncode != 0 and "AMP_DATA_PARALLEL 'ranks': expected auto, mpi or off" in r.stderr, r.stderr
+    assert r.returncode == 2 and "AMP_DATA_PARALLEL='ranks': expected auto, mpi or off" in r.stderr, r.stderr
+    plugin = os.path.join(os.path.dirname(ctx.ampc), "libampc_mpi.so")
+    r = ok(mpirun(ctx, 2, ["run", *mlp_args(), "--steps", "2", "--backend", "cpu"], {"AMP_MPI_PLUGIN": plugin}),
+           "AMP_MPI_PLUGIN naming the build's plugin")
+    assert "data parallel:" in r.stdout, r.stdout
+    not_lib = os.path.join(MLP, "model.onnx")
+    r = mpirun(ctx, 2, ["run", *mlp_args(), "--steps", "2", "--backend", "cpu"], {"AMP_MPI_PLUGIN": not_lib})
+    assert r.returncode != 0 and f"did not open (tried {not_lib} (" in r.stderr, r.stderr
+    r = single(ctx, ["run", *mlp_args(), "--steps", "1"], {"AMP_MPI_PLUGIN": "/nonexistent/libampc_mpi.so"})
+    assert r.returncode == 2 and "AMP_MPI_PLUGIN='/nonexistent/libampc_mpi.so': expected" in r.stderr, r.stderr
 
 
 def t_dies(ctx):
@@ -549,7 +562,7 @@ def main():
               ("notes said once, by rank 0", t_notes_once),
               ("the C API from an application under mpirun", t_c_api),
               ("one rank under mpirun is no MPI", t_one_rank),
-              ("AMP_DATA_PARALLEL off and a bad value", t_env_mode),
+              ("AMP_DATA_PARALLEL off and a bad value; AMP_MPI_PLUGIN", t_env_mode),
               ("a rank that exits ends the job", t_dies),
               ("a rank that hangs ends the job after the timeout", t_hangs)]
     return tl.run(tests, ctx, verbose=a.verbose, notes=ctx.notes)

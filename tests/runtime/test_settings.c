@@ -6,6 +6,7 @@
  * its own process, so setenv and the process-wide knobs stay inside the test. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "runtime/amp_auto.h"
@@ -126,6 +127,55 @@ Test(settings, threads_and_dnnl_reach_the_knobs) {
     cr_assert(amp_threads_requested(&n) && n == 3, "%d", n);
     cr_assert(amp_dnnl_set_off_asked());
     amp_session_close(s);
+}
+
+/* The data-parallel variables are rows of the table: read at every open into the session's
+ * settings (AMP_NCCL_LIB on to the backend's), the fields replacing the first two, and a
+ * library's file that does not exist (or a bare name, which dlopen would look up elsewhere)
+ * refused with the table's message, in one process too. */
+Test(settings, data_parallel_variables_reach_the_session) {
+    char lib[] = "/tmp/ampc_settings_libXXXXXX";
+    int fd = mkstemp(lib);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    setenv("AMP_DATA_PARALLEL", "mpi", 1);
+    setenv("AMP_COMM_TIMEOUT", "7.5", 1);
+    setenv("AMP_MPI_PLUGIN", lib, 1);
+    setenv("AMP_NCCL_LIB", lib, 1);
+    AmpAutoConfig c;
+    AmpStatus st = {0};
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.opts.run.data_parallel, AMP_DATA_PARALLEL_MPI);
+    cr_assert_eq(c.opts.run.comm_timeout, 7.5);
+    cr_assert_str_eq(c.opts.run.mpi_plugin, lib);
+    cr_assert_str_eq(c.be.nccl_lib, lib);
+    amp_auto_config_free(&c);
+    /* the fields, when set, replace their variables, which are then not read */
+    setenv("AMP_DATA_PARALLEL", "ranks", 1);
+    setenv("AMP_COMM_TIMEOUT", "soon", 1);
+    AmpSessionOptions o = {.data_parallel = AMP_DATA_PARALLEL_OFF, .comm_timeout = 2};
+    cr_assert_eq(amp_auto_config(&o, &c, &st), AMP_OK, "%s", st.msg);
+    cr_assert_eq(c.opts.run.data_parallel, AMP_DATA_PARALLEL_AUTO);
+    cr_assert_eq(c.opts.run.comm_timeout, 0);
+    amp_auto_config_free(&c);
+    st = (AmpStatus){0};
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "AMP_DATA_PARALLEL='ranks': expected auto, mpi or off"), "%s", st.msg);
+    unsetenv("AMP_DATA_PARALLEL");
+    st = (AmpStatus){0};
+    cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_ERR_USAGE);
+    cr_assert_not_null(strstr(st.msg, "AMP_COMM_TIMEOUT='soon': expected a number of seconds above 0"), "%s", st.msg);
+    unsetenv("AMP_COMM_TIMEOUT");
+    static const char *const bad[] = {"/nonexistent/libnccl.so.2", "libnccl.so.2", "/tmp"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        setenv("AMP_NCCL_LIB", bad[k], 1);
+        st = (AmpStatus){0};
+        cr_assert_eq(amp_auto_config(NULL, &c, &st), AMP_ERR_USAGE, "AMP_NCCL_LIB='%s' taken", bad[k]);
+        char want[96];
+        snprintf(want, sizeof want, "AMP_NCCL_LIB='%s': expected the path of a file that exists", bad[k]);
+        cr_assert_not_null(strstr(st.msg, want), "%s", st.msg);
+    }
+    unlink(lib);
 }
 
 /* Every row of the options table that names a session field names one a session reads. */

@@ -12,8 +12,9 @@ names, to the value the row says it takes and to the one it says it refuses:
 The doors: `convert` (ampc MODEL -o OUT), `session` (ampc run: every session), `amp`
 (AMP_AUTO=1 ampc run), `command` (ampc verify: every command), `export` (ampc export
 --precision auto). A few variables act where this machine cannot see them (CUDA's, the CPU's
-thread count and oneDNN switch): UNSEEN names them and why; tests/runtime/test_settings.c
-follows their values to the backend's settings and the CPU's knobs. A variable added to the
+thread count and oneDNN switch, data parallelism's outside an MPI job): UNSEEN names them
+and why; tests/runtime/test_settings.c follows their values to the backend's settings and
+the CPU's knobs, tests/runtime/test_data_parallel.py the data-parallel ones under mpirun. A variable added to the
 table with no door, or whose value shows nowhere and is not in UNSEEN, fails this test.
 Prints "N passed, M failed" last.
 
@@ -62,6 +63,11 @@ UNSEEN = {
     "AMP_CUDA_PROFILE": "CUDA only (the backend's settings: test_settings.c)",
     "AMP_DNNL": "the CPU's oneDNN switch: same results (test_settings.c, kernels_test_dnnl_conv)",
     "AMP_THREADS": "the thread knob: the same results whatever N (test_settings.c, tools_test_cli_amp)",
+    # data parallelism: a process no MPI launcher started joins no job, whatever these say
+    "AMP_DATA_PARALLEL": "joining an MPI job (test_data_parallel.py: t_one_rank's mpi, t_env_mode's off)",
+    "AMP_COMM_TIMEOUT": "a job's collectives' deadline (test_data_parallel.py: t_hangs' 3 s)",
+    "AMP_MPI_PLUGIN": "the plugin a job opens (test_data_parallel.py: t_env_mode; test_settings.c)",
+    "AMP_NCCL_LIB": "CUDA's NCCL, in a job (the backend's settings: test_settings.c; tests/cuda/test_nccl_host.c)",
 }
 
 # A refused value's exit code where it is not 2.
@@ -97,9 +103,13 @@ def run(ctx, door, env, argv=None):
     ctx["n"] += 1
     d = os.path.join(ctx["tmp"], f"r{ctx['n']}")
     os.makedirs(d)
-    for v in env.values():  # a statistics file named by a variable: the model's, made once
-        if v and v.endswith(".stats") and "/" not in v:
+    made = set()  # files a value names, which the run did not write
+    for v in env.values():
+        if v and v.endswith(".stats") and "/" not in v:  # a statistics file: the model's, made once
             shutil.copy(ctx["stats"], os.path.join(d, v))
+        elif v and v.startswith("./"):  # a file the row wants to exist (a library's path): empty
+            open(os.path.join(d, v), "wb").close()
+            made.add(os.path.normpath(v))
     argv = argv if argv and door == "convert" else DOORS[door][0]
     r = subprocess.run([ctx["ampc"]] + [TRAIN if a == "TRAIN" else a for a in argv], cwd=d, capture_output=True,
                        text=True, env=clean_env(env), timeout=300)
@@ -107,7 +117,7 @@ def run(ctx, door, env, argv=None):
     for base, _, files in sorted(os.walk(d)):
         for f in sorted(files):
             p = os.path.join(base, f)
-            if f.endswith(".stats"):
+            if f.endswith(".stats") or os.path.relpath(p, d) in made:
                 continue
             with open(p, "rb") as fh:
                 data = fh.read()
