@@ -61,6 +61,10 @@ def _lib_error(msg):
     return UnsupportedError(msg)
 
 
+# AmpSessionOptions.data_parallel by the words of AMP_DATA_PARALLEL (ampc.h: AMP_DATA_PARALLEL_*).
+DATA_PARALLEL = {"auto": 0, "mpi": 1, "off": 2}
+
+
 class Session:
     """A model opened for running (and training): ampc.Session(model, backend="cpu", amp=False,
     precision=None, **options), model an onnx.ModelProto, a path or bytes.
@@ -69,8 +73,8 @@ class Session:
     device, else the CPU). amp=True rewrites the model in mixed precision as it opens
     (AMP_AUTO), precision and the AMP keywords (loss_scale, allowlist_add, ... as
     ampc.h's AmpSessionOptions names them) saying how; the session keywords too (seed,
-    no_fuse, no_fallback, timeout_seconds, threads, data_parallel (ampc.h's
-    AMP_DATA_PARALLEL_*: 0 auto, 1 mpi, 2 off; the variable AMP_DATA_PARALLEL's words),
+    no_fuse, no_fallback, timeout_seconds, threads, data_parallel ("auto", "mpi" or "off", the
+    words of the variable AMP_DATA_PARALLEL, or ampc.h's AMP_DATA_PARALLEL_* numbers 0, 1, 2),
     comm_timeout, ...). No AMP_* variable is read unless ignore_env=False (docs/env.md: the
     keywords that are session fields replace their variables). One thread at a time per
     session."""
@@ -96,6 +100,11 @@ class Session:
                 raise TypeError(f"ampc.Session: no option '{name}' (the options: {', '.join(sorted(fields))})")
             if value is None:
                 continue
+            if name == "data_parallel" and isinstance(value, str):
+                if value not in DATA_PARALLEL:  # the table's words and message (docs/env.md)
+                    from . import UsageError
+                    raise UsageError(f"data_parallel='{value}': expected auto, mpi or off", 2)
+                value = DATA_PARALLEL[value]
             if name in _lib.SESSION_STRING_FIELDS or name in ("ort_optimizer", "ort_checkpoint", "loss"):
                 if isinstance(value, (list, tuple)):
                     value = ",".join(map(str, value))

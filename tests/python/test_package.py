@@ -7,6 +7,7 @@ and outputs. Skipped (exit 77) where numpy or onnx is missing."""
 import glob
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -469,6 +470,22 @@ def test_session_refusals(c):
         raise AssertionError("an unknown keyword was taken")
     except TypeError:
         pass
+    # data_parallel by the variable's words, refused as the variable is (but for its name)
+    env = dict(os.environ, AMP_DATA_PARALLEL="sometimes")
+    r = subprocess.run([c.bin, "run", model("mlp_train"), "--backend", "cpu", "--steps", "1"], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 2, r.stderr
+    want = r.stderr.strip().removeprefix("ampc: ").replace("AMP_DATA_PARALLEL=", "data_parallel=")
+    try:
+        ampc.Session(model("mlp_train"), backend="cpu", data_parallel="sometimes")
+        raise AssertionError("data_parallel='sometimes' was taken")
+    except ampc.UsageError as e:
+        assert want.endswith(str(e)) and "expected auto, mpi or off" in str(e), (str(e), r.stderr)
+    losses = []
+    for dp in ("off", "auto", 2, None):  # off (by word or number) and auto without a launcher: one process
+        with ampc.Session(model("mlp_train"), backend="cpu", data_parallel=dp) as s:
+            losses.append(s.train_step(feed_of("mlp_train")))
+    assert len(set(losses)) == 1, losses
     with ampc.Session(model("cnn_infer"), backend="cpu") as s:
         try:
             s.run({"x": np.zeros((2, 3), np.float32)})

@@ -441,7 +441,7 @@ for f in sorted(os.listdir(data)):
         a = nh.to_array(t)
         k = a.shape[0] // n
         feed[t.name] = np.ascontiguousarray(a[rank * k:(rank + 1) * k])  # this rank's slice
-with ampc.Session(model, backend="cpu", data_parallel=1) as s:  # AMP_DATA_PARALLEL_MPI
+with ampc.Session(model, backend="cpu", data_parallel="mpi") as s:  # AMP_DATA_PARALLEL_MPI
     losses = [s.train_step(feed) for _ in range(steps)]
     s.save_state(ck + ".rank%d" % rank)
 print("rank %d losses %s" % (rank, " ".join("%.9g" % x for x in losses)))
