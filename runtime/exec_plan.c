@@ -114,20 +114,13 @@ static size_t group_allreduce(const AmpExec *e, int *group) {
     return n;
 }
 
-/* Plans the arena from the sizes the last run recorded. Failure only means no arena. */
-void amp_exec_build_arena(AmpExec *e) {
-    amp_exec_free_arena(e);
+/* The planner's items: one per value the last run made, but one per AllReduceMean for its
+ * grouped values (group[], group_allreduce): the block, sized by its means and live from
+ * its first gradient made to its last mean read; ids[k] the value of item k (UINT32_MAX for
+ * a block, item_of[node] the block's item). Returns the number of items. */
+static size_t arena_items(const AmpExec *e, const int *group, AmpPlanItem *items, uint32_t *ids, int *item_of) {
     size_t n = 0;
-    for (size_t i = 0; i < e->n_values; i++) n += e->rec[i] && e->first[i] >= 0;
-    if (!n) return;
-    AmpPlanItem *items = malloc(n * sizeof *items);
-    uint32_t *ids = malloc(n * sizeof *ids);
-    int *group = malloc(e->n_values * sizeof *group);
-    int *item_of = malloc(e->n_nodes * sizeof *item_of); /* per AllReduceMean: its block's item */
-    if (!items || !ids || !group || !item_of) goto done;
-    bool grouped = group_allreduce(e, group) > 0;
     for (size_t i = 0; i < e->n_nodes; i++) item_of[i] = -1;
-    n = 0;
     for (size_t i = 0; i < e->n_values; i++) {
         if (!e->rec[i] || e->first[i] < 0) continue;
         int g = group[i];
@@ -149,14 +142,13 @@ void amp_exec_build_arena(AmpExec *e) {
             b->first = e->first[i];
         }
     }
-    size_t bytes = 0;
-    AmpStatus st = {0};
-    if (amp_plan_offsets(items, n, ARENA_ALIGN, &bytes, &st)) goto done;
-    if (!(e->arena = e->be->alloc(e->be, bytes))) goto done;
-    e->arena_bytes = bytes;
-    for (size_t k = 0; k < n; k++)
-        if (ids[k] != UINT32_MAX) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
-    for (size_t i = 0; grouped && i < e->n_nodes; i++) {
+    return n;
+}
+
+/* Each grouped gradient and its mean at the same offset, end to end in input order
+ * within their node's block (placed at `items[item_of[node]].offset`). */
+static void place_groups(AmpExec *e, const int *group, const AmpPlanItem *items, const int *item_of) {
+    for (size_t i = 0; i < e->n_nodes; i++) {
         if (item_of[i] < 0) continue;
         const AmpNode *nd = e->nodes[i];
         size_t at = items[item_of[i]].offset;
@@ -168,6 +160,29 @@ void amp_exec_build_arena(AmpExec *e) {
             at += align_up(e->rec[x->id]);
         }
     }
+}
+
+/* Plans the arena from the sizes the last run recorded. Failure only means no arena. */
+void amp_exec_build_arena(AmpExec *e) {
+    amp_exec_free_arena(e);
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_values; i++) n += e->rec[i] && e->first[i] >= 0;
+    if (!n) return;
+    AmpPlanItem *items = malloc(n * sizeof *items);
+    uint32_t *ids = malloc(n * sizeof *ids);
+    int *group = malloc(e->n_values * sizeof *group);
+    int *item_of = malloc(e->n_nodes * sizeof *item_of); /* per AllReduceMean: its block's item */
+    if (!items || !ids || !group || !item_of) goto done;
+    bool grouped = group_allreduce(e, group) > 0;
+    n = arena_items(e, group, items, ids, item_of);
+    size_t bytes = 0;
+    AmpStatus st = {0};
+    if (amp_plan_offsets(items, n, ARENA_ALIGN, &bytes, &st)) goto done;
+    if (!(e->arena = e->be->alloc(e->be, bytes))) goto done;
+    e->arena_bytes = bytes;
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] != UINT32_MAX) e->off[ids[k]] = items[k].offset, e->psize[ids[k]] = items[k].size;
+    if (grouped) place_groups(e, group, items, item_of);
     e->planned = true;
 done:
     free(items);
