@@ -41,7 +41,8 @@
 
 typedef struct Grad {
     AmpValue *v;    /* the value reduced: X_grad, or the scaled gradient under loss scaling */
-    AmpNode *made;  /* the node that makes it: v's producer, or the one a naming Identity reads */
+    AmpNode *named; /* the Identity that only names it (naming_identity), or NULL */
+    AmpNode *made;  /* the node that makes it: v's producer, or the one `named` reads */
     size_t order;   /* made's position in the graph */
     uint64_t bytes; /* the parameter's bytes (0: shape unknown) */
 } Grad;
@@ -75,8 +76,9 @@ static bool may_be_float(const AmpValue *v) {
            (d == AMP_DT_FLOAT || d == AMP_DT_FLOAT16 || d == AMP_DT_BFLOAT16 || d == AMP_DT_UNDEFINED);
 }
 
-/* The Identity producing v when it only names its input: the input made by a node of the
- * same graph and read by this Identity alone, v no graph output made by it twice. */
+/* The Identity producing v when it only names its input: an input made by a node of the
+ * same graph, read by this Identity alone and no graph output (so it can be read in v's
+ * place and the Identity dropped). */
 static AmpNode *naming_identity(const AmpValue *v) {
     AmpNode *p = v->producer;
     if (!p || p->op != AMP_OP_Identity || p->n_inputs != 1 || p->n_outputs != 1 || !p->inputs[0]) return NULL;
@@ -142,7 +144,7 @@ static AmpCode find(AmpModel *m, Grad **out, size_t *n_out, AmpGraph **h, AmpSta
                 return AMP_ERR_UNSUPPORTED;
             }
             AmpNode *id = naming_identity(x);
-            grads[n++] = (Grad){x, id ? id->inputs[0]->producer : x->producer, 0, param_bytes(p)};
+            grads[n++] = (Grad){x, id, id ? id->inputs[0]->producer : x->producer, 0, param_bytes(p)};
         }
     }
     free(name);
@@ -167,7 +169,7 @@ static AmpCode reduce_chunk(AmpGraph *g, const Grad *grads, size_t n, AmpStatus 
     AmpNode *after = grads[n - 1].made; /* the last to run */
     for (size_t j = 0; j < n; j++) {
         AmpValue *v = grads[j].v;
-        AmpNode *id = naming_identity(v);
+        AmpNode *id = grads[j].named;
         if (id) {
             AmpValue *local = id->inputs[0];
             if (amp_node_set_input(node, (int)j, local)) return oom(st);
